@@ -1,0 +1,94 @@
+"""Simulation configuration: one frozen dataclass, validated when it is made.
+
+Every invalid value raises ``ValueError`` naming the parameter, the value and what is
+allowed, before any work is done (the CLI turns that message into one line and exit 2).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import asdict, dataclass, fields, replace
+
+NORMS = ("layernorm", "rms", "none")
+ENGINES = ("auto", "dense", "gram")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """The paper's simulation (Sec. 3): random tokens through stacked causal attention layers.
+
+    Tokens follow Eq. (6): x_i = eps_i + sqrt(alpha / (1 - alpha)) * v, eps_i, v ~ N(0, I_d / d).
+    One layer (Eqs. (1)-(2) and (20)): Y = Norm(X); S = causal(Y Y^T / sqrt(d)); A = softmax(S);
+    X' = A Y + gamma * X.
+    """
+
+    alpha: float = 0.0        # anisotropy of the input embeddings, Eq. (6); 0 = isotropic, 1 = all tokens equal
+    gamma: float = 0.0        # residual weight, Eq. (20); 0 = no residual, 1 = standard residual
+    norm: str = "layernorm"   # "layernorm" (exact, no affine), "rms" (sqrt(d) x / ||x||, Eq. (21)), "none"
+    n: int = 10               # sequence length (tokens)
+    d: int = 64               # hidden size
+    layers: int = 4           # stacked attention layers
+    samples: int = 100_000    # Monte-Carlo samples (independent sequences)
+    seed: int = 0             # root seed; sample blocks draw from SeedSequence(seed) children
+    engine: str = "auto"      # "dense" (literal n x d), "gram" (exact, cost free of d), "auto" (gram when exact)
+    eps: float = 1e-12        # added to the variance inside the normalization (as the authors' code)
+
+    def __post_init__(self) -> None:
+        _check_real("alpha", self.alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]")
+        _check_real("gamma", self.gamma, allowed="a finite real number")
+        _check_choice("norm", self.norm, NORMS)
+        _check_int("n", self.n, 1)
+        _check_int("d", self.d, 2)
+        _check_int("layers", self.layers, 1)
+        _check_int("samples", self.samples, 2)
+        _check_int("seed", self.seed, 0)
+        _check_choice("engine", self.engine, ENGINES)
+        _check_real("eps", self.eps, lo=0.0, allowed="a finite real number >= 0")
+        # normalise numeric types so equal configs hash and serialise identically
+        for name in ("alpha", "gamma", "eps"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        for name in ("n", "d", "layers", "samples", "seed"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+
+    # -- conveniences ------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SimConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"SimConfig: unknown field(s) {sorted(unknown)}; allowed: {sorted(known)}")
+        return cls(**data)
+
+    def replace(self, **changes) -> "SimConfig":
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    @property
+    def c(self) -> float:
+        """Scale of the shared vector in Eq. (6): sqrt(alpha / (1 - alpha)); inf at alpha = 1."""
+        return math.inf if self.alpha == 1.0 else math.sqrt(self.alpha / (1.0 - self.alpha))
+
+
+# -- validation helpers (also used by the CLI and the engines' keyword arguments) --------
+
+def _check_real(name, value, *, lo=None, hi=None, allowed):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}={value!r} is not a number; allowed: {allowed}")
+    v = float(value)
+    if not math.isfinite(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ValueError(f"{name}={value!r} is out of range; allowed: {allowed}")
+
+
+def _check_int(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}={value!r} is not an integer; allowed: an integer >= {minimum}")
+    if value < minimum:
+        raise ValueError(f"{name}={value!r} is out of range; allowed: an integer >= {minimum}")
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name}={value!r} is not allowed; allowed: one of {', '.join(map(repr, choices))}")

@@ -1,0 +1,252 @@
+"""Engines: run sample blocks through the layers and reduce them to streaming moments.
+
+* ``dense``: the literal model on (n, d) embeddings, Eq. (6) -> Eqs. (1)-(2)/(20).
+* ``gram``: the same layer on (n, m) coordinates whose Gram matrix has the law of the Gram
+  matrix the normalization sees (see :mod:`recency_lib.sampling`); exact, cost free of d.
+* ``auto``: ``gram`` whenever it is exact for the config (always, for the paper's model).
+
+Determinism: samples are split into blocks of a size fixed by the config; block k draws from
+``SeedSequence(seed, spawn_key=(k,))`` and blocks are merged in order, so any ``chunk_size``
+and any executor give bitwise-identical results.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections import deque
+from concurrent.futures import Executor
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from . import __version__
+from .config import SimConfig
+from .metrics import adjacent_differences, recency_fraction, tril_index
+from .model import layer
+from .result import SimResult
+from .sampling import degrees_of_freedom, dense_tokens, gram_coordinates
+from .stats import Moments
+
+_BLOCK_FLOATS = 2 ** 17      # target size of the largest per-block array (floats); ~1 MB, cache friendly
+
+
+def resolve_engine(cfg: SimConfig) -> str:
+    """The engine that runs ``cfg``: the requested one, or gram for "auto" (exact here)."""
+    return "gram" if cfg.engine == "auto" else cfg.engine
+
+
+def width(cfg: SimConfig, engine: str) -> int:
+    """Coordinates per token: d (dense) or m = min(n, degrees of freedom) (gram; 1 if alpha = 1)."""
+    if engine == "dense":
+        return cfg.d
+    return 1 if cfg.alpha == 1.0 else min(cfg.n, degrees_of_freedom(cfg))
+
+
+def block_size(cfg: SimConfig, engine: str) -> int:
+    """Samples per random-stream block: a power of two in [16, 4096] fixed by (n, width).
+
+    It depends on the config only (never on ``samples``, ``chunk_size`` or the executor), so a
+    run with more samples extends a run with fewer, and results are reproducible.
+    """
+    per_sample = cfg.n * max(cfg.n, width(cfg, engine))
+    b = 2 ** int(math.floor(math.log2(max(1, _BLOCK_FLOATS // per_sample))))
+    return int(min(4096, max(16, b)))
+
+
+def feature_layout(n: int) -> dict[str, slice]:
+    """Where each per-sample quantity sits in the feature vector of one layer."""
+    t = n * (n + 1) // 2
+    sizes = {"score": t, "attn": t, "diff": t - n, "rp": 1, "sq_norm": n}
+    out, start = {}, 0
+    for name, size in sizes.items():
+        out[name] = slice(start, start + size)
+        start += size
+    return out
+
+
+def block_moments(cfg: SimConfig, engine: str, block: int, size: int) -> Moments:
+    """Run one block of ``size`` samples; moments of every per-sample feature, (layers, F)."""
+    rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(block,)))
+    if engine == "dense":
+        x = dense_tokens(cfg, rng, size)                           # (size, n, d)
+    else:
+        x = gram_coordinates(cfg, rng, size)                       # (size, n, m)
+    centred = engine == "gram"
+    rows, cols = tril_index(cfg.n)
+    lay = feature_layout(cfg.n)
+    feats = np.empty((size, cfg.layers, lay["sq_norm"].stop))       # (size, layers, F)
+    for l in range(cfg.layers):
+        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=centred)
+        f = feats[:, l]
+        f[:, lay["score"]] = s[:, rows, cols]
+        f[:, lay["attn"]] = a[:, rows, cols]
+        f[:, lay["diff"]] = adjacent_differences(s)
+        f[:, lay["rp"].start] = recency_fraction(s)
+        f[:, lay["sq_norm"]] = sq
+    return Moments.of(feats)
+
+
+def _chunk(cfg_dict: dict, engine: str, bsize: int, blocks: Sequence[tuple[int, int]]):
+    """Executor task: moments of consecutive blocks, returned unmerged (merge order is global)."""
+    cfg = SimConfig.from_dict(cfg_dict)
+    return [block_moments(cfg, engine, k, size) for k, size in blocks]
+
+
+def _blocks(cfg: SimConfig, bsize: int) -> list[tuple[int, int]]:
+    full, rest = divmod(cfg.samples, bsize)
+    return [(k, bsize) for k in range(full)] + ([(full, rest)] if rest else [])
+
+
+def _check_chunk_size(chunk_size):
+    if chunk_size is None:
+        return
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size={chunk_size!r} is out of range; allowed: an integer >= 1 (samples per task)")
+
+
+def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None,
+                  executor: Executor | None = None, z: float = 3.0,
+                  progress: bool | None = None) -> list[SimResult]:
+    """Simulate several configs, spreading whole configs and sample blocks over ``executor``.
+
+    Results are identical to running each config alone with :func:`simulate`. ``chunk_size``
+    (samples per task, rounded up to whole blocks) trades scheduling overhead against memory;
+    it never changes the result. ``executor`` is any ``concurrent.futures.Executor`` (e.g. a
+    ``ProcessPoolExecutor`` or a Dask client's ``get_executor()``); default: in-process.
+    """
+    configs = list(configs)
+    for cfg in configs:
+        if not isinstance(cfg, SimConfig):
+            raise ValueError(f"configs must be SimConfig objects; got {type(cfg).__name__}")
+    _check_chunk_size(chunk_size)
+    if not (isinstance(z, (int, float)) and z > 0 and math.isfinite(z)):
+        raise ValueError(f"z={z!r} is out of range; allowed: a finite number > 0")
+
+    workers = getattr(executor, "_max_workers", None) or os.cpu_count() or 1
+    plans = []                                     # per config: (engine, bsize, list of chunks)
+    for cfg in configs:
+        engine = resolve_engine(cfg)
+        bsize = block_size(cfg, engine)
+        blocks = _blocks(cfg, bsize)
+        if chunk_size is not None:
+            per = max(1, math.ceil(chunk_size / bsize))
+        elif executor is None:
+            per = 8
+        else:                                      # a few tasks per worker, for balance
+            per = max(1, math.ceil(len(blocks) / (4 * workers)))
+        chunks = [blocks[i:i + per] for i in range(0, len(blocks), per)]
+        plans.append((engine, bsize, chunks))
+
+    tasks = [(ci, ti) for ci, (_, _, chunks) in enumerate(plans) for ti in range(len(chunks))]
+    acc: list[Moments | None] = [None] * len(configs)
+    started = [time.perf_counter()] * len(configs)
+    elapsed = [0.0] * len(configs)
+    show = progress if progress is not None else (sys.stderr.isatty() and sum(c.samples for c in configs) >= 10**6)
+    bar = None
+    if show:
+        from tqdm import tqdm
+        bar = tqdm(total=sum(c.samples for c in configs), unit="sample", file=sys.stderr, leave=False)
+
+    def args(ci, ti):
+        engine, bsize, chunks = plans[ci]
+        return configs[ci].to_dict(), engine, bsize, chunks[ti]
+
+    def fold(ci, ti, moments):
+        for m in moments:                          # tasks are folded in submission order
+            acc[ci] = m if acc[ci] is None else acc[ci].merge(m)
+            if bar is not None:
+                bar.update(m.count)
+        if ti == len(plans[ci][2]) - 1:
+            elapsed[ci] = time.perf_counter() - started[ci]
+
+    try:
+        if executor is None:
+            for ci, ti in tasks:
+                fold(ci, ti, _chunk(*args(ci, ti)))
+        else:
+            window = 2 * workers + 2               # bounded in-flight tasks: bounded memory
+            pending: deque = deque()
+            it = iter(tasks)
+            for ci, ti in it:
+                pending.append((ci, ti, executor.submit(_chunk, *args(ci, ti))))
+                if len(pending) >= window:
+                    break
+            while pending:
+                ci, ti, fut = pending.popleft()
+                fold(ci, ti, fut.result())
+                nxt = next(it, None)
+                if nxt is not None:
+                    pending.append((*nxt, executor.submit(_chunk, *args(*nxt))))
+    finally:
+        if bar is not None:
+            bar.close()
+
+    return [_to_result(cfg, plan[0], plan[1], m, z, t) for cfg, plan, m, t in zip(configs, plans, acc, elapsed)]
+
+
+def simulate(cfg: SimConfig, *, chunk_size: int | None = None, executor: Executor | None = None,
+             z: float = 3.0, progress: bool | None = None) -> SimResult:
+    """Monte-Carlo means and standard errors of scores, attention and recency metrics for ``cfg``.
+
+    Memory does not grow with ``cfg.samples`` (blocks are reduced to moments as they finish).
+    Same config and seed -> bitwise-identical result for any ``chunk_size`` and ``executor``.
+    """
+    return simulate_many([cfg], chunk_size=chunk_size, executor=executor, z=z, progress=progress)[0]
+
+
+def _to_result(cfg: SimConfig, engine: str, bsize: int, m: Moments, z: float, elapsed: float) -> SimResult:
+    n, L = cfg.n, cfg.layers
+    lay = feature_layout(n)
+    rows, cols = tril_index(n)
+    sem = m.sem
+
+    def square(which, fill, source):               # (layers, F) -> (layers, n, n)
+        out = np.full((L, n, n), fill)
+        out[:, rows, cols] = source[:, lay[which]]
+        return out
+
+    diff_rows, diff_cols = rows[cols >= 1], cols[cols >= 1]
+
+    def diffs(source):
+        out = np.full((L, n, n), np.nan)
+        out[:, diff_rows, diff_cols] = source[:, lay["diff"]]
+        return out
+
+    return SimResult(
+        config=cfg, engine=engine,
+        score_mean=square("score", np.nan, m.mean), score_sem=square("score", np.nan, sem),
+        attn_mean=square("attn", 0.0, m.mean), attn_sem=square("attn", 0.0, sem),
+        diff_mean=diffs(m.mean), diff_sem=diffs(sem),
+        recency_probability=m.mean[:, lay["rp"].start].copy(),
+        recency_probability_sem=sem[:, lay["rp"].start].copy(),
+        sq_norm_mean=m.mean[:, lay["sq_norm"]].copy(), sq_norm_sem=sem[:, lay["sq_norm"]].copy(),
+        block_size=bsize, library_version=__version__, z=float(z), elapsed_seconds=float(elapsed),
+    )
+
+
+def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str | None = None):
+    """Per-sample scores and attention of every layer, for illustrations and tests (small runs).
+
+    Returns ``scores, attention`` of shape (samples, layers, n, n), drawn from block 0's stream
+    onwards exactly as :func:`simulate` draws them. ``samples`` defaults to ``cfg.samples``.
+    """
+    samples = cfg.samples if samples is None else samples
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise ValueError(f"samples={samples!r} is out of range; allowed: an integer >= 1")
+    engine = engine or resolve_engine(cfg)
+    if engine not in ("dense", "gram"):
+        raise ValueError(f"engine={engine!r} is not allowed; allowed: 'dense' or 'gram'")
+    bsize = block_size(cfg, engine)
+    scores, attn = [], []
+    for k, size in _blocks(cfg.replace(samples=max(2, samples)), bsize):
+        rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
+        x = dense_tokens(cfg, rng, size) if engine == "dense" else gram_coordinates(cfg, rng, size)
+        s_l, a_l = [], []
+        for _ in range(cfg.layers):
+            x, s, a, _ = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps,
+                               centred=engine == "gram")
+            s_l.append(np.where(np.tri(cfg.n, dtype=bool), s, np.nan)), a_l.append(a)
+        scores.append(np.stack(s_l, axis=1)), attn.append(np.stack(a_l, axis=1))
+    return np.concatenate(scores)[:samples], np.concatenate(attn)[:samples]

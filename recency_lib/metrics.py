@@ -1,0 +1,152 @@
+"""Recency metrics on score matrices: Definition 1, the recency probability, and helpers.
+
+Indices are 0-based in code and 1-based in the book and in the paper.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+VERDICTS = ("holds", "violated", "undecided")
+TIE_RTOL = 1e-10   # differences below this (relative to the matrix's scale) are float rounding, not order
+
+
+# -- index sets -----------------------------------------------------------------------------
+
+@lru_cache(maxsize=64)
+def tril_index(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of the causal (lower) triangle including the diagonal."""
+    return np.tril_indices(n)
+
+
+@lru_cache(maxsize=64)
+def adjacent_index(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(i, j) with 1 <= j <= i: the pairs of the adjacent differences S[i, j] - S[i, j-1]."""
+    rows, cols = np.tril_indices(n)
+    keep = cols >= 1
+    return rows[keep], cols[keep]
+
+
+@lru_cache(maxsize=16)
+def triple_index(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices (i*n + j, i*n + k) of all triples k > j with i > k (diagonal excluded)."""
+    i, j, k = [], [], []
+    for q in range(2, n):
+        jj, kk = np.triu_indices(q, 1)                             # j < k < q
+        i.append(np.full(jj.size, q)), j.append(jj), k.append(kk)
+    if not i:
+        return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
+    i, j, k = (np.concatenate(a) for a in (i, j, k))
+    return i * n + j, i * n + k
+
+
+def n_triples(n: int) -> int:
+    """Number of (i, j, k) with j < k < i: C(n, 3)."""
+    return math.comb(n, 3)
+
+
+# -- per-sample quantities --------------------------------------------------------------------
+
+def adjacent_differences(s: np.ndarray) -> np.ndarray:
+    """S[i, j] - S[i, j-1] for 1 <= j <= i (Definition 1 holds iff all are > 0); (..., n(n-1)/2)."""
+    n = s.shape[-1]
+    i, j = adjacent_index(n)
+    return s[..., i, j] - s[..., i, j - 1]
+
+
+_TRIPLE_LIMIT = 400_000   # above this many triples, count row by row instead of with index arrays
+
+
+def recency_fraction(s: np.ndarray) -> np.ndarray:
+    """Per sample, the fraction of triples j < k < i with S[i, k] > S[i, j]; (batch,).
+
+    0.5 = no order, 1 = perfect recency, 0 = perfect primacy; the diagonal is excluded. Ties
+    (differences below ``TIE_RTOL`` times the sample's largest |score|) do not count as order.
+    NaN when n < 3 (no triple exists). ``s`` is (batch, n, n).
+    """
+    batch, n = s.shape[0], s.shape[-1]
+    total = n_triples(n)
+    if total == 0:
+        return np.full(batch, np.nan)
+    visible = np.where(np.tri(n, dtype=bool), np.abs(s), 0.0)        # causal part only (NaN-safe)
+    tol = TIE_RTOL * np.maximum(1.0, visible.max(axis=(-1, -2)))      # (batch,)
+    if total <= _TRIPLE_LIMIT:
+        ij, ik = triple_index(n)
+        flat = s.reshape(batch, n * n)
+        count = np.count_nonzero(flat[:, ik] - flat[:, ij] > tol[:, None], axis=1)
+    else:                                                             # O(n^3) time, O(n^2) memory
+        count = np.zeros(batch, dtype=np.int64)
+        for q in range(2, n):
+            p = s[:, q, :q]                                          # (batch, q) keys before the diagonal
+            diff = p[:, None, :] - p[:, :, None]                     # [b, j, k] = S_qk - S_qj
+            up = np.triu(np.ones((q, q), dtype=bool), 1)
+            count += np.count_nonzero((diff > tol[:, None, None]) & up, axis=(1, 2))
+    return count / total
+
+
+# -- Definition 1 ---------------------------------------------------------------------------------
+
+def definition1_matrix(s: np.ndarray) -> bool:
+    """Definition 1 on one (n, n) matrix: S[i, j] > S[i, k] for all i >= j > k."""
+    s = np.asarray(s, dtype=float)
+    if s.ndim != 2 or s.shape[0] != s.shape[1]:
+        raise ValueError(f"s must be a square matrix; got shape {s.shape}")
+    return bool(np.all(adjacent_differences(s) > 0))
+
+
+def definition1_verdict(diff_mean: np.ndarray, diff_sem: np.ndarray, z: float = 3.0,
+                        scale: float = 1.0) -> str:
+    """Definition 1 with Monte-Carlo error, from the adjacent differences' means and SEMs.
+
+    "holds" when every mean difference is > 0 by more than z standard errors, "violated" when
+    some is < 0 by more than z standard errors, "undecided" otherwise (also when there is no
+    pair, n = 1). A difference within ``TIE_RTOL * scale`` of zero counts as a tie (float
+    rounding cannot resolve it), whatever its standard error.
+    """
+    if not (z > 0 and math.isfinite(z)):
+        raise ValueError(f"z={z!r} is out of range; allowed: a finite number > 0")
+    m = np.asarray(diff_mean, dtype=float)
+    e = np.asarray(diff_sem, dtype=float)
+    m, e = m[np.isfinite(m)], e[np.isfinite(m)]
+    if m.size == 0:
+        return "undecided"
+    margin = z * e + TIE_RTOL * max(1.0, abs(scale))
+    if np.any(m < -margin):
+        return "violated"
+    if np.all(m > margin):
+        return "holds"
+    return "undecided"
+
+
+# -- relativity ---------------------------------------------------------------------------------
+
+def relative_offset_table(score_mean: np.ndarray, score_sem: np.ndarray, offset: int):
+    """Mean scores S[i, i - offset] along one sub-diagonal, with their SEMs and query indices.
+
+    If the induced bias were relative (a function of i - j only), every entry along a
+    sub-diagonal would be equal. Returns (i, mean, sem) with 0-based query indices.
+    """
+    n = score_mean.shape[-1]
+    if not 0 <= offset < n:
+        raise ValueError(f"offset={offset!r} is out of range; allowed: 0 <= offset < n = {n}")
+    i = np.arange(offset, n)
+    return i, score_mean[..., i, i - offset], score_sem[..., i, i - offset]
+
+
+def relativity_chi2(score_mean: np.ndarray, score_sem: np.ndarray, offset: int):
+    """Chi-square test that a sub-diagonal is constant (relative bias); returns (chi2, dof, p).
+
+    Uses the inverse-variance weighted mean; entries are treated as independent (they come from
+    different rows of the same samples, so this is approximate; it is a screen, not a proof).
+    """
+    from scipy import stats
+
+    _, m, e = relative_offset_table(score_mean, score_sem, offset)
+    w = 1.0 / np.maximum(e, 1e-300) ** 2
+    mu = np.sum(w * m) / np.sum(w)
+    chi2 = float(np.sum(w * (m - mu) ** 2))
+    dof = m.size - 1
+    p = float(stats.chi2.sf(chi2, dof)) if dof > 0 else float("nan")
+    return chi2, dof, p

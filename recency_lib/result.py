@@ -1,0 +1,156 @@
+"""SimResult: what a simulation returns, with a lossless JSON round trip."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+
+from .config import SimConfig
+from .metrics import definition1_verdict
+
+FORMAT = "recency_lib.SimResult/1"
+_ARRAYS = ("score_mean", "score_sem", "attn_mean", "attn_sem", "diff_mean", "diff_sem",
+           "recency_probability", "recency_probability_sem", "sq_norm_mean", "sq_norm_sem")
+
+
+@dataclass(eq=False)
+class SimResult:
+    """Monte-Carlo means and standard errors of one :class:`SimConfig`.
+
+    Matrices are (layers, n, n) with 0-based (query i, key j); layer l is the l-th attention layer
+    (the paper's S^(l+1)).
+
+    * ``score_mean/sem``: attention scores S_ij (NaN above the diagonal).
+    * ``attn_mean/sem``: attention probabilities A_ij (0 above the diagonal).
+    * ``diff_mean/sem``: adjacent differences S_ij - S_i,j-1 at [l, i, j] for 1 <= j <= i, NaN
+      elsewhere; Definition 1 holds iff all are positive.
+    * ``recency_probability/_sem``: (layers,) fraction of triples j < k < i with S_ik > S_ij.
+    * ``sq_norm_mean/sem``: (layers, n) squared norms ||x_j||^2 of the state fed to each layer
+      (row 0: the embeddings), as the normalization sees it (centred, ||P x_j||^2, for LayerNorm).
+    """
+
+    config: SimConfig
+    engine: str
+    score_mean: np.ndarray
+    score_sem: np.ndarray
+    attn_mean: np.ndarray
+    attn_sem: np.ndarray
+    diff_mean: np.ndarray
+    diff_sem: np.ndarray
+    recency_probability: np.ndarray
+    recency_probability_sem: np.ndarray
+    sq_norm_mean: np.ndarray
+    sq_norm_sem: np.ndarray
+    block_size: int
+    library_version: str
+    z: float = 3.0
+    elapsed_seconds: float = float("nan")
+    extra: dict = field(default_factory=dict)
+
+    # -- Definition 1 -----------------------------------------------------------------------
+    def definition1_at(self, z: float) -> tuple[str, ...]:
+        """Per-layer Definition-1 verdict at z standard errors (see metrics.definition1_verdict)."""
+        return tuple(
+            definition1_verdict(self.diff_mean[l], self.diff_sem[l], z,
+                                scale=float(np.nanmax(np.abs(self.score_mean[l]))))
+            for l in range(self.config.layers)
+        )
+
+    @property
+    def definition1(self) -> tuple[str, ...]:
+        """Per-layer verdict: "holds" | "violated" | "undecided", at ``self.z`` standard errors."""
+        return self.definition1_at(self.z)
+
+    @property
+    def samples(self) -> int:
+        return self.config.samples
+
+    def summary(self) -> str:
+        """A few lines: the setting, then per layer the recency probability and the verdict."""
+        c = self.config
+        lines = [f"alpha={c.alpha:g} gamma={c.gamma:g} norm={c.norm} n={c.n} d={c.d} "
+                 f"samples={c.samples} seed={c.seed} engine={self.engine}"]
+        for l, verdict in enumerate(self.definition1):
+            rp, se = self.recency_probability[l], self.recency_probability_sem[l]
+            lines.append(f"layer {l + 1}: recency probability {rp:.4f} ± {se:.4f}; "
+                         f"Definition 1 {verdict} (z={self.z:g})")
+        return "\n".join(lines)
+
+    # -- serialisation ----------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        out = {"format": FORMAT, "config": self.config.to_dict()}
+        for f in fields(self):
+            if f.name == "config":
+                continue
+            v = getattr(self, f.name)
+            out[f.name] = _encode(v) if f.name in _ARRAYS else v
+        out["elapsed_seconds"] = _encode(self.elapsed_seconds)
+        out["definition1"] = list(self.definition1)    # for readers of the file; recomputed on load
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SimResult":
+        if data.get("format") != FORMAT:
+            raise ValueError(f"format={data.get('format')!r} is not a SimResult file; allowed: {FORMAT!r}")
+        kw = {}
+        for f in fields(cls):
+            if f.name == "config":
+                kw["config"] = SimConfig.from_dict(data["config"])
+            elif f.name in _ARRAYS:
+                kw[f.name] = np.array(_decode(data[f.name]), dtype=np.float64)
+            elif f.name in data:
+                kw[f.name] = data[f.name]
+        kw["elapsed_seconds"] = _decode(data.get("elapsed_seconds"))
+        return cls(**kw)
+
+    def save(self, path) -> Path:
+        """Write JSON atomically (temporary file in the same folder, then rename)."""
+        path = Path(path)
+        atomic_write_text(path, json.dumps(self.to_dict(), allow_nan=False))
+        return path
+
+    @classmethod
+    def load(cls, path) -> "SimResult":
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+def _encode(v):
+    """float64 arrays -> nested lists; NaN -> None, +-inf -> "inf"/"-inf" (strict JSON).
+
+    Python writes floats with the shortest repr that reads back to the same double: lossless.
+    """
+    if isinstance(v, np.ndarray):
+        return [_encode(x) for x in v] if v.ndim else _encode(float(v))
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def _decode(v):
+    if v is None:
+        return float("nan")
+    if isinstance(v, list):
+        return [_decode(x) for x in v]
+    if isinstance(v, str):
+        return float(v)          # "inf" / "-inf"
+    return v
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
