@@ -1,0 +1,581 @@
+"""Tests of recency_lib.theory: accuracy against high-precision evaluation of the printed
+formulas, stability up to d = 1e6, the paper's monotonicity claims, agreement (and the measured
+disagreement) between printed closed forms and the LLN recursion, symbolic checks of the
+Appendix A algebra, and input validation.
+
+Equation numbers refer to the paper (Kim et al., "LayerNorm Induces Recency Bias in Transformer
+Decoders"). Indices are 1-based, as in the paper.
+"""
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from recency_lib import theory
+
+DS = [1, 4, 64, 1024, 1e4, 1e6]
+ALPHAS = [0.0, 0.2, 0.4, 0.6, 0.8, 0.999, 1.0]
+GAMMAS = [0.0, 0.5, 1.0]
+IDX = [1, 2, 3, 10, 100]
+
+# Float64 vs 60-digit reference. Each closed form is a few dozen roundings (<= 1.1e-16 each) plus
+# exp(-(1 - alpha) sqrt(d)), whose relative error is about |argument| * 1.1e-16 <= 1.1e-13 at
+# d = 1e6 (sqrt(d) = 1000). 1e-12 leaves a margin of ~10 over that worst case.
+RTOL = 1e-12
+TINY = 1e-300   # reference values below this underflow in float64; the code must give ~0 too
+
+mp.mp.dps = 60
+
+
+def assert_close_to_reference(got, ref):
+    got, ref = float(got), float(ref)
+    if abs(ref) < TINY:
+        assert abs(got) < TINY, (got, ref)
+    else:
+        assert abs(got - ref) <= RTOL * abs(ref), (got, ref, abs(got / ref - 1))
+
+
+# -- literal high-precision transcriptions of the printed equations -------------------------------
+
+def mp_eq11(i, j, d):
+    sd = mp.sqrt(mp.mpf(d))
+    a = mp.e ** sd
+    return sd * (a + j - 1) / mp.sqrt((a ** 2 + i - 1) * (a ** 2 + j - 1))
+
+
+def mp_eq15(i, j, d):
+    a = mp.e ** mp.sqrt(mp.mpf(d))
+    if i == j:
+        return a / (a + i - 1)
+    return 1 / (a + i - 1) if i > j else mp.mpf(0)
+
+
+def mp_eq19(i, d):
+    return 1 / (mp.e ** mp.sqrt(mp.mpf(d)) + i - 1)
+
+
+def mp_eq36(j, alpha, gamma, d):
+    alpha, gamma, d = mp.mpf(alpha), mp.mpf(gamma), mp.mpf(d)
+    sd = mp.sqrt(d)
+    dj = mp.e ** sd + mp.e ** (alpha * sd) * (j - 1)
+    top = (dj ** 2 * (gamma ** 2 + 2 * alpha * gamma + alpha)
+           + dj * (1 - alpha) * (2 * gamma * mp.e ** sd + mp.e ** (alpha * sd))
+           + (1 - alpha) * (mp.e ** (2 * sd) - mp.e ** (sd + sd * alpha)))
+    return d * top / dj ** 2
+
+
+def mp_eq41(j, alpha, gamma, d):
+    alpha, gamma, d = mp.mpf(alpha), mp.mpf(gamma), mp.mpf(d)
+    sd = mp.sqrt(d)
+    dj = mp.e ** sd + mp.e ** (alpha * sd) * (j - 1)
+    inner = (dj ** 2 * (gamma ** 2 + 2 * alpha * gamma + alpha)
+             + dj * (1 - alpha) * (2 * gamma * mp.e ** sd + mp.e ** (alpha * sd))
+             + (1 - alpha) * (mp.e ** (2 * sd) - mp.e ** (sd + sd * alpha)))
+    return dj / (sd * mp.sqrt(inner))
+
+
+def mp_layer1_gram(n, alpha, g, d):
+    """Gram of x^(1) by brute force in mpmath: C Gy C^T with the weights of Eqs. (25)-(26)."""
+    alpha, d = mp.mpf(alpha), mp.mpf(d)
+    sd = mp.sqrt(d)
+    a, b = mp.e ** sd, mp.e ** (alpha * sd)
+    c = mp.zeros(n, n)
+    for row in range(n):
+        den = a + row * b
+        for col in range(row):
+            c[row, col] = b / den
+        c[row, row] = a / den + g
+    gy = mp.matrix([[d * (1 if k == m else alpha) for m in range(n)] for k in range(n)])
+    return c * gy * c.T
+
+
+# -- accuracy against the printed equations, all d ------------------------------------------------
+
+@pytest.mark.parametrize("d", DS)
+def test_theorem1_score_matches_eq11_high_precision(d):
+    for i in IDX:
+        for j in range(1, i):
+            assert_close_to_reference(theory.theorem1_score(i, j, d), mp_eq11(i, j, d))
+
+
+@pytest.mark.parametrize("d", DS)
+def test_prop1_printed_match_eqs_15_and_19(d):
+    for i in IDX:
+        for j in range(1, i + 2):
+            assert_close_to_reference(theory.prop1_attention(i, j, d), mp_eq15(i, j, d))
+        for j in range(1, i):
+            assert_close_to_reference(theory.prop1_score(i, j, d), mp_eq19(i, d))
+
+
+@pytest.mark.parametrize("d", DS)
+def test_sq_norm_eq36_and_h_eq41_match_printed(d):
+    for alpha in ALPHAS:
+        for gamma in GAMMAS:
+            for j in [1, 2, 3, 10, 100, 10 ** 6]:
+                assert_close_to_reference(theory.sq_norm_eq36(j, alpha, gamma, d),
+                                          mp_eq36(j, alpha, gamma, d))
+                assert_close_to_reference(theory.h_eq41(j, alpha, gamma, d),
+                                          mp_eq41(j, alpha, gamma, d))
+
+
+@pytest.mark.parametrize("d", [1, 4, 64, 1024])
+def test_direct_float64_evaluation_where_it_is_safe(d):
+    # Up to d = 1024, e^{2 sqrt d} <= e^64 does not overflow; Eq. (11) has no subtraction and
+    # Eq. (36) subtracts e^{sqrt d + alpha sqrt d} from e^{2 sqrt d}, which loses at most
+    # log2(1 / (1 - e^{-0.2 sqrt d})) < 3 bits for alpha <= 0.8, d >= 1.  Hence 1e-12 again.
+    a = math.exp(math.sqrt(d))
+    for i in IDX:
+        for j in range(1, i):
+            direct = math.sqrt(d) * (a + j - 1) / math.sqrt((a * a + i - 1) * (a * a + j - 1))
+            assert theory.theorem1_score(i, j, d) == pytest.approx(direct, rel=RTOL)
+    for alpha in [0.0, 0.2, 0.5, 0.8]:
+        b = math.exp(alpha * math.sqrt(d))
+        for gamma in [0.0, 1.0]:
+            for j in [1, 2, 10, 100]:
+                dj = a + b * (j - 1)
+                direct = d * (dj ** 2 * (gamma ** 2 + 2 * alpha * gamma + alpha)
+                              + dj * (1 - alpha) * (2 * gamma * a + b)
+                              + (1 - alpha) * (a * a - a * b)) / dj ** 2
+                assert theory.sq_norm_eq36(j, alpha, gamma, d) == pytest.approx(direct, rel=RTOL)
+
+
+@pytest.mark.parametrize("d", DS)
+def test_corrected_forms_match_brute_force_gram(d):
+    # score2_corrected and sq_norm_corrected are closed forms of the layer-1 Gram matrix; compare
+    # with the 60-digit matrix product C Gy C^T (rms: no (d - 1)/d factor).
+    n = 6
+    for alpha in [0.0, 0.3, 0.8]:
+        for gamma in [0.0, 1.0]:
+            g = mp.mpf(gamma) * mp.sqrt(1 / ((1 - mp.mpf(alpha)) * mp.mpf(d)))
+            gram = mp_layer1_gram(n, alpha, g, d)
+            for i in range(1, n + 1):
+                assert_close_to_reference(theory.sq_norm_corrected(i, alpha, gamma, d, "rms"),
+                                          gram[i - 1, i - 1])
+                for j in range(1, i):
+                    ref = mp.sqrt(d) * gram[i - 1, j - 1] / mp.sqrt(gram[i - 1, i - 1] * gram[j - 1, j - 1])
+                    assert_close_to_reference(theory.score2_corrected(i, j, alpha, gamma, d, "rms"), ref)
+
+
+@pytest.mark.parametrize("d", DS)
+def test_prop1_corrected_high_precision(d):
+    for alpha in [0.0, 0.5, 0.999]:
+        al = mp.mpf(alpha)
+        u, w = mp.mpf(1), al / (1 - al)
+        sd = mp.sqrt(mp.mpf(d))
+        a = mp.e ** (u / sd)
+        for i in IDX:
+            assert_close_to_reference(theory.prop1_attention_corrected(i, i, d, alpha), a / (a + i - 1))
+            assert_close_to_reference(theory.prop1_score_corrected(i, i, d, alpha),
+                                      (u * (a * a + i - 1) / (a + i - 1) ** 2 + w) / sd)
+            for j in range(1, i):
+                assert_close_to_reference(theory.prop1_attention_corrected(i, j, d, alpha), 1 / (a + i - 1))
+                assert_close_to_reference(theory.prop1_score_corrected(i, j, d, alpha),
+                                          (u / (a + i - 1) + w) / sd)
+
+
+# -- stability -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("d", DS)
+def test_everything_finite(d):
+    i = np.arange(1, 51)[:, None]
+    j = np.arange(1, 51)[None, :]
+    lower = np.broadcast_to(i >= j, (50, 50))
+    for f in (theory.theorem1_score, theory.prop1_score, theory.prop1_attention,
+              theory.prop1_attention_corrected, theory.prop1_score_corrected):
+        v = f(i, j, d)
+        assert np.all(np.isfinite(v[i > j]) if f is theory.prop1_score else np.isfinite(v[lower]))
+    for alpha in ALPHAS:
+        for gamma in GAMMAS:
+            jj = np.arange(1, 51)
+            for f in (theory.sq_norm_eq36, theory.h_eq41):
+                assert np.all(np.isfinite(f(jj, alpha, gamma, d)))
+            if d > 1:
+                for norm in ("layernorm", "rms"):
+                    assert np.all(np.isfinite(theory.h_corrected(jj, alpha, gamma, d, norm)))
+                    s2 = theory.score2_corrected(i, j, alpha, gamma, d, norm)
+                    assert np.all(np.isfinite(s2[lower]))
+                    assert np.all(np.isnan(s2[~lower]))
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rms", "none"])
+@pytest.mark.parametrize("gamma", [0.0, 1.0])
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
+def test_lln_limit_finite_at_large_d(norm, gamma, alpha):
+    out = theory.lln_limit(alpha, gamma, 1e6, 12, 5, norm)
+    lower = np.tri(12, dtype=bool)
+    assert out["scores"].shape == (5, 12, 12) and out["attention"].shape == (5, 12, 12)
+    assert out["sq_norms"].shape == (5, 12) and out["gram"].shape == (6, 12, 12)
+    assert np.all(np.isfinite(out["scores"][:, lower]))
+    assert np.all(np.isnan(out["scores"][:, ~lower]))
+    assert np.all(np.isfinite(out["sq_norms"])) and np.all(out["sq_norms"] > 0)
+    assert np.all(out["attention"][:, ~lower] == 0)
+    # rows of a softmax sum to 1 up to n roundings
+    np.testing.assert_allclose(out["attention"].sum(-1), 1.0, rtol=0, atol=1e-14)
+
+
+# -- shapes, broadcasting, diagonal conventions ---------------------------------------------------
+
+def test_broadcasting_and_masking():
+    n, d = 7, 64.0
+    i, j = np.arange(1, n + 1)[:, None], np.arange(1, n + 1)[None, :]
+    s = theory.theorem1_score(i, j, d)
+    assert s.shape == (n, n)
+    assert np.all(np.isnan(s[np.triu_indices(n, 1)]))
+    np.testing.assert_array_equal(np.diag(s), math.sqrt(d))
+    assert isinstance(theory.theorem1_score(3, 2, d), np.floating)
+    assert theory.h_eq41(np.arange(1, 5), [[0.0], [0.5]], 1.0, d).shape == (2, 4)
+    a = theory.prop1_attention(i, j, d)
+    np.testing.assert_allclose(a.sum(1), 1.0, rtol=1e-15)
+    assert np.all(np.isnan(np.diag(theory.prop1_score(i, j, d))))
+
+
+# -- monotonicity (the paper's claims) ------------------------------------------------------------
+
+@pytest.mark.parametrize("d", [1, 4, 16, 64, 256])
+def test_theorem1_score_increasing_in_j(d):
+    # Up to d = 256 the increments (order e^{-2 sqrt d} relative, >= 1e-14) exceed float spacing.
+    n = 40
+    i, j = np.arange(1, n + 1)[:, None], np.arange(1, n + 1)[None, :]
+    s = theory.theorem1_score(i, j, d)
+    for row in range(1, n):
+        assert np.all(np.diff(s[row, : row + 1]) > 0), row          # includes the diagonal step
+
+
+@pytest.mark.parametrize("d", [1, 4, 16, 64])
+@pytest.mark.parametrize("gamma", [0.0, 1.0])
+def test_h_increasing_in_j(d, gamma):
+    # Eqs. (37)-(39): ||x_j^(1)|| strictly decreases in j for alpha < 1, gamma >= 0.
+    j = np.arange(1, 60)
+    for alpha in [0.0, 0.2, 0.4, 0.6, 0.8]:
+        assert np.all(np.diff(theory.h_eq41(j, alpha, gamma, d)) > 0)
+        if d > 1:
+            assert np.all(np.diff(theory.h_corrected(j, alpha, gamma, d)) > 0)
+
+
+def test_prop1_corrected_is_flat_in_j():
+    # Prop. 1's conclusion survives the correction: no dependence on j for i > j.
+    for d in [4, 64, 1024]:
+        s = theory.prop1_score_corrected(10, np.arange(1, 10), d, 0.3)
+        assert np.ptp(s) == 0.0
+
+
+# -- known limits ----------------------------------------------------------------------------------
+
+def test_theorem1_large_d_limit():
+    # Eq. (5) = sqrt(d) e^{-sqrt d} (1 + (j-1) t) / sqrt((1 + (i-1) t^2)(1 + (j-1) t^2)), t = e^{-sqrt d}:
+    # the ratio to sqrt(d) e^{-sqrt d} is within (j - 1) t of 1 (plus rounding).
+    i, j = 10, 9
+    for d in [16, 64, 1024, 1e4]:
+        t = math.exp(-math.sqrt(d))
+        ratio = theory.theorem1_score(i, j, d) / (math.sqrt(d) * t)
+        assert abs(ratio - 1) <= (j - 1) * t + 4e-16
+    assert theory.theorem1_score(10, 9, 1e6) == 0.0         # sqrt(d) e^{-sqrt d} ~ 1e-431: underflow
+
+
+def test_theorem1_d1_value():
+    e = math.e
+    assert theory.theorem1_score(3, 2, 1) == pytest.approx((e + 1) / math.sqrt((e * e + 2) * (e * e + 1)), rel=1e-15)
+
+
+def test_eq36_special_values():
+    # j = 1: only the diagonal term, ||x_1||^2 = d (1 + gamma)^2 for every alpha.
+    # alpha = 1: all tokens equal, ||x_j||^2 = d (1 + gamma)^2 for every j.
+    # j -> infinity (alpha < 1): d ((1 - alpha) gamma^2 + alpha (1 + gamma)^2).
+    for d in [1, 64, 1e6]:
+        for gamma in GAMMAS:
+            for alpha in ALPHAS:
+                assert theory.sq_norm_eq36(1, alpha, gamma, d) == pytest.approx(d * (1 + gamma) ** 2, rel=1e-15)
+            assert theory.sq_norm_eq36(np.arange(1, 9), 1.0, gamma, d) == pytest.approx(d * (1 + gamma) ** 2, rel=1e-15)
+            far = theory.sq_norm_eq36(1e300, 0.5, gamma, 4.0)
+            assert far == pytest.approx(4.0 * (0.5 * gamma ** 2 + 0.5 * (1 + gamma) ** 2), rel=1e-14)
+
+
+def test_h_flat_at_huge_d():
+    # t = e^{-(1 - alpha) sqrt d} underflows at d = 1e6 (alpha <= 0.8): h(j) = 1 / (sqrt(d) (1 + gamma)).
+    for alpha in [0.0, 0.4, 0.8]:
+        for gamma in [0.0, 1.0]:
+            h = theory.h_eq41(np.arange(1, 20), alpha, gamma, 1e6)
+            np.testing.assert_allclose(h, 1 / (1000 * (1 + gamma)), rtol=1e-15)
+
+
+def test_prop1_corrected_tends_to_uniform():
+    # a = e^{1/sqrt d} = 1 + 1/sqrt d + ..., so A_ij = 1/i + O(1/(i sqrt d)); at d = 1e6 within 1e-3/i.
+    for i in [2, 5, 10]:
+        a = theory.prop1_attention_corrected(i, np.arange(1, i + 1), 1e6)
+        assert np.all(np.abs(a - 1 / i) <= 1.01e-3 / i)
+
+
+# -- LLN recursion vs the closed forms ------------------------------------------------------------
+
+ALL_IJ = (np.arange(1, 11)[:, None], np.arange(1, 11)[None, :])
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rms"])
+@pytest.mark.parametrize("d", [4, 64, 1024])
+def test_lln_layer2_equals_eq5(norm, d):
+    # Eq. (5)/(11) is exactly the LLN limit at alpha = gamma = 0 (for LayerNorm the (d-1)/d
+    # centring factor cancels without a residual). The recursion sums positive terms only,
+    # so agreement to ~10 roundings: 1e-13.
+    out = theory.lln_limit(0.0, 0.0, d, 10, 2, norm)
+    eq5 = theory.theorem1_score(*ALL_IJ, d)
+    lower = np.tri(10, dtype=bool)
+    np.testing.assert_allclose(out["scores"][1][lower], eq5[lower], rtol=1e-13)
+
+
+@pytest.mark.parametrize("d", [4, 64, 1024])
+def test_lln_none_matches_prop1_corrected(d):
+    out = theory.lln_limit(0.3, 0.0, d, 10, 2, "none")
+    lower = np.tri(10, dtype=bool)
+    np.testing.assert_allclose(out["attention"][0], theory.prop1_attention_corrected(*ALL_IJ, d, 0.3),
+                               rtol=1e-13, atol=1e-16)
+    np.testing.assert_allclose(out["scores"][1][lower],
+                               theory.prop1_score_corrected(*ALL_IJ, d, 0.3)[lower], rtol=1e-13)
+
+
+@pytest.mark.parametrize("d", [64, 1024])
+def test_printed_prop1_disagrees_with_lln(d):
+    # The printed Eq. (15) puts ~all weight on the diagonal (e^{sqrt d} >= e^8); the LLN puts
+    # ~1/i everywhere (e^{1/sqrt d} <= e^{1/8}).
+    strict = np.tri(10, k=-1, dtype=bool)
+    out0 = theory.lln_limit(0.0, 0.0, d, 10, 2, "none")
+    printed = theory.prop1_attention(*ALL_IJ, d)
+    assert np.all(np.diag(printed) > 0.99)
+    assert np.all(np.diag(out0["attention"][0])[1:] < 0.6)
+    # Eq. (19) vs the LLN off-diagonal layer-2 score: the ratio is
+    # (e^{sqrt d} + i - 1) / (sqrt(d) (e^{1/sqrt d} + i - 1)) >= e^8 / (8 * 10.2) > 36 for i <= 10.
+    ratio = out0["scores"][1][strict] / theory.prop1_score(*ALL_IJ, d)[strict]
+    assert np.all(ratio > 36)
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rms"])
+@pytest.mark.parametrize("d", [4, 64, 1024])
+def test_lln_layer1_sq_norms_and_scores_match_corrected(norm, d):
+    j = np.arange(1, 11)
+    lower = np.tri(10, dtype=bool)
+    for alpha in [0.0, 0.2, 0.5, 0.8, 1.0]:
+        for gamma in [0.0, 1.0, 2.5]:
+            out = theory.lln_limit(alpha, gamma, d, 10, 2, norm)
+            np.testing.assert_allclose(out["sq_norms"][1], theory.sq_norm_corrected(j, alpha, gamma, d, norm),
+                                       rtol=1e-13)
+            np.testing.assert_allclose(out["scores"][1][lower],
+                                       theory.score2_corrected(*ALL_IJ, alpha, gamma, d, norm)[lower], rtol=1e-13)
+
+
+@pytest.mark.parametrize("d", [64, 1024])
+def test_eq36_agrees_with_lln_only_without_residual(d):
+    j = np.arange(1, 11)
+    for alpha in [0.0, 0.2, 0.4, 0.6, 0.8]:
+        out0 = theory.lln_limit(alpha, 0.0, d, 10, 2, "rms")
+        np.testing.assert_allclose(out0["sq_norms"][1], theory.sq_norm_eq36(j, alpha, 0.0, d), rtol=1e-13)
+        out1 = theory.lln_limit(alpha, 1.0, d, 10, 2, "rms")
+        printed = theory.sq_norm_eq36(j, alpha, 1.0, d)
+        # Eq. (36) at gamma = 1 is ~4 d (residual weight 1); the model's residual weight is
+        # 1 / sqrt(d (1 - alpha)), so the true value is ~d: more than 60 % off (d >= 64, alpha <= 0.8).
+        assert np.all(np.abs(printed / out1["sq_norms"][1] - 1) > 0.6)
+        # ... and the difference is exactly the substitution gamma -> gamma / sqrt(d (1 - alpha)).
+        g = 1.0 / math.sqrt(d * (1 - alpha))
+        np.testing.assert_allclose(out1["sq_norms"][1], theory.sq_norm_eq36(j, alpha, g, d), rtol=1e-13)
+
+
+def test_lln_alpha_one_all_tokens_equal():
+    out = theory.lln_limit(1.0, 0.0, 64, 6, 3, "layernorm")
+    lower = np.tri(6, dtype=bool)
+    np.testing.assert_allclose(out["scores"][:, lower], 8.0, rtol=1e-15)
+    np.testing.assert_allclose(out["attention"][0][lower], (1 / np.arange(1, 7))[:, None].repeat(6, 1)[lower],
+                               rtol=1e-15)
+
+
+def test_lln_none_first_layer_diagonal_is_one_over_sqrt_d():
+    # The corrected Eq. (14): <x_i, x_i> -> 1 (alpha = 0), so S^(1)_ii = 1 / sqrt(d), not sqrt(d).
+    for d in [64, 1024, 1e6]:
+        out = theory.lln_limit(0.0, 0.0, d, 5, 1, "none")
+        np.testing.assert_allclose(np.diag(out["scores"][0]), 1 / math.sqrt(d), rtol=1e-15)
+
+
+def test_lln_layernorm_centring_and_eps():
+    d = 64
+    out = theory.lln_limit(0.5, 0.0, d, 4, 1, "layernorm")
+    np.testing.assert_allclose(out["sq_norms"][0], (d - 1) / d / (1 - 0.5), rtol=1e-15)
+    eps = 0.01
+    out = theory.lln_limit(0.0, 0.0, d, 4, 1, "layernorm", eps=eps)
+    sq = (d - 1) / d
+    np.testing.assert_allclose(np.diag(out["scores"][0]), sq / (sq / d + eps) / math.sqrt(d), rtol=1e-14)
+
+
+def test_lln_recency_in_later_layers():
+    # The recursion's later layers keep Definition 1 for alpha = 0.5 (the paper's Fig. 1 row 3).
+    out = theory.lln_limit(0.5, 0.0, 64, 10, 4, "layernorm")
+    for layer in range(1, 4):
+        s = out["scores"][layer]
+        for row in range(1, 10):
+            assert np.all(np.diff(s[row, : row + 1]) > 0)
+
+
+# -- symbolic checks (sympy) -----------------------------------------------------------------------
+
+sp = pytest.importorskip("sympy")
+
+
+def test_sympy_eq11_increasing_in_j():
+    # d/dj log S = 1/(a + j - 1) - 1/(2 (a^2 + j - 1)) = (2a^2 + j - 1 - a) / (2 (a + j - 1)(a^2 + j - 1)).
+    # With a = e^{sqrt d} = 1 + u (u > 0 for d > 0) and j = 1 + m (m >= 0) the numerator is a
+    # polynomial in u, m with positive coefficients only, so S strictly increases in j.
+    i, j, d = sp.symbols("i j d", positive=True)
+    a = sp.exp(sp.sqrt(d))
+    s = sp.sqrt(d) * (a + j - 1) / sp.sqrt((a ** 2 + i - 1) * (a ** 2 + j - 1))
+    u, m = sp.symbols("u m", nonnegative=True)
+    ratio = sp.together(sp.simplify(sp.diff(s, j) / s))
+    num, den = sp.fraction(ratio)
+    num = sp.expand(num.subs(sp.exp(sp.sqrt(d)), 1 + u).subs(j, 1 + m))
+    den = sp.expand(den.subs(sp.exp(sp.sqrt(d)), 1 + u).subs(j, 1 + m))
+    for poly in (num, den):
+        coeffs = sp.Poly(poly, u, m).coeffs()
+        assert len(coeffs) > 0
+        signs = {sp.sign(c) for c in coeffs}
+        assert len(signs) == 1, poly                   # all coefficients share one sign
+    assert sp.sign(sp.Poly(num, u, m).coeffs()[0]) == sp.sign(sp.Poly(den, u, m).coeffs()[0])
+    assert sp.Poly(num, u, m).coeff_monomial(1) != 0      # positive even at u = m = 0
+
+
+def test_sympy_eqs_9_10_from_gram():
+    gram, sym = theory.symbolic_layer1_gram(5, residual=False)
+    a, b, alpha = sym["a"], sym["b"], sym["alpha"]
+    g0 = gram.subs({alpha: 0, b: 1})
+    for i in range(1, 6):
+        eq10 = (a ** 2 + i - 1) / (a + i - 1) ** 2                # Eq. (10) / d
+        assert sp.cancel(g0[i - 1, i - 1] - eq10) == 0
+        for j in range(1, i):
+            eq9 = (a + j - 1) / ((a + i - 1) * (a + j - 1))      # Eq. (9) / d
+            assert sp.cancel(g0[i - 1, j - 1] - eq9) == 0
+
+
+def _eq34_to_36(a, b, alpha, gamma, m, dd):
+    """The printed right-hand sides of Eqs. (34), (35), (36) divided by d, and (34) with the stray
+    factors of d removed. D = a + m b (Eq. (26), m = j - 1), dd = the symbol d."""
+    D = a + m * b
+    eq34 = ((gamma * D + a) ** 2 + 2 * dd * alpha * (gamma * D + a) * dd * b * m + b ** 2 * m
+            + dd * alpha * b ** 2 * (m - 1) * m) / D ** 2
+    eq34_fixed = ((gamma * D + a) ** 2 + 2 * alpha * (gamma * D + a) * b * m + b ** 2 * m
+                  + alpha * b ** 2 * (m - 1) * m) / D ** 2
+    eq35 = ((gamma * D + a) ** 2 + 2 * (gamma * D + a) * alpha * (D - a) + b * (D - a)
+            + alpha * (D - a - b) * (D - a)) / D ** 2
+    eq36 = (D ** 2 * (gamma ** 2 + 2 * alpha * gamma + alpha) + D * (1 - alpha) * (2 * gamma * a + b)
+            + (1 - alpha) * (a ** 2 - a * b)) / D ** 2
+    return eq34, eq34_fixed, eq35, eq36
+
+
+def test_sympy_eqs_34_35_36():
+    gram, sym = theory.symbolic_layer1_gram(5, residual=True)
+    a, b, alpha, g = sym["a"], sym["b"], sym["alpha"], sym["g"]
+    dd = sp.symbols("d", positive=True)
+    for j in range(1, 6):
+        eq34, eq34_fixed, eq35, eq36 = _eq34_to_36(a, b, alpha, g, j - 1, dd)
+        truth = gram[j - 1, j - 1]                  # ||x_j^(1)||^2 / d under the stated assumptions
+        assert sp.cancel(eq34_fixed - truth) == 0
+        assert sp.cancel(eq35 - truth) == 0
+        assert sp.cancel(eq36 - truth) == 0          # (35) -> (36) is a correct expansion
+        if j >= 2:                                  # the printed (34) differs wherever a cross term exists
+            assert sp.cancel(eq34 - truth) != 0
+            assert sp.cancel((eq34 - truth).subs(dd, 1)) == 0
+    # Each side is a polynomial of degree <= 2 in m = j - 1 over D^2: agreement at 5 values of m
+    # proves it for all j.  Check that (35) = (36) also holds for symbolic m.
+    m = sp.symbols("m", nonnegative=True)
+    _, _, eq35, eq36 = _eq34_to_36(a, b, alpha, g, m, dd)
+    assert sp.cancel(eq35 - eq36) == 0
+
+
+def test_sympy_stable_rearrangement_equals_eq36():
+    # The code evaluates Eq. (36) / d as (1 - alpha)((g + r)^2 + t r (1 - r)) + alpha (1 + g)^2
+    # with t = b / a, r = a / D.
+    a, b, alpha, g, m = sp.symbols("a b alpha g m", positive=True)
+    D = a + m * b
+    t, r = b / a, a / D
+    rearranged = (1 - alpha) * ((g + r) ** 2 + t * r * (1 - r)) + alpha * (1 + g) ** 2
+    eq36 = _eq34_to_36(a, b, alpha, g, m, 1)[3]
+    assert sp.cancel(rearranged - eq36) == 0
+
+
+def test_sympy_eqs_28_to_32_off_diagonal():
+    # With residual weight g, <x_i, x_j>/d for i > j: the printed (28) and (32) (with dγ -> g) hold and
+    # do not depend on j; the closed form used by score2_corrected is the same expression.
+    gram, sym = theory.symbolic_layer1_gram(5, residual=True)
+    a, b, alpha, g = sym["a"], sym["b"], sym["alpha"], sym["g"]
+    for i in range(2, 6):
+        di = a + (i - 1) * b
+        eq32 = (1 + g) * (alpha * (g * di + a) + b + alpha * b * (i - 2)) / di
+        code = (1 + g) * ((1 - alpha) * (b / a) * (a / di) + alpha * (1 + g))
+        for j in range(1, i):
+            dj = a + (j - 1) * b
+            eq28 = (alpha * (g * di + a) * (g * dj + a) + alpha * b * (g * di + a) * (j - 1)
+                    + alpha * b * (g * dj + a) * (i - 2) + b * (g * dj + a) + b ** 2 * (j - 1)
+                    + alpha * b ** 2 * (i - 2) * (j - 1)) / (di * dj)
+            assert sp.cancel(gram[i - 1, j - 1] - eq28) == 0
+            assert sp.cancel(gram[i - 1, j - 1] - eq32) == 0
+            assert sp.cancel(gram[i - 1, j - 1] - code) == 0
+
+
+def test_sympy_eqs_38_39_differences():
+    a, b, alpha, gamma, Dj = sp.symbols("a b alpha gamma D_j", positive=True)
+    Dn = Dj + b                                     # D_{j+1} = D_j + e^{alpha sqrt d}
+    q = lambda D: (D ** 2 * (gamma ** 2 + 2 * alpha * gamma + alpha) + D * (1 - alpha) * (2 * gamma * a + b)
+                   + (1 - alpha) * (a ** 2 - a * b)) / D ** 2
+    eq39 = ((1 - alpha) * (2 * gamma * a + b) * (-b / (Dj * Dn))
+            + (1 - alpha) * (a ** 2 - a * b) * (-b * (2 * Dj + b) / (Dj ** 2 * Dn ** 2)))
+    assert sp.cancel(q(Dn) - q(Dj) - eq39) == 0
+
+
+def test_sympy_eqs_17_19_scale():
+    # Without normalization and <x_k, x_l> = s delta_kl: S^(2)_ij = s / (sqrt(d) (a + i - 1)) for i > j.
+    # With the printed s = sqrt(d) (Eq. (14)) this is Eq. (19); the correct s is 1.
+    a, s, dd = sp.symbols("a s d", positive=True)
+    n = 5
+    c = sp.zeros(n, n)
+    for row in range(n):
+        for col in range(row):
+            c[row, col] = 1 / (a + row)
+        c[row, row] = a / (a + row)
+    gram = c * (s * sp.eye(n)) * c.T
+    for i in range(2, n + 1):
+        for j in range(1, i):
+            score = gram[i - 1, j - 1] / sp.sqrt(dd)
+            assert sp.cancel(score - s / (sp.sqrt(dd) * (a + i - 1))) == 0
+            assert sp.cancel(score.subs(s, sp.sqrt(dd)) - 1 / (a + i - 1)) == 0
+
+
+# -- bad inputs ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: theory.theorem1_score(2, 1, 0.5), r"d=0\.5 .*>= 1"),
+    (lambda: theory.theorem1_score(2, 1, np.inf), r"d=inf"),
+    (lambda: theory.theorem1_score(2, 1, [64, np.nan]), r"d=nan"),
+    (lambda: theory.theorem1_score(0, 1, 64), r"i=0\.0 .*integers >= 1"),
+    (lambda: theory.theorem1_score(2, 1.5, 64), r"j=1\.5 .*integers >= 1"),
+    (lambda: theory.theorem1_score("two", 1, 64), r"i='two' is not a number"),
+    (lambda: theory.theorem1_score(True, 1, 64), r"i=True is not a number"),
+    (lambda: theory.prop1_attention(2, -1, 64), r"j=-1\.0"),
+    (lambda: theory.prop1_score(2, 1, -3), r"d=-3\.0"),
+    (lambda: theory.prop1_attention_corrected(2, 1, 64, alpha=1.5), r"alpha=1\.5 .*\[0, 1\]"),
+    (lambda: theory.prop1_score_corrected(2, 1, 64, alpha=-0.1), r"alpha=-0\.1"),
+    (lambda: theory.sq_norm_eq36(1, 0.5, np.inf, 64), r"gamma=inf .*finite"),
+    (lambda: theory.h_eq41(1, 0.5, 1.0, 0.0), r"d=0\.0"),
+    (lambda: theory.h_corrected(1, 0.5, 1.0, 1.0), r"d=1\.0 .*> 1"),
+    (lambda: theory.h_corrected(1, 0.5, 1.0, 64, norm="none"), r"norm='none'"),
+    (lambda: theory.score2_corrected(3, 1, 0.5, 1.0, 64, norm="batch"), r"norm='batch'"),
+    (lambda: theory.lln_limit(0.5, 0.0, 64, 0, 2), r"n=0 .*>= 1"),
+    (lambda: theory.lln_limit(0.5, 0.0, 64, 4.0, 2), r"n=4\.0 is not an integer"),
+    (lambda: theory.lln_limit(0.5, 0.0, 64, 4, 0), r"layers=0"),
+    (lambda: theory.lln_limit([0.1, 0.2], 0.0, 64, 4, 2), r"alpha=\[0\.1, 0\.2\] has shape"),
+    (lambda: theory.lln_limit(0.5, 0.0, 1, 4, 2), r"d=1\.0 .*> 1"),
+    (lambda: theory.lln_limit(0.5, 0.0, 64, 4, 2, eps=-1), r"eps=-1"),
+    (lambda: theory.lln_limit(0.5, 0.0, 64, 4, 2, norm="LN"), r"norm='LN'"),
+])
+def test_bad_inputs(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_d_equal_one_allowed_where_it_makes_sense():
+    assert np.isfinite(theory.theorem1_score(2, 1, 1))
+    assert np.isfinite(theory.h_corrected(2, 0.5, 1.0, 1.0, norm="rms"))
+    assert np.all(np.isfinite(theory.lln_limit(0.5, 1.0, 1, 4, 2, "rms")["sq_norms"]))
