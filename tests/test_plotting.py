@@ -1,0 +1,261 @@
+"""Tests of recency_lib.plotting on the Agg backend: returned Axes, artists, colour limits that
+exclude the diagonal, the RP annotation, and bad inputs."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from recency_lib import plotting  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def example_scores(n=6, seed=0):
+    """Lower-triangular scores with a huge diagonal (like sqrt(d)) and NaN above it."""
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=(n, n))
+    np.fill_diagonal(s, 100.0)
+    s[np.triu_indices(n, 1)] = np.nan
+    return s
+
+
+def texts_with_gid(ax, gid):
+    return [t for t in ax.texts if t.get_gid() == gid]
+
+
+# -- score_heatmap ---------------------------------------------------------------------------------
+
+def test_heatmap_returns_axes_and_excludes_diagonal_from_colour_scale():
+    s = example_scores()
+    fig, ax = plt.subplots()
+    out = plotting.score_heatmap(s, ax)
+    assert out is ax
+    mesh = ax.collections[0]
+    lower = s[np.tril_indices(6, -1)]
+    assert mesh.get_clim() == (lower.min(), lower.max())
+    assert mesh.get_clim()[1] < 100.0                  # the diagonal value is not the max
+    # masked cells: upper triangle and diagonal (21 = 15 + 6 of 36); coloured: the 15 below
+    data = mesh.get_array()
+    assert np.ma.count_masked(data) == 21
+    assert np.ma.count(data) == 15
+    hatched = [p for p in ax.patches if p.get_gid() == plotting.DIAGONAL_GID]
+    assert len(hatched) == 6 and all(p.get_hatch() == "///" for p in hatched)
+    assert len(fig.axes) == 2                          # heatmap + colourbar
+
+
+def test_heatmap_ticks_are_one_based_and_axes_labelled():
+    fig, ax = plt.subplots()
+    plotting.score_heatmap(example_scores(5), ax, cbar=False, title="layer 2")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3", "4", "5"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1", "2", "3", "4", "5"]
+    assert ax.get_xlabel() == "key j" and ax.get_ylabel() == "query i"
+    assert ax.get_title() == "layer 2"
+    assert len(fig.axes) == 1                          # no colourbar
+
+
+def test_heatmap_rp_annotation():
+    fig, ax = plt.subplots()
+    plotting.score_heatmap(example_scores(), ax, recency_probability=0.73214, recency_sem=0.00123)
+    (box,) = texts_with_gid(ax, plotting.RP_GID)
+    assert box.get_text() == "RP = 0.732 \u00b1 0.001"
+    fig, ax = plt.subplots()
+    plotting.score_heatmap(example_scores(), ax, recency_probability=0.5)
+    assert texts_with_gid(ax, plotting.RP_GID)[0].get_text() == "RP = 0.500"
+    fig, ax = plt.subplots()
+    plotting.score_heatmap(example_scores(), ax)
+    assert texts_with_gid(ax, plotting.RP_GID) == []
+
+
+def test_heatmap_annotations_only_on_coloured_cells():
+    fig, ax = plt.subplots()
+    plotting.score_heatmap(example_scores(4), ax, annotate_fmt=".2f", cbar=False)
+    cell_texts = [t for t in ax.texts if t.get_gid() != plotting.RP_GID]
+    assert len(cell_texts) == 6                        # 4 * 3 / 2 strictly-lower cells
+
+
+def test_heatmap_nan_in_lower_triangle_is_ignored_for_limits():
+    s = example_scores()
+    s[3, 1] = np.nan
+    fig, ax = plt.subplots()
+    plotting.score_heatmap(s, ax)
+    lower = s[np.tril_indices(6, -1)]
+    assert ax.collections[0].get_clim() == (np.nanmin(lower), np.nanmax(lower))
+
+
+def test_heatmap_single_token():
+    fig, ax = plt.subplots()
+    assert plotting.score_heatmap([[8.0]], ax) is ax
+
+
+@pytest.mark.parametrize("bad", [np.zeros((3, 4)), np.zeros(5), np.zeros((2, 2, 2)), np.zeros((0, 0))])
+def test_heatmap_rejects_non_square(bad):
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match=r"score_mean has shape .*square"):
+        plotting.score_heatmap(bad, ax)
+
+
+# -- score_grid ------------------------------------------------------------------------------------
+
+def test_grid_panels_labels_and_rp():
+    rows, cols, n = 2, 3, 5
+    sm = np.stack([np.stack([example_scores(n, seed=r * cols + c) for c in range(cols)]) for r in range(rows)])
+    fig, axes = plt.subplots(rows, cols)
+    rp = np.array([[0.5, 0.6, 0.7], [0.8, 0.9, 1.0]])
+    out = plotting.score_grid(sm, axes, recency_probabilities=rp, recency_sems=np.full((rows, cols), 0.01),
+                              row_labels=["no LN", "LN"], col_labels=["layer 1", "layer 2", "layer 3"])
+    assert out.shape == (rows, cols)
+    assert all(out[r, c] is axes[r, c] for r in range(rows) for c in range(cols))
+    for r in range(rows):
+        for c in range(cols):
+            ax = out[r, c]
+            lower = sm[r, c][np.tril_indices(n, -1)]
+            assert ax.collections[0].get_clim() == (lower.min(), lower.max())
+            assert texts_with_gid(ax, plotting.RP_GID)[0].get_text() == f"RP = {rp[r, c]:.3f} \u00b1 0.010"
+    assert [out[0, c].get_title() for c in range(cols)] == ["layer 1", "layer 2", "layer 3"]
+    assert out[1, 0].get_title() == ""
+    assert out[0, 0].get_ylabel() == "no LN\nquery i" and out[1, 0].get_ylabel() == "LN\nquery i"
+    assert out[0, 1].get_ylabel() == ""
+    assert out[0, 0].get_xlabel() == "" and out[1, 0].get_xlabel() == "key j"
+
+
+def test_grid_accepts_one_dimensional_axes():
+    sm = np.stack([example_scores(4)] * 3)[None]           # (1, 3, 4, 4)
+    fig, axes = plt.subplots(1, 3)
+    assert plotting.score_grid(sm, axes).shape == (1, 3)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"recency_probabilities": np.zeros((2, 2))}, r"recency_probabilities has shape \(2, 2\)"),
+    ({"recency_sems": np.zeros(3)}, r"recency_sems has shape"),
+    ({"row_labels": ["a"]}, r"row_labels has length 1"),
+    ({"col_labels": ["a", "b"]}, r"col_labels has length 2"),
+])
+def test_grid_bad_inputs(kwargs, match):
+    sm = np.stack([np.stack([example_scores(4)] * 3)] * 2)  # (2, 3, 4, 4)
+    fig, axes = plt.subplots(2, 3)
+    with pytest.raises(ValueError, match=match):
+        plotting.score_grid(sm, axes, **kwargs)
+
+
+def test_grid_bad_shapes():
+    fig, axes = plt.subplots(2, 2)
+    with pytest.raises(ValueError, match=r"score_means has shape"):
+        plotting.score_grid(np.zeros((2, 2, 4, 5)), axes)
+    with pytest.raises(ValueError, match=r"axes has shape \(2, 2\)"):
+        plotting.score_grid(np.zeros((2, 3, 4, 4)), axes)
+
+
+# -- curves ----------------------------------------------------------------------------------------
+
+def test_h_curve_normalized_and_raw():
+    j = np.arange(1, 11)
+    h = 0.1 + 0.01 * j
+    fig, ax = plt.subplots()
+    assert plotting.h_curve(j, h, ax, label="alpha=0.5") is ax
+    (line,) = ax.get_lines()
+    np.testing.assert_allclose(line.get_ydata(), h / h[0])
+    assert line.get_label() == "alpha=0.5" and ax.get_ylabel() == "h(j) / h(1)"
+    plotting.h_curve(j, h, ax, normalize=False, color="k")
+    assert len(ax.get_lines()) == 2
+    np.testing.assert_allclose(ax.get_lines()[1].get_ydata(), h)
+
+
+def test_h_curve_bad_inputs():
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match=r"h has length 3; allowed: length 4"):
+        plotting.h_curve([1, 2, 3, 4], [1, 2, 3], ax)
+    with pytest.raises(ValueError, match=r"h\[0\]=0\.0 cannot normalize"):
+        plotting.h_curve([1, 2], [0.0, 1.0], ax)
+    with pytest.raises(ValueError, match=r"j has shape \(2, 2\)"):
+        plotting.h_curve(np.ones((2, 2)), [1, 2], ax)
+
+
+def test_errorbar_points_scales_with_z():
+    fig, ax = plt.subplots()
+    x, m, e = np.arange(1, 5), np.array([1.0, 2, 3, 4]), np.array([0.1, 0.2, 0.1, 0.3])
+    assert plotting.errorbar_points(x, m, e, ax, label="sim", z=2.0) is ax
+    (container,) = ax.containers
+    segments = container.lines[2][0].get_segments()
+    half_widths = np.array([(seg[1, 1] - seg[0, 1]) / 2 for seg in segments])
+    np.testing.assert_allclose(half_widths, 2.0 * e)
+    assert container.get_label() == "sim"
+
+
+@pytest.mark.parametrize("args, match", [
+    (([1, 2], [1.0], [0.1, 0.1]), r"mean has length 1"),
+    (([1, 2], [1.0, 2.0], [0.1]), r"sem has length 1"),
+    (([1, 2], [1.0, 2.0], [0.1, -0.1]), r"sem=.*negative"),
+])
+def test_errorbar_points_bad_inputs(args, match):
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match=match):
+        plotting.errorbar_points(*args, ax)
+
+
+@pytest.mark.parametrize("z", [0.0, -1.0, np.inf, "2"])
+def test_errorbar_points_bad_z(z):
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match=r"z=.* allowed: a finite number > 0"):
+        plotting.errorbar_points([1], [1.0], [0.1], ax, z=z)
+
+
+def test_theory_vs_simulation_line_and_points_share_colour():
+    j = np.arange(1, 6)
+    fig, ax = plt.subplots()
+    assert plotting.theory_vs_simulation(j, j * 0.1, j * 0.1 + 0.01, np.full(5, 0.005), ax, label="a=0.5") is ax
+    lines = [ln for ln in ax.get_lines() if ln.get_label() == "a=0.5 theory"]
+    assert len(lines) == 1
+    (container,) = ax.containers
+    assert container.get_label() == "a=0.5 simulation"
+    assert container.lines[0].get_color() == lines[0].get_color()
+    with pytest.raises(ValueError, match=r"theory has length 4"):
+        plotting.theory_vs_simulation(j, j[:4], j, j, ax)
+
+
+def test_recency_by_layer_reference_line_once():
+    fig, ax = plt.subplots()
+    assert plotting.recency_by_layer([0.5, 0.7, 0.8], [0.01, 0.01, 0.02], ax, label="LN") is ax
+    plotting.recency_by_layer([0.5, 0.55, 0.6], [0.01, 0.01, 0.02], ax, label="LN+res")
+    refs = [ln for ln in ax.get_lines() if ln.get_gid() == plotting.NO_ORDER_GID]
+    assert len(refs) == 1 and refs[0].get_label() == "no order" and refs[0].get_linestyle() == "--"
+    np.testing.assert_allclose(refs[0].get_ydata(), [0.5, 0.5])
+    assert len(ax.containers) == 2
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_xdata(), [1, 2, 3])   # 1-based layers
+    assert list(ax.get_xticks()) == [1, 2, 3]
+    with pytest.raises(ValueError, match=r"sem has length 2"):
+        plotting.recency_by_layer([0.5, 0.6, 0.7], [0.1, 0.1], ax)
+
+
+def test_row_profile():
+    s = example_scores(6)
+    e = np.abs(example_scores(6, seed=1)) * 0.01
+    fig, ax = plt.subplots()
+    assert plotting.row_profile(s, e, 5, ax, label="row 5") is ax
+    (container,) = ax.containers
+    np.testing.assert_allclose(container.lines[0].get_xdata(), [1, 2, 3, 4])
+    np.testing.assert_allclose(container.lines[0].get_ydata(), s[4, :4])
+    plotting.row_profile(s, e, 5, ax, include_diagonal=True)
+    np.testing.assert_allclose(ax.containers[1].lines[0].get_ydata(), s[4, :5])
+
+
+@pytest.mark.parametrize("i, match", [(0, r"i=0 is out of range"), (7, r"i=7 is out of range"),
+                                      (2.0, r"i=2\.0 is out of range"), (1, r"i=1 has no off-diagonal keys")])
+def test_row_profile_bad_index(i, match):
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match=match):
+        plotting.row_profile(example_scores(6), np.zeros((6, 6)), i, ax)
+
+
+def test_row_profile_shape_mismatch():
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match=r"score_sem has shape \(5, 5\)"):
+        plotting.row_profile(example_scores(6), np.zeros((5, 5)), 3, ax)
+    with pytest.raises(ValueError, match=r"score_mean has shape \(6, 5\)"):
+        plotting.row_profile(np.zeros((6, 5)), np.zeros((6, 5)), 3, ax)
