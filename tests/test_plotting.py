@@ -259,3 +259,20 @@ def test_row_profile_shape_mismatch():
         plotting.row_profile(example_scores(6), np.zeros((5, 5)), 3, ax)
     with pytest.raises(ValueError, match=r"score_mean has shape \(6, 5\)"):
         plotting.row_profile(np.zeros((6, 5)), np.zeros((6, 5)), 3, ax)
+
+
+def test_offset_profiles_one_series_per_query():
+    s = example_scores(5)
+    e = np.full((5, 5), 0.01)
+    fig, ax = plt.subplots()
+    assert plotting.offset_profiles(s, e, ax, z=2.0) is ax
+    assert len(ax.containers) == 4                         # queries 2..5
+    for i, container in zip(range(2, 6), ax.containers):
+        assert container.get_label() == f"i = {i}"
+        offsets = np.asarray(container.lines[0].get_xdata()).astype(int)
+        np.testing.assert_allclose(offsets, np.arange(1, i))
+        np.testing.assert_allclose(container.lines[0].get_ydata(), s[i - 1, i - 1 - offsets])
+    with pytest.raises(ValueError, match=r"n >= 2"):
+        plotting.offset_profiles([[1.0]], [[0.0]], ax)
+    with pytest.raises(ValueError, match=r"score_sem has shape \(4, 4\)"):
+        plotting.offset_profiles(s, np.zeros((4, 4)), ax)
