@@ -11,6 +11,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+import sympy as sp   # pinned in requirements.txt; a hard import so the symbolic checks never skip
 
 from recency_lib import theory
 
@@ -413,9 +414,6 @@ def test_lln_recency_in_later_layers():
 
 
 # -- symbolic checks (sympy) -----------------------------------------------------------------------
-
-sp = pytest.importorskip("sympy")
-
 
 def test_sympy_eq11_increasing_in_j():
     # d/dj log S = 1/(a + j - 1) - 1/(2 (a^2 + j - 1)) = (2a^2 + j - 1 - a) / (2 (a + j - 1)(a^2 + j - 1)).
