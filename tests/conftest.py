@@ -1,0 +1,170 @@
+"""Shared fixtures: the book is built once per test session and reused.
+
+* ``book_build``  -- runs ``jupyter-book build book --all -W --keep-going`` from the repo
+  root (output in ``_build/html``) once per session and returns a :class:`BuildResult`
+  (never fails by itself; ``tests/test_book_build.py`` asserts on it).
+* ``built_book``  -- the same result, but fails the requesting test if the build failed.
+* ``toc_page``    -- parametrizes a test over every page listed in ``_toc.yml``.
+* ``page_markdown`` -- docname -> markdown text of its source.
+* ``run_jupyter_book`` -- runs the Jupyter Book CLI of the current interpreter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BOOK = REPO / "book"
+HTML = REPO / "_build" / "html"
+SOURCE_SUFFIXES = (".ipynb", ".md", ".rst")
+BUILD_TIMEOUT = int(os.environ.get("BOOK_BUILD_TIMEOUT", "3600"))
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Sphinx's own diagnostics ("path:line: WARNING: ...", "ERROR: ..."). The kernel's log lines
+# ("[IPKernelApp] WARNING | ...") are not Sphinx warnings and are not counted.
+_SPHINX_PROBLEM = re.compile(r"\b(WARNING|ERROR|CRITICAL|SEVERE):")
+
+
+def jupyter_book_cmd() -> list[str]:
+    """The `jupyter-book` CLI that belongs to the interpreter running the tests."""
+    script = Path(sys.executable).with_name("jupyter-book")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())"]
+
+
+@dataclasses.dataclass
+class BuildResult:
+    returncode: int
+    log: str
+    seconds: float
+    root: Path
+
+    @property
+    def html(self) -> Path:
+        return self.root / "_build" / "html"
+
+    @property
+    def problems(self) -> list[str]:
+        return [line for line in self.log.splitlines() if _SPHINX_PROBLEM.search(line)]
+
+    def tail(self, n: int = 60) -> str:
+        return "\n".join(self.log.splitlines()[-n:])
+
+
+def run_book(root: Path, *args: str, timeout: int = BUILD_TIMEOUT) -> BuildResult:
+    """Run `jupyter-book build book ARGS` in `root`; stdout+stderr without colours."""
+    env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1")
+    # The kernel of the notebooks must be this interpreter's (kernelspec "python3").
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [*jupyter_book_cmd(), "build", "book", *args],
+        cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=timeout,
+    )
+    return BuildResult(proc.returncode, _ANSI.sub("", proc.stdout), time.perf_counter() - start, root)
+
+
+# --------------------------------------------------------------------------- toc & sources
+
+def toc_pages(root: Path = REPO) -> list[str]:
+    """Docnames (relative to book/, without suffix) of every page in _toc.yml, in order."""
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf8"))
+    book = root / "book"
+    pages: list[str] = []
+
+    def strip(path: str) -> str:
+        for suf in SOURCE_SUFFIXES:
+            if path.endswith(suf):
+                return path[: -len(suf)]
+        return path
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if "root" in node:
+                pages.append(strip(node["root"]))
+            if "file" in node:
+                pages.append(strip(node["file"]))
+            if "glob" in node:
+                for hit in sorted(glob.glob(str(book / node["glob"]))):
+                    rel = Path(hit).relative_to(book).as_posix()
+                    if rel.endswith(SOURCE_SUFFIXES):
+                        pages.append(strip(rel))
+            for key, value in node.items():
+                if isinstance(value, (list, dict)):
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc)
+    return list(dict.fromkeys(pages))
+
+
+def page_source(docname: str, root: Path = REPO) -> Path:
+    for suf in SOURCE_SUFFIXES:
+        path = root / "book" / f"{docname}{suf}"
+        if path.exists():
+            return path
+    raise FileNotFoundError(f"no source for toc entry {docname!r} under {root / 'book'}")
+
+
+def markdown_text(path: Path) -> str:
+    """The prose of a page: markdown cells of a notebook, or the whole .md/.rst file."""
+    if path.suffix == ".ipynb":
+        import nbformat
+
+        nb = nbformat.read(path, as_version=4)
+        return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    return path.read_text(encoding="utf8")
+
+
+# --------------------------------------------------------------------------- fixtures
+
+def pytest_generate_tests(metafunc):
+    if "toc_page" in metafunc.fixturenames:
+        pages = toc_pages()
+        metafunc.parametrize("toc_page", pages, ids=pages)
+
+
+@pytest.fixture(scope="session")
+def page_markdown():
+    """docname -> the markdown prose of that page's source (notebook markdown cells)."""
+    return lambda docname: markdown_text(page_source(docname))
+
+
+@pytest.fixture(scope="session")
+def run_jupyter_book():
+    return run_book
+
+
+@pytest.fixture(scope="session")
+def book_build() -> BuildResult:
+    """Build the whole book once per session, as CI does (into the repo's _build/)."""
+    result = run_book(REPO, "--all", "-W", "--keep-going")
+    print(f"\nbook build: exit {result.returncode} in {result.seconds:.1f} s")
+    return result
+
+
+@pytest.fixture(scope="session")
+def built_book(book_build: BuildResult) -> BuildResult:
+    if book_build.returncode != 0:
+        pytest.fail(
+            f"the book build failed (exit {book_build.returncode}); "
+            "see test_book_builds_without_warnings. Sphinx problems:\n  "
+            + "\n  ".join(book_build.problems[:10] or ["(none; see the log)"]),
+            pytrace=False,
+        )
+    return book_build

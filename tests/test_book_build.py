@@ -1,0 +1,133 @@
+"""The book builds from scratch with zero warnings; failures and stale caches are caught.
+
+The full build is a session fixture (tests/conftest.py) shared with the browser test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.book
+
+
+# --------------------------------------------------------------------------- the real book
+
+def test_book_builds_without_warnings(book_build):
+    assert book_build.returncode == 0, (
+        f"`jupyter-book build book --all -W --keep-going` exited {book_build.returncode}.\n"
+        "Sphinx warnings/errors:\n  " + "\n  ".join(book_build.problems or ["(none)"])
+        + "\nend of the log:\n" + book_build.tail(40)
+    )
+    assert book_build.problems == [], "Sphinx warnings/errors:\n" + "\n".join(book_build.problems)
+    assert re.search(r"^build succeeded\.\s*$", book_build.log, re.M), book_build.tail()
+
+
+def test_every_toc_page_has_html(built_book, toc_page):
+    html = built_book.html / f"{toc_page}.html"
+    assert html.is_file(), f"{toc_page} is in _toc.yml but {html} was not built"
+    assert html.stat().st_size > 0
+
+
+def test_no_remote_scripts_styles_or_fonts(built_book, toc_page):
+    """Nothing a page loads by itself (script src, link href) points off the machine."""
+    text = (built_book.html / f"{toc_page}.html").read_text(encoding="utf8")
+    remote = re.findall(r"<script\b[^>]*\bsrc=[\"']((?:https?:)?//[^\"']+)", text)
+    remote += [
+        m.group(2)
+        for m in re.finditer(r"<link\b([^>]*)\bhref=[\"']((?:https?:)?//[^\"']+)", text)
+        if not re.search(r"rel=[\"'](?:next|prev|canonical|author)[\"']", m.group(0))
+    ]
+    assert remote == [], f"{toc_page}.html loads remote resources: {remote}"
+    if "class=\"math" in text:
+        assert "_static/mathjax/tex-mml-chtml.js" in text, "math page without the local MathJax"
+
+
+def test_local_mathjax_copied(built_book):
+    mj = built_book.html / "_static" / "mathjax"
+    assert (mj / "tex-mml-chtml.js").is_file()
+    assert any((mj / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
+    assert (mj / "input" / "tex" / "extensions" / "ams.js").is_file()
+
+
+# --------------------------------------------------------------------------- tiny books
+
+def _tiny_book(root: Path, notebooks: dict[str, list]) -> None:
+    """A book in `root` with the repo's _config.yml, extensions and CSS, and `notebooks`
+    (name -> cells) as its pages; the first notebook is the root page."""
+    shutil.copy(REPO / "_config.yml", root / "_config.yml")
+    book = root / "book"
+    book.mkdir()
+    for sub in ("_ext", "_static"):
+        if (REPO / "book" / sub).is_dir():
+            shutil.copytree(REPO / "book" / sub, book / sub,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+    names = list(notebooks)
+    toc = f"format: jb-book\nroot: {names[0]}\n"
+    if names[1:]:
+        toc += "chapters:\n" + "".join(f"  - file: {n}\n" for n in names[1:])
+    (root / "_toc.yml").write_text(toc)
+    (book / "_toc.yml").symlink_to("../_toc.yml")
+    meta = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"}}
+    for name, cells in notebooks.items():
+        nb = new_notebook(cells=cells, metadata=meta)
+        for i, cell in enumerate(nb.cells):
+            cell.id = f"c{i}"
+        nbformat.write(nb, book / f"{name}.ipynb")
+
+
+def test_failing_notebook_fails_the_build(tmp_path, run_jupyter_book):
+    _tiny_book(tmp_path, {"boom": [
+        new_markdown_cell("# Boom"),
+        new_code_cell("raise RuntimeError('deliberate failure 8517')"),
+    ]})
+    result = run_jupyter_book(tmp_path, "--all", "-W", "--keep-going", timeout=600)
+    assert result.returncode != 0, "a notebook that raises must fail the build:\n" + result.tail()
+    assert "deliberate failure 8517" in result.log, result.tail()
+
+
+def test_library_change_reexecutes_cached_notebooks(tmp_path, run_jupyter_book):
+    """book/_ext/fresh_cache.py: editing the watched package re-executes cached notebooks
+    (the jupyter-cache key alone does not see imported modules); no edit, no execution."""
+    lib = tmp_path / "recency_lib"
+    lib.mkdir()
+    (lib / "__init__.py").write_text("VALUE = 1\n")
+    _tiny_book(tmp_path, {"probe": [
+        new_markdown_cell("# Probe"),
+        new_code_cell("print(open('../recency_lib/__init__.py').read().strip())"),
+    ]})
+    html = tmp_path / "_build" / "html" / "probe.html"
+
+    first = run_jupyter_book(tmp_path, timeout=600)
+    assert first.returncode == 0, first.tail()
+    assert "Executing notebook" in first.log
+    assert "VALUE = 1" in html.read_text()
+    stamp = json.loads((tmp_path / "_build" / ".jupyter_cache" / "fresh_cache.json").read_text())
+    assert len(stamp["hash"]) == 64
+
+    unchanged = run_jupyter_book(tmp_path, timeout=600)
+    assert unchanged.returncode == 0, unchanged.tail()
+    assert "Executing notebook" not in unchanged.log, unchanged.tail()
+    assert "fresh_cache: watched sources changed" not in unchanged.log
+
+    (lib / "__init__.py").write_text("VALUE = 2  # edited\n")
+    edited = run_jupyter_book(tmp_path, timeout=600)
+    assert edited.returncode == 0, edited.tail()
+    assert "fresh_cache: watched sources changed" in edited.log, edited.tail()
+    assert "Executing notebook" in edited.log, edited.tail()
+    assert "VALUE = 2" in html.read_text(), "the page still shows the old library's output"
+
+    # a full rebuild (fresh Sphinx environment) must not bring the old results back
+    full = run_jupyter_book(tmp_path, "--all", timeout=600)
+    assert full.returncode == 0, full.tail()
+    assert "Executing notebook" not in full.log, "the cache of the current library was lost"
+    assert "VALUE = 2" in html.read_text()
