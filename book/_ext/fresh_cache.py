@@ -70,6 +70,9 @@ def _cache_dir(app: Sphinx) -> Path | None:
 
 
 def on_builder_inited(app: Sphinx) -> None:
+    # Simulation results shared by the chapters (recency_lib.cache) live beside the execution
+    # cache, keyed by config and library source; kernels inherit this variable.
+    os.environ.setdefault("RECENCY_LIB_CACHE", str(Path(app.outdir).parent / ".recency_cache"))
     roots = [Path(app.srcdir, p).resolve() for p in app.config.fresh_cache_watch]
     current = source_hash(roots, list(app.config.fresh_cache_patterns))
     app._fresh_cache_hash = current  # type: ignore[attr-defined]
