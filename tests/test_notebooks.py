@@ -1,0 +1,56 @@
+"""Every chapter notebook runs through papermill at a small sample count.
+
+Each chapter must expose a `parameters` cell with at least `samples` and `seed` (typed, commented),
+carry no outputs in git, and execute from its own folder with parameters injected. Every integer
+parameter whose name starts with `samples` is set small, so the whole set runs in about a minute.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import papermill as pm
+import pytest
+
+from conftest import BOOK, page_source, toc_pages
+
+SMALL = 2000
+# pages whose papermill behaviour has dedicated tests (grids of their own): tests/test_appendix_b.py
+DEDICATED = {"appendix_b"}
+
+NOTEBOOKS = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"]
+
+
+@pytest.mark.parametrize("page", NOTEBOOKS)
+def test_notebook_is_clean_and_parameterised(page):
+    path = page_source(page)
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), \
+        f"{path.name} carries outputs; strip them before committing"
+    tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{path.name}: exactly one cell must be tagged 'parameters'"
+    params = pm.inspect_notebook(str(path))
+    for name in ("samples", "seed"):
+        assert name in params, f"{path.name}: parameter {name!r} missing"
+        assert params[name]["inferred_type_name"] == "int", f"{path.name}: {name} needs a type annotation"
+        assert params[name]["help"], f"{path.name}: {name} needs a comment"
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+
+
+@pytest.mark.parametrize("page", [p for p in NOTEBOOKS if p not in DEDICATED])
+def test_notebook_executes_with_small_samples(page, tmp_path, monkeypatch):
+    monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    path = page_source(page)
+    params = pm.inspect_notebook(str(path))
+    small = {k: SMALL for k, v in params.items() if k.startswith("samples") and v["inferred_type_name"] == "int"}
+    out = tmp_path / f"{page}.ipynb"
+    pm.execute_notebook(str(path), str(out), parameters=small, kernel_name="python3", cwd=str(BOOK),
+                        progress_bar=False)
+    nb = nbformat.read(out, as_version=4)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+    images = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    if page != "reproducibility":
+        assert images >= 1, f"{page} produced no figure"
