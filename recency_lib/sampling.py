@@ -56,29 +56,89 @@ def sqrt_sigma_shift(n: int, c: float) -> float:
     return c2 / (1.0 + math.sqrt(1.0 + n * c2))
 
 
-def gram_coordinates(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.ndarray:
-    """Coordinates R with R R^T equal in law to the Gram matrix the model sees; (batch, n, m).
+def sigma_cholesky(n: int, c: float) -> np.ndarray:
+    """Lower-triangular L with L L^T = Sigma = I + c^2 11^T (n x n), in closed form.
+
+    With p_j = 1 + j c^2: L_jj = sqrt(p_{j+1} / p_j), L_ij = c^2 / sqrt(p_j p_{j+1}) (i > j).
+    Check: sum_{k<j} c^4 / (p_k p_{k+1}) = c^2 (1 - 1 / p_j) telescopes, so every entry of
+    L L^T is 1 + c^2 on the diagonal and c^2 off it.
+    """
+    c2 = c * c
+    p = 1.0 + c2 * np.arange(n + 1, dtype=np.float64)
+    low = c2 / np.sqrt(p[:-1] * p[1:])                             # column j's sub-diagonal value
+    out = np.tril(np.broadcast_to(low, (n, n)), -1)
+    out[np.diag_indices(n)] = np.sqrt(p[1:] / p[:-1])
+    return out
+
+
+def gram_width(cfg: SimConfig) -> int:
+    """Columns of the Gram coordinates: m = min(n, degrees of freedom); 1 when alpha = 1."""
+    return 1 if cfg.alpha == 1.0 else min(cfg.n, degrees_of_freedom(cfg))
+
+
+def trapezoid_index(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of the strictly-lower entries j < min(i, m) of an n x m matrix, row-major."""
+    return np.tril_indices(n, -1, m)
+
+
+def gram_draws(cfg: SimConfig, rng: np.random.Generator, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """The raw random numbers of one block of Gram coordinates, batch last: (chi2, normals).
+
+    * chi2 (m, batch): chi-square draws with k - i degrees of freedom in row i (k = degrees of
+      freedom, m = :func:`gram_width`); for alpha = 1 one row with k degrees of freedom.
+    * normals (count, batch): standard normals for the strictly-lower entries j < min(i, m),
+      rows in the row-major order of :func:`trapezoid_index` (count = 0 for alpha = 1).
+
+    Drawn in this order from ``rng``; this defines a block's random stream. Both kernels turn the
+    same draws into coordinates (:func:`gram_assemble` here, or inside the compiled kernel).
+    """
+    n = cfg.n
+    k = degrees_of_freedom(cfg)
+    if cfg.alpha == 1.0:
+        return rng.chisquare(k, size=(1, batch)), np.empty((0, batch))
+    m = min(n, k)
+    chi2 = rng.chisquare((k - np.arange(m))[:, None], size=(m, batch))
+    count = trapezoid_index(n, m)[0].size
+    return chi2, rng.standard_normal((count, batch))
+
+
+def gram_assemble(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.ndarray:
+    """Gram coordinates R (n, m, batch) from :func:`gram_draws`; row i is zero beyond column i.
+
+    R R^T (per sample) has the law of the Gram matrix the normalization sees (module docstring):
 
     * alpha = 1: every token is v, so R is one column, sqrt(chi^2_k / d) in every row.
-    * n <= k: Bartlett, W = T T^T, T_ii = sqrt(chi^2_{k-i+1} / d), T_ij ~ N(0, 1/d) (i > j);
-      R = Sigma^{1/2} T = T + s 1 (1^T T).
-    * n > k: R = Sigma^{1/2} G with G (n x k) iid N(0, 1/d) (already narrower than n x d).
+    * otherwise R = L T with L the Cholesky factor of Sigma (:func:`sigma_cholesky`) and T the
+      n x m lower-trapezoidal Bartlett factor of Wishart_n(k, I / d): T_ii = sqrt(chi^2_{k-i} / d)
+      (0-based i < m), T_ij ~ N(0, 1/d) for j < min(i, m). For n <= k this is Bartlett's
+      decomposition; for n > k it is the LQ decomposition of an n x k Gaussian matrix G (its
+      first k rows are T_k Q with T_k Bartlett's factor and Q a Haar rotation; the other n - k
+      rows times Q^T stay iid Gaussian, independent of T_k). L W L^T has the law of
+      Sigma^{1/2} W Sigma^{1/2} because Wishart(I) is invariant under rotations and
+      L = Sigma^{1/2} O with O orthogonal. The Cholesky factor keeps R lower-trapezoidal, and so
+      does every layer (causal attention mixes row i only with rows j <= i); the kernels use that.
     """
     n, d = cfg.n, cfg.d
-    k = degrees_of_freedom(cfg)
-    scale = 1.0 / math.sqrt(d)
+    batch = chi2.shape[-1]
     if cfg.alpha == 1.0:
-        r = np.sqrt(rng.chisquare(k, size=(batch, 1, 1)) / d)      # (batch, 1, 1)
-        return np.repeat(r, n, axis=1)                             # (batch, n, 1)
-    if n <= k:
-        t = np.zeros((batch, n, n))
-        rows, cols = np.tril_indices(n, -1)
-        t[:, rows, cols] = rng.standard_normal((batch, rows.size)) * scale
-        diag = np.arange(n)
-        t[:, diag, diag] = np.sqrt(rng.chisquare(k - diag, size=(batch, n)) / d)
-    else:
-        t = rng.standard_normal((batch, n, k)) * scale             # (batch, n, k)
+        return np.broadcast_to(np.sqrt(chi2[0] / d), (n, 1, batch)).copy()
+    m = chi2.shape[0]
+    out = np.zeros((n, m, batch))
+    diag = np.arange(m)
+    out[diag, diag] = np.sqrt(chi2 / d)
+    rows, cols = trapezoid_index(n, m)
+    if rows.size:
+        out[rows, cols] = normals * (1.0 / math.sqrt(d))
     if cfg.alpha == 0.0:
-        return t
-    s = sqrt_sigma_shift(n, cfg.c)
-    return t + s * t.sum(axis=1, keepdims=True)                    # Sigma^{1/2} T
+        return out
+    return (sigma_cholesky(n, cfg.c) @ out.reshape(n, m * batch)).reshape(n, m, batch)
+
+
+def gram_block(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.ndarray:
+    """Gram coordinates of one block, batch last: :func:`gram_assemble` of :func:`gram_draws`."""
+    return gram_assemble(cfg, *gram_draws(cfg, rng, batch))
+
+
+def gram_coordinates(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.ndarray:
+    """The coordinates of :func:`gram_block` (same draws), batch first: (batch, n, m)."""
+    return np.ascontiguousarray(gram_block(cfg, rng, batch).transpose(2, 0, 1))
