@@ -2,7 +2,10 @@
 
 * ``dense``: the literal model on (n, d) embeddings, Eq. (6) -> Eqs. (1)-(2)/(20).
 * ``gram``: the same layer on (n, m) coordinates whose Gram matrix has the law of the Gram
-  matrix the normalization sees (see :mod:`recency_lib.sampling`); exact, cost free of d.
+  matrix the normalization sees (see :mod:`recency_lib.sampling`); exact, cost free of d. Its
+  blocks run through :mod:`recency_lib.kernels`: a compiled (numba) kernel when numba imports,
+  else the numpy reference kernel; the kernel is chosen once, by the calling process, and
+  recorded in ``SimResult.extra["kernel"]``.
 * ``auto``: ``gram`` whenever it is exact for the config (always, for the paper's model).
 
 Determinism: samples are split into blocks of a size fixed by the config; block k draws from
@@ -23,10 +26,11 @@ import numpy as np
 
 from . import __version__
 from .config import SimConfig
+from .kernels import feature_layout, gram_block_moments, kernel_name, warm_up
 from .metrics import adjacent_differences, recency_fraction, tril_index
 from .model import layer
 from .result import SimResult
-from .sampling import degrees_of_freedom, dense_tokens, gram_coordinates
+from .sampling import dense_tokens, gram_draws, gram_width
 from .stats import Moments
 
 _BLOCK_FLOATS = 2 ** 17      # target size of the largest per-block array (floats); ~1 MB, cache friendly
@@ -41,7 +45,7 @@ def width(cfg: SimConfig, engine: str) -> int:
     """Coordinates per token: d (dense) or m = min(n, degrees of freedom) (gram; 1 if alpha = 1)."""
     if engine == "dense":
         return cfg.d
-    return 1 if cfg.alpha == 1.0 else min(cfg.n, degrees_of_freedom(cfg))
+    return gram_width(cfg)
 
 
 def block_size(cfg: SimConfig, engine: str) -> int:
@@ -55,30 +59,21 @@ def block_size(cfg: SimConfig, engine: str) -> int:
     return int(min(4096, max(16, b)))
 
 
-def feature_layout(n: int) -> dict[str, slice]:
-    """Where each per-sample quantity sits in the feature vector of one layer."""
-    t = n * (n + 1) // 2
-    sizes = {"score": t, "attn": t, "diff": t - n, "rp": 1, "sq_norm": n}
-    out, start = {}, 0
-    for name, size in sizes.items():
-        out[name] = slice(start, start + size)
-        start += size
-    return out
+def block_moments(cfg: SimConfig, engine: str, block: int, size: int, kernel: str | None = None) -> Moments:
+    """Run one block of ``size`` samples; moments of every per-sample feature, (layers, F).
 
-
-def block_moments(cfg: SimConfig, engine: str, block: int, size: int) -> Moments:
-    """Run one block of ``size`` samples; moments of every per-sample feature, (layers, F)."""
+    ``kernel`` ("numba" | "numpy" | None = the best available) only matters for the gram engine.
+    """
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(block,)))
-    if engine == "dense":
-        x = dense_tokens(cfg, rng, size)                           # (size, n, d)
-    else:
-        x = gram_coordinates(cfg, rng, size)                       # (size, n, m)
-    centred = engine == "gram"
+    if engine == "gram":
+        mean, m2 = gram_block_moments(cfg, *gram_draws(cfg, rng, size), kernel=kernel)
+        return Moments(size, mean, m2)
+    x = dense_tokens(cfg, rng, size)                               # (size, n, d)
     rows, cols = tril_index(cfg.n)
     lay = feature_layout(cfg.n)
     feats = np.empty((size, cfg.layers, lay["sq_norm"].stop))       # (size, layers, F)
     for l in range(cfg.layers):
-        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=centred)
+        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
         f = feats[:, l]
         f[:, lay["score"]] = s[:, rows, cols]
         f[:, lay["attn"]] = a[:, rows, cols]
@@ -88,10 +83,10 @@ def block_moments(cfg: SimConfig, engine: str, block: int, size: int) -> Moments
     return Moments.of(feats)
 
 
-def _chunk(cfg_dict: dict, engine: str, bsize: int, blocks: Sequence[tuple[int, int]]):
+def _chunk(cfg_dict: dict, engine: str, kernel: str, blocks: Sequence[tuple[int, int]]):
     """Executor task: moments of consecutive blocks, returned unmerged (merge order is global)."""
     cfg = SimConfig.from_dict(cfg_dict)
-    return [block_moments(cfg, engine, k, size) for k, size in blocks]
+    return [block_moments(cfg, engine, k, size, kernel) for k, size in blocks]
 
 
 def _blocks(cfg: SimConfig, bsize: int) -> list[tuple[int, int]]:
@@ -125,6 +120,11 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
         raise ValueError(f"z={z!r} is out of range; allowed: a finite number > 0")
 
     workers = getattr(executor, "_max_workers", None) or os.cpu_count() or 1
+    # One kernel for the whole run, chosen here (never per worker), so that results do not depend
+    # on which worker has numba; compiled / loaded once here, so forked workers inherit it.
+    kernel = kernel_name() if any(resolve_engine(c) == "gram" for c in configs) else "numpy"
+    if kernel == "numba":
+        warm_up()
     plans = []                                     # per config: (engine, bsize, list of chunks)
     for cfg in configs:
         engine = resolve_engine(cfg)
@@ -151,7 +151,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
 
     def args(ci, ti):
         engine, bsize, chunks = plans[ci]
-        return configs[ci].to_dict(), engine, bsize, chunks[ti]
+        return configs[ci].to_dict(), engine, kernel, chunks[ti]
 
     def fold(ci, ti, moments):
         for m in moments:                          # tasks are folded in submission order
@@ -183,7 +183,8 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
         if bar is not None:
             bar.close()
 
-    return [_to_result(cfg, plan[0], plan[1], m, z, t) for cfg, plan, m, t in zip(configs, plans, acc, elapsed)]
+    return [_to_result(cfg, plan[0], plan[1], m, z, t, kernel if plan[0] == "gram" else None)
+            for cfg, plan, m, t in zip(configs, plans, acc, elapsed)]
 
 
 def simulate(cfg: SimConfig, *, chunk_size: int | None = None, executor: Executor | None = None,
@@ -196,7 +197,8 @@ def simulate(cfg: SimConfig, *, chunk_size: int | None = None, executor: Executo
     return simulate_many([cfg], chunk_size=chunk_size, executor=executor, z=z, progress=progress)[0]
 
 
-def _to_result(cfg: SimConfig, engine: str, bsize: int, m: Moments, z: float, elapsed: float) -> SimResult:
+def _to_result(cfg: SimConfig, engine: str, bsize: int, m: Moments, z: float, elapsed: float,
+               kernel: str | None) -> SimResult:
     n, L = cfg.n, cfg.layers
     lay = feature_layout(n)
     rows, cols = tril_index(n)
@@ -223,14 +225,18 @@ def _to_result(cfg: SimConfig, engine: str, bsize: int, m: Moments, z: float, el
         recency_probability_sem=sem[:, lay["rp"].start].copy(),
         sq_norm_mean=m.mean[:, lay["sq_norm"]].copy(), sq_norm_sem=sem[:, lay["sq_norm"]].copy(),
         block_size=bsize, library_version=__version__, z=float(z), elapsed_seconds=float(elapsed),
+        extra={"kernel": kernel} if kernel else {},
     )
 
 
-def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str | None = None):
+def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str | None = None,
+                        kernel: str | None = None):
     """Per-sample scores and attention of every layer, for illustrations and tests (small runs).
 
-    Returns ``scores, attention`` of shape (samples, layers, n, n), drawn from block 0's stream
-    onwards exactly as :func:`simulate` draws them. ``samples`` defaults to ``cfg.samples``.
+    Returns ``scores, attention`` of shape (samples, layers, n, n) (scores NaN and attention 0
+    above the diagonal), drawn from block 0's stream onwards and computed exactly as
+    :func:`simulate` draws and computes them (same blocks, same kernel), so their plain means
+    match the streamed ones to float rounding. ``samples`` defaults to ``cfg.samples``.
     """
     samples = cfg.samples if samples is None else samples
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
@@ -238,15 +244,27 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
     engine = engine or resolve_engine(cfg)
     if engine not in ("dense", "gram"):
         raise ValueError(f"engine={engine!r} is not allowed; allowed: 'dense' or 'gram'")
+    n, L = cfg.n, cfg.layers
     bsize = block_size(cfg, engine)
+    rows, cols = tril_index(n)
+    lay = feature_layout(n)
     scores, attn = [], []
     for k, size in _blocks(cfg.replace(samples=max(2, samples)), bsize):
         rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
-        x = dense_tokens(cfg, rng, size) if engine == "dense" else gram_coordinates(cfg, rng, size)
-        s_l, a_l = [], []
-        for _ in range(cfg.layers):
-            x, s, a, _ = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps,
-                               centred=engine == "gram")
-            s_l.append(np.where(np.tri(cfg.n, dtype=bool), s, np.nan)), a_l.append(a)
-        scores.append(np.stack(s_l, axis=1)), attn.append(np.stack(a_l, axis=1))
+        if engine == "gram":
+            *_, f = gram_block_moments(cfg, *gram_draws(cfg, rng, size), kernel=kernel, features=True)
+            s = np.full((size, L, n, n), np.nan)
+            a = np.zeros((size, L, n, n))
+            s[:, :, rows, cols] = f[:, lay["score"]].transpose(2, 0, 1)
+            a[:, :, rows, cols] = f[:, lay["attn"]].transpose(2, 0, 1)
+            scores.append(s), attn.append(a)
+        else:
+            x = dense_tokens(cfg, rng, size)
+            s_l, a_l = [], []
+            for _ in range(L):
+                x, s, a, _ = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
+                s_l.append(np.where(np.tri(n, dtype=bool), s, np.nan)), a_l.append(a)
+            scores.append(np.stack(s_l, axis=1)), attn.append(np.stack(a_l, axis=1))
+        if sum(len(x) for x in scores) >= samples:
+            break
     return np.concatenate(scores)[:samples], np.concatenate(attn)[:samples]
