@@ -54,10 +54,15 @@ def _z(z) -> float:
 
 
 def rp_text(rp: float, sem: float | None = None) -> str:
-    """The recency-probability label: "RP = 0.732 ± 0.001" (3 decimals; no ± without a SEM)."""
+    """The recency-probability label: "RP = 0.732 ± 0.001" (no ± without a SEM).
+
+    At least 3 decimals, more (up to 6) when needed to show the SEM's first significant digit,
+    so a SEM of 3e-4 prints as "0.5545 ± 0.0003" rather than "± 0.000".
+    """
     if sem is None or not np.isfinite(sem):
         return f"RP = {rp:.3f}"
-    return f"RP = {rp:.3f} \u00b1 {sem:.3f}"
+    places = 3 if sem <= 0 else int(min(6, max(3, -np.floor(np.log10(sem)))))
+    return f"RP = {rp:.{places}f} \u00b1 {sem:.{places}f}"
 
 
 # -- heatmaps --------------------------------------------------------------------------------------
@@ -301,41 +306,3 @@ def offset_profiles(score_mean, score_sem, ax, *, z=1.0, cmap="viridis"):
     ax.set_ylabel("mean score")
     return ax
 
-
-# -- many heatmaps in one figure (Appendix B) ---------------------------------------------------------
-
-def fast_heatmaps():
-    """Context manager: draw many :func:`score_heatmap` panels into one figure in linear time.
-
-        with plotting.fast_heatmaps():
-            plotting.score_grid(score_means, axes, ...)
-
-    seaborn's ``heatmap`` (0.13) draws the WHOLE figure once per call, to see whether its tick
-    labels overlap, so a figure of k heatmaps costs 1 + 2 + ... + k panel renders: measured on the
-    book's 2-core machine, 67 s for a 5 x 4 grid, against 3.3 s with that draw skipped. Inside this
-    context seaborn's per-call figure draw is skipped (``seaborn.matrix._draw_figure`` is
-    replaced by a no-op and restored on exit). The overlap check itself still runs; the labels of
-    :func:`score_heatmap` are the short 1..n, which do not overlap at the panel sizes of the book.
-    If seaborn's internals differ, nothing is patched (only the speed-up is lost). Not thread-safe:
-    it swaps a module global for the duration of the block.
-    """
-    import contextlib
-
-    @contextlib.contextmanager
-    def _ctx():
-        try:
-            import seaborn.matrix as sm
-        except ImportError:          # pragma: no cover - seaborn is a dependency
-            yield
-            return
-        original = getattr(sm, "_draw_figure", None)
-        if original is None:
-            yield
-            return
-        sm._draw_figure = lambda fig: None
-        try:
-            yield
-        finally:
-            sm._draw_figure = original
-
-    return _ctx()

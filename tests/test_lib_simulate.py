@@ -194,3 +194,17 @@ def test_memory_does_not_grow_with_samples():
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(out.stdout.strip()) / 1024 < 500
+
+
+def test_familywise_verdict_is_stricter_than_per_difference():
+    from recency_lib.metrics import familywise_z
+    assert abs(familywise_z(45) - 3.26) < 0.01
+    r = simulate(SimConfig(alpha=0.0, n=10, d=64, layers=2, samples=4_000, seed=1))
+    strict = r.definition1_familywise()
+    z = familywise_z(45)
+    assert strict == r.definition1_at(z)
+    # a verdict at a larger z can only move from holds/violated towards undecided
+    for loose, tight in zip(r.definition1, strict):
+        assert tight == loose or tight == "undecided"
+    with pytest.raises(ValueError, match="level"):
+        familywise_z(45, level=1.5)

@@ -276,3 +276,9 @@ def test_offset_profiles_one_series_per_query():
         plotting.offset_profiles([[1.0]], [[0.0]], ax)
     with pytest.raises(ValueError, match=r"score_sem has shape \(4, 4\)"):
         plotting.offset_profiles(s, np.zeros((4, 4)), ax)
+
+
+def test_rp_text_shows_the_first_significant_digit_of_the_error():
+    assert plotting.rp_text(0.55450, 0.00029) == "RP = 0.5545 \u00b1 0.0003"
+    assert plotting.rp_text(0.5, 0.0) == "RP = 0.500 \u00b1 0.000"
+    assert plotting.rp_text(0.991414, 0.000038) == "RP = 0.99141 \u00b1 0.00004"
