@@ -1,0 +1,335 @@
+"""Appendix B by papermill: the setting template, the grid driver (recency_lib.grid), the page.
+
+Every notebook run uses small sample sizes and a private results cache (RECENCY_LIB_CACHE in a
+temporary folder), and writes only into temporary folders.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import papermill
+import pytest
+from papermill.exceptions import PapermillExecutionError
+
+from recency_lib import SimResult, grid
+from recency_lib.cache import source_hash
+
+REPO = Path(__file__).resolve().parents[1]
+BOOK = REPO / "book"
+TEMPLATE = BOOK / "setting_template.ipynb"
+APPENDIX = BOOK / "appendix_b.ipynb"
+SMALL = 2000
+KERNEL = "python3"
+
+TEMPLATE_DEFAULTS = {"alpha": 0.5, "gamma": 0.0, "norm": "layernorm", "n": 10, "d": 64, "layers": 4,
+                     "samples": 100_000, "seed": 0, "z": 3.0, "result_path": ""}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_cache(tmp_path_factory):
+    """Every simulation of this module (also in papermill's kernels) uses an empty, private cache."""
+    path = tmp_path_factory.mktemp("recency_cache")
+    old = os.environ.get("RECENCY_LIB_CACHE")
+    os.environ["RECENCY_LIB_CACHE"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("RECENCY_LIB_CACHE", None)
+    else:
+        os.environ["RECENCY_LIB_CACHE"] = old
+
+
+def run_template(out_dir: Path, **params) -> Path:
+    """papermill the template into out_dir/out.ipynb with out_dir as the working directory."""
+    out = out_dir / "out.ipynb"
+    papermill.execute_notebook(str(TEMPLATE), str(out), parameters=params, kernel_name=KERNEL,
+                               cwd=str(out_dir), progress_bar=False)
+    return out
+
+
+def code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def images(cell) -> int:
+    return sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+
+
+def errors(nb) -> list:
+    return [o for c in code_cells(nb) for o in c.outputs if o.output_type == "error"]
+
+
+def glued(nb) -> dict:
+    """glue key -> its stored mime bundle (prefix stripped)."""
+    out = {}
+    for c in code_cells(nb):
+        for o in c.outputs:
+            meta = o.get("metadata", {}).get("scrapbook")
+            if meta:
+                prefix = meta.get("mime_prefix", "")
+                out[meta["name"]] = {k[len(prefix):]: v for k, v in o["data"].items()}
+    return out
+
+
+def glue_text(nb, key) -> str:
+    return glued(nb)[key]["text/plain"].strip("'\"")
+
+
+# --------------------------------------------------------------------------- the template itself
+
+def test_template_parameters_are_typed_and_documented():
+    info = papermill.inspect_notebook(str(TEMPLATE))
+    assert list(info) == list(TEMPLATE_DEFAULTS)
+    for name, spec in info.items():
+        assert spec["inferred_type_name"] in ("float", "int", "str"), (name, spec)
+        assert spec["help"], f"parameter {name} has no comment"
+    assert grid.template_defaults(TEMPLATE) == TEMPLATE_DEFAULTS
+
+
+@pytest.mark.parametrize("path", [TEMPLATE, APPENDIX], ids=lambda p: p.name)
+def test_notebooks_are_committed_clean(path):
+    nb = nbformat.read(path, as_version=4)
+    assert nb.metadata.kernelspec["name"] == "python3"
+    for c in code_cells(nb):
+        assert c.outputs == [] and c.execution_count is None, "strip outputs before committing"
+    tagged = [c for c in code_cells(nb) if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+
+
+@pytest.mark.parametrize("alpha, gamma", [(0.0, 0.0), (0.5, 1.0)])
+def test_template_writes_its_result(tmp_path, alpha, gamma):
+    params = {"alpha": alpha, "gamma": gamma, "samples": SMALL}
+    if gamma:                                  # one explicit result path, one default
+        params["result_path"] = "mine.json"
+    out = run_template(tmp_path, **params)
+    path = tmp_path / ("mine.json" if gamma else "setting_result.json")
+    assert path.is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["out.ipynb", path.name])
+
+    res = SimResult.load(path)
+    cfg = res.config
+    assert (cfg.alpha, cfg.gamma, cfg.samples, cfg.norm, cfg.n, cfg.d, cfg.layers) == \
+        (alpha, gamma, SMALL, "layernorm", 10, 64, 4)
+    L, n = 4, 10
+    lower = np.tril(np.ones((n, n), dtype=bool))
+    for name in ("score_mean", "score_sem", "attn_mean", "attn_sem"):
+        arr = getattr(res, name)
+        assert arr.shape == (L, n, n)
+        assert np.isfinite(arr[:, lower]).all(), name
+    assert np.isnan(res.score_mean[:, ~lower]).all()
+    assert res.recency_probability.shape == res.recency_probability_sem.shape == (L,)
+    assert np.all((res.recency_probability >= 0) & (res.recency_probability <= 1))
+    assert np.all(res.recency_probability_sem > 0)
+    assert res.sq_norm_mean.shape == (L, n) and np.all(res.sq_norm_mean > 0)
+    assert len(res.definition1) == L and set(res.definition1) <= {"holds", "violated", "undecided"}
+    data = json.loads(path.read_text())
+    assert data["definition1"] == list(res.definition1)
+
+    nb = nbformat.read(out, as_version=4)
+    assert errors(nb) == []
+    assert sum(images(c) for c in code_cells(nb)) == 2       # heatmaps, h(j)
+
+
+@pytest.mark.parametrize("param, value, message", [
+    ("alpha", 1.5, "alpha=1.5 is out of range"),
+    ("d", 1, "d=1 is out of range"),
+])
+def test_bad_parameter_fails_in_first_cell_and_writes_nothing(tmp_path, private_cache, param, value, message):
+    before = sorted(private_cache.iterdir())
+    with pytest.raises(PapermillExecutionError) as info:
+        run_template(tmp_path, **{param: value, "samples": SMALL, "result_path": "r.json"})
+    assert info.value.ename == "ValueError"
+    assert message in info.value.evalue
+    assert not list(tmp_path.glob("*.json")), "a failed run must not write a result file"
+    assert sorted(private_cache.iterdir()) == before, "nothing may be simulated or cached"
+
+    nb = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    cells = code_cells(nb)
+    injected = next(k for k, c in enumerate(cells) if "injected-parameters" in c.metadata.get("tags", []))
+    failing = [k for k, c in enumerate(cells) if any(o.output_type == "error" for o in c.outputs)]
+    assert failing == [injected + 1], "the first cell after the parameters must raise"
+    assert all(c.execution_count is None for c in cells[injected + 2:])
+
+
+# --------------------------------------------------------------------------- the driver
+
+def test_driver_validates_before_any_work(tmp_path):
+    out = tmp_path / "out"
+    for params, message in [({"alpha": 1.5}, "alpha=1.5 is out of range"),
+                            ({"d": 1}, "d=1 is out of range"),
+                            ({"norm": "batch"}, "norm='batch' is not allowed"),
+                            ({"z": 0}, "z=0 is out of range"),
+                            ({"alpah": 0.2}, "unknown parameter"),
+                            ({"result_path": "x.json"}, "set by the driver")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            grid.run_setting(TEMPLATE, out, {"samples": SMALL, **params})
+        assert not out.exists(), f"{params}: nothing may be written"
+    with pytest.raises(ValueError, match="alpha=1.5 is out of range"):
+        grid.run_grid(TEMPLATE, out, [{"alpha": 0.2, "samples": SMALL}, {"alpha": 1.5, "samples": SMALL}])
+    with pytest.raises(ValueError, match="duplicate"):
+        grid.run_grid(TEMPLATE, out, [{"alpha": 0.2}, {"alpha": 0.2, "gamma": 0}])
+    with pytest.raises(ValueError, match="does not exist"):
+        grid.run_setting(tmp_path / "missing.ipynb", out, {})
+    assert not out.exists()
+
+
+def test_slug_names_every_parameter():
+    p = grid.validate_params({"alpha": 0.2, "gamma": 1, "samples": 50_000}, TEMPLATE)
+    assert grid.slug(p) == "a0.2-g1-layernorm-n10-d64-L4-s50000-seed0-z3"
+    q = grid.validate_params({"alpha": 0.1 + 0.2}, TEMPLATE)         # not exactly 0.3
+    assert grid.slug(q) != grid.slug(grid.validate_params({"alpha": 0.3}, TEMPLATE))
+    # template defaults fill the gaps: these two are the same setting
+    assert grid.validate_params({}, TEMPLATE) == grid.validate_params({"alpha": 0.5, "gamma": 0}, TEMPLATE)
+
+
+def test_number_list_accepts_papermill_strings():
+    assert grid.number_list("a", "[0.1, 0.3]") == [0.1, 0.3]
+    assert grid.number_list("a", [0, 1]) == [0.0, 1.0]
+    assert grid.number_list("a", 0.4) == [0.4]
+    for bad in ("[]", "0.1, x", [], ["a"], [float("nan")], [True]):
+        with pytest.raises(ValueError, match="a="):
+            grid.number_list("a", bad)
+
+
+def test_simulated_h_delta_method():
+    from recency_lib import SimConfig, simulate
+
+    res = simulate(SimConfig(alpha=0.5, gamma=1.0, n=5, d=16, layers=2, samples=500))
+    h, sem = grid.simulated_h(res)
+    m, s = res.sq_norm_mean[1], res.sq_norm_sem[1]
+    assert h[0] == 1.0 and sem[0] == 0.0
+    np.testing.assert_allclose(h, np.sqrt(m[0] / m))
+    np.testing.assert_allclose(sem[1:], h[1:] / 2 * np.hypot(s[0] / m[0], s[1:] / m[1:]))
+    with pytest.raises(ValueError, match="state=2 is out of range"):
+        grid.simulated_h(res, state=2)
+
+
+def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
+    template = tmp_path / "template.ipynb"
+    shutil.copy(TEMPLATE, template)
+    out = tmp_path / "runs"
+    params = {"alpha": 0.3, "gamma": 1, "samples": SMALL}
+
+    first = grid.run_setting(template, out, params)
+    assert first.status == "ran" and first.seconds > 0
+    assert first.notebook == out / f"{first.slug}.ipynb" and first.result == out / f"{first.slug}.json"
+    assert first.load().config.alpha == 0.3
+    side = json.loads(first.key_file.read_text())
+    assert side["key"] == first.key and side["inputs"]["params"]["alpha"] == 0.3
+    stamps = {p: p.stat().st_mtime_ns for p in (first.notebook, first.result, first.key_file)}
+    nb = nbformat.read(first.notebook, as_version=4)
+    injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert f'result_path = "{first.slug}.json"' in injected.source   # relative: the kernel ran in the staging folder
+
+    again = grid.run_setting(template, out, params)                  # nothing changed: skipped
+    assert again.status == "reused" and again.key == first.key and again.seconds == first.seconds
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+    # the library's source is part of the key
+    monkeypatch.setattr("recency_lib.cache.source_hash", lambda: "edited")
+    assert grid.run_key(template, again.params) != first.key
+    monkeypatch.undo()
+
+    other = grid.run_setting(template, out, {**params, "seed": 1})   # a parameter changed
+    assert other.status == "ran" and other.slug != first.slug
+
+    nb = nbformat.read(template, as_version=4)                       # the template changed
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell("An edited template."))
+    nbformat.write(nb, template)
+    edited = grid.run_setting(template, out, params)
+    assert edited.status == "ran" and edited.key != first.key and edited.slug == first.slug
+    assert "An edited template." in edited.notebook.read_text()
+    assert grid.run_setting(template, out, params).status == "reused"
+
+    # a failing run leaves the previous outputs exactly as they were, and no partial files
+    saved = {p: p.read_bytes() for p in (edited.notebook, edited.result, edited.key_file)}
+    nb.cells.insert(len(nb.cells) - 1, nbformat.v4.new_code_cell("raise RuntimeError('deliberate 4711')"))
+    nbformat.write(nb, template)
+    with pytest.raises(PapermillExecutionError, match="deliberate 4711"):
+        grid.run_setting(template, out, params)
+    assert {p: p.read_bytes() for p in saved} == saved
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"{s}{e}" for s in (first.slug, other.slug) for e in (".ipynb", ".json", ".key"))
+
+    fresh = tmp_path / "fresh"
+    with pytest.raises(PapermillExecutionError):
+        grid.run_setting(template, fresh, params)
+    assert list(fresh.iterdir()) == [], "a failed first run leaves nothing behind"
+
+
+# --------------------------------------------------------------------------- the appendix page
+
+@pytest.fixture(scope="module")
+def appendix(tmp_path_factory):
+    """The page executed as the book does (working directory book/), small, into a temporary out_dir."""
+    tmp = tmp_path_factory.mktemp("appendix_b")
+    gen = tmp / "generated"
+
+    def run(name):
+        out = tmp / name
+        papermill.execute_notebook(str(APPENDIX), str(out), parameters={"samples": SMALL, "out_dir": str(gen)},
+                                   kernel_name=KERNEL, cwd=str(BOOK), progress_bar=False)
+        return nbformat.read(out, as_version=4)
+
+    source_before = source_hash.__wrapped__()          # uncached: the package's sources right now
+    cold = run("cold.ipynb")
+    stamps = {p.name: p.stat().st_mtime_ns for p in gen.iterdir()}
+    warm = run("warm.ipynb")
+    edited = source_hash.__wrapped__() != source_before
+    return {"cold": cold, "warm": warm, "gen": gen, "stamps": stamps, "library_edited": edited}
+
+
+def test_appendix_composes_every_figure(appendix):
+    nb = appendix["cold"]
+    assert errors(nb) == []
+    by_id = {c.id: c for c in nb.cells}
+    for fig in ("fig3", "fig4", "fig5"):
+        assert images(by_id[fig]) == 1, f"{fig} must show exactly one figure"
+    assert sum(images(c) for c in code_cells(nb)) == 3
+    streams = [o.text for c in code_cells(nb) for o in c.outputs
+               if o.output_type == "stream" and o.name == "stderr"]
+    assert streams == [], f"stderr on the page: {streams}"
+
+
+def test_appendix_glues_every_number_it_cites(appendix):
+    nb = appendix["cold"]
+    cited = set()
+    for c in nb.cells:
+        if c.cell_type == "markdown":
+            cited |= set(re.findall(r"\{glue:text\}`([^`]+)`", c.source))
+            cited |= set(re.findall(r"```\{glue:md\} (\S+)", c.source))
+    keys = glued(nb)
+    assert cited and all(k.startswith("ab-") for k in keys)
+    assert cited <= set(keys), f"cited but not glued: {sorted(cited - set(keys))}"
+    assert glue_text(nb, "ab-samples") == f"{SMALL:,}"
+    assert glue_text(nb, "ab-n-settings") == "9" and glue_text(nb, "ab-n-ran") == "9"
+
+
+def test_appendix_runs_are_linked_and_saved(appendix):
+    gen = appendix["gen"]
+    notebooks = sorted(gen.glob("*.ipynb"))
+    assert len(notebooks) == 9
+    for nbp in notebooks:
+        assert nbp.with_suffix(".json").is_file() and nbp.with_suffix(".key").is_file()
+        res = SimResult.load(nbp.with_suffix(".json"))
+        assert res.config.samples == SMALL and res.config.gamma in (0.0, 1.0)
+    assert not [p for p in gen.iterdir() if p.name.startswith(".")], "staging folders left behind"
+    table = glued(appendix["cold"])["ab-runs-table"]["text/markdown"]
+    for nbp in notebooks:
+        assert re.search(r"\{download\}`[^`]*<[^>]*" + re.escape(nbp.name) + ">`", table), nbp.name
+    assert table.count("{download}") == 18
+
+
+def test_appendix_warm_skips_every_run(appendix):
+    warm = appendix["warm"]
+    assert errors(warm) == []
+    if appendix["library_edited"]:     # the key includes recency_lib's source: then a rerun is right
+        pytest.skip("recency_lib's sources changed while the test ran; every run was (rightly) redone")
+    assert glue_text(warm, "ab-n-ran") == "0" and glue_text(warm, "ab-n-reused") == "9"
+    assert {p.name: p.stat().st_mtime_ns for p in appendix["gen"].iterdir()} == appendix["stamps"]
