@@ -33,7 +33,8 @@ from .result import SimResult
 from .sampling import dense_tokens, gram_draws, gram_width
 from .stats import Moments
 
-_BLOCK_FLOATS = 2 ** 17      # target size of the largest per-block array (floats); ~1 MB, cache friendly
+_BLOCK_FLOATS = 2 ** 17      # dense: target size of the largest per-block array (floats); ~1 MB
+_GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target working set of the block kernel (floats); ~4 MB
 
 
 def resolve_engine(cfg: SimConfig) -> str:
@@ -49,13 +50,23 @@ def width(cfg: SimConfig, engine: str) -> int:
 
 
 def block_size(cfg: SimConfig, engine: str) -> int:
-    """Samples per random-stream block: a power of two in [16, 4096] fixed by (n, width).
+    """Samples per random-stream block: a power of two in [16, 4096] fixed by (n, width, engine).
 
-    It depends on the config only (never on ``samples``, ``chunk_size`` or the executor), so a
-    run with more samples extends a run with fewer, and results are reproducible.
+    It depends on the config and engine only (never on ``samples``, ``chunk_size``, the executor
+    or the kernel), so a run with more samples extends a run with fewer, and results are
+    reproducible. Dense: the (n, max(n, d)) arrays of a block stay near 1 MB. Gram: the block
+    kernel's working set (three (n, m) states, the 3 n(n+1)/2 + 1 features and the draws per
+    sample) stays at or below ~4 MB, i.e. in L2/L3 cache; n = 10 gives 512 samples. Measured
+    (benchmarks/bench_kernels.py): per-sample kernel time is flat from 128 to 1024 samples and
+    doubles at 2048, while per-block overhead (seeding, draws, merge) favours larger blocks.
     """
-    per_sample = cfg.n * max(cfg.n, width(cfg, engine))
-    b = 2 ** int(math.floor(math.log2(max(1, _BLOCK_FLOATS // per_sample))))
+    if engine == "dense":
+        per_sample, budget = cfg.n * max(cfg.n, cfg.d), _BLOCK_FLOATS
+    else:
+        n, w = cfg.n, width(cfg, engine)
+        t = n * (n + 1) // 2
+        per_sample, budget = 3 * n * w + 3 * t + 1 + w + t, _GRAM_BLOCK_FLOATS
+    b = 2 ** int(math.floor(math.log2(max(1, budget // per_sample))))
     return int(min(4096, max(16, b)))
 
 
