@@ -1,0 +1,235 @@
+"""Benchmarks of the simulator: the issue's performance targets and the single-core baselines.
+
+    python benchmarks/bench_engines.py --quick        # ~1-2 minutes
+    python benchmarks/bench_engines.py --full         # adds target 2 (16 x 1e7 samples), ~5-10 min
+    python benchmarks/bench_engines.py --quick --markdown   # also print a README-ready table
+
+Every measurement runs in a fresh child interpreter (``--child``), so imports, numba's cache
+load and process-pool start-up are inside the numbers where they belong, and peak memory is
+that workload's alone. Reported per measurement:
+
+* wall seconds: the median over ``--runs`` repetitions (each with a new ProcessPoolExecutor(2)
+  for the 2-core numbers), plus the first ("cold") repetition separately; "import" is the time
+  to import recency_lib and load (or, with ``--cold-jit``, compile) the numba kernel;
+* peak RSS: the largest total resident memory of the child and all its pool workers (sampled
+  every 20 ms with psutil; shared pages count once per process, so this overstates), and the
+  largest single process (``getrusage`` ru_maxrss of the child and of its reaped workers);
+* the machine's load average before and after (other work on the machine slows wall times).
+
+Targets (issue #3): (1) the four Figure-1 settings, n = 10, d = 64, 4 layers, 1e5 samples each,
+with the recency probability: <= 1 s and <= 300 MB on 2 cores; (2) d in {16, 64, 256, 1024} x the
+same four settings x 1e7 samples: <= 10 min and <= 1 GB; (3) 1e6 samples at d = 16 and at
+d = 4096 within 1.5x of each other.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FIG1 = [dict(alpha=0.0, gamma=0.0, norm="none"), dict(alpha=0.0, gamma=0.0, norm="layernorm"),
+        dict(alpha=0.5, gamma=0.0, norm="layernorm"), dict(alpha=0.5, gamma=1.0, norm="layernorm")]
+MB = 1024 * 1024
+
+
+# -- child: one workload in a fresh interpreter ----------------------------------------------------
+
+def _child(spec: dict) -> dict:
+    import resource
+
+    t0 = time.perf_counter()
+    if spec.get("kernel") == "numpy":
+        os.environ["RECENCY_LIB_KERNEL"] = "numpy"
+    sys.path.insert(0, str(HERE))
+    from concurrent.futures import ProcessPoolExecutor
+
+    from recency_lib import SimConfig, simulate_many
+    from recency_lib.kernels import kernel_name, warm_up
+
+    warm_up()                                           # numba: load from cache (or compile)
+    t_import = time.perf_counter() - t0
+    kind, samples, runs = spec["kind"], spec["samples"], spec["runs"]
+    out = {"spec": spec, "import_s": t_import, "kernel": kernel_name()}
+
+    def configs(d, engine="auto"):
+        return [SimConfig(n=10, d=d, layers=4, samples=samples, engine=engine, **s) for s in FIG1]
+
+    def timed(fn):
+        walls, cpus = [], []
+        for _ in range(runs):
+            w, c = time.perf_counter(), time.process_time()
+            res = fn()
+            walls.append(time.perf_counter() - w)
+            cpus.append(time.process_time() - c)
+        return walls, cpus, res
+
+    def pooled(cfgs):
+        def run():
+            with ProcessPoolExecutor(2) as pool:
+                return simulate_many(cfgs, executor=pool)
+        return run
+
+    if kind == "pool":                                  # targets 1-3: ProcessPoolExecutor(2)
+        cfgs = [c for d in spec["d"] for c in configs(d)]
+        walls, cpus, res = timed(pooled(cfgs))
+        out["rp_last_layer"] = [float(r.recency_probability[-1]) for r in res]
+    elif kind == "single":                              # single-core baselines, in-process
+        engine = spec["engine"]
+        if engine == "v010":
+            from baseline_v010 import simulate_v010
+            cfgs = configs(spec["d"][0], "gram")
+            walls, cpus, res = timed(lambda: [simulate_v010(c) for c in cfgs])
+        else:
+            cfgs = configs(spec["d"][0], engine)
+            walls, cpus, res = timed(lambda: simulate_many(cfgs))
+    else:
+        raise SystemExit(f"unknown kind {kind!r}")
+    out.update(walls=walls, cpus=cpus, total_samples=len(cfgs) * samples,
+               maxrss_self_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+               maxrss_children_mb=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    return out
+
+
+# -- parent: spawn, sample memory, summarise -------------------------------------------------------
+
+def measure(spec: dict, env: dict | None = None) -> dict:
+    import psutil
+
+    load0 = os.getloadavg()[0]
+    proc = subprocess.Popen([sys.executable, __file__, "--child", json.dumps(spec)],
+                            stdout=subprocess.PIPE, text=True, env=env)
+    peak = [0]
+
+    def sample():
+        try:
+            root = psutil.Process(proc.pid)
+            while proc.poll() is None:
+                total = 0
+                for p in [root, *root.children(recursive=True)]:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        pass
+                peak[0] = max(peak[0], total)
+                time.sleep(0.02)
+        except psutil.Error:
+            pass
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, _ = proc.communicate()
+    sampler.join()
+    if proc.returncode:
+        raise SystemExit(f"child failed ({proc.returncode}) for {spec}")
+    out = json.loads(stdout.strip().splitlines()[-1])
+    out["peak_tree_rss_mb"] = peak[0] / MB
+    out["load_before"], out["load_after"] = load0, os.getloadavg()[0]
+    walls = out["walls"]
+    out["cold_s"] = walls[0]
+    out["median_s"] = statistics.median(walls[1:] if len(walls) > 1 else walls)
+    out["median_cpu_s"] = statistics.median(out["cpus"][1:] if len(walls) > 1 else out["cpus"])
+    return out
+
+
+def describe(name: str, r: dict) -> str:
+    per = r["median_s"] / r["total_samples"] * 1e6
+    return (f"{name}: median {r['median_s']:.3f} s (cold run {r['cold_s']:.3f} s, import+kernel load "
+            f"{r['import_s']:.2f} s; {per:.2f} us/sample wall; kernel={r['kernel']}); peak RSS tree "
+            f"{r['peak_tree_rss_mb']:.0f} MB, largest process {max(r['maxrss_self_mb'], r['maxrss_children_mb']):.0f} MB; "
+            f"load {r['load_before']:.1f}->{r['load_after']:.1f}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Benchmarks of issue #3's targets (see module docstring).")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="targets 1 and 3 (reduced) and baselines (default)")
+    mode.add_argument("--full", action="store_true", help="all targets at full size, baselines at 1e5")
+    mode.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--markdown", action="store_true", help="print a README-ready markdown table")
+    ap.add_argument("--runs", type=int, default=None, help="repetitions per measurement (default 4 quick, 5 full)")
+    ap.add_argument("--cold-jit", action="store_true",
+                    help="also measure the first-ever numba compile (empty NUMBA_CACHE_DIR)")
+    ap.add_argument("--only", default=None, help="comma list among: t1,t2,t3,base,jit")
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(_child(json.loads(args.child))))
+        return 0
+
+    full = bool(args.full)
+    runs = args.runs or (5 if full else 4)
+    only = set(args.only.split(",")) if args.only else {"t1", "t2", "t3", "base", "jit"}
+    if not full:
+        only.discard("t2")
+    if not args.cold_jit:
+        only.discard("jit")
+    rows = []                                              # (target, workload, result, goal text, ok)
+
+    def add(target, workload, r, goal="", ok=None):
+        rows.append((target, workload, r, goal, ok))
+        print(describe(f"[{target}] {workload}", r), flush=True)
+
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, mode {'full' if full else 'quick'}, "
+          f"{runs} runs per measurement", flush=True)
+    if "t1" in only:
+        r = measure(dict(kind="pool", d=[64], samples=100_000, runs=runs))
+        add("1", "Figure 1: 4 settings x 1e5, d=64, 2 workers", r, "<= 1 s, <= 300 MB",
+            r["median_s"] <= 1.0 and r["peak_tree_rss_mb"] <= 300)
+    if "jit" in only:
+        with tempfile.TemporaryDirectory() as cache:
+            r = measure(dict(kind="pool", d=[64], samples=100_000, runs=2),
+                        env=dict(os.environ, NUMBA_CACHE_DIR=cache))
+        add("1", "Figure 1, first-ever run (numba compiles, empty cache)", r, "(cold build)")
+    if "t3" in only:
+        s3 = 1_000_000 if full else 250_000
+        r16 = measure(dict(kind="pool", d=[16], samples=s3 // 4, runs=runs))
+        r4k = measure(dict(kind="pool", d=[4096], samples=s3 // 4, runs=runs))
+        ratio = max(r16["median_s"], r4k["median_s"]) / min(r16["median_s"], r4k["median_s"])
+        add("3", f"{s3:.0e} samples (4 settings), d=16, 2 workers", r16)
+        add("3", f"{s3:.0e} samples (4 settings), d=4096, 2 workers", r4k,
+            f"within 1.5x of d=16: ratio {ratio:.2f}", ratio <= 1.5)
+    if "t2" in only:
+        r = measure(dict(kind="pool", d=[16, 64, 256, 1024], samples=10_000_000, runs=1))
+        add("2", "d in {16,64,256,1024} x 4 settings x 1e7, 2 workers", r, "<= 600 s, <= 1 GB",
+            r["median_s"] <= 600 and r["peak_tree_rss_mb"] <= 1024)
+    if "base" in only:
+        sb = 100_000 if full else 20_000
+        base = {}
+        for engine, label in [("v010", "gram engine of v0.1.0 (numpy, batch first)"),
+                              ("dense", "dense engine (literal n x d, numpy)"),
+                              ("gram-numpy", "gram engine, numpy reference kernel"),
+                              ("gram-numba", "gram engine, numba kernel")]:
+            spec = dict(kind="single", d=[64], samples=sb, runs=max(2, runs - 1),
+                        engine="gram" if engine.startswith("gram") else engine,
+                        kernel="numpy" if engine == "gram-numpy" else None)
+            base[engine] = r = measure(spec)
+            add("base", f"1 core, Figure 1: {label}, 4 x {sb:.0e}", r)
+        numba_us = base["gram-numba"]["median_cpu_s"]
+        print("ratios (CPU time, same run): "
+              + ", ".join(f"{k} / gram-numba = {base[k]['median_cpu_s'] / numba_us:.1f}x"
+                          for k in ("v010", "dense", "gram-numpy")), flush=True)
+    if args.markdown:
+        print()
+        print(markdown(rows))
+    return 0 if all(ok is not False for *_, ok in rows) else 1
+
+
+def markdown(rows) -> str:
+    lines = ["| target | workload | median wall | cold run | import + kernel load | peak RSS (all processes) | goal | met |",
+             "|---|---|---:|---:|---:|---:|---|---|"]
+    for target, workload, r, goal, ok in rows:
+        lines.append(f"| {target} | {workload} | {r['median_s']:.2f} s | {r['cold_s']:.2f} s | "
+                     f"{r['import_s']:.2f} s | {r['peak_tree_rss_mb']:.0f} MB | {goal} | "
+                     f"{'' if ok is None else ('yes' if ok else 'no')} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
