@@ -35,6 +35,7 @@ from .stats import Moments
 
 _BLOCK_FLOATS = 2 ** 17      # dense: target size of the largest per-block array (floats); ~1 MB
 _GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target working set of the block kernel (floats); ~4 MB
+_MAX_TASK_BLOCKS = 256        # default tasks return at most this many blocks' moments (a few MB)
 
 
 def resolve_engine(cfg: SimConfig) -> str:
@@ -145,8 +146,8 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
             per = max(1, math.ceil(chunk_size / bsize))
         elif executor is None:
             per = 8
-        else:                                      # a few tasks per worker, for balance
-            per = max(1, math.ceil(len(blocks) / (4 * workers)))
+        else:                                      # a few tasks per worker, for balance; bounded
+            per = max(1, min(_MAX_TASK_BLOCKS, math.ceil(len(blocks) / (4 * workers))))   # results
         chunks = [blocks[i:i + per] for i in range(0, len(blocks), per)]
         plans.append((engine, bsize, chunks))
 

@@ -3,18 +3,21 @@
 Two exact ways to draw the same distribution of attention scores:
 
 * :func:`dense_tokens` draws the literal embeddings of Eq. (6), an (n, d) matrix per sample.
-* :func:`gram_coordinates` draws an (n, m) matrix R, m <= n, whose Gram matrix R R^T has the
-  same law as the Gram matrix of what the normalization sees (the centred embeddings X P for
-  LayerNorm, X itself otherwise). The layer only ever uses inner products, so running it on R
-  gives the same scores and attention as running it on X (see ``design`` in the README and the
-  book's Preliminaries chapter).
+* :func:`gram_draws` / :func:`gram_assemble` draw an (n, m) matrix R, m = min(n, k) <= n, whose
+  Gram matrix R R^T has the same law as the Gram matrix of what the normalization sees (the
+  centred embeddings X P for LayerNorm, X itself otherwise). The layer only ever uses inner
+  products, so running it on R gives the same scores and attention as running it on X (see
+  ``design`` in the README and the book's Preliminaries chapter). Arrays are batch last,
+  (n, m, batch), the layout of the block kernels (:mod:`recency_lib.kernels`);
+  :func:`gram_coordinates` gives the same draws batch first.
 
 Why it works: feature t of all n tokens, (x_1t, ..., x_nt), is N(0, Sigma / d) with
 Sigma = I + c^2 11^T and c^2 = alpha / (1 - alpha), independently over t. Hence X = Sigma^{1/2} G
 with G iid N(0, 1/d), and X X^T = Sigma^{1/2} (G G^T) Sigma^{1/2} with G G^T ~ Wishart_n(k, I / d),
 k = d (or k = d - 1 after LayerNorm's centring, which projects every row onto a (d-1)-dim
-subspace). Bartlett's decomposition samples the Wishart matrix as T T^T with T lower triangular.
-"""
+subspace). Bartlett's decomposition samples the Wishart matrix as T T^T with T lower triangular;
+any square root of Sigma may replace Sigma^{1/2} (Wishart(I) is rotation invariant), and its
+Cholesky factor L keeps R = L T lower triangular.
 from __future__ import annotations
 
 import math
