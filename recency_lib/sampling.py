@@ -18,6 +18,7 @@ k = d (or k = d - 1 after LayerNorm's centring, which projects every row onto a 
 subspace). Bartlett's decomposition samples the Wishart matrix as T T^T with T lower triangular;
 any square root of Sigma may replace Sigma^{1/2} (Wishart(I) is rotation invariant), and its
 Cholesky factor L keeps R = L T lower triangular.
+"""
 from __future__ import annotations
 
 import math
