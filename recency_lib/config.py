@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, fields, replace
 
 NORMS = ("layernorm", "rms", "none")
 ENGINES = ("auto", "dense", "gram")
+WEIGHTS = ("none", "per_sample", "fixed")
+PLACEMENTS = ("pre", "post")
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,13 @@ class SimConfig:
     seed: int = 0             # root seed; sample blocks draw from SeedSequence(seed) children
     engine: str = "auto"      # "dense" (literal n x d), "gram" (exact, cost free of d), "auto" (gram when exact)
     eps: float = 1e-12        # added to the variance inside the normalization (as the authors' code)
+    # -- extensions beyond the paper (recency_lib.extensions; dense engine only; all off = the paper)
+    weights: str = "none"     # W_Q, W_K, W_V, W_O (and the FFN's): "none" (identity), "per_sample", "fixed"
+    weights_seed: int = 0     # seed of the fixed weights (weights="fixed"; the FFN's unless "per_sample")
+    heads: int = 1            # attention heads (d divisible by heads); reported scores: mean over heads
+    ffn: bool = False         # add the feed-forward block of Sec. 2.1 (random GELU MLP, width 4d, own norm)
+    rope: bool = False        # rotary position embedding on queries and keys (base 10000)
+    placement: str = "pre"    # "pre" (normalize before attention, Sec. 2.1) or "post" (after the residual)
 
     def __post_init__(self) -> None:
         _check_real("alpha", self.alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]")
@@ -44,10 +53,27 @@ class SimConfig:
         _check_int("seed", self.seed, 0)
         _check_choice("engine", self.engine, ENGINES)
         _check_real("eps", self.eps, lo=0.0, allowed="a finite real number >= 0")
+        _check_choice("weights", self.weights, WEIGHTS)
+        _check_int("weights_seed", self.weights_seed, 0)
+        _check_int("heads", self.heads, 1)
+        if self.d % self.heads:
+            raise ValueError(f"heads={self.heads!r} is not allowed with d={self.d}; "
+                             f"allowed: a divisor of d (d must be divisible by heads)")
+        for name in ("ffn", "rope"):
+            if not isinstance(getattr(self, name), (bool, )):
+                raise ValueError(f"{name}={getattr(self, name)!r} is not allowed; allowed: True or False")
+        if self.rope and (self.d // self.heads) % 2:
+            raise ValueError(f"rope=True is not allowed with d={self.d}, heads={self.heads} "
+                             f"(head size {self.d // self.heads} is odd); allowed: an even head size d / heads")
+        _check_choice("placement", self.placement, PLACEMENTS)
+        if self.engine == "gram" and self.extended:
+            raise ValueError(f"engine='gram' is not allowed with extensions on ({', '.join(self.extensions)}); "
+                             f"allowed: engine='dense' or 'auto' (the Gram symmetry does not hold with weights, "
+                             f"heads, FFN, RoPE or post-LN)")
         # normalise numeric types so equal configs hash and serialise identically
         for name in ("alpha", "gamma", "eps"):
             object.__setattr__(self, name, float(getattr(self, name)))
-        for name in ("n", "d", "layers", "samples", "seed"):
+        for name in ("n", "d", "layers", "samples", "seed", "weights_seed", "heads"):
             object.__setattr__(self, name, int(getattr(self, name)))
 
     # -- conveniences ------------------------------------------------------------------
@@ -65,6 +91,27 @@ class SimConfig:
     def replace(self, **changes) -> "SimConfig":
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
+
+    @property
+    def extensions(self) -> tuple[str, ...]:
+        """Names of the extensions beyond the paper that are on (empty for the paper's model)."""
+        on = []
+        if self.weights != "none":
+            on.append(f"weights={self.weights}")
+        if self.heads != 1:
+            on.append(f"heads={self.heads}")
+        if self.ffn:
+            on.append("ffn")
+        if self.rope:
+            on.append("rope")
+        if self.placement != "pre":
+            on.append(f"placement={self.placement}")
+        return tuple(on)
+
+    @property
+    def extended(self) -> bool:
+        """True when any extension beyond the paper is on (then only the dense engine applies)."""
+        return bool(self.extensions)
 
     @property
     def c(self) -> float:

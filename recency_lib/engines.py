@@ -39,8 +39,11 @@ _MAX_TASK_BLOCKS = 256        # default tasks return at most this many blocks' m
 
 
 def resolve_engine(cfg: SimConfig) -> str:
-    """The engine that runs ``cfg``: the requested one, or gram for "auto" (exact here)."""
-    return "gram" if cfg.engine == "auto" else cfg.engine
+    """The engine that runs ``cfg``: the requested one, or for "auto" gram (exact for the paper's
+    model) or dense when an extension beyond the paper is on (:mod:`recency_lib.extensions`)."""
+    if cfg.engine == "auto":
+        return "dense" if cfg.extended else "gram"
+    return cfg.engine
 
 
 def width(cfg: SimConfig, engine: str) -> int:
@@ -61,6 +64,9 @@ def block_size(cfg: SimConfig, engine: str) -> int:
     (benchmarks/bench_kernels.py): per-sample kernel time is flat from 128 to 1024 samples and
     doubles at 2048, while per-block overhead (seeding, draws, merge) favours larger blocks.
     """
+    if engine == "dense" and cfg.extended:                         # issue #7: shrinks with n, d
+        from .extensions import block_size as ext_block_size
+        return ext_block_size(cfg)
     if engine == "dense":
         per_sample, budget = cfg.n * max(cfg.n, cfg.d), _BLOCK_FLOATS
     else:
@@ -84,6 +90,16 @@ def block_moments(cfg: SimConfig, engine: str, block: int, size: int, kernel: st
     rows, cols = tril_index(cfg.n)
     lay = feature_layout(cfg.n)
     feats = np.empty((size, cfg.layers, lay["sq_norm"].stop))       # (size, layers, F)
+    if cfg.extended:                                                # issue #7: recency_lib.extensions
+        from .extensions import recency_fraction_ext, run_block
+        for l, s, a, sq in run_block(cfg, x, block):
+            f = feats[:, l]
+            f[:, lay["score"]] = s[:, rows, cols]
+            f[:, lay["attn"]] = a[:, rows, cols]
+            f[:, lay["diff"]] = adjacent_differences(s)
+            f[:, lay["rp"].start] = recency_fraction_ext(s)
+            f[:, lay["sq_norm"]] = sq
+        return Moments.of(feats)
     for l in range(cfg.layers):
         x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
         f = feats[:, l]
@@ -273,8 +289,16 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
         else:
             x = dense_tokens(cfg, rng, size)
             s_l, a_l = [], []
+            if cfg.extended:                                        # issue #7: recency_lib.extensions
+                from .extensions import run_block
+                layer_iter = ((s, a) for _, s, a, _ in run_block(cfg, x, k))
+            else:
+                layer_iter = None
             for _ in range(L):
-                x, s, a, _ = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
+                if layer_iter is not None:
+                    s, a = next(layer_iter)
+                else:
+                    x, s, a, _ = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
                 s_l.append(np.where(np.tri(n, dtype=bool), s, np.nan)), a_l.append(a)
             scores.append(np.stack(s_l, axis=1)), attn.append(np.stack(a_l, axis=1))
         if sum(len(x) for x in scores) >= samples:

@@ -43,7 +43,7 @@ def test_round_trip_and_unknown_fields():
     cfg = SimConfig(alpha=0.3, gamma=1.0, norm="rms", n=7, d=33, layers=3, samples=50, seed=9)
     assert SimConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="unknown field"):
-        SimConfig.from_dict({**cfg.to_dict(), "heads": 2})
+        SimConfig.from_dict({**cfg.to_dict(), "no_such_field": 2})
 
 
 def test_replace_revalidates():

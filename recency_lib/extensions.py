@@ -1,0 +1,283 @@
+"""Beyond the paper (issue #7): the full decoder layer of Sec. 2.1 with the parts the paper leaves out.
+
+The paper's simulation (:mod:`recency_lib.model`) drops every learnable parameter. Sec. 2.1 writes
+the full single-head pre-LN layer as
+
+    Y = Norm(X);  Q = Y W_Q, K = Y W_K, V = Y W_V;  S = Causal(Q K^T / sqrt(d));  A = Softmax(S);
+    O = (A V) W_O + X;  X' = FFN(Norm(O)) + O,
+
+and its Limitations name multi-head attention and RoPE as not analysed. This module adds, each
+switchable on its own (:class:`recency_lib.config.SimConfig` fields; all off = the paper's model,
+which then never reaches this module):
+
+* ``weights``: W_Q, W_K, W_V, W_O iid N(0, 1/d) (initialisation scale), fresh per sample
+  ("per_sample") or one draw per run ("fixed", from ``weights_seed``); "none" = identity.
+* ``heads``: h heads of size d_h = d / h on the split columns of Q, K, V, scores Q_h K_h^T / sqrt(d_h),
+  outputs concatenated then projected by W_O. Reported scores and attention: the MEAN over heads
+  (the recency probability and Definition 1 are computed on these averaged scores).
+* ``ffn``: the block FFN(Norm(O)) of Sec. 2.1: GELU(Z W_1) W_2, W_1 (d x 4d) iid N(0, 1/d),
+  W_2 (4d x d) iid N(0, 1/(4d)); its weights are fresh per sample when weights="per_sample", else
+  one draw per run from ``weights_seed`` (also when weights="none": an FFN without weights does not
+  exist; drawing them per sample costs 2 * 4 d^2 normals per layer and sample). Its own normalization
+  (same kind as the attention's, no affine parameters).
+* ``rope``: rotary embedding of queries and keys inside each head, base 10000, pairs (2k, 2k+1)
+  rotated by angle p * 10000^(-2k / d_h) at 0-based position p.
+* ``placement="post"``: post-LN, X' = Norm(gamma X + Attn(X)), then Norm(gamma O + FFN(O)).
+
+Residual weights: both residual branches use the config's ``gamma`` (the paper's Eq. (20) weight;
+gamma = 1 is the standard residual). Randomness of the extensions never touches the tokens'
+stream: per-sample weights draw from ``SeedSequence(seed, spawn_key=(block, 1))``, fixed ones from
+``SeedSequence(weights_seed, spawn_key=(2**32 - 1,))``.
+
+Recency probability at large n: for n <= ``RP_EXACT_MAX_N`` every triple is counted
+(:func:`recency_lib.metrics.recency_fraction`); above it the count runs over a fixed set of
+``RP_ROWS`` evenly spaced query rows (all triples j < k < i of those rows i), an O(n^2)-per-sample
+estimate of the same fraction weighted towards those rows (documented in the chapter "Beyond").
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from .config import SimConfig
+from .model import causal_softmax, center, normalize
+from .metrics import TIE_RTOL, recency_fraction
+
+ROPE_BASE = 10000.0
+RP_EXACT_MAX_N = 128
+RP_ROWS = 32
+_EXT_BLOCK_FLOATS = 2 ** 21   # target floats of the largest per-block working set (~16 MB)
+
+
+# -- weights -----------------------------------------------------------------------------------
+
+def draw_weights(rng: np.random.Generator, lead: tuple, d: int, layers: int, *, attention: bool,
+                 ffn: bool) -> list[dict]:
+    """Per layer a dict of weights with leading shape ``lead`` (() = fixed, (batch,) = per sample).
+
+    wq, wk, wv, wo: (*lead, d, d) iid N(0, 1/d) if ``attention`` else None (identity);
+    w1: (*lead, d, 4d) iid N(0, 1/d), w2: (*lead, 4d, d) iid N(0, 1/(4d)) if ``ffn`` else None.
+    Drawn in this order, layer by layer (this defines the stream).
+    """
+    out = []
+    for _ in range(layers):
+        w = {}
+        for name in ("wq", "wk", "wv", "wo"):
+            w[name] = rng.standard_normal((*lead, d, d)) / math.sqrt(d) if attention else None
+        if ffn:
+            w["w1"] = rng.standard_normal((*lead, d, 4 * d)) / math.sqrt(d)
+            w["w2"] = rng.standard_normal((*lead, 4 * d, d)) / math.sqrt(4 * d)
+        else:
+            w["w1"] = w["w2"] = None
+        out.append(w)
+    return out
+
+
+@lru_cache(maxsize=8)
+def _fixed_weights(weights_seed: int, d: int, layers: int, attention: bool, ffn: bool):
+    rng = np.random.default_rng(np.random.SeedSequence(weights_seed, spawn_key=(2 ** 32 - 1,)))
+    return draw_weights(rng, (), d, layers, attention=attention, ffn=ffn)
+
+
+def block_weights(cfg: SimConfig, block: int, size: int) -> list[dict]:
+    """The weights of one sample block: fixed per run or drawn from the block's extension stream."""
+    attention = cfg.weights != "none"
+    if cfg.weights != "per_sample":                    # "fixed", or "none" (identity; fixed FFN if any)
+        return _fixed_weights(cfg.weights_seed, cfg.d, cfg.layers, attention, cfg.ffn)
+    rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(block, 1)))
+    return draw_weights(rng, (size,), cfg.d, cfg.layers, attention=attention, ffn=cfg.ffn)
+
+
+# -- pieces -----------------------------------------------------------------------------------
+
+def _norm(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
+    """Norm(x) of Sec. 2.1 (LayerNorm without affine parameters, RMSNorm, or identity); (..., n, d)."""
+    return normalize(center(x) if norm == "layernorm" else x, norm, d, eps)
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """GELU(x) = x Phi(x) (exact, erf form)."""
+    from scipy.special import erf
+
+    return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+
+
+def split_heads(x: np.ndarray, heads: int) -> np.ndarray:
+    """(..., n, d) -> (..., heads, n, d / heads): head h owns columns [h d_h, (h + 1) d_h)."""
+    *lead, n, d = x.shape
+    return np.moveaxis(x.reshape(*lead, n, heads, d // heads), -2, -3)
+
+
+def merge_heads(x: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`split_heads`: (..., heads, n, d_h) -> (..., n, heads * d_h) (concatenation)."""
+    *lead, h, n, dh = x.shape
+    return np.moveaxis(x, -3, -2).reshape(*lead, n, h * dh)
+
+
+@lru_cache(maxsize=16)
+def rope_tables(n: int, dh: int, base: float = ROPE_BASE) -> tuple[np.ndarray, np.ndarray]:
+    """cos, sin of the angles p * base^(-2k / dh) at positions p = 0..n-1, pairs k; (n, dh / 2) each."""
+    theta = base ** (-np.arange(0, dh, 2, dtype=np.float64) / dh)         # (dh/2,)
+    ang = np.arange(n, dtype=np.float64)[:, None] * theta[None, :]       # (n, dh/2)
+    return np.cos(ang), np.sin(ang)
+
+
+def apply_rope(x: np.ndarray, base: float = ROPE_BASE) -> np.ndarray:
+    """Rotate pairs (2k, 2k+1) of every position p by p * base^(-2k / dh); x is (..., n, dh)."""
+    n, dh = x.shape[-2:]
+    cos, sin = rope_tables(n, dh, base)
+    a, b = x[..., 0::2], x[..., 1::2]                                    # (..., n, dh/2)
+    out = np.empty_like(x)
+    out[..., 0::2] = a * cos - b * sin
+    out[..., 1::2] = a * sin + b * cos
+    return out
+
+
+def _proj(x: np.ndarray, w) -> np.ndarray:
+    return x if w is None else x @ w
+
+
+# -- the layer -------------------------------------------------------------------------------
+
+def extended_layer(x: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, eps: float,
+                   heads: int = 1, rope: bool = False, placement: str = "pre", ffn: bool = False):
+    """One decoder layer of Sec. 2.1 with explicit weights ``w`` (keys wq wk wv wo w1 w2; None = identity).
+
+    x: (batch, n, d). Pre-LN (Sec. 2.1): Y = Norm(X); Q, K, V = Y W_Q, Y W_K, Y W_V (split into
+    heads, RoPE on Q and K); S_h = Causal(Q_h K_h^T / sqrt(d_h)); O = concat_h(A_h V_h) W_O + gamma X;
+    X' = FFN(Norm(O)) + gamma O if ``ffn`` else O. Post-LN: attention on X itself,
+    O = Norm(concat(...) W_O + gamma X), X' = Norm(FFN(O) + gamma O) if ``ffn``.
+    Returns (x_next (batch, n, d), scores (batch, n, n) = mean over heads, attention (batch, n, n)
+    = mean over heads, sq_norms (batch, n) of the state fed in (centred for LayerNorm)).
+    With identity weights, one head, no RoPE, pre-LN and no FFN this is :func:`recency_lib.model.layer`.
+    """
+    seen = center(x) if norm == "layernorm" else x
+    sq_norms = np.einsum("...i,...i->...", seen, seen)                  # (batch, n)
+    y = normalize(seen, norm, d, eps) if placement == "pre" else x       # (batch, n, d)
+    q, k, v = _proj(y, w.get("wq")), _proj(y, w.get("wk")), _proj(y, w.get("wv"))
+    dh = d // heads
+    if heads == 1:
+        qh, kh, vh = q[..., None, :, :], k[..., None, :, :], v[..., None, :, :]   # (batch, 1, n, d)
+    else:
+        qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)  # (batch, h, n, dh)
+    if rope:
+        qh, kh = apply_rope(qh), apply_rope(kh)
+    s_h = (qh @ np.swapaxes(kh, -1, -2)) / math.sqrt(dh)                 # (batch, h, n, n)
+    a_h = causal_softmax(s_h)                                            # (batch, h, n, n)
+    o = a_h @ vh                                                         # (batch, h, n, dh)
+    o = o[..., 0, :, :] if heads == 1 else merge_heads(o)                # (batch, n, d)
+    o = _proj(o, w.get("wo"))
+    if gamma != 0.0:
+        o = o + gamma * x
+    if placement == "post":
+        o = _norm(o, norm, d, eps)
+    if ffn:
+        z = _norm(o, norm, d, eps) if placement == "pre" else o
+        f = gelu(z @ w["w1"]) @ w["w2"]                                  # (batch, n, d)
+        o = f + gamma * o if gamma != 0.0 else f
+        if placement == "post":
+            o = _norm(o, norm, d, eps)
+    s = s_h[:, 0] if heads == 1 else s_h.mean(axis=1)                    # (batch, n, n)
+    a = a_h[:, 0] if heads == 1 else a_h.mean(axis=1)
+    return o, s, a, sq_norms
+
+
+def config_layer(cfg: SimConfig, x: np.ndarray, w: dict):
+    """:func:`extended_layer` with the switches of ``cfg``."""
+    return extended_layer(x, w, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, heads=cfg.heads,
+                          rope=cfg.rope, placement=cfg.placement, ffn=cfg.ffn)
+
+
+# -- recency probability at large n ----------------------------------------------------------------
+
+@lru_cache(maxsize=16)
+def rp_rows(n: int) -> np.ndarray:
+    """Query rows (0-based) used for the recency probability: all when n <= RP_EXACT_MAX_N, else
+    ``RP_ROWS`` evenly spaced rows from 2 to n - 1 (the last query always included)."""
+    if n <= RP_EXACT_MAX_N:
+        return np.arange(2, n)
+    return np.unique(np.linspace(2, n - 1, RP_ROWS).round().astype(np.intp))
+
+
+def _count_rows_numpy(s, rows, tol):
+    count = np.zeros(s.shape[0], dtype=np.int64)
+    for q in rows:
+        p = s[:, q, :q]
+        diff = p[:, None, :] - p[:, :, None]                             # [b, j, k] = S_qk - S_qj
+        up = np.triu(np.ones((q, q), dtype=bool), 1)
+        count += np.count_nonzero((diff > tol[:, None, None]) & up, axis=(1, 2))
+    return count
+
+
+_count_rows_numba = None
+
+
+def _count_rows(s, rows, tol):
+    global _count_rows_numba
+    if _count_rows_numba is None:
+        try:
+            import numba
+
+            @numba.njit(cache=True)
+            def f(s, rows, tol):                                         # pragma: no cover (compiled)
+                out = np.zeros(s.shape[0], dtype=np.int64)
+                for b in range(s.shape[0]):
+                    t = tol[b]
+                    c = 0
+                    for q in rows:
+                        for j in range(q):
+                            sj = s[b, q, j] + t
+                            for k in range(j + 1, q):
+                                if s[b, q, k] > sj:
+                                    c += 1
+                    out[b] = c
+                return out
+            _count_rows_numba = f
+        except Exception:                                                # no numba: numpy loop
+            _count_rows_numba = False
+    if _count_rows_numba is False:
+        return _count_rows_numpy(s, rows, tol)
+    return _count_rows_numba(np.ascontiguousarray(s), np.asarray(rows, dtype=np.int64), tol)
+
+
+def recency_fraction_ext(s: np.ndarray) -> np.ndarray:
+    """Per sample fraction of triples j < k < i with S_ik > S_ij; rows of :func:`rp_rows`; (batch,).
+
+    Exactly :func:`recency_lib.metrics.recency_fraction` for n <= RP_EXACT_MAX_N. Above, only the
+    triples whose query is one of the ``RP_ROWS`` fixed rows count (same tie rule).
+    """
+    n = s.shape[-1]
+    if n <= RP_EXACT_MAX_N:
+        return recency_fraction(s)
+    rows = rp_rows(n)
+    visible = np.where(np.tri(n, dtype=bool), np.abs(s), 0.0)
+    tol = TIE_RTOL * np.maximum(1.0, visible.max(axis=(-1, -2)))
+    total = sum(q * (q - 1) // 2 for q in rows)
+    return _count_rows(s, rows, tol) / total
+
+
+# -- engine hooks ----------------------------------------------------------------------------------
+
+def block_size(cfg: SimConfig) -> int:
+    """Samples per block for an extended config: a power of two in [1, 4096], shrinking with n and d.
+
+    The largest per-block arrays are the per-head scores (h n^2 per sample), the FFN hidden state
+    (4 n d), per-sample weights (12 d^2 per layer... counted once per layer) and the per-layer feature
+    vectors (3 n (n+1) / 2 per layer); their sum per sample is kept near ``_EXT_BLOCK_FLOATS``.
+    """
+    n, d = cfg.n, cfg.d
+    per = 3 * cfg.heads * n * n + 8 * n * d + 2 * cfg.layers * 3 * n * (n + 1) // 2
+    if cfg.weights == "per_sample":
+        per += cfg.layers * 12 * d * d
+    b = 2 ** int(math.floor(math.log2(max(1, _EXT_BLOCK_FLOATS // per))))
+    return int(min(4096, max(1, b)))
+
+
+def run_block(cfg: SimConfig, x: np.ndarray, block: int):
+    """Yield (layer, scores, attention, sq_norms) for the tokens ``x`` (batch, n, d) of ``block``."""
+    ws = block_weights(cfg, block, x.shape[0])
+    for l in range(cfg.layers):
+        x, s, a, sq = config_layer(cfg, x, ws[l])
+        yield l, s, a, sq

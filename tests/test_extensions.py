@@ -1,0 +1,126 @@
+"""Issue #7: extensions beyond the paper (recency_lib.extensions)."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from recency_lib import SimConfig, simulate
+from recency_lib.engines import block_moments, resolve_engine
+from recency_lib.extensions import apply_rope, extended_layer, merge_heads, split_heads
+from recency_lib.model import layer
+from recency_lib.sampling import dense_tokens
+
+ARRAYS = ("score_mean", "score_sem", "attn_mean", "attn_sem", "diff_mean", "diff_sem",
+          "recency_probability", "recency_probability_sem", "sq_norm_mean", "sq_norm_sem")
+
+# Frozen before the extensions existed (git 22e012a): dense engine, alpha=0.3, gamma=1, n=6, d=8,
+# layers=2, samples=300, seed=5 -> these sums of the result arrays.
+FROZEN_CFG = dict(alpha=0.3, gamma=1.0, n=6, d=8, layers=2, samples=300, seed=5, engine="dense")
+
+
+def test_extensions_off_bitwise_identical_to_base_layer_path():
+    cfg = SimConfig(**FROZEN_CFG)
+    assert not cfg.extended and resolve_engine(cfg) == "dense"
+    res = simulate(cfg)
+    # recompute with the base layer directly, block by block
+    rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(0,)))
+    m = block_moments(cfg, "dense", 0, 16)
+    assert m.count == 16
+    ref = json.load(open(__file__.replace("test_extensions.py", "data_extensions_frozen.json")))
+    for name in ARRAYS:
+        assert np.array_equal(getattr(res, name), np.array(ref[name], dtype=float), equal_nan=True), name
+
+
+def test_old_dicts_and_to_dict():
+    cfg = SimConfig(heads=2, rope=True, d=8)
+    d = cfg.to_dict()
+    for k in ("weights", "weights_seed", "heads", "ffn", "rope", "placement"):
+        assert k in d
+    assert SimConfig.from_dict(d) == cfg
+    old = {k: v for k, v in SimConfig().to_dict().items()
+           if k not in ("weights", "weights_seed", "heads", "ffn", "rope", "placement")}
+    assert SimConfig.from_dict(old) == SimConfig()
+
+
+def test_identity_weights_equal_base_layer():
+    rng = np.random.default_rng(1)
+    cfg = SimConfig(alpha=0.2, n=7, d=12)
+    x = dense_tokens(cfg, rng, 5)
+    eye = np.eye(12)
+    w = dict(wq=eye, wk=eye, wv=eye, wo=eye, w1=None, w2=None)
+    for norm in ("layernorm", "rms", "none"):
+        base = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, centred=False)
+        ext = extended_layer(x, w, norm=norm, d=12, gamma=0.7, eps=1e-12)
+        none = extended_layer(x, {}, norm=norm, d=12, gamma=0.7, eps=1e-12)
+        for b, e, o in zip(base, ext, none):
+            np.testing.assert_allclose(e, b, rtol=1e-13, atol=1e-13)
+            assert np.array_equal(o, b)
+
+
+def test_one_head_split_equals_single_head_and_shapes():
+    x = np.random.default_rng(2).standard_normal((3, 5, 8))
+    assert split_heads(x, 4).shape == (3, 4, 5, 2)
+    assert np.array_equal(merge_heads(split_heads(x, 4)), x)
+    assert np.array_equal(merge_heads(split_heads(x, 1)), x)
+    w = {"wq": None}
+    a = extended_layer(x, w, norm="rms", d=8, gamma=0.0, eps=0.0, heads=1)
+    assert a[0].shape == (3, 5, 8) and a[1].shape == (3, 5, 5) and a[3].shape == (3, 5)
+
+
+def test_rope_identical_tokens_relative():
+    cfg = SimConfig(alpha=1.0, n=9, d=16, layers=1, rope=True, samples=4, engine="dense")
+    from recency_lib.engines import sample_trajectories
+    s, _ = sample_trajectories(cfg, samples=4)
+    for b in range(4):
+        S = s[b, 0]
+        for off in range(9):
+            diag = np.array([S[i, i - off] for i in range(off, 9)])
+            np.testing.assert_allclose(diag, diag[0], rtol=1e-10, atol=1e-12)
+    # rotation preserves norms and is position 0 identity
+    x = np.random.default_rng(3).standard_normal((2, 6, 8))
+    r = apply_rope(x)
+    np.testing.assert_allclose(np.linalg.norm(r, axis=-1), np.linalg.norm(x, axis=-1))
+    assert np.array_equal(r[:, 0], x[:, 0])
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(d=10, heads=3), "heads=3"),
+    (dict(d=9, rope=True), "rope=True"),
+    (dict(placement="middle"), "placement='middle'"),
+    (dict(weights="random"), "weights='random'"),
+    (dict(engine="gram", ffn=True), "engine='gram'"),
+    (dict(heads=0), "heads=0"),
+])
+def test_bad_inputs(kw, match):
+    with pytest.raises(ValueError, match=match):
+        SimConfig(**kw)
+
+
+def test_auto_picks_dense_with_extensions():
+    assert resolve_engine(SimConfig(rope=True)) == "dense"
+    assert resolve_engine(SimConfig()) == "gram"
+
+
+def test_determinism_across_chunk_sizes():
+    cfg = SimConfig(n=6, d=8, layers=2, samples=70, heads=2, rope=True, ffn=True, weights="per_sample",
+                    gamma=1.0, norm="rms")
+    a, b = simulate(cfg, chunk_size=1), simulate(cfg, chunk_size=1000)
+    for name in ARRAYS:
+        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True)
+    post = simulate(cfg.replace(placement="post", weights="fixed"), chunk_size=3)
+    assert np.all(np.isfinite(post.recency_probability))
+
+
+def test_long_sequence_bounded_memory():
+    code = (
+        "import resource\n"
+        "from recency_lib import SimConfig, simulate\n"
+        "r = simulate(SimConfig(n=256, d=256, layers=4, samples=4, heads=4, rope=True, ffn=True,"
+        " weights='fixed', gamma=1.0, norm='rms'))\n"
+        "assert r.score_mean.shape == (4, 256, 256)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=80)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.split()[-1]) < 1_000_000          # KiB: < 1 GB peak RSS
