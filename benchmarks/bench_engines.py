@@ -147,6 +147,24 @@ def measure(spec: dict, env: dict | None = None) -> dict:
     return out
 
 
+def calibration() -> str:
+    """Two fixed reference workloads, so numbers from different moments (or machines) compare:
+    a pure-Python loop and a numpy matmul. (On this shared VM both vary by up to ~2x over time.)"""
+    import numpy as np
+
+    t = time.perf_counter()
+    x = 0
+    for i in range(10 ** 7):
+        x += i
+    py = time.perf_counter() - t
+    a = np.random.default_rng(0).standard_normal((512, 512))
+    t = time.perf_counter()
+    for _ in range(20):
+        a @ a
+    mm = time.perf_counter() - t
+    return f"calibration: python loop 1e7 {py:.2f} s, numpy 512^3 matmul x20 {mm:.2f} s"
+
+
 def describe(name: str, r: dict) -> str:
     per = r["median_s"] / r["total_samples"] * 1e6
     return (f"{name}: median {r['median_s']:.3f} s (cold run {r['cold_s']:.3f} s, import+kernel load "
@@ -190,7 +208,7 @@ def main(argv=None) -> int:
         print(describe(f"[{target}] {workload}", r), flush=True)
 
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, mode {'full' if full else 'quick'}, "
-          f"{runs} runs per measurement", flush=True)
+          f"{runs} runs per measurement; {calibration()}", flush=True)
     if "t1" in only:
         r = measure(dict(kind="pool", d=[64], samples=100_000, runs=runs))
         add("1", "Figure 1: 4 settings x 1e5, d=64, 2 workers", r, "<= 1 s, <= 300 MB",
@@ -228,6 +246,7 @@ def main(argv=None) -> int:
         print("ratios (CPU time, same run): "
               + ", ".join(f"{k} / gram-numba = {base[k]['median_cpu_s'] / numba_us:.1f}x"
                           for k in ("v010", "dense", "gram-numpy")), flush=True)
+    print(calibration(), flush=True)
     if args.markdown:
         print()
         print(markdown(rows))

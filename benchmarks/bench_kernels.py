@@ -245,7 +245,7 @@ def _run_kernel(kern, draws):
     chol = sigma_cholesky(n, CFG.c)
     for chi2, normals in draws:
         kern(chi2, normals, chol, True, False, n, float(CFG.d), True, CFG.gamma, CFG.eps, CFG.layers,
-             TIE_RTOL, mean, m2, np.empty((0, 0, 0)))
+             TIE_RTOL, mean, m2, np.empty((0, 0, 0)), *kernels._workspace(n, chi2.shape[0], chi2.shape[1]))
     return mean, m2
 
 

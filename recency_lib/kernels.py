@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from functools import lru_cache
 
 import numpy as np
@@ -136,12 +137,14 @@ _EXP_SHIFT_BITS = 0x4338000000000000                # its bit pattern
 
 
 def _kernel(chi2, normals, chol, use_chol, rank_one, n, d, normalize, gamma, eps, layers,
-            tie_rtol, mean, m2, feats):  # pragma: no cover - compiled by numba
+            tie_rtol, mean, m2, feats, work3, work2):  # pragma: no cover - compiled by numba
     """The loop nest compiled by numba (plain Python semantics; it also runs, slowly, as Python).
 
     Builds the coordinates from the raw draws of :func:`recency_lib.sampling.gram_draws` (as
     :func:`recency_lib.sampling.gram_assemble` does) and writes mean and m2, each (layers, F);
     if ``feats`` is not empty, also every per-sample feature into it, (layers, F, B).
+    ``work3`` (3, n, w, B) and ``work2`` (F + 4, B) are scratch space, reused from call to call
+    (see :func:`_workspace`): every entry the kernel reads it has written first in this call.
     Every innermost loop runs over the contiguous batch axis b. Row i of the state has nonzeros
     in columns k <= min(i, w - 1) only, and keeps that shape (causal mixing), so sums over k
     stop at min(j, w - 1) and sums over keys j start at k. Summation orders are fixed.
@@ -154,14 +157,14 @@ def _kernel(chi2, normals, chol, use_chol, rank_one, n, d, normalize, gamma, eps
     total = n * (n - 1) * (n - 2) // 6
     rsd = 1.0 / np.sqrt(d)
     scale = 1.0 / np.sqrt(d)
-    x = np.zeros((n, w, nb))
-    xn = np.zeros((n, w, nb))
-    y = np.zeros((n, w, nb))
-    fb = np.empty((nf, nb))                     # this layer's features, batch last
-    tmp = np.empty(nb)
-    mx = np.empty(nb)
-    eb = np.empty(nb)                           # exp: k + 1.5 * 2^52 (bits hold k)
-    sb = np.empty(nb)                           # exp: 2^k (or 2^(k + 64))
+    x = work3[0]                                # (n, w, B) state; rows zero beyond column i
+    xn = work3[1]                               # next state
+    y = work3[2]                                # normalised state
+    fb = work2[:nf]                             # this layer's features, batch last
+    tmp = work2[nf]
+    mx = work2[nf + 1]
+    eb = work2[nf + 2]                          # exp: k + 1.5 * 2^52 (bits hold k)
+    sb = work2[nf + 3]                          # exp: 2^k (or 2^(k + 64))
     ebi = eb.view(np.int64)
     sbi = sb.view(np.int64)
 
@@ -379,6 +382,23 @@ def _kernel(chi2, normals, chol, use_chol, rank_one, n, d, normalize, gamma, eps
             m2[l, f3] = a3
 
 
+_WORK = threading.local()
+
+
+def _workspace(n: int, w: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scratch arrays of the compiled kernel, kept per thread and reused while the shape repeats.
+
+    Allocating the ~2 MB of a block's scratch afresh in every call cost ~430 page faults per
+    block on the benchmark VM (glibc maps large blocks fresh and unmaps them on free), which
+    doubled the kernel's time; reusing them removes that.
+    """
+    key = (n, w, size)
+    if getattr(_WORK, "key", None) != key:
+        _WORK.key = key
+        _WORK.arrays = (np.empty((3, n, w, size)), np.empty((n_features(n) + 4, size)))
+    return _WORK.arrays
+
+
 _NUMBA = None          # the compiled kernel, or False when numba is unavailable / disabled
 
 
@@ -444,5 +464,6 @@ def gram_block_moments(cfg, chi2: np.ndarray, normals: np.ndarray, kernel: str |
     chol = sigma_cholesky(n, cfg.c) if use_chol else np.zeros((n, n))
     kern(np.ascontiguousarray(chi2, dtype=np.float64), np.ascontiguousarray(normals, dtype=np.float64),
          chol, use_chol, cfg.alpha == 1.0, n, float(cfg.d), bool(NORM_CODES[cfg.norm]),
-         float(cfg.gamma), float(cfg.eps), int(cfg.layers), TIE_RTOL, mean, m2, feats)
+         float(cfg.gamma), float(cfg.eps), int(cfg.layers), TIE_RTOL, mean, m2, feats,
+         *_workspace(n, 1 if cfg.alpha == 1.0 else chi2.shape[0], size))
     return (mean, m2, feats) if features else (mean, m2)

@@ -207,8 +207,10 @@ def test_kernel_source_runs_as_plain_python(kw):
     m2 = np.empty_like(mean)
     use_chol = 0.0 < cfg.alpha < 1.0
     chol = sigma_cholesky(cfg.n, cfg.c) if use_chol else np.zeros((cfg.n, cfg.n))
+    w = 1 if cfg.alpha == 1.0 else draws[0].shape[0]
+    work = np.full((3, cfg.n, w, 9), np.nan), np.full((kernels.n_features(cfg.n) + 4, 9), np.nan)
     kernels._kernel(*draws, chol, use_chol, cfg.alpha == 1.0, cfg.n, float(cfg.d), cfg.norm != "none",
-                    cfg.gamma, cfg.eps, cfg.layers, kernels.TIE_RTOL, mean, m2, np.empty((0, 0, 0)))
+                    cfg.gamma, cfg.eps, cfg.layers, kernels.TIE_RTOL, mean, m2, np.empty((0, 0, 0)), *work)
     ref_mean, ref_m2 = gram_block_moments(cfg, *draws, kernel="numpy")
     _close(ref_mean, mean, 1e-12)
     _close(ref_m2, m2, 1e-9)
