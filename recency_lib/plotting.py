@@ -53,6 +53,26 @@ def _z(z) -> float:
     return float(z)
 
 
+def pm(mean: float, sem: float, *, digits: int = 1, min_places: int = 0) -> str:
+    """"mean ± sem" with the error rounded to ``digits`` significant digits and the mean to match.
+
+    0.55450, 0.00029 -> "0.5545 ± 0.0003"; tiny values switch to a shared exponent:
+    5.07e-5, 5.8e-6 -> "(5.1 ± 0.6)e-05". A zero or missing error prints the mean to 4 digits.
+    """
+    mean, sem = float(mean), float(sem)
+    if not np.isfinite(mean):
+        return f"{mean}"
+    if not np.isfinite(sem) or sem <= 0:
+        return f"{mean:.4g} \u00b1 0"
+    places = max(min_places, int(-np.floor(np.log10(sem))) + digits - 1)
+    if places <= 6 and not (abs(mean) < 1e-3 and places > 3):
+        return f"{mean:.{places}f} \u00b1 {sem:.{places}f}"
+    exp = int(np.floor(np.log10(max(abs(mean), sem))))
+    scale = 10.0 ** exp
+    inner = max(0, int(-np.floor(np.log10(sem / scale))) + digits - 1)
+    return f"({mean / scale:.{inner}f} \u00b1 {sem / scale:.{inner}f})e{exp:+03d}"
+
+
 def rp_text(rp: float, sem: float | None = None) -> str:
     """The recency-probability label: "RP = 0.732 ± 0.001" (no ± without a SEM).
 

@@ -282,3 +282,12 @@ def test_rp_text_shows_the_first_significant_digit_of_the_error():
     assert plotting.rp_text(0.55450, 0.00029) == "RP = 0.5545 \u00b1 0.0003"
     assert plotting.rp_text(0.5, 0.0) == "RP = 0.500 \u00b1 0.000"
     assert plotting.rp_text(0.991414, 0.000038) == "RP = 0.99141 \u00b1 0.00004"
+
+
+def test_pm_rounds_the_error_to_one_significant_digit():
+    assert plotting.pm(0.55450, 0.00029) == "0.5545 \u00b1 0.0003"
+    assert plotting.pm(0.876, 0.00004) == "0.87600 \u00b1 0.00004"
+    assert plotting.pm(5.07e-5, 5.8e-6) == "(5.1 \u00b1 0.6)e-05"
+    assert plotting.pm(2.0, 0.0) == "2 \u00b1 0"
+    assert plotting.pm(12.3456, 0.25, digits=2) == "12.35 \u00b1 0.25"
+    assert plotting.pm(0.5, 0.02, min_places=3) == "0.500 \u00b1 0.020"
