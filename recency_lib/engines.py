@@ -117,6 +117,13 @@ def _chunk(cfg_dict: dict, engine: str, kernel: str, blocks: Sequence[tuple[int,
     return [block_moments(cfg, engine, k, size, kernel) for k, size in blocks]
 
 
+def _timed_chunk(*args):
+    """:func:`_chunk` plus its own compute time, so each config is charged only for its blocks."""
+    t0 = time.perf_counter()
+    out = _chunk(*args)
+    return time.perf_counter() - t0, out
+
+
 def _blocks(cfg: SimConfig, bsize: int) -> list[tuple[int, int]]:
     full, rest = divmod(cfg.samples, bsize)
     return [(k, bsize) for k in range(full)] + ([(full, rest)] if rest else [])
@@ -169,8 +176,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
 
     tasks = [(ci, ti) for ci, (_, _, chunks) in enumerate(plans) for ti in range(len(chunks))]
     acc: list[Moments | None] = [None] * len(configs)
-    started = [time.perf_counter()] * len(configs)
-    elapsed = [0.0] * len(configs)
+    elapsed = [0.0] * len(configs)                 # compute seconds per config, summed over its tasks
     show = progress if progress is not None else (sys.stderr.isatty() and sum(c.samples for c in configs) >= 10**6)
     bar = None
     if show:
@@ -181,24 +187,24 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
         engine, bsize, chunks = plans[ci]
         return configs[ci].to_dict(), engine, kernel, chunks[ti]
 
-    def fold(ci, ti, moments):
+    def fold(ci, ti, timed):
+        seconds, moments = timed
+        elapsed[ci] += seconds
         for m in moments:                          # tasks are folded in submission order
             acc[ci] = m if acc[ci] is None else acc[ci].merge(m)
             if bar is not None:
                 bar.update(m.count)
-        if ti == len(plans[ci][2]) - 1:
-            elapsed[ci] = time.perf_counter() - started[ci]
 
     try:
         if executor is None:
             for ci, ti in tasks:
-                fold(ci, ti, _chunk(*args(ci, ti)))
+                fold(ci, ti, _timed_chunk(*args(ci, ti)))
         else:
             window = 2 * workers + 2               # bounded in-flight tasks: bounded memory
             pending: deque = deque()
             it = iter(tasks)
             for ci, ti in it:
-                pending.append((ci, ti, executor.submit(_chunk, *args(ci, ti))))
+                pending.append((ci, ti, executor.submit(_timed_chunk, *args(ci, ti))))
                 if len(pending) >= window:
                     break
             while pending:
@@ -206,7 +212,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
                 fold(ci, ti, fut.result())
                 nxt = next(it, None)
                 if nxt is not None:
-                    pending.append((*nxt, executor.submit(_chunk, *args(*nxt))))
+                    pending.append((*nxt, executor.submit(_timed_chunk, *args(*nxt))))
     finally:
         if bar is not None:
             bar.close()

@@ -32,6 +32,7 @@ class SimResult:
     * ``recency_probability/_sem``: (layers,) fraction of triples j < k < i with S_ik > S_ij.
     * ``sq_norm_mean/sem``: (layers, n) squared norms ||x_j||^2 of the state fed to each layer
       (row 0: the embeddings), as the normalization sees it (centred, ||P x_j||^2, for LayerNorm).
+    * ``elapsed_seconds``: compute time of this config's blocks, summed over tasks (and workers).
     """
 
     config: SimConfig
