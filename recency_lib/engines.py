@@ -91,24 +91,25 @@ def block_moments(cfg: SimConfig, engine: str, block: int, size: int, kernel: st
     lay = feature_layout(cfg.n)
     feats = np.empty((size, cfg.layers, lay["sq_norm"].stop))       # (size, layers, F)
     if cfg.extended:                                                # issue #7: recency_lib.extensions
-        from .extensions import recency_fraction_ext, run_block
-        for l, s, a, sq in run_block(cfg, x, block):
-            f = feats[:, l]
-            f[:, lay["score"]] = s[:, rows, cols]
-            f[:, lay["attn"]] = a[:, rows, cols]
-            f[:, lay["diff"]] = adjacent_differences(s)
-            f[:, lay["rp"].start] = recency_fraction_ext(s)
-            f[:, lay["sq_norm"]] = sq
-        return Moments.of(feats)
-    for l in range(cfg.layers):
-        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
+        from .extensions import recency_fraction_ext as rp_of, run_block
+        steps = run_block(cfg, x, block)
+    else:
+        rp_of, steps = recency_fraction, _dense_layers(cfg, x)
+    for l, s, a, sq in steps:
         f = feats[:, l]
         f[:, lay["score"]] = s[:, rows, cols]
         f[:, lay["attn"]] = a[:, rows, cols]
         f[:, lay["diff"]] = adjacent_differences(s)
-        f[:, lay["rp"].start] = recency_fraction(s)
+        f[:, lay["rp"].start] = rp_of(s)
         f[:, lay["sq_norm"]] = sq
     return Moments.of(feats)
+
+
+def _dense_layers(cfg: SimConfig, x: np.ndarray):
+    """The paper's layer applied ``cfg.layers`` times; yields (layer, scores, attention, sq_norms)."""
+    for l in range(cfg.layers):
+        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
+        yield l, s, a, sq
 
 
 def _chunk(cfg_dict: dict, engine: str, kernel: str, blocks: Sequence[tuple[int, int]]):
