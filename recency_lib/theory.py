@@ -375,6 +375,16 @@ def h_corrected(j, alpha, gamma, d, norm="layernorm"):
     return _scalar_or_array(1.0 / np.sqrt(np.asarray(sq_norm_corrected(j, alpha, gamma, d, norm))))
 
 
+def _score2_inputs(i, j, alpha, gamma, d, norm):
+    """Validated, broadcast inputs of the layer-2 score forms, with the residual weight g and t."""
+    norm = _check_norm(norm, ("layernorm", "rms"))
+    i, j = _check_index("i", i), _check_index("j", j)
+    alpha, gamma = _check_alpha(alpha), _check_gamma(gamma)
+    d = _check_d(d, 1.0, strict=(norm == "layernorm"))
+    i, j, alpha, gamma, d = np.broadcast_arrays(i, j, alpha, gamma, d)
+    return i, j, alpha, gamma, d, _residual_coefficient(alpha, gamma, d, norm), _t(alpha, d)
+
+
 def score2_corrected(i, j, alpha, gamma, d, norm="layernorm"):
     """Second-layer score S^(2)_ij for any alpha, gamma in the LLN limit (corrected Eqs. (28)-(32), (40)).
 
@@ -389,13 +399,7 @@ def score2_corrected(i, j, alpha, gamma, d, norm="layernorm"):
     i, j: token indices (integers >= 1); alpha in [0, 1]; gamma: finite real; d: real >= 1
     (> 1 for LayerNorm); norm: "layernorm" or "rms". Broadcasts.
     """
-    norm = _check_norm(norm, ("layernorm", "rms"))
-    i, j = _check_index("i", i), _check_index("j", j)
-    alpha, gamma = _check_alpha(alpha), _check_gamma(gamma)
-    d = _check_d(d, 1.0, strict=(norm == "layernorm"))
-    i, j, alpha, gamma, d = np.broadcast_arrays(i, j, alpha, gamma, d)
-    g = _residual_coefficient(alpha, gamma, d, norm)
-    t = _t(alpha, d)
+    i, j, alpha, gamma, d, g, t = _score2_inputs(i, j, alpha, gamma, d, norm)
     inner = (1.0 + g) * ((1.0 - alpha) * t * _r(i - 1, t) + alpha * (1.0 + g))
     q_i, q_j = _q_layer1(i - 1, alpha, g, t), _q_layer1(j - 1, alpha, g, t)
     off = np.sqrt(d) * inner / np.sqrt(q_i * q_j)
@@ -645,13 +649,7 @@ def score2_step_corrected(i, j, alpha, gamma, d, norm="layernorm"):
     i, j: token indices (integers >= 1); alpha in [0, 1]; gamma: finite real; d: real >= 1 (> 1 for
     LayerNorm); norm: "layernorm" or "rms". Broadcasts.
     """
-    norm = _check_norm(norm, ("layernorm", "rms"))
-    i, j = _check_index("i", i), _check_index("j", j)
-    alpha, gamma = _check_alpha(alpha), _check_gamma(gamma)
-    d = _check_d(d, 1.0, strict=(norm == "layernorm"))
-    i, j, alpha, gamma, d = np.broadcast_arrays(i, j, alpha, gamma, d)
-    g = _residual_coefficient(alpha, gamma, d, norm)
-    t = _t(alpha, d)
+    i, j, alpha, gamma, d, g, t = _score2_inputs(i, j, alpha, gamma, d, norm)
     one_minus_t = -np.expm1(-(1.0 - alpha) * np.sqrt(d))
     inner = (1.0 + g) * ((1.0 - alpha) * t * _r(i - 1, t) + alpha * (1.0 + g))
     q_i = _q_layer1(i - 1, alpha, g, t)
