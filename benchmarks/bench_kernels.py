@@ -294,7 +294,7 @@ def section_block_size(sizes, samples: int, rounds: int) -> tuple[dict, dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--blocks", default="512,1024,4096", help="block sizes for section 1")
+    ap.add_argument("--blocks", default="128,256,512,1024", help="block sizes for section 1")
     ap.add_argument("--block", type=int, default=512, help="block size for section 2")
     ap.add_argument("--samples", type=int, default=2 ** 13, help="samples per timed call")
     args = ap.parse_args(argv)
