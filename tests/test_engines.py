@@ -246,6 +246,16 @@ def test_simulate_many_with_a_process_pool_equals_each_config_alone():
         assert m.engine == a.engine and m.extra == a.extra
 
 
+def test_thread_pool_equals_serial():
+    """The compiled kernel releases the GIL; each thread has its own scratch space."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    alone = simulate_many(CFGS)
+    with ThreadPoolExecutor(3) as pool:
+        threaded = simulate_many(CFGS, executor=pool, chunk_size=300)
+    assert all(same(a, t) for a, t in zip(alone, threaded))
+
+
 def test_numpy_kernel_is_bitwise_reproducible_too(numpy_kernel):
     cfg = CFGS[0]
     ref = simulate(cfg)
