@@ -11,10 +11,11 @@ that workload's alone. Reported per measurement:
 * wall seconds: the median over ``--runs`` repetitions (each with a new ProcessPoolExecutor(2)
   for the 2-core numbers), plus the first ("cold") repetition separately; "import" is the time
   to import recency_lib and load (or, with ``--cold-jit``, compile) the numba kernel;
-* peak memory of the child and all its pool workers together, sampled every 20 ms with psutil:
-  the RSS sum (pages shared between the forked processes count once per process, so it
-  overstates) and the PSS sum (shared pages split between their users: the memory actually
-  used); and the largest single process (``getrusage`` ru_maxrss, child and reaped workers);
+* peak memory of the child and all its pool workers together, sampled with psutil: the RSS sum
+  every 20 ms (pages shared between the forked processes count once per process, so it
+  overstates) and the PSS sum about once a second (shared pages split between their users: the
+  memory actually used; reading it costs ~4 ms per process, so it is not read more often); and
+  the largest single process (``getrusage`` ru_maxrss, child and reaped workers);
 * CPU seconds of all processes (median), which other load on the machine inflates far less than
   wall time: on an idle 2-core machine the 2-worker wall time is about CPU / 2;
 * the machine's load average before and after (other work on the machine slows wall times).
@@ -118,17 +119,30 @@ def measure(spec: dict, env: dict | None = None) -> dict:
     peak = [0, 0]                                          # RSS sum, PSS sum
 
     def sample():
+        # RSS is cheap to read (every 20 ms); PSS needs /proc/<pid>/smaps_rollup, ~4 ms per process
+        # here, so it is read once a second (and at a new RSS peak, at most every 0.2 s), keeping
+        # the sampler's own CPU use to a few percent of one core.
+        last_pss = 0.0
         try:
             root = psutil.Process(proc.pid)
             while proc.poll() is None:
-                rss = pss = 0
-                for p in [root, *root.children(recursive=True)]:
+                procs = [root, *root.children(recursive=True)]
+                rss = 0
+                for p in procs:
                     try:
-                        info = p.memory_full_info()
-                        rss, pss = rss + info.rss, pss + info.pss
+                        rss += p.memory_info().rss
                     except psutil.Error:
                         pass
-                peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
+                now = time.perf_counter()
+                if now - last_pss > 1.0 or (rss > peak[0] and now - last_pss > 0.2):
+                    pss = 0
+                    for p in procs:
+                        try:
+                            pss += p.memory_full_info().pss
+                        except psutil.Error:
+                            pass
+                    peak[1], last_pss = max(peak[1], pss), now
+                peak[0] = max(peak[0], rss)
                 time.sleep(0.02)
         except psutil.Error:
             pass
