@@ -36,7 +36,12 @@ def cache_dir(path=None) -> Path:
 
 
 def cache_key(cfg: SimConfig, z: float = 3.0) -> str:
-    payload = json.dumps({"config": cfg.to_dict(), "z": z, "source": source_hash()}, sort_keys=True)
+    """Hash of the config, z, the library source and the kernel path ("numba" or "numpy": the two
+    agree only to float rounding, so a result of one is never served for the other)."""
+    from .kernels import kernel_name
+
+    payload = json.dumps({"config": cfg.to_dict(), "z": z, "source": source_hash(),
+                          "kernel": kernel_name()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 

@@ -91,16 +91,16 @@ def block_moments(cfg: SimConfig, engine: str, block: int, size: int, kernel: st
     lay = feature_layout(cfg.n)
     feats = np.empty((size, cfg.layers, lay["sq_norm"].stop))       # (size, layers, F)
     if cfg.extended:                                                # issue #7: recency_lib.extensions
-        from .extensions import recency_fraction_ext as rp_of, run_block
+        from .extensions import run_block
         steps = run_block(cfg, x, block)
     else:
-        rp_of, steps = recency_fraction, _dense_layers(cfg, x)
+        steps = _dense_layers(cfg, x)
     for l, s, a, sq in steps:
         f = feats[:, l]
         f[:, lay["score"]] = s[:, rows, cols]
         f[:, lay["attn"]] = a[:, rows, cols]
         f[:, lay["diff"]] = adjacent_differences(s)
-        f[:, lay["rp"].start] = rp_of(s)
+        f[:, lay["rp"].start] = recency_fraction(s)
         f[:, lay["sq_norm"]] = sq
     return Moments.of(feats)
 

@@ -29,10 +29,8 @@ gamma = 1 is the standard residual). Randomness of the extensions never touches 
 stream: per-sample weights draw from ``SeedSequence(seed, spawn_key=(block, 1))``, fixed ones from
 ``SeedSequence(weights_seed, spawn_key=(2**32 - 1,))``.
 
-Recency probability at large n: for n <= ``RP_EXACT_MAX_N`` every triple is counted
-(:func:`recency_lib.metrics.recency_fraction`); above it the count runs over a fixed set of
-``RP_ROWS`` evenly spaced query rows (all triples j < k < i of those rows i), an O(n^2)-per-sample
-estimate of the same fraction weighted towards those rows (documented in the chapter "Beyond").
+The recency probability is always the exact count over all C(n, 3) triples
+(:func:`recency_lib.metrics.recency_fraction`, O(n^2 log n) per matrix when numba is available).
 """
 from __future__ import annotations
 
@@ -43,11 +41,8 @@ import numpy as np
 
 from .config import SimConfig
 from .model import causal_softmax, center, normalize
-from .metrics import TIE_RTOL, recency_fraction
 
 ROPE_BASE = 10000.0
-RP_EXACT_MAX_N = 128
-RP_ROWS = 32
 _EXT_BLOCK_FLOATS = 2 ** 21   # target floats of the largest per-block working set (~16 MB)
 
 
@@ -98,7 +93,12 @@ def _norm(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
-    """GELU(x) = x Phi(x) (exact, erf form)."""
+    """GELU(x) = x Phi(x) (exact, erf form): compiled when numba is available, else scipy's erf."""
+    from .kernels import gelu_kernel
+
+    kern = gelu_kernel()
+    if kern is not None:
+        return kern(x)
     from scipy.special import erf
 
     return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
@@ -136,7 +136,13 @@ def apply_rope(x: np.ndarray, base: float = ROPE_BASE) -> np.ndarray:
 
 
 def _proj(x: np.ndarray, w) -> np.ndarray:
-    return x if w is None else x @ w
+    """x @ w for x (batch, n, d_in); w None (identity), (d_in, d_out) or per sample (batch, d_in, d_out).
+    A shared w is applied as one (batch n, d_in) x (d_in, d_out) product (one BLAS call)."""
+    if w is None:
+        return x
+    if w.ndim == 2:
+        return (x.reshape(-1, x.shape[-1]) @ w).reshape(*x.shape[:-1], w.shape[-1])
+    return x @ w
 
 
 # -- the layer -------------------------------------------------------------------------------
@@ -175,7 +181,7 @@ def extended_layer(x: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, e
         o = _norm(o, norm, d, eps)
     if ffn:
         z = _norm(o, norm, d, eps) if placement == "pre" else o
-        f = gelu(z @ w["w1"]) @ w["w2"]                                  # (batch, n, d)
+        f = _proj(gelu(_proj(z, w["w1"])), w["w2"])                                  # (batch, n, d)
         o = f + gamma * o if gamma != 0.0 else f
         if placement == "post":
             o = _norm(o, norm, d, eps)
@@ -188,74 +194,6 @@ def config_layer(cfg: SimConfig, x: np.ndarray, w: dict):
     """:func:`extended_layer` with the switches of ``cfg``."""
     return extended_layer(x, w, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, heads=cfg.heads,
                           rope=cfg.rope, placement=cfg.placement, ffn=cfg.ffn)
-
-
-# -- recency probability at large n ----------------------------------------------------------------
-
-@lru_cache(maxsize=16)
-def rp_rows(n: int) -> np.ndarray:
-    """Query rows (0-based) used for the recency probability: all when n <= RP_EXACT_MAX_N, else
-    ``RP_ROWS`` evenly spaced rows from 2 to n - 1 (the last query always included)."""
-    if n <= RP_EXACT_MAX_N:
-        return np.arange(2, n)
-    return np.unique(np.linspace(2, n - 1, RP_ROWS).round().astype(np.intp))
-
-
-def _count_rows_numpy(s, rows, tol):
-    count = np.zeros(s.shape[0], dtype=np.int64)
-    for q in rows:
-        p = s[:, q, :q]
-        diff = p[:, None, :] - p[:, :, None]                             # [b, j, k] = S_qk - S_qj
-        up = np.triu(np.ones((q, q), dtype=bool), 1)
-        count += np.count_nonzero((diff > tol[:, None, None]) & up, axis=(1, 2))
-    return count
-
-
-_count_rows_numba = None
-
-
-def _count_rows(s, rows, tol):
-    global _count_rows_numba
-    if _count_rows_numba is None:
-        try:
-            import numba
-
-            @numba.njit(cache=True)
-            def f(s, rows, tol):                                         # pragma: no cover (compiled)
-                out = np.zeros(s.shape[0], dtype=np.int64)
-                for b in range(s.shape[0]):
-                    t = tol[b]
-                    c = 0
-                    for q in rows:
-                        for j in range(q):
-                            sj = s[b, q, j] + t
-                            for k in range(j + 1, q):
-                                if s[b, q, k] > sj:
-                                    c += 1
-                    out[b] = c
-                return out
-            _count_rows_numba = f
-        except Exception:                                                # no numba: numpy loop
-            _count_rows_numba = False
-    if _count_rows_numba is False:
-        return _count_rows_numpy(s, rows, tol)
-    return _count_rows_numba(np.ascontiguousarray(s), np.asarray(rows, dtype=np.int64), tol)
-
-
-def recency_fraction_ext(s: np.ndarray) -> np.ndarray:
-    """Per sample fraction of triples j < k < i with S_ik > S_ij; rows of :func:`rp_rows`; (batch,).
-
-    Exactly :func:`recency_lib.metrics.recency_fraction` for n <= RP_EXACT_MAX_N. Above, only the
-    triples whose query is one of the ``RP_ROWS`` fixed rows count (same tie rule).
-    """
-    n = s.shape[-1]
-    if n <= RP_EXACT_MAX_N:
-        return recency_fraction(s)
-    rows = rp_rows(n)
-    visible = np.where(np.tri(n, dtype=bool), np.abs(s), 0.0)
-    tol = TIE_RTOL * np.maximum(1.0, visible.max(axis=(-1, -2)))
-    total = sum(q * (q - 1) // 2 for q in rows)
-    return _count_rows(s, rows, tol) / total
 
 
 # -- engine hooks ----------------------------------------------------------------------------------

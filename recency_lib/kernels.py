@@ -382,6 +382,82 @@ def _kernel(chi2, normals, chol, use_chol, rank_one, n, d, normalize, gamma, eps
             m2[l, f3] = a3
 
 
+# -- the recency count at large n: O(n^2 log n) per matrix -------------------------------------------
+
+def _later_pairs(s, tol, out):  # pragma: no cover - compiled by numba
+    """out[b] = #{(i, j, k): j < k < i, S[b, i, j] < S[b, i, k] - tol[b]} for s (batch, n, n).
+
+    Row i's keys 0..i-1 are ranked once (a stable sort), then scanned left to right with a Fenwick
+    tree over the ranks: at key k, the keys j < k already in the tree whose score lies below
+    S_ik - tol occupy the ranks before ``searchsorted(sorted_row, S_ik - tol)``, so one prefix
+    query counts them. NaN scores are never counted (NaN sorts last and is skipped as k).
+    """
+    batch, n = s.shape[0], s.shape[2]
+    tree = np.zeros(n + 1, dtype=np.int64)
+    rank = np.empty(n, dtype=np.int64)
+    for b in range(batch):
+        t = tol[b]
+        c = 0
+        for i in range(2, n):
+            v = s[b, i, :i]
+            order = np.argsort(v, kind="mergesort")
+            u = v[order]
+            for r in range(i):
+                rank[order[r]] = r
+                tree[r + 1] = 0
+            for k in range(i):
+                x = v[k]
+                if x != x:                                     # NaN: no order either way
+                    continue
+                p = np.searchsorted(u, x - t)                  # ranks [0, p) hold scores < S_ik - tol
+                while p > 0:
+                    c += tree[p]
+                    p -= p & -p
+                p = rank[k] + 1
+                while p <= i:
+                    tree[p] += 1
+                    p += p & -p
+        out[b] = c
+
+
+def _gelu(x):  # pragma: no cover - compiled by numba
+    """GELU(x) = x Phi(x) in the exact erf form (scalar; vectorised by numba)."""
+    return 0.5 * x * (1.0 + math.erf(x * 0.7071067811865476))
+
+
+def _compiled(func, vectorize: bool = False, **opts):
+    """``func`` compiled by numba (or loaded from its on-disk cache), or False when numba does not
+    import or ``RECENCY_LIB_KERNEL=numpy`` asks for the numpy reference paths."""
+    if os.environ.get("RECENCY_LIB_KERNEL", "").lower() == "numpy":
+        return False
+    try:
+        import numba
+    except ImportError:
+        return False
+    if vectorize:
+        return numba.vectorize(["float64(float64)"], cache=True)(func)
+    return numba.njit(cache=True, nogil=True, **opts)(func)
+
+
+_PAIRS = None          # the compiled :func:`_later_pairs`, or False
+_GELU = None           # the compiled :func:`_gelu` ufunc, or False
+
+
+def pair_count_kernel():
+    """The compiled :func:`_later_pairs`, or None without numba / with ``RECENCY_LIB_KERNEL=numpy``."""
+    global _PAIRS
+    if _PAIRS is None:
+        _PAIRS = _compiled(_later_pairs)
+    return _PAIRS or None
+
+
+def gelu_kernel():
+    """The compiled GELU ufunc, or None without numba / with ``RECENCY_LIB_KERNEL=numpy``."""
+    global _GELU
+    if _GELU is None:
+        _GELU = _compiled(_gelu, vectorize=True)
+    return _GELU or None
+
 _WORK = threading.local()
 
 
@@ -408,14 +484,7 @@ def numba_kernel():
     """
     global _NUMBA
     if _NUMBA is None:
-        _NUMBA = False
-        if os.environ.get("RECENCY_LIB_KERNEL", "").lower() != "numpy":
-            try:
-                import numba
-            except ImportError:
-                pass
-            else:
-                _NUMBA = numba.njit(cache=True, nogil=True, error_model="numpy")(_kernel)
+        _NUMBA = _compiled(_kernel, error_model="numpy")
     return _NUMBA or None
 
 

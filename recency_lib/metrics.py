@@ -56,7 +56,8 @@ def adjacent_differences(s: np.ndarray) -> np.ndarray:
     return s[..., i, j] - s[..., i, j - 1]
 
 
-_TRIPLE_LIMIT = 400_000   # above this many triples, count row by row instead of with index arrays
+_TRIPLE_LIMIT = 400_000   # without numba: above this many triples, count row by row, not with index arrays
+_INDEX_MAX_N = 12         # with numba: index arrays up to this n, the compiled count above (measured faster)
 
 
 def recency_fraction(s: np.ndarray) -> np.ndarray:
@@ -72,18 +73,42 @@ def recency_fraction(s: np.ndarray) -> np.ndarray:
         return np.full(batch, np.nan)
     visible = np.where(np.tri(n, dtype=bool), np.abs(s), 0.0)        # causal part only (NaN-safe)
     tol = TIE_RTOL * np.maximum(1.0, visible.max(axis=(-1, -2)))      # (batch,)
-    if total <= _TRIPLE_LIMIT:
+    if total <= _TRIPLE_LIMIT and (n <= _INDEX_MAX_N or not _compiled_count()):
         ij, ik = triple_index(n)
         flat = s.reshape(batch, n * n)
         count = np.count_nonzero(flat[:, ik] - flat[:, ij] > tol[:, None], axis=1)
-    else:                                                             # O(n^3) time, O(n^2) memory
-        count = np.zeros(batch, dtype=np.int64)
-        for q in range(2, n):
-            p = s[:, q, :q]                                          # (batch, q) keys before the diagonal
-            diff = p[:, None, :] - p[:, :, None]                     # [b, j, k] = S_qk - S_qj
-            up = np.triu(np.ones((q, q), dtype=bool), 1)
-            count += np.count_nonzero((diff > tol[:, None, None]) & up, axis=(1, 2))
+    else:
+        count = later_pair_counts(s, tol)
     return count / total
+
+
+def _compiled_count() -> bool:
+    from .kernels import pair_count_kernel
+
+    return pair_count_kernel() is not None
+
+
+def later_pair_counts(s: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """Per sample, the number of triples j < k < i with S[i, j] < S[i, k] - tol; (batch,) int64.
+
+    The compiled O(n^2 log n) count of :func:`recency_lib.kernels.pair_count_kernel` when numba
+    is available, else row by row in numpy (O(n^3) time, O(n^2) memory). ``s`` is (batch, n, n),
+    ``tol`` (batch,). The two agree exactly except for differences within one rounding of ``tol``.
+    """
+    from .kernels import pair_count_kernel
+
+    kern = pair_count_kernel()
+    if kern is not None:
+        out = np.empty(s.shape[0], dtype=np.int64)
+        kern(np.ascontiguousarray(s, dtype=np.float64), np.ascontiguousarray(tol, dtype=np.float64), out)
+        return out
+    count = np.zeros(s.shape[0], dtype=np.int64)
+    for q in range(2, s.shape[-1]):
+        p = s[:, q, :q]                                              # (batch, q) keys before the diagonal
+        diff = p[:, None, :] - p[:, :, None]                         # [b, j, k] = S_qk - S_qj
+        up = np.triu(np.ones((q, q), dtype=bool), 1)
+        count += np.count_nonzero((diff > tol[:, None, None]) & up, axis=(1, 2))
+    return count
 
 
 # -- Definition 1 ---------------------------------------------------------------------------------

@@ -43,9 +43,10 @@ def causal_softmax(s: np.ndarray) -> np.ndarray:
     n = s.shape[-1]
     mask = np.tri(n, dtype=bool)                                   # (n, n) lower triangle
     z = np.where(mask, s, -np.inf)
-    z = z - z.max(axis=-1, keepdims=True)
-    e = np.exp(z)                                                  # exp(-inf) = 0 above the diagonal
-    return e / e.sum(axis=-1, keepdims=True)
+    z -= z.max(axis=-1, keepdims=True)
+    e = np.exp(z, out=np.zeros_like(z), where=mask)                # only the visible half is exponentiated
+    e /= e.sum(axis=-1, keepdims=True)
+    return e
 
 
 def layer(x: np.ndarray, *, norm: str, d: int, gamma: float, eps: float, centred: bool):

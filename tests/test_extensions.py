@@ -124,3 +124,28 @@ def test_long_sequence_bounded_memory():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=80)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.split()[-1]) < 1_000_000          # KiB: < 1 GB peak RSS
+
+
+def test_gelu_compiled_equals_scipy_erf_form(monkeypatch):
+    from scipy.special import erf
+
+    from recency_lib import kernels
+    from recency_lib.extensions import gelu
+
+    x = np.linspace(-8, 8, 2001).reshape(3, 667)
+    ref = 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
+    np.testing.assert_allclose(gelu(x), ref, rtol=1e-12, atol=1e-15)   # 1 + erf cancels for x < 0
+    monkeypatch.setattr(kernels, "_GELU", False)
+    np.testing.assert_array_equal(gelu(x), ref)
+    assert gelu(np.zeros(1))[0] == 0.0 and gelu(np.array([1e3]))[0] == 1e3
+
+
+def test_shared_weights_as_one_product_equal_batched_product():
+    from recency_lib.extensions import _proj
+
+    rng = np.random.default_rng(6)
+    x, w = rng.normal(size=(5, 7, 8)), rng.normal(size=(8, 12))
+    np.testing.assert_allclose(_proj(x, w), x @ w, rtol=1e-13, atol=1e-13)
+    per = rng.normal(size=(5, 8, 12))
+    assert np.array_equal(_proj(x, per), x @ per)
+    assert _proj(x, None) is x

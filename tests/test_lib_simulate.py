@@ -208,3 +208,46 @@ def test_familywise_verdict_is_stricter_than_per_difference():
         assert tight == loose or tight == "undecided"
     with pytest.raises(ValueError, match="level"):
         familywise_z(45, level=1.5)
+
+
+def _brute_later_pairs(s, tol):
+    """Reference count: triples j < k < i with S[i, k] - S[i, j] > tol, by nested loops."""
+    out = np.zeros(s.shape[0], dtype=np.int64)
+    for b in range(s.shape[0]):
+        for i in range(2, s.shape[1]):
+            v = s[b, i, :i]
+            out[b] += sum(v[k] - v[j] > tol[b] for k in range(i) for j in range(k))
+    return out
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_later_pair_counts_exact_with_ties_nans_and_both_paths(monkeypatch, compiled):
+    from recency_lib import kernels
+    from recency_lib.metrics import later_pair_counts
+
+    if not compiled:
+        monkeypatch.setattr(kernels, "_PAIRS", False)          # numpy row-by-row path
+    elif kernels.pair_count_kernel() is None:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(4)
+    for n in (3, 4, 9, 23):
+        s = rng.normal(size=(6, n, n))
+        s[1] = np.round(s[1])                                  # many exact ties
+        s[2] = 1.5                                             # all tied: no order
+        s[3] = np.round(2 * s[3]) / 2
+        s[4, n - 1, 0] = np.nan                                # a NaN is never ordered
+        s[5] = np.tile(np.arange(n, dtype=float), (n, 1))      # perfect recency: C(n, 3) pairs
+        tol = np.array([1e-9, 1e-9, 1e-9, 0.6, 1e-9, 1e-9])   # row 3: differences of 0.5 are ties
+        got = later_pair_counts(s, tol)
+        np.testing.assert_array_equal(got, _brute_later_pairs(s, tol))
+        assert got[2] == 0 and got[5] == math.comb(n, 3)
+
+
+def test_recency_fraction_large_n_path_equals_index_path(monkeypatch):
+    from recency_lib import metrics
+
+    s = np.random.default_rng(5).normal(size=(8, 30, 30))
+    s[0] = np.round(s[0])
+    fast = recency_fraction(s)                                 # compiled count (or the row loop)
+    monkeypatch.setattr(metrics, "_INDEX_MAX_N", 10 ** 9)      # force the index-array path
+    np.testing.assert_array_equal(recency_fraction(s), fast)
