@@ -23,7 +23,10 @@ that workload's alone. Reported per measurement:
 Targets (issue #3): (1) the four Figure-1 settings, n = 10, d = 64, 4 layers, 1e5 samples each,
 with the recency probability: <= 1 s and <= 300 MB on 2 cores; (2) d in {16, 64, 256, 1024} x the
 same four settings x 1e7 samples: <= 10 min and <= 1 GB; (3) 1e6 samples at d = 16 and at
-d = 4096 within 1.5x of each other.
+d = 4096 within 1.5x of each other. Issue #7 ("ext"): the common decoder layout (pre-RMSNorm,
+RoPE, 4 heads, FFN, residual, fixed weights) at n = 256, d = 256, 4 layers, 1e4 samples ("in
+minutes, memory bounded by chunking"; --full; --quick runs 1e3), and its cost per sample at
+n = 10 ... 512; "rp": the exact recency count, compiled vs numpy.
 """
 from __future__ import annotations
 
@@ -91,6 +94,11 @@ def _child(spec: dict) -> dict:
         cfgs = [c for d in spec["d"] for c in configs(d)]
         walls, cpus, res = timed(pooled(cfgs))
         out["rp_last_layer"] = [float(r.recency_probability[-1]) for r in res]
+    elif kind == "ext":                                 # issue #7: explicit (extended) configs, 2 workers
+        cfgs = [SimConfig(**c) for c in spec["configs"]]
+        walls, cpus, res = timed(pooled(cfgs))
+        out["rp_last_layer"] = [float(r.recency_probability[-1]) for r in res]
+        out["rp_last_layer_sem"] = [float(r.recency_probability_sem[-1]) for r in res]
     elif kind == "single":                              # single-core baselines, in-process
         engine = spec["engine"]
         if engine == "v010":
@@ -102,7 +110,7 @@ def _child(spec: dict) -> dict:
             walls, cpus, res = timed(lambda: simulate_many(cfgs))
     else:
         raise SystemExit(f"unknown kind {kind!r}")
-    out.update(walls=walls, cpus=cpus, total_samples=len(cfgs) * samples,
+    out.update(walls=walls, cpus=cpus, total_samples=sum(c.samples for c in cfgs),
                maxrss_self_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                maxrss_children_mb=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
     return out
@@ -163,6 +171,44 @@ def measure(spec: dict, env: dict | None = None) -> dict:
     return out
 
 
+EXT_COMBINED = dict(alpha=0.5, gamma=1.0, norm="rms", layers=4, heads=4, rope=True, ffn=True,
+                   weights="fixed", engine="dense")
+
+
+def rp_count_comparison() -> None:
+    """Exact recency count per (n, n) matrix: compiled O(n^2 log n) count vs the numpy row loop
+    (O(n^3)) and, where it fits, the all-triples index arrays; medians of 3 timings, in-process."""
+    import numpy as np
+
+    from recency_lib import kernels, metrics
+
+    if kernels.pair_count_kernel() is None:
+        print("[rp] numba is not available: no compiled count to compare", flush=True)
+        return
+
+    def med(fn, reps=3):
+        ts = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+        return statistics.median(ts)
+
+    rng = np.random.default_rng(0)
+    for n in (64, 128, 256, 512):
+        s = rng.standard_normal((4, n, n))
+        tol = np.full(4, 1e-9)
+        metrics.later_pair_counts(s[:1], tol[:1])                  # compile / load once
+        fast = med(lambda: metrics.later_pair_counts(s, tol)) / 4
+        saved, kernels._PAIRS = kernels._PAIRS, False
+        try:
+            loop = med(lambda: metrics.later_pair_counts(s, tol), reps=1 if n >= 256 else 3) / 4
+        finally:
+            kernels._PAIRS = saved
+        print(f"[rp] exact recency count, n={n}: compiled {1e3 * fast:.2f} ms per matrix, numpy row loop "
+              f"{1e3 * loop:.1f} ms ({loop / fast:.0f}x)", flush=True)
+
+
 def calibration() -> str:
     """Two fixed reference workloads, so numbers from different moments (or machines) compare:
     a pure-Python loop and a numpy matmul. (On this shared VM both vary by up to ~2x over time.)"""
@@ -204,7 +250,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=None, help="repetitions per measurement (default 4 quick, 5 full)")
     ap.add_argument("--cold-jit", action="store_true",
                     help="also measure the first-ever numba compile (empty NUMBA_CACHE_DIR)")
-    ap.add_argument("--only", default=None, help="comma list among: t1,t2,t3,base,jit")
+    ap.add_argument("--only", default=None, help="comma list among: t1,t2,t3,base,jit,ext,rp")
     args = ap.parse_args(argv)
     if args.child:
         print(json.dumps(_child(json.loads(args.child))))
@@ -212,7 +258,7 @@ def main(argv=None) -> int:
 
     full = bool(args.full)
     runs = args.runs or (5 if full else 4)
-    only = set(args.only.split(",")) if args.only else {"t1", "t2", "t3", "base", "jit"}
+    only = set(args.only.split(",")) if args.only else {"t1", "t2", "t3", "base", "jit", "ext", "rp"}
     if not full:
         only.discard("t2")
     if not args.cold_jit:
@@ -265,6 +311,20 @@ def main(argv=None) -> int:
         print("ratios (CPU time, same run): "
               + ", ".join(f"{k} / gram-numba = {base[k]['median_cpu_s'] / numba_us:.1f}x"
                           for k in ("v010", "dense", "gram-numpy")), flush=True)
+    if "ext" in only:                                     # issue #7: the common decoder layout
+        ext_samples = 10_000 if full else 1_000
+        cfg = dict(EXT_COMBINED, n=256, d=256, samples=ext_samples)
+        r = measure(dict(kind="ext", configs=[cfg], samples=ext_samples, runs=1 if full else 2))
+        add("7", f"combined layout, n=256, d=256, 4 layers, {ext_samples:.0e} samples, 2 workers", r,
+            "minutes, memory bounded" if full else "(reduced; --full runs 1e4)")
+        for n in (10, 64, 256, 512):
+            s = max(16, 40_960 // n)
+            r = measure(dict(kind="ext", configs=[dict(EXT_COMBINED, n=n, d=64, samples=s)], samples=s,
+                             runs=2))
+            add("7", f"combined layout, n={n}, d=64, {s} samples, 2 workers "
+                     f"({1e3 * r['median_s'] / s:.1f} ms per sample)", r)
+    if "rp" in only:
+        rp_count_comparison()
     print(calibration(), flush=True)
     if args.markdown:
         print()

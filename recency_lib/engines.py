@@ -26,7 +26,7 @@ import numpy as np
 
 from . import __version__
 from .config import SimConfig
-from .kernels import feature_layout, gram_block_moments, kernel_name, warm_up
+from .kernels import feature_layout, gram_block_moments, kernel_name, n_features, warm_up
 from .metrics import adjacent_differences, recency_fraction, tril_index
 from .model import layer
 from .result import SimResult
@@ -36,6 +36,7 @@ from .stats import Moments
 _BLOCK_FLOATS = 2 ** 17      # dense: target size of the largest per-block array (floats); ~1 MB
 _GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target working set of the block kernel (floats); ~4 MB
 _MAX_TASK_BLOCKS = 256        # default tasks return at most this many blocks' moments (a few MB)
+_TASK_RESULT_BYTES = 2 ** 25  # ... and at most ~32 MB of them (long sequences: (layers, F) is large)
 
 
 def resolve_engine(cfg: SimConfig) -> str:
@@ -125,6 +126,18 @@ def _timed_chunk(*args):
     return time.perf_counter() - t0, out
 
 
+def _worker_chunk(*args):
+    """:func:`_timed_chunk` as an executor task, with BLAS held to one thread: the executor already
+    runs one task per core, and OpenBLAS's own threads on top of that oversubscribe the cores (the
+    dense engine's products are small). Needs ``threadpoolctl``; without it this is _timed_chunk."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:                                            # pragma: no cover
+        return _timed_chunk(*args)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _timed_chunk(*args)
+
+
 def _blocks(cfg: SimConfig, bsize: int) -> list[tuple[int, int]]:
     full, rest = divmod(cfg.samples, bsize)
     return [(k, bsize) for k in range(full)] + ([(full, rest)] if rest else [])
@@ -166,12 +179,14 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
         engine = resolve_engine(cfg)
         bsize = block_size(cfg, engine)
         blocks = _blocks(cfg, bsize)
+        # a task's result is one unmerged (mean, M2) pair of (layers, F) per block: bound its bytes
+        by_memory = max(1, _TASK_RESULT_BYTES // (16 * cfg.layers * n_features(cfg.n)))
         if chunk_size is not None:
             per = max(1, math.ceil(chunk_size / bsize))
         elif executor is None:
-            per = 8
+            per = min(8, by_memory)
         else:                                      # a few tasks per worker, for balance; bounded
-            per = max(1, min(_MAX_TASK_BLOCKS, math.ceil(len(blocks) / (4 * workers))))   # results
+            per = max(1, min(_MAX_TASK_BLOCKS, by_memory, math.ceil(len(blocks) / (4 * workers))))
         chunks = [blocks[i:i + per] for i in range(0, len(blocks), per)]
         plans.append((engine, bsize, chunks))
 
@@ -205,7 +220,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
             pending: deque = deque()
             it = iter(tasks)
             for ci, ti in it:
-                pending.append((ci, ti, executor.submit(_timed_chunk, *args(ci, ti))))
+                pending.append((ci, ti, executor.submit(_worker_chunk, *args(ci, ti))))
                 if len(pending) >= window:
                     break
             while pending:
@@ -213,7 +228,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
                 fold(ci, ti, fut.result())
                 nxt = next(it, None)
                 if nxt is not None:
-                    pending.append((*nxt, executor.submit(_timed_chunk, *args(*nxt))))
+                    pending.append((*nxt, executor.submit(_worker_chunk, *args(*nxt))))
     finally:
         if bar is not None:
             bar.close()

@@ -148,7 +148,8 @@ def _proj(x: np.ndarray, w) -> np.ndarray:
 # -- the layer -------------------------------------------------------------------------------
 
 def extended_layer(x: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, eps: float,
-                   heads: int = 1, rope: bool = False, placement: str = "pre", ffn: bool = False):
+                   heads: int = 1, rope: bool = False, placement: str = "pre", ffn: bool = False,
+                   output: bool = True):
     """One decoder layer of Sec. 2.1 with explicit weights ``w`` (keys wq wk wv wo w1 w2; None = identity).
 
     x: (batch, n, d). Pre-LN (Sec. 2.1): Y = Norm(X); Q, K, V = Y W_Q, Y W_K, Y W_V (split into
@@ -157,21 +158,25 @@ def extended_layer(x: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, e
     O = Norm(concat(...) W_O + gamma X), X' = Norm(FFN(O) + gamma O) if ``ffn``.
     Returns (x_next (batch, n, d), scores (batch, n, n) = mean over heads, attention (batch, n, n)
     = mean over heads, sq_norms (batch, n) of the state fed in (centred for LayerNorm)).
+    ``output=False`` skips the values, W_O, residual and FFN and returns None for x_next.
     With identity weights, one head, no RoPE, pre-LN and no FFN this is :func:`recency_lib.model.layer`.
     """
     seen = center(x) if norm == "layernorm" else x
     sq_norms = np.einsum("...i,...i->...", seen, seen)                  # (batch, n)
     y = normalize(seen, norm, d, eps) if placement == "pre" else x       # (batch, n, d)
-    q, k, v = _proj(y, w.get("wq")), _proj(y, w.get("wk")), _proj(y, w.get("wv"))
+    q, k = _proj(y, w.get("wq")), _proj(y, w.get("wk"))
     dh = d // heads
-    if heads == 1:
-        qh, kh, vh = q[..., None, :, :], k[..., None, :, :], v[..., None, :, :]   # (batch, 1, n, d)
-    else:
-        qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)  # (batch, h, n, dh)
-    if rope:
+    qh, kh = (q[..., None, :, :], k[..., None, :, :]) if heads == 1 else (split_heads(q, heads), split_heads(k, heads))
+    if rope:                                                             # (batch, h, n, dh)
         qh, kh = apply_rope(qh), apply_rope(kh)
     s_h = (qh @ np.swapaxes(kh, -1, -2)) / math.sqrt(dh)                 # (batch, h, n, n)
     a_h = causal_softmax(s_h)                                            # (batch, h, n, n)
+    s = s_h[:, 0] if heads == 1 else s_h.mean(axis=1)                    # (batch, n, n)
+    a = a_h[:, 0] if heads == 1 else a_h.mean(axis=1)
+    if not output:
+        return None, s, a, sq_norms
+    v = _proj(y, w.get("wv"))
+    vh = v[..., None, :, :] if heads == 1 else split_heads(v, heads)
     o = a_h @ vh                                                         # (batch, h, n, dh)
     o = o[..., 0, :, :] if heads == 1 else merge_heads(o)                # (batch, n, d)
     o = _proj(o, w.get("wo"))
@@ -185,15 +190,13 @@ def extended_layer(x: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, e
         o = f + gamma * o if gamma != 0.0 else f
         if placement == "post":
             o = _norm(o, norm, d, eps)
-    s = s_h[:, 0] if heads == 1 else s_h.mean(axis=1)                    # (batch, n, n)
-    a = a_h[:, 0] if heads == 1 else a_h.mean(axis=1)
     return o, s, a, sq_norms
 
 
-def config_layer(cfg: SimConfig, x: np.ndarray, w: dict):
+def config_layer(cfg: SimConfig, x: np.ndarray, w: dict, output: bool = True):
     """:func:`extended_layer` with the switches of ``cfg``."""
     return extended_layer(x, w, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, heads=cfg.heads,
-                          rope=cfg.rope, placement=cfg.placement, ffn=cfg.ffn)
+                          rope=cfg.rope, placement=cfg.placement, ffn=cfg.ffn, output=output)
 
 
 # -- engine hooks ----------------------------------------------------------------------------------
@@ -214,8 +217,11 @@ def block_size(cfg: SimConfig) -> int:
 
 
 def run_block(cfg: SimConfig, x: np.ndarray, block: int):
-    """Yield (layer, scores, attention, sq_norms) for the tokens ``x`` (batch, n, d) of ``block``."""
+    """Yield (layer, scores, attention, sq_norms) for the tokens ``x`` (batch, n, d) of ``block``.
+
+    The last layer's output feeds no reported quantity, so its values, W_O and FFN are skipped.
+    """
     ws = block_weights(cfg, block, x.shape[0])
     for l in range(cfg.layers):
-        x, s, a, sq = config_layer(cfg, x, ws[l])
+        x, s, a, sq = config_layer(cfg, x, ws[l], output=l < cfg.layers - 1)
         yield l, s, a, sq

@@ -190,3 +190,33 @@ def relativity_chi2(score_mean: np.ndarray, score_sem: np.ndarray, offset: int):
     dof = m.size - 1
     p = float(stats.chi2.sf(chi2, dof)) if dof > 0 else float("nan")
     return chi2, dof, p
+
+
+# -- long rows -------------------------------------------------------------------------------------
+
+def binned_row(score_mean: np.ndarray, score_sem: np.ndarray, i: int, bins: int):
+    """The mean scores of query row i (1-based) against its keys j < i, averaged over ``bins``
+    equal-width bins of the relative key position j / i, for comparing rows of different lengths.
+
+    Returns (centers, means, sem_bound), each (bins',) with bins' = min(bins, i - 1), where
+    ``sem_bound`` is the average of the entries' standard errors: an upper bound on the standard
+    error of the bin's mean (Minkowski: sd of an average <= average of the sds, whatever the
+    correlations between the entries, which a SimResult does not store).
+    """
+    s, e = np.asarray(score_mean, dtype=float), np.asarray(score_sem, dtype=float)
+    n = s.shape[-1]
+    if s.shape != (n, n) or e.shape != s.shape:
+        raise ValueError(f"score_mean and score_sem must both be (n, n); got {s.shape} and {e.shape}")
+    if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 2 <= i <= n:
+        raise ValueError(f"i={i!r} is out of range; allowed: an integer in [2, {n}] (1-based query with a key)")
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise ValueError(f"bins={bins!r} is out of range; allowed: an integer >= 1")
+    keys = i - 1
+    bins = min(int(bins), keys)
+    pos = np.arange(1, keys + 1) / i                                 # relative position of key j
+    which = np.minimum((np.arange(keys) * bins) // keys, bins - 1)   # equal-count bins in key order
+    count = np.bincount(which, minlength=bins)
+    centers = np.bincount(which, pos, bins) / count
+    means = np.bincount(which, s[i - 1, :keys], bins) / count
+    bound = np.bincount(which, e[i - 1, :keys], bins) / count
+    return centers, means, bound

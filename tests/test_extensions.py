@@ -149,3 +149,40 @@ def test_shared_weights_as_one_product_equal_batched_product():
     per = rng.normal(size=(5, 8, 12))
     assert np.array_equal(_proj(x, per), x @ per)
     assert _proj(x, None) is x
+
+
+def test_last_layer_without_output_gives_the_same_scores():
+    x = np.random.default_rng(8).standard_normal((3, 6, 8))
+    rng = np.random.default_rng(9)
+    w = {k: rng.standard_normal((8, 8)) / np.sqrt(8) for k in ("wq", "wk", "wv", "wo")}
+    w["w1"], w["w2"] = rng.standard_normal((8, 32)) / np.sqrt(8), rng.standard_normal((32, 8)) / np.sqrt(32)
+    kw = dict(norm="rms", d=8, gamma=1.0, eps=1e-12, heads=2, rope=True, ffn=True)
+    full, short = extended_layer(x, w, **kw), extended_layer(x, w, output=False, **kw)
+    assert short[0] is None
+    for f, s in zip(full[1:], short[1:]):
+        assert np.array_equal(f, s)
+
+
+def test_executor_tasks_bounded_by_result_memory(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from recency_lib import engines
+    from recency_lib.kernels import n_features
+
+    cfg = SimConfig(n=12, d=8, layers=2, samples=40, rope=True, engine="dense")
+    bsize = engines.block_size(cfg, "dense")
+    monkeypatch.setattr(engines, "_TASK_RESULT_BYTES", 2 * 16 * cfg.layers * n_features(cfg.n))
+    seen = []
+
+    class Recording(ThreadPoolExecutor):
+        def submit(self, fn, *args):
+            seen.append(len(args[3]))                     # blocks in this task
+            return super().submit(fn, *args)
+
+    cfg = cfg.replace(samples=12 * bsize)
+    with Recording(2) as pool:
+        pooled = simulate(cfg, executor=pool)
+    assert max(seen) == 2 and sum(seen) == 12
+    serial = simulate(cfg)
+    for name in ARRAYS:
+        assert np.array_equal(getattr(pooled, name), getattr(serial, name), equal_nan=True), name

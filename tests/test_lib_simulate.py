@@ -251,3 +251,29 @@ def test_recency_fraction_large_n_path_equals_index_path(monkeypatch):
     fast = recency_fraction(s)                                 # compiled count (or the row loop)
     monkeypatch.setattr(metrics, "_INDEX_MAX_N", 10 ** 9)      # force the index-array path
     np.testing.assert_array_equal(recency_fraction(s), fast)
+
+
+def test_binned_row_means_bounds_and_errors():
+    from recency_lib.metrics import binned_row
+
+    n = 9
+    s = np.tile(np.arange(n, dtype=float), (n, 1))
+    e = np.full((n, n), 0.5)
+    c, m, b = binned_row(s, e, 9, 4)                           # keys 0..7 -> pairs
+    np.testing.assert_allclose(m, [0.5, 2.5, 4.5, 6.5])
+    np.testing.assert_allclose(c, (np.array([0.5, 2.5, 4.5, 6.5]) + 1) / 9)
+    np.testing.assert_allclose(b, 0.5)
+    c, m, b = binned_row(s, e, 3, 10)                          # fewer keys than bins: one key per bin
+    np.testing.assert_allclose(m, [0.0, 1.0])
+    # the bound really bounds: simulate correlated entries and compare with the SE of the bin mean
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(4000, 1)) + 0.3 * rng.normal(size=(4000, 6))    # strongly correlated keys
+    sem = x.std(0, ddof=1) / np.sqrt(len(x))
+    true = x.mean(1).std(ddof=1) / np.sqrt(len(x))
+    big_s, big_e = np.zeros((7, 7)), np.zeros((7, 7))
+    big_s[6, :6], big_e[6, :6] = x.mean(0), sem
+    _, _, bound = binned_row(big_s, big_e, 7, 1)
+    assert true <= bound[0]
+    for kw, needle in [(dict(i=1, bins=2), "i=1"), (dict(i=10, bins=2), "i=10"), (dict(i=5, bins=0), "bins=0")]:
+        with pytest.raises(ValueError, match=needle):
+            binned_row(s, e, **kw)

@@ -17,6 +17,8 @@ from conftest import BOOK, page_source, toc_pages
 SMALL = 2000
 # pages whose papermill behaviour has dedicated tests (grids of their own): tests/test_appendix_b.py
 DEDICATED = {"appendix_b"}
+# further small values for parameters that are not named samples* (their defaults are below SMALL)
+EXTRA_SMALL = {"beyond": {"long_samples": 8}}
 
 NOTEBOOKS = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"]
 
@@ -45,6 +47,8 @@ def test_notebook_executes_with_small_samples(page, tmp_path, monkeypatch):
     path = page_source(page)
     params = pm.inspect_notebook(str(path))
     small = {k: SMALL for k, v in params.items() if k.startswith("samples") and v["inferred_type_name"] == "int"}
+    small.update(EXTRA_SMALL.get(page, {}))
+    assert set(small) <= set(params), f"{page}: unknown parameters {set(small) - set(params)}"
     out = tmp_path / f"{page}.ipynb"
     pm.execute_notebook(str(path), str(out), parameters=small, kernel_name="python3", cwd=str(BOOK),
                         progress_bar=False)
