@@ -1,13 +1,15 @@
 """On-disk results cache: simulate once per build, reuse everywhere, never stale.
 
 The key is a hash of the config, the engine options and the library's *source code* (every
-``.py`` file of the installed package), so editing recency_lib invalidates every entry. Files
-are written atomically, so two processes racing on the same key both end with a whole file.
+``.py`` file of the installed package) and the kernel path, so editing recency_lib invalidates every
+entry. Entries are ``<key>.npz`` files (:meth:`SimResult.save`: lossless, compressed), written
+atomically, so two processes racing on the same key both end with a whole file.
 Location: ``$RECENCY_LIB_CACHE`` if set, else ``~/.cache/recency_lib``.
 """
 from __future__ import annotations
 
 import hashlib
+import zipfile
 import json
 import os
 from functools import lru_cache
@@ -26,6 +28,9 @@ def source_hash() -> str:
         h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()
+
+
+_UNREADABLE = (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile)   # -> recompute the entry
 
 
 def cache_dir(path=None) -> Path:
@@ -50,11 +55,11 @@ def cached_simulate(cfg: SimConfig, *, cache: str | os.PathLike | None = None, z
     """``simulate(cfg)`` through the on-disk cache; ``refresh=True`` recomputes and overwrites."""
     from .engines import simulate
 
-    path = cache_dir(cache) / f"{cache_key(cfg, z)}.json"
+    path = cache_dir(cache) / f"{cache_key(cfg, z)}.npz"
     if path.exists() and not refresh:
         try:
             return SimResult.load(path)
-        except (ValueError, KeyError, OSError):     # unreadable entry: recompute it
+        except _UNREADABLE:     # unreadable entry: recompute it
             pass
     res = simulate(cfg, executor=executor, z=z)
     res.save(path)
@@ -66,12 +71,12 @@ def cached_simulate_many(configs, *, cache=None, z: float = 3.0, executor=None) 
     from .engines import simulate_many
 
     configs = list(configs)
-    paths = [cache_dir(cache) / f"{cache_key(c, z)}.json" for c in configs]
+    paths = [cache_dir(cache) / f"{cache_key(c, z)}.npz" for c in configs]
     out: list[SimResult | None] = []
     for p in paths:
         try:
             out.append(SimResult.load(p) if p.exists() else None)
-        except (ValueError, KeyError, OSError):
+        except _UNREADABLE:
             out.append(None)
     missing = [k for k, r in enumerate(out) if r is None]
     if missing:

@@ -1,4 +1,5 @@
-"""SimResult: what a simulation returns, with a lossless JSON round trip."""
+"""SimResult: what a simulation returns, with a lossless round trip to JSON (readable) or .npz
+(binary, compressed; what the results cache uses, since a result at n = 512 is ~90 MB of JSON)."""
 from __future__ import annotations
 
 import json
@@ -94,16 +95,18 @@ class SimResult:
         return "\n".join(lines)
 
     # -- serialisation ----------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def _meta(self) -> dict:
+        """Everything but the arrays, JSON-ready."""
         out = {"format": FORMAT, "config": self.config.to_dict()}
         for f in fields(self):
-            if f.name == "config":
-                continue
-            v = getattr(self, f.name)
-            out[f.name] = _encode(v) if f.name in _ARRAYS else v
+            if f.name != "config" and f.name not in _ARRAYS:
+                out[f.name] = getattr(self, f.name)
         out["elapsed_seconds"] = _encode(self.elapsed_seconds)
         out["definition1"] = list(self.definition1)    # for readers of the file; recomputed on load
         return out
+
+    def to_dict(self) -> dict:
+        return {**self._meta(), **{name: _encode(getattr(self, name)) for name in _ARRAYS}}
 
     @classmethod
     def from_dict(cls, data: dict) -> "SimResult":
@@ -121,14 +124,28 @@ class SimResult:
         return cls(**kw)
 
     def save(self, path) -> Path:
-        """Write JSON atomically (temporary file in the same folder, then rename)."""
+        """Write atomically (temporary file in the same folder, then rename): a ``.npz`` path gets the
+        compressed binary form (float64 arrays as they are, the rest as JSON text), any other path JSON."""
         path = Path(path)
-        atomic_write_text(path, json.dumps(self.to_dict(), allow_nan=False))
+        if path.suffix == ".npz":
+            arrays = {name: np.asarray(getattr(self, name), dtype=np.float64) for name in _ARRAYS}
+            meta = np.array(json.dumps(self._meta(), allow_nan=False))
+            atomic_write(path, lambda fh: np.savez_compressed(fh, meta=meta, **arrays), binary=True)
+        else:
+            atomic_write_text(path, json.dumps(self.to_dict(), allow_nan=False))
         return path
 
     @classmethod
     def load(cls, path) -> "SimResult":
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """Read a file written by :meth:`save` (format chosen by the suffix, as there)."""
+        path = Path(path)
+        if path.suffix != ".npz":
+            return cls.from_dict(json.loads(path.read_text()))
+        with np.load(path, allow_pickle=False) as z:
+            missing = [name for name in ("meta", *_ARRAYS) if name not in z.files]
+            if missing:
+                raise ValueError(f"{path.name} is not a SimResult file: arrays {missing} are missing")
+            return cls.from_dict({**json.loads(str(z["meta"])), **{name: z[name] for name in _ARRAYS}})
 
 
 def _encode(v):
@@ -155,11 +172,17 @@ def _decode(v):
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the whole new one."""
+    atomic_write(Path(path), lambda fh: fh.write(text))
+
+
+def atomic_write(path: Path, write, binary: bool = False) -> None:
+    """Call ``write(file_object)`` on a temporary file next to ``path``, then rename it into place:
+    readers see the old file or the whole new one, and a failure leaves nothing behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb" if binary else "w") as fh:
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)                       # mkstemp makes 0600; results are meant to be shared

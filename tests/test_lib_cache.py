@@ -14,7 +14,7 @@ def _no_simulation(*args, **kwargs):
 
 def test_second_call_reads_the_file_and_returns_the_same_numbers(tmp_path, monkeypatch):
     first = cached_simulate(CFG, cache=tmp_path)
-    files = list(tmp_path.glob("*.json"))
+    files = list(tmp_path.glob("*.npz"))
     assert len(files) == 1 and files[0].stem == cache_key(CFG)
     monkeypatch.setattr(engines, "simulate", _no_simulation)
     monkeypatch.setattr(engines, "simulate_many", _no_simulation)
@@ -38,12 +38,27 @@ def test_key_changes_with_config_z_source_and_kernel(monkeypatch):
     assert cache_key(CFG) != base
 
 
-def test_unreadable_entry_is_recomputed(tmp_path):
-    path = tmp_path / f"{cache_key(CFG)}.json"
-    path.write_text("{not json")
+@pytest.mark.parametrize("junk", [b"{not json", b"", b"PK\x03\x04truncated zip"])
+def test_unreadable_entry_is_recomputed(tmp_path, junk):
+    path = tmp_path / f"{cache_key(CFG)}.npz"
+    path.write_bytes(junk)
     res = cached_simulate(CFG, cache=tmp_path)
     assert res.config == CFG
     assert cached_simulate(CFG, cache=tmp_path).config == CFG  # the rewritten file loads
+    assert cached_simulate_many([CFG], cache=tmp_path)[0].config == CFG
+
+
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_both_file_formats_round_trip_losslessly(tmp_path, suffix):
+    res = cached_simulate(CFG.replace(alpha=1.0), cache=tmp_path)   # NaN and exact ties inside
+    path = res.save(tmp_path / f"r{suffix}")
+    back = type(res).load(path)
+    assert back.config == res.config and back.engine == res.engine and back.extra == res.extra
+    assert back.elapsed_seconds == res.elapsed_seconds and back.definition1 == res.definition1
+    for name in ("score_mean", "score_sem", "diff_mean", "recency_probability", "sq_norm_sem"):
+        assert np.array_equal(getattr(back, name), getattr(res, name), equal_nan=True), name
+    assert (path.stat().st_mode & 0o777) == 0o644
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp files left
 
 
 def test_refresh_recomputes(tmp_path, monkeypatch):
