@@ -332,3 +332,18 @@ def test_theorem1_eq5_at_large_d(d):
     off = i > j
     assert np.all(np.abs(mean[off] - expect[off]) < Z * sem[off])
     np.testing.assert_allclose(mean[~off], expect[~off], rtol=1e-9)   # eps = 1e-12: 1e-12 relative
+
+
+def test_long_rows_dense_compiled_count_agrees_with_gram_kernel_count():
+    """n = 40: the dense engine counts triples with the O(n^2 log n) Fenwick count, the gram kernel
+    by comparing all triples; the recency probabilities must agree within Z combined SEs, and
+    layer 1 (an exchangeable row: no order) must sit at 0.5."""
+    cfg = SimConfig(alpha=0.5, n=40, d=16, layers=3, samples=400)
+    dense = simulate(cfg.replace(engine="dense", seed=11))
+    gram = simulate(cfg.replace(engine="gram", seed=12))
+    z = _z_scores(dense.recency_probability, dense.recency_probability_sem,
+                  gram.recency_probability, gram.recency_probability_sem)
+    assert z.max() < Z, z
+    for r in (dense, gram):
+        assert abs(r.recency_probability[0] - 0.5) < Z * r.recency_probability_sem[0]
+        assert r.recency_probability[2] - 0.5 > Z * r.recency_probability_sem[2]   # recency by layer 3
