@@ -198,11 +198,11 @@ def rp_count_comparison() -> None:
     for n in (64, 128, 256, 512):
         s = rng.standard_normal((4, n, n))
         tol = np.full(4, 1e-9)
-        metrics.later_pair_counts(s[:1], tol[:1])                  # compile / load once
-        fast = med(lambda: metrics.later_pair_counts(s, tol)) / 4
+        metrics.later_and_tied_counts(s[:1], tol[:1])                  # compile / load once
+        fast = med(lambda: metrics.later_and_tied_counts(s, tol)) / 4
         saved, kernels._PAIRS = kernels._PAIRS, False
         try:
-            loop = med(lambda: metrics.later_pair_counts(s, tol), reps=1 if n >= 256 else 3) / 4
+            loop = med(lambda: metrics.later_and_tied_counts(s, tol), reps=1 if n >= 256 else 3) / 4
         finally:
             kernels._PAIRS = saved
         print(f"[rp] exact recency count, n={n}: compiled {1e3 * fast:.2f} ms per matrix, numpy row loop "

@@ -114,7 +114,9 @@ def block_features_numpy(r: np.ndarray, *, d: int, norm: str, gamma: float, eps:
         np.subtract(s[later], s[later - 1], out=f[lay["diff"]])
         if total:
             tol = TIE_RTOL * np.maximum(1.0, np.abs(s).max(axis=0))   # (B,) per-sample tie tolerance
-            f[lay["rp"].start] = np.count_nonzero(s[ik] - s[ij] > tol, axis=0) / total
+            diff = s[ik] - s[ij]                                        # (triples, B)
+            f[lay["rp"].start] = (np.count_nonzero(diff > tol, axis=0)
+                                  + 0.5 * np.count_nonzero(np.abs(diff) <= tol, axis=0)) / total
         else:
             f[lay["rp"].start] = np.nan
         if l + 1 < layers:
@@ -283,7 +285,8 @@ def _kernel(chi2, normals, chol, use_chol, rank_one, n, d, normalize, gamma, eps
                 s0 = fb[pi + j - 1]
                 for b in range(nb):
                     dd[b] = s1[b] - s0[b]
-        # -- recency fraction: triples j < k < i with S_ik - S_ij > tol (per-sample tie tolerance)
+        # -- recency fraction: triples j < k < i with S_ik - S_ij > tol, plus half the tied ones
+        #    (|S_ik - S_ij| <= tol; per-sample tie tolerance); NaN differences count as neither
         cnt = fb[o_rp]
         if total > 0:
             for b in range(nb):
@@ -302,7 +305,8 @@ def _kernel(chi2, normals, chol, use_chol, rank_one, n, d, normalize, gamma, eps
                     for j in range(k):
                         sj = fb[pi + j]
                         for b in range(nb):
-                            cnt[b] += 1.0 if sk[b] - sj[b] > mx[b] else 0.0
+                            dk = sk[b] - sj[b]
+                            cnt[b] += 1.0 if dk > mx[b] else (0.5 if dk >= -mx[b] else 0.0)
             for b in range(nb):
                 cnt[b] /= total
         else:
@@ -385,19 +389,22 @@ def _kernel(chi2, normals, chol, use_chol, rank_one, n, d, normalize, gamma, eps
 # -- the recency count at large n: O(n^2 log n) per matrix -------------------------------------------
 
 def _later_pairs(s, tol, out):  # pragma: no cover - compiled by numba
-    """out[b] = #{(i, j, k): j < k < i, S[b, i, j] < S[b, i, k] - tol[b]} for s (batch, n, n).
+    """out[b] = (#later, #tied) over the triples j < k < i of s[b] (batch, n, n): later when
+    S_ik - S_ij > tol[b], tied when |S_ik - S_ij| <= tol[b].
 
     Row i's keys 0..i-1 are ranked once (a stable sort), then scanned left to right with a Fenwick
-    tree over the ranks: at key k, the keys j < k already in the tree whose score lies below
-    S_ik - tol occupy the ranks before ``searchsorted(sorted_row, S_ik - tol)``, so one prefix
-    query counts them. NaN scores are never counted (NaN sorts last and is skipped as k).
+    tree over the ranks: at key k, the keys j < k already in the tree with S_ij < S_ik - tol hold
+    the ranks before ``searchsorted(sorted_row, S_ik - tol)`` and those with S_ij <= S_ik + tol
+    the ranks before ``searchsorted(sorted_row, S_ik + tol, "right")``; two prefix queries count
+    both. NaN scores are never counted (NaN sorts last and is skipped as k).
     """
     batch, n = s.shape[0], s.shape[2]
     tree = np.zeros(n + 1, dtype=np.int64)
     rank = np.empty(n, dtype=np.int64)
     for b in range(batch):
         t = tol[b]
-        c = 0
+        later = 0
+        tied = 0
         for i in range(2, n):
             v = s[b, i, :i]
             order = np.argsort(v, kind="mergesort")
@@ -409,15 +416,24 @@ def _later_pairs(s, tol, out):  # pragma: no cover - compiled by numba
                 x = v[k]
                 if x != x:                                     # NaN: no order either way
                     continue
-                p = np.searchsorted(u, x - t)                  # ranks [0, p) hold scores < S_ik - tol
+                below = 0                                      # j < k with S_ij < S_ik - tol
+                p = np.searchsorted(u, x - t)
                 while p > 0:
-                    c += tree[p]
+                    below += tree[p]
                     p -= p & -p
+                upto = 0                                       # j < k with S_ij <= S_ik + tol
+                p = np.searchsorted(u, x + t, side="right")
+                while p > 0:
+                    upto += tree[p]
+                    p -= p & -p
+                later += below
+                tied += upto - below
                 p = rank[k] + 1
                 while p <= i:
                     tree[p] += 1
                     p += p & -p
-        out[b] = c
+        out[b, 0] = later
+        out[b, 1] = tied
 
 
 def _gelu(x):  # pragma: no cover - compiled by numba

@@ -61,11 +61,13 @@ _INDEX_MAX_N = 12         # with numba: index arrays up to this n, the compiled 
 
 
 def recency_fraction(s: np.ndarray) -> np.ndarray:
-    """Per sample, the fraction of triples j < k < i with S[i, k] > S[i, j]; (batch,).
+    """Per sample, P(S[i, k] > S[i, j]) + P(tie) / 2 over the triples j < k < i; (batch,).
 
-    0.5 = no order, 1 = perfect recency, 0 = perfect primacy; the diagonal is excluded. Ties
-    (differences below ``TIE_RTOL`` times the sample's largest |score|) do not count as order.
-    NaN when n < 3 (no triple exists). ``s`` is (batch, n, n).
+    The fraction of key pairs in which the later key scores higher, a tie counting one half (the
+    Mann-Whitney convention), so 0.5 = no order, also when every score is tied; 1 = perfect recency,
+    0 = perfect primacy; the diagonal is excluded. A tie is a difference within ``TIE_RTOL`` times
+    the sample's largest |score| (float rounding cannot order it); a NaN difference counts as
+    neither. NaN when n < 3 (no triple exists). ``s`` is (batch, n, n).
     """
     batch, n = s.shape[0], s.shape[-1]
     total = n_triples(n)
@@ -76,10 +78,12 @@ def recency_fraction(s: np.ndarray) -> np.ndarray:
     if total <= _TRIPLE_LIMIT and (n <= _INDEX_MAX_N or not _compiled_count()):
         ij, ik = triple_index(n)
         flat = s.reshape(batch, n * n)
-        count = np.count_nonzero(flat[:, ik] - flat[:, ij] > tol[:, None], axis=1)
+        diff = flat[:, ik] - flat[:, ij]                              # (batch, triples) S_ik - S_ij
+        later = np.count_nonzero(diff > tol[:, None], axis=1)
+        tied = np.count_nonzero(np.abs(diff) <= tol[:, None], axis=1)
     else:
-        count = later_pair_counts(s, tol)
-    return count / total
+        later, tied = later_and_tied_counts(s, tol)
+    return (later + 0.5 * tied) / total
 
 
 def _compiled_count() -> bool:
@@ -88,8 +92,9 @@ def _compiled_count() -> bool:
     return pair_count_kernel() is not None
 
 
-def later_pair_counts(s: np.ndarray, tol: np.ndarray) -> np.ndarray:
-    """Per sample, the number of triples j < k < i with S[i, j] < S[i, k] - tol; (batch,) int64.
+def later_and_tied_counts(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample, the numbers of triples j < k < i with S[i, k] - S[i, j] > tol (later key higher)
+    and with |S[i, k] - S[i, j]| <= tol (tied); two (batch,) int64 arrays. NaN pairs are neither.
 
     The compiled O(n^2 log n) count of :func:`recency_lib.kernels.pair_count_kernel` when numba
     is available, else row by row in numpy (O(n^3) time, O(n^2) memory). ``s`` is (batch, n, n),
@@ -99,16 +104,18 @@ def later_pair_counts(s: np.ndarray, tol: np.ndarray) -> np.ndarray:
 
     kern = pair_count_kernel()
     if kern is not None:
-        out = np.empty(s.shape[0], dtype=np.int64)
+        out = np.empty((s.shape[0], 2), dtype=np.int64)
         kern(np.ascontiguousarray(s, dtype=np.float64), np.ascontiguousarray(tol, dtype=np.float64), out)
-        return out
-    count = np.zeros(s.shape[0], dtype=np.int64)
+        return out[:, 0], out[:, 1]
+    later = np.zeros(s.shape[0], dtype=np.int64)
+    tied = np.zeros(s.shape[0], dtype=np.int64)
     for q in range(2, s.shape[-1]):
         p = s[:, q, :q]                                              # (batch, q) keys before the diagonal
         diff = p[:, None, :] - p[:, :, None]                         # [b, j, k] = S_qk - S_qj
         up = np.triu(np.ones((q, q), dtype=bool), 1)
-        count += np.count_nonzero((diff > tol[:, None, None]) & up, axis=(1, 2))
-    return count
+        later += np.count_nonzero((diff > tol[:, None, None]) & up, axis=(1, 2))
+        tied += np.count_nonzero((np.abs(diff) <= tol[:, None, None]) & up, axis=(1, 2))
+    return later, tied
 
 
 # -- Definition 1 ---------------------------------------------------------------------------------

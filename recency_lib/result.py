@@ -30,7 +30,8 @@ class SimResult:
     * ``attn_mean/sem``: attention probabilities A_ij (0 above the diagonal).
     * ``diff_mean/sem``: adjacent differences S_ij - S_i,j-1 at [l, i, j] for 1 <= j <= i, NaN
       elsewhere; Definition 1 holds iff all are positive.
-    * ``recency_probability/_sem``: (layers,) fraction of triples j < k < i with S_ik > S_ij.
+    * ``recency_probability/_sem``: (layers,) fraction of triples j < k < i with S_ik > S_ij (a tie
+      counts one half).
     * ``sq_norm_mean/sem``: (layers, n) squared norms ||x_j||^2 of the state fed to each layer
       (row 0: the embeddings), as the normalization sees it (centred, ||P x_j||^2, for LayerNorm).
     * ``elapsed_seconds``: compute time of this config's blocks, summed over tasks (and workers).

@@ -210,20 +210,22 @@ def test_familywise_verdict_is_stricter_than_per_difference():
         familywise_z(45, level=1.5)
 
 
-def _brute_later_pairs(s, tol):
-    """Reference count: triples j < k < i with S[i, k] - S[i, j] > tol, by nested loops."""
-    out = np.zeros(s.shape[0], dtype=np.int64)
+def _brute_later_and_tied(s, tol):
+    """Reference counts: triples j < k < i with S[i, k] - S[i, j] > tol, and with |...| <= tol."""
+    later = np.zeros(s.shape[0], dtype=np.int64)
+    tied = np.zeros(s.shape[0], dtype=np.int64)
     for b in range(s.shape[0]):
         for i in range(2, s.shape[1]):
             v = s[b, i, :i]
-            out[b] += sum(v[k] - v[j] > tol[b] for k in range(i) for j in range(k))
-    return out
+            later[b] += sum(v[k] - v[j] > tol[b] for k in range(i) for j in range(k))
+            tied[b] += sum(abs(v[k] - v[j]) <= tol[b] for k in range(i) for j in range(k))
+    return later, tied
 
 
 @pytest.mark.parametrize("compiled", [True, False])
-def test_later_pair_counts_exact_with_ties_nans_and_both_paths(monkeypatch, compiled):
+def test_later_and_tied_counts_exact_with_ties_nans_and_both_paths(monkeypatch, compiled):
     from recency_lib import kernels
-    from recency_lib.metrics import later_pair_counts
+    from recency_lib.metrics import later_and_tied_counts
 
     if not compiled:
         monkeypatch.setattr(kernels, "_PAIRS", False)          # numpy row-by-row path
@@ -235,12 +237,28 @@ def test_later_pair_counts_exact_with_ties_nans_and_both_paths(monkeypatch, comp
         s[1] = np.round(s[1])                                  # many exact ties
         s[2] = 1.5                                             # all tied: no order
         s[3] = np.round(2 * s[3]) / 2
-        s[4, n - 1, 0] = np.nan                                # a NaN is never ordered
+        s[4, n - 1, 0] = np.nan                                # a NaN is never ordered nor tied
         s[5] = np.tile(np.arange(n, dtype=float), (n, 1))      # perfect recency: C(n, 3) pairs
         tol = np.array([1e-9, 1e-9, 1e-9, 0.6, 1e-9, 1e-9])   # row 3: differences of 0.5 are ties
-        got = later_pair_counts(s, tol)
-        np.testing.assert_array_equal(got, _brute_later_pairs(s, tol))
-        assert got[2] == 0 and got[5] == math.comb(n, 3)
+        later, tied = later_and_tied_counts(s, tol)
+        ref_later, ref_tied = _brute_later_and_tied(s, tol)
+        np.testing.assert_array_equal(later, ref_later)
+        np.testing.assert_array_equal(tied, ref_tied)
+        assert later[2] == 0 and tied[2] == math.comb(n, 3)
+        assert later[5] == math.comb(n, 3) and tied[5] == 0
+
+
+def test_recency_fraction_counts_ties_as_half():
+    n = 6
+    assert recency_fraction(np.full((2, n, n), 3.0)).tolist() == [0.5, 0.5]     # all tied: no order
+    s = np.tile(np.array([0.0, 1.0, 1.0, 2.0, 2.0, 2.0]), (n, 1))[None]
+    ref = []
+    for i in range(2, n):
+        for k in range(i):
+            for j in range(k):
+                d = s[0, i, k] - s[0, i, j]
+                ref.append(1.0 if d > 0 else 0.5 if d == 0 else 0.0)
+    assert recency_fraction(s)[0] == pytest.approx(np.mean(ref), abs=1e-15)
 
 
 def test_recency_fraction_large_n_path_equals_index_path(monkeypatch):
