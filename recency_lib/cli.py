@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .config import ENGINES, NORMS, SimConfig
+from .config import ENGINES, NORMS, PLACEMENTS, WEIGHTS, SimConfig
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,10 +31,17 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=d.seed, help="root seed (default %(default)s)")
     s.add_argument("--engine", default=d.engine, help=f"one of {', '.join(ENGINES)} (default %(default)s)")
     s.add_argument("--eps", type=float, default=d.eps, help="normalization epsilon (default %(default)s)")
+    x = s.add_argument_group("beyond the paper (chapter 8; all off by default = the paper's model)")
+    x.add_argument("--weights", default=d.weights, help=f"W_Q,K,V,O: one of {', '.join(WEIGHTS)} (default %(default)s)")
+    x.add_argument("--weights-seed", type=int, default=d.weights_seed, help="seed of fixed weights (default %(default)s)")
+    x.add_argument("--heads", type=int, default=d.heads, help="attention heads, a divisor of d (default %(default)s)")
+    x.add_argument("--ffn", action="store_true", help="add the feed-forward block (GELU, width 4d)")
+    x.add_argument("--rope", action="store_true", help="rotary position embedding on queries and keys")
+    x.add_argument("--placement", default=d.placement, help=f"one of {', '.join(PLACEMENTS)} (default %(default)s)")
     s.add_argument("--z", type=float, default=3.0, help="standard errors for the Definition-1 verdict (default %(default)s)")
     s.add_argument("--chunk-size", type=int, default=None, help="samples per task (does not change results)")
     s.add_argument("--workers", type=int, default=1, help="processes to use (default %(default)s)")
-    s.add_argument("--out", default=None, help="write the result (JSON) here")
+    s.add_argument("--out", default=None, help="write the result here (JSON; a .npz path: compressed binary)")
     return p
 
 
@@ -43,7 +50,8 @@ def main(argv=None) -> int:
     try:
         cfg = SimConfig(alpha=args.alpha, gamma=args.gamma, norm=args.norm, n=args.n, d=args.d,
                         layers=args.layers, samples=args.samples, seed=args.seed,
-                        engine=args.engine, eps=args.eps)
+                        engine=args.engine, eps=args.eps, weights=args.weights, weights_seed=args.weights_seed,
+                        heads=args.heads, ffn=args.ffn, rope=args.rope, placement=args.placement)
         if args.workers < 1:
             raise ValueError(f"workers={args.workers!r} is out of range; allowed: an integer >= 1")
         from .engines import _check_chunk_size, simulate

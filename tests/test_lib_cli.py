@@ -32,11 +32,25 @@ def test_workers_give_identical_file(tmp_path):
     assert a == b
 
 
+def test_extension_switches_reach_the_config_and_npz_output(tmp_path):
+    out = tmp_path / "ext.npz"
+    p = run("simulate", "--alpha", "0.5", "--gamma", "1", "--norm", "rms", "--n", "6", "--d", "8", "--layers", "2",
+            "--samples", "64", "--heads", "2", "--rope", "--ffn", "--weights", "fixed", "--weights-seed", "3",
+            "--placement", "pre", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    cfg = SimResult.load(out).config
+    assert (cfg.heads, cfg.rope, cfg.ffn, cfg.weights, cfg.weights_seed) == (2, True, True, "fixed", 3)
+    assert SimResult.load(out).engine == "dense"
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--alpha", "1.5"], "alpha=1.5"), (["--alpha", "nan"], "alpha=nan"), (["--gamma", "inf"], "gamma=inf"),
     (["--n", "0"], "n=0"), (["--d", "1"], "d=1"), (["--layers", "0"], "layers=0"),
     (["--samples", "1"], "samples=1"), (["--norm", "batch"], "norm='batch'"), (["--seed", "-3"], "seed=-3"),
     (["--chunk-size", "0"], "chunk_size=0"), (["--n", "2.5"], "--n"), (["--engine", "x"], "engine='x'"),
+    (["--d", "10", "--heads", "3"], "heads=3"), (["--d", "9", "--rope"], "rope=True"),
+    (["--weights", "learned"], "weights='learned'"), (["--placement", "mid"], "placement='mid'"),
+    (["--rope", "--engine", "gram"], "engine='gram'"),
 ])
 def test_bad_input_one_line_exit_2_no_file(tmp_path, args, needle):
     out = tmp_path / "r.json"
