@@ -396,7 +396,8 @@ def _later_pairs(s, tol, out):  # pragma: no cover - compiled by numba
     tree over the ranks: at key k, the keys j < k already in the tree with S_ij < S_ik - tol hold
     the ranks before ``searchsorted(sorted_row, S_ik - tol)`` and those with S_ij <= S_ik + tol
     the ranks before ``searchsorted(sorted_row, S_ik + tol, "right")``; two prefix queries count
-    both. NaN scores are never counted (NaN sorts last and is skipped as k).
+    both (the second only in rows where two sorted neighbours lie within tol: a tie needs one).
+    NaN scores are never counted (NaN sorts last and is skipped as k).
     """
     batch, n = s.shape[0], s.shape[2]
     tree = np.zeros(n + 1, dtype=np.int64)
@@ -409,9 +410,12 @@ def _later_pairs(s, tol, out):  # pragma: no cover - compiled by numba
             v = s[b, i, :i]
             order = np.argsort(v, kind="mergesort")
             u = v[order]
+            near = False                                       # any two scores within tol? (else no ties)
             for r in range(i):
                 rank[order[r]] = r
                 tree[r + 1] = 0
+                if r > 0 and u[r] - u[r - 1] <= t:
+                    near = True
             for k in range(i):
                 x = v[k]
                 if x != x:                                     # NaN: no order either way
@@ -421,11 +425,13 @@ def _later_pairs(s, tol, out):  # pragma: no cover - compiled by numba
                 while p > 0:
                     below += tree[p]
                     p -= p & -p
-                upto = 0                                       # j < k with S_ij <= S_ik + tol
-                p = np.searchsorted(u, x + t, side="right")
-                while p > 0:
-                    upto += tree[p]
-                    p -= p & -p
+                upto = below                                   # j < k with S_ij <= S_ik + tol
+                if near:
+                    upto = 0
+                    p = np.searchsorted(u, x + t, side="right")
+                    while p > 0:
+                        upto += tree[p]
+                        p -= p & -p
                 later += below
                 tied += upto - below
                 p = rank[k] + 1
