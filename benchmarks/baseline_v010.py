@@ -12,9 +12,7 @@ import math
 import numpy as np
 
 from recency_lib.config import SimConfig
-from recency_lib.kernels import feature_layout
-from recency_lib.metrics import adjacent_differences, recency_fraction, tril_index
-from recency_lib.model import layer
+from recency_lib.engines import layer_features, layer_steps
 from recency_lib.sampling import degrees_of_freedom, sqrt_sigma_shift
 from recency_lib.stats import Moments
 
@@ -50,18 +48,8 @@ def block_size_v010(cfg: SimConfig) -> int:
 def block_moments_v010(cfg: SimConfig, block: int, size: int) -> Moments:
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(block,)))
     x = gram_coordinates_v010(cfg, rng, size)
-    rows, cols = tril_index(cfg.n)
-    lay = feature_layout(cfg.n)
-    feats = np.empty((size, cfg.layers, lay["sq_norm"].stop))
-    for l in range(cfg.layers):
-        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=True)
-        f = feats[:, l]
-        f[:, lay["score"]] = s[:, rows, cols]
-        f[:, lay["attn"]] = a[:, rows, cols]
-        f[:, lay["diff"]] = adjacent_differences(s)
-        f[:, lay["rp"].start] = recency_fraction(s)
-        f[:, lay["sq_norm"]] = sq
-    return Moments.of(feats)
+    steps = layer_steps(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers, centred=True)
+    return Moments.of(layer_features(steps, cfg.n, cfg.layers, size))
 
 
 def simulate_v010(cfg: SimConfig) -> Moments:

@@ -118,6 +118,19 @@ def _child(spec: dict) -> dict:
 
 # -- parent: spawn, sample memory, summarise -------------------------------------------------------
 
+def _total(procs, read) -> int:
+    """Sum of ``read(p)`` over processes, skipping those that exited meanwhile."""
+    import psutil
+
+    out = 0
+    for p in procs:
+        try:
+            out += read(p)
+        except psutil.Error:
+            pass
+    return out
+
+
 def measure(spec: dict, env: dict | None = None) -> dict:
     import psutil
 
@@ -135,21 +148,10 @@ def measure(spec: dict, env: dict | None = None) -> dict:
             root = psutil.Process(proc.pid)
             while proc.poll() is None:
                 procs = [root, *root.children(recursive=True)]
-                rss = 0
-                for p in procs:
-                    try:
-                        rss += p.memory_info().rss
-                    except psutil.Error:
-                        pass
+                rss = _total(procs, lambda p: p.memory_info().rss)
                 now = time.perf_counter()
                 if now - last_pss > 1.0 or (rss > peak[0] and now - last_pss > 0.2):
-                    pss = 0
-                    for p in procs:
-                        try:
-                            pss += p.memory_full_info().pss
-                        except psutil.Error:
-                            pass
-                    peak[1], last_pss = max(peak[1], pss), now
+                    peak[1], last_pss = max(peak[1], _total(procs, lambda p: p.memory_full_info().pss)), now
                 peak[0] = max(peak[0], rss)
                 time.sleep(0.02)
         except psutil.Error:

@@ -27,11 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recency_lib import SimConfig  # noqa: E402
 from recency_lib import kernels  # noqa: E402
-from recency_lib.engines import block_moments  # noqa: E402
+from recency_lib.engines import block_moments, layer_features, layer_steps  # noqa: E402
 from recency_lib.kernels import (_packed, block_moments_numpy, feature_layout, gram_block_moments,  # noqa: E402
                                  moments_of, n_features, numba_kernel)
-from recency_lib.metrics import TIE_RTOL, adjacent_differences, n_triples, recency_fraction, tril_index  # noqa: E402
-from recency_lib.model import layer  # noqa: E402
+from recency_lib.metrics import TIE_RTOL, n_triples, order_fraction  # noqa: E402
 from recency_lib.sampling import gram_assemble, gram_draws, sigma_cholesky  # noqa: E402
 from recency_lib.stats import Moments  # noqa: E402
 
@@ -43,20 +42,9 @@ CFG = SimConfig(alpha=0.5, gamma=1.0, norm="layernorm", n=10, d=64, layers=4)
 def layer_v010(r, *, d, norm, gamma, eps, layers):
     """As recency_lib 0.1.0: batch first, model.layer on full n x n matrices (masked exp),
     fancy-index gathering into (B, layers, F), Moments.of."""
-    x = np.ascontiguousarray(r.transpose(2, 0, 1))
-    n = x.shape[1]
-    rows, cols = tril_index(n)
-    lay = feature_layout(n)
-    feats = np.empty((x.shape[0], layers, n_features(n)))
-    for l in range(layers):
-        x, s, a, sq = layer(x, norm=norm, d=d, gamma=gamma, eps=eps, centred=True)
-        f = feats[:, l]
-        f[:, lay["score"]] = s[:, rows, cols]
-        f[:, lay["attn"]] = a[:, rows, cols]
-        f[:, lay["diff"]] = adjacent_differences(s)
-        f[:, lay["rp"].start] = recency_fraction(s)
-        f[:, lay["sq_norm"]] = sq
-    m = Moments.of(feats)
+    x = np.ascontiguousarray(r.transpose(2, 0, 1))                  # (B, n, m)
+    steps = layer_steps(x, norm=norm, d=d, gamma=gamma, eps=eps, layers=layers, centred=True)
+    m = Moments.of(layer_features(steps, x.shape[1], layers, x.shape[0]))
     return m.mean, m.m2
 
 
@@ -78,7 +66,7 @@ def packed_reduceat(r, *, d, norm, gamma, eps, layers):
         f[lay["score"]], f[lay["attn"]], f[lay["sq_norm"]] = s, a, sq
         f[lay["diff"]] = s[later] - s[later - 1]
         tol = TIE_RTOL * np.maximum(1.0, np.abs(s).max(axis=0))
-        f[lay["rp"].start] = np.count_nonzero(s[ik] - s[ij] > tol, axis=0) / total if total else np.nan
+        f[lay["rp"].start] = order_fraction(s[ik] - s[ij], tol, axis=0) if total else np.nan
         if l + 1 < layers:
             x_next = np.add.reduceat(a[:, None, :] * y[cols], starts, axis=0)
             if gamma != 0.0:
@@ -117,7 +105,7 @@ def rowloop_batch_last(r, *, d, norm, gamma, eps, layers):
         f[lay["diff"]] = s[later] - s[later - 1]
         if total:
             tol = TIE_RTOL * np.maximum(1.0, np.abs(s).max(axis=0))
-            f[lay["rp"].start] = np.count_nonzero(s[ik] - s[ij] > tol, axis=0) / total
+            f[lay["rp"].start] = order_fraction(s[ik] - s[ij], tol, axis=0)
         else:
             f[lay["rp"].start] = np.nan
         f[lay["sq_norm"]] = sq
@@ -154,7 +142,7 @@ def matmul_batch_first(r, *, d, norm, gamma, eps, layers):
         f[:, lay["diff"]] = sp[:, later] - sp[:, later - 1]
         if total:
             tol = TIE_RTOL * np.maximum(1.0, np.abs(sp).max(axis=1))
-            f[:, lay["rp"].start] = np.count_nonzero(sp[:, ik] - sp[:, ij] > tol[:, None], axis=1) / total
+            f[:, lay["rp"].start] = order_fraction(sp[:, ik] - sp[:, ij], tol[:, None], axis=1)
         else:
             f[:, lay["rp"].start] = np.nan
         f[:, lay["sq_norm"]] = sq

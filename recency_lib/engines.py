@@ -87,15 +87,16 @@ def block_moments(cfg: SimConfig, engine: str, block: int, size: int, kernel: st
     if engine == "gram":
         mean, m2 = gram_block_moments(cfg, *gram_draws(cfg, rng, size), kernel=kernel)
         return Moments(size, mean, m2)
-    x = dense_tokens(cfg, rng, size)                               # (size, n, d)
-    rows, cols = tril_index(cfg.n)
-    lay = feature_layout(cfg.n)
-    feats = np.empty((size, cfg.layers, lay["sq_norm"].stop))       # (size, layers, F)
-    if cfg.extended:                                                # issue #7: recency_lib.extensions
-        from .extensions import run_block
-        steps = run_block(cfg, x, block)
-    else:
-        steps = _dense_layers(cfg, x)
+    steps = dense_steps(cfg, dense_tokens(cfg, rng, size), block)   # tokens (size, n, d)
+    return Moments.of(layer_features(steps, cfg.n, cfg.layers, size))
+
+
+def layer_features(steps, n: int, layers: int, size: int) -> np.ndarray:
+    """The per-sample features (size, layers, F) of :func:`recency_lib.kernels.feature_layout` from
+    ``steps``, an iterable of (layer, scores (size, n, n), attention, sq_norms (size, n))."""
+    rows, cols = tril_index(n)
+    lay = feature_layout(n)
+    feats = np.empty((size, layers, lay["sq_norm"].stop))           # (size, layers, F)
     for l, s, a, sq in steps:
         f = feats[:, l]
         f[:, lay["score"]] = s[:, rows, cols]
@@ -103,14 +104,24 @@ def block_moments(cfg: SimConfig, engine: str, block: int, size: int, kernel: st
         f[:, lay["diff"]] = adjacent_differences(s)
         f[:, lay["rp"].start] = recency_fraction(s)
         f[:, lay["sq_norm"]] = sq
-    return Moments.of(feats)
+    return feats
 
 
-def _dense_layers(cfg: SimConfig, x: np.ndarray):
-    """The paper's layer applied ``cfg.layers`` times; yields (layer, scores, attention, sq_norms)."""
-    for l in range(cfg.layers):
-        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
+def layer_steps(x: np.ndarray, *, norm: str, d: int, gamma: float, eps: float, layers: int, centred: bool):
+    """The paper's layer (:func:`recency_lib.model.layer`) applied ``layers`` times to ``x``;
+    yields (layer, scores, attention, sq_norms) of each."""
+    for l in range(layers):
+        x, s, a, sq = layer(x, norm=norm, d=d, gamma=gamma, eps=eps, centred=centred)
         yield l, s, a, sq
+
+
+def dense_steps(cfg: SimConfig, x: np.ndarray, block: int):
+    """The dense engine's layers for the tokens ``x`` (batch, n, d) of ``block``: the paper's layer,
+    or the extended one when an extension beyond the paper is on (issue #7)."""
+    if cfg.extended:
+        from .extensions import run_block
+        return run_block(cfg, x, block)
+    return layer_steps(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers, centred=False)
 
 
 def _chunk(cfg_dict: dict, engine: str, kernel: str, blocks: Sequence[tuple[int, int]]):
@@ -309,18 +320,8 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
             a[:, :, rows, cols] = f[:, lay["attn"]].transpose(2, 0, 1)
             scores.append(s), attn.append(a)
         else:
-            x = dense_tokens(cfg, rng, size)
             s_l, a_l = [], []
-            if cfg.extended:                                        # issue #7: recency_lib.extensions
-                from .extensions import run_block
-                layer_iter = ((s, a) for _, s, a, _ in run_block(cfg, x, k))
-            else:
-                layer_iter = None
-            for _ in range(L):
-                if layer_iter is not None:
-                    s, a = next(layer_iter)
-                else:
-                    x, s, a, _ = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
+            for _, s, a, _ in dense_steps(cfg, dense_tokens(cfg, rng, size), k):
                 s_l.append(np.where(np.tri(n, dtype=bool), s, np.nan)), a_l.append(a)
             scores.append(np.stack(s_l, axis=1)), attn.append(np.stack(a_l, axis=1))
         if sum(len(x) for x in scores) >= samples:

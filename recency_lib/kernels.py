@@ -26,7 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .metrics import TIE_RTOL, n_triples
+from .metrics import TIE_RTOL, n_triples, order_fraction
 
 NORM_CODES = {"none": 0, "layernorm": 1, "rms": 1}   # both normalise R's rows (R is already centred)
 
@@ -114,9 +114,7 @@ def block_features_numpy(r: np.ndarray, *, d: int, norm: str, gamma: float, eps:
         np.subtract(s[later], s[later - 1], out=f[lay["diff"]])
         if total:
             tol = TIE_RTOL * np.maximum(1.0, np.abs(s).max(axis=0))   # (B,) per-sample tie tolerance
-            diff = s[ik] - s[ij]                                        # (triples, B)
-            f[lay["rp"].start] = (np.count_nonzero(diff > tol, axis=0)
-                                  + 0.5 * np.count_nonzero(np.abs(diff) <= tol, axis=0)) / total
+            f[lay["rp"].start] = order_fraction(s[ik] - s[ij], tol, axis=0)   # (triples, B)
         else:
             f[lay["rp"].start] = np.nan
         if l + 1 < layers:

@@ -56,6 +56,15 @@ def adjacent_differences(s: np.ndarray) -> np.ndarray:
     return s[..., i, j] - s[..., i, j - 1]
 
 
+def order_fraction(diff: np.ndarray, tol, axis: int = -1) -> np.ndarray:
+    """Along ``axis`` of ``diff`` (later-key score minus earlier-key score, one entry per pair): the
+    fraction with diff > tol, a tie (|diff| <= tol) counting one half, NaN counting as neither.
+    ``tol`` broadcasts against ``diff``. The recency probability's rule, shared by every numpy path."""
+    later = np.count_nonzero(diff > tol, axis=axis)
+    tied = np.count_nonzero(np.abs(diff) <= tol, axis=axis)
+    return (later + 0.5 * tied) / diff.shape[axis]
+
+
 _TRIPLE_LIMIT = 400_000   # without numba: above this many triples, count row by row, not with index arrays
 _INDEX_MAX_N = 12         # with numba: index arrays up to this n, the compiled count above (measured faster)
 
@@ -78,11 +87,8 @@ def recency_fraction(s: np.ndarray) -> np.ndarray:
     if total <= _TRIPLE_LIMIT and (n <= _INDEX_MAX_N or not _compiled_count()):
         ij, ik = triple_index(n)
         flat = s.reshape(batch, n * n)
-        diff = flat[:, ik] - flat[:, ij]                              # (batch, triples) S_ik - S_ij
-        later = np.count_nonzero(diff > tol[:, None], axis=1)
-        tied = np.count_nonzero(np.abs(diff) <= tol[:, None], axis=1)
-    else:
-        later, tied = later_and_tied_counts(s, tol)
+        return order_fraction(flat[:, ik] - flat[:, ij], tol[:, None], axis=1)   # (batch, triples)
+    later, tied = later_and_tied_counts(s, tol)
     return (later + 0.5 * tied) / total
 
 
@@ -199,11 +205,34 @@ def relativity_chi2(score_mean: np.ndarray, score_sem: np.ndarray, offset: int):
     return chi2, dof, p
 
 
+def offset_spread(score_mean: np.ndarray, score_sem: np.ndarray, offset: int):
+    """Largest minus smallest mean score along the sub-diagonal j = i - offset of one (n, n) matrix,
+    and that gap in units of the two entries' combined standard error (a relative bias gives ~0).
+
+    Returns (gap, gap / SE, i_max, i_min) with 1-based query indices of the two entries.
+    """
+    i, m, e = relative_offset_table(np.asarray(score_mean), np.asarray(score_sem), offset)
+    hi, lo = int(np.argmax(m)), int(np.argmin(m))
+    gap = float(m[hi] - m[lo])
+    se = float(np.hypot(e[hi], e[lo]))
+    return gap, (gap / se if se > 0 else (0.0 if gap == 0 else math.inf)), int(i[hi]) + 1, int(i[lo]) + 1
+
+
+def rp_direction(rp: float, sem: float, z: float = 3.0) -> str:
+    """"recency" if the recency probability exceeds 0.5 by more than z standard errors, "primacy"
+    if it falls short by as much, else "none" (no order resolved at this error)."""
+    if not (z > 0 and math.isfinite(z)):
+        raise ValueError(f"z={z!r} is out of range; allowed: a finite number > 0")
+    dev = float(rp) - 0.5
+    return "recency" if dev > z * sem else ("primacy" if dev < -z * sem else "none")
+
+
 # -- long rows -------------------------------------------------------------------------------------
 
 def binned_row(score_mean: np.ndarray, score_sem: np.ndarray, i: int, bins: int):
     """The mean scores of query row i (1-based) against its keys j < i, averaged over ``bins``
-    equal-width bins of the relative key position j / i, for comparing rows of different lengths.
+    consecutive bins of (nearly) equal size in key order, i.e. of relative position j / i, for
+    comparing rows of different lengths.
 
     Returns (centers, means, sem_bound), each (bins',) with bins' = min(bins, i - 1), where
     ``sem_bound`` is the average of the entries' standard errors: an upper bound on the standard
@@ -227,3 +256,11 @@ def binned_row(score_mean: np.ndarray, score_sem: np.ndarray, i: int, bins: int)
     means = np.bincount(which, s[i - 1, :keys], bins) / count
     bound = np.bincount(which, e[i - 1, :keys], bins) / count
     return centers, means, bound
+
+
+def late_minus_early(score_mean: np.ndarray, score_sem: np.ndarray, i: int) -> tuple[float, float]:
+    """Mean score of the last quarter of row i's keys minus that of the first quarter (1-based query i,
+    keys j < i), and an upper bound on its standard error (sum of the two quarters' bounds from
+    :func:`binned_row`). Positive: later keys score higher."""
+    _, means, bound = binned_row(score_mean, score_sem, i, 4)
+    return float(means[-1] - means[0]), float(bound[-1] + bound[0])

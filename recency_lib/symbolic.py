@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
 import sympy as sp
 
 N_TOKENS = 5          # sequence length of the symbolic checks (identities are checked for all i > j <= 5)

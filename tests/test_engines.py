@@ -11,7 +11,6 @@ largest |z| 3.46, and 0.02% of |z| above 3 (0.27% expected for independent norma
 from __future__ import annotations
 
 import itertools
-import math
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np

@@ -25,7 +25,6 @@ def test_extensions_off_bitwise_identical_to_base_layer_path():
     assert not cfg.extended and resolve_engine(cfg) == "dense"
     res = simulate(cfg)
     # recompute with the base layer directly, block by block
-    rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(0,)))
     m = block_moments(cfg, "dense", 0, 16)
     assert m.count == 16
     ref = json.load(open(__file__.replace("test_extensions.py", "data_extensions_frozen.json")))

@@ -295,3 +295,23 @@ def test_binned_row_means_bounds_and_errors():
     for kw, needle in [(dict(i=1, bins=2), "i=1"), (dict(i=10, bins=2), "i=10"), (dict(i=5, bins=0), "bins=0")]:
         with pytest.raises(ValueError, match=needle):
             binned_row(s, e, **kw)
+
+
+def test_order_fraction_direction_spread_and_late_minus_early():
+    from recency_lib.metrics import late_minus_early, offset_spread, order_fraction, rp_direction
+
+    diff = np.array([[1.0, -1.0, 0.0, np.nan], [2.0, 2.0, 2.0, 2.0]])
+    np.testing.assert_array_equal(order_fraction(diff, 1e-9, axis=1), [(1 + 0.5) / 4, 1.0])
+    assert [rp_direction(0.6, 0.01), rp_direction(0.4, 0.01), rp_direction(0.52, 0.01)] == \
+        ["recency", "primacy", "none"]
+    assert rp_direction(0.5, 0.0) == "none" and rp_direction(1.0, 0.0) == "recency"
+    with pytest.raises(ValueError, match="z=0"):
+        rp_direction(0.6, 0.01, z=0)
+    m = np.arange(25.0).reshape(5, 5)                   # S[i, i-1] = 5i + i - 1: grows with i
+    e = np.full((5, 5), 0.5)
+    gap, zz, ihi, ilo = offset_spread(m, e, 1)
+    assert (gap, ihi, ilo) == (18.0, 5, 2) and zz == pytest.approx(18.0 / np.hypot(0.5, 0.5))
+    assert offset_spread(np.ones((4, 4)), np.zeros((4, 4)), 2)[:2] == (0.0, 0.0)
+    row = np.tile(np.arange(9.0), (9, 1))               # last row: keys 0..7 score 0..7
+    d, bound = late_minus_early(row, np.full((9, 9), 0.1), 9)
+    assert d == pytest.approx(6.5 - 0.5) and bound == pytest.approx(0.2)

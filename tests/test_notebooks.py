@@ -6,7 +6,6 @@ parameter whose name starts with `samples` is set small, so the whole set runs i
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import nbformat
 import papermill as pm
