@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from .config import ENGINES, NORMS, PLACEMENTS, WEIGHTS, SimConfig
+from .validation import check_int, check_z
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,12 +53,10 @@ def main(argv=None) -> int:
                         layers=args.layers, samples=args.samples, seed=args.seed,
                         engine=args.engine, eps=args.eps, weights=args.weights, weights_seed=args.weights_seed,
                         heads=args.heads, ffn=args.ffn, rope=args.rope, placement=args.placement)
-        if args.workers < 1:
-            raise ValueError(f"workers={args.workers!r} is out of range; allowed: an integer >= 1")
+        check_int("workers", args.workers, 1)
         from .engines import _check_chunk_size, simulate
         _check_chunk_size(args.chunk_size)
-        if not (args.z > 0 and args.z < float("inf")):
-            raise ValueError(f"z={args.z!r} is out of range; allowed: a finite number > 0")
+        check_z(args.z)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

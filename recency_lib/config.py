@@ -6,8 +6,9 @@ allowed, before any work is done (the CLI turns that message into one line and e
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import asdict, dataclass, fields, replace
+
+from .validation import check_bool, check_choice, check_int, check_real
 
 NORMS = ("layernorm", "rms", "none")
 ENGINES = ("auto", "dense", "gram")
@@ -43,29 +44,28 @@ class SimConfig:
     placement: str = "pre"    # "pre" (normalize before attention, Sec. 2.1) or "post" (after the residual)
 
     def __post_init__(self) -> None:
-        _check_real("alpha", self.alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]")
-        _check_real("gamma", self.gamma, allowed="a finite real number")
-        _check_choice("norm", self.norm, NORMS)
-        _check_int("n", self.n, 1)
-        _check_int("d", self.d, 2)
-        _check_int("layers", self.layers, 1)
-        _check_int("samples", self.samples, 2)
-        _check_int("seed", self.seed, 0)
-        _check_choice("engine", self.engine, ENGINES)
-        _check_real("eps", self.eps, lo=0.0, allowed="a finite real number >= 0")
-        _check_choice("weights", self.weights, WEIGHTS)
-        _check_int("weights_seed", self.weights_seed, 0)
-        _check_int("heads", self.heads, 1)
+        check_real("alpha", self.alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]")
+        check_real("gamma", self.gamma, allowed="a finite real number")
+        check_choice("norm", self.norm, NORMS)
+        check_int("n", self.n, 1)
+        check_int("d", self.d, 2)
+        check_int("layers", self.layers, 1)
+        check_int("samples", self.samples, 2)
+        check_int("seed", self.seed, 0)
+        check_choice("engine", self.engine, ENGINES)
+        check_real("eps", self.eps, lo=0.0, allowed="a finite real number >= 0")
+        check_choice("weights", self.weights, WEIGHTS)
+        check_int("weights_seed", self.weights_seed, 0)
+        check_int("heads", self.heads, 1)
         if self.d % self.heads:
             raise ValueError(f"heads={self.heads!r} is not allowed with d={self.d}; "
                              f"allowed: a divisor of d (d must be divisible by heads)")
         for name in ("ffn", "rope"):
-            if not isinstance(getattr(self, name), (bool, )):
-                raise ValueError(f"{name}={getattr(self, name)!r} is not allowed; allowed: True or False")
+            object.__setattr__(self, name, check_bool(name, getattr(self, name)))
         if self.rope and (self.d // self.heads) % 2:
             raise ValueError(f"rope=True is not allowed with d={self.d}, heads={self.heads} "
                              f"(head size {self.d // self.heads} is odd); allowed: an even head size d / heads")
-        _check_choice("placement", self.placement, PLACEMENTS)
+        check_choice("placement", self.placement, PLACEMENTS)
         if self.engine == "gram" and self.extended:
             raise ValueError(f"engine='gram' is not allowed with extensions on ({', '.join(self.extensions)}); "
                              f"allowed: engine='dense' or 'auto' (the Gram symmetry does not hold with weights, "
@@ -117,25 +117,3 @@ class SimConfig:
     def c(self) -> float:
         """Scale of the shared vector in Eq. (6): sqrt(alpha / (1 - alpha)); inf at alpha = 1."""
         return math.inf if self.alpha == 1.0 else math.sqrt(self.alpha / (1.0 - self.alpha))
-
-
-# -- validation helpers (also used by the CLI and the engines' keyword arguments) --------
-
-def _check_real(name, value, *, lo=None, hi=None, allowed):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name}={value!r} is not a number; allowed: {allowed}")
-    v = float(value)
-    if not math.isfinite(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise ValueError(f"{name}={value!r} is out of range; allowed: {allowed}")
-
-
-def _check_int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name}={value!r} is not an integer; allowed: an integer >= {minimum}")
-    if value < minimum:
-        raise ValueError(f"{name}={value!r} is out of range; allowed: an integer >= {minimum}")
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"{name}={value!r} is not allowed; allowed: one of {', '.join(map(repr, choices))}")

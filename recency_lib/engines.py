@@ -32,6 +32,7 @@ from .model import layer
 from .result import SimResult
 from .sampling import dense_tokens, gram_draws, gram_width
 from .stats import Moments
+from .validation import check_int, check_z
 
 _BLOCK_FLOATS = 2 ** 17      # dense: target size of the largest per-block array (floats); ~1 MB
 _GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target working set of the block kernel (floats); ~4 MB
@@ -155,10 +156,8 @@ def _blocks(cfg: SimConfig, bsize: int) -> list[tuple[int, int]]:
 
 
 def _check_chunk_size(chunk_size):
-    if chunk_size is None:
-        return
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size={chunk_size!r} is out of range; allowed: an integer >= 1 (samples per task)")
+    if chunk_size is not None:
+        check_int("chunk_size", chunk_size, 1)
 
 
 def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None,
@@ -176,8 +175,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
         if not isinstance(cfg, SimConfig):
             raise ValueError(f"configs must be SimConfig objects; got {type(cfg).__name__}")
     _check_chunk_size(chunk_size)
-    if not (isinstance(z, (int, float)) and z > 0 and math.isfinite(z)):
-        raise ValueError(f"z={z!r} is out of range; allowed: a finite number > 0")
+    z = check_z(z)
 
     workers = getattr(executor, "_max_workers", None) or os.cpu_count() or 1
     # One kernel for the whole run, chosen here (never per worker), so that results do not depend
@@ -300,8 +298,7 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
     match the streamed ones to float rounding. ``samples`` defaults to ``cfg.samples``.
     """
     samples = cfg.samples if samples is None else samples
-    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
-        raise ValueError(f"samples={samples!r} is out of range; allowed: an integer >= 1")
+    samples = check_int("samples", samples, 1)
     engine = engine or resolve_engine(cfg)
     if engine not in ("dense", "gram"):
         raise ValueError(f"engine={engine!r} is not allowed; allowed: 'dense' or 'gram'")

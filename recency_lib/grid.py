@@ -46,6 +46,7 @@ import numpy as np
 
 from .config import SimConfig
 from .result import SimResult, atomic_write_text
+from .validation import check_int, check_z
 
 #: Parameters of the template that describe the setting (all of SimConfig's but engine/eps, and z).
 SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed", "z")
@@ -55,13 +56,6 @@ KEY_FORMAT = "recency_lib.grid/1"
 
 
 # -- validation --------------------------------------------------------------------------------
-
-def check_z(z) -> float:
-    """``z`` (standard errors for the Definition-1 verdict) as a float; ValueError unless finite > 0."""
-    if isinstance(z, bool) or not isinstance(z, numbers.Real) or not (math.isfinite(z) and z > 0):
-        raise ValueError(f"z={z!r} is out of range; allowed: a finite number > 0")
-    return float(z)
-
 
 def result_file(result_path: str = "") -> Path:
     """Where the template writes its result: ``result_path``, or ``setting_result.json`` when empty
@@ -262,8 +256,7 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
     grid = list(grid)
     if not grid:
         raise ValueError("grid=[] is empty; allowed: a non-empty list of parameter dicts")
-    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
-        raise ValueError(f"workers={workers!r} is out of range; allowed: an integer >= 1")
+    workers = check_int("workers", workers, 1)
     full = [validate_params(p, template) for p in grid]
     names = [slug(p) for p in full]
     dup = sorted({s for s in names if names.count(s) > 1})

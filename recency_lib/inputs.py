@@ -19,23 +19,15 @@ alpha = 1 / sqrt(3)); it vanishes at alpha = 0 (cos is then symmetric about 0) a
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 from .config import SimConfig
 from .sampling import dense_tokens
 from .stats import Moments
+from .validation import check_int
 
 _BLOCK_FLOATS = 2 ** 20      # largest (batch, n, d) token array drawn at once (~8 MB of float64)
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name}={value!r} is not an integer; allowed: an integer >= {minimum}")
-    if value < minimum:
-        raise ValueError(f"{name}={value!r} is out of range; allowed: an integer >= {minimum}")
-    return int(value)
 
 
 def input_cosine_similarity(cfg: SimConfig, samples: int, seed: int) -> tuple[float, float]:
@@ -64,8 +56,8 @@ def input_cosine_similarity(cfg: SimConfig, samples: int, seed: int) -> tuple[fl
         raise ValueError(f"cfg={cfg!r} is not a SimConfig; allowed: a recency_lib.SimConfig")
     if cfg.n < 2:
         raise ValueError(f"cfg.n={cfg.n!r} is out of range; allowed: n >= 2 (a pair of tokens must exist)")
-    samples = _check_int("samples", samples, 2)
-    seed = _check_int("seed", seed, 0)
+    samples = check_int("samples", samples, 2)
+    seed = check_int("seed", seed, 0)
 
     rng = np.random.default_rng(seed)
     rows, cols = np.triu_indices(cfg.n, 1)

@@ -9,6 +9,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .validation import check_int, check_level, check_z
+
 VERDICTS = ("holds", "violated", "undecided")
 TIE_RTOL = 1e-10   # differences below this (relative to the matrix's scale) are float rounding, not order
 
@@ -143,8 +145,7 @@ def definition1_verdict(diff_mean: np.ndarray, diff_sem: np.ndarray, z: float = 
     pair, n = 1). A difference within ``TIE_RTOL * scale`` of zero counts as a tie (float
     rounding cannot resolve it), whatever its standard error.
     """
-    if not (z > 0 and math.isfinite(z)):
-        raise ValueError(f"z={z!r} is out of range; allowed: a finite number > 0")
+    z = check_z(z)
     m = np.asarray(diff_mean, dtype=float)
     e = np.asarray(diff_sem, dtype=float)
     m, e = m[np.isfinite(m)], e[np.isfinite(m)]
@@ -166,10 +167,8 @@ def familywise_z(comparisons: int, level: float = 0.05) -> float:
     """
     from scipy.stats import norm
 
-    if isinstance(comparisons, bool) or not isinstance(comparisons, (int, np.integer)) or comparisons < 1:
-        raise ValueError(f"comparisons={comparisons!r} is out of range; allowed: an integer >= 1")
-    if not 0 < level < 1:
-        raise ValueError(f"level={level!r} is out of range; allowed: 0 < level < 1")
+    comparisons = check_int("comparisons", comparisons, 1)
+    level = check_level(level)
     return float(norm.isf(level / (2 * comparisons)))
 
 
@@ -221,8 +220,7 @@ def offset_spread(score_mean: np.ndarray, score_sem: np.ndarray, offset: int):
 def rp_direction(rp: float, sem: float, z: float = 3.0) -> str:
     """"recency" if the recency probability exceeds 0.5 by more than z standard errors, "primacy"
     if it falls short by as much, else "none" (no order resolved at this error)."""
-    if not (z > 0 and math.isfinite(z)):
-        raise ValueError(f"z={z!r} is out of range; allowed: a finite number > 0")
+    z = check_z(z)
     dev = float(rp) - 0.5
     return "recency" if dev > z * sem else ("primacy" if dev < -z * sem else "none")
 
@@ -243,10 +241,8 @@ def binned_row(score_mean: np.ndarray, score_sem: np.ndarray, i: int, bins: int)
     n = s.shape[-1]
     if s.shape != (n, n) or e.shape != s.shape:
         raise ValueError(f"score_mean and score_sem must both be (n, n); got {s.shape} and {e.shape}")
-    if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 2 <= i <= n:
-        raise ValueError(f"i={i!r} is out of range; allowed: an integer in [2, {n}] (1-based query with a key)")
-    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-        raise ValueError(f"bins={bins!r} is out of range; allowed: an integer >= 1")
+    i = check_int("i", i, 2, n)
+    bins = check_int("bins", bins, 1)
     keys = i - 1
     bins = min(int(bins), keys)
     pos = np.arange(1, keys + 1) / i                                 # relative position of key j

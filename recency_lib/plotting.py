@@ -12,10 +12,10 @@ uncoloured.
 """
 from __future__ import annotations
 
-import math
-import numbers
 
 import numpy as np
+
+from .validation import check_z
 
 RP_GID = "recency_probability"      # gid of the RP text box, so it can be found again
 NO_ORDER_GID = "no_order"           # gid of the dashed 0.5 line of recency_by_layer
@@ -47,10 +47,7 @@ def _sem(name: str, v, length: int) -> np.ndarray:
     return a
 
 
-def _z(z) -> float:
-    if isinstance(z, bool) or not isinstance(z, numbers.Real) or not (math.isfinite(z) and z > 0):
-        raise ValueError(f"z={z!r} is out of range; allowed: a finite number > 0")
-    return float(z)
+_z = check_z
 
 
 def pm(mean: float, sem: float, *, digits: int = 1, min_places: int = 0) -> str:

@@ -38,86 +38,26 @@ rounding. All functions broadcast over their array arguments (numpy rules).
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
+
+from .validation import (alpha_array, check_choice, check_int, d_array, first_bad, gamma_array,
+                         index_array, real_array, scalar)
 
 NORMS = ("layernorm", "rms", "none")
 
 
-# -- input validation ----------------------------------------------------------------------------
+# -- input validation (recency_lib.validation) ---------------------------------------------------
 
-def _first_bad(x: np.ndarray, bad: np.ndarray):
-    """The first offending element of x (as a Python scalar) for an error message."""
-    return x[bad].flat[0].item()
-
-
-def _real_array(name: str, value) -> np.ndarray:
-    if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name}={value!r} is not a number; allowed: real numbers")
-    try:
-        x = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} is not a number; allowed: real numbers") from None
-    if x.dtype == object:
-        raise ValueError(f"{name}={value!r} is not a number; allowed: real numbers")
-    return x
-
-
-def _check_index(name: str, value) -> np.ndarray:
-    """Token indices: integers >= 1 (1-based, as in the paper)."""
-    x = _real_array(name, value)
-    bad = ~np.isfinite(x) | (x < 1) | (x != np.floor(x))
-    if np.any(bad):
-        raise ValueError(f"{name}={_first_bad(x, bad)!r} is out of range; allowed: integers >= 1 "
-                         f"(1-based token index)")
-    return x
-
-
-def _check_d(value, minimum: float = 1.0, strict: bool = False) -> np.ndarray:
-    x = _real_array("d", value)
-    bad = ~np.isfinite(x) | ((x <= minimum) if strict else (x < minimum))
-    if np.any(bad):
-        op = ">" if strict else ">="
-        raise ValueError(f"d={_first_bad(x, bad)!r} is out of range; allowed: finite real numbers "
-                         f"{op} {minimum:g}")
-    return x
-
-
-def _check_alpha(value) -> np.ndarray:
-    x = _real_array("alpha", value)
-    bad = ~np.isfinite(x) | (x < 0) | (x > 1)
-    if np.any(bad):
-        raise ValueError(f"alpha={_first_bad(x, bad)!r} is out of range; allowed: real numbers in [0, 1]")
-    return x
-
-
-def _check_gamma(value) -> np.ndarray:
-    x = _real_array("gamma", value)
-    bad = ~np.isfinite(x)
-    if np.any(bad):
-        raise ValueError(f"gamma={_first_bad(x, bad)!r} is out of range; allowed: finite real numbers")
-    return x
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name}={value!r} is not an integer; allowed: integers >= {minimum}")
-    if value < minimum:
-        raise ValueError(f"{name}={value!r} is out of range; allowed: integers >= {minimum}")
-    return int(value)
-
-
-def _scalar(name: str, value):
-    if np.ndim(value) != 0:
-        raise ValueError(f"{name}={value!r} has shape {np.shape(value)}; allowed: a scalar")
-    return value
+_check_index = index_array
+_check_d = d_array
+_check_alpha = alpha_array
+_check_gamma = gamma_array
+_scalar = scalar
 
 
 def _check_norm(norm, allowed=NORMS) -> str:
-    if norm not in allowed:
-        raise ValueError(f"norm={norm!r} is not allowed; allowed: one of {', '.join(map(repr, allowed))}")
-    return norm
+    return check_choice("norm", norm, allowed)
 
 
 def _scalar_or_array(x: np.ndarray):
@@ -458,9 +398,9 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
     alpha = float(_check_alpha(_scalar("alpha", alpha)))
     gamma = float(_check_gamma(_scalar("gamma", gamma)))
     d = float(_check_d(_scalar("d", d), 1.0, strict=(norm == "layernorm")))
-    n = _check_int("n", n, 1)
-    layers = _check_int("layers", layers, 1)
-    eps = float(_real_array("eps", _scalar("eps", eps)))
+    n = check_int("n", n, 1)
+    layers = check_int("layers", layers, 1)
+    eps = float(real_array("eps", _scalar("eps", eps)))
     if not (math.isfinite(eps) and eps >= 0):
         raise ValueError(f"eps={eps!r} is out of range; allowed: a finite real number >= 0")
 
@@ -505,7 +445,7 @@ def symbolic_layer1_gram(n: int, residual: bool = True):
     """
     import sympy as sp
 
-    n = _check_int("n", n, 1)
+    n = check_int("n", n, 1)
     a, b, alpha, g = sp.symbols("a b alpha g", positive=True)
     gg = g if residual else sp.Integer(0)
     c = sp.zeros(n, n)                                             # x^(1) = C Y
@@ -619,11 +559,11 @@ def drop_ratio_gaussian(alpha, d):
     """
     alpha = _check_alpha(alpha)
     if np.any(alpha >= 1.0):
-        raise ValueError(f"alpha={_first_bad(alpha, alpha >= 1.0)!r} is out of range; allowed: real numbers in [0, 1)")
-    d = _real_array("d", d)
+        raise ValueError(f"alpha={first_bad(alpha, alpha >= 1.0)!r} is out of range; allowed: real numbers in [0, 1)")
+    d = real_array("d", d)
     bad = np.isnan(d) | (d < 1) | (d == -np.inf)
     if np.any(bad):
-        raise ValueError(f"d={_first_bad(d, bad)!r} is out of range; allowed: real numbers >= 1, or inf")
+        raise ValueError(f"d={first_bad(d, bad)!r} is out of range; allowed: real numbers >= 1, or inf")
     alpha, d = np.broadcast_arrays(alpha, d)
     s2 = (1.0 - alpha ** 2) ** 2
     return _scalar_or_array(np.exp(s2 / 2.0) * (1.0 - s2 / (np.sqrt(d) * (1.0 - alpha))))
