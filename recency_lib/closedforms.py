@@ -118,7 +118,7 @@ def profile_level(values, sems, what: str = "entries") -> Estimate:
     """Mean of a profile (one entry: its own mean and exact SE; more: SE bounded by the mean SE)."""
     values, sems = np.asarray(values, float), np.asarray(sems, float)
     if values.size == 1:
-        return Estimate(float(values[0]), float(sems[0]), f"one {what[:-1] if what.endswith('s') else what}")
+        return Estimate(float(values[0]), float(sems[0]), "one entry")
     return Estimate(float(values.mean()), float(sems.mean()), f"mean of {values.size} {what} (SE: Minkowski bound)",
                     bound=True)
 
@@ -197,12 +197,14 @@ def prop1_row_rise(j, d):
 
     with c_i free of j (c_i -> corrected Eq. (19)). Derivation: write <x_k, x_l> = delta_kl +
     xi_kl / sqrt(d) (xi ~ N(0, 1) off the diagonal, variance 2 on it) and expand the layer-1 softmax
-    to first order in the scores. The corrected Eq. (19) is the order-0 term; every term up to
-    relative order 1/d is free of j. The first j-dependent term comes from the correlation of
-    query j's attention weights with the inner products they multiply:
-    E[sum_{k <= i, l <= j} (A_jl - 1/j) xi_kl] = (j - 1) / d, which gives relative size
-    d^{-3/2} (j - 1) / j. The row therefore rises with j, key 1 lowest: the LLN's exact flatness is
-    flat to relative order 1/d only. (Checked against simulation by the "prop1-beyond-lln" entry.)
+    to first order in the scores, S^(2)_ij = sum_{k <= i, l <= j} A_ik A_jl <x_k, x_l> / sqrt(d). The
+    corrected Eq. (19) is the order-0 term (1 / (i sqrt d)); every term up to relative order 1/d is
+    free of j. The first j-dependent term comes from the correlation of query j's attention weights
+    with the inner products they multiply: E[sum_{k <= i, l <= j} (A_jl - 1/j) xi_kl] = (j - 1) / (j d)
+    (only the pairs (k, l) = (j, l) and (k, j) correlate with A_jl), which with A_ik ~ 1/i gives
+    relative size d^{-3/2} (j - 1) / j. The row therefore rises with j, key 1 lowest: the LLN's exact
+    flatness holds to relative order 1/d only. (Held to simulation by the "prop1-beyond-lln" entry
+    and by tests/test_closedforms.py.)
     """
     j = np.asarray(j, float)
     return np.asarray(d, float) ** -1.5 * (1.0 - 1.0 / j)
