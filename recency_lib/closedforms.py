@@ -514,7 +514,7 @@ class Row:
     literal_erratum: bool
 
 
-VERDICTS = ("agrees", "converges", "finite-d error", "erratum", "deviates", "mixed", "unresolved",
+VERDICTS = ("consistent", "converges", "finite-d error", "erratum", "deviates", "mixed", "unresolved",
             "flat", "not flat")
 TRENDS = ("shrinks", "grows", "stalls", "")
 
@@ -555,7 +555,7 @@ def judge(cells, z_erratum: float = 5.0) -> tuple[str, str, str, bool]:
       large-d form misses a factor that stays (the measured factor at the largest d is reported);
     * "finite-d error": off at every d, but the error shrinks like d^-p (p >= 1/2): the large-d
       form is right in the limit. Both are errata by the issue's rule (``literal_erratum``);
-    * "agrees": within ``z_erratum`` SE of 1 wherever resolved;
+    * "consistent": within ``z_erratum`` SE of 1 wherever resolved (however wide that SE is);
     * "converges": off only at the smallest d, within ``z_erratum`` SE of 1 at the larger ones, and
       the error smaller at the largest d than at the smallest;
     * "deviates": off wherever resolved, unresolved at the other d;
@@ -576,7 +576,7 @@ def judge(cells, z_erratum: float = 5.0) -> tuple[str, str, str, bool]:
     off = [abs(c.deviation) > z_erratum for c in res]
     ratios = ", ".join(f"{c.ratio:.4g} at d = {c.d}" for c in res)
     if not any(off):
-        return "agrees", f"within {z_erratum:g} SE of 1 wherever resolved ({ratios})", "", False
+        return "consistent", f"within {z_erratum:g} SE of 1 wherever resolved ({ratios})", "", False
     if all(off) and len(res) == len(cells):
         last = res[-1]
         if word == "shrinks":

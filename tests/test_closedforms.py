@@ -6,7 +6,7 @@
 * the standard errors are honest: exact ones match the spread over independent seeds, bounds are
   not exceeded by it (chi-square tolerances stated where used);
 * the verdict rules on hand-made cells;
-* end to end: exact identities of the model come out "agrees", and two derived predictions
+* end to end: exact identities of the model come out "consistent", and two derived predictions
   beyond the LLN (the e^{1/2}-type factor of Eq. (10)'s drop and Prop. 1's d^{-3/2} rise) are met;
 * bad input raises ValueError before any work; same seed -> identical table.
 """
@@ -183,7 +183,7 @@ def cells(ratios, ses, closed=1.0, ds=DS, flat=False):
     ((1.5, 1.6, 1.65), (0.01,) * 3, "erratum", "grows", True),
     ((1.3, 1.3, 1.3), (0.01,) * 3, "erratum", "stalls", True),
     ((1.1, 1.01, 1.001), (0.001, 0.0001, 0.00001), "finite-d error", "shrinks", True),
-    ((1.0, 1.001, 0.999), (0.01,) * 3, "agrees", "", False),
+    ((1.0, 1.001, 0.999), (0.01,) * 3, "consistent", "", False),
     ((1.2, 1.01, 1.001), (0.01,) * 3, "converges", "shrinks", False),
     ((1.5, 0.0, 0.0), (0.01, 1.0, 1.0), "deviates", "", False),
     ((1.0, 1.5, 1.0), (0.01,) * 3, "mixed", "stalls", False),
@@ -225,7 +225,7 @@ def test_exact_identities_agree(small_table):
     table, _ = small_table
     # E ||x||^2 = 1 / (1 - alpha) exactly for the raw tokens of Eq. (6): any other verdict is a bug
     for key in ("eq14-corrected", "eq22-corrected"):
-        assert table.row(key, "level").verdict == "agrees"
+        assert table.row(key, "level").verdict == "consistent"
         assert table.row(key, "step").verdict == "flat"
     # layer-1 attention rows are exchangeable in the keys: their steps have mean exactly 0
     for s in (cf.T, cf.A):
