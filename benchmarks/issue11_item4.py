@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from recency_lib import SimConfig, closedforms, metrics, sample_trajectories, simulate, theory
+from recency_lib import SimConfig, closedforms, sample_trajectories, simulate, theory
 
 
 def prop1_dip(d: int, n: int, samples: int, seed: int) -> dict:
@@ -40,11 +40,12 @@ def prop1_dip(d: int, n: int, samples: int, seed: int) -> dict:
 
 def strict_and_tied(scores: np.ndarray) -> tuple[float, float]:
     """Fractions of triples j < k < i with S_ik > S_ij exactly and with S_ik == S_ij exactly; (batch, n, n)."""
-    n = scores.shape[-1]
-    ij, ik = metrics.triple_index(n)
-    flat = scores.reshape(scores.shape[0], n * n)
-    a, b = flat[:, ik], flat[:, ij]
-    return float(np.mean(a > b)), float(np.mean(a == b))
+    later = tied = total = 0
+    for i in range(2, scores.shape[-1]):
+        keys = scores[:, i, :i]                                     # (batch, i): keys before the diagonal
+        diff = (keys[:, None, :] - keys[:, :, None])[:, np.triu(np.ones((i, i), bool), 1)]   # S_ik - S_ij, j < k
+        later, tied, total = later + np.count_nonzero(diff > 0), tied + np.count_nonzero(diff == 0), total + diff.size
+    return later / total, tied / total
 
 
 def float32_pipeline(d: int, n: int, layers: int, batch: int, seed: int) -> list[tuple[float, float]]:
