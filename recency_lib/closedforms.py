@@ -1,0 +1,715 @@
+"""Every closed form the book quotes, held to simulation (issue 11, item 3).
+
+The paper's Appendix A derives its closed forms by replacing random inner products with their
+large-d (law-of-large-numbers, LLN) values; :mod:`recency_lib.theory` evaluates them, as printed
+and corrected. This module records, for each, *which simulated number it predicts* and *how to
+read that number off a* :class:`~recency_lib.result.SimResult` (or off
+:func:`recency_lib.inputs.input_cosine_similarity`), and measures
+
+    ratio = simulated / closed form   (with its standard error)
+
+at several hidden sizes d, separately for two parts of the prediction:
+
+* the **level**: the size of the quantity, e.g. the mean of row n of S^(2) over its keys j < n;
+* the **step**: its dependence on the key index j (what orders the keys), e.g. the mean adjacent
+  step along that row, (S_{n,n-1} - S_{n,1}) / (n - 2).
+
+A closed form is compared with simulation only, never with :func:`recency_lib.theory.lln_limit`
+(that recursion shares every approximation of the closed forms).
+
+Standard errors. A SimResult stores each entry's Monte-Carlo mean and SE, not the covariances
+between entries. So the SE of a mean over entries, or of a difference of two entries, is bounded,
+not known: by Minkowski's inequality SD(sum_k X_k) <= sum_k SD(X_k) whatever the correlations.
+Such estimates carry ``bound=True``; their ratio's SE is an upper bound as well, so "resolved" and
+"off by more than 5 SE" are conservative calls. The adjacent score differences S_ij - S_i,j-1 are
+per-sample features (paired), so a single score step has an exact SE; a step of the squared norms
+||x_j||^2 is not paired (bound). The SE of a nonlinear function of a mean (h = m^{-1/2}) comes from
+the delta method.
+
+Where a row's mean step gets a variance-reduced estimate from the engines (control variates,
+issue 11 item 1), :func:`score_row_step` is the one place to switch to it.
+
+Indices are 1-based in names and docstrings (as in the paper), 0-based in array subscripts.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import inputs, theory
+from .cache import cached_simulate_many
+from .config import SimConfig
+from .plotting import pm
+from .validation import check_int, check_z
+
+LAYERS = 2                    # every closed form here is about layer 1 or layer 2
+DEFAULT_DS = (16, 64, 256)
+FIG_ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8)   # the alphas of the paper's Figs. 2 and 5 (authors' code)
+
+
+# -- what is measured -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Setting:
+    """The model a closed form describes: normalization, anisotropy alpha (Eq. (6)), residual gamma (Eq. (20))."""
+
+    norm: str
+    alpha: float
+    gamma: float
+
+    @property
+    def label(self) -> str:
+        name = {"layernorm": "LayerNorm", "rms": "RMSNorm", "none": "no norm"}[self.norm]
+        return f"{name}, α = {self.alpha:g}, γ = {self.gamma:g}"
+
+    def config(self, d: int, n: int, samples: int, seed: int) -> SimConfig:
+        """The two-layer simulation of this setting (gram engine, exact for the paper's model)."""
+        return SimConfig(alpha=self.alpha, gamma=self.gamma, norm=self.norm, n=n, d=d, layers=LAYERS,
+                         samples=samples, seed=seed, engine="gram")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A simulated number with its standard error; ``bound`` = the SE is an upper bound (see module doc)."""
+
+    value: float
+    se: float
+    method: str
+    bound: bool = False
+
+
+@dataclass(frozen=True)
+class Part:
+    """One number a closed form predicts.
+
+    ``form(setting, d, n)`` is the closed-form value; ``read(measured)`` the simulated
+    :class:`Estimate` (``measured`` is a SimResult, or an Estimate for the cosine entries).
+    ``flat``: the closed form says this number is exactly 0 (no j-dependence); it is then tested
+    against 0 (a z-score), not as a ratio.
+    """
+
+    what: str
+    form: Callable[[Setting, float, int], float]
+    read: Callable[[object], Estimate]
+    flat: bool = False
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    """A closed form the book quotes: where it comes from, what it predicts, in which settings."""
+
+    key: str
+    equation: str            # e.g. "Eq. (5) = Eq. (11)"
+    version: str             # "as printed", "corrected", "as printed (= LLN)", "this module", ...
+    quantity: str            # the simulated quantity and where it is read
+    settings: tuple[Setting, ...]
+    level: Part | None
+    step: Part | None
+    source: str = "gram"     # "gram": a SimResult; "cosine": inputs.input_cosine_similarity
+
+
+# -- reading simulated numbers ------------------------------------------------------------------------
+
+def profile_level(values, sems, what: str = "entries") -> Estimate:
+    """Mean of a profile (one entry: its own mean and exact SE; more: SE bounded by the mean SE)."""
+    values, sems = np.asarray(values, float), np.asarray(sems, float)
+    if values.size == 1:
+        return Estimate(float(values[0]), float(sems[0]), "one entry")
+    return Estimate(float(values.mean()), float(sems.mean()), f"mean of {values.size} {what} (SE: Minkowski bound)",
+                    bound=True)
+
+
+def profile_step(values, sems, pair_sems=None) -> Estimate:
+    """Mean adjacent step (last - first) / (m - 1) of a profile of m >= 2 entries, with an SE bound.
+
+    Two bounds hold whatever the correlations: SE(last) + SE(first), and, when the adjacent
+    differences are paired per-sample features with SEs ``pair_sems`` (m - 1 of them), their sum.
+    The smaller is reported.
+    """
+    values, sems = np.asarray(values, float), np.asarray(sems, float)
+    m = values.size
+    se, method = float(sems[0] + sems[-1]), "last minus first (SE: Minkowski bound on the two entries)"
+    if pair_sems is not None and float(np.sum(pair_sems)) < se:
+        se, method = float(np.sum(pair_sems)), "sum of paired adjacent steps (SE: Minkowski bound)"
+    return Estimate(float(values[-1] - values[0]) / (m - 1), se / (m - 1), method, bound=True)
+
+
+def last_row(res, which: str, layer: int):
+    """Row n of a (layers, n, n) field over the earlier keys j < n: (means, SEs), each (n - 1,)."""
+    n = res.config.n
+    return getattr(res, f"{which}_mean")[layer][n - 1, :n - 1], getattr(res, f"{which}_sem")[layer][n - 1, :n - 1]
+
+
+def sq_norms(res, layer: int):
+    """||x_j||^2 of the state fed to ``layer`` (0: the inputs, 1: the layer-1 output), j = 1..n: (means, SEs).
+
+    For LayerNorm this is the centred ||P x_j||^2 that the normalization sees (without a residual
+    the layer-1 output is already centred).
+    """
+    return res.sq_norm_mean[layer], res.sq_norm_sem[layer]
+
+
+def h_profile(res, scale: float = 1.0):
+    """h(j) = 1 / ||x_j^(1)|| (Eq. (40)) as scale / sqrt(E ||x_j^(1)||^2), with delta-method SEs."""
+    m, se = sq_norms(res, 1)
+    return scale * m ** -0.5, scale * 0.5 * m ** -1.5 * se
+
+
+def score_row_step(res, layer: int) -> Estimate:
+    """Mean adjacent step of row n of S^(layer+1) over the keys j < n: (S_{n,n-1} - S_{n,1}) / (n - 2).
+
+    The one place to switch to a variance-reduced estimate: when the engines provide a row's mean
+    step with its SE (control variates, issue 11 item 1), return that here instead.
+    """
+    n = res.config.n
+    values, sems = last_row(res, "score", layer)
+    return profile_step(values, sems, pair_sems=res.diff_sem[layer][n - 1, 1:n - 1])
+
+
+def paired_step(res, layer: int, i: int, j: int) -> Estimate:
+    """One adjacent score difference S_ij - S_i,j-1 (1-based i, j), a per-sample feature: exact SE."""
+    return Estimate(float(res.diff_mean[layer][i - 1, j - 1]), float(res.diff_sem[layer][i - 1, j - 1]),
+                    f"paired step S_{i},{j} - S_{i},{j - 1}")
+
+
+# -- closed forms that theory.py does not already provide ---------------------------------------------
+
+def layer1_offdiag_weight(alpha, d, n: int):
+    """Layer-1 attention of query n on each earlier key in the LLN, Eqs. (4) and (25)-(26):
+
+        A^(1)_{n j} = e^{alpha sqrt d} / (e^{sqrt d} + e^{alpha sqrt d} (n - 1)) = t / (1 + (n - 1) t),
+
+    t = e^{-(1 - alpha) sqrt d} (the same for every j < n). At alpha = 0 it is Eq. (4)'s weight
+    1 / (e^{sqrt d} + n - 1), which is also Eq. (15) as printed.
+    """
+    t = np.exp(-(1.0 - np.asarray(alpha, float)) * np.sqrt(np.asarray(d, float)))
+    return t / (1.0 + (n - 1) * t)
+
+
+def prop1_row_rise(j, d):
+    """Relative rise of a mean second-layer row without normalization beyond the LLN (this module):
+
+        E S^(2)_ij = c_i (1 + d^{-3/2} (1 - 1/j) + O(d^-2)),   j < i, alpha = gamma = 0, norm "none",
+
+    with c_i free of j (c_i -> corrected Eq. (19)). Derivation: write <x_k, x_l> = delta_kl +
+    xi_kl / sqrt(d) (xi ~ N(0, 1) off the diagonal, variance 2 on it) and expand the layer-1 softmax
+    to first order in the scores, S^(2)_ij = sum_{k <= i, l <= j} A_ik A_jl <x_k, x_l> / sqrt(d). The
+    corrected Eq. (19) is the order-0 term (1 / (i sqrt d)); every term up to relative order 1/d is
+    free of j. The first j-dependent term comes from the correlation of query j's attention weights
+    with the inner products they multiply: E[sum_{k <= i, l <= j} (A_jl - 1/j) xi_kl] = (j - 1) / (j d)
+    (only the pairs (k, l) = (j, l) and (k, j) correlate with A_jl), which with A_ik ~ 1/i gives
+    relative size d^{-3/2} (j - 1) / j. The row therefore rises with j, key 1 lowest: the LLN's exact
+    flatness holds to relative order 1/d only. (Held to simulation by the "prop1-beyond-lln" entry
+    and by tests/test_closedforms.py.)
+    """
+    j = np.asarray(j, float)
+    return np.asarray(d, float) ** -1.5 * (1.0 - 1.0 / j)
+
+
+# -- the registry --------------------------------------------------------------------------------------
+
+T = Setting("layernorm", 0.0, 0.0)       # Theorem 1
+P = Setting("none", 0.0, 0.0)            # Proposition 1
+R = Setting("layernorm", 0.0, 1.0)       # Proposition 2
+A = Setting("layernorm", 0.5, 0.0)       # Proposition 3 (the paper's alpha of Fig. 1)
+AR = Setting("layernorm", 0.5, 1.0)      # Propositions 2 + 3
+RAW = Setting("none", 0.5, 0.0)          # raw anisotropic tokens, Eqs. (6), (22)
+
+# Settings whose closed forms are noise-limited get this many times ``samples``: Theorem 1 (scores of
+# order sqrt(d) e^{-sqrt d} against per-sample fluctuations of order 1) and Proposition 1 (its rise of
+# relative size d^{-3/2}). Every other setting resolves its numbers with ``samples``.
+SAMPLE_FACTOR = {T: 8, P: 8}
+
+
+def _keys(n):
+    return np.arange(1, n)                # earlier keys j = 1..n-1 of query n
+
+
+def _tokens(n):
+    return np.arange(1, n + 1)            # j = 1..n
+
+
+def _mean_step(profile):
+    p = np.asarray(profile, float)
+    return float(p[-1] - p[0]) / (p.size - 1)
+
+
+def _zero(s, d, n):
+    return 0.0
+
+
+def _level(what, profile, read) -> Part:
+    """Level part: the mean of a closed-form profile against the mean of the simulated one."""
+    return Part(what, lambda s, d, n: float(np.mean(profile(s, d, n))), read)
+
+
+def _step(what, profile, read, step=None) -> Part:
+    """Step part: the mean adjacent step of the profile (or ``step(s, d, n)`` when given, free of cancellation)."""
+    return Part(what, step or (lambda s, d, n: _mean_step(profile(s, d, n))), read)
+
+
+def _flat(what, read) -> Part:
+    return Part(what, _zero, read, flat=True)
+
+
+# simulated readers
+def _score_row_level(layer):
+    return lambda res: profile_level(*last_row(res, "score", layer), "scores")
+
+
+def _attn_row_level(res):
+    return profile_level(*last_row(res, "attn", 0), "weights")
+
+
+def _attn_row_step(res):
+    return profile_step(*last_row(res, "attn", 0))
+
+
+def _norm_level(layer):
+    return lambda res: profile_level(*sq_norms(res, layer), "squared norms")
+
+
+def _norm_step(layer):
+    return lambda res: profile_step(*sq_norms(res, layer))
+
+
+def _h_level(scale_of_d):
+    return lambda res: profile_level(*h_profile(res, scale_of_d(res.config.d)), "values of h")
+
+
+def _h_step(scale_of_d):
+    return lambda res: profile_step(*h_profile(res, scale_of_d(res.config.d)))
+
+
+def _first_step(res):
+    return paired_step(res, 1, res.config.n, 2)
+
+
+def _diag_attention(res):
+    n = res.config.n
+    return Estimate(float(res.attn_mean[0][n - 1, n - 1]), float(res.attn_sem[0][n - 1, n - 1]), "one entry")
+
+
+def _row_steps(step_fn):
+    """Mean of a closed form's adjacent steps of row n over the keys 2..n-1 (computed without cancellation)."""
+    return lambda s, d, n: float(np.mean(step_fn(s, d, n, np.arange(2, n))))
+
+
+def _score2_steps(s, d, n, j):
+    return theory.score2_step_corrected(n, j, s.alpha, s.gamma, d)
+
+
+def _unit(d):
+    return 1.0
+
+
+def _sqrt_d(d):
+    return math.sqrt(d)
+
+
+ROW_LEVEL = "mean of row n over the keys j < n"
+ROW_STEP = "mean adjacent step of row n over the keys j < n"
+FIRST_STEP = "first step of row n, S^(2)_{n,2} - S^(2)_{n,1} (paired per sample)"
+TOK_LEVEL = "mean over j = 1..n"
+TOK_STEP = "mean adjacent step over j = 1..n"
+
+_FIG2 = tuple(Setting("layernorm", a, 0.0) for a in FIG_ALPHAS)
+_FIG5 = tuple(Setting("layernorm", a, 1.0) for a in FIG_ALPHAS)
+
+
+def _registry() -> tuple[ClosedForm, ...]:
+    score_step2, score_step1 = (lambda res: score_row_step(res, 1)), (lambda res: score_row_step(res, 0))
+    eq41 = {"as printed": theory.h_eq41, "corrected": theory.h_corrected}
+    eq36 = {"as printed": theory.sq_norm_eq36, "corrected": theory.sq_norm_corrected}
+    forms = [
+        ClosedForm(
+            "eq4-attention", "Eqs. (4), (25)-(26)", "as printed (= LLN)",
+            "layer-1 attention A^(1)_{n j} of query n on the keys j < n: attn_mean[0][n-1, :n-1]", (T, A),
+            _level(ROW_LEVEL, lambda s, d, n: layer1_offdiag_weight(s.alpha, d, n), _attn_row_level),
+            _flat(ROW_STEP, _attn_row_step)),
+        ClosedForm(
+            "eq11", "Eq. (5) = Eq. (11)", "as printed (= LLN)",
+            "second-layer scores S^(2)_{n j}, j < n: score_mean[1][n-1, :n-1]", (T,),
+            _level(ROW_LEVEL, lambda s, d, n: theory.theorem1_score(n, _keys(n), d), _score_row_level(1)),
+            _step(ROW_STEP, None, score_step2, _row_steps(_score2_steps))),
+        ClosedForm(
+            "eq10", "Eq. (10)", "as printed (= LLN)",
+            "squared norm ||x_j^(1)||^2 of the layer-1 output, j = 1..n: sq_norm_mean[1]", (T,),
+            _level(TOK_LEVEL, lambda s, d, n: theory.sq_norm_eq36(_tokens(n), 0.0, 0.0, d), _norm_level(1)),
+            _step(TOK_STEP, lambda s, d, n: theory.sq_norm_eq36(_tokens(n), 0.0, 0.0, d), _norm_step(1))),
+    ]
+    for version, value in (("as printed", _sqrt_d), ("corrected", _unit)):
+        forms.append(ClosedForm(
+            f"eq14-{version.split()[-1]}", "Eq. (14)", version,
+            "squared input norm <x_j, x_j> = ||x_j^(0)||^2 (no normalization), j = 1..n: sq_norm_mean[0]", (P,),
+            _level(TOK_LEVEL, lambda s, d, n, v=value: np.full(n, v(d)), _norm_level(0)),
+            _flat(TOK_STEP, _norm_step(0))))
+    for version, fn in (("as printed", lambda s, d, n: theory.prop1_attention(n, n, d)),
+                        ("corrected", lambda s, d, n: theory.prop1_attention_corrected(n, n, d, s.alpha))):
+        forms.append(ClosedForm(
+            f"eq15-{version.split()[-1]}", "Eq. (15)", version,
+            "layer-1 attention without normalization: level A^(1)_{n n} (attn_mean[0][n-1, n-1]); step over "
+            "the keys j < n (attn_mean[0][n-1, :n-1])", (P,),
+            Part("A^(1)_{n n}, the last query's weight on itself", lambda s, d, n, f=fn: float(f(s, d, n)),
+                 _diag_attention),
+            _flat(ROW_STEP, _attn_row_step)))
+    for version, fn in (("as printed", lambda s, d, n: theory.prop1_score(n, _keys(n), d)),
+                        ("corrected", lambda s, d, n: theory.prop1_score_corrected(n, _keys(n), d, s.alpha))):
+        forms.append(ClosedForm(
+            f"eq19-{version.split()[-1]}", "Eqs. (17)-(19)", version,
+            "second-layer scores without normalization S^(2)_{n j}, j < n: score_mean[1][n-1, :n-1]", (P,),
+            _level(ROW_LEVEL, fn, _score_row_level(1)),
+            _flat(FIRST_STEP, _first_step)))
+    forms.append(ClosedForm(
+        "prop1-beyond-lln", "Prop. 1, next order", "this module (prop1_row_rise)",
+        "first adjacent step of row n without normalization, S^(2)_{n,2} - S^(2)_{n,1}: diff_mean[1][n-1, 1]", (P,),
+        None,
+        Part(FIRST_STEP, lambda s, d, n: float(theory.prop1_score_corrected(n, 1, d, s.alpha) * prop1_row_rise(2, d)),
+             _first_step)))
+    for version, value in (("as printed", lambda s, d: math.sqrt(d) / (1 - s.alpha)),
+                           ("corrected", lambda s, d: 1.0 / (1 - s.alpha))):
+        forms.append(ClosedForm(
+            f"eq22-{version.split()[-1]}", "Eq. (22)", version,
+            "squared norm of the raw anisotropic tokens ||x_j^(0)||^2, j = 1..n: sq_norm_mean[0] (norm 'none')",
+            (RAW,),
+            _level(TOK_LEVEL, lambda s, d, n, v=value: np.full(n, v(s, d)), _norm_level(0)),
+            _flat(TOK_STEP, _norm_step(0))))
+    for version, value in (("as printed", lambda s, d: s.alpha), ("corrected", lambda s, d: math.sqrt(d) * s.alpha)):
+        forms.append(ClosedForm(
+            f"eq23-{version.split()[-1]}", "Eq. (23)", version,
+            "layer-1 scores <y_n, y_j> / sqrt(d) = S^(1)_{n j}, j < n: score_mean[0][n-1, :n-1]", (A,),
+            _level(ROW_LEVEL, lambda s, d, n, v=value: np.full(n - 1, v(s, d)), _score_row_level(0)),
+            _flat(ROW_STEP, score_step1)))
+    for version, fn in eq36.items():
+        forms.append(ClosedForm(
+            f"eq36-{version.split()[-1]}", "Eq. (36)", version,
+            "squared norm ||x_j^(1)||^2 of the layer-1 output (centred, what LayerNorm sees), j = 1..n: "
+            "sq_norm_mean[1]", (R, A, AR) if version == "as printed" else (R, AR),
+            _level(TOK_LEVEL, lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d), _norm_level(1)),
+            _step(TOK_STEP, lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d), _norm_step(1))))
+    for version, fn in eq41.items():
+        forms.append(ClosedForm(
+            f"eq41-{version.split()[-1]}", "Eq. (41)", version,
+            "h(j) = 1 / ||x_j^(1)||, j = 1..n: 1 / sqrt(sq_norm_mean[1]) (delta-method SE)",
+            (R, A, AR) if version == "as printed" else (R, AR),
+            _level(TOK_LEVEL, lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d), _h_level(_unit)),
+            _step(TOK_STEP, lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d), _h_step(_unit))))
+    forms.append(ClosedForm(
+        "eq40-corrected", "Eqs. (32), (40)", "corrected (theory.score2_corrected)",
+        "second-layer scores S^(2)_{n j}, j < n, with alpha and gamma: score_mean[1][n-1, :n-1]", (R, A, AR),
+        _level(ROW_LEVEL, lambda s, d, n: theory.score2_corrected(n, _keys(n), s.alpha, s.gamma, d),
+               _score_row_level(1)),
+        _step(ROW_STEP, None, score_step2, _row_steps(_score2_steps))))
+    for key, figure, settings, fn in (("fig2", "Fig. 2", _FIG2, theory.h_eq41),
+                                      ("fig5-printed", "Fig. 5", _FIG5, theory.h_eq41),
+                                      ("fig5-corrected", "Fig. 5", _FIG5, theory.h_corrected)):
+        forms.append(ClosedForm(
+            key, f"{figure} (Eq. (41))", "corrected (γ → g)" if key.endswith("corrected") else "as plotted",
+            "h(j) as plotted, sqrt(d) / ||x_j^(1)|| = sqrt(d / sq_norm_mean[1]), j = 1..n (delta-method SE)",
+            settings,
+            _level(TOK_LEVEL, lambda s, d, n, f=fn: math.sqrt(d) * f(_tokens(n), s.alpha, s.gamma, d),
+                   _h_level(_sqrt_d)),
+            _step(TOK_STEP, lambda s, d, n, f=fn: math.sqrt(d) * f(_tokens(n), s.alpha, s.gamma, d),
+                  _h_step(_sqrt_d))))
+    for key, version, fn in (("eq6-cosine", "LLN: cos -> alpha", lambda s, d, n: s.alpha),
+                             ("eq6-cosine-2nd", "second order (inputs.cosine_bias_second_order)",
+                              lambda s, d, n: s.alpha + float(inputs.cosine_bias_second_order(s.alpha, d)))):
+        forms.append(ClosedForm(
+            key, "Eq. (6)", version,
+            "mean cosine similarity of two raw input tokens: inputs.input_cosine_similarity", (RAW,),
+            Part("mean pairwise cosine of a sequence's tokens", fn, lambda est: est), None, source="cosine"))
+    return tuple(forms)
+
+
+CLOSED_FORMS: tuple[ClosedForm, ...] = _registry()
+BY_KEY = {f.key: f for f in CLOSED_FORMS}
+
+
+# -- measuring ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Cell:
+    """One closed form, one part, one d: the closed-form value and the simulated estimate."""
+
+    d: int
+    closed: float
+    sim: Estimate
+    samples: int
+    flat: bool = False
+    z_resolve: float = 3.0
+
+    @property
+    def z(self) -> float:
+        """Simulated value in standard errors from 0."""
+        if self.sim.se > 0:
+            return self.sim.value / self.sim.se
+        return 0.0 if self.sim.value == 0 else math.copysign(math.inf, self.sim.value)
+
+    @property
+    def underflow(self) -> bool:
+        """The closed form is nonzero in exact arithmetic but rounds to 0 (or is not finite) in float64."""
+        return not self.flat and (self.closed == 0.0 or not math.isfinite(self.closed))
+
+    @property
+    def resolved(self) -> bool:
+        """A ratio is reported: the closed form is nonzero and the simulated value is >= z_resolve SE from 0."""
+        return not self.flat and not self.underflow and abs(self.z) >= self.z_resolve
+
+    @property
+    def ratio(self) -> float:
+        return self.sim.value / self.closed if self.resolved else math.nan
+
+    @property
+    def ratio_se(self) -> float:
+        return self.sim.se / abs(self.closed) if self.resolved else math.nan
+
+    @property
+    def deviation(self) -> float:
+        """(ratio - 1) in standard errors of the ratio (NaN where no ratio is reported)."""
+        if not self.resolved:
+            return math.nan
+        if self.ratio_se > 0:
+            return (self.ratio - 1.0) / self.ratio_se
+        return 0.0 if self.ratio == 1.0 else math.copysign(math.inf, self.ratio - 1.0)
+
+    @property
+    def samples_to_resolve(self) -> float:
+        """Samples for this estimator to put the closed-form value z_resolve SE from 0 (SE ~ 1/sqrt(samples)),
+        if the simulated value were the closed form's. NaN for flat or underflowing forms."""
+        if self.flat or self.underflow:
+            return math.nan
+        return self.samples * (self.z_resolve * self.sim.se / abs(self.closed)) ** 2
+
+    def text(self) -> str:
+        mark = " (SE bound)" if self.sim.bound else ""
+        if self.flat:
+            return f"{pm(self.sim.value, self.sim.se)} vs 0 (z = {self.z:.1f}){mark}"
+        if self.underflow:
+            return "closed form underflows"
+        if not self.resolved:
+            return f"unresolved (z = {self.z:.1f}; ~{self.samples_to_resolve:.1e} samples)"
+        return f"{pm(self.ratio, self.ratio_se)}{mark}"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One closed form in one setting, one part ("level" or "step"), at every d, with the verdict.
+
+    ``literal_erratum``: the issue's rule, the ratio differs from 1 by more than the erratum
+    threshold at every d (the verdicts "erratum" and "finite-d error"). ``trend``: how |ratio - 1|
+    moves as d grows (:func:`trend`).
+    """
+
+    form: ClosedForm
+    setting: Setting
+    part: str
+    cells: tuple[Cell, ...]
+    verdict: str
+    summary: str
+    trend: str
+    literal_erratum: bool
+
+
+VERDICTS = ("consistent", "converges", "finite-d error", "erratum", "deviates", "mixed", "unresolved",
+            "flat", "not flat")
+TRENDS = ("shrinks", "grows", "stalls", "")
+
+
+def trend(cells) -> tuple[str, float]:
+    """How the error |ratio - 1| of the resolved cells (at least two) moves as d grows, and its exponent.
+
+    Returns (word, p) with p the exponent of |ratio - 1| ~ d^-p between the smallest and largest
+    resolved d (the error at the largest d floored at 2 SE, so a last ratio consistent with 1 gives
+    a lower bound on p). "shrinks": no significant rise between neighbouring d (2 combined SE), a
+    significant fall from the first to the last, and p >= 1/2 (the error at least halves each time d
+    grows fourfold); "grows": a significant rise from the first to the last; "stalls" otherwise;
+    "" with fewer than two resolved cells.
+    """
+    res = sorted((c for c in cells if c.resolved), key=lambda c: c.d)
+    if len(res) < 2:
+        return "", math.nan
+    e = [abs(c.ratio - 1.0) for c in res]
+    s = [c.ratio_se for c in res]
+    first, last = res[0], res[-1]
+    p = math.log(e[0] / max(e[-1], 2 * s[-1])) / math.log(last.d / first.d) if e[0] > 0 else math.nan
+    if e[-1] > e[0] + 2 * (s[0] + s[-1]):
+        return "grows", p
+    steady = all(e[k + 1] <= e[k] + 2 * (s[k] + s[k + 1]) for k in range(len(res) - 1))
+    if steady and e[-1] + 2 * (s[0] + s[-1]) < e[0] and p >= 0.5:
+        return "shrinks", p
+    return "stalls", p
+
+
+def judge(cells, z_erratum: float = 5.0) -> tuple[str, str, str, bool]:
+    """Verdict on one row of cells (one closed form, setting and part, ordered by d).
+
+    Returns (verdict, summary, trend word, literal erratum). A flat closed form (value 0) is
+    "flat" when the simulated value is within ``z_erratum`` SE of 0 at every d, else "not flat".
+    Otherwise, on the ratios where resolved ("off" = more than ``z_erratum`` SE from 1):
+
+    * "erratum": off at every d, and the error does not shrink as d grows (:func:`trend`): the
+      large-d form misses a factor that stays (the measured factor at the largest d is reported);
+    * "finite-d error": off at every d, but the error shrinks like d^-p (p >= 1/2): the large-d
+      form is right in the limit. Both are errata by the issue's rule (``literal_erratum``);
+    * "consistent": within ``z_erratum`` SE of 1 wherever resolved (however wide that SE is);
+    * "converges": off only at the smallest d, within ``z_erratum`` SE of 1 at the larger ones, and
+      the error smaller at the largest d than at the smallest;
+    * "deviates": off wherever resolved, unresolved at the other d;
+    * "mixed": any other pattern; "unresolved": resolved at no d.
+    """
+    z_erratum = check_z(z_erratum, "z_erratum")
+    cells = sorted(cells, key=lambda c: c.d)
+    if cells[0].flat:
+        off = [c for c in cells if abs(c.z) > z_erratum]
+        if not off:
+            return "flat", f"consistent with 0 at every d (largest |z| = {max(abs(c.z) for c in cells):.1f})", "", False
+        return "not flat", "nonzero at " + ", ".join(f"d = {c.d} (z = {c.z:.1f})" for c in off), "", False
+    res = [c for c in cells if c.resolved]
+    if not res:
+        return "unresolved", "the simulated value is within the resolution at every d", "", False
+    word, p = trend(res)
+    how = f"; |ratio - 1| ~ d^-{p:.2f}" if word == "shrinks" else (f"; the error {word} with d" if word else "")
+    off = [abs(c.deviation) > z_erratum for c in res]
+    ratios = ", ".join(f"{c.ratio:.4g} at d = {c.d}" for c in res)
+    if not any(off):
+        return "consistent", f"within {z_erratum:g} SE of 1 wherever resolved ({ratios})", "", False
+    if all(off) and len(res) == len(cells):
+        last = res[-1]
+        if word == "shrinks":
+            return ("finite-d error", f"off by > {z_erratum:g} SE at every d, shrinking ({ratios}{how})",
+                    word, True)
+        return ("erratum", f"off by > {z_erratum:g} SE at every d, not shrinking: factor "
+                f"{pm(last.ratio, last.ratio_se)} at d = {last.d} ({ratios}{how})", word, True)
+    if all(off):
+        return "deviates", f"off by > {z_erratum:g} SE where resolved ({ratios}); unresolved elsewhere", word, False
+    k = off.index(False)
+    e_first, e_last = abs(res[0].ratio - 1.0), abs(res[-1].ratio - 1.0)
+    if not any(off[k:]) and e_last < e_first:
+        return ("converges", f"off by > {z_erratum:g} SE up to d = {res[k - 1].d}, within it from d = {res[k].d} "
+                f"({ratios}{how})", word, False)
+    return "mixed", f"off by > {z_erratum:g} SE at some d ({ratios}{how})", word, False
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What building the table cost: settings, samples and seconds (wall and summed compute)."""
+
+    configs: int
+    samples: int                # total sequences simulated (all configs)
+    cosine_samples: int         # per (alpha, d) of the cosine entries
+    wall_seconds: float
+    compute_seconds: float      # summed over configs (SimResult.elapsed_seconds; from the cache if cached)
+    cosine_seconds: float
+
+
+@dataclass(frozen=True)
+class Table:
+    rows: tuple[Row, ...]
+    ds: tuple[int, ...]
+    n: int
+    samples: int
+    seed: int
+    cost: Cost
+
+    def records(self) -> list[dict]:
+        """One flat dict per row (for a pandas DataFrame): names, one text column per d, the verdict."""
+        out = []
+        for r in self.rows:
+            rec = {"key": r.form.key, "equation": r.form.equation, "version": r.form.version,
+                   "setting": r.setting.label, "part": r.part}
+            for c in r.cells:
+                rec[f"d = {c.d}"] = c.text()
+            rec["verdict"] = r.verdict
+            rec["trend"] = r.trend
+            rec["summary"] = r.summary
+            out.append(rec)
+        return out
+
+    def errata(self) -> list[Row]:
+        """Rows whose ratio differs from 1 by more than the erratum threshold at every d (the issue's
+        rule; verdicts "erratum" and "finite-d error")."""
+        return [r for r in self.rows if r.literal_erratum]
+
+    def row(self, key: str, part: str, setting: Setting | None = None) -> Row:
+        """The row of closed form ``key`` and ``part`` (in ``setting``, needed when the form has several)."""
+        hits = [r for r in self.rows if r.form.key == key and r.part == part
+                and (setting is None or r.setting == setting)]
+        if len(hits) != 1:
+            raise ValueError(f"key={key!r}, part={part!r}, setting={setting!r} matches {len(hits)} rows; "
+                             f"allowed: a key of this table with a part it has (and a setting when it has several)")
+        return hits[0]
+
+
+def select(keys=None) -> tuple[ClosedForm, ...]:
+    """The registry entries named by ``keys`` (all when None), in registry order."""
+    if keys is None:
+        return CLOSED_FORMS
+    keys = list(keys)
+    unknown = [k for k in keys if k not in BY_KEY]
+    if unknown or not keys:
+        raise ValueError(f"keys={keys!r} is not allowed; allowed: a non-empty list of {sorted(BY_KEY)}")
+    return tuple(f for f in CLOSED_FORMS if f.key in keys)
+
+
+def _check_ds(ds) -> tuple[int, ...]:
+    try:
+        values = list(ds)
+    except TypeError:
+        raise ValueError(f"ds={ds!r} is not allowed; allowed: a non-empty list of integers >= 4") from None
+    if not values:
+        raise ValueError(f"ds={ds!r} is not allowed; allowed: a non-empty list of integers >= 4")
+    return tuple(sorted({check_int("d", v, 4) for v in values}))
+
+
+def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0,
+            cosine_samples: int = 20_000, keys=None, executor=None, cache=None,
+            z_resolve: float = 3.0, z_erratum: float = 5.0) -> Table:
+    """Hold every closed form (or those named by ``keys``) to simulation at each d in ``ds``.
+
+    Two-layer simulations of every setting the forms need, ``samples`` sequences of ``n`` tokens
+    each (times :data:`SAMPLE_FACTOR` for the noise-limited settings) with root seed ``seed``, through the results cache (gram engine; ``executor`` spreads the
+    missing ones, ``cache`` overrides the cache folder). The cosine entries draw
+    ``cosine_samples`` sequences of raw tokens (dense; cost grows with d). A ratio is reported where
+    the closed form is nonzero and the simulated value is at least ``z_resolve`` SE from 0; verdicts
+    use ``z_erratum`` (:func:`judge`).
+    """
+    ds = _check_ds(ds)
+    n = check_int("n", n, 3)
+    samples = check_int("samples", samples, 2)
+    seed = check_int("seed", seed, 0)
+    cosine_samples = check_int("cosine_samples", cosine_samples, 2)
+    z_resolve = check_z(z_resolve, "z_resolve")
+    z_erratum = check_z(z_erratum, "z_erratum")
+    forms = select(keys)
+
+    t0 = time.perf_counter()
+    gram = sorted({s for f in forms if f.source == "gram" for s in f.settings},
+                  key=lambda s: (s.norm, s.alpha, s.gamma))
+    configs = {(s, d): s.config(d, n, samples * SAMPLE_FACTOR.get(s, 1), seed) for s in gram for d in ds}
+    sims = dict(zip(configs, cached_simulate_many(configs.values(), cache=cache, executor=executor)))
+    t1 = time.perf_counter()
+    cosines = {}
+    for s in sorted({s for f in forms if f.source == "cosine" for s in f.settings}, key=lambda s: s.alpha):
+        for d in ds:
+            mean, sem = inputs.input_cosine_similarity(SimConfig(alpha=s.alpha, n=n, d=d), cosine_samples, seed)
+            cosines[(s, d)] = Estimate(mean, sem, f"mean over {cosine_samples} sequences")
+    t2 = time.perf_counter()
+
+    rows = []
+    for f in forms:
+        measured = sims if f.source == "gram" else cosines
+        for s in f.settings:
+            count = samples * SAMPLE_FACTOR.get(s, 1) if f.source == "gram" else cosine_samples
+            for name, part in (("level", f.level), ("step", f.step)):
+                if part is None:
+                    continue
+                cells = tuple(Cell(d, float(part.form(s, d, n)), part.read(measured[(s, d)]), count, part.flat,
+                                   z_resolve) for d in ds)
+                rows.append(Row(f, s, name, cells, *judge(cells, z_erratum)))
+    cost = Cost(len(configs), sum(c.samples for c in configs.values()), cosine_samples, t2 - t0,
+                float(sum(r.elapsed_seconds for r in sims.values())), t2 - t1)
+    return Table(tuple(rows), ds, n, samples, seed, cost)

@@ -1,0 +1,289 @@
+"""Tests of recency_lib.closedforms: every closed form the book quotes, held to simulation.
+
+* the registry: every entry evaluates, names a real simulated quantity, and its closed forms are
+  the theory module's (and, for the steps, agree with 60-digit differences of the printed forms);
+* the readers take the right entries of a SimResult (checked on hand-made arrays);
+* the standard errors are honest: exact ones match the spread over independent seeds, bounds are
+  not exceeded by it (chi-square tolerances stated where used);
+* the verdict rules on hand-made cells;
+* end to end: exact identities of the model come out "consistent", and two derived predictions
+  beyond the LLN (the e^{1/2}-type factor of Eq. (10)'s drop and Prop. 1's d^{-3/2} rise) are met;
+* bad input raises ValueError before any work; same seed -> identical table.
+"""
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+from scipy import stats
+
+from recency_lib import SimConfig, closedforms as cf, simulate, theory
+from recency_lib.result import SimResult
+
+N = 10
+DS = (16, 64, 256)
+
+
+# -- the registry -----------------------------------------------------------------------------------
+
+def test_registry_keys_unique_and_every_part_evaluates():
+    keys = [f.key for f in cf.CLOSED_FORMS]
+    assert len(keys) == len(set(keys))
+    for f in cf.CLOSED_FORMS:
+        assert f.settings and (f.level or f.step) and f.source in ("gram", "cosine")
+        for s in f.settings:
+            s.config(16, N, 100, 0)                                # a valid simulation exists
+            for part in (f.level, f.step):
+                if part is None:
+                    continue
+                for d in DS:
+                    v = part.form(s, d, N)
+                    assert math.isfinite(v), (f.key, s, d)
+                    # flat forms are exactly 0; the others are nonzero at these d (no underflow)
+                    assert (v == 0.0) == part.flat, (f.key, s, d, v)
+    assert set(cf.SAMPLE_FACTOR) <= {s for f in cf.CLOSED_FORMS for s in f.settings}
+
+
+def test_select_and_row_lookup():
+    assert cf.select(["eq10", "eq11"]) == (cf.BY_KEY["eq11"], cf.BY_KEY["eq10"])   # registry order
+    assert cf.select(None) == cf.CLOSED_FORMS
+
+
+def mp_eq11(i, j, d):
+    sd = mp.sqrt(mp.mpf(d))
+    a = mp.e ** sd
+    return sd * (a + j - 1) / mp.sqrt((a ** 2 + i - 1) * (a ** 2 + j - 1))
+
+
+@pytest.mark.parametrize("d", [16, 64, 256, 4096])
+def test_eq11_mean_step_matches_high_precision_differences(d):
+    # The registry computes Eq. (11)'s mean step from theory.score2_step_corrected (no cancellation).
+    # Reference: 60-digit differences of the printed Eq. (11). Float64 rounding of a few dozen
+    # operations: 1e-12 relative leaves a wide margin.
+    mp.mp.dps = 60
+    ref = mp.fsum(mp_eq11(N, j, d) - mp_eq11(N, j - 1, d) for j in range(2, N)) / (N - 2)
+    got = cf.BY_KEY["eq11"].step.form(cf.T, d, N)
+    assert abs(got - float(ref)) <= 1e-12 * abs(float(ref))
+
+
+def test_registry_forms_are_the_theory_forms():
+    d, j, k = 64, np.arange(1, N + 1), np.arange(1, N)
+    by = cf.BY_KEY
+    assert by["eq11"].level.form(cf.T, d, N) == pytest.approx(np.mean(theory.theorem1_score(N, k, d)), rel=1e-14)
+    q = theory.sq_norm_eq36(j, 0.0, 0.0, d)
+    assert by["eq10"].step.form(cf.T, d, N) == pytest.approx((q[-1] - q[0]) / (N - 1), rel=1e-12)
+    # Eq. (4)'s layer-1 weight at alpha = 0 is the printed Eq. (15) off-diagonal weight
+    assert by["eq4-attention"].level.form(cf.T, d, N) == pytest.approx(theory.prop1_attention(N, 1, d), rel=1e-14)
+    # and with alpha it is the LLN layer-1 attention (Eqs. (25)-(26))
+    lln = theory.lln_limit(0.5, 0.0, d, N, 1)["attention"][0][N - 1, 0]
+    assert by["eq4-attention"].level.form(cf.A, d, N) == pytest.approx(lln, rel=1e-12)
+    s2 = theory.score2_corrected(N, k, 0.5, 1.0, d)
+    assert by["eq40-corrected"].step.form(cf.AR, d, N) == pytest.approx((s2[-1] - s2[0]) / (N - 2), rel=1e-9)
+    fig = by["fig5-printed"].level.form(cf.Setting("layernorm", 0.4, 1.0), d, N)
+    assert fig == pytest.approx(math.sqrt(d) * np.mean(theory.h_eq41(j, 0.4, 1.0, d)), rel=1e-14)
+    assert by["eq15-corrected"].level.form(cf.P, d, N) == pytest.approx(theory.prop1_attention_corrected(N, N, d))
+
+
+def test_prop1_row_rise_shape():
+    assert cf.prop1_row_rise(1, 16) == 0.0
+    assert cf.prop1_row_rise(2, 16) == pytest.approx(0.5 / 64)
+    assert np.all(np.diff(cf.prop1_row_rise(np.arange(1, 20), 64)) > 0)     # rises with j, key 1 lowest
+
+
+# -- reading a SimResult ------------------------------------------------------------------------------
+
+def fake_result(n=4, d=16, seed=1):
+    """A SimResult with distinct, known numbers in every array (no simulation)."""
+    rng = np.random.default_rng(seed)
+    cfg = SimConfig(n=n, d=d, layers=2, samples=100)
+    shape = (2, n, n)
+    arrays = {name: rng.uniform(0.5, 2.0, shape) for name in
+              ("score_mean", "score_sem", "attn_mean", "attn_sem", "diff_mean", "diff_sem")}
+    return SimResult(config=cfg, engine="gram", recency_probability=np.full(2, 0.5),
+                     recency_probability_sem=np.zeros(2), sq_norm_mean=rng.uniform(1, 2, (2, n)),
+                     sq_norm_sem=rng.uniform(0.01, 0.02, (2, n)), block_size=16, library_version="test", **arrays)
+
+
+def test_profile_level_and_step():
+    one = cf.profile_level([2.0], [0.1])
+    assert (one.value, one.se, one.bound) == (2.0, 0.1, False)
+    lvl = cf.profile_level([1.0, 2.0, 6.0], [0.1, 0.2, 0.3])
+    assert (lvl.value, lvl.se, lvl.bound) == (3.0, pytest.approx(0.2), True)
+    st = cf.profile_step([1.0, 2.0, 6.0], [0.1, 0.2, 0.3])
+    assert (st.value, st.se, st.bound) == (2.5, pytest.approx(0.2), True)             # (0.1 + 0.3) / 2
+    st = cf.profile_step([1.0, 2.0, 6.0], [0.1, 0.2, 0.3], pair_sems=[0.05, 0.1])
+    assert st.se == pytest.approx(0.075) and "paired" in st.method                    # the smaller bound
+    st = cf.profile_step([1.0, 2.0, 6.0], [0.1, 0.2, 0.3], pair_sems=[0.5, 0.5])
+    assert st.se == pytest.approx(0.2) and "last minus first" in st.method
+
+
+def test_readers_take_the_right_entries():
+    res = fake_result()
+    n = res.config.n
+    row, sem = cf.last_row(res, "score", 1)
+    assert np.array_equal(row, res.score_mean[1][n - 1, :n - 1]) and np.array_equal(sem, res.score_sem[1][n - 1, :n - 1])
+    st = cf.score_row_step(res, 1)
+    assert st.value == pytest.approx((row[-1] - row[0]) / (n - 2))
+    assert st.se == pytest.approx(min(sem[0] + sem[-1], res.diff_sem[1][n - 1, 1:n - 1].sum()) / (n - 2))
+    ps = cf.paired_step(res, 1, n, 2)
+    assert (ps.value, ps.se, ps.bound) == (res.diff_mean[1][n - 1, 1], res.diff_sem[1][n - 1, 1], False)
+    h, hse = cf.h_profile(res, scale=4.0)
+    m, mse = res.sq_norm_mean[1], res.sq_norm_sem[1]
+    assert np.allclose(h, 4.0 / np.sqrt(m)) and np.allclose(hse, 4.0 * 0.5 * m ** -1.5 * mse)
+    diag = cf.BY_KEY["eq15-printed"].level.read(res)
+    assert diag.value == res.attn_mean[0][n - 1, n - 1] and not diag.bound
+    first = cf.BY_KEY["eq19-corrected"].step.read(res)
+    assert first.value == res.diff_mean[1][n - 1, 1]
+    lvl = cf.BY_KEY["eq23-corrected"].level.read(res)                                 # layer-1 scores
+    assert lvl.value == pytest.approx(res.score_mean[0][n - 1, :n - 1].mean())
+    assert cf.BY_KEY["eq14-corrected"].level.read(res).value == pytest.approx(res.sq_norm_mean[0].mean())
+    assert cf.BY_KEY["eq10"].level.read(res).value == pytest.approx(res.sq_norm_mean[1].mean())
+
+
+# -- standard errors are honest --------------------------------------------------------------------------
+
+SEEDS = 30
+# Over 30 independent seeds the sample variance of an estimate, divided by its true variance, is
+# ~ chi2(29) / 29 (the estimates are means of 4096 samples: close to normal). A two-sided 99.9 %
+# interval is [0.43, 2.02]; an exact SE must give a ratio inside it, a bound a ratio below 2.02.
+CHI2_LO, CHI2_HI = stats.chi2.ppf(0.0005, SEEDS - 1) / (SEEDS - 1), stats.chi2.ppf(0.9995, SEEDS - 1) / (SEEDS - 1)
+
+
+def spread_ratio(estimates):
+    values = np.array([e.value for e in estimates])
+    return np.var(values, ddof=1) / np.mean([e.se ** 2 for e in estimates])
+
+
+@pytest.mark.parametrize("setting", [cf.T, cf.P, cf.AR])
+def test_standard_errors_match_or_bound_the_spread_over_seeds(setting):
+    cfgs = [setting.config(16, N, 4096, seed) for seed in range(SEEDS)]
+    results = [simulate(c) for c in cfgs]
+    exact = [("first paired step", [cf.paired_step(r, 1, N, 2) for r in results]),
+             ("diagonal attention", [cf.BY_KEY["eq15-printed"].level.read(r) for r in results])]
+    for name, ests in exact:
+        assert CHI2_LO < spread_ratio(ests) < CHI2_HI, name
+    bounds = [("row level", [cf.profile_level(*cf.last_row(r, "score", 1)) for r in results]),
+              ("row step", [cf.score_row_step(r, 1) for r in results]),
+              ("norm step", [cf.profile_step(*cf.sq_norms(r, 1)) for r in results]),
+              ("norm level", [cf.profile_level(*cf.sq_norms(r, 1)) for r in results])]
+    for name, ests in bounds:
+        assert all(e.bound for e in ests)
+        if all(e.se > 0 for e in ests):
+            assert spread_ratio(ests) < CHI2_HI, name
+
+
+# -- verdicts --------------------------------------------------------------------------------------------
+
+def cells(ratios, ses, closed=1.0, ds=DS, flat=False):
+    return tuple(cf.Cell(d, 0.0 if flat else closed, cf.Estimate(r * (1.0 if flat else closed), s, "test"), 1000,
+                         flat) for d, r, s in zip(ds, ratios, ses))
+
+
+@pytest.mark.parametrize("ratios, ses, verdict, trend, literal", [
+    ((1.5, 1.6, 1.65), (0.01,) * 3, "erratum", "grows", True),
+    ((1.3, 1.3, 1.3), (0.01,) * 3, "erratum", "stalls", True),
+    ((1.1, 1.01, 1.001), (0.001, 0.0001, 0.00001), "finite-d error", "shrinks", True),
+    ((1.0, 1.001, 0.999), (0.01,) * 3, "consistent", "", False),
+    ((1.2, 1.01, 1.001), (0.01,) * 3, "converges", "shrinks", False),
+    ((1.5, 0.0, 0.0), (0.01, 1.0, 1.0), "deviates", "", False),
+    ((1.0, 1.5, 1.0), (0.01,) * 3, "mixed", "stalls", False),
+    ((0.1, 0.1, 0.1), (1.0,) * 3, "unresolved", "", False),
+])
+def test_judge(ratios, ses, verdict, trend, literal):
+    got = cf.judge(cells(ratios, ses))
+    assert (got[0], got[2], got[3]) == (verdict, trend, literal)
+
+
+def test_judge_flat_and_trend_exponent():
+    assert cf.judge(cells((0.0, 1e-3, -1e-3), (1e-3,) * 3, flat=True))[0] == "flat"
+    v, text, *_ = cf.judge(cells((0.0, 1.0, 0.0), (0.1,) * 3, flat=True))
+    assert v == "not flat" and "d = 64" in text
+    word, p = cf.trend(cells((1.1, 1.025, 1.00625), (1e-5,) * 3))      # |r - 1| ~ d^-1
+    assert word == "shrinks" and p == pytest.approx(1.0)
+
+
+def test_cell_resolution_and_ratio():
+    c = cf.Cell(64, 2.0, cf.Estimate(3.0, 0.5, "t"), 1000)
+    assert c.resolved and c.z == 6.0 and c.ratio == 1.5 and c.ratio_se == 0.25 and c.deviation == 2.0
+    low = cf.Cell(64, 2.0, cf.Estimate(1.0, 0.5, "t"), 1000)
+    assert not low.resolved and math.isnan(low.ratio) and "unresolved" in low.text()
+    assert low.samples_to_resolve == pytest.approx(1000 * (3 * 0.5 / 2.0) ** 2)
+    under = cf.Cell(64, 0.0, cf.Estimate(1.0, 0.5, "t"), 1000)
+    assert under.underflow and not under.resolved and under.text() == "closed form underflows"
+
+
+# -- end to end -------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small_table(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+    return cf.measure(samples=10_000, cosine_samples=2_000, cache=cache,
+                      keys=["eq10", "eq14-corrected", "eq22-corrected", "eq4-attention", "eq6-cosine-2nd"]), cache
+
+
+def test_exact_identities_agree(small_table):
+    table, _ = small_table
+    # E ||x||^2 = 1 / (1 - alpha) exactly for the raw tokens of Eq. (6): any other verdict is a bug
+    for key in ("eq14-corrected", "eq22-corrected"):
+        assert table.row(key, "level").verdict == "consistent"
+        assert table.row(key, "step").verdict == "flat"
+    # layer-1 attention rows are exchangeable in the keys: their steps have mean exactly 0
+    for s in (cf.T, cf.A):
+        assert table.row("eq4-attention", "step", s).verdict == "flat"
+
+
+def test_eq10_drop_ratio_meets_the_first_order_prediction(small_table):
+    # theory.drop_ratio_first_order predicts simulated / Eq. (10) for the drop of ||x_j^(1)||^2; it
+    # neglects terms of relative size ~ (j - 1) e^{2 - sqrt d}: 0.02 at d = 64, 2e-6 at d = 256.
+    table, _ = small_table
+    row = table.row("eq10", "step")
+    for c in row.cells[1:]:
+        model = float(theory.drop_ratio_first_order(c.d))
+        assert c.resolved
+        assert abs(c.ratio - model) <= 5 * c.ratio_se + 9 * math.exp(2 - math.sqrt(c.d)) * model, (c.d, c.ratio, model)
+    assert row.literal_erratum and row.verdict == "erratum"
+
+
+def test_cost_and_determinism(small_table, tmp_path):
+    table, cache = small_table
+    settings = {s for f in cf.select(["eq10", "eq14-corrected", "eq22-corrected", "eq4-attention"]) for s in f.settings}
+    assert table.cost.configs == len(settings) * len(DS)
+    assert table.cost.samples == sum(10_000 * cf.SAMPLE_FACTOR.get(s, 1) for s in settings) * len(DS)
+    again = cf.measure(samples=10_000, cosine_samples=2_000, cache=cache,
+                       keys=["eq10", "eq14-corrected", "eq22-corrected", "eq4-attention", "eq6-cosine-2nd"])
+    assert again.records() == table.records()                          # from the cache
+    fresh = cf.measure(samples=10_000, cosine_samples=2_000, cache=tmp_path, keys=["eq22-corrected"])
+    assert fresh.records() == [r for r in table.records() if r["key"] == "eq22-corrected"]   # recomputed
+
+
+@pytest.mark.slow
+def test_prop1_rise_beyond_the_lln(tmp_path):
+    # prop1_row_rise predicts the first step of a no-norm row, S_{n,2} - S_{n,1} = c d^{-3/2} / 2, to
+    # relative order d^{-1/2} (the next term is O(d^-2)): 25 % at d = 16. 1.6e6 samples give a ratio
+    # SE of ~0.07, so a factor 2 either way fails the test.
+    res = simulate(cf.P.config(16, N, 1_600_000, 3))
+    c = cf.Cell(16, cf.BY_KEY["prop1-beyond-lln"].step.form(cf.P, 16, N), cf.paired_step(res, 1, N, 2), 1_600_000)
+    assert c.resolved and abs(c.ratio - 1.0) <= 5 * c.ratio_se + 0.25, (c.ratio, c.ratio_se)
+
+
+# -- bad input ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"ds": []}, "ds"), ({"ds": 16}, "ds"), ({"ds": [16, 2]}, "d"), ({"ds": [16.5]}, "d"),
+    ({"n": 2}, "n"), ({"samples": 1}, "samples"), ({"seed": -1}, "seed"), ({"cosine_samples": 0}, "cosine_samples"),
+    ({"keys": ["nope"]}, "keys"), ({"keys": []}, "keys"), ({"z_resolve": 0}, "z_resolve"),
+    ({"z_erratum": -1}, "z_erratum"),
+])
+def test_bad_input_raises_before_any_work(kwargs, name, tmp_path):
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError, match=rf"\b{name}="):
+        cf.measure(cache=cache, **kwargs)
+    assert not cache.exists()
+
+
+def test_row_lookup_errors(small_table):
+    table, _ = small_table
+    with pytest.raises(ValueError, match="key="):
+        table.row("eq4-attention", "level")                              # two settings: ambiguous
+    with pytest.raises(ValueError, match="key="):
+        table.row("eq11", "level")                                       # not in this table
