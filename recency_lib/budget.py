@@ -58,14 +58,22 @@ class Need:
 
 def fmt_bytes(b: float) -> str:
     """1536 -> '1.5 KiB'."""
+    try:
+        b = float(b)
+    except OverflowError:
+        return "more than 1e308 B"
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
         if abs(b) < 1024 or unit == "EiB":
-            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.{1 if b < 1e4 else 3}{'f' if b < 1e4 else 'g'}} {unit}"
         b /= 1024
 
 
 def fmt_seconds(s: float) -> str:
     """Seconds in the largest unit that keeps the number >= 1 (s, min, h, days, years)."""
+    try:
+        s = float(s)
+    except OverflowError:
+        return "more than 1e308 s"
     for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
         if s >= size:
             return f"{s / size:.3g} {unit}"
@@ -254,18 +262,16 @@ def require(cfg: SimConfig, engine: str, block_of: Callable[[SimConfig], int], *
         candidates = {"samples": 2}
     else:
         candidates = {"n": 1, "layers": 1, **({"d": 2} if engine == "dense" else {})}
-    worst = None
+    # among the parameters that alone could make it fit, the one furthest above its largest value
+    options = []
     for name, low in candidates.items():
         value = getattr(cfg, name)
         top = _largest(lambda m: _fits_replaced(fits, cfg, name, m), low, value)
-        ratio = value / max(top, 0.5)
-        if worst is None or ratio > worst[2]:
-            worst = (name, value, ratio, top, low)
+        options.append((top >= low, value / max(top, 0.5), name, value, top, low))
     if memory and workers > 1:
         top_w = _largest(lambda w: fits(cfg, w), 1, workers)
-        if top_w < workers and (worst is None or workers / max(top_w, 0.5) > worst[2]):
-            worst = ("workers", workers, workers / max(top_w, 0.5), top_w, 1)
-    name, value, _, top, low = worst
+        options.append((top_w >= 1, workers / max(top_w, 0.5), "workers", workers, top_w, 1))
+    _, _, name, value, top, low = max(options)
     if memory:
         what = f"needs about {fmt_bytes(got.bytes)} of memory; this machine allows {fmt_bytes(limit)}"
     else:

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,6 +34,12 @@ from .validation import check_bool, check_z, short
 
 PACKAGE = __name__.rpartition(".")[0]          # "recency_lib"
 ROOT = Path(__file__).resolve().parent
+_PARSE = threading.Lock()      # ast.parse is not thread-safe in CPython 3.11 (the grid runs settings in threads)
+
+
+def _parse(code: str, filename: str = "<string>") -> ast.AST:
+    with _PARSE:
+        return ast.parse(code, filename=filename)
 
 
 def _module_file(module: str) -> Path | None:
@@ -73,7 +80,7 @@ def _imported(tree: ast.AST, package: str) -> set[str]:
 def _imports(module: str) -> set[str]:
     """Modules of this package that ``module`` imports."""
     path = _module_file(module)
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _parse(path.read_text(encoding="utf-8"), str(path))
     return _imported(tree, module if path.name == "__init__.py" else module.rpartition(".")[0])
 
 
@@ -84,7 +91,7 @@ def source_modules(code: str | None) -> tuple[str, ...]:
     if code is None:
         return tuple(sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix("__init__").rstrip(".")
                             for p in ROOT.rglob("*.py")))
-    return module_closure(*_imported(ast.parse(code), ""))
+    return module_closure(*_imported(_parse(code), ""))
 
 
 def module_closure(*roots: str) -> tuple[str, ...]:

@@ -36,6 +36,8 @@ class _UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):                      # argparse's default: usage + exit 2; here one line
+        if "allowed" not in message:
+            message += f"; allowed: the options of `{self.prog} --help`"
         raise _UsageError(message)
 
 

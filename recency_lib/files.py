@@ -120,13 +120,14 @@ def check_output_path(path, name: str = "out") -> Path:
         folder = folder.parent
     if not folder.is_dir():
         raise ValueError(f"{name}={short(text)} is under {short(str(folder))}, which is not a folder; {allowed}")
+    probe = _temp_name(folder, real.name if folder == real.parent else "probe")
     try:                                                 # the real test: create and remove a file there
-        probe = _temp_name(folder, real.name if folder == real.parent else "probe")
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.close(fd)
-        os.unlink(probe)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
     except OSError as exc:
         raise ValueError(f"{name}={short(text)}: cannot write in {short(str(folder))} ({exc.strerror}); {allowed}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
     return real
 
 

@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import source_hash, source_modules
+from . import cache
 from .config import SimConfig
 from .files import Terminated, atomic_write_text, check_output_path, signals_as_exceptions, staging_dir
 from .result import SimResult
@@ -159,9 +159,9 @@ def template_modules(template) -> tuple[str, ...]:
         src = "".join(src) if isinstance(src, list) else src
         code += [line for line in src.splitlines() if not line.lstrip().startswith(("%", "!"))]   # IPython magics
     try:
-        return source_modules("\n".join(code))
+        return cache.source_modules("\n".join(code))
     except SyntaxError:
-        return source_modules(None)
+        return cache.source_modules(None)
 
 
 def run_inputs(template, params: dict, kernel: str = "python3") -> dict:
@@ -172,7 +172,7 @@ def run_inputs(template, params: dict, kernel: str = "python3") -> dict:
         "template_sha256": hashlib.sha256(Path(template).read_bytes()).hexdigest(),
         "params": params,
         "kernel": kernel,
-        "recency_lib_source": source_hash(*template_modules(template)),
+        "recency_lib_source": cache.source_hash(*template_modules(template)),
     }
 
 
@@ -264,7 +264,8 @@ def _template_path(template) -> Path:
         raise ValueError(f"template={short(template)} is not a path; allowed: a notebook with a 'parameters' cell")
     path = Path(template)
     if not path.is_file():
-        raise ValueError(f"template={short(str(template))} is not a file; allowed: a notebook with a 'parameters' cell")
+        what = "is not a file" if path.exists() else "does not exist"
+        raise ValueError(f"template={short(str(template))} {what}; allowed: a notebook with a 'parameters' cell")
     return path.resolve()
 
 

@@ -182,7 +182,7 @@ class SimResult:
             hi = None if spec.hi is None else spec.hi + _SLACK * max(1.0, abs(spec.hi))
             if (lo is not None and (inside < lo).any()) or (hi is not None and (inside > hi).any()):
                 bad = inside[(inside < (lo if lo is not None else -math.inf)) | (inside > (hi if hi is not None else math.inf))]
-                raise ValueError(f"{name} has the value {bad[0]!r}; allowed: values in "
+                raise ValueError(f"{name} has the value {float(bad[0])!r}; allowed: values in "
                                  f"[{spec.lo if spec.lo is not None else '-inf'}, {spec.hi if spec.hi is not None else 'inf'}]")
         if first_bad is not None:
             raise ValueError(nonfinite_message(self, *first_bad))
