@@ -199,6 +199,8 @@ def need(cfg: SimConfig, engine: str, block: int, *, workers: int = 1, task_bloc
     """
     L, n = cfg.layers, cfg.n
     F = n_features(n)
+    blocks = max(1, -(-cfg.samples // block))
+    task_blocks = min(task_blocks, blocks)                    # a task never holds more blocks than the run
     moments = 2 * L * F * 8                                   # one block's (mean, M2)
     result_floats = 6 * L * n * n + 4 * L + 2 * L * n
     in_block = block * per_sample_floats(cfg, engine) * 8 + task_blocks * moments
@@ -210,7 +212,6 @@ def need(cfg: SimConfig, engine: str, block: int, *, workers: int = 1, task_bloc
         running = workers * (PROCESS_BYTES + in_block)
     else:
         running = in_block
-    blocks = max(1, -(-cfg.samples // block))
     seconds = (cfg.samples * L * ops_per_sample_layer(cfg, engine) / OPS_PER_SECOND
                + blocks * L * BLOCK_LAYER_SECONDS) / max(1, min(workers, blocks))
     parts = {"blocks in flight": running, "moments and result": main}
@@ -256,21 +257,29 @@ def require(cfg: SimConfig, engine: str, block_of: Callable[[SimConfig], int], *
         e = estimate(c, w)
         return (e.bytes <= limit) if memory else (e.seconds <= seconds)
 
-    # the parameter to blame: the one furthest above the largest value that fits (others as given)
-    # (time is linear in samples: blame samples whenever fewer of them would do)
+    # the parameter to blame: of those that alone could make the run fit, the one whose smallest
+    # value saves the most (time is linear in samples: blame samples whenever fewer would do)
+    def cost(c: SimConfig, w: int = workers, t: int | None = task_blocks) -> float:
+        e = need(c, engine, block_of(c), workers=w, task_blocks=t or 1, in_flight=in_flight, json_out=json_out)
+        return e.bytes if memory else e.seconds
+
     if not memory and _largest(lambda m: _fits_replaced(fits, cfg, "samples", m), 2, cfg.samples) >= 2:
         candidates = {"samples": 2}
     else:
         candidates = {"n": 1, "layers": 1, **({"d": 2} if engine == "dense" else {})}
-    # among the parameters that alone could make it fit, the one furthest above its largest value
     options = []
     for name, low in candidates.items():
         value = getattr(cfg, name)
         top = _largest(lambda m: _fits_replaced(fits, cfg, name, m), low, value)
-        options.append((top >= low, value / max(top, 0.5), name, value, top, low))
+        options.append((top >= low, -cost(cfg.replace(**{name: low})), name, value, top, low))
     if memory and workers > 1:
         top_w = _largest(lambda w: fits(cfg, w), 1, workers)
-        options.append((top_w >= 1, workers / max(top_w, 0.5), "workers", workers, top_w, 1))
+        options.append((top_w >= 1, -cost(cfg, 1), "workers", workers, top_w, 1))
+    b = block_of(cfg)
+    per = min(task_blocks or 1, -(-cfg.samples // b))
+    if memory and per > 1:                                       # chunk_size: samples per task
+        top_t = _largest(lambda t: cost(cfg, t=t) <= limit, 1, per)
+        options.append((top_t >= 1, -cost(cfg, t=1), "chunk_size", per * b, top_t * b, b))
     _, _, name, value, top, low = max(options)
     if memory:
         what = f"needs about {fmt_bytes(got.bytes)} of memory; this machine allows {fmt_bytes(limit)}"
@@ -292,6 +301,34 @@ def _fits_replaced(fits, cfg: SimConfig, name: str, value: int) -> bool:
     except ValueError:                        # e.g. d not divisible by heads: not a candidate value
         return False
     return fits(c)
+
+
+def require_json(cfg: SimConfig) -> int:
+    """Bytes writing a result of ``cfg`` as JSON needs, or ValueError when that exceeds the machine's
+    memory (the .npz form needs only the arrays)."""
+    floats = 6 * cfg.layers * cfg.n * cfg.n + 4 * cfg.layers + 2 * cfg.layers * cfg.n
+    total = JSON_BYTES_PER_FLOAT * floats
+    if total > memory_limit():
+        raise ValueError(f"n={short(cfg.n)}, layers={short(cfg.layers)}: writing the result as JSON needs about "
+                         f"{fmt_bytes(total)} of memory; this machine allows {fmt_bytes(memory_limit())}; "
+                         f"allowed: a .npz path (binary, compressed)")
+    return total
+
+
+def require_cosine(cfg: SimConfig, samples: int) -> None:
+    """:func:`recency_lib.inputs.input_cosine_similarity`: its largest block ((batch, n, d) tokens, their
+    unit vectors, (batch, n, n) cosines) must fit in memory and the work within the time limit."""
+    n, d = cfg.n, cfg.d
+    batch = max(1, 2 ** 20 // (n * d))
+    total = PROCESS_BYTES + 8 * batch * (3 * n * d + 2 * n * n)
+    seconds = samples * (2.0 * n * n * d + 4.0 * n * d) / OPS_PER_SECOND
+    if total > memory_limit():
+        raise ValueError(f"n={short(n)}, d={short(d)}: the cosine of every token pair needs about {fmt_bytes(total)} "
+                         f"of memory; this machine allows {fmt_bytes(memory_limit())}; allowed: smaller n or d")
+    if seconds > max_seconds():
+        top = int(samples * max_seconds() / seconds)
+        raise ValueError(f"samples={short(samples)} would take about {fmt_seconds(seconds)} (n={short(n)}, d={short(d)}); "
+                         f"the limit is {fmt_seconds(max_seconds())} (RECENCY_LIB_MAX_HOURS); allowed: samples <= {top}")
 
 
 def require_trajectories(cfg: SimConfig, samples: int, engine: str, block: int) -> int:

@@ -177,6 +177,9 @@ def main(argv=None) -> int:
         except MemoryError:
             return _fail("out of memory (the estimate was too low: please report it; use fewer samples per "
                          "task, fewer workers or a smaller setting)", 1)
+        except BrokenPipeError:                       # `... | head`: stdout went away; say nothing more
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
         except OSError as exc:
             return _fail(f"{exc.strerror or exc}: {short(exc.filename) if exc.filename else ''} "
                          f"(the previous result, if any, is unchanged)", 1)

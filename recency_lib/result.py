@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .budget import memory_limit
+from .budget import fmt_bytes, memory_limit, require_json
 from .config import SimConfig
 from .files import atomic_write
 from .metrics import definition1_verdict, familywise_z
@@ -226,6 +226,7 @@ class SimResult:
             arrays = {name: np.asarray(getattr(self, name), dtype=np.float64) for name in ARRAY_FIELDS}
             meta = np.array(json.dumps(self._meta(), allow_nan=False))
             return atomic_write(path, lambda fh: np.savez_compressed(fh, meta=meta, **arrays), binary=True)
+        require_json(self.config)
         text = json.dumps(self.to_dict(), allow_nan=False)
         return atomic_write(path, lambda fh: fh.write(text))
 
@@ -492,6 +493,10 @@ def _load_npz(cls, fh, config: SimConfig | None) -> SimResult:
             data = _parse_json(str(meta[()]).encode("utf-8"))
             cfg = _config_of(data, config)
             kw = _meta_kwargs(data, cfg)
+            total = sum(8 * math.prod(expected_shape(spec, cfg)) for spec in ARRAY_FIELDS.values())
+            if total > memory_limit():
+                raise ValueError(f"the config (n={short(cfg.n)}, layers={short(cfg.layers)}) makes arrays of "
+                                 f"{fmt_bytes(total)}; allowed: a result that fits in memory ({fmt_bytes(memory_limit())})")
             for a, spec in ARRAY_FIELDS.items():
                 shape = expected_shape(spec, cfg)
                 kw[a] = _read_npy(zf, by_name[f"{a}.npy"], "f", shape, 8 * math.prod(shape) + 4096)
