@@ -171,9 +171,9 @@ def main(argv=None) -> int:
         except SystemExit as exc:                     # --help
             return exc.code if isinstance(exc.code, int) else 0
         except KeyboardInterrupt:
-            return _fail("interrupted (SIGINT); workers stopped, nothing written", 130)
+            return _fail("interrupted (SIGINT); workers stopped, no partial file left", 130)
         except Terminated as exc:
-            return _fail(f"{exc}; workers stopped, nothing written", 128 + exc.signum)
+            return _fail(f"{exc}; workers stopped, no partial file left", 128 + exc.signum)
         except MemoryError:
             return _fail("out of memory (the estimate was too low: please report it; use fewer samples per "
                          "task, fewer workers or a smaller setting)", 1)

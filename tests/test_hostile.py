@@ -207,6 +207,7 @@ def run_cli(argv):
 def test_cli_clear_error_or_result(tmp_path_factory, monkeypatch, argv, out_kind):
     monkeypatch.setenv("RECENCY_LIB_MAX_HOURS", "0.0003")          # ~1 s: anything larger is refused
     tmp = tmp_path_factory.mktemp("cli")
+    monkeypatch.chdir(tmp)                                        # a generated relative --out lands here
     good = tmp / "good.json"
     SMALL_RESULT.save(good)
     (tmp / "dir").mkdir()
