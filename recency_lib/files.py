@@ -56,9 +56,13 @@ def signals_as_exceptions():
         return
 
     def handler(signum, frame):
+        for s in old:                                 # a second signal must not cut the cleanup short
+            signal.signal(s, signal.SIG_IGN)
         raise Terminated(signum)
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    old = {}
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        old[s] = signal.signal(s, handler)
     try:
         yield
     except Terminated as exc:
@@ -93,7 +97,8 @@ def _as_path(value, name: str) -> str:
 def check_output_path(path, name: str = "out") -> Path:
     """The real path ``path`` names (symlinks followed) if a result may be written there, else
     ValueError saying why: it is a folder or another non-regular file, sits under a regular file,
-    its name is too long, or its folder is not writable. Nothing is created."""
+    its name is too long, or its folder is not writable. Nothing is left behind (a probe file is
+    created and removed in the folder that will hold the file)."""
     text = _as_path(path, name)
     if text.endswith(("/", os.sep)) or Path(text).name in ("", ".", ".."):
         raise ValueError(f"{name}={short(text)} names a folder; allowed: a path to a file")
@@ -136,7 +141,7 @@ def check_output_path(path, name: str = "out") -> Path:
 def _temp_name(folder: Path, name: str) -> Path:
     """``.NAME.PID.XXXXXXXX.recency-tmp`` in ``folder``, NAME cut so the whole stays within NAME_MAX."""
     tail = f".{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}"
-    keep = name.encode()[: _NAME_MAX - 1 - len(tail)].decode(errors="ignore")
+    keep = os.fsdecode(os.fsencode(name)[: _NAME_MAX - 1 - len(tail)])
     return folder / f".{keep}{tail}"
 
 

@@ -201,7 +201,7 @@ def run_cli(argv):
     return code, out.getvalue(), err.getvalue()
 
 
-@settings(FAST, max_examples=300)
+@settings(FAST, max_examples=150)
 @given(argv_lists(), st.sampled_from(["none", "new.json", "new.npz", "good.json", "dir", "under/x.json", "empty",
                                       "slash/", "long", "devnull"]))
 def test_cli_clear_error_or_result(tmp_path_factory, monkeypatch, argv, out_kind):
@@ -263,7 +263,7 @@ def same_arrays(a: SimResult, b: SimResult) -> bool:
     return all(np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True) for k in ARRAY_FIELDS)
 
 
-@settings(FAST, max_examples=400)
+@settings(FAST, max_examples=300)
 @given(st.sampled_from([".json", ".npz"]), byte_mutations)
 def test_load_mutated_bytes_clear_error_or_same_result(tmp_path_factory, suffix, ops):
     tmp = tmp_path_factory.mktemp("load")
@@ -280,10 +280,13 @@ def test_load_mutated_bytes_clear_error_or_same_result(tmp_path_factory, suffix,
     count("SimResult.load: bytes", ok, True)
 
 
+def _nested(inner):
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=3), inner, max_size=3))
+
+
 json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10 ** 30, 10 ** 30), st.floats(allow_nan=False),
                                      st.text(max_size=5), st.sampled_from(["inf", "-inf", "nan"])),
-                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
-                           max_leaves=12)
+                           _nested, max_leaves=12)
 KEYS = ["format", "config", "engine", "block_size", "library_version", "z", "elapsed_seconds", "extra",
         "definition1", *ARRAY_FIELDS]
 CONFIG_KEYS = list(SimConfig().to_dict())
@@ -327,7 +330,7 @@ def apply_structural(d: dict, kind, key, value):
     return d
 
 
-@settings(FAST, max_examples=400)
+@settings(FAST, max_examples=300)
 @given(st.sampled_from([".json", ".npz"]), structural_mutations())
 def test_load_mutated_fields_clear_error_or_valid(tmp_path_factory, suffix, mutation):
     tmp = tmp_path_factory.mktemp("fields")
@@ -385,7 +388,7 @@ def test_load_limits_and_special_files(tmp_path):
 
 # -- the results cache ---------------------------------------------------------------------------------
 
-@settings(FAST, max_examples=120)
+@settings(FAST, max_examples=100)
 @given(st.one_of(byte_mutations.map(lambda ops: ("bytes", ops)),
                  st.sampled_from(["other_config", "all_nan", "wrong_shape", "folder", "empty", "symlink_loop"]).map(lambda k: (k, None))))
 def test_cache_any_bad_entry_is_recomputed(tmp_path_factory, entry):
