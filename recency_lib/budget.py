@@ -37,6 +37,7 @@ from typing import Callable
 
 from .config import SimConfig
 from .kernels import n_features
+from .sampling import gram_width
 from .validation import short
 
 PROCESS_BYTES = 200 * 2 ** 20      # a Python process with numpy and the compiled kernel (~160 MB measured)
@@ -156,11 +157,7 @@ def max_seconds() -> float:
 
 def _width(cfg: SimConfig, engine: str) -> int:
     """Coordinates per token: d (dense) or the Gram width min(n, degrees of freedom)."""
-    if engine == "dense":
-        return cfg.d
-    if cfg.alpha == 1.0:
-        return 1
-    return min(cfg.n, cfg.d - 1 if cfg.norm == "layernorm" else cfg.d)
+    return cfg.d if engine == "dense" else gram_width(cfg)
 
 
 def per_sample_floats(cfg: SimConfig, engine: str) -> int:
