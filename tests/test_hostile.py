@@ -95,26 +95,52 @@ junk = st.one_of(
 )
 
 
-def field_values(name: str, default):
-    """Good values of a SimConfig field, its boundaries, and junk."""
-    good = {
-        "alpha": st.sampled_from([0.0, 0.25, 1.0, 1 - 1e-16]), "gamma": st.sampled_from([0.0, -2.5, 1.0]),
-        "norm": st.sampled_from(["layernorm", "rms", "none", "LayerNorm", " rms"]),
-        "n": st.integers(1, 12), "d": st.integers(1, 70), "layers": st.integers(0, 5),
-        "samples": st.integers(1, 10 ** 6), "seed": st.integers(-2, 2 ** 64), "engine": st.sampled_from(["auto", "dense", "gram", "gpu"]),
-        "eps": st.sampled_from([0.0, 1e-12, 1e300, -1e-3]), "weights": st.sampled_from(["none", "fixed", "per_sample", "x"]),
-        "weights_seed": st.integers(-1, 2 ** 63), "heads": st.integers(0, 8), "ffn": st.booleans(), "rope": st.booleans(),
-        "placement": st.sampled_from(["pre", "post", "mid"]),
+def field_values(name: str, default=None):
+    """Valid values of a SimConfig field (boundaries included), wrong values of the right type, and junk."""
+    good, bad = {
+        "alpha": ([0.0, 0.25, 1.0, 1 - 1e-16, 5e-324], [-1e-300, 1.0000001]),
+        "gamma": ([0.0, -2.5, 1.0, 1e10], []),
+        "norm": (["layernorm", "rms", "none"], ["LayerNorm", " rms", ""]),
+        "n": ([1, 2, 3, 12], [0, -5]), "d": ([2, 3, 8, 64], [1, 0]), "layers": ([1, 2, 5], [0]),
+        "samples": ([2, 3, 1000], [1, 0]), "seed": ([0, 1, 2 ** 63 - 1], [-1, 2 ** 63, 2 ** 64]),
+        "engine": (["auto", "dense", "gram"], ["gpu", "GRAM"]), "eps": ([0.0, 1e-12, 1e300], [-1e-3]),
+        "weights": (["none", "fixed", "per_sample"], ["x"]), "weights_seed": ([0, 7, 2 ** 63 - 1], [-1, 2 ** 63]),
+        "heads": ([1, 1, 2], [0, 3, 5]), "ffn": ([False, True], []), "rope": ([False, True], []),
+        "placement": (["pre", "post"], ["mid"]),
     }[name]
-    return st.one_of(good, good, junk)
+    return st.one_of(*[st.sampled_from(good)] * 6, *([st.sampled_from(bad)] if bad else []), junk)
 
 
-config_kwargs = st.fixed_dictionaries({}, optional={f: field_values(f, v) for f, v in SimConfig().to_dict().items()})
+FIELDS = list(SimConfig().to_dict())
+_PAPER = {"weights": "none", "heads": 1, "ffn": False, "rope": False, "placement": "pre"}
+
+
+@st.composite
+def one_bad_field(draw):
+    """The paper's model with valid values everywhere but (maybe) one field: both branches are common."""
+    kw = {f: draw(field_values(f)) for f in FIELDS if f not in _PAPER}
+    kw = {k: v for k, v in kw.items() if _valid(k, v)}
+    name = draw(st.sampled_from(FIELDS + [None]))
+    if name is not None:
+        kw[name] = draw(field_values(name))
+    return kw
+
+
+def _valid(name, value) -> bool:
+    try:
+        SimConfig(**{name: value})
+        return True
+    except Exception:
+        return False
+
+
+config_kwargs = st.one_of(one_bad_field(),
+                          st.fixed_dictionaries({}, optional={f: field_values(f) for f in FIELDS}))
 
 
 # -- the Python API ------------------------------------------------------------------------------------
 
-@settings(FAST, max_examples=300)
+@settings(FAST, max_examples=200)
 @given(config_kwargs)
 def test_simconfig_clear_error_or_valid_config(kwargs):
     try:
