@@ -81,9 +81,13 @@ def test_api_refuses_what_cannot_fit_before_any_work(monkeypatch, cfg, needle):
 
 
 def test_memory_estimate_does_not_grow_with_samples_and_limits_can_be_lowered(monkeypatch):
-    e = "gram"
-    need = [budget.need(SMALL.replace(samples=s), e, engines.block_size(SMALL, e)).bytes for s in (100, 10 ** 12)]
-    assert need[0] == need[1]
+    e, b = "gram", engines.block_size(SMALL, "gram")
+    need = [budget.need(SMALL.replace(samples=s), e, b).bytes for s in (100, 10 ** 12)]
+    # only the engine's up-front block list grows with samples (issue 14 makes it lazy: then 0)
+    assert need[1] - need[0] == budget.BLOCK_LIST_BYTES * (-(-10 ** 12 // b) - 1)
+    monkeypatch.setattr(budget, "BLOCK_LIST_BYTES", 0)
+    assert budget.need(SMALL.replace(samples=10 ** 12), e, b).bytes == budget.need(SMALL, e, b).bytes
+    monkeypatch.undo()
     monkeypatch.setenv("RECENCY_LIB_MAX_MEMORY", str(300 * 2 ** 20))
     with pytest.raises(ValueError, match=r"n=512 needs about .* allowed: n <= \d+"):
         simulate(SimConfig(n=512, samples=10))
