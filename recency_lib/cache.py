@@ -1,36 +1,121 @@
-"""On-disk results cache: simulate once per build, reuse everywhere, never stale.
+"""On-disk results cache: simulate once per build, reuse everywhere, never stale, never wrong.
 
-The key is a hash of the config, the engine options and the library's *source code* (every
-``.py`` file of the installed package) and the kernel path, so editing recency_lib invalidates every
-entry. Entries are ``<key>.npz`` files (:meth:`SimResult.save`: lossless, compressed), written
-atomically, so two processes racing on the same key both end with a whole file.
-Location: ``$RECENCY_LIB_CACHE`` if set, else ``~/.cache/recency_lib``.
+The key is a hash of the config, z, the kernel path and the *source code a simulation depends on*:
+the modules of the package that :mod:`recency_lib.engines` imports, directly or through other
+modules of the package (:func:`module_closure`, read from the import statements with ``ast``, so
+no module list is written down anywhere). Editing the kernel invalidates every entry; editing
+``plotting.py`` keeps them. Entries are ``<key>.npz`` files (:meth:`SimResult.save`: lossless,
+compressed), written atomically, so two processes racing on the same key both end with a whole file.
+
+An entry is used only if it loads completely and validly *and* holds the result of exactly the
+config asked for (:meth:`SimResult.load` with ``config``); anything else (unreadable, truncated,
+corrupt, wrong shapes, all-NaN arrays, another config, even a folder in its place... ) counts as
+missing and is recomputed. The folder is checked before any work: it must be a folder (or
+creatable) and writable. Location: ``cache=``, else ``$RECENCY_LIB_CACHE``, else
+``~/.cache/recency_lib``.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
-import zipfile
 import json
 import os
+import stat
+import threading
 from functools import lru_cache
 from pathlib import Path
 
+from . import engines
 from .config import SimConfig
+from .files import check_output_path
+from .kernels import kernel_name
 from .result import SimResult
+from .validation import check_bool, check_z, short
+
+PACKAGE = __name__.rpartition(".")[0]          # "recency_lib"
+ROOT = Path(__file__).resolve().parent
+_PARSE = threading.Lock()      # ast.parse is not thread-safe in CPython 3.11 (the grid runs settings in threads)
 
 
-@lru_cache(maxsize=1)
-def source_hash() -> str:
-    """sha256 over the package's Python sources (sorted by name); changes with any edit."""
+def _parse(code: str, filename: str = "<string>") -> ast.AST:
+    with _PARSE:
+        return ast.parse(code, filename=filename)
+
+
+def _module_file(module: str) -> Path | None:
+    """The source file of a module of this package ("engines" or "" for the package), or None."""
+    base = ROOT.joinpath(*module.split(".")) if module else ROOT
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imported(tree: ast.AST, package: str) -> set[str]:
+    """Modules of this package imported anywhere in ``tree`` (also inside functions): relative
+    imports (``from .kernels import x``, ``from . import sampling``) resolved against ``package``,
+    and absolute ones (``import recency_lib.kernels``, ``from recency_lib import plotting``).
+    Names are relative to the package ("" = its ``__init__``)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            elif node.module == PACKAGE or (node.module or "").startswith(PACKAGE + "."):
+                base = node.module[len(PACKAGE) + 1:]
+            else:
+                continue
+            found.add(base)
+            for alias in node.names:                                    # `from . import kernels`
+                found.add(f"{base}.{alias.name}" if base else alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == PACKAGE or alias.name.startswith(PACKAGE + "."):
+                    found.add(alias.name[len(PACKAGE) + 1:])
+    return {m for m in found if _module_file(m) is not None}
+
+
+def _imports(module: str) -> set[str]:
+    """Modules of this package that ``module`` imports."""
+    path = _module_file(module)
+    tree = _parse(path.read_text(encoding="utf-8"), str(path))
+    return _imported(tree, module if path.name == "__init__.py" else module.rpartition(".")[0])
+
+
+def source_modules(code: str | None) -> tuple[str, ...]:
+    """Modules of this package that Python source ``code`` (e.g. a notebook's cells) imports, with
+    everything they import (:func:`module_closure`); every module of the package for None.
+    SyntaxError if ``code`` does not parse."""
+    if code is None:
+        return tuple(sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix("__init__").rstrip(".")
+                            for p in ROOT.rglob("*.py")))
+    return module_closure(*_imported(_parse(code), ""))
+
+
+def module_closure(*roots: str) -> tuple[str, ...]:
+    """``roots`` and every module of the package they import, transitively (sorted names)."""
+    seen, todo = set(), list(roots)
+    while todo:
+        m = todo.pop()
+        if m in seen or _module_file(m) is None:
+            continue
+        seen.add(m)
+        todo.extend(_imports(m) - seen)
+    return tuple(sorted(seen))
+
+
+@lru_cache(maxsize=None)
+def source_hash(*roots: str) -> str:
+    """sha256 over the source files of :func:`module_closure` of ``roots`` (default: what a
+    simulation runs, ``engines``); changes with any edit of one of them, and only then."""
     h = hashlib.sha256()
-    root = Path(__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode())
+    for m in module_closure(*(roots or ("engines",))):
+        path = _module_file(m)
+        h.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
         h.update(path.read_bytes())
     return h.hexdigest()
-
-
-_UNREADABLE = (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile)   # -> recompute the entry
 
 
 def cache_dir(path=None) -> Path:
@@ -41,46 +126,61 @@ def cache_dir(path=None) -> Path:
 
 
 def cache_key(cfg: SimConfig, z: float = 3.0) -> str:
-    """Hash of the config, z, the library source and the kernel path ("numba" or "numpy": the two
-    agree only to float rounding, so a result of one is never served for the other)."""
-    from .kernels import kernel_name
-
+    """Hash of the config, z, the simulation's source (:func:`source_hash`) and the kernel path
+    ("numba" or "numpy": the two agree only to float rounding, so a result of one is never served
+    for the other)."""
     payload = json.dumps({"config": cfg.to_dict(), "z": z, "source": source_hash(),
                           "kernel": kernel_name()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
+def _entry(cfg, z: float, cache) -> Path:
+    """The entry's path, after checking (before any work) that the cache can store it."""
+    if not isinstance(cfg, SimConfig):
+        raise ValueError(f"cfg={short(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
+    folder = cache_dir(cache)
+    path = folder / f"{cache_key(cfg, z)}.npz"
+    try:
+        check_output_path(path, "cache entry")
+    except ValueError as exc:
+        raise ValueError(f"cache={short(str(folder))} cannot be used: {exc} (set cache= or RECENCY_LIB_CACHE "
+                         f"to another folder)") from None
+    return path
+
+
+def _load(path: Path, cfg: SimConfig) -> SimResult | None:
+    """The entry if it is whole, valid and for ``cfg``; None for anything else (recompute it)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        return SimResult.load(path, config=cfg)
+    except Exception:          # unreadable, corrupt, inconsistent, another config: all "missing"
+        return None
+
+
 def cached_simulate(cfg: SimConfig, *, cache: str | os.PathLike | None = None, z: float = 3.0,
                     executor=None, refresh: bool = False) -> SimResult:
     """``simulate(cfg)`` through the on-disk cache; ``refresh=True`` recomputes and overwrites."""
-    from .engines import simulate
-
-    path = cache_dir(cache) / f"{cache_key(cfg, z)}.npz"
-    if path.exists() and not refresh:
-        try:
-            return SimResult.load(path)
-        except _UNREADABLE:     # unreadable entry: recompute it
-            pass
-    res = simulate(cfg, executor=executor, z=z)
-    res.save(path)
+    z, refresh = check_z(z), check_bool("refresh", refresh)
+    path = _entry(cfg, z, cache)
+    res = None if refresh else _load(path, cfg)
+    if res is None:
+        res = engines.simulate(cfg, executor=executor, z=z)
+        res.save(path)
     return res
 
 
 def cached_simulate_many(configs, *, cache=None, z: float = 3.0, executor=None) -> list[SimResult]:
     """Like :func:`cached_simulate` for many configs; the missing ones run together."""
-    from .engines import simulate_many
-
+    z = check_z(z)
+    if isinstance(configs, (SimConfig, str, bytes)) or not hasattr(configs, "__iter__"):
+        raise ValueError(f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig objects")
     configs = list(configs)
-    paths = [cache_dir(cache) / f"{cache_key(c, z)}.npz" for c in configs]
-    out: list[SimResult | None] = []
-    for p in paths:
-        try:
-            out.append(SimResult.load(p) if p.exists() else None)
-        except _UNREADABLE:
-            out.append(None)
+    paths = [_entry(c, z, cache) for c in configs]
+    out = [_load(p, c) for p, c in zip(paths, configs)]
     missing = [k for k, r in enumerate(out) if r is None]
     if missing:
-        for k, res in zip(missing, simulate_many([configs[k] for k in missing], executor=executor, z=z)):
+        for k, res in zip(missing, engines.simulate_many([configs[k] for k in missing], executor=executor, z=z)):
             res.save(paths[k])
             out[k] = res
     return out

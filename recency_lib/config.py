@@ -2,13 +2,18 @@
 
 Every invalid value raises ``ValueError`` naming the parameter, the value and what is
 allowed, before any work is done (the CLI turns that message into one line and exit 2).
+
+Integers are bounded by numpy's index type (``INT_MAX`` = 2**63 - 1) and nothing else: whether a
+config *fits this machine* (memory, time) is not a property of the config but of the run, checked
+by :mod:`recency_lib.budget` before any simulation starts (a result computed on a large machine
+stays loadable on a small one).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
-from .validation import check_bool, check_choice, check_int, check_real
+from .validation import INT_MAX, check_bool, check_choice, check_int, check_real, short
 
 NORMS = ("layernorm", "rms", "none")
 ENGINES = ("auto", "dense", "gram")
@@ -44,37 +49,37 @@ class SimConfig:
     placement: str = "pre"    # "pre" (normalize before attention, Sec. 2.1) or "post" (after the residual)
 
     def __post_init__(self) -> None:
-        check_real("alpha", self.alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]")
-        check_real("gamma", self.gamma, allowed="a finite real number")
-        check_choice("norm", self.norm, NORMS)
-        check_int("n", self.n, 1)
-        check_int("d", self.d, 2)
-        check_int("layers", self.layers, 1)
-        check_int("samples", self.samples, 2)
-        check_int("seed", self.seed, 0)
-        check_choice("engine", self.engine, ENGINES)
-        check_real("eps", self.eps, lo=0.0, allowed="a finite real number >= 0")
-        check_choice("weights", self.weights, WEIGHTS)
-        check_int("weights_seed", self.weights_seed, 0)
-        check_int("heads", self.heads, 1)
+        # each value is checked, then stored as a builtin type (numpy scalars, int/str subclasses
+        # become int/float/str), so equal configs hash and serialise identically
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
+        put("alpha", check_real("alpha", self.alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]"))
+        put("gamma", check_real("gamma", self.gamma, allowed="a finite real number"))
+        put("norm", check_choice("norm", self.norm, NORMS))
+        put("n", check_int("n", self.n, 1, INT_MAX))
+        put("d", check_int("d", self.d, 2, INT_MAX))
+        put("layers", check_int("layers", self.layers, 1, INT_MAX))
+        put("samples", check_int("samples", self.samples, 2, INT_MAX))
+        put("seed", check_int("seed", self.seed, 0, INT_MAX))
+        put("engine", check_choice("engine", self.engine, ENGINES))
+        put("eps", check_real("eps", self.eps, lo=0.0, allowed="a finite real number >= 0"))
+        put("weights", check_choice("weights", self.weights, WEIGHTS))
+        put("weights_seed", check_int("weights_seed", self.weights_seed, 0, INT_MAX))
+        put("heads", check_int("heads", self.heads, 1, INT_MAX))
+        put("ffn", check_bool("ffn", self.ffn))
+        put("rope", check_bool("rope", self.rope))
+        put("placement", check_choice("placement", self.placement, PLACEMENTS))
         if self.d % self.heads:
-            raise ValueError(f"heads={self.heads!r} is not allowed with d={self.d}; "
+            raise ValueError(f"heads={short(self.heads)} is not allowed with d={short(self.d)}; "
                              f"allowed: a divisor of d (d must be divisible by heads)")
-        for name in ("ffn", "rope"):
-            object.__setattr__(self, name, check_bool(name, getattr(self, name)))
         if self.rope and (self.d // self.heads) % 2:
-            raise ValueError(f"rope=True is not allowed with d={self.d}, heads={self.heads} "
-                             f"(head size {self.d // self.heads} is odd); allowed: an even head size d / heads")
-        check_choice("placement", self.placement, PLACEMENTS)
+            raise ValueError(f"rope=True is not allowed with d={short(self.d)}, heads={short(self.heads)} "
+                             f"(head size {short(self.d // self.heads)} is odd); allowed: an even head size d / heads")
         if self.engine == "gram" and self.extended:
             raise ValueError(f"engine='gram' is not allowed with extensions on ({', '.join(self.extensions)}); "
                              f"allowed: engine='dense' or 'auto' (the Gram symmetry does not hold with weights, "
                              f"heads, FFN, RoPE or post-LN)")
-        # normalise numeric types so equal configs hash and serialise identically
-        for name in ("alpha", "gamma", "eps"):
-            object.__setattr__(self, name, float(getattr(self, name)))
-        for name in ("n", "d", "layers", "samples", "seed", "weights_seed", "heads"):
-            object.__setattr__(self, name, int(getattr(self, name)))
 
     # -- conveniences ------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -82,10 +87,13 @@ class SimConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> "SimConfig":
+        """The config of ``to_dict`` output; ValueError for anything but a dict of known fields."""
+        if not isinstance(data, dict):
+            raise ValueError(f"config={short(data)} is not a dict; allowed: a dict of SimConfig fields")
         known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
+        unknown = [k for k in data if k not in known]
         if unknown:
-            raise ValueError(f"SimConfig: unknown field(s) {sorted(unknown)}; allowed: {sorted(known)}")
+            raise ValueError(f"SimConfig: unknown field(s) {short(unknown)}; allowed: {sorted(known)}")
         return cls(**data)
 
     def replace(self, **changes) -> "SimConfig":

@@ -25,6 +25,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import __version__
+from .budget import require, require_trajectories
 from .config import SimConfig
 from .kernels import feature_layout, gram_block_moments, kernel_name, n_features, warm_up
 from .metrics import adjacent_differences, recency_fraction, tril_index
@@ -32,7 +33,7 @@ from .model import layer
 from .result import SimResult
 from .sampling import dense_tokens, gram_draws, gram_width
 from .stats import Moments
-from .validation import check_int, check_z
+from .validation import check_bool, check_int, check_z, short
 
 _BLOCK_FLOATS = 2 ** 17      # dense: target size of the largest per-block array (floats); ~1 MB
 _GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target working set of the block kernel (floats); ~4 MB
@@ -170,14 +171,26 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
     it never changes the result. ``executor`` is any ``concurrent.futures.Executor`` (e.g. a
     ``ProcessPoolExecutor`` or a Dask client's ``get_executor()``); default: in-process.
     """
+    if isinstance(configs, (SimConfig, str, bytes)) or not hasattr(configs, "__iter__"):
+        raise ValueError(f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig objects")
     configs = list(configs)
     for cfg in configs:
         if not isinstance(cfg, SimConfig):
             raise ValueError(f"configs must be SimConfig objects; got {type(cfg).__name__}")
     _check_chunk_size(chunk_size)
     z = check_z(z)
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise ValueError(f"executor={short(executor)} is not allowed; allowed: None or a "
+                         f"concurrent.futures.Executor (an object with submit(fn, *args))")
+    if progress is not None:
+        progress = check_bool("progress", progress)
 
     workers = getattr(executor, "_max_workers", None) or os.cpu_count() or 1
+    for cfg in configs:          # memory and time, before any work (recency_lib.budget)
+        e = resolve_engine(cfg)
+        per = None if chunk_size is None else math.ceil(chunk_size / block_size(cfg, e))
+        require(cfg, e, lambda c, e=e: block_size(c, e), workers=1 if executor is None else workers,
+                task_blocks=per, in_flight=2 * workers + 2)
     # One kernel for the whole run, chosen here (never per worker), so that results do not depend
     # on which worker has numba; compiled / loaded once here, so forked workers inherit it.
     kernel = kernel_name() if any(resolve_engine(c) == "gram" for c in configs) else "numpy"
@@ -219,6 +232,8 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
             acc[ci] = m if acc[ci] is None else acc[ci].merge(m)
             if bar is not None:
                 bar.update(m.count)
+        if not (np.isfinite(acc[ci].mean).all() and np.isfinite(acc[ci].m2).all()):   # overflow: stop now
+            _to_result(configs[ci], *plans[ci][:2], acc[ci], z, 0.0, None).check()
 
     try:
         if executor is None:
@@ -242,7 +257,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
         if bar is not None:
             bar.close()
 
-    return [_to_result(cfg, plan[0], plan[1], m, z, t, kernel if plan[0] == "gram" else None)
+    return [_to_result(cfg, plan[0], plan[1], m, z, t, kernel if plan[0] == "gram" else None).check()
             for cfg, plan, m, t in zip(configs, plans, acc, elapsed)]
 
 
@@ -304,6 +319,7 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
         raise ValueError(f"engine={engine!r} is not allowed; allowed: 'dense' or 'gram'")
     n, L = cfg.n, cfg.layers
     bsize = block_size(cfg, engine)
+    require_trajectories(cfg, samples, engine, bsize)
     rows, cols = tril_index(n)
     lay = feature_layout(n)
     scores, attn = [], []

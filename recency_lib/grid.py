@@ -11,16 +11,23 @@ The slug spells out every parameter (``a0.2-g1-layernorm-n10-d64-L4-s100000-seed
 
 Reruns only when an input changed: the key is a sha256 of the template file's bytes, the
 parameters (defaults of the template filled in, types normalized), the kernel name and
-:func:`recency_lib.cache.source_hash` (every ``.py`` file of the package). When the sidecar holds
-the same key and both output files exist, nothing runs.
+:func:`recency_lib.cache.source_hash` of the package modules the template imports (and what they
+import). A setting is "reused" only when the sidecar holds the same key *and* both output files
+are exactly the ones it recorded (sha256 of each) *and* the result file loads as a valid result for
+the setting's config; anything else (a truncated or edited file, a missing one) runs again.
 
 Outputs are all-or-nothing: papermill runs in a private staging folder inside ``out_dir`` (which
-is also the notebook's working directory, set explicitly for its kernel); only after it succeeded, and its result file loads and
-matches the requested setting, are the two files moved into place (``os.replace``) and the key
-written. A failed run leaves the previous outputs (if any) untouched and nothing half-written.
+is also the notebook's working directory, set explicitly for its kernel); only after it succeeded,
+and its result file loads and matches the requested setting, are the two files moved into place
+(``os.replace``) and the key written. A failed or interrupted run leaves the previous outputs (if
+any) untouched and nothing half-written: SIGTERM / SIGHUP / SIGINT in the main thread shut the
+running kernels down and remove the staging folder (then the signal takes its course); a
+staging folder left by a driver killed outright (SIGKILL) is removed by the next run in the
+same ``out_dir`` (:func:`recency_lib.files.staging_dir`).
 
 Parameters are validated before any work (:func:`validate_params`: ``SimConfig`` rules, ``z`` > 0,
-no unknown names): a bad setting raises ``ValueError`` and nothing is written.
+no unknown names; ``out_dir``, ``kernel``, ``timeout``, ``workers``): a bad setting raises
+``ValueError`` and nothing is written.
 
     from recency_lib import SimResult
     from recency_lib.grid import run_grid
@@ -35,8 +42,7 @@ import json
 import math
 import numbers
 import os
-import shutil
-import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -44,9 +50,11 @@ from pathlib import Path
 
 import numpy as np
 
+from . import cache
 from .config import SimConfig
-from .result import SimResult, atomic_write_text
-from .validation import check_int, check_z
+from .files import Terminated, atomic_write_text, check_output_path, signals_as_exceptions, staging_dir
+from .result import SimResult
+from .validation import check_bool, check_int, check_real, check_z, short
 
 #: Parameters of the template that describe the setting (all of SimConfig's but engine/eps, and z).
 SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed", "z")
@@ -59,22 +67,27 @@ KEY_FORMAT = "recency_lib.grid/1"
 
 def result_file(result_path: str = "") -> Path:
     """Where the template writes its result: ``result_path``, or ``setting_result.json`` when empty
-    (relative paths are relative to the working directory)."""
+    (relative paths are relative to the working directory); checked before any work
+    (:func:`recency_lib.files.check_output_path`: a regular file or nothing yet, writable)."""
     if not isinstance(result_path, (str, os.PathLike)):
-        raise ValueError(f"result_path={result_path!r} is not a path; allowed: a string (\"\" = setting_result.json)")
-    return Path(result_path) if str(result_path) else Path("setting_result.json")
+        raise ValueError(f"result_path={short(result_path)} is not a path; allowed: a string (\"\" = setting_result.json)")
+    path = Path(result_path) if str(result_path) else Path("setting_result.json")
+    check_output_path(path, "result_path")
+    return path
 
 
 def template_defaults(template) -> dict:
     """The template's parameters and their defaults, read from its ``parameters`` cell."""
     import papermill
 
-    template = Path(template)
-    if not template.is_file():
-        raise ValueError(f"template={str(template)!r} does not exist; allowed: a notebook with a 'parameters' cell")
-    info = papermill.inspect_notebook(str(template))
+    template = _template_path(template)
+    try:
+        info = papermill.inspect_notebook(str(template))
+    except Exception as exc:                     # not JSON, not a notebook, ...
+        raise ValueError(f"template={short(str(template))} is not a readable notebook ({type(exc).__name__}); "
+                         f"allowed: a notebook with a 'parameters' cell") from None
     if not info:
-        raise ValueError(f"template={str(template)!r} has no parameters; allowed: a notebook with a 'parameters' cell")
+        raise ValueError(f"template={short(str(template))} has no parameters; allowed: a notebook with a 'parameters' cell")
     out = {}
     for name, spec in info.items():
         try:
@@ -92,20 +105,20 @@ def validate_params(params: dict, template=None) -> dict:
     work is done; unknown names and ``result_path`` (set by the driver) are rejected too.
     """
     if not isinstance(params, dict):
-        raise ValueError(f"params={params!r} is not a dict; allowed: a dict of {', '.join(SETTING_PARAMS)}")
+        raise ValueError(f"params={short(params)} is not a dict; allowed: a dict of {', '.join(SETTING_PARAMS)}")
     allowed = set(SETTING_PARAMS)
     if template is not None:
         defaults = template_defaults(template)
         missing = allowed - set(defaults)
         if missing:
-            raise ValueError(f"template={str(template)!r} lacks the parameter(s) {sorted(missing)}; "
+            raise ValueError(f"template={short(str(template))} lacks the parameter(s) {sorted(missing)}; "
                              f"allowed: a template with parameters {', '.join(SETTING_PARAMS)}")
     else:
         defaults = {**SimConfig().to_dict(), "z": 3.0}
-    unknown = set(params) - allowed
+    unknown = [k for k in params if k not in allowed]
     if unknown:
-        extra = " (set by the driver)" if unknown & set(DRIVER_PARAMS) else ""
-        raise ValueError(f"unknown parameter(s) {sorted(unknown)}{extra}; allowed: {', '.join(SETTING_PARAMS)}")
+        extra = " (set by the driver)" if set(unknown) & set(DRIVER_PARAMS) else ""
+        raise ValueError(f"unknown parameter(s) {short(unknown)}{extra}; allowed: {', '.join(SETTING_PARAMS)}")
     full = {k: params.get(k, defaults[k]) for k in SETTING_PARAMS}
     cfg = SimConfig(**{k: full[k] for k in SETTING_PARAMS if k != "z"})
     out = {k: getattr(cfg, k) for k in SETTING_PARAMS if k != "z"}
@@ -135,22 +148,37 @@ def slug(params: dict) -> str:
             f"-s{p['samples']}-seed{p['seed']}-z{_num(p['z'])}")
 
 
+def template_modules(template) -> tuple[str, ...]:
+    """Modules of recency_lib the template's code cells import (``""`` = the package itself); every
+    module of the package if a cell cannot be parsed (the safe side)."""
+    nb = json.loads(Path(template).read_text(encoding="utf-8"))
+    cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    code = []
+    for c in cells:
+        src = c.get("source", "")
+        src = "".join(src) if isinstance(src, list) else src
+        code += [line for line in src.splitlines() if not line.lstrip().startswith(("%", "!"))]   # IPython magics
+    try:
+        return cache.source_modules("\n".join(code))
+    except SyntaxError:
+        return cache.source_modules(None)
+
+
 def run_inputs(template, params: dict, kernel: str = "python3") -> dict:
     """Everything a run's outputs depend on (what the key hashes)."""
-    from .cache import source_hash
-
     return {
         "format": KEY_FORMAT,
         "template": Path(template).name,
         "template_sha256": hashlib.sha256(Path(template).read_bytes()).hexdigest(),
         "params": params,
         "kernel": kernel,
-        "recency_lib_source": source_hash(),
+        "recency_lib_source": cache.source_hash(*template_modules(template)),
     }
 
 
 def run_key(template, params: dict, kernel: str = "python3") -> str:
-    """sha256 of :func:`run_inputs` (template bytes + params + kernel + recency_lib source hash)."""
+    """sha256 of :func:`run_inputs` (template bytes + params + kernel + the source hash of the
+    recency_lib modules the template uses)."""
     payload = json.dumps(run_inputs(template, params, kernel), sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -177,15 +205,99 @@ class SettingRun:
 
 def _read_sidecar(path: Path) -> dict | None:
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        if not path.is_file() or path.stat().st_size > 2 ** 20:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
 
+def _sha256(path: Path) -> str | None:
+    """sha256 of a regular file's bytes, None if it is not one or cannot be read."""
+    try:
+        if not path.is_file():
+            return None
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(2 ** 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return None
+
+
+def _up_to_date(side: dict | None, key: str, notebook: Path, result: Path, cfg: SimConfig) -> bool:
+    """The outputs are those of this key: the sidecar's key and file hashes match and the result
+    file is a valid result for ``cfg`` (a truncated or edited file is not)."""
+    if side is None or side.get("key") != key:
+        return False
+    hashes = side.get("sha256")
+    if not isinstance(hashes, dict):
+        return False
+    if hashes.get("notebook") != _sha256(notebook) or hashes.get("result") != _sha256(result):
+        return False
+    try:
+        SimResult.load(result, config=cfg)
+    except ValueError:
+        return False
+    return True
+
+
+_LIVE_KERNELS: set = set()            # kernel managers of running settings (to stop on a signal)
+_LIVE_LOCK = threading.Lock()
+
+
+def _stop_kernels() -> None:
+    """Shut down every running setting's kernel now (their runs then fail and clean up)."""
+    with _LIVE_LOCK:
+        kms = list(_LIVE_KERNELS)
+    for km in kms:
+        try:
+            km.shutdown_kernel(now=True)
+        except Exception:       # already gone
+            pass
+
+
+def _template_path(template) -> Path:
+    if isinstance(template, bytes) or not isinstance(template, (str, os.PathLike)):
+        raise ValueError(f"template={short(template)} is not a path; allowed: a notebook with a 'parameters' cell")
+    path = Path(template)
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise ValueError(f"template={short(str(template))} {what}; allowed: a notebook with a 'parameters' cell")
+    return path.resolve()
+
+
+def _check_out_dir(out_dir) -> Path:
+    """``out_dir`` as a Path: an existing writable folder or one that can be made (nothing is made)."""
+    if isinstance(out_dir, bytes) or not isinstance(out_dir, (str, os.PathLike)) or not os.fspath(out_dir):
+        raise ValueError(f"out_dir={short(out_dir)} is not a path; allowed: a folder (made if needed)")
+    path = Path(out_dir)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"out_dir={short(str(out_dir))} is not a folder; allowed: a folder (made if needed)")
+    try:
+        check_output_path(path / ".probe", "out_dir")
+    except ValueError as exc:
+        raise ValueError(f"out_dir={short(str(out_dir))} cannot be written ({exc}); allowed: a writable folder") from None
+    return path
+
+
+def _check_run_options(kernel, force, timeout) -> tuple[str, bool, float | None]:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    specs = KernelSpecManager().find_kernel_specs()
+    if not isinstance(kernel, str) or kernel not in specs:
+        raise ValueError(f"kernel={short(kernel)} is not an installed kernel; allowed: one of {sorted(specs)}")
+    force = check_bool("force", force)
+    if timeout is not None:
+        timeout = check_real("timeout", timeout, lo=0.0, lo_open=True, allowed="None or a number of seconds > 0")
+    return kernel, force, timeout
+
+
 def run_setting(template, out_dir, params: dict, *, kernel: str = "python3", force: bool = False,
                 timeout: float | None = None) -> SettingRun:
-    """Execute ``template`` for one setting with papermill; skip when its key is unchanged.
+    """Execute ``template`` for one setting with papermill; skip when its outputs are up to date.
 
     template: the parameterized notebook; out_dir: created if needed; params: some of
     :data:`SETTING_PARAMS` (the rest take the template's defaults); kernel: kernelspec name;
@@ -194,53 +306,74 @@ def run_setting(template, out_dir, params: dict, *, kernel: str = "python3", for
     Raises ValueError for a bad setting (before any work) and papermill's
     ``PapermillExecutionError`` when the notebook fails (previous outputs are left as they were).
     """
-    template = Path(template).resolve()
+    template = _template_path(template)
     params = validate_params(params, template)
-    out_dir = Path(out_dir)
+    out_dir = _check_out_dir(out_dir)
+    kernel, force, timeout = _check_run_options(kernel, force, timeout)
+    with signals_as_exceptions():
+        try:
+            return _run_setting(template, out_dir, params, kernel, force, timeout)
+        except (KeyboardInterrupt, Terminated):
+            if threading.current_thread() is threading.main_thread():
+                _stop_kernels()
+            raise
+
+
+def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force: bool,
+                 timeout: float | None) -> SettingRun:
     name = slug(params)
     notebook, result, key_file = (out_dir / f"{name}{ext}" for ext in (".ipynb", ".json", ".key"))
     key = run_key(template, params, kernel)
+    cfg = config_of(params)
 
     side = _read_sidecar(key_file)
-    if not force and side is not None and side.get("key") == key and notebook.is_file() and result.is_file():
-        return SettingRun(name, params, notebook, result, key_file, key, "reused",
-                          float(side.get("seconds", float("nan"))))
+    if not force and _up_to_date(side, key, notebook, result, cfg):
+        seconds = side.get("seconds")
+        seconds = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else float("nan")
+        return SettingRun(name, params, notebook, result, key_file, key, "reused", seconds)
 
     import papermill
+    from jupyter_client.manager import AsyncKernelManager
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".staging-{name}-", dir=out_dir))
-    try:
+    km = AsyncKernelManager(kernel_name=kernel)
+    with staging_dir(out_dir, ".staging-") as staging:
         staged_nb, staged_res = staging / notebook.name, staging / result.name
         start = time.perf_counter()
-        # The kernel's working directory is the staging folder, set explicitly. It is passed to
-        # nbclient as resources["metadata"]["path"] (the kernel is started there) rather than as
-        # papermill's ``cwd=``, which os.chdir()s the whole calling process for the duration of the
-        # run: not thread-safe (run_grid's workers) and it moves a calling notebook's cwd too.
-        papermill.execute_notebook(
-            str(template), str(staged_nb),
-            parameters={**params, "result_path": result.name},   # relative to the cwd = staging
-            kernel_name=kernel, progress_bar=False, log_output=False,
-            execution_timeout=timeout, resources={"metadata": {"path": str(staging)}},
-            # the kernel's own log (e.g. ipykernel's start-up warnings) would otherwise land on the
-            # caller's stderr, i.e. in the output of a notebook that drives the grid
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
-        )
+        with _LIVE_LOCK:
+            _LIVE_KERNELS.add(km)
+        try:
+            # The kernel's working directory is the staging folder, set explicitly. It is passed to
+            # nbclient as resources["metadata"]["path"] (the kernel is started there) rather than as
+            # papermill's ``cwd=``, which os.chdir()s the whole calling process for the duration of the
+            # run: not thread-safe (run_grid's workers) and it moves a calling notebook's cwd too.
+            papermill.execute_notebook(
+                str(template), str(staged_nb),
+                parameters={**params, "result_path": result.name},   # relative to the cwd = staging
+                kernel_name=kernel, progress_bar=False, log_output=False,
+                execution_timeout=timeout, resources={"metadata": {"path": str(staging)}},
+                # the kernel's own log (e.g. ipykernel's start-up warnings) would otherwise land on the
+                # caller's stderr, i.e. in the output of a notebook that drives the grid
+                extra_arguments=["--IPKernelApp.log_level=ERROR"], km=km,
+            )
+        finally:
+            with _LIVE_LOCK:
+                _LIVE_KERNELS.discard(km)
         seconds = time.perf_counter() - start
         if not staged_res.is_file():
             raise RuntimeError(f"{template.name} ran for {name} but wrote no result file "
                                f"(expected {result.name} in its working directory)")
-        res = SimResult.load(staged_res)
-        if res.config != config_of(params):
-            raise RuntimeError(f"{template.name} wrote a result for {res.config}, not for {config_of(params)}")
+        try:
+            SimResult.load(staged_res, config=cfg)
+        except ValueError as exc:
+            raise RuntimeError(f"{template.name} wrote an invalid result for {name}: {exc}") from None
+        hashes = {"notebook": _sha256(staged_nb), "result": _sha256(staged_res)}
         os.replace(staged_res, result)
         os.replace(staged_nb, notebook)
         atomic_write_text(key_file, json.dumps({
             "key": key, "inputs": run_inputs(template, params, kernel), "seconds": seconds,
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "sha256": hashes, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }, indent=1, sort_keys=True))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return SettingRun(name, params, notebook, result, key_file, key, "ran", seconds)
 
 
@@ -252,11 +385,15 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
     duplicate settings are rejected. ``workers`` > 1 runs that many papermill kernels at once
     (threads; each run is its own kernel process).
     """
-    template = Path(template)
+    template = _template_path(template)
+    if isinstance(grid, (dict, str, bytes)) or not hasattr(grid, "__iter__"):
+        raise ValueError(f"grid={short(grid)} is not allowed; allowed: a non-empty list of parameter dicts")
     grid = list(grid)
     if not grid:
         raise ValueError("grid=[] is empty; allowed: a non-empty list of parameter dicts")
-    workers = check_int("workers", workers, 1)
+    workers = check_int("workers", workers, 1, len(grid))
+    _check_out_dir(out_dir)
+    _check_run_options(kernel, force, timeout)
     full = [validate_params(p, template) for p in grid]
     names = [slug(p) for p in full]
     dup = sorted({s for s in names if names.count(s) > 1})
@@ -268,8 +405,16 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
 
     if workers == 1:
         return [one(p) for p in full]
-    with ThreadPoolExecutor(max_workers=int(workers)) as pool:
-        return list(pool.map(one, full))
+    with signals_as_exceptions():
+        pool = ThreadPoolExecutor(max_workers=int(workers))
+        try:
+            return list(pool.map(one, full))
+        except (KeyboardInterrupt, Terminated):      # stop the other settings' kernels now
+            pool.shutdown(wait=False, cancel_futures=True)
+            _stop_kernels()
+            raise
+        finally:
+            pool.shutdown(wait=True)
 
 
 def number_list(name: str, value) -> list[float]:

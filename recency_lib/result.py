@@ -1,22 +1,74 @@
 """SimResult: what a simulation returns, with a lossless round trip to JSON (readable) or .npz
-(binary, compressed; what the results cache uses, since a result at n = 512 is ~90 MB of JSON)."""
+(binary, compressed; what the results cache uses, since a result at n = 512 is ~90 MB of JSON).
+
+Every array field is described once, in :data:`ARRAY_FIELDS` (shape in terms of the config, where
+its values are defined, what fills the rest, the range of its values); loading, saving and
+:meth:`SimResult.check` all read that table, so a new array field is one new row there (plus the
+dataclass field). Files read from disk are validated completely before a SimResult is made:
+format and version, every field's type and shape, consistency with the config (and with the
+config the caller expected), value ranges, sizes before anything is decompressed. Any problem is
+a ``ValueError`` that says what is wrong.
+"""
 from __future__ import annotations
 
 import json
 import math
 import os
-import tempfile
+import stat
+import zipfile
+import zlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
+from .budget import fmt_bytes, memory_limit, require_json
 from .config import SimConfig
+from .files import atomic_write
 from .metrics import definition1_verdict, familywise_z
+from .validation import INT_MAX, check_level, check_z, short
 
-FORMAT = "recency_lib.SimResult/1"
-_ARRAYS = ("score_mean", "score_sem", "attn_mean", "attn_sem", "diff_mean", "diff_sem",
-           "recency_probability", "recency_probability_sem", "sq_norm_mean", "sq_norm_sem")
+FORMAT_NAME = "recency_lib.SimResult"
+VERSION = 1
+FORMAT = f"{FORMAT_NAME}/{VERSION}"
+
+
+@dataclass(frozen=True)
+class ArrayField:
+    """One array of a result. ``shape``: config attributes (``("layers", "n", "n")``); ``where``
+    its values are defined: "lower" (key j <= query i), "steps" (1 <= j <= i), "all", or
+    "triples" (all, when n >= 3: a triple j < k < i exists); ``fill``: the value everywhere else;
+    ``lo``/``hi``: bounds of the defined values (means may pass them by float rounding, 1e-9)."""
+
+    shape: tuple[str, ...]
+    where: str
+    fill: float = math.nan
+    lo: float | None = None
+    hi: float | None = None
+
+
+_SQ = ("layers", "n", "n")
+#: The array fields of :class:`SimResult`, in file order.
+ARRAY_FIELDS: dict[str, ArrayField] = {
+    "score_mean": ArrayField(_SQ, "lower"),
+    "score_sem": ArrayField(_SQ, "lower", lo=0.0),
+    "attn_mean": ArrayField(_SQ, "lower", 0.0, lo=0.0, hi=1.0),
+    "attn_sem": ArrayField(_SQ, "lower", 0.0, lo=0.0),
+    "diff_mean": ArrayField(_SQ, "steps"),
+    "diff_sem": ArrayField(_SQ, "steps", lo=0.0),
+    "recency_probability": ArrayField(("layers",), "triples", lo=0.0, hi=1.0),
+    "recency_probability_sem": ArrayField(("layers",), "triples", lo=0.0),
+    "sq_norm_mean": ArrayField(("layers", "n"), "all", lo=0.0),
+    "sq_norm_sem": ArrayField(("layers", "n"), "all", lo=0.0),
+}
+_ARRAYS = tuple(ARRAY_FIELDS)
+_SLACK = 1e-9
+_META_BYTES = 2 ** 20          # the metadata of any result (config, engine, extra...) is far smaller
+_VERDICTS = ("holds", "violated", "undecided")
+
+
+def expected_shape(spec: ArrayField, cfg: SimConfig) -> tuple[int, ...]:
+    return tuple(getattr(cfg, a) for a in spec.shape)
 
 
 @dataclass(eq=False)
@@ -31,7 +83,7 @@ class SimResult:
     * ``diff_mean/sem``: adjacent differences S_ij - S_i,j-1 at [l, i, j] for 1 <= j <= i, NaN
       elsewhere; Definition 1 holds iff all are positive.
     * ``recency_probability/_sem``: (layers,) fraction of triples j < k < i with S_ik > S_ij (a tie
-      counts one half).
+      counts one half); NaN when n < 3 (no triple).
     * ``sq_norm_mean/sem``: (layers, n) squared norms ||x_j||^2 of the state fed to each layer
       (row 0: the embeddings), as the normalization sees it (centred, ||P x_j||^2, for LayerNorm).
     * ``elapsed_seconds``: compute time of this config's blocks, summed over tasks (and workers).
@@ -58,6 +110,7 @@ class SimResult:
     # -- Definition 1 -----------------------------------------------------------------------
     def definition1_at(self, z: float) -> tuple[str, ...]:
         """Per-layer Definition-1 verdict at z standard errors (see metrics.definition1_verdict)."""
+        z = check_z(z)
         return tuple(
             definition1_verdict(self.diff_mean[l], self.diff_sem[l], z,
                                 scale=float(np.nanmax(np.abs(self.score_mean[l]))))
@@ -70,6 +123,7 @@ class SimResult:
         The plain verdict tests every adjacent difference at ``z`` separately, so a matrix with no
         order is called "violated" now and then (about 6% at z = 3 for n = 10); this one does not.
         """
+        level = check_level(level)
         count = int(np.isfinite(self.diff_mean[0]).sum())
         if count == 0:
             return self.definition1_at(self.z)
@@ -91,62 +145,199 @@ class SimResult:
                  f"samples={c.samples} seed={c.seed} engine={self.engine}"]
         for l, verdict in enumerate(self.definition1):
             rp, se = self.recency_probability[l], self.recency_probability_sem[l]
-            lines.append(f"layer {l + 1}: recency probability {rp:.4f} ± {se:.4f}; "
-                         f"Definition 1 {verdict} (z={self.z:g})")
+            shown = f"{rp:.4f} ± {se:.4f}" if c.n >= 3 else "undefined (n < 3: no triple)"
+            lines.append(f"layer {l + 1}: recency probability {shown}; Definition 1 {verdict} (z={self.z:g})")
         return "\n".join(lines)
+
+    # -- validation -------------------------------------------------------------------------
+    def check(self) -> "SimResult":
+        """Validate every field against the config (types, shapes, where values are defined and
+        finite, their ranges); ValueError naming the field, else ``self``. A result whose numbers
+        overflowed says at which layer and which parameter drove it."""
+        if not isinstance(self.config, SimConfig):
+            raise ValueError(f"config={short(self.config)} is not a SimConfig; allowed: a recency_lib.SimConfig")
+        cfg = self.config
+        _check_meta(self, cfg)
+        first_bad = None                                  # (layer, field) of the first non-finite value
+        for name, spec in ARRAY_FIELDS.items():
+            arr = getattr(self, name)
+            shape = expected_shape(spec, cfg)
+            if not isinstance(arr, np.ndarray) or arr.dtype != np.float64 or arr.shape != shape:
+                got = (f"{arr.dtype} array of shape {arr.shape}" if isinstance(arr, np.ndarray)
+                       else type(arr).__name__)
+                raise ValueError(f"{name} is a {got}; allowed: a float64 array of shape {shape} "
+                                 f"(from the config: {', '.join(f'{a}={getattr(cfg, a)}' for a in spec.shape)})")
+            mask = _mask(spec, shape, cfg.n)
+            inside, outside = arr[mask], arr[~mask]
+            if outside.size and not (np.isnan(outside).all() if math.isnan(spec.fill) else (outside == spec.fill).all()):
+                raise ValueError(f"{name} has values where none is defined ({_where_text(spec)}); "
+                                 f"allowed: {spec.fill} there")
+            finite = np.isfinite(arr) | ~mask
+            if not finite.all():
+                layer = int(np.argwhere(~finite)[0][0]) if spec.shape[0] == "layers" else 0
+                if first_bad is None or layer < first_bad[0]:
+                    first_bad = (layer, name)
+                continue
+            lo = None if spec.lo is None else spec.lo - _SLACK * max(1.0, abs(spec.lo))
+            hi = None if spec.hi is None else spec.hi + _SLACK * max(1.0, abs(spec.hi))
+            if (lo is not None and (inside < lo).any()) or (hi is not None and (inside > hi).any()):
+                bad = inside[(inside < (lo if lo is not None else -math.inf)) | (inside > (hi if hi is not None else math.inf))]
+                raise ValueError(f"{name} has the value {float(bad[0])!r}; allowed: values in "
+                                 f"[{spec.lo if spec.lo is not None else '-inf'}, {spec.hi if spec.hi is not None else 'inf'}]")
+        if first_bad is not None:
+            raise ValueError(nonfinite_message(self, *first_bad))
+        return self
 
     # -- serialisation ----------------------------------------------------------------------
     def _meta(self) -> dict:
         """Everything but the arrays, JSON-ready."""
         out = {"format": FORMAT, "config": self.config.to_dict()}
         for f in fields(self):
-            if f.name != "config" and f.name not in _ARRAYS:
+            if f.name != "config" and f.name not in ARRAY_FIELDS:
                 out[f.name] = getattr(self, f.name)
         out["elapsed_seconds"] = _encode(self.elapsed_seconds)
         out["definition1"] = list(self.definition1)    # for readers of the file; recomputed on load
         return out
 
     def to_dict(self) -> dict:
-        return {**self._meta(), **{name: _encode(getattr(self, name)) for name in _ARRAYS}}
+        return {**self._meta(), **{name: _encode(getattr(self, name)) for name in ARRAY_FIELDS}}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "SimResult":
-        if data.get("format") != FORMAT:
-            raise ValueError(f"format={data.get('format')!r} is not a SimResult file; allowed: {FORMAT!r}")
-        kw = {}
-        for f in fields(cls):
-            if f.name == "config":
-                kw["config"] = SimConfig.from_dict(data["config"])
-            elif f.name in _ARRAYS:
-                kw[f.name] = np.array(_decode(data[f.name]), dtype=np.float64)
-            elif f.name in data:
-                kw[f.name] = data[f.name]
-        kw["elapsed_seconds"] = _decode(data.get("elapsed_seconds"))
-        return cls(**kw)
+    def from_dict(cls, data: dict, config: SimConfig | None = None) -> "SimResult":
+        """The result of a :meth:`to_dict` dict (from JSON), validated (:meth:`check`); with
+        ``config``, the result must be for exactly that config."""
+        cfg = _config_of(data, config)
+        kw = _meta_kwargs(data, cfg)
+        for name, spec in ARRAY_FIELDS.items():
+            if name not in data:
+                raise ValueError(f"the array {name!r} is missing; allowed: a SimResult with every array")
+            kw[name] = _array_from_json(name, data[name], expected_shape(spec, cfg))
+        return cls(config=cfg, **kw).check()
 
     def save(self, path) -> Path:
         """Write atomically (temporary file in the same folder, then rename): a ``.npz`` path gets the
-        compressed binary form (float64 arrays as they are, the rest as JSON text), any other path JSON."""
-        path = Path(path)
-        if path.suffix == ".npz":
-            arrays = {name: np.asarray(getattr(self, name), dtype=np.float64) for name in _ARRAYS}
+        compressed binary form (float64 arrays as they are, the rest as JSON text), any other path JSON.
+
+        Only a valid result with finite numbers is written (:meth:`check`); the path must be a
+        regular file or nothing yet (:func:`recency_lib.files.check_output_path`). Returns the
+        path written (symlinks followed)."""
+        self.check()
+        if Path(os.fspath(path) if isinstance(path, (str, os.PathLike)) else "").suffix == ".npz":
+            arrays = {name: np.asarray(getattr(self, name), dtype=np.float64) for name in ARRAY_FIELDS}
             meta = np.array(json.dumps(self._meta(), allow_nan=False))
-            atomic_write(path, lambda fh: np.savez_compressed(fh, meta=meta, **arrays), binary=True)
-        else:
-            atomic_write_text(path, json.dumps(self.to_dict(), allow_nan=False))
-        return path
+            return atomic_write(path, lambda fh: np.savez_compressed(fh, meta=meta, **arrays), binary=True)
+        require_json(self.config)
+        text = json.dumps(self.to_dict(), allow_nan=False)
+        return atomic_write(path, lambda fh: fh.write(text))
 
     @classmethod
-    def load(cls, path) -> "SimResult":
-        """Read a file written by :meth:`save` (format chosen by the suffix, as there)."""
-        path = Path(path)
-        if path.suffix != ".npz":
-            return cls.from_dict(json.loads(path.read_text()))
-        with np.load(path, allow_pickle=False) as z:
-            missing = [name for name in ("meta", *_ARRAYS) if name not in z.files]
-            if missing:
-                raise ValueError(f"{path.name} is not a SimResult file: arrays {missing} are missing")
-            return cls.from_dict({**json.loads(str(z["meta"])), **{name: z[name] for name in _ARRAYS}})
+    def load(cls, path, config: SimConfig | None = None) -> "SimResult":
+        """Read a file written by :meth:`save` (format chosen by the suffix, as there), validated
+        completely; ValueError for anything else. With ``config``, the file must hold a result
+        for exactly that config."""
+        if config is not None and not isinstance(config, SimConfig):
+            raise ValueError(f"config={short(config)} is not a SimConfig; allowed: a recency_lib.SimConfig or None")
+        fh, size = _open_regular(path)
+        with fh:
+            if Path(os.fspath(path)).suffix != ".npz":
+                limit = max_json_bytes()
+                if size > limit:
+                    raise ValueError(f"{_name(path)} is {size} bytes; allowed: a SimResult JSON file of at most "
+                                     f"{limit} bytes (1/16 of the memory a run may use: parsing takes ~10x the text)")
+                raw = fh.read(limit + 1)
+                if len(raw) > limit:
+                    raise ValueError(f"{_name(path)} is larger than {limit} bytes; allowed: a SimResult file")
+                return _with_name(path, lambda: cls.from_dict(_parse_json(raw), config))
+            return _with_name(path, lambda: _load_npz(cls, fh, config))
+
+
+# -- metadata ---------------------------------------------------------------------------------------
+
+def _config_of(data, expected: SimConfig | None) -> SimConfig:
+    if not isinstance(data, dict):
+        raise ValueError(f"the file holds a {type(data).__name__}; allowed: a SimResult (a JSON object)")
+    fmt = data.get("format")
+    if not isinstance(fmt, str) or not fmt.startswith(FORMAT_NAME + "/"):
+        raise ValueError(f"format={short(fmt)} is not a SimResult file; allowed: {FORMAT!r}")
+    if fmt != FORMAT:
+        raise ValueError(f"format={short(fmt)} is a version this library cannot read; allowed: {FORMAT!r}")
+    if "config" not in data:
+        raise ValueError("the config is missing; allowed: a SimResult with its config")
+    try:
+        cfg = SimConfig.from_dict(data["config"])
+    except TypeError as exc:                                  # e.g. keys that are not strings
+        raise ValueError(f"config={short(data['config'])} is not a SimConfig ({exc}); allowed: a dict of SimConfig fields") from None
+    if expected is not None and cfg != expected:
+        diff = {k: v for k, v in cfg.to_dict().items() if expected.to_dict()[k] != v}
+        raise ValueError(f"the file holds a result for another config (differs in {short(diff)}); "
+                         f"allowed: a result for the config asked for")
+    return cfg
+
+
+def _meta_kwargs(data: dict, cfg: SimConfig) -> dict:
+    """The non-array fields of a SimResult from ``data``, checked (defaults where optional)."""
+    names = {f.name for f in fields(SimResult)} - set(ARRAY_FIELDS) - {"config"}
+    known = names | set(ARRAY_FIELDS) | {"config", "format", "definition1"}
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        raise ValueError(f"unknown field(s) {short(unknown)}; allowed: {sorted(known)}")
+    for required in ("engine", "block_size", "library_version"):
+        if required not in data:
+            raise ValueError(f"the field {required!r} is missing; allowed: a SimResult with every field")
+    kw = {k: data[k] for k in names if k in data}
+    if "elapsed_seconds" in kw:
+        kw["elapsed_seconds"] = _json_float("elapsed_seconds", kw["elapsed_seconds"])
+    verdicts = data.get("definition1", [])           # informative only: recomputed from the arrays
+    if not (isinstance(verdicts, list) and len(verdicts) in (0, cfg.layers)
+            and all(isinstance(v, str) and v in _VERDICTS for v in verdicts)):
+        raise ValueError(f"definition1={short(verdicts)} is not allowed; allowed: a list of {cfg.layers} of "
+                         f"{', '.join(map(repr, _VERDICTS))}")
+    return kw
+
+
+def _check_meta(res: SimResult, cfg: SimConfig) -> None:
+    if res.engine not in ("dense", "gram"):
+        raise ValueError(f"engine={short(res.engine)} is not allowed; allowed: 'dense' or 'gram'")
+    if cfg.engine != "auto" and res.engine != cfg.engine:
+        raise ValueError(f"engine={res.engine!r} does not match the config's engine={cfg.engine!r}; allowed: the same")
+    if cfg.extended and res.engine != "dense":
+        raise ValueError(f"engine={res.engine!r} is not allowed with extensions on; allowed: 'dense'")
+    if isinstance(res.block_size, bool) or not isinstance(res.block_size, int) or not 1 <= res.block_size <= INT_MAX:
+        raise ValueError(f"block_size={short(res.block_size)} is not allowed; allowed: an integer >= 1")
+    if not isinstance(res.library_version, str) or not 0 < len(res.library_version) <= 64:
+        raise ValueError(f"library_version={short(res.library_version)} is not allowed; allowed: a version string")
+    res.z = check_z(res.z)
+    e = res.elapsed_seconds
+    if isinstance(e, bool) or not isinstance(e, (int, float)) or not (math.isnan(e) or 0 <= e < math.inf):
+        raise ValueError(f"elapsed_seconds={short(e)} is not allowed; allowed: a number >= 0 (or NaN: unknown)")
+    res.elapsed_seconds = float(e)
+    x = res.extra
+    if not isinstance(x, dict) or len(x) > 32 or not all(
+            isinstance(k, str) and len(k) <= 64 and (v is None or isinstance(v, (bool, int, float))
+                                                     or (isinstance(v, str) and len(v) <= 256))
+            for k, v in x.items()):
+        raise ValueError(f"extra={short(x)} is not allowed; allowed: a small dict of str -> str/number/bool/None")
+    if x.get("kernel", "numba") not in ("numba", "numpy"):
+        raise ValueError(f"extra['kernel']={short(x['kernel'])} is not allowed; allowed: 'numba' or 'numpy'")
+
+
+# -- arrays -----------------------------------------------------------------------------------------
+
+def _mask(spec: ArrayField, shape: tuple[int, ...], n: int) -> np.ndarray:
+    """Boolean mask (``shape``) of where the field's values are defined."""
+    if spec.where in ("lower", "steps"):
+        low = np.tri(n, dtype=bool)
+        if spec.where == "steps":
+            low[:, 0] = False
+        return np.broadcast_to(low, shape)
+    if spec.where == "triples":
+        return np.full(shape, n >= 3)
+    return np.ones(shape, dtype=bool)
+
+
+def _where_text(spec: ArrayField) -> str:
+    return {"lower": "above the diagonal", "steps": "outside 1 <= j <= i",
+            "triples": "n < 3: no triple", "all": "nowhere"}[spec.where]
 
 
 def _encode(v):
@@ -161,33 +352,174 @@ def _encode(v):
     return v
 
 
-def _decode(v):
-    if v is None:
-        return float("nan")
-    if isinstance(v, list):
-        return [_decode(x) for x in v]
-    if isinstance(v, str):
-        return float(v)          # "inf" / "-inf"
-    return v
+_SPECIAL = {None: math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the whole new one."""
-    atomic_write(Path(path), lambda fh: fh.write(text))
+def _json_float(name: str, v) -> float:
+    if isinstance(v, bool) or not (v is None or isinstance(v, (int, float)) or v in ("inf", "-inf")):
+        raise ValueError(f"{name}={short(v)} is not a number; allowed: a number, null (NaN), \"inf\" or \"-inf\"")
+    if isinstance(v, (int, float)):
+        try:
+            return float(v)
+        except OverflowError:
+            raise ValueError(f"{name}={short(v)} is out of range; allowed: a float64 number") from None
+    return _SPECIAL[v]
 
 
-def atomic_write(path: Path, write, binary: bool = False) -> None:
-    """Call ``write(file_object)`` on a temporary file next to ``path``, then rename it into place:
-    readers see the old file or the whole new one, and a failure leaves nothing behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _array_from_json(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
+    """A float64 array of exactly ``shape`` from nested lists (the JSON form of :func:`_encode`)."""
+    rows = [value]
+    for depth, size in enumerate(shape):                 # walk level by level: no recursion
+        for r in rows:
+            if not isinstance(r, list) or len(r) != size:
+                got = f"a list of {len(r)}" if isinstance(r, list) else f"a {type(r).__name__}"
+                raise ValueError(f"{name} has {got} at depth {depth}; allowed: nested lists of shape {shape}")
+        rows = [x for r in rows for x in r]
     try:
-        with os.fdopen(fd, "wb" if binary else "w") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)                       # mkstemp makes 0600; results are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        flat = [x if type(x) is float else _json_float(name, x) for x in rows]
+        return np.array(flat, dtype=np.float64).reshape(shape)
+    except ValueError:
         raise
+    except (TypeError, KeyError):
+        raise ValueError(f"{name} holds values that are not numbers; allowed: numbers, null, \"inf\", \"-inf\"") from None
+
+
+def _parse_json(raw: bytes):
+    """Strict JSON: UTF-8, no NaN/Infinity literals, no duplicate keys, bounded nesting."""
+    def no_constants(token):
+        raise ValueError(f"the literal {token} is not allowed; allowed: null for NaN, \"inf\"/\"-inf\" (strict JSON)")
+
+    def no_duplicates(pairs):
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"duplicate key(s) {short(sorted({k for k in keys if keys.count(k) > 1}))}; allowed: each key once")
+        return dict(pairs)
+
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=no_constants, object_pairs_hook=no_duplicates)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"the file is not UTF-8 text ({exc.reason} at byte {exc.start}); allowed: a SimResult JSON file") from None
+    except RecursionError:
+        raise ValueError("the JSON is nested too deeply; allowed: a SimResult JSON file") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+                         f"allowed: a SimResult JSON file") from None
+
+
+def max_json_bytes() -> int:
+    """Largest JSON result file :meth:`SimResult.load` reads: 1/16 of the memory a run may use."""
+    return memory_limit() // 16
+
+
+# -- files ------------------------------------------------------------------------------------------
+
+def _name(path) -> str:
+    return short(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else short(path)
+
+
+def _with_name(path, load):
+    """Run ``load()``; a ValueError gets the file's name in front."""
+    try:
+        return load()
+    except ValueError as exc:
+        raise ValueError(f"{_name(path)}: {exc}") from None
+
+
+def _open_regular(path):
+    """A binary file object of ``path`` and its size, after checking it is a regular file (a FIFO
+    or device is never opened for reading: that could block or never end)."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"path={short(path)} is not a path; allowed: a str or os.PathLike")
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text or "\0" in text:
+        raise ValueError(f"path={short(text)} is not a file path; allowed: a path to a SimResult file")
+    try:
+        fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ValueError(f"{short(text)} cannot be read ({exc.strerror}); allowed: a SimResult file") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise ValueError(f"{short(text)} is {kind}; allowed: a SimResult file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb"), st.st_size
+
+
+def _read_npy(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dtype_kind: str, shape: tuple | None, limit: int) -> np.ndarray:
+    """One ``.npy`` member: its header checked (dtype kind, shape, C order) before its data is read,
+    the data read to exactly its size."""
+    if info.file_size > limit:
+        raise ValueError(f"{info.filename} unpacks to {info.file_size} bytes; allowed: at most {limit}")
+    with zf.open(info) as m:
+        version = np.lib.format.read_magic(m)
+        if version == (1, 0):
+            got_shape, fortran, dtype = np.lib.format.read_array_header_1_0(m)
+        elif version == (2, 0):
+            got_shape, fortran, dtype = np.lib.format.read_array_header_2_0(m)
+        else:
+            raise ValueError(f"{info.filename} is .npy version {version}; allowed: 1.0 or 2.0")
+        if dtype.kind != dtype_kind or dtype.hasobject or fortran or (shape is not None and got_shape != shape):
+            raise ValueError(f"{info.filename} holds {dtype} {'(Fortran order) ' if fortran else ''}of shape "
+                             f"{got_shape}; allowed: {'float64' if dtype_kind == 'f' else 'text'} of shape "
+                             f"{shape if shape is not None else '()'}")
+        if dtype_kind == "f" and dtype != np.dtype("<f8"):
+            raise ValueError(f"{info.filename} holds {dtype}; allowed: little-endian float64")
+        count = int(np.prod(got_shape)) * dtype.itemsize
+        if count > limit:
+            raise ValueError(f"{info.filename} claims {count} bytes; allowed: at most {limit}")
+        data = m.read(count)
+        if len(data) != count or m.read(1):
+            raise ValueError(f"{info.filename} holds {len(data)} bytes of data; allowed: exactly {count}")
+    return np.frombuffer(data, dtype=dtype).reshape(got_shape).copy()
+
+
+def _load_npz(cls, fh, config: SimConfig | None) -> SimResult:
+    try:
+        zf = zipfile.ZipFile(fh)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as exc:
+        raise ValueError(f"not a valid .npz (zip) file ({exc}); allowed: a SimResult .npz") from None
+    with zf:
+        infos = zf.infolist()
+        names = [i.filename for i in infos]
+        want = ["meta.npy", *(f"{a}.npy" for a in ARRAY_FIELDS)]
+        if sorted(names) != sorted(want):
+            missing = sorted(set(want) - set(names))
+            extra = sorted(set(names) - set(want)) + sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"members missing {short(missing)}, unexpected {short(extra)}; allowed: exactly {want}")
+        by_name = {i.filename: i for i in infos}
+        try:
+            meta = _read_npy(zf, by_name["meta.npy"], "U", (), _META_BYTES)
+            data = _parse_json(str(meta[()]).encode("utf-8"))
+            cfg = _config_of(data, config)
+            kw = _meta_kwargs(data, cfg)
+            total = sum(8 * math.prod(expected_shape(spec, cfg)) for spec in ARRAY_FIELDS.values())
+            if total > memory_limit():
+                raise ValueError(f"the config (n={short(cfg.n)}, layers={short(cfg.layers)}) makes arrays of "
+                                 f"{fmt_bytes(total)}; allowed: a result that fits in memory ({fmt_bytes(memory_limit())})")
+            for a, spec in ARRAY_FIELDS.items():
+                shape = expected_shape(spec, cfg)
+                kw[a] = _read_npy(zf, by_name[f"{a}.npy"], "f", shape, 8 * math.prod(shape) + 4096)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
+            raise ValueError(f"the .npz is damaged ({type(exc).__name__}: {short(str(exc))}); allowed: an intact SimResult .npz") from None
+    return cls(config=cfg, **kw).check()
+
+
+def nonfinite_message(res: SimResult, layer: int, name: str) -> str:
+    """What overflowed, at which layer, and which parameter drove it (with what is allowed)."""
+    cfg = res.config
+    sq = res.sq_norm_mean[:, 0] if res.sq_norm_mean.ndim == 2 else np.array([])
+    ok = sq[np.isfinite(sq) & (sq > 0)]
+    growth = float(np.exp(np.mean(np.diff(np.log(ok))))) if ok.size >= 2 else math.nan
+    grew = f" (the squared state norm grew ~{growth:.3g}x per layer)" if math.isfinite(growth) and growth > 1 else ""
+    where = f"the simulation overflowed float64 at layer {layer + 1} of {cfg.layers} ({name} is not finite){grew}"
+    if abs(cfg.gamma) > 1:
+        return (f"gamma={cfg.gamma!r}: {where}: the residual scales the state by |gamma| per layer; allowed: a "
+                f"smaller |gamma| or fewer layers (at most {max(1, layer)} for this gamma)")
+    if cfg.norm == "none":
+        return (f"layers={cfg.layers}: {where}: without a normalization (norm='none') the state grows with "
+                f"depth; allowed: layers <= {max(1, layer)} for this setting, or norm='layernorm' / 'rms'")
+    if cfg.eps == 0.0:
+        return f"eps=0.0: {where}: a state with zero variance divides 0 by 0; allowed: eps > 0 (e.g. 1e-12)"
+    return (f"{where}; allowed: a config whose states stay finite (gamma={cfg.gamma!r}, layers={cfg.layers}, "
+            f"eps={cfg.eps!r}, norm={cfg.norm!r})")

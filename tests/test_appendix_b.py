@@ -232,7 +232,7 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
 
     # the library's source is part of the key
-    monkeypatch.setattr("recency_lib.cache.source_hash", lambda: "edited")
+    monkeypatch.setattr("recency_lib.cache.source_hash", lambda *modules: "edited")
     assert grid.run_key(template, again.params) != first.key
     monkeypatch.undo()
 

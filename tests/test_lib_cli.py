@@ -44,7 +44,7 @@ def test_extension_switches_reach_the_config_and_npz_output(tmp_path):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--alpha", "1.5"], "alpha=1.5"), (["--alpha", "nan"], "alpha=nan"), (["--gamma", "inf"], "gamma=inf"),
+    (["--alpha", "1.5"], "alpha=1.5"), (["--alpha", "nan"], "--alpha"), (["--gamma", "inf"], "--gamma"),
     (["--n", "0"], "n=0"), (["--d", "1"], "d=1"), (["--layers", "0"], "layers=0"),
     (["--samples", "1"], "samples=1"), (["--norm", "batch"], "norm='batch'"), (["--seed", "-3"], "seed=-3"),
     (["--chunk-size", "0"], "chunk_size=0"), (["--n", "2.5"], "--n"), (["--engine", "x"], "engine='x'"),

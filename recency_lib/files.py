@@ -1,0 +1,290 @@
+"""Files the library writes: checked before any work, replaced atomically, no temporaries left behind.
+
+* :func:`check_output_path`: a path we may write (a regular file or nothing yet, in a folder that
+  exists or can be made and is writable), checked before a run starts; symlinks are followed, so
+  the file they point to is what gets replaced.
+* :func:`atomic_write`: write a temporary file next to the target, then ``os.replace`` it into
+  place: readers see the old file or the whole new one. The existing file's permission bits are
+  kept (a new file gets ``0o666 & ~umask``); anything that is not a regular file is never replaced.
+* Temporaries (``.NAME.PID.XXXXXXXX.recency-tmp`` files, ``.staging-*`` folders) hold an exclusive ``flock``
+  while their writer lives. A writer that dies by a signal it cannot catch (SIGKILL) leaves its
+  temporary behind, unlocked; the next write into the same folder removes every unlocked
+  temporary (:func:`sweep`): it works across processes and PID namespaces, and never touches a
+  temporary whose writer is alive. The name of a temporary is fixed *before* it is created, inside
+  the ``try`` whose cleanup removes it, so an interrupt at any point leaves nothing behind.
+* :func:`signals_as_exceptions`: while a run is in progress, SIGTERM (and SIGHUP) raise
+  :class:`Terminated` in the main thread, like SIGINT raises ``KeyboardInterrupt``, so ``finally``
+  blocks run and temporaries are removed; if nobody handles it, the signal's default action
+  (the end of the process) follows once the cleanup is done.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import secrets
+import shutil
+import signal
+import stat
+import threading
+from pathlib import Path
+
+from .validation import short
+
+_NAME_MAX = 255
+_TMP_SUFFIX = ".recency-tmp"
+_TAIL = re.compile(r"\.\d+\.[0-9a-f]{8}\.recency-tmp$")      # what sweep() may remove: our own names only
+_STAGING_TAIL = re.compile(r"\d+-[0-9a-f]{8}$")
+
+
+class Terminated(BaseException):
+    """Raised in the main thread by SIGTERM / SIGHUP inside :func:`signals_as_exceptions`."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def signals_as_exceptions():
+    """SIGTERM and SIGHUP raise :class:`Terminated` in the main thread for the duration (no-op
+    elsewhere); the previous handlers come back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        for s in old:                                 # a second signal must not cut the cleanup short
+            signal.signal(s, signal.SIG_IGN)
+        raise Terminated(signum)
+
+    old = {}
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        old[s] = signal.signal(s, handler)
+    try:
+        yield
+    except Terminated as exc:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if old[exc.signum] == signal.SIG_DFL:        # cleaned up: now end as the signal says
+            os.kill(os.getpid(), exc.signum)
+        raise
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+# -- output paths ---------------------------------------------------------------------------------
+
+def _as_path(value, name: str) -> str:
+    if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
+        raise ValueError(f"{name}={short(value)} is not a path; allowed: a str or os.PathLike")
+    try:
+        text = os.fspath(value)
+    except TypeError:
+        text = None
+    if not isinstance(text, str):
+        raise ValueError(f"{name}={short(value)} is not a path; allowed: a str or os.PathLike")
+    if text == "":
+        raise ValueError(f"{name}='' is empty; allowed: a path to a file")
+    if "\0" in text:
+        raise ValueError(f"{name}={short(text)} contains a NUL character; allowed: a path to a file")
+    return text
+
+
+def check_output_path(path, name: str = "out") -> Path:
+    """The real path ``path`` names (symlinks followed) if a result may be written there, else
+    ValueError saying why: it is a folder or another non-regular file, sits under a regular file,
+    its name is too long, or its folder is not writable. Nothing is left behind (a probe file is
+    created and removed in the folder that will hold the file)."""
+    text = _as_path(path, name)
+    if text.endswith(("/", os.sep)) or Path(text).name in ("", ".", ".."):
+        raise ValueError(f"{name}={short(text)} names a folder; allowed: a path to a file")
+    allowed = "allowed: a path to a regular file or to nothing yet, in a writable folder"
+    real = Path(os.path.realpath(text))
+    for part in real.parts:
+        if len(os.fsencode(part)) > _NAME_MAX:
+            raise ValueError(f"{name}={short(text)} has a name longer than {_NAME_MAX} bytes; {allowed}")
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:           # ENOTDIR (a regular file on the way), ELOOP, EACCES, ...
+        raise ValueError(f"{name}={short(text)} cannot be used ({exc.strerror}); {allowed}") from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise ValueError(f"{name}={short(text)} is a folder; {allowed}")
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{name}={short(text)} is not a regular file (a device, pipe or socket); {allowed}")
+        if not os.access(real, os.W_OK):
+            raise ValueError(f"{name}={short(text)} is not writable; {allowed}")
+    folder = real.parent
+    while not folder.exists():                           # the first folder that exists must be writable
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"{name}={short(text)} is under {short(str(folder))}, which is not a folder; {allowed}")
+    probe = _temp_name(folder, real.name if folder == real.parent else "probe")
+    try:                                                 # the real test: create and remove a file there
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except OSError as exc:
+        raise ValueError(f"{name}={short(text)}: cannot write in {short(str(folder))} ({exc.strerror}); {allowed}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
+    return real
+
+
+# -- temporaries ----------------------------------------------------------------------------------
+
+def _temp_name(folder: Path, name: str) -> Path:
+    """``.NAME.PID.XXXXXXXX.recency-tmp`` in ``folder``, NAME cut so the whole stays within NAME_MAX."""
+    tail = f".{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}"
+    keep = os.fsdecode(os.fsencode(name)[: _NAME_MAX - 1 - len(tail)])
+    return folder / f".{keep}{tail}"
+
+
+def _locked(path: Path, flags: int) -> int | None:
+    """An fd of ``path`` with an exclusive flock taken, or None if another process holds it."""
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def sweep(folder: Path, prefix: str, tail: re.Pattern = _TAIL) -> int:
+    """Remove every entry of ``folder`` named ``prefix`` + something matching ``tail`` (names this
+    module makes, nothing else) whose writer is gone (no flock held); returns how many. Entries
+    in use by a live writer are left alone."""
+    removed = 0
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(prefix) and tail.search(e.name[len(prefix):])]
+    except OSError:
+        return 0
+    for e in entries:
+        is_dir = e.is_dir(follow_symlinks=False)
+        fd = _locked(Path(e.path), os.O_RDONLY | (os.O_DIRECTORY if is_dir else 0))
+        if fd is None:
+            continue
+        try:
+            if is_dir:
+                shutil.rmtree(e.path, ignore_errors=True)
+            else:
+                os.unlink(e.path)
+            removed += 1
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _still_linked(fd: int, path: Path) -> bool:
+    """True if ``path`` is still the file open as ``fd`` (a sweeper did not remove it)."""
+    try:
+        a, b = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _lock(fd: int) -> None:
+    """Exclusive flock, or nothing where the file system has no locks (then nothing is swept)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+            raise
+
+
+def atomic_write(path, write, binary: bool = False) -> Path:
+    """Call ``write(file_object)`` on a temporary next to ``path`` then rename it over ``path``.
+
+    Readers see the old file or the whole new one; on any failure or interrupt the temporary and
+    any folder made for it are removed and an existing file is untouched. Refuses (ValueError) to
+    replace anything that is not a regular file. Returns the path written (symlinks followed).
+    """
+    real = check_output_path(path, "path")
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        st = None
+    made = []                                             # folders created here, outermost first
+    folder = real.parent
+    while not folder.exists():
+        made.insert(0, folder)
+        folder = folder.parent
+    tmp = None
+    fd = -1
+    try:
+        for f in made:
+            os.mkdir(f)
+        sweep(real.parent, ".")                                         # dead writers' leftovers
+        mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666   # new files: umask applies
+        for _ in range(5):
+            tmp = _temp_name(real.parent, real.name)      # the name is known before the file exists
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+            _lock(fd)
+            if _still_linked(fd, tmp):                    # not swept between create and lock
+                break
+            os.close(fd)
+            fd = -1
+        else:
+            raise OSError(errno.EAGAIN, f"could not create a temporary file in {real.parent}")
+        fh = os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8")
+        fd = -1                                                         # owned by fh now
+        with fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+            if st is not None:
+                os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
+                with contextlib.suppress(OSError):
+                    os.fchown(fh.fileno(), st.st_uid, st.st_gid)
+            check_output_path(real, "path")                             # still a regular file or nothing
+            os.replace(tmp, real)
+        tmp = None
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        for f in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(f)
+        raise
+    return real
+
+
+def atomic_write_text(path, text: str) -> Path:
+    """:func:`atomic_write` of a string (UTF-8)."""
+    return atomic_write(path, lambda fh: fh.write(text))
+
+
+@contextlib.contextmanager
+def staging_dir(parent, prefix: str):
+    """A private folder ``parent/PREFIX<pid>-XXXX`` (flock held) for the duration, then removed;
+    unlocked leftovers of dead runs with the same prefix are removed first."""
+    parent = Path(parent)
+    sweep(parent, prefix, _STAGING_TAIL)
+    path = None
+    fd = -1
+    try:
+        path = parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+        os.mkdir(path, 0o700)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        _lock(fd)
+        yield path
+    finally:
+        if path is not None:
+            shutil.rmtree(path, ignore_errors=True)
+        if fd >= 0:
+            os.close(fd)

@@ -1,0 +1,74 @@
+"""Process pools whose workers never outlive the process that made them.
+
+Each worker, as it starts, asks the kernel to kill it when its parent goes (Linux
+``prctl(PR_SET_PDEATHSIG, SIGKILL)``; elsewhere a watchdog thread polls ``os.getppid()``), so even
+SIGKILL of the main process ends its workers at once. Workers ignore SIGINT (a Ctrl-C reaches
+the whole process group; the main process handles it) and take SIGTERM's default action. When the
+``with`` block of :func:`worker_pool` ends by an exception (an interrupt, an error), queued tasks
+are cancelled and the workers are terminated right away instead of finishing their tasks.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        if os.getppid() != parent:
+            os._exit(1)
+        time.sleep(0.5)
+
+
+def die_with_parent(parent: int) -> None:
+    """Worker initializer: end this process when ``parent`` (the pid that made it) ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if not armed:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:          # the parent died before the guard was set
+        os._exit(1)
+
+
+def terminate(pool: ProcessPoolExecutor, timeout: float = 5.0) -> None:
+    """Cancel queued tasks and end the pool's workers now (SIGTERM, then SIGKILL after ``timeout``)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())    # CPython's pool keeps them here
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                p.join(1.0)
+    pool.shutdown(wait=True)        # the pool's manager thread ends now, not racing interpreter exit
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int):
+    """A ``ProcessPoolExecutor`` of ``workers`` processes tied to this one (module docstring)."""
+    pool = ProcessPoolExecutor(workers, initializer=die_with_parent, initargs=(os.getpid(),))
+    try:
+        yield pool
+    except BaseException:
+        terminate(pool)
+        raise
+    pool.shutdown(wait=True)

@@ -1,0 +1,448 @@
+"""Hostile inputs, generated (hypothesis): the contract is "a clear error or a correct result,
+never anything else".
+
+* a clear error: ``ValueError`` (API) with one line that names what is wrong and says what is
+  allowed; from the command line one ``error:`` line on stderr and exit status 2, no traceback;
+* a correct result: a valid config / result (its own checks pass) that is what was asked for;
+* and in both cases nothing half-written: no temporary left, a previous good file untouched.
+
+The generators mix valid values, edge values and garbage (wrong types, huge and tiny numbers,
+NaN, unicode, control characters) so that both branches are exercised. Every case is counted
+(:data:`COUNT`, printed at the end of the module with ``-s``): tried, and handled per the contract
+(an unhandled case fails its test, so on a green run the two are equal).
+
+Deterministic and quick: ``derandomize=True`` (the examples are a function of the test), no
+example database, ``max_examples`` sized so each test takes a few seconds.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import zipfile
+from collections import Counter
+from fractions import Fraction
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from recency_lib import SimConfig, SimResult, cli, simulate
+from recency_lib.cache import cache_key, cached_simulate
+from recency_lib.result import ARRAY_FIELDS
+
+COUNT = Counter()            # (test, "tried" | "handled") -> cases
+
+FAST = settings(derandomize=True, database=None, deadline=None, print_blob=False,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
+
+SMALL = SimConfig(alpha=0.3, gamma=0.5, n=4, d=6, layers=2, samples=64, seed=1)
+SMALL_RESULT = simulate(SMALL)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report():
+    yield
+    tried = sum(v for (t, k), v in COUNT.items() if k == "tried")
+    handled = sum(v for (t, k), v in COUNT.items() if k == "handled")
+    lines = [f"  {t}: {COUNT[(t, 'handled')]}/{COUNT[(t, 'tried')]} handled "
+             f"({COUNT[(t, 'results')]} correct results, the rest clear errors)" for t in sorted({t for t, _ in COUNT})]
+    print(f"\nhostile cases (test_hostile.py): tried {tried}, handled {handled}\n" + "\n".join(lines))
+
+
+def clear_error(exc: BaseException) -> bool:
+    """A ValueError whose message is one readable line saying what is allowed."""
+    msg = str(exc)
+    return (type(exc) is ValueError and "\n" not in msg and 0 < len(msg) <= 600 and "allowed" in msg)
+
+
+def count(test: str, ok: bool, result: bool = False) -> None:
+    """Record one case: ``ok`` = the contract held; ``result`` = it was the "correct result" branch."""
+    COUNT[(test, "tried")] += 1
+    COUNT[(test, "handled")] += ok
+    COUNT[(test, "results")] += result
+    assert ok
+
+
+# -- values a hostile caller passes ------------------------------------------------------------------
+
+class Weird(str):
+    """A str subclass with a lying __str__ and __eq__."""
+
+    def __str__(self):
+        return "layernorm"
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+junk = st.one_of(
+    st.none(), st.booleans(), st.text(max_size=12), st.binary(max_size=4),
+    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+    st.complex_numbers(allow_nan=True), st.just(Decimal("0.5")), st.just(Fraction(1, 3)),
+    st.just(np.array([1.0, 2.0])), st.just(np.array(3)), st.just(np.float32("nan")), st.just(np.int64(5)),
+    st.just(np.bool_(True)), st.just(Weird("x")), st.just(object()),
+    st.integers(min_value=-(10 ** 400), max_value=10 ** 400), st.sampled_from([2 ** 63, 2 ** 63 - 1, -1, 0]),
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1e300, -1e300, 5e-324, -0.0]),
+)
+
+
+def field_values(name: str, default=None):
+    """Valid values of a SimConfig field (boundaries included), wrong values of the right type, and junk."""
+    good, bad = {
+        "alpha": ([0.0, 0.25, 1.0, 1 - 1e-16, 5e-324], [-1e-300, 1.0000001]),
+        "gamma": ([0.0, -2.5, 1.0, 1e10], []),
+        "norm": (["layernorm", "rms", "none"], ["LayerNorm", " rms", ""]),
+        "n": ([1, 2, 3, 12], [0, -5]), "d": ([2, 3, 8, 64], [1, 0]), "layers": ([1, 2, 5], [0]),
+        "samples": ([2, 3, 1000], [1, 0]), "seed": ([0, 1, 2 ** 63 - 1], [-1, 2 ** 63, 2 ** 64]),
+        "engine": (["auto", "dense", "gram"], ["gpu", "GRAM"]), "eps": ([0.0, 1e-12, 1e300], [-1e-3]),
+        "weights": (["none", "fixed", "per_sample"], ["x"]), "weights_seed": ([0, 7, 2 ** 63 - 1], [-1, 2 ** 63]),
+        "heads": ([1, 1, 2], [0, 3, 5]), "ffn": ([False, True], []), "rope": ([False, True], []),
+        "placement": (["pre", "post"], ["mid"]),
+    }[name]
+    return st.one_of(*[st.sampled_from(good)] * 6, *([st.sampled_from(bad)] if bad else []), junk)
+
+
+FIELDS = list(SimConfig().to_dict())
+_PAPER = {"weights": "none", "heads": 1, "ffn": False, "rope": False, "placement": "pre"}
+
+
+@st.composite
+def one_bad_field(draw):
+    """The paper's model with valid values everywhere but (maybe) one field: both branches are common."""
+    kw = {f: draw(field_values(f)) for f in FIELDS if f not in _PAPER}
+    kw = {k: v for k, v in kw.items() if _valid(k, v)}
+    name = draw(st.sampled_from(FIELDS + [None]))
+    if name is not None:
+        kw[name] = draw(field_values(name))
+    return kw
+
+
+def _valid(name, value) -> bool:
+    try:
+        SimConfig(**{name: value})
+        return True
+    except Exception:
+        return False
+
+
+config_kwargs = st.one_of(one_bad_field(),
+                          st.fixed_dictionaries({}, optional={f: field_values(f) for f in FIELDS}))
+
+
+# -- the Python API ------------------------------------------------------------------------------------
+
+@settings(FAST, max_examples=200)
+@given(config_kwargs)
+def test_simconfig_clear_error_or_valid_config(kwargs):
+    try:
+        cfg = SimConfig(**kwargs)
+    except Exception as exc:                              # must be a clear error naming a given field
+        named = str(exc).split("=")[0].split(":")[0].strip()
+        ok = clear_error(exc) and (named in kwargs or named in ("SimConfig", "engine", "heads", "rope"))
+        count("SimConfig", ok)
+        return
+    ok = (all(type(getattr(cfg, f)) is type(v) for f, v in SimConfig().to_dict().items())
+          and 0 <= cfg.alpha <= 1 and math.isfinite(cfg.gamma) and cfg.n >= 1 and cfg.d >= 2
+          and cfg.samples >= 2 and cfg.d % cfg.heads == 0
+          and SimConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg and hash(cfg) is not None)
+    count("SimConfig", ok, True)
+
+
+api_calls = st.one_of(
+    st.tuples(st.just("simulate"), st.fixed_dictionaries({}, optional={
+        "chunk_size": st.one_of(st.none(), st.integers(-1, 200), junk), "z": st.one_of(st.floats(0.1, 9), junk),
+        "executor": st.one_of(st.none(), junk), "progress": st.one_of(st.none(), st.booleans(), junk)})),
+    st.tuples(st.just("definition1_at"), junk | st.floats(0.1, 9)),
+    st.tuples(st.just("definition1_familywise"), junk | st.floats(0.001, 0.5)),
+    st.tuples(st.just("trajectories"), st.one_of(st.integers(-1, 40), st.just(10 ** 12), junk)),
+)
+
+
+@settings(FAST, max_examples=250)
+@given(api_calls)
+def test_api_arguments_clear_error_or_result(call):
+    from recency_lib import sample_trajectories
+
+    kind, arg = call
+    try:
+        if kind == "simulate":
+            out = simulate(SMALL, **arg)
+            ok = np.array_equal(out.score_mean, SMALL_RESULT.score_mean, equal_nan=True)   # chunking never changes it
+        elif kind == "definition1_at":
+            out = SMALL_RESULT.definition1_at(arg)
+            ok = len(out) == SMALL.layers and set(out) <= {"holds", "violated", "undecided"}
+        elif kind == "definition1_familywise":
+            out = SMALL_RESULT.definition1_familywise(arg)
+            ok = len(out) == SMALL.layers
+        else:
+            s, a = sample_trajectories(SMALL, arg)
+            want = SMALL.samples if arg is None else arg          # None: the config's samples
+            ok = s.shape == a.shape == (want, SMALL.layers, SMALL.n, SMALL.n)
+    except Exception as exc:
+        count("API arguments", clear_error(exc))
+        return
+    count("API arguments", ok, True)
+
+
+# -- the command line ----------------------------------------------------------------------------------
+
+OPTIONS = ["--alpha", "--gamma", "--norm", "--n", "--d", "--layers", "--samples", "--seed", "--engine", "--eps",
+           "--weights", "--weights-seed", "--heads", "--placement", "--z", "--chunk-size", "--workers"]
+numbers = st.sampled_from(["0", "1", "2", "3", "5", "0.5", "-1", "1e3", "1e400", "nan", "inf", "-inf", "1_0", " 4",
+                           "٤", "0x10", "", "99999999999999999999999", "1" * 500, "3.", ".5", "+2", "layernorm",
+                           "rms", "none", "dense", "gram", "post", "fixed", "\n", "a\x00b"])
+option_pairs = st.tuples(st.sampled_from(OPTIONS + ["--alp", "--ffn", "--rope", "--help-me", "-n", "--out"]), numbers)
+
+
+@st.composite
+def argv_lists(draw):
+    argv = ["simulate"] if draw(st.integers(0, 9)) else draw(st.sampled_from([[], ["simulat"], ["run"], ["simulate", "x"]]))
+    for opt, value in draw(st.lists(option_pairs, max_size=5)):
+        if opt in ("--ffn", "--rope"):
+            argv.append(opt if draw(st.booleans()) else f"{opt}={value}")
+        elif draw(st.integers(0, 5)):
+            argv += [opt, value]
+        else:
+            argv.append(f"{opt}={value}")
+    # keep accepted runs tiny
+    if draw(st.integers(0, 3)):
+        argv += ["--samples", "64"] if "--samples" not in argv else []
+        argv += ["--n", "4"] if "--n" not in argv else []
+    return argv
+
+
+def run_cli(argv):
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = cli.main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@settings(FAST, max_examples=150)
+@given(argv_lists(), st.sampled_from(["none", "new.json", "new.npz", "good.json", "dir", "under/x.json", "empty",
+                                      "slash/", "long", "devnull"]))
+def test_cli_clear_error_or_result(tmp_path_factory, monkeypatch, argv, out_kind):
+    monkeypatch.setenv("RECENCY_LIB_MAX_HOURS", "0.0003")          # ~1 s: anything larger is refused
+    tmp = tmp_path_factory.mktemp("cli")
+    monkeypatch.chdir(tmp)                                        # a generated relative --out lands here
+    good = tmp / "good.json"
+    SMALL_RESULT.save(good)
+    (tmp / "dir").mkdir()
+    (tmp / "under").write_text("a regular file")
+    out = {"none": None, "new.json": str(tmp / "new.json"), "new.npz": str(tmp / "new.npz"), "good.json": str(good),
+           "dir": str(tmp / "dir"), "under/x.json": str(tmp / "under" / "x.json"), "empty": "",
+           "slash/": str(tmp / "slash") + "/", "long": str(tmp / ("x" * 300)), "devnull": os.devnull}[out_kind]
+    before = {p.name: p.read_bytes() for p in tmp.iterdir() if p.is_file()}
+    argv = argv + ([] if out is None else ["--out", out])
+    code, stdout, stderr = run_cli(argv)
+    after = {p.name: p.read_bytes() for p in tmp.iterdir() if p.is_file()}
+    leftovers = [p.name for p in tmp.iterdir() if p.name.startswith(".")]
+    if code == 2:
+        ok = (stderr.count("\n") == 1 and stderr.startswith("error: ") and "Traceback" not in stderr
+              and len(stderr) < 700 and after == before and not leftovers)
+    elif code == 0:
+        ok = "layer 1:" in stdout and not leftovers
+        if ok and out is not None:
+            res = SimResult.load(out)
+            ok = res.check() is res and f"n={res.config.n} " in stdout
+    else:
+        ok = False
+    count("command line", ok, code == 0)
+
+
+
+# -- result files ----------------------------------------------------------------------------------------
+
+def saved_bytes(suffix: str, tmp: Path) -> bytes:
+    return SMALL_RESULT.save(tmp / f"r{suffix}").read_bytes()
+
+
+byte_mutations = st.lists(st.tuples(st.sampled_from(["flip", "cut", "insert", "zero"]), st.floats(0, 1),
+                                    st.integers(1, 255)), min_size=1, max_size=3)
+
+
+def mutate_bytes(data: bytes, ops) -> bytes:
+    b = bytearray(data)
+    for op, where, value in ops:
+        i = min(len(b) - 1, int(where * len(b))) if b else 0
+        if op == "flip" and b:
+            b[i] ^= value
+        elif op == "cut":
+            del b[i:]
+        elif op == "insert":
+            b[i:i] = bytes([value]) * value
+        elif op == "zero" and b:
+            b[i:i + value] = bytes(len(b[i:i + value]))
+    return bytes(b)
+
+
+def same_arrays(a: SimResult, b: SimResult) -> bool:
+    return all(np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True) for k in ARRAY_FIELDS)
+
+
+@settings(FAST, max_examples=300)
+@given(st.sampled_from([".json", ".npz"]), byte_mutations)
+def test_load_mutated_bytes_clear_error_or_same_result(tmp_path_factory, suffix, ops):
+    tmp = tmp_path_factory.mktemp("load")
+    data = mutate_bytes(saved_bytes(suffix, tmp), ops)
+    path = tmp / f"m{suffix}"
+    path.write_bytes(data)
+    try:
+        res = SimResult.load(path)
+    except Exception as exc:
+        count("SimResult.load: bytes", clear_error(exc))
+        return
+    # CRC-32 guards every .npz member: what loads is the original; JSON may hold other valid numbers
+    ok = res.check() is res and (suffix == ".json" or (same_arrays(res, SMALL_RESULT) and res.config == SMALL))
+    count("SimResult.load: bytes", ok, True)
+
+
+def _nested(inner):
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=3), inner, max_size=3))
+
+
+json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10 ** 30, 10 ** 30), st.floats(allow_nan=False),
+                                     st.text(max_size=5), st.sampled_from(["inf", "-inf", "nan"])),
+                           _nested, max_leaves=12)
+KEYS = ["format", "config", "engine", "block_size", "library_version", "z", "elapsed_seconds", "extra",
+        "definition1", *ARRAY_FIELDS]
+CONFIG_KEYS = list(SimConfig().to_dict())
+
+
+@st.composite
+def structural_mutations(draw):
+    """(kind, key, value): replace a field, delete it, add one, change a config field, reshape an array."""
+    kind = draw(st.sampled_from(["replace", "delete", "add", "config", "reshape", "nan_array", "deep", "other_n"]))
+    key = draw(st.sampled_from(CONFIG_KEYS if kind == "config" else KEYS))
+    value = draw(json_values | field_values(key, None).filter(lambda v: _jsonable(v)) if kind == "config" else json_values)
+    return kind, key, value
+
+
+def _jsonable(v) -> bool:
+    try:
+        json.dumps(v, allow_nan=False)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def apply_structural(d: dict, kind, key, value):
+    d = json.loads(json.dumps(d))
+    if kind == "replace":
+        d[key] = value
+    elif kind == "delete":
+        d.pop(key, None)
+    elif kind == "add":
+        d[f"x_{key}"] = value
+    elif kind == "config":
+        d["config"][key] = value
+    elif kind == "reshape" and key in ARRAY_FIELDS:
+        d[key] = d[key][:-1] if d[key] else [0.0]
+    elif kind == "nan_array" and key in ARRAY_FIELDS:
+        d[key] = json.loads(json.dumps(np.full(np.shape(d[key]), None, dtype=object).tolist()))
+    elif kind == "deep":                       # the whole file: 100,000 nested lists
+        return "[" * 100_000 + "]" * 100_000
+    elif kind == "other_n":
+        d["config"]["n"] = 5
+    return d
+
+
+@settings(FAST, max_examples=300)
+@given(st.sampled_from([".json", ".npz"]), structural_mutations())
+def test_load_mutated_fields_clear_error_or_valid(tmp_path_factory, suffix, mutation):
+    tmp = tmp_path_factory.mktemp("fields")
+    d = apply_structural(SMALL_RESULT.to_dict(), *mutation)
+    path = tmp / f"m{suffix}"
+    if isinstance(d, str):
+        text = d
+    else:
+        text = json.dumps(d)
+    if suffix == ".json":
+        path.write_text(text)
+    else:                                      # the same mutation inside an npz: meta + arrays
+        meta = {k: v for k, v in d.items() if k not in ARRAY_FIELDS} if isinstance(d, dict) else text
+        arrays = {}
+        if isinstance(d, dict):
+            for k in ARRAY_FIELDS:
+                if k in d:
+                    try:
+                        arrays[k] = np.array(json.loads(json.dumps(d[k]).replace("null", "NaN")), dtype=float)
+                    except (TypeError, ValueError):
+                        arrays[k] = np.array([0.0])
+        np.savez_compressed(path, meta=np.array(json.dumps(meta) if not isinstance(meta, str) else meta), **arrays)
+    try:
+        res = SimResult.load(path)
+    except Exception as exc:
+        count("SimResult.load: fields", clear_error(exc))
+        return
+    count("SimResult.load: fields", res.check() is res, True)
+
+
+def test_load_limits_and_special_files(tmp_path):
+    """Sizes are checked before decompressing; a folder, FIFO or device is never read."""
+    good = SMALL_RESULT.save(tmp_path / "g.npz")
+    # a member that unpacks to 16 MiB where 256 bytes are expected (a zip bomb in small): refused
+    # from the central directory's sizes, before anything is decompressed
+    bomb = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "score_mean.npy":
+                data = data[:128] + bytes(2 ** 24)
+            dst.writestr(info.filename, data)
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    for path in (bomb, fifo, tmp_path, Path("/dev/zero"), tmp_path / "missing.json", Path("/proc/version")):
+        with pytest.raises(ValueError) as info:
+            SimResult.load(path)
+        count("SimResult.load: special", clear_error(info.value))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(ValueError, match="nested too deeply|allowed"):
+        SimResult.load(deep)
+    count("SimResult.load: special", True)
+
+
+# -- the results cache ---------------------------------------------------------------------------------
+
+@settings(FAST, max_examples=100)
+@given(st.one_of(byte_mutations.map(lambda ops: ("bytes", ops)),
+                 st.sampled_from(["other_config", "all_nan", "wrong_shape", "folder", "empty", "symlink_loop"]).map(lambda k: (k, None))))
+def test_cache_any_bad_entry_is_recomputed(tmp_path_factory, entry):
+    tmp = tmp_path_factory.mktemp("cache")
+    fresh = SMALL_RESULT
+    path = tmp / f"{cache_key(SMALL)}.npz"
+    kind, ops = entry
+    if kind == "bytes":
+        fresh.save(path)
+        path.write_bytes(mutate_bytes(path.read_bytes(), ops))
+    elif kind == "other_config":                   # a valid entry for another config under this key
+        simulate(SMALL.replace(seed=2)).save(path)
+    elif kind in ("all_nan", "wrong_shape"):
+        meta = np.array(json.dumps(fresh._meta()))
+        arrays = {k: np.asarray(getattr(fresh, k)) for k in ARRAY_FIELDS}
+        arrays = {k: (np.full_like(v, np.nan) if kind == "all_nan" else v[..., :-1]) for k, v in arrays.items()}
+        np.savez_compressed(path, meta=meta, **arrays)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "symlink_loop":
+        path.symlink_to(path)
+    try:
+        res = cached_simulate(SMALL, cache=tmp)
+    except Exception as exc:                        # only where the entry cannot be replaced
+        count("cache", kind in ("folder", "symlink_loop") and clear_error(exc))
+        return
+    again = SimResult.load(path, config=SMALL)
+    ok = same_arrays(res, fresh) and same_arrays(again, fresh) and res.config == SMALL
+    count("cache", ok, True)
