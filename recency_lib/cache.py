@@ -16,12 +16,12 @@ creatable) and writable. Location: ``cache=``, else ``$RECENCY_LIB_CACHE``, else
 """
 from __future__ import annotations
 
-import ast
+import io
 import hashlib
 import json
 import os
 import stat
-import threading
+import tokenize
 from functools import lru_cache
 from pathlib import Path
 
@@ -34,12 +34,6 @@ from .validation import check_bool, check_z, short
 
 PACKAGE = __name__.rpartition(".")[0]          # "recency_lib"
 ROOT = Path(__file__).resolve().parent
-_PARSE = threading.Lock()      # ast.parse is not thread-safe in CPython 3.11 (the grid runs settings in threads)
-
-
-def _parse(code: str, filename: str = "<string>") -> ast.AST:
-    with _PARSE:
-        return ast.parse(code, filename=filename)
 
 
 def _module_file(module: str) -> Path | None:
@@ -51,37 +45,80 @@ def _module_file(module: str) -> Path | None:
     return None
 
 
-def _imported(tree: ast.AST, package: str) -> set[str]:
-    """Modules of this package imported anywhere in ``tree`` (also inside functions): relative
+def _statements(code: str):
+    """The import statements of Python source ``code`` as lists of tokens (names and '.', ',', '(',
+    ')', '*'), found with :mod:`tokenize` (strings and comments skipped; imports inside functions
+    included). Not :func:`ast.parse`: CPython 3.11's AST conversion is not thread-safe (it fails
+    with "AST constructor recursion depth mismatch" when another thread, e.g. papermill's, uses
+    ``ast`` at the same time), and the grid computes keys in threads."""
+    stmt = None
+    for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+        if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER) or (tok.type == tokenize.OP and tok.string == ";"):
+            if stmt:
+                yield stmt
+            stmt = None
+        elif tok.type == tokenize.NAME and tok.string in ("import", "from") and stmt is None and _at_start(tok):
+            stmt = [tok.string]
+        elif stmt is not None and tok.type in (tokenize.NAME, tokenize.OP):
+            stmt.append(tok.string)
+
+
+def _at_start(tok) -> bool:
+    """True when ``tok`` is the first token of its logical line (so `from` in `yield from` is not)."""
+    return tok.line[: tok.start[1]].strip() in ("", ";") or tok.line[: tok.start[1]].rstrip().endswith(":")
+
+
+def _imported(code: str, package: str) -> set[str]:
+    """Modules of this package imported anywhere in ``code`` (also inside functions): relative
     imports (``from .kernels import x``, ``from . import sampling``) resolved against ``package``,
     and absolute ones (``import recency_lib.kernels``, ``from recency_lib import plotting``).
     Names are relative to the package ("" = its ``__init__``)."""
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
+    for stmt in _statements(code):
+        if stmt[0] == "from" and "import" in stmt:
+            k = stmt.index("import")
+            src = stmt[1:k]
+            names = [t for t in stmt[k + 1:] if t not in ",()*"]
+            names = [t for i, t in enumerate(names) if t != "as" and (i == 0 or names[i - 1] != "as")]
+            dots = [t for t in src if set(t) == {"."}]                  # "." or "..." tokens
+            level = sum(map(len, dots)) if src[:1] == dots[:1] and dots else 0
+            module = ".".join(t for t in src if set(t) != {"."})
+            if level:
                 parts = package.split(".") if package else []
-                parts = parts[: len(parts) - (node.level - 1)]
-                base = ".".join([*parts, *([node.module] if node.module else [])])
-            elif node.module == PACKAGE or (node.module or "").startswith(PACKAGE + "."):
-                base = node.module[len(PACKAGE) + 1:]
+                parts = parts[: len(parts) - (level - 1)]
+                base = ".".join([*parts, *([module] if module else [])])
+            elif module == PACKAGE or module.startswith(PACKAGE + "."):
+                base = module[len(PACKAGE) + 1:]
             else:
                 continue
             found.add(base)
-            for alias in node.names:                                    # `from . import kernels`
-                found.add(f"{base}.{alias.name}" if base else alias.name)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == PACKAGE or alias.name.startswith(PACKAGE + "."):
-                    found.add(alias.name[len(PACKAGE) + 1:])
+            for name in names:                                          # `from . import kernels`
+                found.add(f"{base}.{name}" if base else name)
+        elif stmt[0] == "import":
+            for name in _dotted_names(stmt[1:]):
+                if name == PACKAGE or name.startswith(PACKAGE + "."):
+                    found.add(name[len(PACKAGE) + 1:])
     return {m for m in found if _module_file(m) is not None}
+
+
+def _dotted_names(tokens: list[str]) -> list[str]:
+    """``a . b as c , d`` -> ["a.b", "d"]: the modules of an ``import`` statement's tokens."""
+    out, cur, alias = [], [], False
+    for t in tokens + [","]:
+        if t == ",":
+            out.append("".join(cur))
+            cur, alias = [], False
+        elif t == "as":
+            alias = True
+        elif not alias:
+            cur.append(t)
+    return out
 
 
 def _imports(module: str) -> set[str]:
     """Modules of this package that ``module`` imports."""
     path = _module_file(module)
-    tree = _parse(path.read_text(encoding="utf-8"), str(path))
-    return _imported(tree, module if path.name == "__init__.py" else module.rpartition(".")[0])
+    return _imported(path.read_text(encoding="utf-8"), module if path.name == "__init__.py" else module.rpartition(".")[0])
 
 
 def source_modules(code: str | None) -> tuple[str, ...]:
@@ -91,7 +128,8 @@ def source_modules(code: str | None) -> tuple[str, ...]:
     if code is None:
         return tuple(sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix("__init__").rstrip(".")
                             for p in ROOT.rglob("*.py")))
-    return module_closure(*_imported(_parse(code), ""))
+    compile(code, "<notebook>", "exec", dont_inherit=True)    # SyntaxError if it does not parse
+    return module_closure(*_imported(code, ""))
 
 
 def module_closure(*roots: str) -> tuple[str, ...]:
