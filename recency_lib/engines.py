@@ -24,15 +24,15 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from . import __version__
 from .config import SimConfig
 from .kernels import feature_layout, gram_block_moments, kernel_name, n_features, warm_up
-from .metrics import adjacent_differences, recency_fraction, tril_index
+from .features import adjacent_differences, recency_fraction, tril_index
 from .model import layer
 from .result import SimResult
 from .sampling import dense_tokens, gram_draws, gram_width
 from .stats import Moments
 from .validation import check_int, check_z
+from .version import __version__
 
 _BLOCK_FLOATS = 2 ** 17      # dense: target size of the largest per-block array (floats); ~1 MB
 _GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target working set of the block kernel (floats); ~4 MB

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .metrics import TIE_RTOL, n_triples, order_fraction
+from .features import TIE_RTOL, n_triples, order_fraction
 
 NORM_CODES = {"none": 0, "layernorm": 1, "rms": 1}   # both normalise R's rows (R is already centred)
 
@@ -132,8 +132,6 @@ def block_features_numpy(r: np.ndarray, *, d: int, norm: str, gamma: float, eps:
 # is scaled in two steps so subnormals and underflow to 0 come out right. Max error measured
 # against np.exp over [-745, 0]: 4.3e-16 relative (~2 ulp). Plain IEEE operations only, so the
 # result is the same on every machine (unlike libm's exp, which may differ between versions).
-_EXP_SHIFT = 6755399441055744.0                     # 1.5 * 2^52: adding it rounds to an integer
-_EXP_SHIFT_BITS = 0x4338000000000000                # its bit pattern
 
 
 def _kernel(chi2, normals, chol, use_chol, rank_one, n, d, normalize, gamma, eps, layers,
@@ -246,7 +244,7 @@ def _kernel(chi2, normals, chol, use_chol, rank_one, n, d, normalize, gamma, eps
             for j in range(i + 1):
                 s = fb[pi + j]
                 a = fb[o_a + pi + j]
-                for b in range(nb):                      # exp(s - max), see _EXP_SHIFT
+                for b in range(nb):                      # exp(s - max), see the note above _kernel
                     v = s[b] - mx[b]
                     v = -745.5 if v < -745.5 else v
                     e = v * 1.4426950408889634 + 6755399441055744.0

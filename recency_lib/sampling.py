@@ -50,16 +50,6 @@ def degrees_of_freedom(cfg: SimConfig) -> int:
     return cfg.d - 1 if cfg.norm == "layernorm" else cfg.d
 
 
-def sqrt_sigma_shift(n: int, c: float) -> float:
-    """s such that Sigma^{1/2} = I + s 11^T for Sigma = I + c^2 11^T (n x n).
-
-    (I + s 11^T)^2 = I + (2 s + n s^2) 11^T, so s solves n s^2 + 2 s - c^2 = 0; the form
-    c^2 / (1 + sqrt(1 + n c^2)) avoids cancellation for small c.
-    """
-    c2 = c * c
-    return c2 / (1.0 + math.sqrt(1.0 + n * c2))
-
-
 def sigma_cholesky(n: int, c: float) -> np.ndarray:
     """Lower-triangular L with L L^T = Sigma = I + c^2 11^T (n x n), in closed form.
 

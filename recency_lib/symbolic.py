@@ -28,6 +28,10 @@ from functools import lru_cache
 
 import sympy as sp
 
+from .theory import (h_eq41, prop1_attention_corrected, prop1_score_corrected, residual_coefficient,
+                     sq_norm_corrected, sq_norm_eq36, theorem1_score)
+from .validation import check_int
+
 N_TOKENS = 5          # sequence length of the symbolic checks (identities are checked for all i > j <= 5)
 NUM_RTOL = 1e-12      # float64 closed form vs 30-digit sympy value (the closed forms are good to ~1e-13)
 
@@ -63,6 +67,32 @@ def _sym():
 def _pairs(n=N_TOKENS):
     """(i, j) with n >= i > j >= 1 (1-based)."""
     return [(i, j) for i in range(2, n + 1) for j in range(1, i)]
+
+
+# -- the LLN Gram matrix of layer 1, symbolically ----------------------------------------------------
+
+def symbolic_layer1_gram(n: int, residual: bool = True):
+    """Gram matrix of x^(1) divided by d, symbolically, under the paper's LLN assumptions.
+
+    Assumes <y_k, y_k> = d and <y_k, y_l> = d alpha (k != l) (Eq. (23) with its scale fixed),
+    layer-1 weights A_jj = a / D_j, A_jk = b / D_j (k < j), D_j = a + (j - 1) b (Eqs. (25)-(26);
+    a = e^{sqrt d}, b = e^{alpha sqrt d}), and x_j^(1) = sum_k A_jk y_k + g y_j (g = 0 without
+    residual). The checks below use it for Eqs. (9)-(10), (28)-(36), term by term.
+
+    Returns (G, symbols) with G an (n, n) sympy Matrix and symbols a dict of the sympy symbols
+    "a", "b", "alpha", "g".
+    """
+    n = check_int("n", n, 1)
+    a, b, alpha, g = sp.symbols("a b alpha g", positive=True)
+    gg = g if residual else sp.Integer(0)
+    c = sp.zeros(n, n)                                             # x^(1) = C Y
+    for row in range(n):
+        denom = a + row * b
+        for col in range(row):
+            c[row, col] = b / denom
+        c[row, row] = a / denom + gg
+    gram_y = (1 - alpha) * sp.eye(n) + alpha * sp.ones(n, n)       # <y_k, y_l> / d
+    return c * gram_y * c.T, {"a": a, "b": b, "alpha": alpha, "g": g}
 
 
 # -- A.1: Theorem 1 -------------------------------------------------------------------------------
@@ -120,8 +150,7 @@ def check_eq8() -> Check:
 
 
 def _lln_gram_alpha0():
-    """LLN Gram of x^(1) / d at alpha = 0, no residual (from theory.symbolic_layer1_gram)."""
-    from .theory import symbolic_layer1_gram
+    """LLN Gram of x^(1) / d at alpha = 0, no residual (from :func:`symbolic_layer1_gram`)."""
 
     gram, s = symbolic_layer1_gram(N_TOKENS, residual=False)
     a = _sym()[0]
@@ -203,7 +232,6 @@ def check_eq11_diagonal_step() -> Check:
 
 
 def check_eq11_theory() -> Check:
-    from .theory import theorem1_score
 
     a, _, d, _, _ = _sym()
     ok = True
@@ -280,7 +308,6 @@ def check_eq15_printed() -> Check:
 
 
 def check_eq15_fixed() -> Check:
-    from .theory import prop1_attention_corrected
 
     d = _sym()[2]
     a = sp.exp(1 / sp.sqrt(d))
@@ -344,7 +371,6 @@ def check_eq19_slips_cancel() -> Check:
 
 
 def check_eq19_fixed() -> Check:
-    from .theory import prop1_score_corrected
 
     gram, A, u, w = _prop1_layer2()
     d = _sym()[2]
@@ -428,7 +454,6 @@ def check_residual_printed() -> Check:
 
 
 def check_residual_fixed() -> Check:
-    from .theory import residual_coefficient
 
     g, printed, gamma, nx, d, alpha = _residual_coefficients()
     target = gamma / sp.sqrt(d * (1 - alpha))
@@ -447,8 +472,7 @@ def check_residual_fixed() -> Check:
 
 @lru_cache(maxsize=1)
 def _lln_gram_residual():
-    """LLN Gram of x^(1) / d with residual weight g (theory.symbolic_layer1_gram), symbols unified."""
-    from .theory import symbolic_layer1_gram
+    """LLN Gram of x^(1) / d with residual weight g (:func:`symbolic_layer1_gram`), symbols unified."""
 
     gram, s = symbolic_layer1_gram(N_TOKENS, residual=True)
     a, b, _, alpha, g = _sym()
@@ -543,7 +567,6 @@ def check_eq36() -> Check:
 
 def check_eq36_theory() -> Check:
     """theory.sq_norm_eq36 evaluates (36); theory.sq_norm_corrected is (36) with gamma -> g."""
-    from .theory import residual_coefficient, sq_norm_corrected, sq_norm_eq36
 
     a, b, d, alpha, g = _sym()
     ok = True
@@ -647,7 +670,6 @@ def check_eq40_fixed() -> Check:
 
 
 def check_eq41() -> Check:
-    from .theory import h_eq41
 
     a, b, d, alpha, g = _sym()
     Dj = sp.Symbol("D_j", positive=True)

@@ -262,12 +262,12 @@ def test_recency_fraction_counts_ties_as_half():
 
 
 def test_recency_fraction_large_n_path_equals_index_path(monkeypatch):
-    from recency_lib import metrics
+    from recency_lib import features
 
     s = np.random.default_rng(5).normal(size=(8, 30, 30))
     s[0] = np.round(s[0])
     fast = recency_fraction(s)                                 # compiled count (or the row loop)
-    monkeypatch.setattr(metrics, "_INDEX_MAX_N", 10 ** 9)      # force the index-array path
+    monkeypatch.setattr(features, "_INDEX_MAX_N", 10 ** 9)      # force the index-array path
     np.testing.assert_array_equal(recency_fraction(s), fast)
 
 
