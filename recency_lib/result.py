@@ -13,10 +13,16 @@ import numpy as np
 
 from .config import SimConfig
 from .metrics import definition1_verdict, familywise_z
+from .validation import check_choice
 
-FORMAT = "recency_lib.SimResult/1"
-_ARRAYS = ("score_mean", "score_sem", "attn_mean", "attn_sem", "diff_mean", "diff_sem",
-           "recency_probability", "recency_probability_sem", "sq_norm_mean", "sq_norm_sem")
+FORMAT = "recency_lib.SimResult/2"
+_OLD_FORMATS = ("recency_lib.SimResult/1",)     # readable: version 1 lacks the control-variate fields
+_ARRAYS_V1 = ("score_mean", "score_sem", "attn_mean", "attn_sem", "diff_mean", "diff_sem",
+              "recency_probability", "recency_probability_sem", "sq_norm_mean", "sq_norm_sem")
+_ARRAYS = _ARRAYS_V1 + ("diff_cv_mean", "diff_cv_sem", "row_trend_mean", "row_trend_sem", "row_trend_cv_mean",
+                        "row_trend_cv_sem", "trend_mean", "trend_sem", "trend_cv_mean", "trend_cv_sem",
+                        "recency_probability_cv", "recency_probability_cv_sem")
+ESTIMATORS = ("cv", "plain")
 
 
 @dataclass(eq=False)
@@ -34,6 +40,16 @@ class SimResult:
       counts one half).
     * ``sq_norm_mean/sem``: (layers, n) squared norms ||x_j||^2 of the state fed to each layer
       (row 0: the embeddings), as the normalization sees it (centred, ||P x_j||^2, for LayerNorm).
+    * ``row_trend_mean/sem``: (layers, n) the mean off-diagonal step of row i,
+      (S_i,i-1 - S_i0) / (i - 1), for rows i >= 2 (0-based; NaN in rows 0 and 1).
+    * ``trend_mean/sem``: (layers,) the mean of all off-diagonal steps S_ij - S_i,j-1, 1 <= j < i.
+    * ``*_cv_*`` (``diff_cv_mean/sem``, ``row_trend_cv_mean/sem``, ``trend_cv_mean/sem``,
+      ``recency_probability_cv/_sem``): the same quantities estimated with control variates
+      (:func:`recency_lib.stats.control_variate`): the first layer's off-diagonal steps, row trends,
+      trend and recency probability have exactly known means (0, 0, 0, 1/2: its tokens are
+      exchangeable), and correcting layer l by its first layer's deviation from them removes most
+      of the Monte-Carlo noise, without bias and with an honest standard error. Layer 1 itself and
+      the diagonal steps S_ii - S_i,i-1 (no control with a known mean) carry the plain estimates.
     * ``elapsed_seconds``: compute time of this config's blocks, summed over tasks (and workers).
     """
 
@@ -49,6 +65,18 @@ class SimResult:
     recency_probability_sem: np.ndarray
     sq_norm_mean: np.ndarray
     sq_norm_sem: np.ndarray
+    diff_cv_mean: np.ndarray
+    diff_cv_sem: np.ndarray
+    row_trend_mean: np.ndarray
+    row_trend_sem: np.ndarray
+    row_trend_cv_mean: np.ndarray
+    row_trend_cv_sem: np.ndarray
+    trend_mean: np.ndarray
+    trend_sem: np.ndarray
+    trend_cv_mean: np.ndarray
+    trend_cv_sem: np.ndarray
+    recency_probability_cv: np.ndarray
+    recency_probability_cv_sem: np.ndarray
     block_size: int
     library_version: str
     z: float = 3.0
@@ -56,15 +84,22 @@ class SimResult:
     extra: dict = field(default_factory=dict)
 
     # -- Definition 1 -----------------------------------------------------------------------
-    def definition1_at(self, z: float) -> tuple[str, ...]:
-        """Per-layer Definition-1 verdict at z standard errors (see metrics.definition1_verdict)."""
+    def steps(self, estimator: str = "cv") -> tuple[np.ndarray, np.ndarray]:
+        """The adjacent steps' (mean, sem), each (layers, n, n), of ``estimator``: "cv" (control
+        variates, the default: unbiased, with the smaller standard error) or "plain" (sample means)."""
+        check_choice("estimator", estimator, ESTIMATORS)
+        return (self.diff_cv_mean, self.diff_cv_sem) if estimator == "cv" else (self.diff_mean, self.diff_sem)
+
+    def definition1_at(self, z: float, estimator: str = "cv") -> tuple[str, ...]:
+        """Per-layer Definition-1 verdict at z standard errors (see metrics.definition1_verdict), from
+        the steps of ``estimator`` ("cv", the default, or "plain"; see :meth:`steps`)."""
+        mean, sem = self.steps(estimator)
         return tuple(
-            definition1_verdict(self.diff_mean[l], self.diff_sem[l], z,
-                                scale=float(np.nanmax(np.abs(self.score_mean[l]))))
+            definition1_verdict(mean[l], sem[l], z, scale=float(np.nanmax(np.abs(self.score_mean[l]))))
             for l in range(self.config.layers)
         )
 
-    def definition1_familywise(self, level: float = 0.05) -> tuple[str, ...]:
+    def definition1_familywise(self, level: float = 0.05, estimator: str = "cv") -> tuple[str, ...]:
         """Per-layer verdict at the Bonferroni z that keeps the chance of any false call at ``level``.
 
         The plain verdict tests every adjacent difference at ``z`` separately, so a matrix with no
@@ -72,12 +107,13 @@ class SimResult:
         """
         count = int(np.isfinite(self.diff_mean[0]).sum())
         if count == 0:
-            return self.definition1_at(self.z)
-        return self.definition1_at(familywise_z(count, level))
+            return self.definition1_at(self.z, estimator)
+        return self.definition1_at(familywise_z(count, level), estimator)
 
     @property
     def definition1(self) -> tuple[str, ...]:
-        """Per-layer verdict: "holds" | "violated" | "undecided", at ``self.z`` standard errors."""
+        """Per-layer verdict: "holds" | "violated" | "undecided", at ``self.z`` standard errors, from
+        the control-variate steps (the plain ones: ``definition1_at(z, "plain")``)."""
         return self.definition1_at(self.z)
 
     @property
@@ -85,12 +121,13 @@ class SimResult:
         return self.config.samples
 
     def summary(self) -> str:
-        """A few lines: the setting, then per layer the recency probability and the verdict."""
+        """A few lines: the setting, then per layer the recency probability and the Definition-1
+        verdict (both from the control-variate estimates)."""
         c = self.config
         lines = [f"alpha={c.alpha:g} gamma={c.gamma:g} norm={c.norm} n={c.n} d={c.d} "
-                 f"samples={c.samples} seed={c.seed} engine={self.engine}"]
+                 f"samples={c.samples} seed={c.seed} engine={self.engine} (estimates with control variates)"]
         for l, verdict in enumerate(self.definition1):
-            rp, se = self.recency_probability[l], self.recency_probability_sem[l]
+            rp, se = self.recency_probability_cv[l], self.recency_probability_cv_sem[l]
             lines.append(f"layer {l + 1}: recency probability {rp:.4f} ± {se:.4f}; "
                          f"Definition 1 {verdict} (z={self.z:g})")
         return "\n".join(lines)
@@ -111,17 +148,26 @@ class SimResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> "SimResult":
-        if data.get("format") != FORMAT:
-            raise ValueError(f"format={data.get('format')!r} is not a SimResult file; allowed: {FORMAT!r}")
+        """A result from :meth:`to_dict` output (also of format version 1, see :func:`_upgrade_v1`)."""
+        fmt = data.get("format")
+        if fmt not in (FORMAT, *_OLD_FORMATS):
+            raise ValueError(f"format={fmt!r} is not a SimResult file; allowed: {FORMAT!r} (or {_OLD_FORMATS})")
+        required = _ARRAYS if fmt == FORMAT else _ARRAYS_V1
+        missing = [name for name in required if name not in data]
+        if missing:
+            raise ValueError(f"not a complete SimResult ({fmt}): arrays {missing} are missing")
         kw = {}
         for f in fields(cls):
             if f.name == "config":
                 kw["config"] = SimConfig.from_dict(data["config"])
             elif f.name in _ARRAYS:
-                kw[f.name] = np.array(_decode(data[f.name]), dtype=np.float64)
+                if f.name in data:
+                    kw[f.name] = np.array(_decode(data[f.name]), dtype=np.float64)
             elif f.name in data:
                 kw[f.name] = data[f.name]
         kw["elapsed_seconds"] = _decode(data.get("elapsed_seconds"))
+        if fmt != FORMAT:
+            _upgrade_v1(kw)
         return cls(**kw)
 
     def save(self, path) -> Path:
@@ -143,10 +189,22 @@ class SimResult:
         if path.suffix != ".npz":
             return cls.from_dict(json.loads(path.read_text()))
         with np.load(path, allow_pickle=False) as z:
-            missing = [name for name in ("meta", *_ARRAYS) if name not in z.files]
-            if missing:
-                raise ValueError(f"{path.name} is not a SimResult file: arrays {missing} are missing")
-            return cls.from_dict({**json.loads(str(z["meta"])), **{name: z[name] for name in _ARRAYS}})
+            if "meta" not in z.files:
+                raise ValueError(f"{path.name} is not a SimResult file: its metadata is missing")
+            return cls.from_dict({**json.loads(str(z["meta"])), **{name: z[name] for name in _ARRAYS if name in z.files}})
+
+
+def _upgrade_v1(kw: dict) -> None:
+    """Fill the fields a version-1 file lacks: the control-variate estimates become the plain ones
+    (what version 1 reported; its verdicts stay the same), the trends NaN (not recorded)."""
+    layers, n = kw["diff_mean"].shape[:2]
+    kw["diff_cv_mean"], kw["diff_cv_sem"] = kw["diff_mean"].copy(), kw["diff_sem"].copy()
+    kw["recency_probability_cv"] = kw["recency_probability"].copy()
+    kw["recency_probability_cv_sem"] = kw["recency_probability_sem"].copy()
+    for name in ("row_trend_mean", "row_trend_sem", "row_trend_cv_mean", "row_trend_cv_sem"):
+        kw[name] = np.full((layers, n), np.nan)
+    for name in ("trend_mean", "trend_sem", "trend_cv_mean", "trend_cv_sem"):
+        kw[name] = np.full(layers, np.nan)
 
 
 def _encode(v):

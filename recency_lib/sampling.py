@@ -7,9 +7,9 @@ Two exact ways to draw the same distribution of attention scores:
   Gram matrix R R^T has the same law as the Gram matrix of what the normalization sees (the
   centred embeddings X P for LayerNorm, X itself otherwise). The layer only ever uses inner
   products, so running it on R gives the same scores and attention as running it on X (see
-  ``design`` in the README and the book's Preliminaries chapter). Arrays are batch last,
-  (n, m, batch), the layout of the block kernels (:mod:`recency_lib.kernels`);
-  :func:`gram_coordinates` gives the same draws batch first.
+  ``design`` in the README and the book's Preliminaries chapter). The raw draws are batch last,
+  the layout of the compiled kernel (:mod:`recency_lib.kernels`), which builds the coordinates
+  itself; :func:`gram_assemble` builds them batch first for the numpy path.
 
 Why it works: feature t of all n tokens, (x_1t, ..., x_nt), is N(0, Sigma / d) with
 Sigma = I + c^2 11^T and c^2 = alpha / (1 - alpha), independently over t. Hence X = Sigma^{1/2} G
@@ -97,7 +97,7 @@ def gram_draws(cfg: SimConfig, rng: np.random.Generator, batch: int) -> tuple[np
 
 
 def gram_assemble(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.ndarray:
-    """Gram coordinates R (n, m, batch) from :func:`gram_draws`; row i is zero beyond column i.
+    """Gram coordinates R (batch, n, m) from :func:`gram_draws`; row i is zero beyond column i.
 
     R R^T (per sample) has the law of the Gram matrix the normalization sees (module docstring):
 
@@ -110,29 +110,24 @@ def gram_assemble(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.n
       rows times Q^T stay iid Gaussian, independent of T_k). L W L^T has the law of
       Sigma^{1/2} W Sigma^{1/2} because Wishart(I) is invariant under rotations and
       L = Sigma^{1/2} O with O orthogonal. The Cholesky factor keeps R lower-trapezoidal, and so
-      does every layer (causal attention mixes row i only with rows j <= i); the kernels use that.
+      does every layer (causal attention mixes row i only with rows j <= i); the kernel uses that.
     """
     n, d = cfg.n, cfg.d
     batch = chi2.shape[-1]
     if cfg.alpha == 1.0:
-        return np.broadcast_to(np.sqrt(chi2[0] / d), (n, 1, batch)).copy()
+        return np.broadcast_to(np.sqrt(chi2[0] / d)[:, None, None], (batch, n, 1)).copy()
     m = chi2.shape[0]
-    out = np.zeros((n, m, batch))
+    out = np.zeros((batch, n, m))
     diag = np.arange(m)
-    out[diag, diag] = np.sqrt(chi2 / d)
+    out[:, diag, diag] = np.sqrt(chi2.T / d)
     rows, cols = trapezoid_index(n, m)
     if rows.size:
-        out[rows, cols] = normals * (1.0 / math.sqrt(d))
+        out[:, rows, cols] = normals.T * (1.0 / math.sqrt(d))
     if cfg.alpha == 0.0:
         return out
-    return (sigma_cholesky(n, cfg.c) @ out.reshape(n, m * batch)).reshape(n, m, batch)
-
-
-def gram_block(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.ndarray:
-    """Gram coordinates of one block, batch last: :func:`gram_assemble` of :func:`gram_draws`."""
-    return gram_assemble(cfg, *gram_draws(cfg, rng, batch))
+    return sigma_cholesky(n, cfg.c) @ out                           # (n, n) @ (batch, n, m)
 
 
 def gram_coordinates(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.ndarray:
-    """The coordinates of :func:`gram_block` (same draws), batch first: (batch, n, m)."""
-    return np.ascontiguousarray(gram_block(cfg, rng, batch).transpose(2, 0, 1))
+    """The Gram coordinates (batch, n, m) of one block: :func:`gram_assemble` of :func:`gram_draws`."""
+    return gram_assemble(cfg, *gram_draws(cfg, rng, batch))

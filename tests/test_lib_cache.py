@@ -30,7 +30,7 @@ def test_key_changes_with_config_z_source_and_kernel(monkeypatch):
             cache_key(CFG, z=4.0)}
     assert len(keys) == 4
     base = cache_key(CFG)
-    monkeypatch.setattr(kernels, "_NUMBA", False)            # the numpy reference kernel
+    monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")        # the numpy reference kernel
     assert kernels.kernel_name() == "numpy" and cache_key(CFG) != base
     monkeypatch.undo()
     assert cache_key(CFG) == base
