@@ -26,6 +26,7 @@ import sys
 import time
 from collections import deque
 from concurrent.futures import Executor
+from functools import lru_cache
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -137,7 +138,7 @@ def gram_block_moments(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray, ke
     sc = np.empty((layers, nf - ctrl.start))
     feats = np.empty((layers, nf, size) if features else (0, 0, 0))
     use_chol = 0.0 < cfg.alpha < 1.0
-    chol = sigma_cholesky(n, cfg.c) if use_chol else np.zeros((n, n))
+    chol = sigma_cholesky(n, cfg.c if use_chol else 0.0)           # (read-only, cached; unused if not use_chol)
     kernels.gram_block(np.ascontiguousarray(chi2, dtype=np.float64), np.ascontiguousarray(normals, dtype=np.float64),
                        chol, use_chol, cfg.alpha == 1.0, float(cfg.d), cfg.norm != "none", float(cfg.gamma),
                        float(cfg.eps), int(layers), TIE_RTOL, _offsets(n), tile_size(cfg), shift, s1, s2, sc, feats)
@@ -145,11 +146,14 @@ def gram_block_moments(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray, ke
     return (m, np.ascontiguousarray(feats.transpose(2, 0, 1))) if features else m
 
 
+@lru_cache(maxsize=64)
 def _offsets(n: int) -> np.ndarray:
     """The compiled kernel's view of :func:`recency_lib.features.feature_layout`."""
     lay = feature_layout(n)
     names = ("attn", "sq_norm", "diag_step", "step", "row_trend", "trend", "rp")
-    return np.array([lay[k].start for k in names] + [n_features(n)], dtype=np.int64)
+    out = np.array([lay[k].start for k in names] + [n_features(n)], dtype=np.int64)
+    out.flags.writeable = False
+    return out
 
 
 def block_moments(cfg: SimConfig, engine: str, block: int, size: int, kernel: str | None = None) -> Moments:

@@ -104,6 +104,16 @@ def row_trends(s: np.ndarray) -> np.ndarray:
     return (s[..., i, i - 1] - s[..., i, 0]) / (i - 1)
 
 
+def trend(s: np.ndarray) -> np.ndarray:
+    """Mean of all off-diagonal steps S[i, j] - S[i, j-1], 1 <= j < i: a row's steps add up to
+    S[i, i-1] - S[i, 0], so this is their sum over rows i >= 2 over (n - 1)(n - 2)/2; NaN if n < 3."""
+    n = s.shape[-1]
+    if n < 3:
+        return np.full(s.shape[:-2], np.nan)
+    i = np.arange(2, n)
+    return (s[..., i, i - 1] - s[..., i, 0]).sum(axis=-1) / ((n - 1) * (n - 2) // 2)
+
+
 def order_fraction(diff: np.ndarray, tol, axis: int = -1) -> np.ndarray:
     """Along ``axis`` of ``diff`` (later-key score minus earlier-key score, one entry per pair): the
     fraction with diff > tol, a tie (|diff| <= tol) counting one half, NaN counting as neither.
@@ -190,7 +200,7 @@ def layer_features(s: np.ndarray, a: np.ndarray, sq_norms: np.ndarray) -> np.nda
     out[:, lay["diag_step"]] = steps[:, diagonal]
     out[:, lay["step"]] = steps[:, ~diagonal]
     out[:, lay["row_trend"]] = row_trends(s)
-    out[:, lay["trend"].start] = steps[:, ~diagonal].mean(axis=1) if n >= 3 else np.nan
+    out[:, lay["trend"].start] = trend(s)
     out[:, lay["rp"].start] = recency_fraction(s)
     return out
 

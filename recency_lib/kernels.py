@@ -122,15 +122,11 @@ def _coordinates(chi2, normals, chol, use_chol, rank_one, d, start, valid, x, tm
 
 @numba.njit(**_FMA)
 def _softmax_row(f, p, i, o_attn, mx, total):
-    """Attention of query row i (scores at f[p .. p + i]) into f[o_attn + p ..]: exp(s - max)
-    (see the note on _ROUND), then normalised."""
+    """Attention of query row i into f[o_attn + p ..]: exp(S_ij - max_j S_ij) (see the note on
+    _ROUND), normalised; the scores are at f[p .. p + i], their maximum in ``mx``."""
     tile = f.shape[1]
     for b in range(tile):
-        mx[b] = f[p, b]
         total[b] = 0.0
-    for j in range(1, i + 1):
-        for b in range(tile):
-            mx[b] = max(mx[b], f[p + j, b])
     for j in range(i + 1):
         a = o_attn + p + j
         for b in range(tile):
@@ -161,14 +157,18 @@ def _softmax_row(f, p, i, o_attn, mx, total):
 
 
 @numba.njit(**_FMA)
-def _layer(x, y, xn, f, d, normalize, gamma, eps, offs, next_state, scratch):
+def _layer(x, xn, f, d, normalize, gamma, eps, offs, next_state, inv, scratch):
     """One layer, Eqs. (1)-(2), (20), on the coordinates x (n, w, tile): squared norms, scores and
     attention into the feature rows f (F, tile) (:func:`recency_lib.features.feature_layout`,
-    offsets ``offs``), and, if ``next_state``, x' = A y + gamma x into xn."""
+    offsets ``offs``), and, if ``next_state``, x' = A y + gamma x into xn.
+
+    x is normalised in place (it holds y = Norm(x) afterwards; ``inv`` (n, tile) keeps each row's
+    factor, so the residual gamma x_i is (gamma / inv_i) y_i): two state arrays instead of three.
+    """
     n, w, tile = x.shape
     o_attn, o_sq = offs[0], offs[1]
     rsd = 1.0 / math.sqrt(d)
-    inv = scratch[0]
+    mx = scratch[0]
     for i in range(n):                                          # ||x_i||^2 and y_i = Norm(x_i)
         kmax = min(i + 1, w)
         for b in range(tile):
@@ -176,46 +176,58 @@ def _layer(x, y, xn, f, d, normalize, gamma, eps, offs, next_state, scratch):
         for k in range(1, kmax):
             for b in range(tile):
                 f[o_sq + i, b] += x[i, k, b] * x[i, k, b]
-        for b in range(tile):
-            inv[b] = 1.0 / math.sqrt(f[o_sq + i, b] / d + eps) if normalize else 1.0
-        for k in range(kmax):
+        if normalize:
             for b in range(tile):
-                y[i, k, b] = x[i, k, b] * inv[b]
+                inv[i, b] = 1.0 / math.sqrt(f[o_sq + i, b] / d + eps)
+            for k in range(kmax):
+                for b in range(tile):
+                    x[i, k, b] *= inv[i, b]
+        else:
+            for b in range(tile):
+                inv[i, b] = 1.0
     for i in range(n):                                          # S_ij = <y_i, y_j> / sqrt(d), j <= i
         p = i * (i + 1) // 2
         for j in range(i + 1):
             kmax = min(j + 1, w)
             for b in range(tile):
-                f[p + j, b] = y[i, 0, b] * y[j, 0, b]
+                f[p + j, b] = x[i, 0, b] * x[j, 0, b]
             for k in range(1, kmax - 1, 2):                     # two coordinates per pass
                 for b in range(tile):
-                    f[p + j, b] += y[i, k, b] * y[j, k, b] + y[i, k + 1, b] * y[j, k + 1, b]
+                    f[p + j, b] += x[i, k, b] * x[j, k, b] + x[i, k + 1, b] * x[j, k + 1, b]
             if kmax % 2 == 0:
                 for b in range(tile):
-                    f[p + j, b] += y[i, kmax - 1, b] * y[j, kmax - 1, b]
-            for b in range(tile):
-                f[p + j, b] *= rsd
-        _softmax_row(f, p, i, o_attn, scratch[1], scratch[2])
+                    f[p + j, b] += x[i, kmax - 1, b] * x[j, kmax - 1, b]
+            if j == 0:
+                for b in range(tile):
+                    f[p, b] *= rsd
+                    mx[b] = f[p, b]
+            else:
+                for b in range(tile):
+                    f[p + j, b] *= rsd
+                    mx[b] = max(mx[b], f[p + j, b])
+        _softmax_row(f, p, i, o_attn, mx, scratch[1])
     if next_state:                                              # x'_i = sum_j A_ij y_j + gamma x_i
         for i in range(n):
             p = o_attn + i * (i + 1) // 2
+            for b in range(tile):
+                scratch[1, b] = gamma / inv[i, b]
             for k in range(min(i + 1, w)):
                 for b in range(tile):
-                    xn[i, k, b] = gamma * x[i, k, b] + f[p + k, b] * y[k, k, b]
+                    xn[i, k, b] = scratch[1, b] * x[i, k, b] + f[p + k, b] * x[k, k, b]
                 for j in range(k + 1, i, 2):                    # two keys per pass
                     for b in range(tile):
-                        xn[i, k, b] += f[p + j, b] * y[j, k, b] + f[p + j + 1, b] * y[j + 1, k, b]
+                        xn[i, k, b] += f[p + j, b] * x[j, k, b] + f[p + j + 1, b] * x[j + 1, k, b]
                 if (i - k) % 2 == 1:
                     for b in range(tile):
-                        xn[i, k, b] += f[p + i, b] * y[i, k, b]
+                        xn[i, k, b] += f[p + i, b] * x[i, k, b]
 
 
 @numba.njit(**_FMA)
 def _steps(f, n, offs, tie_rtol, tol, out):
-    """Adjacent steps, row trends, the trend and the recency fraction from the scores in f."""
+    """Adjacent steps, row trends, the trend and the recency fraction from the scores in f. A row's
+    off-diagonal steps add up to S_i,i-1 - S_i0, so the row trends and the trend come from those."""
     tile = f.shape[1]
     o_diag, o_step, o_row, o_trend, o_rp = offs[2], offs[3], offs[4], offs[5], offs[6]
-    steps = (n - 1) * (n - 2) // 2
     for b in range(tile):
         f[o_trend, b] = 0.0
     q = o_step
@@ -226,10 +238,10 @@ def _steps(f, n, offs, tie_rtol, tol, out):
         for j in range(1, i):
             for b in range(tile):
                 f[q, b] = f[p + j, b] - f[p + j - 1, b]
-                f[o_trend, b] += f[q, b]
             q += 1
         if i >= 2:
             for b in range(tile):
+                f[o_trend, b] += f[p + i - 1, b] - f[p, b]
                 f[o_row + i - 2, b] = (f[p + i - 1, b] - f[p, b]) / (i - 1)
     triples = n * (n - 1) * (n - 2) // 6
     if triples == 0:
@@ -237,6 +249,7 @@ def _steps(f, n, offs, tie_rtol, tol, out):
             f[o_trend, b] = np.nan
             f[o_rp, b] = np.nan
         return
+    steps = (n - 1) * (n - 2) // 2
     for b in range(tile):
         f[o_trend, b] /= steps
         tol[b] = 1.0
@@ -297,10 +310,10 @@ def gram_block(chi2, normals, chol, use_chol, rank_one, d, normalize, gamma, eps
     nf, start = offs[7], offs[3]
     x = np.zeros((n, w, tile))
     xn = np.zeros((n, w, tile))
-    y = np.zeros((n, w, tile))
     f = np.empty((nf, tile))
     first = np.empty((nf - start, tile))
-    scratch = np.empty((4, tile))
+    inv = np.empty((n, tile))
+    scratch = np.empty((3, tile))
     out = np.empty((2, tile), dtype=np.int64)
     s1[:] = 0.0
     s2[:] = 0.0
@@ -309,8 +322,8 @@ def gram_block(chi2, normals, chol, use_chol, rank_one, d, normalize, gamma, eps
         valid = min(tile, nb - t0)
         _coordinates(chi2, normals, chol, use_chol, rank_one, d, t0, valid, x, xn)
         for l in range(layers):
-            _layer(x, y, xn, f, d, normalize, gamma, eps, offs, l + 1 < layers, scratch)
-            _steps(f, n, offs, tie_rtol, scratch[3], out)
+            _layer(x, xn, f, d, normalize, gamma, eps, offs, l + 1 < layers, inv, scratch)
+            _steps(f, n, offs, tie_rtol, scratch[2], out)
             if t0 == 0:
                 shift[l] = f[:, 0]
             if l == 0:
