@@ -137,18 +137,22 @@ def later_and_tied_counts(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, n
 
     The compiled count of :func:`recency_lib.kernels.count_pairs` when numba is available, else
     :func:`later_and_tied_counts_numpy`; both compare the same numbers, so they agree exactly.
-    Memory O(batch n^2) either way.
+    Memory O(batch n^2) either way. Long rows (n >= 32) are counted sample by sample, where the
+    compiled loop runs along the keys of a row; short ones all samples at once.
     """
     s = np.asarray(s, dtype=np.float64)
     tol = np.ascontiguousarray(tol, dtype=np.float64)
     kernels = compiled_kernels()
     if kernels is None:
         return later_and_tied_counts_numpy(s, tol)
-    n = s.shape[-1]
+    batch, n = s.shape[0], s.shape[-1]
     rows, cols = tril_index(n)
-    packed = np.ascontiguousarray(s[:, rows, cols].T)                   # (n(n+1)/2, batch)
-    out = np.empty((2, s.shape[0]), dtype=np.int64)
-    kernels.count_pairs(n, packed, tol, out)
+    out = np.empty((2, batch), dtype=np.int64)
+    if n < 32:
+        kernels.count_pairs(n, np.ascontiguousarray(s[:, rows, cols].T), tol, out)   # (n(n+1)/2, batch)
+    else:
+        for b in range(batch):
+            kernels.count_pairs(n, np.ascontiguousarray(s[b, rows, cols][:, None]), tol[b:b + 1], out[:, b:b + 1])
     return out[0], out[1] - out[0]
 
 

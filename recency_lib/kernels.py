@@ -53,12 +53,16 @@ def count_pairs(n, packed, tol, out):
     ``packed`` (n(n+1)/2, W): the lower triangles, row i starting at i(i+1)/2; ``tol`` (W,) the tie
     tolerances. Writes ``out[0, b]``, the number of triples j < k < i with S_ij < S_ik - tol (the
     later key scores higher), and ``out[1, b]``, the number with S_ij <= S_ik + tol (higher or
-    tied). A NaN score fails both comparisons. The naive triple loop: at small n the sample loop is
-    innermost and vectorises, and its counters are one per key j, so no update waits for the last
-    one; both counts share one integer (the second in the upper 32 bits: a key's counts stay below
-    n^2 < 2^32).
+    tied). A NaN score fails both comparisons. The naive triple loop, in the order that vectorises:
+    over the samples when there are several (the gram kernel; counters one per key j, so no update
+    waits for the one before), over the earlier keys j of a row when there is one sample (the dense
+    engine at long n, which calls it sample by sample). Both counts share one integer (the second
+    in the upper 32 bits: a key's counts stay below n^2 < 2^32).
     """
     w = packed.shape[1]
+    if w == 1:
+        _count_one(n, packed.reshape(-1), tol[0], out)
+        return
     counts = np.zeros((n, w), dtype=np.int64)                  # per key j: up | not_down << 32
     hi = np.empty(w)
     lo = np.empty(w)
@@ -79,6 +83,25 @@ def count_pairs(n, packed, tol, out):
         for b in range(w):
             out[0, b] += counts[j, b] & 0xFFFFFFFF
             out[1, b] += counts[j, b] >> 32
+
+
+@numba.njit(**_JIT)
+def _count_one(n, packed, tol, out):
+    """:func:`count_pairs` of one sample: for each later key k the earlier keys j < k of the row in
+    one contiguous loop (two integer counters)."""
+    up = 0
+    not_down = 0
+    for i in range(2, n):
+        p = i * (i + 1) // 2
+        for k in range(1, i):
+            hi = packed[p + k] - tol
+            lo = packed[p + k] + tol
+            for j in range(k):
+                v = packed[p + j]
+                up += v < hi
+                not_down += v <= lo
+    out[0, 0] = up
+    out[1, 0] = not_down
 
 
 # -- the gram engine's block kernel ------------------------------------------------------------
