@@ -97,7 +97,7 @@ def gelu(x: np.ndarray) -> np.ndarray:
     """GELU(x) = x Phi(x) (exact, erf form): compiled when numba is available, else scipy's erf."""
     kernels = compiled_kernels()
     if kernels is not None:
-        return kernels.gelu(x)
+        return kernels.gelu(np.ascontiguousarray(x, dtype=np.float64))
     from scipy.special import erf
 
     return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
