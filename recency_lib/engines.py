@@ -36,7 +36,7 @@ from .features import (TIE_RTOL, compiled_kernels, control_means, control_slice,
                        n_features, tril_index)
 from .model import layer
 from .result import SimResult
-from .sampling import dense_tokens, gram_assemble, gram_draws, gram_width, sigma_cholesky
+from .sampling import degrees_of_freedom, dense_tokens, gram_assemble, gram_draws, gram_width, sigma_cholesky
 from .stats import Moments, control_variate, merged
 from .validation import check_int, check_z
 from .version import __version__
@@ -202,29 +202,46 @@ def _block_sizes(samples: int, bsize: int, first: int, count: int) -> Iterator[t
         yield k, min(bsize, samples - k * bsize)
 
 
-def _chunk(cfg_dict: dict, engine: str, kernel: str, bsize: int, first: int, count: int):
-    """Executor task: (block, moments) of ``count`` consecutive blocks, unmerged (merge order is global)."""
-    cfg = SimConfig.from_dict(cfg_dict)
-    return [(k, block_moments(cfg, engine, k, size, kernel)) for k, size in _block_sizes(cfg.samples, bsize, first, count)]
+def stream_key(cfg: SimConfig) -> tuple:
+    """Gram configs with equal keys draw the same random numbers for every block: the draws depend
+    only on the seed, n, the degrees of freedom the normalization sees, whether alpha = 1, and the
+    number of samples (it sets the last block's size); not on alpha in [0, 1), gamma, eps or layers."""
+    return (cfg.seed, cfg.n, degrees_of_freedom(cfg), cfg.alpha == 1.0, cfg.samples)
 
 
-def _timed_chunk(*args):
-    """:func:`_chunk` plus its own compute time, so each config is charged only for its blocks."""
-    t0 = time.perf_counter()
-    out = _chunk(*args)
-    return time.perf_counter() - t0, out
+def _chunk(cfg_dicts: list[dict], engine: str, kernel: str, bsize: int, first: int, count: int):
+    """Executor task: ``count`` consecutive blocks of gram configs that share their random stream
+    (:func:`stream_key`), each block's draws made once, or of one dense config. Returns,
+    per config, its compute seconds (the shared draws split evenly) and its (block, moments),
+    unmerged (the merge order is global)."""
+    cfgs = [SimConfig.from_dict(c) for c in cfg_dicts]
+    seconds, out = [0.0] * len(cfgs), [[] for _ in cfgs]
+    for k, size in _block_sizes(cfgs[0].samples, bsize, first, count):
+        if engine != "gram":
+            t0 = time.perf_counter()
+            out[0].append((k, block_moments(cfgs[0], engine, k, size, kernel)))
+            seconds[0] += time.perf_counter() - t0
+            continue
+        t0 = time.perf_counter()
+        draws = gram_draws(cfgs[0], np.random.default_rng(np.random.SeedSequence(cfgs[0].seed, spawn_key=(k,))), size)
+        shared = (time.perf_counter() - t0) / len(cfgs)
+        for c, cfg in enumerate(cfgs):
+            t0 = time.perf_counter()
+            out[c].append((k, gram_block_moments(cfg, *draws, kernel=kernel)))
+            seconds[c] += shared + time.perf_counter() - t0
+    return seconds, out
 
 
 def _worker_chunk(*args):
-    """:func:`_timed_chunk` as an executor task, with BLAS held to one thread: the executor already
+    """:func:`_chunk` as an executor task, with BLAS held to one thread: the executor already
     runs one task per core, and OpenBLAS's own threads on top of that oversubscribe the cores (the
-    dense engine's products are small). Needs ``threadpoolctl``; without it this is _timed_chunk."""
+    dense engine's products are small). Needs ``threadpoolctl``; without it this is _chunk."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:                                            # pragma: no cover
-        return _timed_chunk(*args)
+        return _chunk(*args)
     with threadpool_limits(limits=1, user_api="blas"):
-        return _timed_chunk(*args)
+        return _chunk(*args)
 
 
 def _check_chunk_size(chunk_size):
@@ -237,7 +254,9 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
                   progress: bool | None = None) -> list[SimResult]:
     """Simulate several configs, spreading whole configs and sample blocks over ``executor``.
 
-    Results are identical to running each config alone with :func:`simulate`. ``chunk_size``
+    Results are identical to running each config alone with :func:`simulate`. Configs that share
+    their random stream (:func:`stream_key`, e.g. the LayerNorm settings of Figure 1) are run
+    block by block together, each block drawn once. ``chunk_size``
     (samples per task, rounded up to whole blocks) trades scheduling overhead against memory;
     it never changes the result. ``executor`` is any ``concurrent.futures.Executor`` (e.g. a
     ``ProcessPoolExecutor`` or a Dask client's ``get_executor()``); default: in-process.
@@ -255,25 +274,28 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
     kernel = kernel_name() if any(resolve_engine(c) == "gram" for c in configs) else "numpy"
     if kernel == "numba":
         warm_up()
-    plans = []                                     # per config: (engine, block size, blocks, blocks per task)
-    for cfg in configs:
-        engine = resolve_engine(cfg)
-        bsize = block_size(cfg, engine)
-        blocks = -(-cfg.samples // bsize)
-        # a task's result is one unmerged Moments of (layers, F) arrays per block: bound its bytes
-        by_memory = max(1, _TASK_RESULT_BYTES // (24 * cfg.layers * n_features(cfg.n)))
-        if chunk_size is not None:
-            per = max(1, math.ceil(chunk_size / bsize))
-        elif executor is None:
-            per = min(8, by_memory)
-        else:                                      # a few tasks per worker, for balance; bounded
-            per = max(1, min(_MAX_TASK_BLOCKS, by_memory, math.ceil(blocks / (4 * workers))))
-        plans.append((engine, bsize, blocks, per))
+    plans = [(resolve_engine(cfg), block_size(cfg, resolve_engine(cfg))) for cfg in configs]
+    teams: dict = {}                               # configs sharing a random stream, in first-seen order
+    for ci, (cfg, (engine, _)) in enumerate(zip(configs, plans)):
+        teams.setdefault(stream_key(cfg) if engine == "gram" else ("dense", ci), []).append(ci)
+    teams = list(teams.values())
 
-    def tasks():                                   # (config, first block, blocks), lazily
-        for ci, (_, _, blocks, per) in enumerate(plans):
+    def per_task(team) -> int:                     # blocks per task
+        cfg, (_, bsize) = configs[team[0]], plans[team[0]]
+        blocks = -(-cfg.samples // bsize)
+        # a task's result is one unmerged Moments of (layers, F) arrays per block and config: bound its bytes
+        by_memory = max(1, _TASK_RESULT_BYTES // sum(24 * configs[c].layers * n_features(cfg.n) for c in team))
+        if chunk_size is not None:
+            return max(1, math.ceil(chunk_size / bsize))
+        if executor is None:
+            return min(8, by_memory)
+        return max(1, min(_MAX_TASK_BLOCKS, by_memory, math.ceil(blocks / (4 * workers))))   # balance
+
+    def tasks():                                   # (team, first block, blocks), lazily
+        for team in teams:
+            blocks, per = -(-configs[team[0]].samples // plans[team[0]][1]), per_task(team)
             for first in range(0, blocks, per):
-                yield ci, first, min(per, blocks - first)
+                yield team, first, min(per, blocks - first)
 
     groups: list[list[Moments | None]] = [[None, None] for _ in configs]    # even, odd blocks
     elapsed = [0.0] * len(configs)                 # compute seconds per config, summed over its tasks
@@ -283,23 +305,23 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
         from tqdm import tqdm
         bar = tqdm(total=sum(c.samples for c in configs), unit="sample", file=sys.stderr, leave=False)
 
-    def args(ci, first, count):
-        engine, bsize, _, _ = plans[ci]
-        return configs[ci].to_dict(), engine, kernel, bsize, first, count
+    def args(team, first, count):
+        engine, bsize = plans[team[0]]
+        return [configs[c].to_dict() for c in team], engine, kernel, bsize, first, count
 
-    def fold(ci, timed):
-        seconds, moments = timed
-        elapsed[ci] += seconds
-        for k, m in moments:                       # tasks are folded in submission order
-            g = groups[ci]
-            g[k % 2] = m if g[k % 2] is None else g[k % 2].merge(m)
-            if bar is not None:
-                bar.update(m.count)
+    def fold(team, result):
+        for ci, seconds, moments in zip(team, *result):
+            elapsed[ci] += seconds
+            for k, m in moments:                   # tasks are folded in submission order
+                g = groups[ci]
+                g[k % 2] = m if g[k % 2] is None else g[k % 2].merge(m)
+                if bar is not None:
+                    bar.update(m.count)
 
     try:
         if executor is None:
-            for ci, first, count in tasks():
-                fold(ci, _timed_chunk(*args(ci, first, count)))
+            for t in tasks():
+                fold(t[0], _chunk(*args(*t)))
         else:
             window = 2 * workers + 2               # bounded in-flight tasks: bounded memory
             pending: deque = deque()
@@ -309,8 +331,8 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
                 if len(pending) >= window:
                     break
             while pending:
-                ci, fut = pending.popleft()
-                fold(ci, fut.result())
+                team, fut = pending.popleft()
+                fold(team, fut.result())
                 t = next(it, None)
                 if t is not None:
                     pending.append((t[0], executor.submit(_worker_chunk, *args(*t))))
