@@ -43,7 +43,7 @@ from .version import __version__
 
 _BLOCK_FLOATS = 2 ** 17       # dense: target size of the largest per-block array (floats); ~1 MB
 _GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target size of a block's draws and features (floats); ~4 MB
-_TILE_FLOATS = 2 ** 15        # compiled kernel: working set of one tile of samples (floats); ~256 kB
+_TILE_FLOATS = 2 ** 17        # compiled kernel: working set of one tile of samples (floats); ~1 MB
 _MAX_TASK_BLOCKS = 256        # default tasks return at most this many blocks' moments (a few MB)
 _TASK_RESULT_BYTES = 2 ** 25  # ... and at most ~32 MB of them (long sequences: (layers, F) is large)
 
@@ -87,10 +87,12 @@ def block_size(cfg: SimConfig, engine: str) -> int:
 
 def tile_size(cfg: SimConfig) -> int:
     """Samples per tile of the compiled kernel: a power of two in [16, block size] whose working set
-    (three (n, w) states and the features of a layer and of layer 1, per sample) fits ~256 kB.
-    It sets only how the kernel walks the block, never which numbers it draws."""
+    (two (n, w) states and the features of a layer and of layer 1, per sample) stays near 1 MB, about
+    the L2 cache: long enough inner loops, few trips to L3. n = 10 gives 128 (measured fastest among
+    32 ... 512 by benchmarks/bench_kernel.py). Like the block size it depends on the config only
+    (it fixes the order of the kernel's sums, so results stay bitwise reproducible)."""
     n, w = cfg.n, width(cfg, "gram")
-    per_sample = 3 * n * w + 2 * n_features(n)
+    per_sample = 2 * n * w + 2 * n_features(n)
     t = 2 ** int(math.floor(math.log2(max(1, _TILE_FLOATS // per_sample))))
     return int(min(block_size(cfg, "gram"), max(16, t)))
 
