@@ -31,6 +31,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from . import extensions
 from .config import SimConfig
 from .features import (TIE_RTOL, compiled_kernels, control_means, control_slice, feature_layout, layer_features,
                        n_features, tril_index)
@@ -73,8 +74,7 @@ def block_size(cfg: SimConfig, engine: str) -> int:
     gives 512 samples, enough to make the per-block costs (seeding, the calls, the merge) small.
     """
     if engine == "dense" and cfg.extended:                         # issue #7: shrinks with n, d
-        from .extensions import block_size as ext_block_size
-        return ext_block_size(cfg)
+        return extensions.block_size(cfg)
     if engine == "dense":
         per_sample, budget = cfg.n * max(cfg.n, cfg.d), _BLOCK_FLOATS
     else:
@@ -191,8 +191,7 @@ def dense_steps(cfg: SimConfig, x: np.ndarray, block: int):
     """The dense engine's layers for the tokens ``x`` (batch, n, d) of ``block``: the paper's layer,
     or the extended one when an extension beyond the paper is on (issue #7)."""
     if cfg.extended:
-        from .extensions import run_block
-        return run_block(cfg, x, block)
+        return extensions.run_block(cfg, x, block)
     return layer_steps(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers, centred=False)
 
 

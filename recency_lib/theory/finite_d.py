@@ -37,7 +37,7 @@ def sq_norm_first_token_exact(alpha, gamma, d, norm="layernorm"):
     s2 = 1.0 / (d * np.where(alpha < 1.0, 1.0 - alpha, 1.0))
     if norm == "none":
         return scalar_or_array((1.0 + gamma) ** 2 * d * s2)
-    from scipy.special import gammaln
+    from scipy.special import gammaln            # lazy: importing scipy.special costs ~0.5 s
 
     k = d - 1.0 if norm == "layernorm" else d
     mean_norm = np.sqrt(2.0 * s2) * np.exp(gammaln((k + 1.0) / 2.0) - gammaln(k / 2.0))
@@ -67,7 +67,7 @@ def drop_ratio_first_order(d, norm="layernorm"):
     """
     norm = check_norm(norm, ("layernorm", "rms"))
     d = d_array(d, 4.0 if norm == "layernorm" else 3.0)
-    from scipy.special import hyp0f1
+    from scipy.special import hyp0f1             # lazy: as above
 
     m = d - 1.0 if norm == "layernorm" else d
     return scalar_or_array(hyp0f1(m / 2.0, d / 4.0) - np.sqrt(d) / m * hyp0f1(m / 2.0 + 1.0, d / 4.0))
