@@ -95,8 +95,8 @@ def control_variate(groups, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     and the two are combined as (N_A theta_A + N_B theta_B) / N with se^2 = (N_A^2 se_A^2 +
     N_B^2 se_B^2) / N^2. With one group only (or one of fewer than 2 samples), beta = 0: the plain
-    mean and standard error of all samples. Layer 1
-    itself gets its plain estimate (its corrected estimate would be mu exactly).
+    mean and standard error of all samples. Layer 1 itself gets its plain estimate (its corrected
+    estimate would be mu exactly, which teaches nothing).
     """
     nc = mu.shape[0]
     plain = merged(groups)
