@@ -317,6 +317,37 @@ def test_memory_does_not_grow_with_samples(path, engine, n, few, many):
     assert large < 1024
 
 
+def test_blocks_are_enumerated_lazily(monkeypatch):
+    """10^15 samples (2 * 10^12 blocks): the tasks are generated one at a time, so starting such a
+    run allocates next to nothing (the run itself is cut short after three tasks)."""
+    import tracemalloc
+
+    from recency_lib import engines
+
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def first_tasks(cfg_dicts, engine, kernel, bsize, first, count):
+        calls.append((first, count))
+        if len(calls) == 3:
+            raise Stop
+        return [0.0] * len(cfg_dicts), [[] for _ in cfg_dicts]
+
+    monkeypatch.setattr(engines, "_chunk", first_tasks)
+    engines.warm_up()                                              # loading the kernel allocates too
+    tracemalloc.start()
+    try:
+        with pytest.raises(Stop):
+            simulate(SimConfig(samples=10**15))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert calls[:2] == [(0, 8), (8, 8)]
+    assert peak < 2**20, peak                                      # a list of the blocks would take ~100 TB
+
+
 def test_numpy_path_at_long_sequences(monkeypatch):
     """The numpy path at n = 128 (no (C(n, 3), B) array: the recency count goes row by row) gives
     the exchangeable first layer its recency probability 1/2 and agrees with the compiled kernel."""
