@@ -10,10 +10,11 @@ The rule (all numbers are float64, 8 bytes):
 * **memory** = one process's start-up (``PROCESS_BYTES``, measured: ~160 MB of RSS after numba
   compiled the kernel) per process, plus in each process that runs blocks the working set of one
   block (``block`` samples times the per-sample arrays of the engine, below) and the moments of one
-  task (``task_blocks`` blocks, a (mean, M2) pair of (layers, F) each, F = ``kernels.n_features(n)``),
-  plus in the main process the moments of the tasks in flight, the running (mean, M2) with the
-  temporaries of a merge (5 (layers, F)), the result arrays twice (built, then kept; 6 (layers, n, n)
-  matrices), ``BLOCK_LIST_BYTES`` per block while the engine lists its blocks up front, and, when
+  task (``task_blocks`` blocks, a (mean, M2, co-moment) triple of (layers, F) each, F = ``features.n_features(n)``),
+  plus in the main process the moments of the tasks in flight, the running moments of the even and
+  odd blocks (mean, M2 and the co-moment of the control variates) with the temporaries of a merge
+  (9 (layers, F)), the result arrays twice (built, then kept; 8 (layers, n, n) matrices and a few
+  vectors), and, when
   the result is written as JSON, ~60 bytes per float for the text. The total
   must not exceed the memory a run may take (:func:`memory_limit`: ``MEMORY_FRACTION`` of the
   physical memory, or of a cgroup / rlimit cap when lower, leaving room for the system; at most
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from .config import SimConfig
-from .kernels import n_features
+from .features import n_features
 from .sampling import gram_width
 from .validation import short
 
@@ -46,8 +47,6 @@ BLOCK_LAYER_SECONDS = 2e-5       # fixed cost of one block through one layer (me
 OPS_PER_SECOND = 5e9              # per process: the Figure-1 workload (n = 10) runs ~0.2-1 us per sample-layer
 DEFAULT_MAX_HOURS = 168.0
 MEMORY_FRACTION = 0.8             # of physical memory: the rest is the system's and other programs'
-BLOCK_LIST_BYTES = 120            # per block: engines on main list every block up front (issue 14 makes
-                                  # that lazy; then this is 0 and memory no longer grows with samples)
 JSON_BYTES_PER_FLOAT = 60         # json.dumps of nested lists: the float objects, the lists, the text
 
 
@@ -201,10 +200,10 @@ def need(cfg: SimConfig, engine: str, block: int, *, workers: int = 1, task_bloc
     F = n_features(n)
     blocks = max(1, -(-cfg.samples // block))
     task_blocks = min(task_blocks, blocks)                    # a task never holds more blocks than the run
-    moments = 2 * L * F * 8                                   # one block's (mean, M2)
-    result_floats = 6 * L * n * n + 4 * L + 2 * L * n
+    moments = 3 * L * F * 8                                   # one block's (mean, M2, co-moment)
+    result_floats = 8 * L * n * n + 8 * L + 6 * L * n
     in_block = block * per_sample_floats(cfg, engine) * 8 + task_blocks * moments
-    main = PROCESS_BYTES + 5 * L * F * 8 + 2 * result_floats * 8 + BLOCK_LIST_BYTES * blocks
+    main = PROCESS_BYTES + 9 * L * F * 8 + 2 * result_floats * 8          # blocks are enumerated lazily
     if json_out:
         main += JSON_BYTES_PER_FLOAT * result_floats
     if workers > 1:
@@ -266,8 +265,7 @@ def require(cfg: SimConfig, engine: str, block_of: Callable[[SimConfig], int], *
     if not memory and _largest(lambda m: _fits_replaced(fits, cfg, "samples", m), 2, cfg.samples) >= 2:
         candidates = {"samples": 2}
     else:
-        candidates = {"n": 1, "layers": 1, **({"d": 2} if engine == "dense" else {}),
-                      **({"samples": 2} if BLOCK_LIST_BYTES else {})}
+        candidates = {"n": 1, "layers": 1, **({"d": 2} if engine == "dense" else {})}
     options = []
     for name, low in candidates.items():
         value = getattr(cfg, name)

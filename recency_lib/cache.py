@@ -28,7 +28,7 @@ from pathlib import Path
 from . import engines
 from .config import SimConfig
 from .files import check_output_path
-from .kernels import kernel_name
+
 from .result import SimResult
 from .validation import check_bool, check_z, short
 
@@ -168,7 +168,7 @@ def cache_key(cfg: SimConfig, z: float = 3.0) -> str:
     ("numba" or "numpy": the two agree only to float rounding, so a result of one is never served
     for the other)."""
     payload = json.dumps({"config": cfg.to_dict(), "z": z, "source": source_hash(),
-                          "kernel": kernel_name()}, sort_keys=True)
+                          "kernel": engines.kernel_name()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 

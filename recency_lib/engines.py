@@ -1,16 +1,22 @@
 """Engines: run sample blocks through the layers and reduce them to streaming moments.
 
-* ``dense``: the literal model on (n, d) embeddings, Eq. (6) -> Eqs. (1)-(2)/(20).
+* ``dense``: the literal model on (n, d) embeddings, Eq. (6) -> Eqs. (1)-(2)/(20)
+  (:func:`recency_lib.model.layer`; with an extension on, :mod:`recency_lib.extensions`).
 * ``gram``: the same layer on (n, m) coordinates whose Gram matrix has the law of the Gram
-  matrix the normalization sees (see :mod:`recency_lib.sampling`); exact, cost free of d. Its
-  blocks run through :mod:`recency_lib.kernels`: a compiled (numba) kernel when numba imports,
-  else the numpy reference kernel; the kernel is chosen once, by the calling process, and
-  recorded in ``SimResult.extra["kernel"]``.
+  matrix the normalization sees (see :mod:`recency_lib.sampling`); exact, cost free of d. A block
+  runs through the compiled kernel (:func:`recency_lib.kernels.gram_block`) when numba is there,
+  else through :func:`recency_lib.model.layer` on batch-first coordinates; the choice is made once,
+  by the calling process, and recorded in ``SimResult.extra["kernel"]``.
 * ``auto``: ``gram`` whenever it is exact for the config (always, for the paper's model).
 
+Both engines reduce every per-sample feature of :func:`recency_lib.features.layer_features` to
+moments (:class:`recency_lib.stats.Moments`), kept in two groups, the even and the odd blocks, for
+the cross-fitted control variates (:func:`recency_lib.stats.control_variate`).
+
 Determinism: samples are split into blocks of a size fixed by the config; block k draws from
-``SeedSequence(seed, spawn_key=(k,))`` and blocks are merged in order, so any ``chunk_size``
-and any executor give bitwise-identical results.
+``SeedSequence(seed, spawn_key=(k,))`` and each group's blocks are merged in block order, so any
+``chunk_size`` and any executor give bitwise-identical results. Blocks are enumerated lazily:
+memory does not grow with ``samples``.
 """
 from __future__ import annotations
 
@@ -20,23 +26,26 @@ import sys
 import time
 from collections import deque
 from concurrent.futures import Executor
-from typing import Iterable, Sequence
+from functools import lru_cache
+from typing import Iterable, Iterator
 
 import numpy as np
 
-from . import __version__
+from . import extensions
 from .budget import require, require_trajectories
 from .config import SimConfig
-from .kernels import feature_layout, gram_block_moments, kernel_name, n_features, warm_up
-from .metrics import adjacent_differences, recency_fraction, tril_index
+from .features import (TIE_RTOL, compiled_kernels, control_means, control_slice, feature_layout, layer_features,
+                       n_features, tril_index)
 from .model import layer
 from .result import SimResult
-from .sampling import dense_tokens, gram_draws, gram_width
-from .stats import Moments
+from .sampling import degrees_of_freedom, dense_tokens, gram_assemble, gram_draws, gram_width, sigma_cholesky
+from .stats import Moments, control_variate, merged
 from .validation import check_bool, check_int, check_z, short
+from .version import __version__
 
-_BLOCK_FLOATS = 2 ** 17      # dense: target size of the largest per-block array (floats); ~1 MB
-_GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target working set of the block kernel (floats); ~4 MB
+_BLOCK_FLOATS = 2 ** 17       # dense: target size of the largest per-block array (floats); ~1 MB
+_GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target size of a block's draws and features (floats); ~4 MB
+_TILE_FLOATS = 2 ** 17        # compiled kernel: working set of one tile of samples (floats); ~1 MB
 _MAX_TASK_BLOCKS = 256        # default tasks return at most this many blocks' moments (a few MB)
 _TASK_RESULT_BYTES = 2 ** 25  # ... and at most ~32 MB of them (long sequences: (layers, F) is large)
 
@@ -61,15 +70,12 @@ def block_size(cfg: SimConfig, engine: str) -> int:
 
     It depends on the config and engine only (never on ``samples``, ``chunk_size``, the executor
     or the kernel), so a run with more samples extends a run with fewer, and results are
-    reproducible. Dense: the (n, max(n, d)) arrays of a block stay near 1 MB. Gram: the block
-    kernel's working set (three (n, m) states, the 3 n(n+1)/2 + 1 features and the draws per
-    sample) stays at or below ~4 MB, i.e. in L2/L3 cache; n = 10 gives 512 samples. Measured
-    (benchmarks/bench_kernels.py): per-sample kernel time is flat from 128 to 1024 samples and
-    doubles at 2048, while per-block overhead (seeding, draws, merge) favours larger blocks.
+    reproducible. Dense: the (n, max(n, d)) arrays of a block stay near 1 MB. Gram: a block's draws
+    and per-sample features (3 n w + 4 n(n + 1)/2 + w floats per sample) stay near 4 MB; n = 10
+    gives 512 samples, enough to make the per-block costs (seeding, the calls, the merge) small.
     """
     if engine == "dense" and cfg.extended:                         # issue #7: shrinks with n, d
-        from .extensions import block_size as ext_block_size
-        return ext_block_size(cfg)
+        return extensions.block_size(cfg)
     if engine == "dense":
         per_sample, budget = cfg.n * max(cfg.n, cfg.d), _BLOCK_FLOATS
     else:
@@ -80,32 +86,97 @@ def block_size(cfg: SimConfig, engine: str) -> int:
     return int(min(4096, max(16, b)))
 
 
+def tile_size(cfg: SimConfig) -> int:
+    """Samples per tile of the compiled kernel: a power of two in [16, block size] whose working set
+    (two (n, w) states and the features of a layer and of layer 1, per sample) stays near 1 MB, about
+    the L2 cache: long enough inner loops, few trips to L3. n = 10 gives 128 (measured fastest among
+    32 ... 512 by benchmarks/bench_kernel.py). Like the block size it depends on the config only
+    (it fixes the order of the kernel's sums, so results stay bitwise reproducible)."""
+    n, w = cfg.n, width(cfg, "gram")
+    per_sample = 2 * n * w + 2 * n_features(n)
+    t = 2 ** int(math.floor(math.log2(max(1, _TILE_FLOATS // per_sample))))
+    return int(min(block_size(cfg, "gram"), max(16, t)))
+
+
+# -- the kernel choice ------------------------------------------------------------------------------
+
+def kernel_name() -> str:
+    """"numba" when the compiled kernel runs, else "numpy" (no numba, or RECENCY_LIB_KERNEL=numpy)."""
+    return "numpy" if compiled_kernels() is None else "numba"
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the compiled kernels now, on a tiny block; no-op without numba."""
+    if compiled_kernels() is None:
+        return
+    cfg = SimConfig(alpha=0.5, gamma=1.0, n=3, d=4, layers=2, samples=4)
+    gram_block_moments(cfg, *gram_draws(cfg, np.random.default_rng(0), 4), kernel="numba")
+
+
+# -- one block ------------------------------------------------------------------------------------
+
+def gram_block_moments(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray, kernel: str | None = None,
+                       features: bool = False):
+    """:class:`Moments` of one gram block from its raw draws (:func:`recency_lib.sampling.gram_draws`).
+
+    ``kernel``: "numba", "numpy" or None (numba when available). Same draws -> the same numbers up
+    to float rounding (~1e-15 relative) on either path. ``features=True`` also returns the
+    per-sample features (B, layers, F) the moments were taken of.
+    """
+    kernel = kernel or kernel_name()
+    if kernel == "numpy":
+        feats = stack_features(layer_steps(gram_assemble(cfg, chi2, normals), norm=cfg.norm, d=cfg.d,
+                                           gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers, centred=True),
+                               cfg.n, cfg.layers, chi2.shape[-1])
+        m = Moments.of(feats, control_slice(cfg.n))
+        return (m, feats) if features else m
+    if kernel != "numba":
+        raise ValueError(f"kernel={kernel!r} is not allowed; allowed: 'numba', 'numpy' or None")
+    kernels = compiled_kernels()
+    if kernels is None:
+        raise RuntimeError("the compiled kernel is not available (numba missing or RECENCY_LIB_KERNEL=numpy)")
+    n, layers, size = cfg.n, cfg.layers, chi2.shape[-1]
+    nf, ctrl = n_features(n), control_slice(n)
+    shift, s1, s2 = (np.empty((layers, nf)) for _ in range(3))
+    sc = np.empty((layers, nf - ctrl.start))
+    feats = np.empty((layers, nf, size) if features else (0, 0, 0))
+    use_chol = 0.0 < cfg.alpha < 1.0
+    chol = sigma_cholesky(n, cfg.c if use_chol else 0.0)           # (read-only, cached; unused if not use_chol)
+    kernels.gram_block(np.ascontiguousarray(chi2, dtype=np.float64), np.ascontiguousarray(normals, dtype=np.float64),
+                       chol, use_chol, cfg.alpha == 1.0, float(cfg.d), cfg.norm != "none", float(cfg.gamma),
+                       float(cfg.eps), int(layers), TIE_RTOL, _offsets(n), tile_size(cfg), shift, s1, s2, sc, feats)
+    m = Moments.from_sums(size, shift, s1, s2, sc, ctrl)
+    return (m, np.ascontiguousarray(feats.transpose(2, 0, 1))) if features else m
+
+
+@lru_cache(maxsize=64)
+def _offsets(n: int) -> np.ndarray:
+    """The compiled kernel's view of :func:`recency_lib.features.feature_layout`."""
+    lay = feature_layout(n)
+    names = ("attn", "sq_norm", "diag_step", "step", "row_trend", "trend", "rp")
+    out = np.array([lay[k].start for k in names] + [n_features(n)], dtype=np.int64)
+    out.flags.writeable = False
+    return out
+
+
 def block_moments(cfg: SimConfig, engine: str, block: int, size: int, kernel: str | None = None) -> Moments:
-    """Run one block of ``size`` samples; moments of every per-sample feature, (layers, F).
+    """Run block ``block`` of ``size`` samples; moments of every per-sample feature, (layers, F).
 
     ``kernel`` ("numba" | "numpy" | None = the best available) only matters for the gram engine.
     """
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(block,)))
     if engine == "gram":
-        mean, m2 = gram_block_moments(cfg, *gram_draws(cfg, rng, size), kernel=kernel)
-        return Moments(size, mean, m2)
+        return gram_block_moments(cfg, *gram_draws(cfg, rng, size), kernel=kernel)
     steps = dense_steps(cfg, dense_tokens(cfg, rng, size), block)   # tokens (size, n, d)
-    return Moments.of(layer_features(steps, cfg.n, cfg.layers, size))
+    return Moments.of(stack_features(steps, cfg.n, cfg.layers, size), control_slice(cfg.n))
 
 
-def layer_features(steps, n: int, layers: int, size: int) -> np.ndarray:
-    """The per-sample features (size, layers, F) of :func:`recency_lib.kernels.feature_layout` from
+def stack_features(steps, n: int, layers: int, size: int) -> np.ndarray:
+    """The per-sample features (size, layers, F) of :func:`recency_lib.features.layer_features` from
     ``steps``, an iterable of (layer, scores (size, n, n), attention, sq_norms (size, n))."""
-    rows, cols = tril_index(n)
-    lay = feature_layout(n)
-    feats = np.empty((size, layers, lay["sq_norm"].stop))           # (size, layers, F)
+    feats = np.empty((size, layers, n_features(n)))                 # (size, layers, F)
     for l, s, a, sq in steps:
-        f = feats[:, l]
-        f[:, lay["score"]] = s[:, rows, cols]
-        f[:, lay["attn"]] = a[:, rows, cols]
-        f[:, lay["diff"]] = adjacent_differences(s)
-        f[:, lay["rp"].start] = recency_fraction(s)
-        f[:, lay["sq_norm"]] = sq
+        feats[:, l] = layer_features(s, a, sq)
     return feats
 
 
@@ -121,39 +192,58 @@ def dense_steps(cfg: SimConfig, x: np.ndarray, block: int):
     """The dense engine's layers for the tokens ``x`` (batch, n, d) of ``block``: the paper's layer,
     or the extended one when an extension beyond the paper is on (issue #7)."""
     if cfg.extended:
-        from .extensions import run_block
-        return run_block(cfg, x, block)
+        return extensions.run_block(cfg, x, block)
     return layer_steps(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers, centred=False)
 
 
-def _chunk(cfg_dict: dict, engine: str, kernel: str, blocks: Sequence[tuple[int, int]]):
-    """Executor task: moments of consecutive blocks, returned unmerged (merge order is global)."""
-    cfg = SimConfig.from_dict(cfg_dict)
-    return [block_moments(cfg, engine, k, size, kernel) for k, size in blocks]
+# -- many blocks -----------------------------------------------------------------------------------
+
+def _block_sizes(samples: int, bsize: int, first: int, count: int) -> Iterator[tuple[int, int]]:
+    """(k, size) of blocks first .. first + count - 1 of a run of ``samples`` (the last may be short)."""
+    for k in range(first, first + count):
+        yield k, min(bsize, samples - k * bsize)
 
 
-def _timed_chunk(*args):
-    """:func:`_chunk` plus its own compute time, so each config is charged only for its blocks."""
-    t0 = time.perf_counter()
-    out = _chunk(*args)
-    return time.perf_counter() - t0, out
+def stream_key(cfg: SimConfig) -> tuple:
+    """Gram configs with equal keys draw the same random numbers for every block: the draws depend
+    only on the seed, n, the degrees of freedom the normalization sees, whether alpha = 1, and the
+    number of samples (it sets the last block's size); not on alpha in [0, 1), gamma, eps or layers."""
+    return (cfg.seed, cfg.n, degrees_of_freedom(cfg), cfg.alpha == 1.0, cfg.samples)
+
+
+def _chunk(cfg_dicts: list[dict], engine: str, kernel: str, bsize: int, first: int, count: int):
+    """Executor task: ``count`` consecutive blocks of gram configs that share their random stream
+    (:func:`stream_key`), each block's draws made once, or of one dense config. Returns,
+    per config, its compute seconds (the shared draws split evenly) and its (block, moments),
+    unmerged (the merge order is global)."""
+    cfgs = [SimConfig.from_dict(c) for c in cfg_dicts]
+    seconds, out = [0.0] * len(cfgs), [[] for _ in cfgs]
+    for k, size in _block_sizes(cfgs[0].samples, bsize, first, count):
+        if engine != "gram":
+            t0 = time.perf_counter()
+            out[0].append((k, block_moments(cfgs[0], engine, k, size, kernel)))
+            seconds[0] += time.perf_counter() - t0
+            continue
+        t0 = time.perf_counter()
+        draws = gram_draws(cfgs[0], np.random.default_rng(np.random.SeedSequence(cfgs[0].seed, spawn_key=(k,))), size)
+        shared = (time.perf_counter() - t0) / len(cfgs)
+        for c, cfg in enumerate(cfgs):
+            t0 = time.perf_counter()
+            out[c].append((k, gram_block_moments(cfg, *draws, kernel=kernel)))
+            seconds[c] += shared + time.perf_counter() - t0
+    return seconds, out
 
 
 def _worker_chunk(*args):
-    """:func:`_timed_chunk` as an executor task, with BLAS held to one thread: the executor already
+    """:func:`_chunk` as an executor task, with BLAS held to one thread: the executor already
     runs one task per core, and OpenBLAS's own threads on top of that oversubscribe the cores (the
-    dense engine's products are small). Needs ``threadpoolctl``; without it this is _timed_chunk."""
+    dense engine's products are small). Needs ``threadpoolctl``; without it this is _chunk."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:                                            # pragma: no cover
-        return _timed_chunk(*args)
+        return _chunk(*args)
     with threadpool_limits(limits=1, user_api="blas"):
-        return _timed_chunk(*args)
-
-
-def _blocks(cfg: SimConfig, bsize: int) -> list[tuple[int, int]]:
-    full, rest = divmod(cfg.samples, bsize)
-    return [(k, bsize) for k in range(full)] + ([(full, rest)] if rest else [])
+        return _chunk(*args)
 
 
 def _check_chunk_size(chunk_size):
@@ -166,7 +256,9 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
                   progress: bool | None = None) -> list[SimResult]:
     """Simulate several configs, spreading whole configs and sample blocks over ``executor``.
 
-    Results are identical to running each config alone with :func:`simulate`. ``chunk_size``
+    Results are identical to running each config alone with :func:`simulate`. Configs that share
+    their random stream (:func:`stream_key`, e.g. the LayerNorm settings of Figure 1) are run
+    block by block together, each block drawn once. ``chunk_size``
     (samples per task, rounded up to whole blocks) trades scheduling overhead against memory;
     it never changes the result. ``executor`` is any ``concurrent.futures.Executor`` (e.g. a
     ``ProcessPoolExecutor`` or a Dask client's ``get_executor()``); default: in-process.
@@ -196,24 +288,30 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
     kernel = kernel_name() if any(resolve_engine(c) == "gram" for c in configs) else "numpy"
     if kernel == "numba":
         warm_up()
-    plans = []                                     # per config: (engine, bsize, list of chunks)
-    for cfg in configs:
-        engine = resolve_engine(cfg)
-        bsize = block_size(cfg, engine)
-        blocks = _blocks(cfg, bsize)
-        # a task's result is one unmerged (mean, M2) pair of (layers, F) per block: bound its bytes
-        by_memory = max(1, _TASK_RESULT_BYTES // (16 * cfg.layers * n_features(cfg.n)))
-        if chunk_size is not None:
-            per = max(1, math.ceil(chunk_size / bsize))
-        elif executor is None:
-            per = min(8, by_memory)
-        else:                                      # a few tasks per worker, for balance; bounded
-            per = max(1, min(_MAX_TASK_BLOCKS, by_memory, math.ceil(len(blocks) / (4 * workers))))
-        chunks = [blocks[i:i + per] for i in range(0, len(blocks), per)]
-        plans.append((engine, bsize, chunks))
+    plans = [(resolve_engine(cfg), block_size(cfg, resolve_engine(cfg))) for cfg in configs]
+    teams: dict = {}                               # configs sharing a random stream, in first-seen order
+    for ci, (cfg, (engine, _)) in enumerate(zip(configs, plans)):
+        teams.setdefault(stream_key(cfg) if engine == "gram" else ("dense", ci), []).append(ci)
+    teams = list(teams.values())
 
-    tasks = [(ci, ti) for ci, (_, _, chunks) in enumerate(plans) for ti in range(len(chunks))]
-    acc: list[Moments | None] = [None] * len(configs)
+    def per_task(team) -> int:                     # blocks per task
+        cfg, (_, bsize) = configs[team[0]], plans[team[0]]
+        blocks = -(-cfg.samples // bsize)
+        # a task's result is one unmerged Moments of (layers, F) arrays per block and config: bound its bytes
+        by_memory = max(1, _TASK_RESULT_BYTES // sum(24 * configs[c].layers * n_features(cfg.n) for c in team))
+        if chunk_size is not None:
+            return max(1, math.ceil(chunk_size / bsize))
+        if executor is None:
+            return min(8, by_memory)
+        return max(1, min(_MAX_TASK_BLOCKS, by_memory, math.ceil(blocks / (4 * workers))))   # balance
+
+    def tasks():                                   # (team, first block, blocks), lazily
+        for team in teams:
+            blocks, per = -(-configs[team[0]].samples // plans[team[0]][1]), per_task(team)
+            for first in range(0, blocks, per):
+                yield team, first, min(per, blocks - first)
+
+    groups: list[list[Moments | None]] = [[None, None] for _ in configs]    # even, odd blocks
     elapsed = [0.0] * len(configs)                 # compute seconds per config, summed over its tasks
     show = progress if progress is not None else (sys.stderr.isatty() and sum(c.samples for c in configs) >= 10**6)
     bar = None
@@ -221,44 +319,46 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
         from tqdm import tqdm
         bar = tqdm(total=sum(c.samples for c in configs), unit="sample", file=sys.stderr, leave=False)
 
-    def args(ci, ti):
-        engine, bsize, chunks = plans[ci]
-        return configs[ci].to_dict(), engine, kernel, chunks[ti]
+    def args(team, first, count):
+        engine, bsize = plans[team[0]]
+        return [configs[c].to_dict() for c in team], engine, kernel, bsize, first, count
 
-    def fold(ci, ti, timed):
-        seconds, moments = timed
-        elapsed[ci] += seconds
-        for m in moments:                          # tasks are folded in submission order
-            acc[ci] = m if acc[ci] is None else acc[ci].merge(m)
-            if bar is not None:
-                bar.update(m.count)
-        if not (np.isfinite(acc[ci].mean).all() and np.isfinite(acc[ci].m2).all()):   # overflow: stop now
-            _to_result(configs[ci], *plans[ci][:2], acc[ci], z, 0.0, None).check()
+    def fold(team, result):
+        for ci, seconds, moments in zip(team, *result):
+            elapsed[ci] += seconds
+            for k, m in moments:                   # tasks are folded in submission order
+                g = groups[ci]
+                g[k % 2] = m if g[k % 2] is None else g[k % 2].merge(m)
+                if bar is not None:
+                    bar.update(m.count)
+            g = [x for x in groups[ci] if x is not None]
+            if not all(np.isfinite(x.mean).all() and np.isfinite(x.m2).all() for x in g):   # overflow: stop now
+                _to_result(configs[ci], *plans[ci], groups[ci], z, 0.0, None).check()
 
     try:
         if executor is None:
-            for ci, ti in tasks:
-                fold(ci, ti, _timed_chunk(*args(ci, ti)))
+            for t in tasks():
+                fold(t[0], _chunk(*args(*t)))
         else:
             window = 2 * workers + 2               # bounded in-flight tasks: bounded memory
             pending: deque = deque()
-            it = iter(tasks)
-            for ci, ti in it:
-                pending.append((ci, ti, executor.submit(_worker_chunk, *args(ci, ti))))
+            it = tasks()
+            for t in it:
+                pending.append((t[0], executor.submit(_worker_chunk, *args(*t))))
                 if len(pending) >= window:
                     break
             while pending:
-                ci, ti, fut = pending.popleft()
-                fold(ci, ti, fut.result())
-                nxt = next(it, None)
-                if nxt is not None:
-                    pending.append((*nxt, executor.submit(_worker_chunk, *args(*nxt))))
+                team, fut = pending.popleft()
+                fold(team, fut.result())
+                t = next(it, None)
+                if t is not None:
+                    pending.append((t[0], executor.submit(_worker_chunk, *args(*t))))
     finally:
         if bar is not None:
             bar.close()
 
-    return [_to_result(cfg, plan[0], plan[1], m, z, t, kernel if plan[0] == "gram" else None).check()
-            for cfg, plan, m, t in zip(configs, plans, acc, elapsed)]
+    return [_to_result(cfg, plan[0], plan[1], g, z, t, kernel if plan[0] == "gram" else None).check()
+            for cfg, plan, g, t in zip(configs, plans, groups, elapsed)]
 
 
 def simulate(cfg: SimConfig, *, chunk_size: int | None = None, executor: Executor | None = None,
@@ -271,33 +371,53 @@ def simulate(cfg: SimConfig, *, chunk_size: int | None = None, executor: Executo
     return simulate_many([cfg], chunk_size=chunk_size, executor=executor, z=z, progress=progress)[0]
 
 
-def _to_result(cfg: SimConfig, engine: str, bsize: int, m: Moments, z: float, elapsed: float,
+def _to_result(cfg: SimConfig, engine: str, bsize: int, groups: list, z: float, elapsed: float,
                kernel: str | None) -> SimResult:
     n, L = cfg.n, cfg.layers
-    lay = feature_layout(n)
+    lay, ctrl = feature_layout(n), control_slice(n)
     rows, cols = tril_index(n)
-    sem = m.sem
+    m = merged(groups)
+    mean, sem = m.mean, m.sem
+    cv_est, cv_sem = control_variate(groups, control_means(n))           # (layers, controls)
+    cv_mean, cv_se = mean.copy(), sem.copy()                            # plain where no control exists
+    cv_mean[:, ctrl], cv_se[:, ctrl] = cv_est, cv_sem
 
     def square(which, fill, source):               # (layers, F) -> (layers, n, n)
         out = np.full((L, n, n), fill)
         out[:, rows, cols] = source[:, lay[which]]
         return out
 
-    diff_rows, diff_cols = rows[cols >= 1], cols[cols >= 1]
+    off_i, off_j = np.tril_indices(n, -1)
+    step_i, step_j = off_i[off_j >= 1], off_j[off_j >= 1]               # 1 <= j < i, row-major
+    diag = np.arange(1, n)
 
-    def diffs(source):
+    def diffs(source):                             # S_ij - S_i,j-1 at [l, i, j], 1 <= j <= i
         out = np.full((L, n, n), np.nan)
-        out[:, diff_rows, diff_cols] = source[:, lay["diff"]]
+        out[:, diag, diag] = source[:, lay["diag_step"]]
+        out[:, step_i, step_j] = source[:, lay["step"]]
         return out
+
+    def row_trend(source):                         # (layers, n), NaN for rows 0 and 1
+        out = np.full((L, n), np.nan)
+        out[:, 2:] = source[:, lay["row_trend"]]
+        return out
+
+    def scalar(which, source):                     # (layers,)
+        return source[:, lay[which].start].copy()
 
     return SimResult(
         config=cfg, engine=engine,
-        score_mean=square("score", np.nan, m.mean), score_sem=square("score", np.nan, sem),
-        attn_mean=square("attn", 0.0, m.mean), attn_sem=square("attn", 0.0, sem),
-        diff_mean=diffs(m.mean), diff_sem=diffs(sem),
-        recency_probability=m.mean[:, lay["rp"].start].copy(),
-        recency_probability_sem=sem[:, lay["rp"].start].copy(),
-        sq_norm_mean=m.mean[:, lay["sq_norm"]].copy(), sq_norm_sem=sem[:, lay["sq_norm"]].copy(),
+        score_mean=square("score", np.nan, mean), score_sem=square("score", np.nan, sem),
+        attn_mean=square("attn", 0.0, mean), attn_sem=square("attn", 0.0, sem),
+        diff_mean=diffs(mean), diff_sem=diffs(sem),
+        recency_probability=scalar("rp", mean), recency_probability_sem=scalar("rp", sem),
+        sq_norm_mean=mean[:, lay["sq_norm"]].copy(), sq_norm_sem=sem[:, lay["sq_norm"]].copy(),
+        diff_cv_mean=diffs(cv_mean), diff_cv_sem=diffs(cv_se),
+        row_trend_mean=row_trend(mean), row_trend_sem=row_trend(sem),
+        row_trend_cv_mean=row_trend(cv_mean), row_trend_cv_sem=row_trend(cv_se),
+        trend_mean=scalar("trend", mean), trend_sem=scalar("trend", sem),
+        trend_cv_mean=scalar("trend", cv_mean), trend_cv_sem=scalar("trend", cv_se),
+        recency_probability_cv=scalar("rp", cv_mean), recency_probability_cv_sem=scalar("rp", cv_se),
         block_size=bsize, library_version=__version__, z=float(z), elapsed_seconds=float(elapsed),
         extra={"kernel": kernel} if kernel else {},
     )
@@ -323,20 +443,19 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
     rows, cols = tril_index(n)
     lay = feature_layout(n)
     scores, attn = [], []
-    for k, size in _blocks(cfg.replace(samples=max(2, samples)), bsize):
+    total = max(2, samples)
+    for k, size in _block_sizes(total, bsize, 0, -(-samples // bsize)):
         rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
         if engine == "gram":
-            *_, f = gram_block_moments(cfg, *gram_draws(cfg, rng, size), kernel=kernel, features=True)
+            _, f = gram_block_moments(cfg, *gram_draws(cfg, rng, size), kernel=kernel, features=True)
             s = np.full((size, L, n, n), np.nan)
             a = np.zeros((size, L, n, n))
-            s[:, :, rows, cols] = f[:, lay["score"]].transpose(2, 0, 1)
-            a[:, :, rows, cols] = f[:, lay["attn"]].transpose(2, 0, 1)
+            s[:, :, rows, cols] = f[:, :, lay["score"]]
+            a[:, :, rows, cols] = f[:, :, lay["attn"]]
             scores.append(s), attn.append(a)
         else:
             s_l, a_l = [], []
             for _, s, a, _ in dense_steps(cfg, dense_tokens(cfg, rng, size), k):
                 s_l.append(np.where(np.tri(n, dtype=bool), s, np.nan)), a_l.append(a)
             scores.append(np.stack(s_l, axis=1)), attn.append(np.stack(a_l, axis=1))
-        if sum(len(x) for x in scores) >= samples:
-            break
     return np.concatenate(scores)[:samples], np.concatenate(attn)[:samples]

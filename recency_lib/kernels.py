@@ -1,558 +1,370 @@
-"""Block kernels of the gram engine: one block of Gram coordinates in, per-feature moments out.
+"""Compiled (numba) twins of the numpy code: the gram engine's block kernel, the recency count, GELU.
 
-Input: R of shape (n, m, B), batch last, row i zero beyond column i (see
-:func:`recency_lib.sampling.gram_block`). Output: the mean and the sum of squared deviations
-(M2) over the B samples of every per-sample feature of every layer, shape (layers, F), in the
-order of :func:`feature_layout` (packed lower triangles, row-major like ``np.tril_indices``).
+Imported only when the compiled path is wanted (:func:`recency_lib.features.compiled_kernels`):
+numba costs ~0.3 s to import, and every caller has a numpy path. Functions are compiled on first
+use and cached on disk (``cache=True``), so a new process loads them instead of compiling.
 
-Two implementations of the same arithmetic:
+:func:`gram_block` is the one optimised twin of the paper's layer (:func:`recency_lib.model.layer`
+plus :func:`recency_lib.features.layer_features`): it runs one block of samples, given as the raw
+draws of :func:`recency_lib.sampling.gram_draws`, through every layer and reduces each per-sample
+feature to sums on the fly. The samples are the innermost, contiguous axis of every array, so each
+innermost loop runs over samples and vectorises (AVX2: four doubles); the block is cut into tiles of
+``tile`` samples whose working set stays in the L2 cache. Zeros are skipped: row i of the Gram
+coordinates is zero beyond column i (the layer keeps that shape), and only the n(n + 1)/2 visible
+scores are exponentiated.
 
-* :func:`block_moments_numpy`, the reference: plain numpy on (…, B) arrays.
-* :func:`block_moments_numba`, the fast path (used when numba imports): one compiled loop
-  nest whose innermost loops run over the contiguous batch axis (so they vectorise), that skips
-  the zeros of the lower-trapezoidal coordinates and of the causal mask (only the n(n+1)/2
-  visible scores are exponentiated), counts the recency triples on the fly, and reduces every
-  feature to its moments while it is still in L1 cache (no (B, layers, F) feature array).
-
-Both agree to float rounding (~1e-15 relative) on the same input; each is deterministic
-(fixed summation order, no fast-math), so results are bitwise reproducible for a given path.
+Rounding: multiply-adds may be fused (``fastmath={"contract"}``: one rounding instead of two) and
+the sums over samples are vectorised (``"reassoc"``), so results differ from the numpy reference
+by float rounding (~1e-15 relative) but are bitwise reproducible on one machine: the summation
+order is fixed by the compiled code, never by the data, the tiling or the number of threads.
 """
 from __future__ import annotations
 
 import math
-import os
-import threading
-from functools import lru_cache
 
+import numba
 import numpy as np
 
-from .metrics import TIE_RTOL, n_triples, order_fraction
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+_FMA = dict(_JIT, fastmath={"contract"})                  # fused multiply-add
+_SUMS = dict(_JIT, fastmath={"reassoc", "contract"})      # vectorised reductions over samples
 
-NORM_CODES = {"none": 0, "layernorm": 1, "rms": 1}   # both normalise R's rows (R is already centred)
-
-
-def feature_layout(n: int) -> dict[str, slice]:
-    """Where each per-sample quantity sits in the feature vector of one layer."""
-    t = n * (n + 1) // 2
-    sizes = {"score": t, "attn": t, "diff": t - n, "rp": 1, "sq_norm": n}
-    out, start = {}, 0
-    for name, size in sizes.items():
-        out[name] = slice(start, start + size)
-        start += size
-    return out
-
-
-def n_features(n: int) -> int:
-    return feature_layout(n)["sq_norm"].stop
+# exp(v) for v <= 0 without libm, vectorisable (see _softmax_row): v = k ln2 + r with a two-part
+# ln2 (|r| <= ln2 / 2), e^r by its Taylor polynomial of degree 13 (truncation < 5e-18 relative),
+# 2^k written into the exponent bits. Adding 1.5 * 2^52 to v / ln2 rounds it to the integer k,
+# which then sits in the low bits of the sum. k < -1020 (results near or below the smallest normal)
+# is scaled in two steps so that subnormals and underflow to 0 come out right. Measured against
+# np.exp over [-745, 0]: < 5e-16 relative.
+_ROUND = 6755399441055744.0            # 1.5 * 2^52
+_ROUND_BITS = 0x4338000000000000       # its bit pattern
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_TWO_M64 = 5.421010862427522e-20       # 2^-64
 
 
-@lru_cache(maxsize=64)
-def _packed(n: int):
-    """Index arrays on the packed lower triangle p(i, j) = i (i + 1) / 2 + j, j <= i."""
-    rows, cols = np.tril_indices(n)
-    starts = (np.arange(n) * (np.arange(n) + 1)) // 2                 # p(i, 0)
-    later = np.flatnonzero(cols >= 1)                                  # p(i, j), j >= 1
-    ik, ij = [], []                                                    # triples j < k < i
+# -- the recency count, shared by the gram kernel and the dense engine ---------------------------
+
+@numba.njit(**_JIT)
+def count_pairs(n, packed, tol, out):
+    """Recency count of the score matrices of W samples at once (samples last).
+
+    ``packed`` (n(n+1)/2, W): the lower triangles, row i starting at i(i+1)/2; ``tol`` (W,) the tie
+    tolerances. Writes ``out[0, b]``, the number of triples j < k < i with S_ij < S_ik - tol (the
+    later key scores higher), and ``out[1, b]``, the number with S_ij <= S_ik + tol (higher or
+    tied). A NaN score fails both comparisons. The naive triple loop, in the order that vectorises:
+    over the samples when there are several (the gram kernel; counters one per key j, so no update
+    waits for the one before), over the earlier keys j of a row when there is one sample (the dense
+    engine at long n, which calls it sample by sample). Both counts share one integer (the second
+    in the upper 32 bits: a key's counts stay below n^2 < 2^32).
+    """
+    w = packed.shape[1]
+    if w == 1:
+        _count_one(n, packed.reshape(-1), tol[0], out)
+        return
+    counts = np.zeros((n, w), dtype=np.int64)                  # per key j: up | not_down << 32
+    hi = np.empty(w)
+    lo = np.empty(w)
     for i in range(2, n):
+        p = i * (i + 1) // 2
         for k in range(1, i):
+            for b in range(w):
+                hi[b] = packed[p + k, b] - tol[b]
+                lo[b] = packed[p + k, b] + tol[b]
             for j in range(k):
-                ik.append(starts[i] + k), ij.append(starts[i] + j)
-    return rows, cols, starts, later, np.array(ik, dtype=np.intp), np.array(ij, dtype=np.intp)
+                for b in range(w):
+                    v = packed[p + j, b]
+                    counts[j, b] += np.int64(v < hi[b]) + (np.int64(v <= lo[b]) << 32)
+    for b in range(w):
+        out[0, b] = 0
+        out[1, b] = 0
+    for j in range(n):
+        for b in range(w):
+            out[0, b] += counts[j, b] & 0xFFFFFFFF
+            out[1, b] += counts[j, b] >> 32
 
 
-# -- numpy reference ----------------------------------------------------------------------------
-
-def block_moments_numpy(r: np.ndarray, *, d: int, norm: str, gamma: float, eps: float,
-                        layers: int) -> tuple[np.ndarray, np.ndarray]:
-    """Reference kernel: (mean, M2), each (layers, F), of one block of coordinates R (n, m, B)."""
-    return moments_of(block_features_numpy(r, d=d, norm=norm, gamma=gamma, eps=eps, layers=layers))
-
-
-def moments_of(feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, M2) over the last (sample) axis of (layers, F, B) features.
-
-    The mean is a plain sum in sample order divided by B: numpy's axis-0 reduction of the
-    (B, layers, F) array, which is also what the compiled kernel computes (same bits for the same
-    features), and what a per-sample check such as ``scores.mean(0)`` computes.
-    """
-    by_sample = np.ascontiguousarray(np.moveaxis(feats, -1, 0))      # (B, layers, F)
-    mean = by_sample.mean(axis=0)
-    dev = by_sample - mean
-    return mean, np.einsum("blf,blf->lf", dev, dev)
+@numba.njit(**_JIT)
+def _count_one(n, packed, tol, out):
+    """:func:`count_pairs` of one sample: for each later key k the earlier keys j < k of the row in
+    one contiguous loop (two integer counters)."""
+    up = 0
+    not_down = 0
+    for i in range(2, n):
+        p = i * (i + 1) // 2
+        for k in range(1, i):
+            hi = packed[p + k] - tol
+            lo = packed[p + k] + tol
+            for j in range(k):
+                v = packed[p + j]
+                up += v < hi
+                not_down += v <= lo
+    out[0, 0] = up
+    out[1, 0] = not_down
 
 
-def block_features_numpy(r: np.ndarray, *, d: int, norm: str, gamma: float, eps: float,
-                         layers: int) -> np.ndarray:
-    """Per-sample features (layers, F, B) of one block of coordinates R (n, m, B).
+# -- the gram engine's block kernel ------------------------------------------------------------
 
-    Batch last, a Python loop over query rows i, contiguous slices only; sums over coordinates
-    stop at the lower-trapezoidal zeros (k <= i); the softmax sees only the i + 1 visible keys.
-    """
-    n, m, size = r.shape
-    rows, cols, starts, later, ik, ij = _packed(n)
-    lay = feature_layout(n)
-    feats = np.empty((layers, n_features(n), size))                 # (layers, F, B)
-    rsd, total, x = 1.0 / math.sqrt(d), n_triples(n), r
-    for l in range(layers):
-        f = feats[l]
-        sq = f[lay["sq_norm"]]                                       # (n, B) ||x_i||^2 as seen
-        np.einsum("iwb,iwb->ib", x, x, out=sq)
-        y = x * (1.0 / np.sqrt(sq / d + eps))[:, None, :] if NORM_CODES[norm] else x
-        s = f[lay["score"]]                                          # (T, B) packed scores
-        a = f[lay["attn"]]                                           # (T, B) packed attention
-        x_next = np.zeros_like(x)
-        for i in range(n):
-            p, kmax = starts[i], min(i + 1, m)
-            si, ai = s[p:p + i + 1], a[p:p + i + 1]
-            np.einsum("kb,jkb->jb", y[i, :kmax], y[:i + 1, :kmax], out=si)
-            si *= rsd
-            np.subtract(si, si.max(axis=0), out=ai)
-            np.exp(ai, out=ai)
-            ai *= 1.0 / ai.sum(axis=0)
-            if l + 1 < layers:
-                np.einsum("jb,jkb->kb", ai, y[:i + 1, :kmax], out=x_next[i, :kmax])
-        np.subtract(s[later], s[later - 1], out=f[lay["diff"]])
-        if total:
-            tol = TIE_RTOL * np.maximum(1.0, np.abs(s).max(axis=0))   # (B,) per-sample tie tolerance
-            f[lay["rp"].start] = order_fraction(s[ik] - s[ij], tol, axis=0)   # (triples, B)
-        else:
-            f[lay["rp"].start] = np.nan
-        if l + 1 < layers:
-            if gamma != 0.0:
-                x_next += gamma * x
-            x = x_next
-    return feats
-
-
-# -- numba fast path ------------------------------------------------------------------------------
-
-# exp(v) for v <= 0, vectorisable: v = k ln2 + r (Cody-Waite split of ln2, |r| <= ln2 / 2), e^r by
-# its Taylor polynomial of degree 13 (truncation < 5e-18 relative) in Estrin form (short dependency
-# chains), 2^k built in the exponent bits; k < -1020 (results near or below the smallest normal)
-# is scaled in two steps so subnormals and underflow to 0 come out right. Max error measured
-# against np.exp over [-745, 0]: 4.3e-16 relative (~2 ulp). Plain IEEE operations only, so the
-# result is the same on every machine (unlike libm's exp, which may differ between versions).
-_EXP_SHIFT = 6755399441055744.0                     # 1.5 * 2^52: adding it rounds to an integer
-_EXP_SHIFT_BITS = 0x4338000000000000                # its bit pattern
-
-
-def _kernel(chi2, normals, chol, use_chol, rank_one, n, d, normalize, gamma, eps, layers,
-            tie_rtol, mean, m2, feats, work3, work2):  # pragma: no cover - compiled by numba
-    """The loop nest compiled by numba (plain Python semantics; it also runs, slowly, as Python).
-
-    Builds the coordinates from the raw draws of :func:`recency_lib.sampling.gram_draws` (as
-    :func:`recency_lib.sampling.gram_assemble` does) and writes mean and m2, each (layers, F);
-    if ``feats`` is not empty, also every per-sample feature into it, (layers, F, B).
-    ``work3`` (3, n, w, B) and ``work2`` (F + 4, B) are scratch space, reused from call to call
-    (see :func:`_workspace`): every entry the kernel reads it has written first in this call.
-    Every innermost loop runs over the contiguous batch axis b. Row i of the state has nonzeros
-    in columns k <= min(i, w - 1) only, and keeps that shape (causal mixing), so sums over k
-    stop at min(j, w - 1) and sums over keys j start at k. Summation orders are fixed.
-    """
-    nb = chi2.shape[1]
-    w = 1 if rank_one else chi2.shape[0]
-    t = n * (n + 1) // 2
-    nf = 3 * t + 1
-    o_a, o_d, o_rp, o_sq = t, 2 * t, 3 * t - n, 3 * t - n + 1
-    total = n * (n - 1) * (n - 2) // 6
-    rsd = 1.0 / np.sqrt(d)
-    scale = 1.0 / np.sqrt(d)
-    x = work3[0]                                # (n, w, B) state; rows zero beyond column i
-    xn = work3[1]                               # next state
-    y = work3[2]                                # normalised state
-    fb = work2[:nf]                             # this layer's features, batch last
-    tmp = work2[nf]
-    mx = work2[nf + 1]
-    eb = work2[nf + 2]                          # exp: k + 1.5 * 2^52 (bits hold k)
-    sb = work2[nf + 3]                          # exp: 2^k (or 2^(k + 64))
-    ebi = eb.view(np.int64)
-    sbi = sb.view(np.int64)
-
-    # -- coordinates from the raw draws (lower trapezoid; Cholesky factor of Sigma applied)
+@numba.njit(**_FMA)
+def _coordinates(chi2, normals, chol, use_chol, rank_one, d, start, valid, x, tmp):
+    """Gram coordinates of samples start .. start + valid - 1 into x (n, w, tile), as
+    :func:`recency_lib.sampling.gram_assemble` builds them; lanes beyond ``valid`` repeat the last
+    sample (they are computed and never counted)."""
+    n, w, tile = x.shape
+    rsd = 1.0 / math.sqrt(d)
+    t = tmp if use_chol else x                                  # Bartlett factor T, then L T
     if rank_one:
-        for b in range(nb):
-            tmp[b] = np.sqrt(chi2[0, b] / d)
         for i in range(n):
-            for b in range(nb):
-                x[i, 0, b] = tmp[b]
+            for b in range(valid):
+                x[i, 0, b] = math.sqrt(chi2[0, start + b] / d)
     else:
-        tt = xn if use_chol else x
         q = 0
         for i in range(n):
             if i < w:
-                for b in range(nb):
-                    tt[i, i, b] = np.sqrt(chi2[i, b] / d)
+                for b in range(valid):
+                    t[i, i, b] = math.sqrt(chi2[i, start + b] / d)
             for k in range(min(i, w)):
-                for b in range(nb):
-                    tt[i, k, b] = normals[q, b] * scale
+                for b in range(valid):
+                    t[i, k, b] = normals[q, start + b] * rsd
                 q += 1
         if use_chol:
             for i in range(n):
                 for k in range(min(i + 1, w)):
-                    c = chol[i, k]
-                    for b in range(nb):
-                        x[i, k, b] = c * tt[k, k, b]
+                    for b in range(valid):
+                        x[i, k, b] = chol[i, k] * t[k, k, b]
                     for j in range(k + 1, i + 1):
                         c = chol[i, j]
-                        for b in range(nb):
-                            x[i, k, b] += c * tt[j, k, b]
+                        for b in range(valid):
+                            x[i, k, b] += c * t[j, k, b]
+    for i in range(n):
+        for k in range(min(i + 1, w)):
+            for b in range(valid, tile):
+                x[i, k, b] = x[i, k, valid - 1]
 
-    for l in range(layers):
-        # -- squared norms (features) and normalised rows y
-        for i in range(n):
-            sq = fb[o_sq + i]
-            kmax = min(i + 1, w)
-            for b in range(nb):
-                sq[b] = x[i, 0, b] * x[i, 0, b]
-            for k in range(1, kmax):
-                for b in range(nb):
-                    sq[b] += x[i, k, b] * x[i, k, b]
-            if normalize:
-                for b in range(nb):
-                    tmp[b] = 1.0 / np.sqrt(sq[b] / d + eps)
-                for k in range(kmax):
-                    for b in range(nb):
-                        y[i, k, b] = x[i, k, b] * tmp[b]
-            else:
-                for k in range(kmax):
-                    for b in range(nb):
-                        y[i, k, b] = x[i, k, b]
-        # -- packed scores, softmax over the visible keys, adjacent differences; row by row
-        for i in range(n):
-            pi = i * (i + 1) // 2
-            for j in range(i + 1):
-                s = fb[pi + j]
-                kmax = min(j + 1, w)
-                for b in range(nb):
-                    s[b] = y[i, 0, b] * y[j, 0, b]
-                k = 1
-                while k + 1 < kmax:                      # two terms per pass, same order
-                    for b in range(nb):
-                        s[b] = (s[b] + y[i, k, b] * y[j, k, b]) + y[i, k + 1, b] * y[j, k + 1, b]
-                    k += 2
-                if k < kmax:
-                    for b in range(nb):
-                        s[b] += y[i, k, b] * y[j, k, b]
-                for b in range(nb):
-                    s[b] *= rsd
-            for b in range(nb):
-                mx[b] = fb[pi, b]
-            for j in range(1, i + 1):
-                s = fb[pi + j]
-                for b in range(nb):
-                    mx[b] = max(mx[b], s[b])
-            for b in range(nb):
-                tmp[b] = 0.0
-            for j in range(i + 1):
-                s = fb[pi + j]
-                a = fb[o_a + pi + j]
-                for b in range(nb):                      # exp(s - max), see _EXP_SHIFT
-                    v = s[b] - mx[b]
-                    v = -745.5 if v < -745.5 else v
-                    e = v * 1.4426950408889634 + 6755399441055744.0
-                    kf = e - 6755399441055744.0
-                    r = (v - kf * 6.93147180369123816490e-01) - kf * 1.90821492927058770002e-10
-                    r2 = r * r
-                    r4 = r2 * r2
-                    q0 = (1.0 + r) + r2 * (0.5 + r * 0.16666666666666666)
-                    q1 = ((0.041666666666666664 + r * 0.008333333333333333)
-                          + r2 * (0.001388888888888889 + r * 0.0001984126984126984))
-                    q2 = ((2.48015873015873e-05 + r * 2.7557319223985893e-06)
-                          + r2 * (2.755731922398589e-07 + r * 2.505210838544172e-08))
-                    q3 = 2.08767569878681e-09 + r * 1.6059043836821613e-10
-                    a[b] = (q0 + r4 * q1) + (r4 * r4) * (q2 + r4 * q3)
-                    eb[b] = e
-                for b in range(nb):
-                    kb = ebi[b] - 0x4338000000000000
-                    sbi[b] = ((kb + 1087) if kb < -1020 else (kb + 1023)) << 52
-                for b in range(nb):
-                    kb = ebi[b] - 0x4338000000000000
-                    val = a[b] * sb[b]
-                    val = val * 5.421010862427522e-20 if kb < -1020 else val
-                    a[b] = val
-                    tmp[b] += val
-            for b in range(nb):
-                tmp[b] = 1.0 / tmp[b]
-            for j in range(i + 1):
-                a = fb[o_a + pi + j]
-                for b in range(nb):
-                    a[b] *= tmp[b]
-            for j in range(1, i + 1):
-                dd = fb[o_d + pi - i + j - 1]
-                s1 = fb[pi + j]
-                s0 = fb[pi + j - 1]
-                for b in range(nb):
-                    dd[b] = s1[b] - s0[b]
-        # -- recency fraction: triples j < k < i with S_ik - S_ij > tol, plus half the tied ones
-        #    (|S_ik - S_ij| <= tol; per-sample tie tolerance); NaN differences count as neither
-        cnt = fb[o_rp]
-        if total > 0:
-            for b in range(nb):
-                mx[b] = 1.0
-            for p in range(t):
-                s = fb[p]
-                for b in range(nb):
-                    mx[b] = max(mx[b], abs(s[b]))
-            for b in range(nb):
-                mx[b] *= tie_rtol
-                cnt[b] = 0.0
-            for i in range(2, n):
-                pi = i * (i + 1) // 2
-                for k in range(1, i):
-                    sk = fb[pi + k]
-                    for j in range(k):
-                        sj = fb[pi + j]
-                        for b in range(nb):
-                            dk = sk[b] - sj[b]
-                            cnt[b] += 1.0 if dk > mx[b] else (0.5 if dk >= -mx[b] else 0.0)
-            for b in range(nb):
-                cnt[b] /= total
+
+@numba.njit(**_FMA)
+def _softmax_row(f, p, i, o_attn, mx, total):
+    """Attention of query row i into f[o_attn + p ..]: exp(S_ij - max_j S_ij) (see the note on
+    _ROUND), normalised; the scores are at f[p .. p + i], their maximum in ``mx``."""
+    tile = f.shape[1]
+    for b in range(tile):
+        total[b] = 0.0
+    for j in range(i + 1):
+        a = o_attn + p + j
+        for b in range(tile):
+            v = max(f[p + j, b] - mx[b], -745.5)
+            e = v * _LOG2E + _ROUND
+            kf = e - _ROUND
+            r = (v - kf * _LN2_HI) - kf * _LN2_LO
+            r2 = r * r
+            r4 = r2 * r2
+            q0 = (1.0 + r) + r2 * (0.5 + r * 0.16666666666666666)
+            q1 = ((0.041666666666666664 + r * 0.008333333333333333)
+                  + r2 * (0.001388888888888889 + r * 0.0001984126984126984))
+            q2 = ((2.48015873015873e-05 + r * 2.7557319223985893e-06)
+                  + r2 * (2.755731922398589e-07 + r * 2.505210838544172e-08))
+            q3 = 2.08767569878681e-09 + r * 1.6059043836821613e-10
+            k = np.float64(e).view(np.int64) - _ROUND_BITS
+            tiny = k < -1020
+            scale = np.int64(((k + 1087) if tiny else (k + 1023)) << 52).view(np.float64)
+            val = ((q0 + r4 * q1) + (r4 * r4) * (q2 + r4 * q3)) * scale
+            val = val * _TWO_M64 if tiny else val
+            f[a, b] = val
+            total[b] += val
+    for b in range(tile):
+        total[b] = 1.0 / total[b]
+    for j in range(i + 1):
+        for b in range(tile):
+            f[o_attn + p + j, b] *= total[b]
+
+
+@numba.njit(**_FMA)
+def _layer(x, xn, f, d, normalize, gamma, eps, offs, next_state, inv, scratch):
+    """One layer, Eqs. (1)-(2), (20), on the coordinates x (n, w, tile): squared norms, scores and
+    attention into the feature rows f (F, tile) (:func:`recency_lib.features.feature_layout`,
+    offsets ``offs``), and, if ``next_state``, x' = A y + gamma x into xn.
+
+    x is normalised in place (it holds y = Norm(x) afterwards; ``inv`` (n, tile) keeps each row's
+    factor, so the residual gamma x_i is (gamma / inv_i) y_i): two state arrays instead of three.
+    """
+    n, w, tile = x.shape
+    o_attn, o_sq = offs[0], offs[1]
+    rsd = 1.0 / math.sqrt(d)
+    mx = scratch[0]
+    for i in range(n):                                          # ||x_i||^2 and y_i = Norm(x_i)
+        kmax = min(i + 1, w)
+        for b in range(tile):
+            f[o_sq + i, b] = x[i, 0, b] * x[i, 0, b]
+        for k in range(1, kmax):
+            for b in range(tile):
+                f[o_sq + i, b] += x[i, k, b] * x[i, k, b]
+        if normalize:
+            for b in range(tile):
+                inv[i, b] = 1.0 / math.sqrt(f[o_sq + i, b] / d + eps)
+            for k in range(kmax):
+                for b in range(tile):
+                    x[i, k, b] *= inv[i, b]
         else:
-            for b in range(nb):
-                cnt[b] = np.nan
-        # -- next state x' = A y + gamma x (row i, column k: keys j = k..i)
-        if l + 1 < layers:
-            for i in range(n):
-                pi = i * (i + 1) // 2
-                for k in range(min(i + 1, w)):
-                    a = fb[o_a + pi + k]
-                    for b in range(nb):
-                        xn[i, k, b] = a[b] * y[k, k, b]
-                    j = k + 1
-                    while j + 1 <= i:                    # two keys per pass, same order
-                        a = fb[o_a + pi + j]
-                        a1 = fb[o_a + pi + j + 1]
-                        for b in range(nb):
-                            xn[i, k, b] = (xn[i, k, b] + a[b] * y[j, k, b]) + a1[b] * y[j + 1, k, b]
-                        j += 2
-                    if j <= i:
-                        a = fb[o_a + pi + j]
-                        for b in range(nb):
-                            xn[i, k, b] += a[b] * y[j, k, b]
-                    if gamma != 0.0:
-                        for b in range(nb):
-                            xn[i, k, b] += gamma * x[i, k, b]
-            x, xn = xn, x
-        if feats.shape[0] > 0:
-            for f in range(nf):
-                for b in range(nb):
-                    feats[l, f, b] = fb[f, b]
-        # -- moments of every feature: plain sums in sample order (as numpy's axis-0 mean of a
-        # (B, ...) array: bitwise the same mean), four features at a time for instruction-level
-        # parallelism; then the sum of squared deviations from that mean
-        for f0 in range(0, nf, 4):
-            f1 = min(f0 + 1, nf - 1)
-            f2 = min(f0 + 2, nf - 1)
-            f3 = min(f0 + 3, nf - 1)
-            v0 = fb[f0]
-            v1 = fb[f1]
-            v2 = fb[f2]
-            v3 = fb[f3]
-            a0 = 0.0
-            a1_ = 0.0
-            a2 = 0.0
-            a3 = 0.0
-            for b in range(nb):
-                a0 += v0[b]
-                a1_ += v1[b]
-                a2 += v2[b]
-                a3 += v3[b]
-            u0 = a0 / nb
-            u1 = a1_ / nb
-            u2 = a2 / nb
-            u3 = a3 / nb
-            a0 = 0.0
-            a1_ = 0.0
-            a2 = 0.0
-            a3 = 0.0
-            for b in range(nb):
-                e0 = v0[b] - u0
-                e1 = v1[b] - u1
-                e2 = v2[b] - u2
-                e3 = v3[b] - u3
-                a0 += e0 * e0
-                a1_ += e1 * e1
-                a2 += e2 * e2
-                a3 += e3 * e3
-            mean[l, f0] = u0
-            m2[l, f0] = a0
-            mean[l, f1] = u1              # f1..f3 repeat f0's last feature at the end: same values
-            m2[l, f1] = a1_
-            mean[l, f2] = u2
-            m2[l, f2] = a2
-            mean[l, f3] = u3
-            m2[l, f3] = a3
+            for b in range(tile):
+                inv[i, b] = 1.0
+    for i in range(n):                                          # S_ij = <y_i, y_j> / sqrt(d), j <= i
+        p = i * (i + 1) // 2
+        for j in range(i + 1):
+            kmax = min(j + 1, w)
+            for b in range(tile):
+                f[p + j, b] = x[i, 0, b] * x[j, 0, b]
+            for k in range(1, kmax - 1, 2):                     # two coordinates per pass
+                for b in range(tile):
+                    f[p + j, b] += x[i, k, b] * x[j, k, b] + x[i, k + 1, b] * x[j, k + 1, b]
+            if kmax % 2 == 0:
+                for b in range(tile):
+                    f[p + j, b] += x[i, kmax - 1, b] * x[j, kmax - 1, b]
+            if j == 0:
+                for b in range(tile):
+                    f[p, b] *= rsd
+                    mx[b] = f[p, b]
+            else:
+                for b in range(tile):
+                    f[p + j, b] *= rsd
+                    mx[b] = max(mx[b], f[p + j, b])
+        _softmax_row(f, p, i, o_attn, mx, scratch[1])
+    if next_state:                                              # x'_i = sum_j A_ij y_j + gamma x_i
+        for i in range(n):
+            p = o_attn + i * (i + 1) // 2
+            for b in range(tile):
+                scratch[1, b] = gamma / inv[i, b]
+            for k in range(min(i + 1, w)):
+                for b in range(tile):
+                    xn[i, k, b] = scratch[1, b] * x[i, k, b] + f[p + k, b] * x[k, k, b]
+                for j in range(k + 1, i, 2):                    # two keys per pass
+                    for b in range(tile):
+                        xn[i, k, b] += f[p + j, b] * x[j, k, b] + f[p + j + 1, b] * x[j + 1, k, b]
+                if (i - k) % 2 == 1:
+                    for b in range(tile):
+                        xn[i, k, b] += f[p + i, b] * x[i, k, b]
 
 
-# -- the recency count at large n: O(n^2 log n) per matrix -------------------------------------------
-
-def _later_pairs(s, tol, out):  # pragma: no cover - compiled by numba
-    """out[b] = (#later, #tied) over the triples j < k < i of s[b] (batch, n, n): later when
-    S_ik - S_ij > tol[b], tied when |S_ik - S_ij| <= tol[b].
-
-    Row i's keys 0..i-1 are ranked once (a stable sort), then scanned left to right with a Fenwick
-    tree over the ranks: at key k, the keys j < k already in the tree with S_ij < S_ik - tol hold
-    the ranks before ``searchsorted(sorted_row, S_ik - tol)`` and those with S_ij <= S_ik + tol
-    the ranks before ``searchsorted(sorted_row, S_ik + tol, "right")``; two prefix queries count
-    both (the second only in rows where two sorted neighbours lie within tol: a tie needs one).
-    NaN scores are never counted (NaN sorts last and is skipped as k).
-    """
-    batch, n = s.shape[0], s.shape[2]
-    tree = np.zeros(n + 1, dtype=np.int64)
-    rank = np.empty(n, dtype=np.int64)
-    for b in range(batch):
-        t = tol[b]
-        later = 0
-        tied = 0
-        for i in range(2, n):
-            v = s[b, i, :i]
-            order = np.argsort(v, kind="mergesort")
-            u = v[order]
-            near = False                                       # any two scores within tol? (else no ties)
-            for r in range(i):
-                rank[order[r]] = r
-                tree[r + 1] = 0
-                if r > 0 and u[r] - u[r - 1] <= t:
-                    near = True
-            for k in range(i):
-                x = v[k]
-                if x != x:                                     # NaN: no order either way
-                    continue
-                below = 0                                      # j < k with S_ij < S_ik - tol
-                p = np.searchsorted(u, x - t)
-                while p > 0:
-                    below += tree[p]
-                    p -= p & -p
-                upto = below                                   # j < k with S_ij <= S_ik + tol
-                if near:
-                    upto = 0
-                    p = np.searchsorted(u, x + t, side="right")
-                    while p > 0:
-                        upto += tree[p]
-                        p -= p & -p
-                later += below
-                tied += upto - below
-                p = rank[k] + 1
-                while p <= i:
-                    tree[p] += 1
-                    p += p & -p
-        out[b, 0] = later
-        out[b, 1] = tied
-
-
-def _gelu(x):  # pragma: no cover - compiled by numba
-    """GELU(x) = x Phi(x) in the exact erf form (scalar; vectorised by numba)."""
-    return 0.5 * x * (1.0 + math.erf(x * 0.7071067811865476))
-
-
-def _compiled(func, vectorize: bool = False, **opts):
-    """``func`` compiled by numba (or loaded from its on-disk cache), or False when numba does not
-    import or ``RECENCY_LIB_KERNEL=numpy`` asks for the numpy reference paths."""
-    if os.environ.get("RECENCY_LIB_KERNEL", "").lower() == "numpy":
-        return False
-    try:
-        import numba
-    except ImportError:
-        return False
-    if vectorize:
-        return numba.vectorize(["float64(float64)"], cache=True)(func)
-    return numba.njit(cache=True, nogil=True, **opts)(func)
-
-
-_PAIRS = None          # the compiled :func:`_later_pairs`, or False
-_GELU = None           # the compiled :func:`_gelu` ufunc, or False
-
-
-def pair_count_kernel():
-    """The compiled :func:`_later_pairs`, or None without numba / with ``RECENCY_LIB_KERNEL=numpy``."""
-    global _PAIRS
-    if _PAIRS is None:
-        _PAIRS = _compiled(_later_pairs)
-    return _PAIRS or None
-
-
-def gelu_kernel():
-    """The compiled GELU ufunc, or None without numba / with ``RECENCY_LIB_KERNEL=numpy``."""
-    global _GELU
-    if _GELU is None:
-        _GELU = _compiled(_gelu, vectorize=True)
-    return _GELU or None
-
-_WORK = threading.local()
-
-
-def _workspace(n: int, w: int, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Scratch arrays of the compiled kernel, kept per thread and reused while the shape repeats.
-
-    Allocating the ~2 MB of a block's scratch afresh in every call cost ~430 page faults per
-    block on the benchmark VM (glibc maps large blocks fresh and unmaps them on free), which
-    doubled the kernel's time; reusing them removes that.
-    """
-    key = (n, w, size)
-    if getattr(_WORK, "key", None) != key:
-        _WORK.key = key
-        _WORK.arrays = (np.empty((3, n, w, size)), np.empty((n_features(n) + 4, size)))
-    return _WORK.arrays
-
-
-_NUMBA = None          # the compiled kernel, or False when numba is unavailable / disabled
-
-
-def numba_kernel():
-    """The compiled :func:`_kernel` (compiled, or loaded from numba's on-disk cache, on first
-    use), or None when numba does not import. ``RECENCY_LIB_KERNEL=numpy`` forces the reference.
-    """
-    global _NUMBA
-    if _NUMBA is None:
-        _NUMBA = _compiled(_kernel, error_model="numpy")
-    return _NUMBA or None
-
-
-def warm_up() -> None:
-    """Compile (or load from numba's cache) the kernel now, on a tiny block; no-op without numba."""
-    if numba_kernel() is None:
+@numba.njit(**_FMA)
+def _steps(f, n, offs, tie_rtol, tol, out):
+    """Adjacent steps, row trends, the trend and the recency fraction from the scores in f. A row's
+    off-diagonal steps add up to S_i,i-1 - S_i0, so the row trends and the trend come from those."""
+    tile = f.shape[1]
+    o_diag, o_step, o_row, o_trend, o_rp = offs[2], offs[3], offs[4], offs[5], offs[6]
+    for b in range(tile):
+        f[o_trend, b] = 0.0
+    q = o_step
+    for i in range(1, n):
+        p = i * (i + 1) // 2
+        for b in range(tile):
+            f[o_diag + i - 1, b] = f[p + i, b] - f[p + i - 1, b]
+        for j in range(1, i):
+            for b in range(tile):
+                f[q, b] = f[p + j, b] - f[p + j - 1, b]
+            q += 1
+        if i >= 2:
+            for b in range(tile):
+                f[o_trend, b] += f[p + i - 1, b] - f[p, b]
+                f[o_row + i - 2, b] = (f[p + i - 1, b] - f[p, b]) / (i - 1)
+    triples = n * (n - 1) * (n - 2) // 6
+    if triples == 0:
+        for b in range(tile):
+            f[o_trend, b] = np.nan
+            f[o_rp, b] = np.nan
         return
-    from .config import SimConfig
-    from .sampling import gram_draws
+    steps = (n - 1) * (n - 2) // 2
+    for b in range(tile):
+        f[o_trend, b] /= steps
+        tol[b] = 1.0
+    for p in range(n * (n + 1) // 2):
+        for b in range(tile):
+            tol[b] = max(tol[b], abs(f[p, b]))
+    for b in range(tile):
+        tol[b] *= tie_rtol
+    count_pairs(n, f[:n * (n + 1) // 2], tol, out)
+    for b in range(tile):
+        f[o_rp, b] = (out[0, b] + out[1, b]) * (0.5 / triples)
 
-    cfg = SimConfig(alpha=0.5, gamma=1.0, n=3, d=4, layers=2, samples=4)
-    gram_block_moments(cfg, *gram_draws(cfg, np.random.default_rng(0), 4), kernel="numba")
+
+@numba.njit(**_SUMS)
+def _accumulate(f, valid, shift, s1, s2):
+    """s1 += sum over the valid lanes of (f - shift), s2 += of its square; per feature row."""
+    for r in range(f.shape[0]):
+        k = shift[r]
+        u = 0.0
+        v = 0.0
+        for b in range(valid):
+            e = f[r, b] - k
+            u += e
+            v += e * e
+        s1[r] += u
+        s2[r] += v
 
 
-def kernel_name() -> str:
-    """"numba" when the compiled kernel runs, else "numpy"."""
-    return "numba" if numba_kernel() is not None else "numpy"
+@numba.njit(**_SUMS)
+def _accumulate_cross(f, first, valid, start, shift, shift0, sc):
+    """sc += sum over the valid lanes of (f - shift)(first - shift0) for the control rows from
+    ``start`` on; ``first`` (controls, tile) holds the same rows of layer 1."""
+    for c in range(first.shape[0]):
+        k = shift[start + c]
+        k0 = shift0[start + c]
+        u = 0.0
+        for b in range(valid):
+            u += (f[start + c, b] - k) * (first[c, b] - k0)
+        sc[c] += u
 
 
-def gram_block_moments(cfg, chi2: np.ndarray, normals: np.ndarray, kernel: str | None = None,
-                       features: bool = False):
-    """(mean, M2), each (layers, F), of one block from its raw draws (see sampling.gram_draws).
+@numba.njit(**_JIT)
+def gram_block(chi2, normals, chol, use_chol, rank_one, d, normalize, gamma, eps, layers, tie_rtol,
+               offs, tile, shift, s1, s2, sc, feats):
+    """One block of the gram engine: draws in, shifted sums of every per-sample feature out.
 
-    ``kernel``: "numba", "numpy" or None (numba when available). Same draws -> same numbers up
-    to float rounding (~1e-15 relative) on either path. ``features=True`` also returns the
-    per-sample features (layers, F, B) the moments were taken of, as a third item.
+    ``chi2`` (m, B) and ``normals`` (q, B) are the block's draws (:func:`recency_lib.sampling.
+    gram_draws`); ``chol`` the Cholesky factor of Sigma (used if ``use_chol``); ``rank_one`` for
+    alpha = 1. ``offs`` = (attn, sq_norm, diag_step, step, row_trend, trend, rp, F) offsets of
+    :func:`recency_lib.features.feature_layout`. Writes, per layer l and feature r: ``shift[l, r]``
+    (the block's first sample's value), ``s1``/``s2`` the sums of (x - shift) and its square, and
+    ``sc[l, c]`` the sum of (x_l - shift_l)(x_1 - shift_1) over the control features c (the
+    features from ``step`` on). If ``feats`` is not empty, also every feature, (layers, F, B).
     """
-    from .sampling import gram_assemble, sigma_cholesky
+    n = chol.shape[0]
+    nb = chi2.shape[1]
+    w = 1 if rank_one else chi2.shape[0]
+    nf, start = offs[7], offs[3]
+    x = np.zeros((n, w, tile))
+    xn = np.zeros((n, w, tile))
+    f = np.empty((nf, tile))
+    first = np.empty((nf - start, tile))
+    inv = np.empty((n, tile))
+    scratch = np.empty((3, tile))
+    out = np.empty((2, tile), dtype=np.int64)
+    s1[:] = 0.0
+    s2[:] = 0.0
+    sc[:] = 0.0
+    for t0 in range(0, nb, tile):
+        valid = min(tile, nb - t0)
+        _coordinates(chi2, normals, chol, use_chol, rank_one, d, t0, valid, x, xn)
+        for l in range(layers):
+            _layer(x, xn, f, d, normalize, gamma, eps, offs, l + 1 < layers, inv, scratch)
+            _steps(f, n, offs, tie_rtol, scratch[2], out)
+            if t0 == 0:
+                shift[l] = f[:, 0]
+            if l == 0:
+                first[:] = f[start:]
+            _accumulate(f, valid, shift[l], s1[l], s2[l])
+            _accumulate_cross(f, first, valid, start, shift[l], shift[0], sc[l])
+            if feats.shape[0] > 0:
+                feats[l, :, t0:t0 + valid] = f[:, :valid]
+            x, xn = xn, x
 
-    kernel = kernel or kernel_name()
-    if kernel == "numpy":
-        feats = block_features_numpy(gram_assemble(cfg, chi2, normals), d=cfg.d, norm=cfg.norm,
-                                     gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers)
-        out = moments_of(feats)
-        return (*out, feats) if features else out
-    if kernel != "numba":
-        raise ValueError(f"kernel={kernel!r} is not allowed; allowed: 'numba', 'numpy' or None")
-    kern = numba_kernel()
-    if kern is None:
-        raise RuntimeError("the numba kernel is not available (numba missing or RECENCY_LIB_KERNEL=numpy)")
-    n, size = cfg.n, chi2.shape[-1]
-    mean = np.empty((cfg.layers, n_features(n)))
-    m2 = np.empty_like(mean)
-    feats = np.empty((cfg.layers, n_features(n), size) if features else (0, 0, 0))
-    use_chol = 0.0 < cfg.alpha < 1.0
-    chol = sigma_cholesky(n, cfg.c) if use_chol else np.zeros((n, n))
-    kern(np.ascontiguousarray(chi2, dtype=np.float64), np.ascontiguousarray(normals, dtype=np.float64),
-         chol, use_chol, cfg.alpha == 1.0, n, float(cfg.d), bool(NORM_CODES[cfg.norm]),
-         float(cfg.gamma), float(cfg.eps), int(cfg.layers), TIE_RTOL, mean, m2, feats,
-         *_workspace(n, 1 if cfg.alpha == 1.0 else chi2.shape[0], size))
-    return (mean, m2, feats) if features else (mean, m2)
+
+# -- GELU (extensions) ----------------------------------------------------------------------------
+
+@numba.njit(**_JIT)
+def gelu(x):
+    """GELU(x) = x Phi(x) in the exact erf form, elementwise, of a C-contiguous array. (A compiled
+    loop rather than a numba ufunc: a ufunc is built when the module is imported, ~0.8 s.)"""
+    out = np.empty_like(x)
+    flat, res = x.reshape(-1), out.reshape(-1)
+    for t in range(flat.size):
+        res[t] = 0.5 * flat[t] * (1.0 + math.erf(flat[t] * 0.7071067811865476))
+    return out

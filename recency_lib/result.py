@@ -26,18 +26,20 @@ from .budget import fmt_bytes, memory_limit, require_json
 from .config import SimConfig
 from .files import atomic_write
 from .metrics import definition1_verdict, familywise_z
-from .validation import INT_MAX, check_level, check_z, short
+from .validation import INT_MAX, check_choice, check_level, check_z, short
 
 FORMAT_NAME = "recency_lib.SimResult"
-VERSION = 1
+VERSION = 2
 FORMAT = f"{FORMAT_NAME}/{VERSION}"
+ESTIMATORS = ("cv", "plain")
 
 
 @dataclass(frozen=True)
 class ArrayField:
     """One array of a result. ``shape``: config attributes (``("layers", "n", "n")``); ``where``
-    its values are defined: "lower" (key j <= query i), "steps" (1 <= j <= i), "all", or
-    "triples" (all, when n >= 3: a triple j < k < i exists); ``fill``: the value everywhere else;
+    its values are defined: "lower" (key j <= query i), "steps" (1 <= j <= i), "all",
+    "triples" (all, when n >= 3: a triple j < k < i exists) or "rows" (query rows i >= 2, 0-based:
+    rows with two earlier keys); ``fill``: the value everywhere else;
     ``lo``/``hi``: bounds of the defined values (means may pass them by float rounding, 1e-9)."""
 
     shape: tuple[str, ...]
@@ -60,6 +62,19 @@ ARRAY_FIELDS: dict[str, ArrayField] = {
     "recency_probability_sem": ArrayField(("layers",), "triples", lo=0.0),
     "sq_norm_mean": ArrayField(("layers", "n"), "all", lo=0.0),
     "sq_norm_sem": ArrayField(("layers", "n"), "all", lo=0.0),
+    # -- version 2: trends and control-variate estimates (issue 11)
+    "diff_cv_mean": ArrayField(_SQ, "steps"),
+    "diff_cv_sem": ArrayField(_SQ, "steps", lo=0.0),
+    "row_trend_mean": ArrayField(("layers", "n"), "rows"),
+    "row_trend_sem": ArrayField(("layers", "n"), "rows", lo=0.0),
+    "row_trend_cv_mean": ArrayField(("layers", "n"), "rows"),
+    "row_trend_cv_sem": ArrayField(("layers", "n"), "rows", lo=0.0),
+    "trend_mean": ArrayField(("layers",), "triples"),
+    "trend_sem": ArrayField(("layers",), "triples", lo=0.0),
+    "trend_cv_mean": ArrayField(("layers",), "triples"),
+    "trend_cv_sem": ArrayField(("layers",), "triples", lo=0.0),
+    "recency_probability_cv": ArrayField(("layers",), "triples"),
+    "recency_probability_cv_sem": ArrayField(("layers",), "triples", lo=0.0),
 }
 _ARRAYS = tuple(ARRAY_FIELDS)
 _SLACK = 1e-9
@@ -86,6 +101,16 @@ class SimResult:
       counts one half); NaN when n < 3 (no triple).
     * ``sq_norm_mean/sem``: (layers, n) squared norms ||x_j||^2 of the state fed to each layer
       (row 0: the embeddings), as the normalization sees it (centred, ||P x_j||^2, for LayerNorm).
+    * ``row_trend_mean/sem``: (layers, n) the mean off-diagonal step of row i,
+      (S_i,i-1 - S_i0) / (i - 1), for rows i >= 2 (0-based; NaN in rows 0 and 1).
+    * ``trend_mean/sem``: (layers,) the mean of all off-diagonal steps S_ij - S_i,j-1, 1 <= j < i.
+    * ``*_cv_*`` (``diff_cv_mean/sem``, ``row_trend_cv_mean/sem``, ``trend_cv_mean/sem``,
+      ``recency_probability_cv/_sem``): the same quantities estimated with control variates
+      (:func:`recency_lib.stats.control_variate`): the first layer's off-diagonal steps, row trends,
+      trend and recency probability have exactly known means (0, 0, 0, 1/2: its tokens are
+      exchangeable), and correcting layer l by its first layer's deviation from them removes most
+      of the Monte-Carlo noise, without bias and with an honest standard error. Layer 1 itself and
+      the diagonal steps S_ii - S_i,i-1 (no control with a known mean) carry the plain estimates.
     * ``elapsed_seconds``: compute time of this config's blocks, summed over tasks (and workers).
     """
 
@@ -101,6 +126,18 @@ class SimResult:
     recency_probability_sem: np.ndarray
     sq_norm_mean: np.ndarray
     sq_norm_sem: np.ndarray
+    diff_cv_mean: np.ndarray
+    diff_cv_sem: np.ndarray
+    row_trend_mean: np.ndarray
+    row_trend_sem: np.ndarray
+    row_trend_cv_mean: np.ndarray
+    row_trend_cv_sem: np.ndarray
+    trend_mean: np.ndarray
+    trend_sem: np.ndarray
+    trend_cv_mean: np.ndarray
+    trend_cv_sem: np.ndarray
+    recency_probability_cv: np.ndarray
+    recency_probability_cv_sem: np.ndarray
     block_size: int
     library_version: str
     z: float = 3.0
@@ -108,16 +145,24 @@ class SimResult:
     extra: dict = field(default_factory=dict)
 
     # -- Definition 1 -----------------------------------------------------------------------
-    def definition1_at(self, z: float) -> tuple[str, ...]:
-        """Per-layer Definition-1 verdict at z standard errors (see metrics.definition1_verdict)."""
+    def steps(self, estimator: str = "cv") -> tuple[np.ndarray, np.ndarray]:
+        """The adjacent steps' (mean, sem), each (layers, n, n), of ``estimator``: "cv" (control
+        variates, the default: unbiased, with the smaller standard error) or "plain" (sample means)."""
+        check_choice("estimator", estimator, ESTIMATORS)
+        return (self.diff_cv_mean, self.diff_cv_sem) if estimator == "cv" else (self.diff_mean, self.diff_sem)
+
+    def definition1_at(self, z: float, estimator: str = "cv") -> tuple[str, ...]:
+        """Per-layer Definition-1 verdict at z standard errors (see metrics.definition1_verdict), from
+        the steps of ``estimator`` ("cv", the default, or "plain"; see :meth:`steps`)."""
         z = check_z(z)
+        mean, sem = self.steps(estimator)
         return tuple(
-            definition1_verdict(self.diff_mean[l], self.diff_sem[l], z,
-                                scale=float(np.nanmax(np.abs(self.score_mean[l]))))
+            definition1_verdict(mean[l], sem[l], z, scale=float(np.nanmax(np.abs(self.score_mean[l]))),
+                                samples=self.config.samples)
             for l in range(self.config.layers)
         )
 
-    def definition1_familywise(self, level: float = 0.05) -> tuple[str, ...]:
+    def definition1_familywise(self, level: float = 0.05, estimator: str = "cv") -> tuple[str, ...]:
         """Per-layer verdict at the Bonferroni z that keeps the chance of any false call at ``level``.
 
         The plain verdict tests every adjacent difference at ``z`` separately, so a matrix with no
@@ -126,12 +171,13 @@ class SimResult:
         level = check_level(level)
         count = int(np.isfinite(self.diff_mean[0]).sum())
         if count == 0:
-            return self.definition1_at(self.z)
-        return self.definition1_at(familywise_z(count, level))
+            return self.definition1_at(self.z, estimator)
+        return self.definition1_at(familywise_z(count, level), estimator)
 
     @property
     def definition1(self) -> tuple[str, ...]:
-        """Per-layer verdict: "holds" | "violated" | "undecided", at ``self.z`` standard errors."""
+        """Per-layer verdict: "holds" | "violated" | "undecided", at ``self.z`` standard errors, from
+        the control-variate steps (the plain ones: ``definition1_at(z, "plain")``)."""
         return self.definition1_at(self.z)
 
     @property
@@ -142,9 +188,9 @@ class SimResult:
         """A few lines: the setting, then per layer the recency probability and the verdict."""
         c = self.config
         lines = [f"alpha={c.alpha:g} gamma={c.gamma:g} norm={c.norm} n={c.n} d={c.d} "
-                 f"samples={c.samples} seed={c.seed} engine={self.engine}"]
+                 f"samples={c.samples} seed={c.seed} engine={self.engine} (estimates with control variates)"]
         for l, verdict in enumerate(self.definition1):
-            rp, se = self.recency_probability[l], self.recency_probability_sem[l]
+            rp, se = self.recency_probability_cv[l], self.recency_probability_cv_sem[l]
             shown = f"{rp:.4f} ± {se:.4f}" if c.n >= 3 else "undefined (n < 3: no triple)"
             lines.append(f"layer {l + 1}: recency probability {shown}; Definition 1 {verdict} (z={self.z:g})")
         return "\n".join(lines)
@@ -259,7 +305,7 @@ def _config_of(data, expected: SimConfig | None) -> SimConfig:
     fmt = data.get("format")
     if not isinstance(fmt, str) or not fmt.startswith(FORMAT_NAME + "/"):
         raise ValueError(f"format={short(fmt)} is not a SimResult file; allowed: {FORMAT!r}")
-    if fmt != FORMAT:
+    if fmt != FORMAT:      # version 1 lacks the trends and control-variate estimates: recompute it
         raise ValueError(f"format={short(fmt)} is a version this library cannot read; allowed: {FORMAT!r}")
     if "config" not in data:
         raise ValueError("the config is missing; allowed: a SimResult with its config")
@@ -332,12 +378,14 @@ def _mask(spec: ArrayField, shape: tuple[int, ...], n: int) -> np.ndarray:
         return np.broadcast_to(low, shape)
     if spec.where == "triples":
         return np.full(shape, n >= 3)
+    if spec.where == "rows":
+        return np.broadcast_to(np.arange(n) >= 2, shape)
     return np.ones(shape, dtype=bool)
 
 
 def _where_text(spec: ArrayField) -> str:
     return {"lower": "above the diagonal", "steps": "outside 1 <= j <= i",
-            "triples": "n < 3: no triple", "all": "nowhere"}[spec.where]
+            "triples": "n < 3: no triple", "rows": "in rows i < 2 (0-based)", "all": "nowhere"}[spec.where]
 
 
 def _encode(v):
@@ -486,7 +534,8 @@ def _load_npz(cls, fh, config: SimConfig | None) -> SimResult:
         if sorted(names) != sorted(want):
             missing = sorted(set(want) - set(names))
             extra = sorted(set(names) - set(want)) + sorted({n for n in names if names.count(n) > 1})
-            raise ValueError(f"members missing {short(missing)}, unexpected {short(extra)}; allowed: exactly {want}")
+            raise ValueError(f"members missing {short(missing)}, unexpected {short(extra)}; allowed: exactly "
+                             f"meta.npy and one .npy per array field of format {FORMAT!r} ({len(want)} members)")
         by_name = {i.filename: i for i in infos}
         try:
             meta = _read_npy(zf, by_name["meta.npy"], "U", (), _META_BYTES)

@@ -19,14 +19,24 @@ Notation (the paper's, 1-based indices, i = query, j = key):
 "Equal" means ``sympy.cancel(lhs - rhs) == 0`` for rational expressions in the positive symbols
 (a, b, d, alpha, g, ...), checked for every pair i > j up to n = 5 tokens where the equation is
 indexed; identities in a symbolic index are stated as such. Checks that tie a closed form in
-:mod:`recency_lib.theory` to the derivation evaluate both at several points to 30 digits.
+:mod:`recency_lib.theory` to the derivation evaluate both at several points to 30 digits; checks
+of a scale (Eqs. (17), (22), (40)) also hold the formula against the simulator itself
+(:func:`recency_lib.model.layer`, :func:`recency_lib.sampling.sigma_cholesky`), so they fail if
+either side is wrong.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
 import sympy as sp
+
+from .model import layer
+from .sampling import sigma_cholesky
+from .theory import (h_eq41, prop1_attention_corrected, prop1_score_corrected, residual_coefficient,
+                     sq_norm_corrected, sq_norm_eq36, theorem1_score)
+from .validation import check_int
 
 N_TOKENS = 5          # sequence length of the symbolic checks (identities are checked for all i > j <= 5)
 NUM_RTOL = 1e-12      # float64 closed form vs 30-digit sympy value (the closed forms are good to ~1e-13)
@@ -63,6 +73,32 @@ def _sym():
 def _pairs(n=N_TOKENS):
     """(i, j) with n >= i > j >= 1 (1-based)."""
     return [(i, j) for i in range(2, n + 1) for j in range(1, i)]
+
+
+# -- the LLN Gram matrix of layer 1, symbolically ----------------------------------------------------
+
+def symbolic_layer1_gram(n: int, residual: bool = True):
+    """Gram matrix of x^(1) divided by d, symbolically, under the paper's LLN assumptions.
+
+    Assumes <y_k, y_k> = d and <y_k, y_l> = d alpha (k != l) (Eq. (23) with its scale fixed),
+    layer-1 weights A_jj = a / D_j, A_jk = b / D_j (k < j), D_j = a + (j - 1) b (Eqs. (25)-(26);
+    a = e^{sqrt d}, b = e^{alpha sqrt d}), and x_j^(1) = sum_k A_jk y_k + g y_j (g = 0 without
+    residual). The checks below use it for Eqs. (9)-(10), (28)-(36), term by term.
+
+    Returns (G, symbols) with G an (n, n) sympy Matrix and symbols a dict of the sympy symbols
+    "a", "b", "alpha", "g".
+    """
+    n = check_int("n", n, 1)
+    a, b, alpha, g = sp.symbols("a b alpha g", positive=True)
+    gg = g if residual else sp.Integer(0)
+    c = sp.zeros(n, n)                                             # x^(1) = C Y
+    for row in range(n):
+        denom = a + row * b
+        for col in range(row):
+            c[row, col] = b / denom
+        c[row, row] = a / denom + gg
+    gram_y = (1 - alpha) * sp.eye(n) + alpha * sp.ones(n, n)       # <y_k, y_l> / d
+    return c * gram_y * c.T, {"a": a, "b": b, "alpha": alpha, "g": g}
 
 
 # -- A.1: Theorem 1 -------------------------------------------------------------------------------
@@ -120,8 +156,7 @@ def check_eq8() -> Check:
 
 
 def _lln_gram_alpha0():
-    """LLN Gram of x^(1) / d at alpha = 0, no residual (from theory.symbolic_layer1_gram)."""
-    from .theory import symbolic_layer1_gram
+    """LLN Gram of x^(1) / d at alpha = 0, no residual (from :func:`symbolic_layer1_gram`)."""
 
     gram, s = symbolic_layer1_gram(N_TOKENS, residual=False)
     a = _sym()[0]
@@ -203,7 +238,6 @@ def check_eq11_diagonal_step() -> Check:
 
 
 def check_eq11_theory() -> Check:
-    from .theory import theorem1_score
 
     a, _, d, _, _ = _sym()
     ok = True
@@ -280,7 +314,6 @@ def check_eq15_printed() -> Check:
 
 
 def check_eq15_fixed() -> Check:
-    from .theory import prop1_attention_corrected
 
     d = _sym()[2]
     a = sp.exp(1 / sp.sqrt(d))
@@ -310,14 +343,39 @@ def _prop1_layer2(n=N_TOKENS):
     return gram, a, u, w
 
 
+def _model_layers(gram0: np.ndarray, d: float, norm: str):
+    """The simulator's layer (:func:`recency_lib.model.layer`) applied twice to tokens whose Gram
+    matrix is exactly ``gram0`` (its Cholesky factor as coordinates); returns x^(1) (n, n) and the
+    second layer's scores S^(2) (n, n)."""
+    x0 = np.linalg.cholesky(gram0)[None]                              # (1, n, n), rows' Gram = gram0
+    x1, *_ = layer(x0, norm=norm, d=d, gamma=0.0, eps=0.0, centred=True)
+    _, s2, _, _ = layer(x1, norm=norm, d=d, gamma=0.0, eps=0.0, centred=True)
+    return x1[0], s2[0]
+
+
+def _model_scores_match(prefactor, norm: str) -> bool:
+    """Do the simulator's layer-2 scores equal prefactor(d) <x_i, x_j> / (norms) for i >= j, at
+    d in {4, 64, 1024} and anisotropy alpha in {0, 1/2} (LLN Gram (1 - alpha) I + alpha 11^T)?
+    The norms are ||x_i|| ||x_j|| with normalization, 1 without."""
+    ok = True
+    for dv in (4.0, 64.0, 1024.0):
+        for alpha in (0.0, 0.5):
+            gram0 = (1 - alpha) * np.eye(N_TOKENS) + alpha
+            x1, s2 = _model_layers(gram0, dv, norm)
+            inner = x1 @ x1.T
+            norms = np.sqrt(np.outer(np.diag(inner), np.diag(inner))) if norm != "none" else 1.0
+            lower = np.tril_indices(N_TOKENS)
+            ok &= bool(np.allclose((prefactor(dv) * inner / norms)[lower], s2[lower], rtol=1e-12, atol=0))
+    return ok
+
+
 def check_eq17_scale() -> Check:
-    """Eq. (17) writes S^(2) = <x_i^(1), x_j^(1)>; Eq. (12) (no normalization) divides by sqrt(d)."""
-    gram, A, u, w = _prop1_layer2()
-    d = _sym()[2]
-    ok = all(_zero(gram[i - 1, j - 1] / sp.sqrt(d) - gram[i - 1, j - 1]) for i, j in _pairs())
+    """Eq. (17) writes S^(2) = <x_i^(1), x_j^(1)>; the model's scores (Eq. (12)) divide by sqrt(d)."""
     return Check("eq17-scale", "A.2", "(12), (17)",
                  "S⁽²⁾_ij = ⟨x_i⁽¹⁾, x_j⁽¹⁾⟩ without the 1/√d of Eq. (12) (as printed in (17))",
-                 "sympy, for generic d", ok)
+                 "the simulator's layer (recency_lib.model.layer, no normalization) run twice on tokens with "
+                 "Gram matrix (1−α)I + α11ᵀ, d ∈ {4, 64, 1024}, α ∈ {0, ½}: its S⁽²⁾ vs ⟨x_i⁽¹⁾, x_j⁽¹⁾⟩",
+                 _model_scores_match(lambda d: 1.0, "none"))
 
 
 def check_eq18_printed() -> Check:
@@ -344,7 +402,6 @@ def check_eq19_slips_cancel() -> Check:
 
 
 def check_eq19_fixed() -> Check:
-    from .theory import prop1_score_corrected
 
     gram, A, u, w = _prop1_layer2()
     d = _sym()[2]
@@ -368,20 +425,33 @@ def check_eq19_fixed() -> Check:
 
 # -- A.3: Propositions 2 and 3 ------------------------------------------------------------------------
 
-def check_eq22_printed() -> Check:
+def _eq22_holds(claimed) -> bool:
+    """E||x_i^(0)||^2 = claimed(d, alpha), derived from Eq. (6) in sympy AND read off the sampler the
+    gram engine uses (sigma_cholesky: L L^T = Sigma, whose diagonal is E||x_i||^2) at d in
+    {4, 64, 1024} and alpha in {0.3, 0.5, 0.8}?"""
     same, _, c2 = _token_moments()
     d, alpha = _sym()[2], _sym()[3]
+    ok = _zero(same.subs(c2, alpha / (1 - alpha)) - claimed(d, alpha))
+    for av in (0.3, 0.5, 0.8):
+        chol = sigma_cholesky(N_TOKENS, float(np.sqrt(av / (1 - av))))
+        for dv in (4, 64, 1024):
+            want = float(claimed(sp.Integer(dv), sp.Rational(str(av))))
+            ok &= bool(np.allclose(np.diag(chol @ chol.T), want, rtol=1e-12, atol=0))
+    return bool(ok)
+
+
+def check_eq22_printed() -> Check:
     return Check("eq22-printed", "A.3", "(22)",
                  "‖x_i‖² → √d/(1−α) (as printed)",
-                 "sympy: E‖x_i‖² = d·E[x_it²], c² = α/(1−α)", _zero(same.subs(c2, alpha / (1 - alpha)) - sp.sqrt(d) / (1 - alpha)))
+                 "sympy: E‖x_i‖² = d·E[x_it²], c² = α/(1−α); and the sampler's Σ_ii (sampling.sigma_cholesky) "
+                 "at d ∈ {4, 64, 1024}, α ∈ {0.3, ½, 0.8}", _eq22_holds(lambda d, a: sp.sqrt(d) / (1 - a)))
 
 
 def check_eq22_fixed() -> Check:
-    same, _, c2 = _token_moments()
-    alpha = _sym()[3]
     return Check("eq22-fixed", "A.3", "(22)",
                  "‖x_i⁽⁰⁾‖² → 1/(1−α)",
-                 "sympy: E‖x_i‖² = d·E[x_it²], c² = α/(1−α)", _zero(same.subs(c2, alpha / (1 - alpha)) - 1 / (1 - alpha)))
+                 "sympy: E‖x_i‖² = d·E[x_it²], c² = α/(1−α); and the sampler's Σ_ii (sampling.sigma_cholesky) "
+                 "at d ∈ {4, 64, 1024}, α ∈ {0.3, ½, 0.8}", _eq22_holds(lambda d, a: 1 / (1 - a)))
 
 
 def _y_inner(c2):
@@ -428,7 +498,6 @@ def check_residual_printed() -> Check:
 
 
 def check_residual_fixed() -> Check:
-    from .theory import residual_coefficient
 
     g, printed, gamma, nx, d, alpha = _residual_coefficients()
     target = gamma / sp.sqrt(d * (1 - alpha))
@@ -447,8 +516,7 @@ def check_residual_fixed() -> Check:
 
 @lru_cache(maxsize=1)
 def _lln_gram_residual():
-    """LLN Gram of x^(1) / d with residual weight g (theory.symbolic_layer1_gram), symbols unified."""
-    from .theory import symbolic_layer1_gram
+    """LLN Gram of x^(1) / d with residual weight g (:func:`symbolic_layer1_gram`), symbols unified."""
 
     gram, s = symbolic_layer1_gram(N_TOKENS, residual=True)
     a, b, _, alpha, g = _sym()
@@ -543,7 +611,6 @@ def check_eq36() -> Check:
 
 def check_eq36_theory() -> Check:
     """theory.sq_norm_eq36 evaluates (36); theory.sq_norm_corrected is (36) with gamma -> g."""
-    from .theory import residual_coefficient, sq_norm_corrected, sq_norm_eq36
 
     a, b, d, alpha, g = _sym()
     ok = True
@@ -624,30 +691,23 @@ def check_eq39_negative() -> Check:
                  "sympy sign with positive symbols: 1 − α = p > 0, e^√d = e^{α√d}(1 + u), u > 0", ok)
 
 
-def _score_from_norms(which):
-    """S_ij = <y_i, y_j>/sqrt(d) with y = sqrt(d) x / ||x||, vs the prefactor of Eq. (40)."""
-    d = _sym()[2]
-    ip, ni, nj = sp.symbols("ip n_i n_j", positive=True)
-    true = (sp.sqrt(d) * sp.sqrt(d) * ip / (ni * nj)) / sp.sqrt(d)
-    return _zero(true - which * ip / (ni * nj))
+_EQ40_METHOD = ("the simulator's layer (recency_lib.model.layer, y = √d x/‖x‖) run twice on tokens with Gram "
+                "matrix (1−α)I + α11ᵀ, d ∈ {4, 64, 1024}, α ∈ {0, ½}: its S⁽²⁾ vs the formula on its x⁽¹⁾")
 
 
 def check_eq40_printed() -> Check:
-    d = _sym()[2]
     return Check("eq40-printed", "A.3", "(40)",
                  "S⁽²⁾_ij = d⟨x_i,x_j⟩/(‖x_i‖‖x_j‖) (as printed in (40) and before (33))",
-                 "sympy, y = √d x/‖x‖", _score_from_norms(d))
+                 _EQ40_METHOD, _model_scores_match(lambda d: d, "rms"))
 
 
 def check_eq40_fixed() -> Check:
-    d = _sym()[2]
     return Check("eq40-fixed", "A.3", "(40), (11)",
                  "S⁽²⁾_ij = √d⟨x_i,x_j⟩/(‖x_i‖‖x_j‖) (as in (11)); the prefactor is a row constant",
-                 "sympy, y = √d x/‖x‖", _score_from_norms(sp.sqrt(d)))
+                 _EQ40_METHOD, _model_scores_match(np.sqrt, "rms"))
 
 
 def check_eq41() -> Check:
-    from .theory import h_eq41
 
     a, b, d, alpha, g = _sym()
     Dj = sp.Symbol("D_j", positive=True)

@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 from recency_lib import SimConfig, closedforms as cf, simulate, theory
-from recency_lib.result import SimResult
+from recency_lib.result import ARRAY_FIELDS, SimResult, expected_shape
 
 N = 10
 DS = (16, 64, 256)
@@ -97,11 +97,10 @@ def fake_result(n=4, d=16, seed=1):
     rng = np.random.default_rng(seed)
     cfg = SimConfig(n=n, d=d, layers=2, samples=100)
     shape = (2, n, n)
-    arrays = {name: rng.uniform(0.5, 2.0, shape) for name in
-              ("score_mean", "score_sem", "attn_mean", "attn_sem", "diff_mean", "diff_sem")}
-    return SimResult(config=cfg, engine="gram", recency_probability=np.full(2, 0.5),
-                     recency_probability_sem=np.zeros(2), sq_norm_mean=rng.uniform(1, 2, (2, n)),
-                     sq_norm_sem=rng.uniform(0.01, 0.02, (2, n)), block_size=16, library_version="test", **arrays)
+    arrays = {name: rng.uniform(0.5, 2.0, expected_shape(spec, cfg)) for name, spec in ARRAY_FIELDS.items()}
+    arrays.update(recency_probability=np.full(2, 0.5), recency_probability_sem=np.zeros(2),
+                  sq_norm_mean=rng.uniform(1, 2, (2, n)), sq_norm_sem=rng.uniform(0.01, 0.02, (2, n)))
+    return SimResult(config=cfg, engine="gram", block_size=16, library_version="test", **arrays)
 
 
 def test_profile_level_and_step():

@@ -1,6 +1,7 @@
-"""Engines and kernels: dense and gram agree in law; the two gram kernels agree on the same draws;
-results are bitwise reproducible for any chunking and executor (process pool, Dask); closed forms
-are met where the paper claims them.
+"""Engines and kernels: dense and gram agree in law; the compiled kernel and the numpy path
+(model.layer) agree on the same draws; the streamed moments equal a two-pass computation over many
+blocks; memory does not grow with the number of samples; results are bitwise reproducible for any
+chunking and executor (process pool, Dask); closed forms are met where the paper claims them.
 
 Statistical tolerances are z-scores against the combined Monte-Carlo standard error
 sqrt(se_dense^2 + se_gram^2). The cross-engine grid makes ~26,000 comparisons (43 configs,
@@ -11,34 +12,34 @@ largest |z| 3.46, and 0.02% of |z| above 3 (0.27% expected for independent norma
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
 
 from recency_lib import SimConfig, SimResult, simulate, simulate_many
-from recency_lib import kernels
-from recency_lib.engines import block_size, sample_trajectories
-from recency_lib.kernels import block_features_numpy, feature_layout, gram_block_moments
-from recency_lib.metrics import adjacent_differences, recency_fraction, tril_index
-from recency_lib.model import layer
+from recency_lib.engines import block_size, gram_block_moments, sample_trajectories
+from recency_lib.features import compiled_kernels
+from recency_lib.result import _ARRAYS as ARRAYS
 from recency_lib.sampling import gram_assemble, gram_draws, gram_width, sigma_cholesky
 
 Z = 4.5
-ARRAYS = ("score_mean", "score_sem", "attn_mean", "attn_sem", "diff_mean", "diff_sem",
-          "recency_probability", "recency_probability_sem", "sq_norm_mean", "sq_norm_sem")
-HAVE_NUMBA = kernels.numba_kernel() is not None
+HAVE_NUMBA = compiled_kernels() is not None
 needs_numba = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 
 
 def same(a: SimResult, b: SimResult) -> bool:
+    """Every array of the two results is bitwise equal (plain and control-variate estimates)."""
     return all(np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True) for k in ARRAYS)
 
 
 @pytest.fixture
 def numpy_kernel(monkeypatch):
-    """Make simulate() pick the numpy reference kernel (as when numba is not installed)."""
-    monkeypatch.setattr(kernels, "_NUMBA", False)
+    """Make simulate() pick the numpy path (as when numba is not installed)."""
+    monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")
 
 
 # -- the cross-engine grid ---------------------------------------------------------------------
@@ -97,7 +98,10 @@ def test_dense_and_gram_agree_in_distribution(params):
     assert dense.engine == "dense" and gram.engine == "gram"
     worst = {}
     for mean, sem in (("score_mean", "score_sem"), ("attn_mean", "attn_sem"),
-                      ("sq_norm_mean", "sq_norm_sem"), ("recency_probability", "recency_probability_sem")):
+                      ("sq_norm_mean", "sq_norm_sem"), ("recency_probability", "recency_probability_sem"),
+                      ("diff_cv_mean", "diff_cv_sem"), ("trend_cv_mean", "trend_cv_sem"),
+                      ("row_trend_cv_mean", "row_trend_cv_sem"),
+                      ("recency_probability_cv", "recency_probability_cv_sem")):
         z = _z_scores(getattr(dense, mean), getattr(dense, sem), getattr(gram, mean), getattr(gram, sem))
         worst[mean] = float(z.max()) if z.size else 0.0
     assert max(worst.values()) < Z, worst
@@ -130,39 +134,22 @@ def test_gram_coordinates_are_lower_trapezoidal(kw):
     cfg = SimConfig(**kw)
     chi2, normals = gram_draws(cfg, np.random.default_rng(0), 7)
     r = gram_assemble(cfg, chi2, normals)
-    assert r.shape == (cfg.n, gram_width(cfg), 7)
+    assert r.shape == (7, cfg.n, gram_width(cfg))
     rows, cols = np.triu_indices(cfg.n, 1, gram_width(cfg))
-    assert np.all(r[rows, cols] == 0)
+    assert np.all(r[:, rows, cols] == 0)
     if cfg.alpha == 1.0:
-        assert np.all(r == r[:1])
+        assert np.all(r == r[:, :1])
     # same block seed -> same draws: the stream of a block does not depend on anything else
     again = gram_draws(cfg, np.random.default_rng(0), 7)
     assert np.array_equal(again[0], chi2) and np.array_equal(again[1], normals)
 
 
-# -- the two gram kernels, and the literal layer, on identical inputs ------------------------------
+# -- the compiled kernel and the numpy path (model.layer) on identical draws ---------------------
 
 KERNEL_CASES = [dict(), dict(alpha=0.5, gamma=1.0), dict(norm="none"), dict(norm="rms", alpha=0.8, gamma=-0.7),
                 dict(alpha=1.0), dict(alpha=1.0, gamma=1.0, norm="none"), dict(n=12, d=8, alpha=0.3, gamma=0.5),
                 dict(n=2), dict(n=1), dict(n=3, d=2, alpha=0.5, gamma=1.0, norm="none"), dict(d=4096, alpha=0.5),
-                dict(n=17, d=5, alpha=0.8, gamma=1.0, layers=6)]
-
-
-def _layer_reference(cfg, r):
-    """Per-sample features from recency_lib.model.layer (full n x n matrices), (layers, F, B)."""
-    x = np.ascontiguousarray(r.transpose(2, 0, 1))
-    rows, cols = tril_index(cfg.n)
-    lay = feature_layout(cfg.n)
-    feats = np.empty((cfg.layers, lay["sq_norm"].stop, x.shape[0]))
-    for l in range(cfg.layers):
-        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=True)
-        f = feats[l]
-        f[lay["score"]] = s[:, rows, cols].T
-        f[lay["attn"]] = a[:, rows, cols].T
-        f[lay["diff"]] = adjacent_differences(s).T
-        f[lay["rp"].start] = recency_fraction(s)
-        f[lay["sq_norm"]] = sq.T
-    return feats
+                dict(n=17, d=5, alpha=0.8, gamma=1.0, layers=6), dict(n=40, d=16, alpha=0.5, layers=2)]
 
 
 def _close(a, b, rtol):
@@ -173,57 +160,58 @@ def _close(a, b, rtol):
     np.testing.assert_allclose(b[fin], a[fin], rtol=rtol, atol=rtol * scale)
 
 
-@pytest.mark.parametrize("kw", KERNEL_CASES, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items()) or "default")
-def test_numpy_kernel_matches_the_literal_layer(kw):
-    cfg = SimConfig(**kw)
-    r = gram_assemble(cfg, *gram_draws(cfg, np.random.default_rng(3), 300))
-    ref = _layer_reference(cfg, r)
-    got = block_features_numpy(r, d=cfg.d, norm=cfg.norm, gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers)
-    _close(ref, got, 1e-12)
-
-
 @needs_numba
 @pytest.mark.parametrize("kw", KERNEL_CASES, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items()) or "default")
-def test_numba_kernel_matches_numpy_kernel_on_the_same_draws(kw):
+def test_compiled_kernel_matches_the_numpy_path_on_the_same_draws(kw):
+    """The kernel fuses multiply-adds and sums with its own order: agreement to ~1e-14 relative
+    (1e-12 allowed); M2 and the co-moments to 1e-9 of their scale (cancellation in features that
+    are nearly constant, e.g. the LayerNorm diagonal)."""
     cfg = SimConfig(**kw)
-    draws = gram_draws(cfg, np.random.default_rng(4), 333)         # odd size: remainder loops too
-    m_np, v_np, f_np = gram_block_moments(cfg, *draws, kernel="numpy", features=True)
-    m_nb, v_nb, f_nb = gram_block_moments(cfg, *draws, kernel="numba", features=True)
+    draws = gram_draws(cfg, np.random.default_rng(4), 333)         # odd size: a partial tile too
+    m_np, f_np = gram_block_moments(cfg, *draws, kernel="numpy", features=True)
+    m_nb, f_nb = gram_block_moments(cfg, *draws, kernel="numba", features=True)
+    assert f_np.shape == f_nb.shape == (333, cfg.layers, f_np.shape[-1])
     _close(f_np, f_nb, 1e-12)                                      # every per-sample feature
-    _close(m_np, m_nb, 1e-12)
-    _close(v_np, v_nb, 1e-9)                                       # M2: cancellation in near-constant features
-    # numba's mean is the plain sum in sample order, as numpy's axis-0 mean: the same bits
-    assert np.array_equal(m_nb, np.ascontiguousarray(np.moveaxis(f_nb, -1, 0)).mean(axis=0), equal_nan=True)
-
-
-@pytest.mark.parametrize("kw", [dict(alpha=0.5, gamma=1.0), dict(n=7, d=4, alpha=0.8, norm="none", gamma=0.5),
-                                dict(alpha=1.0, norm="rms")])
-def test_kernel_source_runs_as_plain_python(kw):
-    """The compiled loop nest, run uncompiled (no numba needed), matches the numpy reference."""
-    cfg = SimConfig(n=kw.pop("n", 5), d=kw.pop("d", 16), layers=3, **kw)
-    draws = gram_draws(cfg, np.random.default_rng(6), 9)
-    mean = np.empty((cfg.layers, kernels.n_features(cfg.n)))
-    m2 = np.empty_like(mean)
-    use_chol = 0.0 < cfg.alpha < 1.0
-    chol = sigma_cholesky(cfg.n, cfg.c) if use_chol else np.zeros((cfg.n, cfg.n))
-    w = 1 if cfg.alpha == 1.0 else draws[0].shape[0]
-    work = np.full((3, cfg.n, w, 9), np.nan), np.full((kernels.n_features(cfg.n) + 4, 9), np.nan)
-    kernels._kernel(*draws, chol, use_chol, cfg.alpha == 1.0, cfg.n, float(cfg.d), cfg.norm != "none",
-                    cfg.gamma, cfg.eps, cfg.layers, kernels.TIE_RTOL, mean, m2, np.empty((0, 0, 0)), *work)
-    ref_mean, ref_m2 = gram_block_moments(cfg, *draws, kernel="numpy")
-    _close(ref_mean, mean, 1e-12)
-    _close(ref_m2, m2, 1e-9)
+    _close(m_np.mean, m_nb.mean, 1e-12)
+    _close(m_np.m2, m_nb.m2, 1e-9)
+    _close(m_np.cross, m_nb.cross, 1e-9)
 
 
 @needs_numba
 def test_simulate_with_either_kernel_agrees_to_rounding(monkeypatch):
     cfg = SimConfig(alpha=0.5, gamma=1.0, n=10, d=64, layers=4, samples=3_000, seed=9)
     fast = simulate(cfg)
-    monkeypatch.setattr(kernels, "_NUMBA", False)
+    monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")
     ref = simulate(cfg)
     assert fast.extra["kernel"] == "numba" and ref.extra["kernel"] == "numpy"
-    for k in ("score_mean", "attn_mean", "diff_mean", "sq_norm_mean", "recency_probability"):
-        _close(getattr(ref, k), getattr(fast, k), 1e-12)
+    for k in ("score_mean", "attn_mean", "diff_mean", "sq_norm_mean", "recency_probability", "diff_cv_mean",
+              "trend_cv_mean", "recency_probability_cv"):
+        _close(getattr(ref, k), getattr(fast, k), 1e-11)
+
+
+@pytest.mark.parametrize("engine", ["gram", "dense"])
+def test_streamed_moments_equal_a_two_pass_computation_over_many_blocks(engine):
+    """Means and standard errors merged over 23 blocks (in two groups, Chan et al.) equal numpy's
+    two-pass mean and std of the same per-sample features (sample_trajectories draws the same blocks)."""
+    cfg = SimConfig(alpha=0.5, gamma=1.0, n=5, d=16, layers=3, seed=12, engine=engine)
+    bsize = block_size(cfg, engine)
+    cfg = cfg.replace(samples=22 * bsize + 37)                     # 23 blocks, the last one short
+    r = simulate(cfg, chunk_size=3 * bsize)
+    s, a = sample_trajectories(cfg)
+    assert s.shape[0] == cfg.samples
+    n = cfg.samples
+    # absolute floor 1e-13: the LayerNorm diagonal is sqrt(d) in every sample up to rounding, so its
+    # standard error (~1e-14) is rounding noise that two summation orders need not reproduce
+    for mean, sem, x in (("score_mean", "score_sem", s), ("attn_mean", "attn_sem", a)):
+        np.testing.assert_allclose(getattr(r, mean), x.mean(0), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(getattr(r, sem), x.std(0, ddof=1) / np.sqrt(n), rtol=1e-9, atol=1e-13)
+    steps = s[:, :, :, 1:] - s[:, :, :, :-1]                        # [b, l, i, j - 1] = S_ij - S_i,j-1
+    for l in range(cfg.layers):
+        for i in range(1, cfg.n):
+            x = steps[:, l, i, :i]
+            np.testing.assert_allclose(r.diff_mean[l, i, 1:i + 1], x.mean(0), rtol=1e-10, atol=1e-14)
+            np.testing.assert_allclose(r.diff_sem[l, i, 1:i + 1], x.std(0, ddof=1) / np.sqrt(n), rtol=1e-8,
+                                       atol=1e-13)
 
 
 # -- determinism: chunking, executors, grids ---------------------------------------------------
@@ -243,6 +231,21 @@ def test_simulate_many_with_a_process_pool_equals_each_config_alone():
     for c, a, m, g in zip(CFGS, alone, many, again):
         assert m.config == c and same(a, m) and same(a, g)
         assert m.engine == a.engine and m.extra == a.extra
+
+
+def test_configs_sharing_a_stream_run_together_and_equal_runs_alone():
+    """The LayerNorm settings of Figure 1 draw the same numbers (one stream, drawn once per block
+    when run together); each result is still bitwise that of the config run alone."""
+    from recency_lib.engines import stream_key
+
+    fig1 = [SimConfig(n=6, d=16, layers=3, samples=2_500, seed=4, **kw) for kw in
+            (dict(alpha=0.0, norm="none"), dict(alpha=0.0), dict(alpha=0.5), dict(alpha=0.5, gamma=1.0))]
+    assert len({stream_key(c) for c in fig1[1:]}) == 1 and stream_key(fig1[0]) != stream_key(fig1[1])
+    alone = [simulate(c) for c in fig1]
+    with ProcessPoolExecutor(2) as pool:
+        together = simulate_many(fig1, executor=pool, chunk_size=700)
+    assert all(same(a, t) for a, t in zip(alone, together))
+    assert all(same(a, t) for a, t in zip(alone, simulate_many(fig1)))
 
 
 def test_thread_pool_equals_serial():
@@ -282,6 +285,83 @@ def test_sample_trajectories_are_what_simulate_averages():
     assert s.shape == (1_300, 3, 8, 8)
     np.testing.assert_allclose(r.score_mean, s.mean(0), rtol=1e-12, equal_nan=True)
     np.testing.assert_allclose(r.attn_mean, a.mean(0), rtol=1e-12, atol=1e-15)
+
+
+# -- memory: bounded, whatever the number of samples -------------------------------------------------
+
+def _peak_rss_mb(cfg: SimConfig, env: dict | None = None) -> float:
+    """Peak RSS (MB) of a fresh interpreter that imports recency_lib, warms the kernel up and
+    simulates ``cfg``."""
+    code = ("import resource, sys; from recency_lib import SimConfig, simulate; "
+            "from recency_lib.engines import warm_up; warm_up(); "
+            f"simulate(SimConfig(**{cfg.to_dict()!r})); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, **(env or {})}, timeout=600)
+    return int(out.stdout.split()[-1]) / 1024
+
+
+@pytest.mark.parametrize("path", ["compiled", "numpy"])
+@pytest.mark.parametrize("engine, n, few, many", [("gram", 10, 10_000, 200_000), ("gram", 512, 32, 96),
+                                                  ("dense", 512, 32, 96)])
+def test_memory_does_not_grow_with_samples(path, engine, n, few, many):
+    """Peak RSS of a run with 3 to 20 times the samples of another stays within 10% + 20 MB of it
+    (blocks are enumerated lazily and reduced to moments as they finish); at n = 512, with either
+    path, it stays below 1 GB. 1 layer, d = 64."""
+    if path == "compiled" and not HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    env = {"RECENCY_LIB_KERNEL": "numpy"} if path == "numpy" else None
+    cfg = SimConfig(n=n, d=64, layers=1, engine=engine, samples=few)
+    small, large = _peak_rss_mb(cfg, env), _peak_rss_mb(cfg.replace(samples=many), env)
+    assert large < 1.1 * small + 20, (small, large)
+    assert large < 1024
+
+
+def test_blocks_are_enumerated_lazily(monkeypatch):
+    """10^15 samples (2 * 10^12 blocks): the tasks are generated one at a time, so starting such a
+    run allocates next to nothing (the run itself is cut short after three tasks)."""
+    import tracemalloc
+
+    from recency_lib import engines
+
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def first_tasks(cfg_dicts, engine, kernel, bsize, first, count):
+        calls.append((first, count))
+        if len(calls) == 3:
+            raise Stop
+        return [0.0] * len(cfg_dicts), [[] for _ in cfg_dicts]
+
+    monkeypatch.setattr(engines, "_chunk", first_tasks)
+    monkeypatch.setenv("RECENCY_LIB_MAX_HOURS", "1e12")           # the budget would refuse such a run
+    engines.warm_up()                                              # loading the kernel allocates too
+    tracemalloc.start()
+    try:
+        with pytest.raises(Stop):
+            simulate(SimConfig(samples=10**15))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert calls[:2] == [(0, 8), (8, 8)]
+    assert peak < 2**20, peak                                      # a list of the blocks would take ~100 TB
+
+
+def test_numpy_path_at_long_sequences(monkeypatch):
+    """The numpy path at n = 128 (no (C(n, 3), B) array: the recency count goes row by row) gives
+    the exchangeable first layer its recency probability 1/2 and agrees with the compiled kernel."""
+    cfg = SimConfig(alpha=0.5, n=128, d=32, layers=2, samples=64, seed=3)
+    monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")
+    r = simulate(cfg)
+    assert r.extra["kernel"] == "numpy"
+    assert abs(r.recency_probability[0] - 0.5) < Z * r.recency_probability_sem[0]
+    draws = gram_draws(cfg, np.random.default_rng(1), 20)
+    m_np = gram_block_moments(cfg, *draws, kernel="numpy")
+    monkeypatch.delenv("RECENCY_LIB_KERNEL")
+    if HAVE_NUMBA:
+        _close(m_np.mean, gram_block_moments(cfg, *draws, kernel="numba").mean, 1e-11)
 
 
 @pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
@@ -333,10 +413,10 @@ def test_theorem1_eq5_at_large_d(d):
     np.testing.assert_allclose(mean[~off], expect[~off], rtol=1e-9)   # eps = 1e-12: 1e-12 relative
 
 
-def test_long_rows_dense_compiled_count_agrees_with_gram_kernel_count():
-    """n = 40: the dense engine counts triples with the O(n^2 log n) Fenwick count, the gram kernel
-    by comparing all triples; the recency probabilities must agree within Z combined SEs, and
-    layer 1 (an exchangeable row: no order) must sit at 0.5."""
+def test_long_rows_dense_and_gram_recency_probabilities_agree():
+    """n = 40: the dense engine counts triples on (batch, n, n) scores, the gram kernel on its own
+    packed scores (the same compiled count, or the numpy one); the recency probabilities must agree
+    within Z combined SEs, and layer 1 (an exchangeable row: no order) must sit at 0.5."""
     cfg = SimConfig(alpha=0.5, n=40, d=16, layers=3, samples=400)
     dense = simulate(cfg.replace(engine="dense", seed=11))
     gram = simulate(cfg.replace(engine="gram", seed=12))

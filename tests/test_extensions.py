@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from recency_lib import SimConfig, simulate
-from recency_lib.engines import block_moments, block_size, layer_features, resolve_engine
+from recency_lib.engines import block_moments, block_size, resolve_engine, stack_features
+from recency_lib.features import control_slice
 from recency_lib.extensions import apply_rope, extended_layer, merge_heads, split_heads
 from recency_lib.model import layer
 from recency_lib.sampling import dense_tokens
@@ -57,10 +58,11 @@ def test_extensions_off_bitwise_identical_to_the_base_layer_on_this_machine():
     for l in range(cfg.layers):
         x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
         steps.append((l, s, a, sq))
-    ref = Moments.of(layer_features(steps, cfg.n, cfg.layers, bsize))
+    ref = Moments.of(stack_features(steps, cfg.n, cfg.layers, bsize), control_slice(cfg.n))
     assert m.count == ref.count == bsize
     assert np.array_equal(m.mean, ref.mean, equal_nan=True)
     assert np.array_equal(m.m2, ref.m2, equal_nan=True)
+    assert np.array_equal(m.cross, ref.cross, equal_nan=True)
 
 
 def test_old_dicts_and_to_dict():
@@ -159,13 +161,12 @@ def test_long_sequence_bounded_memory():
 def test_gelu_compiled_equals_scipy_erf_form(monkeypatch):
     from scipy.special import erf
 
-    from recency_lib import kernels
     from recency_lib.extensions import gelu
 
     x = np.linspace(-8, 8, 2001).reshape(3, 667)
     ref = 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
     np.testing.assert_allclose(gelu(x), ref, rtol=1e-12, atol=1e-15)   # 1 + erf cancels for x < 0
-    monkeypatch.setattr(kernels, "_GELU", False)
+    monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")                 # scipy's erf
     np.testing.assert_array_equal(gelu(x), ref)
     assert gelu(np.zeros(1))[0] == 0.0 and gelu(np.array([1e3]))[0] == 1e3
 
@@ -197,16 +198,16 @@ def test_executor_tasks_bounded_by_result_memory(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
     from recency_lib import engines
-    from recency_lib.kernels import n_features
+    from recency_lib.features import n_features
 
     cfg = SimConfig(n=12, d=8, layers=2, samples=40, rope=True, engine="dense")
     bsize = engines.block_size(cfg, "dense")
-    monkeypatch.setattr(engines, "_TASK_RESULT_BYTES", 2 * 16 * cfg.layers * n_features(cfg.n))
+    monkeypatch.setattr(engines, "_TASK_RESULT_BYTES", 2 * 24 * cfg.layers * n_features(cfg.n))
     seen = []
 
     class Recording(ThreadPoolExecutor):
         def submit(self, fn, *args):
-            seen.append(len(args[3]))                     # blocks in this task
+            seen.append(args[-1])                         # blocks in this task
             return super().submit(fn, *args)
 
     cfg = cfg.replace(samples=12 * bsize)

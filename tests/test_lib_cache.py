@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, cache, engines, kernels
+from recency_lib import SimConfig, cache, engines
 from recency_lib.cache import cache_key, cached_simulate, cached_simulate_many
 
 CFG = SimConfig(alpha=0.5, n=4, d=8, layers=2, samples=64, seed=3)
@@ -30,8 +30,8 @@ def test_key_changes_with_config_z_source_and_kernel(monkeypatch):
             cache_key(CFG, z=4.0)}
     assert len(keys) == 4
     base = cache_key(CFG)
-    monkeypatch.setattr(kernels, "_NUMBA", False)            # the numpy reference kernel
-    assert kernels.kernel_name() == "numpy" and cache_key(CFG) != base
+    monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")        # the numpy reference kernel
+    assert engines.kernel_name() == "numpy" and cache_key(CFG) != base
     monkeypatch.undo()
     assert cache_key(CFG) == base
     monkeypatch.setattr(cache, "source_hash", lambda: "edited")

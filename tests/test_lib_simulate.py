@@ -4,8 +4,6 @@ Statistical tolerances are z-scores against the Monte-Carlo standard error. With
 comparisons per test, |z| < 4.5 has a family-wise false-alarm rate below 0.2%.
 """
 import math
-import subprocess
-import sys
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -14,10 +12,9 @@ import pytest
 from recency_lib import SimConfig, SimResult, simulate, simulate_many
 from recency_lib.metrics import definition1_matrix, recency_fraction
 from recency_lib.engines import sample_trajectories
+from recency_lib.result import _ARRAYS as ARRAYS
 
 Z = 4.5
-ARRAYS = ("score_mean", "score_sem", "attn_mean", "attn_sem", "diff_mean", "diff_sem",
-          "recency_probability", "recency_probability_sem", "sq_norm_mean", "sq_norm_sem")
 
 
 def same(a: SimResult, b: SimResult) -> bool:
@@ -90,7 +87,9 @@ def test_summary_means_match_per_sample_trajectories(small):
     r = simulate(cfg)
     s, a = sample_trajectories(cfg)
     np.testing.assert_allclose(r.score_mean, s.mean(0), rtol=1e-10, equal_nan=True)
-    np.testing.assert_allclose(r.score_sem, s.std(0, ddof=1) / math.sqrt(700), rtol=1e-8, equal_nan=True)
+    # floor 1e-13: the LayerNorm diagonal's standard error (~1e-14) is rounding noise
+    np.testing.assert_allclose(r.score_sem, s.std(0, ddof=1) / math.sqrt(700), rtol=1e-8, atol=1e-13,
+                               equal_nan=True)
     np.testing.assert_allclose(r.attn_mean, a.mean(0), rtol=1e-10, atol=1e-15)
     rp = np.stack([recency_fraction(s[:, l]) for l in range(cfg.layers)], 1)
     np.testing.assert_allclose(r.recency_probability, rp.mean(0), rtol=1e-12)
@@ -187,15 +186,6 @@ def test_bad_keyword_arguments(small):
         simulate_many([{"alpha": 0.1}])
 
 
-def test_memory_does_not_grow_with_samples():
-    """Peak RSS of a 10^6-sample run (n = 10, d = 64, dense engine: the heavier one) < 500 MB."""
-    code = ("import resource; from recency_lib import SimConfig, simulate;"
-            "simulate(SimConfig(n=10, d=64, layers=1, samples=10**6, engine='gram'));"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert int(out.stdout.strip()) / 1024 < 500
-
-
 def test_familywise_verdict_is_stricter_than_per_difference():
     from recency_lib.metrics import familywise_z
     assert abs(familywise_z(45) - 3.26) < 0.01
@@ -224,12 +214,12 @@ def _brute_later_and_tied(s, tol):
 
 @pytest.mark.parametrize("compiled", [True, False])
 def test_later_and_tied_counts_exact_with_ties_nans_and_both_paths(monkeypatch, compiled):
-    from recency_lib import kernels
+    from recency_lib.features import compiled_kernels
     from recency_lib.metrics import later_and_tied_counts
 
     if not compiled:
-        monkeypatch.setattr(kernels, "_PAIRS", False)          # numpy row-by-row path
-    elif kernels.pair_count_kernel() is None:
+        monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")      # numpy row-by-row path
+    elif compiled_kernels() is None:
         pytest.skip("numba is not installed")
     rng = np.random.default_rng(4)
     for n in (3, 4, 9, 23):
@@ -259,16 +249,6 @@ def test_recency_fraction_counts_ties_as_half():
                 d = s[0, i, k] - s[0, i, j]
                 ref.append(1.0 if d > 0 else 0.5 if d == 0 else 0.0)
     assert recency_fraction(s)[0] == pytest.approx(np.mean(ref), abs=1e-15)
-
-
-def test_recency_fraction_large_n_path_equals_index_path(monkeypatch):
-    from recency_lib import metrics
-
-    s = np.random.default_rng(5).normal(size=(8, 30, 30))
-    s[0] = np.round(s[0])
-    fast = recency_fraction(s)                                 # compiled count (or the row loop)
-    monkeypatch.setattr(metrics, "_INDEX_MAX_N", 10 ** 9)      # force the index-array path
-    np.testing.assert_array_equal(recency_fraction(s), fast)
 
 
 def test_binned_row_means_bounds_and_errors():

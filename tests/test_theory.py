@@ -1,7 +1,8 @@
 """Tests of recency_lib.theory: accuracy against high-precision evaluation of the printed
 formulas, stability up to d = 1e6, the paper's monotonicity claims, agreement (and the measured
-disagreement) between printed closed forms and the LLN recursion, symbolic checks of the
-Appendix A algebra, and input validation.
+disagreement) between printed closed forms and the LLN recursion, and input validation. The
+symbolic (sympy) checks of the Appendix A algebra are recency_lib.symbolic's, pinned by
+tests/test_appendix_checks.py.
 
 Equation numbers refer to the paper (Kim et al., "LayerNorm Induces Recency Bias in Transformer
 Decoders"). Indices are 1-based, as in the paper.
@@ -11,7 +12,6 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
-import sympy as sp   # pinned in requirements.txt; a hard import so the symbolic checks never skip
 
 from recency_lib import theory
 
@@ -411,134 +411,6 @@ def test_lln_recency_in_later_layers():
         s = out["scores"][layer]
         for row in range(1, 10):
             assert np.all(np.diff(s[row, : row + 1]) > 0)
-
-
-# -- symbolic checks (sympy) -----------------------------------------------------------------------
-
-def test_sympy_eq11_increasing_in_j():
-    # d/dj log S = 1/(a + j - 1) - 1/(2 (a^2 + j - 1)) = (2a^2 + j - 1 - a) / (2 (a + j - 1)(a^2 + j - 1)).
-    # With a = e^{sqrt d} = 1 + u (u > 0 for d > 0) and j = 1 + m (m >= 0) the numerator is a
-    # polynomial in u, m with positive coefficients only, so S strictly increases in j.
-    i, j, d = sp.symbols("i j d", positive=True)
-    a = sp.exp(sp.sqrt(d))
-    s = sp.sqrt(d) * (a + j - 1) / sp.sqrt((a ** 2 + i - 1) * (a ** 2 + j - 1))
-    u, m = sp.symbols("u m", nonnegative=True)
-    ratio = sp.together(sp.simplify(sp.diff(s, j) / s))
-    num, den = sp.fraction(ratio)
-    num = sp.expand(num.subs(sp.exp(sp.sqrt(d)), 1 + u).subs(j, 1 + m))
-    den = sp.expand(den.subs(sp.exp(sp.sqrt(d)), 1 + u).subs(j, 1 + m))
-    for poly in (num, den):
-        coeffs = sp.Poly(poly, u, m).coeffs()
-        assert len(coeffs) > 0
-        signs = {sp.sign(c) for c in coeffs}
-        assert len(signs) == 1, poly                   # all coefficients share one sign
-    assert sp.sign(sp.Poly(num, u, m).coeffs()[0]) == sp.sign(sp.Poly(den, u, m).coeffs()[0])
-    assert sp.Poly(num, u, m).coeff_monomial(1) != 0      # positive even at u = m = 0
-
-
-def test_sympy_eqs_9_10_from_gram():
-    gram, sym = theory.symbolic_layer1_gram(5, residual=False)
-    a, b, alpha = sym["a"], sym["b"], sym["alpha"]
-    g0 = gram.subs({alpha: 0, b: 1})
-    for i in range(1, 6):
-        eq10 = (a ** 2 + i - 1) / (a + i - 1) ** 2                # Eq. (10) / d
-        assert sp.cancel(g0[i - 1, i - 1] - eq10) == 0
-        for j in range(1, i):
-            eq9 = (a + j - 1) / ((a + i - 1) * (a + j - 1))      # Eq. (9) / d
-            assert sp.cancel(g0[i - 1, j - 1] - eq9) == 0
-
-
-def _eq34_to_36(a, b, alpha, gamma, m, dd):
-    """The printed right-hand sides of Eqs. (34), (35), (36) divided by d, and (34) with the stray
-    factors of d removed. D = a + m b (Eq. (26), m = j - 1), dd = the symbol d."""
-    D = a + m * b
-    eq34 = ((gamma * D + a) ** 2 + 2 * dd * alpha * (gamma * D + a) * dd * b * m + b ** 2 * m
-            + dd * alpha * b ** 2 * (m - 1) * m) / D ** 2
-    eq34_fixed = ((gamma * D + a) ** 2 + 2 * alpha * (gamma * D + a) * b * m + b ** 2 * m
-                  + alpha * b ** 2 * (m - 1) * m) / D ** 2
-    eq35 = ((gamma * D + a) ** 2 + 2 * (gamma * D + a) * alpha * (D - a) + b * (D - a)
-            + alpha * (D - a - b) * (D - a)) / D ** 2
-    eq36 = (D ** 2 * (gamma ** 2 + 2 * alpha * gamma + alpha) + D * (1 - alpha) * (2 * gamma * a + b)
-            + (1 - alpha) * (a ** 2 - a * b)) / D ** 2
-    return eq34, eq34_fixed, eq35, eq36
-
-
-def test_sympy_eqs_34_35_36():
-    gram, sym = theory.symbolic_layer1_gram(5, residual=True)
-    a, b, alpha, g = sym["a"], sym["b"], sym["alpha"], sym["g"]
-    dd = sp.symbols("d", positive=True)
-    for j in range(1, 6):
-        eq34, eq34_fixed, eq35, eq36 = _eq34_to_36(a, b, alpha, g, j - 1, dd)
-        truth = gram[j - 1, j - 1]                  # ||x_j^(1)||^2 / d under the stated assumptions
-        assert sp.cancel(eq34_fixed - truth) == 0
-        assert sp.cancel(eq35 - truth) == 0
-        assert sp.cancel(eq36 - truth) == 0          # (35) -> (36) is a correct expansion
-        if j >= 2:                                  # the printed (34) differs wherever a cross term exists
-            assert sp.cancel(eq34 - truth) != 0
-            assert sp.cancel((eq34 - truth).subs(dd, 1)) == 0
-    # Each side is a polynomial of degree <= 2 in m = j - 1 over D^2: agreement at 5 values of m
-    # proves it for all j.  Check that (35) = (36) also holds for symbolic m.
-    m = sp.symbols("m", nonnegative=True)
-    _, _, eq35, eq36 = _eq34_to_36(a, b, alpha, g, m, dd)
-    assert sp.cancel(eq35 - eq36) == 0
-
-
-def test_sympy_stable_rearrangement_equals_eq36():
-    # The code evaluates Eq. (36) / d as (1 - alpha)((g + r)^2 + t r (1 - r)) + alpha (1 + g)^2
-    # with t = b / a, r = a / D.
-    a, b, alpha, g, m = sp.symbols("a b alpha g m", positive=True)
-    D = a + m * b
-    t, r = b / a, a / D
-    rearranged = (1 - alpha) * ((g + r) ** 2 + t * r * (1 - r)) + alpha * (1 + g) ** 2
-    eq36 = _eq34_to_36(a, b, alpha, g, m, 1)[3]
-    assert sp.cancel(rearranged - eq36) == 0
-
-
-def test_sympy_eqs_28_to_32_off_diagonal():
-    # With residual weight g, <x_i, x_j>/d for i > j: the printed (28) and (32) (with dγ -> g) hold and
-    # do not depend on j; the closed form used by score2_corrected is the same expression.
-    gram, sym = theory.symbolic_layer1_gram(5, residual=True)
-    a, b, alpha, g = sym["a"], sym["b"], sym["alpha"], sym["g"]
-    for i in range(2, 6):
-        di = a + (i - 1) * b
-        eq32 = (1 + g) * (alpha * (g * di + a) + b + alpha * b * (i - 2)) / di
-        code = (1 + g) * ((1 - alpha) * (b / a) * (a / di) + alpha * (1 + g))
-        for j in range(1, i):
-            dj = a + (j - 1) * b
-            eq28 = (alpha * (g * di + a) * (g * dj + a) + alpha * b * (g * di + a) * (j - 1)
-                    + alpha * b * (g * dj + a) * (i - 2) + b * (g * dj + a) + b ** 2 * (j - 1)
-                    + alpha * b ** 2 * (i - 2) * (j - 1)) / (di * dj)
-            assert sp.cancel(gram[i - 1, j - 1] - eq28) == 0
-            assert sp.cancel(gram[i - 1, j - 1] - eq32) == 0
-            assert sp.cancel(gram[i - 1, j - 1] - code) == 0
-
-
-def test_sympy_eqs_38_39_differences():
-    a, b, alpha, gamma, Dj = sp.symbols("a b alpha gamma D_j", positive=True)
-    Dn = Dj + b                                     # D_{j+1} = D_j + e^{alpha sqrt d}
-    q = lambda D: (D ** 2 * (gamma ** 2 + 2 * alpha * gamma + alpha) + D * (1 - alpha) * (2 * gamma * a + b)
-                   + (1 - alpha) * (a ** 2 - a * b)) / D ** 2
-    eq39 = ((1 - alpha) * (2 * gamma * a + b) * (-b / (Dj * Dn))
-            + (1 - alpha) * (a ** 2 - a * b) * (-b * (2 * Dj + b) / (Dj ** 2 * Dn ** 2)))
-    assert sp.cancel(q(Dn) - q(Dj) - eq39) == 0
-
-
-def test_sympy_eqs_17_19_scale():
-    # Without normalization and <x_k, x_l> = s delta_kl: S^(2)_ij = s / (sqrt(d) (a + i - 1)) for i > j.
-    # With the printed s = sqrt(d) (Eq. (14)) this is Eq. (19); the correct s is 1.
-    a, s, dd = sp.symbols("a s d", positive=True)
-    n = 5
-    c = sp.zeros(n, n)
-    for row in range(n):
-        for col in range(row):
-            c[row, col] = 1 / (a + row)
-        c[row, row] = a / (a + row)
-    gram = c * (s * sp.eye(n)) * c.T
-    for i in range(2, n + 1):
-        for j in range(1, i):
-            score = gram[i - 1, j - 1] / sp.sqrt(dd)
-            assert sp.cancel(score - s / (sp.sqrt(dd) * (a + i - 1))) == 0
-            assert sp.cancel(score.subs(s, sp.sqrt(dd)) - 1 / (a + i - 1)) == 0
 
 
 # -- bad inputs ------------------------------------------------------------------------------------

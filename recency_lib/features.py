@@ -1,0 +1,223 @@
+"""Per-sample quantities of one layer: the numbers every engine reduces to means and standard errors.
+
+One sample of one layer gives a score matrix S (Eq. (1)), its causal softmax A (Eq. (3)) and the
+squared norms of the state fed to the layer (Eq. (36)). :func:`layer_features` turns them into one
+flat feature vector, laid out by :func:`feature_layout`:
+
+* ``score``, ``attn``: the causal (lower) triangle of S and A, row-major (``np.tril_indices``);
+* ``sq_norm``: ||x_j||^2 as the normalization sees it;
+* ``diag_step``: S_ii - S_i,i-1 (query i against its own key);
+* ``step``: the off-diagonal adjacent steps S_ij - S_i,j-1, 1 <= j < i (Definition 1 needs every
+  step of both kinds to be positive);
+* ``row_trend``: per row i >= 2, the mean off-diagonal step (S_i,i-1 - S_i0) / (i - 1);
+* ``trend``: the mean of all off-diagonal steps of the sample;
+* ``rp``: the recency fraction, the share of key pairs j < k < i (diagonal excluded) with
+  S_ik > S_ij, a tie counting one half.
+
+The last four (``step`` through ``rp``, :func:`control_slice`) have a known mean in the first
+layer, whatever alpha, gamma, norm, d and n: the tokens are exchangeable there, so two
+off-diagonal keys of one query have one law (mean step 0, recency fraction 1/2,
+:func:`control_means`). The engines use them as control variates (:mod:`recency_lib.stats`).
+
+Indices are 0-based in code and 1-based in the book and in the paper (row i here is the paper's
+i + 1). Everything here is numpy; the recency count uses the compiled routine of
+:mod:`recency_lib.kernels` when numba is available (the same count, faster).
+"""
+from __future__ import annotations
+
+import math
+import os
+from functools import lru_cache
+
+import numpy as np
+
+TIE_RTOL = 1e-10   # differences below this (relative to the matrix's scale) are float rounding, not order
+
+
+# -- layout of the feature vector ----------------------------------------------------------------
+
+@lru_cache(maxsize=64)
+def feature_layout(n: int) -> dict[str, slice]:
+    """Where each per-sample quantity of one layer sits in its feature vector (n tokens)."""
+    t = n * (n + 1) // 2
+    sizes = {"score": t, "attn": t, "sq_norm": n, "diag_step": max(n - 1, 0),
+             "step": (n - 1) * (n - 2) // 2 if n >= 2 else 0, "row_trend": max(n - 2, 0),
+             "trend": 1, "rp": 1}
+    out, start = {}, 0
+    for name, size in sizes.items():
+        out[name] = slice(start, start + size)
+        start += size
+    return out
+
+
+def n_features(n: int) -> int:
+    """Length of one layer's feature vector for n tokens (memory: 8 bytes each per mean, M2, ...)."""
+    return feature_layout(n)["rp"].stop
+
+
+def control_slice(n: int) -> slice:
+    """The features with a known first-layer mean (``step``, ``row_trend``, ``trend``, ``rp``)."""
+    return slice(feature_layout(n)["step"].start, n_features(n))
+
+
+@lru_cache(maxsize=64)
+def control_means(n: int) -> np.ndarray:
+    """Their exact first-layer means: 0 for every step and trend, 1/2 for the recency fraction."""
+    lay, c = feature_layout(n), control_slice(n)
+    mu = np.zeros(c.stop - c.start)
+    mu[lay["rp"].start - c.start] = 0.5
+    mu.flags.writeable = False
+    return mu
+
+
+@lru_cache(maxsize=64)
+def tril_index(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of the causal (lower) triangle including the diagonal."""
+    return np.tril_indices(n)
+
+
+@lru_cache(maxsize=64)
+def adjacent_index(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(i, j) with 1 <= j <= i: the pairs of the adjacent differences S[i, j] - S[i, j-1]."""
+    rows, cols = np.tril_indices(n)
+    keep = cols >= 1
+    return rows[keep], cols[keep]
+
+
+def n_triples(n: int) -> int:
+    """Number of (i, j, k) with j < k < i: C(n, 3)."""
+    return math.comb(n, 3)
+
+
+# -- per-sample quantities ---------------------------------------------------------------------
+
+def adjacent_differences(s: np.ndarray) -> np.ndarray:
+    """S[i, j] - S[i, j-1] for 1 <= j <= i (Definition 1 holds iff all are > 0); (..., n(n-1)/2)."""
+    n = s.shape[-1]
+    i, j = adjacent_index(n)
+    return s[..., i, j] - s[..., i, j - 1]
+
+
+def row_trends(s: np.ndarray) -> np.ndarray:
+    """Mean off-diagonal step of each row i >= 2, (S[i, i-1] - S[i, 0]) / (i - 1); (..., n - 2)."""
+    i = np.arange(2, s.shape[-1])
+    return (s[..., i, i - 1] - s[..., i, 0]) / (i - 1)
+
+
+def trend(s: np.ndarray) -> np.ndarray:
+    """Mean of all off-diagonal steps S[i, j] - S[i, j-1], 1 <= j < i: a row's steps add up to
+    S[i, i-1] - S[i, 0], so this is their sum over rows i >= 2 over (n - 1)(n - 2)/2; NaN if n < 3."""
+    n = s.shape[-1]
+    if n < 3:
+        return np.full(s.shape[:-2], np.nan)
+    i = np.arange(2, n)
+    return (s[..., i, i - 1] - s[..., i, 0]).sum(axis=-1) / ((n - 1) * (n - 2) // 2)
+
+
+def order_fraction(diff: np.ndarray, tol, axis: int = -1) -> np.ndarray:
+    """Along ``axis`` of ``diff`` (later-key score minus earlier-key score, one entry per pair): the
+    fraction with diff > tol, a tie (|diff| <= tol) counting one half, NaN counting as neither.
+    ``tol`` broadcasts against ``diff``. The recency fraction's rule on differences."""
+    later = np.count_nonzero(diff > tol, axis=axis)
+    tied = np.count_nonzero(np.abs(diff) <= tol, axis=axis)
+    return (later + 0.5 * tied) / diff.shape[axis]
+
+
+def tie_tolerance(s: np.ndarray) -> np.ndarray:
+    """Per sample, TIE_RTOL times the largest |score| of the causal triangle (at least TIE_RTOL):
+    differences within it are float rounding, not order. ``s`` is (batch, n, n); returns (batch,)."""
+    visible = np.where(np.tri(s.shape[-1], dtype=bool), np.abs(s), 0.0)
+    return TIE_RTOL * np.maximum(1.0, visible.max(axis=(-1, -2)))
+
+
+def later_and_tied_counts(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample, the numbers of triples j < k < i with S[i, j] < S[i, k] - tol (the later key
+    scores higher) and with S[i, k] - tol <= S[i, j] <= S[i, k] + tol (tied); two (batch,) int64
+    arrays. A NaN score is neither. ``s`` is (batch, n, n), ``tol`` (batch,).
+
+    The compiled count of :func:`recency_lib.kernels.count_pairs` when numba is available, else
+    :func:`later_and_tied_counts_numpy`; both compare the same numbers, so they agree exactly.
+    Memory O(batch n^2) either way. Long rows (n >= 32) are counted sample by sample, where the
+    compiled loop runs along the keys of a row; short ones all samples at once.
+    """
+    s = np.asarray(s, dtype=np.float64)
+    tol = np.ascontiguousarray(tol, dtype=np.float64)
+    kernels = compiled_kernels()
+    if kernels is None:
+        return later_and_tied_counts_numpy(s, tol)
+    batch, n = s.shape[0], s.shape[-1]
+    rows, cols = tril_index(n)
+    out = np.empty((2, batch), dtype=np.int64)
+    if n < 32:
+        kernels.count_pairs(n, np.ascontiguousarray(s[:, rows, cols].T), tol, out)   # (n(n+1)/2, batch)
+    else:
+        for b in range(batch):
+            kernels.count_pairs(n, np.ascontiguousarray(s[b, rows, cols][:, None]), tol[b:b + 1], out[:, b:b + 1])
+    return out[0], out[1] - out[0]
+
+
+def later_and_tied_counts_numpy(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The numpy reference of :func:`later_and_tied_counts`: row by row, (batch, i, i) at a time."""
+    later = np.zeros(s.shape[0], dtype=np.int64)
+    tied = np.zeros(s.shape[0], dtype=np.int64)
+    t = tol[:, None, None]
+    for i in range(2, s.shape[-1]):
+        keys = s[:, i, :i]                                              # (batch, i) keys before the diagonal
+        earlier, later_key = keys[:, :, None], keys[:, None, :]         # [b, j, k] = S_ij, S_ik
+        pair = np.triu(np.ones((i, i), dtype=bool), 1)                   # j < k
+        up = (earlier < later_key - t) & pair
+        not_down = (earlier <= later_key + t) & pair
+        later += np.count_nonzero(up, axis=(1, 2))
+        tied += np.count_nonzero(not_down, axis=(1, 2)) - np.count_nonzero(up, axis=(1, 2))
+    return later, tied
+
+
+def recency_fraction(s: np.ndarray) -> np.ndarray:
+    """Per sample, P(S[i, k] > S[i, j]) + P(tie) / 2 over the triples j < k < i; (batch,).
+
+    The fraction of key pairs in which the later key scores higher, a tie counting one half (the
+    Mann-Whitney convention), so 0.5 = no order, also when every score is tied; 1 = perfect recency,
+    0 = perfect primacy; the diagonal is excluded. A tie is a difference within
+    :func:`tie_tolerance` (float rounding cannot order it); a NaN difference counts as neither.
+    NaN when n < 3 (no triple exists). ``s`` is (batch, n, n).
+    """
+    total = n_triples(s.shape[-1])
+    if total == 0:
+        return np.full(s.shape[0], np.nan)
+    later, tied = later_and_tied_counts(s, tie_tolerance(s))
+    return (later + 0.5 * tied) / total
+
+
+def layer_features(s: np.ndarray, a: np.ndarray, sq_norms: np.ndarray) -> np.ndarray:
+    """The feature vectors (batch, F) of one layer (module docstring, :func:`feature_layout`) from its
+    scores ``s`` and attention ``a`` (batch, n, n) and squared norms (batch, n). The one numpy
+    statement of what the compiled kernel computes on the fly."""
+    batch, n = s.shape[0], s.shape[-1]
+    lay = feature_layout(n)
+    rows, cols = tril_index(n)
+    out = np.empty((batch, n_features(n)))                              # (batch, F)
+    out[:, lay["score"]] = s[:, rows, cols]
+    out[:, lay["attn"]] = a[:, rows, cols]
+    out[:, lay["sq_norm"]] = sq_norms
+    steps = adjacent_differences(s)                                     # (batch, n(n-1)/2), row-major
+    diagonal = adjacent_index(n)[0] == adjacent_index(n)[1]              # j == i
+    out[:, lay["diag_step"]] = steps[:, diagonal]
+    out[:, lay["step"]] = steps[:, ~diagonal]
+    out[:, lay["row_trend"]] = row_trends(s)
+    out[:, lay["trend"].start] = trend(s)
+    out[:, lay["rp"].start] = recency_fraction(s)
+    return out
+
+
+# -- the compiled kernels, when they can run -------------------------------------------------------
+
+def compiled_kernels():
+    """:mod:`recency_lib.kernels` (importing numba, ~0.3 s the first time) when numba is installed
+    and ``RECENCY_LIB_KERNEL`` is not ``numpy``; else None (every caller has a numpy path)."""
+    if os.environ.get("RECENCY_LIB_KERNEL", "").lower() == "numpy":
+        return None
+    try:
+        from . import kernels
+    except ImportError:                                                 # numba is not installed
+        return None
+    return kernels

@@ -1,0 +1,85 @@
+"""The law-of-large-numbers limit of the whole model: the deterministic recursion the paper's proofs
+approximate, for any number of layers, norm, alpha and gamma (the reference the closed forms of
+:mod:`recency_lib.theory.printed` and :mod:`recency_lib.theory.corrected` are tested against).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..model import causal_softmax
+from ..validation import alpha_array, check_int, d_array, gamma_array, real_array, scalar
+from ._common import check_norm
+
+
+def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
+    """Deterministic law-of-large-numbers recursion through ``layers`` layers (Eqs. (1)-(2), (20)).
+
+    Every inner product is replaced by its LLN value and the layer is applied to the Gram matrix:
+
+        G^(0) = rho (I + c^2 11^T)          (c^2 = alpha / (1 - alpha); 11^T at alpha = 1)
+        per layer:  N   = diag(1 / sqrt(diag(G) / d + eps))   (identity for norm "none")
+                    S   = N G N / sqrt(d), masked above the diagonal
+                    A   = causal row softmax of S (row max subtracted: finite for any d)
+                    M   = A N + gamma I                          (X' = A Y + gamma X = M X)
+                    G  <- M G M^T
+
+    rho = (d - 1) / d for "layernorm", else 1. LayerNorm sees the centred state P x; the
+    centring removes the feature mean, an O(1/d) part of ||x||^2, so in the limit LayerNorm is the
+    RMS map sqrt(d) x / ||x|| of Eq. (21). The recursion tracks the centred Gram exactly in
+    expectation (Y is centred, so P x' = A Y + gamma P x), which is where rho comes from; it only
+    matters through the residual and eps.
+
+    It is the consistent version of the paper's approximations: layer 2 reproduces Eq. (5)/(11)
+    (LayerNorm, alpha = gamma = 0), :func:`prop1_score_corrected` (norm "none", gamma = 0) and
+    :func:`sq_norm_corrected` / :func:`score2_corrected` (any alpha, gamma). It neglects the O(1)
+    fluctuations of the off-diagonal scores (see the module docstring).
+
+    Args:
+        alpha: anisotropy in [0, 1] (Eq. (6)); alpha = 1 means every token equals v.
+        gamma: residual weight (finite real; Eq. (20)).
+        d: hidden size, real >= 1 (> 1 for LayerNorm, whose centring zeroes a single feature).
+        n: tokens, integer >= 1.  layers: integer >= 1.
+        norm: "layernorm", "rms" or "none".  eps: >= 0, added to the mean square (as in LayerNorm).
+
+    Returns dict with
+        "scores":    (layers, n, n) S^(l), NaN above the diagonal
+        "attention": (layers, n, n) A^(l), 0 above the diagonal
+        "sq_norms":  (layers, n)    ||x_j^(l-1)||^2 of the state fed to layer l (||P x||^2 for LN)
+        "gram":      (layers + 1, n, n) Gram matrix of the state fed to each layer, and the output
+    """
+    norm = check_norm(norm)
+    alpha = float(alpha_array(scalar("alpha", alpha)))
+    gamma = float(gamma_array(scalar("gamma", gamma)))
+    d = float(d_array(scalar("d", d), 1.0, strict=(norm == "layernorm")))
+    n = check_int("n", n, 1)
+    layers = check_int("layers", layers, 1)
+    eps = float(real_array("eps", scalar("eps", eps)))
+    if not (math.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps={eps!r} is out of range; allowed: a finite real number >= 0")
+
+    rho = (d - 1.0) / d if norm == "layernorm" else 1.0
+    ones = np.ones((n, n))
+    g = rho * (ones if alpha == 1.0 else np.eye(n) + alpha / (1.0 - alpha) * ones)   # (n, n)
+    sd = math.sqrt(d)
+    lower = np.tri(n, dtype=bool)
+
+    scores = np.empty((layers, n, n))
+    attention = np.empty((layers, n, n))
+    sq_norms = np.empty((layers, n))
+    grams = np.empty((layers + 1, n, n))
+    for layer in range(layers):
+        grams[layer] = g
+        sq = np.diag(g).copy()                                     # (n,)
+        sq_norms[layer] = sq
+        scale = np.ones(n) if norm == "none" else 1.0 / np.sqrt(sq / d + eps)   # (n,) N
+        s = scale[:, None] * g * scale[None, :] / sd               # (n, n)
+        a = causal_softmax(s)                                      # (n, n)
+        scores[layer] = np.where(lower, s, np.nan)
+        attention[layer] = a
+        m = a * scale[None, :] + gamma * np.eye(n)                 # (n, n)  A N + gamma I
+        g = m @ g @ m.T
+        g = 0.5 * (g + g.T)                                        # keep it exactly symmetric
+    grams[layers] = g
+    return {"scores": scores, "attention": attention, "sq_norms": sq_norms, "gram": grams}
