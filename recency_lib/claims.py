@@ -61,15 +61,21 @@ class Verdict:
 
     ``word``: a verdict from :data:`WORDS`; ``value``: the decisive number with its standard error,
     formatted (report.pm); ``measure``: what the number is (markdown, math in ``$...$``);
-    ``target``: the MyST link to the live check; ``numbers``: the raw numbers behind the verdict
-    (for a chapter's tables and tests)."""
+    ``target``: (role, target) of the live check, e.g. ("prf:ref", "thm-1") (``link`` is the MyST
+    link); ``numbers``: the raw numbers behind the verdict (for a chapter's tables and tests)."""
 
     claim: str
     word: str
     value: str
     measure: str
-    target: str
+    target: tuple[str, str]
     numbers: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def link(self) -> str:
+        """The MyST link to the live check, with the claim as its text: ``{prf:ref}`Theorem 1 <thm-1>```."""
+        role, target = self.target
+        return f"{{{role}}}`{self.claim} <{target}>`"
 
 
 # -- the settings ------------------------------------------------------------------------------------
@@ -220,7 +226,7 @@ def definition1_claim(res: SimResult) -> Verdict:
     m, e, z = smallest_step(res, 2)
     word = TESTABLE if (show == "holds" and control == "undecided") else OPEN
     return Verdict("Definition 1", word, report.pm(m, e),
-                   f"smallest step of $S^{{(2)}}$, {cv.setting_label(res.config)}", "{prf:ref}`def-1`",
+                   f"smallest step of $S^{{(2)}}$, {cv.setting_label(res.config)}", ("prf:ref", "def-1"),
                    {"showcase": show, "control": control, "z": z})
 
 
@@ -255,7 +261,7 @@ def theorem1_claim(results: dict[int, SimResult], paper_d: int = cv.PAPER_D) -> 
         word = OPEN
     at = max(seen) if seen else ref
     what, value, se = ev[at]
-    return Verdict("Theorem 1", word, report.pm(value, se), f"{what}, $d = {at}$", "{prf:ref}`thm-1`",
+    return Verdict("Theorem 1", word, report.pm(value, se), f"{what}, $d = {at}$", ("prf:ref", "thm-1"),
                    {"z": zs, "definition1": def1, "z_threshold": zc, "resolved_at": seen})
 
 
@@ -268,7 +274,7 @@ def proposition1_claim(res: SimResult) -> Verdict:
     z = rp_z(res, 2)
     word = CONTRADICTED if (word_def1 == "holds" or z > cv.z_for(2)) else HOLDS
     return Verdict("Proposition 1", word, report.pm(value, se), f"RP of $S^{{(2)}}$, {cv.setting_label(res.config)}",
-                   "{prf:ref}`prop-1`", {"definition1": word_def1, "z": z})
+                   ("prf:ref", "prop-1"), {"definition1": word_def1, "z": z})
 
 
 def _recency_across(results: dict[float, SimResult], layer: int = 2):
@@ -294,7 +300,7 @@ def proposition2_claim(with_order: SimResult, isotropic: SimResult) -> Verdict:
         word = OPEN
     value, se = rp(with_order, 2)
     return Verdict("Proposition 2", word, report.pm(value, se),
-                   f"RP of $S^{{(2)}}$, {cv.setting_label(with_order.config)}", "{prf:ref}`prop-2`",
+                   f"RP of $S^{{(2)}}$, {cv.setting_label(with_order.config)}", ("prf:ref", "prop-2"),
                    {"definition1": def1, "z": zs, "z_threshold": zc})
 
 
@@ -322,7 +328,7 @@ def proposition3_claim(results: dict[float, SimResult]) -> Verdict:
     low = next((a for a in alphas if a > 0), alphas[0])
     value, se = rp(results[low], 2)
     return Verdict("Proposition 3", word, report.pm(value, se),
-                   f"RP of $S^{{(2)}}$, {cv.setting_label(results[low].config)}", "{prf:ref}`prop-3`",
+                   f"RP of $S^{{(2)}}$, {cv.setting_label(results[low].config)}", ("prf:ref", "prop-3"),
                    {"definition1": def1, "z": zs, "z_threshold": zc, "confirmed": confirmed})
 
 
@@ -343,13 +349,13 @@ def eq5_claim(results: dict[int, SimResult]) -> Verdict:
         if pred > 0 and report.zscore(m, e) > zc:
             ratios[d] = (m / pred, e / pred)
     if not ratios:
-        return Verdict("Eq. (5)", OPEN, "—", "simulated / Eq. (5), $S^{(2)}_{n,1}$", "{doc}`layernorm`", {})
+        return Verdict("Eq. (5)", OPEN, "—", "simulated / Eq. (5), $S^{(2)}_{n,1}$", ("doc", "layernorm"), {})
     off = [d for d, (r, s) in ratios.items() if abs(report.zscore(r, s, 1.0)) > zc]
     word = SIGN_NOT_SIZE if off else HOLDS
     d = max(ratios)
     n = results[d].config.n
     return Verdict("Eq. (5)", word, report.pm(*ratios[d]), f"simulated / Eq. (5) for $S^{{(2)}}_{{{n},1}}$, $d = {d}$",
-                   "{doc}`layernorm`", {"ratios": ratios, "off": off})
+                   ("doc", "layernorm"), {"ratios": ratios, "off": off})
 
 
 def eq6_claim(cosines: dict[float, tuple[float, float]], d: int) -> Verdict:
@@ -369,7 +375,7 @@ def eq6_claim(cosines: dict[float, tuple[float, float]], d: int) -> Verdict:
     worst = max(cosines, key=lambda a: abs(cosines[a][0] - a))
     m, s = cosines[worst]
     return Verdict("Eq. (6)", word, report.pm(m - worst, s), f"mean cosine − α at α = {worst:g}, $d = {d}$",
-                   "{doc}`input_distribution`", {"z": zs, "z_threshold": zc})
+                   ("doc", "input_distribution"), {"z": zs, "z_threshold": zc})
 
 
 def figure1_features(rows: list[SimResult]) -> dict[str, bool | None]:
@@ -422,7 +428,7 @@ def figure1_claim(rows: list[SimResult]) -> Verdict:
     L = aniso.config.layers
     value, se = rp(aniso, L)
     return Verdict("Figure 1", _from_features(feats), report.pm(value, se),
-                   f"RP of $S^{{({L})}}$, {cv.setting_label(aniso.config)}", "{doc}`empirical`", {"features": feats})
+                   f"RP of $S^{{({L})}}$, {cv.setting_label(aniso.config)}", ("doc", "empirical"), {"features": feats})
 
 
 def _h_table(results: dict[float, SimResult], gamma: float):
@@ -463,7 +469,7 @@ def figure2_claim(results: dict[float, SimResult]) -> Verdict:
     sim, se = tab[a]["sim"]
     p = tab[a]["printed"]
     return Verdict("Figure 2", word, report.pm(sim / p, se / p), f"simulated / Eq. (41) rise of $h$, α = {a:g}",
-                   "{doc}`empirical`", {"table": tab, "same_order": same_order})
+                   ("doc", "empirical"), {"table": tab, "same_order": same_order})
 
 
 def _heatmap_grid_features(results: dict[float, SimResult], baseline: dict[float, SimResult] | None = None):
@@ -495,7 +501,7 @@ def figure3_claim(results: dict[float, SimResult]) -> Verdict:
     a = min(results)
     L = results[a].config.layers
     return Verdict("Figure 3", _from_features(feats), report.pm(*rp(results[a], L)),
-                   f"RP of $S^{{({L})}}$, {cv.setting_label(results[a].config)}", "{doc}`appendix_b`",
+                   f"RP of $S^{{({L})}}$, {cv.setting_label(results[a].config)}", ("doc", "appendix_b"),
                    {"features": feats})
 
 
@@ -506,7 +512,7 @@ def figure4_claim(results: dict[float, SimResult], without_residual: dict[float,
     a = min(x for x in results if x > 0) if any(x > 0 for x in results) else min(results)
     L = results[a].config.layers
     return Verdict("Figure 4", _from_features(feats), report.pm(*rp(results[a], L)),
-                   f"RP of $S^{{({L})}}$, {cv.setting_label(results[a].config)}", "{doc}`appendix_b`",
+                   f"RP of $S^{{({L})}}$, {cv.setting_label(results[a].config)}", ("doc", "appendix_b"),
                    {"features": feats})
 
 
@@ -533,7 +539,7 @@ def figure5_claim(results: dict[float, SimResult]) -> Verdict:
     sim, se = tab[a]["sim"]
     c = tab[a]["corrected"]
     return Verdict("Figure 5", word, report.pm(sim / c, se / c), f"simulated / corrected rise of $h$, α = {a:g}",
-                   "{doc}`appendix_b`", {"table": tab, "printed_ok": printed_ok, "corrected_closer": closer})
+                   ("doc", "appendix_b"), {"table": tab, "printed_ok": printed_ok, "corrected_closer": closer})
 
 
 def not_relative_claim(res: SimResult, offsets=(1, 2, 3)) -> Verdict:
@@ -544,7 +550,7 @@ def not_relative_claim(res: SimResult, offsets=(1, 2, 3)) -> Verdict:
     L, n = res.config.layers, res.config.n
     checks = [(l, o) for l in range(2, L + 1) for o in offsets if 0 < o < n - 1]
     if not checks:
-        return Verdict("not relative", OPEN, "—", "spread of a sub-diagonal", "{doc}`conclusion`", {})
+        return Verdict("the bias is not relative", OPEN, "—", "spread of a sub-diagonal", ("doc", "conclusion"), {})
     zc = cv.z_for(len(checks))
     spreads = {(l, o): offset_spread(res.score_mean[l - 1], res.score_sem[l - 1], o) for l, o in checks}
     (l, o), (gap, z, _, _) = max(spreads.items(), key=lambda kv: kv[1][1])
@@ -552,7 +558,7 @@ def not_relative_claim(res: SimResult, offsets=(1, 2, 3)) -> Verdict:
     word = HOLDS if z > zc else OPEN
     return Verdict("the bias is not relative", word, report.pm(gap, se),
                    f"spread of $S^{{({l})}}_{{i,i-{o}}}$ over $i$, {cv.setting_label(res.config)}",
-                   "{doc}`conclusion`", {"spreads": spreads, "z_threshold": zc})
+                   ("doc", "conclusion"), {"spreads": spreads, "z_threshold": zc})
 
 
 def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:
@@ -569,7 +575,8 @@ def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:
     for name in ("score", "attn"):
         m1, s1 = (getattr(res_a, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
         m2, s2 = (getattr(res_b, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
-        exact = (s1 <= 1e-9 * np.maximum(1.0, np.abs(m1))) & (s2 <= 1e-9 * np.maximum(1.0, np.abs(m2)))
+        rtol = report.EXACT_RTOL
+        exact = (s1 <= rtol * np.maximum(1.0, np.abs(m1))) & (s2 <= rtol * np.maximum(1.0, np.abs(m2)))
         zs.append((m1 - m2)[~exact] / np.hypot(s1, s2)[~exact])
         gaps.append(np.abs(m1 - m2)[exact])
     z, gap = np.concatenate(zs), np.concatenate(gaps)
@@ -579,7 +586,7 @@ def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:
                "beyond": int(np.sum(np.abs(z) > zc)), "z_threshold": zc, "exact_count": int(gap.size),
                "exact_gap": float(gap.max()) if gap.size else 0.0}
     return Verdict("engines agree", HOLDS if numbers["beyond"] == 0 else CONTRADICTED, report.num(worst, 2),
-                   "largest |z| of a difference", "{doc}`preliminaries`", numbers)
+                   "largest |z| of a difference", ("doc", "preliminaries"), numbers)
 
 
 # -- the landing page's table ----------------------------------------------------------------------------
@@ -646,9 +653,8 @@ def verdict_table(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, cosine_samp
 
 
 def table(verdicts: list[Verdict]) -> report.Markdown:
-    """The landing page's table: the claim (linked to its live check), what it says, the verdict
-    (a badge) and the decisive number with what it measures."""
-    rows = [{"claim": f"{v.claim} ({v.target})" if False else v.claim, "the paper says": STATEMENTS.get(v.claim, ""),
-             "book's verdict": report.badge(v.word), "decisive number": f"{v.value}<br>{v.measure}",
-             "live check": v.target} for v in verdicts]
-    return report.table(rows, align="lllll")
+    """The landing page's table: the claim (a link to its live check), what the paper says, the
+    book's verdict (a badge), and the decisive number over what it measures."""
+    rows = [{"claim": v.link, "the paper says": STATEMENTS.get(v.claim, ""), "book's verdict": report.badge(v.word),
+             "decisive number": f"{v.value}<br><small>{v.measure}</small>"} for v in verdicts]
+    return report.table(rows, align="llll", css_class="verdict-table")

@@ -78,8 +78,9 @@ def pm(mean, se, *, min_places: int = 0) -> str:
 
     The error gets one or two significant digits (:func:`error_digits`) and the mean the same
     decimal places (at least ``min_places``): 0.52314, 0.00123 -> "0.5231 ± 0.0012". Magnitudes
-    below 10⁻³ or from 10⁵ up share a power of ten: 7.2e-5, 8e-6 -> "(7.2 ± 0.8) × 10⁻⁵". An error of
-    0 (an exact value) prints the number alone (:func:`num`); a non-finite mean prints as "nan"/"∞".
+    below 10⁻³ or from 10⁵ up share a power of ten: 7.2e-5, 8e-6 -> "(7.2 ± 0.8) × 10⁻⁵". An exact
+    value (:func:`is_exact`: an error of 0 or of float rounding) prints the number alone
+    (:func:`num`); a non-finite mean prints as "nan"/"∞".
     """
     mean, se = _finite("mean", mean), _finite("se", se)
     min_places = check_int("min_places", min_places, 0, 12)
@@ -89,8 +90,8 @@ def pm(mean, se, *, min_places: int = 0) -> str:
         return f"{num(mean)} {PM} ?"
     if se < 0:
         raise ValueError(f"se={se!r} is out of range; allowed: a standard error >= 0")
-    if se == 0 or math.isinf(se):
-        return num(mean) if se == 0 else f"{num(mean)} {PM} \u221e"
+    if is_exact(mean, se) or math.isinf(se):
+        return num(mean) if not math.isinf(se) else f"{num(mean)} {PM} \u221e"
     big = max(abs(mean), se)
     if SCI_BELOW <= big < SCI_FROM:
         places = max(min_places, _decimals(se), 0)
@@ -99,6 +100,15 @@ def pm(mean, se, *, min_places: int = 0) -> str:
     m, s = mean / 10 ** k, se / 10 ** k
     places = max(_decimals(s), 0)
     return _minus(f"({m:.{places}f} {PM} {s:.{places}f}) \u00d7 ") + power_of_ten(k)
+
+
+EXACT_RTOL = 1e-9     # an SE below this fraction of the value (at least 1) is float rounding, not noise
+
+
+def is_exact(value, se) -> bool:
+    """True when ``se`` is zero or float rounding (<= EXACT_RTOL * max(1, |value|)): a quantity
+    without sampling noise, such as a diagonal score sqrt(d) after normalization."""
+    return float(se) <= EXACT_RTOL * max(1.0, abs(float(value)))
 
 
 def num(x, sig: int = 3) -> str:
@@ -210,7 +220,8 @@ def badge(word: str) -> str:
 
 
 def _escape_role(text: str) -> str:
-    return text.replace("`", "'")
+    # a badge's text after its last ";" would become a tooltip (sphinx-design): escape it
+    return text.replace("`", "'").replace(";", "\\;")
 
 
 # -- Markdown that myst-nb renders (display() it, or glue it and place it with {glue:md}) --------------
@@ -284,7 +295,7 @@ def _alignment(columns, cells, align):
 
 
 def table(rows, columns=None, *, align: str | None = None, max_rows: int = 20, summary=None,
-          name: str | None = None, title: str = "Full table") -> Markdown:
+          name: str | None = None, title: str = "Full table", css_class: str | None = None) -> Markdown:
     """A compact table as MyST markdown: no index column, math labels in ``$...$``, numbers
     right-aligned (the first column and text columns left-aligned; or ``align="lrr..."``).
 
@@ -293,10 +304,15 @@ def table(rows, columns=None, *, align: str | None = None, max_rows: int = 20, s
     With more than ``max_rows`` rows the page shows ``summary`` (rows in the same form, or nothing)
     and the full table folded in a dropdown titled ``title`` with the number of rows; ``name``
     (required then) names the CSV/JSON download of the full table (:func:`download`).
+    ``css_class``: a class on the table, for page-specific styling (e.g. "verdict-table").
     """
     max_rows = check_int("max_rows", max_rows, 1)
     columns, cells = _normalise_rows(rows, columns)
     full = _pipe_table(columns, cells, _alignment(columns, cells, align))
+    if css_class is not None:
+        if not re.fullmatch(r"[a-z][a-z0-9-]*", str(css_class)):
+            raise ValueError(f"css_class={css_class!r} is not allowed; allowed: lower-case letters, digits and '-'")
+        full = f":::{{table}}\n:class: {css_class}\n\n{full}\n:::"
     if len(cells) <= max_rows:
         return Markdown(full)
     if not name:

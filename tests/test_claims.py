@@ -44,7 +44,7 @@ def thm(d, **kw):
 def test_theorem1_too_small_at_the_papers_d():
     v = claims.theorem1_claim({4: thm(4, rp=0.6), 64: thm(64, rp=0.5)})
     assert v.word == "holds; too small to see at d = 64" and valid(v.word)
-    assert v.value == "0.1000 ± 0.0010" and "$d = 4$" in v.measure and v.target == "{prf:ref}`thm-1`"
+    assert v.value == "0.1000 ± 0.0010" and "$d = 4$" in v.measure and v.link == "{prf:ref}`Theorem 1 <thm-1>`"
 
 
 def test_theorem1_other_branches():
@@ -143,6 +143,7 @@ def test_verdict_table_covers_every_claim(tmp_path):
     verdicts = claims.verdict_table(200, 0, cosine_samples=50, cache=tmp_path)
     assert [v.claim for v in verdicts] == list(claims.STATEMENTS)
     assert all(valid(v.word) for v in verdicts), [v.word for v in verdicts]
-    table = claims.table(verdicts).text.splitlines()
+    table = claims.table(verdicts).text.splitlines()[3:-1]          # inside the {table} directive
     assert len(table) == 2 + len(verdicts) and "{bdg-" in table[2]
+    assert table[2].startswith("| {prf:ref}`Definition 1 <def-1>` |") and "{doc}`Figure 1 <empirical>`" in table[9]
     assert len(list(tmp_path.glob("*.npz"))) == 18              # each setting simulated once, cached

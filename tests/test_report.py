@@ -32,6 +32,8 @@ def test_pm_rounds_the_error_and_the_mean_together(mean, se, text):
 
 def test_pm_special_values():
     assert report.pm(2.0, 0.0) == "2"                       # exact: the number alone
+    assert report.pm(8.0, 1.4e-15) == "8"                   # float rounding is not an error bar
+    assert report.is_exact(8.0, 1e-12) and not report.is_exact(8.0, 1e-6)
     assert report.pm(0.5, 0.02, min_places=4) == "0.5000 ± 0.0200"
     assert report.pm(np.float64(0.5), np.float32(0.01)) == "0.500 ± 0.010"
     assert report.pm(math.nan, 0.1) == "nan"
@@ -73,6 +75,7 @@ def test_badges_by_first_word():
     assert report.badge("holds after correction") == "{bdg-success-line}`holds after correction`"
     assert report.badge("contradicted") == "{bdg-danger}`contradicted`"
     assert report.badge("open") == "{bdg-secondary}`open`"
+    assert report.badge("holds; too small") == "{bdg-success-line}`holds\\; too small`"   # not a tooltip
     with pytest.raises(ValueError, match="non-empty verdict word"):
         report.badge(" ")
 
@@ -101,6 +104,10 @@ def test_table_from_columns_and_explicit_alignment():
         report.table([{"a": "x\ny"}])
     with pytest.raises(ValueError, match="missing from some rows"):
         report.table([{"a": 1}, {"b": 2}])
+    styled = report.table({"a": ["x"]}, css_class="verdict-table").text
+    assert styled.startswith(":::{table}\n:class: verdict-table\n\n| a |") and styled.endswith(":::")
+    with pytest.raises(ValueError, match="css_class="):
+        report.table({"a": ["x"]}, css_class="Bad Class")
 
 
 def test_long_table_becomes_summary_dropdown_and_download():
