@@ -196,7 +196,9 @@ def s2_order(res: SimResult) -> tuple[str, float, float]:
     """
     mean, sem = getattr(res, "trend_cv_mean", None), getattr(res, "trend_cv_sem", None)
     if mean is not None and sem is not None:
-        return "mean off-diagonal step of $S^{(2)}$", float(np.ravel(mean)[0]), float(np.ravel(sem)[0])
+        mean, sem = np.atleast_1d(np.asarray(mean, dtype=float)), np.atleast_1d(np.asarray(sem, dtype=float))
+        k = 1 if mean.size == res.config.layers > 1 else 0          # per layer: S^(2); else the one value
+        return "mean off-diagonal step of $S^{(2)}$", float(mean[k]), float(sem[k])
     value, se = rp(res, 2)
     return "RP of $S^{(2)}$ − 0.5", value - 0.5, se
 
@@ -378,6 +380,13 @@ def eq6_claim(cosines: dict[float, tuple[float, float]], d: int) -> Verdict:
                    ("doc", "input_distribution"), {"z": zs, "z_threshold": zc})
 
 
+def _resolved(zs, zc: float) -> bool | None:
+    """A feature tested by several z-scores: True when all are above ``zc``, False when one is
+    below ``-zc`` (the opposite is resolved), None otherwise."""
+    zs = list(zs)
+    return False if any(z < -zc for z in zs) else (True if all(z > zc for z in zs) else None)
+
+
 def figure1_features(rows: list[SimResult]) -> dict[str, bool | None]:
     """The features of Figure 1 that the paper describes (Sec. 3), each True (reproduced), False
     (the opposite is resolved) or None (not resolved either way), tested together as one family.
@@ -390,9 +399,7 @@ def figure1_features(rows: list[SimResult]) -> dict[str, bool | None]:
     later = [l for l in layers if l >= 2]
     k = 4 + len(deep) + len(later) * 3
     zc = cv.z_for(k)
-
-    def sign(zs):       # True: all above, False: any below, None: otherwise
-        return False if any(z < -zc for z in zs) else (True if all(z > zc for z in zs) else None)
+    sign = lambda zs: _resolved(zs, zc)          # noqa: E731
 
     layer1 = [abs(rp_z(r, 1)) for r in rows]
     feats = {
@@ -443,9 +450,13 @@ def _h_table(results: dict[float, SimResult], gamma: float):
     return out
 
 
-def _mid(alphas) -> float:
-    alphas = sorted(alphas)
-    return 0.4 if 0.4 in alphas else alphas[len(alphas) // 2]
+def _ratio_at_mid(tab: dict, form: str) -> tuple[float, str]:
+    """(alpha, "simulated / closed-form rise ± SE") at alpha = 0.4, or the middle alpha of ``tab``."""
+    alphas = sorted(tab)
+    a = 0.4 if 0.4 in alphas else alphas[len(alphas) // 2]
+    sim, se = tab[a]["sim"]
+    ref = tab[a][form]
+    return a, report.pm(sim / ref, se / ref)
 
 
 def figure2_claim(results: dict[float, SimResult]) -> Verdict:
@@ -465,10 +476,8 @@ def figure2_claim(results: dict[float, SimResult]) -> Verdict:
         word = HOLDS if match else SIGN_NOT_SIZE
     else:
         word = OPEN
-    a = _mid(tab)
-    sim, se = tab[a]["sim"]
-    p = tab[a]["printed"]
-    return Verdict("Figure 2", word, report.pm(sim / p, se / p), f"simulated / Eq. (41) rise of $h$, α = {a:g}",
+    a, ratio = _ratio_at_mid(tab, "printed")
+    return Verdict("Figure 2", word, ratio, f"simulated / Eq. (41) rise of $h$, α = {a:g}",
                    ("doc", "empirical"), {"table": tab, "same_order": same_order})
 
 
@@ -480,9 +489,7 @@ def _heatmap_grid_features(results: dict[float, SimResult], baseline: dict[float
     L = items[0][1].config.layers
     k = len(items) + len(pos) * (L - 1) + (len(pos) if baseline else 0)
     zc = cv.z_for(max(1, k))
-
-    def sign(zs):
-        return False if any(z < -zc for z in zs) else (True if all(z > zc for z in zs) else None)
+    sign = lambda zs: _resolved(zs, zc)          # noqa: E731
 
     feats = {"no order in layer 1": True if all(abs(rp_z(r, 1)) <= zc for _, r in items) else None,
              "recency from layer 2 on for α > 0": sign([rp_z(r, l) for _, r in pos for l in range(2, L + 1)])}
@@ -535,10 +542,8 @@ def figure5_claim(results: dict[float, SimResult]) -> Verdict:
         word = HOLDS_CORRECTED
     else:
         word = OPEN
-    a = _mid(tab)
-    sim, se = tab[a]["sim"]
-    c = tab[a]["corrected"]
-    return Verdict("Figure 5", word, report.pm(sim / c, se / c), f"simulated / corrected rise of $h$, α = {a:g}",
+    a, ratio = _ratio_at_mid(tab, "corrected")
+    return Verdict("Figure 5", word, ratio, f"simulated / corrected rise of $h$, α = {a:g}",
                    ("doc", "appendix_b"), {"table": tab, "printed_ok": printed_ok, "corrected_closer": closer})
 
 

@@ -63,6 +63,8 @@ def test_theorem1_switches_to_the_control_variate_trend_when_a_result_has_it():
     assert what.startswith("mean off-diagonal step") and (value, se) == (2e-4, 5e-5)
     v = claims.theorem1_claim({64: res})
     assert v.word == "holds in aggregate at d = 64" and v.value == "(2.0 ± 0.5) × 10⁻⁴"
+    res.trend_cv_mean, res.trend_cv_sem = np.array([0.0, 3e-4]), np.array([1.0, 1e-4])   # per layer
+    assert claims.s2_order(res)[1:] == (3e-4, 1e-4)
 
 
 # -- Propositions, equations -------------------------------------------------------------------------

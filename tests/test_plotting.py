@@ -361,3 +361,17 @@ def test_glue_figure_closes_the_figure():
     fig, ax = plt.subplots()
     plotting.glue_figure("test-figure", fig)
     assert not plt.fignum_exists(fig.number)
+
+
+def test_a_settings_style_replaces_the_default_format_without_warnings():
+    import warnings
+
+    from recency_lib import SimConfig
+
+    fig, ax = plt.subplots()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plotting.recency_by_layer([0.5, 0.6], [0.01, 0.01], ax, label="x", **cv.variant_style(SimConfig(gamma=1.0)))
+        plotting.errorbar_points([1, 2], [0.5, 0.6], [0.01, 0.01], ax, marker="s")
+    line = ax.containers[0].lines[0]
+    assert line.get_marker() == "o" and line.get_markerfacecolor() == "white" and line.get_linestyle() == "-"
