@@ -18,11 +18,13 @@ For each page in _toc.yml:
 
 The reader-facing layout of issue 12 (test_page_layout), on every page:
 * at 1400x900: no element wider than the content column outside a scroll container; every image
-  shown at >= 90 % of its natural width (or of the column); every numbered Definition / Theorem /
+  shown at >= 90 % of its natural width (the width it declares, for an image drawn at a higher
+  resolution for the column); every numbered Definition / Theorem /
   Proposition box followed by a figure or table within 700 px; no paragraph over 150 words and
   no bold run over 25; on the landing page the verdict table starts above 900 px;
 * at 390x844: no horizontal scroll of the page.
-Pages that have not been rewritten yet are expected to fail it: NOT_YET_REWRITTEN, one list.
+Pages that have not been rewritten yet are expected to fail it: NOT_YET_REWRITTEN, one list (also
+used by tests/test_notebook_rules.py).
 
 Without chromium (or playwright) the tests are skipped, unless the environment variable CI
 is set: then they fail.
@@ -62,8 +64,9 @@ PRF_DIRECTIVE = re.compile(
     re.M,
 )
 CODE_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(?![ \t]*\{)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.M | re.S)
-# Chapters still written the old way: the layout test is expected to fail on them (strict: a page
-# that passes must be taken off this list). Whoever rewrites a chapter removes it from here.
+# Chapters still written the old way: the layout test is expected to fail on them (not strictly: a
+# short old page can pass it and shows as XPASS), the authoring rules of test_notebook_rules.py
+# strictly. Whoever rewrites a chapter removes it from here; then both must pass.
 NOT_YET_REWRITTEN = frozenset({
     "layernorm", "residual", "input_distribution", "empirical", "conclusion", "beyond",
     "appendix_a", "appendix_b", "reproducibility",
@@ -325,6 +328,10 @@ def test_page_in_browser(open_page, toc_page, page_markdown):
         problems.append(f"uncaught script errors: {errors}")
     if run.console:
         problems.append(f"console errors: {run.console}")
+    shown = run.page.evaluate("() => Array.from(document.querySelectorAll('div.cell.tag_parameters .cell_input, "
+                              "div.cell.tag_injected-parameters')).filter(e => e.getBoundingClientRect().height > 0).length")
+    if shown:
+        problems.append(f"{shown} parameters cell(s) shown expanded; allowed: collapsed (hide-cell or companion.js)")
 
     assert not problems, f"{toc_page}.html:\n  " + "\n  ".join(problems)
 
@@ -365,13 +372,15 @@ async (limits) => {
     wide.push({el, text: `${where(el)} (${Math.round(r.left - left)}..${Math.round(r.right - left)} px of ${Math.round(column)})`});
   }
 
-  // 2. images at (nearly) their natural size
+  // 2. images at (nearly) their natural size: the width they declare (an image drawn at twice the
+  //    resolution for the column says so in its width attribute), else their pixel width. Shrinking
+  //    an image to the column is what made the old 1392 px figures unreadable, so it does not count.
   const small = [];
   for (const img of art.querySelectorAll('img')) {
     if (!visible(img) || !img.naturalWidth) continue;
     const shown = img.getBoundingClientRect().width;
-    const target = Math.min(img.naturalWidth, column);
-    if (shown < limits.scale * target) small.push(`${img.getAttribute('src')}: ${Math.round(shown)} of ${img.naturalWidth} px`);
+    const natural = parseFloat(img.getAttribute('width')) || img.naturalWidth;
+    if (shown < limits.scale * natural) small.push(`${img.getAttribute('src')}: ${Math.round(shown)} of ${Math.round(natural)} px`);
   }
 
   // 3. statement boxes followed by their evidence
@@ -450,7 +459,7 @@ def layout_problems(open_page, docname: str) -> tuple[list[str], dict]:
 
 def test_page_layout(open_page, toc_page, request):
     if toc_page in NOT_YET_REWRITTEN:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="chapter not yet rewritten for issue 12"))
+        request.applymarker(pytest.mark.xfail(strict=False, reason="chapter not yet rewritten for issue 12"))
     problems, _ = layout_problems(open_page, toc_page)
     assert not problems, f"{toc_page}.html:\n  " + "\n  ".join(problems)
 
@@ -459,3 +468,29 @@ def test_not_yet_rewritten_lists_only_book_pages():
     from conftest import toc_pages
 
     assert NOT_YET_REWRITTEN <= set(toc_pages()), sorted(NOT_YET_REWRITTEN - set(toc_pages()))
+
+
+def test_landing_figure_enlarges_and_its_numbers_download(open_page):
+    """Click to enlarge (companion.js) and the data: URI downloads (report.download) work in a browser."""
+    import base64
+
+    run = open_page("index")
+    img = run.page.locator("article figure img").first
+    img.click()
+    assert run.page.locator(".zoom-overlay img").count() == 1
+    big = run.page.evaluate("() => document.querySelector('.zoom-overlay img').getBoundingClientRect().width")
+    assert big > run.page.evaluate("() => document.querySelector('article figure img').getBoundingClientRect().width")
+    run.page.keyboard.press("Escape")
+    assert run.page.locator(".zoom-overlay").count() == 0
+    links = run.page.evaluate("() => Array.from(document.querySelectorAll('a.data-download'))"
+                              ".map(a => [a.getAttribute('download'), a.getAttribute('href')])")
+    names = [name for name, _ in links]
+    assert "figure-1.csv" in names and "figure-1.json" in names
+    href = dict(links)["figure-1.csv"]
+    head, payload = href.split(",", 1)
+    assert head == "data:text/csv;charset=utf-8;base64"
+    header = base64.b64decode(payload).decode().splitlines()[0].split(",")
+    assert {"setting", "layer", "quantity", "i", "j", "mean", "se"} <= set(header)
+    with run.page.expect_download() as dl:
+        run.page.locator('a.data-download[download="figure-1.json"]').click()
+    assert dl.value.suggested_filename == "figure-1.json"
