@@ -329,7 +329,8 @@ def test_page_in_browser(open_page, toc_page, page_markdown):
     if run.console:
         problems.append(f"console errors: {run.console}")
     shown = run.page.evaluate("() => Array.from(document.querySelectorAll('div.cell.tag_parameters .cell_input, "
-                              "div.cell.tag_injected-parameters')).filter(e => e.getBoundingClientRect().height > 0).length")
+                              "div.cell.tag_injected-parameters')).filter(e => e.checkVisibility() "
+                              "&& !e.closest('details:not([open])')).length")
     if shown:
         problems.append(f"{shown} parameters cell(s) shown expanded; allowed: collapsed (hide-cell or companion.js)")
 
@@ -349,7 +350,14 @@ async (limits) => {
   const cs = getComputedStyle(art), box = art.getBoundingClientRect();
   const left = box.left + parseFloat(cs.paddingLeft), right = box.right - parseFloat(cs.paddingRight);
   const column = right - left;
-  const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  // shown on the page: laid out, and not inside a closed <details> (a dropdown or a hidden cell,
+  // whose content Chromium still lays out) unless it is that details' summary
+  const visible = el => {
+    const r = el.getBoundingClientRect();
+    if (!(r.width > 0 && r.height > 0) || !el.checkVisibility()) return false;
+    const closed = el.closest('details:not([open])');
+    return !closed || !!el.closest('summary');
+  };
   const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
       (el.classList.length ? '.' + Array.from(el.classList).slice(0, 3).join('.') : '');
   const where = el => { const h = []; for (let p = el; p && p !== art && h.length < 4; p = p.parentElement) h.unshift(name(p)); return h.join(' > '); };
