@@ -2,24 +2,87 @@
 
 Conventions (as in the paper's Figs. 1-5): indices are shown 1-based; in a score heatmap the
 y axis is the query index i and the x axis the key index j; causal masking leaves the upper
-triangle (j > i) blank.
+triangle (j > i) blank. Sizes, fonts, line styles and colours come from
+:mod:`recency_lib.conventions`; :func:`book_style` applies them, :func:`subplots` makes a figure
+as wide as the page column, and :func:`glue_figure` hands a finished figure to the page.
 
 The diagonal of a score matrix is special: after normalization S_ii = sqrt(d) by construction
 (Eq. (5)), far above every off-diagonal score, so colouring it would squash the off-diagonal
 structure that Definition 1 is about into one colour. :func:`score_heatmap` therefore computes
 its colour limits from the strictly lower triangle only and draws the diagonal cells hatched and
-uncoloured.
+uncoloured (``include_diagonal=True`` draws them as the paper did, on one scale with the rest).
 """
 from __future__ import annotations
 
-
 import numpy as np
 
-from .validation import check_z
+from . import conventions as cv
+from .report import pm
+from .validation import check_choice, check_int, check_z
 
 RP_GID = "recency_probability"      # gid of the RP text box, so it can be found again
-NO_ORDER_GID = "no_order"           # gid of the dashed 0.5 line of recency_by_layer
+NO_ORDER_GID = "no_order"           # gid of the 0.5 reference line of recency_by_layer
 DIAGONAL_GID = "excluded_diagonal"  # gid of the hatched diagonal cells
+RASTER_ABOVE_N = 40                 # heatmaps with more tokens are embedded as a bitmap in the SVG
+SHARE_MODES = ("auto", "row", "all", "none")
+
+__all__ = ["book_style", "subplots", "glue_figure", "score_heatmap", "score_grid", "h_curve",
+           "errorbar_points", "theory_vs_simulation", "recency_by_layer", "row_profile",
+           "offset_profiles", "rp_text", "pm"]
+
+
+# -- style and figures ---------------------------------------------------------------------------
+
+def style_rc() -> dict:
+    """The matplotlib settings of the book (fonts in points at the figure's natural size)."""
+    return {
+        "font.size": cv.FONT_PT, "axes.titlesize": cv.TITLE_PT, "axes.labelsize": cv.FONT_PT,
+        "xtick.labelsize": cv.SMALL_PT, "ytick.labelsize": cv.SMALL_PT, "legend.fontsize": cv.SMALL_PT,
+        "legend.title_fontsize": cv.SMALL_PT, "figure.titlesize": cv.TITLE_PT,
+        "figure.figsize": cv.figure_size(), "figure.dpi": 96, "savefig.dpi": 192,
+        "savefig.pad_inches": 0.03, "svg.fonttype": "path", "svg.hashsalt": "recency-companion",
+        "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False,
+        "axes.grid": False, "lines.linewidth": 1.6, "errorbar.capsize": 2.5,
+        "figure.facecolor": "white", "savefig.facecolor": "white",
+    }
+
+
+def book_style() -> None:
+    """Apply the book's figure style: :func:`style_rc`, and in a notebook SVG output (sharp at any
+    zoom; shown at its natural size, which :func:`subplots` makes the column width)."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update(style_rc())
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:          # plain Python: nothing to configure
+        return
+    if get_ipython() is not None:
+        set_matplotlib_formats("svg")
+
+
+def subplots(nrows: int = 1, ncols: int = 1, *, height_ratio: float | None = None, width: float = 1.0, **kw):
+    """``plt.subplots`` for the page: the figure fills ``width`` of the column (conventions.COLUMN_IN)
+    and lays itself out (constrained layout); ``height_ratio`` is height / width (default: square
+    panels for a grid, 0.62 for a single panel). Returns (fig, axes) as ``plt.subplots``."""
+    import matplotlib.pyplot as plt
+
+    nrows, ncols = check_int("nrows", nrows, 1), check_int("ncols", ncols, 1)
+    if height_ratio is None:
+        height_ratio = 0.62 if nrows == ncols == 1 else min(3.0, 0.8 * nrows / ncols)
+    kw.setdefault("layout", "constrained")
+    return plt.subplots(nrows, ncols, figsize=cv.figure_size(height_ratio, width), **kw)
+
+
+def glue_figure(key: str, fig) -> None:
+    """Glue ``fig`` under ``key`` for a ``{glue:figure}`` directive (numbered, with its caption in
+    the markdown) and close it, so that the cell does not show it a second time."""
+    import matplotlib.pyplot as plt
+    from myst_nb import glue
+
+    glue(key, fig, display=False)
+    plt.close(fig)
 
 
 # -- validation ------------------------------------------------------------------------------------
@@ -47,55 +110,57 @@ def _sem(name: str, v, length: int) -> np.ndarray:
     return a
 
 
-_z = check_z
-
-
-def pm(mean: float, sem: float, *, digits: int = 1, min_places: int = 0) -> str:
-    """"mean ± sem" with the error rounded to ``digits`` significant digits and the mean to match.
-
-    0.55450, 0.00029 -> "0.5545 ± 0.0003"; tiny values switch to a shared exponent:
-    5.07e-5, 5.8e-6 -> "(5.1 ± 0.6)e-05". A zero or missing error prints the mean to 4 digits.
-    """
-    mean, sem = float(mean), float(sem)
-    if not np.isfinite(mean):
-        return f"{mean}"
-    if not np.isfinite(sem) or sem <= 0:
-        return f"{mean:.4g} \u00b1 0"
-    places = max(min_places, int(-np.floor(np.log10(sem))) + digits - 1)
-    if places <= 6 and not (abs(mean) < 1e-3 and places > 3):
-        return f"{mean:.{places}f} \u00b1 {sem:.{places}f}"
-    exp = int(np.floor(np.log10(max(abs(mean), sem))))
-    scale = 10.0 ** exp
-    inner = max(0, int(-np.floor(np.log10(sem / scale))) + digits - 1)
-    return f"({mean / scale:.{inner}f} \u00b1 {sem / scale:.{inner}f})e{exp:+03d}"
-
-
-def rp_text(rp: float, sem: float | None = None) -> str:
-    """The recency-probability label: "RP = 0.732 ± 0.001" (no ± without a SEM).
-
-    At least 3 decimals, more (up to 6) when needed to show the SEM's first significant digit,
-    so a SEM of 3e-4 prints as "0.5545 ± 0.0003" rather than "± 0.000".
-    """
+def rp_text(rp: float, sem: float | None = None, sep: str = " ") -> str:
+    """The recency-probability label: "RP = 0.7321 ± 0.0012" (report.pm), "RP = 0.500" without a
+    SEM; ``sep="\\n"`` breaks it before the ±, for a narrow panel."""
     if sem is None or not np.isfinite(sem):
         return f"RP = {rp:.3f}"
-    places = 3 if sem <= 0 else int(min(6, max(3, -np.floor(np.log10(sem)))))
-    return f"RP = {rp:.{places}f} \u00b1 {sem:.{places}f}"
+    text = pm(rp, sem, min_places=3)
+    if sep != " ":
+        at = " \u00d7 " if text.startswith("(") else " \u00b1 "     # "(7.2 ± 0.8)" stays whole
+        text = text.replace(at, sep + at[1:], 1)
+    return f"RP = {text}"
 
 
 # -- heatmaps --------------------------------------------------------------------------------------
 
+def _lower_limits(s: np.ndarray, include_diagonal: bool) -> tuple[float, float]:
+    rows, cols = np.indices(s.shape)
+    keep = (rows >= cols if include_diagonal else rows > cols) & np.isfinite(s)
+    vals = s[keep]
+    return (float(vals.min()), float(vals.max())) if vals.size else (0.0, 1.0)
+
+
+def _colourbar(mappable, ax, *, axes=None):
+    """A slim horizontal colour bar under the panel(s), two or three ticks and a shared power of ten
+    (×10⁻⁵) when the values need one."""
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+
+    fmt = ScalarFormatter(useMathText=True)
+    fmt.set_powerlimits((-2, 3))
+    bar = ax.figure.colorbar(mappable, ax=axes if axes is not None else ax, location="bottom",
+                             fraction=0.05, pad=0.02, aspect=14, format=fmt)
+    bar.locator = MaxNLocator(nbins=2, min_n_ticks=2)
+    bar.update_ticks()
+    bar.outline.set_linewidth(0)
+    bar.ax.tick_params(labelsize=cv.SMALL_PT, length=2, pad=1)
+    bar.ax.xaxis.offsetText.set_fontsize(cv.SMALL_PT)
+    return bar
+
+
 def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None, title=None, cbar=True,
-                  annotate_fmt=None):
-    """Heatmap (seaborn, cmap "rocket") of an (n, n) mean score matrix, as in Fig. 1.
+                  annotate_fmt=None, include_diagonal=False, vmin=None, vmax=None, ticks="all"):
+    """Heatmap (cmap "rocket", as the paper) of an (n, n) mean score matrix, as in Fig. 1.
 
     * Upper triangle (j > i) and non-finite entries: blank.
-    * Diagonal: EXCLUDED from the colour scale and drawn blank with grey hatching. vmin/vmax are
-      the min/max of the finite strictly-lower-triangle entries (when there are none, e.g.
-      n = 1, nothing is coloured and the scale is an arbitrary [0, 1]).
-    * Ticks 1..n; y = query index i, x = key index j.
+    * Diagonal: EXCLUDED from the colour scale and drawn hatched (``include_diagonal=True``: coloured
+      on one scale with the rest, as the paper's figure). vmin/vmax default to the min/max of the
+      finite entries coloured (none, e.g. n = 1: an arbitrary [0, 1]).
+    * y = query index i, x = key index j, ticks 1..n (``ticks="ends"``: only 1 and n, for grids).
     * ``recency_probability`` (and ``recency_sem``): printed in the empty upper-right corner,
-      e.g. "RP = 0.732 ± 0.001".
+      "RP = 0.7321" over "± 0.0012" (conventions.RP_LABEL_PT).
     * ``annotate_fmt`` (e.g. ".2f"): write each coloured cell's value.
+    * ``cbar``: True draws this panel's own colour bar; False none (e.g. a shared one, score_grid).
 
     Returns ``ax``.
     """
@@ -104,59 +169,83 @@ def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None,
 
     s = _square("score_mean", score_mean)                          # (n, n)
     n = s.shape[0]
+    ticks = check_choice("ticks", ticks, ("all", "ends"))
     rows, cols = np.indices(s.shape)
-    strict = rows > cols
-    mask = ~(strict & np.isfinite(s))                               # hide diagonal, upper, NaN
-    lower_vals = s[strict & np.isfinite(s)]
-    vmin = float(lower_vals.min()) if lower_vals.size else 0.0
-    vmax = float(lower_vals.max()) if lower_vals.size else 1.0
-    ticks = [str(k) for k in range(1, n + 1)]
-    # seaborn's heatmap redraws the whole figure on every call (to test tick overlap), which makes
-    # a 4 x 4 grid take ~40 s; the same picture from pcolormesh with seaborn's colormap is instant.
+    shown = (rows >= cols) if include_diagonal else (rows > cols)
+    mask = ~(shown & np.isfinite(s))
+    lo, hi = _lower_limits(s, include_diagonal)
+    vmin = lo if vmin is None else float(vmin)
+    vmax = hi if vmax is None else float(vmax)
+    # pcolormesh with seaborn's colour map: the picture of sns.heatmap without its slow redraws
     data = np.ma.masked_array(s, mask=mask)
-    mesh = ax.pcolormesh(np.arange(n + 1), np.arange(n + 1), data, cmap=sns.color_palette("rocket", as_cmap=True),
-                         vmin=vmin, vmax=vmax)
+    mesh = ax.pcolormesh(np.arange(n + 1), np.arange(n + 1), data, cmap=sns.color_palette(cv.HEATMAP_CMAP, as_cmap=True),
+                         vmin=vmin, vmax=vmax, rasterized=n > RASTER_ABOVE_N)
     ax.set_xlim(0, n)
     ax.set_ylim(n, 0)                                              # matrix orientation: query 1 on top
     ax.set_aspect("equal")
     for side in ("top", "right", "left", "bottom"):
         ax.spines[side].set_visible(False)
-    centres = np.arange(n) + 0.5
-    ax.set_xticks(centres, ticks)
-    ax.set_yticks(centres, ticks)
+    shown_ticks = np.arange(n) if (ticks == "all" and n <= 12) else np.unique([0, n - 1])
+    ax.set_xticks(shown_ticks + 0.5, [str(k + 1) for k in shown_ticks])
+    ax.set_yticks(shown_ticks + 0.5, [str(k + 1) for k in shown_ticks])
+    ax.tick_params(length=0, pad=2)
     if cbar:
-        colorbar = ax.figure.colorbar(mesh, ax=ax)
-        colorbar.outline.set_linewidth(0)
+        _colourbar(mesh, ax)
     if annotate_fmt is not None:
         for i, j in zip(*np.nonzero(~mask)):
             value = s[i, j]
             shade = (value - vmin) / (vmax - vmin) if vmax > vmin else 0.5
-            ax.text(j + 0.5, i + 0.5, format(value, annotate_fmt), ha="center", va="center", fontsize=7,
-                    color="black" if shade > 0.6 else "white")
-    for k in range(n):                                             # the excluded diagonal
-        ax.add_patch(mpatches.Rectangle((k, k), 1, 1, fill=False, hatch="///", edgecolor="0.6",
-                                        linewidth=0.0, gid=DIAGONAL_GID))
+            ax.text(j + 0.5, i + 0.5, format(value, annotate_fmt), ha="center", va="center",
+                    fontsize=cv.SMALL_PT, color="black" if shade > 0.6 else "white")
+    if not include_diagonal:
+        for k in range(n):                                         # the excluded diagonal
+            ax.add_patch(mpatches.Rectangle((k, k), 1, 1, fill=False, hatch="///", edgecolor="0.6",
+                                            linewidth=0.0, gid=DIAGONAL_GID))
     ax.set_xlabel("key j")
     ax.set_ylabel("query i")
-    ax.tick_params(axis="y", rotation=0)
     if title is not None:
         ax.set_title(title)
     if recency_probability is not None:
-        ax.text(0.97, 0.97, rp_text(float(recency_probability), recency_sem), transform=ax.transAxes,
-                ha="right", va="top", fontsize=8, gid=RP_GID,
-                bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "0.7", "alpha": 0.9})
+        ax.text(0.99, 0.99, rp_text(float(recency_probability), recency_sem, sep="\n"), transform=ax.transAxes,
+                ha="right", va="top", fontsize=cv.RP_LABEL_PT, linespacing=1.1, gid=RP_GID)
     return ax
 
 
+def _share_groups(limits: np.ndarray, share: str) -> list[list[tuple[int, int]]]:
+    """Panels (r, c) that share one colour scale. "auto": a row shares when every panel's own range
+    covers at least half of the row's joint range (so no panel loses more than half of its colours;
+    otherwise each panel keeps its own scale)."""
+    n_rows, n_cols = limits.shape[:2]
+    cells = [[(r, c) for c in range(n_cols)] for r in range(n_rows)]
+    if share == "none":
+        return [[rc] for row in cells for rc in row]
+    if share == "all":
+        return [[rc for row in cells for rc in row]]
+    groups = []
+    for row in cells:
+        lo = min(limits[r, c, 0] for r, c in row)
+        hi = max(limits[r, c, 1] for r, c in row)
+        own = [limits[r, c, 1] - limits[r, c, 0] for r, c in row]
+        if share == "row" or (hi > lo and min(own) >= 0.5 * (hi - lo)):
+            groups.append(row)
+        else:
+            groups += [[rc] for rc in row]
+    return groups
+
+
 def score_grid(score_means, axes, *, recency_probabilities=None, recency_sems=None, row_labels=None,
-               col_labels=None):
+               col_labels=None, share="auto", include_diagonal=False):
     """A grid of :func:`score_heatmap` panels: rows = settings, columns = layers (Figs. 1, 3, 4).
 
     score_means: (rows, cols, n, n). axes: (rows, cols) array of Axes (any array of the same size
     is reshaped, e.g. ``plt.subplots(1, k)``'s 1-D array). recency_probabilities / recency_sems:
     (rows, cols) or None. row_labels (length rows) go on the left of the first column,
-    col_labels (length cols) above the first row. Each panel has its own colour scale and
-    colourbar (the off-diagonal ranges differ between layers by orders of magnitude).
+    col_labels (length cols) above the first row. Tick labels 1 and n only, axis labels on the
+    outer panels.
+
+    Colour scales (``share``): "auto" gives a row one shared colour bar where that is honest (every
+    panel's range covers at least half of the row's, :func:`_share_groups`), else each panel its own;
+    "row" / "all" / "none" force it. ``include_diagonal``: colour the diagonal too (the paper's way).
 
     Returns ``axes`` as a (rows, cols) array.
     """
@@ -169,6 +258,7 @@ def score_grid(score_means, axes, *, recency_probabilities=None, recency_sems=No
         raise ValueError(f"axes has shape {ax_arr.shape}; allowed: {n_rows * n_cols} Axes, "
                          f"one per panel of score_means' (rows, cols) = {(n_rows, n_cols)}")
     ax_arr = ax_arr.reshape(n_rows, n_cols)
+    share = check_choice("share", share, SHARE_MODES)
 
     def grid_of(name, values):
         if values is None:
@@ -184,10 +274,19 @@ def score_grid(score_means, axes, *, recency_probabilities=None, recency_sems=No
         if labels is not None and len(labels) != size:
             raise ValueError(f"{name} has length {len(labels)}; allowed: length {size}")
 
+    limits = np.array([[_lower_limits(sm[r, c], include_diagonal) for c in range(n_cols)] for r in range(n_rows)])
+    scale = {}
+    groups = _share_groups(limits, share)
+    for group in groups:
+        lo = min(limits[r, c, 0] for r, c in group)
+        hi = max(limits[r, c, 1] for r, c in group)
+        for rc in group:
+            scale[rc] = (lo, hi)
     for r in range(n_rows):
         for c in range(n_cols):
             ax = ax_arr[r, c]
-            score_heatmap(sm[r, c], ax,
+            score_heatmap(sm[r, c], ax, cbar=False, ticks="ends", include_diagonal=include_diagonal,
+                          vmin=scale[(r, c)][0], vmax=scale[(r, c)][1],
                           recency_probability=None if rp is None else rp[r, c],
                           recency_sem=None if rp_sem is None else rp_sem[r, c],
                           title=col_labels[c] if (col_labels is not None and r == 0) else None)
@@ -197,18 +296,26 @@ def score_grid(score_means, axes, *, recency_probabilities=None, recency_sems=No
                 ax.set_ylabel(f"{row_labels[r]}\nquery i")
             if r < n_rows - 1:
                 ax.set_xlabel("")
+    for group in groups:
+        r, c = group[-1]
+        _colourbar(ax_arr[r, c].collections[0], ax_arr[r, c], axes=[ax_arr[rc] for rc in group])
     return ax_arr
 
 
 # -- curves ----------------------------------------------------------------------------------------
 
-def h_curve(j, h, ax, *, label=None, normalize=True, **kw):
+_KINDS = {"printed": cv.AS_PRINTED, "corrected": cv.CORRECTED, None: {}}
+
+
+def h_curve(j, h, ax, *, label=None, normalize=True, kind=None, **kw):
     """h(j) against key index j (Figs. 2 and 5; h of Eq. (41) or theory.h_corrected).
 
     normalize=True divides by the first value, h(j_1) (h(1) when j starts at 1): every curve
     then starts at 1 and shows the relative growth over keys, which is what Definition 1 and
     S_ij = g(i) h(j) (Eq. (40)) depend on; the absolute scale of h (~1/sqrt(d)) is a
-    row factor that cancels. Extra keywords go to ``ax.plot``. Returns ``ax``.
+    row factor that cancels. ``kind``: "printed" (dashed) or "corrected" (solid), the book's
+    line styles (conventions.AS_PRINTED / CORRECTED); extra keywords go to ``ax.plot``.
+    Returns ``ax``.
     """
     jj = _vector("j", j)
     hh = _vector("h", h, jj.size)
@@ -216,32 +323,36 @@ def h_curve(j, h, ax, *, label=None, normalize=True, **kw):
         if not (np.isfinite(hh[0]) and hh[0] != 0):
             raise ValueError(f"h[0]={float(hh[0])!r} cannot normalize; allowed: finite and non-zero when normalize=True")
         hh = hh / hh[0]
-    kw.setdefault("marker", "o")
-    kw.setdefault("markersize", 3)
-    ax.plot(jj, hh, label=label, **kw)
+    style = dict(_KINDS[check_choice("kind", kind, tuple(_KINDS))])
+    if kind is None:
+        style.update(marker="o", markersize=3)
+    style.update(kw)
+    ax.plot(jj, hh, label=label, **style)
     ax.set_xlabel("key j")
     ax.set_ylabel(f"h(j) / h({jj[0]:g})" if normalize else "h(j)")
     return ax
 
 
 def errorbar_points(x, mean, sem, ax, *, label=None, z=1.0, **kw):
-    """Simulated means as points with error bars of +/- z * SEM (z = 1: one standard error).
-
-    Extra keywords go to ``ax.errorbar``. Returns ``ax``.
+    """Simulated means as points with error bars of +/- z * SEM (z = 1: one standard error),
+    in the book's simulation style (conventions.SIMULATION). Extra keywords go to ``ax.errorbar``.
+    Returns ``ax``.
     """
     xx = _vector("x", x)
     mm = _vector("mean", mean, xx.size)
     ee = _sem("sem", sem, xx.size)
-    z = _z(z)
-    kw.setdefault("fmt", "o")
-    kw.setdefault("capsize", 3)
-    kw.setdefault("markersize", 4)
+    z = check_z(z)
+    styled = "marker" in kw or "linestyle" in kw          # e.g. conventions.variant_style(cfg)
+    for key, value in cv.SIMULATION.items():
+        if not (key == "fmt" and styled):
+            kw.setdefault(key, value)
     ax.errorbar(xx, mm, yerr=z * ee, label=label, **kw)
     return ax
 
 
-def theory_vs_simulation(j, theory, sim_mean, sim_sem, ax, *, label=None, z=1.0):
-    """A theory curve (line) and the simulated means (points, +/- z SEM) in one colour.
+def theory_vs_simulation(j, theory, sim_mean, sim_sem, ax, *, label=None, z=1.0, kind="corrected", color=None):
+    """A closed form (line; ``kind`` "corrected" solid or "printed" dashed) and the simulated means
+    (points, +/- z SEM) in one colour.
 
     Legend entries: "<label> theory" and "<label> simulation" (just "theory"/"simulation"
     without a label). Returns ``ax``.
@@ -249,22 +360,27 @@ def theory_vs_simulation(j, theory, sim_mean, sim_sem, ax, *, label=None, z=1.0)
     jj = _vector("j", j)
     th = _vector("theory", theory, jj.size)
     prefix = f"{label} " if label else ""
-    (line,) = ax.plot(jj, th, "-", label=f"{prefix}theory")
+    style = dict(_KINDS[check_choice("kind", kind, ("printed", "corrected"))])
+    if color is not None:
+        style["color"] = color
+    (line,) = ax.plot(jj, th, label=f"{prefix}theory", **style)
     errorbar_points(jj, sim_mean, sim_sem, ax, label=f"{prefix}simulation", z=z, color=line.get_color())
     return ax
 
 
-def recency_by_layer(rp, rp_sem, ax, *, label=None, z=1.0):
-    """Recency probability per layer (1-based) with +/- z SEM bars and a dashed 0.5 "no order" line.
+def recency_by_layer(rp, rp_sem, ax, *, label=None, z=1.0, **kw):
+    """Recency probability per layer (1-based) with +/- z SEM bars and a dotted 0.5 "no order" line.
 
     Calling it again on the same Axes (several settings) adds one more series, not a second
-    reference line. Returns ``ax``.
+    reference line. Extra keywords (e.g. ``color``) go to ``ax.errorbar``. Returns ``ax``.
     """
     r = _vector("rp", rp)
     layers = np.arange(1, r.size + 1)
-    errorbar_points(layers, r, rp_sem, ax, label=label, z=z, fmt="o-")
+    if not ("marker" in kw or "linestyle" in kw):
+        kw.setdefault("fmt", "o-")
+    errorbar_points(layers, r, rp_sem, ax, label=label, z=z, **kw)
     if not any(line.get_gid() == NO_ORDER_GID for line in ax.get_lines()):
-        ax.axhline(0.5, linestyle="--", color="0.5", linewidth=1, label="no order", gid=NO_ORDER_GID)
+        ax.axhline(0.5, label="no order", gid=NO_ORDER_GID, **cv.REFERENCE)
     ax.set_xticks(layers)
     ax.set_xlabel("layer")
     ax.set_ylabel("recency probability")
@@ -272,7 +388,7 @@ def recency_by_layer(rp, rp_sem, ax, *, label=None, z=1.0):
     return ax
 
 
-def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diagonal=False):
+def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diagonal=False, **kw):
     """Mean scores of query row i (1-based) against key j, with +/- z SEM bars.
 
     The diagonal key j = i is left out by default (S_ii = sqrt(d) by construction would dwarf
@@ -289,8 +405,9 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
     if keys < 1:
         raise ValueError(f"i={i!r} has no off-diagonal keys; allowed: i in [2, {n}], or include_diagonal=True")
     j = np.arange(1, keys + 1)
-    errorbar_points(j, s[i - 1, :keys], e[i - 1, :keys], ax, label=label, z=z, fmt="o-")
-    ax.set_xticks(j)
+    kw.setdefault("fmt", "o-")
+    errorbar_points(j, s[i - 1, :keys], e[i - 1, :keys], ax, label=label, z=z, **kw)
+    ax.set_xticks(j if keys <= 12 else np.unique([1, keys // 2, keys]))
     ax.set_xlabel("key j")
     ax.set_ylabel(f"mean score S[{i}, j]")
     return ax
@@ -318,8 +435,7 @@ def offset_profiles(score_mean, score_sem, ax, *, z=1.0, cmap="viridis"):
         j = np.arange(i - 1, 0, -1)                                  # keys i-1 .. 1
         errorbar_points(i - j, s[i - 1, j - 1], e[i - 1, j - 1], ax, label=f"i = {i}", z=z, fmt="o-",
                         color=colours[i - 2], markersize=3, capsize=2, linewidth=1)
-    ax.set_xticks(np.arange(1, n))
+    ax.set_xticks(np.arange(1, n) if n <= 13 else np.unique([1, n // 2, n - 1]))
     ax.set_xlabel("offset i \u2212 j")
     ax.set_ylabel("mean score")
     return ax
-

@@ -13,7 +13,18 @@ For each page in _toc.yml:
   `div.proof.<kind>.admonition` (with `id=<label>` when it has one) whose
   `p.admonition-title > span.caption-number` reads "<Kind> <number>" (e.g. "Theorem 1");
   for `prf:proof`, a `div.proof.admonition` that starts with "Proof.";
-* no request left the machine, no local request failed, no uncaught script error.
+* no request left the machine, no local request failed (the favicon included), no uncaught
+  script error, no error on the console.
+
+The reader-facing layout of issue 12 (test_page_layout), on every page:
+* at 1400x900: no element wider than the content column outside a scroll container; every image
+  shown at >= 90 % of its natural width (the width it declares, for an image drawn at a higher
+  resolution for the column); every numbered Definition / Theorem /
+  Proposition box followed by a figure or table within 700 px; no paragraph over 150 words and
+  no bold run over 25; on the landing page the verdict table starts above 900 px;
+* at 390x844: no horizontal scroll of the page.
+Pages that have not been rewritten yet are expected to fail it: NOT_YET_REWRITTEN, one list (also
+used by tests/test_notebook_rules.py).
 
 Without chromium (or playwright) the tests are skipped, unless the environment variable CI
 is set: then they fail.
@@ -53,6 +64,19 @@ PRF_DIRECTIVE = re.compile(
     re.M,
 )
 CODE_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(?![ \t]*\{)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.M | re.S)
+# Chapters still written the old way: the layout test is expected to fail on them (not strictly: a
+# short old page can pass it and shows as XPASS), the authoring rules of test_notebook_rules.py
+# strictly. Whoever rewrites a chapter removes it from here; then both must pass.
+NOT_YET_REWRITTEN = frozenset({
+    "layernorm", "residual", "input_distribution", "empirical", "conclusion", "beyond",
+    "appendix_a", "appendix_b", "reproducibility",
+})
+WIDE, NARROW = {"width": 1400, "height": 900}, {"width": 390, "height": 844}
+EVIDENCE_PX = 700          # a statement box's figure or table must start within this distance
+MAX_PARAGRAPH_WORDS = 150
+MAX_BOLD_WORDS = 25
+FIRST_SCREEN_PX = 900      # the landing page's verdict table starts above this
+MIN_IMAGE_SCALE = 0.9
 HAS_MATH = re.compile(r"\$|\\begin\{|\{math\}|\\\(|\\\[")
 RAW_TEX = ["$$", "\\begin{", "\\end{", "\\(", "\\)", "\\[", "\\]"]
 
@@ -119,37 +143,62 @@ def site(built_book):
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory):
+def browser():
+    """A headless chromium; :func:`open_page` gives each page a fresh context (empty storage, so a
+    first-visit console error shows on every page) with the network blocked."""
     executable = _chromium()
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _unavailable("the playwright Python package is not installed")
     with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")),
-            executable_path=executable, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 900}, service_workers="block",
-        )
-        log = {"blocked": [], "failed": [], "bad_status": []}
-
-        def route(r):
-            url = r.request.url
-            parts = urlsplit(url)
-            if parts.scheme in LOCAL_SCHEMES or (parts.hostname or "") in LOCAL_HOSTS:
-                r.continue_()
-            else:
-                log["blocked"].append(url)
-                r.abort("blockedbyclient")
-
-        context.route("**/*", route)
-        context.on("requestfailed", lambda req: log["failed"].append(f"{req.url} ({req.failure})"))
-        context.on("response", lambda resp: resp.status >= 400 and not resp.url.endswith("/favicon.ico")
-                   and log["bad_status"].append(f"{resp.status} {resp.url}"))
+        chromium = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         try:
-            yield context, log
+            yield chromium
         finally:
-            context.close()
+            chromium.close()
+
+
+class PageRun:
+    """One page opened in a fresh browser context: the page, and what went wrong on the way."""
+
+    def __init__(self, chromium, url: str, viewport: dict):
+        self.blocked, self.failed, self.bad_status, self.errors, self.console = [], [], [], [], []
+        self.context = chromium.new_context(viewport=viewport, service_workers="block")
+        self.context.route("**/*", self._route)
+        self.context.on("requestfailed", lambda req: self.failed.append(f"{req.url} ({req.failure})"))
+        self.context.on("response", lambda resp: resp.status >= 400 and self.bad_status.append(f"{resp.status} {resp.url}"))
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.page.on("console", lambda msg: msg.type == "error" and self.console.append(msg.text))
+        self.page.goto(url, wait_until="load", timeout=60_000)
+        self.page.evaluate("async () => { if (window.MathJax && MathJax.startup && MathJax.startup.promise) "
+                           "await MathJax.startup.promise; }")
+
+    def _route(self, r):
+        parts = urlsplit(r.request.url)
+        if parts.scheme in LOCAL_SCHEMES or (parts.hostname or "") in LOCAL_HOSTS:
+            r.continue_()
+        else:
+            self.blocked.append(r.request.url)
+            r.abort("blockedbyclient")
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def open_page(browser, site):
+    runs = []
+
+    def opener(docname: str, viewport: dict = WIDE) -> PageRun:
+        run = PageRun(browser, site + f"{docname}.html", viewport)
+        runs.append(run)
+        return run
+
+    yield opener
+    for run in runs:
+        run.close()
 
 
 # --------------------------------------------------------------------------- the check
@@ -223,19 +272,12 @@ def _match_box(stmt: dict, boxes: list[dict], used: set[int]) -> dict | None:
     return None
 
 
-def test_page_in_browser(browser, site, toc_page, page_markdown):
-    context, log = browser
-    for key in log:
-        log[key].clear()
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
-        page.goto(site + f"{toc_page}.html", wait_until="load", timeout=60_000)
-        report = page.evaluate(PAGE_REPORT_JS, RAW_TEX)
-        page.wait_for_timeout(200)  # let late requests (fonts) show up in the log
-    finally:
-        page.close()
+def test_page_in_browser(open_page, toc_page, page_markdown):
+    run = open_page(toc_page)
+    report = run.page.evaluate(PAGE_REPORT_JS, RAW_TEX)
+    run.page.wait_for_timeout(200)  # let late requests (fonts) show up in the log
+    log = {"blocked": run.blocked, "failed": run.failed, "bad_status": run.bad_status}
+    errors = run.errors
 
     text = page_markdown(toc_page)
     problems: list[str] = []
@@ -284,5 +326,179 @@ def test_page_in_browser(browser, site, toc_page, page_markdown):
         problems.append(f"failed requests: {failed}")
     if errors:
         problems.append(f"uncaught script errors: {errors}")
+    if run.console:
+        problems.append(f"console errors: {run.console}")
+    shown = run.page.evaluate("() => Array.from(document.querySelectorAll('div.cell.tag_parameters .cell_input, "
+                              "div.cell.tag_injected-parameters')).filter(e => e.checkVisibility() "
+                              "&& !e.closest('details:not([open])')).length")
+    if shown:
+        problems.append(f"{shown} parameters cell(s) shown expanded; allowed: collapsed (hide-cell or companion.js)")
 
     assert not problems, f"{toc_page}.html:\n  " + "\n  ".join(problems)
+
+
+# --------------------------------------------------------------------------- reader-facing layout
+
+LAYOUT_JS = r"""
+async (limits) => {
+  const imgs = Array.from(document.images);
+  for (const img of imgs) { if (img.loading === 'lazy') img.loading = 'eager'; }
+  await Promise.all(imgs.map(img => img.complete ? null :
+      new Promise(res => { img.addEventListener('load', res); img.addEventListener('error', res); })));
+  const art = document.querySelector('article.bd-article');
+  if (!art) return {missing: true};
+  const cs = getComputedStyle(art), box = art.getBoundingClientRect();
+  const left = box.left + parseFloat(cs.paddingLeft), right = box.right - parseFloat(cs.paddingRight);
+  const column = right - left;
+  // shown on the page: laid out, and not inside a closed <details> (a dropdown or a hidden cell,
+  // whose content Chromium still lays out) unless it is that details' summary
+  const visible = el => {
+    const r = el.getBoundingClientRect();
+    if (!(r.width > 0 && r.height > 0) || !el.checkVisibility()) return false;
+    const closed = el.closest('details:not([open])');
+    return !closed || !!el.closest('summary');
+  };
+  const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+      (el.classList.length ? '.' + Array.from(el.classList).slice(0, 3).join('.') : '');
+  const where = el => { const h = []; for (let p = el; p && p !== art && h.length < 4; p = p.parentElement) h.unshift(name(p)); return h.join(' > '); };
+
+  // 1. nothing wider than the column, unless a scroll (or clipping) container inside the column holds it
+  const SCROLL = new Set(['auto', 'scroll', 'hidden', 'clip']);
+  const inside = r => r.left >= left - 1 && r.right <= right + 1;
+  const held = el => {
+    for (let p = el.parentElement; p && p !== art; p = p.parentElement) {
+      if (SCROLL.has(getComputedStyle(p).overflowX) && inside(p.getBoundingClientRect())) return true;
+    }
+    return false;
+  };
+  const wide = [];
+  for (const el of art.querySelectorAll('*')) {
+    if (!visible(el)) continue;
+    const r = el.getBoundingClientRect();
+    if (inside(r) || held(el)) continue;
+    if (wide.some(w => w.el.contains(el))) continue;
+    wide.push({el, text: `${where(el)} (${Math.round(r.left - left)}..${Math.round(r.right - left)} px of ${Math.round(column)})`});
+  }
+
+  // 2. images at (nearly) their natural size: the width they declare (an image drawn at twice the
+  //    resolution for the column says so in its width attribute), else their pixel width. Shrinking
+  //    an image to the column is what made the old 1392 px figures unreadable, so it does not count.
+  const small = [];
+  for (const img of art.querySelectorAll('img')) {
+    if (!visible(img) || !img.naturalWidth) continue;
+    const shown = img.getBoundingClientRect().width;
+    const natural = parseFloat(img.getAttribute('width')) || img.naturalWidth;
+    if (shown < limits.scale * natural) small.push(`${img.getAttribute('src')}: ${Math.round(shown)} of ${Math.round(natural)} px`);
+  }
+
+  // 3. statement boxes followed by their evidence
+  const KINDS = ['definition', 'theorem', 'proposition', 'lemma', 'corollary'];
+  const evidence = Array.from(art.querySelectorAll('figure, table, img')).filter(visible)
+      .filter(el => !el.closest('div.proof'));
+  const far = [];
+  for (const b of art.querySelectorAll('div.proof.admonition')) {
+    const num = b.querySelector(':scope > p.admonition-title span.caption-number');
+    if (!num || !KINDS.some(k => b.classList.contains(k)) || !visible(b)) continue;
+    const bottom = b.getBoundingClientRect().bottom;
+    const next = evidence.filter(el => b.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING)
+        .map(el => el.getBoundingClientRect().top - bottom);
+    const gap = next.length ? Math.min(...next) : Infinity;
+    if (!(gap <= limits.evidence)) far.push(`${num.textContent.trim()}: ${Number.isFinite(gap) ? Math.round(gap) + ' px' : 'no figure or table after it'}`);
+  }
+
+  // 4. paragraphs and bold runs: words of the visible text, a formula counting as one word
+  const words = el => {
+    let count = 0;
+    const walk = node => {
+      if (node.nodeType === Node.TEXT_NODE) { count += node.nodeValue.split(/\s+/).filter(Boolean).length; return; }
+      if (node.nodeType !== Node.ELEMENT_NODE) return;
+      if (node.matches('mjx-container')) { count += 1; return; }
+      if (node.matches('script, style, mjx-assistive-mml')) return;
+      for (const c of node.childNodes) walk(c);
+    };
+    walk(el);
+    return count;
+  };
+  const long = Array.from(art.querySelectorAll('p')).filter(visible).map(p => [words(p), p])
+      .filter(([w]) => w > limits.paragraph).map(([w, p]) => `${w} words: ${p.textContent.trim().slice(0, 60)}`);
+  const bold = Array.from(art.querySelectorAll('strong, b')).filter(visible).map(b => [words(b), b])
+      .filter(([w]) => w > limits.bold).map(([w, b]) => `${w} words: ${b.textContent.trim().slice(0, 60)}`);
+
+  // 5. the verdict table (a table with a "verdict" column) and where it starts on the page
+  const verdictTable = Array.from(art.querySelectorAll('table')).find(t =>
+      Array.from(t.querySelectorAll('th')).some(th => /verdict/i.test(th.textContent)));
+  const verdictTop = verdictTable ? verdictTable.getBoundingClientRect().top + window.scrollY : null;
+  return {column, wide: wide.map(w => w.text), small, far, long, bold, verdictTop};
+}
+"""
+
+LIMITS = {"scale": MIN_IMAGE_SCALE, "evidence": EVIDENCE_PX, "paragraph": MAX_PARAGRAPH_WORDS, "bold": MAX_BOLD_WORDS}
+PAGE_SCROLL_JS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+
+
+def layout_problems(open_page, docname: str) -> tuple[list[str], dict]:
+    """Everything the reader-facing checks find wrong on one page (empty when it passes), and the
+    measurements at 1400x900."""
+    run = open_page(docname, WIDE)
+    found = run.page.evaluate(LAYOUT_JS, LIMITS)
+    problems = []
+    if found.get("missing"):
+        return [f"{docname}.html has no article.bd-article"], found
+    for key, what in (("wide", f"wider than the {found['column']:.0f} px column, outside a scroll box"),
+                      ("small", f"images shown below {MIN_IMAGE_SCALE:.0%} of their natural width"),
+                      ("far", f"statement boxes without a figure or table within {EVIDENCE_PX} px"),
+                      ("long", f"paragraphs over {MAX_PARAGRAPH_WORDS} words"),
+                      ("bold", f"bold runs over {MAX_BOLD_WORDS} words")):
+        if found[key]:
+            problems.append(f"{what}: {found[key][:6]}")
+    if run.console or run.errors:
+        problems.append(f"console errors: {run.console + run.errors}")
+    if docname == "index":
+        top = found["verdictTop"]
+        if top is None or top >= FIRST_SCREEN_PX:
+            problems.append(f"the verdict table starts at {top} px; allowed: above {FIRST_SCREEN_PX} px")
+    narrow = open_page(docname, NARROW)
+    scroll, client = narrow.page.evaluate(PAGE_SCROLL_JS)
+    found["narrow_scroll"] = scroll - client
+    if scroll > client + 1:
+        problems.append(f"at 390 px the page scrolls sideways: {scroll} px of content in {client} px")
+    return problems, found
+
+
+def test_page_layout(open_page, toc_page, request):
+    if toc_page in NOT_YET_REWRITTEN:
+        request.applymarker(pytest.mark.xfail(strict=False, reason="chapter not yet rewritten for issue 12"))
+    problems, _ = layout_problems(open_page, toc_page)
+    assert not problems, f"{toc_page}.html:\n  " + "\n  ".join(problems)
+
+
+def test_not_yet_rewritten_lists_only_book_pages():
+    from conftest import toc_pages
+
+    assert NOT_YET_REWRITTEN <= set(toc_pages()), sorted(NOT_YET_REWRITTEN - set(toc_pages()))
+
+
+def test_landing_figure_enlarges_and_its_numbers_download(open_page):
+    """Click to enlarge (companion.js) and the data: URI downloads (report.download) work in a browser."""
+    import base64
+
+    run = open_page("index")
+    img = run.page.locator("article figure img").first
+    img.click()
+    assert run.page.locator(".zoom-overlay img").count() == 1
+    big = run.page.evaluate("() => document.querySelector('.zoom-overlay img').getBoundingClientRect().width")
+    assert big > run.page.evaluate("() => document.querySelector('article figure img').getBoundingClientRect().width")
+    run.page.keyboard.press("Escape")
+    assert run.page.locator(".zoom-overlay").count() == 0
+    links = run.page.evaluate("() => Array.from(document.querySelectorAll('a.data-download'))"
+                              ".map(a => [a.getAttribute('download'), a.getAttribute('href')])")
+    names = [name for name, _ in links]
+    assert "figure-1.csv" in names and "figure-1.json" in names
+    href = dict(links)["figure-1.csv"]
+    head, payload = href.split(",", 1)
+    assert head == "data:text/csv;charset=utf-8;base64"
+    header = base64.b64decode(payload).decode().splitlines()[0].split(",")
+    assert {"setting", "layer", "quantity", "i", "j", "mean", "se"} <= set(header)
+    with run.page.expect_download() as dl:
+        run.page.locator('a.data-download[download="figure-1.json"]').click()
+    assert dl.value.suggested_filename == "figure-1.json"

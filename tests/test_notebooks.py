@@ -54,6 +54,8 @@ def test_notebook_executes_with_small_samples(page, tmp_path, monkeypatch):
     nb = nbformat.read(out, as_version=4)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
-    images = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    # a figure is a displayed or glued (papermill.record/...) PNG or SVG
+    images = sum(any(k.endswith(("image/png", "image/svg+xml")) for k in o.get("data", {}))
+                 for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     if page != "reproducibility":
         assert images >= 1, f"{page} produced no figure"

@@ -1,5 +1,6 @@
 """Tests of recency_lib.plotting on the Agg backend: returned Axes, artists, colour limits that
-exclude the diagonal, the RP annotation, and bad inputs."""
+exclude the diagonal, shared colour scales, the RP annotation, the book's style (column width,
+fonts >= 9 pt), and bad inputs."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -8,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from recency_lib import plotting  # noqa: E402
+from recency_lib import conventions as cv, plotting, report  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +65,7 @@ def test_heatmap_rp_annotation():
     fig, ax = plt.subplots()
     plotting.score_heatmap(example_scores(), ax, recency_probability=0.73214, recency_sem=0.00123)
     (box,) = texts_with_gid(ax, plotting.RP_GID)
-    assert box.get_text() == "RP = 0.732 \u00b1 0.001"
+    assert box.get_text() == "RP = 0.7321\n\u00b1 0.0012"
     fig, ax = plt.subplots()
     plotting.score_heatmap(example_scores(), ax, recency_probability=0.5)
     assert texts_with_gid(ax, plotting.RP_GID)[0].get_text() == "RP = 0.500"
@@ -109,7 +110,7 @@ def test_grid_panels_labels_and_rp():
     fig, axes = plt.subplots(rows, cols)
     rp = np.array([[0.5, 0.6, 0.7], [0.8, 0.9, 1.0]])
     out = plotting.score_grid(sm, axes, recency_probabilities=rp, recency_sems=np.full((rows, cols), 0.01),
-                              row_labels=["no LN", "LN"], col_labels=["layer 1", "layer 2", "layer 3"])
+                              row_labels=["no LN", "LN"], col_labels=["layer 1", "layer 2", "layer 3"], share="none")
     assert out.shape == (rows, cols)
     assert all(out[r, c] is axes[r, c] for r in range(rows) for c in range(cols))
     for r in range(rows):
@@ -117,12 +118,14 @@ def test_grid_panels_labels_and_rp():
             ax = out[r, c]
             lower = sm[r, c][np.tril_indices(n, -1)]
             assert ax.collections[0].get_clim() == (lower.min(), lower.max())
-            assert texts_with_gid(ax, plotting.RP_GID)[0].get_text() == f"RP = {rp[r, c]:.3f} \u00b1 0.010"
+            assert texts_with_gid(ax, plotting.RP_GID)[0].get_text() == f"RP = {rp[r, c]:.3f}\n\u00b1 0.010"
     assert [out[0, c].get_title() for c in range(cols)] == ["layer 1", "layer 2", "layer 3"]
     assert out[1, 0].get_title() == ""
     assert out[0, 0].get_ylabel() == "no LN\nquery i" and out[1, 0].get_ylabel() == "LN\nquery i"
     assert out[0, 1].get_ylabel() == ""
     assert out[0, 0].get_xlabel() == "" and out[1, 0].get_xlabel() == "key j"
+    assert [t.get_text() for t in out[0, 0].get_xticklabels()] == ["1", "5"]       # ends only
+    assert len(fig.axes) == rows * cols * 2                # one colour bar per panel (share="none")
 
 
 def test_grid_accepts_one_dimensional_axes():
@@ -224,7 +227,7 @@ def test_recency_by_layer_reference_line_once():
     assert plotting.recency_by_layer([0.5, 0.7, 0.8], [0.01, 0.01, 0.02], ax, label="LN") is ax
     plotting.recency_by_layer([0.5, 0.55, 0.6], [0.01, 0.01, 0.02], ax, label="LN+res")
     refs = [ln for ln in ax.get_lines() if ln.get_gid() == plotting.NO_ORDER_GID]
-    assert len(refs) == 1 and refs[0].get_label() == "no order" and refs[0].get_linestyle() == "--"
+    assert len(refs) == 1 and refs[0].get_label() == "no order" and refs[0].get_linestyle() == ":"
     np.testing.assert_allclose(refs[0].get_ydata(), [0.5, 0.5])
     assert len(ax.containers) == 2
     np.testing.assert_allclose(ax.containers[0].lines[0].get_xdata(), [1, 2, 3])   # 1-based layers
@@ -278,16 +281,97 @@ def test_offset_profiles_one_series_per_query():
         plotting.offset_profiles(s, np.zeros((4, 4)), ax)
 
 
-def test_rp_text_shows_the_first_significant_digit_of_the_error():
-    assert plotting.rp_text(0.55450, 0.00029) == "RP = 0.5545 \u00b1 0.0003"
-    assert plotting.rp_text(0.5, 0.0) == "RP = 0.500 \u00b1 0.000"
+def test_rp_text_uses_the_books_number_format():
+    assert plotting.rp_text(0.55450, 0.00029) == "RP = 0.55450 \u00b1 0.00029"
+    assert plotting.rp_text(0.5, 0.0) == "RP = 0.5"
+    assert plotting.rp_text(0.5, None) == "RP = 0.500"
     assert plotting.rp_text(0.991414, 0.000038) == "RP = 0.99141 \u00b1 0.00004"
+    assert plotting.rp_text(7.2e-5, 8e-6, sep="\n") == "RP = (7.2 \u00b1 0.8)\n\u00d7 10\u207b\u2075"
+    assert plotting.pm is report.pm                        # one format, re-exported for old callers
 
 
-def test_pm_rounds_the_error_to_one_significant_digit():
-    assert plotting.pm(0.55450, 0.00029) == "0.5545 \u00b1 0.0003"
-    assert plotting.pm(0.876, 0.00004) == "0.87600 \u00b1 0.00004"
-    assert plotting.pm(5.07e-5, 5.8e-6) == "(5.1 \u00b1 0.6)e-05"
-    assert plotting.pm(2.0, 0.0) == "2 \u00b1 0"
-    assert plotting.pm(12.3456, 0.25, digits=2) == "12.35 \u00b1 0.25"
-    assert plotting.pm(0.5, 0.02, min_places=3) == "0.500 \u00b1 0.020"
+# -- shared colour scales, the paper's view --------------------------------------------------------
+
+def test_grid_shares_a_row_scale_only_where_honest():
+    base = example_scores(5)
+    similar = np.stack([base, base + 0.3])                             # same range, shifted a little
+    apart = np.stack([base, base * 0.01])                              # one range 100 times smaller
+    fig, axes = plt.subplots(2, 2)
+    out = plotting.score_grid(np.stack([similar, apart]), axes)
+    c00, c01 = out[0, 0].collections[0].get_clim(), out[0, 1].collections[0].get_clim()
+    assert c00 == c01                                                  # row 1: one shared scale
+    assert out[1, 0].collections[0].get_clim() != out[1, 1].collections[0].get_clim()
+    assert len(fig.axes) == 4 + 1 + 2                                  # one bar for row 1, two for row 2
+    fig, axes = plt.subplots(2, 2)
+    out = plotting.score_grid(np.stack([similar, apart]), axes, share="all")
+    assert len({out[r, c].collections[0].get_clim() for r in range(2) for c in range(2)}) == 1
+    with pytest.raises(ValueError, match="share='rows' is not allowed"):
+        plotting.score_grid(np.stack([similar, apart]), axes, share="rows")
+
+
+def test_heatmap_can_colour_the_diagonal_as_the_paper_did():
+    s = example_scores()
+    fig, ax = plt.subplots()
+    plotting.score_heatmap(s, ax, include_diagonal=True)
+    assert ax.collections[0].get_clim()[1] == 100.0                   # the diagonal is on the scale
+    assert np.ma.count(ax.collections[0].get_array()) == 21
+    assert not [p for p in ax.patches if p.get_gid() == plotting.DIAGONAL_GID]
+
+
+# -- the book's style ----------------------------------------------------------------------------------
+
+def _texts(fig):
+    return [t for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip() and t.get_visible()]
+
+
+def test_subplots_fill_the_column_and_all_text_is_at_least_9_pt():
+    import matplotlib as mpl
+
+    with mpl.rc_context():
+        plotting.book_style()
+        fig, axes = plotting.subplots(4, 4, height_ratio=1.15)
+        assert fig.get_size_inches()[0] == pytest.approx(cv.COLUMN_IN)
+        sm = np.stack([np.stack([example_scores(10, seed=4 * r + c) for c in range(4)]) for r in range(4)])
+        plotting.score_grid(sm, axes, recency_probabilities=np.full((4, 4), 0.6), recency_sems=np.full((4, 4), 1e-3),
+                            row_labels=list("abcd"), col_labels=list("efgh"))
+        fig.canvas.draw()
+        sizes = [t.get_fontsize() for t in _texts(fig)]
+        assert sizes and min(sizes) >= cv.SMALL_PT
+        assert all(t.get_fontsize() >= cv.RP_LABEL_PT for ax in axes.flat for t in texts_with_gid(ax, plotting.RP_GID))
+        fig2, ax = plotting.subplots(height_ratio=0.5)
+        plotting.recency_by_layer([0.5, 0.6], [0.01, 0.01], ax, label="x")
+        ax.legend()
+        fig2.canvas.draw()
+        assert min(t.get_fontsize() for t in _texts(fig2)) >= cv.SMALL_PT
+
+
+def test_curve_kinds_follow_the_conventions():
+    fig, ax = plt.subplots()
+    plotting.h_curve([1, 2, 3], [1.0, 1.1, 1.2], ax, kind="printed")
+    plotting.h_curve([1, 2, 3], [1.0, 1.1, 1.2], ax, kind="corrected")
+    assert [ln.get_linestyle() for ln in ax.get_lines()] == ["--", "-"]
+    plotting.theory_vs_simulation([1, 2], [1.0, 2.0], [1.0, 2.0], [0.1, 0.1], ax, kind="printed", color="red")
+    (theory,) = [ln for ln in ax.get_lines() if ln.get_label() == "theory"]
+    assert theory.get_linestyle() == "--" and theory.get_color() == "red"
+    with pytest.raises(ValueError, match="kind='dotted' is not allowed"):
+        plotting.h_curve([1, 2], [1.0, 1.1], ax, kind="dotted")
+
+
+def test_glue_figure_closes_the_figure():
+    fig, ax = plt.subplots()
+    plotting.glue_figure("test-figure", fig)
+    assert not plt.fignum_exists(fig.number)
+
+
+def test_a_settings_style_replaces_the_default_format_without_warnings():
+    import warnings
+
+    from recency_lib import SimConfig
+
+    fig, ax = plt.subplots()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plotting.recency_by_layer([0.5, 0.6], [0.01, 0.01], ax, label="x", **cv.variant_style(SimConfig(gamma=1.0)))
+        plotting.errorbar_points([1, 2], [0.5, 0.6], [0.01, 0.01], ax, marker="s")
+    line = ax.containers[0].lines[0]
+    assert line.get_marker() == "o" and line.get_markerfacecolor() == "white" and line.get_linestyle() == "-"

@@ -1,0 +1,665 @@
+"""The paper's claims and the book's verdict on each, decided from simulation results.
+
+One function per claim takes simulation results (``SimResult``, or measured numbers) and returns a
+:class:`Verdict`: a verdict word from :data:`WORDS`, the decisive number with its standard error,
+what that number is, and the page that shows the live check. The chapters call these functions for
+their own verdicts; the landing page calls :func:`verdict_table`, which runs every setting through
+the results cache, so the simulations are shared with the chapters.
+
+Every decision is a family of comparisons tested together at the book's family-wise error level
+(:data:`recency_lib.conventions.FAMILYWISE_LEVEL`, Bonferroni: :func:`conventions.z_for`): a
+verdict is wrong by chance with probability at most 5 %.
+
+The settings (:func:`fig1_configs`, :func:`theorem1_configs`, :func:`alpha_configs`) are defined
+here once; a chapter that uses the same settings gets the same cached results.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import conventions as cv
+from . import report, theory
+from .config import SimConfig
+from .metrics import adjacent_index, offset_spread, rp_direction
+from .result import SimResult
+from .validation import check_int
+
+# -- verdict words ---------------------------------------------------------------------------------
+
+HOLDS = "holds"
+HOLDS_CORRECTED = "holds after correction"
+HOLDS_IN_PART = "holds in part"
+SIGN_NOT_SIZE = "right in sign, off in size"
+CONTRADICTED = "contradicted"
+OPEN = "open"
+TESTABLE = "testable"
+
+
+def too_small_at(what: str) -> str:
+    """"holds; too small to see at d = 64": the predicted effect is resolved elsewhere (smaller d,
+    larger alpha) but below the Monte-Carlo resolution at ``what``."""
+    return f"holds; too small to see at {what}"
+
+
+def in_aggregate_at(what: str) -> str:
+    """"holds in aggregate at d = 64": the order is resolved (recency probability) but not every
+    step of Definition 1 is."""
+    return f"holds in aggregate at {what}"
+
+
+#: Every verdict word (the two templated ones with "{}" for their place).
+WORDS = (HOLDS, too_small_at("{}"), in_aggregate_at("{}"), HOLDS_CORRECTED, HOLDS_IN_PART, SIGN_NOT_SIZE,
+         CONTRADICTED, OPEN, TESTABLE)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The book's verdict on one claim of the paper.
+
+    ``word``: a verdict from :data:`WORDS`; ``value``: the decisive number with its standard error,
+    formatted (report.pm); ``measure``: what the number is (markdown, math in ``$...$``);
+    ``target``: (role, target) of the live check, e.g. ("prf:ref", "thm-1") (``link`` is the MyST
+    link); ``numbers``: the raw numbers behind the verdict (for a chapter's tables and tests)."""
+
+    claim: str
+    word: str
+    value: str
+    measure: str
+    target: tuple[str, str]
+    numbers: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def link(self) -> str:
+        """The MyST link to the live check, with the claim as its text: ``{prf:ref}`Theorem 1 <thm-1>```."""
+        role, target = self.target
+        return f"{{{role}}}`{self.claim} <{target}>`"
+
+
+# -- the settings ------------------------------------------------------------------------------------
+
+#: The four rows of the paper's Figure 1: (alpha, gamma, norm).
+FIG1_ROWS = ((0.0, 0.0, "none"), (0.0, 0.0, "layernorm"), (0.5, 0.0, "layernorm"), (0.5, 1.0, "layernorm"))
+#: Hidden sizes of the Theorem-1 check, and the sizes that get ``SMALL_D_FACTOR`` times more samples.
+THEOREM1_DS = (4, 8, 16, 64)
+SMALL_D_MAX, SMALL_D_FACTOR = 8, 16
+#: Anisotropy levels of the Proposition-3 check (the book's grid without alpha = 1, where every
+#: score ties and no order can exist).
+PROP3_ALPHAS = tuple(a for a in cv.ALPHAS if a < 1.0)
+#: Anisotropy levels of the paper's Figures 3 (no residual) and 4-5 (with residual).
+FIG3_ALPHAS = tuple(a for a in cv.H_ALPHAS if a > 0)
+FIG4_ALPHAS = cv.H_ALPHAS
+
+
+def fig1_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, n: int = cv.PAPER_N, d: int = cv.PAPER_D,
+                 layers: int = cv.PAPER_LAYERS) -> list[SimConfig]:
+    """The four settings of Figure 1 (rows), in the paper's order."""
+    return [SimConfig(alpha=a, gamma=g, norm=nm, n=n, d=d, layers=layers, samples=samples, seed=seed)
+            for a, g, nm in FIG1_ROWS]
+
+
+def theorem1_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, ds=THEOREM1_DS, n: int = cv.PAPER_N,
+                     small_d_max: int = SMALL_D_MAX, small_d_factor: int = SMALL_D_FACTOR) -> dict[int, SimConfig]:
+    """Theorem 1's setting (LayerNorm, alpha = 0, no residual, two layers) for each hidden size;
+    sizes up to ``small_d_max`` get ``small_d_factor`` times the samples (the effect is within
+    reach only there)."""
+    samples = check_int("samples", samples, 2)
+    small_d_factor = check_int("small_d_factor", small_d_factor, 1)
+    out = {}
+    for d in sorted({check_int("d", x, 2) for x in ds}):
+        out[d] = SimConfig(alpha=0.0, gamma=0.0, norm="layernorm", n=n, d=d, layers=2, seed=seed,
+                           samples=samples * (small_d_factor if d <= small_d_max else 1))
+    return out
+
+
+def alpha_configs(alphas, gamma: float, samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, n: int = cv.PAPER_N,
+                  d: int = cv.PAPER_D, layers: int = cv.PAPER_LAYERS, norm: str = "layernorm") -> dict[float, SimConfig]:
+    """One setting per anisotropy level (Proposition 3, Figures 2-5), in the paper's setting."""
+    return {float(a): SimConfig(alpha=a, gamma=gamma, norm=norm, n=n, d=d, layers=layers, samples=samples,
+                                seed=seed) for a in alphas}
+
+
+# -- shared measurements ------------------------------------------------------------------------------
+
+def rp(res: SimResult, layer: int) -> tuple[float, float]:
+    """(recency probability, SE) of 1-based ``layer``."""
+    return float(res.recency_probability[layer - 1]), float(res.recency_probability_sem[layer - 1])
+
+
+def rp_z(res: SimResult, layer: int) -> float:
+    """(RP - 0.5) / SE of 1-based ``layer``: positive = recency, negative = primacy."""
+    return report.zscore(*rp(res, layer), 0.5)
+
+
+def direction(res: SimResult, layer: int, family: int = 1) -> str:
+    """The order the recency probability of 1-based ``layer`` resolves: "recency", "primacy" or
+    "no order resolved", at the z of ``family`` comparisons."""
+    word = rp_direction(*rp(res, layer), z=cv.z_for(family))
+    return "no order resolved" if word == "none" else word
+
+
+def definition1(res: SimResult, layer: int, family: int = 1) -> str:
+    """Definition 1 on the mean scores of 1-based ``layer`` ("holds" / "violated" / "undecided"),
+    every adjacent difference tested at the z of ``family`` matrices' worth of comparisons."""
+    k = max(1, family * cv.adjacent_pairs(res.config.n))
+    return res.definition1_at(cv.z_for(k))[layer - 1]
+
+
+def smallest_step(res: SimResult, layer: int) -> tuple[float, float, float]:
+    """The adjacent difference S_ij - S_i,j-1 of 1-based ``layer`` that is least resolved (smallest
+    z): (mean, SE, z). NaN when n < 2."""
+    n = res.config.n
+    if n < 2:
+        return math.nan, math.nan, math.nan
+    ii, jj = adjacent_index(n)
+    m, e = res.diff_mean[layer - 1][ii, jj], res.diff_sem[layer - 1][ii, jj]
+    z = np.array([report.zscore(a, b) for a, b in zip(m, e)])
+    k = int(np.argmin(z))
+    return float(m[k]), float(e[k]), float(z[k])
+
+
+def step_z(res: SimResult, layer: int, earlier_only: bool = True) -> np.ndarray:
+    """z-scores of the adjacent differences S_ij - S_i,j-1 of 1-based ``layer`` (1 < j <= i), only
+    those between two earlier keys (j < i) when ``earlier_only``: the steps that carry the order
+    (the diagonal steps are large by construction)."""
+    ii, jj = adjacent_index(res.config.n)
+    keep = jj < ii if earlier_only else np.ones(ii.size, dtype=bool)
+    m, e = res.diff_mean[layer - 1][ii, jj][keep], res.diff_sem[layer - 1][ii, jj][keep]
+    return np.array([report.zscore(a, b) for a, b in zip(m, e)])
+
+
+def pairing_gain(res: SimResult, layer: int) -> float:
+    """How much pairing helps Definition 1: the median, over the steps between earlier keys, of the
+    SE that the two scores' own SEs would give if independent, divided by the SE of the paired
+    per-sequence difference (``diff_sem``). NaN without such a step (n < 3)."""
+    ii, jj = adjacent_index(res.config.n)
+    off = jj < ii
+    if not np.any(off):
+        return math.nan
+    s = res.score_sem[layer - 1]
+    unpaired = np.hypot(s[ii, jj], s[ii, jj - 1])[off]
+    paired = res.diff_sem[layer - 1][ii, jj][off]
+    ok = paired > 0
+    return float(np.median(unpaired[ok] / paired[ok])) if np.any(ok) else math.nan
+
+
+def s2_order(res: SimResult) -> tuple[str, float, float]:
+    """The book's evidence of order among the earlier keys of S^(2): (what, value, SE), where a
+    positive value means recency and 0 means no order.
+
+    Today: the recency probability of S^(2) minus 1/2 (its SE is exact: a mean over sequences).
+    The control-variate estimator of issue 11 (``res.trend_cv_mean`` / ``res.trend_cv_sem``, the
+    mean off-diagonal step of S^(2) with its variance reduced by the layer-1 steps) is used as soon
+    as a result carries it.
+    """
+    mean, sem = getattr(res, "trend_cv_mean", None), getattr(res, "trend_cv_sem", None)
+    if mean is not None and sem is not None:
+        mean, sem = np.atleast_1d(np.asarray(mean, dtype=float)), np.atleast_1d(np.asarray(sem, dtype=float))
+        k = 1 if mean.size == res.config.layers > 1 else 0          # per layer: S^(2); else the one value
+        return "mean off-diagonal step of $S^{(2)}$", float(mean[k]), float(sem[k])
+    value, se = rp(res, 2)
+    return "RP of $S^{(2)}$ − 0.5", value - 0.5, se
+
+
+def h_rise(res: SimResult) -> tuple[float, float]:
+    """The simulated rise of the key factor over the keys, h(n)/h(1) - 1 with h(j) = 1/||x_j^(1)||
+    (Eq. (40)), from the mean squared norms of layer 1's output, and its delta-method SE (the two
+    norms' errors combined as if independent)."""
+    m, s = res.sq_norm_mean[1], res.sq_norm_sem[1]
+    ratio = math.sqrt(m[0] / m[-1])
+    se = ratio * 0.5 * math.hypot(s[0] / m[0], s[-1] / m[-1])
+    return ratio - 1.0, se
+
+
+def _rise(h: np.ndarray) -> float:
+    h = np.asarray(h, dtype=float)
+    return float(h[-1] / h[0] - 1.0)
+
+
+# -- the claims -------------------------------------------------------------------------------------
+
+def definition1_claim(res: SimResult) -> Verdict:
+    """Definition 1 as a Monte-Carlo test: it should hold for the paper's showcase (LayerNorm,
+    alpha = 0.5: Figure 1, row 3, S^(2)) and stay silent on layer 1 of the same run, where the
+    earlier keys are exchangeable and no order exists. "testable" when both happen."""
+    show, control = definition1(res, 2, family=2), definition1(res, 1, family=2)
+    m, e, z = smallest_step(res, 2)
+    word = TESTABLE if (show == "holds" and control == "undecided") else OPEN
+    return Verdict("Definition 1", word, report.pm(m, e),
+                   f"smallest step of $S^{{(2)}}$, {cv.setting_label(res.config)}", ("prf:ref", "def-1"),
+                   {"showcase": show, "control": control, "z": z})
+
+
+def theorem1_claim(results: dict[int, SimResult], paper_d: int = cv.PAPER_D) -> Verdict:
+    """Theorem 1 (LayerNorm, isotropic tokens: S^(2) has recency bias for d >> 1), from Theorem 1's
+    setting at several hidden sizes (:func:`theorem1_configs`).
+
+    Per d the evidence is :func:`s2_order`, tested at the z of len(results) comparisons; Definition 1
+    is tested over all of them as one family. Verdict at the paper's d: "holds" (Definition 1
+    confirmed), "holds in aggregate" (order resolved, not every step), "holds; too small to see"
+    (resolved only at smaller d), "open" (resolved nowhere), "contradicted" (primacy resolved at some d).
+    The number shown is the evidence at the largest d where it is resolved (else at ``paper_d``).
+    """
+    ds = sorted(results)
+    if not ds:
+        raise ValueError("results={} is empty; allowed: a dict d -> SimResult of Theorem 1's setting")
+    zc = cv.z_for(len(ds))
+    ev = {d: s2_order(results[d]) for d in ds}
+    zs = {d: report.zscore(v, se) for d, (_, v, se) in ev.items()}
+    def1 = {d: definition1(results[d], 2, family=len(ds)) for d in ds}
+    seen = [d for d in ds if zs[d] > zc]
+    ref = paper_d if paper_d in results else ds[-1]
+    if any(zs[d] < -zc for d in ds) or any(v == "violated" for v in def1.values()):
+        word = CONTRADICTED
+    elif def1[ref] == "holds":
+        word = HOLDS
+    elif ref in seen:
+        word = in_aggregate_at(f"d = {ref}")
+    elif seen:
+        word = too_small_at(f"d = {ref}")
+    else:
+        word = OPEN
+    at = max(seen) if seen else ref
+    what, value, se = ev[at]
+    return Verdict("Theorem 1", word, report.pm(value, se), f"{what}, $d = {at}$", ("prf:ref", "thm-1"),
+                   {"z": zs, "definition1": def1, "z_threshold": zc, "resolved_at": seen})
+
+
+def proposition1_claim(res: SimResult) -> Verdict:
+    """Proposition 1 (no LayerNorm: S^(2) has no recency bias), from Figure 1's row 1. "holds" when
+    Definition 1 is not confirmed for S^(2) and its recency probability is not resolved above 1/2;
+    "contradicted" when either is."""
+    word_def1 = definition1(res, 2, family=2)
+    value, se = rp(res, 2)
+    z = rp_z(res, 2)
+    word = CONTRADICTED if (word_def1 == "holds" or z > cv.z_for(2)) else HOLDS
+    return Verdict("Proposition 1", word, report.pm(value, se), f"RP of $S^{{(2)}}$, {cv.setting_label(res.config)}",
+                   ("prf:ref", "prop-1"), {"definition1": word_def1, "z": z})
+
+
+def _recency_across(results: dict[float, SimResult], layer: int = 2):
+    """Definition 1 and the recency probability of ``layer`` for several settings as one family."""
+    k = len(results)
+    def1 = {a: definition1(r, layer, family=k) for a, r in results.items()}
+    zs = {a: rp_z(r, layer) for a, r in results.items()}
+    return def1, zs, cv.z_for(k)
+
+
+def proposition2_claim(with_order: SimResult, isotropic: SimResult) -> Verdict:
+    """Proposition 2 (with the residual, S^(2) keeps its recency bias), from LayerNorm + residual at
+    alpha = 0.5 (Figure 1, row 4) and at alpha = 0 (where Theorem 1's effect is too small to see)."""
+    def1, zs, zc = _recency_across({"a": with_order, "iso": isotropic})
+    a, iso = cv.alpha_label(with_order.config.alpha), cv.alpha_label(isotropic.config.alpha)
+    if any(v == "violated" for v in def1.values()) or any(z < -zc for z in zs.values()):
+        word = CONTRADICTED
+    elif def1["a"] == "holds":
+        word = HOLDS if def1["iso"] == "holds" else too_small_at(iso)
+    elif zs["a"] > zc:
+        word = in_aggregate_at(a)
+    else:
+        word = OPEN
+    value, se = rp(with_order, 2)
+    return Verdict("Proposition 2", word, report.pm(value, se),
+                   f"RP of $S^{{(2)}}$, {cv.setting_label(with_order.config)}", ("prf:ref", "prop-2"),
+                   {"definition1": def1, "z": zs, "z_threshold": zc})
+
+
+def proposition3_claim(results: dict[float, SimResult]) -> Verdict:
+    """Proposition 3 (any anisotropy alpha < 1: S^(2) has recency bias), from LayerNorm without
+    residual over an alpha grid (:data:`PROP3_ALPHAS`). "holds" when Definition 1 is confirmed at
+    every alpha; "holds; too small to see at alpha <= a" when it is confirmed above some level and
+    nothing contradicts it below. The number: the recency probability at the smallest alpha > 0."""
+    alphas = sorted(a for a in results if a < 1.0)
+    if not alphas:
+        raise ValueError("results has no alpha < 1; allowed: a dict alpha -> SimResult with some alpha < 1")
+    def1, zs, zc = _recency_across({a: results[a] for a in alphas})
+    confirmed = [a for a in alphas if def1[a] == "holds"]
+    below = [a for a in alphas if def1[a] != "holds"]
+    if any(def1[a] == "violated" or zs[a] < -zc for a in alphas):
+        word = CONTRADICTED
+    elif not below:
+        word = HOLDS
+    elif confirmed and max(below) < min(confirmed):
+        word = too_small_at(f"α ≤ {max(below):g}")
+    elif confirmed:
+        word = HOLDS_IN_PART
+    else:
+        word = OPEN
+    low = next((a for a in alphas if a > 0), alphas[0])
+    value, se = rp(results[low], 2)
+    return Verdict("Proposition 3", word, report.pm(value, se),
+                   f"RP of $S^{{(2)}}$, {cv.setting_label(results[low].config)}", ("prf:ref", "prop-3"),
+                   {"definition1": def1, "z": zs, "z_threshold": zc, "confirmed": confirmed})
+
+
+def eq5_claim(results: dict[int, SimResult]) -> Verdict:
+    """Eq. (5), the closed form of S^(2)_ij in Theorem 1's setting, against the simulated mean of
+    S^(2)_{n,1} at every hidden size where that mean is resolved from zero. "holds" when the ratio
+    simulated / Eq. (5) is compatible with 1 at every such d, "right in sign, off in size" when the
+    simulated score is positive as predicted but the ratio is resolved away from 1. The number: the
+    ratio at the largest resolved d."""
+    ds = sorted(results)
+    zc = cv.z_for(len(ds))
+    ratios = {}
+    for d in ds:
+        res = results[d]
+        n = res.config.n
+        pred = float(theory.theorem1_score(n, 1, d))
+        m, e = float(res.score_mean[1, n - 1, 0]), float(res.score_sem[1, n - 1, 0])
+        if pred > 0 and report.zscore(m, e) > zc:
+            ratios[d] = (m / pred, e / pred)
+    if not ratios:
+        return Verdict("Eq. (5)", OPEN, "—", "simulated / Eq. (5), $S^{(2)}_{n,1}$", ("doc", "layernorm"), {})
+    off = [d for d, (r, s) in ratios.items() if abs(report.zscore(r, s, 1.0)) > zc]
+    word = SIGN_NOT_SIZE if off else HOLDS
+    d = max(ratios)
+    n = results[d].config.n
+    return Verdict("Eq. (5)", word, report.pm(*ratios[d]), f"simulated / Eq. (5) for $S^{{(2)}}_{{{n},1}}$, $d = {d}$",
+                   ("doc", "layernorm"), {"ratios": ratios, "off": off})
+
+
+def eq6_claim(cosines: dict[float, tuple[float, float]], d: int) -> Verdict:
+    """Eq. (6): alpha is the cosine similarity of two input tokens. ``cosines`` maps alpha to the
+    measured mean cosine and its SE (recency_lib.inputs.input_cosine_similarity) at hidden size d.
+    "holds" when every mean is alpha up to the second-order term -alpha (1 - alpha^2) / (2d) within
+    its error; the number is the largest |mean - alpha|, which is O(1/d)."""
+    from .inputs import cosine_bias_second_order
+
+    if not cosines:
+        raise ValueError("cosines={} is empty; allowed: a dict alpha -> (mean, se)")
+    noisy = {a: v for a, v in cosines.items() if v[1] > 0}
+    zc = cv.z_for(max(1, len(noisy)))
+    zs = {a: report.zscore(m, s, a + float(cosine_bias_second_order(a, d))) for a, (m, s) in noisy.items()}
+    exact = all(m == a for a, (m, s) in cosines.items() if s == 0)
+    word = HOLDS if exact and all(abs(z) <= zc for z in zs.values()) else CONTRADICTED
+    worst = max(cosines, key=lambda a: abs(cosines[a][0] - a))
+    m, s = cosines[worst]
+    return Verdict("Eq. (6)", word, report.pm(m - worst, s), f"mean cosine − α at α = {worst:g}, $d = {d}$",
+                   ("doc", "input_distribution"), {"z": zs, "z_threshold": zc})
+
+
+def _resolved(zs, zc: float) -> bool | None:
+    """A feature tested by several z-scores: True when all are above ``zc``, False when one is
+    below ``-zc`` (the opposite is resolved), None otherwise."""
+    zs = list(zs)
+    return False if any(z < -zc for z in zs) else (True if all(z > zc for z in zs) else None)
+
+
+def figure1_features(rows: list[SimResult]) -> dict[str, bool | None]:
+    """The features of Figure 1 that the paper describes (Sec. 3), each True (reproduced), False
+    (the opposite is resolved) or None (not resolved either way), tested together as one family.
+    ``rows``: the four results of :func:`fig1_configs`, in order."""
+    if len(rows) != 4:
+        raise ValueError(f"rows has length {len(rows)}; allowed: the 4 rows of Figure 1 (fig1_configs)")
+    none, iso, aniso, resid = rows
+    layers = range(1, aniso.config.layers + 1)
+    deep = [l for l in layers if l >= 3]
+    later = [l for l in layers if l >= 2]
+    k = 4 + len(deep) + len(later) * 3
+    zc = cv.z_for(k)
+    sign = lambda zs: _resolved(zs, zc)          # noqa: E731
+
+    layer1 = [abs(rp_z(r, 1)) for r in rows]
+    feats = {
+        "no order in layer 1": None if max(layer1) > zc else True,
+        "primacy in the deeper layers without normalization": sign([-rp_z(none, l) for l in deep]) if deep else None,
+        "no visible order with LayerNorm at α = 0": True if all(abs(rp_z(iso, l)) <= zc for l in layers) else None,
+        "recency from layer 2 on with α = 0.5": sign([rp_z(aniso, l) for l in later]) if later else None,
+        "weaker recency with the residual": sign([report.zscore(rp(aniso, l)[0] - rp(resid, l)[0],
+                                                                math.hypot(rp(aniso, l)[1], rp(resid, l)[1]))
+                                                  for l in later]) if later else None,
+    }
+    if feats["recency from layer 2 on with α = 0.5"] and later:
+        k_def1 = len(later)
+        if not all(definition1(aniso, l, family=k_def1) == "holds" for l in later):
+            feats["recency from layer 2 on with α = 0.5"] = None
+    return feats
+
+
+def _from_features(feats: dict) -> str:
+    values = list(feats.values())
+    if any(v is False for v in values):
+        return CONTRADICTED
+    if all(v is True for v in values):
+        return HOLDS
+    return HOLDS_IN_PART if any(v is True for v in values) else OPEN
+
+
+def figure1_claim(rows: list[SimResult]) -> Verdict:
+    """Figure 1 reproduced: every feature of :func:`figure1_features`. The number: the recency
+    probability of the last layer with LayerNorm, alpha = 0.5 (row 3)."""
+    feats = figure1_features(rows)
+    aniso = rows[2]
+    L = aniso.config.layers
+    value, se = rp(aniso, L)
+    return Verdict("Figure 1", _from_features(feats), report.pm(value, se),
+                   f"RP of $S^{{({L})}}$, {cv.setting_label(aniso.config)}", ("doc", "empirical"), {"features": feats})
+
+
+def _h_table(results: dict[float, SimResult], gamma: float):
+    """Per alpha: simulated rise (value, SE), printed Eq. (41) rise and corrected rise."""
+    out = {}
+    for a, res in sorted(results.items()):
+        cfg = res.config
+        j = np.arange(1, cfg.n + 1)
+        out[a] = {"sim": h_rise(res),
+                  "printed": _rise(theory.h_eq41(j, a, gamma, cfg.d)),
+                  "corrected": _rise(theory.h_corrected(j, a, gamma, cfg.d, cfg.norm))}
+    return out
+
+
+def _ratio_at_mid(tab: dict, form: str) -> tuple[float, str]:
+    """(alpha, "simulated / closed-form rise ± SE") at alpha = 0.4, or the middle alpha of ``tab``."""
+    alphas = sorted(tab)
+    a = 0.4 if 0.4 in alphas else alphas[len(alphas) // 2]
+    sim, se = tab[a]["sim"]
+    ref = tab[a][form]
+    return a, report.pm(sim / ref, se / ref)
+
+
+def figure2_claim(results: dict[float, SimResult]) -> Verdict:
+    """Figure 2 (h(j) of Eq. (41) for several alpha, no residual) against the simulated key factor.
+    "holds" when the simulated h rises for every alpha > 0, the alphas rank as in Eq. (41) and every
+    rise matches Eq. (41) within its error; "right in sign, off in size" when only the first two
+    hold. The number: simulated / Eq. (41) rise at alpha = 0.4 (or the middle alpha)."""
+    tab = _h_table(results, 0.0)
+    pos = [a for a in tab if a > 0]
+    zc = cv.z_for(max(1, 2 * len(tab)))
+    rises = {a: report.zscore(*tab[a]["sim"]) for a in pos}
+    match = all(abs(report.zscore(tab[a]["sim"][0], tab[a]["sim"][1], tab[a]["printed"])) <= zc for a in tab)
+    same_order = (sorted(tab, key=lambda a: tab[a]["sim"][0]) == sorted(tab, key=lambda a: tab[a]["printed"]))
+    if any(z < -zc for z in rises.values()):
+        word = CONTRADICTED
+    elif all(z > zc for z in rises.values()) and same_order:
+        word = HOLDS if match else SIGN_NOT_SIZE
+    else:
+        word = OPEN
+    a, ratio = _ratio_at_mid(tab, "printed")
+    return Verdict("Figure 2", word, ratio, f"simulated / Eq. (41) rise of $h$, α = {a:g}",
+                   ("doc", "empirical"), {"table": tab, "same_order": same_order})
+
+
+def _heatmap_grid_features(results: dict[float, SimResult], baseline: dict[float, SimResult] | None = None):
+    """Features of Figures 3-4: no order in layer 1; recency from layer 2 on for alpha > 0; with a
+    ``baseline`` (the same alphas without residual), a lower last-layer RP than the baseline."""
+    items = sorted(results.items())
+    pos = [(a, r) for a, r in items if a > 0]
+    L = items[0][1].config.layers
+    k = len(items) + len(pos) * (L - 1) + (len(pos) if baseline else 0)
+    zc = cv.z_for(max(1, k))
+    sign = lambda zs: _resolved(zs, zc)          # noqa: E731
+
+    feats = {"no order in layer 1": True if all(abs(rp_z(r, 1)) <= zc for _, r in items) else None,
+             "recency from layer 2 on for α > 0": sign([rp_z(r, l) for _, r in pos for l in range(2, L + 1)])}
+    if baseline:
+        common = [(a, r) for a, r in pos if a in baseline]
+        feats["weaker recency than without the residual"] = sign(
+            [report.zscore(rp(baseline[a], L)[0] - rp(r, L)[0], math.hypot(rp(baseline[a], L)[1], rp(r, L)[1]))
+             for a, r in common]) if common else None
+    return feats
+
+
+def figure3_claim(results: dict[float, SimResult]) -> Verdict:
+    """Figure 3 (Figure 1 for more alpha, no residual) reproduced. The number: the last layer's
+    recency probability at the smallest alpha."""
+    feats = _heatmap_grid_features(results)
+    a = min(results)
+    L = results[a].config.layers
+    return Verdict("Figure 3", _from_features(feats), report.pm(*rp(results[a], L)),
+                   f"RP of $S^{{({L})}}$, {cv.setting_label(results[a].config)}", ("doc", "appendix_b"),
+                   {"features": feats})
+
+
+def figure4_claim(results: dict[float, SimResult], without_residual: dict[float, SimResult]) -> Verdict:
+    """Figure 4 (Figure 1 for more alpha, with residual) reproduced, including that the residual
+    lowers the last layer's recency probability at every alpha > 0 that both grids have."""
+    feats = _heatmap_grid_features(results, without_residual)
+    a = min(x for x in results if x > 0) if any(x > 0 for x in results) else min(results)
+    L = results[a].config.layers
+    return Verdict("Figure 4", _from_features(feats), report.pm(*rp(results[a], L)),
+                   f"RP of $S^{{({L})}}$, {cv.setting_label(results[a].config)}", ("doc", "appendix_b"),
+                   {"features": feats})
+
+
+def figure5_claim(results: dict[float, SimResult]) -> Verdict:
+    """Figure 5 (h(j) with the residual): Eq. (41) as printed counts the residual at the wrong scale
+    (Eqs. (25)-(33)). "holds" when the printed rise matches the simulation at every alpha, "holds
+    after correction" when it does not but the corrected form is closer to the simulation at every
+    alpha > 0. The number: simulated / corrected rise at alpha = 0.4 (or the middle alpha)."""
+    tab = _h_table(results, 1.0)
+    pos = [a for a in tab if a > 0]
+    zc = cv.z_for(max(1, 2 * len(tab)))
+    printed_ok = all(abs(report.zscore(tab[a]["sim"][0], tab[a]["sim"][1], tab[a]["printed"])) <= zc for a in tab)
+    closer = all(abs(tab[a]["sim"][0] - tab[a]["corrected"]) < abs(tab[a]["sim"][0] - tab[a]["printed"]) for a in pos)
+    rises = [report.zscore(*tab[a]["sim"]) for a in pos]
+    if any(z < -zc for z in rises):
+        word = CONTRADICTED
+    elif printed_ok:
+        word = HOLDS
+    elif closer and pos:
+        word = HOLDS_CORRECTED
+    else:
+        word = OPEN
+    a, ratio = _ratio_at_mid(tab, "corrected")
+    return Verdict("Figure 5", word, ratio, f"simulated / corrected rise of $h$, α = {a:g}",
+                   ("doc", "appendix_b"), {"table": tab, "printed_ok": printed_ok, "corrected_closer": closer})
+
+
+def not_relative_claim(res: SimResult, offsets=(1, 2, 3)) -> Verdict:
+    """"The bias is not relative" (Sec. 4): if the scores depended on i - j only, every sub-diagonal
+    of a mean score matrix would be constant. For layers 2..L and the given offsets, the spread of
+    each sub-diagonal (largest - smallest mean score) in standard errors (metrics.offset_spread),
+    tested as one family. "holds" when some spread is resolved; the number is the largest."""
+    L, n = res.config.layers, res.config.n
+    checks = [(l, o) for l in range(2, L + 1) for o in offsets if 0 < o < n - 1]
+    if not checks:
+        return Verdict("the bias is not relative", OPEN, "—", "spread of a sub-diagonal", ("doc", "conclusion"), {})
+    zc = cv.z_for(len(checks))
+    spreads = {(l, o): offset_spread(res.score_mean[l - 1], res.score_sem[l - 1], o) for l, o in checks}
+    (l, o), (gap, z, _, _) = max(spreads.items(), key=lambda kv: kv[1][1])
+    se = gap / z if z and math.isfinite(z) and z > 0 else 0.0
+    word = HOLDS if z > zc else OPEN
+    return Verdict("the bias is not relative", word, report.pm(gap, se),
+                   f"spread of $S^{{({l})}}_{{i,i-{o}}}$ over $i$, {cv.setting_label(res.config)}",
+                   ("doc", "conclusion"), {"spreads": spreads, "z_threshold": zc})
+
+
+def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:
+    """Two independent simulations of one setting (e.g. the dense and the Gram engine) against each
+    other: every mean score and attention weight of every layer (causal triangle) as a z-score of
+    the difference, all tested as one family. Entries without sampling noise (SE ~ 0, such as the
+    diagonal scores sqrt(d) after normalization) are compared directly; their largest gap is reported.
+    "holds" when no z exceeds the family's threshold."""
+    if res_a.config.replace(engine="auto", samples=2, seed=0) != res_b.config.replace(engine="auto", samples=2, seed=0):
+        raise ValueError("res_a and res_b simulate different settings; allowed: the same setting (engine, samples "
+                         "and seed may differ)")
+    lower = np.tri(res_a.config.n, dtype=bool)
+    zs, gaps = [], []
+    for name in ("score", "attn"):
+        m1, s1 = (getattr(res_a, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
+        m2, s2 = (getattr(res_b, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
+        rtol = report.EXACT_RTOL
+        exact = (s1 <= rtol * np.maximum(1.0, np.abs(m1))) & (s2 <= rtol * np.maximum(1.0, np.abs(m2)))
+        zs.append((m1 - m2)[~exact] / np.hypot(s1, s2)[~exact])
+        gaps.append(np.abs(m1 - m2)[exact])
+    z, gap = np.concatenate(zs), np.concatenate(gaps)
+    zc = cv.z_for(max(1, z.size))
+    worst = float(np.max(np.abs(z))) if z.size else 0.0
+    numbers = {"count": int(z.size), "max_abs_z": worst, "rms_z": float(np.sqrt(np.mean(z ** 2))) if z.size else 0.0,
+               "beyond": int(np.sum(np.abs(z) > zc)), "z_threshold": zc, "exact_count": int(gap.size),
+               "exact_gap": float(gap.max()) if gap.size else 0.0}
+    return Verdict("engines agree", HOLDS if numbers["beyond"] == 0 else CONTRADICTED, report.num(worst, 2),
+                   "largest |z| of a difference", ("doc", "preliminaries"), numbers)
+
+
+# -- the landing page's table ----------------------------------------------------------------------------
+
+#: What each claim says, in a few words (the landing table's second column).
+STATEMENTS = {
+    "Definition 1": "recency bias: every row of $S$ increases strictly toward the query",
+    "Theorem 1": "LayerNorm, isotropic tokens: $S^{(2)}$ has recency bias for $d \\gg 1$",
+    "Proposition 1": "without LayerNorm $S^{(2)}$ has no recency bias",
+    "Proposition 2": "with a residual connection $S^{(2)}$ keeps its recency bias",
+    "Proposition 3": "at any anisotropy $\\alpha < 1$, $S^{(2)}$ has recency bias",
+    "Eq. (5)": "closed form of $S^{(2)}_{ij}$ in Theorem 1's setting",
+    "Eq. (6)": "$\\alpha$ is the cosine similarity of two input tokens",
+    "Figure 1": "mean scores of four models over four layers",
+    "Figure 2": "the key factor $h(j)$ of Eq. (41), no residual",
+    "Figure 3": "Figure 1 for more $\\alpha$, no residual",
+    "Figure 4": "Figure 1 for more $\\alpha$, with residual",
+    "Figure 5": "$h(j)$ with the residual",
+    "the bias is not relative": "the scores do not depend on $i - j$ alone",
+}
+
+
+def study_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0) -> dict[str, object]:
+    """Every setting behind the landing table: "fig1" (list of 4), "theorem1" (d -> cfg),
+    "alpha0" / "alpha1" (alpha -> cfg, without / with residual)."""
+    grid0 = sorted(set(PROP3_ALPHAS) | set(cv.H_ALPHAS))
+    return {"fig1": fig1_configs(samples, seed), "theorem1": theorem1_configs(samples, seed),
+            "alpha0": alpha_configs(grid0, 0.0, samples, seed), "alpha1": alpha_configs(FIG4_ALPHAS, 1.0, samples, seed)}
+
+
+def verdict_table(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, cosine_samples: int = 4_000,
+                  cache=None) -> list[Verdict]:
+    """The verdict on every claim (:data:`STATEMENTS`), in the paper's order. Runs every setting of
+    :func:`study_configs` through the results cache (``cached_simulate_many``: what a chapter
+    already simulated is read back, not recomputed) and the input-cosine check of Eq. (6)."""
+    from .cache import cached_simulate_many
+    from .inputs import input_cosine_similarity
+
+    cfgs = study_configs(samples, seed)
+    flat = list(dict.fromkeys([*cfgs["fig1"], *cfgs["theorem1"].values(), *cfgs["alpha0"].values(),
+                               *cfgs["alpha1"].values()]))
+    got = dict(zip(flat, cached_simulate_many(flat, cache=cache)))
+    fig1 = [got[c] for c in cfgs["fig1"]]
+    th = {d: got[c] for d, c in cfgs["theorem1"].items()}
+    a0 = {a: got[c] for a, c in cfgs["alpha0"].items()}
+    a1 = {a: got[c] for a, c in cfgs["alpha1"].items()}
+    cos_cfg = cfgs["fig1"][0]
+    cosines = {a: input_cosine_similarity(cos_cfg.replace(alpha=a), cosine_samples, seed) for a in cv.ALPHAS}
+    return [
+        definition1_claim(fig1[2]),
+        theorem1_claim(th),
+        proposition1_claim(fig1[0]),
+        proposition2_claim(fig1[3], a1[0.0]),
+        proposition3_claim({a: a0[a] for a in PROP3_ALPHAS}),
+        eq5_claim(th),
+        eq6_claim(cosines, cos_cfg.d),
+        figure1_claim(fig1),
+        figure2_claim({a: a0[a] for a in cv.H_ALPHAS}),
+        figure3_claim({a: a0[a] for a in FIG3_ALPHAS}),
+        figure4_claim({a: a1[a] for a in FIG4_ALPHAS}, a0),
+        figure5_claim({a: a1[a] for a in FIG4_ALPHAS}),
+        not_relative_claim(fig1[2]),
+    ]
+
+
+def table(verdicts: list[Verdict]) -> report.Markdown:
+    """The landing page's table: the claim (a link to its live check), what the paper says, the
+    book's verdict (a badge), and the decisive number over what it measures."""
+    rows = [{"claim": v.link, "the paper says": STATEMENTS.get(v.claim, ""), "book's verdict": report.badge(v.word),
+             "decisive number": f"{v.value}<br><small>{v.measure}</small>"} for v in verdicts]
+    return report.table(rows, align="llll", css_class="verdict-table")
