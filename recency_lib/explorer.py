@@ -46,8 +46,9 @@ NORMS = ("none", "layernorm", "rms")
 NORM_LABELS = {"none": "none", "layernorm": "LayerNorm", "rms": "RMSNorm"}
 N_TOKENS = 10
 LAYERS = 4
-#: Samples per setting: the whole grid costs about 30 s of a cold build on 2 cores (README).
-DEFAULT_SAMPLES = 10_000
+#: Samples per setting (the page's default): the whole grid must cost at most ~30 s of a cold
+#: build on 2 cores; benchmarks/bench_explorer.py measures it (and the SE it buys).
+DEFAULT_SAMPLES = 20_000
 #: Family-wise error of the Definition-1 verdict (Bonferroni over a matrix's adjacent differences).
 FAMILYWISE_LEVEL = 0.05
 #: Standard errors the recency probability must differ from 0.5 by to name a direction.

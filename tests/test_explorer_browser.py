@@ -23,6 +23,7 @@ pytestmark = pytest.mark.book
 
 SAMPLES = 2000
 MINUS = "\u2212"
+PM = "\u00a0\u00b1\u00a0"       # the page's "±" between no-break spaces
 # The book theme (pydata-sphinx-theme) logs this on a first visit of ANY page of the book, before
 # a colour mode is stored: <html data-mode=""> is not one of auto/light/dark. Not the explorer's.
 THEME_NOISE = ("Got invalid theme mode",)
@@ -107,13 +108,13 @@ def expected_view(data, s) -> dict:
                 a += 1
                 # the page's Math.round((v - lo) / (hi - lo) * (len - 1)): same doubles, round half up
                 fills.append(lut[math.floor((v - lo) / (hi - lo) * (len(lut) - 1) + 0.5)] if hi > lo else lut[len(lut) >> 1])
-            cells.append(f"{js_fixed(v, dec)} \u00b1 {js_fixed(se[b], dec)}")
+            cells.append(f"{js_fixed(v, dec)}{PM}{js_fixed(se[b], dec)}")
             b += 1
     rp = lay["rp"]
     cfg = explorer.SimConfig(alpha=meta["alphas"][s["ia"]], gamma=meta["gammas"][s["ig"]], d=meta["ds"][s["id"]],
                              norm=meta["norms"][s["inorm"]])
     return {"key": f"{key}-L{s['layer']}", "fills": fills, "cells": cells,
-            "rp": f"{js_fixed(rp[0], rp[2])} \u00b1 {js_fixed(rp[1], rp[2])}",
+            "rp": f"{js_fixed(rp[0], rp[2])}{PM}{js_fixed(rp[1], rp[2])}",
             "verdict": meta["verdicts"][lay["v"]],
             "cli": explorer.fill_command(meta["commands"]["cli"], cfg),
             "papermill": explorer.fill_command(meta["commands"]["papermill"], cfg),

@@ -13,7 +13,7 @@
   var SVGNS = "http://www.w3.org/2000/svg";
   var DIGITS64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   var LAYER_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
-  var MINUS = "\u2212", PM = " \u00b1 ";
+  var MINUS = "\u2212", PM = "\u00a0\u00b1\u00a0";   // "±" between no-break spaces
 
   // ---------------------------------------------------------------- decoding (explorer.py: pack)
   function unpack(text) {
@@ -126,8 +126,10 @@
     var lab = svgEl("g", { class: "rx-axis" }, svg);
     svgEl("text", { x: left, y: barTop + 21, "text-anchor": "start" }, lab, fixed(lo, L.dec));
     svgEl("text", { x: left + grid, y: barTop + 21, "text-anchor": "end" }, lab, fixed(hi, L.dec));
-    svgEl("text", { x: left + grid / 2, y: barTop + 21, "text-anchor": "middle", class: "rx-label" }, lab,
-          compact ? "score below the diagonal" : "mean score below the diagonal");
+    if (!compact) {      // in the small side-by-side maps the two limits fill the line
+      svgEl("text", { x: left + grid / 2, y: barTop + 21, "text-anchor": "middle", class: "rx-label" }, lab,
+            "mean score below the diagonal");
+    }
     svgEl("rect", { x: left, y: barTop + 25, width: 9, height: 9, fill: "url(#" + hatch + ")", class: "rx-diag" }, svg);
     svgEl("text", { x: left + 13, y: barTop + 33, class: "rx-note-text" }, svg,
           (compact ? "diagonal: " : "diagonal (hatched, not on the scale): ") + (dlo === dhi ? fixed(dlo, L.dec) : fixed(dlo, L.dec) + " to " + fixed(dhi, L.dec)));
@@ -280,6 +282,25 @@
                    d: String(M.ds[s.id]), slug: settingKey(s) };
     return template.replace(/\{(alpha|gamma|norm|d|slug)\}/g, function (_, k) { return values[k]; });
   }
+  /* A shell command, wrapped only between arguments: "--flag value" pairs never break (a break
+     after the hyphen of "--layers" reads as two words); the text, and so a copy, is unchanged. */
+  function showCommand(code, command) {
+    clear(code);
+    var words = command.split(" "), parts = [];
+    for (var k = 0; k < words.length; k++) {
+      var w = words[k];
+      if (/^-/.test(w) && k + 1 < words.length && !/^-/.test(words[k + 1]) && words[k + 1] !== "&&") w += " " + words[++k];
+      parts.push(w);
+    }
+    parts.forEach(function (p, k) {
+      if (k) code.appendChild(document.createTextNode(" "));
+      var span = document.createElement("span");
+      span.className = "rx-arg";
+      span.textContent = p;
+      code.appendChild(span);
+    });
+  }
+
   function directionText(L) {
     var sc = Math.pow(10, L.rp[2]), z = (L.rp[0] / sc - 0.5) / (L.rp[1] / sc);
     var zs = isFinite(z) ? " (" + zText(z) + " SE from 0.5)" : "";
@@ -327,9 +348,9 @@
       " sequences (seed " + M.seed + "). To recompute " + settingText(state).replace(/, layer \d+$/, "") + " with " +
       more.toLocaleString("en-US") + " sequences (standard errors " + ratio + " times smaller), run one of these " +
       "from the repository's root:";
-    $("rx-cmd-cli").textContent = fill(M.commands.cli, state);
-    $("rx-cmd-papermill").textContent = fill(M.commands.papermill, state);
-    $("rx-cmd-same").textContent = fill(M.commands.same, state);
+    showCommand($("rx-cmd-cli"), fill(M.commands.cli, state));
+    showCommand($("rx-cmd-papermill"), fill(M.commands.papermill, state));
+    showCommand($("rx-cmd-same"), fill(M.commands.same, state));
     try { history.replaceState(null, "", "#" + settingKey(state) + "-L" + state.layer); } catch (err) { /* file: URLs in some browsers */ }
   }
 
