@@ -7,10 +7,13 @@ Three steps, each a pure function of the one before:
   :data:`DS`, :data:`NORMS`; 10 x 2 x 4 x 3 = 240 of them), n = 10 tokens, 4 layers, one seed.
   They run on the gram engine through the results cache (:func:`recency_lib.cache.cached_simulate_many`).
 * :func:`explorer_data` -- the results as a JSON-ready dict. Every simulated number is stored as a
-  scaled integer ``k`` with a number of decimals ``dec`` (value = k / 10**dec), and ``dec`` is chosen
-  from the number's own standard error so that the SE keeps two significant digits
-  (:func:`decimals`): rounding then moves a value by at most 1/20 of its SE, and the page shows
-  exactly the digits the SE justifies. Per setting: the mean scores S_ij of every layer with their
+  scaled integer ``k`` with a number of decimals ``dec`` (value = k / 10**dec) chosen from the
+  standard errors (:func:`decimals`): the recency probability and h(j) keep two significant digits
+  of their SE (rounding moves them by at most 1/20 of it); the cells of a score matrix share one
+  ``dec``, the first significant digit of the matrix's smallest off-diagonal SE (rounding moves a
+  cell by at most half its SE). The page prints exactly these digits. Arrays of integers are
+  packed as base-64 strings (:func:`pack`; ~300 kB for the default grid instead of ~600 kB of
+  JSON numbers), which the page unpacks. Per setting: the mean scores S_ij of every layer with their
   SEs (Fig. 1), the recency probability with its SE, the Definition-1 verdict at the family-wise
   threshold (Bonferroni over the matrix's adjacent differences, 5 %), the smallest step in SEs,
   the simulated h(j) (Eq. (40): 1 / ||x_j^(1)||, normalized to h(1) = 1, with its SE) and the
@@ -498,6 +501,7 @@ The same numbers come from the command line shown in the README.</p></noscript>
  <pre class="rx-pre" tabindex="0" aria-label="papermill command"><code id="rx-cmd-papermill"></code></pre>
  <p class="rx-sub">This page's numbers for the setting, exactly:</p>
  <pre class="rx-pre" tabindex="0" aria-label="command that reproduces this page"><code id="rx-cmd-same"></code></pre>
+ <p class="rx-sub" id="rx-provenance"></p>
 </section>
 <details class="rx-panel rx-table-box"><summary>The numbers of the heatmap (mean ± SE)</summary>
  <div class="rx-scroll" tabindex="0" aria-label="table of mean scores"><table class="rx-table" id="rx-table"></table></div>

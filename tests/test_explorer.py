@@ -263,6 +263,7 @@ def test_page_html_carries_the_data_controls_and_script(small_data):
         assert len(re.findall(rf'<input type="radio" name="{name}"', page)) == count
     assert page.count("<option") == 2
     assert explorer.asset("explorer.js") in page and explorer.asset("explorer.css") in page
+    assert "</script" not in explorer.asset("explorer.js").lower() and "</style" not in explorer.asset("explorer.css").lower()
     # nothing is fetched: no src/href attributes, no network APIs in the script
     assert not re.search(r'\b(src|href)\s*=', page)
     assert not re.search(r"\b(fetch|XMLHttpRequest|importScripts|WebSocket)\b", explorer.asset("explorer.js"))

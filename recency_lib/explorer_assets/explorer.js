@@ -48,7 +48,7 @@
         err[i].push(se[b++]);
       }
     }
-    return { mean: mean, err: err, dec: dec, scale: Math.pow(10, dec), rp: L.rp, v: M.verdicts[L.v],
+    return { mean: mean, err: err, dec: dec, rp: L.rp, v: M.verdicts[L.v],
              dir: M.directions[L.dir], zmin: L.zmin, h: st.h };
   }
 
@@ -141,7 +141,7 @@
   function frame(svg, w, h, xr, yr, xlabel, ylabel, xt) {
     clear(svg);
     svg.setAttribute("viewBox", "0 0 " + w + " " + h);
-    var L = 46, R = 8, T = 26, B = 34;
+    var L = 60, R = 8, T = 26, B = 34;
     var sx = function (x) { return L + (x - xr[0]) / (xr[1] - xr[0]) * (w - L - R); };
     var sy = function (y) { return h - B - (y - yr[0]) / (yr[1] - yr[0]) * (h - T - B); };
     var ax = svgEl("g", { class: "rx-axis" }, svg);
@@ -186,11 +186,11 @@
             fixed(Math.round(e[j] * scale), h.dec) + (c ? "; closed form " + fixed(Math.round(c[j] * scale), h.dec) : ""));
     }
     var leg = svgEl("g", { class: "rx-legend" }, svg);
-    svgEl("circle", { cx: 52, cy: 9, r: 3.2, class: "rx-sim" }, leg);
-    svgEl("text", { x: 60, y: 9, "dominant-baseline": "central" }, leg, "simulation \u00b1 SE");
+    svgEl("circle", { cx: 64, cy: 9, r: 3.2, class: "rx-sim" }, leg);
+    svgEl("text", { x: 72, y: 9, "dominant-baseline": "central" }, leg, "simulation \u00b1 SE");
     if (c) {
-      svgEl("line", { x1: 168, x2: 190, y1: 9, y2: 9, class: "rx-theory" }, leg);
-      svgEl("text", { x: 194, y: 9, "dominant-baseline": "central" }, leg, "closed form (corrected)");
+      svgEl("line", { x1: 180, x2: 202, y1: 9, y2: 9, class: "rx-theory" }, leg);
+      svgEl("text", { x: 206, y: 9, "dominant-baseline": "central" }, leg, "closed form (corrected)");
     }
     return { mean: m, se: e, closed: c };
   }
@@ -228,7 +228,7 @@
                       "data-alpha": M.alpha_labels[s.ia], "data-layer": s.layer }, svg);
     var leg = svgEl("g", { class: "rx-legend" }, svg);
     for (l = 0; l < M.layers; l++) {
-      var x = 52 + 72 * l;
+      var x = 64 + 72 * l;
       svgEl("line", { x1: x, x2: x + 14, y1: 9, y2: 9, stroke: LAYER_COLOURS[l % LAYER_COLOURS.length], "stroke-width": l + 1 === s.layer ? 2.6 : 1.4 }, leg);
       svgEl("text", { x: x + 18, y: 9, "dominant-baseline": "central" }, leg, "layer " + (l + 1));
     }
@@ -344,6 +344,8 @@
     drawCompare();
     drawTable($("rx-table"), L);
     var more = M.rerun_samples, ratio = Math.sqrt(more / M.samples).toFixed(1);
+    $("rx-provenance").textContent = "recency_lib " + M.library_version + ", " + M.engine + " engine" +
+      (M.kernel ? " (" + M.kernel + " kernel)" : "") + "; the grid's simulations took " + M.cpu_seconds + " CPU seconds.";
     $("rx-cmd-intro").textContent = "Each setting here averages " + M.samples.toLocaleString("en-US") +
       " sequences (seed " + M.seed + "). To recompute " + settingText(state).replace(/, layer \d+$/, "") + " with " +
       more.toLocaleString("en-US") + " sequences (standard errors " + ratio + " times smaller), run one of these " +
@@ -351,7 +353,10 @@
     showCommand($("rx-cmd-cli"), fill(M.commands.cli, state));
     showCommand($("rx-cmd-papermill"), fill(M.commands.papermill, state));
     showCommand($("rx-cmd-same"), fill(M.commands.same, state));
-    try { history.replaceState(null, "", "#" + settingKey(state) + "-L" + state.layer); } catch (err) { /* file: URLs in some browsers */ }
+    var hash = "#" + settingKey(state) + "-L" + state.layer;   // a link to this setting
+    if (window.location.hash !== hash) {
+      try { history.replaceState(null, "", hash); } catch (err) { /* some browsers refuse it on file: URLs */ }
+    }
   }
 
   function drawCompare() {
