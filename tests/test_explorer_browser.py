@@ -121,6 +121,12 @@ def expected_view(data, s) -> dict:
             "closed_form": data["settings"][key]["h"]["c"] is not None}
 
 
+def expected_rp(data, s) -> tuple[float, float]:
+    """The stored RP and its SE of state s, as numbers."""
+    rp = data["settings"][key_of(data["meta"], s)]["layers"][s["layer"] - 1]["rp"]
+    return rp[0] / 10 ** rp[2], rp[1] / 10 ** rp[2]
+
+
 SHOWN_JS = r"""
 () => {
   const q = s => document.querySelector(s);
@@ -222,6 +228,13 @@ def test_compare_pin_swap_and_hash(page_of):
     assert state_of(page)["inorm"] == 2 and page.locator("#rx-heat-b").get_attribute("data-key") == "a0.3-g1-d256-none-L3"
     assert page.get_by_role("radio", name="RMSNorm").is_checked()
     check_shows(page, data)
+    # RP(A) - RP(B) with the SEs in quadrature, at the digits two significant ones of that SE allow
+    a, b = (expected_rp(data, state) for state in ({"ia": 3, "ig": 1, "id": 2, "inorm": 2, "layer": 3},
+                                                    {"ia": 3, "ig": 1, "id": 2, "inorm": 0, "layer": 3}))
+    se = math.sqrt(a[1] ** 2 + b[1] ** 2)          # as the page computes it
+    dec = explorer.decimals(se, 2)
+    want = f"RP(A) {MINUS} RP(B) = {a[0] - b[0]:.{dec}f}".replace("= -", f"= {MINUS}") + f"{PM}{se:.{dec}f} ("
+    assert page.locator("#rx-diff").text_content().startswith(want)
     assert_clean(page, log)
 
 

@@ -381,16 +381,22 @@
     if (s.ia >= 0 && s.ig >= 0 && s.id >= 0 && s.inorm >= 0 && s.layer >= 1 && s.layer <= M.layers) state = s;
   }
 
-  form.addEventListener("input", function () { readControls(); render(); });
-  form.addEventListener("change", function () { readControls(); render(); });
+  var shown = null;   // the setting on screen: a control fires "input" and "change", draw once
+  function update() {
+    readControls();
+    var now = settingKey(state) + "-L" + state.layer;
+    if (now !== shown) { shown = now; render(); }
+  }
+  form.addEventListener("input", update);
+  form.addEventListener("change", update);
   form.addEventListener("submit", function (ev) { ev.preventDefault(); });
   $("rx-pin").addEventListener("click", function () { pinned = Object.assign({}, state); drawCompare(); });
   $("rx-swap").addEventListener("click", function () {
-    var t = pinned; pinned = state; state = Object.assign({}, t); writeControls(); render();
+    var t = pinned; pinned = state; state = Object.assign({}, t); writeControls(); update();
   });
   fromHash();
   writeControls();
-  render();
+  update();
   root.classList.add("rx-ready");
   window.rxExplorer = { data: DATA, state: function () { return Object.assign({}, state); }, key: settingKey };
 })();
