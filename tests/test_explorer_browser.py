@@ -15,7 +15,7 @@ import math
 import nbformat
 import pytest
 
-from recency_lib import explorer
+from recency_lib import SimConfig, explorer
 from test_book_build import _tiny_book
 from test_browser import browser, serve_directory  # noqa: F401  (browser: the shared chromium fixture)
 
@@ -85,14 +85,17 @@ def js_fixed(k: int, dec: int) -> str:
     return MINUS + s[1:] if s.startswith("-") else s
 
 
-def key_of(meta, s) -> str:
-    return f"a{meta['alpha_labels'][s['ia']]}-g{meta['gamma_labels'][s['ig']]}-d{meta['ds'][s['id']]}-{meta['norms'][s['inorm']]}"
+def cfg_of(meta, s) -> SimConfig:
+    """The setting of a page state (indices into the grid's axes)."""
+    return SimConfig(alpha=meta["alphas"][s["ia"]], gamma=meta["gammas"][s["ig"]], d=meta["ds"][s["id"]],
+                     norm=meta["norms"][s["inorm"]])
 
 
 def expected_view(data, s) -> dict:
     """What the page must show for state s, from the data block decoded in Python."""
     meta = data["meta"]
-    key = key_of(meta, s)
+    cfg = cfg_of(meta, s)
+    key = explorer.setting_key(cfg)           # the page must name settings as the library does
     lay = data["settings"][key]["layers"][s["layer"] - 1]
     n, dec = meta["n"], lay["dec"]
     off = [lay["oS"] + k for k in explorer.unpack(lay["S"])]
@@ -111,8 +114,6 @@ def expected_view(data, s) -> dict:
             cells.append(f"{js_fixed(v, dec)}{PM}{js_fixed(se[b], dec)}")
             b += 1
     rp = lay["rp"]
-    cfg = explorer.SimConfig(alpha=meta["alphas"][s["ia"]], gamma=meta["gammas"][s["ig"]], d=meta["ds"][s["id"]],
-                             norm=meta["norms"][s["inorm"]])
     return {"key": f"{key}-L{s['layer']}", "fills": fills, "cells": cells,
             "rp": f"{js_fixed(rp[0], rp[2])}{PM}{js_fixed(rp[1], rp[2])}",
             "verdict": meta["verdicts"][lay["v"]],
@@ -123,7 +124,7 @@ def expected_view(data, s) -> dict:
 
 def expected_rp(data, s) -> tuple[float, float]:
     """The stored RP and its SE of state s, as numbers."""
-    rp = data["settings"][key_of(data["meta"], s)]["layers"][s["layer"] - 1]["rp"]
+    rp = data["settings"][explorer.setting_key(cfg_of(data["meta"], s))]["layers"][s["layer"] - 1]["rp"]
     return rp[0] / 10 ** rp[2], rp[1] / 10 ** rp[2]
 
 
