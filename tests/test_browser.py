@@ -32,6 +32,7 @@ is set: then they fail.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -130,16 +131,25 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def site(built_book):
-    """Serve _build/html on 127.0.0.1 (a random free port) from a thread."""
-    handler = functools.partial(_QuietHandler, directory=str(built_book.html))
+@contextlib.contextmanager
+def serve_directory(directory: Path):
+    """Serve ``directory`` on 127.0.0.1 (a random free port) from a thread; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def site(built_book):
+    """Serve _build/html on 127.0.0.1 (a random free port) from a thread."""
+    with serve_directory(built_book.html) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,9 @@ import pytest
 from conftest import BOOK, page_source, toc_pages
 
 SMALL = 2000
-# pages whose papermill behaviour has dedicated tests (grids of their own): tests/test_appendix_b.py
-DEDICATED = {"appendix_b"}
+# pages whose papermill behaviour has dedicated tests: tests/test_appendix_b.py (grids of its own),
+# tests/test_explorer.py (an HTML explorer, no figure)
+DEDICATED = {"appendix_b", "explorer"}
 # further small values for parameters that are not named samples* (their defaults are below SMALL)
 EXTRA_SMALL = {"beyond": {"long_samples": 8}}
 

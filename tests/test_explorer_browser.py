@@ -1,0 +1,297 @@
+"""The explorer page in a real headless browser with the network blocked (reuses the browser
+fixture of tests/test_browser.py: Debian's chromium driven by playwright, every request to another
+host aborted and recorded).
+
+A small book with only the explorer page (2000 samples per setting) is built once for this module.
+Checked: the page loads over http and from disk with no request leaving the machine and no console
+error; each control changes the figures, the RP and the verdict to the values stored for that
+setting (read back from the page's data block and decoded in Python); the pinned comparison and the
+shareable #hash; keyboard-only use; a 390 px wide screen without horizontal page scroll.
+"""
+from __future__ import annotations
+
+import math
+
+import nbformat
+import pytest
+
+from recency_lib import SimConfig, explorer
+from test_book_build import _tiny_book
+from test_browser import browser, serve_directory  # noqa: F401  (browser: the shared chromium fixture)
+
+pytestmark = pytest.mark.book
+
+SAMPLES = 2000
+MINUS = "\u2212"
+PM = "\u00a0\u00b1\u00a0"       # the page's "±" between no-break spaces
+# The book theme (pydata-sphinx-theme) logs this on a first visit of ANY page of the book, before
+# a colour mode is stored: <html data-mode=""> is not one of auto/light/dark. Not the explorer's.
+THEME_NOISE = ("Got invalid theme mode",)
+
+
+@pytest.fixture(scope="module")
+def explorer_site(tmp_path_factory, run_jupyter_book):
+    """A book whose only page is book/explorer.ipynb at SAMPLES samples, built and served."""
+    import papermill as pm
+
+    from conftest import BOOK
+
+    root = tmp_path_factory.mktemp("explorer-book")
+    prepared = root / "prepared.ipynb"
+    pm.execute_notebook(str(BOOK / "explorer.ipynb"), str(prepared), parameters={"samples": SAMPLES},
+                        prepare_only=True, kernel_name="python3")
+    _tiny_book(root, {"explorer": nbformat.read(prepared, as_version=4).cells})
+    result = run_jupyter_book(root, timeout=1200)   # the page's {doc} links point outside: warnings
+    assert result.returncode == 0, result.tail()
+    html = result.html / "explorer.html"
+    assert html.is_file(), result.tail()
+    with serve_directory(result.html) as url:
+        yield {"http": url + "explorer.html", "file": html.as_uri()}
+
+
+@pytest.fixture
+def page_of(browser, explorer_site):  # noqa: F811
+    """Open the explorer (http unless told otherwise) at a viewport size; collect console errors."""
+    context, log = browser
+    opened = []
+
+    def open_page(width=1400, height=900, url=None, hash_=""):
+        for key in log:
+            log[key].clear()
+        page = context.new_page()
+        page.set_viewport_size({"width": width, "height": height})
+        page.errors = []
+        page.on("pageerror", lambda exc: page.errors.append(f"uncaught: {exc}"))
+        page.on("console", lambda msg: msg.type == "error" and not msg.text.startswith(THEME_NOISE)
+                and page.errors.append(f"console: {msg.text}"))
+        page.goto((url or explorer_site["http"]) + hash_, wait_until="load", timeout=60_000)
+        page.wait_for_function("() => document.querySelector('#rx-explorer.rx-ready')", timeout=30_000)
+        opened.append(page)
+        return page
+
+    yield open_page, log
+    for page in opened:
+        page.close()
+
+
+# --------------------------------------------------------------------------- expectations
+
+def page_data(page) -> dict:
+    return page.evaluate("() => JSON.parse(document.getElementById('rx-explorer-data').textContent)")
+
+
+def js_fixed(k: int, dec: int) -> str:
+    s = explorer.fixed(k, dec)
+    return MINUS + s[1:] if s.startswith("-") else s
+
+
+def cfg_of(meta, s) -> SimConfig:
+    """The setting of a page state (indices into the grid's axes)."""
+    return SimConfig(alpha=meta["alphas"][s["ia"]], gamma=meta["gammas"][s["ig"]], d=meta["ds"][s["id"]],
+                     norm=meta["norms"][s["inorm"]])
+
+
+def expected_view(data, s) -> dict:
+    """What the page must show for state s, from the data block decoded in Python."""
+    meta = data["meta"]
+    cfg = cfg_of(meta, s)
+    key = explorer.setting_key(cfg)           # the page must name settings as the library does
+    lay = data["settings"][key]["layers"][s["layer"] - 1]
+    n, dec = meta["n"], lay["dec"]
+    off = [lay["oS"] + k for k in explorer.unpack(lay["S"])]
+    diag = [lay["oD"] + k for k in explorer.unpack(lay["D"])]
+    se = explorer.unpack(lay["E"])
+    lo, hi = min(off), max(off)
+    lut = meta["lut"]
+    fills, cells, a, b = [], [], 0, 0
+    for i in range(n):
+        for j in range(i + 1):
+            v = off[a] if j < i else diag[i]
+            if j < i:
+                a += 1
+                # the page's Math.round((v - lo) / (hi - lo) * (len - 1)): same doubles, round half up
+                fills.append(lut[math.floor((v - lo) / (hi - lo) * (len(lut) - 1) + 0.5)] if hi > lo else lut[len(lut) >> 1])
+            cells.append(f"{js_fixed(v, dec)}{PM}{js_fixed(se[b], dec)}")
+            b += 1
+    rp = lay["rp"]
+    return {"key": f"{key}-L{s['layer']}", "fills": fills, "cells": cells,
+            "rp": f"{js_fixed(rp[0], rp[2])}{PM}{js_fixed(rp[1], rp[2])}",
+            "verdict": meta["verdicts"][lay["v"]],
+            "cli": explorer.fill_command(meta["commands"]["cli"], cfg),
+            "papermill": explorer.fill_command(meta["commands"]["papermill"], cfg),
+            "closed_form": data["settings"][key]["h"]["c"] is not None}
+
+
+def expected_rp(data, s) -> tuple[float, float]:
+    """The stored RP and its SE of state s, as numbers."""
+    rp = data["settings"][explorer.setting_key(cfg_of(data["meta"], s))]["layers"][s["layer"] - 1]["rp"]
+    return rp[0] / 10 ** rp[2], rp[1] / 10 ** rp[2]
+
+
+SHOWN_JS = r"""
+() => {
+  const q = s => document.querySelector(s);
+  const heat = q('#rx-heatmap');
+  return {
+    key: heat.getAttribute('data-key'),
+    fills: Array.from(heat.querySelectorAll('.rx-cells rect:not(.rx-diag)')).map(r => r.getAttribute('fill')),
+    svg: heat.innerHTML,
+    cells: Array.from(q('#rx-table').querySelectorAll('td')).map(td => td.textContent).filter(t => t),
+    rp: q('#rx-rp').textContent, verdict: q('#rx-verdict').textContent,
+    cli: q('#rx-cmd-cli').textContent, papermill: q('#rx-cmd-papermill').textContent,
+    hPoints: q('#rx-hchart').querySelectorAll('circle.rx-sim').length - 1,
+    closedForm: !!q('#rx-hchart polyline.rx-theory'),
+    marker: [q('#rx-rp-marker').getAttribute('data-alpha'), +q('#rx-rp-marker').getAttribute('data-layer')],
+    hash: window.location.hash,
+  };
+}
+"""
+
+
+def state_of(page) -> dict:
+    return page.evaluate("() => window.rxExplorer.state()")
+
+
+def check_shows(page, data) -> dict:
+    """The page shows exactly what its data says for its current state; returns what it shows."""
+    s = state_of(page)
+    want = expected_view(data, s)
+    shown = page.evaluate(SHOWN_JS)
+    assert shown["key"] == want["key"]
+    assert shown["hash"] == "#" + want["key"]
+    assert shown["fills"] == want["fills"], "heatmap colours differ from the stored means"
+    assert shown["cells"] == want["cells"], "table differs from the stored means and SEs"
+    assert shown["rp"] == want["rp"]
+    assert shown["verdict"] == want["verdict"]
+    assert (shown["cli"], shown["papermill"]) == (want["cli"], want["papermill"])
+    assert shown["hPoints"] == data["meta"]["n"]
+    assert shown["closedForm"] == want["closed_form"]
+    assert shown["marker"] == [data["meta"]["alpha_labels"][s["ia"]], s["layer"]]
+    return shown
+
+
+def assert_clean(page, log):
+    page.wait_for_timeout(200)
+    assert log["blocked"] == [], f"requests that would leave the machine: {log['blocked']}"
+    assert log["failed"] == [] and log["bad_status"] == [], (log["failed"], log["bad_status"])
+    assert page.errors == [], page.errors
+
+
+# --------------------------------------------------------------------------- tests
+
+@pytest.mark.parametrize("via", ["http", "file"])
+def test_loads_offline_without_errors(page_of, explorer_site, via):
+    open_page, log = page_of
+    page = open_page(url=explorer_site[via])
+    data = page_data(page)
+    assert data["meta"]["samples"] == SAMPLES and len(data["settings"]) == 240
+    check_shows(page, data)
+    assert_clean(page, log)
+
+
+@pytest.mark.parametrize("control", ["alpha", "gamma", "d", "norm", "layer"])
+def test_each_control_changes_the_figure_and_the_rp(page_of, control):
+    open_page, log = page_of
+    page = open_page()
+    data = page_data(page)
+    before = check_shows(page, data)
+    s0 = state_of(page)
+    if control == "alpha":
+        page.locator("#rx-alpha").fill(str(s0["ia"] + 2))
+    elif control == "gamma":
+        page.get_by_role("radio", name="1", exact=True).first.check()   # the γ group comes first
+    elif control == "d":
+        page.get_by_label("hidden size d").select_option("1024")
+    elif control == "norm":
+        page.get_by_role("radio", name="RMSNorm").check()
+    else:
+        page.locator('input[name="rx-layer"][value="4"]').check()
+    s1 = state_of(page)
+    changed = {k for k in s0 if s0[k] != s1[k]}
+    assert changed == {{"alpha": "ia", "gamma": "ig", "d": "id", "norm": "inorm", "layer": "layer"}[control]}
+    after = check_shows(page, data)
+    assert after["svg"] != before["svg"] and after["key"] != before["key"]
+    assert_clean(page, log)
+
+
+def test_compare_pin_swap_and_hash(page_of):
+    open_page, log = page_of
+    page = open_page(hash_="#a0.3-g1-d256-rms-L3")
+    data = page_data(page)
+    assert state_of(page) == {"ia": 3, "ig": 1, "id": 2, "inorm": 2, "layer": 3}
+    check_shows(page, data)
+    assert page.locator("#rx-heat-a").get_attribute("viewBox") and page.locator("#rx-heat-b").get_attribute("viewBox")
+    pinned_before = page.locator("#rx-heat-b").get_attribute("data-key")
+    page.get_by_role("button", name="Keep the current setting as B").click()
+    assert page.locator("#rx-heat-b").get_attribute("data-key") == "a0.3-g1-d256-rms-L3" != pinned_before
+    page.get_by_role("radio", name="none").check()
+    page.get_by_role("button", name="Swap A and B").click()
+    assert state_of(page)["inorm"] == 2 and page.locator("#rx-heat-b").get_attribute("data-key") == "a0.3-g1-d256-none-L3"
+    assert page.get_by_role("radio", name="RMSNorm").is_checked()
+    check_shows(page, data)
+    # RP(A) - RP(B) with the SEs in quadrature, at the digits two significant ones of that SE allow
+    a, b = (expected_rp(data, state) for state in ({"ia": 3, "ig": 1, "id": 2, "inorm": 2, "layer": 3},
+                                                    {"ia": 3, "ig": 1, "id": 2, "inorm": 0, "layer": 3}))
+    se = math.sqrt(a[1] ** 2 + b[1] ** 2)          # as the page computes it
+    dec = explorer.decimals(se, 2)
+    want = f"RP(A) {MINUS} RP(B) = {a[0] - b[0]:.{dec}f}".replace("= -", f"= {MINUS}") + f"{PM}{se:.{dec}f} ("
+    assert page.locator("#rx-diff").text_content().startswith(want)
+    assert_clean(page, log)
+
+
+def test_keyboard_only(page_of):
+    open_page, log = page_of
+    page = open_page()
+    data = page_data(page)
+
+    def tab_to(predicate_js: str, limit: int = 120):
+        for _ in range(limit):
+            page.keyboard.press("Tab")
+            if page.evaluate(f"() => {{ const e = document.activeElement; return !!e && ({predicate_js}); }}"):
+                return
+        pytest.fail(f"Tab never reached an element with {predicate_js}")
+
+    s = state_of(page)
+    tab_to("e.id === 'rx-alpha'")
+    page.keyboard.press("ArrowRight")
+    assert state_of(page)["ia"] == s["ia"] + 1
+    check_shows(page, data)
+    tab_to("e.name === 'rx-gamma'", 3)
+    page.keyboard.press("ArrowRight")
+    assert state_of(page)["ig"] == (s["ig"] + 1) % len(data["meta"]["gammas"])
+    tab_to("e.id === 'rx-d'", 3)
+    page.keyboard.press("ArrowDown")
+    assert state_of(page)["id"] == s["id"] + 1
+    tab_to("e.name === 'rx-norm'", 3)
+    page.keyboard.press("ArrowRight")
+    assert state_of(page)["inorm"] == (s["inorm"] + 1) % 3
+    tab_to("e.name === 'rx-layer'", 3)
+    page.keyboard.press("ArrowRight")
+    assert state_of(page)["layer"] == s["layer"] + 1
+    current = check_shows(page, data)["key"]
+    tab_to("e.id === 'rx-pin'")
+    page.keyboard.press("Enter")
+    assert page.locator("#rx-heat-b").get_attribute("data-key") == current
+    tab_to("e.tagName === 'SUMMARY'")
+    page.keyboard.press("Enter")
+    assert page.locator("details.rx-table-box").evaluate("d => d.open")
+    assert_clean(page, log)
+
+
+def test_usable_at_390px(page_of):
+    open_page, log = page_of
+    page = open_page(390, 844)
+    data = page_data(page)
+    widths = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert widths[0] <= widths[1] <= 390, f"horizontal page scroll at 390 px: {widths}"
+    boxes = page.evaluate("""() => Array.from(document.querySelectorAll(
+        '#rx-explorer input, #rx-explorer select, #rx-explorer button, #rx-explorer svg.rx-svg, #rx-explorer pre'))
+        .map(e => { const r = e.getBoundingClientRect(); return [e.id || e.name || e.tagName, r.left, r.right, r.width]; })""")
+    outside = [b for b in boxes if b[1] < 0 or b[2] > 390]
+    assert not outside, f"elements beyond the 390 px screen: {outside}"
+    heat = next(b for b in boxes if b[0] == "rx-heatmap")
+    assert heat[3] >= 300, f"the heatmap is only {heat[3]:.0f} px wide"
+    page.locator('input[name="rx-layer"][value="3"]').click()
+    assert state_of(page)["layer"] == 3
+    check_shows(page, data)
+    assert_clean(page, log)
