@@ -119,9 +119,16 @@ def _dotted_names(tokens: list[str]) -> list[str]:
 
 
 def _imports(module: str) -> set[str]:
-    """Modules of this package that ``module`` imports."""
+    """Modules of this package that ``module`` imports (memoized while the file is unchanged)."""
     path = _module_file(module)
-    return _imported(path.read_text(encoding="utf-8"), module if path.name == "__init__.py" else module.rpartition(".")[0])
+    st = path.stat()
+    return _imports_of(module, str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=1024)
+def _imports_of(module: str, path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    return frozenset(_imported(Path(path).read_text(encoding="utf-8"), package))
 
 
 def source_modules(code: str | None) -> tuple[str, ...]:
