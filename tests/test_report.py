@@ -65,6 +65,18 @@ def test_counts_percent_z():
         report.count(1.5)
 
 
+@pytest.mark.parametrize("seconds, text", [(0.3, "0.3 s"), (42, "42 s"), (210, "3.5 min"), (22_000, "6.1 h"),
+                                           (5e5, "5.8 days"), (5e8, "16 years"), (math.inf, "\u221e")])
+def test_duration(seconds, text):
+    assert report.duration(seconds) == text
+
+
+def test_duration_rejects_negative_and_nan():
+    for bad in (-1.0, math.nan):
+        with pytest.raises(ValueError, match="seconds="):
+            report.duration(bad)
+
+
 def test_score_label_is_real_math():
     assert report.score_label(2) == "$S^{(2)}$"
     assert report.score_label(2, 10, 1) == "$S^{(2)}_{10,1}$"
