@@ -250,17 +250,26 @@ def _rise(h: np.ndarray) -> float:
 
 # -- how far an estimator reaches (issue 11) ------------------------------------------------------------
 
-def sequences_needed(se: float, samples: int, effect: float, z: float = 5.0) -> float:
+#: The z at which the sign of a tiny effect counts as settled (issue 11: Theorem 1's trend at z >= 5).
+SETTLE_Z = 5.0
+
+
+def order_word(value: float, se: float, z: float = SETTLE_Z) -> str:
+    """The order a step-like estimate resolves at ``z`` standard errors: "recency" (above 0),
+    "primacy" (below) or "no order resolved"."""
+    zz = report.zscore(value, se)
+    return "recency" if zz > z else ("primacy" if zz < -z else "no order resolved")
+
+
+def sequences_needed(se: float, samples: int, effect: float, z: float = SETTLE_Z) -> float:
     """Sequences at which an estimator puts a true value ``effect`` ``z`` standard errors from 0 (its
     expected z), given its standard error ``se`` at ``samples`` sequences: a mean's SE falls as
     1 / sqrt(sequences), so the answer is samples (z se / effect)^2. ``inf`` when ``effect`` is 0."""
-    se = report._finite("se", se)
-    effect = report._finite("effect", effect)
+    se = check_real("se", se, lo=0.0, allowed="a standard error >= 0")
+    effect = check_real("effect", effect, allowed="a finite real number")
     samples = check_int("samples", samples, 1)
     z = check_real("z", z, lo=0.0, lo_open=True, allowed="a number > 0")
-    if se < 0:
-        raise ValueError(f"se={se!r} is out of range; allowed: a standard error >= 0")
-    if effect == 0 or not math.isfinite(effect):
+    if effect == 0:
         return math.inf
     return samples * (z * se / effect) ** 2
 
@@ -279,12 +288,21 @@ def _off_steps(n: int):
     return ii[off] + 1, jj[off] + 1
 
 
-def eq5_trend(n: int, d: float) -> float:
-    """Theorem 1's trend as Eq. (5) predicts it: the mean of the steps S^(2)_ij - S^(2)_i,j-1 between
-    earlier keys (2 <= j < i <= n), the quantity of ``SimResult.trend_mean`` (computed without
-    cancellation, theory.score2_step_corrected at alpha = gamma = 0, which is Eq. (5))."""
+def predicted_trend(n: int, d, alpha: float = 0.0, gamma: float = 0.0):
+    """The trend of S^(2) in the LLN limit: the mean of the steps S^(2)_ij - S^(2)_i,j-1 between earlier
+    keys (2 <= j < i <= n), the quantity of ``SimResult.trend_mean``, from the corrected Eqs. (32),
+    (40) (theory.score2_step_corrected, without cancellation; at alpha = gamma = 0 this is Eq. (5)).
+    ``d``: a hidden size (a float back) or an array of them (an array back)."""
     i, j = _off_steps(check_int("n", n, 3))
-    return float(np.mean(theory.score2_step_corrected(i, j, 0.0, 0.0, d)))
+    dd = np.asarray(d, dtype=float)
+    steps = theory.score2_step_corrected(i, j, alpha, gamma, dd[..., None])      # (..., steps)
+    out = np.mean(steps, axis=-1)
+    return float(out) if dd.ndim == 0 else out
+
+
+def eq5_trend(n: int, d):
+    """Theorem 1's trend as Eq. (5) predicts it (:func:`predicted_trend` at alpha = gamma = 0)."""
+    return predicted_trend(n, d)
 
 
 @dataclass(frozen=True)
@@ -324,7 +342,7 @@ class Reach:
         return self.trend / self.eq5, self.trend_se / abs(self.eq5)
 
 
-def theorem1_reach(results: dict[int, SimResult], z: float = 5.0) -> list[Reach]:
+def theorem1_reach(results: dict[int, SimResult], z: float = SETTLE_Z) -> list[Reach]:
     """Theorem 1's trend at each hidden size (:func:`theorem1_configs`), with control variates and
     without, and the sequences each estimator needs for an expected z of ``z`` (issue 11, item 2).
     The trends of all hidden sizes are tested together (z of len(results) comparisons)."""
@@ -365,7 +383,7 @@ class Beyond:
     """Proposition 1 beyond the LLN at one hidden size (:func:`prop1_beyond`): the control-variate
     trend of S^(2) and its prediction (``ratio`` = measured / predicted); the first step of row n
     relative to the row's level, S_{n,2} - S_{n,1} over corrected Eq. (19), and its prediction
-    d^{-3/2} / 2; the recency probability of S^(2) (control variates)."""
+    d^{-3/2} / 2."""
 
     d: int
     samples: int
@@ -376,8 +394,6 @@ class Beyond:
     first: float
     first_se: float
     first_predicted: float
-    rp: float
-    rp_se: float
 
     @property
     def ratio(self) -> tuple[float, float]:
@@ -396,9 +412,64 @@ def prop1_beyond(results: dict[int, SimResult]) -> list[Beyond]:
         m, e = float(res.trend_cv_mean[1]), float(res.trend_cv_sem[1])
         out.append(Beyond(d, res.config.samples, m, e, report.zscore(m, e), prop1_trend_predicted(n, d),
                           float(res.diff_cv_mean[1][n - 1, 1]) / level, float(res.diff_cv_sem[1][n - 1, 1]) / level,
-                          float(prop1_row_rise(2, d)), float(res.recency_probability_cv[1]),
-                          float(res.recency_probability_cv_sem[1])))
+                          float(prop1_row_rise(2, d))))
     return out
+
+
+# -- what the theory chapters tabulate -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Weakening:
+    """How much the residual weakens the order in one layer (:func:`residual_weakening`): the
+    recency probability without minus with the residual, its SE (the two runs' SEs combined as if
+    independent), the z of the difference, and the share of the excess over 1/2 that the residual
+    keeps, (RP_with - 1/2) / (RP_without - 1/2)."""
+
+    layer: int
+    difference: float
+    se: float
+    z: float
+    kept: float
+
+
+def residual_weakening(without: SimResult, with_residual: SimResult) -> list[Weakening]:
+    """Layer by layer from 2 on, the drop of the recency probability that the residual causes.
+    The runs share their seed, hence their input tokens: their errors are positively correlated,
+    so the combined SE overstates the error of the difference (a conservative z)."""
+    out = []
+    for layer in range(2, without.config.layers + 1):
+        (a, sa), (b, sb) = rp(without, layer), rp(with_residual, layer)
+        se = math.hypot(sa, sb)
+        out.append(Weakening(layer, a - b, se, report.zscore(a - b, se),
+                             (b - 0.5) / (a - 0.5) if a != 0.5 else math.nan))
+    return out
+
+
+def cosine_deviations(cosines: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(alphas, mean cosine - alpha, SE), sorted by alpha, from ``cosines``: alpha -> (mean, SE) of
+    the input tokens' cosine similarity (inputs.input_cosine_similarity at one d): Eq. (6)'s claim
+    is that the middle one is 0, up to the second-order term -alpha (1 - alpha^2) / (2d)."""
+    a = np.array(sorted(cosines), dtype=float)
+    m = np.array([cosines[x][0] for x in sorted(cosines)], dtype=float)
+    e = np.array([cosines[x][1] for x in sorted(cosines)], dtype=float)
+    return a, m - a, e
+
+
+def rps(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, recency probability, SE) of 1-based ``layer`` for results keyed by a number (alpha, d),
+    sorted by key."""
+    keys = sorted(results)
+    pairs = np.array([rp(results[k], layer) for k in keys], dtype=float).reshape(len(keys), 2)
+    return np.array(keys, dtype=float), pairs[:, 0], pairs[:, 1]
+
+
+def trends(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, control-variate trend, SE) of 1-based ``layer`` for results keyed by a number (alpha, d),
+    sorted by key: the mean step between earlier keys, what :func:`s2_order` reads for layer 2."""
+    keys = sorted(results)
+    m = np.array([float(results[k].trend_cv_mean[layer - 1]) for k in keys])
+    e = np.array([float(results[k].trend_cv_sem[layer - 1]) for k in keys])
+    return np.array(keys, dtype=float), m, e
 
 
 #: The recency probability under the book's convention and the authors' later one (issue 11, item 4).
@@ -584,7 +655,8 @@ def proposition3_claim(results: dict[float, SimResult]) -> Verdict:
     elif not below:
         word = HOLDS
     elif confirmed and max(below) < min(confirmed):
-        word = (in_aggregate_at if all(zs[a] > zc for a in below) else too_small_at)(f"α ≤ {max(below):g}")
+        where = f"α = {below[0]:g}" if len(below) == 1 else f"α ≤ {max(below):g}"
+        word = (in_aggregate_at if all(zs[a] > zc for a in below) else too_small_at)(where)
     elif confirmed:
         word = HOLDS_IN_PART
     else:

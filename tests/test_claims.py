@@ -113,6 +113,8 @@ def test_proposition3_grid():
     got = claims.proposition3_claim({0.0: mk(0.0, trend=2e-6, trend_se=2e-7), 0.2: mk(0.2, rp=0.6),
                                      0.5: mk(0.5, rp=0.7, step=0.1)})
     assert got.word == "holds in aggregate at α ≤ 0.2"
+    got = claims.proposition3_claim({0.0: mk(0.0, trend=2e-6, trend_se=2e-7), 0.2: mk(0.2, rp=0.6, step=0.1)})
+    assert got.word == "holds in aggregate at α = 0"
     assert claims.proposition3_claim({0.5: mk(0.5, step=0.1), 0.8: mk(0.8, step=0.1)}).word == "holds"
     assert claims.proposition3_claim({0.5: mk(0.5, step=-0.1)}).word == "contradicted"
     assert claims.proposition3_claim({0.5: mk(0.5, step=0.1), 0.8: mk(0.8)}).word == "holds in part"
@@ -140,12 +142,19 @@ def test_sequences_needed():
     assert claims.sequences_needed(1e-6, 100, -2e-6, 2.0) == pytest.approx(100.0)     # the sign does not matter
     assert claims.sequences_needed(1e-6, 100, 0.0) == math.inf
     assert claims.sequences_needed(0.0, 100, 1e-6) == 0.0
+    with pytest.raises(ValueError, match="effect=inf"):
+        claims.sequences_needed(1e-6, 100, math.inf)
     with pytest.raises(ValueError, match="se=-1"):
         claims.sequences_needed(-1.0, 100, 1e-6)
     with pytest.raises(ValueError, match="samples=0"):
         claims.sequences_needed(1e-6, 0, 1e-6)
     with pytest.raises(ValueError, match="z=0"):
         claims.sequences_needed(1e-6, 10, 1e-6, 0)
+
+
+def test_order_word():
+    assert claims.order_word(6e-6, 1e-6) == "recency" and claims.order_word(-6e-6, 1e-6) == "primacy"
+    assert claims.order_word(4e-6, 1e-6) == "no order resolved" and claims.order_word(4e-6, 1e-6, z=3) == "recency"
 
 
 def test_eq5_trend_is_the_mean_step_of_eq5():
@@ -156,6 +165,31 @@ def test_eq5_trend_is_the_mean_step_of_eq5():
     steps = [s[i, j] - s[i, j - 1] for i in range(n) for j in range(1, i)]
     assert claims.eq5_trend(n, d) == pytest.approx(np.mean(steps), rel=1e-9)
     assert 0 < claims.eq5_trend(10, 256) < claims.eq5_trend(10, 64) < claims.eq5_trend(10, 16)
+
+
+def test_predicted_trend_cosine_deviations_and_trends():
+    from recency_lib import theory
+
+    assert claims.predicted_trend(10, 64) == claims.eq5_trend(10, 64)
+    n, d, a, g = 5, 9.0, 0.5, 1.0
+    s = theory.score2_corrected(np.arange(1, n + 1)[:, None], np.arange(1, n + 1)[None, :], a, g, d)
+    steps = [s[i, j] - s[i, j - 1] for i in range(n) for j in range(1, i)]
+    assert claims.predicted_trend(n, d, a, g) == pytest.approx(np.mean(steps), rel=1e-9)
+    assert claims.predicted_trend(n, np.array([d, d]), a, g).shape == (2,)
+    al, dev, se = claims.cosine_deviations({0.5: (0.49, 0.01), 0.0: (0.001, 0.002)})
+    assert list(al) == [0.0, 0.5] and dev == pytest.approx([0.001, -0.01]) and list(se) == [0.002, 0.01]
+    k, m, e = claims.trends({0.5: thm(16, trend=3e-3, trend_se=1e-4), 0.0: thm(16, trend=2e-6, trend_se=2e-7)})
+    assert list(k) == [0.0, 0.5] and list(m) == [2e-6, 3e-3] and list(e) == [2e-7, 1e-4]
+    k, m, e = claims.rps({0.5: thm(16, rp=0.7), 0.0: thm(16, rp=0.5, rp_se=2e-3)})
+    assert list(k) == [0.0, 0.5] and list(m) == [0.5, 0.7] and list(e) == [2e-3, 1e-3]
+
+
+def test_residual_weakening():
+    cfg = SimConfig(alpha=0.5, layers=3)
+    got = claims.residual_weakening(fake(cfg, rp=[0.5, 0.7, 0.8], rp_se=0.003), fake(cfg, rp=[0.5, 0.6, 0.65], rp_se=0.004))
+    assert [w.layer for w in got] == [2, 3]
+    assert got[0].difference == pytest.approx(0.1) and got[0].se == pytest.approx(0.005) and got[0].z == pytest.approx(20)
+    assert got[0].kept == pytest.approx(0.5) and got[1].kept == pytest.approx(0.5)
 
 
 def test_theorem1_reach_on_constructed_results():
