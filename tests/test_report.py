@@ -34,6 +34,7 @@ def test_pm_special_values():
     assert report.pm(2.0, 0.0) == "2"                       # exact: the number alone
     assert report.pm(8.0, 1.4e-15) == "8"                   # float rounding is not an error bar
     assert report.is_exact(8.0, 1e-12) and not report.is_exact(8.0, 1e-6)
+    assert report.pm(-3.08e-10, 1.0e-9) == "(−0.3 ± 1.0) × 10⁻⁹"   # tiny, yet noise: keeps its error bar
     assert report.pm(0.5, 0.02, min_places=4) == "0.5000 ± 0.0200"
     assert report.pm(np.float64(0.5), np.float32(0.01)) == "0.500 ± 0.010"
     assert report.pm(math.nan, 0.1) == "nan"
