@@ -171,11 +171,36 @@ def built_book(book_build: BuildResult) -> BuildResult:
     return book_build
 
 
+# Tests that execute notebooks in Jupyter kernels (papermill) or are slow by design (a fresh interpreter
+# at n = 512 on the numpy path): marked ``book`` too, so ``pytest -m "not book"`` is the library's
+# quick loop. Named here, once, by test function (module::function, parameters aside).
+HEAVY = {
+    "test_notebooks.py::test_notebook_executes_with_small_samples",
+    "test_notebook_rules.py::test_exemplar_runs_with_other_parameters",
+    "test_explorer.py::test_notebook_runs_with_small_samples",
+    "test_explorer.py::test_notebook_rejects_bad_workers",
+    "test_appendix_b.py::test_template_writes_its_result",
+    "test_appendix_b.py::test_bad_parameter_fails_in_first_cell_and_writes_nothing",
+    "test_appendix_b.py::test_driver_skips_unchanged_and_reruns_on_change",
+    "test_hostile_faults.py::test_grid_reruns_a_damaged_result_and_sweeps_dead_staging",
+    "test_hostile_faults.py::test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging",
+    "test_engines.py::test_memory_does_not_grow_with_samples",
+}
+HEAVY_FIXTURES = {"appendix"}      # test_appendix_b.py: the appendix page executed by papermill
+
+
+def _is_heavy(item) -> bool:
+    name = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
+    return name in HEAVY or bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """With pytest-xdist (pytest.ini: ``-n 2 --dist loadgroup``) every test that needs the full book
-    build runs in one worker, so the book is built once per run; the other worker runs the rest
-    meanwhile. (tryfirst: the group must be set before xdist reads it.)"""
+    """Marks the HEAVY tests ``book``. With pytest-xdist (pytest.ini: ``-n 2 --dist loadgroup``)
+    every test that needs the full book build runs in one worker, so the book is built once per run;
+    the other worker runs the rest meanwhile. (tryfirst: the group must be set before xdist reads it.)"""
     for item in items:
+        if _is_heavy(item):
+            item.add_marker(pytest.mark.book)
         if "book_build" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("full-book"))
