@@ -159,12 +159,12 @@ def definition1_holds(def1: dict, alpha: float) -> list[str]:
     return [key for (key, a), words in def1.items() if a == alpha and words[-1] == "holds"]
 
 
-def last_layer_orders(dirs: dict, alpha: float) -> dict[str, list[str]]:
-    """The components whose last layer shows each order at ``alpha``: {"recency": [...], "no order
-    resolved": [...], "primacy": [...]} (component keys, in the study's order)."""
+def last_layer_orders(dirs: dict, alpha: float, reference: str = "paper") -> dict[str, list[str]]:
+    """The components other than ``reference`` whose last layer shows each order at ``alpha``:
+    {"recency": [...], "no order resolved": [...], "primacy": [...]} (keys, in the study's order)."""
     out = {"recency": [], "no order resolved": [], "primacy": []}
     for (key, a), words in dirs.items():
-        if a == alpha:
+        if a == alpha and key != reference:
             out[words[-1]].append(key)
     return out
 
@@ -201,22 +201,33 @@ def uses_plain(results: dict) -> list[str]:
     return list(dict.fromkeys(key for (key, _), r in results.items() if not controls_valid(r.config)))
 
 
+#: How a sentence names a component where its table label would read oddly.
+SENTENCE_LABELS = {"paper": "the paper's model", "combined": "all parts together"}
+
+
 def names(keys, results: dict) -> str:
-    """"RMSNorm, FFN and RoPE" (or "none"): component keys as a list for a sentence."""
+    """"RMSNorm, FFN and RoPE" (or "none"): component keys as a list for a sentence; a key may also
+    be a (component, alpha) pair, named "RoPE at α = 0"."""
     cfg = {key: r.config for (key, _), r in results.items()}
-    return report.listing(keys, fmt=lambda k: component_label(k, cfg[k]))
+
+    def name(k):
+        key, a = k if isinstance(k, tuple) else (k, None)
+        text = SENTENCE_LABELS.get(key) or component_label(key, cfg[key])
+        return text if a is None else f"{text} at {cv.alpha_label(a)}"
+
+    return report.listing(keys, fmt=name)
 
 
 def layer_orders(words) -> str:
-    """One cell for a setting's orders over its layers: "recency in 2–4", "primacy in 3, 4; recency
-    in 2", "none resolved"."""
+    """A setting's orders over its layers, for a table cell or a sentence: "recency in layers 2–4",
+    "recency in layer 2; primacy in layers 3, 4", "no resolved order"."""
     groups: dict[str, list[int]] = {}
     for l, w in enumerate(words, start=1):
         if w != "no order resolved":
             groups.setdefault(w, []).append(l)
     if not groups:
-        return "none resolved"
-    return "; ".join(f"{w} in {_layer_span(ls)}" for w, ls in groups.items())
+        return "no resolved order"
+    return "; ".join(f"{w} in layer{'s' if len(ls) > 1 else ''} {_layer_span(ls)}" for w, ls in groups.items())
 
 
 def _layer_span(layers: list[int]) -> str:
@@ -275,19 +286,21 @@ def full_columns(results: dict) -> dict[str, list]:
 
 # -- relativity ----------------------------------------------------------------------------------
 
+def relativity_verdicts(results: dict, keys=("paper", "rope", "combined")) -> dict:
+    """(component, alpha) -> claims.not_relative_claim of the given components: "holds" where some
+    sub-diagonal of some layer >= 2 is resolved as not constant, "open" where none is."""
+    return {(key, a): claims.not_relative_claim(r) for (key, a), r in results.items() if key in keys}
+
+
 def relativity_rows(results: dict, keys=("paper", "rope", "combined")) -> list[dict]:
-    """claims.not_relative_claim for the given components at every alpha: the verdict, the largest
-    spread of a sub-diagonal (± SE) and how many sub-diagonals are resolved as not constant."""
+    """:func:`relativity_verdicts` as table rows: the verdict, the largest spread of a sub-diagonal
+    (± SE) and how many sub-diagonals are resolved as not constant."""
     rows = []
-    for (key, a), r in results.items():
-        if key not in keys:
-            continue
-        v = claims.not_relative_claim(r)
-        spreads, zc = v.numbers.get("spreads", {}), v.numbers.get("z_threshold", math.inf)
-        resolved = sum(1 for _, z, _, _ in spreads.values() if z > zc)
-        rows.append({"component added": component_label(key, r.config), "α": f"{a:g}",
+    for (key, a), v in relativity_verdicts(results, keys).items():
+        rows.append({"component added": component_label(key, results[(key, a)].config), "α": f"{a:g}",
                      "not relative?": v.word, "largest spread": v.value,
-                     "sub-diagonals not constant": f"{resolved} of {len(spreads)}"})
+                     "sub-diagonals not constant": f"{v.numbers.get('resolved', 0)} of "
+                                                   f"{len(v.numbers.get('spreads', {}))}"})
     return rows
 
 
@@ -355,8 +368,9 @@ def length_findings(long_results: dict) -> dict[str, dict]:
 
 
 def length_rows(long_results: dict) -> list[dict]:
-    """One row per model: the last layer's recency probability at the shortest and longest n (with
-    its order, all cells as one family) and the late − early gap at the longest n."""
+    """One row per model: the last layer's recency probability at the shortest and longest n, its
+    order at the longest (all cells of the sweep as one family), how it changed, and the late − early
+    gap at the longest n with the bound on its SE."""
     runs = {m: by_length(long_results, m) for m in dict.fromkeys(m for m, _ in long_results)}
     k = sum(r.config.layers for r in long_results.values())
     find = length_findings(long_results)
@@ -364,12 +378,12 @@ def length_rows(long_results: dict) -> list[dict]:
     for m, rs in runs.items():
         n0, n1 = min(rs), max(rs)
         L = rs[n1].config.layers
-        g, b = late_early(rs[n1])
         row = {"model": length_label(rs[n1].config)}
         for n in dict.fromkeys((n0, n1)):
-            row[f"RP, n = {n}"] = f"{report.pm(*claims.rp(rs[n], L))} ({claims.direction(rs[n], L, family=k)})"
-        row["change"] = find[m]["rp"]
-        row[f"late − early, n = {n1}"] = f"{report.num(g, 2)} (SE ≤ {report.num(b, 1)})"
+            row[f"RP, n = {n}"] = report.pm(*claims.rp(rs[n], L))
+        row[f"order, n = {n1}"] = claims.direction(rs[n1], L, family=k)
+        row["RP change"] = find[m]["rp"]
+        row[f"late − early, n = {n1} (± SE bound)"] = report.pm(*late_early(rs[n1]))
         rows.append(row)
     return rows
 

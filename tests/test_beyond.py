@@ -97,11 +97,12 @@ def test_directions_and_the_lists_of_the_verdict():
     assert beyond.cell_count(res) == 24
     assert dirs[("paper", 0.5)] == ("no order resolved", "recency", "recency")
     assert dirs[("rope", 0.5)][-1] == "no order resolved"              # 1 SE: below the family's z
-    assert beyond.last_layer_orders(dirs, 0.5) == {"recency": ["paper", "rms"], "no order resolved": ["rope"],
+    assert beyond.last_layer_orders(dirs, 0.5) == {"recency": ["rms"], "no order resolved": ["rope"],
                                                    "primacy": ["post"]}
     assert beyond.created_order(dirs, 0.0) == ["rope", "post"]
     assert beyond.versus_reference(res, 0.5) == {"higher": ["rms"], "lower": ["rope", "post"]}
     assert beyond.names(["rms", "rope", "post"], res) == "RMSNorm, RoPE and post-LN"
+    assert beyond.names([("paper", 0.0), ("rope", 0.5)], res) == "the paper's model at α = 0 and RoPE at α = 0.5"
     assert beyond.names([], res) == "none"
     assert beyond.uses_plain(res) == ["rope"]
 
@@ -116,10 +117,10 @@ def test_definition1_verdicts_are_one_family():
 
 
 def test_layer_orders_cell():
-    assert beyond.layer_orders(["no order resolved", "recency", "recency", "recency"]) == "recency in 2–4"
+    assert beyond.layer_orders(["no order resolved", "recency", "recency", "recency"]) == "recency in layers 2–4"
     assert beyond.layer_orders(["no order resolved", "recency", "primacy", "primacy"]) == \
-        "recency in 2; primacy in 3, 4"
-    assert beyond.layer_orders(["no order resolved"] * 2) == "none resolved"
+        "recency in layer 2; primacy in layers 3, 4"
+    assert beyond.layer_orders(["no order resolved"] * 2) == "no resolved order"
 
 
 def test_change_words():
@@ -151,6 +152,8 @@ def test_tables_of_the_component_study(small_study):
     assert len(cols["recency_probability"]) == len(full) and set(cols["alpha"]) == {0.0, 0.5}
     labels, rp, se = beyond.rp_matrix(small_study, 0.5)
     assert len(labels) == 10 and rp.shape == se.shape == (10, 2)
+    verdicts = beyond.relativity_verdicts(small_study)
+    assert list(verdicts) == [(k, a) for k in ("paper", "rope", "combined") for a in beyond.STUDY_ALPHAS]
     rel = beyond.relativity_rows(small_study)
     assert [r["component added"] for r in rel] == ["none (the paper's model)"] * 2 + ["RoPE"] * 2 + ["all of them"] * 2
     assert all(r["sub-diagonals not constant"].endswith("of 3") for r in rel)   # layer 2, offsets 1-3 at n = 5
@@ -171,7 +174,8 @@ def test_length_sweep_findings_rows_and_downloads():
     assert all(f["rp"] in ("rises", "falls", beyond.UNCHANGED) for f in found.values())
     assert all(f["gap"] in ("grows", "shrinks", beyond.UNCHANGED) for f in found.values())
     rows = beyond.length_rows(res)
-    assert len(rows) == 4 and list(rows[0])[:3] == ["model", "RP, n = 5", "RP, n = 9"]
+    assert len(rows) == 4 and list(rows[0]) == ["model", "RP, n = 5", "RP, n = 9", "order, n = 9", "RP change",
+                                                 "late − early, n = 9 (± SE bound)"]
     g, bound = beyond.late_early(runs[9])
     assert math.isfinite(g) and bound > 0
     cols = beyond.length_columns(res)
