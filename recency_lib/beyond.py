@@ -16,7 +16,6 @@ sample means in the control-variate fields where layer 1 is not exchangeable (Ro
 """
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
