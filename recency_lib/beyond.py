@@ -37,7 +37,7 @@ STUDY_ALPHAS = (0.0, 0.5)
 COMPONENT_LABELS = {
     "paper": "none (the paper's model)", "rms": "RMSNorm", "fixed": "fixed weights", "random": "random weights",
     "heads": "{heads} heads", "ffn": "FFN", "rope": "RoPE", "post": "post-LN", "residual": "residual",
-    "combined": "all of them",
+    "combined": "all parts together",
 }
 #: The models of the length sweep.
 LENGTH_MODELS = ("paper", "residual", "combined", "combined0")
@@ -60,7 +60,7 @@ def component_fields(heads: int) -> dict[str, dict]:
 
 
 def component_label(key: str, cfg: SimConfig) -> str:
-    """The name of a component in figures and tables ("RoPE", "4 heads", "all of them", ...)."""
+    """The name of a component in figures and tables ("RoPE", "4 heads", "all parts together", ...)."""
     if key not in COMPONENT_LABELS:
         raise ValueError(f"key={short(key)} is not allowed; allowed: one of {sorted(COMPONENT_LABELS)}")
     if key == "heads" and cfg.heads == 1:
@@ -114,8 +114,8 @@ def length_configs(lengths, samples: int, seed: int = 0, *, d: int = cv.PAPER_D,
 
 def length_label(cfg: SimConfig) -> str:
     """A length-sweep model's name: "LayerNorm, α = 0.5", "LayerNorm + residual, α = 0.5",
-    "all combined, α = 0" (conventions.setting_label for the paper's models)."""
-    return f"all combined, {cv.alpha_label(cfg.alpha)}" if cfg.extended else cv.setting_label(cfg)
+    "all parts together, α = 0" (conventions.setting_label for the paper's models)."""
+    return f"all parts together, {cv.alpha_label(cfg.alpha)}" if cfg.extended else cv.setting_label(cfg)
 
 
 def run(configs, workers: int = 1, *, cache=None) -> list[SimResult]:
@@ -128,6 +128,14 @@ def run(configs, workers: int = 1, *, cache=None) -> list[SimResult]:
     with worker_pool(min(workers, os.cpu_count() or 1)) as pool:
         return cached_simulate_many(configs, cache=cache, executor=pool)
 
+
+
+def run_studies(configs: dict, long_configs: dict, workers: int = 1, *, cache=None) -> tuple[dict, dict]:
+    """Both studies in one :func:`run` (one worker pool: the length sweep's blocks fill the workers
+    while the component study's last ones finish): (key -> SimResult of ``configs``, key -> SimResult
+    of ``long_configs``)."""
+    results = run([*configs.values(), *long_configs.values()], workers, cache=cache)
+    return dict(zip(configs, results[:len(configs)])), dict(zip(long_configs, results[len(configs):]))
 
 # -- the component study: findings --------------------------------------------------------------
 
@@ -403,3 +411,49 @@ def length_columns(long_results: dict) -> dict[str, list]:
         for x, mu, b in zip(*last_query_profiles({n: r})[n]):
             add(label, n, r.config.layers, "binned last-query score - row mean (se: bound)", float(x), float(mu), float(b))
     return cols
+
+
+# -- the page's findings, first ------------------------------------------------------------------
+
+def findings_rows(results: dict, long_results: dict) -> list[dict]:
+    """The chapter's answers in one table (its first screen): each part alone and all parts together
+    at the largest alpha of the study, what happens on isotropic tokens, whether the combined
+    model's bias is relative, and how the last layer's recency probability changes from the shortest
+    to the longest n. Every word is decided by the functions above, at the book's family-wise level;
+    the last column links to the figure with the evidence."""
+    top, iso = max(STUDY_ALPHAS), min(STUDY_ALPHAS)
+    dirs = directions(results)
+    orders = last_layer_orders(dirs, top)
+    parts = sum(len(v) for v in orders.values())
+    alone = f"recency in the last layer with {report.count(len(orders['recency']))} of {report.count(parts)} parts"
+    if orders["no order resolved"]:
+        alone += f"; no resolved order with {names(orders['no order resolved'], results)}"
+    if orders["primacy"]:
+        alone += f"; primacy with {names(orders['primacy'], results)}"
+    comb = results[("combined", top)]
+    L = comb.config.layers
+    together = f"{layer_orders(dirs[('combined', top)])}; RP of {report.score_label(L)}: {report.pm(*claims.rp(comb, L))}"
+    created = created_order(dirs, iso)
+    isotropic = (f"the paper's model: {layer_orders(dirs[('paper', iso)])}; an order of their own with "
+                 f"{names(created, results)}" if created else "no part resolves an order")
+    rel = claims.not_relative_claim(comb)
+    relative = (f"not relative: {report.count(rel.numbers.get('resolved', 0))} of "
+                f"{report.count(len(rel.numbers.get('spreads', {})))} sub-diagonals vary" if rel.word == claims.HOLDS
+                else "open: no sub-diagonal resolved as varying")
+    found = length_findings(long_results)
+    lengths = sorted({n for _, n in long_results})
+    if len(lengths) > 1:
+        longer = "; ".join(f"{SENTENCE_LABELS[m]}: {found[m]['rp']}" for m in ("paper", "combined") if m in found)
+    else:
+        longer = "one length only: no change to test"
+    a_top, a_iso = cv.alpha_label(top), cv.alpha_label(iso)
+    return [
+        {"question": f"one part added to the paper's model, {a_top}", "answer": alone,
+         "evidence": "{numref}`fig-beyond-components`"},
+        {"question": f"all parts together, {a_top}", "answer": together, "evidence": "{numref}`fig-beyond-components`"},
+        {"question": f"isotropic tokens, {a_iso}", "answer": isotropic, "evidence": "{numref}`fig-beyond-components`"},
+        {"question": f"is the bias of all parts together relative? ({a_top})", "answer": relative,
+         "evidence": "{numref}`fig-beyond-offsets`"},
+        {"question": f"last layer's RP from n = {lengths[0]} to {lengths[-1]}", "answer": longer,
+         "evidence": "{numref}`fig-beyond-lengths`"},
+    ]

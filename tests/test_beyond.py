@@ -61,7 +61,7 @@ def test_lengths_are_checked_sorted_and_deduplicated():
     assert list(cfgs) == [(m, L) for m in beyond.LENGTH_MODELS for L in (5, 12)]
     assert not cfgs[("paper", 5)].extended and cfgs[("residual", 5)].gamma == 1.0
     assert cfgs[("combined", 12)].alpha == 0.5 and cfgs[("combined0", 12)].alpha == 0.0 and cfgs[("combined0", 12)].rope
-    assert beyond.length_label(cfgs[("combined0", 12)]) == "all combined, α = 0"
+    assert beyond.length_label(cfgs[("combined0", 12)]) == "all parts together, α = 0"
     assert beyond.length_label(cfgs[("residual", 5)]) == "LayerNorm + residual, α = 0.5"
 
 
@@ -155,7 +155,7 @@ def test_tables_of_the_component_study(small_study):
     verdicts = beyond.relativity_verdicts(small_study)
     assert list(verdicts) == [(k, a) for k in ("paper", "rope", "combined") for a in beyond.STUDY_ALPHAS]
     rel = beyond.relativity_rows(small_study)
-    assert [r["component added"] for r in rel] == ["none (the paper's model)"] * 2 + ["RoPE"] * 2 + ["all of them"] * 2
+    assert [r["component added"] for r in rel] == ["none (the paper's model)"] * 2 + ["RoPE"] * 2 + ["all parts together"] * 2
     assert all(r["sub-diagonals not constant"].endswith("of 3") for r in rel)   # layer 2, offsets 1-3 at n = 5
 
 
@@ -181,3 +181,31 @@ def test_length_sweep_findings_rows_and_downloads():
     cols = beyond.length_columns(res)
     assert len(set(len(v) for v in cols.values())) == 1 and "binned" in cols["quantity"][-1]
     assert report.download("beyond-lengths", cols).text.count("data:") == 2
+
+
+def test_findings_table_answers_each_question_from_the_deciding_functions(small_study):
+    long = {k: simulate(c) for k, c in beyond.length_configs([5, 9], 32, 1, d=16, layers=2, heads=2).items()}
+    rows = beyond.findings_rows(small_study, long)
+    assert [r["evidence"] for r in rows] == ["{numref}`fig-beyond-components`"] * 3 + \
+        ["{numref}`fig-beyond-offsets`", "{numref}`fig-beyond-lengths`"]
+    orders = beyond.last_layer_orders(beyond.directions(small_study), 0.5)
+    kept = len(orders["recency"])
+    assert rows[0]["answer"].startswith(f"recency in the last layer with {kept} of {len(beyond.COMPONENT_LABELS) - 1} parts")
+    assert ("primacy with" in rows[0]["answer"]) == bool(orders["primacy"])
+    assert " ± " in rows[1]["answer"] and "$S^{(2)}$" in rows[1]["answer"]
+    rel = beyond.relativity_verdicts(small_study)[("combined", 0.5)]
+    assert rows[3]["answer"].startswith("not relative" if rel.word == "holds" else "open")
+    found = beyond.length_findings(long)
+    assert rows[4]["question"] == "last layer's RP from n = 5 to 9"
+    assert rows[4]["answer"] == f"the paper's model: {found['paper']['rp']}; all parts together: {found['combined']['rp']}"
+    one = {k: r for k, r in long.items() if k[1] == 9}
+    assert beyond.findings_rows(small_study, one)[4]["answer"] == "one length only: no change to test"
+    assert report.table(rows).text.count("\n") == len(rows) + 1          # header, rule, one line per row
+
+
+def test_run_studies_splits_one_run_into_the_two_studies(tmp_path):
+    comp = beyond.component_configs(40, 1, n=4, d=8, layers=2, heads=2)
+    long = beyond.length_configs([4, 6], 16, 1, d=8, layers=2, heads=2)
+    res, long_res = beyond.run_studies(comp, long, 1, cache=tmp_path)
+    assert list(res) == list(comp) and list(long_res) == list(long)
+    assert all(r.config == comp[k] for k, r in res.items()) and all(r.config == long[k] for k, r in long_res.items())
