@@ -431,15 +431,17 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
     return ax
 
 
-def offset_profiles(score_mean, score_sem, ax, *, z=1.0):
+def offset_profiles(score_mean, score_sem, ax, *, z=1.0, cmap=None):
     """Every query row's mean scores against the offset i - j (1..i-1), with +/- z SEM bars.
 
     A relative bias (a function of i - j only) would collapse all rows onto one curve; rows that
     stay apart show that the bias depends on absolute positions (Sec. 4 of the paper). One series
     per query i = 2..n, coloured by i (conventions.ordered_colour; :func:`ordered_colourbar` draws
-    the key) and labelled "i = <i>". The diagonal (offset 0) is left out, as in the heatmaps.
-    Returns ``ax``.
+    the key; ``cmap``, a matplotlib colormap name, colours from it instead) and labelled "i = <i>".
+    The diagonal (offset 0) is left out, as in the heatmaps. Returns ``ax``.
     """
+    import matplotlib as mpl
+
     s = _square("score_mean", score_mean)
     e = _square("score_sem", score_sem)
     if e.shape != s.shape:
@@ -447,10 +449,12 @@ def offset_profiles(score_mean, score_sem, ax, *, z=1.0):
     n = s.shape[0]
     if n < 2:
         raise ValueError(f"score_mean has shape {s.shape}; allowed: n >= 2 (an off-diagonal key must exist)")
+    own = None if cmap is None else mpl.colormaps[cmap](np.linspace(0.0, 0.9, n - 1))
     for i in range(2, n + 1):                                        # 1-based query
         j = np.arange(i - 1, 0, -1)                                  # keys i-1 .. 1
+        colour = cv.ordered_colour(i - 2, n - 1) if own is None else own[i - 2]
         errorbar_points(i - j, s[i - 1, j - 1], e[i - 1, j - 1], ax, label=f"i = {i}", z=z, fmt="o-",
-                        color=cv.ordered_colour(i - 2, n - 1), markersize=3, capsize=2, linewidth=1)
+                        color=colour, markersize=3, capsize=2, linewidth=1)
     ax.set_xticks(np.arange(1, n) if n <= 13 else np.unique([1, n // 2, n - 1]))
     ax.set_xlabel("offset i \u2212 j")
     ax.set_ylabel("mean score")

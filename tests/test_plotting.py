@@ -388,6 +388,9 @@ def test_offset_profiles_colour_queries_in_order_and_the_colourbar_keys_them():
     assert [tuple(c) for c in colours] == [cv.ordered_colour(k, 5) for k in range(5)]
     bar = plotting.ordered_colourbar(axes, range(2, 7), "query i")
     assert [t.get_text() for t in bar.ax.get_xticklabels()] == ["2", "4", "6"] and bar.ax.get_xlabel() == "query i"
+    fig, ax = plt.subplots()                               # a colormap of one's own still works
+    plotting.offset_profiles(s, e, ax, cmap="viridis")
+    assert tuple(ax.containers[0].lines[0].get_color()) == tuple(plt.colormaps["viridis"](0.0))
 
 
 def test_panels_hide_the_unused_cells():
