@@ -129,13 +129,13 @@ def run(configs, workers: int = 1, *, cache=None) -> list[SimResult]:
         return cached_simulate_many(configs, cache=cache, executor=pool)
 
 
-
 def run_studies(configs: dict, long_configs: dict, workers: int = 1, *, cache=None) -> tuple[dict, dict]:
     """Both studies in one :func:`run` (one worker pool: the length sweep's blocks fill the workers
     while the component study's last ones finish): (key -> SimResult of ``configs``, key -> SimResult
     of ``long_configs``)."""
     results = run([*configs.values(), *long_configs.values()], workers, cache=cache)
     return dict(zip(configs, results[:len(configs)])), dict(zip(long_configs, results[len(configs):]))
+
 
 # -- the component study: findings --------------------------------------------------------------
 
