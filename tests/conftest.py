@@ -122,6 +122,21 @@ def page_source(docname: str, root: Path = REPO) -> Path:
     raise FileNotFoundError(f"no source for toc entry {docname!r} under {root / 'book'}")
 
 
+def execute_page(docname: str, parameters: dict, out_dir: Path) -> list:
+    """Run a chapter through papermill from book/ with ``parameters`` (into ``out_dir``, never over the
+    source) and return the outputs of its code cells (errors raise PapermillExecutionError)."""
+    import nbformat
+    import papermill as pm
+
+    source = page_source(docname)
+    unknown = set(parameters) - set(pm.inspect_notebook(str(source)))
+    assert not unknown, f"{docname}: unknown parameters {sorted(unknown)}"
+    out = Path(out_dir) / f"{docname}.ipynb"
+    pm.execute_notebook(str(source), str(out), parameters=parameters, kernel_name="python3", cwd=str(BOOK),
+                        progress_bar=False)
+    return [o for c in nbformat.read(out, as_version=4).cells if c.cell_type == "code" for o in c.outputs]
+
+
 def markdown_text(path: Path) -> str:
     """The prose of a page: markdown cells of a notebook, or the whole .md/.rst file."""
     if path.suffix == ".ipynb":

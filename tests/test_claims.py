@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, SimResult, claims, conventions as cv, simulate, simulate_many
+from recency_lib import SimConfig, SimResult, claims, conventions as cv, report, simulate, simulate_many
 from recency_lib.metrics import adjacent_index
 
 
@@ -30,12 +30,15 @@ def fake(cfg: SimConfig, rp=0.5, rp_se=1e-3, step=0.0, step_se=1e-3, score=1.0, 
     tr = np.broadcast_to(np.asarray(rps - 0.5 if trend is None else trend, dtype=float), (L,)).copy()
     tse = np.full(L, rp_se if trend_se is None else trend_se)
     rows = np.full((L, n), np.nan)
+    rows[:, 2:] = 0.0
+    # the control-variate fields carry the plain numbers (what the engines report without a control)
     return SimResult(config=cfg, engine="gram", score_mean=s, score_sem=e, attn_mean=s, attn_sem=e,
                      diff_mean=diff, diff_sem=dse, recency_probability=rps,
                      recency_probability_sem=np.full(L, rp_se), sq_norm_mean=np.ones((L, n)),
-                     sq_norm_sem=np.full((L, n), 1e-3), diff_cv_mean=diff, diff_cv_sem=dse, row_trend_mean=rows,
-                     row_trend_sem=rows, row_trend_cv_mean=rows, row_trend_cv_sem=rows, trend_mean=tr,
-                     trend_sem=tse * 10, trend_cv_mean=tr, trend_cv_sem=tse, recency_probability_cv=rps,
+                     sq_norm_sem=np.full((L, n), 1e-3), diff_cv_mean=diff, diff_cv_sem=dse,
+                     row_trend_mean=rows, row_trend_sem=rows + 1e-3, row_trend_cv_mean=rows,
+                     row_trend_cv_sem=rows + 1e-3, trend_mean=tr, trend_sem=tse * 10, trend_cv_mean=tr,
+                     trend_cv_sem=tse, recency_probability_cv=rps,
                      recency_probability_cv_sem=np.full(L, rp_se), block_size=1, library_version="test",
                      elapsed_seconds=2.0)
 
@@ -318,3 +321,42 @@ def test_verdict_table_covers_every_claim(tmp_path):
     # 4 (Figure 1) + 7 (Theorem 1: its d = 64 is the isotropic gamma = 0 run) + 5 + 5 (the alpha grids
     # without the two Figure-1 settings) + 1 (isotropic, gamma = 1) + 3 (Proposition 1 beyond the LLN)
     assert len(list(tmp_path.glob("*.npz"))) == 25              # each setting simulated once, cached
+
+
+# -- the relativity check (chapter 7) --------------------------------------------------------------------
+
+def test_not_relative_counts_every_pair_of_a_subdiagonal(fig1):
+    v = claims.not_relative_claim(fig1[2])
+    # n = 10, layers 2-4, offsets 1-3: 3 x (C(9, 2) + C(8, 2) + C(7, 2)) = 255 pairs of entries
+    assert v.numbers["comparisons"] == 255 and v.numbers["z_threshold"] == pytest.approx(cv.z_for(255))
+    l, o, gap, z, ihi, ilo = v.numbers["largest"]
+    assert z == max(s[1] for s in v.numbers["spreads"].values()) and (l, o) in v.numbers["spreads"]
+    assert v.value == report.pm(gap, gap / z) and 1 <= v.numbers["resolved"] <= 9
+
+
+def test_not_relative_on_constructed_scores():
+    cfg = SimConfig(alpha=0.5, n=6, layers=3)
+    i, j = np.indices((6, 6))
+    relative, absolute = fake(cfg), fake(cfg)
+    for res, value in ((relative, 0.1 * (i - j)), (absolute, 0.1 * j)):
+        res.score_mean[:] = np.where(i >= j, value, np.nan)
+    assert claims.not_relative_claim(relative).word == "open" and claims.not_relative_claim(relative).numbers["resolved"] == 0
+    v = claims.not_relative_claim(absolute)
+    assert v.word == "holds" and v.numbers["resolved"] == 6            # layers 2-3 x offsets 1-3
+    rows = claims.relativity_rows({"abs": absolute, "rel": relative}, offsets=(1, 2, 5))
+    assert [r["layer"] for r in rows] == ["2", "3", "2", "3"]
+    assert rows[0]["offset 5"] == "—" and rows[2]["offset 1"] == "0" and rows[0]["offset 2"].startswith("0.30")
+    assert claims.not_relative_claim(fake(cfg.replace(layers=1))).word == "open"
+
+
+def test_subdiagonal_entries_co_vary_so_the_spread_test_is_conservative():
+    from recency_lib import sample_trajectories
+
+    # 4,000 sequences: the smallest correlation is ~0.25 (measured), the estimate's SE ~0.016
+    cfg = claims.fig1_configs(4_000, 5)[2]
+    scores, _ = sample_trajectories(cfg)
+    v = claims.not_relative_claim(simulate(cfg))
+    assert claims.spread_correlation(scores, v) > 0.1
+    assert math.isnan(claims.offset_correlation(scores[:, 1], 9))       # one entry (i = 10): no pair
+    with pytest.raises(ValueError, match="scores has shape"):
+        claims.offset_correlation(scores[0, 0], 1)
