@@ -215,7 +215,7 @@ def pytest_collection_modifyitems(config, items):
     every test that needs the full book build runs in one worker, so the book is built once per run;
     the other worker runs the rest meanwhile. (tryfirst: the group must be set before xdist reads it.)"""
     for item in items:
-        if _is_heavy(item):
+        if _is_heavy(item) or item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.book)
         if "book_build" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("full-book"))
