@@ -140,11 +140,16 @@ def direction(res: SimResult, layer: int, family: int = 1) -> str:
     return "no order resolved" if word == "none" else word
 
 
-def definition1(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> str:
+def definition1(res: SimResult, layer: int, family: int = 1) -> str:
     """Definition 1 on the mean scores of 1-based ``layer`` ("holds" / "violated" / "undecided"),
-    every adjacent difference tested at the z of ``family`` matrices' worth of comparisons, the
-    differences estimated with ``estimator`` ("cv": control variates, the default; "plain":
-    sample means; :data:`ESTIMATOR_NAMES`)."""
+    every adjacent difference tested at the z of ``family`` matrices' worth of comparisons."""
+    k = max(1, family * cv.adjacent_pairs(res.config.n))
+    return res.definition1_at(cv.z_for(k))[layer - 1]
+
+
+def definition1_with(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> str:
+    """:func:`definition1` with the adjacent differences estimated by ``estimator`` ("cv": control
+    variates, as :func:`definition1`; "plain": sample means; :data:`ESTIMATOR_NAMES`)."""
     k = max(1, family * cv.adjacent_pairs(res.config.n))
     return res.definition1_at(cv.z_for(k), estimator)[layer - 1]
 
@@ -586,7 +591,7 @@ def verdict_grid_rows(results, labels, *, family: int | None = None, estimator: 
     k = family if family is not None else sum(r.config.layers for r in results)
     k = check_int("family", k, 1)
     return [{"setting": label,
-             **{f"layer {l}": f"{report.pm(*rp(r, l)).replace(' ', NBSP)}<br>{report.badge(definition1(r, l, k, estimator))}"
+             **{f"layer {l}": f"{report.pm(*rp(r, l)).replace(' ', NBSP)}<br>{report.badge(definition1_with(r, l, k, estimator))}"
                 for l in range(1, layers + 1)}}
             for label, r in zip(labels, results)]
 
@@ -619,7 +624,7 @@ def definition1_tally(results, *, first_layer: int = 2, family: int | None = Non
     results = list(results)
     k = family if family is not None else sum(r.config.layers for r in results)
     k = check_int("family", k, 1)
-    words = [definition1(r, l, k, estimator) for r in results for l in range(first_layer, r.config.layers + 1)]
+    words = [definition1_with(r, l, k, estimator) for r in results for l in range(first_layer, r.config.layers + 1)]
     return {"holds": words.count("holds"), "violated": words.count("violated"),
             "undecided": words.count("undecided"), "matrices": len(words)}
 

@@ -34,7 +34,8 @@ def test_definition1_takes_the_estimator(grid_results):
     res = grid_results[0]
     z = cv.z_for(2 * cv.adjacent_pairs(6))
     for est in ("cv", "plain"):
-        assert [claims.definition1(res, l, 2, est) for l in (1, 2, 3)] == list(res.definition1_at(z, est))
+        assert [claims.definition1_with(res, l, 2, est) for l in (1, 2, 3)] == list(res.definition1_at(z, est))
+    assert [claims.definition1(res, l, 2) for l in (1, 2, 3)] == list(res.definition1_at(z, "cv"))
 
 
 def test_verdict_grid_rows_and_tally_use_one_family(grid_results):
