@@ -384,10 +384,12 @@ def test_template_runs_with_other_parameters(tmp_path, params):
 def test_appendix_runs_with_other_parameters(tmp_path):
     gen = tmp_path / "runs"
     out = tmp_path / "b.ipynb"
+    before = sorted(p.name for p in BOOK.iterdir())
     papermill.execute_notebook(str(APPENDIX), str(out), kernel_name=KERNEL, cwd=str(BOOK), progress_bar=False,
                                parameters={"samples": 1500, "seed": 4, "alphas_no_residual": "[0.3]",
                                            "alphas_residual": [0.1, 0.3], "n": 5, "d": 16, "layers": 3,
                                            "out_dir": str(gen), "workers": 3})
+    assert sorted(p.name for p in BOOK.iterdir()) == before, "the runs wrote into book/"
     nb = nbformat.read(out, as_version=4)
     assert errors(nb) == []
     assert glue_text(nb, "ab-n-settings") == "3" and glue_text(nb, "ab-workers") == "3"
@@ -403,3 +405,12 @@ def test_appendix_rejects_a_bad_grid_before_any_run(tmp_path):
         papermill.execute_notebook(str(APPENDIX), str(tmp_path / "b.ipynb"), kernel_name=KERNEL, cwd=str(BOOK),
                                    progress_bar=False, parameters={"samples": 1500, "layers": 1, "out_dir": str(gen)})
     assert not gen.exists()
+
+
+def test_default_out_dir_is_outside_the_source_tree():
+    """The book executes the page in book/; its runs must land in the build folder, beside the
+    execution cache that holds the page linking to them, never under book/."""
+    default = papermill.inspect_notebook(str(APPENDIX))["out_dir"]["default"].strip("\"'")
+    where = (BOOK / default).resolve()
+    assert not where.is_relative_to(BOOK.resolve()), where
+    assert where.is_relative_to((REPO / "_build" / ".jupyter_cache").resolve()), where

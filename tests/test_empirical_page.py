@@ -29,8 +29,15 @@ def run(tmp_path, monkeypatch, **params):
 
 
 def glued(nb) -> dict[str, dict]:
-    return {o["metadata"]["scrapbook"]["name"]: o["data"] for c in nb.cells if c.cell_type == "code"
-            for o in c.outputs if "scrapbook" in o.get("metadata", {})}
+    """glue key -> its mime bundle, myst-nb's mime prefix stripped."""
+    out = {}
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            meta = o.get("metadata", {}).get("scrapbook")
+            if meta:
+                prefix = meta.get("mime_prefix", "")
+                out[meta["name"]] = {k[len(prefix):]: v for k, v in o["data"].items()}
+    return out
 
 
 @pytest.mark.parametrize("params", [
