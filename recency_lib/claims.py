@@ -25,13 +25,14 @@ from . import report, theory
 from .config import SimConfig
 from .metrics import adjacent_index, offset_spread, rp_direction
 from .result import SimResult
-from .validation import check_int
+from .validation import check_int, check_real
 
 # -- verdict words ---------------------------------------------------------------------------------
 
 HOLDS = "holds"
 HOLDS_CORRECTED = "holds after correction"
 HOLDS_IN_PART = "holds in part"
+HOLDS_TO_LEADING_ORDER = "holds to leading order"
 SIGN_NOT_SIZE = "right in sign, off in size"
 CONTRADICTED = "contradicted"
 OPEN = "open"
@@ -51,8 +52,8 @@ def in_aggregate_at(what: str) -> str:
 
 
 #: Every verdict word (the two templated ones with "{}" for their place).
-WORDS = (HOLDS, too_small_at("{}"), in_aggregate_at("{}"), HOLDS_CORRECTED, HOLDS_IN_PART, SIGN_NOT_SIZE,
-         CONTRADICTED, OPEN, TESTABLE)
+WORDS = (HOLDS, too_small_at("{}"), in_aggregate_at("{}"), HOLDS_CORRECTED, HOLDS_IN_PART, HOLDS_TO_LEADING_ORDER,
+         SIGN_NOT_SIZE, CONTRADICTED, OPEN, TESTABLE)
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,17 @@ class Verdict:
 
 #: The four rows of the paper's Figure 1: (alpha, gamma, norm).
 FIG1_ROWS = ((0.0, 0.0, "none"), (0.0, 0.0, "layernorm"), (0.5, 0.0, "layernorm"), (0.5, 1.0, "layernorm"))
-#: Hidden sizes of the Theorem-1 check, and the sizes that get ``SMALL_D_FACTOR`` times more samples.
-THEOREM1_DS = (4, 8, 16, 64)
-SMALL_D_MAX, SMALL_D_FACTOR = 8, 16
+#: Hidden sizes of the Theorem-1 check: where the control-variate trend settles the sign (d <= 64)
+#: and where it stops deciding (128, 256).
+THEOREM1_DS = (4, 8, 16, 32, 64, 128, 256)
+#: The paper's hidden size gets this many times the samples: its trend, about 2e-6, has a
+#: control-variate SE of about 4.6e-4 / sqrt(sequences), so 40 x 100,000 sequences put it about 8
+#: SE from 0 (z >= 5 with probability > 99 %).
+LARGE_FACTOR = 40
+#: Hidden sizes of Proposition 1 beyond the LLN (its row rises at relative order d^{-3/2}), and
+#: their sample factor (the rise at d = 64 is about 4 SE at 200,000 sequences).
+PROP1_DS = (16, 64, 256)
+PROP1_FACTOR = 10
 #: Anisotropy levels of the Proposition-3 check (the book's grid without alpha = 1, where every
 #: score ties and no order can exist).
 PROP3_ALPHAS = tuple(a for a in cv.ALPHAS if a < 1.0)
@@ -100,18 +109,39 @@ def fig1_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, n: int = cv.
             for a, g, nm in FIG1_ROWS]
 
 
+def isotropic_configs(large_samples: int = LARGE_FACTOR * cv.PAPER_SAMPLES, seed: int = 0, *,
+                      n: int = cv.PAPER_N, d: int = cv.PAPER_D) -> dict[float, SimConfig]:
+    """Isotropic tokens at the paper's hidden size, two layers, LayerNorm, without (gamma = 0:
+    Theorem 1, Proposition 3 at alpha = 0) and with the residual (gamma = 1: Proposition 2 at
+    alpha = 0), ``large_samples`` each; keyed by gamma. The two share their random stream, so the
+    engines draw each block once for both."""
+    large_samples = check_int("large_samples", large_samples, 2)
+    return {g: SimConfig(alpha=0.0, gamma=g, norm="layernorm", n=n, d=d, layers=2, seed=seed, samples=large_samples)
+            for g in (0.0, 1.0)}
+
+
 def theorem1_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, ds=THEOREM1_DS, n: int = cv.PAPER_N,
-                     small_d_max: int = SMALL_D_MAX, small_d_factor: int = SMALL_D_FACTOR) -> dict[int, SimConfig]:
-    """Theorem 1's setting (LayerNorm, alpha = 0, no residual, two layers) for each hidden size;
-    sizes up to ``small_d_max`` get ``small_d_factor`` times the samples (the effect is within
-    reach only there)."""
+                     large_d: int = cv.PAPER_D, large_samples: int | None = None) -> dict[int, SimConfig]:
+    """Theorem 1's setting (LayerNorm, alpha = 0, no residual, two layers) for each hidden size in
+    ``ds``, ``samples`` each; ``large_d`` (the paper's 64) gets ``large_samples`` (default
+    :data:`LARGE_FACTOR` x ``samples``) and is :func:`isotropic_configs`' gamma = 0 setting."""
     samples = check_int("samples", samples, 2)
-    small_d_factor = check_int("small_d_factor", small_d_factor, 1)
+    large = LARGE_FACTOR * samples if large_samples is None else check_int("large_samples", large_samples, 2)
     out = {}
     for d in sorted({check_int("d", x, 2) for x in ds}):
-        out[d] = SimConfig(alpha=0.0, gamma=0.0, norm="layernorm", n=n, d=d, layers=2, seed=seed,
-                           samples=samples * (small_d_factor if d <= small_d_max else 1))
+        out[d] = (isotropic_configs(large, seed, n=n, d=d)[0.0] if d == large_d else
+                  SimConfig(alpha=0.0, gamma=0.0, norm="layernorm", n=n, d=d, layers=2, seed=seed, samples=samples))
     return out
+
+
+def prop1_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, ds=PROP1_DS, n: int = cv.PAPER_N,
+                  prop1_samples: int | None = None) -> dict[int, SimConfig]:
+    """Proposition 1 beyond the LLN: no normalization, isotropic tokens, two layers, for each hidden
+    size in ``ds``, ``prop1_samples`` each (default :data:`PROP1_FACTOR` x ``samples``)."""
+    samples = check_int("samples", samples, 2)
+    count = PROP1_FACTOR * samples if prop1_samples is None else check_int("prop1_samples", prop1_samples, 2)
+    return {d: SimConfig(alpha=0.0, gamma=0.0, norm="none", n=n, d=d, layers=2, seed=seed, samples=count)
+            for d in sorted({check_int("d", x, 2) for x in ds})}
 
 
 def alpha_configs(alphas, gamma: float, samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, n: int = cv.PAPER_N,
@@ -225,6 +255,280 @@ def _rise(h: np.ndarray) -> float:
     return float(h[-1] / h[0] - 1.0)
 
 
+# -- how far an estimator reaches (issue 11) ------------------------------------------------------------
+
+#: The z at which the sign of a tiny effect counts as settled (issue 11: Theorem 1's trend at z >= 5).
+SETTLE_Z = 5.0
+
+
+def order_word(value: float, se: float, z: float = SETTLE_Z) -> str:
+    """The order a step-like estimate resolves at ``z`` standard errors: "recency" (above 0),
+    "primacy" (below) or "no order resolved"."""
+    zz = report.zscore(value, se)
+    return "recency" if zz > z else ("primacy" if zz < -z else "no order resolved")
+
+
+def sequences_needed(se: float, samples: int, effect: float, z: float = SETTLE_Z) -> float:
+    """Sequences at which an estimator puts a true value ``effect`` ``z`` standard errors from 0 (its
+    expected z), given its standard error ``se`` at ``samples`` sequences: a mean's SE falls as
+    1 / sqrt(sequences), so the answer is samples (z se / effect)^2. ``inf`` when ``effect`` is 0."""
+    se = check_real("se", se, lo=0.0, allowed="a standard error >= 0")
+    effect = check_real("effect", effect, allowed="a finite real number")
+    samples = check_int("samples", samples, 1)
+    z = check_real("z", z, lo=0.0, lo_open=True, allowed="a number > 0")
+    if effect == 0:
+        return math.inf
+    return samples * (z * se / effect) ** 2
+
+
+def cpu_seconds_per_sequence(res: SimResult) -> float:
+    """Compute time of one sequence of ``res`` (its blocks' CPU seconds / samples; NaN when unknown,
+    e.g. a result read from an old file)."""
+    t = float(res.elapsed_seconds)
+    return t / res.config.samples if math.isfinite(t) and t > 0 else math.nan
+
+
+def _off_steps(n: int):
+    """1-based (i, j) of the steps S_ij - S_i,j-1 between two earlier keys, 2 <= j < i <= n."""
+    ii, jj = adjacent_index(n)
+    off = jj < ii
+    return ii[off] + 1, jj[off] + 1
+
+
+def predicted_trend(n: int, d, alpha: float = 0.0, gamma: float = 0.0):
+    """The trend of S^(2) in the LLN limit: the mean of the steps S^(2)_ij - S^(2)_i,j-1 between earlier
+    keys (2 <= j < i <= n), the quantity of ``SimResult.trend_mean``, from the corrected Eqs. (32),
+    (40) (theory.score2_step_corrected, without cancellation; at alpha = gamma = 0 this is Eq. (5)).
+    ``d``: a hidden size (a float back) or an array of them (an array back)."""
+    i, j = _off_steps(check_int("n", n, 3))
+    dd = np.asarray(d, dtype=float)
+    steps = theory.score2_step_corrected(i, j, alpha, gamma, dd[..., None])      # (..., steps)
+    out = np.mean(steps, axis=-1)
+    return float(out) if dd.ndim == 0 else out
+
+
+def eq5_trend(n: int, d):
+    """Theorem 1's trend as Eq. (5) predicts it (:func:`predicted_trend` at alpha = gamma = 0)."""
+    return predicted_trend(n, d)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What one hidden size of Theorem 1's check shows and costs (:func:`theorem1_reach`).
+
+    ``trend``/``trend_se``: the control-variate trend of S^(2) (mean step between earlier keys);
+    ``plain``/``plain_se``: the same by plain averaging; ``z``, ``plain_z``: their z-scores;
+    ``eq5``: Eq. (5)'s trend; ``vr_trend``, ``vr_rp``: variance-reduction factors (plain SE / CV SE)
+    of the trend and of the recency probability; ``resolved``: the CV trend is beyond the family's
+    z; ``effect``: the trend assumed in ``need_cv`` / ``need_plain`` (the measured one where
+    resolved, else Eq. (5)'s; ``effect_from`` says which); ``need_*``: sequences for an expected
+    z of ``z_target``; ``cpu_per_sequence``: compute seconds of one sequence."""
+
+    d: int
+    samples: int
+    trend: float
+    trend_se: float
+    z: float
+    plain: float
+    plain_se: float
+    plain_z: float
+    eq5: float
+    vr_trend: float
+    vr_rp: float
+    resolved: bool
+    effect: float
+    effect_from: str
+    need_cv: float
+    need_plain: float
+    z_target: float
+    cpu_per_sequence: float
+
+    @property
+    def ratio(self) -> tuple[float, float]:
+        """Simulated / Eq. (5) trend, with its SE."""
+        return self.trend / self.eq5, self.trend_se / abs(self.eq5)
+
+
+def theorem1_reach(results: dict[int, SimResult], z: float = SETTLE_Z) -> list[Reach]:
+    """Theorem 1's trend at each hidden size (:func:`theorem1_configs`), with control variates and
+    without, and the sequences each estimator needs for an expected z of ``z`` (issue 11, item 2).
+    The trends of all hidden sizes are tested together (z of len(results) comparisons)."""
+    if not results:
+        raise ValueError("results={} is empty; allowed: a dict d -> SimResult of Theorem 1's setting")
+    zc = cv.z_for(len(results))
+    out = []
+    for d in sorted(results):
+        res = results[d]
+        m, e = float(res.trend_cv_mean[1]), float(res.trend_cv_sem[1])
+        pm_, pe = float(res.trend_mean[1]), float(res.trend_sem[1])
+        eq5 = eq5_trend(res.config.n, d)
+        zz = report.zscore(m, e)
+        resolved = zz > zc
+        effect, source = (m, "measured") if resolved else (eq5, "Eq. (5)")
+        out.append(Reach(d, res.config.samples, m, e, zz, pm_, pe, report.zscore(pm_, pe), eq5,
+                         pe / e if e > 0 else math.nan,
+                         float(res.recency_probability_sem[1] / res.recency_probability_cv_sem[1])
+                         if res.recency_probability_cv_sem[1] > 0 else math.nan,
+                         resolved, effect, source, sequences_needed(e, res.config.samples, effect, z),
+                         sequences_needed(pe, res.config.samples, effect, z), z, cpu_seconds_per_sequence(res)))
+    return out
+
+
+def prop1_trend_predicted(n: int, d: float) -> float:
+    """Proposition 1's trend beyond the LLN: the mean step S^(2)_ij - S^(2)_i,j-1 between earlier keys
+    (2 <= j < i <= n) without normalization, from E S^(2)_ij = c_i (1 + d^{-3/2} (1 - 1/j)) with c_i
+    the corrected Eq. (19) (closedforms.prop1_row_rise). The LLN (Eq. (19)) predicts 0."""
+    from .closedforms import prop1_row_rise
+
+    i, j = _off_steps(check_int("n", n, 3))
+    c = theory.prop1_score_corrected(i, 1, d)
+    return float(np.mean(c * (prop1_row_rise(j, d) - prop1_row_rise(j - 1, d))))
+
+
+@dataclass(frozen=True)
+class Beyond:
+    """Proposition 1 beyond the LLN at one hidden size (:func:`prop1_beyond`): the control-variate
+    trend of S^(2) and its prediction (``ratio`` = measured / predicted); the first step of row n
+    relative to the row's level, S_{n,2} - S_{n,1} over corrected Eq. (19), and its prediction
+    d^{-3/2} / 2."""
+
+    d: int
+    samples: int
+    trend: float
+    trend_se: float
+    z: float
+    predicted: float
+    first: float
+    first_se: float
+    first_predicted: float
+
+    @property
+    def ratio(self) -> tuple[float, float]:
+        return self.trend / self.predicted, self.trend_se / abs(self.predicted)
+
+
+def prop1_beyond(results: dict[int, SimResult]) -> list[Beyond]:
+    """Proposition 1's second-layer row beyond the LLN, per hidden size (:func:`prop1_configs`)."""
+    from .closedforms import prop1_row_rise
+
+    out = []
+    for d in sorted(results):
+        res = results[d]
+        n = res.config.n
+        level = float(theory.prop1_score_corrected(n, 1, d))
+        m, e = float(res.trend_cv_mean[1]), float(res.trend_cv_sem[1])
+        out.append(Beyond(d, res.config.samples, m, e, report.zscore(m, e), prop1_trend_predicted(n, d),
+                          float(res.diff_cv_mean[1][n - 1, 1]) / level, float(res.diff_cv_sem[1][n - 1, 1]) / level,
+                          float(prop1_row_rise(2, d))))
+    return out
+
+
+# -- what the theory chapters tabulate -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Weakening:
+    """How much the residual weakens the order in one layer (:func:`residual_weakening`): the
+    recency probability without minus with the residual, its SE (the two runs' SEs combined as if
+    independent), the z of the difference, and the share of the excess over 1/2 that the residual
+    keeps, (RP_with - 1/2) / (RP_without - 1/2)."""
+
+    layer: int
+    difference: float
+    se: float
+    z: float
+    kept: float
+
+
+def residual_weakening(without: SimResult, with_residual: SimResult) -> list[Weakening]:
+    """Layer by layer from 2 on, the drop of the recency probability that the residual causes.
+    The runs share their seed, hence their input tokens: their errors are positively correlated,
+    so the combined SE overstates the error of the difference (a conservative z)."""
+    out = []
+    for layer in range(2, without.config.layers + 1):
+        (a, sa), (b, sb) = rp(without, layer), rp(with_residual, layer)
+        se = math.hypot(sa, sb)
+        out.append(Weakening(layer, a - b, se, report.zscore(a - b, se),
+                             (b - 0.5) / (a - 0.5) if a != 0.5 else math.nan))
+    return out
+
+
+def cosine_deviations(cosines: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(alphas, mean cosine - alpha, SE), sorted by alpha, from ``cosines``: alpha -> (mean, SE) of
+    the input tokens' cosine similarity (inputs.input_cosine_similarity at one d): Eq. (6)'s claim
+    is that the middle one is 0, up to the second-order term -alpha (1 - alpha^2) / (2d)."""
+    a = np.array(sorted(cosines), dtype=float)
+    m = np.array([cosines[x][0] for x in sorted(cosines)], dtype=float)
+    e = np.array([cosines[x][1] for x in sorted(cosines)], dtype=float)
+    return a, m - a, e
+
+
+def rps(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, recency probability, SE) of 1-based ``layer`` for results keyed by a number (alpha, d),
+    sorted by key."""
+    keys = sorted(results)
+    pairs = np.array([rp(results[k], layer) for k in keys], dtype=float).reshape(len(keys), 2)
+    return np.array(keys, dtype=float), pairs[:, 0], pairs[:, 1]
+
+
+def trends(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, control-variate trend, SE) of 1-based ``layer`` for results keyed by a number (alpha, d),
+    sorted by key: the mean step between earlier keys, what :func:`s2_order` reads for layer 2."""
+    keys = sorted(results)
+    m = np.array([float(results[k].trend_cv_mean[layer - 1]) for k in keys])
+    e = np.array([float(results[k].trend_cv_sem[layer - 1]) for k in keys])
+    return np.array(keys, dtype=float), m, e
+
+
+#: The recency probability under the book's convention and the authors' later one (issue 11, item 4).
+RP_CONVENTIONS = ("tie counts ½", "strict", "strict, float32")
+
+
+def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096) -> dict[str, tuple]:
+    """The recency probability of every layer of ``cfg`` counted three ways, over the triples
+    j < k < i (diagonal excluded), each (mean per layer, SE per layer) over ``samples`` sequences:
+
+    * "tie counts ½": the book's (features.recency_fraction): a later key that scores higher counts
+      1, a tie (a difference within float rounding, features.tie_tolerance) counts 1/2;
+    * "strict": only "the later key scores higher" counts, ties count 0 (on the same float64
+      scores, with the same tolerance: what exact arithmetic gives);
+    * "strict, float32": the authors' later code: the model run in float32 (model.layer on the
+      dense tokens of Eq. (6), cast to float32) and strict ">" without any tolerance, so float32
+      rounding between equal scores counts as order.
+
+    They differ where scores tie, e.g. at alpha = 1 (every token equal). ``samples`` defaults to
+    ``cfg.samples``; the float64 scores are the simulator's (sample_trajectories), the float32 run
+    draws its own tokens in batches of ``batch``.
+    """
+    from .engines import sample_trajectories
+    from .features import later_and_tied_counts, n_triples, tie_tolerance
+    from .model import layer
+    from .sampling import dense_tokens
+
+    samples = cfg.samples if samples is None else check_int("samples", samples, 2)
+    batch = check_int("batch", batch, 1)
+    n, L = cfg.n, cfg.layers
+    total = n_triples(n)
+    if total == 0:
+        raise ValueError(f"cfg.n={n} is out of range; allowed: n >= 3 (a triple j < k < i must exist)")
+    scores, _ = sample_trajectories(cfg, samples)                       # (samples, layers, n, n) float64
+    tie_half, strict = np.empty((samples, L)), np.empty((samples, L))
+    for l in range(L):
+        s = scores[:, l]
+        later, tied = later_and_tied_counts(s, tie_tolerance(s))
+        tie_half[:, l], strict[:, l] = (later + 0.5 * tied) / total, later / total
+    f32 = np.empty((samples, L))
+    for k, start in enumerate(range(0, samples, batch)):
+        size = min(batch, samples - start)
+        rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
+        x = dense_tokens(cfg, rng, size).astype(np.float32)              # (size, n, d) float32
+        for l in range(L):
+            x, s, _, _ = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
+            later, _ = later_and_tied_counts(s.astype(np.float64), np.zeros(size))
+            f32[start:start + size, l] = later / total
+    return {name: (v.mean(axis=0), v.std(axis=0, ddof=1) / math.sqrt(samples))
+            for name, v in zip(RP_CONVENTIONS, (tie_half, strict, f32))}
+
+
 # -- the claims -------------------------------------------------------------------------------------
 
 def definition1_claim(res: SimResult) -> Verdict:
@@ -274,35 +578,60 @@ def theorem1_claim(results: dict[int, SimResult], paper_d: int = cv.PAPER_D) -> 
                    {"z": zs, "definition1": def1, "z_threshold": zc, "resolved_at": seen})
 
 
-def proposition1_claim(res: SimResult) -> Verdict:
-    """Proposition 1 (no LayerNorm: S^(2) has no recency bias), from Figure 1's row 1. "holds" when
-    Definition 1 is not confirmed for S^(2) and its recency probability is not resolved above 1/2;
-    "contradicted" when either is."""
+def proposition1_claim(res: SimResult, beyond: dict[int, SimResult] | None = None) -> Verdict:
+    """Proposition 1 (no LayerNorm: S^(2) has no recency bias), from Figure 1's row 1 and, when given,
+    the runs of :func:`prop1_configs` (``beyond``: d -> SimResult), where the exact model's row rises
+    at relative order d^{-3/2} (closedforms.prop1_row_rise) although the LLN row is flat.
+
+    "contradicted" when Definition 1 is confirmed for S^(2) of Figure 1's row 1; "holds to leading
+    order" when it is not, but an order is resolved above it: the recency probability of that
+    S^(2) above 1/2, or the control-variate trend of S^(2) above 0 at some d of ``beyond``; "holds"
+    otherwise. All tested as one family. The number: the trend at the largest d where it is resolved,
+    else the recency probability of Figure 1's row 1."""
+    beyond = beyond or {}
     word_def1 = definition1(res, 2, family=2)
-    value, se = rp(res, 2)
+    zc = cv.z_for(2 + len(beyond))
     z = rp_z(res, 2)
-    word = CONTRADICTED if (word_def1 == "holds" or z > cv.z_for(2)) else HOLDS
-    return Verdict("Proposition 1", word, report.pm(value, se), f"RP of $S^{{(2)}}$, {cv.setting_label(res.config)}",
-                   ("prf:ref", "prop-1"), {"definition1": word_def1, "z": z})
+    trend_z = {d: report.zscore(*s2_order(r)[1:]) for d, r in beyond.items()}
+    seen = sorted(d for d, zz in trend_z.items() if zz > zc)
+    if word_def1 == "holds":
+        word = CONTRADICTED
+    elif z > zc or seen:
+        word = HOLDS_TO_LEADING_ORDER
+    else:
+        word = HOLDS
+    if seen:
+        r = beyond[seen[-1]]
+        what, value, se = s2_order(r)
+        shown, measure = report.pm(value, se), f"{what}, {cv.variant_name(r.config)}, $d = {seen[-1]}$"
+    else:
+        shown, measure = report.pm(*rp(res, 2)), f"RP of $S^{{(2)}}$, {cv.setting_label(res.config)}"
+    return Verdict("Proposition 1", word, shown, measure, ("prf:ref", "prop-1"),
+                   {"definition1": word_def1, "z": z, "trend_z": trend_z, "z_threshold": zc, "resolved_at": seen})
 
 
-def _recency_across(results: dict[float, SimResult], layer: int = 2):
-    """Definition 1 and the recency probability of ``layer`` for several settings as one family."""
+def _order_across(results: dict, layer: int = 2):
+    """Definition 1 of ``layer`` and the order evidence of S^(2) (:func:`s2_order`, in SEs) for
+    several settings, tested as one family: (Definition-1 words, z-scores, the family's z)."""
     k = len(results)
     def1 = {a: definition1(r, layer, family=k) for a, r in results.items()}
-    zs = {a: rp_z(r, layer) for a, r in results.items()}
+    zs = {a: report.zscore(*s2_order(r)[1:]) for a, r in results.items()}
     return def1, zs, cv.z_for(k)
 
 
 def proposition2_claim(with_order: SimResult, isotropic: SimResult) -> Verdict:
     """Proposition 2 (with the residual, S^(2) keeps its recency bias), from LayerNorm + residual at
-    alpha = 0.5 (Figure 1, row 4) and at alpha = 0 (where Theorem 1's effect is too small to see)."""
-    def1, zs, zc = _recency_across({"a": with_order, "iso": isotropic})
+    alpha = 0.5 (Figure 1, row 4) and at alpha = 0 (:func:`isotropic_configs`, gamma = 1, where the
+    effect is of Theorem 1's size). Definition 1 and the order evidence (:func:`s2_order`) of both,
+    as one family: "holds" when Definition 1 is confirmed for both; "holds in aggregate at alpha = 0"
+    when it is at alpha = 0.5 and the trend's sign is resolved at alpha = 0; "holds; too small to
+    see at alpha = 0" when only the first is; "contradicted" when either is reversed."""
+    def1, zs, zc = _order_across({"a": with_order, "iso": isotropic})
     a, iso = cv.alpha_label(with_order.config.alpha), cv.alpha_label(isotropic.config.alpha)
     if any(v == "violated" for v in def1.values()) or any(z < -zc for z in zs.values()):
         word = CONTRADICTED
     elif def1["a"] == "holds":
-        word = HOLDS if def1["iso"] == "holds" else too_small_at(iso)
+        word = HOLDS if def1["iso"] == "holds" else (in_aggregate_at(iso) if zs["iso"] > zc else too_small_at(iso))
     elif zs["a"] > zc:
         word = in_aggregate_at(a)
     else:
@@ -315,13 +644,17 @@ def proposition2_claim(with_order: SimResult, isotropic: SimResult) -> Verdict:
 
 def proposition3_claim(results: dict[float, SimResult]) -> Verdict:
     """Proposition 3 (any anisotropy alpha < 1: S^(2) has recency bias), from LayerNorm without
-    residual over an alpha grid (:data:`PROP3_ALPHAS`). "holds" when Definition 1 is confirmed at
-    every alpha; "holds; too small to see at alpha <= a" when it is confirmed above some level and
-    nothing contradicts it below. The number: the recency probability at the smallest alpha > 0."""
+    residual over an alpha grid (:data:`PROP3_ALPHAS`; at alpha = 0 the large run of
+    :func:`isotropic_configs`). Definition 1 and the order evidence (:func:`s2_order`) at every
+    alpha, one family. "holds" when Definition 1 is confirmed at every alpha; "holds in aggregate at
+    alpha <= a" when it is above a and the trend's sign is resolved at and below a; "holds; too
+    small to see at alpha <= a" when it is confirmed above a and nothing is resolved against it
+    below; "holds in part" / "open" / "contradicted" otherwise. The number: the recency
+    probability at the smallest alpha > 0."""
     alphas = sorted(a for a in results if a < 1.0)
     if not alphas:
         raise ValueError("results has no alpha < 1; allowed: a dict alpha -> SimResult with some alpha < 1")
-    def1, zs, zc = _recency_across({a: results[a] for a in alphas})
+    def1, zs, zc = _order_across({a: results[a] for a in alphas})
     confirmed = [a for a in alphas if def1[a] == "holds"]
     below = [a for a in alphas if def1[a] != "holds"]
     if any(def1[a] == "violated" or zs[a] < -zc for a in alphas):
@@ -329,7 +662,8 @@ def proposition3_claim(results: dict[float, SimResult]) -> Verdict:
     elif not below:
         word = HOLDS
     elif confirmed and max(below) < min(confirmed):
-        word = too_small_at(f"α ≤ {max(below):g}")
+        where = f"α = {below[0]:g}" if len(below) == 1 else f"α ≤ {max(below):g}"
+        word = (in_aggregate_at if all(zs[a] > zc for a in below) else too_small_at)(where)
     elif confirmed:
         word = HOLDS_IN_PART
     else:
@@ -831,36 +1165,41 @@ STATEMENTS = {
 
 def study_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0) -> dict[str, object]:
     """Every setting behind the landing table: "fig1" (list of 4), "theorem1" (d -> cfg),
-    "alpha0" / "alpha1" (alpha -> cfg, without / with residual)."""
+    "alpha0" / "alpha1" (alpha -> cfg, without / with residual), "isotropic" (gamma -> cfg: the
+    large alpha = 0 runs at the paper's d) and "prop1" (d -> cfg: no normalization beyond the LLN)."""
     grid0 = sorted(set(PROP3_ALPHAS) | set(cv.H_ALPHAS))
     return {"fig1": fig1_configs(samples, seed), "theorem1": theorem1_configs(samples, seed),
-            "alpha0": alpha_configs(grid0, 0.0, samples, seed), "alpha1": alpha_configs(FIG4_ALPHAS, 1.0, samples, seed)}
+            "alpha0": alpha_configs(grid0, 0.0, samples, seed), "alpha1": alpha_configs(FIG4_ALPHAS, 1.0, samples, seed),
+            "isotropic": isotropic_configs(LARGE_FACTOR * samples, seed), "prop1": prop1_configs(samples, seed)}
 
 
 def verdict_table(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, cosine_samples: int = 4_000,
-                  cache=None) -> list[Verdict]:
+                  cache=None, executor=None) -> list[Verdict]:
     """The verdict on every claim (:data:`STATEMENTS`), in the paper's order. Runs every setting of
     :func:`study_configs` through the results cache (``cached_simulate_many``: what a chapter
-    already simulated is read back, not recomputed) and the input-cosine check of Eq. (6)."""
+    already simulated is read back, not recomputed; ``executor`` spreads what is missing, e.g.
+    ``workers.worker_pool(2)``) and the input-cosine check of Eq. (6)."""
     from .cache import cached_simulate_many
     from .inputs import input_cosine_similarity
 
     cfgs = study_configs(samples, seed)
     flat = list(dict.fromkeys([*cfgs["fig1"], *cfgs["theorem1"].values(), *cfgs["alpha0"].values(),
-                               *cfgs["alpha1"].values()]))
-    got = dict(zip(flat, cached_simulate_many(flat, cache=cache)))
+                               *cfgs["alpha1"].values(), *cfgs["isotropic"].values(), *cfgs["prop1"].values()]))
+    got = dict(zip(flat, cached_simulate_many(flat, cache=cache, executor=executor)))
     fig1 = [got[c] for c in cfgs["fig1"]]
     th = {d: got[c] for d, c in cfgs["theorem1"].items()}
     a0 = {a: got[c] for a, c in cfgs["alpha0"].items()}
     a1 = {a: got[c] for a, c in cfgs["alpha1"].items()}
+    iso = {g: got[c] for g, c in cfgs["isotropic"].items()}
+    p1 = {d: got[c] for d, c in cfgs["prop1"].items()}
     cos_cfg = cfgs["fig1"][0]
     cosines = {a: input_cosine_similarity(cos_cfg.replace(alpha=a), cosine_samples, seed) for a in cv.ALPHAS}
     return [
         definition1_claim(fig1[2]),
         theorem1_claim(th),
-        proposition1_claim(fig1[0]),
-        proposition2_claim(fig1[3], a1[0.0]),
-        proposition3_claim({a: a0[a] for a in PROP3_ALPHAS}),
+        proposition1_claim(fig1[0], p1),
+        proposition2_claim(fig1[3], iso[1.0]),
+        proposition3_claim({**{a: a0[a] for a in PROP3_ALPHAS}, 0.0: iso[0.0]}),
         eq5_claim(th),
         eq6_claim(cosines, cos_cfg.d),
         figure1_claim(fig1),

@@ -252,15 +252,24 @@ _LIVE_KERNELS: set = set()            # kernel managers of running settings (to 
 _LIVE_LOCK = threading.Lock()
 
 
+def _shutdown(km) -> None:
+    """Stop the kernel of ``km`` (an AsyncKernelManager: its methods are coroutines, run here to the
+    end, also from a thread that has an event loop running) if it is still alive."""
+    from jupyter_core.utils import run_sync
+
+    try:
+        if run_sync(km.is_alive)():
+            run_sync(km.shutdown_kernel)(now=True)
+    except Exception:           # already gone
+        pass
+
+
 def _stop_kernels() -> None:
     """Shut down every running setting's kernel now (their runs then fail and clean up)."""
     with _LIVE_LOCK:
         kms = list(_LIVE_KERNELS)
     for km in kms:
-        try:
-            km.shutdown_kernel(now=True)
-        except Exception:       # already gone
-            pass
+        _shutdown(km)
 
 
 def _template_path(template) -> Path:
@@ -363,6 +372,7 @@ def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force
         finally:
             with _LIVE_LOCK:
                 _LIVE_KERNELS.discard(km)
+            _shutdown(km)       # nbclient leaves a kernel it was handed running (it does not own it)
         seconds = time.perf_counter() - start
         if not staged_res.is_file():
             raise RuntimeError(f"{template.name} ran for {name} but wrote no result file "

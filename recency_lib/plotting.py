@@ -28,7 +28,8 @@ SHARE_MODES = ("auto", "row", "all", "none")
 
 __all__ = ["book_style", "subplots", "heatmap_subplots", "panel_axes", "glue_figure", "score_heatmap", "score_grid", "h_curve",
            "errorbar_points", "theory_vs_simulation", "recency_by_layer", "row_profile",
-           "offset_profiles", "rp_text", "pm", "versus_d", "h_panel", "style_legend"]
+           "offset_profiles", "rp_text", "pm", "closed_form", "reference_line", "size_axis", "upper_limits",
+           "trend_reach", "versus_d", "h_panel", "style_legend"]
 
 
 # -- style and figures ---------------------------------------------------------------------------
@@ -428,7 +429,8 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
     if keys < 1:
         raise ValueError(f"i={i!r} has no off-diagonal keys; allowed: i in [2, {n}], or include_diagonal=True")
     j = np.arange(1, keys + 1)
-    kw.setdefault("fmt", "o-")
+    if not ("marker" in kw or "linestyle" in kw):        # a setting's style (conventions.variant_style) has its own
+        kw.setdefault("fmt", "o-")
     errorbar_points(j, s[i - 1, :keys], e[i - 1, :keys], ax, label=label, z=z, **kw)
     ax.set_xticks(j if keys <= 12 else np.unique([1, keys // 2, keys]))
     ax.set_xlabel("key j")
@@ -461,6 +463,79 @@ def offset_profiles(score_mean, score_sem, ax, *, z=1.0, cmap="viridis"):
     ax.set_xticks(np.arange(1, n) if n <= 13 else np.unique([1, n // 2, n - 1]))
     ax.set_xlabel("offset i \u2212 j")
     ax.set_ylabel("mean score")
+    return ax
+
+
+# -- quantities against the hidden size (Theorem 1 and Proposition 1, issue 11) --------------------
+
+def closed_form(x, y, ax, *, kind="corrected", label=None, **kw):
+    """A closed form as a line in the book's style: ``kind`` "printed" (dashed, conventions.AS_PRINTED)
+    or "corrected" (solid, CORRECTED). Extra keywords go to ``ax.plot``. Returns ``ax``."""
+    xx = _vector("x", x)
+    yy = _vector("y", y, xx.size)
+    style = dict(_KINDS[check_choice("kind", kind, ("printed", "corrected"))])
+    style.update(kw)
+    ax.plot(xx, yy, label=label, **style)
+    return ax
+
+
+def reference_line(ax, y: float = 0.0, *, label=None):
+    """A horizontal "no effect" line at ``y`` (conventions.REFERENCE: thin grey dots). Returns ``ax``."""
+    ax.axhline(float(y), label=label, **cv.REFERENCE)
+    return ax
+
+
+def size_axis(ax, ds, *, log_y: bool = False):
+    """The hidden size d on a log2 x axis with a tick at each of ``ds``; ``log_y``: a log y axis too.
+    Returns ``ax``."""
+    d = _vector("ds", ds)
+    if np.any(d <= 0):
+        raise ValueError(f"ds={d.tolist()!r} has entries <= 0; allowed: hidden sizes > 0")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(d, [f"{v:g}" for v in d])
+    ax.minorticks_off()
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel("hidden size d")
+    return ax
+
+
+def upper_limits(x, bound, ax, *, label=None, **kw):
+    """Upper limits at ``bound`` (e.g. an unresolved estimate plus 2 SE): open markers with a
+    downward arrow. Extra keywords (e.g. ``color``) go to ``ax.errorbar``. Returns ``ax``."""
+    xx = _vector("x", x)
+    bb = _vector("bound", bound, xx.size)
+    kw.setdefault("fmt", "v")
+    kw.setdefault("markerfacecolor", "white")
+    kw.setdefault("markersize", 5)
+    ax.errorbar(xx, bb, yerr=0.35 * bb, uplims=True, label=label, capsize=0, elinewidth=1.0, **kw)
+    return ax
+
+
+def trend_reach(reach, ax, *, eq5=None, colour="C0"):
+    """Theorem 1's trend (the mean step of S^(2) between earlier keys) against d, from
+    :func:`recency_lib.claims.theorem1_reach` records (anything with ``d``, ``trend``, ``trend_se``,
+    ``resolved`` and ``plain_se``): the control-variate trend as points +/- 1 SE where resolved and
+    as an upper limit (trend + 2 SE) where not; twice the plain estimator's SE (what plain
+    averaging can resolve) as a grey line; ``eq5`` = (d grid, trend), the prediction as printed
+    (dashed). Log-log axes. Returns ``ax``."""
+    rows = sorted(reach, key=lambda r: r.d)
+    if not rows:
+        raise ValueError("reach is empty; allowed: one record per hidden size (claims.theorem1_reach)")
+    if eq5 is not None:
+        closed_form(*eq5, ax, kind="printed", color="black", label="Eq. (5)")
+    shown = [r for r in rows if r.resolved]
+    hidden = [r for r in rows if not r.resolved]
+    if shown:
+        errorbar_points([r.d for r in shown], [r.trend for r in shown], [r.trend_se for r in shown], ax,
+                        color=colour, label="simulated, control variates")
+    if hidden:
+        upper_limits([r.d for r in hidden], [max(r.trend, 0.0) + 2 * r.trend_se for r in hidden], ax,
+                     color=colour, label="unresolved: below (+2 SE)")
+    ax.plot([r.d for r in rows], [2 * r.plain_se for r in rows], "-", color="0.6", linewidth=1.2,
+            marker=".", label="2 SE of plain averaging")
+    size_axis(ax, [r.d for r in rows], log_y=True)
+    ax.set_ylabel(r"mean step of $S^{(2)}$")
     return ax
 
 

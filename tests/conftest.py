@@ -169,3 +169,13 @@ def built_book(book_build: BuildResult) -> BuildResult:
             pytrace=False,
         )
     return book_build
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """With pytest-xdist (pytest.ini: ``-n 2 --dist loadgroup``) every test that needs the full book
+    build runs in one worker, so the book is built once per run; the other worker runs the rest
+    meanwhile. (tryfirst: the group must be set before xdist reads it.)"""
+    for item in items:
+        if "book_build" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("full-book"))

@@ -14,6 +14,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import papermill
+import psutil
 import pytest
 from papermill.exceptions import PapermillExecutionError
 
@@ -265,6 +266,11 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
     with pytest.raises(PapermillExecutionError):
         grid.run_setting(template, fresh, params)
     assert list(fresh.iterdir()) == [], "a failed first run leaves nothing behind"
+
+    # every run, good or failed, stopped its kernel (nbclient does not stop a kernel it was handed)
+    kernels = [p for p in psutil.Process().children(recursive=True)
+               if "ipykernel" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE]
+    assert kernels == [], f"kernels left running: {[p.pid for p in kernels]}"
 
 
 # --------------------------------------------------------------------------- the appendix page

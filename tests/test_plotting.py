@@ -373,5 +373,51 @@ def test_a_settings_style_replaces_the_default_format_without_warnings():
         warnings.simplefilter("error")
         plotting.recency_by_layer([0.5, 0.6], [0.01, 0.01], ax, label="x", **cv.variant_style(SimConfig(gamma=1.0)))
         plotting.errorbar_points([1, 2], [0.5, 0.6], [0.01, 0.01], ax, marker="s")
+        plotting.row_profile(example_scores(), np.full((6, 6), 0.1), 6, ax, **cv.variant_style(SimConfig(gamma=1.0)))
     line = ax.containers[0].lines[0]
     assert line.get_marker() == "o" and line.get_markerfacecolor() == "white" and line.get_linestyle() == "-"
+
+
+# -- against the hidden size ----------------------------------------------------------------------
+
+def test_closed_form_and_reference_line_follow_the_conventions():
+    fig, ax = plt.subplots()
+    assert plotting.closed_form([1, 2, 3], [3, 2, 1], ax, kind="printed", label="Eq. (5)") is ax
+    plotting.reference_line(ax, 0.0, label="no order")
+    line, ref = ax.get_lines()
+    assert line.get_linestyle() == "--" and line.get_label() == "Eq. (5)"
+    assert ref.get_linestyle() == ":" and list(ref.get_ydata()) == [0.0, 0.0]
+    with pytest.raises(ValueError, match="kind='lln'"):
+        plotting.closed_form([1], [1], ax, kind="lln")
+    with pytest.raises(ValueError, match="y has length 1"):
+        plotting.closed_form([1, 2], [1], ax)
+
+
+def test_size_axis_is_log2_with_a_tick_per_size():
+    fig, ax = plt.subplots()
+    plotting.size_axis(ax, [4, 16, 64], log_y=True)
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "16", "64"] and ax.get_xlabel() == "hidden size d"
+    with pytest.raises(ValueError, match="entries <= 0"):
+        plotting.size_axis(ax, [0, 4])
+
+
+class _Reach:
+    def __init__(self, d, trend, se, resolved):
+        self.d, self.trend, self.trend_se, self.resolved, self.plain_se = d, trend, se, resolved, 100 * se
+
+
+def test_trend_reach_points_where_resolved_and_limits_where_not():
+    fig, ax = plt.subplots()
+    reach = [_Reach(64, 2e-6, 2e-7, True), _Reach(16, 2e-3, 4e-5, True), _Reach(256, -1e-10, 6e-10, False)]
+    out = plotting.trend_reach(reach, ax, eq5=(np.array([4.0, 256.0]), np.array([1e-2, 1e-13])))
+    assert out is ax and ax.get_yscale() == "log"
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels == ["Eq. (5)", "2 SE of plain averaging", "simulated, control variates",
+                      "unresolved: below (+2 SE)"]
+    points = [c for c in ax.containers if c.get_label() == "simulated, control variates"][0]
+    assert list(points.lines[0].get_xdata()) == [16, 64]                     # sorted by d, resolved only
+    limits = [c for c in ax.containers if c.get_label().startswith("unresolved")][0]
+    assert list(limits.lines[0].get_ydata()) == [pytest.approx(2 * 6e-10)]  # a negative trend counts as 0
+    with pytest.raises(ValueError, match="reach is empty"):
+        plotting.trend_reach([], ax)
