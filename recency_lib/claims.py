@@ -177,6 +177,13 @@ def definition1(res: SimResult, layer: int, family: int = 1) -> str:
     return res.definition1_at(cv.z_for(k))[layer - 1]
 
 
+def definition1_with(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> str:
+    """:func:`definition1` with the adjacent differences estimated by ``estimator`` ("cv": control
+    variates, as :func:`definition1`; "plain": sample means; :data:`ESTIMATOR_NAMES`)."""
+    k = max(1, family * cv.adjacent_pairs(res.config.n))
+    return res.definition1_at(cv.z_for(k), estimator)[layer - 1]
+
+
 def smallest_step(res: SimResult, layer: int) -> tuple[float, float, float]:
     """The adjacent difference S_ij - S_i,j-1 of 1-based ``layer`` that is least resolved (smallest
     z): (mean, SE, z). NaN when n < 2."""
@@ -879,6 +886,214 @@ def figure5_claim(results: dict[float, SimResult]) -> Verdict:
     a, ratio = _ratio_at_mid(tab, "corrected")
     return Verdict("Figure 5", word, ratio, f"simulated / corrected rise of $h$, α = {a:g}",
                    ("doc", "appendix_b"), {"table": tab, "printed_ok": printed_ok, "corrected_closer": closer})
+
+
+# -- Figures 1-5: the numbers their pages show ----------------------------------------------------
+
+#: How a feature of a figure (:func:`figure1_features`, ...) reads in a table.
+FEATURE_WORDS = {True: "reproduced", False: "contradicted", None: "not resolved"}
+#: A no-break space: a number with its error stays on one line in a narrow table cell.
+NBSP = "\u00a0"
+#: The estimators of the adjacent steps behind a Definition-1 verdict (``SimResult.steps``).
+ESTIMATOR_NAMES = {"cv": "control variates", "plain": "plain means"}
+
+
+def feature_word(value: bool | None) -> str:
+    """"reproduced" (True), "contradicted" (False: the opposite is resolved) or "not resolved" (None)."""
+    if not (value is None or isinstance(value, (bool, np.bool_))):
+        raise ValueError(f"value={value!r} is not allowed; allowed: True, False or None")
+    return FEATURE_WORDS[None if value is None else bool(value)]
+
+
+def estimator_name(estimator: str = "cv") -> str:
+    """The words for an estimator of the steps, "control variates" or "plain means", for the prose
+    next to a Definition-1 verdict."""
+    if not isinstance(estimator, str) or estimator not in ESTIMATOR_NAMES:
+        raise ValueError(f"estimator={estimator!r} is not allowed; allowed: one of {', '.join(map(repr, ESTIMATOR_NAMES))}")
+    return ESTIMATOR_NAMES[estimator]
+
+
+def verdict_grid_rows(results, labels, *, family: int | None = None, estimator: str = "cv") -> list[dict]:
+    """The table under a grid of heatmaps (Figures 1, 3, 4): one row per setting (``labels``), one
+    column per layer, each cell the recency probability ± SE (on one line) over the Definition-1
+    verdict of that matrix (a badge). The verdicts of all matrices are tested as one family (``family`` matrices;
+    default: every matrix of the table)."""
+    results, labels = list(results), list(labels)
+    if not results or len(labels) != len(results):
+        raise ValueError(f"labels has length {len(labels)}; allowed: one label per result ({len(results)}, at least 1)")
+    layers = results[0].config.layers
+    k = family if family is not None else sum(r.config.layers for r in results)
+    k = check_int("family", k, 1)
+    return [{"setting": label,
+             **{f"layer {l}": f"{report.pm(*rp(r, l)).replace(' ', NBSP)}<br>{report.badge(definition1_with(r, l, k, estimator))}"
+                for l in range(1, layers + 1)}}
+            for label, r in zip(labels, results)]
+
+
+def rp_cv(res: SimResult, layer: int) -> tuple[float, float]:
+    """(recency probability, SE) of 1-based ``layer`` with control variates (the first layer's RP,
+    exactly 1/2 in expectation, as the control; layer 1 itself is the plain estimate)."""
+    return float(res.recency_probability_cv[layer - 1]), float(res.recency_probability_cv_sem[layer - 1])
+
+
+def step_counts(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> dict[str, int]:
+    """How the adjacent differences S_ij - S_i,j-1 of 1-based ``layer`` fall at the z of Definition 1
+    (:func:`definition1`, ``family`` matrices): "steps up" (resolved > 0), "steps down" (resolved
+    < 0) and "unresolved"."""
+    k = max(1, family * cv.adjacent_pairs(res.config.n))
+    zc = cv.z_for(k)
+    ii, jj = adjacent_index(res.config.n)
+    mean, sem = res.steps(estimator)
+    m, e = mean[layer - 1][ii, jj], sem[layer - 1][ii, jj]
+    up, down = int(np.sum(m > zc * e)), int(np.sum(m < -zc * e))
+    return {"steps up": up, "steps down": down, "unresolved": int(m.size) - up - down}
+
+
+def definition1_tally(results, *, first_layer: int = 2, family: int | None = None,
+                      estimator: str = "cv") -> dict[str, int]:
+    """How many of the matrices of layers ``first_layer``..L of ``results`` have Definition 1
+    "holds" / "violated" / "undecided" (and "matrices": how many there are), tested as one family of
+    ``family`` matrices (default: every matrix of every result, the family of
+    :func:`verdict_grid_rows`, so the counts match that table)."""
+    results = list(results)
+    k = family if family is not None else sum(r.config.layers for r in results)
+    k = check_int("family", k, 1)
+    words = [definition1_with(r, l, k, estimator) for r in results for l in range(first_layer, r.config.layers + 1)]
+    return {"holds": words.count("holds"), "violated": words.count("violated"),
+            "undecided": words.count("undecided"), "matrices": len(words)}
+
+
+def residual_costs(without: dict, with_residual: dict, layer: int) -> dict[float, tuple[float, float]]:
+    """alpha -> what the residual costs in recency probability in 1-based ``layer``, RP without minus
+    RP with the residual (:func:`rp_gap`), for every alpha that both dicts (alpha -> SimResult) have."""
+    return {a: rp_gap(without[a], with_residual[a], layer) for a in with_residual if a in without}
+
+
+def ratio_series(table, key: str, part: str) -> dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """alpha -> (d, ratio, SE) of closed form ``key``'s ``part`` ("level" or "step") in a
+    ``closedforms.Table``, one entry per setting of that form (NaN where not resolved): the data of a
+    plot of simulated / closed form against d."""
+    out = {}
+    for row in table.rows:
+        if row.form.key != key or row.part != part:
+            continue
+        a = row.setting.alpha
+        if a in out:
+            raise ValueError(f"key={key!r} has several settings with alpha = {a:g}; allowed: one setting per alpha")
+        out[a] = tuple(np.array([getattr(c, f) for c in row.cells], dtype=float) for f in ("d", "ratio", "ratio_se"))
+    if not out:
+        raise ValueError(f"key={key!r}, part={part!r} is not in the table; allowed: a closed form and part it measured")
+    return out
+
+
+def typical_step_se(res: SimResult, layer: int, estimator: str = "cv") -> float:
+    """The median standard error of the steps S_ij - S_i,j-1 between two earlier keys (j < i) of
+    1-based ``layer``, with ``estimator``: what one step must exceed (times z) to be resolved. NaN
+    without such a step (n < 3)."""
+    ii, jj = adjacent_index(res.config.n)
+    off = jj < ii
+    if not np.any(off):
+        return math.nan
+    return float(np.median(res.steps(estimator)[1][layer - 1][ii[off], jj[off]]))
+
+
+def eq5_smallest_step(n: int, d: float) -> float:
+    """The smallest step S^(2)_ij - S^(2)_i,j-1 between two earlier keys (2 <= j < i <= n) that
+    Eq. (5) predicts in Theorem 1's setting (alpha = gamma = 0; computed without cancellation,
+    theory.score2_step_corrected)."""
+    ii, jj = adjacent_index(check_int("n", n, 3))
+    off = jj < ii
+    return float(np.min(theory.score2_step_corrected(ii[off] + 1, jj[off] + 1, 0.0, 0.0, d)))
+
+
+def first_key_excess(res: SimResult, layer: int) -> tuple[float, float]:
+    """How much more attention the last query gives the first key in 1-based ``layer`` than uniform
+    attention 1/n would, as a fraction: n A_{n,1} - 1, and its SE. Positive: primacy in weights."""
+    n = res.config.n
+    i = n - 1
+    return float(n * res.attn_mean[layer - 1, i, 0] - 1.0), float(n * res.attn_sem[layer - 1, i, 0])
+
+
+def rp_gap(res_a: SimResult, res_b: SimResult, layer: int) -> tuple[float, float]:
+    """RP of ``res_a`` minus RP of ``res_b`` in 1-based ``layer``, with the two SEs combined as if
+    independent (an upper bound when the runs share their random stream and correlate positively,
+    as the settings of one seed do)."""
+    (a, sa), (b, sb) = rp(res_a, layer), rp(res_b, layer)
+    return a - b, math.hypot(sa, sb)
+
+
+@dataclass(frozen=True)
+class HCurves:
+    """The key factor h(j) = 1/||x_j^(1)|| (Eq. (40)) of one setting, for keys ``j`` = 1..n: Eq. (41)
+    as printed, the corrected closed form (theory.h_corrected; both None without normalization,
+    where Eq. (41) does not apply) and the simulated 1/sqrt(E||x_j^(1)||^2) with its delta-method
+    SE. ``normalized``: each divided by its value at j = 1 (the simulated one with the error of
+    that division, grid.simulated_h); else in the scale of the paper's Figures 2 and 5,
+    sqrt(d) h(j) (closedforms.h_profile)."""
+
+    j: np.ndarray
+    printed: np.ndarray | None
+    corrected: np.ndarray | None
+    sim: np.ndarray
+    sim_se: np.ndarray
+    normalized: bool
+
+    def columns(self, label: str) -> dict:
+        """The curves as :func:`report.curve_columns` series, named "<label>: ..."."""
+        out = {f"{label}: simulation": (self.j, self.sim, self.sim_se)}
+        if self.printed is not None:
+            out[f"{label}: Eq. (41) as printed"] = (self.j, self.printed, None)
+            out[f"{label}: corrected"] = (self.j, self.corrected, None)
+        return out
+
+
+def h_curves(res: SimResult, normalize: bool = True) -> HCurves:
+    """:class:`HCurves` of a simulated setting with at least two layers (h needs layer 1's output)."""
+    from .closedforms import h_profile
+    from .grid import simulated_h
+
+    cfg = res.config
+    if cfg.layers < 2:
+        raise ValueError(f"layers={cfg.layers} is out of range; allowed: >= 2 (h(j) is read from layer 1's output)")
+    j = np.arange(1, cfg.n + 1)
+    printed = corrected = None
+    if cfg.norm != "none":
+        printed = math.sqrt(cfg.d) * np.asarray(theory.h_eq41(j, cfg.alpha, cfg.gamma, cfg.d), dtype=float)
+        corrected = math.sqrt(cfg.d) * np.asarray(theory.h_corrected(j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm),
+                                                  dtype=float)
+    if normalize:
+        sim, se = simulated_h(res, state=1)
+        if printed is not None:
+            printed, corrected = printed / printed[0], corrected / corrected[0]
+    else:
+        sim, se = h_profile(res, math.sqrt(cfg.d))
+    return HCurves(j, printed, corrected, np.asarray(sim, dtype=float), np.asarray(se, dtype=float), bool(normalize))
+
+
+#: How the error |ratio - 1| of a closed form moves as d grows (closedforms.trend), in words.
+TREND_WORDS = {"grows": "grows", "shrinks": "shrinks", "stalls": "neither grows nor shrinks steadily",
+               "": "is resolved at fewer than two d"}
+
+
+def trend_words(row) -> str:
+    """What the error of a closed form does as d grows, for the prose: "grows", "shrinks", ...
+    (``row``: a closedforms.Row; :data:`TREND_WORDS`)."""
+    return TREND_WORDS[row.trend]
+
+
+def ratio_texts(row) -> list[str]:
+    """The measured ratios simulated / closed form of one ``closedforms.Row``, one per d, as the book
+    writes them ("0.98062 ± 0.00005"; "unresolved" where the simulated value is within the
+    resolution; the SEs are upper bounds where the row's estimator says so)."""
+    out = []
+    for c in row.cells:
+        if not c.resolved:
+            out.append("unresolved")
+        elif report.is_exact(c.ratio, c.ratio_se):
+            out.append(report.num(c.ratio, 7))
+        else:
+            out.append(report.pm(c.ratio, c.ratio_se))
+    return out
 
 
 def not_relative_claim(res: SimResult, offsets=(1, 2, 3)) -> Verdict:

@@ -26,10 +26,11 @@ DIAGONAL_GID = "excluded_diagonal"  # gid of the hatched diagonal cells
 RASTER_ABOVE_N = 40                 # heatmaps with more tokens are embedded as a bitmap in the SVG
 SHARE_MODES = ("auto", "row", "all", "none")
 
-__all__ = ["book_style", "subplots", "panels", "glue_figure", "score_heatmap", "score_grid", "h_curve",
-           "errorbar_points", "theory_vs_simulation", "recency_by_layer", "row_profile",
+__all__ = ["book_style", "subplots", "panels", "heatmap_subplots", "panel_axes", "glue_figure", "score_heatmap",
+           "score_grid", "h_curve", "errorbar_points", "theory_vs_simulation", "recency_by_layer", "row_profile",
            "offset_profiles", "ordered_colourbar", "recency_dots", "recency_by_length", "binned_profiles",
-           "rp_text", "pm", "closed_form", "reference_line", "size_axis", "upper_limits", "trend_reach"]
+           "rp_text", "pm", "closed_form", "reference_line", "size_axis", "upper_limits", "trend_reach",
+           "versus_d", "h_panel", "style_legend"]
 
 
 # -- style and figures ---------------------------------------------------------------------------
@@ -74,6 +75,23 @@ def subplots(nrows: int = 1, ncols: int = 1, *, height_ratio: float | None = Non
         height_ratio = 0.62 if nrows == ncols == 1 else min(3.0, 0.8 * nrows / ncols)
     kw.setdefault("layout", "constrained")
     return plt.subplots(nrows, ncols, figsize=cv.figure_size(height_ratio, width), **kw)
+
+
+def heatmap_subplots(rows: int, cols: int, **kw):
+    """:func:`subplots` for a grid of score heatmaps (:func:`score_grid`): panels about square with
+    room for the colour bars, the figure at most four times as high as wide."""
+    rows, cols = check_int("rows", rows, 1), check_int("cols", cols, 1)
+    return subplots(rows, cols, height_ratio=min(4.0, 1.15 * rows / cols), squeeze=False, **kw)
+
+
+def panel_axes(count: int, *, max_cols: int = 4, height_ratio: float | None = None):
+    """:func:`panels` for chapter 6's figures: rows of at most ``max_cols`` panels, about square
+    (``height_ratio``: the figure's height / width instead). Returns (fig, list of ``count`` Axes)."""
+    count, max_cols = check_int("count", count, 1), check_int("max_cols", max_cols, 1)
+    cols = min(count, max_cols)
+    rows = -(-count // cols)
+    ratio = 1.1 if height_ratio is None else float(height_ratio) * cols / rows
+    return panels(count, max_cols=max_cols, panel_ratio=ratio)
 
 
 def panels(count: int, *, max_cols: int = 3, panel_ratio: float = 1.0, **kw):
@@ -628,3 +646,71 @@ def binned_profiles(profiles: dict, ax, *, z=1.0):
     ax.set_xlabel("relative key position j / n")
     ax.set_ylabel("mean score − row mean")
     return ax
+
+
+# -- hidden size and the key factor (Figures 1 and 2 at other d, Figures 2 and 5) -------------------
+
+def versus_d(ds, mean, sem, ax, *, label=None, reference=None, ylabel=None, z=1.0, **kw):
+    """A quantity against the hidden size d (log axis, ticks at this call's d), points +/- z SEM joined
+    by a line; ``reference`` draws a dotted "no order" / "exact" line at that value (once per Axes);
+    ``sem`` may be None (an exact value). Extra keywords (e.g. ``conventions.variant_style(cfg)``)
+    go to ``ax.errorbar``. Returns ``ax``."""
+    dd = _vector("ds", ds)
+    if np.any(dd <= 0):
+        raise ValueError(f"ds={dd.tolist()!r} has entries <= 0; allowed: hidden sizes > 0")
+    mm = _vector("mean", mean, dd.size)
+    ee = np.zeros(dd.size) if sem is None else _sem("sem", sem, dd.size)
+    if not ("marker" in kw or "linestyle" in kw):
+        kw.setdefault("fmt", "o-")
+    errorbar_points(dd, mm, ee, ax, label=label, z=z, **kw)
+    if reference is not None and not any(line.get_gid() == NO_ORDER_GID for line in ax.get_lines()):
+        ax.axhline(float(reference), gid=NO_ORDER_GID, **cv.REFERENCE)
+    ax.set_xscale("log")
+    ax.set_xticks(dd, [f"{t:g}" for t in dd])
+    ax.minorticks_off()
+    ax.set_xlabel("hidden size d")
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    return ax
+
+
+def h_panel(curves, ax, *, printed=True, corrected=True, color=None, label=None):
+    """One setting's key factor h(j) (Figs. 2 and 5): Eq. (41) as printed (dashed,
+    conventions.AS_PRINTED), the corrected form (solid, conventions.CORRECTED) and the simulated
+    points +/- 1 SE, all in ``color``; ``label`` names the points (e.g. the setting's alpha).
+
+    ``curves``: an object with ``j``, ``sim``, ``sim_se``, ``printed``, ``corrected`` (arrays, the
+    last two None when no closed form applies) and ``normalized`` (claims.HCurves). The printed /
+    corrected lines are drawn when asked for and present. Returns ``ax``."""
+    j = _vector("j", curves.j)
+    for kind, wanted in (("printed", printed), ("corrected", corrected)):
+        values = getattr(curves, kind)
+        if wanted and values is not None:
+            h_curve(j, values, ax, normalize=False, kind=kind, color=color)
+    errorbar_points(j, curves.sim, curves.sim_se, ax, label=label, color=color)
+    ax.set_xticks(j if j.size <= 12 else np.unique([j[0], j[j.size // 2], j[-1]]))
+    ax.set_xlabel("key j")
+    ax.set_ylabel("h(j) / h(1)" if curves.normalized else "√d · h(j)")
+    return ax
+
+
+def style_legend(ax, kinds=("printed", "corrected", "simulation"), **kw):
+    """A legend of the book's line styles in black ("Eq. (41) as printed" dashed, "corrected"
+    solid, "simulation ± 1 SE" points), added next to any legend the Axes already has.
+    Extra keywords go to ``ax.legend``. Returns the legend."""
+    from matplotlib.lines import Line2D
+
+    names = {"printed": ("Eq. (41) as printed", cv.AS_PRINTED), "corrected": ("corrected", cv.CORRECTED),
+             "simulation": ("simulation ± 1 SE", {"linestyle": "none", "marker": "o",
+                                                  "markersize": cv.SIMULATION["markersize"]})}
+    handles = []
+    for kind in kinds:
+        if kind not in names:
+            raise ValueError(f"kinds={kinds!r} is not allowed; allowed: some of {tuple(names)}")
+        text, style = names[kind]
+        handles.append(Line2D([], [], color="black", label=text, **style))
+    old = ax.get_legend()
+    legend = ax.legend(handles=handles, **kw)
+    if old is not None:
+        ax.add_artist(old)
+    return legend
