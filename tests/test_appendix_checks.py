@@ -37,11 +37,17 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def checks():
-    return symbolic.by_key(symbolic.run_all())
+def timed_checks():
+    return symbolic.run_all_timed()
 
 
-def test_registry_is_complete_and_well_formed(checks):
+@pytest.fixture(scope="module")
+def checks(timed_checks):
+    return symbolic.by_key(timed_checks[0])
+
+
+def test_registry_is_complete_and_well_formed(checks, timed_checks):
+    assert timed_checks[1] > 0 and [c.key for c in timed_checks[0]] == list(checks)   # run_all's order
     assert len(checks) == len(symbolic.CHECKS)                  # keys are unique
     assert set(checks) == set(EXPECTED)
     for c in checks.values():
