@@ -180,7 +180,8 @@ def prop1_dip(res) -> dict[str, np.ndarray]:
     """Row n of S^(2) without normalization, relative to its own mean over the keys j < n:
     ``sim`` = S_nj / mean_j S_nj - 1 with ``se`` (each entry's SE over the mean), and the same for the
     next order beyond the LLN, ``predicted`` = rise(j) - mean_j rise(j) (:func:`prop1_row_rise`). The
-    LLN (corrected Eq. (19)) is 0 at every j. ``j``: the 1-based keys."""
+    LLN (corrected Eq. (19)) is 0 at every j. ``j``: the 1-based keys. (The row mean's own error,
+    which shifts every point alike, is not in ``se``.)"""
     values, sems = last_row(res, "score", 1)
     j = _keys(res.config.n)
     rise = prop1_row_rise(j, res.config.d)
