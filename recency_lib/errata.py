@@ -349,3 +349,31 @@ def residual_coefficient_rows(res) -> list[dict]:
         predicted[f"LLN with {name}"] = d * (1.0 + kappa) ** 2
     return [{"prediction": name, r"$\lVert x_1^{(1)}\rVert^2$": num(value, 4),
              "simulated / prediction": pm(m / value, se / value)} for name, value in predicted.items()]
+
+
+def _run_checks() -> dict:
+    """Every sympy check as JSON (its rows) with the seconds they took."""
+    from . import symbolic
+
+    checks, seconds = symbolic.run_all_timed()
+    return {"checks": [c.as_row() for c in checks], "seconds": seconds}
+
+
+def sympy_checks(cache=None, refresh: bool = False) -> tuple[list[Check], float, bool]:
+    """Every sympy check of :mod:`recency_lib.symbolic` (``run_all``), run only when their source
+    changed: the verdicts are stored by :func:`recency_lib.cache.cached_value`, keyed by the source
+    of ``symbolic`` and every module it imports (``theory``, ``model``, ...) and the versions of
+    sympy and numpy, so an edit of any of them runs the checks again. Returns the checks, the
+    seconds they took when they ran, and whether they came from the cache."""
+    from . import cache as results_cache
+    from .symbolic import Check
+
+    def fetch(again):
+        stored, hit = results_cache.cached_value("sympy-checks", _run_checks, ("symbolic",),
+                                                 packages=("sympy", "numpy"), cache=cache, refresh=again)
+        return [Check(**row) for row in stored["checks"]], float(stored["seconds"]), hit
+
+    try:
+        return fetch(refresh)
+    except (KeyError, TypeError, ValueError):      # an entry of another layout: run the checks again
+        return fetch(True)
