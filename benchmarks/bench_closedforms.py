@@ -19,10 +19,11 @@ times; on an idle 2-core machine the 2-worker wall time is about CPU / 2). Modes
 so that load drifts hit them alike. --table prints the table of the last run.
 
 With --warm, a further mode times what a rebuild of the page costs when the library did not change:
-one untimed run fills a temporary cache, then each timed run reads every simulation from it and,
-with --sympy, the sympy checks' verdicts too (recency_lib.errata.sympy_checks, cached by the source
-of recency_lib.symbolic); its "sympy" column is then 0 when the verdicts came from the cache, and
-its "simulations" column is the compute stored with the cached results, not spent in the run.
+one untimed run fills a temporary cache, then each timed run reads every simulation and cosine draw
+from it and, with --sympy, the sympy checks' verdicts too (recency_lib.errata.sympy_checks, cached
+by the source of recency_lib.symbolic); its "sympy" column is then 0 when the verdicts came from the
+cache, and its "simulations" and "cosines" columns are the compute stored with the cached results,
+not spent in the run.
 """
 from __future__ import annotations
 

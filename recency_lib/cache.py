@@ -264,20 +264,21 @@ def cached_simulate_many(configs, *, cache=None, z: float = 3.0, executor=None) 
     return out
 
 
-def value_key(name: str, roots: tuple[str, ...], packages: tuple[str, ...] = ()) -> dict:
-    """What a source-only value depends on: its ``name``, the source of the package's modules
-    ``roots`` and everything they import (:func:`source_hash`), the installed versions of the
-    distributions ``packages`` and the Python version."""
+def value_key(name: str, roots: tuple[str, ...], packages: tuple[str, ...] = (), params=None) -> dict:
+    """What a source-only value depends on: its ``name``, its arguments ``params`` (a JSON dict),
+    the source of the package's modules ``roots`` and everything they import (:func:`source_hash`),
+    the installed versions of the distributions ``packages`` and the Python version."""
     from importlib.metadata import version
     import sys
 
-    return {"name": name, "source": source_hash(*roots), "python": list(sys.version_info[:2]),
-            "packages": {p: version(p) for p in packages}}
+    return {"name": name, "params": params or {}, "source": source_hash(*roots),
+            "python": list(sys.version_info[:2]), "packages": {p: version(p) for p in packages}}
 
 
-def cached_value(name: str, compute, roots, *, packages=(), cache=None, refresh: bool = False):
-    """``compute()`` through the on-disk cache, for a value that depends on source code alone: the
-    modules ``roots`` of this package (with what they import) and the distributions ``packages``
+def cached_value(name: str, compute, roots, *, params=None, packages=(), cache=None, refresh: bool = False):
+    """``compute()`` through the on-disk cache, for a value that depends on source code and the
+    arguments ``params`` alone (a dict of JSON values, e.g. a seed and a sample count): the modules
+    ``roots`` of this package (with what they import) and the distributions ``packages``
     (:func:`value_key`). ``compute`` takes no argument and returns a JSON-serializable value; the
     entry ``<name>-<hash>.json`` holds it beside its key. Any edit of one of those modules, another
     package version or another Python changes the key, so a stored value is never stale; an entry
@@ -293,7 +294,13 @@ def cached_value(name: str, compute, roots, *, packages=(), cache=None, refresh:
     if not roots or unknown:
         raise ValueError(f"roots={short(roots)} is not allowed; allowed: names of modules of {PACKAGE}")
     refresh = check_bool("refresh", refresh)
-    key = value_key(name, roots, tuple(packages))
+    try:
+        params = json.loads(json.dumps(params or {}, sort_keys=True, allow_nan=False))
+    except (TypeError, ValueError):
+        params = None
+    if not isinstance(params, dict):
+        raise ValueError(f"params={short(params)} is not allowed; allowed: a dict of JSON values (finite numbers)")
+    key = value_key(name, roots, tuple(packages), params)
     folder = cache_dir(cache)
     path = folder / f"{name}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]}.json"
     try:

@@ -34,12 +34,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 import numpy as np
 
 from . import inputs, theory
-from .cache import cached_simulate_many
+from .cache import cached_simulate_many, cached_value
 from .config import SimConfig
 from .conventions import alpha_label, setting_label, variant_short
 from .report import is_exact, nowrap, num, pm, z_text
@@ -694,7 +695,7 @@ class Cost:
     cosine_samples: int         # per (alpha, d) of the cosine entries
     wall_seconds: float         # the whole of measure(), simulations and cosines (they overlap on an executor)
     compute_seconds: float      # simulations, summed over configs (SimResult.elapsed_seconds, as first simulated)
-    cosine_seconds: float       # cosine draws, summed (computed now)
+    cosine_seconds: float       # cosine draws, summed (as first drawn; they are cached like the simulations)
 
 
 @dataclass(frozen=True)
@@ -772,12 +773,21 @@ def _check_ds(ds) -> tuple[int, ...]:
     return tuple(sorted({check_int("d", v, 4) for v in values}))
 
 
-def _timed_cosine(alpha: float, n: int, d: int, samples: int, seed: int) -> tuple[float, float, float]:
-    """inputs.input_cosine_similarity with its compute time: (mean, sem, seconds). Module level, so a
-    process pool can run it."""
+def _draw_cosine(alpha: float, n: int, d: int, samples: int, seed: int) -> list[float]:
+    """inputs.input_cosine_similarity with its compute time: [mean, sem, seconds]."""
     t0 = time.perf_counter()
     mean, sem = inputs.input_cosine_similarity(SimConfig(alpha=alpha, n=n, d=d), samples, seed)
-    return mean, sem, time.perf_counter() - t0
+    return [mean, sem, time.perf_counter() - t0]
+
+
+def _timed_cosine(alpha: float, n: int, d: int, samples: int, seed: int, cache=None) -> tuple[float, float, float]:
+    """:func:`_draw_cosine` through the on-disk cache (:func:`recency_lib.cache.cached_value`, keyed
+    by the arguments, the source of ``inputs`` and what it imports, and numpy's version): (mean, sem,
+    seconds when drawn). Module level, so a process pool can run it."""
+    args = {"alpha": alpha, "n": n, "d": d, "samples": samples, "seed": seed}
+    value, _ = cached_value("input-cosine", partial(_draw_cosine, **args), ("inputs",), params=args,
+                            packages=("numpy",), cache=cache)
+    return tuple(float(v) for v in value)
 
 
 def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0, boost: int = DEFAULT_BOOST,
@@ -789,7 +799,8 @@ def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
     each (``boost`` times as many for the noise-limited settings, :data:`BOOSTED`) with root seed
     ``seed``, through the results cache (gram engine; ``executor`` spreads the missing ones,
     ``cache`` overrides the cache folder). The cosine entries draw ``cosine_samples`` sequences of
-    raw tokens (dense; cost grows with d), on ``executor`` beside the simulations when one is given.
+    raw tokens (dense; cost grows with d), on ``executor`` beside the simulations when one is given,
+    through the same cache folder (:func:`_timed_cosine`).
     A ratio is reported where the closed form is nonzero and the simulated value is at least
     ``z_resolve`` SE from 0; verdicts use ``z_erratum`` (:func:`judge`).
     """
@@ -805,7 +816,7 @@ def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
 
     t0 = time.perf_counter()
     per_setting = {s: samples * (boost if s in BOOSTED else 1) for f in forms for s in f.settings}
-    cos_jobs = {(s, d): (s.alpha, n, d, cosine_samples, seed) for s in sorted(
+    cos_jobs = {(s, d): (s.alpha, n, d, cosine_samples, seed, cache) for s in sorted(
         {s for f in forms if f.source == "cosine" for s in f.settings}, key=lambda s: s.alpha) for d in ds}
     pending = {key: executor.submit(_timed_cosine, *args) for key, args in cos_jobs.items()} if executor else {}
     gram = sorted({s for f in forms if f.source == "gram" for s in f.settings},

@@ -184,7 +184,7 @@ def _factor(row: Row) -> str:
     if row.cells[0].flat:
         c = _most_resolved(row)
         mark = BOUND_MARK if c.sim.bound else ""
-        return f"step {nowrap(pm(c.sim.value, c.sim.se))}{mark}, {nowrap(f'$z$ = {z_text(c.z)}')}<br><small>$d$ = {c.d}</small>"
+        return f"step {nowrap(pm(c.sim.value, c.sim.se))}{mark}, $z = {z_text(c.z)}$<br><small>$d$ = {c.d}</small>"
     c = _last_resolved(row)
     mark = BOUND_MARK if c.sim.bound else ""
     grows = f"; error {AS_D_GROWS[row.trend]} with $d$" if row.trend else ""

@@ -290,14 +290,29 @@ def test_prop1_rise_beyond_the_lln(tmp_path):
 
 
 def test_cosines_on_an_executor_match_the_inline_ones(small_table, tmp_path):
-    # measure() draws the Eq. (6) cosines on the executor beside the simulations: same numbers.
+    # measure() draws the Eq. (6) cosines on the executor beside the simulations: same numbers
+    # (drawn again: another, empty cache folder).
     from concurrent.futures import ThreadPoolExecutor
 
-    table, cache = small_table
+    table, _ = small_table
     with ThreadPoolExecutor(2) as pool:
-        again = cf.measure(samples=10_000, cosine_samples=2_000, cache=cache, keys=["eq6-cosine-2nd"], executor=pool)
+        again = cf.measure(samples=10_000, cosine_samples=2_000, cache=tmp_path, keys=["eq6-cosine-2nd"], executor=pool)
     assert again.records() == [r for r in table.records() if r["key"] == "eq6-cosine-2nd"]
     assert again.cost.cosine_seconds > 0
+
+
+def test_cosines_are_drawn_once_per_setting(small_table, monkeypatch):
+    # The cosine draws go through the cache like the simulations: the same arguments read the
+    # stored numbers (bit for bit), another seed draws again.
+    table, cache = small_table
+    calls = []
+    real = cf.inputs.input_cosine_similarity
+    monkeypatch.setattr(cf.inputs, "input_cosine_similarity", lambda *a: calls.append(a) or real(*a))
+    again = cf.measure(samples=10_000, cosine_samples=2_000, cache=cache, keys=["eq6-cosine-2nd"])
+    assert calls == [] and again.records() == [r for r in table.records() if r["key"] == "eq6-cosine-2nd"]
+    assert again.cost.cosine_seconds == table.cost.cosine_seconds
+    cf.measure(ds=[16], samples=10_000, cosine_samples=2_000, seed=1, cache=cache, keys=["eq6-cosine-2nd"])
+    assert calls and {seed for _, _, seed in calls} == {1}
 
 
 def test_definition1_samples_scales_with_the_standard_errors():

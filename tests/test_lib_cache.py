@@ -109,6 +109,9 @@ def test_cached_value_is_computed_once_per_source(tmp_path, monkeypatch):
     cache.cached_value("v", compute, ("theory",), packages=("numpy",), cache=tmp_path)       # versions in the key
     cache.cached_value("w", compute, ("theory",), cache=tmp_path)                            # another name
     assert len(calls) == 3
+    for params in ({"seed": 1}, {"seed": 2}, {"seed": 2}):                                  # its arguments
+        cache.cached_value("w", compute, ("theory",), params=params, cache=tmp_path)
+    assert len(calls) == 5
     entry = next(p for p in tmp_path.glob("v-*.json") if '"numpy"' not in p.read_text())
     for junk in ("{not json", "", '{"key": {}, "value": 1}'):
         entry.write_text(junk)
@@ -116,7 +119,7 @@ def test_cached_value_is_computed_once_per_source(tmp_path, monkeypatch):
     assert cache.cached_value("v", compute, ("theory",), cache=tmp_path, refresh=True)[1] is False
     monkeypatch.setattr(cache, "source_hash", lambda *roots: "theory.py edited")
     assert cache.cached_value("v", compute, ("theory",), cache=tmp_path)[1] is False
-    assert len(calls) == 3 + 3 + 1 + 1
+    assert len(calls) == 5 + 3 + 1 + 1
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # no temp files left
 
 
@@ -129,6 +132,7 @@ def test_cached_value_key_follows_the_import_closure():
 @pytest.mark.parametrize("kwargs, name", [
     ({"name": "a/b"}, "name"), ({"name": 3}, "name"), ({"compute": 3}, "compute"),
     ({"roots": ("no_such_module",)}, "roots"), ({"roots": ()}, "roots"), ({"refresh": "yes"}, "refresh"),
+    ({"params": [1]}, "params"), ({"params": {"x": float("nan")}}, "params"), ({"params": {"x": object()}}, "params"),
 ])
 def test_cached_value_rejects_bad_input_before_work(tmp_path, kwargs, name):
     args = {"name": "v", "compute": lambda: 1, "roots": ("theory",), "cache": tmp_path, **kwargs}
