@@ -14,8 +14,9 @@ missing and is recomputed. The folder is checked before any work: it must be a f
 creatable) and writable. Location: ``cache=``, else ``$RECENCY_LIB_CACHE``, else
 ``~/.cache/recency_lib``.
 
-Values that depend on source code alone, no config (the sympy checks of the appendix), are cached
-the same way by :func:`cached_value`: keyed by the source of the modules that compute them.
+Values that are not SimResults (the sympy checks of Appendix A, its cosine draws for Eq. (6)) are
+cached the same way by :func:`cached_value`, as JSON: keyed by their arguments, the source of the
+modules that compute them (with their imports) and the versions of the packages they name.
 """
 from __future__ import annotations
 
