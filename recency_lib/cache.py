@@ -13,6 +13,10 @@ corrupt, wrong shapes, all-NaN arrays, another config, even a folder in its plac
 missing and is recomputed. The folder is checked before any work: it must be a folder (or
 creatable) and writable. Location: ``cache=``, else ``$RECENCY_LIB_CACHE``, else
 ``~/.cache/recency_lib``.
+
+Values that are not SimResults (the sympy checks of Appendix A, its cosine draws for Eq. (6)) are
+cached the same way by :func:`cached_value`, as JSON: keyed by their arguments, the source of the
+modules that compute them (with their imports) and the versions of the packages they name.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ from pathlib import Path
 
 from . import engines
 from .config import SimConfig
-from .files import check_output_path
+from .files import atomic_write_text, check_output_path
 
 from .result import SimResult
 from .validation import check_bool, check_z, short
@@ -295,3 +299,68 @@ def cached_simulate_many(configs, *, cache=None, z: float = 3.0, executor=None) 
                     res.save(paths[k])
                     out[k] = res
     return out
+
+
+def value_key(name: str, roots: tuple[str, ...], packages: tuple[str, ...] = (), params=None) -> dict:
+    """What a source-only value depends on: its ``name``, its arguments ``params`` (a JSON dict),
+    the source of the package's modules ``roots`` and everything they import (:func:`source_hash`),
+    the installed versions of the distributions ``packages`` and the Python version."""
+    from importlib.metadata import version
+    import sys
+
+    return {"name": name, "params": params or {}, "source": source_hash(*roots),
+            "python": list(sys.version_info[:2]), "packages": {p: version(p) for p in packages}}
+
+
+def cached_value(name: str, compute, roots, *, params=None, packages=(), cache=None, refresh: bool = False):
+    """``compute()`` through the on-disk cache, for a value that depends on source code and the
+    arguments ``params`` alone (a dict of JSON values, e.g. a seed and a sample count): the modules
+    ``roots`` of this package (with what they import) and the distributions ``packages``
+    (:func:`value_key`). ``compute`` takes no argument and returns a JSON-serializable value; the
+    entry ``<name>-<hash>.json`` holds it beside its key. Any edit of one of those modules, another
+    package version or another Python changes the key, so a stored value is never stale; an entry
+    that does not load or holds another key counts as missing and is recomputed (under the entry's
+    lock, so parallel pages compute it once). Returns ``(value, hit)``, ``hit`` True when the value
+    came from the file."""
+    if not isinstance(name, str) or not name.replace("-", "").isalnum():
+        raise ValueError(f"name={short(name)} is not allowed; allowed: letters, digits and '-'")
+    if not callable(compute):
+        raise ValueError(f"compute={short(compute)} is not allowed; allowed: a function of no arguments")
+    roots = (roots,) if isinstance(roots, str) else tuple(roots)
+    unknown = [m for m in roots if not isinstance(m, str) or _module_file(m) is None]
+    if not roots or unknown:
+        raise ValueError(f"roots={short(roots)} is not allowed; allowed: names of modules of {PACKAGE}")
+    refresh = check_bool("refresh", refresh)
+    try:
+        params = json.loads(json.dumps(params or {}, sort_keys=True, allow_nan=False))
+    except (TypeError, ValueError):
+        params = None
+    if not isinstance(params, dict):
+        raise ValueError(f"params={short(params)} is not allowed; allowed: a dict of JSON values (finite numbers)")
+    key = value_key(name, roots, tuple(packages), params)
+    folder = cache_dir(cache)
+    path = folder / f"{name}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]}.json"
+    try:
+        check_output_path(path, "cache entry")
+    except ValueError as exc:
+        raise ValueError(f"cache={short(str(folder))} cannot be used: {exc} (set cache= or RECENCY_LIB_CACHE "
+                         f"to another folder)") from None
+    with _computing([path]):
+        if not refresh:
+            stored = _load_value(path, key)
+            if stored is not None:
+                return stored[0], True
+        value = compute()
+        atomic_write_text(path, json.dumps({"key": key, "value": value}, sort_keys=True))
+    return value, False
+
+
+def _load_value(path: Path, key: dict):
+    """``(value,)`` of a whole entry stored under ``key``; None for anything else."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        return (entry["value"],) if entry["key"] == key else None
+    except Exception:          # missing, unreadable, truncated, not JSON, another layout: recompute
+        return None

@@ -11,8 +11,8 @@ read that number off a* :class:`~recency_lib.result.SimResult` (or off
 at several hidden sizes d, separately for two parts of the prediction:
 
 * the **level**: the size of the quantity, e.g. the mean of row n of S^(2) over its keys j < n;
-* the **step**: its dependence on the key index j (what orders the keys), e.g. the mean adjacent
-  step along that row, (S_{n,n-1} - S_{n,1}) / (n - 2).
+* the **step**: its dependence on the key index j (what orders the keys), e.g. the mean of the
+  adjacent steps S_ij - S_i,j-1 over all rows (the trend), or the mean step of ||x_j||^2 over j.
 
 A closed form is compared with simulation only, never with :func:`recency_lib.theory.lln_limit`
 (that recursion shares every approximation of the closed forms).
@@ -21,13 +21,11 @@ Standard errors. A SimResult stores each entry's Monte-Carlo mean and SE, not th
 between entries. So the SE of a mean over entries, or of a difference of two entries, is bounded,
 not known: by Minkowski's inequality SD(sum_k X_k) <= sum_k SD(X_k) whatever the correlations.
 Such estimates carry ``bound=True``; their ratio's SE is an upper bound as well, so "resolved" and
-"off by more than 5 SE" are conservative calls. The adjacent score differences S_ij - S_i,j-1 are
-per-sample features (paired), so a single score step has an exact SE; a step of the squared norms
-||x_j||^2 is not paired (bound). The SE of a nonlinear function of a mean (h = m^{-1/2}) comes from
-the delta method.
-
-Where a row's mean step gets a variance-reduced estimate from the engines (control variates,
-issue 11 item 1), :func:`score_row_step` is the one place to switch to it.
+"off by more than 5 SE" are conservative calls. The score steps are per-sample features with
+exact SEs, read from their control-variate estimates (issue 11: the first layer's steps have a
+known mean, 0, and correct the later layers' steps without bias; :func:`score_row_step`,
+:func:`score_trend`, :func:`paired_step`); a step of the squared norms ||x_j||^2 is not paired
+(bound). The SE of a nonlinear function of a mean (h = m^{-1/2}) comes from the delta method.
 
 Indices are 1-based in names and docstrings (as in the paper), 0-based in array subscripts.
 """
@@ -35,19 +33,24 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 import numpy as np
 
 from . import inputs, theory
-from .cache import cached_simulate_many
+from .cache import cached_simulate_many, cached_value
 from .config import SimConfig
-from .plotting import pm
+from .conventions import alpha_label, setting_label, variant_short
+from .report import is_exact, nowrap, num, pm, z_text
 from .validation import check_int, check_z
 
 LAYERS = 2                    # every closed form here is about layer 1 or layer 2
+BOUND_MARK = "\u2020"         # "†": the printed SE is an upper bound (Minkowski), not an estimate
 DEFAULT_DS = (16, 64, 256)
+Z_RESOLVE = 3.0               # a ratio is reported where the simulated value is this many SE from 0
+Z_ERRATUM = 5.0               # a ratio off by more than this many SE from 1 counts as off (issue 11)
 FIG_ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8)   # the alphas of the paper's Figs. 2 and 5 (authors' code)
 
 
@@ -63,8 +66,13 @@ class Setting:
 
     @property
     def label(self) -> str:
-        name = {"layernorm": "LayerNorm", "rms": "RMSNorm", "none": "no norm"}[self.norm]
-        return f"{name}, α = {self.alpha:g}, γ = {self.gamma:g}"
+        """The book's name of the setting (conventions.setting_label): "LayerNorm + residual, α = 0.5"."""
+        return setting_label(self.config(16, 3, 2, 0))
+
+    @property
+    def short(self) -> str:
+        """The setting's name for narrow places (conventions.variant_short): "LN + residual, α = 0.5"."""
+        return f"{variant_short(self.config(16, 3, 2, 0))}, {alpha_label(self.alpha)}"
 
     def config(self, d: int, n: int, samples: int, seed: int) -> SimConfig:
         """The two-layer simulation of this setting (gram engine, exact for the paper's model)."""
@@ -123,19 +131,14 @@ def profile_level(values, sems, what: str = "entries") -> Estimate:
                     bound=True)
 
 
-def profile_step(values, sems, pair_sems=None) -> Estimate:
-    """Mean adjacent step (last - first) / (m - 1) of a profile of m >= 2 entries, with an SE bound.
-
-    Two bounds hold whatever the correlations: SE(last) + SE(first), and, when the adjacent
-    differences are paired per-sample features with SEs ``pair_sems`` (m - 1 of them), their sum.
-    The smaller is reported.
-    """
+def profile_step(values, sems) -> Estimate:
+    """Mean adjacent step (last - first) / (m - 1) of a profile of m >= 2 entries, with an SE bound:
+    SE(last) + SE(first), which holds whatever the correlation of the two (the steps of a profile
+    that is not a per-sample feature, such as the squared norms)."""
     values, sems = np.asarray(values, float), np.asarray(sems, float)
     m = values.size
-    se, method = float(sems[0] + sems[-1]), "last minus first (SE: Minkowski bound on the two entries)"
-    if pair_sems is not None and float(np.sum(pair_sems)) < se:
-        se, method = float(np.sum(pair_sems)), "sum of paired adjacent steps (SE: Minkowski bound)"
-    return Estimate(float(values[-1] - values[0]) / (m - 1), se / (m - 1), method, bound=True)
+    return Estimate(float(values[-1] - values[0]) / (m - 1), float(sems[0] + sems[-1]) / (m - 1),
+                    "last minus first (SE: Minkowski bound on the two entries)", bound=True)
 
 
 def last_row(res, which: str, layer: int):
@@ -159,21 +162,57 @@ def h_profile(res, scale: float = 1.0):
     return scale * m ** -0.5, scale * 0.5 * m ** -1.5 * se
 
 
+def _cv_method(layer: int) -> str:
+    return "control variates, exact SE" if layer > 0 else "exact SE"
+
+
+def h_growth(res) -> tuple[np.ndarray, np.ndarray]:
+    """h(j) / h(1) = sqrt(E||x_1^(1)||^2 / E||x_j^(1)||^2), j = 1..n (Eq. (40): the growth of the key
+    factor that Fig. 5 plots normalised), with an upper bound on its SE (delta method, the two
+    norms' relative errors added: Minkowski). Both (n,)."""
+    m, se = sq_norms(res, 1)
+    ratio = np.sqrt(m[0] / m)
+    bound = 0.5 * ratio * (se[0] / m[0] + se / m)
+    bound[0] = 0.0
+    return ratio, bound
+
+
+def prop1_dip(res) -> dict[str, np.ndarray]:
+    """Row n of S^(2) without normalization, relative to its own mean over the keys j < n:
+    ``sim`` = S_nj / mean_j S_nj - 1 with ``se`` (each entry's SE over the mean), and the same for the
+    next order beyond the LLN, ``predicted`` = rise(j) - mean_j rise(j) (:func:`prop1_row_rise`). The
+    LLN (corrected Eq. (19)) is 0 at every j. ``j``: the 1-based keys. (The row mean's own error,
+    which shifts every point alike, is not in ``se``.)"""
+    values, sems = last_row(res, "score", 1)
+    j = _keys(res.config.n)
+    rise = prop1_row_rise(j, res.config.d)
+    mean = values.mean()
+    return {"j": j, "sim": values / mean - 1.0, "se": sems / abs(mean), "predicted": rise - rise.mean()}
+
+
 def score_row_step(res, layer: int) -> Estimate:
     """Mean adjacent step of row n of S^(layer+1) over the keys j < n: (S_{n,n-1} - S_{n,1}) / (n - 2).
 
-    The one place to switch to a variance-reduced estimate: when the engines provide a row's mean
-    step with its SE (control variates, issue 11 item 1), return that here instead.
+    A per-sample feature (the row trend), read from its control-variate estimate
+    (``row_trend_cv_*``, issue 11: unbiased, exact SE; the first layer's own estimate is plain).
     """
     n = res.config.n
-    values, sems = last_row(res, "score", layer)
-    return profile_step(values, sems, pair_sems=res.diff_sem[layer][n - 1, 1:n - 1])
+    return Estimate(float(res.row_trend_cv_mean[layer][n - 1]), float(res.row_trend_cv_sem[layer][n - 1]),
+                    f"mean step of row n ({_cv_method(layer)})")
+
+
+def score_trend(res, layer: int) -> Estimate:
+    """Mean of all off-diagonal adjacent steps S_ij - S_i,j-1 (2 <= j < i) of S^(layer+1), the trend:
+    a per-sample feature, read from its control-variate estimate (``trend_cv_*``; exact SE)."""
+    return Estimate(float(res.trend_cv_mean[layer]), float(res.trend_cv_sem[layer]),
+                    f"mean of all off-diagonal steps ({_cv_method(layer)})")
 
 
 def paired_step(res, layer: int, i: int, j: int) -> Estimate:
-    """One adjacent score difference S_ij - S_i,j-1 (1-based i, j), a per-sample feature: exact SE."""
-    return Estimate(float(res.diff_mean[layer][i - 1, j - 1]), float(res.diff_sem[layer][i - 1, j - 1]),
-                    f"paired step S_{i},{j} - S_{i},{j - 1}")
+    """One adjacent score difference S_ij - S_i,j-1 (1-based i, j), a per-sample feature read from its
+    control-variate estimate (``diff_cv_*``; plain for the diagonal step j = i): exact SE."""
+    return Estimate(float(res.diff_cv_mean[layer][i - 1, j - 1]), float(res.diff_cv_sem[layer][i - 1, j - 1]),
+                    f"step S_{i},{j} - S_{i},{j - 1} ({_cv_method(layer)})")
 
 
 # -- closed forms that theory.py does not already provide ---------------------------------------------
@@ -210,6 +249,44 @@ def prop1_row_rise(j, d):
     return np.asarray(d, float) ** -1.5 * (1.0 - 1.0 / j)
 
 
+def off_diagonal_steps(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """1-based (i, j) of the off-diagonal adjacent steps S_ij - S_i,j-1, 2 <= j < i <= n, row by row:
+    (n - 1)(n - 2)/2 of them, the steps whose mean is the trend (SimResult.trend_*)."""
+    i, j = np.tril_indices(check_int("n", n, 3), -1)
+    keep = j >= 1
+    return i[keep] + 1, j[keep] + 1
+
+
+def prop1_trend(d, n: int) -> float:
+    """Mean of all off-diagonal steps of E S^(2) without normalization (alpha = gamma = 0), from
+    :func:`prop1_row_rise`: row i's steps add up to c_i (rise(i - 1) - rise(1)) = c_i rise(i - 1),
+    with c_i the corrected Eq. (19) (theory.prop1_score_corrected); the LLN's value is 0."""
+    i = np.arange(3, check_int("n", n, 3) + 1)
+    c = theory.prop1_score_corrected(i, 1, d)
+    return float(np.sum(c * prop1_row_rise(i - 1, d)) / ((n - 1) * (n - 2) // 2))
+
+
+def definition1_samples(res, z: float) -> tuple[float, int, int]:
+    """Sequences that would settle Definition 1 on S^(2) of ``res`` if its steps were the LLN's.
+
+    The estimator: the control-variate estimate of each off-diagonal step S_ij - S_i,j-1
+    (2 <= j < i; ``diff_cv_*``, exact SE ~ 1 / sqrt(samples)); every one of them must be ``z``
+    standard errors above 0 at once (the family-wise z of Definition 1,
+    conventions.definition1_z). With the LLN step s_ij (theory.score2_step_corrected) as the
+    effect, step (i, j) needs samples * (z SE_ij / s_ij)^2 sequences; the answer is the largest,
+    with its (1-based) i and j. (The diagonal steps S_ii - S_i,i-1 are of order sqrt(d) and never
+    the limit.) LayerNorm or RMSNorm settings only.
+    """
+    z = check_z(z)
+    cfg = res.config
+    i, j = off_diagonal_steps(cfg.n)
+    step = theory.score2_step_corrected(i, j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm)
+    se = res.diff_cv_sem[1][i - 1, j - 1]
+    need = cfg.samples * (z * se / step) ** 2
+    k = int(np.argmax(need))
+    return float(need[k]), int(i[k]), int(j[k])
+
+
 # -- the registry --------------------------------------------------------------------------------------
 
 T = Setting("layernorm", 0.0, 0.0)       # Theorem 1
@@ -219,10 +296,12 @@ A = Setting("layernorm", 0.5, 0.0)       # Proposition 3 (the paper's alpha of F
 AR = Setting("layernorm", 0.5, 1.0)      # Propositions 2 + 3
 RAW = Setting("none", 0.5, 0.0)          # raw anisotropic tokens, Eqs. (6), (22)
 
-# Settings whose closed forms are noise-limited get this many times ``samples``: Theorem 1 (scores of
-# order sqrt(d) e^{-sqrt d} against per-sample fluctuations of order 1) and Proposition 1 (its rise of
-# relative size d^{-3/2}). Every other setting resolves its numbers with ``samples``.
-SAMPLE_FACTOR = {T: 8, P: 8}
+# Settings whose closed forms are noise-limited get ``boost`` times ``samples`` (:func:`measure`):
+# Theorem 1 (scores of order sqrt(d) e^{-sqrt d} against per-sample fluctuations of order 1) and
+# Proposition 1 (its rise of relative size d^{-3/2}). Every other setting resolves its numbers with
+# ``samples``.
+BOOSTED = frozenset({T, P})
+DEFAULT_BOOST = 8
 
 
 def _keys(n):
@@ -285,8 +364,8 @@ def _h_step(scale_of_d):
     return lambda res: profile_step(*h_profile(res, scale_of_d(res.config.d)))
 
 
-def _first_step(res):
-    return paired_step(res, 1, res.config.n, 2)
+def _trend2(res):
+    return score_trend(res, 1)
 
 
 def _diag_attention(res):
@@ -294,13 +373,14 @@ def _diag_attention(res):
     return Estimate(float(res.attn_mean[0][n - 1, n - 1]), float(res.attn_sem[0][n - 1, n - 1]), "one entry")
 
 
-def _row_steps(step_fn):
-    """Mean of a closed form's adjacent steps of row n over the keys 2..n-1 (computed without cancellation)."""
-    return lambda s, d, n: float(np.mean(step_fn(s, d, n, np.arange(2, n))))
+def _all_steps(step_fn):
+    """Mean of a closed form's off-diagonal adjacent steps over all rows, the trend (computed without
+    cancellation): the closed-form value of :func:`score_trend`."""
+    return lambda s, d, n: float(np.mean(step_fn(s, d, *off_diagonal_steps(n))))
 
 
-def _score2_steps(s, d, n, j):
-    return theory.score2_step_corrected(n, j, s.alpha, s.gamma, d)
+def _score2_steps(s, d, i, j):
+    return theory.score2_step_corrected(i, j, s.alpha, s.gamma, d)
 
 
 def _unit(d):
@@ -313,7 +393,7 @@ def _sqrt_d(d):
 
 ROW_LEVEL = "mean of row n over the keys j < n"
 ROW_STEP = "mean adjacent step of row n over the keys j < n"
-FIRST_STEP = "first step of row n, S^(2)_{n,2} - S^(2)_{n,1} (paired per sample)"
+TREND = "mean of all off-diagonal steps S^(2)_{ij} - S^(2)_{i,j-1}, 2 <= j < i (the trend)"
 TOK_LEVEL = "mean over j = 1..n"
 TOK_STEP = "mean adjacent step over j = 1..n"
 
@@ -322,7 +402,7 @@ _FIG5 = tuple(Setting("layernorm", a, 1.0) for a in FIG_ALPHAS)
 
 
 def _registry() -> tuple[ClosedForm, ...]:
-    score_step2, score_step1 = (lambda res: score_row_step(res, 1)), (lambda res: score_row_step(res, 0))
+    score_step1 = lambda res: score_row_step(res, 0)          # noqa: E731
     eq41 = {"as printed": theory.h_eq41, "corrected": theory.h_corrected}
     eq36 = {"as printed": theory.sq_norm_eq36, "corrected": theory.sq_norm_corrected}
     forms = [
@@ -333,9 +413,9 @@ def _registry() -> tuple[ClosedForm, ...]:
             _flat(ROW_STEP, _attn_row_step)),
         ClosedForm(
             "eq11", "Eq. (5) = Eq. (11)", "as printed (= LLN)",
-            "second-layer scores S^(2)_{n j}, j < n: score_mean[1][n-1, :n-1]", (T,),
+            "second-layer scores S^(2)_{n j}, j < n: score_mean[1][n-1, :n-1]; steps: trend_cv_mean[1]", (T,),
             _level(ROW_LEVEL, lambda s, d, n: theory.theorem1_score(n, _keys(n), d), _score_row_level(1)),
-            _step(ROW_STEP, None, score_step2, _row_steps(_score2_steps))),
+            _step(TREND, None, _trend2, _all_steps(_score2_steps))),
         ClosedForm(
             "eq10", "Eq. (10)", "as printed (= LLN)",
             "squared norm ||x_j^(1)||^2 of the layer-1 output, j = 1..n: sq_norm_mean[1]", (T,),
@@ -361,15 +441,15 @@ def _registry() -> tuple[ClosedForm, ...]:
                         ("corrected", lambda s, d, n: theory.prop1_score_corrected(n, _keys(n), d, s.alpha))):
         forms.append(ClosedForm(
             f"eq19-{version.split()[-1]}", "Eqs. (17)-(19)", version,
-            "second-layer scores without normalization S^(2)_{n j}, j < n: score_mean[1][n-1, :n-1]", (P,),
+            "second-layer scores without normalization S^(2)_{n j}, j < n: score_mean[1][n-1, :n-1]; steps: "
+            "trend_cv_mean[1]", (P,),
             _level(ROW_LEVEL, fn, _score_row_level(1)),
-            _flat(FIRST_STEP, _first_step)))
+            _flat(TREND, _trend2)))
     forms.append(ClosedForm(
         "prop1-beyond-lln", "Prop. 1, next order", "this module (prop1_row_rise)",
-        "first adjacent step of row n without normalization, S^(2)_{n,2} - S^(2)_{n,1}: diff_mean[1][n-1, 1]", (P,),
+        "mean off-diagonal step of S^(2) without normalization: trend_cv_mean[1]", (P,),
         None,
-        Part(FIRST_STEP, lambda s, d, n: float(theory.prop1_score_corrected(n, 1, d, s.alpha) * prop1_row_rise(2, d)),
-             _first_step)))
+        Part(TREND, lambda s, d, n: prop1_trend(d, n), _trend2)))
     for version, value in (("as printed", lambda s, d: math.sqrt(d) / (1 - s.alpha)),
                            ("corrected", lambda s, d: 1.0 / (1 - s.alpha))):
         forms.append(ClosedForm(
@@ -400,10 +480,11 @@ def _registry() -> tuple[ClosedForm, ...]:
             _step(TOK_STEP, lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d), _h_step(_unit))))
     forms.append(ClosedForm(
         "eq40-corrected", "Eqs. (32), (40)", "corrected (theory.score2_corrected)",
-        "second-layer scores S^(2)_{n j}, j < n, with alpha and gamma: score_mean[1][n-1, :n-1]", (R, A, AR),
+        "second-layer scores S^(2)_{n j}, j < n, with alpha and gamma: score_mean[1][n-1, :n-1]; steps: "
+        "trend_cv_mean[1]", (R, A, AR),
         _level(ROW_LEVEL, lambda s, d, n: theory.score2_corrected(n, _keys(n), s.alpha, s.gamma, d),
                _score_row_level(1)),
-        _step(ROW_STEP, None, score_step2, _row_steps(_score2_steps))))
+        _step(TREND, None, _trend2, _all_steps(_score2_steps))))
     for key, figure, settings, fn in (("fig2", "Fig. 2", _FIG2, theory.h_eq41),
                                       ("fig5-printed", "Fig. 5", _FIG5, theory.h_eq41),
                                       ("fig5-corrected", "Fig. 5", _FIG5, theory.h_corrected)):
@@ -440,7 +521,7 @@ class Cell:
     sim: Estimate
     samples: int
     flat: bool = False
-    z_resolve: float = 3.0
+    z_resolve: float = Z_RESOLVE
 
     @property
     def z(self) -> float:
@@ -485,14 +566,19 @@ class Cell:
         return self.samples * (self.z_resolve * self.sim.se / abs(self.closed)) ** 2
 
     def text(self) -> str:
-        mark = " (SE bound)" if self.sim.bound else ""
+        """The cell as the book prints it: the ratio ± SE; for a flat form the simulated value and its z
+        against 0; "unresolved" with the samples this estimator would need. A † marks an SE that is
+        an upper bound (module doc)."""
+        mark = BOUND_MARK if self.sim.bound else ""
         if self.flat:
-            return f"{pm(self.sim.value, self.sim.se)} vs 0 (z = {self.z:.1f}){mark}"
+            return f"{nowrap(pm(self.sim.value, self.sim.se))}{mark} ({nowrap(f'z = {z_text(self.z)}')})"
         if self.underflow:
             return "closed form underflows"
         if not self.resolved:
-            return f"unresolved (z = {self.z:.1f}; ~{self.samples_to_resolve:.1e} samples)"
-        return f"{pm(self.ratio, self.ratio_se)}{mark}"
+            return f"unresolved ({nowrap(f'z = {z_text(self.z)}')}; ≈ {nowrap(num(self.samples_to_resolve, 2))} sequences)"
+        if 0 < self.ratio_se and is_exact(self.ratio, self.ratio_se):      # an SE below float rounding's scale
+            return f"{self.ratio:.9f} (SE < 10⁻⁹){mark}"
+        return f"{nowrap(pm(self.ratio, self.ratio_se))}{mark}"
 
 
 @dataclass(frozen=True)
@@ -512,6 +598,12 @@ class Row:
     summary: str
     trend: str
     literal_erratum: bool
+
+    def series(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(d, ratio, SE of the ratio) of the resolved cells, ordered by d: what a figure plots."""
+        cells = [c for c in self.cells if c.resolved]
+        return (np.array([c.d for c in cells], float), np.array([c.ratio for c in cells]),
+                np.array([c.ratio_se for c in cells]))
 
 
 VERDICTS = ("consistent", "converges", "finite-d error", "erratum", "deviates", "mixed", "unresolved",
@@ -544,7 +636,7 @@ def trend(cells) -> tuple[str, float]:
     return "stalls", p
 
 
-def judge(cells, z_erratum: float = 5.0) -> tuple[str, str, str, bool]:
+def judge(cells, z_erratum: float = Z_ERRATUM) -> tuple[str, str, str, bool]:
     """Verdict on one row of cells (one closed form, setting and part, ordered by d).
 
     Returns (verdict, summary, trend word, literal erratum). A flat closed form (value 0) is
@@ -601,19 +693,24 @@ class Cost:
     configs: int
     samples: int                # total sequences simulated (all configs)
     cosine_samples: int         # per (alpha, d) of the cosine entries
-    wall_seconds: float
-    compute_seconds: float      # summed over configs (SimResult.elapsed_seconds; from the cache if cached)
-    cosine_seconds: float
+    wall_seconds: float         # the whole of measure(), simulations and cosines (they overlap on an executor)
+    compute_seconds: float      # simulations, summed over configs (SimResult.elapsed_seconds, as first simulated)
+    cosine_seconds: float       # cosine draws, summed (as first drawn; they are cached like the simulations)
 
 
 @dataclass(frozen=True)
 class Table:
+    """The measured table: one :class:`Row` per closed form, setting and part; ``results`` holds the
+    simulations behind it, (Setting, d) -> SimResult, for figures of the same numbers."""
+
     rows: tuple[Row, ...]
     ds: tuple[int, ...]
     n: int
     samples: int
     seed: int
     cost: Cost
+    boost: int = DEFAULT_BOOST
+    results: dict = field(default_factory=dict, compare=False, repr=False)
 
     def records(self) -> list[dict]:
         """One flat dict per row (for a pandas DataFrame): names, one text column per d, the verdict."""
@@ -643,6 +740,17 @@ class Table:
                              f"allowed: a key of this table with a part it has (and a setting when it has several)")
         return hits[0]
 
+    def cell(self, key: str, part: str, d: int, setting: Setting | None = None) -> Cell:
+        """The cell of :meth:`row` (``key``, ``part``, ``setting``) at hidden size ``d``."""
+        cells = [c for c in self.row(key, part, setting).cells if c.d == d]
+        if not cells:
+            raise ValueError(f"d={d!r} is not allowed; allowed: one of {list(self.ds)}")
+        return cells[0]
+
+    def samples_of(self, setting: Setting) -> int:
+        """Sequences simulated for ``setting`` at each d (``samples``, or ``boost`` times it)."""
+        return self.samples * (self.boost if setting in BOOSTED else 1)
+
 
 def select(keys=None) -> tuple[ClosedForm, ...]:
     """The registry entries named by ``keys`` (all when None), in registry order."""
@@ -665,51 +773,71 @@ def _check_ds(ds) -> tuple[int, ...]:
     return tuple(sorted({check_int("d", v, 4) for v in values}))
 
 
-def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0,
+def _draw_cosine(alpha: float, n: int, d: int, samples: int, seed: int) -> list[float]:
+    """inputs.input_cosine_similarity with its compute time: [mean, sem, seconds]."""
+    t0 = time.perf_counter()
+    mean, sem = inputs.input_cosine_similarity(SimConfig(alpha=alpha, n=n, d=d), samples, seed)
+    return [mean, sem, time.perf_counter() - t0]
+
+
+def _timed_cosine(alpha: float, n: int, d: int, samples: int, seed: int, cache=None) -> tuple[float, float, float]:
+    """:func:`_draw_cosine` through the on-disk cache (:func:`recency_lib.cache.cached_value`, keyed
+    by the arguments, the source of ``inputs`` and what it imports, and numpy's version): (mean, sem,
+    seconds when drawn). Module level, so a process pool can run it."""
+    args = {"alpha": alpha, "n": n, "d": d, "samples": samples, "seed": seed}
+    value, _ = cached_value("input-cosine", partial(_draw_cosine, **args), ("inputs",), params=args,
+                            packages=("numpy",), cache=cache)
+    return tuple(float(v) for v in value)
+
+
+def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0, boost: int = DEFAULT_BOOST,
             cosine_samples: int = 20_000, keys=None, executor=None, cache=None,
-            z_resolve: float = 3.0, z_erratum: float = 5.0) -> Table:
+            z_resolve: float = Z_RESOLVE, z_erratum: float = Z_ERRATUM) -> Table:
     """Hold every closed form (or those named by ``keys``) to simulation at each d in ``ds``.
 
     Two-layer simulations of every setting the forms need, ``samples`` sequences of ``n`` tokens
-    each (times :data:`SAMPLE_FACTOR` for the noise-limited settings) with root seed ``seed``, through the results cache (gram engine; ``executor`` spreads the
-    missing ones, ``cache`` overrides the cache folder). The cosine entries draw
-    ``cosine_samples`` sequences of raw tokens (dense; cost grows with d). A ratio is reported where
-    the closed form is nonzero and the simulated value is at least ``z_resolve`` SE from 0; verdicts
-    use ``z_erratum`` (:func:`judge`).
+    each (``boost`` times as many for the noise-limited settings, :data:`BOOSTED`) with root seed
+    ``seed``, through the results cache (gram engine; ``executor`` spreads the missing ones,
+    ``cache`` overrides the cache folder). The cosine entries draw ``cosine_samples`` sequences of
+    raw tokens (dense; cost grows with d), on ``executor`` beside the simulations when one is given,
+    through the same cache folder (:func:`_timed_cosine`).
+    A ratio is reported where the closed form is nonzero and the simulated value is at least
+    ``z_resolve`` SE from 0; verdicts use ``z_erratum`` (:func:`judge`).
     """
     ds = _check_ds(ds)
     n = check_int("n", n, 3)
     samples = check_int("samples", samples, 2)
     seed = check_int("seed", seed, 0)
+    boost = check_int("boost", boost, 1)
     cosine_samples = check_int("cosine_samples", cosine_samples, 2)
     z_resolve = check_z(z_resolve, "z_resolve")
     z_erratum = check_z(z_erratum, "z_erratum")
     forms = select(keys)
 
     t0 = time.perf_counter()
+    per_setting = {s: samples * (boost if s in BOOSTED else 1) for f in forms for s in f.settings}
+    cos_jobs = {(s, d): (s.alpha, n, d, cosine_samples, seed, cache) for s in sorted(
+        {s for f in forms if f.source == "cosine" for s in f.settings}, key=lambda s: s.alpha) for d in ds}
+    pending = {key: executor.submit(_timed_cosine, *args) for key, args in cos_jobs.items()} if executor else {}
     gram = sorted({s for f in forms if f.source == "gram" for s in f.settings},
                   key=lambda s: (s.norm, s.alpha, s.gamma))
-    configs = {(s, d): s.config(d, n, samples * SAMPLE_FACTOR.get(s, 1), seed) for s in gram for d in ds}
+    configs = {(s, d): s.config(d, n, per_setting[s], seed) for s in gram for d in ds}
     sims = dict(zip(configs, cached_simulate_many(configs.values(), cache=cache, executor=executor)))
-    t1 = time.perf_counter()
-    cosines = {}
-    for s in sorted({s for f in forms if f.source == "cosine" for s in f.settings}, key=lambda s: s.alpha):
-        for d in ds:
-            mean, sem = inputs.input_cosine_similarity(SimConfig(alpha=s.alpha, n=n, d=d), cosine_samples, seed)
-            cosines[(s, d)] = Estimate(mean, sem, f"mean over {cosine_samples} sequences")
-    t2 = time.perf_counter()
+    drawn = {key: (pending[key].result() if key in pending else _timed_cosine(*args)) for key, args in cos_jobs.items()}
+    cosines = {key: Estimate(m, se, f"mean over {cosine_samples} sequences") for key, (m, se, _) in drawn.items()}
+    wall = time.perf_counter() - t0
 
     rows = []
     for f in forms:
         measured = sims if f.source == "gram" else cosines
         for s in f.settings:
-            count = samples * SAMPLE_FACTOR.get(s, 1) if f.source == "gram" else cosine_samples
+            count = per_setting[s] if f.source == "gram" else cosine_samples
             for name, part in (("level", f.level), ("step", f.step)):
                 if part is None:
                     continue
                 cells = tuple(Cell(d, float(part.form(s, d, n)), part.read(measured[(s, d)]), count, part.flat,
                                    z_resolve) for d in ds)
                 rows.append(Row(f, s, name, cells, *judge(cells, z_erratum)))
-    cost = Cost(len(configs), sum(c.samples for c in configs.values()), cosine_samples, t2 - t0,
-                float(sum(r.elapsed_seconds for r in sims.values())), t2 - t1)
-    return Table(tuple(rows), ds, n, samples, seed, cost)
+    cost = Cost(len(configs), sum(c.samples for c in configs.values()), cosine_samples, wall,
+                float(sum(r.elapsed_seconds for r in sims.values())), float(sum(t for *_, t in drawn.values())))
+    return Table(tuple(rows), ds, n, samples, seed, cost, boost, sims)

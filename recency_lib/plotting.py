@@ -22,6 +22,7 @@ from .validation import check_choice, check_int, check_z
 
 RP_GID = "recency_probability"      # gid of the RP text box, so it can be found again
 NO_ORDER_GID = "no_order"           # gid of the 0.5 reference line of recency_by_layer
+EXACT_GID = "closed_form_exact"     # gid of the ratio = 1 reference line of ratio_by_d
 DIAGONAL_GID = "excluded_diagonal"  # gid of the hatched diagonal cells
 RASTER_ABOVE_N = 40                 # heatmaps with more tokens are embedded as a bitmap in the SVG
 SHARE_MODES = ("auto", "row", "all", "none")
@@ -30,7 +31,7 @@ __all__ = ["book_style", "subplots", "panels", "heatmap_subplots", "panel_axes",
            "score_grid", "h_curve", "errorbar_points", "theory_vs_simulation", "recency_by_layer", "row_profile",
            "offset_profiles", "ordered_colourbar", "recency_dots", "recency_by_length", "binned_profiles",
            "rp_text", "pm", "closed_form", "reference_line", "size_axis", "upper_limits", "trend_reach",
-           "versus_d", "h_panel", "style_legend"]
+           "versus_d", "h_panel", "style_legend", "ratio_by_d", "d_axis"]
 
 
 # -- style and figures ---------------------------------------------------------------------------
@@ -714,3 +715,37 @@ def style_legend(ax, kinds=("printed", "corrected", "simulation"), **kw):
     if old is not None:
         ax.add_artist(old)
     return legend
+
+
+def d_axis(ax, ds, *, label: str = "hidden size d"):
+    """A hidden-size axis: log base 2, ticks at ``ds`` (labelled as integers). Returns ``ax``."""
+    dd = _vector("ds", ds)
+    if np.any(~np.isfinite(dd) | (dd <= 0)):
+        raise ValueError(f"ds={dd.tolist()!r} is not allowed; allowed: positive hidden sizes")
+    ax.set_xscale("log", base=2)
+    ticks = np.unique(dd)
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel(label)
+    return ax
+
+
+def ratio_by_d(ds, ratio, se, ax, *, label=None, z=1.0, **kw):
+    """A measured ratio simulated / closed form against the hidden size d: points with +/- z SE
+    bars joined by a thin line (:func:`errorbar_points`; ``kw`` e.g. conventions.variant_style), and
+    a dotted reference at 1 (the closed form exact), drawn once per Axes. The x axis is not set
+    here: :func:`d_axis`. No resolved point (empty arrays, e.g. at a small sample count) draws only
+    the reference. Returns ``ax``.
+    """
+    if np.asarray(ds).size:
+        dd = _vector("ds", ds)
+        if np.any(~np.isfinite(dd) | (dd <= 0)):
+            raise ValueError(f"ds={dd.tolist()!r} is not allowed; allowed: positive hidden sizes")
+        kw.setdefault("linewidth", 1.0)
+        if not ("marker" in kw or "linestyle" in kw):
+            kw.setdefault("fmt", "o-")
+        errorbar_points(dd, ratio, se, ax, label=label, z=z, **kw)
+    if not any(line.get_gid() == EXACT_GID for line in ax.get_lines()):
+        ax.axhline(1.0, gid=EXACT_GID, **cv.REFERENCE)
+    ax.set_ylabel("simulated / closed form")
+    return ax

@@ -136,6 +136,17 @@ def num(x, sig: int = 3) -> str:
     return _minus(mant) + " \u00d7 " + power_of_ten(int(exp))
 
 
+NBSP = "\u00a0"
+
+
+def nowrap(text: str) -> str:
+    """``text`` with its spaces made non-breaking, so that "1.5470 ± 0.0015" or "(7 ± 2) × 10⁻⁶"
+    stays on one line in a narrow table cell."""
+    if not isinstance(text, str):
+        raise ValueError(f"text={text!r} is not allowed; allowed: a string")
+    return text.replace(" ", NBSP)
+
+
 def count(k) -> str:
     """An integer count with thousands separators: "100,000"."""
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):

@@ -26,6 +26,7 @@ either side is wrong.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -745,6 +746,14 @@ CHECKS = (
 def run_all() -> list[Check]:
     """Run every check (a few seconds); the list is in the order of the appendix."""
     return [f() for f in CHECKS]
+
+
+def run_all_timed() -> tuple[list[Check], float]:
+    """:func:`run_all` and the seconds it took (module level, so a process pool can run it beside
+    the simulations)."""
+    t0 = time.perf_counter()
+    checks = run_all()
+    return checks, time.perf_counter() - t0
 
 
 def by_key(checks) -> dict[str, Check]:

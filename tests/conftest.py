@@ -200,13 +200,20 @@ HEAVY = {
     "test_hostile_faults.py::test_grid_reruns_a_damaged_result_and_sweeps_dead_staging",
     "test_hostile_faults.py::test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging",
     "test_engines.py::test_memory_does_not_grow_with_samples",
+    "test_appendix_b.py::test_appendix_runs_with_other_parameters",
+    "test_appendix_b.py::test_appendix_rejects_a_bad_grid_before_any_run",
+    "test_notebooks.py::test_closing_pages_run_with_other_parameters",
+    "test_notebooks.py::test_beyond_rejects_bad_parameters_before_any_work",
+    "test_notebooks.py::test_appendix_a_runs_with_other_parameters",
 }
+HEAVY_MODULES = {"test_empirical_page.py"}     # chapter 6 under papermill, every test
 HEAVY_FIXTURES = {"appendix"}      # test_appendix_b.py: the appendix page executed by papermill
 
 
 def _is_heavy(item) -> bool:
     name = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
-    return name in HEAVY or bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
+    return (name in HEAVY or item.path.name in HEAVY_MODULES
+            or bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ()))))
 
 
 @pytest.hookimpl(tryfirst=True)

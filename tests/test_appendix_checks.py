@@ -37,11 +37,17 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def checks():
-    return symbolic.by_key(symbolic.run_all())
+def timed_checks():
+    return symbolic.run_all_timed()
 
 
-def test_registry_is_complete_and_well_formed(checks):
+@pytest.fixture(scope="module")
+def checks(timed_checks):
+    return symbolic.by_key(timed_checks[0])
+
+
+def test_registry_is_complete_and_well_formed(checks, timed_checks):
+    assert timed_checks[1] > 0 and [c.key for c in timed_checks[0]] == list(checks)   # run_all's order
     assert len(checks) == len(symbolic.CHECKS)                  # keys are unique
     assert set(checks) == set(EXPECTED)
     for c in checks.values():
@@ -54,6 +60,27 @@ def test_registry_is_complete_and_well_formed(checks):
 @pytest.mark.parametrize("key", sorted(EXPECTED))
 def test_symbolic_verdict(checks, key):
     assert checks[key].holds is EXPECTED[key], checks[key]
+
+
+def test_cached_checks_are_the_checks_and_run_only_when_their_source_changes(timed_checks, tmp_path, monkeypatch):
+    """errata.sympy_checks (the page's call) stores the verdicts keyed by the source of symbolic and
+    what it imports: the second call reads them back unchanged; an edit of that source runs again."""
+    from recency_lib import cache, errata
+
+    runs = []
+    monkeypatch.setattr(errata, "_run_checks", lambda: runs.append(1) or
+                        {"checks": [c.as_row() for c in timed_checks[0]], "seconds": timed_checks[1]})
+    first = errata.sympy_checks(cache=tmp_path)
+    again = errata.sympy_checks(cache=tmp_path)
+    assert first == (timed_checks[0], timed_checks[1], False) and again == (timed_checks[0], timed_checks[1], True)
+    assert len(runs) == 1
+    assert {"symbolic", "theory", "model", "sampling"} <= set(cache.module_closure("symbolic"))
+    monkeypatch.setattr(cache, "source_hash", lambda *roots: "symbolic.py edited")
+    assert errata.sympy_checks(cache=tmp_path)[2] is False and len(runs) == 2
+    for stored in tmp_path.glob("sympy-checks-*.json"):
+        stored.write_text(stored.read_text().replace('"key": "eq7-printed"', '"kee": "eq7-printed"'))
+    assert errata.sympy_checks(cache=tmp_path) == (timed_checks[0], timed_checks[1], False)   # another layout:
+    assert len(runs) == 3                                                                      # run again
 
 
 def test_expect_quadratic_rejects_non_quadratic():

@@ -41,7 +41,7 @@ def test_registry_keys_unique_and_every_part_evaluates():
                     assert math.isfinite(v), (f.key, s, d)
                     # flat forms are exactly 0; the others are nonzero at these d (no underflow)
                     assert (v == 0.0) == part.flat, (f.key, s, d, v)
-    assert set(cf.SAMPLE_FACTOR) <= {s for f in cf.CLOSED_FORMS for s in f.settings}
+    assert cf.BOOSTED <= {s for f in cf.CLOSED_FORMS for s in f.settings}
 
 
 def test_select_and_row_lookup():
@@ -57,13 +57,32 @@ def mp_eq11(i, j, d):
 
 @pytest.mark.parametrize("d", [16, 64, 256, 4096])
 def test_eq11_mean_step_matches_high_precision_differences(d):
-    # The registry computes Eq. (11)'s mean step from theory.score2_step_corrected (no cancellation).
-    # Reference: 60-digit differences of the printed Eq. (11). Float64 rounding of a few dozen
+    # The registry computes Eq. (11)'s mean step over all rows (the trend) from
+    # theory.score2_step_corrected (no cancellation). Reference: 60-digit differences of the printed
+    # Eq. (11), averaged over the (N - 1)(N - 2)/2 off-diagonal steps. Float64 rounding of a few dozen
     # operations: 1e-12 relative leaves a wide margin.
     mp.mp.dps = 60
-    ref = mp.fsum(mp_eq11(N, j, d) - mp_eq11(N, j - 1, d) for j in range(2, N)) / (N - 2)
+    steps = [mp_eq11(i, j, d) - mp_eq11(i, j - 1, d) for i in range(3, N + 1) for j in range(2, i)]
+    ref = mp.fsum(steps) / len(steps)
     got = cf.BY_KEY["eq11"].step.form(cf.T, d, N)
     assert abs(got - float(ref)) <= 1e-12 * abs(float(ref))
+
+
+def test_off_diagonal_steps_are_the_trend_steps():
+    i, j = cf.off_diagonal_steps(N)
+    assert len(i) == (N - 1) * (N - 2) // 2 and np.all((2 <= j) & (j < i) & (i <= N))
+    assert len(set(zip(i, j))) == len(i)
+    with pytest.raises(ValueError, match="n="):
+        cf.off_diagonal_steps(2)
+
+
+def test_prop1_trend_is_the_mean_of_the_predicted_steps():
+    # Brute force: E S_ij = c_i (1 + rise(j)) for j < i; the mean over all off-diagonal steps.
+    for d in (16, 64):
+        steps = [theory.prop1_score_corrected(i, 1, d) * (cf.prop1_row_rise(j, d) - cf.prop1_row_rise(j - 1, d))
+                 for i, j in zip(*cf.off_diagonal_steps(N))]
+        assert cf.prop1_trend(d, N) == pytest.approx(np.mean(steps), rel=1e-12)
+        assert cf.BY_KEY["prop1-beyond-lln"].step.form(cf.P, d, N) == cf.prop1_trend(d, N)
 
 
 def test_registry_forms_are_the_theory_forms():
@@ -77,8 +96,9 @@ def test_registry_forms_are_the_theory_forms():
     # and with alpha it is the LLN layer-1 attention (Eqs. (25)-(26))
     lln = theory.lln_limit(0.5, 0.0, d, N, 1)["attention"][0][N - 1, 0]
     assert by["eq4-attention"].level.form(cf.A, d, N) == pytest.approx(lln, rel=1e-12)
-    s2 = theory.score2_corrected(N, k, 0.5, 1.0, d)
-    assert by["eq40-corrected"].step.form(cf.AR, d, N) == pytest.approx((s2[-1] - s2[0]) / (N - 2), rel=1e-9)
+    ii, jj = cf.off_diagonal_steps(N)
+    s2 = theory.score2_corrected(ii, jj, 0.5, 1.0, d) - theory.score2_corrected(ii, jj - 1, 0.5, 1.0, d)
+    assert by["eq40-corrected"].step.form(cf.AR, d, N) == pytest.approx(np.mean(s2), rel=1e-9)
     fig = by["fig5-printed"].level.form(cf.Setting("layernorm", 0.4, 1.0), d, N)
     assert fig == pytest.approx(math.sqrt(d) * np.mean(theory.h_eq41(j, 0.4, 1.0, d)), rel=1e-14)
     assert by["eq15-corrected"].level.form(cf.P, d, N) == pytest.approx(theory.prop1_attention_corrected(N, N, d))
@@ -110,10 +130,6 @@ def test_profile_level_and_step():
     assert (lvl.value, lvl.se, lvl.bound) == (3.0, pytest.approx(0.2), True)
     st = cf.profile_step([1.0, 2.0, 6.0], [0.1, 0.2, 0.3])
     assert (st.value, st.se, st.bound) == (2.5, pytest.approx(0.2), True)             # (0.1 + 0.3) / 2
-    st = cf.profile_step([1.0, 2.0, 6.0], [0.1, 0.2, 0.3], pair_sems=[0.05, 0.1])
-    assert st.se == pytest.approx(0.075) and "paired" in st.method                    # the smaller bound
-    st = cf.profile_step([1.0, 2.0, 6.0], [0.1, 0.2, 0.3], pair_sems=[0.5, 0.5])
-    assert st.se == pytest.approx(0.2) and "last minus first" in st.method
 
 
 def test_readers_take_the_right_entries():
@@ -121,18 +137,20 @@ def test_readers_take_the_right_entries():
     n = res.config.n
     row, sem = cf.last_row(res, "score", 1)
     assert np.array_equal(row, res.score_mean[1][n - 1, :n - 1]) and np.array_equal(sem, res.score_sem[1][n - 1, :n - 1])
-    st = cf.score_row_step(res, 1)
-    assert st.value == pytest.approx((row[-1] - row[0]) / (n - 2))
-    assert st.se == pytest.approx(min(sem[0] + sem[-1], res.diff_sem[1][n - 1, 1:n - 1].sum()) / (n - 2))
+    st = cf.score_row_step(res, 1)                        # the control-variate row trend: exact SE
+    assert (st.value, st.se, st.bound) == (res.row_trend_cv_mean[1][n - 1], res.row_trend_cv_sem[1][n - 1], False)
+    tr = cf.score_trend(res, 1)
+    assert (tr.value, tr.se, tr.bound) == (res.trend_cv_mean[1], res.trend_cv_sem[1], False)
     ps = cf.paired_step(res, 1, n, 2)
-    assert (ps.value, ps.se, ps.bound) == (res.diff_mean[1][n - 1, 1], res.diff_sem[1][n - 1, 1], False)
+    assert (ps.value, ps.se, ps.bound) == (res.diff_cv_mean[1][n - 1, 1], res.diff_cv_sem[1][n - 1, 1], False)
     h, hse = cf.h_profile(res, scale=4.0)
     m, mse = res.sq_norm_mean[1], res.sq_norm_sem[1]
     assert np.allclose(h, 4.0 / np.sqrt(m)) and np.allclose(hse, 4.0 * 0.5 * m ** -1.5 * mse)
     diag = cf.BY_KEY["eq15-printed"].level.read(res)
     assert diag.value == res.attn_mean[0][n - 1, n - 1] and not diag.bound
-    first = cf.BY_KEY["eq19-corrected"].step.read(res)
-    assert first.value == res.diff_mean[1][n - 1, 1]
+    assert cf.BY_KEY["eq19-corrected"].step.read(res).value == res.trend_cv_mean[1]
+    assert cf.BY_KEY["eq11"].step.read(res).value == res.trend_cv_mean[1]
+    assert cf.BY_KEY["eq23-corrected"].step.read(res).value == res.row_trend_cv_mean[0][n - 1]   # layer 1
     lvl = cf.BY_KEY["eq23-corrected"].level.read(res)                                 # layer-1 scores
     assert lvl.value == pytest.approx(res.score_mean[0][n - 1, :n - 1].mean())
     assert cf.BY_KEY["eq14-corrected"].level.read(res).value == pytest.approx(res.sq_norm_mean[0].mean())
@@ -157,12 +175,15 @@ def spread_ratio(estimates):
 def test_standard_errors_match_or_bound_the_spread_over_seeds(setting):
     cfgs = [setting.config(16, N, 4096, seed) for seed in range(SEEDS)]
     results = [simulate(c) for c in cfgs]
-    exact = [("first paired step", [cf.paired_step(r, 1, N, 2) for r in results]),
+    # the score steps are control-variate estimates (coefficients cross-fitted on independent block
+    # groups): their SE is an estimate of the spread too, not a bound
+    exact = [("first step", [cf.paired_step(r, 1, N, 2) for r in results]),
+             ("row step", [cf.score_row_step(r, 1) for r in results]),
+             ("trend", [cf.score_trend(r, 1) for r in results]),
              ("diagonal attention", [cf.BY_KEY["eq15-printed"].level.read(r) for r in results])]
     for name, ests in exact:
         assert CHI2_LO < spread_ratio(ests) < CHI2_HI, name
     bounds = [("row level", [cf.profile_level(*cf.last_row(r, "score", 1)) for r in results]),
-              ("row step", [cf.score_row_step(r, 1) for r in results]),
               ("norm step", [cf.profile_step(*cf.sq_norms(r, 1)) for r in results]),
               ("norm level", [cf.profile_level(*cf.sq_norms(r, 1)) for r in results])]
     for name, ests in bounds:
@@ -247,7 +268,10 @@ def test_cost_and_determinism(small_table, tmp_path):
     table, cache = small_table
     settings = {s for f in cf.select(["eq10", "eq14-corrected", "eq22-corrected", "eq4-attention"]) for s in f.settings}
     assert table.cost.configs == len(settings) * len(DS)
-    assert table.cost.samples == sum(10_000 * cf.SAMPLE_FACTOR.get(s, 1) for s in settings) * len(DS)
+    assert table.cost.samples == sum(table.samples_of(s) for s in settings) * len(DS)
+    assert table.samples_of(cf.T) == cf.DEFAULT_BOOST * 10_000 and table.samples_of(cf.A) == 10_000
+    assert set(table.results) == {(s, d) for s in settings for d in DS}
+    assert table.cell("eq10", "step", 64) is table.row("eq10", "step").cells[1]
     again = cf.measure(samples=10_000, cosine_samples=2_000, cache=cache,
                        keys=["eq10", "eq14-corrected", "eq22-corrected", "eq4-attention", "eq6-cosine-2nd"])
     assert again.records() == table.records()                          # from the cache
@@ -257,12 +281,73 @@ def test_cost_and_determinism(small_table, tmp_path):
 
 @pytest.mark.slow
 def test_prop1_rise_beyond_the_lln(tmp_path):
-    # prop1_row_rise predicts the first step of a no-norm row, S_{n,2} - S_{n,1} = c d^{-3/2} / 2, to
-    # relative order d^{-1/2} (the next term is O(d^-2)): 25 % at d = 16. 1.6e6 samples give a ratio
-    # SE of ~0.07, so a factor 2 either way fails the test.
+    # prop1_row_rise predicts the mean off-diagonal step of a no-norm S^(2) (prop1_trend) to relative
+    # order d^{-1/2} (the next term is O(d^-2)): 25 % at d = 16. 1.6e6 samples give a ratio SE of
+    # ~0.03 (control-variate trend), so a factor 2 either way fails the test.
     res = simulate(cf.P.config(16, N, 1_600_000, 3))
-    c = cf.Cell(16, cf.BY_KEY["prop1-beyond-lln"].step.form(cf.P, 16, N), cf.paired_step(res, 1, N, 2), 1_600_000)
+    c = cf.Cell(16, cf.BY_KEY["prop1-beyond-lln"].step.form(cf.P, 16, N), cf.score_trend(res, 1), 1_600_000)
     assert c.resolved and abs(c.ratio - 1.0) <= 5 * c.ratio_se + 0.25, (c.ratio, c.ratio_se)
+
+
+def test_cosines_on_an_executor_match_the_inline_ones(small_table, tmp_path):
+    # measure() draws the Eq. (6) cosines on the executor beside the simulations: same numbers
+    # (drawn again: another, empty cache folder).
+    from concurrent.futures import ThreadPoolExecutor
+
+    table, _ = small_table
+    with ThreadPoolExecutor(2) as pool:
+        again = cf.measure(samples=10_000, cosine_samples=2_000, cache=tmp_path, keys=["eq6-cosine-2nd"], executor=pool)
+    assert again.records() == [r for r in table.records() if r["key"] == "eq6-cosine-2nd"]
+    assert again.cost.cosine_seconds > 0
+
+
+def test_cosines_are_drawn_once_per_setting(small_table, monkeypatch):
+    # The cosine draws go through the cache like the simulations: the same arguments read the
+    # stored numbers (bit for bit), another seed draws again.
+    table, cache = small_table
+    calls = []
+    real = cf.inputs.input_cosine_similarity
+    monkeypatch.setattr(cf.inputs, "input_cosine_similarity", lambda *a: calls.append(a) or real(*a))
+    again = cf.measure(samples=10_000, cosine_samples=2_000, cache=cache, keys=["eq6-cosine-2nd"])
+    assert calls == [] and again.records() == [r for r in table.records() if r["key"] == "eq6-cosine-2nd"]
+    assert again.cost.cosine_seconds == table.cost.cosine_seconds
+    cf.measure(ds=[16], samples=10_000, cosine_samples=2_000, seed=1, cache=cache, keys=["eq6-cosine-2nd"])
+    assert calls and {seed for _, _, seed in calls} == {1}
+
+
+def test_definition1_samples_scales_with_the_standard_errors():
+    res = fake_result(n=5)
+    i, j = cf.off_diagonal_steps(5)
+    need, wi, wj = cf.definition1_samples(res, 3.0)
+    cfg = res.config
+    step = theory.score2_step_corrected(i, j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm)
+    expected = cfg.samples * (3.0 * res.diff_cv_sem[1][i - 1, j - 1] / step) ** 2
+    assert need == pytest.approx(expected.max()) and (wi, wj) in set(zip(i, j))
+    assert cf.definition1_samples(res, 6.0)[0] == pytest.approx(4 * need)
+
+
+def test_h_growth_and_prop1_dip_read_the_right_entries():
+    res = fake_result(n=5)
+    growth, bound = cf.h_growth(res)
+    m, se = res.sq_norm_mean[1], res.sq_norm_sem[1]
+    assert np.allclose(growth, np.sqrt(m[0] / m)) and bound[0] == 0.0
+    assert np.allclose(bound[1:], 0.5 * growth[1:] * (se[0] / m[0] + se[1:] / m[1:]))
+    dip = cf.prop1_dip(res)
+    row = res.score_mean[1][4, :4]
+    assert np.allclose(dip["sim"], row / row.mean() - 1) and abs(dip["predicted"].mean()) < 1e-15
+    assert np.array_equal(dip["j"], [1, 2, 3, 4])
+
+
+def test_setting_names_are_the_books():
+    assert cf.AR.label == "LayerNorm + residual, α = 0.5" and cf.AR.short == "LN + residual, α = 0.5"
+    assert cf.P.label == "no normalization, α = 0"
+
+
+def test_cell_text_marks_bounds_and_keeps_numbers_together():
+    c = cf.Cell(64, 2.0, cf.Estimate(3.0, 0.5, "t", bound=True), 1000)
+    assert c.text() == "1.50\u00a0±\u00a00.25" + cf.BOUND_MARK
+    flat = cf.Cell(64, 0.0, cf.Estimate(1e-5, 2e-6, "t"), 1000, flat=True)
+    assert flat.text().endswith("(z\u00a0=\u00a0+5.0)")
 
 
 # -- bad input ---------------------------------------------------------------------------------------------
@@ -271,7 +356,7 @@ def test_prop1_rise_beyond_the_lln(tmp_path):
     ({"ds": []}, "ds"), ({"ds": 16}, "ds"), ({"ds": [16, 2]}, "d"), ({"ds": [16.5]}, "d"),
     ({"n": 2}, "n"), ({"samples": 1}, "samples"), ({"seed": -1}, "seed"), ({"cosine_samples": 0}, "cosine_samples"),
     ({"keys": ["nope"]}, "keys"), ({"keys": []}, "keys"), ({"z_resolve": 0}, "z_resolve"),
-    ({"z_erratum": -1}, "z_erratum"),
+    ({"z_erratum": -1}, "z_erratum"), ({"boost": 0}, "boost"),
 ])
 def test_bad_input_raises_before_any_work(kwargs, name, tmp_path):
     cache = tmp_path / "cache"
@@ -286,3 +371,5 @@ def test_row_lookup_errors(small_table):
         table.row("eq4-attention", "level")                              # two settings: ambiguous
     with pytest.raises(ValueError, match="key="):
         table.row("eq11", "level")                                       # not in this table
+    with pytest.raises(ValueError, match="d="):
+        table.cell("eq10", "level", 32)

@@ -91,3 +91,51 @@ def test_two_processes_compute_a_missing_entry_once(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert sorted(int(o[0]) for o in outs) == [0, 1]               # one computed, one loaded
     assert outs[0][1] == outs[1][1]                                # the same numbers
+
+
+def test_cached_value_is_computed_once_per_source(tmp_path, monkeypatch):
+    """A source-only value (the appendix's sympy checks): computed on the first call, read back
+    after; another source of its modules, another package version or a damaged file computes it
+    again; a hit never calls ``compute``."""
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"verdicts": [True, False], "seconds": 1.5}
+
+    assert cache.cached_value("v", compute, ("theory",), cache=tmp_path) == ({"verdicts": [True, False], "seconds": 1.5}, False)
+    assert cache.cached_value("v", compute, "theory", cache=tmp_path) == ({"verdicts": [True, False], "seconds": 1.5}, True)
+    assert len(calls) == 1
+    cache.cached_value("v", compute, ("theory",), packages=("numpy",), cache=tmp_path)       # versions in the key
+    cache.cached_value("w", compute, ("theory",), cache=tmp_path)                            # another name
+    assert len(calls) == 3
+    for params in ({"seed": 1}, {"seed": 2}, {"seed": 2}):                                  # its arguments
+        cache.cached_value("w", compute, ("theory",), params=params, cache=tmp_path)
+    assert len(calls) == 5
+    entry = next(p for p in tmp_path.glob("v-*.json") if '"numpy"' not in p.read_text())
+    for junk in ("{not json", "", '{"key": {}, "value": 1}'):
+        entry.write_text(junk)
+        assert cache.cached_value("v", compute, ("theory",), cache=tmp_path)[1] is False
+    assert cache.cached_value("v", compute, ("theory",), cache=tmp_path, refresh=True)[1] is False
+    monkeypatch.setattr(cache, "source_hash", lambda *roots: "theory.py edited")
+    assert cache.cached_value("v", compute, ("theory",), cache=tmp_path)[1] is False
+    assert len(calls) == 5 + 3 + 1 + 1
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # no temp files left
+
+
+def test_cached_value_key_follows_the_import_closure():
+    key = cache.value_key("v", ("symbolic",), ("numpy",))
+    assert key["source"] == cache.source_hash("symbolic") != cache.source_hash("theory")
+    assert key["packages"]["numpy"] == np.__version__
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"name": "a/b"}, "name"), ({"name": 3}, "name"), ({"compute": 3}, "compute"),
+    ({"roots": ("no_such_module",)}, "roots"), ({"roots": ()}, "roots"), ({"refresh": "yes"}, "refresh"),
+    ({"params": [1]}, "params"), ({"params": {"x": float("nan")}}, "params"), ({"params": {"x": object()}}, "params"),
+])
+def test_cached_value_rejects_bad_input_before_work(tmp_path, kwargs, name):
+    args = {"name": "v", "compute": lambda: 1, "roots": ("theory",), "cache": tmp_path, **kwargs}
+    with pytest.raises(ValueError, match=name):
+        cache.cached_value(args.pop("name"), args.pop("compute"), args.pop("roots"), **args)
+    assert list(tmp_path.iterdir()) == []

@@ -6,8 +6,8 @@ parameter whose name starts with `samples` is set small, so the whole set runs i
 """
 from __future__ import annotations
 
-
 import re
+
 
 import nbformat
 import papermill as pm
@@ -113,3 +113,29 @@ def test_beyond_rejects_bad_parameters_before_any_work(tmp_path, monkeypatch):
         with pytest.raises(pm.PapermillExecutionError, match=re.escape(message)):
             execute_page("beyond", params, tmp_path)
     assert not list((tmp_path / "cache").glob("*.npz"))
+
+
+# -- Appendix A with parameter values other than the defaults (issue 12) ---------------------------
+
+APPENDIX_A = {"samples": 3_000, "boost": 2, "samples_cosine": 500, "samples_paper": 2_000, "seed": 3, "n": 5,
+              "ds": [8, 32], "workers": 1}
+
+
+def test_appendix_a_runs_with_other_parameters(tmp_path, monkeypatch):
+    """Other hidden sizes (two, none of them the paper's 64), a shorter sequence, one worker, another
+    seed: every glued number and figure is still produced, nothing is written to stderr."""
+    monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    path = page_source("appendix_a")
+    assert set(APPENDIX_A) <= set(pm.inspect_notebook(str(path)))
+    out = tmp_path / "appendix_a.ipynb"
+    pm.execute_notebook(str(path), str(out), parameters=APPENDIX_A, kernel_name="python3", cwd=str(BOOK),
+                        progress_bar=False)
+    nb = nbformat.read(out, as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert not [o for o in outputs if o.output_type == "stream" and o.get("name") == "stderr"]
+    glued = {k for o in outputs for k in o.get("metadata", {}).get("scrapbook", {}).values() if isinstance(k, str)}
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    wanted = set(re.findall(r"\{glue:(?:text|md|figure)\}`?\s*([\w-]+)", markdown))
+    assert wanted and wanted <= glued, sorted(wanted - glued)

@@ -479,3 +479,37 @@ def test_recency_by_length_and_binned_profiles():
     assert [c.get_label() for c in ax.containers] == ["n = 10", "n = 32"]
     with pytest.raises(ValueError, match="profiles is empty"):
         plotting.binned_profiles({}, ax)
+
+
+# -- ratios against d (Appendix A) ----------------------------------------------------------------
+
+def test_ratio_by_d_draws_points_and_one_reference():
+    fig, ax = plt.subplots()
+    out = plotting.ratio_by_d([16, 64, 256], [1.1, 1.4, 1.5], [0.01, 0.02, 0.03], ax, label="a")
+    plotting.ratio_by_d([16, 64], [0.9, 1.0], [0.01, 0.01], ax, label="b")
+    plotting.ratio_by_d([], [], [], ax)                                   # nothing resolved: only the reference
+    assert out is ax
+    refs = [line for line in ax.get_lines() if line.get_gid() == plotting.EXACT_GID]
+    assert len(refs) == 1 and list(refs[0].get_ydata()) == [1.0, 1.0]
+    assert len(ax.containers) == 2                                        # two error-bar series
+    assert ax.get_ylabel() == "simulated / closed form"
+
+
+def test_d_axis_is_log2_with_integer_ticks():
+    fig, ax = plt.subplots()
+    plotting.ratio_by_d([16, 64, 256], [1.0, 1.0, 1.0], [0.1, 0.1, 0.1], ax)
+    plotting.d_axis(ax, [16, 64, 256])
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["16", "64", "256"]
+    assert ax.get_xlabel() == "hidden size d"
+
+
+@pytest.mark.parametrize("call", [
+    lambda ax: plotting.ratio_by_d([16, 0], [1, 1], [0.1, 0.1], ax),
+    lambda ax: plotting.ratio_by_d([16, 64], [1], [0.1], ax),
+    lambda ax: plotting.d_axis(ax, [16, -4]),
+])
+def test_ratio_plots_reject_bad_input(call):
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError):
+        call(ax)

@@ -193,3 +193,10 @@ def test_source_shows_library_code():
     assert text.startswith("`recency_lib.model.layer`") and "def layer(" in text and "````python" in text
     with pytest.raises(ValueError, match="a function or class"):
         report.source(42)
+
+
+def test_nowrap_keeps_a_number_on_one_line():
+    text = report.pm(7.2e-5, 8e-6)
+    assert " " not in report.nowrap(text) and report.nowrap(text).replace("\u00a0", " ") == text
+    with pytest.raises(ValueError, match="text="):
+        report.nowrap(3.0)

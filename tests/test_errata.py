@@ -1,0 +1,158 @@
+"""Tests of recency_lib.errata: which errata a run shows is decided by its evidence, never by the list.
+
+* hand-made tables (rows with chosen ratios, judged by closedforms.judge) and hand-made sympy
+  verdicts: an entry appears exactly when a check of it fails or one of its rows has an evidence
+  verdict; an evidence row no entry claims gets an erratum of its own; the factor shown is the
+  representative row's at its largest resolved d;
+* the table builders: columns, counts that add up, the download columns;
+* the residual coefficient's first-token test on a simulation (z-score tolerance);
+* the registry is well formed (its checks and closed forms exist).
+"""
+import math
+
+import pytest
+
+from recency_lib import SimConfig, closedforms as cf, errata, report, simulate, symbolic
+
+DS = (16, 64, 256)
+
+
+def row(key, setting, part, ratios, ses=(1e-3,) * 3, closed=1.0):
+    """A measured row of closed form ``key`` whose ratios simulated / closed form are ``ratios``."""
+    flat = (cf.BY_KEY[key].level if part == "level" else cf.BY_KEY[key].step).flat
+    cells = tuple(cf.Cell(d, 0.0 if flat else closed, cf.Estimate(r * (1.0 if flat else closed), s, "t"), 1000, flat)
+                  for d, r, s in zip(DS, ratios, ses))
+    return cf.Row(cf.BY_KEY[key], setting, part, cells, *cf.judge(cells))
+
+
+def table(rows):
+    cost = cf.Cost(1, 1, 1, 0.0, 0.0, 0.0)
+    return cf.Table(tuple(rows), DS, 10, 1000, 0, cost)
+
+
+def check(key, holds, section="A.1"):
+    return symbolic.Check(key, section, "(7)", "claim", "method", holds)
+
+
+GROWS = (1.2, 1.4, 1.6)            # off at every d, error growing: verdict "erratum"
+SHRINKS = (1.1, 1.01, 1.001)       # off at every d, shrinking: "finite-d error" (SE 1e-5 below)
+RIGHT = (1.0, 1.0005, 0.9995)      # "consistent"
+
+
+def test_registry_names_real_forms():
+    for e in errata.ERRATA:
+        assert set(e.forms) <= set(cf.BY_KEY), e.key
+        assert e.prefer in e.parts and e.printed and e.right and e.equations
+        assert set(e.parts) <= {"level", "step"}
+    assert len({e.key for e in errata.ERRATA}) == len(errata.ERRATA)
+
+
+def test_registry_checks_exist_in_symbolic():
+    # the keys the checks report are string literals in recency_lib.symbolic (read, not run: sympy is slow)
+    import inspect
+
+    source = inspect.getsource(symbolic)
+    for e in errata.ERRATA:
+        for key in e.checks:
+            assert f'Check("{key}"' in source, (e.key, key)
+
+
+def test_an_entry_needs_evidence():
+    rows = [row("eq14-printed", cf.P, "level", GROWS), row("eq10", cf.T, "step", RIGHT)]
+    found = errata.find(table(rows), [check("eq7-printed", True), check("eq14-printed", True)])
+    assert [f.erratum.key for f in found] == ["eq14"]                 # eq7 holds: not shown
+    assert found[0].rows == (rows[0],) and not found[0].failed
+    found = errata.find(table(rows[1:]), [check("eq7-printed", False)])
+    assert [f.erratum.key for f in found] == ["eq7"]                  # algebra only
+    assert found[0].representative is None
+    assert errata.errata_rows(found)[0]["measured"] == "exact algebra"
+
+
+def test_finite_d_errors_are_not_errata_and_are_listed_apart():
+    shrinking = row("eq10", cf.T, "level", SHRINKS, ses=(1e-5,) * 3)
+    assert shrinking.verdict == errata.FINITE_D
+    assert errata.find(table([shrinking]), []) == []
+    listed = errata.finite_d_rows(table([shrinking]))
+    assert len(listed) == 1
+    assert listed[0]["error $\\propto d^{-p}$, $p$"] == report.num(cf.trend(shrinking.cells)[1], 2)
+
+
+def test_rows_go_to_the_first_entry_that_claims_them():
+    with_residual = row("eq36-printed", cf.AR, "step", GROWS)          # gamma != 0: the residual erratum
+    without = row("eq36-printed", cf.A, "step", GROWS)                 # gamma == 0: the LLN steps
+    found = {f.erratum.key: f for f in errata.find(table([with_residual, without]), [])}
+    assert found["residual"].rows == (with_residual,)
+    assert found["lln-steps"].rows == (without,)
+
+
+def test_an_unclaimed_evidence_row_becomes_its_own_erratum():
+    odd = row("eq15-corrected", cf.P, "level", GROWS)                 # no entry lists eq15-corrected
+    found = errata.find(table([odd]), [])
+    assert len(found) == 1 and found[0].erratum.forms == ("eq15-corrected",)
+    assert "no description" in found[0].erratum.right
+
+
+def test_representative_is_the_farthest_row_at_its_largest_resolved_d():
+    near = row("fig2", cf.Setting("layernorm", 0.4, 0.0), "step", (1.1, 1.2, 1.3))
+    far = row("eq10", cf.T, "step", GROWS)
+    level = row("eq41-printed", cf.AR, "level", GROWS)
+    found = {f.erratum.key: f for f in errata.find(table([near, far, level]), [])}
+    assert found["lln-steps"].representative is far
+    out = {r["Eq."]: r for r in errata.errata_rows(list(found.values()))}
+    assert out["(10), (41), Fig. 2"]["measured"].startswith("1.6000")    # label from the rows, factor at d = 256
+    assert "$d$ = 256" in out["(10), (41), Fig. 2"]["measured"]
+
+
+def test_a_flat_form_that_is_not_flat_shows_its_step_and_z():
+    rising = row("eq19-corrected", cf.P, "step", (1e-4, 1e-6, 0.0), ses=(1e-5, 1e-6, 1e-6))
+    assert rising.verdict == "not flat"
+    found = errata.find(table([rising]), [])
+    assert [f.erratum.key for f in found] == ["prop1-flat"]
+    cell = errata.errata_rows(found)[0]["measured"]
+    assert cell.startswith("step") and "+10" in cell and "$d$ = 16" in cell
+
+
+def test_compact_equations():
+    assert errata.compact_equations(["Eq. (10)", "Fig. 2 (Eq. (41))", "Eqs. (32), (40)", "Fig. 5 (Eq. (41))"]) == \
+        "(10), (32), (40), (41), Figs. 2, 5"
+    assert errata.compact_equations(["Eqs. (4), (25)-(26)"]) == "(4), (25), (26)"
+    assert errata.compact_equations(["Fig. 2"]) == "Fig. 2"
+
+
+def test_tables_add_up():
+    rows = [row("eq14-printed", cf.P, "level", GROWS), row("eq10", cf.T, "level", SHRINKS, ses=(1e-5,) * 3),
+            row("eq10", cf.T, "step", RIGHT), row("eq11", cf.T, "level", (0.1, 0.1, 0.1), ses=(1.0,) * 3)]
+    t = table(rows)
+    checks = [check("eq7-printed", False), check("eq7-fixed", True)]
+    found = errata.find(t, checks)
+    counts = errata.verdict_counts(t)
+    assert counts == {"consistent": 1, "finite-d error": 1, "erratum": 1, "unresolved": 1}
+    assert sum(int(r["rows"]) for r in errata.verdict_rows(t)) == len(rows)
+    summary = {r["checked"]: r for r in errata.summary_rows(t, checks, found)}
+    assert summary["algebra steps, by sympy"]["count"] == "2"
+    assert summary["errata (this page's table)"]["count"] == "2"          # eq7 (algebra), eq14 (simulation)
+    full = errata.ratio_rows(t)
+    assert len(full) == len(rows) and {"$d$ = 16", "$d$ = 64", "$d$ = 256", "verdict"} <= set(full[0])
+    cols = errata.ratio_columns(t)
+    assert {len(v) for v in cols.values()} == {len(rows) * len(DS)}
+    assert cols["ratio"][0] == pytest.approx(1.2)
+    detail = errata.evidence_detail_rows(found, DS)
+    assert len(detail) == 1 and detail[0]["setting"] == cf.P.short
+
+
+def test_check_rows_by_section():
+    checks = [check("a", True, "A.1"), check("b", False, "A.2")]
+    assert [r["verdict"] for r in errata.check_rows(checks, "A.2")] == ["✗ fails"]
+    assert errata.check_rows({c.key: c for c in checks}, "A.1")[0]["verdict"] == "✓ holds"
+
+
+def test_residual_coefficient_rows_against_simulation():
+    # The first token's E||x_1^(1)||^2 is exact (theory.sq_norm_first_token_exact): simulated / exact
+    # within 4 SE (one comparison; P(|N(0,1)| > 4) = 6e-5). The printed coefficients are far off.
+    res = simulate(SimConfig(alpha=0.5, gamma=1.0, norm="layernorm", n=4, d=64, layers=2, samples=4000, seed=5))
+    rows = {r["prediction"]: r["simulated / prediction"] for r in errata.residual_coefficient_rows(res)}
+    value, se = (float(x) for x in rows["exact mean, no approximation"].replace("\u2212", "-").split(" ± "))
+    assert abs(value - 1.0) < 4 * se
+    gamma = rows["LLN with $\\gamma$ (Eq. (33))"]
+    assert float(gamma.split(" ± ")[0]) < 0.5
+    assert math.isfinite(value) and len(rows) == 5
