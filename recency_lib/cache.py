@@ -17,11 +17,13 @@ creatable) and writable. Location: ``cache=``, else ``$RECENCY_LIB_CACHE``, else
 from __future__ import annotations
 
 import io
+import fcntl
 import hashlib
 import json
 import os
 import stat
 import tokenize
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -91,9 +93,10 @@ def _imported(code: str, package: str) -> set[str]:
                 base = module[len(PACKAGE) + 1:]
             else:
                 continue
-            found.add(base)
-            for name in names:                                          # `from . import kernels`
-                found.add(f"{base}.{name}" if base else name)
+            subs = [f"{base}.{name}" if base else name for name in names]
+            found.update(m for m in subs if _module_file(m) is not None)    # `from . import kernels`
+            if not names or any(_module_file(m) is None for m in subs):    # `from .config import SimConfig`
+                found.add(base)
         elif stmt[0] == "import":
             for name in _dotted_names(stmt[1:]):
                 if name == PACKAGE or name.startswith(PACKAGE + "."):
@@ -116,9 +119,16 @@ def _dotted_names(tokens: list[str]) -> list[str]:
 
 
 def _imports(module: str) -> set[str]:
-    """Modules of this package that ``module`` imports."""
+    """Modules of this package that ``module`` imports (memoized while the file is unchanged)."""
     path = _module_file(module)
-    return _imported(path.read_text(encoding="utf-8"), module if path.name == "__init__.py" else module.rpartition(".")[0])
+    st = path.stat()
+    return _imports_of(module, str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=1024)
+def _imports_of(module: str, path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    return frozenset(_imported(Path(path).read_text(encoding="utf-8"), package))
 
 
 def source_modules(code: str | None) -> tuple[str, ...]:
@@ -196,20 +206,41 @@ def _load(path: Path, cfg: SimConfig) -> SimResult | None:
         return None
 
 
+@contextmanager
+def _computing(paths):
+    """Exclusive locks (``<entry>.lock``, ``flock``) on the entries about to be computed, taken in
+    sorted order (two processes never wait on each other in a cycle) and released on exit: a second
+    process that needs the same entry (two chapters built in parallel) waits, then loads it instead
+    of computing it again. The lock files are empty and reused; a killed holder releases its lock."""
+    fds = []
+    try:
+        for p in sorted(set(paths)):
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(p.with_name(p.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fds.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)                               # closing releases the flock
+
+
 def cached_simulate(cfg: SimConfig, *, cache: str | os.PathLike | None = None, z: float = 3.0,
                     executor=None, refresh: bool = False) -> SimResult:
     """``simulate(cfg)`` through the on-disk cache; ``refresh=True`` recomputes and overwrites."""
     z, refresh = check_z(z), check_bool("refresh", refresh)
-    path = _entry(cfg, z, cache)
-    res = None if refresh else _load(path, cfg)
-    if res is None:
-        res = engines.simulate(cfg, executor=executor, z=z)
-        res.save(path)
-    return res
+    if refresh:
+        path = _entry(cfg, z, cache)
+        with _computing([path]):
+            res = engines.simulate(cfg, executor=executor, z=z)
+            res.save(path)
+        return res
+    return cached_simulate_many([cfg], cache=cache, z=z, executor=executor)[0]
 
 
 def cached_simulate_many(configs, *, cache=None, z: float = 3.0, executor=None) -> list[SimResult]:
-    """Like :func:`cached_simulate` for many configs; the missing ones run together."""
+    """Like :func:`cached_simulate` for many configs; the missing ones run together. An entry that
+    another process is computing right now is waited for, not computed twice (:func:`_computing`)."""
     z = check_z(z)
     if isinstance(configs, (SimConfig, str, bytes)) or not hasattr(configs, "__iter__"):
         raise ValueError(f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig objects")
@@ -218,7 +249,13 @@ def cached_simulate_many(configs, *, cache=None, z: float = 3.0, executor=None) 
     out = [_load(p, c) for p, c in zip(paths, configs)]
     missing = [k for k, r in enumerate(out) if r is None]
     if missing:
-        for k, res in zip(missing, engines.simulate_many([configs[k] for k in missing], executor=executor, z=z)):
-            res.save(paths[k])
-            out[k] = res
+        with _computing([paths[k] for k in missing]):
+            for k in missing:                          # computed by another process meanwhile?
+                out[k] = _load(paths[k], configs[k])
+            missing = [k for k in missing if out[k] is None]
+            if missing:
+                results = engines.simulate_many([configs[k] for k in missing], executor=executor, z=z)
+                for k, res in zip(missing, results):
+                    res.save(paths[k])
+                    out[k] = res
     return out

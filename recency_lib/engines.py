@@ -34,8 +34,8 @@ import numpy as np
 from . import extensions
 from .budget import require, require_trajectories
 from .config import SimConfig
-from .features import (TIE_RTOL, compiled_kernels, control_means, control_slice, feature_layout, layer_features,
-                       n_features, tril_index)
+from .features import (TIE_RTOL, compiled_kernels, control_means, control_slice, controls_valid, feature_layout,
+                       layer_features, n_features, tril_index)
 from .model import layer
 from .result import SimResult
 from .sampling import degrees_of_freedom, dense_tokens, gram_assemble, gram_draws, gram_width, sigma_cholesky
@@ -367,9 +367,9 @@ def _to_result(cfg: SimConfig, engine: str, bsize: int, groups: list, z: float, 
     rows, cols = tril_index(n)
     m = merged(groups)
     mean, sem = m.mean, m.sem
-    cv_est, cv_sem = control_variate(groups, control_means(n))           # (layers, controls)
     cv_mean, cv_se = mean.copy(), sem.copy()                            # plain where no control exists
-    cv_mean[:, ctrl], cv_se[:, ctrl] = cv_est, cv_sem
+    if controls_valid(cfg):                                             # layer 1 exchangeable (not RoPE)
+        cv_mean[:, ctrl], cv_se[:, ctrl] = control_variate(groups, control_means(n))   # (layers, controls)
 
     def square(which, fill, source):               # (layers, F) -> (layers, n, n)
         out = np.full((L, n, n), fill)

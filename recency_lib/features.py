@@ -60,6 +60,15 @@ def control_slice(n: int) -> slice:
     return slice(feature_layout(n)["step"].start, n_features(n))
 
 
+def controls_valid(cfg) -> bool:
+    """Whether the first layer's tokens are exchangeable, so that :func:`control_means` are its exact
+    means: true for the paper's model and for weights, heads, FFN and post-LN (one map applied to
+    every token alike); false with RoPE, which rotates each token by its position, so that layer 1
+    already orders keys (S_ij depends on i - j). Without it the engines report plain estimates in
+    the control-variate fields."""
+    return not cfg.rope
+
+
 @lru_cache(maxsize=64)
 def control_means(n: int) -> np.ndarray:
     """Their exact first-layer means: 0 for every step and trend, 1/2 for the recency fraction."""

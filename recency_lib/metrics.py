@@ -12,7 +12,8 @@ import numpy as np
 
 from .features import (TIE_RTOL, adjacent_differences, adjacent_index, later_and_tied_counts, n_triples,  # noqa: F401
                        order_fraction, recency_fraction, tril_index)
-from .validation import check_int, check_level, check_z
+from .conventions import familywise_z  # noqa: F401  (re-exported: the family-wise z is a convention)
+from .validation import check_int, check_z
 
 VERDICTS = ("holds", "violated", "undecided")
 
@@ -55,19 +56,6 @@ def definition1_verdict(diff_mean: np.ndarray, diff_sem: np.ndarray, z: float = 
     if np.all(m > margin):
         return "holds"
     return "undecided"
-
-
-def familywise_z(comparisons: int, level: float = 0.05) -> float:
-    """Bonferroni z for ``comparisons`` two-sided tests at family-wise error ``level``.
-
-    With n = 10 a score matrix has 45 adjacent differences; at z = 3 a matrix with no order at
-    all is called "violated" about 6% of the time. ``familywise_z(45)`` = 3.26 keeps that at 5%.
-    """
-    from scipy.stats import norm
-
-    comparisons = check_int("comparisons", comparisons, 1)
-    level = check_level(level)
-    return float(norm.isf(level / (2 * comparisons)))
 
 
 # -- relativity ---------------------------------------------------------------------------------

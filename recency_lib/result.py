@@ -110,7 +110,9 @@ class SimResult:
       trend and recency probability have exactly known means (0, 0, 0, 1/2: its tokens are
       exchangeable), and correcting layer l by its first layer's deviation from them removes most
       of the Monte-Carlo noise, without bias and with an honest standard error. Layer 1 itself and
-      the diagonal steps S_ii - S_i,i-1 (no control with a known mean) carry the plain estimates.
+      the diagonal steps S_ii - S_i,i-1 (no control with a known mean) carry the plain estimates,
+      and so does every field with RoPE, whose first layer already orders keys
+      (:func:`recency_lib.features.controls_valid`).
     * ``elapsed_seconds``: compute time of this config's blocks, summed over tasks (and workers).
     """
 

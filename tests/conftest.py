@@ -61,9 +61,10 @@ class BuildResult:
         return "\n".join(self.log.splitlines()[-n:])
 
 
-def run_book(root: Path, *args: str, timeout: int = BUILD_TIMEOUT) -> BuildResult:
-    """Run `jupyter-book build book ARGS` in `root`; stdout+stderr without colours."""
-    env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1")
+def run_book(root: Path, *args: str, timeout: int = BUILD_TIMEOUT, env: dict | None = None) -> BuildResult:
+    """Run `jupyter-book build book ARGS` in `root`; stdout+stderr without colours. ``env``: extra
+    environment variables (e.g. PYTHONPATH to a copy of the package)."""
+    env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1", **(env or {}))
     # The kernel of the notebooks must be this interpreter's (kernelspec "python3").
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     start = time.perf_counter()

@@ -5,7 +5,6 @@ The full build is a session fixture (tests/conftest.py) shared with the browser 
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
@@ -95,39 +94,68 @@ def test_failing_notebook_fails_the_build(tmp_path, run_jupyter_book):
     assert "deliberate failure 8517" in result.log, result.tail()
 
 
-def test_library_change_reexecutes_cached_notebooks(tmp_path, run_jupyter_book):
-    """book/_ext/fresh_cache.py: editing the watched package re-executes cached notebooks
-    (the jupyter-cache key alone does not see imported modules); no edit, no execution."""
-    lib = tmp_path / "recency_lib"
-    lib.mkdir()
-    (lib / "__init__.py").write_text("VALUE = 1\n")
-    _tiny_book(tmp_path, {"probe": [
-        new_markdown_cell("# Probe"),
-        new_code_cell("print(open('../recency_lib/__init__.py').read().strip())"),
-    ]})
-    html = tmp_path / "_build" / "html" / "probe.html"
+def _executed(log: str) -> set[str]:
+    """Pages a build executed (in parallel by fresh_cache, or by myst-nb itself)."""
+    return set(re.findall(r"fresh_cache: executed (\w+) in", log)) | {
+        Path(p).stem for p in re.findall(r"(\S+\.ipynb): Executing notebook", log)}
 
-    first = run_jupyter_book(tmp_path, timeout=600)
+
+def test_library_change_reexecutes_exactly_the_pages_that_depend_on_it(tmp_path, run_jupyter_book):
+    """book/_ext/fresh_cache.py: a page is executed again exactly when a module it imports (with what
+    that imports) changed: an edit of plotting.py re-executes the page that plots, not the one that
+    only simulates; an edit of the kernel the page that simulates, not the one that only plots; no
+    edit, no execution; a fresh Sphinx environment (--all) keeps the current results."""
+    lib = tmp_path / "lib"
+    shutil.copytree(REPO / "recency_lib", lib / "recency_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": str(lib), "RECENCY_LIB_CACHE": str(tmp_path / "results")}
+    with open(lib / "recency_lib" / "plotting.py", "a") as fh:
+        fh.write("\nPROBE = 'plotting-1'\n")
+    _tiny_book(tmp_path, {
+        "plots": [new_markdown_cell("# Plots"),
+                  new_code_cell("from recency_lib import plotting\nprint(plotting.PROBE)")],
+        "sims": [new_markdown_cell("# Sims"),
+                 new_code_cell("from recency_lib import engines\nimport pathlib\n"
+                               "print('kernel', len(pathlib.Path(engines.__file__).with_name('kernels.py').read_text()))")],
+        "plain": [new_markdown_cell("# Plain"), new_code_cell("print('no library here')")],
+    })
+    html = tmp_path / "_build" / "html"
+
+    first = run_jupyter_book(tmp_path, env=env, timeout=600)
     assert first.returncode == 0, first.tail()
-    assert "Executing notebook" in first.log
-    assert "VALUE = 1" in html.read_text()
-    stamp = json.loads((tmp_path / "_build" / ".jupyter_cache" / "fresh_cache.json").read_text())
-    assert len(stamp["hash"]) == 64
+    assert _executed(first.log) == {"plots", "sims", "plain"}, first.tail()
+    assert "plotting-1" in (html / "plots.html").read_text()
 
-    unchanged = run_jupyter_book(tmp_path, timeout=600)
+    unchanged = run_jupyter_book(tmp_path, env=env, timeout=600)
     assert unchanged.returncode == 0, unchanged.tail()
-    assert "Executing notebook" not in unchanged.log, unchanged.tail()
-    assert "fresh_cache: watched sources changed" not in unchanged.log
+    assert _executed(unchanged.log) == set(), unchanged.tail()
 
-    (lib / "__init__.py").write_text("VALUE = 2  # edited\n")
-    edited = run_jupyter_book(tmp_path, timeout=600)
+    plotting = lib / "recency_lib" / "plotting.py"
+    plotting.write_text(plotting.read_text().replace("plotting-1", "plotting-2"))
+    edited = run_jupyter_book(tmp_path, env=env, timeout=600)
     assert edited.returncode == 0, edited.tail()
-    assert "fresh_cache: watched sources changed" in edited.log, edited.tail()
-    assert "Executing notebook" in edited.log, edited.tail()
-    assert "VALUE = 2" in html.read_text(), "the page still shows the old library's output"
+    assert _executed(edited.log) == {"plots"}, edited.tail()
+    assert "plotting-2" in (html / "plots.html").read_text(), "the page still shows the old library's output"
 
-    # a full rebuild (fresh Sphinx environment) must not bring the old results back
-    full = run_jupyter_book(tmp_path, "--all", timeout=600)
+    kernels = lib / "recency_lib" / "kernels.py"
+    kernels.write_text(kernels.read_text() + "\n# an edit of the kernel\n")
+    edited = run_jupyter_book(tmp_path, env=env, timeout=600)
+    assert edited.returncode == 0, edited.tail()
+    assert _executed(edited.log) == {"sims"}, edited.tail()
+
+    full = run_jupyter_book(tmp_path, "--all", env=env, timeout=600)    # a fresh Sphinx environment
     assert full.returncode == 0, full.tail()
-    assert "Executing notebook" not in full.log, "the cache of the current library was lost"
-    assert "VALUE = 2" in html.read_text()
+    assert _executed(full.log) == set(), "the cache of the current library was lost"
+    assert "plotting-2" in (html / "plots.html").read_text()
+
+
+def test_notebooks_run_in_parallel_and_a_failure_still_fails_the_build(tmp_path, run_jupyter_book):
+    """With two or more notebooks to execute, fresh_cache runs them in parallel processes; one that
+    fails is executed again by myst-nb, which fails the build with the notebook's error."""
+    _tiny_book(tmp_path, {
+        "ok": [new_markdown_cell("# OK"), new_code_cell("print('fine')")],
+        "boom": [new_markdown_cell("# Boom"), new_code_cell("raise RuntimeError('deliberate failure 4410')")],
+    })
+    result = run_jupyter_book(tmp_path, "--all", "-W", "--keep-going", env={"RECENCY_LIB_CACHE": str(tmp_path / "r")},
+                              timeout=600)
+    assert "fresh_cache: executing 2 notebooks" in result.log, result.tail()
+    assert result.returncode != 0 and "deliberate failure 4410" in result.log, result.tail()

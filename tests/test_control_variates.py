@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 from recency_lib import SimConfig, SimResult, simulate, simulate_many
-from recency_lib.features import control_means, control_slice
+from recency_lib.features import control_means, control_slice, controls_valid
 from recency_lib.result import _ARRAYS as ARRAYS
 from recency_lib.stats import Moments, control_variate, merged
 
@@ -189,3 +189,17 @@ def test_round_trip_keeps_the_cv_fields_and_version_1_files_are_refused(tmp_path
         SimResult.from_dict({**old, "format": "recency_lib.SimResult/2"})
     with pytest.raises(ValueError, match="estimator='both'"):
         r.definition1_at(3.0, estimator="both")
+
+
+def test_rope_first_layer_is_not_exchangeable_so_no_controls_are_used():
+    """With RoPE the first layer already orders keys (S_ij depends on i - j), so its steps do not have
+    mean 0 and would bias the control-variate estimate: the engines report plain estimates then.
+    The layer-1 trend is resolved away from 0 here by many SEs (checked: |z| > 5), which is what a
+    control with an assumed mean of 0 would have carried into every later layer."""
+    cfg = SimConfig(alpha=0.5, n=8, d=16, layers=2, samples=4_000, seed=2, rope=True)
+    assert not controls_valid(cfg) and controls_valid(cfg.replace(rope=False, heads=2, ffn=True))
+    r = simulate(cfg)
+    assert abs(r.trend_mean[0] / r.trend_sem[0]) > 5
+    for plain, cv in (("trend_mean", "trend_cv_mean"), ("trend_sem", "trend_cv_sem"),
+                      ("diff_mean", "diff_cv_mean"), ("recency_probability", "recency_probability_cv")):
+        assert np.array_equal(getattr(r, plain), getattr(r, cv), equal_nan=True), cv

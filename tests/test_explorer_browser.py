@@ -17,7 +17,7 @@ import pytest
 
 from recency_lib import SimConfig, explorer
 from test_book_build import _tiny_book
-from test_browser import browser, serve_directory  # noqa: F401  (browser: the shared chromium fixture)
+from test_browser import LOCAL_HOSTS, LOCAL_SCHEMES, browser, serve_directory  # noqa: F401  (browser: the shared chromium)
 
 pytestmark = pytest.mark.book
 
@@ -50,9 +50,33 @@ def explorer_site(tmp_path_factory, run_jupyter_book):
 
 
 @pytest.fixture
-def page_of(browser, explorer_site):  # noqa: F811
+def blocked_context(browser):  # noqa: F811
+    """A fresh context of the shared chromium in which every request to another host is aborted and
+    recorded: (context, log) with log = {"blocked", "failed", "bad_status"}."""
+    from urllib.parse import urlsplit
+
+    log = {"blocked": [], "failed": [], "bad_status": []}
+    context = browser.new_context(service_workers="block")
+
+    def route(r):
+        parts = urlsplit(r.request.url)
+        if parts.scheme in LOCAL_SCHEMES or (parts.hostname or "") in LOCAL_HOSTS:
+            r.continue_()
+        else:
+            log["blocked"].append(r.request.url)
+            r.abort("blockedbyclient")
+
+    context.route("**/*", route)
+    context.on("requestfailed", lambda req: log["failed"].append(f"{req.url} ({req.failure})"))
+    context.on("response", lambda resp: resp.status >= 400 and log["bad_status"].append(f"{resp.status} {resp.url}"))
+    yield context, log
+    context.close()
+
+
+@pytest.fixture
+def page_of(blocked_context, explorer_site):
     """Open the explorer (http unless told otherwise) at a viewport size; collect console errors."""
-    context, log = browser
+    context, log = blocked_context
     opened = []
 
     def open_page(width=1400, height=900, url=None, hash_=""):

@@ -66,3 +66,28 @@ def test_refresh_recomputes(tmp_path, monkeypatch):
     monkeypatch.setattr(engines, "simulate", _no_simulation)
     with pytest.raises(AssertionError, match="should have served"):
         cached_simulate(CFG, cache=tmp_path, refresh=True)
+
+
+def test_two_processes_compute_a_missing_entry_once(tmp_path):
+    """Two chapters executed in parallel that need the same simulation: the second waits for the
+    first (the entry's lock) and loads its result instead of computing it again."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import sys
+        from recency_lib import SimConfig, engines
+        from recency_lib.cache import cached_simulate_many
+        calls = []
+        real = engines.simulate_many
+        engines.simulate_many = lambda cfgs, **kw: calls.append(1) or real(cfgs, **kw)
+        cfg = SimConfig(alpha=0.5, n=6, d=16, layers=2, samples=200_000, seed=9)
+        res = cached_simulate_many([cfg], cache={str(tmp_path)!r})[0]
+        print(len(calls), repr(float(res.recency_probability[1])))
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0].split() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sorted(int(o[0]) for o in outs) == [0, 1]               # one computed, one loaded
+    assert outs[0][1] == outs[1][1]                                # the same numbers

@@ -1,122 +1,238 @@
-"""Never serve notebook results computed with an older ``recency_lib``.
+"""Execute what changed, only that, on every core; never serve a stale page.
 
-myst-nb's jupyter-cache keys a notebook by its code cells, cell metadata and kernelspec,
-not by the modules it imports: after an edit of ``recency_lib`` a cached chapter would
-still show the old numbers and figures, and Sphinx would not even re-read it.
+myst-nb's jupyter-cache keys a notebook by its code cells, cell metadata and kernelspec, not by the
+modules it imports: after an edit of ``recency_lib`` a cached chapter would still show the old numbers
+and figures, and Sphinx would not even re-read it. This extension, at the start of every build:
 
-This extension hashes the sources it watches (config ``fresh_cache_watch``: folders or
-files relative to the Sphinx source folder; default ``["../recency_lib"]``; the files
-matching ``fresh_cache_patterns``, default ``["*.py"]``) at the start of every build, and
+1. **Dependencies per page.** For each notebook of the book it hashes what its output depends on
+   besides its own cells: the ``recency_lib`` modules its code imports, with everything they import
+   (``recency_lib.grid.template_modules``: the same import closure the results cache uses), the
+   package's data files (the explorer's script and style), and every notebook of the book folder its
+   code names (Appendix B runs ``setting_template.ipynb``), with that notebook's modules in turn.
+   A page whose hash changed loses its jupyter-cache record and is re-read; the others are kept.
+   So an edit of ``plotting.py`` re-executes the pages that import it (their simulations come back
+   from the results cache, whose key covers only what a simulation runs); an edit of the kernel
+   re-executes every page that simulates, and the results cache recomputes.
+2. **Parallel execution.** The notebooks that have no cached result are executed before Sphinx
+   reads anything, ``fresh_cache_workers`` at a time (default: the CPUs this process may use),
+   longest first (by the time each took last), each in its own process and kernel, and their
+   outputs stored in the jupyter-cache; myst-nb then finds every page cached. A notebook that
+   fails here is left uncached, so myst-nb executes it again while reading and reports the error
+   the usual way (``raise_on_error`` fails the build).
 
-* keeps the hash of the sources that produced the cached results in a stamp file inside
-  the jupyter-cache folder; when it differs (or is missing), the whole jupyter-cache is
-  deleted before anything is read, so every notebook is executed again;
-* keeps the hash that the current pages were built with in the Sphinx environment; when
-  it differs, ``env-get-outdated`` returns every page (not only the notebooks: pages that
-  show glued numbers of other pages must be rebuilt as well) so all are re-read.
-
-With nothing changed, nothing is re-executed and the build stays incremental.
+Stamps (hash and last execution time per page) live in ``fresh_cache.json`` in the jupyter-cache
+folder; a build with nothing changed executes nothing and re-reads nothing.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import os
-import shutil
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
 STAMP = "fresh_cache.json"
+RUNNER = Path(__file__).with_name("run_notebook.py")
 
 
-def source_hash(roots: list[Path], patterns: list[str]) -> str:
-    """sha256 over the sorted (relative path, content) pairs of the watched files."""
+# -- what a page depends on ------------------------------------------------------------------------
+
+def _package_root() -> Path:
+    import recency_lib
+
+    return Path(recency_lib.__file__).resolve().parent
+
+
+def _module_files(modules) -> list[Path]:
+    root = _package_root()
+    out = []
+    for m in modules:
+        base = root.joinpath(*m.split(".")) if m else root
+        for p in (base.with_suffix(".py"), base / "__init__.py"):
+            if p.is_file():
+                out.append(p)
+                break
+    return out
+
+
+def _data_files() -> list[Path]:
+    """Files of the package that are not Python (read at run time, e.g. the explorer's assets)."""
+    root = _package_root()
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")
+                  and "__pycache__" not in p.parts and not p.name.startswith("."))
+
+
+def _named_notebooks(path: Path) -> list[Path]:
+    """Other notebooks of the same folder that ``path``'s code names (e.g. a papermill template)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = "\n".join("".join(c.get("source", "")) for c in nb.get("cells", []) if c.get("cell_type") == "code")
+    names = set(re.findall(r"([\w-]+\.ipynb)", code)) - {path.name}
+    return sorted(p for p in (path.parent / n for n in names) if p.is_file())
+
+
+def dependency_hash(path: Path) -> str:
+    """sha256 over what the output of notebook ``path`` depends on besides its own cells."""
+    from recency_lib.grid import template_modules
+
     h = hashlib.sha256()
-    for root in roots:
-        h.update(f"root:{root.name}\0".encode())
-        if root.is_file():
-            files = [root]
-            base = root.parent
-        elif root.is_dir():
-            files = []
-            for dirpath, dirnames, filenames in os.walk(root):
-                dirnames[:] = sorted(
-                    d for d in dirnames if d != "__pycache__" and not d.startswith(".")
-                )
-                for name in filenames:
-                    if any(fnmatch.fnmatch(name, p) for p in patterns):
-                        files.append(Path(dirpath, name))
-            base = root
-        else:
-            h.update(b"missing\0")
+    seen: set[Path] = set()
+    todo = [path]
+    files: set[Path] = set(_data_files())
+    while todo:
+        nb = todo.pop()
+        if nb in seen:
             continue
-        for f in sorted(files, key=lambda p: p.relative_to(base).as_posix()):
-            h.update(f.relative_to(base).as_posix().encode() + b"\0")
-            h.update(hashlib.sha256(f.read_bytes()).digest())
+        seen.add(nb)
+        files.update(_module_files(template_modules(nb)))
+        if nb != path:
+            files.add(nb)                       # a named notebook's cells are inputs too
+        todo.extend(_named_notebooks(nb))
+    root = _package_root().parent
+    for f in sorted(files):
+        rel = f.relative_to(root) if f.is_relative_to(root) else Path(f.name)
+        h.update(rel.as_posix().encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
     return h.hexdigest()
 
 
-def _cache_dir(app: Sphinx) -> Path | None:
+# -- the book's notebooks -----------------------------------------------------------------------
+
+def _toc_notebooks(app: Sphinx) -> dict[str, Path]:
+    """docname -> path of every notebook page of the book."""
+    src = Path(app.srcdir)
+    out = {}
+    for path in sorted(src.rglob("*.ipynb")):
+        rel = path.relative_to(src)
+        if any(part.startswith(("_", ".")) for part in rel.parts):
+            continue
+        docname = rel.with_suffix("").as_posix()
+        if not _in_toc(app, docname):
+            continue
+        out[docname] = path
+    return out
+
+
+def _in_toc(app: Sphinx, docname: str) -> bool:
+    toc = getattr(app.config, "external_toc_path", None)
+    path = Path(app.srcdir, toc) if toc else Path(app.srcdir, "_toc.yml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return True
+    return re.search(rf"(?m)^\s*(-\s*)?(file|root):\s*{re.escape(docname)}(\.ipynb)?\s*$", text) is not None
+
+
+def _cache(app: Sphinx):
     cfg = getattr(app.env, "mystnb_config", None)
     if cfg is None or cfg.execution_mode != "cache":
-        return None
-    return Path(cfg.execution_cache_path or ".jupyter_cache")
+        return None, None
+    from jupyter_cache import get_cache
 
+    path = Path(cfg.execution_cache_path or ".jupyter_cache")
+    return get_cache(str(path)), cfg
+
+
+def _record(cache, nb):
+    try:
+        return cache.match_cache_notebook(nb)
+    except KeyError:
+        return None
+
+
+# -- the build hooks --------------------------------------------------------------------------------
 
 def on_builder_inited(app: Sphinx) -> None:
     # Simulation results shared by the chapters (recency_lib.cache) live beside the execution
     # cache, keyed by config and library source; kernels inherit this variable.
     os.environ.setdefault("RECENCY_LIB_CACHE", str(Path(app.outdir).parent / ".recency_cache"))
-    roots = [Path(app.srcdir, p).resolve() for p in app.config.fresh_cache_watch]
-    current = source_hash(roots, list(app.config.fresh_cache_patterns))
-    app._fresh_cache_hash = current  # type: ignore[attr-defined]
-    logger.info("fresh_cache: sources %s hash %s", [str(r) for r in roots], current[:12])
-
-    cache = _cache_dir(app)
+    app._fresh_cache_changed = set()  # type: ignore[attr-defined]
+    cache, cfg = _cache(app)
     if cache is None:
         return
-    stamp = cache / STAMP
+    stamp_path = Path(cache.path) / STAMP
     try:
-        previous = json.loads(stamp.read_text())["hash"]
-    except (OSError, ValueError, KeyError):
-        previous = None
-    if previous == current:
-        return
-    if cache.exists():
-        logger.info(
-            "fresh_cache: watched sources changed (%s -> %s): clearing jupyter-cache %s",
-            (previous or "unknown")[:12], current[:12], cache,
-        )
-        shutil.rmtree(cache)
-    cache.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(json.dumps({"hash": current, "watch": app.config.fresh_cache_watch}))
+        stamps = json.loads(stamp_path.read_text())
+        stamps = stamps if isinstance(stamps, dict) and stamps.get("format") == 2 else {}
+    except (OSError, ValueError):
+        stamps = {}
+    pages = stamps.setdefault("pages", {})
+    stamps["format"] = 2
+
+    todo = []                                               # (docname, path, notebook) without a result
+    for docname, path in _toc_notebooks(app).items():
+        current = dependency_hash(path)
+        nb = nbformat.read(str(path), as_version=4)
+        record = _record(cache, nb)
+        old = pages.get(docname, {})
+        if old.get("hash") != current:
+            if record is not None:
+                cache.remove_cache(record.pk)
+                record = None
+            if "hash" in old:
+                app._fresh_cache_changed.add(docname)  # type: ignore[attr-defined]
+                logger.info("fresh_cache: %s: its dependencies changed, executing it again", docname)
+            pages[docname] = {**old, "hash": current}
+        if record is None:
+            todo.append((docname, path, nb))
+    stamp_path.parent.mkdir(parents=True, exist_ok=True)
+    stamp_path.write_text(json.dumps(stamps, indent=1))
+
+    workers = app.config.fresh_cache_workers or len(os.sched_getaffinity(0))
+    if len(todo) < 2 or workers < 2:
+        return                                              # myst-nb executes it (or them) in turn
+    todo.sort(key=lambda t: -pages.get(t[0], {}).get("seconds", 60.0))   # longest first
+    logger.info("fresh_cache: executing %d notebooks, %d at a time", len(todo), workers)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="fresh_cache_") as tmp, ThreadPoolExecutor(workers) as pool:
+        jobs = [(t, pool.submit(_execute, t[1], Path(tmp) / f"{i}.ipynb", cfg.execution_timeout))
+                for i, t in enumerate(todo)]
+        for (docname, path, _), job in jobs:
+            executed, seconds, error = job.result()
+            if executed is None:
+                logger.info("fresh_cache: %s failed (%s); it runs again while reading", docname, error)
+                continue
+            from jupyter_cache.base import CacheBundleIn
+
+            cache.cache_notebook_bundle(CacheBundleIn(executed, str(path), data={"execution_seconds": seconds}),
+                                        check_validity=False, overwrite=True)
+            pages[docname]["seconds"] = round(seconds, 2)
+            logger.info("fresh_cache: executed %s in %.1f s", docname, seconds)
+    stamp_path.write_text(json.dumps(stamps, indent=1))
+    logger.info("fresh_cache: %d notebooks executed in %.1f s", len(todo), time.perf_counter() - t0)
+
+
+def _execute(path: Path, out: Path, timeout):
+    """Run ``path`` in its own process (book/_ext/run_notebook.py); (notebook or None, seconds, error)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(RUNNER), str(path), str(out), str(timeout or -1)],
+                          cwd=path.parent, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0 or not out.is_file():
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        return None, seconds, tail[0][:300]
+    return nbformat.read(str(out), as_version=4), seconds, None
 
 
 def on_env_get_outdated(app: Sphinx, env, added, changed, removed) -> list[str]:
-    current = app._fresh_cache_hash  # type: ignore[attr-defined]
-    previous = getattr(env, "fresh_cache_hash", None)
-    env.fresh_cache_hash = current
-    if previous == current:
-        return []
-    docs = sorted(set(env.found_docs) - set(removed) - set(added) - set(changed))
-    if docs:
-        logger.info(
-            "fresh_cache: watched sources changed (%s -> %s): re-reading %d more pages",
-            (previous or "unknown")[:12], current[:12], len(docs),
-        )
-    return docs
+    """Pages whose dependencies changed are read again (their notebooks were executed again)."""
+    redo = set(getattr(app, "_fresh_cache_changed", ())) & set(env.found_docs)
+    return sorted(redo - set(added) - set(changed) - set(removed))
 
 
 def setup(app: Sphinx):
-    app.add_config_value("fresh_cache_watch", ["../recency_lib"], "env", [list])
-    app.add_config_value("fresh_cache_patterns", ["*.py"], "env", [list])
+    app.add_config_value("fresh_cache_workers", 0, "env", [int])   # 0: the CPUs this process may use
     # after myst-nb's builder-inited handler, which resolves the jupyter-cache path
     app.connect("builder-inited", on_builder_inited, priority=900)
     app.connect("env-get-outdated", on_env_get_outdated)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}
