@@ -49,11 +49,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from recency_lib import closedforms
-    from recency_lib.kernels import kernel_name, warm_up
+    from recency_lib.engines import warm_up
 
     t0 = time.perf_counter()
-    if kernel_name() == "numba":
-        warm_up()
+    warm_up()                                        # loads the C kernel; a no-op without it
     print(f"import + kernel load: {time.perf_counter() - t0:.1f} s")
     modes = [("2 workers", 2)] + ([("serial", None)] if args.serial else [])
     walls = {name: [] for name, _ in modes}
