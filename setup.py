@@ -20,7 +20,13 @@ NATIVE = ["-march=native"]
 
 
 class BuildKernel(build_ext):
-    """build_ext that retries without -march=native and never fails the install."""
+    """build_ext that retries without -march=native and never fails the install: an extension that
+    does not compile is dropped from the build's outputs (so pip installs the rest)."""
+
+    def build_extensions(self):
+        self.failed = []
+        super().build_extensions()
+        self.extensions = [ext for ext in self.extensions if ext not in self.failed]
 
     def build_extension(self, ext):
         for extra in (NATIVE, []):
@@ -29,6 +35,7 @@ class BuildKernel(build_ext):
                 return super().build_extension(ext)
             except Exception as exc:   # a compiler error: CompileError, or DistutilsExecError on some setups
                 last = exc
+        self.failed.append(ext)
         print(f"recency_lib: the C kernel was not built ({last}); recency_lib will run its numpy path",
               file=sys.stderr)
 
