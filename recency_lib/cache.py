@@ -186,6 +186,42 @@ def cache_key(cfg: SimConfig, z: float = 3.0) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
+def entry_meta(path) -> dict | None:
+    """The metadata of a cache entry (config, z, engine, elapsed_seconds, library_version, ...), read
+    without its arrays; None when the file is not a readable entry."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"][()]))
+        return meta if isinstance(meta, dict) and isinstance(meta.get("config"), dict) else None
+    except Exception:          # unreadable, damaged, not an entry: nothing this build can use
+        return None
+
+
+def usable_entries(cache=None) -> tuple[list[dict], int]:
+    """The entries of the cache folder that this build would serve, and how many other files it holds.
+
+    An entry is served only under the key that its config and z give with the current source and
+    kernel (:func:`cache_key`), so entries written by other library versions or by the other kernel
+    stay in the folder but are never used; they are counted, not listed. Returns (metadata of every
+    usable entry with its "config" as a SimConfig, in file-name order; the number of other files)."""
+    folder = cache_dir(cache)
+    usable, other = [], 0
+    for path in sorted(folder.glob("*.npz")) if folder.is_dir() else []:
+        meta = entry_meta(path)
+        try:
+            cfg = SimConfig.from_dict(meta["config"]) if meta else None
+            ok = cfg is not None and cache_key(cfg, float(meta.get("z", 3.0))) == path.stem
+        except (ValueError, TypeError):
+            ok = False
+        if ok:
+            usable.append({**meta, "config": cfg})
+        else:
+            other += 1
+    return usable, other
+
+
 def _entry(cfg, z: float, cache) -> Path:
     """The entry's path, after checking (before any work) that the cache can store it."""
     if not isinstance(cfg, SimConfig):

@@ -120,6 +120,23 @@ def alpha_label(alpha: float) -> str:
     return f"α = {a:g}"
 
 
+#: Colour map of ordered series other than alpha (layers, sequence lengths, query positions):
+#: dark purple for the first, orange for the last (its light yellow end is left out).
+ORDER_CMAP = "plasma"
+_ORDER_SPAN = (0.0, 0.8)
+
+
+def ordered_colour(k: int, count: int) -> tuple[float, float, float, float]:
+    """The colour of the ``k``-th (0-based) of ``count`` ordered series (layer 1..L, the lengths of a
+    sweep, query positions): evenly spaced on :data:`ORDER_CMAP`, never the alpha colours."""
+    import matplotlib as mpl
+
+    count = check_int("count", count, 1)
+    k = check_int("k", k, 0, count - 1)
+    lo, hi = _ORDER_SPAN
+    return tuple(mpl.colormaps[ORDER_CMAP](lo + (hi - lo) * (k / (count - 1) if count > 1 else 0.0)))
+
+
 # -- names of the model variants ------------------------------------------------------------------------
 
 _NORM_NAMES = {"layernorm": "LayerNorm", "rms": "RMSNorm", "none": "no normalization"}

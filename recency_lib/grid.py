@@ -7,7 +7,7 @@ of parameters. :func:`run_setting` executes it with papermill and leaves, in ``o
 * ``<slug>.json``  -- its result, ``SimResult.save`` (lossless; read back with ``SimResult.load``);
 * ``<slug>.key``   -- a JSON sidecar: the run key, the inputs it was computed from, the runtime.
 
-The slug spells out every parameter (``a0.2-g1-layernorm-n10-d64-L4-s100000-seed0-z3``).
+The slug spells out every parameter (``a0.2-g1-layernorm-n10-d64-L4-s100000-seed0``).
 
 Reruns only when an input changed: the key is a sha256 of the template file's bytes, the
 parameters (defaults of the template filled in, types normalized), the kernel name and
@@ -25,9 +25,9 @@ running kernels down and remove the staging folder (then the signal takes its co
 staging folder left by a driver killed outright (SIGKILL) is removed by the next run in the
 same ``out_dir`` (:func:`recency_lib.files.staging_dir`).
 
-Parameters are validated before any work (:func:`validate_params`: ``SimConfig`` rules, ``z`` > 0,
-no unknown names; ``out_dir``, ``kernel``, ``timeout``, ``workers``): a bad setting raises
-``ValueError`` and nothing is written.
+Parameters are validated before any work (:func:`validate_params`: ``SimConfig`` rules and the
+template's own (:data:`TEMPLATE_MINIMA`), no unknown names; ``out_dir``, ``kernel``, ``timeout``,
+``workers``): a bad setting raises ``ValueError`` and nothing is written.
 
     from recency_lib import SimResult
     from recency_lib.grid import run_grid
@@ -54,13 +54,16 @@ from . import cache
 from .config import SimConfig
 from .files import Terminated, atomic_write_text, check_output_path, signals_as_exceptions, staging_dir
 from .result import SimResult
-from .validation import check_bool, check_int, check_real, check_z, short
+from .validation import check_bool, check_int, check_real, short
 
-#: Parameters of the template that describe the setting (all of SimConfig's but engine/eps, and z).
-SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed", "z")
+#: Parameters of the template that describe the setting (all of SimConfig's but engine/eps).
+SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed")
+#: What the template needs beyond SimConfig's rules: three tokens (the recency probability) and two
+#: layers (h(j) is read from the first layer's output, Definition 1 matters from layer 2 on).
+TEMPLATE_MINIMA = {"n": 3, "layers": 2}
 #: Parameters the driver sets itself.
 DRIVER_PARAMS = ("result_path",)
-KEY_FORMAT = "recency_lib.grid/1"
+KEY_FORMAT = "recency_lib.grid/2"
 
 
 # -- validation --------------------------------------------------------------------------------
@@ -101,8 +104,9 @@ def validate_params(params: dict, template=None) -> dict:
     """Check one setting and return it complete and normalized (builtin int/float/str).
 
     Missing parameters take the template's defaults (``template`` given) or SimConfig's.
-    Raises ValueError (SimConfig's message, e.g. "alpha=1.5 is out of range; ...") before any
-    work is done; unknown names and ``result_path`` (set by the driver) are rejected too.
+    Raises ValueError (SimConfig's message, e.g. "alpha=1.5 is out of range; ...", or the
+    template's, :data:`TEMPLATE_MINIMA`) before any work is done; unknown names and
+    ``result_path`` (set by the driver) are rejected too.
     """
     if not isinstance(params, dict):
         raise ValueError(f"params={short(params)} is not a dict; allowed: a dict of {', '.join(SETTING_PARAMS)}")
@@ -114,21 +118,21 @@ def validate_params(params: dict, template=None) -> dict:
             raise ValueError(f"template={short(str(template))} lacks the parameter(s) {sorted(missing)}; "
                              f"allowed: a template with parameters {', '.join(SETTING_PARAMS)}")
     else:
-        defaults = {**SimConfig().to_dict(), "z": 3.0}
+        defaults = SimConfig().to_dict()
     unknown = [k for k in params if k not in allowed]
     if unknown:
         extra = " (set by the driver)" if set(unknown) & set(DRIVER_PARAMS) else ""
         raise ValueError(f"unknown parameter(s) {short(unknown)}{extra}; allowed: {', '.join(SETTING_PARAMS)}")
     full = {k: params.get(k, defaults[k]) for k in SETTING_PARAMS}
-    cfg = SimConfig(**{k: full[k] for k in SETTING_PARAMS if k != "z"})
-    out = {k: getattr(cfg, k) for k in SETTING_PARAMS if k != "z"}
-    out["z"] = check_z(full["z"])
-    return out
+    cfg = SimConfig(**full)
+    for name, lo in TEMPLATE_MINIMA.items():
+        check_int(name, getattr(cfg, name), lo)
+    return {k: getattr(cfg, k) for k in SETTING_PARAMS}
 
 
 def config_of(params: dict) -> SimConfig:
     """The SimConfig of a validated setting."""
-    return SimConfig(**{k: params[k] for k in SETTING_PARAMS if k != "z"})
+    return SimConfig(**{k: params[k] for k in SETTING_PARAMS})
 
 
 # -- names and keys ----------------------------------------------------------------------------
@@ -145,7 +149,7 @@ def slug(params: dict) -> str:
     """File stem of a validated setting; every parameter appears, so distinct settings never collide."""
     p = params
     return (f"a{_num(p['alpha'])}-g{_num(p['gamma'])}-{p['norm']}-n{p['n']}-d{p['d']}-L{p['layers']}"
-            f"-s{p['samples']}-seed{p['seed']}-z{_num(p['z'])}")
+            f"-s{p['samples']}-seed{p['seed']}")
 
 
 def template_modules(template) -> tuple[str, ...]:
@@ -248,15 +252,24 @@ _LIVE_KERNELS: set = set()            # kernel managers of running settings (to 
 _LIVE_LOCK = threading.Lock()
 
 
+def _shutdown(km) -> None:
+    """Stop the kernel of ``km`` (an AsyncKernelManager: its methods are coroutines, run here to the
+    end, also from a thread that has an event loop running) if it is still alive."""
+    from jupyter_core.utils import run_sync
+
+    try:
+        if run_sync(km.is_alive)():
+            run_sync(km.shutdown_kernel)(now=True)
+    except Exception:           # already gone
+        pass
+
+
 def _stop_kernels() -> None:
     """Shut down every running setting's kernel now (their runs then fail and clean up)."""
     with _LIVE_LOCK:
         kms = list(_LIVE_KERNELS)
     for km in kms:
-        try:
-            km.shutdown_kernel(now=True)
-        except Exception:       # already gone
-            pass
+        _shutdown(km)
 
 
 def _template_path(template) -> Path:
@@ -359,6 +372,7 @@ def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force
         finally:
             with _LIVE_LOCK:
                 _LIVE_KERNELS.discard(km)
+            _shutdown(km)       # nbclient leaves a kernel it was handed running (it does not own it)
         seconds = time.perf_counter() - start
         if not staged_res.is_file():
             raise RuntimeError(f"{template.name} ran for {name} but wrote no result file "
@@ -453,3 +467,32 @@ def simulated_h(res: SimResult, state: int = 1) -> tuple[np.ndarray, np.ndarray]
     sem = h * 0.5 * np.sqrt((s[0] / m[0]) ** 2 + (s / m) ** 2)
     sem[0] = 0.0
     return h, sem
+
+
+def results_by_gamma(runs) -> dict[float, dict[float, SimResult]]:
+    """The result files of ``runs`` (SettingRuns of one n, d, layers, norm), loaded and arranged as
+    {gamma: {alpha: SimResult}} in the runs' order: Appendix B's grids (gamma 0: Figure 3, gamma 1:
+    Figures 4-5)."""
+    out: dict[float, dict[float, SimResult]] = {}
+    for run in runs:
+        out.setdefault(run.params["gamma"], {})[run.params["alpha"]] = run.load()
+    return out
+
+
+def run_rows(runs, start=None) -> list[dict]:
+    """One table row per run: its alpha and gamma, links that download its executed notebook and its
+    result file ({download} roles, paths relative to ``start``, default the working directory, as a
+    page that includes the table is built from there), the papermill runtime and whether this
+    execution ran it ("executed") or found it up to date."""
+    from .report import num
+
+    base = Path.cwd() if start is None else Path(start)
+
+    def link(path: Path, text: str) -> str:
+        rel = Path(os.path.relpath(Path(path).resolve(), base.resolve())).as_posix()
+        return f"{{download}}`{text} <{rel}>`"
+
+    return [{"α": f"{r.params['alpha']:g}", "γ": f"{r.params['gamma']:g}",
+             "executed notebook": link(r.notebook, "notebook"), "result file": link(r.result, "JSON"),
+             "papermill runtime": f"{num(r.seconds, 2)} s", "this build": "executed" if r.status == "ran" else "up to date"}
+            for r in runs]

@@ -26,9 +26,11 @@ DIAGONAL_GID = "excluded_diagonal"  # gid of the hatched diagonal cells
 RASTER_ABOVE_N = 40                 # heatmaps with more tokens are embedded as a bitmap in the SVG
 SHARE_MODES = ("auto", "row", "all", "none")
 
-__all__ = ["book_style", "subplots", "glue_figure", "score_heatmap", "score_grid", "h_curve",
-           "errorbar_points", "theory_vs_simulation", "recency_by_layer", "row_profile",
-           "offset_profiles", "rp_text", "pm"]
+__all__ = ["book_style", "subplots", "panels", "heatmap_subplots", "panel_axes", "glue_figure", "score_heatmap",
+           "score_grid", "h_curve", "errorbar_points", "theory_vs_simulation", "recency_by_layer", "row_profile",
+           "offset_profiles", "ordered_colourbar", "recency_dots", "recency_by_length", "binned_profiles",
+           "rp_text", "pm", "closed_form", "reference_line", "size_axis", "upper_limits", "trend_reach",
+           "versus_d", "h_panel", "style_legend"]
 
 
 # -- style and figures ---------------------------------------------------------------------------
@@ -73,6 +75,40 @@ def subplots(nrows: int = 1, ncols: int = 1, *, height_ratio: float | None = Non
         height_ratio = 0.62 if nrows == ncols == 1 else min(3.0, 0.8 * nrows / ncols)
     kw.setdefault("layout", "constrained")
     return plt.subplots(nrows, ncols, figsize=cv.figure_size(height_ratio, width), **kw)
+
+
+def heatmap_subplots(rows: int, cols: int, **kw):
+    """:func:`subplots` for a grid of score heatmaps (:func:`score_grid`): panels about square with
+    room for the colour bars, the figure at most four times as high as wide."""
+    rows, cols = check_int("rows", rows, 1), check_int("cols", cols, 1)
+    return subplots(rows, cols, height_ratio=min(4.0, 1.15 * rows / cols), squeeze=False, **kw)
+
+
+def panel_axes(count: int, *, max_cols: int = 4, height_ratio: float | None = None):
+    """:func:`panels` for chapter 6's figures: rows of at most ``max_cols`` panels, about square
+    (``height_ratio``: the figure's height / width instead). Returns (fig, list of ``count`` Axes)."""
+    count, max_cols = check_int("count", count, 1), check_int("max_cols", max_cols, 1)
+    cols = min(count, max_cols)
+    rows = -(-count // cols)
+    ratio = 1.1 if height_ratio is None else float(height_ratio) * cols / rows
+    return panels(count, max_cols=max_cols, panel_ratio=ratio)
+
+
+def panels(count: int, *, max_cols: int = 3, panel_ratio: float = 1.0, **kw):
+    """``count`` panels as wide as the column, at most ``max_cols`` side by side (a chapter whose
+    number of layers is a parameter gets as many rows as it needs); ``panel_ratio`` is one panel's
+    height / width. The unused cells of the last row are hidden. Returns (fig, list of ``count``
+    Axes, in reading order)."""
+    count = check_int("count", count, 1)
+    max_cols = check_int("max_cols", max_cols, 1)
+    cols = min(max_cols, count)
+    rows = -(-count // cols)
+    ratio = min(4.0, panel_ratio * rows / cols)
+    fig, axes = subplots(rows, cols, height_ratio=ratio, squeeze=False, **kw)
+    flat = list(axes.flat)
+    for ax in flat[count:]:
+        ax.set_visible(False)
+    return fig, flat[:count]
 
 
 def glue_figure(key: str, fig) -> None:
@@ -405,7 +441,8 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
     if keys < 1:
         raise ValueError(f"i={i!r} has no off-diagonal keys; allowed: i in [2, {n}], or include_diagonal=True")
     j = np.arange(1, keys + 1)
-    kw.setdefault("fmt", "o-")
+    if not ("marker" in kw or "linestyle" in kw):        # a setting's style (conventions.variant_style) has its own
+        kw.setdefault("fmt", "o-")
     errorbar_points(j, s[i - 1, :keys], e[i - 1, :keys], ax, label=label, z=z, **kw)
     ax.set_xticks(j if keys <= 12 else np.unique([1, keys // 2, keys]))
     ax.set_xlabel("key j")
@@ -413,13 +450,14 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
     return ax
 
 
-def offset_profiles(score_mean, score_sem, ax, *, z=1.0, cmap="viridis"):
+def offset_profiles(score_mean, score_sem, ax, *, z=1.0, cmap=None):
     """Every query row's mean scores against the offset i - j (1..i-1), with +/- z SEM bars.
 
     A relative bias (a function of i - j only) would collapse all rows onto one curve; rows that
     stay apart show that the bias depends on absolute positions (Sec. 4 of the paper). One series
-    per query i = 2..n, coloured from ``cmap`` by i and labelled "i = <i>". The diagonal
-    (offset 0) is left out, as in the heatmaps. Returns ``ax``.
+    per query i = 2..n, coloured by i (conventions.ordered_colour; :func:`ordered_colourbar` draws
+    the key; ``cmap``, a matplotlib colormap name, colours from it instead) and labelled "i = <i>".
+    The diagonal (offset 0) is left out, as in the heatmaps. Returns ``ax``.
     """
     import matplotlib as mpl
 
@@ -430,12 +468,249 @@ def offset_profiles(score_mean, score_sem, ax, *, z=1.0, cmap="viridis"):
     n = s.shape[0]
     if n < 2:
         raise ValueError(f"score_mean has shape {s.shape}; allowed: n >= 2 (an off-diagonal key must exist)")
-    colours = mpl.colormaps[cmap](np.linspace(0.0, 0.9, n - 1))
+    own = None if cmap is None else mpl.colormaps[cmap](np.linspace(0.0, 0.9, n - 1))
     for i in range(2, n + 1):                                        # 1-based query
         j = np.arange(i - 1, 0, -1)                                  # keys i-1 .. 1
+        colour = cv.ordered_colour(i - 2, n - 1) if own is None else own[i - 2]
         errorbar_points(i - j, s[i - 1, j - 1], e[i - 1, j - 1], ax, label=f"i = {i}", z=z, fmt="o-",
-                        color=colours[i - 2], markersize=3, capsize=2, linewidth=1)
+                        color=colour, markersize=3, capsize=2, linewidth=1)
     ax.set_xticks(np.arange(1, n) if n <= 13 else np.unique([1, n // 2, n - 1]))
     ax.set_xlabel("offset i \u2212 j")
     ax.set_ylabel("mean score")
     return ax
+
+
+# -- quantities against the hidden size (Theorem 1 and Proposition 1, issue 11) --------------------
+
+def closed_form(x, y, ax, *, kind="corrected", label=None, **kw):
+    """A closed form as a line in the book's style: ``kind`` "printed" (dashed, conventions.AS_PRINTED)
+    or "corrected" (solid, CORRECTED). Extra keywords go to ``ax.plot``. Returns ``ax``."""
+    xx = _vector("x", x)
+    yy = _vector("y", y, xx.size)
+    style = dict(_KINDS[check_choice("kind", kind, ("printed", "corrected"))])
+    style.update(kw)
+    ax.plot(xx, yy, label=label, **style)
+    return ax
+
+
+def reference_line(ax, y: float = 0.0, *, label=None):
+    """A horizontal "no effect" line at ``y`` (conventions.REFERENCE: thin grey dots). Returns ``ax``."""
+    ax.axhline(float(y), label=label, **cv.REFERENCE)
+    return ax
+
+
+def size_axis(ax, ds, *, log_y: bool = False):
+    """The hidden size d on a log2 x axis with a tick at each of ``ds``; ``log_y``: a log y axis too.
+    Returns ``ax``."""
+    d = _vector("ds", ds)
+    if np.any(d <= 0):
+        raise ValueError(f"ds={d.tolist()!r} has entries <= 0; allowed: hidden sizes > 0")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(d, [f"{v:g}" for v in d])
+    ax.minorticks_off()
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel("hidden size d")
+    return ax
+
+
+def upper_limits(x, bound, ax, *, label=None, **kw):
+    """Upper limits at ``bound`` (e.g. an unresolved estimate plus 2 SE): open markers with a
+    downward arrow. Extra keywords (e.g. ``color``) go to ``ax.errorbar``. Returns ``ax``."""
+    xx = _vector("x", x)
+    bb = _vector("bound", bound, xx.size)
+    kw.setdefault("fmt", "v")
+    kw.setdefault("markerfacecolor", "white")
+    kw.setdefault("markersize", 5)
+    ax.errorbar(xx, bb, yerr=0.35 * bb, uplims=True, label=label, capsize=0, elinewidth=1.0, **kw)
+    return ax
+
+
+def trend_reach(reach, ax, *, eq5=None, colour="C0"):
+    """Theorem 1's trend (the mean step of S^(2) between earlier keys) against d, from
+    :func:`recency_lib.claims.theorem1_reach` records (anything with ``d``, ``trend``, ``trend_se``,
+    ``resolved`` and ``plain_se``): the control-variate trend as points +/- 1 SE where resolved and
+    as an upper limit (trend + 2 SE) where not; twice the plain estimator's SE (what plain
+    averaging can resolve) as a grey line; ``eq5`` = (d grid, trend), the prediction as printed
+    (dashed). Log-log axes. Returns ``ax``."""
+    rows = sorted(reach, key=lambda r: r.d)
+    if not rows:
+        raise ValueError("reach is empty; allowed: one record per hidden size (claims.theorem1_reach)")
+    if eq5 is not None:
+        closed_form(*eq5, ax, kind="printed", color="black", label="Eq. (5)")
+    shown = [r for r in rows if r.resolved]
+    hidden = [r for r in rows if not r.resolved]
+    if shown:
+        errorbar_points([r.d for r in shown], [r.trend for r in shown], [r.trend_se for r in shown], ax,
+                        color=colour, label="simulated, control variates")
+    if hidden:
+        upper_limits([r.d for r in hidden], [max(r.trend, 0.0) + 2 * r.trend_se for r in hidden], ax,
+                     color=colour, label="unresolved: below (+2 SE)")
+    ax.plot([r.d for r in rows], [2 * r.plain_se for r in rows], "-", color="0.6", linewidth=1.2,
+            marker=".", label="2 SE of plain averaging")
+    size_axis(ax, [r.d for r in rows], log_y=True)
+    ax.set_ylabel(r"mean step of $S^{(2)}$")
+    return ax
+
+
+def ordered_colourbar(axes, values, label: str):
+    """A slim colour bar under ``axes`` (one Axes or several) that keys an ordered series coloured
+    with conventions.ordered_colour: one colour per entry of ``values`` (e.g. the queries 2..n of
+    :func:`offset_profiles`), ticked at the first and last value (and the middle for more than 3).
+    Returns the colour bar."""
+    import matplotlib as mpl
+
+    vals = _vector("values", values)
+    k = vals.size
+    cmap = mpl.colors.ListedColormap([cv.ordered_colour(i, k) for i in range(k)])
+    norm = mpl.colors.BoundaryNorm(np.arange(k + 1) - 0.5, k)
+    ax_list = list(np.ravel(np.asarray(axes, dtype=object)))
+    bar = ax_list[0].figure.colorbar(mpl.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax_list, location="bottom",
+                                     fraction=0.05, pad=0.02, aspect=30)
+    ticks = sorted({0, k - 1} | ({(k - 1) // 2} if k > 3 else set()))
+    bar.set_ticks(ticks, labels=[f"{vals[t]:g}" for t in ticks])
+    bar.outline.set_linewidth(0)
+    bar.ax.tick_params(labelsize=cv.SMALL_PT, length=2, pad=1)
+    bar.set_label(label, fontsize=cv.SMALL_PT)
+    return bar
+
+
+def recency_dots(labels, rp, rp_sem, ax, *, z=1.0, show_labels=True):
+    """A dot plot of recency probabilities: one row per setting (``labels``, top to bottom), one dot
+    per layer (columns of ``rp``, coloured by conventions.ordered_colour, side by side within the
+    row), +/- z SEM bars, and the dotted 0.5 "no order" line. ``rp`` and ``rp_sem``: (settings,
+    layers). ``show_labels=False`` leaves the rows unlabelled (a second panel beside the first).
+    Returns ``ax``."""
+    r = np.asarray(rp, dtype=float)
+    e = np.asarray(rp_sem, dtype=float)
+    if r.ndim != 2 or r.shape[0] < 1 or r.shape[1] < 1:
+        raise ValueError(f"rp has shape {r.shape}; allowed: (settings, layers), both >= 1")
+    if e.shape != r.shape:
+        raise ValueError(f"rp_sem has shape {e.shape}; allowed: {r.shape} (same as rp)")
+    if len(labels) != r.shape[0]:
+        raise ValueError(f"labels has length {len(labels)}; allowed: one label per row of rp ({r.shape[0]})")
+    k, L = r.shape
+    rows = np.arange(k)
+    spread = 0.6 / max(1, L)
+    z = check_z(z)
+    style = {key: value for key, value in cv.SIMULATION.items() if key != "fmt"}
+    for l in range(L):
+        ax.errorbar(r[:, l], rows + (l - (L - 1) / 2) * spread, xerr=z * _sem("rp_sem", e[:, l], k), marker="o",
+                    linestyle="none", color=cv.ordered_colour(l, L), label=f"layer {l + 1}", **style)
+    ax.axvline(0.5, label="no order", gid=NO_ORDER_GID, **cv.REFERENCE)
+    ax.set_yticks(rows, list(labels) if show_labels else [""] * k)
+    ax.tick_params(axis="y", length=0)
+    ax.set_ylim(k - 0.5, -0.5)                                        # first setting on top
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel("recency probability")
+    return ax
+
+
+def recency_by_length(lengths, rp, rp_sem, ax, *, z=1.0):
+    """Recency probability against the sequence length n (log axis), one series per layer (columns
+    of ``rp``, (lengths, layers)), coloured by conventions.ordered_colour, +/- z SEM bars, with the
+    dotted 0.5 "no order" line. Returns ``ax``."""
+    x = _vector("lengths", lengths)
+    r = np.asarray(rp, dtype=float)
+    if r.ndim != 2 or r.shape[0] != x.size:
+        raise ValueError(f"rp has shape {r.shape}; allowed: (lengths, layers) = ({x.size}, layers)")
+    L = r.shape[1]
+    e = np.asarray(rp_sem, dtype=float)
+    if e.shape != r.shape:
+        raise ValueError(f"rp_sem has shape {e.shape}; allowed: {r.shape} (same as rp)")
+    for l in range(L):
+        errorbar_points(x, r[:, l], e[:, l], ax, z=z, label=f"layer {l + 1}", color=cv.ordered_colour(l, L),
+                        marker="o", linestyle="-", markersize=4)
+    ax.axhline(0.5, label="no order", gid=NO_ORDER_GID, **cv.REFERENCE)
+    ax.set_xscale("log")
+    ax.set_xticks(x, [f"{v:g}" for v in x])
+    ax.minorticks_off()
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("sequence length n")
+    ax.set_ylabel("recency probability")
+    return ax
+
+
+def binned_profiles(profiles: dict, ax, *, z=1.0):
+    """Binned last-query rows of several sequence lengths on one axis of relative key position:
+    ``profiles`` maps a length n to (centres j / n, mean scores shifted by their row mean, SE bounds)
+    (as :func:`recency_lib.metrics.binned_row` gives them); one series per length, coloured by
+    conventions.ordered_colour in the order given, +/- z bound bars. Returns ``ax``."""
+    if not isinstance(profiles, dict) or not profiles:
+        raise ValueError("profiles is empty; allowed: a dict n -> (centres, means, bounds)")
+    k = len(profiles)
+    for c, (n, (x, m, b)) in enumerate(profiles.items()):
+        errorbar_points(x, m, b, ax, z=z, label=f"n = {n}", color=cv.ordered_colour(c, k), marker=".",
+                        linestyle="-", capsize=2)
+    ax.axhline(0.0, **cv.REFERENCE)
+    ax.set_xlabel("relative key position j / n")
+    ax.set_ylabel("mean score − row mean")
+    return ax
+
+
+# -- hidden size and the key factor (Figures 1 and 2 at other d, Figures 2 and 5) -------------------
+
+def versus_d(ds, mean, sem, ax, *, label=None, reference=None, ylabel=None, z=1.0, **kw):
+    """A quantity against the hidden size d (log axis, ticks at this call's d), points +/- z SEM joined
+    by a line; ``reference`` draws a dotted "no order" / "exact" line at that value (once per Axes);
+    ``sem`` may be None (an exact value). Extra keywords (e.g. ``conventions.variant_style(cfg)``)
+    go to ``ax.errorbar``. Returns ``ax``."""
+    dd = _vector("ds", ds)
+    if np.any(dd <= 0):
+        raise ValueError(f"ds={dd.tolist()!r} has entries <= 0; allowed: hidden sizes > 0")
+    mm = _vector("mean", mean, dd.size)
+    ee = np.zeros(dd.size) if sem is None else _sem("sem", sem, dd.size)
+    if not ("marker" in kw or "linestyle" in kw):
+        kw.setdefault("fmt", "o-")
+    errorbar_points(dd, mm, ee, ax, label=label, z=z, **kw)
+    if reference is not None and not any(line.get_gid() == NO_ORDER_GID for line in ax.get_lines()):
+        ax.axhline(float(reference), gid=NO_ORDER_GID, **cv.REFERENCE)
+    ax.set_xscale("log")
+    ax.set_xticks(dd, [f"{t:g}" for t in dd])
+    ax.minorticks_off()
+    ax.set_xlabel("hidden size d")
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    return ax
+
+
+def h_panel(curves, ax, *, printed=True, corrected=True, color=None, label=None):
+    """One setting's key factor h(j) (Figs. 2 and 5): Eq. (41) as printed (dashed,
+    conventions.AS_PRINTED), the corrected form (solid, conventions.CORRECTED) and the simulated
+    points +/- 1 SE, all in ``color``; ``label`` names the points (e.g. the setting's alpha).
+
+    ``curves``: an object with ``j``, ``sim``, ``sim_se``, ``printed``, ``corrected`` (arrays, the
+    last two None when no closed form applies) and ``normalized`` (claims.HCurves). The printed /
+    corrected lines are drawn when asked for and present. Returns ``ax``."""
+    j = _vector("j", curves.j)
+    for kind, wanted in (("printed", printed), ("corrected", corrected)):
+        values = getattr(curves, kind)
+        if wanted and values is not None:
+            h_curve(j, values, ax, normalize=False, kind=kind, color=color)
+    errorbar_points(j, curves.sim, curves.sim_se, ax, label=label, color=color)
+    ax.set_xticks(j if j.size <= 12 else np.unique([j[0], j[j.size // 2], j[-1]]))
+    ax.set_xlabel("key j")
+    ax.set_ylabel("h(j) / h(1)" if curves.normalized else "√d · h(j)")
+    return ax
+
+
+def style_legend(ax, kinds=("printed", "corrected", "simulation"), **kw):
+    """A legend of the book's line styles in black ("Eq. (41) as printed" dashed, "corrected"
+    solid, "simulation ± 1 SE" points), added next to any legend the Axes already has.
+    Extra keywords go to ``ax.legend``. Returns the legend."""
+    from matplotlib.lines import Line2D
+
+    names = {"printed": ("Eq. (41) as printed", cv.AS_PRINTED), "corrected": ("corrected", cv.CORRECTED),
+             "simulation": ("simulation ± 1 SE", {"linestyle": "none", "marker": "o",
+                                                  "markersize": cv.SIMULATION["markersize"]})}
+    handles = []
+    for kind in kinds:
+        if kind not in names:
+            raise ValueError(f"kinds={kinds!r} is not allowed; allowed: some of {tuple(names)}")
+        text, style = names[kind]
+        handles.append(Line2D([], [], color="black", label=text, **style))
+    old = ax.get_legend()
+    legend = ax.legend(handles=handles, **kw)
+    if old is not None:
+        ax.add_artist(old)
+    return legend

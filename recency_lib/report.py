@@ -102,7 +102,10 @@ def pm(mean, se, *, min_places: int = 0) -> str:
     return _minus(f"({m:.{places}f} {PM} {s:.{places}f}) \u00d7 ") + power_of_ten(k)
 
 
-EXACT_RTOL = 1e-9     # an SE below this fraction of the value (at least 1) is float rounding, not noise
+# An SE below this fraction of the value (at least 1) is float rounding, not noise. Float64 rounding of
+# order-one scores is ~1e-16; a simulated quantity can be far below 1e-9 and still noisy (Theorem 1's
+# trend at d = 256: about 1e-9 +/- 1e-9), so the bound sits well below that and well above rounding.
+EXACT_RTOL = 1e-12
 
 
 def is_exact(value, se) -> bool:
@@ -143,6 +146,21 @@ def count(k) -> str:
 def percent(fraction, sig: int = 2) -> str:
     """A fraction as a percentage: 0.0534 -> "5.3 %"."""
     return f"{num(100 * _finite('fraction', fraction), sig)} %"
+
+
+_UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("days", 86400.0), ("years", 365.25 * 86400.0))
+
+
+def duration(seconds, sig: int = 2) -> str:
+    """A compute time for prose, in the largest unit it reaches (up to years), to ``sig`` significant
+    digits: 42 -> "42 s", 210 -> "3.5 min", 22000 -> "6.1 h", 5e8 -> "16 years"; "∞" when infinite."""
+    seconds = _finite("seconds", seconds)
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError(f"seconds={seconds!r} is out of range; allowed: a duration >= 0")
+    if math.isinf(seconds):
+        return "\u221e"
+    unit, size = next(((u, f) for u, f in reversed(_UNITS) if seconds >= f), _UNITS[0])
+    return f"{num(seconds / size, sig)} {unit}"
 
 
 def zscore(value, se, ref: float = 0.0) -> float:

@@ -122,6 +122,21 @@ def page_source(docname: str, root: Path = REPO) -> Path:
     raise FileNotFoundError(f"no source for toc entry {docname!r} under {root / 'book'}")
 
 
+def execute_page(docname: str, parameters: dict, out_dir: Path) -> list:
+    """Run a chapter through papermill from book/ with ``parameters`` (into ``out_dir``, never over the
+    source) and return the outputs of its code cells (errors raise PapermillExecutionError)."""
+    import nbformat
+    import papermill as pm
+
+    source = page_source(docname)
+    unknown = set(parameters) - set(pm.inspect_notebook(str(source)))
+    assert not unknown, f"{docname}: unknown parameters {sorted(unknown)}"
+    out = Path(out_dir) / f"{docname}.ipynb"
+    pm.execute_notebook(str(source), str(out), parameters=parameters, kernel_name="python3", cwd=str(BOOK),
+                        progress_bar=False)
+    return [o for c in nbformat.read(out, as_version=4).cells if c.cell_type == "code" for o in c.outputs]
+
+
 def markdown_text(path: Path) -> str:
     """The prose of a page: markdown cells of a notebook, or the whole .md/.rst file."""
     if path.suffix == ".ipynb":
@@ -169,3 +184,38 @@ def built_book(book_build: BuildResult) -> BuildResult:
             pytrace=False,
         )
     return book_build
+
+
+# Tests that execute notebooks in Jupyter kernels (papermill) or are slow by design (a fresh interpreter
+# at n = 512 on the numpy path): marked ``book`` too, so ``pytest -m "not book"`` is the library's
+# quick loop. Named here, once, by test function (module::function, parameters aside).
+HEAVY = {
+    "test_notebooks.py::test_notebook_executes_with_small_samples",
+    "test_notebook_rules.py::test_exemplar_runs_with_other_parameters",
+    "test_explorer.py::test_notebook_runs_with_small_samples",
+    "test_explorer.py::test_notebook_rejects_bad_workers",
+    "test_appendix_b.py::test_template_writes_its_result",
+    "test_appendix_b.py::test_bad_parameter_fails_in_first_cell_and_writes_nothing",
+    "test_appendix_b.py::test_driver_skips_unchanged_and_reruns_on_change",
+    "test_hostile_faults.py::test_grid_reruns_a_damaged_result_and_sweeps_dead_staging",
+    "test_hostile_faults.py::test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging",
+    "test_engines.py::test_memory_does_not_grow_with_samples",
+}
+HEAVY_FIXTURES = {"appendix"}      # test_appendix_b.py: the appendix page executed by papermill
+
+
+def _is_heavy(item) -> bool:
+    name = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
+    return name in HEAVY or bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Marks the HEAVY tests ``book``. With pytest-xdist (pytest.ini: ``-n 2 --dist loadgroup``)
+    every test that needs the full book build runs in one worker, so the book is built once per run;
+    the other worker runs the rest meanwhile. (tryfirst: the group must be set before xdist reads it.)"""
+    for item in items:
+        if _is_heavy(item) or item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.book)
+        if "book_build" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("full-book"))

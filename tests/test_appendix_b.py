@@ -14,6 +14,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import papermill
+import psutil
 import pytest
 from papermill.exceptions import PapermillExecutionError
 
@@ -28,7 +29,7 @@ SMALL = 2000
 KERNEL = "python3"
 
 TEMPLATE_DEFAULTS = {"alpha": 0.5, "gamma": 0.0, "norm": "layernorm", "n": 10, "d": 64, "layers": 4,
-                     "samples": 100_000, "seed": 0, "z": 3.0, "result_path": ""}
+                     "samples": 100_000, "seed": 0, "result_path": ""}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -57,7 +58,9 @@ def code_cells(nb):
 
 
 def images(cell) -> int:
-    return sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+    """Figures a cell shows (PNG or SVG; glued ones count where they are glued)."""
+    return sum(any(k.endswith(("image/png", "image/svg+xml")) for k in o.get("data", {}))
+               for o in cell.get("outputs", []))
 
 
 def errors(nb) -> list:
@@ -164,7 +167,9 @@ def test_driver_validates_before_any_work(tmp_path):
     for params, message in [({"alpha": 1.5}, "alpha=1.5 is out of range"),
                             ({"d": 1}, "d=1 is out of range"),
                             ({"norm": "batch"}, "norm='batch' is not allowed"),
-                            ({"z": 0}, "z=0 is out of range"),
+                            ({"layers": 1}, "layers=1 is out of range"),
+                            ({"n": 2}, "n=2 is out of range"),
+                            ({"z": 3}, "unknown parameter"),
                             ({"alpah": 0.2}, "unknown parameter"),
                             ({"result_path": "x.json"}, "set by the driver")]:
         with pytest.raises(ValueError, match=re.escape(message)):
@@ -181,7 +186,7 @@ def test_driver_validates_before_any_work(tmp_path):
 
 def test_slug_names_every_parameter():
     p = grid.validate_params({"alpha": 0.2, "gamma": 1, "samples": 50_000}, TEMPLATE)
-    assert grid.slug(p) == "a0.2-g1-layernorm-n10-d64-L4-s50000-seed0-z3"
+    assert grid.slug(p) == "a0.2-g1-layernorm-n10-d64-L4-s50000-seed0"
     q = grid.validate_params({"alpha": 0.1 + 0.2}, TEMPLATE)         # not exactly 0.3
     assert grid.slug(q) != grid.slug(grid.validate_params({"alpha": 0.3}, TEMPLATE))
     # template defaults fill the gaps: these two are the same setting
@@ -262,6 +267,11 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
         grid.run_setting(template, fresh, params)
     assert list(fresh.iterdir()) == [], "a failed first run leaves nothing behind"
 
+    # every run, good or failed, stopped its kernel (nbclient does not stop a kernel it was handed)
+    kernels = [p for p in psutil.Process().children(recursive=True)
+               if "ipykernel" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE]
+    assert kernels == [], f"kernels left running: {[p.pid for p in kernels]}"
+
 
 # --------------------------------------------------------------------------- the appendix page
 
@@ -285,13 +295,18 @@ def appendix(tmp_path_factory):
     return {"cold": cold, "warm": warm, "gen": gen, "stamps": stamps, "library_edited": edited}
 
 
+FIGURES = ("ab-fig3", "ab-fig4", "ab-fig5", "ab-fig5-raw", "ab-fig5-ratio")
+
+
 def test_appendix_composes_every_figure(appendix):
     nb = appendix["cold"]
     assert errors(nb) == []
-    by_id = {c.id: c for c in nb.cells}
-    for fig in ("fig3", "fig4", "fig5"):
-        assert images(by_id[fig]) == 1, f"{fig} must show exactly one figure"
-    assert sum(images(c) for c in code_cells(nb)) == 3
+    keys = glued(nb)
+    for fig in FIGURES:
+        assert "image/svg+xml" in keys[fig], f"{fig} is not a glued figure"
+    assert sum(images(c) for c in code_cells(nb)) == len(FIGURES)
+    for fig in ("fig-ab-3", "fig-ab-4", "fig-ab-5", "fig-ab-5-raw", "fig-ab-5-ratio"):
+        assert any(f":name: {fig}" in c.source for c in nb.cells if c.cell_type == "markdown"), fig
     streams = [o.text for c in code_cells(nb) for o in c.outputs
                if o.output_type == "stream" and o.name == "stderr"]
     assert streams == [], f"stderr on the page: {streams}"
@@ -303,7 +318,8 @@ def test_appendix_glues_every_number_it_cites(appendix):
     for c in nb.cells:
         if c.cell_type == "markdown":
             cited |= set(re.findall(r"\{glue:text\}`([^`]+)`", c.source))
-            cited |= set(re.findall(r"```\{glue:md\} (\S+)", c.source))
+            cited |= set(re.findall(r"```\{glue:(?:md|figure)\} (\S+)", c.source))
+            cited |= set(re.findall(r"\{glue:md\}`([^`]+)`", c.source))
     keys = glued(nb)
     assert cited and all(k.startswith("ab-") for k in keys)
     assert cited <= set(keys), f"cited but not glued: {sorted(cited - set(keys))}"
@@ -333,3 +349,74 @@ def test_appendix_warm_skips_every_run(appendix):
         pytest.skip("recency_lib's sources changed while the test ran; every run was (rightly) redone")
     assert glue_text(warm, "ab-n-ran") == "0" and glue_text(warm, "ab-n-reused") == "9"
     assert {p.name: p.stat().st_mtime_ns for p in appendix["gen"].iterdir()} == appendix["stamps"]
+
+
+def test_results_by_gamma_and_run_rows(appendix, tmp_path):
+    from pathlib import Path
+
+    gen = appendix["gen"]
+    runs = [grid.SettingRun(p.stem, {"alpha": float(p.stem.split("-")[0][1:]), "gamma": float(p.stem.split("-")[1][1:])},
+                            p, p.with_suffix(".json"), p.with_suffix(".key"), "k", "reused", 1.5)
+            for p in sorted(gen.glob("*.ipynb"))]
+    by = grid.results_by_gamma(runs)
+    assert sorted(by) == [0.0, 1.0] and sorted(by[0.0]) == [0.2, 0.4, 0.6, 0.8] and len(by[1.0]) == 5
+    assert all(r.config.gamma == g and r.config.alpha == a for g in by for a, r in by[g].items())
+    rows = grid.run_rows(runs[:1], start=gen.parent)
+    assert rows[0]["executed notebook"] == f"{{download}}`notebook <{gen.name}/{runs[0].notebook.name}>`"
+    assert rows[0]["result file"].endswith(f"<{gen.name}/{runs[0].result.name}>`")
+    assert rows[0]["papermill runtime"] == "1.5 s" and rows[0]["this build"] == "up to date"
+    assert Path(gen.parent / gen.name / runs[0].result.name).is_file()
+
+
+# --------------------------------------------------------------------------- other parameter values
+
+@pytest.mark.parametrize("params", [
+    {"alpha": 0.3, "gamma": 0.5, "norm": "rms", "n": 4, "d": 16, "layers": 3, "samples": 1500, "seed": 2},
+    {"alpha": 0.0, "gamma": 1.0, "norm": "none", "n": 3, "d": 8, "layers": 6, "samples": 1200, "seed": 5},
+], ids=["rms-gamma0.5-L3", "none-L6"])
+def test_template_runs_with_other_parameters(tmp_path, params):
+    out = run_template(tmp_path, **params, result_path="r.json")
+    nb = nbformat.read(out, as_version=4)
+    assert errors(nb) == []
+    assert sum(images(c) for c in code_cells(nb)) == 2
+    res = SimResult.load(tmp_path / "r.json")
+    assert {k: getattr(res.config, k) for k in params} == params
+    tables = [o["data"]["text/markdown"] for c in code_cells(nb) for o in c.outputs if "text/markdown" in o.get("data", {})]
+    layer_table = next(t for t in tables if "Definition 1, plain means" in t)
+    assert layer_table.count("\n") == params["layers"] + 1          # header, rule, one row per layer
+    assert not any("nan" in t for t in tables)
+
+
+def test_appendix_runs_with_other_parameters(tmp_path):
+    gen = tmp_path / "runs"
+    out = tmp_path / "b.ipynb"
+    before = sorted(p.name for p in BOOK.iterdir())
+    papermill.execute_notebook(str(APPENDIX), str(out), kernel_name=KERNEL, cwd=str(BOOK), progress_bar=False,
+                               parameters={"samples": 1500, "seed": 4, "alphas_no_residual": "[0.3]",
+                                           "alphas_residual": [0.1, 0.3], "n": 5, "d": 16, "layers": 3,
+                                           "out_dir": str(gen), "workers": 3})
+    assert sorted(p.name for p in BOOK.iterdir()) == before, "the runs wrote into book/"
+    nb = nbformat.read(out, as_version=4)
+    assert errors(nb) == []
+    assert glue_text(nb, "ab-n-settings") == "3" and glue_text(nb, "ab-workers") == "3"
+    assert glue_text(nb, "ab-f3-a-first") == "0.3" and glue_text(nb, "ab-cost-alphas") == "0.3"
+    assert sorted(p.name for p in gen.glob("*.json")) == sorted(
+        f"a{a}-g{g}-layernorm-n5-d16-L3-s1500-seed4.json" for a, g in (("0.3", "0"), ("0.1", "1"), ("0.3", "1")))
+    assert all("image/svg+xml" in glued(nb)[f] for f in FIGURES)
+
+
+def test_appendix_rejects_a_bad_grid_before_any_run(tmp_path):
+    gen = tmp_path / "runs"
+    with pytest.raises(PapermillExecutionError, match="layers=1 is out of range"):
+        papermill.execute_notebook(str(APPENDIX), str(tmp_path / "b.ipynb"), kernel_name=KERNEL, cwd=str(BOOK),
+                                   progress_bar=False, parameters={"samples": 1500, "layers": 1, "out_dir": str(gen)})
+    assert not gen.exists()
+
+
+def test_default_out_dir_is_outside_the_source_tree():
+    """The book executes the page in book/; its runs must land in the build folder, beside the
+    execution cache that holds the page linking to them, never under book/."""
+    default = papermill.inspect_notebook(str(APPENDIX))["out_dir"]["default"].strip("\"'")
+    where = (BOOK / default).resolve()
+    assert not where.is_relative_to(BOOK.resolve()), where
+    assert where.is_relative_to((REPO / "_build" / ".jupyter_cache").resolve()), where

@@ -67,3 +67,14 @@ def test_variant_style_and_line_styles():
 def test_leak():
     assert cv.leak(0.0, 64) == pytest.approx(2.718281828 ** -8)
     assert cv.leak(1.0, 64) == 1.0
+
+
+def test_ordered_series_get_their_own_colours():
+    colours = [cv.ordered_colour(k, 6) for k in range(6)]
+    assert len(set(colours)) == 6
+    assert not set(colours) & {cv.alpha_colour(a) for a in cv.ALPHAS}     # never mistaken for an alpha
+    assert cv.ordered_colour(0, 1) == colours[0]                            # a single series: the first colour
+    with pytest.raises(ValueError, match="k=6"):
+        cv.ordered_colour(6, 6)
+    with pytest.raises(ValueError, match="count=0"):
+        cv.ordered_colour(0, 0)

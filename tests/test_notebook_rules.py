@@ -8,7 +8,7 @@
 
 Pages still written the old way are listed once, in tests/test_browser.py (NOT_YET_REWRITTEN);
 they are expected to fail here as well (strict: a page that passes must leave the list).
-Also: papermill runs of the exemplar pages with non-default parameter values.
+Also: papermill runs of the exemplar and rewritten pages with non-default parameter values.
 """
 from __future__ import annotations
 
@@ -78,9 +78,14 @@ def test_notebook_follows_the_authoring_rules(page, request):
 # -- the exemplar pages under papermill, with parameter values other than the defaults ------------
 
 NON_DEFAULT = {
-    "index": {"samples": 3_000, "seed": 7},
-    "intro": {"samples": 2_000, "seed": 1, "n": 4, "d": 16, "layers": 2},
+    "index": {"samples": 3_000, "seed": 7, "workers": 1},
+    "intro": {"samples": 2_000, "seed": 1, "n": 4, "d": 16, "layers": 2, "samples_alpha1": 300},
     "preliminaries": {"samples": 2_000, "seed": 2, "n": 3, "d": 8, "samples_engines": 500},
+    # the theory chapters: every parameter moved, the large runs small, one worker (in-process pool)
+    "layernorm": {"samples": 3_000, "samples_d64": 20_000, "samples_prop1": 4_000, "seed": 3, "n": 5, "workers": 1},
+    "residual": {"samples": 2_000, "samples_isotropic": 10_000, "seed": 4, "n": 4, "layers": 2, "workers": 1},
+    "input_distribution": {"samples": 2_000, "samples_isotropic": 10_000, "samples_cosine": 300,
+                           "samples_alpha1": 300, "seed": 5, "n": 4, "d": 16, "layers": 3, "workers": 1},
 }
 
 

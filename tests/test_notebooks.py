@@ -7,11 +7,13 @@ parameter whose name starts with `samples` is set small, so the whole set runs i
 from __future__ import annotations
 
 
+import re
+
 import nbformat
 import papermill as pm
 import pytest
 
-from conftest import BOOK, page_source, toc_pages
+from conftest import BOOK, execute_page, page_source, toc_pages
 
 SMALL = 2000
 # pages whose papermill behaviour has dedicated tests: tests/test_appendix_b.py (grids of its own),
@@ -60,3 +62,54 @@ def test_notebook_executes_with_small_samples(page, tmp_path, monkeypatch):
                  for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     if page != "reproducibility":
         assert images >= 1, f"{page} produced no figure"
+
+
+# -- chapters 7, 8 and the reproducibility page with parameter values other than the defaults ----------
+
+def _glued(outputs) -> dict[str, str]:
+    """Glued values among executed outputs: name -> markdown, else text/plain, as recorded."""
+    out = {}
+    for o in outputs:
+        rec = o.get("metadata", {}).get("scrapbook")
+        if rec:
+            data = o.get("data", {})
+            out[rec["name"]] = next((v for k, v in data.items() if k.endswith("text/markdown")),
+                                    next((v for k, v in data.items() if k.endswith("text/plain")), ""))
+    return out
+
+
+# layers 6: chapter 8 once hard-coded a 2 x 4 grid of panels (crashed); lengths other than 512: its
+# prose once said "length 512" whatever long_lengths was. Small sizes keep each run near a minute.
+OTHER_PARAMETERS = {
+    "conclusion": ({"samples": 2_000, "seed": 3, "n": 6, "d": 16, "layers": 6, "samples_correlation": 300},
+                   {"concl-layers": "'6'", "concl-samples": "'2,000'"}),
+    "beyond": ({"samples": 600, "seed": 1, "weights_seed": 2, "d": 16, "n": 5, "heads": 2, "layers": 6,
+                "persample_divisor": 3, "workers": 1, "long_samples": 4, "long_lengths": [20, 6]},
+               {"beyond-long-max": "'20'", "beyond-long-min": "'6'", "beyond-long-lengths": "'6 and 20'",
+                "beyond-samples-random": "'200'", "beyond-layers": "'6'", "beyond-n": "'5'"}),
+    "reproducibility": ({"samples": 10, "seed": 4}, {"repro-count": "'0'"}),
+}
+
+
+@pytest.mark.parametrize("page", sorted(OTHER_PARAMETERS))
+def test_closing_pages_run_with_other_parameters(page, tmp_path, monkeypatch):
+    monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    params, expected = OTHER_PARAMETERS[page]
+    outputs = execute_page(page, params, tmp_path)
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert not [o for o in outputs if o.output_type == "stream" and o.get("name") == "stderr"], f"{page}: stderr"
+    glued = _glued(outputs)
+    for key, value in expected.items():
+        assert glued.get(key) == value, (key, glued.get(key))
+    if page != "reproducibility":
+        assert any("image/svg+xml" in k for o in outputs for k in o.get("data", {})), f"{page}: no figure"
+
+
+def test_beyond_rejects_bad_parameters_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
+    for params, message in (({"long_lengths": "[10, 32]"}, "long_lengths='[10, 32]' is not allowed"),
+                            ({"heads": 3}, "heads=3 is not allowed with d=64")):
+        with pytest.raises(pm.PapermillExecutionError, match=re.escape(message)):
+            execute_page("beyond", params, tmp_path)
+    assert not list((tmp_path / "cache").glob("*.npz"))

@@ -373,5 +373,109 @@ def test_a_settings_style_replaces_the_default_format_without_warnings():
         warnings.simplefilter("error")
         plotting.recency_by_layer([0.5, 0.6], [0.01, 0.01], ax, label="x", **cv.variant_style(SimConfig(gamma=1.0)))
         plotting.errorbar_points([1, 2], [0.5, 0.6], [0.01, 0.01], ax, marker="s")
+        plotting.row_profile(example_scores(), np.full((6, 6), 0.1), 6, ax, **cv.variant_style(SimConfig(gamma=1.0)))
     line = ax.containers[0].lines[0]
     assert line.get_marker() == "o" and line.get_markerfacecolor() == "white" and line.get_linestyle() == "-"
+
+
+# -- against the hidden size ----------------------------------------------------------------------
+
+def test_closed_form_and_reference_line_follow_the_conventions():
+    fig, ax = plt.subplots()
+    assert plotting.closed_form([1, 2, 3], [3, 2, 1], ax, kind="printed", label="Eq. (5)") is ax
+    plotting.reference_line(ax, 0.0, label="no order")
+    line, ref = ax.get_lines()
+    assert line.get_linestyle() == "--" and line.get_label() == "Eq. (5)"
+    assert ref.get_linestyle() == ":" and list(ref.get_ydata()) == [0.0, 0.0]
+    with pytest.raises(ValueError, match="kind='lln'"):
+        plotting.closed_form([1], [1], ax, kind="lln")
+    with pytest.raises(ValueError, match="y has length 1"):
+        plotting.closed_form([1, 2], [1], ax)
+
+
+def test_size_axis_is_log2_with_a_tick_per_size():
+    fig, ax = plt.subplots()
+    plotting.size_axis(ax, [4, 16, 64], log_y=True)
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "16", "64"] and ax.get_xlabel() == "hidden size d"
+    with pytest.raises(ValueError, match="entries <= 0"):
+        plotting.size_axis(ax, [0, 4])
+
+
+class _Reach:
+    def __init__(self, d, trend, se, resolved):
+        self.d, self.trend, self.trend_se, self.resolved, self.plain_se = d, trend, se, resolved, 100 * se
+
+
+def test_trend_reach_points_where_resolved_and_limits_where_not():
+    fig, ax = plt.subplots()
+    reach = [_Reach(64, 2e-6, 2e-7, True), _Reach(16, 2e-3, 4e-5, True), _Reach(256, -1e-10, 6e-10, False)]
+    out = plotting.trend_reach(reach, ax, eq5=(np.array([4.0, 256.0]), np.array([1e-2, 1e-13])))
+    assert out is ax and ax.get_yscale() == "log"
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels == ["Eq. (5)", "2 SE of plain averaging", "simulated, control variates",
+                      "unresolved: below (+2 SE)"]
+    points = [c for c in ax.containers if c.get_label() == "simulated, control variates"][0]
+    assert list(points.lines[0].get_xdata()) == [16, 64]                     # sorted by d, resolved only
+    limits = [c for c in ax.containers if c.get_label().startswith("unresolved")][0]
+    assert list(limits.lines[0].get_ydata()) == [pytest.approx(2 * 6e-10)]  # a negative trend counts as 0
+    with pytest.raises(ValueError, match="reach is empty"):
+        plotting.trend_reach([], ax)
+
+
+# -- chapter 7 and 8 figures ------------------------------------------------------------------------------
+
+def test_offset_profiles_colour_queries_in_order_and_the_colourbar_keys_them():
+    s, e = example_scores(6), np.full((6, 6), 0.01)
+    fig, axes = plotting.subplots(1, 2)
+    for ax in axes:
+        plotting.offset_profiles(s, e, ax)
+    colours = [c.lines[0].get_color() for c in axes[0].containers]
+    assert [tuple(c) for c in colours] == [cv.ordered_colour(k, 5) for k in range(5)]
+    bar = plotting.ordered_colourbar(axes, range(2, 7), "query i")
+    assert [t.get_text() for t in bar.ax.get_xticklabels()] == ["2", "4", "6"] and bar.ax.get_xlabel() == "query i"
+    fig, ax = plt.subplots()                               # a colormap of one's own still works
+    plotting.offset_profiles(s, e, ax, cmap="viridis")
+    assert tuple(ax.containers[0].lines[0].get_color()) == tuple(plt.colormaps["viridis"](0.0))
+
+
+def test_panels_hide_the_unused_cells():
+    fig, axes = plotting.panels(5, max_cols=3)
+    assert len(axes) == 5 and all(ax.get_visible() for ax in axes)
+    assert sum(ax.get_visible() for ax in fig.axes) == 5 and len(fig.axes) == 6
+    assert fig.get_size_inches()[0] == pytest.approx(cv.COLUMN_IN)
+    assert len(plotting.panels(1)[1]) == 1
+    with pytest.raises(ValueError, match="count=0"):
+        plotting.panels(0)
+
+
+def test_recency_dots_one_row_per_setting_one_dot_per_layer():
+    fig, ax = plt.subplots()
+    rp = np.array([[0.5, 0.7, 0.8], [0.5, 0.4, 0.3]])
+    assert plotting.recency_dots(["a", "b"], rp, np.full((2, 3), 0.01), ax) is ax
+    assert len(ax.containers) == 3                                   # one series per layer
+    xs = [c.lines[0].get_xdata() for c in ax.containers]
+    np.testing.assert_allclose(np.array(xs).T, rp)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"]
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]                        # the first setting on top
+    assert [ln.get_gid() for ln in ax.get_lines()].count(plotting.NO_ORDER_GID) == 1
+    with pytest.raises(ValueError, match="labels has length 1"):
+        plotting.recency_dots(["a"], rp, np.full((2, 3), 0.01), ax)
+    with pytest.raises(ValueError, match=r"rp_sem has shape \(2, 2\)"):
+        plotting.recency_dots(["a", "b"], rp, np.full((2, 2), 0.01), ax)
+
+
+def test_recency_by_length_and_binned_profiles():
+    fig, ax = plt.subplots()
+    plotting.recency_by_length([10, 32, 128], np.full((3, 2), 0.6), np.full((3, 2), 0.01), ax)
+    assert ax.get_xscale() == "log" and len(ax.containers) == 2
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["10", "32", "128"]
+    with pytest.raises(ValueError, match=r"rp has shape \(2, 2\)"):
+        plotting.recency_by_length([10, 32, 128], np.full((2, 2), 0.6), np.full((2, 2), 0.01), ax)
+    fig, ax = plt.subplots()
+    profiles = {10: (np.array([0.2, 0.6]), np.array([-0.1, 0.1]), np.array([0.01, 0.01])),
+                32: (np.array([0.2, 0.6]), np.array([-0.2, 0.2]), np.array([0.01, 0.01]))}
+    plotting.binned_profiles(profiles, ax)
+    assert [c.get_label() for c in ax.containers] == ["n = 10", "n = 32"]
+    with pytest.raises(ValueError, match="profiles is empty"):
+        plotting.binned_profiles({}, ax)

@@ -34,6 +34,7 @@ def test_pm_special_values():
     assert report.pm(2.0, 0.0) == "2"                       # exact: the number alone
     assert report.pm(8.0, 1.4e-15) == "8"                   # float rounding is not an error bar
     assert report.is_exact(8.0, 1e-12) and not report.is_exact(8.0, 1e-6)
+    assert report.pm(-3.08e-10, 1.0e-9) == "(−0.3 ± 1.0) × 10⁻⁹"   # tiny, yet noise: keeps its error bar
     assert report.pm(0.5, 0.02, min_places=4) == "0.5000 ± 0.0200"
     assert report.pm(np.float64(0.5), np.float32(0.01)) == "0.500 ± 0.010"
     assert report.pm(math.nan, 0.1) == "nan"
@@ -63,6 +64,18 @@ def test_counts_percent_z():
     assert report.listing([0.2, 0.4, 0.6]) == "0.2, 0.4 and 0.6" and report.listing([]) == "none"
     with pytest.raises(ValueError, match=r"k=1\.5 is not an integer"):
         report.count(1.5)
+
+
+@pytest.mark.parametrize("seconds, text", [(0.3, "0.3 s"), (42, "42 s"), (210, "3.5 min"), (22_000, "6.1 h"),
+                                           (5e5, "5.8 days"), (5e8, "16 years"), (math.inf, "\u221e")])
+def test_duration(seconds, text):
+    assert report.duration(seconds) == text
+
+
+def test_duration_rejects_negative_and_nan():
+    for bad in (-1.0, math.nan):
+        with pytest.raises(ValueError, match="seconds="):
+            report.duration(bad)
 
 
 def test_score_label_is_real_math():

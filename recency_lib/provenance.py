@@ -1,0 +1,93 @@
+"""What a build of the book ran on: software versions, and the simulations its results cache holds.
+
+The reproducibility page calls these and glues the tables; the cache folder and the key that
+decides which of its entries a build may use are :mod:`recency_lib.cache`'s.
+"""
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+
+from . import conventions as cv
+from . import engines, report
+from .cache import source_hash, usable_entries
+
+#: The packages whose versions the page lists: the library, the numerics, the book's toolchain.
+PACKAGES = ("recency_lib", "numpy", "scipy", "numba", "matplotlib", "seaborn", "pandas", "sympy", "jupyter-book",
+            "sphinx", "myst-nb", "sphinx-proof", "sphinx-book-theme", "papermill")
+
+
+def software_rows(packages=PACKAGES) -> list[dict]:
+    """One row per package (its installed version, or "not installed"), then Python, the platform,
+    the kernel that runs the Gram engine and the source hash that keys the results cache."""
+    rows = []
+    for name in packages:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            version = "not installed"
+        rows.append({"component": name, "version": version})
+    rows += [{"component": "Python", "version": platform.python_version()},
+             {"component": "platform", "version": platform.platform()},
+             {"component": "Gram-engine kernel", "version": engines.kernel_name()},
+             {"component": "recency_lib source hash", "version": f"`{source_hash()[:16]}`"}]
+    return rows
+
+
+def simulations(cache=None) -> tuple[list[dict], int]:
+    """The cache entries this build can use (:func:`recency_lib.cache.usable_entries`), sorted by
+    engine, model and size, and the number of other files in the folder."""
+    entries, other = usable_entries(cache)
+    return sorted(entries, key=_order), other
+
+
+def _order(e: dict) -> tuple:
+    c = e["config"]
+    return (_engine(e), cv.variant_name(c), c.alpha, c.gamma, c.n, c.d, c.layers, c.samples, c.seed)
+
+
+def simulation_rows(entries: list[dict]) -> list[dict]:
+    """One row per simulation: the model and alpha, n, d, layers, sequences, seed, engine, compute time."""
+    rows = []
+    for e in entries:
+        c = e["config"]
+        rows.append({"model": cv.variant_name(c), "α": f"{c.alpha:g}", "n": report.count(c.n), "d": report.count(c.d),
+                     "layers": report.count(c.layers), "sequences": report.count(c.samples), "seed": str(c.seed),
+                     "engine": _engine(e), "compute (s)": report.num(float(e.get("elapsed_seconds") or 0.0), 2)})
+    return rows
+
+
+def _engine(e: dict) -> str:
+    kernel = (e.get("extra") or {}).get("kernel")
+    return f"{e['engine']} ({kernel})" if kernel else str(e["engine"])
+
+
+def simulation_summary(entries: list[dict]) -> list[dict]:
+    """One row per engine: how many simulations, sequences and compute seconds (summed over workers)."""
+    groups: dict[str, list[dict]] = {}
+    for e in entries:
+        groups.setdefault(_engine(e), []).append(e)
+    return [{"engine": name, "simulations": report.count(len(es)),
+             "sequences": report.count(sum(e["config"].samples for e in es)),
+             "compute (s)": report.num(sum(float(e.get("elapsed_seconds") or 0.0) for e in es), 3)}
+            for name, es in sorted(groups.items())]
+
+
+def simulation_table(entries: list[dict], name: str = "simulations") -> report.Markdown:
+    """The page's table: the summary by engine, and every simulation folded into a dropdown with its
+    CSV/JSON download (``name``) when there are more than 20; "none yet" for an empty cache."""
+    if not entries:
+        return report.table([{"engine": "none yet", "simulations": "0", "sequences": "0", "compute (s)": "0"}])
+    return report.table(simulation_rows(entries), summary=simulation_summary(entries), name=name,
+                        title="Every simulation")
+
+
+def simulation_columns(entries: list[dict]) -> dict[str, list]:
+    """Every field of every simulation's config, its engine and compute time, as download columns."""
+    if not entries:
+        return {"config": []}
+    names = list(entries[0]["config"].to_dict())
+    cols = {k: [e["config"].to_dict()[k] for e in entries] for k in names}
+    cols["engine_used"] = [_engine(e) for e in entries]
+    cols["compute_seconds"] = [float(e.get("elapsed_seconds") or 0.0) for e in entries]
+    return cols

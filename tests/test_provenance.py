@@ -1,0 +1,53 @@
+"""recency_lib.provenance and cache.usable_entries: the reproducibility page lists exactly the results
+cache entries that this build can use, and counts the rest."""
+from __future__ import annotations
+
+import shutil
+
+from recency_lib import SimConfig, cache, provenance, report
+
+
+def test_only_entries_under_this_builds_key_are_listed(tmp_path):
+    a = SimConfig(alpha=0.5, n=4, d=8, layers=2, samples=64, seed=1)
+    b = a.replace(norm="none", seed=2)
+    cache.cached_simulate(a, cache=tmp_path)
+    cache.cached_simulate(b, cache=tmp_path, z=2.0)                   # keyed with its own z
+    path_a = tmp_path / f"{cache.cache_key(a)}.npz"
+    # an entry of another library version: a whole, valid result under a key this build never computes
+    shutil.copy(path_a, tmp_path / ("0" * 32 + ".npz"))
+    (tmp_path / "junk.npz").write_bytes(b"not a zip file")
+    (tmp_path / "notes.txt").write_text("ignored: not an entry")
+    usable, other = cache.usable_entries(tmp_path)
+    assert [e["config"] for e in usable] == sorted([a, b], key=lambda c: cache.cache_key(c, 3.0 if c == a else 2.0))
+    assert other == 2
+    assert {e["engine"] for e in usable} == {"gram"} and all(e["elapsed_seconds"] >= 0 for e in usable)
+    assert cache.entry_meta(tmp_path / "junk.npz") is None
+    assert cache.usable_entries(tmp_path / "missing") == ([], 0)
+
+
+def test_tables_and_downloads_of_the_simulations(tmp_path):
+    cfgs = [SimConfig(alpha=a, n=4, d=8, layers=2, samples=64, seed=1) for a in (0.0, 0.5)]
+    cfgs.append(SimConfig(alpha=0.5, n=4, d=8, layers=2, samples=64, seed=1, heads=2))
+    cache.cached_simulate_many(cfgs, cache=tmp_path)
+    entries, other = provenance.simulations(tmp_path)
+    assert other == 0 and [e["engine"] for e in entries] == ["dense", "gram", "gram"]
+    rows = provenance.simulation_rows(entries)
+    assert rows[0]["model"] == "LayerNorm, 2 heads" and rows[1]["α"] == "0" and rows[0]["engine"] == "dense"
+    summary = provenance.simulation_summary(entries)
+    assert [r["engine"] for r in summary] == ["dense", "gram (numba)" if "numba" in rows[1]["engine"] else "gram (numpy)"]
+    assert summary[1]["simulations"] == "2" and summary[1]["sequences"] == "128"
+    text = provenance.simulation_table(entries).text
+    assert "| dense | 1 | 64 |" not in text and "LayerNorm, 2 heads" in text     # 3 rows: the full table
+    assert "none yet" in provenance.simulation_table([]).text
+    many = entries * 8                                                  # over 20 rows: summary + dropdown
+    assert ":::{dropdown} Every simulation (24 rows)" in provenance.simulation_table(many, name="x").text
+    cols = provenance.simulation_columns(entries)
+    assert cols["heads"] == [2, 1, 1] and len(cols["compute_seconds"]) == 3
+    assert report.download("x", cols).text.count("data:") == 2
+
+
+def test_software_rows_name_the_library_and_its_source_hash():
+    rows = {r["component"]: r["version"] for r in provenance.software_rows(("numpy", "no-such-package-xyz"))}
+    assert rows["no-such-package-xyz"] == "not installed" and rows["numpy"][0].isdigit()
+    assert rows["recency_lib source hash"] == f"`{cache.source_hash()[:16]}`"
+    assert rows["Gram-engine kernel"] in ("numba", "numpy")
