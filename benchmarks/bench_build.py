@@ -8,9 +8,10 @@ not measured), with the interpreter running this script (its venv has the requir
 and ``PYTHONPATH`` pointing at the clone, so the clone's ``recency_lib`` is the one imported.
 
 * **cold**: a new clone, no ``_build`` (so no jupyter-cache and no results cache: the book's results
-  cache lives in ``_build/.recency_cache``), no numba cache: ``jupyter-book build book``. ``--runs``
-  clones, median reported; per-chapter execution seconds are read from the build's own stamps
-  (``_build/.jupyter_cache/fresh_cache.json``, written by ``book/_ext/fresh_cache.py``).
+  cache lives in ``_build/.recency_cache``), the C kernel compiled in the clone beforehand (not
+  timed): ``jupyter-book build book``. ``--runs`` clones, median reported; per-chapter execution
+  seconds are read from the build's own stamps (``_build/.jupyter_cache/fresh_cache.json``,
+  written by ``book/_ext/fresh_cache.py``).
 * **unchanged**: the same command again in the last clone, nothing edited (``--runs`` times).
 * **plotting edit**: a comment appended to ``recency_lib/plotting.py``; the build again: the seconds
   and the pages that executed again (the build log names them).
@@ -62,6 +63,9 @@ def _build(clone: Path) -> tuple[float, str]:
 def _clone(tmp: Path, k: int) -> Path:
     dest = tmp / f"clone{k}"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(REPO), str(dest)], check=True)
+    # the clone's C kernel, as `pip install -e .` builds it (the built file is not in git); not timed
+    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=dest, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return dest
 
 

@@ -84,11 +84,10 @@ def main(argv=None) -> int:
     ap.add_argument("--table", action="store_true", help="print the table of the last run")
     args = ap.parse_args(argv)
 
-    from recency_lib.engines import kernel_name, warm_up
+    from recency_lib.engines import warm_up
 
     t0 = time.perf_counter()
-    if kernel_name() == "numba":
-        warm_up()
+    warm_up()                                        # loads the C kernel; a no-op without it
     print(f"import + kernel load: {time.perf_counter() - t0:.1f} s")
     modes = [("2 workers", 2)] + ([("serial", None)] if args.serial else []) + ([("warm", 2)] if args.warm else [])
     walls = {name: [] for name, _ in modes}

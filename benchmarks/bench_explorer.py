@@ -3,7 +3,7 @@ cache) and warm (every setting cached), the payload, the HTML and its weight.
 
     python benchmarks/bench_explorer.py [--samples 10000] [--runs 3] [--workers 2]
 
-Each run is a fresh child interpreter (imports, numba's cache load and the process pool are inside
+Each run is a fresh child interpreter (imports, the kernel's load and the process pool are inside
 the numbers) with a new, empty cache directory for the cold pass, which the warm pass then reuses.
 Reported: median wall seconds per stage, CPU seconds of all processes, the recency probability's
 largest and median SE (what the samples buy), the page weight, and the load average (other work on

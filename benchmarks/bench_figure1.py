@@ -10,14 +10,14 @@ computes). Three measurements, each in fresh interpreters:
 * warm, one core: recency_lib imported and the compiled kernel loaded, then the workload
   ``--runs`` times in the same process, serially (``simulate_many`` without an executor): the
   compute time; median, min and max, wall and CPU.
-* cold start, one core: a fresh interpreter that imports recency_lib, loads the kernel (from
-  numba's on-disk cache) and runs the workload once; its whole life as seen from the parent
-  (interpreter start to exit), ``--runs`` times; the import + kernel load part beside it.
+* cold start, one core: a fresh interpreter that imports recency_lib, loads the C kernel (a shared
+  library built by ``pip install -e .``) and runs the workload once; its whole life as seen from
+  the parent (interpreter start to exit), ``--runs`` times; the import + kernel load part beside it.
 * cold start, two workers: the same with a ``ProcessPoolExecutor(2)`` (pool start included).
 
 Targets (issue 14): compute <= 0.35 s warm on one core, <= 1 s in a fresh process. Peak memory is
-the PSS of the whole process tree. The numba cache must be warm (run once before: the first ever
-run compiles, ~1 min).
+the PSS of the whole process tree. ``kernel=`` in the output says which kernel ran ("c", or "numpy"
+when the C kernel was not built).
 """
 from __future__ import annotations
 

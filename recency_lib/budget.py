@@ -7,8 +7,9 @@ value of that parameter that fits here (the other parameters as given).
 
 The rule (all numbers are float64, 8 bytes):
 
-* **memory** = one process's start-up (``PROCESS_BYTES``, measured: ~160 MB of RSS after numba
-  compiled the kernel) per process, plus in each process that runs blocks the working set of one
+* **memory** = one process's start-up (``PROCESS_BYTES``, a bound: ~40 MB of peak RSS measured for a
+  small simulation with the C kernel, ~160 MB with the numba kernel of earlier versions) per
+  process, plus in each process that runs blocks the working set of one
   block (``block`` samples times the per-sample arrays of the engine, below) and the moments of one
   task (``task_blocks`` blocks, a (mean, M2, co-moment) triple of (layers, F) each, F = ``features.n_features(n)``),
   plus in the main process the moments of the tasks in flight, the running moments of the even and

@@ -43,9 +43,10 @@ ROOT = Path(__file__).resolve().parent
 
 
 def _module_file(module: str) -> Path | None:
-    """The source file of a module of this package ("engines" or "" for the package), or None."""
+    """The source file of a module of this package ("engines" or "" for the package), or None. For
+    a compiled extension (``_kernel``) its C source, ``_kernel.c``: what it computes is in there."""
     base = ROOT.joinpath(*module.split(".")) if module else ROOT
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
+    for path in (base.with_suffix(".py"), base / "__init__.py", base.with_suffix(".c")):
         if path.is_file():
             return path
     return None
@@ -123,8 +124,11 @@ def _dotted_names(tokens: list[str]) -> list[str]:
 
 
 def _imports(module: str) -> set[str]:
-    """Modules of this package that ``module`` imports (memoized while the file is unchanged)."""
+    """Modules of this package that ``module`` imports (memoized while the file is unchanged; none for
+    a C extension)."""
     path = _module_file(module)
+    if path.suffix == ".c":
+        return set()
     st = path.stat()
     return _imports_of(module, str(path), st.st_mtime_ns, st.st_size)
 
@@ -141,7 +145,7 @@ def source_modules(code: str | None) -> tuple[str, ...]:
     SyntaxError if ``code`` does not parse."""
     if code is None:
         return tuple(sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix("__init__").rstrip(".")
-                            for p in ROOT.rglob("*.py")))
+                            for p in sorted(ROOT.rglob("*.py")) + sorted(ROOT.rglob("*.c"))))
     compile(code, "<notebook>", "exec", dont_inherit=True)    # SyntaxError if it does not parse
     return module_closure(*_imported(code, ""))
 
@@ -179,7 +183,7 @@ def cache_dir(path=None) -> Path:
 
 def cache_key(cfg: SimConfig, z: float = 3.0) -> str:
     """Hash of the config, z, the simulation's source (:func:`source_hash`) and the kernel path
-    ("numba" or "numpy": the two agree only to float rounding, so a result of one is never served
+    ("c" or "numpy": the two agree only to float rounding, so a result of one is never served
     for the other)."""
     payload = json.dumps({"config": cfg.to_dict(), "z": z, "source": source_hash(),
                           "kernel": engines.kernel_name()}, sort_keys=True)

@@ -4,7 +4,7 @@
   (:func:`recency_lib.model.layer`; with an extension on, :mod:`recency_lib.extensions`).
 * ``gram``: the same layer on (n, m) coordinates whose Gram matrix has the law of the Gram
   matrix the normalization sees (see :mod:`recency_lib.sampling`); exact, cost free of d. A block
-  runs through the compiled kernel (:func:`recency_lib.kernels.gram_block`) when numba is there,
+  runs through the compiled kernel (:func:`recency_lib.kernels.gram_block`) when it was built,
   else through :func:`recency_lib.model.layer` on batch-first coordinates; the choice is made once,
   by the calling process, and recorded in ``SimResult.extra["kernel"]``.
 * ``auto``: ``gram`` whenever it is exact for the config (always, for the paper's model).
@@ -45,7 +45,6 @@ from .version import __version__
 
 _BLOCK_FLOATS = 2 ** 17       # dense: target size of the largest per-block array (floats); ~1 MB
 _GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target size of a block's draws and features (floats); ~4 MB
-_TILE_FLOATS = 2 ** 17        # compiled kernel: working set of one tile of samples (floats); ~1 MB
 _MAX_TASK_BLOCKS = 256        # default tasks return at most this many blocks' moments (a few MB)
 _TASK_RESULT_BYTES = 2 ** 25  # ... and at most ~32 MB of them (long sequences: (layers, F) is large)
 
@@ -86,31 +85,21 @@ def block_size(cfg: SimConfig, engine: str) -> int:
     return int(min(4096, max(16, b)))
 
 
-def tile_size(cfg: SimConfig) -> int:
-    """Samples per tile of the compiled kernel: a power of two in [16, block size] whose working set
-    (two (n, w) states and the features of a layer and of layer 1, per sample) stays near 1 MB, about
-    the L2 cache: long enough inner loops, few trips to L3. n = 10 gives 128 (measured fastest among
-    32 ... 512 by benchmarks/bench_kernel.py). Like the block size it depends on the config only
-    (it fixes the order of the kernel's sums, so results stay bitwise reproducible)."""
-    n, w = cfg.n, width(cfg, "gram")
-    per_sample = 2 * n * w + 2 * n_features(n)
-    t = 2 ** int(math.floor(math.log2(max(1, _TILE_FLOATS // per_sample))))
-    return int(min(block_size(cfg, "gram"), max(16, t)))
-
-
 # -- the kernel choice ------------------------------------------------------------------------------
 
 def kernel_name() -> str:
-    """"numba" when the compiled kernel runs, else "numpy" (no numba, or RECENCY_LIB_KERNEL=numpy)."""
-    return "numpy" if compiled_kernels() is None else "numba"
+    """"c" when the compiled kernel runs (recency_lib/_kernel.c, built by ``pip install -e .``), else
+    "numpy" (the kernel was not built, or RECENCY_LIB_KERNEL=numpy): the numpy path computes the same
+    law on the same draws, some 20 times slower."""
+    return "numpy" if compiled_kernels() is None else "c"
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) the compiled kernels now, on a tiny block; no-op without numba."""
+    """Load the compiled kernel now (its first call maps the shared library); no-op without it."""
     if compiled_kernels() is None:
         return
     cfg = SimConfig(alpha=0.5, gamma=1.0, n=3, d=4, layers=2, samples=4)
-    gram_block_moments(cfg, *gram_draws(cfg, np.random.default_rng(0), 4), kernel="numba")
+    gram_block_moments(cfg, *gram_draws(cfg, np.random.default_rng(0), 4), kernel="c")
 
 
 # -- one block ------------------------------------------------------------------------------------
@@ -119,8 +108,8 @@ def gram_block_moments(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray, ke
                        features: bool = False):
     """:class:`Moments` of one gram block from its raw draws (:func:`recency_lib.sampling.gram_draws`).
 
-    ``kernel``: "numba", "numpy" or None (numba when available). Same draws -> the same numbers up
-    to float rounding (~1e-15 relative) on either path. ``features=True`` also returns the
+    ``kernel``: "c", "numpy" or None (the compiled one when available). Same draws -> the same numbers
+    up to float rounding (~1e-15 relative) on either path. ``features=True`` also returns the
     per-sample features (B, layers, F) the moments were taken of.
     """
     kernel = kernel or kernel_name()
@@ -130,21 +119,21 @@ def gram_block_moments(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray, ke
                                cfg.n, cfg.layers, chi2.shape[-1])
         m = Moments.of(feats, control_slice(cfg.n))
         return (m, feats) if features else m
-    if kernel != "numba":
-        raise ValueError(f"kernel={kernel!r} is not allowed; allowed: 'numba', 'numpy' or None")
+    if kernel != "c":
+        raise ValueError(f"kernel={kernel!r} is not allowed; allowed: 'c', 'numpy' or None")
     kernels = compiled_kernels()
     if kernels is None:
-        raise RuntimeError("the compiled kernel is not available (numba missing or RECENCY_LIB_KERNEL=numpy)")
+        raise RuntimeError("the compiled kernel is not available (recency_lib._kernel was not built, or "
+                           "RECENCY_LIB_KERNEL=numpy)")
     n, layers, size = cfg.n, cfg.layers, chi2.shape[-1]
     nf, ctrl = n_features(n), control_slice(n)
     shift, s1, s2 = (np.empty((layers, nf)) for _ in range(3))
     sc = np.empty((layers, nf - ctrl.start))
-    feats = np.empty((layers, nf, size) if features else (0, 0, 0))
-    use_chol = 0.0 < cfg.alpha < 1.0
-    chol = sigma_cholesky(n, cfg.c if use_chol else 0.0)           # (read-only, cached; unused if not use_chol)
+    feats = np.empty((layers, nf, size)) if features else None
+    mode = "rank_one" if cfg.alpha == 1.0 else "plain" if cfg.alpha == 0.0 else "cholesky"
     kernels.gram_block(np.ascontiguousarray(chi2, dtype=np.float64), np.ascontiguousarray(normals, dtype=np.float64),
-                       chol, use_chol, cfg.alpha == 1.0, float(cfg.d), cfg.norm != "none", float(cfg.gamma),
-                       float(cfg.eps), int(layers), TIE_RTOL, _offsets(n), tile_size(cfg), shift, s1, s2, sc, feats)
+                       sigma_cholesky(n, cfg.c if mode == "cholesky" else 0.0), mode, cfg.d, cfg.norm != "none",
+                       cfg.gamma, cfg.eps, layers, TIE_RTOL, _offsets(n), shift, s1, s2, sc, feats)
     m = Moments.from_sums(size, shift, s1, s2, sc, ctrl)
     return (m, np.ascontiguousarray(feats.transpose(2, 0, 1))) if features else m
 
@@ -162,7 +151,7 @@ def _offsets(n: int) -> np.ndarray:
 def block_moments(cfg: SimConfig, engine: str, block: int, size: int, kernel: str | None = None) -> Moments:
     """Run block ``block`` of ``size`` samples; moments of every per-sample feature, (layers, F).
 
-    ``kernel`` ("numba" | "numpy" | None = the best available) only matters for the gram engine.
+    ``kernel`` ("c" | "numpy" | None = the best available) only matters for the gram engine.
     """
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(block,)))
     if engine == "gram":
@@ -284,9 +273,9 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
         require(cfg, e, lambda c, e=e: block_size(c, e), workers=1 if executor is None else workers,
                 task_blocks=per, in_flight=2 * workers + 2)
     # One kernel for the whole run, chosen here (never per worker), so that results do not depend
-    # on which worker has numba; compiled / loaded once here, so forked workers inherit it.
+    # on which worker has it; loaded once here, so forked workers inherit it.
     kernel = kernel_name() if any(resolve_engine(c) == "gram" for c in configs) else "numpy"
-    if kernel == "numba":
+    if kernel == "c":
         warm_up()
     plans = [(resolve_engine(cfg), block_size(cfg, resolve_engine(cfg))) for cfg in configs]
     teams: dict = {}                               # configs sharing a random stream, in first-seen order

@@ -30,7 +30,7 @@ stream: per-sample weights draw from ``SeedSequence(seed, spawn_key=(block, 1))`
 ``SeedSequence(weights_seed, spawn_key=(2**32 - 1,))``.
 
 The recency probability is always the exact count over all C(n, 3) triples
-(:func:`recency_lib.features.recency_fraction`; compiled when numba is available).
+(:func:`recency_lib.features.recency_fraction`; compiled when the C kernel was built).
 """
 from __future__ import annotations
 
@@ -40,7 +40,6 @@ from functools import lru_cache
 import numpy as np
 
 from .config import SimConfig
-from .features import compiled_kernels
 from .model import causal_softmax, center, normalize
 
 ROPE_BASE = 10000.0
@@ -94,10 +93,7 @@ def _norm(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
-    """GELU(x) = x Phi(x) (exact, erf form): compiled when numba is available, else scipy's erf."""
-    kernels = compiled_kernels()
-    if kernels is not None:
-        return kernels.gelu(np.ascontiguousarray(x, dtype=np.float64))
+    """GELU(x) = x Phi(x) (exact, erf form, with scipy's erf)."""
     from scipy.special import erf
 
     return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))

@@ -21,7 +21,7 @@ off-diagonal keys of one query have one law (mean step 0, recency fraction 1/2,
 
 Indices are 0-based in code and 1-based in the book and in the paper (row i here is the paper's
 i + 1). Everything here is numpy; the recency count uses the compiled routine of
-:mod:`recency_lib.kernels` when numba is available (the same count, faster).
+:mod:`recency_lib.kernels` when the C kernel was built (the same count, faster).
 """
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def later_and_tied_counts(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, n
     scores higher) and with S[i, k] - tol <= S[i, j] <= S[i, k] + tol (tied); two (batch,) int64
     arrays. A NaN score is neither. ``s`` is (batch, n, n), ``tol`` (batch,).
 
-    The compiled count of :func:`recency_lib.kernels.count_pairs` when numba is available, else
+    The compiled count of :func:`recency_lib.kernels.count_pairs` when the C kernel was built, else
     :func:`later_and_tied_counts_numpy`; both compare the same numbers, so they agree exactly.
     Memory O(batch n^2) either way. Long rows (n >= 32) are counted sample by sample, where the
     compiled loop runs along the keys of a row; short ones all samples at once.
@@ -160,8 +160,10 @@ def later_and_tied_counts(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, n
     if n < 32:
         kernels.count_pairs(n, np.ascontiguousarray(s[:, rows, cols].T), tol, out)   # (n(n+1)/2, batch)
     else:
+        one = np.empty((2, 1), dtype=np.int64)
         for b in range(batch):
-            kernels.count_pairs(n, np.ascontiguousarray(s[b, rows, cols][:, None]), tol[b:b + 1], out[:, b:b + 1])
+            kernels.count_pairs(n, np.ascontiguousarray(s[b, rows, cols][:, None]), tol[b:b + 1], one)
+            out[:, b] = one[:, 0]
     return out[0], out[1] - out[0]
 
 
@@ -221,12 +223,12 @@ def layer_features(s: np.ndarray, a: np.ndarray, sq_norms: np.ndarray) -> np.nda
 # -- the compiled kernels, when they can run -------------------------------------------------------
 
 def compiled_kernels():
-    """:mod:`recency_lib.kernels` (importing numba, ~0.3 s the first time) when numba is installed
-    and ``RECENCY_LIB_KERNEL`` is not ``numpy``; else None (every caller has a numpy path)."""
+    """:mod:`recency_lib.kernels` when the C kernel was built (``pip install -e .`` compiles it) and
+    ``RECENCY_LIB_KERNEL`` is not ``numpy``; else None (every caller has a numpy path)."""
     if os.environ.get("RECENCY_LIB_KERNEL", "").lower() == "numpy":
         return None
     try:
         from . import kernels
-    except ImportError:                                                 # numba is not installed
+    except ImportError:                                                 # recency_lib._kernel was not built
         return None
     return kernels

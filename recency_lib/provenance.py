@@ -13,7 +13,7 @@ from . import engines, report
 from .cache import source_hash, usable_entries
 
 #: The packages whose versions the page lists: the library, the numerics, the book's toolchain.
-PACKAGES = ("recency_lib", "numpy", "scipy", "numba", "matplotlib", "seaborn", "pandas", "sympy", "jupyter-book",
+PACKAGES = ("recency_lib", "numpy", "scipy", "matplotlib", "seaborn", "pandas", "sympy", "jupyter-book",
             "sphinx", "myst-nb", "sphinx-proof", "sphinx-book-theme", "papermill")
 
 

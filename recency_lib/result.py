@@ -365,8 +365,8 @@ def _check_meta(res: SimResult, cfg: SimConfig) -> None:
                                                      or (isinstance(v, str) and len(v) <= 256))
             for k, v in x.items()):
         raise ValueError(f"extra={short(x)} is not allowed; allowed: a small dict of str -> str/number/bool/None")
-    if x.get("kernel", "numba") not in ("numba", "numpy"):
-        raise ValueError(f"extra['kernel']={short(x['kernel'])} is not allowed; allowed: 'numba' or 'numpy'")
+    if x.get("kernel", "c") not in ("c", "numpy", "numba"):   # "numba": the compiled kernel of earlier versions
+        raise ValueError(f"extra['kernel']={short(x['kernel'])} is not allowed; allowed: 'c', 'numpy' or 'numba'")
 
 
 # -- arrays -----------------------------------------------------------------------------------------

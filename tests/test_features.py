@@ -2,6 +2,7 @@
 the compiled routine and the numpy reference count the same triples as a naive loop, with ties,
 NaNs, and at every length from 1 to 70 tokens."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -71,8 +72,8 @@ def _brute_later_and_tied(s, tol):
 def test_recency_count_equals_a_naive_loop(path, n, monkeypatch):
     if path == "numpy":
         monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")
-    elif compiled_kernels() is None:
-        pytest.skip("numba is not installed")
+    elif compiled_kernels() is None and not os.environ.get("CI"):     # CI builds the C kernel
+        pytest.skip("the C kernel was not built")
     rng = np.random.default_rng(n)
     s = rng.standard_normal((7, n, n))
     s[1] = np.round(s[1])                                      # many exact ties

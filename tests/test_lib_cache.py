@@ -38,6 +38,29 @@ def test_key_changes_with_config_z_source_and_kernel(monkeypatch):
     assert cache_key(CFG) != base
 
 
+def test_source_hash_covers_the_c_kernel_source(tmp_path, monkeypatch):
+    """The compiled kernel's C source is part of what a simulation depends on: an edit of
+    _kernel.c changes the key, an edit of plotting.py does not (on a copy of the package)."""
+    import shutil
+
+    root = tmp_path / "recency_lib"
+    shutil.copytree(cache.ROOT, root, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    monkeypatch.setattr(cache, "ROOT", root)
+    assert "_kernel" in cache.module_closure("engines")
+    cache.source_hash.cache_clear()
+    base = cache.source_hash()
+    with open(root / "plotting.py", "a") as fh:
+        fh.write("\n# an edit of the plots\n")
+    cache.source_hash.cache_clear()
+    assert cache.source_hash() == base
+    with open(root / "_kernel.c", "a") as fh:
+        fh.write("\n/* an edit of the kernel */\n")
+    cache.source_hash.cache_clear()
+    assert cache.source_hash() != base
+    monkeypatch.undo()
+    cache.source_hash.cache_clear()
+
+
 @pytest.mark.parametrize("junk", [b"{not json", b"", b"PK\x03\x04truncated zip"])
 def test_unreadable_entry_is_recomputed(tmp_path, junk):
     path = tmp_path / f"{cache_key(CFG)}.npz"

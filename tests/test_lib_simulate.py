@@ -4,6 +4,7 @@ Statistical tolerances are z-scores against the Monte-Carlo standard error. With
 comparisons per test, |z| < 4.5 has a family-wise false-alarm rate below 0.2%.
 """
 import math
+import os
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -219,8 +220,8 @@ def test_later_and_tied_counts_exact_with_ties_nans_and_both_paths(monkeypatch, 
 
     if not compiled:
         monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")      # numpy row-by-row path
-    elif compiled_kernels() is None:
-        pytest.skip("numba is not installed")
+    elif compiled_kernels() is None and not os.environ.get("CI"):     # CI builds the C kernel
+        pytest.skip("the C kernel was not built")
     rng = np.random.default_rng(4)
     for n in (3, 4, 9, 23):
         s = rng.normal(size=(6, n, n))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from recency_lib import SimConfig, cache, provenance, report
+from recency_lib import SimConfig, cache, engines, provenance, report
 
 
 def test_only_entries_under_this_builds_key_are_listed(tmp_path):
@@ -34,7 +34,7 @@ def test_tables_and_downloads_of_the_simulations(tmp_path):
     rows = provenance.simulation_rows(entries)
     assert rows[0]["model"] == "LayerNorm, 2 heads" and rows[1]["α"] == "0" and rows[0]["engine"] == "dense"
     summary = provenance.simulation_summary(entries)
-    assert [r["engine"] for r in summary] == ["dense", "gram (numba)" if "numba" in rows[1]["engine"] else "gram (numpy)"]
+    assert [r["engine"] for r in summary] == ["dense", f"gram ({engines.kernel_name()})"]
     assert summary[1]["simulations"] == "2" and summary[1]["sequences"] == "128"
     text = provenance.simulation_table(entries).text
     assert "| dense | 1 | 64 |" not in text and "LayerNorm, 2 heads" in text     # 3 rows: the full table
@@ -50,4 +50,4 @@ def test_software_rows_name_the_library_and_its_source_hash():
     rows = {r["component"]: r["version"] for r in provenance.software_rows(("numpy", "no-such-package-xyz"))}
     assert rows["no-such-package-xyz"] == "not installed" and rows["numpy"][0].isdigit()
     assert rows["recency_lib source hash"] == f"`{cache.source_hash()[:16]}`"
-    assert rows["Gram-engine kernel"] in ("numba", "numpy")
+    assert rows["Gram-engine kernel"] == engines.kernel_name() and rows["Gram-engine kernel"] in ("c", "numpy")

@@ -1,0 +1,607 @@
+/* The compiled twin of the paper's layer: the gram engine's block kernel and the recency count.
+ *
+ * recency_lib.model.layer + recency_lib.features.layer_features in numpy are the reference; this
+ * file computes the same per-sample quantities and reduces them to moment sums on the fly.
+ * recency_lib/kernels.py is its Python face (argument checks, shapes); read that first.
+ *
+ * Layout. A block of B samples is walked in groups of V = 4 samples. Every per-sample number of a
+ * group is a vector `vd` of 4 doubles, one lane per sample (GCC vector extensions), so the sample
+ * index is the innermost axis and every operation works on 4 samples at once (one AVX2
+ * instruction, two SSE2 ones). The state of a group (coordinates, features: ~12 KB at n = 10)
+ * stays in the L1 cache through all the layers.
+ *
+ * Rounding, the same on every CPU. Lanes never mix: each sample's arithmetic is a fixed sequence
+ * of IEEE-754 operations (+, -, *, /, sqrt, and fma where written out: one rounding), whatever
+ * the vector width the compiler picks. Built with -ffp-contract=off (no multiply-add is fused
+ * unless written as fma) and without -ffast-math (no reordering); exp is the polynomial below,
+ * never libm's (whose last bit differs between libraries and between its own ISA variants). Sums
+ * over samples keep one partial sum per lane and add the 4 lanes in a fixed order at the end.
+ * So results are bitwise identical across machines and builds, and differ from the numpy
+ * reference by float rounding only (~1e-15 relative).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef V
+#define V 4                                   /* samples per group (vector lanes) */
+#endif
+typedef double vd __attribute__((vector_size(V * sizeof(double))));
+typedef int64_t vi __attribute__((vector_size(V * sizeof(int64_t))));
+
+#define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 16")   /* unroll completely when the trip count is a small constant */
+#ifndef U_COORD
+#define U_COORD
+#endif
+#ifndef U_STEPS
+#define U_STEPS UNROLL
+#endif
+#ifndef U_COUNT
+#define U_COUNT UNROLL
+#endif
+#define SMALL 16
+#ifndef TILE_GROUPS
+#define TILE_GROUPS 4                         /* groups per tile at n <= 32 (one at longer n: large states) */
+#endif                              /* rows whose per-row scratch lives in registers */
+
+INLINE vd splat(double a) { return (vd){} + a; }
+INLINE vd vsel(vi mask, vd a, vd b) { return (vd)((mask & (vi)a) | (~mask & (vi)b)); }   /* mask ? a : b */
+
+INLINE vd vfma(vd a, vd b, vd c)              /* a * b + c with one rounding, per lane */
+{
+    vd r;
+    for (int l = 0; l < V; l++) r[l] = fma(a[l], b[l], c[l]);
+    return r;
+}
+
+INLINE vd vsqrt(vd a)
+{
+    vd r;
+    for (int l = 0; l < V; l++) r[l] = sqrt(a[l]);
+    return r;
+}
+
+INLINE vd vabs(vd a) { return (vd)((vi)a & INT64_MAX); }
+
+INLINE vd vmax_nan(vd m, vd a) { return vsel((a > m) | (a != a), a, m); }   /* max, NaN wins (as numpy) */
+
+INLINE double lanes_sum(vd a)                 /* in lane order */
+{
+    double s = a[0];
+    for (int l = 1; l < V; l++) s += a[l];
+    return s;
+}
+
+/* exp(v) for v <= 0 (NaN stays NaN): v = k ln2 + r with a two-part ln2, |r| <= ln2 / 2, e^r by its
+ * Taylor polynomial of degree 13 (truncation < 5e-18 relative), 2^k written into the exponent
+ * bits. fma(v, log2 e, 1.5 * 2^52) rounds v log2 e to the integer k in its low bits. k < -1020
+ * (results near or below the smallest normal) is scaled in two steps, so subnormals and the
+ * underflow to 0 come out right. Measured against np.exp over [-745, 0]: < 4e-16 relative. */
+#define ROUND 6755399441055744.0              /* 1.5 * 2^52 */
+#define ROUND_BITS 0x4338000000000000LL       /* its bit pattern */
+#define LOG2E 1.4426950408889634
+#define LN2_HI 6.93147180369123816490e-01
+#define LN2_LO 1.90821492927058770002e-10
+#define TWO_M64 5.421010862427522e-20         /* 2^-64 */
+
+INLINE vd vexp_neg(vd v)
+{
+    v = vsel(v < splat(-745.5), splat(-745.5), v);
+    vd e = vfma(v, splat(LOG2E), splat(ROUND));
+    vd kf = e - splat(ROUND);
+    vd r = vfma(-kf, splat(LN2_HI), v);
+    r = vfma(-kf, splat(LN2_LO), r);
+    vd p = splat(1.0 / 6227020800.0);                                   /* 1/13! */
+    p = vfma(p, r, splat(1.0 / 479001600.0));
+    p = vfma(p, r, splat(1.0 / 39916800.0));
+    p = vfma(p, r, splat(1.0 / 3628800.0));
+    p = vfma(p, r, splat(1.0 / 362880.0));
+    p = vfma(p, r, splat(1.0 / 40320.0));
+    p = vfma(p, r, splat(1.0 / 5040.0));
+    p = vfma(p, r, splat(1.0 / 720.0));
+    p = vfma(p, r, splat(1.0 / 120.0));
+    p = vfma(p, r, splat(1.0 / 24.0));
+    p = vfma(p, r, splat(1.0 / 6.0));
+    p = vfma(p, r, splat(0.5));
+    p = vfma(p, r, splat(1.0));
+    p = vfma(p, r, splat(1.0));
+    vi k = (vi)e - ROUND_BITS;
+    vi tiny = k < -1020;
+    vi bias = (tiny & 1087) | (~tiny & 1023);
+    vd val = p * (vd)((k + bias) << 52);
+    return vsel(tiny, val * splat(TWO_M64), val);
+}
+
+/* -- the recency count ------------------------------------------------------------------------ */
+
+/* The triples j < k < i of row-packed lower triangles, W samples side by side (sample innermost):
+ * s[(i (i + 1) / 2 + j) * W + b] = S_ij of sample b. up[b] counts S_ij < S_ik - tol[b] (the later
+ * key scores higher), not_down[b] counts S_ij <= S_ik + tol[b] (higher or tied); a NaN fails both.
+ * One sample: the loop over the earlier keys j vectorises; several: the loop over the samples. */
+static void count_pairs(int64_t n, const double *restrict s, int64_t w, const double *restrict tol,
+                        int64_t *restrict up, int64_t *restrict not_down)
+{
+    for (int64_t b = 0; b < w; b++) up[b] = not_down[b] = 0;
+    if (w == 1) {
+        int64_t u = 0, nd = 0;
+        for (int64_t i = 2; i < n; i++) {
+            const double *row = s + i * (i + 1) / 2;
+            for (int64_t k = 1; k < i; k++) {
+                double hi = row[k] - tol[0], lo = row[k] + tol[0];
+                for (int64_t j = 0; j < k; j++) {
+                    u += row[j] < hi;
+                    nd += row[j] <= lo;
+                }
+            }
+        }
+        up[0] = u;
+        not_down[0] = nd;
+        return;
+    }
+    for (int64_t i = 2; i < n; i++) {
+        const double *row = s + i * (i + 1) / 2 * w;
+        for (int64_t k = 1; k < i; k++)
+            for (int64_t j = 0; j < k; j++)
+                for (int64_t b = 0; b < w; b++) {
+                    double v = row[j * w + b];
+                    up[b] += v < row[k * w + b] - tol[b];
+                    not_down[b] += v <= row[k * w + b] + tol[b];
+                }
+    }
+}
+
+/* -- the gram block kernel -------------------------------------------------------------------- */
+
+enum { MODE_PLAIN = 0, MODE_CHOL = 1, MODE_RANK_ONE = 2 };
+
+typedef struct {
+    /* input */
+    int64_t n, w, nb;               /* tokens, Gram width m (1 if rank one), samples in the block */
+    const double *chi2, *normals;   /* (m, nb) and (q, nb): the block's draws, samples last */
+    const double *chol;             /* (n, n) Cholesky factor of Sigma (MODE_CHOL) */
+    int mode, normalize;
+    double d, gamma, eps, tie_rtol;
+    int64_t layers;
+    int64_t o_attn, o_sq, o_diag, o_step, o_row, o_trend, o_rp, nf;   /* feature layout */
+    /* output, (layers, nf) and (layers, nc); feats (layers, nf, nb) or NULL */
+    double *shift, *s1, *s2, *sc, *feats;
+    /* work */
+    int64_t tile_groups;            /* groups of V samples per tile */
+    vd *state, *fs, *dev0s;         /* per group of a tile: two states (packed trapezoids), features (nf),
+                                       layer-1 deviations (nc) */
+    vd *x, *xn, *f;                 /* the current group's */
+    vd *y;                          /* scratch: the normalised state */
+    vd *aux;                        /* (2 n) row maxima and one row of x', for long sequences */
+    vd *a1, *a2, *a3;               /* per-lane sums, (layers, nf) x2 and (layers, nc); NULL: sum lanes at once */
+} Block;
+
+/* Row i of the coordinates has min(i + 1, w) entries (a lower trapezoid; every layer keeps that
+ * shape), packed row after row. */
+INLINE int64_t row_len(int64_t i, int64_t w) { return i + 1 < w ? i + 1 : w; }
+INLINE int64_t row_start(int64_t i, int64_t w) { return i <= w ? i * (i + 1) / 2 : w * (w + 1) / 2 + (i - w) * w; }
+
+/* The functions below take n and w as arguments and are always inlined: group_10 etc. (at the end)
+ * instantiate them with constants, so that the compiler unrolls every loop of a short sequence
+ * (no loop of varying length left to mispredict), and group_any with the block's values. */
+
+/* Samples s0 .. s0 + valid - 1 of the draws into x, as recency_lib.sampling.gram_assemble builds
+ * them; lanes beyond `valid` repeat the last sample (computed, never counted). */
+INLINE void coordinates(Block *k, int64_t s0, int64_t valid, const int64_t n, const int64_t w)
+{
+    const int64_t nb = k->nb;
+    int64_t src[V];
+    for (int l = 0; l < V; l++) src[l] = s0 + (l < valid ? l : valid - 1);
+#define LOAD(row) ({ const double *r_ = (row); vd t_; for (int l_ = 0; l_ < V; l_++) t_[l_] = r_[src[l_]]; t_; })
+    const vd d = splat(k->d), rsd = splat(1.0 / sqrt(k->d));
+    vd *x = k->x;
+    if (k->mode == MODE_RANK_ONE) {
+        vd v = vsqrt(LOAD(k->chi2) / d);
+        U_COORD
+        for (int64_t i = 0; i < n; i++) x[i] = v;
+        return;
+    }
+    vd *t = k->mode == MODE_CHOL ? k->xn : x;          /* Bartlett factor T, then L T */
+    int64_t q = 0;
+    U_COORD
+    for (int64_t i = 0; i < n; i++) {
+        vd *ti = t + row_start(i, w);
+        U_COORD
+        for (int64_t c = 0; c < row_len(i, w); c++) {
+            if (c == i) {
+                ti[c] = vsqrt(LOAD(k->chi2 + i * nb) / d);
+            } else {
+                ti[c] = LOAD(k->normals + q * nb) * rsd;
+                q++;
+            }
+        }
+    }
+    if (k->mode != MODE_CHOL) return;
+    U_COORD
+    for (int64_t i = 0; i < n; i++) {                  /* x_ic = sum_{j = c..i} L_ij T_jc */
+        const double *li = k->chol + i * n;
+        U_COORD
+        for (int64_t c = 0; c < row_len(i, w); c++) {
+            vd acc = splat(li[c]) * t[row_start(c, w) + c];
+            U_COORD
+            for (int64_t j = c + 1; j <= i; j++) acc = vfma(splat(li[j]), t[row_start(j, w) + c], acc);
+            x[row_start(i, w) + c] = acc;
+        }
+    }
+#undef LOAD
+}
+
+/* One layer, Eqs. (1)-(2), (20): squared norms, scores and attention into the features f, and,
+ * if `next`, x' = A y + gamma x into xn. The exponentials of all rows are taken in one pass (55
+ * independent ones at n = 10: the processor overlaps them). */
+INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
+{
+    const vd rsd = splat(1.0 / sqrt(k->d)), inv_d = splat(1.0 / k->d), eps = splat(k->eps);
+    vd *restrict f = k->f;
+    vd small[2 * SMALL];                                /* row maxima and one row of x' when short */
+    vd *restrict mx = n <= SMALL ? small : k->aux, *restrict acc = n <= SMALL ? small + SMALL : k->aux + n;
+    if (k->normalize) {                                 /* ||x_i||^2 and y_i = Norm(x_i), Eq. (2) */
+        const vd *restrict x = k->x;
+        vd *restrict y = k->y;
+        UNROLL
+        for (int64_t i = 0; i < n; i++) {
+            const vd *xi = x + row_start(i, w);
+            vd sq = xi[0] * xi[0];
+            UNROLL
+            for (int64_t c = 1; c < row_len(i, w); c++) sq = vfma(xi[c], xi[c], sq);
+            f[k->o_sq + i] = sq;
+            vd inv = splat(1.0) / vsqrt(sq * inv_d + eps);
+            UNROLL
+            for (int64_t c = 0; c < row_len(i, w); c++) y[row_start(i, w) + c] = xi[c] * inv;
+        }
+    } else {
+        const vd *restrict x = k->x;
+        UNROLL
+        for (int64_t i = 0; i < n; i++) {
+            const vd *xi = x + row_start(i, w);
+            vd sq = xi[0] * xi[0];
+            UNROLL
+            for (int64_t c = 1; c < row_len(i, w); c++) sq = vfma(xi[c], xi[c], sq);
+            f[k->o_sq + i] = sq;
+        }
+    }
+    const vd *restrict y = k->normalize ? k->y : k->x;
+    UNROLL
+    for (int64_t i = 0; i < n; i++) {                  /* S_ij = <y_i, y_j> / sqrt(d), j <= i, Eq. (1) */
+        const vd *yi = y + row_start(i, w);
+        vd *s = f + i * (i + 1) / 2;
+        UNROLL
+        for (int64_t j = 0; j <= i; j++) {
+            const vd *yj = y + row_start(j, w);
+            vd dot = yi[0] * yj[0];
+            UNROLL
+            for (int64_t c = 1; c < row_len(j, w); c++) dot = vfma(yi[c], yj[c], dot);
+            s[j] = dot * rsd;
+            mx[i] = j ? vmax_nan(mx[i], s[j]) : s[j];
+        }
+    }
+    for (int64_t i = 0; i < n; i++)                    /* exp(S_ij - max_j S_ij), Eq. (3) (a loop: short code) */
+        for (int64_t j = 0; j <= i; j++) f[k->o_attn + i * (i + 1) / 2 + j] = vexp_neg(f[i * (i + 1) / 2 + j] - mx[i]);
+    UNROLL
+    for (int64_t i = 0; i < n; i++) {                  /* ... normalised: A_ij */
+        vd *a = f + k->o_attn + i * (i + 1) / 2;
+        vd total = a[0];
+        UNROLL
+        for (int64_t j = 1; j <= i; j++) total += a[j];
+        vd inv = splat(1.0) / total;
+        UNROLL
+        for (int64_t j = 0; j <= i; j++) a[j] *= inv;
+    }
+    if (!next) return;
+    const vd *restrict x = k->x;
+    vd *restrict xn = k->xn;
+    const vd gamma = splat(k->gamma);
+    UNROLL
+    for (int64_t i = 0; i < n; i++) {                  /* x'_ic = sum_{j = c..i} A_ij y_jc + gamma x_ic, Eq. (20) */
+        const vd *a = f + k->o_attn + i * (i + 1) / 2;
+        UNROLL
+        for (int64_t j = 0; j <= i; j++) {             /* row j of y, into every column at once */
+            const vd *yj = y + row_start(j, w);
+            UNROLL
+            for (int64_t c = 0; c < row_len(j, w); c++) acc[c] = c == j ? a[j] * yj[c] : vfma(a[j], yj[c], acc[c]);
+        }
+        vd *xi = xn + row_start(i, w);
+        UNROLL
+        for (int64_t c = 0; c < row_len(i, w); c++)
+            xi[c] = k->gamma != 0.0 ? acc[c] + gamma * x[row_start(i, w) + c] : acc[c];
+    }
+}
+
+/* Adjacent steps, row trends, the trend and the recency fraction from the scores in f. A row's
+ * off-diagonal steps add up to S_i,i-1 - S_i0: the row trends and the trend come from those. */
+INLINE void steps(Block *k, const int64_t n)
+{
+    vd *f = k->f;
+    vd trend = splat(0.0);
+    int64_t q = k->o_step;
+    U_STEPS
+    for (int64_t i = 1; i < n; i++) {
+        const vd *s = f + i * (i + 1) / 2;
+        f[k->o_diag + i - 1] = s[i] - s[i - 1];
+        U_STEPS
+        for (int64_t j = 1; j < i; j++) f[q++] = s[j] - s[j - 1];
+        if (i >= 2) {
+            vd t = s[i - 1] - s[0];
+            trend += t;
+            f[k->o_row + i - 2] = t / splat((double)(i - 1));
+        }
+    }
+    const int64_t triples = n * (n - 1) * (n - 2) / 6;
+    if (triples == 0) {
+        f[k->o_trend] = f[k->o_rp] = splat(NAN);
+        return;
+    }
+    f[k->o_trend] = trend / splat((double)((n - 1) * (n - 2) / 2));
+    vd tol = splat(1.0);                                /* tie tolerance: tie_rtol * max(1, max |S|) */
+    U_STEPS
+    for (int64_t p = 0; p < n * (n + 1) / 2; p++) tol = vmax_nan(tol, vabs(f[p]));
+    tol *= splat(k->tie_rtol);
+    vi up = {0}, not_down = {0};                        /* minus the counts (a true compare is -1) */
+    U_COUNT
+    for (int64_t i = 2; i < n; i++) {
+        const vd *s = f + i * (i + 1) / 2;
+        U_COUNT
+        for (int64_t kk = 1; kk < i; kk++) {
+            vd hi = s[kk] - tol, lo = s[kk] + tol;
+            U_COUNT
+            for (int64_t j = 0; j < kk; j++) {
+                up += (vi)(s[j] < hi);
+                not_down += (vi)(s[j] <= lo);
+            }
+        }
+    }
+    vi both = -(up + not_down);                         /* later + (later or tied) = 2 later + tied */
+    vd cnt;
+    for (int l = 0; l < V; l++) cnt[l] = (double)both[l];
+    f[k->o_rp] = cnt * splat(0.5 / (double)triples);
+}
+
+/* Moment sums of layer l over the lanes of the tile's groups (in their order): (f - shift), its
+ * square, and for the controls (features o_step ..) the product with the same deviation in layer
+ * 1. masks[g] zeroes the lanes beyond the block's end. Each sum is loaded and stored once per tile. */
+INLINE void accumulate_lanes(Block *k, int64_t l, int64_t groups, const vi *masks)
+{
+    const int64_t nf = k->nf, c0 = k->o_step, nc = nf - c0;
+    const double *sh = k->shift + l * nf;
+    vd *restrict a1 = k->a1 + l * nf, *restrict a2 = k->a2 + l * nf, *restrict a3 = k->a3 + l * nc;
+    const vd *restrict fs = k->fs;
+    vd *restrict dev0 = k->dev0s;
+    for (int64_t r = 0; r < c0; r++) {
+        vd u = a1[r], v = a2[r], shift = splat(sh[r]);
+        for (int64_t g = 0; g < groups; g++) {
+            vd e = (vd)((vi)(fs[g * nf + r] - shift) & masks[g]);
+            u += e;
+            v = vfma(e, e, v);
+        }
+        a1[r] = u;
+        a2[r] = v;
+    }
+    for (int64_t r = c0; r < nf; r++) {
+        vd u = a1[r], v = a2[r], c = a3[r - c0], shift = splat(sh[r]);
+        for (int64_t g = 0; g < groups; g++) {
+            vd e = (vd)((vi)(fs[g * nf + r] - shift) & masks[g]);
+            u += e;
+            v = vfma(e, e, v);
+            if (l == 0) dev0[g * nc + r - c0] = e;
+            c = vfma(e, dev0[g * nc + r - c0], c);
+        }
+        a1[r] = u;
+        a2[r] = v;
+        a3[r - c0] = c;
+    }
+}
+
+/* The same for one group, summing its lanes at once into the scalar sums (long sequences: per-lane
+ * sums of every feature would take V times the memory of the moments). */
+static void accumulate_now(Block *k, int64_t l, int64_t g, vi mask)
+{
+    const int64_t nf = k->nf, c0 = k->o_step, nc = nf - c0;
+    const double *sh = k->shift + l * nf;
+    const vd *f = k->fs + g * nf;
+    vd *dev0 = k->dev0s + g * nc;
+    double *s1 = k->s1 + l * nf, *s2 = k->s2 + l * nf, *sc = k->sc + l * nc;
+    for (int64_t r = 0; r < nf; r++) {
+        vd e = (vd)((vi)(f[r] - splat(sh[r])) & mask);
+        s1[r] += lanes_sum(e);
+        s2[r] += lanes_sum(e * e);
+        if (r >= c0) {
+            if (l == 0) dev0[r - c0] = e;
+            sc[r - c0] += lanes_sum(e * dev0[r - c0]);
+        }
+    }
+}
+
+/* One tile: `groups` groups of V samples from s0 on, through every layer, into the sums. The
+ * layer loop is the outer one: a tile's features of one layer are reduced together, so each sum
+ * is loaded and stored once per tile, not once per group. The groups still add in their order:
+ * the tile size changes no bit of the result. */
+INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const int64_t w)
+{
+    const int64_t nf = k->nf, tz = row_start(n, w);
+    vi masks[TILE_GROUPS];
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t valid = k->nb - s0 - g * V;
+        for (int b = 0; b < V; b++) masks[g][b] = b < valid ? -1 : 0;
+        k->x = k->state + 2 * g * tz;
+        k->xn = k->x + tz;
+        coordinates(k, s0 + g * V, valid < V ? valid : V, n, w);
+    }
+    for (int64_t l = 0; l < k->layers; l++) {
+        for (int64_t g = 0; g < groups; g++) {
+            int64_t start = s0 + g * V, valid = k->nb - start < V ? k->nb - start : V;
+            k->x = k->state + (2 * g + l % 2) * tz;    /* the two states of a group alternate */
+            k->xn = k->state + (2 * g + (l + 1) % 2) * tz;
+            k->f = k->fs + g * nf;
+            layer(k, l + 1 < k->layers, n, w);
+            steps(k, n);
+            if (start == 0)                             /* the shift: the block's first sample */
+                for (int64_t r = 0; r < nf; r++) k->shift[l * nf + r] = k->f[r][0];
+            if (k->feats)
+                for (int64_t r = 0; r < nf; r++)
+                    for (int64_t b = 0; b < valid; b++) k->feats[(l * nf + r) * k->nb + start + b] = k->f[r][b];
+            if (!k->a1) accumulate_now(k, l, g, masks[g]);
+        }
+        if (k->a1) accumulate_lanes(k, l, groups, masks);
+    }
+}
+
+typedef void (*TileFn)(Block *, int64_t, int64_t);
+
+static void tile_any(Block *k, int64_t s0, int64_t groups) { tile(k, s0, groups, k->n, k->w); }
+
+#define TILE_FOR(N) static void tile_##N(Block *k, int64_t s0, int64_t groups) { tile(k, s0, groups, N, N); }
+TILE_FOR(10)
+
+static TileFn tile_for(int64_t n, int64_t w)
+{
+    if (n == w) switch (n) {
+        case 10: return tile_10;
+    }
+    return tile_any;
+}
+
+static void run_block(Block *k)
+{
+    const int64_t nf = k->nf, nc = nf - k->o_step, L = k->layers, step = k->tile_groups * V;
+    TileFn fn = tile_for(k->n, k->w);
+    memset(k->s1, 0, L * nf * sizeof(double));
+    memset(k->s2, 0, L * nf * sizeof(double));
+    memset(k->sc, 0, L * nc * sizeof(double));
+    for (int64_t s0 = 0; s0 < k->nb; s0 += step) fn(k, s0, (k->nb - s0 < step ? k->nb - s0 + V - 1 : step) / V);
+    if (!k->a1) return;
+    for (int64_t r = 0; r < L * nf; r++) {
+        k->s1[r] = lanes_sum(k->a1[r]);
+        k->s2[r] = lanes_sum(k->a2[r]);
+    }
+    for (int64_t r = 0; r < L * nc; r++) k->sc[r] = lanes_sum(k->a3[r]);
+}
+
+/* -- Python glue -------------------------------------------------------------------------------- */
+
+/* A float64 buffer with exactly `count` items. */
+static int take(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t count, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (view->itemsize != 8 || (view->format && strcmp(view->format, "d") && strcmp(view->format, "q")
+                                && strcmp(view->format, "l")) || view->len != count * 8) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd contiguous 8-byte items, got %zd bytes of format %s",
+                     name, count, view->len, view->format ? view->format : "B");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static void *aligned(size_t count)
+{
+    size_t bytes = (count * sizeof(vd) + 63) / 64 * 64;
+    return bytes ? aligned_alloc(64, bytes) : NULL;
+}
+
+#define ACC_LIMIT (1 << 20)     /* per-lane sums up to this many doubles (8 MB), else reduce at once */
+
+static PyObject *py_gram_block(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_chi2, *o_normals, *o_chol, *o_offs, *o_shift, *o_s1, *o_s2, *o_sc, *o_feats;
+    Block k = {0};
+    long long n, w, nb, layers;
+    int mode, normalize, want_feats;
+    if (!PyArg_ParseTuple(args, "LLLOOOiiddddLOOOOOOp", &n, &w, &nb, &o_chi2, &o_normals, &o_chol, &mode,
+                          &normalize, &k.d, &k.gamma, &k.eps, &k.tie_rtol, &layers, &o_offs, &o_shift, &o_s1,
+                          &o_s2, &o_sc, &o_feats, &want_feats))
+        return NULL;
+    if (n < 1 || w < 1 || w > n || nb < 1 || layers < 1 || mode < 0 || mode > 2 || !(k.d > 0)) {
+        PyErr_SetString(PyExc_ValueError, "gram_block: bad sizes or mode");
+        return NULL;
+    }
+    k.n = n; k.w = w; k.nb = nb; k.layers = layers; k.mode = mode; k.normalize = normalize;
+    Py_buffer b_offs;
+    if (take(o_offs, &b_offs, 0, 8, "offs") < 0) return NULL;
+    const int64_t *offs = b_offs.buf;
+    k.o_attn = offs[0]; k.o_sq = offs[1]; k.o_diag = offs[2]; k.o_step = offs[3]; k.o_row = offs[4];
+    k.o_trend = offs[5]; k.o_rp = offs[6]; k.nf = offs[7];
+    PyBuffer_Release(&b_offs);
+    const int64_t t = n * (n + 1) / 2, nf = k.nf, nc = nf - k.o_step;
+    if (k.o_attn != t || k.o_sq != 2 * t || k.o_rp != nf - 1 || nc < 2) {
+        PyErr_SetString(PyExc_ValueError, "gram_block: feature offsets do not fit n");
+        return NULL;
+    }
+    int64_t tz = 0, m = mode == MODE_RANK_ONE ? 1 : w;
+    for (int64_t i = 0; i < n; i++) tz += i + 1 < w ? i + 1 : w;
+    int64_t q = mode == MODE_RANK_ONE ? 0 : tz - w;    /* the strictly-lower entries: tz minus the diagonal */
+    Py_buffer bufs[8];
+    int got = 0;
+    PyObject *objs[8] = {o_chi2, o_normals, o_chol, o_shift, o_s1, o_s2, o_sc, o_feats};
+    const char *names[8] = {"chi2", "normals", "chol", "shift", "s1", "s2", "sc", "feats"};
+    Py_ssize_t counts[8] = {m * nb, q * nb, n * n, layers * nf, layers * nf, layers * nf, layers * nc,
+                            want_feats ? layers * nf * nb : 0};
+    for (; got < 8; got++)
+        if (take(objs[got], &bufs[got], got >= 3, counts[got], names[got]) < 0) goto fail;
+    k.chi2 = bufs[0].buf; k.normals = bufs[1].buf; k.chol = bufs[2].buf;
+    k.shift = bufs[3].buf; k.s1 = bufs[4].buf; k.s2 = bufs[5].buf; k.sc = bufs[6].buf;
+    k.feats = want_feats ? bufs[7].buf : NULL;
+    int lanes = layers * (2 * nf + nc) * V <= ACC_LIMIT;
+    k.tile_groups = n <= 32 ? TILE_GROUPS : 1;
+    k.state = aligned(2 * k.tile_groups * tz); k.dev0s = aligned(k.tile_groups * nc);
+    k.fs = aligned(k.tile_groups * nf); k.y = aligned(tz); k.aux = aligned(2 * n);
+    if (lanes) { k.a1 = aligned(layers * nf); k.a2 = aligned(layers * nf); k.a3 = aligned(layers * nc); }
+    if (!k.state || !k.dev0s || !k.y || !k.fs || !k.aux || (lanes && (!k.a1 || !k.a2 || !k.a3))) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (lanes) {
+        memset(k.a1, 0, layers * nf * sizeof(vd)); memset(k.a2, 0, layers * nf * sizeof(vd));
+        memset(k.a3, 0, layers * nc * sizeof(vd));
+    }
+    Py_BEGIN_ALLOW_THREADS
+    run_block(&k);
+    Py_END_ALLOW_THREADS
+fail:
+    free(k.state); free(k.dev0s); free(k.y); free(k.fs); free(k.aux); free(k.a1); free(k.a2); free(k.a3);
+    for (int i = 0; i < got; i++) PyBuffer_Release(&bufs[i]);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_count_pairs(PyObject *self, PyObject *args)
+{
+    (void)self;
+    long long n, w;
+    PyObject *o_s, *o_tol, *o_out;
+    if (!PyArg_ParseTuple(args, "LLOOO", &n, &w, &o_s, &o_tol, &o_out)) return NULL;
+    if (n < 0 || w < 1) {
+        PyErr_SetString(PyExc_ValueError, "count_pairs: bad sizes");
+        return NULL;
+    }
+    Py_buffer bs, bt, bo;
+    if (take(o_s, &bs, 0, n * (n + 1) / 2 * w, "packed") < 0) return NULL;
+    if (take(o_tol, &bt, 0, w, "tol") < 0) { PyBuffer_Release(&bs); return NULL; }
+    if (take(o_out, &bo, 1, 2 * w, "out") < 0) { PyBuffer_Release(&bs); PyBuffer_Release(&bt); return NULL; }
+    int64_t *out = bo.buf;
+    Py_BEGIN_ALLOW_THREADS
+    count_pairs(n, bs.buf, w, bt.buf, out, out + w);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bs); PyBuffer_Release(&bt); PyBuffer_Release(&bo);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"gram_block", py_gram_block, METH_VARARGS, "One block of the gram engine (see recency_lib/kernels.py)."},
+    {"count_pairs", py_count_pairs, METH_VARARGS, "The recency count (see recency_lib/kernels.py)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel", "The compiled kernel (C).", -1, methods};
+
+PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module); }
