@@ -57,9 +57,11 @@ def _report():
 
 
 def clear_error(exc: BaseException) -> bool:
-    """A ValueError whose message is one readable line saying what is allowed."""
+    """A ValueError whose message is one readable line saying what is allowed. (Up to 800 characters:
+    a result file's message names its path, and pytest's temporary paths grow under xdist; the
+    longest message, an unknown field listing the 30 allowed ones, is ~620.)"""
     msg = str(exc)
-    return (type(exc) is ValueError and "\n" not in msg and 0 < len(msg) <= 600 and "allowed" in msg)
+    return (type(exc) is ValueError and "\n" not in msg and 0 < len(msg) <= 800 and "allowed" in msg)
 
 
 def count(test: str, ok: bool, result: bool = False) -> None:
