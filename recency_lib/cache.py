@@ -226,17 +226,22 @@ def usable_entries(cache=None) -> tuple[list[dict], int]:
     return usable, other
 
 
+def _check_entry(folder: Path, path: Path) -> None:
+    """Before any work: the cache folder ``folder`` can store the entry ``path``."""
+    try:
+        check_output_path(path, "cache entry")
+    except ValueError as exc:
+        raise ValueError(f"cache={short(str(folder))} cannot be used: {exc} (set cache= or RECENCY_LIB_CACHE "
+                         f"to another folder)") from None
+
+
 def _entry(cfg, z: float, cache) -> Path:
     """The entry's path, after checking (before any work) that the cache can store it."""
     if not isinstance(cfg, SimConfig):
         raise ValueError(f"cfg={short(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
     folder = cache_dir(cache)
     path = folder / f"{cache_key(cfg, z)}.npz"
-    try:
-        check_output_path(path, "cache entry")
-    except ValueError as exc:
-        raise ValueError(f"cache={short(str(folder))} cannot be used: {exc} (set cache= or RECENCY_LIB_CACHE "
-                         f"to another folder)") from None
+    _check_entry(folder, path)
     return path
 
 
@@ -344,11 +349,7 @@ def cached_value(name: str, compute, roots, *, params=None, packages=(), cache=N
     key = value_key(name, roots, tuple(packages), params)
     folder = cache_dir(cache)
     path = folder / f"{name}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]}.json"
-    try:
-        check_output_path(path, "cache entry")
-    except ValueError as exc:
-        raise ValueError(f"cache={short(str(folder))} cannot be used: {exc} (set cache= or RECENCY_LIB_CACHE "
-                         f"to another folder)") from None
+    _check_entry(folder, path)
     with _computing([path]):
         if not refresh:
             stored = _load_value(path, key)
