@@ -311,7 +311,7 @@ def require_json(cfg: SimConfig) -> int:
     if total > memory_limit():
         raise ValueError(f"n={short(cfg.n)}, layers={short(cfg.layers)}: writing the result as JSON needs about "
                          f"{fmt_bytes(total)} of memory; this machine allows {fmt_bytes(memory_limit())}; "
-                         f"allowed: a .npz path (binary, compressed)")
+                         f"allowed: a .npz path (binary)")
     return total
 
 

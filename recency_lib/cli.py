@@ -113,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     opt("--z", _real, 3.0, "standard errors for the Definition-1 verdict (default %(default)s)")
     opt("--chunk-size", _integer, None, "samples per task (does not change results)")
     opt("--workers", _integer, 1, f"processes to use, 1 to the CPUs available ({_cpus()} here) (default %(default)s)")
-    opt("--out", str, None, "write the result here (JSON; a .npz path: compressed binary); replaced only "
+    opt("--out", str, None, "write the result here (JSON; a .npz path: binary); replaced only "
                             "by a successful run")
     return p
 

@@ -235,6 +235,12 @@ def _worker_chunk(*args):
         return _chunk(*args)
 
 
+def _finite(a: np.ndarray) -> bool:
+    """Whether every entry of ``a`` is finite, in one pass without a boolean array: a sum is finite
+    only if every term is (a sum of finite terms that overflows sends the caller to the full check)."""
+    return bool(np.isfinite(np.add.reduce(a, axis=None)))
+
+
 def _check_chunk_size(chunk_size):
     if chunk_size is not None:
         check_int("chunk_size", chunk_size, 1)
@@ -317,11 +323,11 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
             elapsed[ci] += seconds
             for k, m in moments:                   # tasks are folded in submission order
                 g = groups[ci]
-                g[k % 2] = m if g[k % 2] is None else g[k % 2].merge(m)
+                g[k % 2] = m if g[k % 2] is None else g[k % 2].merge_into(m)   # m and g are ours
                 if bar is not None:
                     bar.update(m.count)
             g = [x for x in groups[ci] if x is not None]
-            if not all(np.isfinite(x.mean).all() and np.isfinite(x.m2).all() for x in g):   # overflow: stop now
+            if not all(_finite(x.mean) and _finite(x.m2) for x in g):   # overflow: stop now
                 _to_result(configs[ci], *plans[ci], groups[ci], z, 0.0, None).check()
 
     try:

@@ -300,11 +300,12 @@ def fill_command(template: str, cfg: SimConfig) -> str:
 
 def rocket_lut(size: int = 256) -> list[str]:
     """seaborn's "rocket" colormap (the book's heatmaps) as ``size`` hex colours, dark to light."""
-    import seaborn as sns
     from matplotlib.colors import to_hex
 
+    from .plotting import heatmap_cmap
+
     check_int("size", size, 2)
-    cmap = sns.color_palette("rocket", as_cmap=True)
+    cmap = heatmap_cmap()
     return [to_hex(cmap(k / (size - 1))) for k in range(size)]
 
 

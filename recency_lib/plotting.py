@@ -185,6 +185,14 @@ def _colourbar(mappable, ax, *, axes=None):
     return bar
 
 
+def heatmap_cmap():
+    """The heatmaps' colour map (:data:`recency_lib.conventions.HEATMAP_CMAP`, seaborn's "rocket"),
+    built from :func:`recency_lib.conventions.rocket_rgb` without importing seaborn."""
+    from matplotlib.colors import ListedColormap
+
+    return ListedColormap(cv.rocket_rgb(), name=cv.HEATMAP_CMAP)
+
+
 def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None, title=None, cbar=True,
                   annotate_fmt=None, include_diagonal=False, vmin=None, vmax=None, ticks="all"):
     """Heatmap (cmap "rocket", as the paper) of an (n, n) mean score matrix, as in Fig. 1.
@@ -202,7 +210,6 @@ def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None,
     Returns ``ax``.
     """
     import matplotlib.patches as mpatches
-    import seaborn as sns
 
     s = _square("score_mean", score_mean)                          # (n, n)
     n = s.shape[0]
@@ -215,7 +222,7 @@ def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None,
     vmax = hi if vmax is None else float(vmax)
     # pcolormesh with seaborn's colour map: the picture of sns.heatmap without its slow redraws
     data = np.ma.masked_array(s, mask=mask)
-    mesh = ax.pcolormesh(np.arange(n + 1), np.arange(n + 1), data, cmap=sns.color_palette(cv.HEATMAP_CMAP, as_cmap=True),
+    mesh = ax.pcolormesh(np.arange(n + 1), np.arange(n + 1), data, cmap=heatmap_cmap(),
                          vmin=vmin, vmax=vmax, rasterized=n > RASTER_ABOVE_N)
     ax.set_xlim(0, n)
     ax.set_ylim(n, 0)                                              # matrix orientation: query 1 on top

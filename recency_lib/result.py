@@ -1,5 +1,7 @@
 """SimResult: what a simulation returns, with a lossless round trip to JSON (readable) or .npz
-(binary, compressed; what the results cache uses, since a result at n = 512 is ~90 MB of JSON).
+(binary; what the results cache uses, since a result at n = 512 is ~90 MB of JSON). The binary form is
+stored uncompressed: random floats barely compress (~12 % at n = 512) and deflating them took
+~2 s per n = 512 result, longer than simulating it; compressed files (earlier versions) still load.
 
 Every array field is described once, in :data:`ARRAY_FIELDS` (shape in terms of the config, where
 its values are defined, what fills the rest, the range of its values); loading, saving and
@@ -264,7 +266,8 @@ class SimResult:
 
     def save(self, path) -> Path:
         """Write atomically (temporary file in the same folder, then rename): a ``.npz`` path gets the
-        compressed binary form (float64 arrays as they are, the rest as JSON text), any other path JSON.
+        binary form (float64 arrays as they are, the rest as JSON text; a zip archive, uncompressed), any
+        other path JSON.
 
         Only a valid result with finite numbers is written (:meth:`check`); the path must be a
         regular file or nothing yet (:func:`recency_lib.files.check_output_path`). Returns the
@@ -273,7 +276,7 @@ class SimResult:
         if Path(os.fspath(path) if isinstance(path, (str, os.PathLike)) else "").suffix == ".npz":
             arrays = {name: np.asarray(getattr(self, name), dtype=np.float64) for name in ARRAY_FIELDS}
             meta = np.array(json.dumps(self._meta(), allow_nan=False))
-            return atomic_write(path, lambda fh: np.savez_compressed(fh, meta=meta, **arrays), binary=True)
+            return atomic_write(path, lambda fh: np.savez(fh, meta=meta, **arrays), binary=True)
         require_json(self.config)
         text = json.dumps(self.to_dict(), allow_nan=False)
         return atomic_write(path, lambda fh: fh.write(text))
@@ -527,7 +530,8 @@ def _read_npy(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dtype_kind: str, shape
 def _load_npz(cls, fh, config: SimConfig | None) -> SimResult:
     try:
         zf = zipfile.ZipFile(fh)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, NotImplementedError) as exc:
+        # (NotImplementedError: a central directory entry that claims a zip version Python cannot read)
         raise ValueError(f"not a valid .npz (zip) file ({exc}); allowed: a SimResult .npz") from None
     with zf:
         infos = zf.infolist()

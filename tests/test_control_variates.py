@@ -71,6 +71,27 @@ def test_estimator_falls_back_to_plain_with_one_group_or_a_constant_control():
     np.testing.assert_allclose(s[1, 0], both.sem[1, 0], rtol=0.05)   # two groups' SEs vs pooled: O(1/N)
 
 
+def test_in_place_merge_is_bitwise_the_merge_and_leaves_its_argument_alone():
+    """merge_into (the engines' fold: no new feature-sized arrays per block) gives merge's numbers
+    bit for bit; merged() never changes the groups it is given (control_variate reuses them)."""
+    rng = np.random.default_rng(3)
+    blocks = [Moments.of(rng.standard_normal((k, 3, 5)) * 10.0 ** rng.integers(-3, 4), slice(2, 5)) for k in (1, 7, 2, 33)]
+    pure, acc = blocks[0], blocks[0].copy()
+    for b in blocks[1:]:
+        before = (b.mean.copy(), b.m2.copy(), b.cross.copy())
+        pure, acc = pure.merge(b), acc.merge_into(b)
+        assert all(np.array_equal(x, y) for x, y in zip(before, (b.mean, b.m2, b.cross)))
+        for name in ("mean", "m2", "cross"):
+            assert np.array_equal(getattr(pure, name), getattr(acc, name)), name
+    assert pure.count == acc.count == 43
+    kept = [b.mean.copy() for b in blocks]
+    merged(blocks)
+    assert all(np.array_equal(k, b.mean) for k, b in zip(kept, blocks))
+    one = rng.standard_normal((1, 3, 5))                          # a one-sample block (long sequences)
+    m = Moments.of(one, slice(2, 5))
+    assert np.array_equal(m.mean, one[0]) and not m.m2.any() and not m.cross.any() and m.cross.shape == (3, 3)
+
+
 # -- the simulator: known values, agreement, honest errors -------------------------------------------
 
 @pytest.mark.parametrize("kw", [dict(alpha=0.0, norm="layernorm"), dict(alpha=0.5, gamma=1.0, norm="rms"),

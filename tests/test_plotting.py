@@ -51,6 +51,23 @@ def test_heatmap_returns_axes_and_excludes_diagonal_from_colour_scale():
     assert len(fig.axes) == 2                          # heatmap + colourbar
 
 
+def test_heatmap_colour_map_is_seaborns_rocket_without_importing_seaborn():
+    import subprocess
+    import sys
+
+    import seaborn as sns
+
+    ours, theirs = plotting.heatmap_cmap(), sns.color_palette("rocket", as_cmap=True)
+    x = np.linspace(0.0, 1.0, 1001)
+    np.testing.assert_array_equal(ours(x), theirs(x))        # the copied table is seaborn's, entry for entry
+    code = ("import sys, numpy as np, matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt\n"
+            "from recency_lib import plotting\n"
+            "plotting.score_heatmap(np.tril(np.ones((4, 4))), plt.subplots()[1])\n"
+            "print(sorted(m for m in ('seaborn', 'scipy.stats') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_heatmap_ticks_are_one_based_and_axes_labelled():
     fig, ax = plt.subplots()
     plotting.score_heatmap(example_scores(5), ax, cbar=False, title="layer 2")
