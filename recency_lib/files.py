@@ -278,10 +278,22 @@ def staging_dir(parent, prefix: str):
     path = None
     fd = -1
     try:
-        path = parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
-        os.mkdir(path, 0o700)
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        _lock(fd)
+        # another run's sweep may remove the new folder between mkdir and flock (it is unlocked
+        # then): as in atomic_write, check it is still there once locked, else make another
+        for _ in range(5):
+            path = parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+            os.mkdir(path, 0o700)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            _lock(fd)
+            if _still_linked(fd, path):
+                break
+            os.close(fd)
+            fd = -1
+        else:
+            raise OSError(errno.EAGAIN, f"could not create a staging folder in {parent}")
         yield path
     finally:
         if path is not None:

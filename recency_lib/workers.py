@@ -66,10 +66,19 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def terminate(pool: ProcessPoolExecutor, timeout: float = 5.0) -> None:
-    """Cancel queued tasks and end the pool's workers now (SIGTERM, then SIGKILL after ``timeout``)."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())    # CPython's pool keeps them here
+def _shutdown(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
+    pool.shutdown(wait=True)        # the pool's manager thread ends now, not racing interpreter exit
+
+
+def terminate(pool: ProcessPoolExecutor, timeout: float = 5.0) -> None:
+    """End the pool's workers now (SIGTERM, then SIGKILL after ``timeout``), then cancel its queued tasks.
+
+    The workers go first and the executor's own shutdown runs in a helper thread, waited for at most
+    ``timeout``: an interrupt can land inside ``submit`` just after it took the executor's internal
+    lock (a ``with`` block is not entered atomically), and a shutdown from this thread would then
+    wait for that lock forever (seen as a CLI that ignored Ctrl-C under heavy load)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())    # CPython's pool keeps them here
     for p in procs:
         with contextlib.suppress(Exception):
             p.terminate()
@@ -80,7 +89,9 @@ def terminate(pool: ProcessPoolExecutor, timeout: float = 5.0) -> None:
             if p.is_alive():
                 p.kill()
                 p.join(1.0)
-    pool.shutdown(wait=True)        # the pool's manager thread ends now, not racing interpreter exit
+    helper = threading.Thread(target=_shutdown, args=(pool,), daemon=True, name="worker-pool-shutdown")
+    helper.start()
+    helper.join(timeout)
 
 
 @contextlib.contextmanager

@@ -168,8 +168,34 @@ def run_jupyter_book():
 
 @pytest.fixture(scope="session")
 def book_build() -> BuildResult:
-    """Build the whole book once per session, as CI does (into the repo's _build/)."""
-    result = run_book(REPO, "--all", "-W", "--keep-going")
+    """Build the whole book once per test run, as CI does (into the repo's _build/).
+
+    Under pytest-xdist each worker has its own session, so a session fixture alone builds the book
+    once per worker that needs it (the ``xdist_group`` marker does not help: xdist 3.8 writes the
+    group into ``item._nodeid``, which pytest 9 no longer reads). The workers of one run share its
+    ``PYTEST_XDIST_TESTRUNUID``: the first to get here builds under an flock, the others wait for
+    it and read its result (exit status, log, seconds) from ``_build/.pytest-book-build.json``."""
+    import fcntl
+    import json
+
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:                                       # one process: nothing to share
+        result = run_book(REPO, "--all", "-W", "--keep-going")
+        print(f"\nbook build: exit {result.returncode} in {result.seconds:.1f} s")
+        return result
+    (REPO / "_build").mkdir(exist_ok=True)
+    record = REPO / "_build" / ".pytest-book-build.json"
+    with open(REPO / "_build" / ".pytest-book-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)                     # released when the file is closed
+        try:
+            saved = json.loads(record.read_text())
+        except (OSError, ValueError):
+            saved = {}
+        if saved.get("run") == run_id:
+            return BuildResult(saved["returncode"], saved["log"], saved["seconds"], REPO)
+        result = run_book(REPO, "--all", "-W", "--keep-going")
+        record.write_text(json.dumps({"run": run_id, "returncode": result.returncode, "log": result.log,
+                                      "seconds": result.seconds}))
     print(f"\nbook build: exit {result.returncode} in {result.seconds:.1f} s")
     return result
 
@@ -190,7 +216,6 @@ def built_book(book_build: BuildResult) -> BuildResult:
 # at n = 512 on the numpy path): marked ``book`` too, so ``pytest -m "not book"`` is the library's
 # quick loop. Named here, once, by test function (module::function, parameters aside).
 HEAVY = {
-    "test_notebooks.py::test_notebook_executes_with_small_samples",
     "test_notebook_rules.py::test_exemplar_runs_with_other_parameters",
     "test_explorer.py::test_notebook_runs_with_small_samples",
     "test_explorer.py::test_notebook_rejects_bad_workers",
@@ -216,13 +241,7 @@ def _is_heavy(item) -> bool:
             or bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ()))))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Marks the HEAVY tests ``book``. With pytest-xdist (pytest.ini: ``-n 2 --dist loadgroup``)
-    every test that needs the full book build runs in one worker, so the book is built once per run;
-    the other worker runs the rest meanwhile. (tryfirst: the group must be set before xdist reads it.)"""
-    for item in items:
-        if _is_heavy(item) or item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.book)
-        if "book_build" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("full-book"))
+def pytest_itemcollected(item):
+    """Marks the HEAVY tests ``book`` (so ``pytest -m "not book"`` is the library's quick loop)."""
+    if _is_heavy(item) or item.get_closest_marker("slow"):
+        item.add_marker(pytest.mark.book)

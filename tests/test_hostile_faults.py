@@ -343,6 +343,26 @@ def test_cache_key_covers_exactly_the_modules_a_simulation_imports(monkeypatch, 
     assert key() != edited
 
 
+def test_staging_folder_swept_before_it_is_locked_is_made_again(tmp_path, monkeypatch):
+    """Two grid runs share an output folder: one's sweep may remove the other's new staging folder
+    between its mkdir and its flock (seen in CI: FileNotFoundError in the page). The loser makes
+    another folder and goes on."""
+    from recency_lib import files
+
+    real_open, removed = os.open, []
+
+    def racing_open(path, flags, *args, **kw):
+        if flags & os.O_DIRECTORY and ".staging-" in str(path) and len(removed) < 2:
+            removed.append(str(path))
+            os.rmdir(path)                                   # the other run's sweep got there first
+        return real_open(path, flags, *args, **kw)
+
+    monkeypatch.setattr(files.os, "open", racing_open)
+    with files.staging_dir(tmp_path, ".staging-") as path:
+        assert path.is_dir() and str(path) not in removed and len(removed) == 2
+    assert not list(tmp_path.iterdir())
+
+
 # -- the papermill grid ---------------------------------------------------------------------------------
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "book" / "setting_template.ipynb"
