@@ -110,7 +110,7 @@ def main(argv=None) -> dict:
         plotting.write_text(plotting.read_text() + "\n# bench_build: an edit that changes no behaviour\n")
         seconds, log = _build(clone)
         redone = sorted(set(re.findall(r"fresh_cache: (\S+): its dependencies changed", log)))
-        out["plotting_edit"] = {"seconds": seconds, "pages": redone}
+        out["plotting_edit"] = {"seconds": seconds, "pages": redone, "chapters": _chapter_seconds(clone)}
         print(f"plotting.py edited: {seconds:.1f} s, pages executed again: {redone}", flush=True)
         if args.tests:
             subprocess.run(["git", "checkout", "--quiet", "--", "recency_lib/plotting.py"], cwd=clone, check=True)
@@ -126,9 +126,14 @@ def main(argv=None) -> dict:
     print(f"cold build: {_summary(out['cold'])}")
     print(f"unchanged rebuild: {_summary(out['unchanged'])}")
     pages = sorted(out["chapters"][0], key=lambda p: -statistics.median(c.get(p, float('nan')) for c in out["chapters"]))
-    print("per-chapter execution (s, median over the cold builds; chapters run two at a time):")
+    print("per-chapter execution (s; cold: median over the cold builds; warm: after the plotting edit, every")
+    print("simulation read from the results cache; chapters run two at a time):")
+    warm = out["plotting_edit"]["chapters"]
     for page in pages:
-        print(f"  {page:20s} {statistics.median(c.get(page, float('nan')) for c in out['chapters']):6.1f}")
+        again = f"{warm[page]:6.1f}" if page in out["plotting_edit"]["pages"] else "     -"
+        print(f"  {page:20s} {statistics.median(c.get(page, float('nan')) for c in out['chapters']):6.1f} {again}")
+    print(f"  {'(sum)':20s} {sum(statistics.median(c.get(p, 0.0) for c in out['chapters']) for p in pages):6.1f} "
+          f"{sum(warm[p] for p in out['plotting_edit']['pages']):6.1f}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return out

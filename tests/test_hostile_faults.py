@@ -293,7 +293,12 @@ def test_signal_to_main_process_ends_workers_and_keeps_the_good_file(good, sig, 
     assert len(workers) == 2, "the pool did not start"
     time.sleep(1.0)                                        # mid-run
     p.send_signal(sig)
-    _, err = p.communicate(timeout=20)
+    try:
+        _, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:                      # show where it hangs (faulthandler: every thread)
+        p.send_signal(signal.SIGABRT)
+        _, err = p.communicate(timeout=20)
+        pytest.fail(f"the CLI did not end within 20 s of {signal.Signals(sig).name}; its stacks:\n{err}")
     assert p.returncode == code, err
     if sig != signal.SIGKILL:
         assert one_line_error(err, "workers stopped"), err
