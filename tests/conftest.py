@@ -225,6 +225,7 @@ HEAVY = {
     "test_hostile_faults.py::test_grid_reruns_a_damaged_result_and_sweeps_dead_staging",
     "test_hostile_faults.py::test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging",
     "test_engines.py::test_memory_does_not_grow_with_samples",
+    "test_engines.py::test_memory_at_n512_is_bounded_on_every_path",
     "test_appendix_b.py::test_appendix_runs_with_other_parameters",
     "test_appendix_b.py::test_appendix_rejects_a_bad_grid_before_any_run",
     "test_notebooks.py::test_closing_pages_run_with_other_parameters",
