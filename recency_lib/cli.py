@@ -13,7 +13,6 @@ leave the previous result untouched (exit 130 / 143 / 129); SIGKILL ends the wor
 from __future__ import annotations
 
 import argparse
-import contextlib
 import faulthandler
 import os
 import re
@@ -194,20 +193,9 @@ def main(argv=None) -> int:
 
 def entry() -> None:
     """The ``recency-sim`` script and ``python -m recency_lib``: :func:`main`, then exit with its status.
-
-    After a signal (status 128 + signal number; the workers are already stopped and the message
-    written) the process ends at once (``os._exit``) instead of through the interpreter's exit,
-    which joins the process pool's manager thread without a time limit: a CLI that had reported
-    its interrupt was seen to hang there under heavy load. A crash or SIGABRT prints every thread's
-    Python stack (faulthandler) on stderr, for a bug report."""
+    A crash, or SIGABRT, prints every thread's Python stack on stderr (faulthandler), for a bug report."""
     faulthandler.enable()
-    code = main()
-    if isinstance(code, int) and code > 128:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(code)
-    sys.exit(code)
+    sys.exit(main())
 
 
 if __name__ == "__main__":  # pragma: no cover

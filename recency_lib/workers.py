@@ -77,7 +77,7 @@ def terminate(pool: ProcessPoolExecutor, timeout: float = 5.0) -> None:
     The workers go first and the executor's own shutdown runs in a helper thread, waited for at most
     ``timeout``: an interrupt can land inside ``submit`` just after it took the executor's internal
     lock (a ``with`` block is not entered atomically), and a shutdown from this thread would then
-    wait for that lock forever (seen as a CLI that ignored Ctrl-C under heavy load)."""
+    wait for that lock forever."""
     procs = list((getattr(pool, "_processes", None) or {}).values())    # CPython's pool keeps them here
     for p in procs:
         with contextlib.suppress(Exception):
