@@ -118,9 +118,12 @@ def main(argv=None) -> dict:
                 before = _load()
                 seconds, log, code = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *cmd], clone)
                 tail = log.strip().splitlines()[-1] if log.strip() else ""
-                out[name] = {"seconds": seconds, "exit": code, "summary": tail}
+                failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", log, re.M)
+                out[name] = {"seconds": seconds, "exit": code, "summary": tail, "failed": failed}
                 print(f"pytest {' '.join(cmd) or '(all)'}: {seconds:.1f} s, exit {code}: {tail} "
                       f"(load {before} -> {_load()})", flush=True)
+                for test in failed:
+                    print(f"  failed: {test}", flush=True)
 
     print()
     print(f"cold build: {_summary(out['cold'])}")
