@@ -15,7 +15,8 @@ and ``PYTHONPATH`` pointing at the clone, so the clone's ``recency_lib`` is the 
 * **unchanged**: the same command again in the last clone, nothing edited (``--runs`` times).
 * **plotting edit**: a comment appended to ``recency_lib/plotting.py``; the build again: the seconds
   and the pages that executed again (the build log names them).
-* **tests** (``--tests``): ``pytest -m "not book"`` and the whole ``pytest`` in the last clone.
+* **tests** (``--tests``): ``pytest -m "not book"`` and the whole ``pytest`` in a new clone (cold: the
+  full build inside the tests starts without jupyter-cache and results cache, as on CI).
 
 The load average is printed before and after each stage: on a shared machine wall times of a
 CPU-bound build grow with the load.
@@ -113,7 +114,7 @@ def main(argv=None) -> dict:
         out["plotting_edit"] = {"seconds": seconds, "pages": redone, "chapters": _chapter_seconds(clone)}
         print(f"plotting.py edited: {seconds:.1f} s, pages executed again: {redone}", flush=True)
         if args.tests:
-            subprocess.run(["git", "checkout", "--quiet", "--", "recency_lib/plotting.py"], cwd=clone, check=True)
+            clone = _clone(Path(tmp), args.runs)       # cold: no book build, no results cache yet
             for name, cmd in (("tests_not_book", ["-m", "not book"]), ("tests_all", [])):
                 before = _load()
                 seconds, log, code = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *cmd], clone)
