@@ -2,7 +2,7 @@
 fixture of tests/test_browser.py: Debian's chromium driven by playwright, every request to another
 host aborted and recorded).
 
-The page is the full book's (conftest.book_build, built once per test run), at its default samples.
+A small book with only the explorer page (2000 samples per setting) is built once for this module.
 Checked: the page loads over http and from disk with no request leaving the machine and no console
 error; each control changes the figures, the RP and the verdict to the values stored for that
 setting (read back from the page's data block and decoded in Python); the pinned comparison and the
@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import math
 
-import papermill as pm
+import nbformat
 import pytest
 
-from conftest import BOOK
 from recency_lib import SimConfig, explorer
+from test_book_build import _tiny_book
 from test_browser import LOCAL_HOSTS, LOCAL_SCHEMES, browser, serve_directory  # noqa: F401  (browser: the shared chromium)
 
 pytestmark = pytest.mark.book
 
-SAMPLES = int(str(pm.inspect_notebook(str(BOOK / "explorer.ipynb"))["samples"]["default"]).replace("_", ""))
+SAMPLES = 2000
 MINUS = "\u2212"
 PM = "\u00a0\u00b1\u00a0"       # the page's "±" between no-break spaces
 # The book theme (pydata-sphinx-theme) logs this on a first visit of ANY page of the book, before
@@ -30,12 +30,22 @@ THEME_NOISE = ("Got invalid theme mode",)
 
 
 @pytest.fixture(scope="module")
-def explorer_site(built_book):
-    """The explorer page of the full book build (conftest.book_build, shared with the other browser
-    tests: the page as readers get it, at its default samples), served over http and as a file."""
-    html = built_book.html / "explorer.html"
-    assert html.is_file(), built_book.tail()
-    with serve_directory(built_book.html) as url:
+def explorer_site(tmp_path_factory, run_jupyter_book):
+    """A book whose only page is book/explorer.ipynb at SAMPLES samples, built and served."""
+    import papermill as pm
+
+    from conftest import BOOK
+
+    root = tmp_path_factory.mktemp("explorer-book")
+    prepared = root / "prepared.ipynb"
+    pm.execute_notebook(str(BOOK / "explorer.ipynb"), str(prepared), parameters={"samples": SAMPLES},
+                        prepare_only=True, kernel_name="python3")
+    _tiny_book(root, {"explorer": nbformat.read(prepared, as_version=4).cells})
+    result = run_jupyter_book(root, timeout=1200)   # the page's {doc} links point outside: warnings
+    assert result.returncode == 0, result.tail()
+    html = result.html / "explorer.html"
+    assert html.is_file(), result.tail()
+    with serve_directory(result.html) as url:
         yield {"http": url + "explorer.html", "file": html.as_uri()}
 
 
