@@ -1269,3 +1269,61 @@ def table(verdicts: list[Verdict]) -> report.Markdown:
     rows = [{"claim": v.link, "the paper says": STATEMENTS.get(v.claim, ""), "book's verdict": report.badge(v.word),
              "decisive number": f"{v.value}<br><small>{v.measure}</small>"} for v in verdicts]
     return report.table(rows, align="llll", css_class="verdict-table")
+
+
+# -- the numbers chapter 6's prose cites -------------------------------------------------------------
+
+def empirical_numbers(results: list[SimResult], by_d: dict, forms, verdicts: list[Verdict], *, n: int, d: int,
+                      layers: int, samples: int, samples_dsweep: int, quote: float = 0.2) -> dict[str, str]:
+    """glue key -> text of every number chapter 6 (book/empirical.ipynb) cites in its prose, each with
+    its Monte-Carlo error where it is simulated: Figure 1's four models (``results``: no norm, LayerNorm
+    alpha = 0, alpha = 0.5, alpha = 0.5 + residual), the hidden-size sweep (``by_d``: d -> those four),
+    the closed forms ``forms`` (:func:`recency_lib.closedforms.measure` of "eq10", "eq4-attention",
+    "fig2"), the verdicts on Figures 1 and 2, and ``quote``, the alpha of Figure 2 quoted in the prose."""
+    from .closedforms import T, Setting
+
+    none, iso, ln5, res = results
+    ds = sorted(by_d)
+    _, trend, trend_se = s2_order(iso)
+    iso_setting, ln5_setting = Setting("layernorm", 0.0, 0.0), Setting("layernorm", 0.5, 0.0)
+    step = forms.row("fig2", "step", Setting("layernorm", quote, 0.0))
+
+    def ratios(row) -> str:
+        return report.listing(ratio_texts(row), fmt=str)
+
+    return {
+        # Figure 1
+        "empirical-n": report.count(n), "empirical-d": report.count(d), "empirical-layers": report.count(layers),
+        "empirical-samples": report.count(samples), "empirical-estimator": estimator_name(),
+        "empirical-matrices": report.count(len(results) * layers), "empirical-v1": verdicts[0].word,
+        "empirical-none-rp2": report.pm(*rp(none, 2)), "empirical-none-rpL": report.pm(*rp(none, layers)),
+        "empirical-none-excess": report.pm(*first_key_excess(none, layers)),
+        "empirical-iso-rp2": report.pm(*rp(iso, 2)), "empirical-iso-pred": report.num(eq5_smallest_step(n, d), 2),
+        "empirical-iso-se-plain": report.num(typical_step_se(iso, 2, "plain"), 2),
+        "empirical-iso-se-cv": report.num(typical_step_se(iso, 2, "cv"), 2),
+        "empirical-iso-trend": report.pm(trend, trend_se),
+        "empirical-iso-trend-z": report.z_text(report.zscore(trend, trend_se)),
+        "empirical-ln5-rp2": report.pm(*rp(ln5, 2)), "empirical-ln5-rpL": report.pm(*rp(ln5, layers)),
+        "empirical-res-cost2": report.pm(*rp_gap(ln5, res, 2)),
+        "empirical-res-cost": report.pm(*rp_gap(ln5, res, layers)),
+        # Figure 1 at other hidden sizes
+        "empirical-ds": report.listing(ds), "empirical-samples-dsweep": report.count(samples_dsweep),
+        "empirical-d-first": report.count(ds[0]), "empirical-d-last": report.count(ds[-1]),
+        "empirical-ln5-rp2-first": report.pm(*rp(by_d[ds[0]][2], 2)),
+        "empirical-ln5-rp2-last": report.pm(*rp(by_d[ds[-1]][2], 2)),
+        "empirical-leak-first": report.num(cv.leak(0.5, ds[0]), 2),
+        "empirical-leak-last": report.num(cv.leak(0.5, ds[-1]), 2),
+        "empirical-none-primacy": report.listing(
+            [dd for dd in ds if direction(by_d[dd][0], layers, family=len(ds)) == "primacy"]),
+        "empirical-eq10": ratios(forms.row("eq10", "level")),
+        "empirical-eq4-a0": ratios(forms.row("eq4-attention", "level", iso_setting)),
+        "empirical-eq4-a5": ratios(forms.row("eq4-attention", "level", ln5_setting)),
+        "empirical-eq4-a0-limit": report.num(math.exp(0.5), 4),
+        "empirical-eq4-a5-limit": report.num(math.exp((1 - ln5_setting.alpha ** 2) ** 2 / 2), 4),
+        "empirical-cf-samples": report.count(samples), "empirical-cf-samples-t": report.count(forms.samples_of(T)),
+        # Figure 2
+        "empirical-v2": verdicts[1].word, "empirical-h-order": feature_word(verdicts[1].numbers["same_order"]),
+        "empirical-quote": f"{quote:g}",
+        "empirical-fig2-level": ratios(forms.row("fig2", "level", Setting("layernorm", quote, 0.0))),
+        "empirical-fig2-step": ratios(step), "empirical-fig2-trend": trend_words(step),
+    }

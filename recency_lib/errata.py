@@ -377,3 +377,63 @@ def sympy_checks(cache=None, refresh: bool = False) -> tuple[list[Check], float,
         return fetch(refresh)
     except (KeyError, TypeError, ValueError):      # an entry of another layout: run the checks again
         return fetch(True)
+
+
+# -- the numbers Appendix A's prose cites ------------------------------------------------------------
+
+def page_numbers(table: Table, checks, found: list[Found], eq5, *, n: int, workers: int, sympy_seconds: float,
+                 sympy_cached: bool, wall_seconds: float) -> dict[str, str]:
+    """glue key -> text of every number Appendix A's prose cites (book/appendix_a.ipynb glues them all
+    at once): hidden sizes, closed-form ratios with their Monte-Carlo error at the ends of the d range,
+    the sympy verdicts, Definition 1's and the trend's sample counts, the cost of this build."""
+    from . import closedforms as cf
+    from . import conventions as cv
+    from . import symbolic
+    from .report import listing, percent
+
+    ds = table.ds
+    d0, d1, dmax = ds[0], ds[min(1, len(ds) - 1)], ds[-1]
+    d_fig5 = cv.PAPER_D if cv.PAPER_D in ds else d1
+    cell = table.cell
+    need, def1_i, def1_j = cf.definition1_samples(table.results[(cf.T, d1)], cv.definition1_z(n))
+    out = {"aa-ds": listing(ds), "aa-d0": str(d0), "aa-d1": str(d1), "aa-dmax": str(dmax),
+           "aa-n-errata": count(len(found)), "aa-d-fig5": str(d_fig5),
+           # Theorem 1: the norm drop of Eq. (10) and the score of Eq. (5)
+           "aa-eq10-level-err": num(abs(cell("eq10", "level", dmax).ratio - 1.0), 2),
+           "aa-eq10-step-max": cell("eq10", "step", dmax).text(),
+           "aa-R-max": num(float(theory.drop_ratio_first_order(dmax)), 4),
+           "aa-eq11-level-0": cell("eq11", "level", d0).text(), "aa-eq11-step-0": cell("eq11", "step", d0).text(),
+           "aa-eq11-step-1": cell("eq11", "step", d1).text(),
+           "aa-eq5-word": eq5.word, "aa-eq5-value": eq5.value,
+           "aa-eq5-d": str(max(eq5.numbers.get("ratios", {}), default="—")),
+           "aa-eq4-0": cell("eq4-attention", "level", dmax, cf.T).text(),
+           "aa-eq4-5": cell("eq4-attention", "level", dmax, cf.A).text(),
+           # Definition 1 and the trend: what resolving them takes
+           "aa-n-pairs": count(cv.adjacent_pairs(n)), "aa-z-def1": num(cv.definition1_z(n), 3),
+           "aa-level": percent(cv.FAMILYWISE_LEVEL), "aa-def1-need": num(need, 2), "aa-def1-i": str(def1_i),
+           "aa-def1-j": str(def1_j), "aa-def1-j0": str(def1_j - 1), "aa-samples-t": count(table.samples_of(cf.T)),
+           "aa-trend-need": num(cell("eq11", "step", d1).samples_to_resolve, 2),
+           # Proposition 1
+           "aa-eq14-max": cell("eq14-printed", "level", dmax).text(),
+           "aa-eq19p-max": cell("eq19-printed", "level", dmax).text(),
+           "aa-eq19c-max": cell("eq19-corrected", "level", dmax).text(),
+           "aa-prop1-step-0": cell("eq19-corrected", "step", d0).text(),
+           "aa-prop1-step-1": cell("eq19-corrected", "step", d1).text(),
+           "aa-prop1-ratio-0": cell("prop1-beyond-lln", "step", d0).text(),
+           # Propositions 2 and 3, Figure 5
+           "aa-eq36p-max": cell("eq36-printed", "level", dmax, cf.AR).text(),
+           "aa-eq41c-max": cell("eq41-corrected", "level", dmax, cf.AR).text(),
+           "aa-eq41c-step-max": cell("eq41-corrected", "step", dmax, cf.AR).text(),
+           "aa-eq6-verdict": table.row("eq6-cosine-2nd", "level").verdict,
+           # what this build cost
+           "aa-z-resolve": num(cf.Z_RESOLVE), "aa-z-erratum": num(cf.Z_ERRATUM),
+           "aa-n-sequences": count(table.cost.samples), "aa-n-configs": count(table.cost.configs),
+           "aa-sim-seconds": f"{num(table.cost.compute_seconds, 2)} s", "aa-sympy-seconds": f"{num(sympy_seconds, 2)} s",
+           "aa-n-checks": count(len(checks)),
+           "aa-sympy-source": "read their verdicts from the cache" if sympy_cached else "ran them",
+           "aa-workers": count(workers), "aa-wall-seconds": f"{num(wall_seconds, 2)} s"}
+    for k in range(3):
+        out[f"aa-eq10-step-{k}"] = cell("eq10", "step", ds[min(k, len(ds) - 1)]).text()
+    for key, c in symbolic.by_key(checks).items():
+        out[f"aa-chk-{key}"] = "✓ true" if c.holds else "✗ false"
+    return out
