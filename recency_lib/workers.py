@@ -67,8 +67,14 @@ def die_with_parent(parent: int) -> None:
 
 
 def _shutdown(pool: ProcessPoolExecutor) -> None:
+    # The executor's manager thread must be over before this returns: left running, it closes its
+    # wake-up pipe while interpreter exit writes to it ("Exception ignored ... Bad file descriptor"
+    # on stderr after the CLI's one-line error). shutdown(wait=False) forgets the thread (CPython
+    # 3.11), so a second shutdown(wait=True) joins nothing: keep the reference and join it here.
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
-    pool.shutdown(wait=True)        # the pool's manager thread ends now, not racing interpreter exit
+    if manager is not None:
+        manager.join()
 
 
 def terminate(pool: ProcessPoolExecutor, timeout: float = 5.0) -> None:

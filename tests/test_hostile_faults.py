@@ -12,6 +12,7 @@ import stat
 import struct
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -311,6 +312,27 @@ def test_signal_to_main_process_ends_workers_and_keeps_the_good_file(good, sig, 
         time.sleep(0.1)
     assert not any(_alive(w) for w in workers), "a worker outlived its main process"
     assert good.read_bytes() == before and temporaries(good.parent) == []
+
+
+def test_an_ended_pool_leaves_no_manager_thread_to_race_interpreter_exit():
+    # A manager thread still running at exit closed its wake-up pipe while the exit hook of
+    # concurrent.futures wrote to it: "Exception ignored ... Bad file descriptor" after the CLI's
+    # one-line error (seen once in the SIGTERM test above). Ending the pool must join that thread.
+    from concurrent.futures import process as cf_process
+
+    from recency_lib import workers
+
+    def managers():
+        return {t for t in threading.enumerate() if isinstance(t, cf_process._ExecutorManagerThread)}
+
+    before = managers()
+    for _ in range(5):
+        with pytest.raises(RuntimeError, match="stop"):
+            with workers.worker_pool(2) as pool:
+                [pool.submit(time.sleep, 30) for _ in range(4)]
+                time.sleep(0.2)                            # the workers are busy
+                raise RuntimeError("stop")
+        assert managers() - before == set()
 
 
 # -- cache ----------------------------------------------------------------------------------------------
