@@ -137,6 +137,25 @@ def execute_page(docname: str, parameters: dict, out_dir: Path) -> list:
     return [o for c in nbformat.read(out, as_version=4).cells if c.cell_type == "code" for o in c.outputs]
 
 
+def light_template(path: Path) -> Path:
+    """A template for the driver's own tests: the real template's parameters cell, then one cell that
+    simulates and writes the result file. Keys, reuse, staging and failures are the driver's logic;
+    the real template's imports and figures (two thirds of a run) are tested on the template itself."""
+    import nbformat
+
+    nb = nbformat.read(BOOK / "setting_template.ipynb", as_version=4)
+    params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    body = nbformat.v4.new_code_cell(
+        "from recency_lib import grid\n"
+        "from recency_lib.cache import cached_simulate\n\n"
+        "setting = grid.validate_params(dict(alpha=alpha, gamma=gamma, norm=norm, n=n, d=d, layers=layers,\n"
+        "                                    samples=samples, seed=seed))\n"
+        "cached_simulate(grid.config_of(setting)).save(grid.result_file(result_path))")
+    nb.cells = [params, body]
+    nbformat.write(nb, path)
+    return path
+
+
 def markdown_text(path: Path) -> str:
     """The prose of a page: markdown cells of a notebook, or the whole .md/.rst file."""
     if path.suffix == ".ipynb":

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -20,6 +19,8 @@ from papermill.exceptions import PapermillExecutionError
 
 from recency_lib import SimResult, grid
 from recency_lib.cache import source_hash
+
+from conftest import light_template
 
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "book"
@@ -216,8 +217,7 @@ def test_simulated_h_delta_method():
 
 
 def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
-    template = tmp_path / "template.ipynb"
-    shutil.copy(TEMPLATE, template)
+    template = light_template(tmp_path / "template.ipynb")
     out = tmp_path / "runs"
     params = {"alpha": 0.3, "gamma": 1, "samples": SMALL}
 

@@ -23,6 +23,8 @@ import pytest
 from recency_lib import SimConfig, SimResult, budget, cache, cli, engines, simulate
 from recency_lib.files import Terminated, atomic_write
 
+from conftest import light_template
+
 SMALL = SimConfig(alpha=0.3, gamma=0.5, n=4, d=6, layers=2, samples=64, seed=1)
 CLI = [sys.executable, "-m", "recency_lib", "simulate"]
 
@@ -410,8 +412,9 @@ def test_grid_reruns_a_damaged_result_and_sweeps_dead_staging(tmp_path, private_
 
     out = tmp_path / "out"
     params = {"alpha": 0.2, "samples": 2000, "layers": 2}
-    first = grid.run_setting(TEMPLATE, out, params)
-    assert first.status == "ran" and grid.run_setting(TEMPLATE, out, params).status == "reused"
+    template = light_template(tmp_path / "template.ipynb")
+    first = grid.run_setting(template, out, params)
+    assert first.status == "ran" and grid.run_setting(template, out, params).status == "reused"
     data = first.result.read_bytes()
     side = json.loads(first.key_file.read_text())
     cfg = grid.config_of(first.params)
@@ -423,7 +426,7 @@ def test_grid_reruns_a_damaged_result_and_sweeps_dead_staging(tmp_path, private_
     dead.mkdir()
     (dead / "half.ipynb").write_text("{")
     first.result.write_bytes(data[: len(data) // 2])            # truncated after a good run; sidecar intact
-    again = grid.run_setting(TEMPLATE, out, params)
+    again = grid.run_setting(template, out, params)
     assert again.status == "ran" and again.load().config == cfg
     assert not dead.exists() and temporaries(out) == []
 
