@@ -326,8 +326,8 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
                 g[k % 2] = m if g[k % 2] is None else g[k % 2].merge_into(m)   # m and g are ours
                 if bar is not None:
                     bar.update(m.count)
-            g = [x for x in groups[ci] if x is not None]
-            if not all(_finite(x.mean) and _finite(x.m2) for x in g):   # overflow: stop now
+            touched = [groups[ci][p] for p in {k % 2 for k, _ in moments}]   # the groups this task changed
+            if not all(_finite(x.mean) and _finite(x.m2) for x in touched):   # overflow: stop now
                 _to_result(configs[ci], *plans[ci], groups[ci], z, 0.0, None).check()
 
     try:

@@ -92,6 +92,31 @@ def test_in_place_merge_is_bitwise_the_merge_and_leaves_its_argument_alone():
     assert np.array_equal(m.mean, one[0]) and not m.m2.any() and not m.cross.any() and m.cross.shape == (3, 3)
 
 
+def test_single_sample_blocks_travel_without_their_zeros_and_merge_as_with_them():
+    """A one-sample block (the dense engine at long n) is pickled without its zero m2 and cross (a
+    worker sends every block to the main process) and merged without adding them; the numbers equal
+    those of merging the same block with its zeros, in any order of single and larger blocks."""
+    import pickle
+
+    rng = np.random.default_rng(5)
+    one = Moments.of(rng.standard_normal((1, 4, 300)), slice(100, 300))
+    assert one.single and not Moments.of(rng.standard_normal((2, 4, 300)), slice(100, 300)).single
+    back = pickle.loads(pickle.dumps(one))
+    assert back.single and np.array_equal(back.mean, one.mean)
+    assert not back.m2.any() and back.m2.shape == one.m2.shape and back.cross.shape == one.cross.shape
+    assert len(pickle.dumps(one)) < 0.4 * len(pickle.dumps(one.copy().merge_into(one)))   # the zeros stay home
+    sizes = [1, 1, 3, 1, 2, 1, 1]
+    blocks = [Moments.of(rng.standard_normal((k, 4, 300)) * 10.0 ** rng.integers(-3, 4), slice(100, 300)) for k in sizes]
+    plain = [Moments(b.count, b.mean.copy(), b.m2.copy(), b.cross.copy()) for b in blocks]   # single=False
+    fast, slow = blocks[0].copy(), plain[0].copy()
+    for b, p in zip(blocks[1:], plain[1:]):
+        fast, slow = fast.merge_into(pickle.loads(pickle.dumps(b))), slow.merge_into(p)
+        assert not fast.single
+        for name in ("mean", "m2", "cross"):
+            assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+    assert fast.count == slow.count == sum(sizes)
+
+
 # -- the simulator: known values, agreement, honest errors -------------------------------------------
 
 @pytest.mark.parametrize("kw", [dict(alpha=0.0, norm="layernorm"), dict(alpha=0.5, gamma=1.0, norm="rms"),
