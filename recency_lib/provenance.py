@@ -5,8 +5,10 @@ decides which of its entries a build may use are :mod:`recency_lib.cache`'s.
 """
 from __future__ import annotations
 
+import os
 import platform
 from importlib import metadata
+from pathlib import Path
 
 from . import conventions as cv
 from . import engines, report
@@ -32,6 +34,14 @@ def software_rows(packages=PACKAGES) -> list[dict]:
              {"component": "Gram-engine kernel", "version": engines.kernel_name()},
              {"component": "recency_lib source hash", "version": f"`{source_hash()[:16]}`"}]
     return rows
+
+
+def shown_path(path, root) -> str:
+    """``path`` as a reader should see it: relative to ``root`` (the repository, for the book's pages)
+    when it lies inside it, e.g. ``_build/.recency_cache``; else absolute. A page then shows the same
+    text on every machine, not the folder the book happened to be cloned into."""
+    path, root = Path(path).resolve(), Path(root).resolve()
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
 def simulations(cache=None) -> tuple[list[dict], int]:

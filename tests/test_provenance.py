@@ -51,3 +51,15 @@ def test_software_rows_name_the_library_and_its_source_hash():
     assert rows["no-such-package-xyz"] == "not installed" and rows["numpy"][0].isdigit()
     assert rows["recency_lib source hash"] == f"`{cache.source_hash()[:16]}`"
     assert rows["Gram-engine kernel"] == engines.kernel_name() and rows["Gram-engine kernel"] in ("c", "numpy")
+
+
+def test_shown_path_is_relative_inside_the_root_and_absolute_outside(tmp_path):
+    """The reproducibility page shows the results folder relative to the repository, the same text on
+    every machine (a long absolute path of a temporary clone once widened the page at 390 px)."""
+    root = tmp_path / "a-long-folder-name-that-a-clone-might-have" / "repo"
+    inside = root / "_build" / ".recency_cache"
+    inside.mkdir(parents=True)
+    assert provenance.shown_path(inside, root) == "_build/.recency_cache"
+    assert provenance.shown_path(root / "_build" / ".." / "_build", root) == "_build"
+    outside = tmp_path / "elsewhere"
+    assert provenance.shown_path(outside, root) == str(outside.resolve())
