@@ -4,20 +4,25 @@
  * file computes the same per-sample quantities and reduces them to moment sums on the fly.
  * recency_lib/kernels.py is its Python face (argument checks, shapes); read that first.
  *
- * Layout. A block of B samples is walked in groups of V = 4 samples. Every per-sample number of a
- * group is a vector `vd` of 4 doubles, one lane per sample (GCC vector extensions), so the sample
- * index is the innermost axis and every operation works on 4 samples at once (one AVX2
- * instruction, two SSE2 ones). The state of a group (coordinates, features: ~12 KB at n = 10)
- * stays in the L1 cache through all the layers.
+ * Layout. A block of B samples is walked in groups of V samples: V = 8 where the compiler targets
+ * AVX-512 (-march=native on such a CPU), else V = 4. Every per-sample number of a group is a vector
+ * `vd` of V doubles, one lane per sample (GCC vector extensions), so the sample index is the
+ * innermost axis and every operation works on V samples at once (one AVX-512 or AVX2 instruction,
+ * two SSE2 ones). The state of a group (coordinates, features: ~12 KB at n = 10 for V = 4) stays
+ * in the L1 cache through all the layers. (8 lanes on AVX2 would be lowered to slow code: V = 8
+ * only where one register holds them; measured: 4.5 times slower than V = 4 on an AVX2 build.)
  *
  * Rounding, the same on every CPU. Lanes never mix: each sample's arithmetic is a fixed sequence
  * of IEEE-754 operations (+, -, *, /, sqrt, and fma where written out: one rounding), whatever
  * the vector width the compiler picks. Built with -ffp-contract=off (no multiply-add is fused
  * unless written as fma) and without -ffast-math (no reordering); exp is the polynomial below,
  * never libm's (whose last bit differs between libraries and between its own ISA variants). Sums
- * over samples keep one partial sum per lane and add the 4 lanes in a fixed order at the end.
- * So results are bitwise identical across machines and builds, and differ from the numpy
- * reference by float rounding only (~1e-15 relative).
+ * over samples have one order whatever V: sample b adds into partial sum b % P (P = 8; with V = 4
+ * a tile's groups alternate between two vectors of partials), the P partials are added in their
+ * order at the end; where the sums are taken group by group (long rows), a group's lanes are added
+ * in quads of Q = 4. So results are bitwise identical across machines and builds (tested:
+ * tests/test_engines.py compiles a baseline x86-64 build with another tile size and compares),
+ * and differ from the numpy reference by float rounding only (~1e-15 relative).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -28,8 +33,16 @@
 #include <string.h>
 
 #ifndef V
-#define V 4                                   /* samples per group (vector lanes) */
+#if defined(__AVX512F__)
+#define V 8                                   /* samples per group (vector lanes): one AVX-512 register */
+#else
+#define V 4                                   /* one AVX2 register, two SSE2 ones */
 #endif
+#endif
+#define P 8                                   /* partial sums per feature: sample b adds into partial b % P */
+#define H (P / V)                             /* vectors of partial sums per feature */
+#define Q 4                                   /* a sum over one group's lanes adds them in quads of Q */
+_Static_assert(V == 4 || V == 8, "V is 4 or 8: the order of every sum is defined for P = 8 and Q = 4");
 typedef double vd __attribute__((vector_size(V * sizeof(double))));
 typedef int64_t vi __attribute__((vector_size(V * sizeof(int64_t))));
 
@@ -70,11 +83,17 @@ INLINE vd vabs(vd a) { return (vd)((vi)a & INT64_MAX); }
 
 INLINE vd vmax_nan(vd m, vd a) { return vsel((a > m) | (a != a), a, m); }   /* max, NaN wins (as numpy) */
 
-INLINE double lanes_sum(vd a)                 /* in lane order */
+INLINE double partials_sum(const vd *a)       /* the P partial sums of a feature, in their order */
 {
-    double s = a[0];
-    for (int l = 1; l < V; l++) s += a[l];
+    double s = a[0][0];
+    for (int h = 0; h < H; h++)
+        for (int l = h ? 0 : 1; l < V; l++) s += a[h][l];
     return s;
+}
+
+INLINE void add_quads(double *s, vd a)        /* *s += each quad of lanes, the lanes of a quad in order */
+{
+    for (int q = 0; q < V / Q; q++) *s += ((a[Q * q] + a[Q * q + 1]) + a[Q * q + 2]) + a[Q * q + 3];
 }
 
 /* exp(v) for v <= 0 (NaN stays NaN): v = k ln2 + r with a two-part ln2, |r| <= ln2 / 2, e^r by its
@@ -177,7 +196,7 @@ typedef struct {
     vd *x, *xn, *f;                 /* the current group's */
     vd *y;                          /* scratch: the normalised state */
     vd *aux;                        /* (2 n) row maxima and one row of x', for long sequences */
-    vd *a1, *a2, *a3;               /* per-lane sums, (layers, nf) x2 and (layers, nc); NULL: sum lanes at once */
+    vd *a1, *a2, *a3;               /* partial sums, (layers, nf, H) x2 and (layers, nc, H); NULL: sum lanes at once */
 } Block;
 
 /* Row i of the coordinates has min(i + 1, w) entries (a lower trapezoid; every layer keeps that
@@ -367,18 +386,24 @@ INLINE void steps(Block *k, const int64_t n)
 
 /* Moment sums of layer l over the lanes of the tile's groups (in their order): (f - shift), its
  * square, and for the controls (features o_step ..) the product with the same deviation in layer
- * 1. masks[g] zeroes the lanes beyond the block's end. Each sum is loaded and stored once per tile. */
-INLINE void accumulate_lanes(Block *k, int64_t l, int64_t groups, const vi *masks)
+ * 1. masks[g] zeroes the lanes beyond the block's end. Sample b adds into partial sum b % P, the
+ * samples of a partial in their order, so the sums are the same bits for V = 4 (the tile's groups
+ * alternate between the H = 2 vectors of partials) and V = 8 (H = 1); g0 is the tile's first group
+ * in the block. Each sum is loaded and stored once per tile. */
+INLINE void accumulate_lanes(Block *k, int64_t l, int64_t g0, int64_t groups, const vi *masks)
 {
     const int64_t nf = k->nf, c0 = k->o_step, nc = nf - c0;
     const double *sh = k->shift + l * nf;
-    vd *restrict a1 = k->a1 + l * nf, *restrict a2 = k->a2 + l * nf, *restrict a3 = k->a3 + l * nc;
+    vd *restrict a1 = k->a1 + l * nf * H, *restrict a2 = k->a2 + l * nf * H, *restrict a3 = k->a3 + l * nc * H;
     const vd *restrict fs = k->fs;
     vd *restrict dev0 = k->dev0s;
+#define DEV(g) ((vd)((vi)(fs[(g) * nf + r] - shift) & masks[g]))
+#if H == 1
     for (int64_t r = 0; r < c0; r++) {
-        vd u = a1[r], v = a2[r], shift = splat(sh[r]);
+        const vd shift = splat(sh[r]);
+        vd u = a1[r], v = a2[r];
         for (int64_t g = 0; g < groups; g++) {
-            vd e = (vd)((vi)(fs[g * nf + r] - shift) & masks[g]);
+            vd e = DEV(g);
             u += e;
             v = vfma(e, e, v);
         }
@@ -386,9 +411,10 @@ INLINE void accumulate_lanes(Block *k, int64_t l, int64_t groups, const vi *mask
         a2[r] = v;
     }
     for (int64_t r = c0; r < nf; r++) {
-        vd u = a1[r], v = a2[r], c = a3[r - c0], shift = splat(sh[r]);
+        const vd shift = splat(sh[r]);
+        vd u = a1[r], v = a2[r], c = a3[r - c0];
         for (int64_t g = 0; g < groups; g++) {
-            vd e = (vd)((vi)(fs[g * nf + r] - shift) & masks[g]);
+            vd e = DEV(g);
             u += e;
             v = vfma(e, e, v);
             if (l == 0) dev0[g * nc + r - c0] = e;
@@ -398,6 +424,56 @@ INLINE void accumulate_lanes(Block *k, int64_t l, int64_t groups, const vi *mask
         a2[r] = v;
         a3[r - c0] = c;
     }
+#else   /* H == 2: the tile's groups alternate between the two vectors of partials; p = that of group 0 */
+    const int64_t p = g0 % 2, o = 1 - p;
+    for (int64_t r = 0; r < c0; r++) {
+        const vd shift = splat(sh[r]);
+        vd u0 = a1[2 * r + p], v0 = a2[2 * r + p], u1 = a1[2 * r + o], v1 = a2[2 * r + o];
+        int64_t g = 0;
+        for (; g + 1 < groups; g += 2) {
+            vd e0 = DEV(g), e1 = DEV(g + 1);
+            u0 += e0;
+            v0 = vfma(e0, e0, v0);
+            u1 += e1;
+            v1 = vfma(e1, e1, v1);
+        }
+        if (g < groups) {
+            vd e0 = DEV(g);
+            u0 += e0;
+            v0 = vfma(e0, e0, v0);
+        }
+        a1[2 * r + p] = u0; a2[2 * r + p] = v0; a1[2 * r + o] = u1; a2[2 * r + o] = v1;
+    }
+    for (int64_t r = c0; r < nf; r++) {
+        const vd shift = splat(sh[r]);
+        vd u0 = a1[2 * r + p], v0 = a2[2 * r + p], c0v = a3[2 * (r - c0) + p];
+        vd u1 = a1[2 * r + o], v1 = a2[2 * r + o], c1v = a3[2 * (r - c0) + o];
+        int64_t g = 0;
+        for (; g + 1 < groups; g += 2) {
+            vd e0 = DEV(g), e1 = DEV(g + 1);
+            if (l == 0) {
+                dev0[g * nc + r - c0] = e0;
+                dev0[(g + 1) * nc + r - c0] = e1;
+            }
+            u0 += e0;
+            v0 = vfma(e0, e0, v0);
+            c0v = vfma(e0, dev0[g * nc + r - c0], c0v);
+            u1 += e1;
+            v1 = vfma(e1, e1, v1);
+            c1v = vfma(e1, dev0[(g + 1) * nc + r - c0], c1v);
+        }
+        if (g < groups) {
+            vd e0 = DEV(g);
+            if (l == 0) dev0[g * nc + r - c0] = e0;
+            u0 += e0;
+            v0 = vfma(e0, e0, v0);
+            c0v = vfma(e0, dev0[g * nc + r - c0], c0v);
+        }
+        a1[2 * r + p] = u0; a2[2 * r + p] = v0; a3[2 * (r - c0) + p] = c0v;
+        a1[2 * r + o] = u1; a2[2 * r + o] = v1; a3[2 * (r - c0) + o] = c1v;
+    }
+#endif
+#undef DEV
 }
 
 /* The same for one group, summing its lanes at once into the scalar sums (long sequences: per-lane
@@ -411,11 +487,11 @@ static void accumulate_now(Block *k, int64_t l, int64_t g, vi mask)
     double *s1 = k->s1 + l * nf, *s2 = k->s2 + l * nf, *sc = k->sc + l * nc;
     for (int64_t r = 0; r < nf; r++) {
         vd e = (vd)((vi)(f[r] - splat(sh[r])) & mask);
-        s1[r] += lanes_sum(e);
-        s2[r] += lanes_sum(e * e);
+        add_quads(&s1[r], e);
+        add_quads(&s2[r], e * e);
         if (r >= c0) {
             if (l == 0) dev0[r - c0] = e;
-            sc[r - c0] += lanes_sum(e * dev0[r - c0]);
+            add_quads(&sc[r - c0], e * dev0[r - c0]);
         }
     }
 }
@@ -450,7 +526,7 @@ INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const in
                     for (int64_t b = 0; b < valid; b++) k->feats[(l * nf + r) * k->nb + start + b] = k->f[r][b];
             if (!k->a1) accumulate_now(k, l, g, masks[g]);
         }
-        if (k->a1) accumulate_lanes(k, l, groups, masks);
+        if (k->a1) accumulate_lanes(k, l, s0 / V, groups, masks);
     }
 }
 
@@ -479,10 +555,10 @@ static void run_block(Block *k)
     for (int64_t s0 = 0; s0 < k->nb; s0 += step) fn(k, s0, (k->nb - s0 < step ? k->nb - s0 + V - 1 : step) / V);
     if (!k->a1) return;
     for (int64_t r = 0; r < L * nf; r++) {
-        k->s1[r] = lanes_sum(k->a1[r]);
-        k->s2[r] = lanes_sum(k->a2[r]);
+        k->s1[r] = partials_sum(k->a1 + r * H);
+        k->s2[r] = partials_sum(k->a2 + r * H);
     }
-    for (int64_t r = 0; r < L * nc; r++) k->sc[r] = lanes_sum(k->a3[r]);
+    for (int64_t r = 0; r < L * nc; r++) k->sc[r] = partials_sum(k->a3 + r * H);
 }
 
 /* -- Python glue -------------------------------------------------------------------------------- */
@@ -508,7 +584,7 @@ static void *aligned(size_t count)
     return bytes ? aligned_alloc(64, bytes) : NULL;
 }
 
-#define ACC_LIMIT (1 << 20)     /* per-lane sums up to this many doubles (8 MB), else reduce at once */
+#define ACC_LIMIT (1 << 20)     /* partial sums up to this many doubles (8 MB), else reduce at once */
 
 static PyObject *py_gram_block(PyObject *self, PyObject *args)
 {
@@ -551,18 +627,18 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
     k.chi2 = bufs[0].buf; k.normals = bufs[1].buf; k.chol = bufs[2].buf;
     k.shift = bufs[3].buf; k.s1 = bufs[4].buf; k.s2 = bufs[5].buf; k.sc = bufs[6].buf;
     k.feats = want_feats ? bufs[7].buf : NULL;
-    int lanes = layers * (2 * nf + nc) * V <= ACC_LIMIT;
+    int lanes = layers * (2 * nf + nc) * P <= ACC_LIMIT;     /* P, not V: the same choice for every V */
     k.tile_groups = n <= 32 ? TILE_GROUPS : 1;
     k.state = aligned(2 * k.tile_groups * tz); k.dev0s = aligned(k.tile_groups * nc);
     k.fs = aligned(k.tile_groups * nf); k.y = aligned(tz); k.aux = aligned(2 * n);
-    if (lanes) { k.a1 = aligned(layers * nf); k.a2 = aligned(layers * nf); k.a3 = aligned(layers * nc); }
+    if (lanes) { k.a1 = aligned(layers * nf * H); k.a2 = aligned(layers * nf * H); k.a3 = aligned(layers * nc * H); }
     if (!k.state || !k.dev0s || !k.y || !k.fs || !k.aux || (lanes && (!k.a1 || !k.a2 || !k.a3))) {
         PyErr_NoMemory();
         goto fail;
     }
     if (lanes) {
-        memset(k.a1, 0, layers * nf * sizeof(vd)); memset(k.a2, 0, layers * nf * sizeof(vd));
-        memset(k.a3, 0, layers * nc * sizeof(vd));
+        memset(k.a1, 0, layers * nf * H * sizeof(vd)); memset(k.a2, 0, layers * nf * H * sizeof(vd));
+        memset(k.a3, 0, layers * nc * H * sizeof(vd));
     }
     Py_BEGIN_ALLOW_THREADS
     run_block(&k);

@@ -8,10 +8,10 @@ module was not built (no C compiler at install time); every caller then takes th
 :func:`gram_block` is the one optimised twin of the paper's layer (:func:`recency_lib.model.layer`
 plus :func:`recency_lib.features.layer_features`): it runs one block of samples, given as the raw
 draws of :func:`recency_lib.sampling.gram_draws`, through every layer and reduces each per-sample
-feature to sums on the fly. It walks the block in groups of four samples, one sample per lane of a
-vector, so every operation works on four samples at once; the results are bitwise the same on
-every machine and build (the C file's header says how) and differ from the numpy path by float
-rounding only.
+feature to sums on the fly. It walks the block in groups of eight samples where the CPU has
+AVX-512, else four, one sample per lane of a vector, so every operation works on a group at once;
+the results are bitwise the same on every machine and build (its sums have one order whatever the
+group size: the C file's header says how) and differ from the numpy path by float rounding only.
 """
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ from recency_lib.sampling import gram_assemble, gram_draws, gram_width, sigma_ch
 
 Z = 4.5
 HAVE_KERNEL = compiled_kernels() is not None
+REPO = Path(__file__).resolve().parents[1]
 # CI builds the C kernel (pip install -e .): there, a missing kernel fails these tests instead of skipping them
 needs_kernel = pytest.mark.skipif(not HAVE_KERNEL and not os.environ.get("CI"), reason="the C kernel was not built")
 
@@ -216,6 +218,60 @@ def test_the_compiled_kernel_is_the_one_that_runs():
     assert os.environ.get("RECENCY_LIB_KERNEL", "").lower() != "numpy", "RECENCY_LIB_KERNEL=numpy is set"
     assert kernel_name() == "c", "recency_lib._kernel did not load: the numpy path would run"
     assert simulate(SimConfig(n=4, d=8, layers=2, samples=64)).extra["kernel"] == "c"
+
+
+def _kernel_build_flags() -> list[str]:
+    """setup.py's BASE compiler flags (read from the file: importing it would run setup())."""
+    import ast
+
+    tree = ast.parse((REPO / "setup.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["BASE"]:
+            return list(ast.literal_eval(node.value))
+    raise AssertionError("setup.py has no BASE flags")
+
+
+@needs_kernel
+@pytest.mark.slow
+def test_kernel_builds_for_other_cpus_and_tile_sizes_give_the_same_bits(tmp_path, monkeypatch):
+    """_kernel.c promises one order for every sum whatever the build (P = 8 partial sums; a group's
+    lanes added in quads): a build for the x86-64 baseline (SSE2: 4 lanes) with 3 groups per tile gives
+    bit for bit what the installed build gives (-march=native: 8 lanes where AVX-512 exists, else 4),
+    also for short blocks, long rows (the sums taken group by group) and every feature."""
+    import importlib.util
+    import platform
+    import shutil
+    import sysconfig
+
+    from recency_lib import kernels
+
+    cc = shutil.which(sysconfig.get_config_var("CC").split()[0] if sysconfig.get_config_var("CC") else "cc")
+    if cc is None:
+        if os.environ.get("CI"):
+            pytest.fail("no C compiler on CI")
+        pytest.skip("no C compiler")
+    march = ["-march=x86-64"] if platform.machine() in ("x86_64", "AMD64") else []
+    out = tmp_path / f"_kernel{sysconfig.get_config_var('EXT_SUFFIX')}"
+    subprocess.run([cc, *_kernel_build_flags(), *march, "-DTILE_GROUPS=3", "-fPIC", "-shared",
+                    f"-I{sysconfig.get_paths()['include']}", str(REPO / "recency_lib" / "_kernel.c"), "-o", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    spec = importlib.util.spec_from_file_location("_kernel", out)
+    other = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(other)
+
+    def run(module):
+        monkeypatch.setattr(kernels, "_kernel", module)
+        got = []
+        for n, size in ((10, 512), (10, 37), (7, 36), (13, 101), (128, 21)):
+            for kw in (dict(alpha=0.0, norm="none"), dict(alpha=0.5, gamma=1.0), dict(alpha=1.0, norm="rms")):
+                cfg = SimConfig(n=n, d=16 if n == 128 else 64, layers=3, samples=size, **kw)
+                draws = gram_draws(cfg, np.random.default_rng(n * 1000 + size), size)
+                m, f = gram_block_moments(cfg, *draws, kernel="c", features=True)
+                got.append(b"".join(np.ascontiguousarray(a).tobytes() for a in (m.mean, m.m2, m.cross, f)))
+        return got
+
+    installed = run(kernels._kernel)
+    assert run(other) == installed
 
 
 @needs_kernel
