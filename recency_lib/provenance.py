@@ -5,7 +5,6 @@ decides which of its entries a build may use are :mod:`recency_lib.cache`'s.
 """
 from __future__ import annotations
 
-import os
 import platform
 from importlib import metadata
 from pathlib import Path
