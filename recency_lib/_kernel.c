@@ -31,6 +31,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #ifndef V
 #if defined(__AVX512F__)
@@ -134,6 +137,231 @@ INLINE vd vexp_neg(vd v)
     vi bias = (tiny & 1087) | (~tiny & 1023);
     vd val = p * (vd)((k + bias) << 52);
     return vsel(tiny, val * splat(TWO_M64), val);
+}
+
+/* -- the random numbers of a block ------------------------------------------------------------ */
+
+/* Every random number of a gram block comes from Philox4x32-10 (Salmon et al., "Parallel random
+ * numbers: as easy as 1, 2, 3", SC 2011), a counter-based generator: 128 random bits are a fixed
+ * function of a 128-bit counter and a 64-bit key, so each sample's numbers depend only on (block
+ * key, sample index, which number) and the V lanes of a group run side by side with no shared
+ * state. Counter words: (t, b, row, key2) with b the sample's index in the block and key2 a third
+ * key word; row = i for the chi-square of coordinate row i (t = 2 try, 2 try + 1 for the try's two
+ * calls), row = 0xffffffff for the standard normals (t = p gives normals 2p and 2p + 1).
+ *
+ * From bits to numbers, with +, -, *, /, sqrt only (each rounded once, no fma), so that
+ * recency_lib.streams repeats every bit in numpy:
+ *   uniform   U = 52 random bits as a double in [0, 1) (bits under the exponent of 1.0, minus 1);
+ *   normal    Box-Muller: r = sqrt(-2 log(1 - U1)), (r cos 2 pi U2, r sin 2 pi U2); log by the atanh
+ *             series of the mantissa, sin and cos by Taylor polynomials on [-pi/4, pi/4] after an
+ *             exact reduction of 4 U2 to the nearest quarter turn (all < 1e-16 relative);
+ *   chi2_k    = 2 Gamma(k / 2): Marsaglia and Tsang's method (ACM TOMS 26, 2000) for k >= 2 (one
+ *             normal and one uniform per try, accepted by the exact log test, about 2-5 % rejected),
+ *             the square of a normal for k = 1. */
+typedef uint64_t vu __attribute__((vector_size(V * sizeof(uint64_t))));
+
+#define M32 0xffffffffULL
+#define ONE_BITS 0x3ff0000000000000ULL                 /* 1.0 */
+#define NORMAL_ROW 0xffffffffULL
+#define MAX_PAIRS 0x7fffffffULL                /* pairs of tries per chi^2: never reached */
+#define HALF_PI 1.5707963267948966
+#define LN2 0.6931471805599453
+#define SQRT2 1.4142135623730951
+
+/* a * m for a < 2^32 in every lane: the 32 x 32 -> 64-bit multiply (one pmuludq; GCC would emit a
+ * full 64-bit multiply, three times slower, for the plain expression). Same bits on every path. */
+INLINE vu mul32(vu a, uint32_t m)
+{
+#if defined(__AVX512F__) && V == 8
+    return (vu)_mm512_mul_epu32((__m512i)a, _mm512_set1_epi64(m));
+#elif defined(__AVX2__) && V == 4
+    return (vu)_mm256_mul_epu32((__m256i)a, _mm256_set1_epi64x(m));
+#elif defined(__SSE2__)
+    vu r;
+    for (int h = 0; h < V / 2; h++) {
+        __m128i x;
+        memcpy(&x, (const uint64_t *)&a + 2 * h, sizeof x);
+        x = _mm_mul_epu32(x, _mm_set1_epi64x(m));
+        memcpy((uint64_t *)&r + 2 * h, &x, sizeof x);
+    }
+    return r;
+#else
+    return a * (uint64_t)m;
+#endif
+}
+
+INLINE void philox(vu c[4], uint32_t k0, uint32_t k1)   /* 10 rounds, in place; words < 2^32 in 64-bit lanes */
+{
+    for (int r = 0; r < 10; r++) {
+        vu p0 = mul32(c[0], 0xD2511F53u), p1 = mul32(c[2], 0xCD9E8D57u);
+        vu c1 = c[1], c3 = c[3];
+        c[0] = (p1 >> 32) ^ c1 ^ k0;
+        c[1] = p1 & M32;
+        c[2] = (p0 >> 32) ^ c3 ^ k1;
+        c[3] = p0 & M32;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+}
+
+INLINE vd uniform52(vu hi, vu lo)                      /* [0, 1): the top 52 of the 64 bits hi:lo */
+{
+    return (vd)((((hi << 32) | lo) >> 12) | ONE_BITS) - splat(1.0);
+}
+
+/* c0 + c1 z + ... + c7 z^7 by Estrin's scheme (short dependency chains; z2 = z^2, z4 = z^4). */
+INLINE vd poly8(vd z, vd z2, vd z4, const double *c)
+{
+    vd a = splat(c[0]) + splat(c[1]) * z, b = splat(c[2]) + splat(c[3]) * z;
+    vd e = splat(c[4]) + splat(c[5]) * z, f = splat(c[6]) + splat(c[7]) * z;
+    return (a + z2 * b) + z4 * (e + z2 * f);
+}
+
+INLINE vd vlog(vd u)                                   /* log u for u > 0, a normal number */
+{
+    vi bits = (vi)u;
+    vd e = __builtin_convertvector((bits >> 52) - 1023, vd);       /* exponent */
+    vd m = (vd)((bits & 0x000fffffffffffffLL) | (int64_t)ONE_BITS);    /* [1, 2) */
+    vi big = m > splat(SQRT2);
+    m = vsel(big, m * splat(0.5), m);
+    e = vsel(big, e + splat(1.0), e);
+    vd f = m - splat(1.0);                             /* exact */
+    vd s = f / (splat(2.0) + f), z = s * s;            /* log m = 2 atanh s = 2 s (1 + z / 3 + z^2 / 5 + ...) */
+    static const double c[11] = {1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13, 1.0 / 15, 1.0 / 17,
+                                 1.0 / 19, 1.0 / 21, 1.0 / 23};
+    vd z2 = z * z, z4 = z2 * z2;
+    vd p = poly8(z, z2, z4, c) + (z4 * z4) * ((splat(c[8]) + splat(c[9]) * z) + z2 * splat(c[10]));
+    vd s2 = s + s;
+    return e * splat(LN2) + (s2 + s2 * (z * p));
+}
+
+/* The Box-Muller pair of one Philox output. */
+INLINE void box_muller(const vu w[4], vd *z0, vd *z1)
+{
+    vd u1 = splat(1.0) - uniform52(w[0], w[1]), t = uniform52(w[2], w[3]) * splat(4.0);   /* exact */
+    vd r = vsqrt(splat(-2.0) * vlog(u1));
+    vi q1 = t >= splat(0.5), q2 = t >= splat(1.5), q3 = t >= splat(2.5), q4 = t >= splat(3.5);
+    vd qf = (vd)(q1 & (vi)splat(1.0)) + (vd)(q2 & (vi)splat(1.0)) + (vd)(q3 & (vi)splat(1.0))
+            + (vd)(q4 & (vi)splat(1.0));
+    vd phi = (t - qf) * splat(HALF_PI), z = phi * phi;  /* phi in [-pi/4, pi/4] */
+    static const double sin_c[8] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800,
+                                    1.0 / 6227020800.0, -1.0 / 1307674368000.0, 1.0 / 355687428096000.0};
+    static const double cos_c[8] = {-1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800,
+                                    1.0 / 479001600, -1.0 / 87178291200.0, 1.0 / 20922789888000.0};
+    vd z2 = z * z, z4 = z2 * z2, ps = poly8(z, z2, z4, sin_c), pc = poly8(z, z2, z4, cos_c);
+    vd sn = phi + phi * (z * ps), cs = splat(1.0) + z * pc;   /* sin phi, cos phi */
+    vi a = q1 & ~q2, b = q2 & ~q3, d = q3 & ~q4;       /* quarter turns 1, 2, 3 (4 is 0) */
+    vd cos_t = vsel(a, -sn, vsel(b, -cs, vsel(d, sn, cs)));
+    vd sin_t = vsel(a, cs, vsel(b, -sn, vsel(d, -cs, sn)));
+    *z0 = r * cos_t;
+    *z1 = r * sin_t;
+}
+
+INLINE void counter(vu c[4], uint64_t t, vu b, uint64_t row, uint32_t key2)
+{
+    c[0] = (vu){} + t; c[1] = b; c[2] = (vu){} + row; c[3] = (vu){} + (uint64_t)key2;
+}
+
+/* chi^2 with `dof` degrees of freedom for the V samples b of coordinate row `row`: 2 Gamma(dof / 2)
+ * by Marsaglia and Tsang, or the square of a normal for dof = 1. With dm = dof / 2 - 1/3, a try
+ * takes x normal and u uniform in (0, 1]; with v = (1 + x / sqrt(9 dm))^3 > 0 it is accepted when
+ * u < 1 - 0.0331 x^4 (the squeeze) or log u < x^2 / 2 + dm - dm v + dm log v, and gives 2 dm v.
+ * Tries come in pairs: Philox call 2t gives the normals of tries 2t and 2t + 1 (Box-Muller), call
+ * 2t + 1 their uniforms. A lane keeps its first accepted try, so its value depends on its own
+ * counters only; the logs are computed only when a pending lane fails the squeeze (rarely: that
+ * changes the cost, never a decision). A v^3 under 1e-300 counts as rejected: the log test rejects
+ * it anyway (its right side is below -400 there), and the logs stay on normal numbers. */
+INLINE vi gamma_try(vd x, vd u, double dm, double cc, vi todo, vd *out)
+{
+    vd v = splat(1.0) + splat(cc) * x;
+    v = v * v * v;
+    vd x2 = x * x;
+    vi pos = v > splat(1e-300);
+    vi ok = pos & (u < splat(1.0) - splat(0.0331) * (x2 * x2));
+    vi need = todo & pos & ~ok;
+    int any = 0;
+    for (int l = 0; l < V; l++) any |= need[l] != 0;
+    if (any) {
+        vd g = vsel(pos, v, splat(1.0));
+        vd bound = splat(0.5) * x2 + splat(dm) - splat(dm) * g + splat(dm) * vlog(g);
+        ok |= pos & (vlog(u) < bound);
+    }
+    ok &= todo;
+    *out = vsel(ok, splat(2.0 * dm) * v, *out);
+    return todo & ~ok;
+}
+
+INLINE int vany(vi a)
+{
+    int any = 0;
+    for (int l = 0; l < V; l++) any |= a[l] != 0;
+    return any;
+}
+
+/* Tries 2t and 2t + 1 of a chi^2 with dm = dof / 2 - 1/3 (> 0, dof >= 2) for the lanes still `todo`. */
+INLINE vi gamma_pair(uint64_t t, vu b, uint64_t row, const uint32_t key[3], double dm, double cc, vi todo, vd *out)
+{
+    vu c[4], c2[4];
+    vd z0, z1;
+    counter(c, 2 * t, b, row, key[2]);
+    philox(c, key[0], key[1]);
+    box_muller(c, &z0, &z1);
+    counter(c2, 2 * t + 1, b, row, key[2]);
+    philox(c2, key[0], key[1]);
+    todo = gamma_try(z0, splat(1.0) - uniform52(c2[0], c2[1]), dm, cc, todo, out);
+    return gamma_try(z1, splat(1.0) - uniform52(c2[2], c2[3]), dm, cc, todo, out);
+}
+
+INLINE void store_lanes(double *dst, vd a, int64_t valid)
+{
+    if (valid == V) memcpy(dst, &a, sizeof a);
+    else for (int64_t l = 0; l < valid; l++) dst[l] = a[l];
+}
+
+/* The draws of a block of nb samples, samples last (recency_lib.sampling.gram_draws): chi2 (m, nb),
+ * row i with dof0 - i degrees of freedom, and q standard normals (q, nb). key: the block's three
+ * 32-bit key words; out (m vectors) and todo (m masks): scratch. A group's chi-squares take their
+ * first pair of tries row after row (independent work the processor overlaps), then the rows with
+ * a lane still rejected go on. */
+static void draw_block(const uint32_t key[3], int64_t nb, int64_t m, int64_t dof0, int64_t q,
+                       double *restrict chi2, double *restrict normals, vd *restrict out, vi *restrict todo)
+{
+    for (int64_t b0 = 0; b0 < nb; b0 += V) {
+        const int64_t valid = nb - b0 < V ? nb - b0 : V;
+        vu b;
+        for (int l = 0; l < V; l++) b[l] = (uint64_t)(b0 + l);
+        for (int64_t i = 0; i < m; i++) {
+            const int64_t dof = dof0 - i;
+            if (dof == 1) {                            /* the square of a normal */
+                vu c[4];
+                vd z0, z1;
+                counter(c, 0, b, (uint64_t)i, key[2]);
+                philox(c, key[0], key[1]);
+                box_muller(c, &z0, &z1);
+                out[i] = z0 * z0;
+                todo[i] = (vi){};
+                continue;
+            }
+            const double dm = 0.5 * (double)dof - 1.0 / 3, cc = 1.0 / sqrt(9.0 * dm);
+            out[i] = splat(0.0);
+            todo[i] = gamma_pair(0, b, (uint64_t)i, key, dm, cc, ~(vi){}, &out[i]);
+        }
+        for (int64_t i = 0; i < m; i++) {
+            const double dm = 0.5 * (double)(dof0 - i) - 1.0 / 3, cc = 1.0 / sqrt(9.0 * dm);
+            for (uint64_t t = 1; t < MAX_PAIRS && vany(todo[i]); t++)
+                todo[i] = gamma_pair(t, b, (uint64_t)i, key, dm, cc, todo[i], &out[i]);
+            store_lanes(chi2 + i * nb + b0, out[i], valid);
+        }
+        for (int64_t p = 0; 2 * p < q; p++) {
+            vu c[4];
+            vd z0, z1;
+            counter(c, (uint64_t)p, b, NORMAL_ROW, key[2]);
+            philox(c, key[0], key[1]);
+            box_muller(c, &z0, &z1);
+            store_lanes(normals + 2 * p * nb + b0, z0, valid);
+            if (2 * p + 1 < q) store_lanes(normals + (2 * p + 1) * nb + b0, z1, valid);
+        }
+    }
 }
 
 /* -- the recency count ------------------------------------------------------------------------ */
@@ -672,8 +900,40 @@ static PyObject *py_count_pairs(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_gram_draws(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long k0, k1, k2;
+    long long nb, m, dof0, q;
+    PyObject *o_chi2, *o_normals;
+    if (!PyArg_ParseTuple(args, "kkkLLLLOO", &k0, &k1, &k2, &nb, &m, &dof0, &q, &o_chi2, &o_normals)) return NULL;
+    if (k0 > 0xffffffffUL || k1 > 0xffffffffUL || k2 > 0xffffffffUL || nb < 1 || nb > 0x7fffffffLL || m < 1
+        || dof0 - m + 1 < 1 || q < 0 || q > 0x7fffffffLL) {
+        PyErr_SetString(PyExc_ValueError, "gram_draws: bad key or sizes");
+        return NULL;
+    }
+    Py_buffer bc, bn;
+    if (take(o_chi2, &bc, 1, m * nb, "chi2") < 0) return NULL;
+    if (take(o_normals, &bn, 1, q * nb, "normals") < 0) { PyBuffer_Release(&bc); return NULL; }
+    const uint32_t key[3] = {(uint32_t)k0, (uint32_t)k1, (uint32_t)k2};
+    vd *out = aligned(m);
+    vi *todo = aligned(m);
+    if (out && todo) {
+        Py_BEGIN_ALLOW_THREADS
+        draw_block(key, nb, m, dof0, q, bc.buf, bn.buf, out, todo);
+        Py_END_ALLOW_THREADS
+    } else {
+        PyErr_NoMemory();
+    }
+    free(out); free(todo);
+    PyBuffer_Release(&bc); PyBuffer_Release(&bn);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"gram_block", py_gram_block, METH_VARARGS, "One block of the gram engine (see recency_lib/kernels.py)."},
+    {"gram_draws", py_gram_draws, METH_VARARGS, "The random numbers of a gram block (see recency_lib/kernels.py)."},
     {"count_pairs", py_count_pairs, METH_VARARGS, "The recency count (see recency_lib/kernels.py)."},
     {NULL, NULL, 0, NULL},
 };

@@ -14,7 +14,8 @@ moments (:class:`recency_lib.stats.Moments`), kept in two groups, the even and t
 the cross-fitted control variates (:func:`recency_lib.stats.control_variate`).
 
 Determinism: samples are split into blocks of a size fixed by the config; block k draws from
-``SeedSequence(seed, spawn_key=(k,))`` and each group's blocks are merged in block order, so any
+``SeedSequence(seed, spawn_key=(k,))`` (gram: the key of the counter-based generator of
+:mod:`recency_lib.streams`; dense: a numpy Generator) and each group's blocks are merged in block order, so any
 ``chunk_size`` and any executor give bitwise-identical results. Blocks are enumerated lazily:
 memory does not grow with ``samples``.
 """
@@ -40,6 +41,7 @@ from .model import layer
 from .result import SimResult
 from .sampling import degrees_of_freedom, dense_tokens, gram_assemble, gram_draws, gram_width, sigma_cholesky
 from .stats import Moments, control_variate, merged
+from .streams import block_key
 from .validation import check_bool, check_int, check_z, short
 from .version import __version__
 
@@ -99,7 +101,7 @@ def warm_up() -> None:
     if compiled_kernels() is None:
         return
     cfg = SimConfig(alpha=0.5, gamma=1.0, n=3, d=4, layers=2, samples=4)
-    gram_block_moments(cfg, *gram_draws(cfg, np.random.default_rng(0), 4), kernel="c")
+    gram_block_moments(cfg, *gram_draws(cfg, (0, 0, 0), 4, kernel="c"), kernel="c")
 
 
 # -- one block ------------------------------------------------------------------------------------
@@ -153,9 +155,9 @@ def block_moments(cfg: SimConfig, engine: str, block: int, size: int, kernel: st
 
     ``kernel`` ("c" | "numpy" | None = the best available) only matters for the gram engine.
     """
-    rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(block,)))
     if engine == "gram":
-        return gram_block_moments(cfg, *gram_draws(cfg, rng, size), kernel=kernel)
+        return gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, block), size, kernel), kernel=kernel)
+    rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(block,)))
     steps = dense_steps(cfg, dense_tokens(cfg, rng, size), block)   # tokens (size, n, d)
     return Moments.of(stack_features(steps, cfg.n, cfg.layers, size), control_slice(cfg.n))
 
@@ -214,7 +216,7 @@ def _chunk(cfg_dicts: list[dict], engine: str, kernel: str, bsize: int, first: i
             seconds[0] += time.perf_counter() - t0
             continue
         t0 = time.perf_counter()
-        draws = gram_draws(cfgs[0], np.random.default_rng(np.random.SeedSequence(cfgs[0].seed, spawn_key=(k,))), size)
+        draws = gram_draws(cfgs[0], block_key(cfgs[0].seed, k), size, kernel)
         shared = (time.perf_counter() - t0) / len(cfgs)
         for c, cfg in enumerate(cfgs):
             t0 = time.perf_counter()
@@ -440,9 +442,9 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
     scores, attn = [], []
     total = max(2, samples)
     for k, size in _block_sizes(total, bsize, 0, -(-samples // bsize)):
-        rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
         if engine == "gram":
-            _, f = gram_block_moments(cfg, *gram_draws(cfg, rng, size), kernel=kernel, features=True)
+            _, f = gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, k), size, kernel), kernel=kernel,
+                                      features=True)
             s = np.full((size, L, n, n), np.nan)
             a = np.zeros((size, L, n, n))
             s[:, :, rows, cols] = f[:, :, lay["score"]]
@@ -450,6 +452,7 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
             scores.append(s), attn.append(a)
         else:
             s_l, a_l = [], []
+            rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
             for _, s, a, _ in dense_steps(cfg, dense_tokens(cfg, rng, size), k):
                 s_l.append(np.where(np.tri(n, dtype=bool), s, np.nan)), a_l.append(a)
             scores.append(np.stack(s_l, axis=1)), attn.append(np.stack(a_l, axis=1))

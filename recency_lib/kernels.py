@@ -34,6 +34,15 @@ def count_pairs(n: int, packed: np.ndarray, tol: np.ndarray, out: np.ndarray) ->
     _kernel.count_pairs(n, packed.shape[1], packed, tol, out)
 
 
+def gram_draws(key: tuple[int, int, int], nb: int, m: int, dof: int, chi2: np.ndarray, normals: np.ndarray) -> None:
+    """The random numbers of a gram block (:func:`recency_lib.sampling.gram_draws`), written into
+    ``chi2`` (m, nb), row i with ``dof`` - i degrees of freedom, and ``normals`` (q, nb); the same
+    bits as :func:`recency_lib.streams.draw_block`, a few nanoseconds per number."""
+    if not (1 <= m <= dof and chi2.shape == (m, nb) and normals.ndim == 2 and normals.shape[1] == nb):
+        raise ValueError(f"gram_draws: chi2 {chi2.shape}, normals {normals.shape} do not fit m={m}, nb={nb}, dof={dof}")
+    _kernel.gram_draws(*key, nb, m, dof, normals.shape[0], chi2, normals)
+
+
 def gram_block(chi2: np.ndarray, normals: np.ndarray, chol: np.ndarray, mode: str, d: float, normalize: bool,
                gamma: float, eps: float, layers: int, tie_rtol: float, offs: np.ndarray, shift: np.ndarray,
                s1: np.ndarray, s2: np.ndarray, sc: np.ndarray, feats: np.ndarray | None) -> None:

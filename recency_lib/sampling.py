@@ -26,7 +26,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import streams
 from .config import SimConfig
+from .features import compiled_kernels
 
 
 def dense_tokens(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.ndarray:
@@ -79,7 +81,8 @@ def trapezoid_index(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.tril_indices(n, -1, m)
 
 
-def gram_draws(cfg: SimConfig, rng: np.random.Generator, batch: int) -> tuple[np.ndarray, np.ndarray]:
+def gram_draws(cfg: SimConfig, key: tuple[int, int, int], batch: int, kernel: str | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
     """The raw random numbers of one block of Gram coordinates, batch last: (chi2, normals).
 
     * chi2 (m, batch): chi-square draws with k - i degrees of freedom in row i (k = degrees of
@@ -87,22 +90,25 @@ def gram_draws(cfg: SimConfig, rng: np.random.Generator, batch: int) -> tuple[np
     * normals (count, batch): standard normals for the strictly-lower entries j < min(i, m),
       rows in the row-major order of :func:`trapezoid_index` (count = 0 for alpha = 1).
 
-    Drawn in this order from ``rng``; this defines a block's random stream. Both kernels turn the
-    same draws into coordinates (:func:`gram_assemble` here, or inside the compiled kernel). A
-    chi-square with k degrees of freedom is drawn as 2 Gamma(k / 2), row by row: the same numbers as
-    ``rng.chisquare`` with a column of k's (numpy computes it so), at two thirds of the cost.
+    ``key``: the block's three 32-bit key words (:func:`recency_lib.streams.block_key`); every
+    number is a fixed function of the key and of its place (sample, row, index), made by the
+    counter-based generator of :mod:`recency_lib.streams`. ``kernel`` "c" draws them in the compiled
+    kernel, "numpy" with the numpy twin, None with the kernel when it was built: the same bits
+    either way (tested), so a block's stream does not depend on the machine.
     """
     n = cfg.n
     k = degrees_of_freedom(cfg)
     m = 1 if cfg.alpha == 1.0 else min(n, k)
-    chi2 = np.empty((m, batch))
-    for i in range(m):
-        rng.standard_gamma((k - i) / 2.0, size=batch, out=chi2[i])
-    chi2 *= 2.0
-    if cfg.alpha == 1.0:
-        return chi2, np.empty((0, batch))
-    count = trapezoid_index(n, m)[0].size
-    return chi2, rng.standard_normal((count, batch))
+    count = 0 if cfg.alpha == 1.0 else trapezoid_index(n, m)[0].size
+    kernels = None if kernel == "numpy" else compiled_kernels()
+    if kernel == "c" and kernels is None:
+        raise RuntimeError("the compiled kernel is not available (recency_lib._kernel was not built, or "
+                           "RECENCY_LIB_KERNEL=numpy)")
+    if kernels is None:
+        return streams.draw_block(key, batch, m, k, count)
+    chi2, normals = np.empty((m, batch)), np.empty((count, batch))
+    kernels.gram_draws(key, batch, m, k, chi2, normals)
+    return chi2, normals
 
 
 def gram_assemble(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.ndarray:
@@ -137,6 +143,6 @@ def gram_assemble(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.n
     return sigma_cholesky(n, cfg.c) @ out                           # (n, n) @ (batch, n, m)
 
 
-def gram_coordinates(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.ndarray:
+def gram_coordinates(cfg: SimConfig, key: tuple[int, int, int], batch: int) -> np.ndarray:
     """The Gram coordinates (batch, n, m) of one block: :func:`gram_assemble` of :func:`gram_draws`."""
-    return gram_assemble(cfg, *gram_draws(cfg, rng, batch))
+    return gram_assemble(cfg, *gram_draws(cfg, key, batch))

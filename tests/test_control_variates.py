@@ -199,6 +199,7 @@ def test_cv_fields_match_a_direct_cross_fit_of_the_per_sample_features():
     features of the even and the odd blocks directly (two-pass numpy)."""
     from recency_lib.engines import block_size, gram_block_moments
     from recency_lib.sampling import gram_draws
+    from recency_lib.streams import block_key
 
     cfg = SimConfig(alpha=0.5, n=6, d=16, layers=3, seed=8)
     bsize = block_size(cfg, "gram")
@@ -206,9 +207,8 @@ def test_cv_fields_match_a_direct_cross_fit_of_the_per_sample_features():
     r = simulate(cfg)
     feats = []
     for k in range(6):
-        rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
         size = min(bsize, cfg.samples - k * bsize)
-        feats.append(gram_block_moments(cfg, *gram_draws(cfg, rng, size), features=True)[1])
+        feats.append(gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, k), size), features=True)[1])
     ctrl, mu = control_slice(cfg.n), control_means(cfg.n)
     even, odd = (np.concatenate(feats[p::2])[:, :, ctrl] for p in (0, 1))       # (B, layers, controls)
     est = np.zeros_like(even[0])

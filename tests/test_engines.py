@@ -26,6 +26,7 @@ from recency_lib.engines import block_size, gram_block_moments, sample_trajector
 from recency_lib.features import compiled_kernels
 from recency_lib.result import _ARRAYS as ARRAYS
 from recency_lib.sampling import gram_assemble, gram_draws, gram_width, sigma_cholesky
+from recency_lib.streams import block_key
 
 Z = 4.5
 HAVE_KERNEL = compiled_kernels() is not None
@@ -135,7 +136,7 @@ def test_sigma_cholesky():
                                 dict(n=12, d=8, norm="rms", alpha=0.3), dict(n=1), dict(d=2, n=4)])
 def test_gram_coordinates_are_lower_trapezoidal(kw):
     cfg = SimConfig(**kw)
-    chi2, normals = gram_draws(cfg, np.random.default_rng(0), 7)
+    chi2, normals = gram_draws(cfg, block_key(0, 0), 7)
     r = gram_assemble(cfg, chi2, normals)
     assert r.shape == (7, cfg.n, gram_width(cfg))
     rows, cols = np.triu_indices(cfg.n, 1, gram_width(cfg))
@@ -143,7 +144,7 @@ def test_gram_coordinates_are_lower_trapezoidal(kw):
     if cfg.alpha == 1.0:
         assert np.all(r == r[:, :1])
     # same block seed -> same draws: the stream of a block does not depend on anything else
-    again = gram_draws(cfg, np.random.default_rng(0), 7)
+    again = gram_draws(cfg, block_key(0, 0), 7)
     assert np.array_equal(again[0], chi2) and np.array_equal(again[1], normals)
 
 
@@ -170,7 +171,7 @@ def test_compiled_kernel_matches_the_numpy_path_on_the_same_draws(kw):
     of each array's scale (measured; 1e-12 allowed); M2 and the co-moments to 1e-9 of their scale
     (cancellation in features that are nearly constant, e.g. the LayerNorm diagonal)."""
     cfg = SimConfig(**kw)
-    draws = gram_draws(cfg, np.random.default_rng(4), 333)         # odd size: a partial tile too
+    draws = gram_draws(cfg, block_key(4, 0), 333)         # odd size: a partial tile too
     m_np, f_np = gram_block_moments(cfg, *draws, kernel="numpy", features=True)
     m_nb, f_nb = gram_block_moments(cfg, *draws, kernel="c", features=True)
     assert f_np.shape == f_nb.shape == (333, cfg.layers, f_np.shape[-1])
@@ -199,7 +200,7 @@ def test_compiled_kernel_matches_the_numpy_path_on_random_configs():
     deviations of nearly constant features, e.g. RMS norms at d = 4096, magnify the inputs' last-bit
     differences) and the co-moments to 1e-12 (measured 3e-14)."""
     for i, (cfg, size) in enumerate(_random_configs(24, seed=77)):
-        draws = gram_draws(cfg, np.random.default_rng(i), size)
+        draws = gram_draws(cfg, block_key(i, 0), size)
         m_np, f_np = gram_block_moments(cfg, *draws, kernel="numpy", features=True)
         m_c, f_c = gram_block_moments(cfg, *draws, kernel="c", features=True)
         _close(f_np, f_c, 1e-13)
@@ -265,7 +266,7 @@ def test_kernel_builds_for_other_cpus_and_tile_sizes_give_the_same_bits(tmp_path
         for n, size in ((10, 512), (10, 37), (7, 36), (13, 101), (128, 21)):
             for kw in (dict(alpha=0.0, norm="none"), dict(alpha=0.5, gamma=1.0), dict(alpha=1.0, norm="rms")):
                 cfg = SimConfig(n=n, d=16 if n == 128 else 64, layers=3, samples=size, **kw)
-                draws = gram_draws(cfg, np.random.default_rng(n * 1000 + size), size)
+                draws = gram_draws(cfg, block_key(n * 1000 + size, 0), size)
                 m, f = gram_block_moments(cfg, *draws, kernel="c", features=True)
                 got.append(b"".join(np.ascontiguousarray(a).tobytes() for a in (m.mean, m.m2, m.cross, f)))
         return got
@@ -464,7 +465,7 @@ def test_numpy_path_at_long_sequences(monkeypatch):
     r = simulate(cfg)
     assert r.extra["kernel"] == "numpy"
     assert abs(r.recency_probability[0] - 0.5) < Z * r.recency_probability_sem[0]
-    draws = gram_draws(cfg, np.random.default_rng(1), 20)
+    draws = gram_draws(cfg, block_key(1, 0), 20)
     m_np = gram_block_moments(cfg, *draws, kernel="numpy")
     monkeypatch.delenv("RECENCY_LIB_KERNEL")
     if HAVE_KERNEL:

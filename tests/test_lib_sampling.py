@@ -6,6 +6,7 @@ import pytest
 
 from recency_lib import SimConfig
 from recency_lib.sampling import dense_tokens, gram_coordinates
+from recency_lib.streams import block_key
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
@@ -30,7 +31,7 @@ def test_gram_sampler_matches_dense_gram_moments(norm, alpha, n, d):
     x = dense_tokens(cfg, np.random.default_rng(2), b)
     if norm == "layernorm":
         x = x - x.mean(-1, keepdims=True)
-    r = gram_coordinates(cfg, np.random.default_rng(3), b)
+    r = gram_coordinates(cfg, block_key(3, 0), b)
     assert r.shape == (b, n, min(n, d - (norm == "layernorm")))
     for f in (lambda g: g, lambda g: g * g):
         gd = f(np.einsum("bid,bjd->bij", x, x))
@@ -42,7 +43,7 @@ def test_gram_sampler_matches_dense_gram_moments(norm, alpha, n, d):
 
 def test_alpha_one_is_rank_one():
     cfg = SimConfig(alpha=1.0, n=5, d=9)
-    r = gram_coordinates(cfg, np.random.default_rng(0), 10)
+    r = gram_coordinates(cfg, block_key(0, 0), 10)
     assert r.shape == (10, 5, 1) and np.all(r == r[:, :1])
     x = dense_tokens(cfg, np.random.default_rng(0), 10)
     assert np.all(x == x[:, :1])
