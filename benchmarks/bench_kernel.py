@@ -6,9 +6,11 @@ Setting: alpha = 0.5, gamma = 1, LayerNorm, d = 64, 4 layers, blocks of 512 sequ
 block at n = 10). Each line is the minimum over ``--rounds`` interleaved rounds of CPU (process)
 time, which other load on a shared machine inflates least, in ns per sequence and layer:
 
-1. a whole block at n = 10: seeding, draws, the compiled C kernel (draws -> moments), the same
-   through the numpy path (:func:`recency_lib.model.layer` + :mod:`recency_lib.features`), and the
-   recency count alone (the kernel's count routine on the block's packed scores);
+1. a whole block at n = 10: seeding (the block's key), draws (the compiled generator, its numpy twin,
+   and for reference the same numbers of normals and chi-squares from numpy's own Generator, what
+   the engine used before), the compiled C kernel (draws -> moments), the same through the numpy path
+   (:func:`recency_lib.model.layer` + :mod:`recency_lib.features`), and the recency count alone (the
+   kernel's count routine on the block's packed scores);
 2. the kernel at other lengths: n = 10 runs code specialised for it (every loop unrolled), n = 9
    and 11 the general code, so their difference is what the specialisation buys; longer n shows
    how the cost per sequence grows (the layer ~ n^3 multiply-adds, the recency count ~ n^3 / 6).
@@ -28,7 +30,8 @@ from _measure import calibration  # noqa: E402
 from recency_lib import SimConfig  # noqa: E402
 from recency_lib.engines import gram_block_moments, warm_up  # noqa: E402
 from recency_lib.features import TIE_RTOL, compiled_kernels  # noqa: E402
-from recency_lib.sampling import gram_draws  # noqa: E402
+from recency_lib.sampling import degrees_of_freedom, gram_draws  # noqa: E402
+from recency_lib.streams import block_key  # noqa: E402
 
 CFG = SimConfig(alpha=0.5, gamma=1.0, norm="layernorm", n=10, d=64, layers=4)
 B = 512
@@ -47,6 +50,17 @@ def best_of(fns: dict, rounds: int) -> dict:
                 fn()
             best[k] = min(best[k], (time.process_time() - t) / reps / per * 1e9)
     return best
+
+
+def numpy_generator_draws(cfg: SimConfig, size: int):
+    """The same count of chi-squares (rows k, k - 1, ...) and normals from numpy's Generator
+    (PCG64: standard_gamma, standard_normal), seeded as before the counter-based generator."""
+    rng = np.random.default_rng(np.random.SeedSequence(0, spawn_key=(7,)))
+    k, m = degrees_of_freedom(cfg), cfg.n
+    chi2 = np.empty((m, size))
+    for i in range(m):
+        rng.standard_gamma((k - i) / 2.0, size=size, out=chi2[i])
+    return 2.0 * chi2, rng.standard_normal((m * (m - 1) // 2, size))
 
 
 def packed_scores(cfg: SimConfig, draws) -> tuple[np.ndarray, np.ndarray]:
@@ -69,14 +83,15 @@ def main(argv=None) -> int:
     warm_up()
     print(calibration())
     L = CFG.layers
-    draws = gram_draws(CFG, np.random.default_rng(0), B)
+    draws = gram_draws(CFG, block_key(0, 0), B)
     s, tol = packed_scores(CFG, draws)
     out = np.empty((2, B), dtype=np.int64)
-    seed = lambda: np.random.default_rng(np.random.SeedSequence(0, spawn_key=(7,)))      # noqa: E731
     print(f"\n1. one block at n = {CFG.n} (ns per sequence-layer; {L} layers, B = {B})")
     for k, v in best_of({
-        "seeding (SeedSequence + Generator)": (seed, B * L),
-        "draws (chi-square and normals)": (lambda: gram_draws(CFG, seed(), B), B * L),
+        "seeding (the block's key from its SeedSequence)": (lambda: block_key(0, 7), B * L),
+        "draws (chi-square and normals): the compiled generator": (lambda: gram_draws(CFG, block_key(0, 7), B), B * L),
+        "draws: its numpy twin (the same bits)": (lambda: gram_draws(CFG, block_key(0, 7), B, kernel="numpy"), B * L),
+        "draws: numpy's Generator, for reference": (lambda: numpy_generator_draws(CFG, B), B * L),
         "C kernel (draws -> moments of every feature)": (lambda: gram_block_moments(CFG, *draws, kernel="c"), B * L),
         "numpy path (model.layer + features)": (lambda: gram_block_moments(CFG, *draws, kernel="numpy"), B * L),
         "recency count alone (120 triples, one layer)": (lambda: kernels.count_pairs(CFG.n, s, tol, out), B),
@@ -87,7 +102,7 @@ def main(argv=None) -> int:
     fns = {}
     for n in (9, 10, 11, 16, 32, 64):
         cfg = CFG.replace(n=n)
-        d = gram_draws(cfg, np.random.default_rng(n), B)
+        d = gram_draws(cfg, block_key(n, 0), B)
         fns[f"n = {n}"] = (lambda cfg=cfg, d=d: gram_block_moments(cfg, *d, kernel="c"), B * L)
     for k, v in best_of(fns, max(3, args.rounds // 3)).items():
         print(f"   {v:8.1f}  {k}")
