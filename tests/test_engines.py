@@ -238,7 +238,8 @@ def test_kernel_builds_for_other_cpus_and_tile_sizes_give_the_same_bits(tmp_path
     """_kernel.c promises one order for every sum whatever the build (P = 8 partial sums; a group's
     lanes added in quads): a build for the x86-64 baseline (SSE2: 4 lanes) with 3 groups per tile gives
     bit for bit what the installed build gives (-march=native: 8 lanes where AVX-512 exists, else 4),
-    also for short blocks, long rows (the sums taken group by group) and every feature."""
+    also for short blocks, long rows (the sums taken group by group) and every feature; and the same
+    random numbers and GELU values."""
     import importlib.util
     import platform
     import shutil
@@ -273,6 +274,10 @@ def test_kernel_builds_for_other_cpus_and_tile_sizes_give_the_same_bits(tmp_path
 
     installed = run(kernels._kernel)
     assert run(other) == installed
+    x = np.random.default_rng(0).standard_normal(1001) * 10          # GELU: Chebyshev series, exp
+    theirs = np.empty_like(x)
+    other.gelu(x.size, x, theirs)
+    assert theirs.tobytes() == kernels.gelu(x).tobytes()
 
 
 @needs_kernel
