@@ -439,6 +439,49 @@ static void gelu(const double *restrict x, double *restrict out, int64_t count)
     }
 }
 
+/* -- the causal softmax of the dense engine's long rows ---------------------------------------- */
+
+/* Eq. (3) for `mats` stacked (n, n) score matrices: out_ij = exp(s_ij - m_i) / sum_{k <= i} exp(s_ik
+ * - m_i) for j <= i, with m_i the row's maximum, and 0 above the diagonal; a row with a NaN is NaN
+ * throughout (as recency_lib.model.causal_softmax makes it). The row is walked V keys at a time with the kernel's exp;
+ * its sum is taken over V partial sums (a fixed order), so the result differs from numpy's only by
+ * float rounding (~1e-16 relative) and is the same on every build. */
+static void causal_softmax(const double *restrict s, double *restrict out, int64_t mats, int64_t n)
+{
+    for (int64_t r = 0; r < mats * n; r++) {
+        const int64_t i = r % n, len = i + 1;
+        const double *row = s + r * n;
+        double *o = out + r * n;
+        double m = row[0];
+        int nan = 0;
+        for (int64_t j = 0; j < len; j++) {
+            nan |= row[j] != row[j];
+            m = row[j] > m ? row[j] : m;
+        }
+        vd acc = splat(0.0);
+        int64_t j = 0;
+        for (; j + V <= len; j += V) {
+            vd v;
+            memcpy(&v, row + j, sizeof v);
+            v = vexp_neg(v - splat(m));
+            memcpy(o + j, &v, sizeof v);
+            acc += v;
+        }
+        if (j < len) {
+            vd v = splat(-INFINITY);
+            for (int64_t l = 0; j + l < len; l++) v[l] = row[j + l];
+            v = vexp_neg(v - splat(m));
+            for (int64_t l = 0; j + l < len; l++) o[j + l] = v[l];
+            acc += v;
+        }
+        double total = 0.0;
+        for (int l = 0; l < V; l++) total += acc[l];
+        if (nan || m != m || total != total) total = NAN;
+        for (j = 0; j < len; j++) o[j] /= total;
+        for (j = len; j < n; j++) o[j] = 0.0 / total;      /* 0, or NaN in a NaN row (as numpy's) */
+    }
+}
+
 /* -- the recency count ------------------------------------------------------------------------ */
 
 /* The triples j < k < i of row-packed lower triangles, W samples side by side (sample innermost):
@@ -1026,10 +1069,31 @@ static PyObject *py_gelu(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_causal_softmax(PyObject *self, PyObject *args)
+{
+    (void)self;
+    long long mats, n;
+    PyObject *o_s, *o_out;
+    if (!PyArg_ParseTuple(args, "LLOO", &mats, &n, &o_s, &o_out)) return NULL;
+    if (mats < 0 || n < 1) {
+        PyErr_SetString(PyExc_ValueError, "causal_softmax: bad sizes");
+        return NULL;
+    }
+    Py_buffer bs, bo;
+    if (take(o_s, &bs, 0, mats * n * n, "s") < 0) return NULL;
+    if (take(o_out, &bo, 1, mats * n * n, "out") < 0) { PyBuffer_Release(&bs); return NULL; }
+    Py_BEGIN_ALLOW_THREADS
+    causal_softmax(bs.buf, bo.buf, mats, n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bs); PyBuffer_Release(&bo);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"gram_block", py_gram_block, METH_VARARGS, "One block of the gram engine (see recency_lib/kernels.py)."},
     {"gram_draws", py_gram_draws, METH_VARARGS, "The random numbers of a gram block (see recency_lib/kernels.py)."},
     {"gelu", py_gelu, METH_VARARGS, "GELU of a float64 buffer (see recency_lib/kernels.py)."},
+    {"causal_softmax", py_causal_softmax, METH_VARARGS, "Causal softmax of stacked score matrices (see recency_lib/kernels.py)."},
     {"count_pairs", py_count_pairs, METH_VARARGS, "The recency count (see recency_lib/kernels.py)."},
     {NULL, NULL, 0, NULL},
 };

@@ -93,6 +93,13 @@ def _norm(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
     return normalize(center(x) if norm == "layernorm" else x, norm, d, eps)
 
 
+def _softmax(s: np.ndarray) -> np.ndarray:
+    """:func:`recency_lib.model.causal_softmax`, computed by the compiled kernel when it was built
+    (:func:`recency_lib.kernels.causal_softmax`: ~4 times faster at n = 512, within 1e-15)."""
+    kernels = compiled_kernels()
+    return causal_softmax(s) if kernels is None else kernels.causal_softmax(s)
+
+
 def gelu(x: np.ndarray) -> np.ndarray:
     """GELU(x) = x Phi(x), the exact (erf) form: the compiled kernel's (:func:`recency_lib.kernels.gelu`,
     within 1e-14 relative of the exact value, about 4 times faster) when it was built, else
@@ -175,7 +182,7 @@ def extended_layer(x: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, e
     if rope:                                                             # (batch, h, n, dh)
         qh, kh = apply_rope(qh), apply_rope(kh)
     s_h = (qh @ np.swapaxes(kh, -1, -2)) / math.sqrt(dh)                 # (batch, h, n, n)
-    a_h = causal_softmax(s_h)                                            # (batch, h, n, n)
+    a_h = _softmax(s_h)                                                  # (batch, h, n, n)
     s = s_h[:, 0] if heads == 1 else s_h.mean(axis=1)                    # (batch, n, n)
     a = a_h[:, 0] if heads == 1 else a_h.mean(axis=1)
     if not output:

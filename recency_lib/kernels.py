@@ -34,6 +34,19 @@ def count_pairs(n: int, packed: np.ndarray, tol: np.ndarray, out: np.ndarray) ->
     _kernel.count_pairs(n, packed.shape[1], packed, tol, out)
 
 
+def causal_softmax(s: np.ndarray) -> np.ndarray:
+    """:func:`recency_lib.model.causal_softmax` of score matrices s (..., n, n): the row softmax over
+    keys j <= i, 0 above the diagonal, NaN rows as numpy makes them; with the kernel's exp and a
+    fixed sum order (same bits on every build, within ~1e-16 relative of numpy's)."""
+    s = np.ascontiguousarray(s, dtype=np.float64)
+    n = s.shape[-1]
+    if s.ndim < 2 or s.shape[-2] != n:
+        raise ValueError(f"causal_softmax: s has shape {s.shape}; allowed: (..., n, n)")
+    out = np.empty_like(s)
+    _kernel.causal_softmax(s.size // (n * n) if n else 0, n, s, out)
+    return out
+
+
 def gelu(x: np.ndarray) -> np.ndarray:
     """GELU(x) = x Phi(x) of every element (float64; a new array of x's shape): erfc by a Chebyshev
     series of degree 36 and the kernel's exp, within 1e-14 relative of the exact value (the C file's

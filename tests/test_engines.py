@@ -239,7 +239,7 @@ def test_kernel_builds_for_other_cpus_and_tile_sizes_give_the_same_bits(tmp_path
     lanes added in quads): a build for the x86-64 baseline (SSE2: 4 lanes) with 3 groups per tile gives
     bit for bit what the installed build gives (-march=native: 8 lanes where AVX-512 exists, else 4),
     also for short blocks, long rows (the sums taken group by group) and every feature; and the same
-    random numbers and GELU values."""
+    random numbers, GELU values and softmax rows."""
     import importlib.util
     import platform
     import shutil
@@ -278,6 +278,10 @@ def test_kernel_builds_for_other_cpus_and_tile_sizes_give_the_same_bits(tmp_path
     theirs = np.empty_like(x)
     other.gelu(x.size, x, theirs)
     assert theirs.tobytes() == kernels.gelu(x).tobytes()
+    s = np.random.default_rng(1).standard_normal((2, 3, 37, 37)) * 5   # the dense engine's softmax
+    theirs = np.empty_like(s)
+    other.causal_softmax(6, 37, s, theirs)
+    assert theirs.tobytes() == kernels.causal_softmax(s).tobytes()
 
 
 @needs_kernel

@@ -86,9 +86,9 @@ def test_identity_weights_equal_base_layer():
         base = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, centred=False)
         ext = extended_layer(x, w, norm=norm, d=12, gamma=0.7, eps=1e-12)
         none = extended_layer(x, {}, norm=norm, d=12, gamma=0.7, eps=1e-12)
-        for b, e, o in zip(base, ext, none):
-            np.testing.assert_allclose(e, b, rtol=1e-13, atol=1e-13)
-            assert np.array_equal(o, b)
+        for b, e, o in zip(base, ext, none):           # the extended layer's softmax is the compiled one
+            np.testing.assert_allclose(e, b, rtol=1e-13, atol=1e-13)      # when built: equal to rounding
+            np.testing.assert_allclose(o, b, rtol=1e-14, atol=1e-15)
 
 
 def test_one_head_split_equals_single_head_and_shapes():
