@@ -39,6 +39,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import logging
 import math
 import numbers
 import os
@@ -46,6 +47,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -272,6 +274,82 @@ def _stop_kernels() -> None:
         _shutdown(km)
 
 
+class _SharedKernel:
+    """The kernel of a run_setting, or of one run_grid worker's settings one after another: started
+    on first use; before every run its namespace is cleared (IPython's reset, a new history session:
+    execution counts start at 1) and its working directory moved to the run's staging folder, so a
+    run starts as in a fresh kernel, but without a kernel start and the imports (~1.3 s a setting).
+    A run that fails or is interrupted takes the kernel down with it (its state is unknown); the next
+    run starts a new one. :meth:`close` stops it."""
+
+    def __init__(self, kernel: str):
+        self.kernel = kernel
+        self.km = None
+
+    def ready(self, cwd: Path):
+        """The kernel manager, its kernel alive, cleared and working in ``cwd``."""
+        from jupyter_client.manager import AsyncKernelManager
+        from jupyter_core.utils import run_sync
+
+        if self.km is not None and not run_sync(self.km.is_alive)():
+            self.close()
+        if self.km is None:
+            km = AsyncKernelManager(kernel_name=self.kernel)
+            with _LIVE_LOCK:
+                _LIVE_KERNELS.add(km)
+            self.km = km
+            run_sync(km.start_kernel)(cwd=str(cwd), extra_arguments=["--IPKernelApp.log_level=ERROR"])
+        kc = self.km.client()
+        kc.start_channels()
+        try:
+            run_sync(kc.wait_for_ready)(timeout=60)
+            reply = run_sync(kc.execute_interactive)(
+                f"import os as _os\n_os.chdir({str(cwd)!r})\nget_ipython().reset(new_session=True)",
+                store_history=False,              # a new history session: execution counts from 1 again
+                timeout=60, output_hook=lambda msg: None)
+        finally:
+            kc.stop_channels()
+        if reply["content"].get("status") != "ok":
+            self.close()
+            raise RuntimeError(f"the shared kernel could not be prepared for {cwd.name}: {reply['content']}")
+        return self.km
+
+    def close(self) -> None:
+        if self.km is not None:
+            with _LIVE_LOCK:
+                _LIVE_KERNELS.discard(self.km)
+            _shutdown(self.km)
+            self.km = None
+
+
+@lru_cache(maxsize=1)
+def _shared_engine() -> str:
+    """The name of papermill's nbclient engine for a kernel it does not own, registered on first use:
+    it closes the run's client (its sockets and heartbeat thread) at the end and leaves the kernel
+    running (nbclient would leave the client open)."""
+    from papermill.clientwrap import PapermillNotebookClient
+    from papermill.engines import NBClientEngine, papermill_engines
+    from papermill.utils import merge_kwargs, remove_args
+
+    class SharedKernelEngine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, log_output=False, stdout_file=None,
+                                     stderr_file=None, start_timeout=60, execution_timeout=None, **kwargs):
+            kwargs = remove_args(["input_path", "timeout", "startup_timeout"], **kwargs)
+            client = PapermillNotebookClient(nb_man, **merge_kwargs(
+                kwargs, timeout=execution_timeout, startup_timeout=start_timeout, kernel_name=kernel_name,
+                log=logging.getLogger("papermill"), log_output=log_output, stdout_file=stdout_file,
+                stderr_file=stderr_file))
+            try:
+                return client.execute()
+            finally:
+                if client.kc is not None:
+                    client.kc.stop_channels()
+
+    papermill_engines.register("recency_lib-shared-kernel", SharedKernelEngine)
+    return "recency_lib-shared-kernel"
+
+
 def _template_path(template) -> Path:
     if isinstance(template, bytes) or not isinstance(template, (str, os.PathLike)):
         raise ValueError(f"template={short(template)} is not a path; allowed: a notebook with a 'parameters' cell")
@@ -323,17 +401,38 @@ def run_setting(template, out_dir, params: dict, *, kernel: str = "python3", for
     params = validate_params(params, template)
     out_dir = _check_out_dir(out_dir)
     kernel, force, timeout = _check_run_options(kernel, force, timeout)
+    shared = _SharedKernel(kernel)
     with signals_as_exceptions():
         try:
-            return _run_setting(template, out_dir, params, kernel, force, timeout)
+            return _run_setting(template, out_dir, params, kernel, force, timeout, shared)
         except (KeyboardInterrupt, Terminated):
             if threading.current_thread() is threading.main_thread():
                 _stop_kernels()
             raise
+        finally:
+            shared.close()
+
+
+def _papermill(shared: _SharedKernel, template: Path, staged_nb: Path, params: dict, result_name: str,
+               kernel: str, timeout: float | None, staging: Path) -> None:
+    """papermill on ``shared``'s kernel, cleared and working in ``staging`` (so the relative result
+    path lands there; papermill's own ``cwd=`` would os.chdir() the whole calling process, which is
+    not thread-safe); a failed or interrupted run stops that kernel."""
+    import papermill
+
+    km = shared.ready(staging)
+    try:
+        papermill.execute_notebook(
+            str(template), str(staged_nb), parameters={**params, "result_path": result_name},
+            kernel_name=kernel, progress_bar=False, log_output=False, execution_timeout=timeout,
+            km=km, engine_name=_shared_engine())
+    except BaseException:
+        shared.close()
+        raise
 
 
 def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force: bool,
-                 timeout: float | None) -> SettingRun:
+                 timeout: float | None, shared: _SharedKernel) -> SettingRun:
     name = slug(params)
     notebook, result, key_file = (out_dir / f"{name}{ext}" for ext in (".ipynb", ".json", ".key"))
     key = run_key(template, params, kernel)
@@ -345,34 +444,11 @@ def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force
         seconds = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else float("nan")
         return SettingRun(name, params, notebook, result, key_file, key, "reused", seconds)
 
-    import papermill
-    from jupyter_client.manager import AsyncKernelManager
-
     out_dir.mkdir(parents=True, exist_ok=True)
-    km = AsyncKernelManager(kernel_name=kernel)
     with staging_dir(out_dir, ".staging-") as staging:
         staged_nb, staged_res = staging / notebook.name, staging / result.name
         start = time.perf_counter()
-        with _LIVE_LOCK:
-            _LIVE_KERNELS.add(km)
-        try:
-            # The kernel's working directory is the staging folder, set explicitly. It is passed to
-            # nbclient as resources["metadata"]["path"] (the kernel is started there) rather than as
-            # papermill's ``cwd=``, which os.chdir()s the whole calling process for the duration of the
-            # run: not thread-safe (run_grid's workers) and it moves a calling notebook's cwd too.
-            papermill.execute_notebook(
-                str(template), str(staged_nb),
-                parameters={**params, "result_path": result.name},   # relative to the cwd = staging
-                kernel_name=kernel, progress_bar=False, log_output=False,
-                execution_timeout=timeout, resources={"metadata": {"path": str(staging)}},
-                # the kernel's own log (e.g. ipykernel's start-up warnings) would otherwise land on the
-                # caller's stderr, i.e. in the output of a notebook that drives the grid
-                extra_arguments=["--IPKernelApp.log_level=ERROR"], km=km,
-            )
-        finally:
-            with _LIVE_LOCK:
-                _LIVE_KERNELS.discard(km)
-            _shutdown(km)       # nbclient leaves a kernel it was handed running (it does not own it)
+        _papermill(shared, template, staged_nb, params, result.name, kernel, timeout, staging)
         seconds = time.perf_counter() - start
         if not staged_res.is_file():
             raise RuntimeError(f"{template.name} ran for {name} but wrote no result file "
@@ -396,8 +472,9 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
     """:func:`run_setting` for every setting of ``grid`` (in order); returns their SettingRuns.
 
     Every setting is validated first, so one bad entry raises ValueError before anything runs;
-    duplicate settings are rejected. ``workers`` > 1 runs that many papermill kernels at once
-    (threads; each run is its own kernel process).
+    duplicate settings are rejected. ``workers`` papermill runs go at once (threads), each worker on
+    one kernel that runs its settings one after another, cleared between them (:class:`_SharedKernel`:
+    no kernel start and no imports after the first; every kernel is stopped at the end).
     """
     template = _template_path(template)
     if isinstance(grid, (dict, str, bytes)) or not hasattr(grid, "__iter__"):
@@ -406,19 +483,23 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
     if not grid:
         raise ValueError("grid=[] is empty; allowed: a non-empty list of parameter dicts")
     workers = check_int("workers", workers, 1, len(grid))
-    _check_out_dir(out_dir)
-    _check_run_options(kernel, force, timeout)
+    out_dir = _check_out_dir(out_dir)
+    kernel, force, timeout = _check_run_options(kernel, force, timeout)
     full = [validate_params(p, template) for p in grid]
     names = [slug(p) for p in full]
     dup = sorted({s for s in names if names.count(s) > 1})
     if dup:
         raise ValueError(f"grid has duplicate settings {dup}; allowed: each setting once")
 
-    def one(p):
-        return run_setting(template, out_dir, p, kernel=kernel, force=force, timeout=timeout)
+    local = threading.local()                      # each worker thread keeps one kernel for its settings
+    kernels: list[_SharedKernel] = []
 
-    if workers == 1:
-        return [one(p) for p in full]
+    def one(p):
+        if not hasattr(local, "kernel"):
+            local.kernel = _SharedKernel(kernel)
+            kernels.append(local.kernel)
+        return _run_setting(template, out_dir, p, kernel, force, timeout, shared=local.kernel)
+
     with signals_as_exceptions():
         pool = ThreadPoolExecutor(max_workers=int(workers))
         try:
@@ -429,6 +510,8 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
             raise
         finally:
             pool.shutdown(wait=True)
+            for shared in kernels:
+                shared.close()
 
 
 def number_list(name: str, value) -> list[float]:

@@ -425,3 +425,44 @@ def test_default_out_dir_is_outside_the_source_tree():
     where = (BOOK / default).resolve()
     assert not where.is_relative_to(BOOK.resolve()), where
     assert where.is_relative_to((REPO / "_build" / ".jupyter_cache").resolve()), where
+
+
+def test_grid_workers_reuse_their_kernel_cleared_between_runs(tmp_path):
+    """run_grid runs a worker's settings on one kernel: each run starts with an empty namespace, in its
+    own staging folder (the relative result path lands), with execution counts from 1; a failing run
+    takes its kernel down and the next run gets a new one; no kernel outlives run_grid."""
+    template = light_template(tmp_path / "template.ipynb")
+    nb = nbformat.read(template, as_version=4)
+    nb.cells.insert(1, nbformat.v4.new_code_cell(
+        "import os\n"
+        "assert 'leftover' not in globals(), 'the namespace of an earlier run survived'\n"
+        "leftover = os.getpid()\n"
+        "print('kernel', os.getpid(), os.path.basename(os.getcwd()))\n"
+        "if alpha == 0.5:\n"
+        "    raise RuntimeError('deliberate 815')"))
+    nbformat.write(nb, template)
+    out = tmp_path / "runs"
+    runs = grid.run_grid(template, out, [{"alpha": a, "samples": SMALL} for a in (0.1, 0.2, 0.3)], workers=1)
+
+    def printed(run):
+        book = nbformat.read(run.notebook, as_version=4)
+        cells = [c for c in book.cells if c.cell_type == "code"]
+        assert [c.execution_count for c in cells] == list(range(1, len(cells) + 1))
+        text = "".join(o.text for c in cells for o in c.outputs if o.get("name") == "stdout")
+        assert text.startswith("kernel ") and text.count("\n") == 1, text     # nothing else printed
+        return text.split()
+
+    pids = {printed(r)[1] for r in runs}
+    assert len(pids) == 1, "one worker, one kernel"
+    assert all(printed(r)[2].startswith(".staging-") for r in runs)       # each ran in its staging folder
+    assert [r.load().config.alpha for r in runs] == [0.1, 0.2, 0.3]
+    with pytest.raises(PapermillExecutionError, match="deliberate 815"):   # 0.5 fails, then 0.6 runs
+        grid.run_grid(template, out, [{"alpha": 0.5, "samples": SMALL}, {"alpha": 0.6, "samples": SMALL}],
+                      workers=1)
+    again = grid.run_grid(template, out, [{"alpha": 0.6, "samples": SMALL}, {"alpha": 0.7, "samples": SMALL}],
+                          workers=1)
+    assert [r.status for r in again] == ["reused", "ran"]
+    assert printed(again[0])[1] not in pids, "the failed run's kernel was not reused"
+    kernels = [p for p in psutil.Process().children(recursive=True)
+               if "ipykernel" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE]
+    assert kernels == [], f"kernels left running: {[p.pid for p in kernels]}"
