@@ -291,6 +291,8 @@ class _SharedKernel:
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
+        cwd = Path(cwd).resolve()                  # the kernel's folder may differ from ours
+
         if self.km is not None and not run_sync(self.km.is_alive)():
             self.close()
         if self.km is None:

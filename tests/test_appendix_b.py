@@ -427,7 +427,7 @@ def test_default_out_dir_is_outside_the_source_tree():
     assert where.is_relative_to((REPO / "_build" / ".jupyter_cache").resolve()), where
 
 
-def test_grid_workers_reuse_their_kernel_cleared_between_runs(tmp_path):
+def test_grid_workers_reuse_their_kernel_cleared_between_runs(tmp_path, monkeypatch):
     """run_grid runs a worker's settings on one kernel: each run starts with an empty namespace, in its
     own staging folder (the relative result path lands), with execution counts from 1; a failing run
     takes its kernel down and the next run gets a new one; no kernel outlives run_grid."""
@@ -441,7 +441,8 @@ def test_grid_workers_reuse_their_kernel_cleared_between_runs(tmp_path):
         "if alpha == 0.5:\n"
         "    raise RuntimeError('deliberate 815')"))
     nbformat.write(nb, template)
-    out = tmp_path / "runs"
+    monkeypatch.chdir(tmp_path)
+    out = Path("runs")                                        # relative, as the book's page passes it
     runs = grid.run_grid(template, out, [{"alpha": a, "samples": SMALL} for a in (0.1, 0.2, 0.3)], workers=1)
 
     def printed(run):
