@@ -265,3 +265,28 @@ def pytest_itemcollected(item):
     """Marks the HEAVY tests ``book`` (so ``pytest -m "not book"`` is the library's quick loop)."""
     if _is_heavy(item) or item.get_closest_marker("slow"):
         item.add_marker(pytest.mark.book)
+
+
+def _needs_the_book(item) -> bool:
+    return bool({"book_build", "built_book"} & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Order for two workers (pytest-xdist hands out the first quarter of the items alternately, the
+    rest as workers free up): first one test that builds the book, so that its ~100 s start at once
+    on one worker while the other runs everything that does not need the book, the quick tests
+    before the heavy ones (the first worker's alternate share of the head is then quick to finish
+    after the build); the tests that read the built book last. A stable sort: within a group the
+    collection order stays."""
+    first = next((i for i, item in enumerate(items) if _needs_the_book(item)), None)
+    if first is None:
+        return
+    builder = items.pop(first)
+
+    def group(item) -> int:
+        if _needs_the_book(item):
+            return 2
+        return 1 if item.get_closest_marker("book") else 0
+
+    items.sort(key=group)
+    items.insert(0, builder)
