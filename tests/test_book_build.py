@@ -148,6 +148,28 @@ def test_library_change_reexecutes_exactly_the_pages_that_depend_on_it(tmp_path,
     assert "plotting-2" in (html / "plots.html").read_text()
 
 
+def test_parallel_slots_reuse_their_kernel_cleared_between_pages(tmp_path, run_jupyter_book):
+    """fresh_cache's slots run several pages on one kernel each: every page starts with an empty
+    namespace (an earlier page's variable is gone), in the book's folder, with the execution counts of
+    a fresh kernel (the first page of each slot has one); with 4 pages on 2 slots, some pages share a
+    kernel (the same process id)."""
+    probe = ("import os\n"
+             "assert 'leftover' not in globals(), 'an earlier page left its namespace'\n"
+             "leftover = 1\n"
+             "print('probe', os.getpid(), os.path.basename(os.getcwd()), get_ipython().execution_count)")
+    _tiny_book(tmp_path, {name: [new_markdown_cell(f"# {name}"), new_code_cell(probe)]
+                          for name in ("p1", "p2", "p3", "p4")})
+    result = run_jupyter_book(tmp_path, "--all", "-W", "--keep-going", env={"RECENCY_LIB_CACHE": str(tmp_path / "r")},
+                              timeout=600)
+    assert result.returncode == 0, result.tail()
+    assert "fresh_cache: executing 4 notebooks, 2 at a time" in result.log, result.tail()
+    probes = [re.search(r"probe (\d+) (\S+) (\d+)", (tmp_path / "_build" / "html" / f"{p}.html").read_text()).groups()
+              for p in ("p1", "p2", "p3", "p4")]
+    assert {folder for _, folder, _ in probes} == {"book"}
+    assert len({count for *_, count in probes}) == 1, "execution counts differ from a fresh kernel's"
+    assert len({pid for pid, *_ in probes}) < 4, "no page ran on an earlier page's kernel"
+
+
 def test_notebooks_run_in_parallel_and_a_failure_still_fails_the_build(tmp_path, run_jupyter_book):
     """With two or more notebooks to execute, fresh_cache runs them in parallel processes; one that
     fails is executed again by myst-nb, which fails the build with the notebook's error."""

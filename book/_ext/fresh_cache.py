@@ -15,8 +15,10 @@ and figures, and Sphinx would not even re-read it. This extension, at the start 
    re-executes every page that simulates, and the results cache recomputes.
 2. **Parallel execution.** The notebooks that have no cached result are executed before Sphinx
    reads anything, ``fresh_cache_workers`` at a time (default: the CPUs this process may use),
-   longest first (by the time each took last), each in its own process and kernel, and their
-   outputs stored in the jupyter-cache; myst-nb then finds every page cached. A notebook that
+   longest first (by the time each took last); each slot is one runner process whose kernel runs
+   its notebooks one after another, cleared between them (a new namespace and history session, the
+   working folder reset: book/_ext/run_notebook.py), so a page pays no kernel start and imports of
+   its own. Their outputs are stored in the jupyter-cache; myst-nb then finds every page cached. A notebook that
    fails here is left uncached, so myst-nb executes it again while reading and reports the error
    the usual way (``raise_on_error`` fails the build).
 
@@ -26,15 +28,17 @@ folder; a build with nothing changed executes nothing and re-reads nothing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import queue
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -194,11 +198,19 @@ def on_builder_inited(app: Sphinx) -> None:
     todo.sort(key=lambda t: -pages.get(t[0], {}).get("seconds", 60.0))   # longest first
     logger.info("fresh_cache: executing %d notebooks, %d at a time", len(todo), workers)
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="fresh_cache_") as tmp, ThreadPoolExecutor(workers) as pool:
-        jobs = [(t, pool.submit(_execute, t[1], Path(tmp) / f"{i}.ipynb", cfg.execution_timeout))
-                for i, t in enumerate(todo)]
-        for (docname, path, _), job in jobs:
-            executed, seconds, error = job.result()
+    with tempfile.TemporaryDirectory(prefix="fresh_cache_") as tmp:
+        tasks = queue.Queue()
+        for i, (_, path, _) in enumerate(todo):
+            tasks.put((i, path, Path(tmp) / f"{i}.ipynb"))
+        results: dict = {}
+        slots = [threading.Thread(target=_slot, args=(tasks, results, cfg.execution_timeout, Path(tmp) / f"slot{s}.log"))
+                 for s in range(min(workers, len(todo)))]
+        for slot in slots:
+            slot.start()
+        for slot in slots:
+            slot.join()
+        for i, (docname, path, _) in enumerate(todo):
+            executed, seconds, error = results.get(i, (None, 0.0, "not executed"))
             if executed is None:
                 logger.info("fresh_cache: %s failed (%s); it runs again while reading", docname, error)
                 continue
@@ -212,16 +224,54 @@ def on_builder_inited(app: Sphinx) -> None:
     logger.info("fresh_cache: %d notebooks executed in %.1f s", len(todo), time.perf_counter() - t0)
 
 
-def _execute(path: Path, out: Path, timeout):
-    """Run ``path`` in its own process (book/_ext/run_notebook.py); (notebook or None, seconds, error)."""
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(RUNNER), str(path), str(out), str(timeout or -1)],
-                          cwd=path.parent, capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
-    if proc.returncode != 0 or not out.is_file():
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        return None, seconds, tail[0][:300]
-    return nbformat.read(str(out), as_version=4), seconds, None
+def _slot(tasks: queue.Queue, results: dict, timeout, log: Path) -> None:
+    """One parallel slot: a runner process (book/_ext/run_notebook.py) executes the notebooks it takes
+    from ``tasks``, one after another on one kernel (cleared between them); ``results[i]`` = (notebook
+    or None, seconds, error). A runner that dies is replaced for the next notebook."""
+    proc = None
+    err = open(log, "a")                                       # the runner's and its kernel's output
+    try:
+        while True:
+            try:
+                i, path, out = tasks.get_nowait()
+            except queue.Empty:
+                return
+            if proc is None or proc.poll() is not None:
+                proc = subprocess.Popen([sys.executable, str(RUNNER), str(timeout or -1)], cwd=path.parent, text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+            t0 = time.perf_counter()
+            try:
+                proc.stdin.write(json.dumps({"source": str(path), "out": str(out)}) + "\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+            except OSError:                                    # the runner is gone
+                line = ""
+            seconds = time.perf_counter() - t0
+            try:
+                reply = json.loads(line) if line else {"ok": False, "error": _tail(log) or "the runner ended"}
+            except ValueError:
+                reply = {"ok": False, "error": f"the runner answered {line[:200]!r}"}
+            if reply.get("ok") and out.is_file():
+                results[i] = (nbformat.read(str(out), as_version=4), seconds, None)
+            else:
+                results[i] = (None, seconds, str(reply.get("error", "no result"))[:300])
+    finally:
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        err.close()
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
 
 
 def on_env_get_outdated(app: Sphinx, env, added, changed, removed) -> list[str]:
