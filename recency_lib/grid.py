@@ -274,8 +274,9 @@ def _stop_kernels() -> None:
         _shutdown(km)
 
 
-class _SharedKernel:
-    """The kernel of a run_setting, or of one run_grid worker's settings one after another: started
+class SharedKernel:
+    """A kernel for notebooks run one after another (a run_setting, one run_grid worker's settings,
+    one of the book's build slots: book/_ext/run_notebook.py): started
     on first use; before every run its namespace is cleared (IPython's reset, a new history session:
     execution counts start at 1) and its working directory moved to the run's staging folder, so a
     run starts as in a fresh kernel, but without a kernel start and the imports (~1.3 s a setting).
@@ -403,7 +404,7 @@ def run_setting(template, out_dir, params: dict, *, kernel: str = "python3", for
     params = validate_params(params, template)
     out_dir = _check_out_dir(out_dir)
     kernel, force, timeout = _check_run_options(kernel, force, timeout)
-    shared = _SharedKernel(kernel)
+    shared = SharedKernel(kernel)
     with signals_as_exceptions():
         try:
             return _run_setting(template, out_dir, params, kernel, force, timeout, shared)
@@ -415,7 +416,7 @@ def run_setting(template, out_dir, params: dict, *, kernel: str = "python3", for
             shared.close()
 
 
-def _papermill(shared: _SharedKernel, template: Path, staged_nb: Path, params: dict, result_name: str,
+def _papermill(shared: SharedKernel, template: Path, staged_nb: Path, params: dict, result_name: str,
                kernel: str, timeout: float | None, staging: Path) -> None:
     """papermill on ``shared``'s kernel, cleared and working in ``staging`` (so the relative result
     path lands there; papermill's own ``cwd=`` would os.chdir() the whole calling process, which is
@@ -434,7 +435,7 @@ def _papermill(shared: _SharedKernel, template: Path, staged_nb: Path, params: d
 
 
 def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force: bool,
-                 timeout: float | None, shared: _SharedKernel) -> SettingRun:
+                 timeout: float | None, shared: SharedKernel) -> SettingRun:
     name = slug(params)
     notebook, result, key_file = (out_dir / f"{name}{ext}" for ext in (".ipynb", ".json", ".key"))
     key = run_key(template, params, kernel)
@@ -475,7 +476,7 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
 
     Every setting is validated first, so one bad entry raises ValueError before anything runs;
     duplicate settings are rejected. ``workers`` papermill runs go at once (threads), each worker on
-    one kernel that runs its settings one after another, cleared between them (:class:`_SharedKernel`:
+    one kernel that runs its settings one after another, cleared between them (:class:`SharedKernel`:
     no kernel start and no imports after the first; every kernel is stopped at the end).
     """
     template = _template_path(template)
@@ -494,11 +495,11 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
         raise ValueError(f"grid has duplicate settings {dup}; allowed: each setting once")
 
     local = threading.local()                      # each worker thread keeps one kernel for its settings
-    kernels: list[_SharedKernel] = []
+    kernels: list[SharedKernel] = []
 
     def one(p):
         if not hasattr(local, "kernel"):
-            local.kernel = _SharedKernel(kernel)
+            local.kernel = SharedKernel(kernel)
             kernels.append(local.kernel)
         return _run_setting(template, out_dir, p, kernel, force, timeout, shared=local.kernel)
 
