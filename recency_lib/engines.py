@@ -91,8 +91,8 @@ def block_size(cfg: SimConfig, engine: str) -> int:
 
 def kernel_name() -> str:
     """"c" when the compiled kernel runs (recency_lib/_kernel.c, built by ``pip install -e .``), else
-    "numpy" (the kernel was not built, or RECENCY_LIB_KERNEL=numpy): the numpy path computes the same
-    law on the same draws, some 20 times slower."""
+    "numpy" (the kernel was not built, or RECENCY_LIB_KERNEL=numpy): the numpy path draws the same
+    numbers (recency_lib.streams) and computes the same layers, some 30 times slower."""
     return "numpy" if compiled_kernels() is None else "c"
 
 
