@@ -21,6 +21,7 @@ memory does not grow with ``samples``.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -225,15 +226,22 @@ def _chunk(cfg_dicts: list[dict], engine: str, kernel: str, bsize: int, first: i
     return seconds, out
 
 
+def _one_blas_thread():
+    """OpenBLAS held to one thread (threadpoolctl; a no-op context without it): the products here are
+    small, and an idle OpenBLAS thread spins after each call, taking CPU from the one that works (a
+    Figure-1 run in one process: 0.67 -> 0.51-0.61 s with one thread, both measured in one run)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:                                            # pragma: no cover
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def _worker_chunk(*args):
     """:func:`_chunk` as an executor task, with BLAS held to one thread: the executor already
     runs one task per core, and OpenBLAS's own threads on top of that oversubscribe the cores (the
     dense engine's products are small). Needs ``threadpoolctl``; without it this is _chunk."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:                                            # pragma: no cover
-        return _chunk(*args)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _one_blas_thread():
         return _chunk(*args)
 
 
@@ -332,30 +340,35 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
             if not all(_finite(x.mean) and _finite(x.m2) for x in touched):   # overflow: stop now
                 _to_result(configs[ci], *plans[ci], groups[ci], z, 0.0, None).check()
 
-    try:
-        if executor is None:
-            for t in tasks():
-                fold(t[0], _chunk(*args(*t)))
-        else:
-            window = 2 * workers + 2               # bounded in-flight tasks: bounded memory
-            pending: deque = deque()
-            it = tasks()
-            for t in it:
-                pending.append((t[0], executor.submit(_worker_chunk, *args(*t))))
-                if len(pending) >= window:
-                    break
-            while pending:
-                team, fut = pending.popleft()
-                fold(team, fut.result())
-                t = next(it, None)
-                if t is not None:
-                    pending.append((t[0], executor.submit(_worker_chunk, *args(*t))))
-    finally:
-        if bar is not None:
-            bar.close()
+    with _one_blas_thread():                      # here as in the workers: small products
+        try:
+            _run(tasks, args, fold, executor, workers)
+        finally:
+            if bar is not None:
+                bar.close()
+        return [_to_result(cfg, plan[0], plan[1], g, z, t, kernel if plan[0] == "gram" else None).check()
+                for cfg, plan, g, t in zip(configs, plans, groups, elapsed)]
 
-    return [_to_result(cfg, plan[0], plan[1], g, z, t, kernel if plan[0] == "gram" else None).check()
-            for cfg, plan, g, t in zip(configs, plans, groups, elapsed)]
+
+def _run(tasks, args, fold, executor, workers: int) -> None:
+    """Every task of :func:`simulate_many`, in-process or on ``executor``, folded in submission order."""
+    if executor is None:
+        for t in tasks():
+            fold(t[0], _chunk(*args(*t)))
+        return
+    window = 2 * workers + 2                       # bounded in-flight tasks: bounded memory
+    pending: deque = deque()
+    it = tasks()
+    for t in it:
+        pending.append((t[0], executor.submit(_worker_chunk, *args(*t))))
+        if len(pending) >= window:
+            break
+    while pending:
+        team, fut = pending.popleft()
+        fold(team, fut.result())
+        t = next(it, None)
+        if t is not None:
+            pending.append((t[0], executor.submit(_worker_chunk, *args(*t))))
 
 
 def simulate(cfg: SimConfig, *, chunk_size: int | None = None, executor: Executor | None = None,
