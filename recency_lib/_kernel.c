@@ -146,8 +146,9 @@ INLINE vd vexp_neg(vd v)
  * function of a 128-bit counter and a 64-bit key, so each sample's numbers depend only on (block
  * key, sample index, which number) and the V lanes of a group run side by side with no shared
  * state. Counter words: (t, b, row, key2) with b the sample's index in the block and key2 a third
- * key word; row = i for the chi-square of coordinate row i (t = 2 try, 2 try + 1 for the try's two
- * calls), row = 0xffffffff for the standard normals (t = p gives normals 2p and 2p + 1).
+ * key word; row = i for the chi-square of coordinate row i (t = 2p gives the normals of tries 2p and
+ * 2p + 1, t = 2p + 1 their uniforms), row = 0xffffffff for the standard normals (t = p gives normals
+ * 2p and 2p + 1).
  *
  * From bits to numbers, with +, -, *, /, sqrt only (each rounded once, no fma), so that
  * recency_lib.streams repeats every bit in numpy:
@@ -156,8 +157,8 @@ INLINE vd vexp_neg(vd v)
  *             series of the mantissa, sin and cos by Taylor polynomials on [-pi/4, pi/4] after an
  *             exact reduction of 4 U2 to the nearest quarter turn (all < 1e-16 relative);
  *   chi2_k    = 2 Gamma(k / 2): Marsaglia and Tsang's method (ACM TOMS 26, 2000) for k >= 2 (one
- *             normal and one uniform per try, accepted by the exact log test, about 2-5 % rejected),
- *             the square of a normal for k = 1. */
+ *             normal and one uniform per try, accepted by the squeeze or the exact log test, about
+ *             2-5 % rejected; see gamma_try below), the square of a normal for k = 1. */
 typedef uint64_t vu __attribute__((vector_size(V * sizeof(uint64_t))));
 
 #define M32 0xffffffffULL
@@ -262,6 +263,13 @@ INLINE void counter(vu c[4], uint64_t t, vu b, uint64_t row, uint32_t key2)
     c[0] = (vu){} + t; c[1] = b; c[2] = (vu){} + row; c[3] = (vu){} + (uint64_t)key2;
 }
 
+INLINE int vany(vi a)
+{
+    int any = 0;
+    for (int l = 0; l < V; l++) any |= a[l] != 0;
+    return any;
+}
+
 /* chi^2 with `dof` degrees of freedom for the V samples b of coordinate row `row`: 2 Gamma(dof / 2)
  * by Marsaglia and Tsang, or the square of a normal for dof = 1. With dm = dof / 2 - 1/3, a try
  * takes x normal and u uniform in (0, 1]; with v = (1 + x / sqrt(9 dm))^3 > 0 it is accepted when
@@ -278,10 +286,7 @@ INLINE vi gamma_try(vd x, vd u, double dm, double cc, vi todo, vd *out)
     vd x2 = x * x;
     vi pos = v > splat(1e-300);
     vi ok = pos & (u < splat(1.0) - splat(0.0331) * (x2 * x2));
-    vi need = todo & pos & ~ok;
-    int any = 0;
-    for (int l = 0; l < V; l++) any |= need[l] != 0;
-    if (any) {
+    if (vany(todo & pos & ~ok)) {                      /* a pending lane the squeeze did not accept */
         vd g = vsel(pos, v, splat(1.0));
         vd bound = splat(0.5) * x2 + splat(dm) - splat(dm) * g + splat(dm) * vlog(g);
         ok |= pos & (vlog(u) < bound);
@@ -289,13 +294,6 @@ INLINE vi gamma_try(vd x, vd u, double dm, double cc, vi todo, vd *out)
     ok &= todo;
     *out = vsel(ok, splat(2.0 * dm) * v, *out);
     return todo & ~ok;
-}
-
-INLINE int vany(vi a)
-{
-    int any = 0;
-    for (int l = 0; l < V; l++) any |= a[l] != 0;
-    return any;
 }
 
 /* Tries 2t and 2t + 1 of a chi^2 with dm = dof / 2 - 1/3 (> 0, dof >= 2) for the lanes still `todo`. */

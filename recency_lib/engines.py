@@ -37,7 +37,7 @@ from . import extensions
 from .budget import require, require_trajectories
 from .config import SimConfig
 from .features import (TIE_RTOL, compiled_kernels, control_means, control_slice, controls_valid, feature_layout,
-                       layer_features, n_features, tril_index)
+                       kernels_for, layer_features, n_features, tril_index)
 from .model import layer
 from .result import SimResult
 from .sampling import degrees_of_freedom, dense_tokens, gram_assemble, gram_draws, gram_width, sigma_cholesky
@@ -115,19 +115,13 @@ def gram_block_moments(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray, ke
     up to float rounding (~1e-15 relative) on either path. ``features=True`` also returns the
     per-sample features (B, layers, F) the moments were taken of.
     """
-    kernel = kernel or kernel_name()
-    if kernel == "numpy":
+    kernels = kernels_for(kernel)
+    if kernels is None:
         feats = stack_features(layer_steps(gram_assemble(cfg, chi2, normals), norm=cfg.norm, d=cfg.d,
                                            gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers, centred=True),
                                cfg.n, cfg.layers, chi2.shape[-1])
         m = Moments.of(feats, control_slice(cfg.n))
         return (m, feats) if features else m
-    if kernel != "c":
-        raise ValueError(f"kernel={kernel!r} is not allowed; allowed: 'c', 'numpy' or None")
-    kernels = compiled_kernels()
-    if kernels is None:
-        raise RuntimeError("the compiled kernel is not available (recency_lib._kernel was not built, or "
-                           "RECENCY_LIB_KERNEL=numpy)")
     n, layers, size = cfg.n, cfg.layers, chi2.shape[-1]
     nf, ctrl = n_features(n), control_slice(n)
     shift, s1, s2 = (np.empty((layers, nf)) for _ in range(3))

@@ -232,3 +232,16 @@ def compiled_kernels():
     except ImportError:                                                 # recency_lib._kernel was not built
         return None
     return kernels
+
+
+def kernels_for(kernel: str | None):
+    """The compiled kernels a call asks for: ``kernel`` "numpy" -> None (the numpy path), "c" ->
+    :mod:`recency_lib.kernels` (RuntimeError when it cannot run here), None -> what runs here
+    (:func:`compiled_kernels`)."""
+    if kernel not in ("c", "numpy", None):
+        raise ValueError(f"kernel={kernel!r} is not allowed; allowed: 'c', 'numpy' or None")
+    kernels = None if kernel == "numpy" else compiled_kernels()
+    if kernel == "c" and kernels is None:
+        raise RuntimeError("the compiled kernel is not available (recency_lib._kernel was not built, or "
+                           "RECENCY_LIB_KERNEL=numpy)")
+    return kernels

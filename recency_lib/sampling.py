@@ -28,7 +28,7 @@ import numpy as np
 
 from . import streams
 from .config import SimConfig
-from .features import compiled_kernels
+from .features import kernels_for
 
 
 def dense_tokens(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.ndarray:
@@ -100,10 +100,7 @@ def gram_draws(cfg: SimConfig, key: tuple[int, int, int], batch: int, kernel: st
     k = degrees_of_freedom(cfg)
     m = 1 if cfg.alpha == 1.0 else min(n, k)
     count = 0 if cfg.alpha == 1.0 else trapezoid_index(n, m)[0].size
-    kernels = None if kernel == "numpy" else compiled_kernels()
-    if kernel == "c" and kernels is None:
-        raise RuntimeError("the compiled kernel is not available (recency_lib._kernel was not built, or "
-                           "RECENCY_LIB_KERNEL=numpy)")
+    kernels = kernels_for(kernel)
     if kernels is None:
         return streams.draw_block(key, batch, m, k, count)
     chi2, normals = np.empty((m, batch)), np.empty((count, batch))

@@ -25,8 +25,6 @@ vector lanes, so every build still gives the same bits.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 NORMAL_ROW = 0xFFFFFFFF          #: the counter's row word for the standard normals
