@@ -82,6 +82,40 @@ INLINE vd vsqrt(vd a)
     return r;
 }
 
+INLINE int vany(vi a)                         /* is any lane nonzero? (one test where the ISA has it) */
+{
+#if V == 8 && defined(__AVX512F__)
+    return _mm512_test_epi64_mask((__m512i)a, (__m512i)a) != 0;
+#elif V == 4 && defined(__AVX__)
+    return !_mm256_testz_si256((__m256i)a, (__m256i)a);
+#else
+    int any = 0;
+    for (int l = 0; l < V; l++) any |= a[l] != 0;
+    return any;
+#endif
+}
+
+INLINE vi vimax(vi a, vi b)                   /* lane-wise max of signed integers */
+{
+#if V == 8 && defined(__AVX512F__)
+    return (vi)_mm512_max_epi64((__m512i)a, (__m512i)b);
+#else
+    vi m = a > b;
+    return (a & m) | (b & ~m);
+#endif
+}
+
+INLINE int vany_lt(vd a, vd b)                /* is a < b in any lane? (NaN: no) */
+{
+#if V == 8 && defined(__AVX512F__)
+    return _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, _CMP_LT_OQ) != 0;
+#elif V == 4 && defined(__AVX__)
+    return _mm256_movemask_pd((__m256d)(a < b)) != 0;
+#else
+    return vany(a < b);
+#endif
+}
+
 INLINE vd vabs(vd a) { return (vd)((vi)a & INT64_MAX); }
 
 INLINE vd vmax_nan(vd m, vd a) { return vsel((a > m) | (a != a), a, m); }   /* max, NaN wins (as numpy) */
@@ -111,9 +145,9 @@ INLINE void add_quads(double *s, vd a)        /* *s += each quad of lanes, the l
 #define LN2_LO 1.90821492927058770002e-10
 #define TWO_M64 5.421010862427522e-20         /* 2^-64 */
 
-INLINE vd vexp_neg(vd v)
+/* The reduction and the polynomial: e^r for v = k ln2 + r, and k. */
+INLINE vd exp_reduced(vd v, vi *k)
 {
-    v = vsel(v < splat(-745.5), splat(-745.5), v);
     vd e = vfma(v, splat(LOG2E), splat(ROUND));
     vd kf = e - splat(ROUND);
     vd r = vfma(-kf, splat(LN2_HI), v);
@@ -132,11 +166,30 @@ INLINE vd vexp_neg(vd v)
     p = vfma(p, r, splat(0.5));
     p = vfma(p, r, splat(1.0));
     p = vfma(p, r, splat(1.0));
-    vi k = (vi)e - ROUND_BITS;
+    *k = (vi)e - ROUND_BITS;
+    return p;
+}
+
+static __attribute__((noinline)) vd vexp_neg_low(vd v)   /* some lane below EXP_LOW (rare): clamp, two-step scale */
+{
+    vi k;
+    vd p = exp_reduced(vsel(v < splat(-745.5), splat(-745.5), v), &k);
     vi tiny = k < -1020;
     vi bias = (tiny & 1087) | (~tiny & 1023);
     vd val = p * (vd)((k + bias) << 52);
     return vsel(tiny, val * splat(TWO_M64), val);
+}
+
+/* Above EXP_LOW every lane has k >= -1019: no clamp and one scale, the same bits as the two-step
+ * path gives there (so the branch changes no result, only the work of a common group). */
+#define EXP_LOW (-706.0)
+
+INLINE vd vexp_neg(vd v)
+{
+    if (__builtin_expect(vany_lt(v, splat(EXP_LOW)), 0)) return vexp_neg_low(v);
+    vi k;
+    vd p = exp_reduced(v, &k);
+    return p * (vd)((k + 1023) << 52);
 }
 
 /* -- the random numbers of a block ------------------------------------------------------------ */
@@ -261,13 +314,6 @@ INLINE void box_muller(const vu w[4], vd *z0, vd *z1)
 INLINE void counter(vu c[4], uint64_t t, vu b, uint64_t row, uint32_t key2)
 {
     c[0] = (vu){} + t; c[1] = b; c[2] = (vu){} + row; c[3] = (vu){} + (uint64_t)key2;
-}
-
-INLINE int vany(vi a)
-{
-    int any = 0;
-    for (int l = 0; l < V; l++) any |= a[l] != 0;
-    return any;
 }
 
 /* chi^2 with `dof` degrees of freedom for the V samples b of coordinate row `row`: 2 Gamma(dof / 2)
@@ -559,7 +605,10 @@ INLINE void coordinates(Block *k, int64_t s0, int64_t valid, const int64_t n, co
     const int64_t nb = k->nb;
     int64_t src[V];
     for (int l = 0; l < V; l++) src[l] = s0 + (l < valid ? l : valid - 1);
-#define LOAD(row) ({ const double *r_ = (row); vd t_; for (int l_ = 0; l_ < V; l_++) t_[l_] = r_[src[l_]]; t_; })
+#define LOAD(row) ({ const double *r_ = (row); vd t_;                                      \
+                    if (valid == V) memcpy(&t_, r_ + s0, sizeof t_);   /* V samples side by side */ \
+                    else for (int l_ = 0; l_ < V; l_++) t_[l_] = r_[src[l_]];                      \
+                    t_; })
     const vd d = splat(k->d), rsd = splat(1.0 / sqrt(k->d));
     vd *x = k->x;
     if (k->mode == MODE_RANK_ONE) {
@@ -679,6 +728,27 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
     }
 }
 
+/* acc + 1 in the lanes where a < b (a <= b); a NaN compares false. With AVX-512 the compare gives a
+ * mask register and the add is masked (two instructions; the generic form turns the mask into a
+ * vector first: three). */
+INLINE vi count_lt(vi acc, vd a, vd b)
+{
+#if V == 8 && defined(__AVX512F__)
+    return (vi)_mm512_mask_sub_epi64((__m512i)acc, _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, _CMP_LT_OQ), (__m512i)acc, _mm512_set1_epi64(-1));
+#else
+    return acc - (vi)(a < b);
+#endif
+}
+
+INLINE vi count_le(vi acc, vd a, vd b)
+{
+#if V == 8 && defined(__AVX512F__)
+    return (vi)_mm512_mask_sub_epi64((__m512i)acc, _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, _CMP_LE_OQ), (__m512i)acc, _mm512_set1_epi64(-1));
+#else
+    return acc - (vi)(a <= b);
+#endif
+}
+
 /* Adjacent steps, row trends, the trend and the recency fraction from the scores in f. A row's
  * off-diagonal steps add up to S_i,i-1 - S_i0: the row trends and the trend come from those. */
 INLINE void steps(Block *k, const int64_t n)
@@ -704,11 +774,14 @@ INLINE void steps(Block *k, const int64_t n)
         return;
     }
     f[k->o_trend] = trend / splat((double)((n - 1) * (n - 2) / 2));
-    vd tol = splat(1.0);                                /* tie tolerance: tie_rtol * max(1, max |S|) */
+    /* The tie tolerance, tie_rtol * max(1, max |S|). The bits of |S| >= 0 compare as integers as the
+     * numbers do, and a NaN's (all exponent bits and some mantissa bit) as above every number: an
+     * integer max is the max, and NaN if a score is NaN (then every comparison below fails). */
+    vi big = (vi)splat(1.0);
     U_STEPS
-    for (int64_t p = 0; p < n * (n + 1) / 2; p++) tol = vmax_nan(tol, vabs(f[p]));
-    tol *= splat(k->tie_rtol);
-    vi up = {0}, not_down = {0};                        /* minus the counts (a true compare is -1) */
+    for (int64_t p = 0; p < n * (n + 1) / 2; p++) big = vimax(big, (vi)vabs(f[p]));
+    vd tol = (vd)big * splat(k->tie_rtol);
+    vi up = {0}, not_down = {0};
     U_COUNT
     for (int64_t i = 2; i < n; i++) {
         const vd *s = f + i * (i + 1) / 2;
@@ -717,12 +790,12 @@ INLINE void steps(Block *k, const int64_t n)
             vd hi = s[kk] - tol, lo = s[kk] + tol;
             U_COUNT
             for (int64_t j = 0; j < kk; j++) {
-                up += (vi)(s[j] < hi);
-                not_down += (vi)(s[j] <= lo);
+                up = count_lt(up, s[j], hi);
+                not_down = count_le(not_down, s[j], lo);
             }
         }
     }
-    vi both = -(up + not_down);                         /* later + (later or tied) = 2 later + tied */
+    vi both = up + not_down;                            /* later + (later or tied) = 2 later + tied */
     vd cnt;
     for (int l = 0; l < V; l++) cnt[l] = (double)both[l];
     f[k->o_rp] = cnt * splat(0.5 / (double)triples);
