@@ -55,11 +55,18 @@ class Moments:
         """Moments from shifted sums: s1 = sum (x - shift), s2 = sum (x - shift)^2 and
         sc = sum (x_l - shift_l)(x_1 - shift_1) over the controls. With the shift a sample of the
         same data (the compiled kernel uses the block's first), s1 / count is of the size of a
-        standard deviation and the subtractions below lose no more than a few digits of 16."""
+        standard deviation and the subtractions below lose no more than a few digits of 16.
+        Arrays (layers, F), or (blocks, layers, F) for several blocks of ``count`` samples at once
+        (:meth:`unstack` splits them; the same numbers, element by element)."""
         d1 = s1 / count
         m2 = np.maximum(s2 - s1 * d1, 0.0)
-        cross = sc - s1[:, controls] * d1[:1, controls]
+        cross = sc - s1[..., controls] * d1[..., :1, controls]
         return cls(count, shift + d1, m2, cross)
+
+    def unstack(self) -> list["Moments"]:
+        """Moments of blocks stacked on a first axis -> one Moments per block (views)."""
+        return [Moments(self.count, self.mean[b], self.m2[b], None if self.cross is None else self.cross[b])
+                for b in range(self.mean.shape[0])]
 
     def merge(self, other: "Moments") -> "Moments":
         """Chan et al. merge: exact in real arithmetic, stable in floating point. A new object; see

@@ -463,7 +463,8 @@ def test_blocks_are_enumerated_lazily(monkeypatch):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert calls[:2] == [(0, 8), (8, 8)]
+    per = engines._INPROCESS_TASK_BLOCKS
+    assert calls[:2] == [(0, per), (per, per)]
     assert peak < 2**20, peak                                      # a list of the blocks would take ~100 TB
 
 
@@ -544,3 +545,23 @@ def test_long_rows_dense_and_gram_recency_probabilities_agree():
     for r in (dense, gram):
         assert abs(r.recency_probability[0] - 0.5) < Z * r.recency_probability_sem[0]
         assert r.recency_probability[2] - 0.5 > Z * r.recency_probability_sem[2]   # recency by layer 3
+
+
+@pytest.mark.parametrize("kernel", [pytest.param("c", marks=needs_kernel), "numpy"])
+def test_team_blocks_equal_block_by_block(kernel):
+    """gram_team_moments (the tasks' path: draws once per block, the blocks of one size reduced
+    together) gives, per config and block, the bits of gram_block_moments on that block's draws;
+    the last, shorter block included, and configs that share the stream but not alpha or gamma."""
+    from recency_lib.engines import gram_team_moments
+
+    base = dict(n=7, d=16, layers=3, samples=3 * 128 + 50, norm="layernorm")
+    cfgs = [SimConfig(alpha=0.0, **base), SimConfig(alpha=0.4, gamma=1.0, **base)]
+    blocks = [(k, min(128, cfgs[0].samples - k * 128)) for k in range(4)]
+    _, out = gram_team_moments(cfgs, blocks, kernel)
+    for cfg, got in zip(cfgs, out):
+        assert [k for k, _ in got] == [0, 1, 2, 3]
+        for (k, size), (_, m) in zip(blocks, got):
+            want = gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, k), size, kernel), kernel=kernel)
+            assert m.count == want.count == size
+            for a, b in ((m.mean, want.mean), (m.m2, want.m2), (m.cross, want.cross)):
+                assert a.shape == b.shape and a.tobytes() == b.tobytes()
