@@ -118,7 +118,7 @@ INLINE int vany_lt(vd a, vd b)                /* is a < b in any lane? (NaN: no)
 
 INLINE vd vabs(vd a) { return (vd)((vi)a & INT64_MAX); }
 
-INLINE vd vmax_nan(vd m, vd a) { return vsel((a > m) | (a != a), a, m); }   /* max, NaN wins (as numpy) */
+INLINE vd vmax(vd a, vd b) { return vsel(a > b, a, b); }   /* a > b ? a : b (one maxpd on x86; a NaN gives b) */
 
 INLINE double partials_sum(const vd *a)       /* the P partial sums of a feature, in their order */
 {
@@ -184,12 +184,19 @@ static __attribute__((noinline)) vd vexp_neg_low(vd v)   /* some lane below EXP_
  * path gives there (so the branch changes no result, only the work of a common group). */
 #define EXP_LOW (-706.0)
 
-INLINE vd vexp_neg(vd v)
+#define EXP_SAFE 350.0                           /* |S| <= EXP_SAFE: S_ij - max_j S_ij >= -700 > EXP_LOW */
+
+INLINE vd vexp_neg_common(vd v)                  /* v >= EXP_LOW (or NaN) in every lane */
 {
-    if (__builtin_expect(vany_lt(v, splat(EXP_LOW)), 0)) return vexp_neg_low(v);
     vi k;
     vd p = exp_reduced(v, &k);
     return p * (vd)((k + 1023) << 52);
+}
+
+INLINE vd vexp_neg(vd v)
+{
+    if (__builtin_expect(vany_lt(v, splat(EXP_LOW)), 0)) return vexp_neg_low(v);
+    return vexp_neg_common(v);
 }
 
 /* -- the random numbers of a block ------------------------------------------------------------ */
@@ -587,6 +594,7 @@ typedef struct {
     vd *y;                          /* scratch: the normalised state */
     vd *aux;                        /* (2 n) row maxima and one row of x', for long sequences */
     vd *a1, *a2, *a3;               /* partial sums, (layers, nf, H) x2 and (layers, nc, H); NULL: sum lanes at once */
+    vi big;                         /* the current group's max(1, max |S|) bits (layer -> steps) */
 } Block;
 
 /* Row i of the coordinates has min(i + 1, w) entries (a lower trapezoid; every layer keeps that
@@ -693,11 +701,23 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
             UNROLL
             for (int64_t c = 1; c < row_len(j, w); c++) dot = vfma(yi[c], yj[c], dot);
             s[j] = dot * rsd;
-            mx[i] = j ? vmax_nan(mx[i], s[j]) : s[j];
+            mx[i] = j ? vmax(s[j], mx[i]) : s[j];      /* (a NaN score makes its row NaN below all the same) */
         }
     }
-    for (int64_t i = 0; i < n; i++)                    /* exp(S_ij - max_j S_ij), Eq. (3) (a loop: short code) */
-        for (int64_t j = 0; j <= i; j++) f[k->o_attn + i * (i + 1) / 2 + j] = vexp_neg(f[i * (i + 1) / 2 + j] - mx[i]);
+    /* max(1, max |S|), the scale of the recency count's tie tolerance (steps): the bits of |S| >= 0
+     * compare as integers as the numbers do, and a NaN's above every number, so an integer max is
+     * the max (NaN if a score is NaN). If it is at most EXP_SAFE in every lane, every exponent
+     * below is >= -2 EXP_SAFE > EXP_LOW and takes exp's common path without a test. */
+    vi big = (vi)splat(1.0);
+    UNROLL
+    for (int64_t p = 0; p < n * (n + 1) / 2; p++) big = vimax(big, (vi)vabs(f[p]));
+    k->big = big;
+    if (vany(big > (vi)splat(EXP_SAFE)))
+        for (int64_t i = 0; i < n; i++)                /* exp(S_ij - max_j S_ij), Eq. (3) (loops: short code) */
+            for (int64_t j = 0; j <= i; j++) f[k->o_attn + i * (i + 1) / 2 + j] = vexp_neg(f[i * (i + 1) / 2 + j] - mx[i]);
+    else
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j <= i; j++) f[k->o_attn + i * (i + 1) / 2 + j] = vexp_neg_common(f[i * (i + 1) / 2 + j] - mx[i]);
     UNROLL
     for (int64_t i = 0; i < n; i++) {                  /* ... normalised: A_ij */
         vd *a = f + k->o_attn + i * (i + 1) / 2;
@@ -774,13 +794,7 @@ INLINE void steps(Block *k, const int64_t n)
         return;
     }
     f[k->o_trend] = trend / splat((double)((n - 1) * (n - 2) / 2));
-    /* The tie tolerance, tie_rtol * max(1, max |S|). The bits of |S| >= 0 compare as integers as the
-     * numbers do, and a NaN's (all exponent bits and some mantissa bit) as above every number: an
-     * integer max is the max, and NaN if a score is NaN (then every comparison below fails). */
-    vi big = (vi)splat(1.0);
-    U_STEPS
-    for (int64_t p = 0; p < n * (n + 1) / 2; p++) big = vimax(big, (vi)vabs(f[p]));
-    vd tol = (vd)big * splat(k->tie_rtol);
+    vd tol = (vd)k->big * splat(k->tie_rtol);          /* tie_rtol * max(1, max |S|) (NaN: every comparison fails) */
     vi up = {0}, not_down = {0};
     U_COUNT
     for (int64_t i = 2; i < n; i++) {
@@ -806,7 +820,8 @@ INLINE void steps(Block *k, const int64_t n)
  * 1. masks[g] zeroes the lanes beyond the block's end. Sample b adds into partial sum b % P, the
  * samples of a partial in their order, so the sums are the same bits for V = 4 (the tile's groups
  * alternate between the H = 2 vectors of partials) and V = 8 (H = 1); g0 is the tile's first group
- * in the block. Each sum is loaded and stored once per tile. */
+ * in the block. Each sum is loaded and stored once per tile. masks NULL: every lane counts (a full
+ * tile, with groups = TILE_GROUPS: constant, so the loops over the groups unroll). */
 INLINE void accumulate_lanes(Block *k, int64_t l, int64_t g0, int64_t groups, const vi *masks)
 {
     const int64_t nf = k->nf, c0 = k->o_step, nc = nf - c0;
@@ -814,7 +829,7 @@ INLINE void accumulate_lanes(Block *k, int64_t l, int64_t g0, int64_t groups, co
     vd *restrict a1 = k->a1 + l * nf * H, *restrict a2 = k->a2 + l * nf * H, *restrict a3 = k->a3 + l * nc * H;
     const vd *restrict fs = k->fs;
     vd *restrict dev0 = k->dev0s;
-#define DEV(g) ((vd)((vi)(fs[(g) * nf + r] - shift) & masks[g]))
+#define DEV(g) (masks ? (vd)((vi)(fs[(g) * nf + r] - shift) & masks[g]) : fs[(g) * nf + r] - shift)
 #if H == 1
     for (int64_t r = 0; r < c0; r++) {
         const vd shift = splat(sh[r]);
@@ -943,7 +958,10 @@ INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const in
                     for (int64_t b = 0; b < valid; b++) k->feats[(l * nf + r) * k->nb + start + b] = k->f[r][b];
             if (!k->a1) accumulate_now(k, l, g, masks[g]);
         }
-        if (k->a1) accumulate_lanes(k, l, s0 / V, groups, masks);
+        if (k->a1 && groups == TILE_GROUPS && s0 + TILE_GROUPS * V <= k->nb)
+            accumulate_lanes(k, l, s0 / V, TILE_GROUPS, NULL);
+        else if (k->a1)
+            accumulate_lanes(k, l, s0 / V, groups, masks);
     }
 }
 
