@@ -62,7 +62,7 @@ typedef int64_t vi __attribute__((vector_size(V * sizeof(int64_t))));
 #endif
 #define SMALL 16
 #ifndef TILE_GROUPS
-#define TILE_GROUPS 4                         /* groups per tile at n <= 32 (one at longer n: large states) */
+#define TILE_GROUPS 8                         /* groups per tile at n <= 12; 4 up to n = 32, then one (larger states) */
 #endif                              /* rows whose per-row scratch lives in registers */
 
 INLINE vd splat(double a) { return (vd){} + a; }
@@ -821,7 +821,7 @@ INLINE void steps(Block *k, const int64_t n)
  * samples of a partial in their order, so the sums are the same bits for V = 4 (the tile's groups
  * alternate between the H = 2 vectors of partials) and V = 8 (H = 1); g0 is the tile's first group
  * in the block. Each sum is loaded and stored once per tile. masks NULL: every lane counts (a full
- * tile, with groups = TILE_GROUPS: constant, so the loops over the groups unroll). */
+ * tile; with groups = TILE_GROUPS, a constant, the loops over the groups unroll). */
 INLINE void accumulate_lanes(Block *k, int64_t l, int64_t g0, int64_t groups, const vi *masks)
 {
     const int64_t nf = k->nf, c0 = k->o_step, nc = nf - c0;
@@ -958,8 +958,10 @@ INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const in
                     for (int64_t b = 0; b < valid; b++) k->feats[(l * nf + r) * k->nb + start + b] = k->f[r][b];
             if (!k->a1) accumulate_now(k, l, g, masks[g]);
         }
-        if (k->a1 && groups == TILE_GROUPS && s0 + TILE_GROUPS * V <= k->nb)
+        if (k->a1 && s0 + groups * V <= k->nb && groups == TILE_GROUPS)
             accumulate_lanes(k, l, s0 / V, TILE_GROUPS, NULL);
+        else if (k->a1 && s0 + groups * V <= k->nb)
+            accumulate_lanes(k, l, s0 / V, groups, NULL);
         else if (k->a1)
             accumulate_lanes(k, l, s0 / V, groups, masks);
     }
@@ -1063,7 +1065,7 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
     k.shift = bufs[3].buf; k.s1 = bufs[4].buf; k.s2 = bufs[5].buf; k.sc = bufs[6].buf;
     k.feats = want_feats ? bufs[7].buf : NULL;
     int lanes = layers * (2 * nf + nc) * P <= ACC_LIMIT;     /* P, not V: the same choice for every V */
-    k.tile_groups = n <= 32 ? TILE_GROUPS : 1;
+    k.tile_groups = n <= 12 ? TILE_GROUPS : n <= 32 ? (TILE_GROUPS < 4 ? TILE_GROUPS : 4) : 1;   /* (bench_kernel) */
     k.state = aligned(2 * k.tile_groups * tz); k.dev0s = aligned(k.tile_groups * nc);
     k.fs = aligned(k.tile_groups * nf); k.y = aligned(tz); k.aux = aligned(2 * n);
     if (lanes) { k.a1 = aligned(layers * nf * H); k.a2 = aligned(layers * nf * H); k.a3 = aligned(layers * nc * H); }
