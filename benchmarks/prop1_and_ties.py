@@ -1,6 +1,6 @@
-"""Measurements behind issue 11, item 4 (the careful-read inconsistencies); prints a report.
+"""Does Proposition 1's flat row hold beyond the LLN, and how do ties count at alpha = 1? Prints a report.
 
-    python benchmarks/issue11_item4.py [--samples 4000000] [--seed 11] [--quick]
+    python benchmarks/prop1_and_ties.py [--samples 4000000] [--seed 11] [--quick]
 
 1. Proposition 1 (no normalization, alpha = 0): the corrected LLN row of S^(2) is exactly flat;
    the model's mean row rises with the key index at relative order d^{-3/2}
