@@ -271,6 +271,13 @@ def test_kernel_builds_for_other_cpus_and_tile_sizes_give_the_same_bits(tmp_path
                 draws = gram_draws(cfg, block_key(n * 1000 + size, 0), size)
                 m, f = gram_block_moments(cfg, *draws, kernel="c", features=True)
                 got.append(b"".join(np.ascontiguousarray(a).tobytes() for a in (m.mean, m.m2, m.cross, f)))
+        # scores in the thousands: the exponentials' careful path (some arguments below -706, others
+        # not, in one group) and attention entries that underflow to 0
+        cfg = SimConfig(n=10, d=64, layers=3, samples=512, alpha=0.5, norm="none")
+        chi2, normals = gram_draws(cfg, block_key(5, 0), 512)
+        m, f = gram_block_moments(cfg, chi2 * 1e4, normals * 100.0, kernel="c", features=True)
+        assert np.isfinite(f).all() and (f[:, 0, :55].max() > 1000) and (f[:, :, 55:110] == 0).any()
+        got.append(b"".join(np.ascontiguousarray(a).tobytes() for a in (m.mean, m.m2, m.cross, f)))
         return got
 
     installed = run(kernels._kernel)
