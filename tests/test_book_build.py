@@ -116,7 +116,8 @@ def test_library_change_reexecutes_exactly_the_pages_that_depend_on_it(tmp_path,
         "sims": [new_markdown_cell("# Sims"),
                  new_code_cell("from recency_lib import engines\nimport pathlib\n"
                                "print('kernel', len(pathlib.Path(engines.__file__).with_name('kernels.py').read_text()))")],
-        "plain": [new_markdown_cell("# Plain"), new_code_cell("print('no library here')")],
+        "plain": [new_markdown_cell("# Plain"),
+                  new_code_cell("import os\nprint('no library here; results in', os.environ['RECENCY_LIB_CACHE'])")],
     })
     html = tmp_path / "_build" / "html"
 
@@ -146,6 +147,11 @@ def test_library_change_reexecutes_exactly_the_pages_that_depend_on_it(tmp_path,
     assert full.returncode == 0, full.tail()
     assert _executed(full.log) == set(), "the cache of the current library was lost"
     assert "plotting-2" in (html / "plots.html").read_text()
+
+    moved = run_jupyter_book(tmp_path, env={**env, "RECENCY_LIB_CACHE": str(tmp_path / "elsewhere")}, timeout=600)
+    assert moved.returncode == 0, moved.tail()                      # a page may show where results live
+    assert _executed(moved.log) == {"plots", "sims", "plain"}, moved.tail()
+    assert str(tmp_path / "elsewhere") in (html / "plain.html").read_text()
 
 
 def test_parallel_slots_reuse_their_kernel_cleared_between_pages(tmp_path, run_jupyter_book):

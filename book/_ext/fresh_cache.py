@@ -10,6 +10,7 @@ and figures, and Sphinx would not even re-read it. This extension, at the start 
    package's data files (the explorer's script and style), and every notebook of the book folder its
    code names (Appendix B runs ``setting_template.ipynb``), with that notebook's modules in turn.
    A page whose hash changed loses its jupyter-cache record and is re-read; the others are kept.
+   The values of ``RECENCY_LIB_CACHE`` and ``RECENCY_LIB_KERNEL`` count too (a page shows them).
    So an edit of ``plotting.py`` re-executes the pages that import it (their simulations come back
    from the results cache, whose key covers only what a simulation runs); an edit of the kernel
    re-executes every page that simulates, and the results cache recomputes.
@@ -86,11 +87,19 @@ def _named_notebooks(path: Path) -> list[Path]:
     return sorted(p for p in (path.parent / n for n in names) if p.is_file())
 
 
+# recency_lib's environment variables that change what a page shows: where results are cached (the
+# reproducibility page prints it) and which kernel runs (pages name it; numbers differ by rounding)
+PAGE_ENVIRONMENT = ("RECENCY_LIB_CACHE", "RECENCY_LIB_KERNEL")
+
+
 def dependency_hash(path: Path) -> str:
-    """sha256 over what the output of notebook ``path`` depends on besides its own cells."""
+    """sha256 over what the output of notebook ``path`` depends on besides its own cells (and the
+    values of :data:`PAGE_ENVIRONMENT`)."""
     from recency_lib.grid import template_modules
 
     h = hashlib.sha256()
+    for name in PAGE_ENVIRONMENT:
+        h.update(f"{name}={os.environ.get(name, '')}\0".encode())
     seen: set[Path] = set()
     todo = [path]
     files: set[Path] = set(_data_files())
