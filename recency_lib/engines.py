@@ -50,7 +50,8 @@ _BLOCK_FLOATS = 2 ** 17       # dense: target size of the largest per-block arra
 _GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target size of a block's draws and features (floats); ~4 MB
 _MAX_TASK_BLOCKS = 256        # default tasks return at most this many blocks' moments (a few MB)
 _TASK_RESULT_BYTES = 2 ** 25  # ... and at most ~32 MB of them (long sequences: (layers, F) is large)
-_INPROCESS_TASK_BLOCKS = 32   # blocks per task without an executor (fewer tasks: less Python per block)
+_INPROCESS_TASK_BLOCKS = 32   # blocks per task without an executor (fewer tasks: less Python per block),
+_INPROCESS_RESULT_BYTES = 2 ** 22  # ... as long as their moments stay under ~4 MB (at n = 10: 32 blocks)
 
 
 def resolve_engine(cfg: SimConfig) -> str:
@@ -342,11 +343,12 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
         cfg, (_, bsize) = configs[team[0]], plans[team[0]]
         blocks = -(-cfg.samples // bsize)
         # a task's result is one unmerged Moments of (layers, F) arrays per block and config: bound its bytes
-        by_memory = max(1, _TASK_RESULT_BYTES // sum(24 * configs[c].layers * n_features(cfg.n) for c in team))
+        per_block = sum(24 * configs[c].layers * n_features(cfg.n) for c in team)
+        by_memory = max(1, _TASK_RESULT_BYTES // per_block)
         if chunk_size is not None:
             return max(1, math.ceil(chunk_size / bsize))
         if executor is None:
-            return min(_INPROCESS_TASK_BLOCKS, by_memory)
+            return max(1, min(_INPROCESS_TASK_BLOCKS, _INPROCESS_RESULT_BYTES // per_block))
         return max(1, min(_MAX_TASK_BLOCKS, by_memory, math.ceil(blocks / (4 * workers))))   # balance
 
     def tasks():                                   # (team, first block, blocks), lazily

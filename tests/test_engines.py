@@ -572,3 +572,28 @@ def test_team_blocks_equal_block_by_block(kernel):
             assert m.count == want.count == size
             for a, b in ((m.mean, want.mean), (m.m2, want.m2), (m.cross, want.cross)):
                 assert a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def test_in_process_tasks_hold_a_few_mb_of_moments(monkeypatch):
+    """Without an executor a task runs up to 32 blocks (less Python per block at short n), but only
+    as many as keep its blocks' moments under ~4 MB: at n = 64 a team of three configs gets 2."""
+    from recency_lib import engines
+    from recency_lib.features import n_features
+
+    counts = []
+    real = engines._chunk
+
+    def spy(cfg_dicts, engine, kernel, bsize, first, count):
+        counts.append((len(cfg_dicts), count))
+        return real(cfg_dicts, engine, kernel, bsize, first, count)
+
+    monkeypatch.setattr(engines, "_chunk", spy)
+    for n, samples in ((10, 40_000), (64, 3_000)):
+        counts.clear()
+        simulate_many([SimConfig(n=n, d=64, layers=4, samples=samples, alpha=a, gamma=g)
+                       for a, g in ((0.0, 0.0), (0.5, 0.0), (0.5, 1.0))])
+        per_block = 3 * 24 * 4 * n_features(n)
+        most = max(c for _, c in counts)
+        assert all(team == 3 for team, _ in counts)
+        assert most * per_block <= engines._INPROCESS_RESULT_BYTES or most == 1
+        assert most == min(engines._INPROCESS_TASK_BLOCKS, engines._INPROCESS_RESULT_BYTES // per_block)
