@@ -52,6 +52,7 @@ _MAX_TASK_BLOCKS = 256        # default tasks return at most this many blocks' m
 _TASK_RESULT_BYTES = 2 ** 25  # ... and at most ~32 MB of them (long sequences: (layers, F) is large)
 _INPROCESS_TASK_BLOCKS = 32   # blocks per task without an executor (fewer tasks: less Python per block),
 _INPROCESS_RESULT_BYTES = 2 ** 22  # ... as long as their moments stay under ~4 MB (at n = 10: 32 blocks)
+_STACK_BYTES = 2 ** 20        # gram_team_moments stacks blocks' kernel sums up to this size per array
 
 
 def resolve_engine(cfg: SimConfig) -> str:
@@ -158,7 +159,10 @@ def gram_team_moments(cfgs: list[SimConfig], blocks: list[tuple[int, int]], kern
     work per block beyond the calls): at n = 10 the Python of a Figure-1 run fell from 0.07 to 0.03 s."""
     seconds, out = [0.0] * len(cfgs), [[] for _ in cfgs]
     kernels = kernels_for(kernel)
-    runs = [blocks[i:j] for i, j in _equal_runs([size for _, size in blocks])]
+    # runs of blocks of one size, their sums stacked up to _STACK_BYTES per array (a worker's task of
+    # 256 blocks at n = 64 would stack 50 MB per array and config; from_sums adds temporaries of that size)
+    per = max(1, _STACK_BYTES // max(8 * cfg.layers * n_features(cfg.n) for cfg in cfgs))
+    runs = [blocks[i:j][p:p + per] for i, j in _equal_runs([size for _, size in blocks]) for p in range(0, j - i, per)]
     for run in runs:
         size = run[0][1]
         sums = [_gram_sums(cfg, len(run)) if kernels is not None else None for cfg in cfgs]

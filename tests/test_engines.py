@@ -554,13 +554,18 @@ def test_long_rows_dense_and_gram_recency_probabilities_agree():
         assert r.recency_probability[2] - 0.5 > Z * r.recency_probability_sem[2]   # recency by layer 3
 
 
+@pytest.mark.parametrize("stack_bytes", [None, 1])
 @pytest.mark.parametrize("kernel", [pytest.param("c", marks=needs_kernel), "numpy"])
-def test_team_blocks_equal_block_by_block(kernel):
+def test_team_blocks_equal_block_by_block(kernel, stack_bytes, monkeypatch):
     """gram_team_moments (the tasks' path: draws once per block, the blocks of one size reduced
-    together) gives, per config and block, the bits of gram_block_moments on that block's draws;
-    the last, shorter block included, and configs that share the stream but not alpha or gamma."""
+    together, up to _STACK_BYTES of sums at a time; 1: one block at a time) gives, per config and
+    block, the bits of gram_block_moments on that block's draws; the last, shorter block included,
+    and configs that share the stream but not alpha or gamma."""
+    from recency_lib import engines
     from recency_lib.engines import gram_team_moments
 
+    if stack_bytes is not None:
+        monkeypatch.setattr(engines, "_STACK_BYTES", stack_bytes)
     base = dict(n=7, d=16, layers=3, samples=3 * 128 + 50, norm="layernorm")
     cfgs = [SimConfig(alpha=0.0, **base), SimConfig(alpha=0.4, gamma=1.0, **base)]
     blocks = [(k, min(128, cfgs[0].samples - k * 128)) for k in range(4)]
