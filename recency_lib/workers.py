@@ -95,6 +95,15 @@ def terminate(pool: ProcessPoolExecutor, timeout: float = 5.0) -> None:
             if p.is_alive():
                 p.kill()
                 p.join(1.0)
+    # A worker ended while it was sending a result leaves the executor's manager thread reading the
+    # rest of that message, and nothing more will come: this process holds the pipe's write end too,
+    # so the read never sees end-of-file, and interpreter exit (which joins the manager) hung (seen
+    # in 3 of 8 runs of the signal tests). With the workers gone, close this process's write end: the
+    # read ends, the manager takes the pool for broken and exits.
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    if writer is not None and not any(p.is_alive() for p in procs):
+        with contextlib.suppress(Exception):
+            writer.close()
     helper = threading.Thread(target=_shutdown, args=(pool,), daemon=True, name="worker-pool-shutdown")
     helper.start()
     helper.join(timeout)
