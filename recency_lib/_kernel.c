@@ -753,24 +753,17 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
     }
 }
 
-/* acc + 1 in the lanes where a < b (a <= b); a NaN compares false. With AVX-512 the compare gives a
- * mask register and the add is masked (two instructions; the generic form turns the mask into a
- * vector first: three). */
-INLINE vi count_lt(vi acc, vd a, vd b)
+/* acc + 1 in the lanes where a < b (`or_equal`: a <= b); a NaN compares false. With AVX-512 the
+ * compare gives a mask register and the add is masked (two instructions; the generic form turns
+ * the mask into a vector first: three). */
+INLINE vi count_below(vi acc, vd a, vd b, const int or_equal)
 {
 #if V == 8 && defined(__AVX512F__)
-    return (vi)_mm512_mask_sub_epi64((__m512i)acc, _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, _CMP_LT_OQ), (__m512i)acc, _mm512_set1_epi64(-1));
+    __mmask8 m = or_equal ? _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, _CMP_LE_OQ)
+                          : _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, _CMP_LT_OQ);
+    return (vi)_mm512_mask_sub_epi64((__m512i)acc, m, (__m512i)acc, _mm512_set1_epi64(-1));
 #else
-    return acc - (vi)(a < b);
-#endif
-}
-
-INLINE vi count_le(vi acc, vd a, vd b)
-{
-#if V == 8 && defined(__AVX512F__)
-    return (vi)_mm512_mask_sub_epi64((__m512i)acc, _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, _CMP_LE_OQ), (__m512i)acc, _mm512_set1_epi64(-1));
-#else
-    return acc - (vi)(a <= b);
+    return acc - (or_equal ? (vi)(a <= b) : (vi)(a < b));
 #endif
 }
 
@@ -809,8 +802,8 @@ INLINE void steps(Block *k, const int64_t n)
             vd hi = s[kk] - tol, lo = s[kk] + tol;
             U_COUNT
             for (int64_t j = 0; j < kk; j++) {
-                up = count_lt(up, s[j], hi);
-                not_down = count_le(not_down, s[j], lo);
+                up = count_below(up, s[j], hi, 0);
+                not_down = count_below(not_down, s[j], lo, 1);
             }
         }
     }
