@@ -3,7 +3,7 @@
     python benchmarks/bench_beyond.py [--workers 2] [--samples 10000] [--long-samples 64]
 
 In a fresh interpreter with an empty results cache, with the page's default settings
-(:mod:`recency_lib.beyond`): the component study (20 settings) and the length sweep (16 settings),
+(:mod:`companion.beyond`): the component study (20 settings) and the length sweep (16 settings),
 each on ``--workers`` processes (the page runs both in one pool, beyond.run_studies; they are
 timed apart here to show where the time goes), then the rest of the page (papermill on the warm
 cache: imports, loading the results, figures, tables). Prints the wall time of each part and the compute seconds of
@@ -29,7 +29,8 @@ def _child(spec: dict) -> dict:
 
     os.environ["RECENCY_LIB_CACHE"] = spec["cache"]
     t0 = time.perf_counter()
-    from recency_lib import beyond, engines
+    from recency_lib import engines
+    from companion import beyond
 
     engines.warm_up()
     import_s = time.perf_counter() - t0

@@ -3,11 +3,11 @@
     python benchmarks/bench_closedforms.py [--samples 20000] [--boost 8] [--cosine-samples 5000]
                                            [--runs 3] [--serial] [--sympy] [--warm] [--table]
 
-Each run builds the closed-form table (recency_lib.closedforms.measure: every closed form,
+Each run builds the closed-form table (companion.closedforms.measure: every closed form,
 d in {16, 64, 256}) with an empty, temporary results cache, so every simulation runs, on a
 2-process pool (recency_lib.workers.worker_pool, the book's 2 cores) as the page does; with
 --serial also in-process. With --sympy the run also does what the page does beside the
-simulations: the sympy checks of recency_lib.symbolic, submitted to the same pool first. The
+simulations: the sympy checks of companion.symbolic, submitted to the same pool first. The
 defaults are the page's parameters. (The page's Eq. (5) verdict reads Theorem 1's settings at the
 paper's sample count from the results cache that the landing page fills in a book build; it is not
 part of this cost.)
@@ -20,8 +20,8 @@ so that load drifts hit them alike. --table prints the table of the last run.
 
 With --warm, a further mode times what a rebuild of the page costs when the library did not change:
 one untimed run fills a temporary cache, then each timed run reads every simulation and cosine draw
-from it and, with --sympy, the sympy checks' verdicts too (recency_lib.errata.sympy_checks, cached
-by the source of recency_lib.symbolic); its "sympy" column is then 0 when the verdicts came from the
+from it and, with --sympy, the sympy checks' verdicts too (companion.errata.sympy_checks, cached
+by the source of companion.symbolic); its "sympy" column is then 0 when the verdicts came from the
 cache, and its "simulations" and "cosines" columns are the compute stored with the cached results,
 not spent in the run.
 """
@@ -42,7 +42,7 @@ def cpu_seconds() -> float:
 
 
 def one_run(args, workers: int | None, warm_cache: str | None = None):
-    from recency_lib import closedforms, errata, symbolic
+    from companion import closedforms, errata, symbolic
     from recency_lib.workers import worker_pool
 
     load0 = os.getloadavg()[0]

@@ -31,7 +31,7 @@ def _child(samples: int, workers: int, cache: str) -> dict:
     t0, c0 = time.perf_counter(), cpu()
     from concurrent.futures import ProcessPoolExecutor
 
-    from recency_lib import explorer
+    from companion import explorer
     from recency_lib.cache import cached_simulate_many
     from recency_lib.kernels import warm_up
 
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
         print(json.dumps(_child(args.samples, args.workers, args.cache)))
         return 0
     if args.samples is None:
-        from recency_lib.explorer import DEFAULT_SAMPLES
+        from companion.explorer import DEFAULT_SAMPLES
         args.samples = DEFAULT_SAMPLES
     load0 = os.getloadavg()
     runs = []

@@ -21,7 +21,8 @@ import sys
 
 import numpy as np
 
-from recency_lib import SimConfig, closedforms, sample_trajectories, simulate, theory
+from recency_lib import SimConfig, sample_trajectories, simulate, theory
+from companion import closedforms
 
 
 def prop1_dip(d: int, n: int, samples: int, seed: int) -> dict:

@@ -2,9 +2,10 @@
 
 The key is a hash of the config, z, the kernel path and the *source code a simulation depends on*:
 the modules of the package that :mod:`recency_lib.engines` imports, directly or through other
-modules of the package (:func:`module_closure`, read from the import statements with ``ast``, so
-no module list is written down anywhere). Editing the kernel invalidates every entry; editing
-``plotting.py`` keeps them. Entries are ``<key>.npz`` files (:meth:`SimResult.save`: lossless,
+modules of the package (:func:`module_closure`, read from the import statements with
+:mod:`tokenize`, so no module list is written down anywhere), each file under its path relative to
+the package (moving the checkout changes no key). Editing the kernel invalidates every entry;
+editing the book's figures, tables or prose (its own package, ``companion``) keeps them. Entries are ``<key>.npz`` files (:meth:`SimResult.save`: lossless,
 compressed), written atomically, so two processes racing on the same key both end with a whole file.
 
 An entry is used only if it loads completely and validly *and* holds the result of exactly the
@@ -14,15 +15,17 @@ missing and is recomputed. The folder is checked before any work: it must be a f
 creatable) and writable. Location: ``cache=``, else ``$RECENCY_LIB_CACHE``, else
 ``~/.cache/recency_lib``.
 
-Values that are not SimResults (the sympy checks of Appendix A, its cosine draws for Eq. (6)) are
+Values that are not SimResults (e.g. the book's sympy checks, the cosine draws of Eq. (6)) are
 cached the same way by :func:`cached_value`, as JSON: keyed by their arguments, the source of the
-modules that compute them (with their imports) and the versions of the packages they name.
+modules that compute them (with their imports, in this package or another one such as the book's
+``companion``) and the versions of the distributions they name.
 """
 from __future__ import annotations
 
 import io
 import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import stat
@@ -42,14 +45,51 @@ PACKAGE = __name__.rpartition(".")[0]          # "recency_lib"
 ROOT = Path(__file__).resolve().parent
 
 
+def package_root(top: str) -> Path | None:
+    """The folder of the top-level package ``top`` (``recency_lib``: this one; another, e.g. the
+    book's ``companion``, found by :func:`importlib.util.find_spec` without importing it), or None."""
+    return ROOT if top == PACKAGE else _found_root(top)
+
+
+@lru_cache(maxsize=None)
+def _found_root(top: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]).resolve() if locations else None
+
+
+def qualified(module: str) -> str:
+    """The full name of ``module``: a name without a dot that is a module of this package
+    (``"engines"``) or ``""`` (the package itself) is this package's; any other name is taken as
+    it is (``"recency_lib.engines"``, ``"companion.plotting"``)."""
+    if not module:
+        return PACKAGE
+    if "." not in module and module != PACKAGE and _module_file(f"{PACKAGE}.{module}") is not None:
+        return f"{PACKAGE}.{module}"
+    return module
+
+
 def _module_file(module: str) -> Path | None:
-    """The source file of a module of this package ("engines" or "" for the package), or None. For
-    a compiled extension (``_kernel``) its C source, ``_kernel.c``: what it computes is in there."""
-    base = ROOT.joinpath(*module.split(".")) if module else ROOT
+    """The source file of the fully named ``module`` (``"recency_lib.engines"``, ``"companion"``), or
+    None. For a compiled extension (``recency_lib._kernel``) its C source, ``_kernel.c``: what it
+    computes is in there."""
+    top, _, rest = module.partition(".")
+    root = package_root(top) if top else None
+    if root is None:
+        return None
+    base = root.joinpath(*rest.split(".")) if rest else root
     for path in (base.with_suffix(".py"), base / "__init__.py", base.with_suffix(".c")):
         if path.is_file():
             return path
     return None
+
+
+def module_file(module: str) -> Path | None:
+    """The source file of ``module`` (a name as :func:`qualified` reads it), or None."""
+    return _module_file(qualified(module))
 
 
 def _statements(code: str):
@@ -75,11 +115,12 @@ def _at_start(tok) -> bool:
     return tok.line[: tok.start[1]].strip() in ("", ";") or tok.line[: tok.start[1]].rstrip().endswith(":")
 
 
-def _imported(code: str, package: str) -> set[str]:
-    """Modules of this package imported anywhere in ``code`` (also inside functions): relative
-    imports (``from .kernels import x``, ``from . import sampling``) resolved against ``package``,
-    and absolute ones (``import recency_lib.kernels``, ``from recency_lib import plotting``).
-    Names are relative to the package ("" = its ``__init__``)."""
+def _imported(code: str, package: str, tracked: frozenset[str]) -> set[str]:
+    """Fully named modules of the ``tracked`` top-level packages imported anywhere in ``code``
+    (also inside functions): relative imports (``from .kernels import x``, ``from . import
+    sampling``) resolved against ``package`` (the full name of the code's package, "" for code
+    outside any), and absolute ones (``import recency_lib.kernels``, ``from companion import
+    plotting``)."""
     found = set()
     for stmt in _statements(code):
         if stmt[0] == "from" and "import" in stmt:
@@ -91,21 +132,23 @@ def _imported(code: str, package: str) -> set[str]:
             level = sum(map(len, dots)) if src[:1] == dots[:1] and dots else 0
             module = ".".join(t for t in src if set(t) != {"."})
             if level:
-                parts = package.split(".") if package else []
+                if not package:
+                    continue
+                parts = package.split(".")
                 parts = parts[: len(parts) - (level - 1)]
                 base = ".".join([*parts, *([module] if module else [])])
-            elif module == PACKAGE or module.startswith(PACKAGE + "."):
-                base = module[len(PACKAGE) + 1:]
             else:
+                base = module
+            if base.partition(".")[0] not in tracked:
                 continue
-            subs = [f"{base}.{name}" if base else name for name in names]
+            subs = [f"{base}.{name}" for name in names]
             found.update(m for m in subs if _module_file(m) is not None)    # `from . import kernels`
             if not names or any(_module_file(m) is None for m in subs):    # `from .config import SimConfig`
                 found.add(base)
         elif stmt[0] == "import":
             for name in _dotted_names(stmt[1:]):
-                if name == PACKAGE or name.startswith(PACKAGE + "."):
-                    found.add(name[len(PACKAGE) + 1:])
+                if name.partition(".")[0] in tracked:
+                    found.add(name)
     return {m for m in found if _module_file(m) is not None}
 
 
@@ -123,54 +166,76 @@ def _dotted_names(tokens: list[str]) -> list[str]:
     return out
 
 
-def _imports(module: str) -> set[str]:
-    """Modules of this package that ``module`` imports (memoized while the file is unchanged; none for
-    a C extension)."""
+def _imports(module: str, tracked: frozenset[str]) -> set[str]:
+    """Fully named modules of the ``tracked`` packages that ``module`` imports (memoized while the
+    file is unchanged; none for a C extension)."""
     path = _module_file(module)
     if path.suffix == ".c":
         return set()
     st = path.stat()
-    return _imports_of(module, str(path), st.st_mtime_ns, st.st_size)
+    return _imports_of(module, str(path), st.st_mtime_ns, st.st_size, tracked)
 
 
 @lru_cache(maxsize=1024)
-def _imports_of(module: str, path: str, mtime_ns: int, size: int) -> frozenset[str]:
+def _imports_of(module: str, path: str, mtime_ns: int, size: int, tracked: frozenset[str]) -> frozenset[str]:
     package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
-    return frozenset(_imported(Path(path).read_text(encoding="utf-8"), package))
+    return frozenset(_imported(Path(path).read_text(encoding="utf-8"), package, tracked))
 
 
-def source_modules(code: str | None) -> tuple[str, ...]:
-    """Modules of this package that Python source ``code`` (e.g. a notebook's cells) imports, with
-    everything they import (:func:`module_closure`); every module of the package for None.
-    SyntaxError if ``code`` does not parse."""
+def _tracked(roots, packages=()) -> frozenset[str]:
+    """The top-level packages a closure follows: those of ``roots``, ``packages`` and this one."""
+    return frozenset({PACKAGE, *packages, *(r.partition(".")[0] for r in roots)})
+
+
+def source_modules(code: str | None, packages: tuple[str, ...] = (PACKAGE,)) -> tuple[str, ...]:
+    """Fully named modules of the top-level ``packages`` that Python source ``code`` (e.g. a
+    notebook's cells) imports, with everything they import (:func:`module_closure`); for None,
+    every module of those packages. SyntaxError if ``code`` does not parse."""
+    tracked = _tracked((), packages)
     if code is None:
-        return tuple(sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix("__init__").rstrip(".")
-                            for p in sorted(ROOT.rglob("*.py")) + sorted(ROOT.rglob("*.c"))))
+        out = []
+        for top in sorted(tracked):
+            root = package_root(top)
+            for p in sorted(root.rglob("*.py")) + sorted(root.rglob("*.c")) if root else []:
+                name = ".".join((top, *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+                out.append(name)
+        return tuple(sorted(out))
     compile(code, "<notebook>", "exec", dont_inherit=True)    # SyntaxError if it does not parse
-    return module_closure(*_imported(code, ""))
+    return module_closure(*_imported(code, "", tracked), packages=tuple(tracked))
 
 
-def module_closure(*roots: str) -> tuple[str, ...]:
-    """``roots`` and every module of the package they import, transitively (sorted names)."""
+def module_closure(*roots: str, packages: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """``roots`` and every module they import, transitively, within the top-level packages of the
+    roots, ``packages`` and this one (sorted full names; a root as :func:`qualified` reads it)."""
+    roots = tuple(qualified(r) for r in roots)
+    tracked = _tracked(roots, packages)
     seen, todo = set(), list(roots)
     while todo:
         m = todo.pop()
         if m in seen or _module_file(m) is None:
             continue
         seen.add(m)
-        todo.extend(_imports(m) - seen)
+        todo.extend(_imports(m, tracked) - seen)
     return tuple(sorted(seen))
+
+
+def module_path_name(module: str) -> str:
+    """The file of the fully named ``module`` relative to the folder that holds its top-level package
+    (``recency_lib/engines.py``, ``companion/plotting.py``): the name a hash uses, the same wherever
+    the checkout lives."""
+    path = _module_file(module)
+    return path.relative_to(package_root(module.partition(".")[0]).parent).as_posix()
 
 
 @lru_cache(maxsize=None)
 def source_hash(*roots: str) -> str:
     """sha256 over the source files of :func:`module_closure` of ``roots`` (default: what a
-    simulation runs, ``engines``); changes with any edit of one of them, and only then."""
+    simulation runs, ``engines``), each under its path relative to its package's folder; changes
+    with any edit of one of them, and only then (not when the checkout moves)."""
     h = hashlib.sha256()
     for m in module_closure(*(roots or ("engines",))):
-        path = _module_file(m)
-        h.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
-        h.update(path.read_bytes())
+        h.update(module_path_name(m).encode() + b"\0")
+        h.update(_module_file(m).read_bytes())
     return h.hexdigest()
 
 
@@ -324,7 +389,7 @@ def value_key(name: str, roots: tuple[str, ...], packages: tuple[str, ...] = (),
 def cached_value(name: str, compute, roots, *, params=None, packages=(), cache=None, refresh: bool = False):
     """``compute()`` through the on-disk cache, for a value that depends on source code and the
     arguments ``params`` alone (a dict of JSON values, e.g. a seed and a sample count): the modules
-    ``roots`` of this package (with what they import) and the distributions ``packages``
+    ``roots`` (names as :func:`qualified` reads them, with what they import) and the distributions ``packages``
     (:func:`value_key`). ``compute`` takes no argument and returns a JSON-serializable value; the
     entry ``<name>-<hash>.json`` holds it beside its key. Any edit of one of those modules, another
     package version or another Python changes the key, so a stored value is never stale; an entry
@@ -336,9 +401,10 @@ def cached_value(name: str, compute, roots, *, params=None, packages=(), cache=N
     if not callable(compute):
         raise ValueError(f"compute={short(compute)} is not allowed; allowed: a function of no arguments")
     roots = (roots,) if isinstance(roots, str) else tuple(roots)
-    unknown = [m for m in roots if not isinstance(m, str) or _module_file(m) is None]
+    unknown = [m for m in roots if not isinstance(m, str) or module_file(m) is None]
     if not roots or unknown:
-        raise ValueError(f"roots={short(roots)} is not allowed; allowed: names of modules of {PACKAGE}")
+        raise ValueError(f"roots={short(roots)} is not allowed; allowed: names of Python modules "
+                         f"(\"engines\" for {PACKAGE}.engines, or a full name such as \"companion.symbolic\")")
     refresh = check_bool("refresh", refresh)
     try:
         params = json.loads(json.dumps(params or {}, sort_keys=True, allow_nan=False))

@@ -12,7 +12,7 @@ import numpy as np
 
 from .features import (TIE_RTOL, adjacent_differences, adjacent_index, later_and_tied_counts, n_triples,  # noqa: F401
                        order_fraction, recency_fraction, tril_index)
-from .conventions import familywise_z  # noqa: F401  (re-exported: the family-wise z is a convention)
+from .stats import familywise_z  # noqa: F401  (re-exported)
 from .validation import check_int, check_z
 
 VERDICTS = ("holds", "violated", "undecided")

@@ -146,7 +146,7 @@ def light_template(path: Path) -> Path:
     nb = nbformat.read(BOOK / "setting_template.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     body = nbformat.v4.new_code_cell(
-        "from recency_lib import grid\n"
+        "from companion import grid\n"
         "from recency_lib.cache import cached_simulate\n\n"
         "setting = grid.validate_params(dict(alpha=alpha, gamma=gamma, norm=norm, n=n, d=d, layers=layers,\n"
         "                                    samples=samples, seed=seed))\n"

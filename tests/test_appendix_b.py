@@ -1,4 +1,4 @@
-"""Appendix B by papermill: the setting template, the grid driver (recency_lib.grid), the page.
+"""Appendix B by papermill: the setting template, the grid driver (companion.grid), the page.
 
 Every notebook run uses small sample sizes and a private results cache (RECENCY_LIB_CACHE in a
 temporary folder), and writes only into temporary folders.
@@ -17,7 +17,8 @@ import psutil
 import pytest
 from papermill.exceptions import PapermillExecutionError
 
-from recency_lib import SimResult, grid
+from recency_lib import SimResult
+from companion import grid
 from recency_lib.cache import source_hash
 
 from conftest import light_template

@@ -1,6 +1,6 @@
 """Checks behind the book page "Appendix A, checked" (book/appendix_a.ipynb).
 
-* The sympy verdicts of recency_lib.symbolic are pinned: a typo in the paper is a check that must
+* The sympy verdicts of companion.symbolic are pinned: a typo in the paper is a check that must
   stay False, a correct (or corrected) step one that must stay True. A regression in
   recency_lib.theory (whose closed forms several checks evaluate) fails here.
 * The corrected closed forms added for the page (residual_coefficient, sq_norm_first_token_exact,
@@ -16,7 +16,8 @@ import math
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, simulate, symbolic, theory
+from recency_lib import SimConfig, simulate, theory
+from companion import symbolic
 
 # -- sympy verdicts ----------------------------------------------------------------------------------
 
@@ -65,7 +66,8 @@ def test_symbolic_verdict(checks, key):
 def test_cached_checks_are_the_checks_and_run_only_when_their_source_changes(timed_checks, tmp_path, monkeypatch):
     """errata.sympy_checks (the page's call) stores the verdicts keyed by the source of symbolic and
     what it imports: the second call reads them back unchanged; an edit of that source runs again."""
-    from recency_lib import cache, errata
+    from recency_lib import cache
+    from companion import errata
 
     runs = []
     monkeypatch.setattr(errata, "_run_checks", lambda: runs.append(1) or
@@ -74,7 +76,8 @@ def test_cached_checks_are_the_checks_and_run_only_when_their_source_changes(tim
     again = errata.sympy_checks(cache=tmp_path)
     assert first == (timed_checks[0], timed_checks[1], False) and again == (timed_checks[0], timed_checks[1], True)
     assert len(runs) == 1
-    assert {"symbolic", "theory", "model", "sampling"} <= set(cache.module_closure("symbolic"))
+    assert {"companion.symbolic", "recency_lib.theory", "recency_lib.model", "recency_lib.sampling"} <= set(
+        cache.module_closure("companion.symbolic"))
     monkeypatch.setattr(cache, "source_hash", lambda *roots: "symbolic.py edited")
     assert errata.sympy_checks(cache=tmp_path)[2] is False and len(runs) == 2
     for stored in tmp_path.glob("sympy-checks-*.json"):

@@ -1,4 +1,4 @@
-"""recency_lib.beyond: the settings of chapter 8 and the findings it states.
+"""companion.beyond: the settings of chapter 8 and the findings it states.
 
 Decision functions are tested on constructed results (every branch); the settings, the worker pool
 and the table builders on small simulations with fixed seeds."""
@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, beyond, conventions as cv, report, simulate
+from recency_lib import SimConfig, simulate
+from companion import beyond, conventions as cv, report
 from test_claims import fake
 
 

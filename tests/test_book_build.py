@@ -100,58 +100,97 @@ def _executed(log: str) -> set[str]:
         Path(p).stem for p in re.findall(r"(\S+\.ipynb): Executing notebook", log)}
 
 
+def _results(folder: Path) -> dict[str, int]:
+    """The results cache's entries (file name -> modification time): a recomputed simulation rewrites one."""
+    return {p.name: p.stat().st_mtime_ns for p in folder.glob("*.npz")}
+
+
+SIMULATING_PAGE = ("from recency_lib import SimConfig\n"
+                   "from recency_lib.cache import cached_simulate\n"
+                   "from companion import conventions, report\n"
+                   "res = cached_simulate(SimConfig(alpha=0.5, n=6, d=16, layers=2, samples=2000, seed=1))\n"
+                   "print('rp', report.pm(res.recency_probability[1], res.recency_probability_sem[1]), "
+                   "'font', conventions.FONT_PT)")
+
+
 def test_library_change_reexecutes_exactly_the_pages_that_depend_on_it(tmp_path, run_jupyter_book):
     """book/_ext/fresh_cache.py: a page is executed again exactly when a module it imports (with what
-    that imports) changed: an edit of plotting.py re-executes the page that plots, not the one that
-    only simulates; an edit of the kernel the page that simulates, not the one that only plots; no
-    edit, no execution; a fresh Sphinx environment (--all) keeps the current results."""
-    lib = tmp_path / "lib"
-    shutil.copytree(REPO / "recency_lib", lib / "recency_lib", ignore=shutil.ignore_patterns("__pycache__"))
-    env = {"PYTHONPATH": str(lib), "RECENCY_LIB_CACHE": str(tmp_path / "results")}
-    with open(lib / "recency_lib" / "plotting.py", "a") as fh:
+    that imports) changed. A style edit of the book's package (a font size in companion/conventions.py)
+    re-executes the pages that import it and recomputes no simulation (the results cache keys only what
+    a simulation runs); an edit of the simulator's kernel re-executes the pages that simulate, not the
+    one that only plots; no edit, no execution; a fresh Sphinx environment (--all) keeps the current
+    results; moving the whole checkout executes nothing; another results folder executes every page
+    (a page may show where results live)."""
+    root = tmp_path / "a"
+    lib = root / "lib"
+    for pkg, src in (("recency_lib", REPO / "recency_lib"), ("companion", REPO / "book" / "companion")):
+        shutil.copytree(src, lib / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(lib / "companion" / "plotting.py", "a") as fh:
         fh.write("\nPROBE = 'plotting-1'\n")
-    _tiny_book(tmp_path, {
+
+    def env(base: Path) -> dict:
+        return {"PYTHONPATH": str(base / "lib"), "RECENCY_LIB_CACHE": str(base / "results")}
+
+    root.mkdir(exist_ok=True)
+    _tiny_book(root, {
         "plots": [new_markdown_cell("# Plots"),
-                  new_code_cell("from recency_lib import plotting\nprint(plotting.PROBE)")],
-        "sims": [new_markdown_cell("# Sims"),
-                 new_code_cell("from recency_lib import engines\nimport pathlib\n"
-                               "print('kernel', len(pathlib.Path(engines.__file__).with_name('kernels.py').read_text()))")],
+                  new_code_cell("from companion import plotting\nprint(plotting.PROBE)")],
+        "sims": [new_markdown_cell("# Sims"), new_code_cell(SIMULATING_PAGE)],
         "plain": [new_markdown_cell("# Plain"),
                   new_code_cell("import os\nprint('no library here; results in', os.environ['RECENCY_LIB_CACHE'])")],
     })
-    html = tmp_path / "_build" / "html"
+    html = root / "_build" / "html"
 
-    first = run_jupyter_book(tmp_path, env=env, timeout=600)
+    first = run_jupyter_book(root, env=env(root), timeout=600)
     assert first.returncode == 0, first.tail()
     assert _executed(first.log) == {"plots", "sims", "plain"}, first.tail()
     assert "plotting-1" in (html / "plots.html").read_text()
+    results = _results(root / "results")
+    assert len(results) == 1, results
 
-    unchanged = run_jupyter_book(tmp_path, env=env, timeout=600)
+    unchanged = run_jupyter_book(root, env=env(root), timeout=600)
     assert unchanged.returncode == 0, unchanged.tail()
     assert _executed(unchanged.log) == set(), unchanged.tail()
 
-    plotting = lib / "recency_lib" / "plotting.py"
+    plotting = lib / "companion" / "plotting.py"
     plotting.write_text(plotting.read_text().replace("plotting-1", "plotting-2"))
-    edited = run_jupyter_book(tmp_path, env=env, timeout=600)
+    edited = run_jupyter_book(root, env=env(root), timeout=600)
     assert edited.returncode == 0, edited.tail()
     assert _executed(edited.log) == {"plots"}, edited.tail()
     assert "plotting-2" in (html / "plots.html").read_text(), "the page still shows the old library's output"
 
+    conventions = lib / "companion" / "conventions.py"
+    text = conventions.read_text()
+    assert "FONT_PT = 10.0" in text
+    conventions.write_text(text.replace("FONT_PT = 10.0", "FONT_PT = 10.5"))
+    styled = run_jupyter_book(root, env=env(root), timeout=600)
+    assert styled.returncode == 0, styled.tail()
+    assert _executed(styled.log) == {"plots", "sims"}, styled.tail()
+    assert "font 10.5" in (html / "sims.html").read_text()
+    assert _results(root / "results") == results, "a style edit recomputed a simulation"
+
     kernels = lib / "recency_lib" / "kernels.py"
     kernels.write_text(kernels.read_text() + "\n# an edit of the kernel\n")
-    edited = run_jupyter_book(tmp_path, env=env, timeout=600)
+    edited = run_jupyter_book(root, env=env(root), timeout=600)
     assert edited.returncode == 0, edited.tail()
     assert _executed(edited.log) == {"sims"}, edited.tail()
+    assert len(_results(root / "results")) == 2, "the kernel edit did not recompute the simulation"
 
-    full = run_jupyter_book(tmp_path, "--all", env=env, timeout=600)    # a fresh Sphinx environment
+    full = run_jupyter_book(root, "--all", env=env(root), timeout=600)    # a fresh Sphinx environment
     assert full.returncode == 0, full.tail()
     assert _executed(full.log) == set(), "the cache of the current library was lost"
     assert "plotting-2" in (html / "plots.html").read_text()
 
-    moved = run_jupyter_book(tmp_path, env={**env, "RECENCY_LIB_CACHE": str(tmp_path / "elsewhere")}, timeout=600)
-    assert moved.returncode == 0, moved.tail()                      # a page may show where results live
-    assert _executed(moved.log) == {"plots", "sims", "plain"}, moved.tail()
-    assert str(tmp_path / "elsewhere") in (html / "plain.html").read_text()
+    moved = tmp_path / "b"
+    shutil.move(root, moved)                                   # the whole checkout, built, elsewhere
+    again = run_jupyter_book(moved, env=env(moved), timeout=600)
+    assert again.returncode == 0, again.tail()
+    assert _executed(again.log) == set(), "moving the checkout executed pages again:\n" + again.tail()
+
+    other = run_jupyter_book(moved, env={**env(moved), "RECENCY_LIB_CACHE": str(tmp_path / "elsewhere")}, timeout=600)
+    assert other.returncode == 0, other.tail()                  # a page may show where results live
+    assert _executed(other.log) == {"plots", "sims", "plain"}, other.tail()
+    assert str(tmp_path / "elsewhere") in (moved / "_build" / "html" / "plain.html").read_text()
 
 
 def test_parallel_slots_reuse_their_kernel_cleared_between_pages(tmp_path, run_jupyter_book):

@@ -1,4 +1,4 @@
-"""recency_lib.claims: the verdict logic, on constructed results (every branch) and on simulations.
+"""companion.claims: the verdict logic, on constructed results (every branch) and on simulations.
 
 Simulations use fixed seeds, so each test is deterministic; the effects they rely on are tens of
 standard errors away from the thresholds (noted where used)."""
@@ -8,7 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, SimResult, claims, conventions as cv, report, simulate, simulate_many
+from recency_lib import SimConfig, SimResult, simulate, simulate_many
+from companion import claims, conventions as cv, report
 from recency_lib.metrics import adjacent_index
 
 
@@ -219,7 +220,8 @@ def test_theorem1_reach_resolves_d16_with_control_variates():
 
 
 def test_prop1_beyond_the_lln():
-    from recency_lib import closedforms, theory
+    from recency_lib import theory
+    from companion import closedforms
 
     n, d = 10, 16
     i, j = np.meshgrid(np.arange(1, n + 1), np.arange(1, n + 1), indexing="ij")

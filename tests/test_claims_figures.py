@@ -1,4 +1,4 @@
-"""recency_lib.claims, the helpers behind the pages of Figures 1-5 (chapter 6, Appendix B, the setting
+"""companion.claims, the helpers behind the pages of Figures 1-5 (chapter 6, Appendix B, the setting
 template): verdict tables over heatmap grids, step counts, the key factor h(j), closed-form ratios.
 
 Small simulations with fixed seeds; the statistical checks compare with the library's own primitives
@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, claims, closedforms, conventions as cv, report, simulate_many, theory
-from recency_lib.grid import simulated_h
+from recency_lib import SimConfig, simulate_many, theory
+from companion import claims, closedforms, conventions as cv, report
+from companion.grid import simulated_h
 
 
 @pytest.fixture(scope="module")

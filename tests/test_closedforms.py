@@ -1,4 +1,4 @@
-"""Tests of recency_lib.closedforms: every closed form the book quotes, held to simulation.
+"""Tests of companion.closedforms: every closed form the book quotes, held to simulation.
 
 * the registry: every entry evaluates, names a real simulated quantity, and its closed forms are
   the theory module's (and, for the steps, agree with 60-digit differences of the printed forms);
@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from recency_lib import SimConfig, closedforms as cf, simulate, theory
+from recency_lib import SimConfig, simulate, theory
+from companion import closedforms as cf
 from recency_lib.result import ARRAY_FIELDS, SimResult, expected_shape
 
 N = 10

@@ -1,8 +1,9 @@
-"""recency_lib.conventions: one threshold rule, one geometry, one colour per alpha, one name per model."""
+"""companion.conventions: one threshold rule, one geometry, one colour per alpha, one name per model."""
 import pytest
 from scipy.stats import norm
 
-from recency_lib import SimConfig, conventions as cv
+from recency_lib import SimConfig
+from companion import conventions as cv
 from recency_lib.metrics import familywise_z
 
 

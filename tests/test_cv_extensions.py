@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from recency_lib import SimConfig, claims, simulate
+from recency_lib import SimConfig, simulate
+from companion import claims
 from recency_lib.features import controls_valid
 
 BASE = dict(alpha=0.5, n=8, d=32, layers=2, samples=4_000, seed=2)

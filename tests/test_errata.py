@@ -1,4 +1,4 @@
-"""Tests of recency_lib.errata: which errata a run shows is decided by its evidence, never by the list.
+"""Tests of companion.errata: which errata a run shows is decided by its evidence, never by the list.
 
 * hand-made tables (rows with chosen ratios, judged by closedforms.judge) and hand-made sympy
   verdicts: an entry appears exactly when a check of it fails or one of its rows has an evidence
@@ -12,7 +12,8 @@ import math
 
 import pytest
 
-from recency_lib import SimConfig, closedforms as cf, errata, report, simulate, symbolic
+from recency_lib import SimConfig, simulate
+from companion import closedforms as cf, errata, report, symbolic
 
 DS = (16, 64, 256)
 
@@ -48,7 +49,7 @@ def test_registry_names_real_forms():
 
 
 def test_registry_checks_exist_in_symbolic():
-    # the keys the checks report are string literals in recency_lib.symbolic (read, not run: sympy is slow)
+    # the keys the checks report are string literals in companion.symbolic (read, not run: sympy is slow)
     import inspect
 
     source = inspect.getsource(symbolic)

@@ -1,4 +1,4 @@
-"""recency_lib.explorer: the grid, the compact payload (rounding, packing, decoding), the commands,
+"""companion.explorer: the grid, the compact payload (rounding, packing, decoding), the commands,
 the HTML; and book/explorer.ipynb run through papermill at a small sample count.
 
 The browser side (controls, figures, keyboard, 390 px) is tests/test_explorer_browser.py.
@@ -17,9 +17,10 @@ import papermill as pm
 import pytest
 
 from conftest import BOOK
-from recency_lib import SimConfig, SimResult, explorer, simulate
+from recency_lib import SimConfig, SimResult, simulate
+from companion import explorer
 from recency_lib.cli import main as cli_main
-from recency_lib.grid import simulated_h, validate_params
+from companion.grid import simulated_h, validate_params
 from recency_lib.metrics import familywise_z, rp_direction
 from recency_lib.theory import h_corrected
 

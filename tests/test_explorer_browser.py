@@ -15,7 +15,8 @@ import math
 import nbformat
 import pytest
 
-from recency_lib import SimConfig, explorer
+from recency_lib import SimConfig
+from companion import explorer
 from test_book_build import _tiny_book
 from test_browser import LOCAL_HOSTS, LOCAL_SCHEMES, browser, serve_directory  # noqa: F401  (browser: the shared chromium)
 

@@ -351,27 +351,29 @@ def test_cache_folder_problems_are_errors_before_any_work(monkeypatch, tmp_path)
 
 
 def test_cache_key_covers_exactly_the_modules_a_simulation_imports(monkeypatch, tmp_path):
-    """Editing plotting.py keeps every entry; editing the kernel module (or a module it starts to
-    import) invalidates them. The closure is read from the import statements, not listed."""
+    """Editing a module no simulation runs (the command line's) keeps every entry; editing the kernel
+    module (or a module it starts to import) invalidates them. The closure is read from the import
+    statements, not listed."""
     copy = tmp_path / "recency_lib"
     shutil.copytree(cache.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(cache, "ROOT", copy)
     closure = cache.module_closure("engines")
     kernel_module = engines.n_features.__module__.rpartition(".")[2]
-    assert kernel_module in closure and "plotting" not in closure and "grid" not in closure
+    assert f"recency_lib.{kernel_module}" in closure and "recency_lib.cli" not in closure
+    assert all(m.startswith("recency_lib") for m in closure)
 
     def key():
         return cache.source_hash.__wrapped__()
 
     base = key()
-    (copy / "plotting.py").write_text((copy / "plotting.py").read_text() + "\n# a docstring edit\n")
+    (copy / "cli.py").write_text((copy / "cli.py").read_text() + "\n# a docstring edit\n")
     assert key() == base
     (copy / "newmod.py").write_text("X = 1\n")
     assert key() == base                                   # not imported by anything a simulation runs
     kernel = copy / f"{kernel_module}.py"
     kernel.write_text(kernel.read_text() + "\nfrom . import newmod  # noqa\n")
     edited = key()
-    assert edited != base and "newmod" in cache.module_closure("engines")
+    assert edited != base and "recency_lib.newmod" in cache.module_closure("engines")
     (copy / "newmod.py").write_text("X = 2\n")
     assert key() != edited
 
@@ -408,7 +410,7 @@ def private_cache(tmp_path, monkeypatch):
 
 
 def test_grid_reruns_a_damaged_result_and_sweeps_dead_staging(tmp_path, private_cache):
-    from recency_lib import grid
+    from companion import grid
 
     out = tmp_path / "out"
     params = {"alpha": 0.2, "samples": 2000, "layers": 2}
@@ -432,7 +434,7 @@ def test_grid_reruns_a_damaged_result_and_sweeps_dead_staging(tmp_path, private_
 
 
 def test_grid_bad_arguments_before_any_work(tmp_path):
-    from recency_lib import grid
+    from companion import grid
 
     (tmp_path / "file").write_text("x")
     (tmp_path / "bad.ipynb").write_text("{not a notebook")
@@ -449,7 +451,7 @@ def test_grid_bad_arguments_before_any_work(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging(tmp_path, private_cache, sig):
     out = tmp_path / "out"
-    code = ("import sys; from recency_lib import grid; "
+    code = ("import sys; from companion import grid; "
             "grid.run_setting(sys.argv[1], sys.argv[2], {'samples': 200_000_000, 'layers': 2})")
     driver = subprocess.Popen([sys.executable, "-c", code, str(TEMPLATE), str(out)], env=os.environ.copy())
     deadline = time.monotonic() + 90

@@ -40,17 +40,17 @@ def test_key_changes_with_config_z_source_and_kernel(monkeypatch):
 
 def test_source_hash_covers_the_c_kernel_source(tmp_path, monkeypatch):
     """The compiled kernel's C source is part of what a simulation depends on: an edit of
-    _kernel.c changes the key, an edit of plotting.py does not (on a copy of the package)."""
+    _kernel.c changes the key, an edit of the command line's module does not (on a copy of the package)."""
     import shutil
 
     root = tmp_path / "recency_lib"
     shutil.copytree(cache.ROOT, root, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     monkeypatch.setattr(cache, "ROOT", root)
-    assert "_kernel" in cache.module_closure("engines")
+    assert "recency_lib._kernel" in cache.module_closure("engines")
     cache.source_hash.cache_clear()
     base = cache.source_hash()
-    with open(root / "plotting.py", "a") as fh:
-        fh.write("\n# an edit of the plots\n")
+    with open(root / "cli.py", "a") as fh:
+        fh.write("\n# an edit of the command line\n")
     cache.source_hash.cache_clear()
     assert cache.source_hash() == base
     with open(root / "_kernel.c", "a") as fh:

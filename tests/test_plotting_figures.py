@@ -1,4 +1,4 @@
-"""recency_lib.plotting, the helpers of the pages of Figures 1-5: quantities against d, the key factor
+"""companion.plotting, the helpers of the pages of Figures 1-5: quantities against d, the key factor
 h(j), the style legend, panel layouts. Agg backend; artists are inspected, nothing is simulated."""
 import matplotlib
 
@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from recency_lib import conventions as cv, plotting  # noqa: E402
-from recency_lib.claims import HCurves  # noqa: E402
+from companion import conventions as cv, plotting  # noqa: E402
+from companion.claims import HCurves  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -1,10 +1,11 @@
-"""recency_lib.provenance and cache.usable_entries: the reproducibility page lists exactly the results
+"""companion.provenance and cache.usable_entries: the reproducibility page lists exactly the results
 cache entries that this build can use, and counts the rest."""
 from __future__ import annotations
 
 import shutil
 
-from recency_lib import SimConfig, cache, engines, provenance, report
+from recency_lib import SimConfig, cache, engines
+from companion import provenance, report
 
 
 def test_only_entries_under_this_builds_key_are_listed(tmp_path):

@@ -1,4 +1,4 @@
-"""recency_lib.report: the book's one number format, verdict badges, tables and downloads."""
+"""companion.report: the book's one number format, verdict badges, tables and downloads."""
 import base64
 import csv
 import io
@@ -9,7 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, report, simulate
+from recency_lib import SimConfig, simulate
+from companion import report
 
 
 # -- numbers ----------------------------------------------------------------------------------------

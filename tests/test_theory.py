@@ -1,7 +1,7 @@
 """Tests of recency_lib.theory: accuracy against high-precision evaluation of the printed
 formulas, stability up to d = 1e6, the paper's monotonicity claims, agreement (and the measured
 disagreement) between printed closed forms and the LLN recursion, and input validation. The
-symbolic (sympy) checks of the Appendix A algebra are recency_lib.symbolic's, pinned by
+symbolic (sympy) checks of the Appendix A algebra are companion.symbolic's, pinned by
 tests/test_appendix_checks.py.
 
 Equation numbers refer to the paper (Kim et al., "LayerNorm Induces Recency Bias in Transformer

@@ -5,14 +5,16 @@ modules it imports: after an edit of ``recency_lib`` a cached chapter would stil
 and figures, and Sphinx would not even re-read it. This extension, at the start of every build:
 
 1. **Dependencies per page.** For each notebook of the book it hashes what its output depends on
-   besides its own cells: the ``recency_lib`` modules its code imports, with everything they import
-   (``recency_lib.grid.template_modules``: the same import closure the results cache uses), the
-   package's data files (the explorer's script and style), and every notebook of the book folder its
-   code names (Appendix B runs ``setting_template.ipynb``), with that notebook's modules in turn.
+   besides its own cells: the modules of ``recency_lib`` and of the book's package ``companion`` its
+   code imports, with everything they import (``companion.grid.template_modules``: the same import
+   closure the results cache uses), the packages' data files (the explorer's script and style), and
+   every notebook of the book folder its code names (Appendix B runs ``setting_template.ipynb``),
+   with that notebook's modules in turn. Files enter by their paths relative to their package or
+   to the book's root, so moving the checkout executes nothing again.
    A page whose hash changed loses its jupyter-cache record and is re-read; the others are kept.
    The values of ``RECENCY_LIB_CACHE`` and ``RECENCY_LIB_KERNEL`` count too (a page shows them).
-   So an edit of ``plotting.py`` re-executes the pages that import it (their simulations come back
-   from the results cache, whose key covers only what a simulation runs); an edit of the kernel
+   So an edit of ``companion/plotting.py`` re-executes the pages that import it (their simulations
+   come back from the results cache, whose key covers only what a simulation runs); an edit of the kernel
    re-executes every page that simulates, and the results cache recomputes.
 2. **Parallel execution.** The notebooks that have no cached result are executed before Sphinx
    reads anything, ``fresh_cache_workers`` at a time (default: the CPUs this process may use),
@@ -54,29 +56,17 @@ RUNNER = Path(__file__).with_name("run_notebook.py")
 
 # -- what a page depends on ------------------------------------------------------------------------
 
-def _package_root() -> Path:
-    import recency_lib
-
-    return Path(recency_lib.__file__).resolve().parent
-
-
-def _module_files(modules) -> list[Path]:
-    root = _package_root()
-    out = []
-    for m in modules:
-        base = root.joinpath(*m.split(".")) if m else root
-        for p in (base.with_suffix(".py"), base / "__init__.py"):
-            if p.is_file():
-                out.append(p)
-                break
-    return out
-
-
 def _data_files() -> list[Path]:
-    """Files of the package that are not Python (read at run time, e.g. the explorer's assets)."""
-    root = _package_root()
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")
-                  and "__pycache__" not in p.parts and not p.name.startswith("."))
+    """Files of the two packages that are not Python (read at run time, e.g. the explorer's assets)."""
+    from recency_lib.cache import package_root
+    from companion.grid import PACKAGES
+
+    out = []
+    for top in PACKAGES:
+        root = package_root(top)
+        out += [p for p in root.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc", ".so", ".c")
+                and "__pycache__" not in p.parts and not p.name.startswith(".")]
+    return sorted(out)
 
 
 def _named_notebooks(path: Path) -> list[Path]:
@@ -92,31 +82,53 @@ def _named_notebooks(path: Path) -> list[Path]:
 PAGE_ENVIRONMENT = ("RECENCY_LIB_CACHE", "RECENCY_LIB_KERNEL")
 
 
-def dependency_hash(path: Path) -> str:
-    """sha256 over what the output of notebook ``path`` depends on besides its own cells (and the
-    values of :data:`PAGE_ENVIRONMENT`)."""
-    from recency_lib.grid import template_modules
+def _environment_value(name: str, base: Path | None) -> str:
+    """The value of ``name`` as a page shows it: a folder inside ``base`` (the book's root) relative to
+    it, so that moving the checkout changes nothing."""
+    value = os.environ.get(name, "")
+    if name == "RECENCY_LIB_CACHE" and value and base is not None:
+        path = Path(value).resolve()
+        if path.is_relative_to(base):
+            return path.relative_to(base).as_posix()
+    return value
 
+
+def dependency_hash(path: Path, base: Path | None = None) -> str:
+    """sha256 over what the output of notebook ``path`` depends on besides its own cells: the source
+    of the modules of recency_lib and companion its code imports (with what they import), the
+    packages' data files, the notebooks its code names, and the values of :data:`PAGE_ENVIRONMENT`.
+    Every file enters under its path relative to its package (or to ``base``, the book's root), so
+    the hash is the same wherever the checkout lives."""
+    from recency_lib.cache import module_file, module_path_name
+    from companion.grid import template_modules
+
+    base = (Path(base) if base is not None else path.parent.parent).resolve()
     h = hashlib.sha256()
     for name in PAGE_ENVIRONMENT:
-        h.update(f"{name}={os.environ.get(name, '')}\0".encode())
+        h.update(f"{name}={_environment_value(name, base)}\0".encode())
+    names: dict[str, bytes] = {}
+    for f in _data_files():
+        names[_relative(f, base)] = f.read_bytes()
     seen: set[Path] = set()
     todo = [path]
-    files: set[Path] = set(_data_files())
     while todo:
         nb = todo.pop()
         if nb in seen:
             continue
         seen.add(nb)
-        files.update(_module_files(template_modules(nb)))
+        for m in template_modules(nb):
+            names[module_path_name(m)] = module_file(m).read_bytes()
         if nb != path:
-            files.add(nb)                       # a named notebook's cells are inputs too
+            names[_relative(nb, base)] = nb.read_bytes()       # a named notebook's cells are inputs too
         todo.extend(_named_notebooks(nb))
-    root = _package_root().parent
-    for f in sorted(files):
-        rel = f.relative_to(root) if f.is_relative_to(root) else Path(f.name)
-        h.update(rel.as_posix().encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    for name in sorted(names):
+        h.update(name.encode() + b"\0" + hashlib.sha256(names[name]).digest())
     return h.hexdigest()
+
+
+def _relative(f: Path, base: Path) -> str:
+    f = f.resolve()
+    return f.relative_to(base).as_posix() if f.is_relative_to(base) else f.name
 
 
 # -- the book's notebooks -----------------------------------------------------------------------
@@ -183,8 +195,9 @@ def on_builder_inited(app: Sphinx) -> None:
     stamps["format"] = 2
 
     todo = []                                               # (docname, path, notebook) without a result
+    base = Path(app.srcdir).resolve().parent                 # the repository: _config.yml, book/, _build/
     for docname, path in _toc_notebooks(app).items():
-        current = dependency_hash(path)
+        current = dependency_hash(path, base)
         nb = nbformat.read(str(path), as_version=4)
         record = _record(cache, nb)
         old = pages.get(docname, {})

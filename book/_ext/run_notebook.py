@@ -2,7 +2,7 @@
 
     python run_notebook.py TIMEOUT
 
-Run by book/_ext/fresh_cache.py, one process per parallel slot (its kernel: recency_lib.grid.
+Run by book/_ext/fresh_cache.py, one process per parallel slot (its kernel: companion.grid.
 SharedKernel). Requests come on stdin, one JSON line each, ``{"source": SOURCE.ipynb, "out":
 OUT.ipynb}``; one JSON line answers each on stdout, ``{"ok": true}`` or ``{"ok": false, "error":
 "..."}``. The slot's notebooks share one kernel: before each, its namespace is cleared (IPython's reset
@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from recency_lib.grid import SharedKernel
+from companion.grid import SharedKernel
 
 
 def execute(kernel: SharedKernel, source: Path, out: Path, timeout: float) -> SharedKernel:

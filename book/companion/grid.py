@@ -30,7 +30,7 @@ template's own (:data:`TEMPLATE_MINIMA`), no unknown names; ``out_dir``, ``kerne
 ``workers``): a bad setting raises ``ValueError`` and nothing is written.
 
     from recency_lib import SimResult
-    from recency_lib.grid import run_grid
+    from companion.grid import run_grid
     runs = run_grid("book/setting_template.ipynb", "out", [{"alpha": 0.2}, {"alpha": 0.4, "gamma": 1}])
     SimResult.load(runs[0].result).recency_probability
 """
@@ -52,11 +52,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cache
-from .config import SimConfig
-from .files import Terminated, atomic_write_text, check_output_path, signals_as_exceptions, staging_dir
-from .result import SimResult
-from .validation import check_bool, check_int, check_real, short
+from recency_lib import cache
+from recency_lib.config import SimConfig
+from recency_lib.files import Terminated, atomic_write_text, check_output_path, signals_as_exceptions, staging_dir
+from recency_lib.result import SimResult
+from recency_lib.validation import check_bool, check_int, check_real, short
 
 #: Parameters of the template that describe the setting (all of SimConfig's but engine/eps).
 SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed")
@@ -65,7 +65,7 @@ SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed
 TEMPLATE_MINIMA = {"n": 3, "layers": 2}
 #: Parameters the driver sets itself.
 DRIVER_PARAMS = ("result_path",)
-KEY_FORMAT = "recency_lib.grid/2"
+KEY_FORMAT = "companion.grid/2"
 
 
 # -- validation --------------------------------------------------------------------------------
@@ -154,9 +154,13 @@ def slug(params: dict) -> str:
             f"-s{p['samples']}-seed{p['seed']}")
 
 
+#: The packages whose source a notebook's outputs depend on: the simulator and the book's own.
+PACKAGES = ("recency_lib", "companion")
+
+
 def template_modules(template) -> tuple[str, ...]:
-    """Modules of recency_lib the template's code cells import (``""`` = the package itself); every
-    module of the package if a cell cannot be parsed (the safe side)."""
+    """Full names of the modules of :data:`PACKAGES` that the template's code cells import, with what
+    they import; every module of both if a cell cannot be parsed (the safe side)."""
     nb = json.loads(Path(template).read_text(encoding="utf-8"))
     cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
     code = []
@@ -165,9 +169,9 @@ def template_modules(template) -> tuple[str, ...]:
         src = "".join(src) if isinstance(src, list) else src
         code += [line for line in src.splitlines() if not line.lstrip().startswith(("%", "!"))]   # IPython magics
     try:
-        return cache.source_modules("\n".join(code))
+        return cache.source_modules("\n".join(code), PACKAGES)
     except SyntaxError:
-        return cache.source_modules(None)
+        return cache.source_modules(None, PACKAGES)
 
 
 def run_inputs(template, params: dict, kernel: str = "python3") -> dict:
@@ -178,7 +182,7 @@ def run_inputs(template, params: dict, kernel: str = "python3") -> dict:
         "template_sha256": hashlib.sha256(Path(template).read_bytes()).hexdigest(),
         "params": params,
         "kernel": kernel,
-        "recency_lib_source": cache.source_hash(*template_modules(template)),
+        "source": cache.source_hash(*template_modules(template)),
     }
 
 

@@ -22,13 +22,13 @@ import numpy as np
 
 from . import claims, report
 from . import conventions as cv
-from .cache import cached_simulate_many
-from .config import SimConfig
-from .features import controls_valid
-from .metrics import binned_row, late_minus_early
-from .result import SimResult
-from .validation import check_int, short
-from .workers import worker_pool
+from recency_lib.cache import cached_simulate_many
+from recency_lib.config import SimConfig
+from recency_lib.features import controls_valid
+from recency_lib.metrics import binned_row, late_minus_early
+from recency_lib.result import SimResult
+from recency_lib.validation import check_int, short
+from recency_lib.workers import worker_pool
 
 #: The anisotropy levels of the study: isotropic tokens, and the paper's showcase (Figure 1, rows 3-4).
 STUDY_ALPHAS = (0.0, 0.5)

@@ -20,7 +20,7 @@ Three steps, each a pure function of the one before:
   corrected closed form :func:`recency_lib.theory.h_corrected` normalized the same way.
 * :func:`page_html` -- the markup: real form controls, the figures' containers, the data in a
   ``<script type="application/json">`` block, and the stylesheet and script of
-  ``recency_lib/explorer_assets/`` inlined (nothing is fetched: the page works from disk).
+  ``companion/assets/`` inlined (nothing is fetched: the page works from disk).
 
 The command that recomputes one setting with more samples is a template with ``{alpha}``,
 ``{gamma}``, ``{norm}``, ``{d}`` and ``{slug}`` fields (:func:`command_templates`); the page fills it in
@@ -36,12 +36,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import SimConfig
-from .metrics import familywise_z, rp_direction
-from .result import SimResult
-from .validation import check_choice, check_int, check_real
+from recency_lib.config import SimConfig
+from recency_lib.metrics import familywise_z, rp_direction
+from recency_lib.result import SimResult
+from recency_lib.validation import check_choice, check_int, check_real
 
-FORMAT = "recency_lib.explorer/1"
+FORMAT = "companion.explorer/1"
 ALPHAS = tuple(round(0.1 * k, 1) for k in range(10))   # 0, 0.1, ..., 0.9
 GAMMAS = (0.0, 1.0)
 DS = (16, 64, 256, 1024)
@@ -62,7 +62,7 @@ MAX_DECIMALS = 9
 CELL_DIGITS = 1
 VERDICT_CODES = {"holds": "h", "violated": "v", "undecided": "u"}
 DIRECTION_CODES = {"recency": "r", "primacy": "p", "none": "n"}
-ASSETS = Path(__file__).with_name("explorer_assets")
+ASSETS = Path(__file__).with_name("assets")
 
 
 # -- the grid ------------------------------------------------------------------------------------
@@ -226,7 +226,7 @@ def setting_data(res: SimResult, z_fw: float) -> dict:
       (None without normalization, where the paper has no closed form), packed at ``dec``.
     """
     from .grid import simulated_h
-    from .theory import h_corrected
+    from recency_lib.theory import h_corrected
 
     cfg = res.config
     verdicts = res.definition1_at(z_fw)
@@ -400,7 +400,7 @@ def json_for_script(data: dict) -> str:
 
 
 def asset(name: str) -> str:
-    """The text of a file shipped in ``recency_lib/explorer_assets/`` (the page's CSS and script)."""
+    """The text of a file shipped in ``companion/assets/`` (the page's CSS and script)."""
     check_choice("name", name, ("explorer.css", "explorer.js"))
     return (ASSETS / name).read_text(encoding="utf8")
 

@@ -33,11 +33,11 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
-from .model import layer
-from .sampling import sigma_cholesky
-from .theory import (h_eq41, prop1_attention_corrected, prop1_score_corrected, residual_coefficient,
+from recency_lib.model import layer
+from recency_lib.sampling import sigma_cholesky
+from recency_lib.theory import (h_eq41, prop1_attention_corrected, prop1_score_corrected, residual_coefficient,
                      sq_norm_corrected, sq_norm_eq36, theorem1_score)
-from .validation import check_int
+from recency_lib.validation import check_int
 
 N_TOKENS = 5          # sequence length of the symbolic checks (identities are checked for all i > j <= 5)
 NUM_RTOL = 1e-12      # float64 closed form vs 30-digit sympy value (the closed forms are good to ~1e-13)

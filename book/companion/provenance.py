@@ -10,8 +10,9 @@ from importlib import metadata
 from pathlib import Path
 
 from . import conventions as cv
-from . import engines, report
-from .cache import source_hash, usable_entries
+from . import report
+from recency_lib import engines
+from recency_lib.cache import source_hash, usable_entries
 
 #: The packages whose versions the page lists: the library, the numerics, the book's toolchain.
 PACKAGES = ("recency_lib", "numpy", "scipy", "matplotlib", "seaborn", "pandas", "sympy", "jupyter-book",

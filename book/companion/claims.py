@@ -7,7 +7,7 @@ their own verdicts; the landing page calls :func:`verdict_table`, which runs eve
 the results cache, so the simulations are shared with the chapters.
 
 Every decision is a family of comparisons tested together at the book's family-wise error level
-(:data:`recency_lib.conventions.FAMILYWISE_LEVEL`, Bonferroni: :func:`conventions.z_for`): a
+(:data:`companion.conventions.FAMILYWISE_LEVEL`, Bonferroni: :func:`conventions.z_for`): a
 verdict is wrong by chance with probability at most 5 %.
 
 The settings (:func:`fig1_configs`, :func:`theorem1_configs`, :func:`alpha_configs`) are defined
@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import conventions as cv
-from . import report, theory
-from .config import SimConfig
-from .metrics import adjacent_index, offset_spread, rp_direction
-from .result import SimResult
-from .validation import check_int, check_real
+from . import report
+from recency_lib import theory
+from recency_lib.config import SimConfig
+from recency_lib.metrics import adjacent_index, offset_spread, rp_direction
+from recency_lib.result import SimResult
+from recency_lib.validation import check_int, check_real
 
 # -- verdict words ---------------------------------------------------------------------------------
 
@@ -499,10 +500,10 @@ def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096
     ``cfg.samples``; the float64 scores are the simulator's (sample_trajectories), the float32 run
     draws its own tokens in batches of ``batch``.
     """
-    from .engines import sample_trajectories
-    from .features import later_and_tied_counts, n_triples, tie_tolerance
-    from .model import layer
-    from .sampling import dense_tokens
+    from recency_lib.engines import sample_trajectories
+    from recency_lib.features import later_and_tied_counts, n_triples, tie_tolerance
+    from recency_lib.model import layer
+    from recency_lib.sampling import dense_tokens
 
     samples = cfg.samples if samples is None else check_int("samples", samples, 2)
     batch = check_int("batch", batch, 1)
@@ -706,7 +707,7 @@ def eq6_claim(cosines: dict[float, tuple[float, float]], d: int) -> Verdict:
     measured mean cosine and its SE (recency_lib.inputs.input_cosine_similarity) at hidden size d.
     "holds" when every mean is alpha up to the second-order term -alpha (1 - alpha^2) / (2d) within
     its error; the number is the largest |mean - alpha|, which is O(1/d)."""
-    from .inputs import cosine_bias_second_order
+    from recency_lib.inputs import cosine_bias_second_order
 
     if not cosines:
         raise ValueError("cosines={} is empty; allowed: a dict alpha -> (mean, se)")
@@ -1231,8 +1232,8 @@ def verdict_table(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, cosine_samp
     :func:`study_configs` through the results cache (``cached_simulate_many``: what a chapter
     already simulated is read back, not recomputed; ``executor`` spreads what is missing, e.g.
     ``workers.worker_pool(2)``) and the input-cosine check of Eq. (6)."""
-    from .cache import cached_simulate_many
-    from .inputs import input_cosine_similarity
+    from recency_lib.cache import cached_simulate_many
+    from recency_lib.inputs import input_cosine_similarity
 
     cfgs = study_configs(samples, seed)
     flat = list(dict.fromkeys([*cfgs["fig1"], *cfgs["theorem1"].values(), *cfgs["alpha0"].values(),
@@ -1278,7 +1279,7 @@ def empirical_numbers(results: list[SimResult], by_d: dict, forms, verdicts: lis
     """glue key -> text of every number chapter 6 (book/empirical.ipynb) cites in its prose, each with
     its Monte-Carlo error where it is simulated: Figure 1's four models (``results``: no norm, LayerNorm
     alpha = 0, alpha = 0.5, alpha = 0.5 + residual), the hidden-size sweep (``by_d``: d -> those four),
-    the closed forms ``forms`` (:func:`recency_lib.closedforms.measure` of "eq10", "eq4-attention",
+    the closed forms ``forms`` (:func:`companion.closedforms.measure` of "eq10", "eq4-attention",
     "fig2"), the verdicts on Figures 1 and 2, and ``quote``, the alpha of Figure 2 quoted in the prose."""
     from .closedforms import T, Setting
 

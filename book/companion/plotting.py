@@ -3,7 +3,7 @@
 Conventions (as in the paper's Figs. 1-5): indices are shown 1-based; in a score heatmap the
 y axis is the query index i and the x axis the key index j; causal masking leaves the upper
 triangle (j > i) blank. Sizes, fonts, line styles and colours come from
-:mod:`recency_lib.conventions`; :func:`book_style` applies them, :func:`subplots` makes a figure
+:mod:`companion.conventions`; :func:`book_style` applies them, :func:`subplots` makes a figure
 as wide as the page column, and :func:`glue_figure` hands a finished figure to the page.
 
 The diagonal of a score matrix is special: after normalization S_ii = sqrt(d) by construction
@@ -18,7 +18,7 @@ import numpy as np
 
 from . import conventions as cv
 from .report import pm
-from .validation import check_choice, check_int, check_z
+from recency_lib.validation import check_choice, check_int, check_z
 
 RP_GID = "recency_probability"      # gid of the RP text box, so it can be found again
 NO_ORDER_GID = "no_order"           # gid of the 0.5 reference line of recency_by_layer
@@ -186,8 +186,7 @@ def _colourbar(mappable, ax, *, axes=None):
 
 
 def heatmap_cmap():
-    """The heatmaps' colour map (:data:`recency_lib.conventions.HEATMAP_CMAP`, seaborn's "rocket"),
-    built from :func:`recency_lib.conventions.rocket_rgb` without importing seaborn."""
+    """The heatmaps' colour map (:data:`companion.conventions.HEATMAP_CMAP`, seaborn's "rocket")."""
     from matplotlib.colors import ListedColormap
 
     return ListedColormap(cv.rocket_rgb(), name=cv.HEATMAP_CMAP)
@@ -536,7 +535,7 @@ def upper_limits(x, bound, ax, *, label=None, **kw):
 
 def trend_reach(reach, ax, *, eq5=None, colour="C0"):
     """Theorem 1's trend (the mean step of S^(2) between earlier keys) against d, from
-    :func:`recency_lib.claims.theorem1_reach` records (anything with ``d``, ``trend``, ``trend_se``,
+    :func:`companion.claims.theorem1_reach` records (anything with ``d``, ``trend``, ``trend_se``,
     ``resolved`` and ``plain_se``): the control-variate trend as points +/- 1 SE where resolved and
     as an upper limit (trend + 2 SE) where not; twice the plain estimator's SE (what plain
     averaging can resolve) as a grey line; ``eq5`` = (d grid, trend), the prediction as printed

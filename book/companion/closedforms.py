@@ -39,12 +39,12 @@ from typing import Callable
 
 import numpy as np
 
-from . import inputs, theory
-from .cache import cached_simulate_many, cached_value
-from .config import SimConfig
+from recency_lib import inputs, theory
+from recency_lib.cache import cached_simulate_many, cached_value
+from recency_lib.config import SimConfig
 from .conventions import alpha_label, setting_label, variant_short
 from .report import is_exact, nowrap, num, pm, z_text
-from .validation import check_int, check_z
+from recency_lib.validation import check_int, check_z
 
 LAYERS = 2                    # every closed form here is about layer 1 or layer 2
 BOUND_MARK = "\u2020"         # "†": the printed SE is an upper bound (Minkowski), not an estimate

@@ -6,7 +6,7 @@ Numbers
     superscripts, so the same string reads right in prose, tables and figure labels.
 Verdicts
     :func:`badge`: a verdict word as a coloured MyST badge (the words themselves are defined with the
-    claims, :mod:`recency_lib.claims`, and by :func:`recency_lib.metrics.definition1_verdict`).
+    claims, :mod:`companion.claims`, and by :func:`recency_lib.metrics.definition1_verdict`).
 Tables
     :func:`table`: rows of strings -> a MyST pipe table (math in ``$...$`` is typeset, no index
     column, numbers right-aligned; the theme puts wide tables in a scroll box). Longer than
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .validation import check_int
+from recency_lib.validation import check_int
 
 MINUS = "\u2212"
 PM = "\u00b1"

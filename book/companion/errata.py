@@ -2,9 +2,9 @@
 
 Two kinds of evidence decide an erratum, both computed when the book is built:
 
-* **algebra**: a sympy check of :mod:`recency_lib.symbolic` that a printed step is right comes out
+* **algebra**: a sympy check of :mod:`companion.symbolic` that a printed step is right comes out
   False (the check of the corrected step next to it comes out True);
-* **simulation**: rows of a :class:`recency_lib.closedforms.Table` whose ratio simulated / closed
+* **simulation**: rows of a :class:`companion.closedforms.Table` whose ratio simulated / closed
   form differs from 1 by more than the erratum threshold at every d and does not shrink as d
   grows (verdict "erratum"), or whose closed form says "flat" (no dependence on the key j) while
   the simulated steps are resolved away from 0 (verdict "not flat").
@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import theory
+from recency_lib import theory
 from .closedforms import BOUND_MARK, VERDICTS, Row, Table, trend
 from .report import count, nowrap, num, pm, z_text
 
@@ -47,8 +47,8 @@ PART_NAMES = {"level": "size", "step": "$j$-dependence"}
 class Erratum:
     """One erratum of Appendix A and the evidence that can show it.
 
-    ``checks``: keys of sympy checks (recency_lib.symbolic) of the printed step, False = evidence;
-    ``forms``: keys of closed forms (recency_lib.closedforms) whose rows with an evidence verdict
+    ``checks``: keys of sympy checks (companion.symbolic) of the printed step, False = evidence;
+    ``forms``: keys of closed forms (companion.closedforms) whose rows with an evidence verdict
     (:data:`EVIDENCE_VERDICTS`) are evidence, restricted to ``parts`` and, with ``residual`` True /
     False, to settings with / without a residual connection; ``prefer``: the part whose rows give the
     measured factor shown (when there are any).
@@ -149,7 +149,7 @@ def evidence_rows(table: Table) -> list[Row]:
 def find(table: Table, checks) -> list[Found]:
     """The errata this run shows, in the order of the appendix.
 
-    ``checks``: the sympy checks that ran (a list of :class:`recency_lib.symbolic.Check`, or a dict
+    ``checks``: the sympy checks that ran (a list of :class:`companion.symbolic.Check`, or a dict
     key -> Check). An entry of :data:`ERRATA` is shown when one of its checks failed or one of its
     rows has an evidence verdict; each evidence row goes to the first entry that claims it, and an
     evidence row that no entry claims becomes an erratum of its own (its closed form and part).
@@ -360,16 +360,16 @@ def _run_checks() -> dict:
 
 
 def sympy_checks(cache=None, refresh: bool = False) -> tuple[list[Check], float, bool]:
-    """Every sympy check of :mod:`recency_lib.symbolic` (``run_all``), run only when their source
+    """Every sympy check of :mod:`companion.symbolic` (``run_all``), run only when their source
     changed: the verdicts are stored by :func:`recency_lib.cache.cached_value`, keyed by the source
     of ``symbolic`` and every module it imports (``theory``, ``model``, ...) and the versions of
     sympy and numpy, so an edit of any of them runs the checks again. Returns the checks, the
     seconds they took when they ran, and whether they came from the cache."""
-    from . import cache as results_cache
+    from recency_lib import cache as results_cache
     from .symbolic import Check
 
     def fetch(again):
-        stored, hit = results_cache.cached_value("sympy-checks", _run_checks, ("symbolic",),
+        stored, hit = results_cache.cached_value("sympy-checks", _run_checks, ("companion.symbolic",),
                                                  packages=("sympy", "numpy"), cache=cache, refresh=again)
         return [Check(**row) for row in stored["checks"]], float(stored["seconds"]), hit
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
-from .config import SimConfig
-from .validation import check_int, check_level, check_real
+from recency_lib.config import SimConfig
+from recency_lib.stats import familywise_z
+from recency_lib.validation import check_int, check_real
 
 # -- statistics ------------------------------------------------------------------------------------
 
@@ -27,17 +27,6 @@ from .validation import check_int, check_level, check_real
 FAMILYWISE_LEVEL = 0.05
 
 
-def familywise_z(comparisons: int, level: float = 0.05) -> float:
-    """Bonferroni z for ``comparisons`` two-sided tests at family-wise error ``level``.
-
-    With n = 10 a score matrix has 45 adjacent differences; at z = 3 a matrix with no order at
-    all is called "violated" about 6% of the time. ``familywise_z(45)`` = 3.26 keeps that at 5%.
-    """
-    from scipy.special import ndtri          # scipy.stats.norm.isf(q) is -ndtri(q); scipy.stats takes ~0.8 s to import
-
-    comparisons = check_int("comparisons", comparisons, 1)
-    level = check_level(level)
-    return float(-ndtri(level / (2 * comparisons)))
 
 
 def z_for(comparisons: int = 1) -> float:
@@ -100,9 +89,11 @@ HEATMAP_CMAP = "rocket"
 
 @lru_cache(maxsize=1)
 def rocket_rgb() -> np.ndarray:
-    """The "rocket" colour map as 256 RGB rows in [0, 1], dark to light (``data/rocket.txt``, a copy of
-    seaborn's table, so that a heatmap does not import seaborn and scipy.stats); (256, 3), read-only."""
-    rgb = np.loadtxt(Path(__file__).with_name("data") / "rocket.txt")
+    """The "rocket" colour map as 256 RGB rows in [0, 1], dark to light (seaborn's table); (256, 3),
+    read-only."""
+    import seaborn as sns
+
+    rgb = np.array(sns.color_palette(HEATMAP_CMAP, as_cmap=True).colors, dtype=float)
     rgb.flags.writeable = False
     return rgb
 

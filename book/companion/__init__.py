@@ -1,0 +1,13 @@
+"""companion: the book's own code, beside its pages.
+
+The simulator is :mod:`recency_lib` (installable on its own); this package is what the chapters
+share on top of it and nothing the simulator needs: the verdicts on the paper's claims
+(:mod:`~companion.claims`), number formatting and tables (:mod:`~companion.report`), the book's
+conventions (:mod:`~companion.conventions`), figures (:mod:`~companion.plotting`), the errata and
+closed-form tables of Appendix A (:mod:`~companion.closedforms`, :mod:`~companion.errata`,
+:mod:`~companion.symbolic`), chapter 8's studies (:mod:`~companion.beyond`), the explorer page
+(:mod:`~companion.explorer`), the papermill grid of Appendix B (:mod:`~companion.grid`) and the
+reproducibility page's provenance (:mod:`~companion.provenance`).
+
+The arrow points one way: ``companion`` imports ``recency_lib``, never the reverse.
+"""
