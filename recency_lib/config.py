@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
+from .norms import NAMES as NORMS
 from .validation import INT_MAX, check_bool, check_choice, check_int, check_real, short
 
-NORMS = ("layernorm", "rms", "none")
 ENGINES = ("auto", "dense", "gram")
 WEIGHTS = ("none", "per_sample", "fixed")
 PLACEMENTS = ("pre", "post")

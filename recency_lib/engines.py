@@ -39,6 +39,7 @@ from .config import SimConfig
 from .features import (TIE_RTOL, compiled_kernels, control_means, control_slice, controls_valid, feature_layout,
                        kernels_for, layer_features, n_features, tril_index)
 from .model import layer
+from .norms import NORMS
 from .result import SimResult
 from .sampling import degrees_of_freedom, dense_tokens, gram_assemble, gram_draws, gram_width, sigma_cholesky
 from .stats import Moments, control_variate, merged
@@ -145,7 +146,7 @@ def _gram_call(kernels, cfg: SimConfig, chi2, normals, shift, s1, s2, sc, feats=
     """One block through the compiled kernel (:func:`recency_lib.kernels.gram_block`) into its sums."""
     mode = "rank_one" if cfg.alpha == 1.0 else "plain" if cfg.alpha == 0.0 else "cholesky"
     kernels.gram_block(np.ascontiguousarray(chi2, dtype=np.float64), np.ascontiguousarray(normals, dtype=np.float64),
-                       sigma_cholesky(cfg.n, cfg.c if mode == "cholesky" else 0.0), mode, cfg.d, cfg.norm != "none",
+                       sigma_cholesky(cfg.n, cfg.c if mode == "cholesky" else 0.0), mode, cfg.d, NORMS[cfg.norm].scales,
                        cfg.gamma, cfg.eps, cfg.layers, TIE_RTOL, _offsets(cfg.n), shift, s1, s2, sc, feats)
 
 

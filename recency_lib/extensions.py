@@ -42,6 +42,7 @@ import numpy as np
 from .config import SimConfig
 from .features import compiled_kernels
 from .model import causal_softmax, center, normalize
+from .norms import NORMS
 
 ROPE_BASE = 10000.0
 _EXT_BLOCK_FLOATS = 2 ** 21   # target floats of the largest per-block working set (~16 MB)
@@ -90,7 +91,7 @@ def block_weights(cfg: SimConfig, block: int, size: int) -> list[dict]:
 
 def _norm(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
     """Norm(x) of Sec. 2.1 (LayerNorm without affine parameters, RMSNorm, or identity); (..., n, d)."""
-    return normalize(center(x) if norm == "layernorm" else x, norm, d, eps)
+    return normalize(center(x) if NORMS[norm].centres else x, norm, d, eps)
 
 
 def _softmax(s: np.ndarray) -> np.ndarray:
@@ -173,7 +174,7 @@ def extended_layer(x: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, e
     ``output=False`` skips the values, W_O, residual and FFN and returns None for x_next.
     With identity weights, one head, no RoPE, pre-LN and no FFN this is :func:`recency_lib.model.layer`.
     """
-    seen = center(x) if norm == "layernorm" else x
+    seen = center(x) if NORMS[norm].centres else x
     sq_norms = np.einsum("...i,...i->...", seen, seen)                  # (batch, n)
     y = normalize(seen, norm, d, eps) if placement == "pre" else x       # (batch, n, d)
     q, k = _proj(y, w.get("wq")), _proj(y, w.get("wk"))

@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from .norms import NORMS
+
 
 def center(x: np.ndarray) -> np.ndarray:
     """Remove each token's mean over features (LayerNorm's first step); (..., n, w)."""
@@ -27,7 +29,7 @@ def normalize(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
     projection; pass ``x = P x`` (use :func:`center`, or gram coordinates, which are centred by
     construction). "rms" is x / sqrt(||x||^2 / d + eps), the paper's sqrt(d) x / ||x|| (Eq. (21)).
     """
-    if norm == "none":
+    if not NORMS[norm].scales:
         return x
     ms = np.einsum("...i,...i->...", x, x)[..., None] / d          # (..., n, 1) mean square
     return x / np.sqrt(ms + eps)
@@ -57,7 +59,7 @@ def layer(x: np.ndarray, *, norm: str, d: int, gamma: float, eps: float, centred
     where sq_norms (..., n) are ||x_j||^2 of what the normalization sees (||P x_j||^2 for
     LayerNorm), the quantity of Eq. (36).
     """
-    seen = center(x) if (norm == "layernorm" and not centred) else x
+    seen = center(x) if (NORMS[norm].centres and not centred) else x
     sq_norms = np.einsum("...i,...i->...", seen, seen)             # (..., n)
     y = normalize(seen, norm, d, eps)                              # (..., n, w)
     s = causal_scores(y, d)                                        # (..., n, n)

@@ -29,6 +29,7 @@ from .budget import fmt_bytes, memory_limit, require_json
 from .config import SimConfig
 from .files import atomic_write
 from .metrics import definition1_verdict, familywise_z
+from .norms import NORMS
 from .validation import INT_MAX, check_choice, check_level, check_z, short
 
 FORMAT_NAME = "recency_lib.SimResult"
@@ -572,7 +573,7 @@ def nonfinite_message(res: SimResult, layer: int, name: str) -> str:
     if abs(cfg.gamma) > 1:
         return (f"gamma={cfg.gamma!r}: {where}: the residual scales the state by |gamma| per layer; allowed: a "
                 f"smaller |gamma| or fewer layers (at most {max(1, layer)} for this gamma)")
-    if cfg.norm == "none":
+    if not NORMS[cfg.norm].scales:
         return (f"layers={cfg.layers}: {where}: without a normalization (norm='none') the state grows with "
                 f"depth; allowed: layers <= {max(1, layer)} for this setting, or norm='layernorm' / 'rms'")
     if cfg.eps == 0.0:

@@ -29,6 +29,7 @@ import numpy as np
 from . import streams
 from .config import SimConfig
 from .features import kernels_for
+from .norms import NORMS
 
 
 def dense_tokens(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.ndarray:
@@ -50,7 +51,7 @@ def dense_tokens(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.nda
 
 def degrees_of_freedom(cfg: SimConfig) -> int:
     """Dimension of the space the normalization sees: d - 1 after centring, else d."""
-    return cfg.d - 1 if cfg.norm == "layernorm" else cfg.d
+    return cfg.d - 1 if NORMS[cfg.norm].centres else cfg.d
 
 
 @lru_cache(maxsize=64)

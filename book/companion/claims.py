@@ -25,6 +25,7 @@ from . import report
 from recency_lib import theory
 from recency_lib.config import SimConfig
 from recency_lib.metrics import adjacent_index, offset_spread, rp_direction
+from recency_lib.norms import NORMS
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int, check_real
 
@@ -1058,7 +1059,7 @@ def h_curves(res: SimResult, normalize: bool = True) -> HCurves:
         raise ValueError(f"layers={cfg.layers} is out of range; allowed: >= 2 (h(j) is read from layer 1's output)")
     j = np.arange(1, cfg.n + 1)
     printed = corrected = None
-    if cfg.norm != "none":
+    if NORMS[cfg.norm].closed_form:
         printed = math.sqrt(cfg.d) * np.asarray(theory.h_eq41(j, cfg.alpha, cfg.gamma, cfg.d), dtype=float)
         corrected = math.sqrt(cfg.d) * np.asarray(theory.h_corrected(j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm),
                                                   dtype=float)

@@ -17,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from recency_lib.config import SimConfig
+from recency_lib.norms import NORMS
 from recency_lib.stats import familywise_z
 from recency_lib.validation import check_int, check_real
 
@@ -143,7 +144,6 @@ def ordered_colour(k: int, count: int) -> tuple[float, float, float, float]:
 
 # -- names of the model variants ------------------------------------------------------------------------
 
-_NORM_NAMES = {"layernorm": "LayerNorm", "rms": "RMSNorm", "none": "no normalization"}
 _EXTENSION_NAMES = {"ffn": "FFN", "rope": "RoPE", "placement=post": "post-LN",
                     "weights=per_sample": "random weights", "weights=fixed": "fixed weights"}
 
@@ -155,7 +155,7 @@ def variant_name(cfg: SimConfig) -> str:
     A residual weight other than 0 and 1 is spelled out ("LayerNorm + 0.5 × residual")."""
     if not isinstance(cfg, SimConfig):
         raise ValueError(f"cfg={cfg!r} is not allowed; allowed: a SimConfig")
-    name = _NORM_NAMES[cfg.norm]
+    name = NORMS[cfg.norm].label
     if cfg.gamma == 1.0:
         name += " + residual"
     elif cfg.gamma != 0.0:
@@ -169,9 +169,9 @@ def variant_name(cfg: SimConfig) -> str:
     return name + heads
 
 
-_SHORT_NAMES = {"layernorm": "LN", "rms": "RMS", "none": "no norm."}
-#: Marker of each normalization in every figure (the colour is the anisotropy's, alpha_colour).
-VARIANT_MARKERS = {"none": "s", "layernorm": "o", "rms": "D"}
+#: Marker of each normalization in every figure (the colour is the anisotropy's, alpha_colour), in the
+#: order of the registry (recency_lib.norms.NORMS): a new normalization gets the next marker.
+VARIANT_MARKERS = dict(zip(NORMS, "oDs^v<>pP*"))
 
 
 def variant_short(cfg: SimConfig) -> str:
@@ -180,9 +180,9 @@ def variant_short(cfg: SimConfig) -> str:
     if not isinstance(cfg, SimConfig):
         raise ValueError(f"cfg={cfg!r} is not allowed; allowed: a SimConfig")
     if cfg.gamma == 0.0:
-        return "LayerNorm" if cfg.norm == "layernorm" else ("RMSNorm" if cfg.norm == "rms" else "no norm.")
+        return NORMS[cfg.norm].label if NORMS[cfg.norm].scales else NORMS[cfg.norm].short
     res = "residual" if cfg.gamma == 1.0 else f"{cfg.gamma:g} × residual"
-    return f"{_SHORT_NAMES[cfg.norm]} + {res}"
+    return f"{NORMS[cfg.norm].short} + {res}"
 
 
 def variant_style(cfg: SimConfig) -> dict:

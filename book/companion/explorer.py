@@ -38,6 +38,7 @@ import numpy as np
 
 from recency_lib.config import SimConfig
 from recency_lib.metrics import familywise_z, rp_direction
+from recency_lib.norms import NORMS as NORM_REGISTRY
 from recency_lib.result import SimResult
 from recency_lib.validation import check_choice, check_int, check_real
 
@@ -45,8 +46,9 @@ FORMAT = "companion.explorer/1"
 ALPHAS = tuple(round(0.1 * k, 1) for k in range(10))   # 0, 0.1, ..., 0.9
 GAMMAS = (0.0, 1.0)
 DS = (16, 64, 256, 1024)
-NORMS = ("none", "layernorm", "rms")
-NORM_LABELS = {"none": "none", "layernorm": "LayerNorm", "rms": "RMSNorm"}
+#: The normalizations of recency_lib.norms, the identity first (the paper's first row)
+NORMS = tuple(sorted(NORM_REGISTRY, key=lambda m: NORM_REGISTRY[m].scales))
+NORM_LABELS = {m: NORM_REGISTRY[m].label if NORM_REGISTRY[m].scales else "none" for m in NORMS}
 N_TOKENS = 10
 LAYERS = 4
 #: Samples per setting (the page's default): the whole grid must cost at most ~30 s of a cold
@@ -248,7 +250,7 @@ def setting_data(res: SimResult, z_fw: float) -> dict:
     h, h_se = simulated_h(res, state=1)
     h_dec = decimals(_smallest_se(h_se[1:]))
     closed = None
-    if cfg.norm != "none":
+    if NORM_REGISTRY[cfg.norm].closed_form:
         j = np.arange(1, cfg.n + 1)
         hc = np.asarray(h_corrected(j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm), dtype=float)
         closed = pack(scaled(hc / hc[0], h_dec))

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..norms import NAMES, NORMS
 from ..validation import check_choice
 
-NORMS = ("layernorm", "rms", "none")
+#: The normalizations the corrected closed forms cover (:data:`recency_lib.norms.NORMS`).
+CLOSED_FORM = tuple(name for name, spec in NORMS.items() if spec.closed_form)
 
 
-def check_norm(norm, allowed=NORMS) -> str:
+def check_norm(norm, allowed=NAMES) -> str:
     return check_choice("norm", norm, allowed)
 
 
@@ -59,6 +61,6 @@ def _residual_coefficient(alpha, gamma, d, norm):
     that LayerNorm sees is the centred P x, and E ||P x||^2 = (d - 1) / d E ||x||^2), else 1.
     At alpha = 1 every token equals v (the convention of the simulator), ||v||^2 -> 1.
     """
-    rho = (d - 1.0) / d if norm == "layernorm" else 1.0
+    rho = NORMS[norm].sees(d)
     sq0 = 1.0 / np.where(alpha < 1.0, 1.0 - alpha, 1.0)           # ||x_j^(0)||^2 / rho
     return gamma * np.sqrt(rho * sq0 / d)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..validation import alpha_array, d_array, gamma_array, index_array
-from ._common import _q_layer1, _r, _residual_coefficient, _t, check_norm, scalar_or_array
+from ..norms import NORMS
+from ._common import CLOSED_FORM, _q_layer1, _r, _residual_coefficient, _t, check_norm, scalar_or_array
 
 
 def _prop1_gram(alpha):
@@ -82,9 +83,9 @@ def residual_coefficient(alpha, gamma, d, norm="layernorm"):
     alpha in [0, 1]; gamma: finite real; d: real >= 1 (> 1 for LayerNorm); norm: "layernorm" or
     "rms". Broadcasts.
     """
-    norm = check_norm(norm, ("layernorm", "rms"))
+    norm = check_norm(norm, CLOSED_FORM)
     alpha, gamma = alpha_array(alpha), gamma_array(gamma)
-    d = d_array(d, 1.0, strict=(norm == "layernorm"))
+    d = d_array(d, 1.0, strict=NORMS[norm].centres)
     alpha, gamma, d = np.broadcast_arrays(alpha, gamma, d)
     return scalar_or_array(_residual_coefficient(alpha, gamma, d, norm))
 
@@ -105,9 +106,9 @@ def sq_norm_corrected(j, alpha, gamma, d, norm="layernorm"):
     j: key index (integers >= 1); alpha in [0, 1]; gamma: finite real; d: real >= 1 (> 1 for
     LayerNorm); norm: "layernorm" or "rms". Broadcasts.
     """
-    norm = check_norm(norm, ("layernorm", "rms"))
+    norm = check_norm(norm, CLOSED_FORM)
     j, alpha, gamma = index_array("j", j), alpha_array(alpha), gamma_array(gamma)
-    d = d_array(d, 1.0, strict=(norm == "layernorm"))
+    d = d_array(d, 1.0, strict=NORMS[norm].centres)
     j, alpha, gamma, d = np.broadcast_arrays(j, alpha, gamma, d)
     g = _residual_coefficient(alpha, gamma, d, norm)
     q = _q_layer1(j - 1, alpha, g, _t(alpha, d))
@@ -129,10 +130,10 @@ def h_corrected(j, alpha, gamma, d, norm="layernorm"):
 
 def _score2_inputs(i, j, alpha, gamma, d, norm):
     """Validated, broadcast inputs of the layer-2 score forms, with the residual weight g and t."""
-    norm = check_norm(norm, ("layernorm", "rms"))
+    norm = check_norm(norm, CLOSED_FORM)
     i, j = index_array("i", i), index_array("j", j)
     alpha, gamma = alpha_array(alpha), gamma_array(gamma)
-    d = d_array(d, 1.0, strict=(norm == "layernorm"))
+    d = d_array(d, 1.0, strict=NORMS[norm].centres)
     i, j, alpha, gamma, d = np.broadcast_arrays(i, j, alpha, gamma, d)
     return i, j, alpha, gamma, d, _residual_coefficient(alpha, gamma, d, norm), _t(alpha, d)
 

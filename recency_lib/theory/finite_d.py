@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..validation import alpha_array, d_array, first_bad, gamma_array, real_array
-from ._common import check_norm, scalar_or_array
+from ..norms import NORMS
+from ._common import CLOSED_FORM, check_norm, scalar_or_array
 
 
 def sq_norm_first_token_exact(alpha, gamma, d, norm="layernorm"):
@@ -35,11 +36,11 @@ def sq_norm_first_token_exact(alpha, gamma, d, norm="layernorm"):
     alpha, gamma, d = alpha_array(alpha), gamma_array(gamma), d_array(d, 2.0)
     alpha, gamma, d = np.broadcast_arrays(alpha, gamma, d)
     s2 = 1.0 / (d * np.where(alpha < 1.0, 1.0 - alpha, 1.0))
-    if norm == "none":
+    if not NORMS[norm].scales:
         return scalar_or_array((1.0 + gamma) ** 2 * d * s2)
     from scipy.special import gammaln            # lazy: importing scipy.special costs ~0.5 s
 
-    k = d - 1.0 if norm == "layernorm" else d
+    k = d - 1.0 if NORMS[norm].centres else d
     mean_norm = np.sqrt(2.0 * s2) * np.exp(gammaln((k + 1.0) / 2.0) - gammaln(k / 2.0))
     return scalar_or_array(d + 2.0 * gamma * np.sqrt(d) * mean_norm + gamma ** 2 * k * s2)
 
@@ -65,11 +66,11 @@ def drop_ratio_first_order(d, norm="layernorm"):
 
     d: real >= 3 (>= 4 for LayerNorm); norm: "layernorm" or "rms". Broadcasts.
     """
-    norm = check_norm(norm, ("layernorm", "rms"))
-    d = d_array(d, 4.0 if norm == "layernorm" else 3.0)
+    norm = check_norm(norm, CLOSED_FORM)
+    d = d_array(d, 4.0 if NORMS[norm].centres else 3.0)
     from scipy.special import hyp0f1             # lazy: as above
 
-    m = d - 1.0 if norm == "layernorm" else d
+    m = d - 1.0 if NORMS[norm].centres else d
     return scalar_or_array(hyp0f1(m / 2.0, d / 4.0) - np.sqrt(d) / m * hyp0f1(m / 2.0 + 1.0, d / 4.0))
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..model import causal_softmax
 from ..validation import alpha_array, check_int, d_array, gamma_array, real_array, scalar
+from ..norms import NORMS
 from ._common import check_norm
 
 
@@ -52,14 +53,14 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
     norm = check_norm(norm)
     alpha = float(alpha_array(scalar("alpha", alpha)))
     gamma = float(gamma_array(scalar("gamma", gamma)))
-    d = float(d_array(scalar("d", d), 1.0, strict=(norm == "layernorm")))
+    d = float(d_array(scalar("d", d), 1.0, strict=NORMS[norm].centres))
     n = check_int("n", n, 1)
     layers = check_int("layers", layers, 1)
     eps = float(real_array("eps", scalar("eps", eps)))
     if not (math.isfinite(eps) and eps >= 0):
         raise ValueError(f"eps={eps!r} is out of range; allowed: a finite real number >= 0")
 
-    rho = (d - 1.0) / d if norm == "layernorm" else 1.0
+    rho = NORMS[norm].sees(d)
     ones = np.ones((n, n))
     g = rho * (ones if alpha == 1.0 else np.eye(n) + alpha / (1.0 - alpha) * ones)   # (n, n)
     sd = math.sqrt(d)
@@ -73,7 +74,7 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
         grams[layer] = g
         sq = np.diag(g).copy()                                     # (n,)
         sq_norms[layer] = sq
-        scale = np.ones(n) if norm == "none" else 1.0 / np.sqrt(sq / d + eps)   # (n,) N
+        scale = np.ones(n) if not NORMS[norm].scales else 1.0 / np.sqrt(sq / d + eps)   # (n,) N
         s = scale[:, None] * g * scale[None, :] / sd               # (n, n)
         a = causal_softmax(s)                                      # (n, n)
         scores[layer] = np.where(lower, s, np.nan)
