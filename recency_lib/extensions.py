@@ -8,7 +8,8 @@ the full single-head pre-LN layer as
 
 and its Limitations name multi-head attention and RoPE as not analysed. This module adds, each
 switchable on its own (:class:`recency_lib.config.SimConfig` fields; all off = the paper's model,
-which then never reaches this module):
+which then never reaches this module). The layer itself is :func:`recency_lib.model.layer`, written
+once; this module holds its extended parts:
 
 * ``weights``: W_Q, W_K, W_V, W_O iid N(0, 1/d) (initialisation scale), fresh per sample
   ("per_sample") or one draw per run ("fixed", from ``weights_seed``); "none" = identity.
@@ -41,7 +42,7 @@ import numpy as np
 
 from .config import SimConfig
 from .features import compiled_kernels
-from .model import causal_softmax, center, normalize
+from .model import causal_softmax, center, layer, normalize
 from .norms import NORMS
 
 ROPE_BASE = 10000.0
@@ -158,43 +159,34 @@ def _proj(x: np.ndarray, w) -> np.ndarray:
     return x @ w
 
 
-# -- the layer -------------------------------------------------------------------------------
+# -- the layer's extended parts (recency_lib.model.layer calls them) -------------------------------
 
-def extended_layer(x: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, eps: float,
-                   heads: int = 1, rope: bool = False, placement: str = "pre", ffn: bool = False,
-                   output: bool = True):
-    """One decoder layer of Sec. 2.1 with explicit weights ``w`` (keys wq wk wv wo w1 w2; None = identity).
-
-    x: (batch, n, d). Pre-LN (Sec. 2.1): Y = Norm(X); Q, K, V = Y W_Q, Y W_K, Y W_V (split into
-    heads, RoPE on Q and K); S_h = Causal(Q_h K_h^T / sqrt(d_h)); O = concat_h(A_h V_h) W_O + gamma X;
-    X' = FFN(Norm(O)) + gamma O if ``ffn`` else O. Post-LN: attention on X itself,
-    O = Norm(concat(...) W_O + gamma X), X' = Norm(FFN(O) + gamma O) if ``ffn``.
-    Returns (x_next (batch, n, d), scores (batch, n, n) = mean over heads, attention (batch, n, n)
-    = mean over heads, sq_norms (batch, n) of the state fed in (centred for LayerNorm)).
-    ``output=False`` skips the values, W_O, residual and FFN and returns None for x_next.
-    With identity weights, one head, no RoPE, pre-LN and no FFN this is :func:`recency_lib.model.layer`.
-    """
-    seen = center(x) if NORMS[norm].centres else x
-    sq_norms = np.einsum("...i,...i->...", seen, seen)                  # (batch, n)
-    y = normalize(seen, norm, d, eps) if placement == "pre" else x       # (batch, n, d)
+def head_attention(y: np.ndarray, w: dict, d: int, heads: int, rope: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and attention of every head: Q, K = Y W_Q, Y W_K split into ``heads`` heads of size
+    d / heads (RoPE on each when ``rope``), S_h = Causal(Q_h K_h^T / sqrt(d_h)), A_h = Softmax(S_h)
+    (the compiled softmax when built); y (batch, n, d) -> two (batch, heads, n, n)."""
     q, k = _proj(y, w.get("wq")), _proj(y, w.get("wk"))
     dh = d // heads
     qh, kh = (q[..., None, :, :], k[..., None, :, :]) if heads == 1 else (split_heads(q, heads), split_heads(k, heads))
     if rope:                                                             # (batch, h, n, dh)
         qh, kh = apply_rope(qh), apply_rope(kh)
     s_h = (qh @ np.swapaxes(kh, -1, -2)) / math.sqrt(dh)                 # (batch, h, n, n)
-    a_h = _softmax(s_h)                                                  # (batch, h, n, n)
-    s = s_h[:, 0] if heads == 1 else s_h.mean(axis=1)                    # (batch, n, n)
-    a = a_h[:, 0] if heads == 1 else a_h.mean(axis=1)
-    if not output:
-        return None, s, a, sq_norms
+    return s_h, _softmax(s_h)
+
+
+def head_values(a_h: np.ndarray, y: np.ndarray, w: dict, heads: int) -> np.ndarray:
+    """concat_h(A_h V_h) W_O with V = Y W_V split like the queries; (batch, n, d)."""
     v = _proj(y, w.get("wv"))
     vh = v[..., None, :, :] if heads == 1 else split_heads(v, heads)
     o = a_h @ vh                                                         # (batch, h, n, dh)
     o = o[..., 0, :, :] if heads == 1 else merge_heads(o)                # (batch, n, d)
-    o = _proj(o, w.get("wo"))
-    if gamma != 0.0:
-        o = o + gamma * x
+    return _proj(o, w.get("wo"))
+
+
+def after_attention(o: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, eps: float, placement: str,
+                    ffn: bool) -> np.ndarray:
+    """What follows the attention's residual sum O: post-LN's Norm(O), then the feed-forward block
+    X' = FFN(Norm(O)) + gamma O (pre-LN) or Norm(FFN(O) + gamma O) (post-LN); (batch, n, d)."""
     if placement == "post":
         o = _norm(o, norm, d, eps)
     if ffn:
@@ -203,13 +195,13 @@ def extended_layer(x: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, e
         o = f + gamma * o if gamma != 0.0 else f
         if placement == "post":
             o = _norm(o, norm, d, eps)
-    return o, s, a, sq_norms
+    return o
 
 
 def config_layer(cfg: SimConfig, x: np.ndarray, w: dict, output: bool = True):
-    """:func:`extended_layer` with the switches of ``cfg``."""
-    return extended_layer(x, w, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, heads=cfg.heads,
-                          rope=cfg.rope, placement=cfg.placement, ffn=cfg.ffn, output=output)
+    """:func:`recency_lib.model.layer` with the switches of ``cfg`` and the weights ``w``."""
+    return layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, weights=w, heads=cfg.heads,
+                 rope=cfg.rope, placement=cfg.placement, ffn=cfg.ffn, output=output)
 
 
 # -- engine hooks ----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from recency_lib import SimConfig, simulate
 from recency_lib.engines import block_moments, block_size, resolve_engine, stack_features
 from recency_lib.features import control_slice
-from recency_lib.extensions import apply_rope, extended_layer, merge_heads, split_heads
+from recency_lib.extensions import apply_rope, merge_heads, split_heads
 from recency_lib.model import layer
 from recency_lib.sampling import dense_tokens
 from recency_lib.stats import Moments
@@ -84,11 +84,12 @@ def test_identity_weights_equal_base_layer():
     w = dict(wq=eye, wk=eye, wv=eye, wo=eye, w1=None, w2=None)
     for norm in ("layernorm", "rms", "none"):
         base = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, centred=False)
-        ext = extended_layer(x, w, norm=norm, d=12, gamma=0.7, eps=1e-12)
-        none = extended_layer(x, {}, norm=norm, d=12, gamma=0.7, eps=1e-12)
-        for b, e, o in zip(base, ext, none):           # the extended layer's softmax is the compiled one
+        ext = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, weights=w)
+        none = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, weights={})
+        one_head = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, weights={"wq": None}, heads=1, rope=False)
+        for b, e, o, h in zip(base, ext, none, one_head):   # the extended path's softmax is the compiled one
             np.testing.assert_allclose(e, b, rtol=1e-13, atol=1e-13)      # when built: equal to rounding
-            np.testing.assert_allclose(o, b, rtol=1e-14, atol=1e-15)
+            assert np.array_equal(o, b) and np.array_equal(h, b)         # no extension on: the paper's layer
 
 
 def test_one_head_split_equals_single_head_and_shapes():
@@ -97,7 +98,7 @@ def test_one_head_split_equals_single_head_and_shapes():
     assert np.array_equal(merge_heads(split_heads(x, 4)), x)
     assert np.array_equal(merge_heads(split_heads(x, 1)), x)
     w = {"wq": None}
-    a = extended_layer(x, w, norm="rms", d=8, gamma=0.0, eps=0.0, heads=1)
+    a = layer(x, norm="rms", d=8, gamma=0.0, eps=0.0, weights=w, heads=1)
     assert a[0].shape == (3, 5, 8) and a[1].shape == (3, 5, 5) and a[3].shape == (3, 5)
 
 
@@ -187,7 +188,7 @@ def test_last_layer_without_output_gives_the_same_scores():
     w = {k: rng.standard_normal((8, 8)) / np.sqrt(8) for k in ("wq", "wk", "wv", "wo")}
     w["w1"], w["w2"] = rng.standard_normal((8, 32)) / np.sqrt(8), rng.standard_normal((32, 8)) / np.sqrt(32)
     kw = dict(norm="rms", d=8, gamma=1.0, eps=1e-12, heads=2, rope=True, ffn=True)
-    full, short = extended_layer(x, w, **kw), extended_layer(x, w, output=False, **kw)
+    full, short = layer(x, weights=w, **kw), layer(x, weights=w, output=False, **kw)
     assert short[0] is None
     for f, s in zip(full[1:], short[1:]):
         assert np.array_equal(f, s)

@@ -501,9 +501,8 @@ def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096
     ``cfg.samples``; the float64 scores are the simulator's (sample_trajectories), the float32 run
     draws its own tokens in batches of ``batch``.
     """
-    from recency_lib.engines import sample_trajectories
+    from recency_lib.engines import layer_steps, sample_trajectories
     from recency_lib.features import later_and_tied_counts, n_triples, tie_tolerance
-    from recency_lib.model import layer
     from recency_lib.sampling import dense_tokens
 
     samples = cfg.samples if samples is None else check_int("samples", samples, 2)
@@ -523,8 +522,7 @@ def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096
         size = min(batch, samples - start)
         rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
         x = dense_tokens(cfg, rng, size).astype(np.float32)              # (size, n, d) float32
-        for l in range(L):
-            x, s, _, _ = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
+        for l, s, _, _ in layer_steps(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=L, centred=False):
             later, _ = later_and_tied_counts(s.astype(np.float64), np.zeros(size))
             f32[start:start + size, l] = later / total
     return {name: (v.mean(axis=0), v.std(axis=0, ddof=1) / math.sqrt(samples))
