@@ -50,7 +50,7 @@ def causal_softmax(s: np.ndarray) -> np.ndarray:
 def gelu(x: np.ndarray) -> np.ndarray:
     """GELU(x) = x Phi(x) of every element (float64; a new array of x's shape): erfc by a Chebyshev
     series of degree 36 and the kernel's exp, within 1e-14 relative of the exact value (the C file's
-    GELU section; coefficients from tests/test_gelu.py)."""
+    GELU section; coefficients from tests/lib/test_gelu.py)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     out = np.empty_like(x)
     _kernel.gelu(x.size, x, out)

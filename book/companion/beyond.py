@@ -12,7 +12,7 @@ Every finding is decided here, at the book's family-wise level (conventions.FAMI
 function names its family), and every table is built here (cells formatted with :mod:`report`);
 the chapter writes the sentences around the glued words and numbers. The engines report plain
 sample means in the control-variate fields where layer 1 is not exchangeable (RoPE,
-:func:`recency_lib.features.controls_valid`; tests/test_cv_extensions.py checks the others).
+:func:`recency_lib.features.controls_valid`; tests/lib/test_cv_extensions.py checks the others).
 """
 from __future__ import annotations
 

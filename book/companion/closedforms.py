@@ -243,7 +243,7 @@ def prop1_row_rise(j, d):
     (only the pairs (k, l) = (j, l) and (k, j) correlate with A_jl), which with A_ik ~ 1/i gives
     relative size d^{-3/2} (j - 1) / j. The row therefore rises with j, key 1 lowest: the LLN's exact
     flatness holds to relative order 1/d only. (Held to simulation by the "prop1-beyond-lln" entry
-    and by tests/test_closedforms.py.)
+    and by tests/book/test_closedforms.py.)
     """
     j = np.asarray(j, float)
     return np.asarray(d, float) ** -1.5 * (1.0 - 1.0 / j)

@@ -4,7 +4,7 @@ Each check function returns a :class:`Check`: which equations, the claim in word
 checked, and ``holds`` (True/False, computed by sympy when the function runs). A claim about a
 printed equation is phrased as "the printed form is right", so a typo shows up as ``False`` and
 the corrected form next to it as ``True``. Nothing is hard-coded: the book page
-(``book/appendix_a.ipynb``) shows the verdicts live, and ``tests/test_appendix_checks.py`` pins
+(``book/appendix_a.ipynb``) shows the verdicts live, and ``tests/book/test_appendix_checks.py`` pins
 them, so a regression in :mod:`recency_lib.theory` or here fails CI.
 
 Notation (the paper's, 1-based indices, i = query, j = key):

@@ -2,7 +2,7 @@
 formulas, stability up to d = 1e6, the paper's monotonicity claims, agreement (and the measured
 disagreement) between printed closed forms and the LLN recursion, and input validation. The
 symbolic (sympy) checks of the Appendix A algebra are companion.symbolic's, pinned by
-tests/test_appendix_checks.py.
+tests/book/test_appendix_checks.py.
 
 Equation numbers refer to the paper (Kim et al., "LayerNorm Induces Recency Bias in Transformer
 Decoders"). Indices are 1-based, as in the paper.

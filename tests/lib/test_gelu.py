@@ -17,7 +17,7 @@ import pytest
 from recency_lib.extensions import gelu, gelu_reference
 from recency_lib.features import compiled_kernels
 
-KERNEL_C = Path(__file__).resolve().parents[1] / "recency_lib" / "_kernel.c"
+KERNEL_C = Path(__file__).resolve().parents[2] / "recency_lib" / "_kernel.c"
 needs_c = pytest.mark.skipif(compiled_kernels() is None, reason="the C kernel was not built")
 
 

@@ -1,11 +1,11 @@
 """Issue 15, principle by principle, with the issue's examples: inputs checked before any work
 (sizes included), output paths, non-finite results, files from disk, the cache, faults and
-signals, the papermill grid. Generated inputs are in tests/test_hostile.py."""
+signals. Generated inputs are in tests/lib/test_hostile.py; the papermill grid's faults are the book's
+(tests/book/test_grid_faults.py)."""
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import stat
@@ -23,7 +23,6 @@ import pytest
 from recency_lib import SimConfig, SimResult, budget, cache, cli, engines, simulate
 from recency_lib.files import Terminated, atomic_write
 
-from conftest import light_template
 
 SMALL = SimConfig(alpha=0.3, gamma=0.5, n=4, d=6, layers=2, samples=64, seed=1)
 CLI = [sys.executable, "-m", "recency_lib", "simulate"]
@@ -396,81 +395,3 @@ def test_staging_folder_swept_before_it_is_locked_is_made_again(tmp_path, monkey
     with files.staging_dir(tmp_path, ".staging-") as path:
         assert path.is_dir() and str(path) not in removed and len(removed) == 2
     assert not list(tmp_path.iterdir())
-
-
-# -- the papermill grid ---------------------------------------------------------------------------------
-
-TEMPLATE = Path(__file__).resolve().parents[1] / "book" / "setting_template.ipynb"
-
-
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-def test_grid_reruns_a_damaged_result_and_sweeps_dead_staging(tmp_path, private_cache):
-    from companion import grid
-
-    out = tmp_path / "out"
-    params = {"alpha": 0.2, "samples": 2000, "layers": 2}
-    template = light_template(tmp_path / "template.ipynb")
-    first = grid.run_setting(template, out, params)
-    assert first.status == "ran" and grid.run_setting(template, out, params).status == "reused"
-    data = first.result.read_bytes()
-    side = json.loads(first.key_file.read_text())
-    cfg = grid.config_of(first.params)
-    first.result.write_bytes(data.replace(b'"engine": "gram"', b'"engine": "dense"'))   # whole but edited
-    assert not grid._up_to_date(side, first.key, first.notebook, first.result, cfg)
-    first.result.write_bytes(data)
-    assert grid._up_to_date(side, first.key, first.notebook, first.result, cfg)
-    dead = out / f".staging-{first.slug}-99999-0123abcd"         # left by a driver killed outright
-    dead.mkdir()
-    (dead / "half.ipynb").write_text("{")
-    first.result.write_bytes(data[: len(data) // 2])            # truncated after a good run; sidecar intact
-    again = grid.run_setting(template, out, params)
-    assert again.status == "ran" and again.load().config == cfg
-    assert not dead.exists() and temporaries(out) == []
-
-
-def test_grid_bad_arguments_before_any_work(tmp_path):
-    from companion import grid
-
-    (tmp_path / "file").write_text("x")
-    (tmp_path / "bad.ipynb").write_text("{not a notebook")
-    for kw, needle in [({"out_dir": tmp_path / "file"}, "not a folder"), ({"kernel": "nope"}, "kernel='nope'"),
-                       ({"timeout": -1}, "timeout=-1"), ({"force": "yes"}, "force='yes'"),
-                       ({"template": tmp_path / "bad.ipynb"}, "not a readable notebook")]:
-        args = {"template": TEMPLATE, "out_dir": tmp_path / "o", "params": {"samples": 100}, **kw}
-        with pytest.raises(ValueError, match="allowed") as info:
-            grid.run_setting(args.pop("template"), args.pop("out_dir"), args.pop("params"), **args)
-        assert needle in str(info.value), str(info.value)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.ipynb", "file"]
-
-
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging(tmp_path, private_cache, sig):
-    out = tmp_path / "out"
-    code = ("import sys; from companion import grid; "
-            "grid.run_setting(sys.argv[1], sys.argv[2], {'samples': 200_000_000, 'layers': 2})")
-    driver = subprocess.Popen([sys.executable, "-c", code, str(TEMPLATE), str(out)], env=os.environ.copy())
-    deadline = time.monotonic() + 90
-    kernels = []
-    while time.monotonic() < deadline and not kernels:         # the kernel is running the simulation
-        time.sleep(0.5)
-        kernels = [k for k in _children(driver.pid) if b"ipykernel" in Path(f"/proc/{k}/cmdline").read_bytes()]
-    assert kernels and any(p.name.startswith(".staging-") for p in out.iterdir())
-    time.sleep(2.0)
-    driver.send_signal(sig)
-    assert driver.wait(timeout=30) == -sig
-    deadline = time.monotonic() + 10                            # ipykernel polls its parent once a second
-    while any(_alive(k) for k in kernels) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not any(_alive(k) for k in kernels), "the kernel outlived its driver"
-    staging = [p for p in out.iterdir() if p.name.startswith(".staging-")]
-    if sig == signal.SIGTERM:
-        assert staging == []                                    # cleaned up by the driver itself
-    else:                                                       # SIGKILL: no cleanup possible; the next run's
-        from recency_lib.files import sweep                     # sweep removes it (the lock died with the driver)
-        assert sweep(out, ".staging-", re.compile(r"\d+-[0-9a-f]{8}$")) == len(staging) and not any(
-            p.name.startswith(".staging-") for p in out.iterdir())

@@ -21,9 +21,9 @@ from recency_lib import SimResult
 from companion import grid
 from recency_lib.cache import source_hash
 
-from conftest import light_template
+from bookutils import light_template
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BOOK = REPO / "book"
 TEMPLATE = BOOK / "setting_template.ipynb"
 APPENDIX = BOOK / "appendix_b.ipynb"

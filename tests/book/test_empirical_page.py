@@ -10,7 +10,7 @@ import papermill as pm
 import pytest
 from papermill.exceptions import PapermillExecutionError
 
-from conftest import BOOK, page_source
+from bookutils import BOOK, page_source
 
 PAGE = page_source("empirical")
 

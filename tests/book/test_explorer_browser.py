@@ -1,5 +1,5 @@
 """The explorer page in a real headless browser with the network blocked (reuses the browser
-fixture of tests/test_browser.py: Debian's chromium driven by playwright, every request to another
+fixture of tests/book/test_browser.py: Debian's chromium driven by playwright, every request to another
 host aborted and recorded).
 
 A small book with only the explorer page (2000 samples per setting) is built once for this module.
@@ -35,7 +35,7 @@ def explorer_site(tmp_path_factory, run_jupyter_book):
     """A book whose only page is book/explorer.ipynb at SAMPLES samples, built and served."""
     import papermill as pm
 
-    from conftest import BOOK
+    from bookutils import BOOK
 
     root = tmp_path_factory.mktemp("explorer-book")
     prepared = root / "prepared.ipynb"

@@ -1,6 +1,6 @@
 """The book builds from scratch with zero warnings; failures and stale caches are caught.
 
-The full build is a session fixture (tests/conftest.py) shared with the browser test.
+The full build is a session fixture (tests/book/conftest.py) shared with the browser test.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.book
 

@@ -30,7 +30,7 @@ from recency_lib.streams import block_key
 
 Z = 4.5
 HAVE_KERNEL = compiled_kernels() is not None
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # CI builds the C kernel (pip install -e .): there, a missing kernel fails these tests instead of skipping them
 needs_kernel = pytest.mark.skipif(not HAVE_KERNEL and not os.environ.get("CI"), reason="the C kernel was not built")
 

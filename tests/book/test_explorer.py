@@ -1,7 +1,7 @@
 """companion.explorer: the grid, the compact payload (rounding, packing, decoding), the commands,
 the HTML; and book/explorer.ipynb run through papermill at a small sample count.
 
-The browser side (controls, figures, keyboard, 390 px) is tests/test_explorer_browser.py.
+The browser side (controls, figures, keyboard, 390 px) is tests/book/test_explorer_browser.py.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import numpy as np
 import papermill as pm
 import pytest
 
-from conftest import BOOK
+from bookutils import BOOK
 from recency_lib import SimConfig, SimResult, simulate
 from companion import explorer
 from recency_lib.cli import main as cli_main

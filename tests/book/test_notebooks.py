@@ -13,10 +13,10 @@ import nbformat
 import papermill as pm
 import pytest
 
-from conftest import BOOK, execute_page, page_source, toc_pages
+from bookutils import BOOK, execute_page, page_source, toc_pages
 
-# pages whose papermill behaviour has dedicated tests: tests/test_appendix_b.py (grids of its own),
-# tests/test_explorer.py (an HTML explorer, no figure)
+# pages whose papermill behaviour has dedicated tests: tests/book/test_appendix_b.py (grids of its own),
+# tests/book/test_explorer.py (an HTML explorer, no figure)
 DEDICATED = {"appendix_b", "explorer"}
 
 NOTEBOOKS = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"]
@@ -42,9 +42,9 @@ def test_notebook_is_clean_and_parameterised(page):
 def test_every_page_runs_under_papermill_with_other_parameters():
     """Every notebook of the book has a papermill run at small sample counts with parameter values
     other than its defaults, which checks that it runs, glues figures and writes nothing to stderr:
-    chapters 1-5 in tests/test_notebook_rules.py, chapter 6 in tests/test_empirical_page.py,
+    chapters 1-5 in tests/book/test_notebook_rules.py, chapter 6 in tests/book/test_empirical_page.py,
     chapters 7-8, the reproducibility page and Appendix A here, Appendix B in
-    tests/test_appendix_b.py, the explorer in tests/test_explorer.py. (A run at the defaults with
+    tests/book/test_appendix_b.py, the explorer in tests/book/test_explorer.py. (A run at the defaults with
     only the samples cut would execute each page once more for nothing: the full build executes
     every page at its defaults.) A new page must join one of those lists."""
     from test_notebook_rules import NON_DEFAULT

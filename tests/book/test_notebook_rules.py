@@ -6,7 +6,7 @@
 * every glued figure is numbered: a {glue:figure} directive with a :name:;
 * markdown has no pseudo-TeX labels such as S^(2) outside math.
 
-Pages still written the old way are listed once, in tests/test_browser.py (NOT_YET_REWRITTEN);
+Pages still written the old way are listed once, in tests/book/test_browser.py (NOT_YET_REWRITTEN);
 they are expected to fail here as well (strict: a page that passes must leave the list).
 Also: papermill runs of the exemplar and rewritten pages with non-default parameter values.
 """
@@ -19,7 +19,7 @@ import nbformat
 import papermill as pm
 import pytest
 
-from conftest import BOOK, page_source, toc_pages
+from bookutils import BOOK, page_source, toc_pages
 from test_browser import NOT_YET_REWRITTEN
 
 NOTEBOOKS = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"]

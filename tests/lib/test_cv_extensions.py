@@ -6,7 +6,7 @@ recency probability (``features.control_means``). Those means follow from the ex
 layer 1's earlier keys: for a query i, swapping the tokens at two earlier positions j, k < i swaps
 S_ij and S_ik and changes nothing else. RoPE breaks it (a key is rotated by its own position; the
 engines then report plain estimates, ``features.controls_valid``, tested in
-tests/test_control_variates.py). Fixed or per-sample projections, several heads, the FFN (it acts
+tests/lib/test_control_variates.py). Fixed or per-sample projections, several heads, the FFN (it acts
 after layer 1's scores) and post-LN apply one map to every token alike and keep it: checked here on
 simulations, together with what a valid control must do, stay within a few SE of the plain mean.
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 import pytest
 
 from recency_lib import SimConfig, simulate
-from companion import claims
 from recency_lib.features import controls_valid
 
 BASE = dict(alpha=0.5, n=8, d=32, layers=2, samples=4_000, seed=2)
@@ -37,7 +36,7 @@ def runs():
 def test_extensions_without_rope_keep_the_layer1_means(runs):
     for name, res in runs.items():
         assert controls_valid(res.config), name
-        rp, se = claims.rp(res, 1)
+        rp, se = (float(res.recency_probability[0]), float(res.recency_probability_sem[0]))
         assert abs(rp - 0.5) / se < Z_LAYER1, name
         assert abs(res.trend_mean[0]) / res.trend_sem[0] < Z_LAYER1, name
 
@@ -55,7 +54,7 @@ def test_with_rope_and_alpha_above_zero_layer1_has_an_order():
     """Why RoPE gets no controls: layer 1 itself prefers nearby keys (its recency probability is
     tens of SE above 1/2 here, measured ~60), so the assumed mean 1/2 would bias every later layer."""
     res = simulate(SimConfig(**{**BASE, "samples": 2_000}, rope=True))
-    rp, se = claims.rp(res, 1)
+    rp, se = (float(res.recency_probability[0]), float(res.recency_probability_sem[0]))
     assert (rp - 0.5) / se > 10
     assert not controls_valid(res.config)
     assert res.recency_probability_cv[1] == res.recency_probability[1]

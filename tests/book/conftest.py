@@ -1,0 +1,83 @@
+"""Fixtures of the book's tests: the book is built once per test session and reused.
+
+* ``book_build``  -- runs ``jupyter-book build book --all -W --keep-going`` from the repo
+  root (output in ``_build/html``) once per session and returns a :class:`BuildResult`
+  (never fails by itself; ``tests/book/test_book_build.py`` asserts on it).
+* ``built_book``  -- the same result, but fails the requesting test if the build failed.
+* ``toc_page``    -- parametrizes a test over every page listed in ``_toc.yml``.
+* ``page_markdown`` -- docname -> markdown text of its source.
+* ``run_jupyter_book`` -- runs the Jupyter Book CLI of the current interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bookutils import REPO, BuildResult, markdown_text, page_source, run_book, toc_pages
+
+
+def pytest_generate_tests(metafunc):
+    if "toc_page" in metafunc.fixturenames:
+        pages = toc_pages()
+        metafunc.parametrize("toc_page", pages, ids=pages)
+
+
+@pytest.fixture(scope="session")
+def page_markdown():
+    """docname -> the markdown prose of that page's source (notebook markdown cells)."""
+    return lambda docname: markdown_text(page_source(docname))
+
+
+@pytest.fixture(scope="session")
+def run_jupyter_book():
+    return run_book
+
+
+@pytest.fixture(scope="session")
+def book_build() -> BuildResult:
+    """Build the whole book once per test run, as CI does (into the repo's _build/).
+
+    Under pytest-xdist each worker has its own session, so a session fixture alone builds the book
+    once per worker that needs it (the ``xdist_group`` marker does not help: xdist 3.8 writes the
+    group into ``item._nodeid``, which pytest 9 no longer reads). The workers of one run share its
+    ``PYTEST_XDIST_TESTRUNUID``: the first to get here builds under an flock, the others wait for
+    it and read its result (exit status, log, seconds) from ``_build/.pytest-book-build.json``."""
+    import fcntl
+    import json
+
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:                                       # one process: nothing to share
+        result = run_book(REPO, "--all", "-W", "--keep-going")
+        print(f"\nbook build: exit {result.returncode} in {result.seconds:.1f} s")
+        return result
+    (REPO / "_build").mkdir(exist_ok=True)
+    record = REPO / "_build" / ".pytest-book-build.json"
+    with open(REPO / "_build" / ".pytest-book-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)                     # released when the file is closed
+        try:
+            saved = json.loads(record.read_text())
+        except (OSError, ValueError):
+            saved = {}
+        if saved.get("run") == run_id:
+            return BuildResult(saved["returncode"], saved["log"], saved["seconds"], REPO)
+        result = run_book(REPO, "--all", "-W", "--keep-going")
+        record.write_text(json.dumps({"run": run_id, "returncode": result.returncode, "log": result.log,
+                                      "seconds": result.seconds}))
+    print(f"\nbook build: exit {result.returncode} in {result.seconds:.1f} s")
+    return result
+
+
+@pytest.fixture(scope="session")
+def built_book(book_build: BuildResult) -> BuildResult:
+    if book_build.returncode != 0:
+        pytest.fail(
+            f"the book build failed (exit {book_build.returncode}); "
+            "see test_book_builds_without_warnings. Sphinx problems:\n  "
+            + "\n  ".join(book_build.problems[:10] or ["(none; see the log)"]),
+            pytrace=False,
+        )
+    return book_build
+
+
