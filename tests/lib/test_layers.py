@@ -1,0 +1,44 @@
+"""The simulator stands alone: importing it loads none of the book's machinery, no module of it
+imports the book's package, and (in CI's venv with only the simulator installed) its tests run
+against the installed package with nothing of the book present."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import recency_lib
+from recency_lib import cache
+
+HEAVY = ("matplotlib", "seaborn", "sympy", "pandas", "myst_nb", "papermill", "nbclient", "nbformat", "IPython")
+
+
+def test_importing_the_simulator_loads_no_book_machinery():
+    code = ("import sys; import recency_lib, recency_lib.cache, recency_lib.cli; "
+            f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == ""
+
+
+def test_no_module_of_the_simulator_imports_the_book():
+    everything = cache.source_modules(None, ("recency_lib",))
+    for module in everything:
+        path = cache.module_file(module)
+        if path.suffix != ".py":
+            continue
+        found = cache._imported(path.read_text(encoding="utf-8"), module.rpartition(".")[0],
+                                frozenset({"recency_lib", "companion"}))
+        assert not [m for m in found if not m.startswith("recency_lib")], module
+
+
+@pytest.mark.skipif(os.environ.get("RECENCY_LIB_ALONE") != "1",
+                    reason="CI's simulator-only venv sets RECENCY_LIB_ALONE=1 (.ci/run)")
+def test_only_the_simulator_is_installed_and_it_is_the_installed_one():
+    assert importlib.util.find_spec("companion") is None
+    assert all(importlib.util.find_spec(m) is None for m in ("matplotlib", "sympy", "papermill", "myst_nb"))
+    repo = Path(__file__).resolve().parents[2]
+    assert not Path(recency_lib.__file__).resolve().is_relative_to(repo), recency_lib.__file__
