@@ -790,39 +790,52 @@ def _timed_cosine(alpha: float, n: int, d: int, samples: int, seed: int, cache=N
     return tuple(float(v) for v in value)
 
 
-def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0, boost: int = DEFAULT_BOOST,
-            cosine_samples: int = 20_000, keys=None, executor=None, cache=None,
-            z_resolve: float = Z_RESOLVE, z_erratum: float = Z_ERRATUM) -> Table:
-    """Hold every closed form (or those named by ``keys``) to simulation at each d in ``ds``.
-
-    Two-layer simulations of every setting the forms need, ``samples`` sequences of ``n`` tokens
-    each (``boost`` times as many for the noise-limited settings, :data:`BOOSTED`) with root seed
-    ``seed``, through the results cache (gram engine; ``executor`` spreads the missing ones,
-    ``cache`` overrides the cache folder). The cosine entries draw ``cosine_samples`` sequences of
-    raw tokens (dense; cost grows with d), on ``executor`` beside the simulations when one is given,
-    through the same cache folder (:func:`_timed_cosine`).
-    A ratio is reported where the closed form is nonzero and the simulated value is at least
-    ``z_resolve`` SE from 0; verdicts use ``z_erratum`` (:func:`judge`).
-    """
+def configs(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0, boost: int = DEFAULT_BOOST,
+            keys=None) -> dict[tuple[Setting, int], SimConfig]:
+    """The simulations that hold the closed forms named by ``keys`` (all when None) to the model at each d
+    in ``ds``: (Setting, d) -> the two-layer SimConfig of ``samples`` sequences of ``n`` tokens
+    (``boost`` times as many for the noise-limited settings, :data:`BOOSTED`), root seed ``seed``."""
     ds = _check_ds(ds)
     n = check_int("n", n, 3)
     samples = check_int("samples", samples, 2)
     seed = check_int("seed", seed, 0)
     boost = check_int("boost", boost, 1)
+    forms = select(keys)
+    gram = sorted({s for f in forms if f.source == "gram" for s in f.settings}, key=lambda s: (s.norm, s.alpha, s.gamma))
+    return {(s, d): s.config(d, n, samples * (boost if s in BOOSTED else 1), seed) for s in gram for d in ds}
+
+
+def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0, boost: int = DEFAULT_BOOST,
+            cosine_samples: int = 20_000, keys=None, executor=None, cache=None,
+            z_resolve: float = Z_RESOLVE, z_erratum: float = Z_ERRATUM, results: dict | None = None) -> Table:
+    """Hold every closed form (or those named by ``keys``) to simulation at each d in ``ds``.
+
+    The simulations are :func:`configs` (the same arguments); a page passes what it simulated as
+    ``results`` ((Setting, d) -> SimResult, for exactly those configs), else they run here through the
+    results cache (gram engine; ``executor`` spreads the missing ones, ``cache`` overrides the cache
+    folder). The cosine entries draw ``cosine_samples`` sequences of raw tokens (dense; cost grows
+    with d), on ``executor`` when one is given, through the same cache folder (:func:`_timed_cosine`).
+    A ratio is reported where the closed form is nonzero and the simulated value is at least
+    ``z_resolve`` SE from 0; verdicts use ``z_erratum`` (:func:`judge`).
+    """
+    wanted = configs(ds, n=n, samples=samples, seed=seed, boost=boost, keys=keys)
+    ds = _check_ds(ds)
     cosine_samples = check_int("cosine_samples", cosine_samples, 2)
     z_resolve = check_z(z_resolve, "z_resolve")
     z_erratum = check_z(z_erratum, "z_erratum")
     forms = select(keys)
+    if results is not None and (not isinstance(results, dict) or
+                                {k: getattr(v, "config", None) for k, v in results.items()} != wanted):
+        raise ValueError("results do not hold exactly the simulations of closedforms.configs(...) with these "
+                         "arguments; allowed: dict(zip(cfgs, cached_simulate_many(cfgs.values()))) for those cfgs")
 
     t0 = time.perf_counter()
     per_setting = {s: samples * (boost if s in BOOSTED else 1) for f in forms for s in f.settings}
     cos_jobs = {(s, d): (s.alpha, n, d, cosine_samples, seed, cache) for s in sorted(
         {s for f in forms if f.source == "cosine" for s in f.settings}, key=lambda s: s.alpha) for d in ds}
     pending = {key: executor.submit(_timed_cosine, *args) for key, args in cos_jobs.items()} if executor else {}
-    gram = sorted({s for f in forms if f.source == "gram" for s in f.settings},
-                  key=lambda s: (s.norm, s.alpha, s.gamma))
-    configs = {(s, d): s.config(d, n, per_setting[s], seed) for s in gram for d in ds}
-    sims = dict(zip(configs, cached_simulate_many(configs.values(), cache=cache, executor=executor)))
+    sims = results if results is not None else dict(zip(wanted, cached_simulate_many(wanted.values(), cache=cache,
+                                                                                      executor=executor)))
     drawn = {key: (pending[key].result() if key in pending else _timed_cosine(*args)) for key, args in cos_jobs.items()}
     cosines = {key: Estimate(m, se, f"mean over {cosine_samples} sequences") for key, (m, se, _) in drawn.items()}
     wall = time.perf_counter() - t0
@@ -838,6 +851,6 @@ def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
                 cells = tuple(Cell(d, float(part.form(s, d, n)), part.read(measured[(s, d)]), count, part.flat,
                                    z_resolve) for d in ds)
                 rows.append(Row(f, s, name, cells, *judge(cells, z_erratum)))
-    cost = Cost(len(configs), sum(c.samples for c in configs.values()), cosine_samples, wall,
+    cost = Cost(len(wanted), sum(c.samples for c in wanted.values()), cosine_samples, wall,
                 float(sum(r.elapsed_seconds for r in sims.values())), float(sum(t for *_, t in drawn.values())))
     return Table(tuple(rows), ds, n, samples, seed, cost, boost, sims)

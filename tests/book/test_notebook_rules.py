@@ -1,8 +1,11 @@
 """The authoring rules of issue 12 (book/AUTHORING.md) on every rewritten notebook, read from source.
 
-* no function, class or lambda defined in a notebook (the library has them, tested);
+* no function, class or lambda defined in a notebook (the book's package has them, tested);
 * cells tagged remove-cell hold only imports, assignments and glue(...) calls (loops of them too);
-* the parameters cell is collapsed (tag hide-cell);
+* the parameters cell is shown (no hide or remove tag), one typed and commented line per parameter
+  (papermill --help-notebook prints those comments; it drops a line whose comment holds "=");
+* a page that simulates shows its work: a visible code cell of at most 12 lines with the
+  ``SimConfig(...)`` it simulates and the call that simulates it (the figure follows);
 * every glued figure is numbered: a {glue:figure} directive with a :name:;
 * markdown has no pseudo-TeX labels such as S^(2) outside math.
 
@@ -25,6 +28,11 @@ from test_browser import NOT_YET_REWRITTEN
 NOTEBOOKS = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"]
 GLUE_FIGURE = re.compile(r"^```\{glue:figure\}[^\n]*\n((?::[\w-]+:[^\n]*\n)*)", re.M)
 PSEUDO_TEX = re.compile(r"\b[SAX]\^\(\d+\)")
+HIDDEN = {"hide-cell", "hide-input", "remove-cell", "remove-input"}
+PARAMETER_LINE = re.compile(r"^\w+: [\w\[\], |]+ = [^#]+  # [^=]+$")
+# what runs a simulation on a page: the results cache, the simulator's entry points, the book's grids
+SIMULATES = re.compile(r"\b(cached_simulate_many|cached_simulate|simulate_many|simulate|sample_trajectories|"
+                       r"rp_conventions|run_grid|run_setting|run_studies|measure)\(")
 
 
 def _code(cell) -> str:
@@ -55,8 +63,13 @@ def rule_problems(page: str) -> list[str]:
                 problems.append(f"cell {k} defines {sorted(set(defined))}: move it into recency_lib")
             if "remove-cell" in tags and not all(_glue_or_layout(n) for n in tree.body):
                 problems.append(f"cell {k} is removed but does more than import, assign and glue")
-            if "parameters" in tags and "hide-cell" not in tags:
-                problems.append(f"cell {k}: the parameters cell is not collapsed (tag hide-cell)")
+            if "parameters" in tags:
+                if HIDDEN & set(tags):
+                    problems.append(f"cell {k}: the parameters cell is hidden ({sorted(HIDDEN & set(tags))})")
+                for line in _code(cell).splitlines():
+                    if line.strip() and not PARAMETER_LINE.match(line):
+                        problems.append(f"cell {k}: parameter line {line.strip()!r} is not `name: type = value  # comment` "
+                                        "with a comment free of '='")
         else:
             for m in GLUE_FIGURE.finditer(cell.source):
                 if ":name:" not in m.group(1):
@@ -64,6 +77,14 @@ def rule_problems(page: str) -> list[str]:
             prose = re.sub(r"\$\$.*?\$\$|\$[^$\n]*\$|```.*?```|`[^`\n]*`", "", cell.source, flags=re.S)
             if PSEUDO_TEX.search(prose):
                 problems.append(f"cell {k}: pseudo-TeX label {PSEUDO_TEX.search(prose).group(0)!r}; write math")
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if any(SIMULATES.search(_code(c)) for c in code):
+        shown = [c for c in code if not HIDDEN & set(c.metadata.get("tags", []))
+                 and "SimConfig(" in c.source and SIMULATES.search(_code(c))
+                 and len(c.source.strip().splitlines()) <= 12]
+        if not shown:
+            problems.append("the page simulates but no visible cell of at most 12 lines shows the SimConfig(...) "
+                            "it simulates with the call")
     return problems
 
 
