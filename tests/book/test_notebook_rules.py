@@ -25,7 +25,8 @@ import pytest
 from bookutils import BOOK, page_source, toc_pages
 from test_browser import NOT_YET_REWRITTEN
 
-NOTEBOOKS = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"]
+# every page of the book, and the setting template that papermill runs for Appendix B and for readers
+NOTEBOOKS = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"] + ["setting_template"]
 GLUE_FIGURE = re.compile(r"^```\{glue:figure\}[^\n]*\n((?::[\w-]+:[^\n]*\n)*)", re.M)
 PSEUDO_TEX = re.compile(r"\b[SAX]\^\(\d+\)")
 HIDDEN = {"hide-cell", "hide-input", "remove-cell", "remove-input"}
