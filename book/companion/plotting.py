@@ -11,6 +11,18 @@ The diagonal of a score matrix is special: after normalization S_ii = sqrt(d) by
 structure that Definition 1 is about into one colour. :func:`score_heatmap` therefore computes
 its colour limits from the strictly lower triangle only and draws the diagonal cells hatched and
 uncoloured (``include_diagonal=True`` draws them as the paper did, on one scale with the rest).
+
+seaborn does what it does best here: the theme (:func:`book_style`: ``seaborn.set_theme`` with the
+book's sizes) and the "rocket" colour map of the heatmaps (:func:`heatmap_cmap`, as the paper). Where
+the figures use matplotlib directly, the reason, per kind:
+
+* score heatmaps (:func:`score_heatmap`, :func:`score_grid`): ``imshow``, because the diagonal is
+  hatched and left out of the colour scale, colour bars are shared along a grid row, and n > 40 is
+  embedded as a bitmap; ``seaborn.heatmap`` (pcolormesh, a colour bar per Axes) does none of that;
+* points with error bars (:func:`errorbar_points`, :func:`recency_by_layer`, ...): ``errorbar`` with the
+  standard errors the simulator computed; seaborn's line and point plots estimate their own
+  intervals from raw observations, which a SimResult does not keep;
+* closed-form curves and reference lines: ``plot`` / ``axhline``, one line each, nothing to gain.
 """
 from __future__ import annotations
 
@@ -51,11 +63,12 @@ def style_rc() -> dict:
 
 
 def book_style() -> None:
-    """Apply the book's figure style: :func:`style_rc`, and in a notebook SVG output (sharp at any
-    zoom; shown at its natural size, which :func:`subplots` makes the column width)."""
-    import matplotlib as mpl
+    """Apply the book's figure style: seaborn's "ticks" theme with :func:`style_rc` on top, and in a
+    notebook SVG output (sharp at any zoom; shown at its natural size, which :func:`subplots` makes the
+    column width)."""
+    import seaborn as sns
 
-    mpl.rcParams.update(style_rc())
+    sns.set_theme(context="paper", style="ticks", rc=style_rc())
     try:
         from IPython import get_ipython
         from matplotlib_inline.backend_inline import set_matplotlib_formats

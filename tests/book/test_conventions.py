@@ -8,7 +8,6 @@ from recency_lib.metrics import familywise_z
 
 
 def test_one_familywise_level_and_its_z():
-    assert cv.FAMILYWISE_LEVEL == 0.05
     assert cv.z_for(1) == pytest.approx(norm.isf(0.025))                    # 1.96
     assert cv.z_for(45) == pytest.approx(familywise_z(45, 0.05)) == pytest.approx(3.2608, abs=1e-4)
     assert cv.adjacent_pairs(10) == 45 and cv.adjacent_pairs(1) == 0
