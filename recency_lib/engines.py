@@ -27,6 +27,7 @@ import os
 import sys
 import time
 from collections import deque
+from dataclasses import dataclass
 from concurrent.futures import Executor
 from functools import lru_cache
 from typing import Iterable, Iterator
@@ -481,6 +482,34 @@ def _to_result(cfg: SimConfig, engine: str, bsize: int, groups: list, z: float, 
     )
 
 
+def _block_trajectories(cfg: SimConfig, engine: str, k: int, size: int, kernel: str | None):
+    """Scores and attention (size, layers, n, n) of block ``k``, drawn and computed as :func:`simulate`
+    draws and computes that block (scores NaN and attention 0 above the diagonal)."""
+    n, L = cfg.n, cfg.layers
+    if engine == "gram":
+        rows, cols = tril_index(n)
+        lay = feature_layout(n)
+        _, f = gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, k), size, kernel), kernel=kernel,
+                                  features=True)
+        s = np.full((size, L, n, n), np.nan)
+        a = np.zeros((size, L, n, n))
+        s[:, :, rows, cols] = f[:, :, lay["score"]]
+        a[:, :, rows, cols] = f[:, :, lay["attn"]]
+        return s, a
+    s_l, a_l = [], []
+    rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
+    for _, s, a, _ in dense_steps(cfg, dense_tokens(cfg, rng, size), k):
+        s_l.append(np.where(np.tri(n, dtype=bool), s, np.nan)), a_l.append(a)
+    return np.stack(s_l, axis=1), np.stack(a_l, axis=1)
+
+
+def _trajectory_engine(cfg: SimConfig, engine: str | None) -> str:
+    engine = engine or resolve_engine(cfg)
+    if engine not in ("dense", "gram"):
+        raise ValueError(f"engine={short(engine)} is not allowed; allowed: 'dense' or 'gram'")
+    return engine
+
+
 def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str | None = None,
                         kernel: str | None = None):
     """Per-sample scores and attention of every layer, for illustrations and tests (small runs).
@@ -489,32 +518,85 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
     above the diagonal), drawn from block 0's stream onwards and computed exactly as
     :func:`simulate` draws and computes them (same blocks, same kernel), so their plain means
     match the streamed ones to float rounding. ``samples`` defaults to ``cfg.samples``.
+    For a statistic of every sequence without keeping them all: :func:`sequence_statistic`.
     """
     samples = cfg.samples if samples is None else samples
     samples = check_int("samples", samples, 1)
-    engine = engine or resolve_engine(cfg)
-    if engine not in ("dense", "gram"):
-        raise ValueError(f"engine={engine!r} is not allowed; allowed: 'dense' or 'gram'")
-    n, L = cfg.n, cfg.layers
+    engine = _trajectory_engine(cfg, engine)
     bsize = block_size(cfg, engine)
     require_trajectories(cfg, samples, engine, bsize)
-    rows, cols = tril_index(n)
-    lay = feature_layout(n)
     scores, attn = [], []
     total = max(2, samples)
     for k, size in _block_sizes(total, bsize, 0, -(-samples // bsize)):
-        if engine == "gram":
-            _, f = gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, k), size, kernel), kernel=kernel,
-                                      features=True)
-            s = np.full((size, L, n, n), np.nan)
-            a = np.zeros((size, L, n, n))
-            s[:, :, rows, cols] = f[:, :, lay["score"]]
-            a[:, :, rows, cols] = f[:, :, lay["attn"]]
-            scores.append(s), attn.append(a)
-        else:
-            s_l, a_l = [], []
-            rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
-            for _, s, a, _ in dense_steps(cfg, dense_tokens(cfg, rng, size), k):
-                s_l.append(np.where(np.tri(n, dtype=bool), s, np.nan)), a_l.append(a)
-            scores.append(np.stack(s_l, axis=1)), attn.append(np.stack(a_l, axis=1))
+        s, a = _block_trajectories(cfg, engine, k, size, kernel)
+        scores.append(s), attn.append(a)
     return np.concatenate(scores)[:samples], np.concatenate(attn)[:samples]
+
+
+@dataclass(frozen=True)
+class SequenceStatistic:
+    """Mean and standard error over sequences of a per-sequence statistic (:func:`sequence_statistic`),
+    (layers, k) each; ``cv_mean``/``cv_sem``: the control-variate estimates (None without a known
+    layer-1 mean), computed as SimResult's ``*_cv`` fields."""
+
+    config: SimConfig
+    samples: int
+    mean: np.ndarray
+    sem: np.ndarray
+    cv_mean: np.ndarray | None = None
+    cv_sem: np.ndarray | None = None
+    elapsed_seconds: float = math.nan
+
+
+def sequence_statistic(cfg: SimConfig, statistic, *, samples: int | None = None, control_mean=None,
+                       engine: str | None = None, kernel: str | None = None) -> SequenceStatistic:
+    """Mean and standard error over ``samples`` sequences (default ``cfg.samples``) of a statistic of
+    each sequence's matrices, streamed block by block with :func:`simulate`'s random streams (memory
+    of one block; the same numbers for any machine, as simulate's).
+
+    ``statistic(scores, attention)`` receives one block, (B, layers, n, n) each (scores NaN and
+    attention 0 above the diagonal), and returns (B, layers, k): k numbers per sequence and layer,
+    e.g. within-row contrasts S_ij - S_ik, or differences between layers. Pairing within a sequence
+    is what makes such a contrast's standard error small.
+
+    ``control_mean`` (k numbers, or one for all): the exact mean of layer 1's statistic when it is
+    known, e.g. 0 for a contrast of off-diagonal scores (or attention weights) of one row whose
+    coefficients sum to 0: layer 1's earlier keys are exchangeable. Layer 1's values are then control
+    variates for every layer, cross-fitted on the even and odd blocks (:func:`recency_lib.stats.
+    control_variate`): unbiased, with honest standard errors.
+    """
+    if not isinstance(cfg, SimConfig):
+        raise ValueError(f"cfg={short(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
+    if not callable(statistic):
+        raise ValueError(f"statistic={short(statistic)} is not allowed; allowed: a function (scores, attention) -> "
+                         f"array (B, layers, k)")
+    samples = check_int("samples", cfg.samples if samples is None else samples, 2)
+    engine = _trajectory_engine(cfg, engine)
+    bsize = block_size(cfg, engine)
+    require_trajectories(cfg, min(samples, bsize), engine, bsize)
+    mu = None
+    if control_mean is not None:
+        mu = np.asarray(control_mean, dtype=float)
+        if mu.ndim > 1 or not np.all(np.isfinite(mu)):
+            raise ValueError(f"control_mean={short(control_mean)} is not allowed; allowed: a finite number or a "
+                             f"1-d array of k finite numbers")
+    t0 = time.process_time()
+    groups: list[Moments | None] = [None, None]                 # even and odd blocks
+    width = None
+    for k, size in _block_sizes(samples, bsize, 0, -(-samples // bsize)):
+        s, a = _block_trajectories(cfg, engine, k, size, kernel)
+        x = np.asarray(statistic(s, a), dtype=float)
+        if x.ndim != 3 or x.shape[:2] != (size, cfg.layers) or (width is not None and x.shape[2] != width):
+            raise ValueError(f"statistic returned shape {x.shape}; allowed: (B, layers, k) = ({size}, {cfg.layers}, "
+                             f"{width if width is not None else 'k'}) for a block of {size} sequences")
+        width = x.shape[2]
+        m = Moments.of(x, controls=slice(0, width) if mu is not None else None)
+        g = k % 2
+        groups[g] = m if groups[g] is None else groups[g].merge_into(m)
+    plain = merged(groups)
+    out = dict(mean=plain.mean, sem=plain.sem)
+    if mu is not None:
+        if mu.ndim == 1 and mu.shape[0] != width:
+            raise ValueError(f"control_mean has {mu.shape[0]} numbers; allowed: one, or k = {width}")
+        out["cv_mean"], out["cv_sem"] = control_variate(groups, np.broadcast_to(mu, (width,)).copy())
+    return SequenceStatistic(cfg, samples, elapsed_seconds=time.process_time() - t0, **out)

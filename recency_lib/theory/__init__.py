@@ -26,8 +26,11 @@ Four modules, one kind of statement each (every public name is importable from h
   alpha, gamma. It is the reference the closed forms are tested against.
 * :mod:`.finite_d`: exact finite-d results (no LLN) and the first-order size of what the LLN
   drops (``sq_norm_first_token_exact``, ``drop_ratio_first_order``, ``drop_ratio_gaussian``).
+* :mod:`.trends`: the mean step of S^(2) beyond the LLN, with LayerNorm (``theorem1_trend``: the
+  corrected Theorem 1, e sqrt(d) e^{-2 sqrt d} to leading order) and without (``proposition1_trend``),
+  and the hidden size where the two cross (``crossover_d``).
 
-The symbolic (sympy) derivations behind these forms are in :mod:`recency_lib.symbolic`.
+The book's symbolic (sympy) checks of these forms are in its own package (companion.symbolic).
 
 What the LLN leaves out (true of the printed and the corrected forms alike): an off-diagonal
 score <y_i, y_j> / sqrt(d) is sqrt(d) alpha plus a fluctuation of order 1 that does NOT vanish
@@ -46,8 +49,12 @@ from .corrected import (h_corrected, prop1_attention_corrected, prop1_score_corr
 from .finite_d import drop_ratio_first_order, drop_ratio_gaussian, sq_norm_first_token_exact
 from .limits import lln_limit
 from .printed import h_eq41, prop1_attention, prop1_score, sq_norm_eq36, theorem1_score
+from .trends import (crossover_d, proposition1_step, proposition1_trend, q_factor, theorem1_coefficients, theorem1_step,
+                     theorem1_trend)
 
 __all__ = ["theorem1_score", "prop1_attention", "prop1_score", "sq_norm_eq36", "h_eq41",
            "prop1_attention_corrected", "prop1_score_corrected", "residual_coefficient", "sq_norm_corrected",
            "h_corrected", "score2_corrected", "score2_step_corrected", "lln_limit",
-           "sq_norm_first_token_exact", "drop_ratio_first_order", "drop_ratio_gaussian"]
+           "sq_norm_first_token_exact", "drop_ratio_first_order", "drop_ratio_gaussian",
+           "theorem1_trend", "theorem1_step", "theorem1_coefficients", "q_factor", "proposition1_trend",
+           "proposition1_step", "crossover_d"]
