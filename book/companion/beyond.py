@@ -294,9 +294,9 @@ def full_columns(results: dict) -> dict[str, list]:
 # -- relativity ----------------------------------------------------------------------------------
 
 def relativity_verdicts(results: dict, keys=("paper", "rope", "combined")) -> dict:
-    """(component, alpha) -> claims.not_relative_claim of the given components: "holds" where some
+    """(component, alpha) -> claims.subdiagonal_claim of the given components: "holds" where some
     sub-diagonal of some layer >= 2 is resolved as not constant, "open" where none is."""
-    return {(key, a): claims.not_relative_claim(r) for (key, a), r in results.items() if key in keys}
+    return {(key, a): claims.subdiagonal_claim(r) for (key, a), r in results.items() if key in keys}
 
 
 def relativity_rows(results: dict, keys=("paper", "rope", "combined")) -> list[dict]:
@@ -436,7 +436,7 @@ def findings_rows(results: dict, long_results: dict) -> list[dict]:
     created = created_order(dirs, iso)
     isotropic = (f"the paper's model: {layer_orders(dirs[('paper', iso)])}; an order of their own with "
                  f"{names(created, results)}" if created else "no part resolves an order")
-    rel = claims.not_relative_claim(comb)
+    rel = claims.subdiagonal_claim(comb)
     relative = (f"not relative: {report.count(rel.numbers.get('resolved', 0))} of "
                 f"{report.count(len(rel.numbers.get('spreads', {})))} sub-diagonals vary" if rel.word == claims.HOLDS
                 else "open: no sub-diagonal resolved as varying")

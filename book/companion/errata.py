@@ -405,7 +405,7 @@ def page_numbers(table: Table, checks, found: list[Found], eq5, *, n: int, worke
            "aa-eq11-level-0": cell("eq11", "level", d0).text(), "aa-eq11-step-0": cell("eq11", "step", d0).text(),
            "aa-eq11-step-1": cell("eq11", "step", d1).text(),
            "aa-eq5-word": eq5.word, "aa-eq5-value": eq5.value,
-           "aa-eq5-d": str(max(eq5.numbers.get("ratios", {}), default="—")),
+           "aa-eq5-d": str(eq5.numbers["ds"][0]), "aa-eq5-measure": eq5.measure,
            "aa-eq4-0": cell("eq4-attention", "level", dmax, cf.T).text(),
            "aa-eq4-5": cell("eq4-attention", "level", dmax, cf.A).text(),
            # Definition 1 and the trend: what resolving them takes

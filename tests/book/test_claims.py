@@ -45,88 +45,129 @@ def fake(cfg: SimConfig, rp=0.5, rp_se=1e-3, step=0.0, step_se=1e-3, score=1.0, 
 
 
 def valid(word: str) -> bool:
-    patterns = [re.escape(w).replace(re.escape("{}"), ".+") for w in claims.WORDS]
-    return any(re.fullmatch(p, word) for p in patterns)
+    return word in claims.WORDS
 
 
 def thm(d, **kw):
     return fake(SimConfig(alpha=0.0, norm="layernorm", n=10, d=d, layers=2), **kw)
 
 
-# -- Theorem 1: every branch ---------------------------------------------------------------------------
+# -- the one rule, table-driven: each class of evidence gets its word -------------------------------------
 
-def test_theorem1_too_small_at_the_papers_d():
-    v = claims.theorem1_claim({4: thm(4, rp=0.6), 64: thm(64, rp=0.5)})
-    assert v.word == "holds; too small to see at d = 64" and valid(v.word)
-    assert v.value == "0.1000 ± 0.0010" and "$d = 4$" in v.measure and v.link == "{prf:ref}`Theorem 1 <thm-1>`"
+A, O, U, X = claims.AS_CLAIMED, claims.ON_AVERAGE, claims.UNRESOLVED, claims.AGAINST
 
 
-def test_theorem1_other_branches():
-    assert claims.theorem1_claim({4: thm(4, rp=0.6), 64: thm(64, rp=0.6)}).word == "holds in aggregate at d = 64"
-    assert claims.theorem1_claim({64: thm(64, rp=0.6, step=0.1)}).word == "holds"      # every step resolved
-    assert claims.theorem1_claim({4: thm(4, rp=0.4), 64: thm(64)}).word == "contradicted"
-    assert claims.theorem1_claim({4: thm(4), 64: thm(64)}).word == "open"
-    with pytest.raises(ValueError, match="results={} is empty"):
-        claims.theorem1_claim({})
+@pytest.mark.parametrize("statuses, word, decisive", [
+    ([A], "holds", 0), ([A, A, A], "holds", 0),
+    ([O], "holds in part", 0), ([A, O], "holds in part", 1), ([A, U], "holds in part", 1), ([O, U], "holds in part", 0),
+    ([U], "not resolved", 0), ([U, U], "not resolved", 0),
+    ([X], "contradicted", 0), ([A, X], "contradicted", 1), ([O, U, X, X], "contradicted", 2),
+])
+def test_the_verdict_rule(statuses, word, decisive):
+    assert claims.verdict_word(statuses) == (word, decisive)
 
 
-def test_theorem1_switches_to_the_control_variate_trend_when_a_result_has_it():
-    res = thm(64, rp=0.5)
-    res.trend_cv_mean, res.trend_cv_sem = 2e-4, 5e-5              # issue 11's estimator (4 SE)
-    what, value, se = claims.s2_order(res)
-    assert what.startswith("mean off-diagonal step") and (value, se) == (2e-4, 5e-5)
-    v = claims.theorem1_claim({64: res})
-    assert v.word == "holds in aggregate at d = 64" and v.value == "(2.0 ± 0.5) × 10⁻⁴"
-    res.trend_cv_mean, res.trend_cv_sem = np.array([0.0, 3e-4]), np.array([1.0, 1e-4])   # per layer
-    assert claims.s2_order(res)[1:] == (3e-4, 1e-4)
+def test_the_rule_refuses_unknown_statuses():
+    for bad in ([], ["holds"], [A, "maybe"]):
+        with pytest.raises(ValueError, match="allowed"):
+            claims.verdict_word(bad)
 
 
-# -- Propositions, equations -------------------------------------------------------------------------
-
-def test_proposition1():
-    none = SimConfig(norm="none")
-    assert claims.proposition1_claim(fake(none)).word == "holds"
-    assert claims.proposition1_claim(fake(none, step=0.1)).word == "contradicted"     # Definition 1 holds
-    # an order resolved in aggregate (RP above 1/2) without Definition 1: the claim holds only at the LLN order
-    assert claims.proposition1_claim(fake(none, rp=0.6)).word == "holds to leading order"
-    beyond = {16: fake(none.replace(d=16, layers=2), trend=1e-4, trend_se=1e-5),       # 10 SE
-              64: fake(none.replace(d=64, layers=2), trend=8e-6, trend_se=2e-6)}       # 4 SE
-    v = claims.proposition1_claim(fake(none), beyond)
-    assert v.word == "holds to leading order" and valid(v.word)
-    assert v.numbers["resolved_at"] == [16, 64] and "$d = 64$" in v.measure and v.value == "(8.0 ± 2.0) × 10⁻⁶"
-    flat = {16: fake(none.replace(d=16, layers=2), trend=0.0, trend_se=1e-5)}
-    v = claims.proposition1_claim(fake(none), flat)
-    assert v.word == "holds" and v.measure.startswith("RP of")
+def test_every_word_is_reachable_and_stated_once():
+    words = {claims.verdict_word(s)[0] for s in ([A], [O], [U], [X])}
+    assert words == set(claims.WORDS)
+    assert all(f"**{w}**" in claims.RULE_TEXT for w in claims.WORDS)
 
 
-def test_proposition2_isotropic_cell():
-    mk = lambda a, g, **kw: fake(SimConfig(alpha=a, gamma=g), **kw)                   # noqa: E731
-    showcase = mk(0.5, 1.0, rp=0.7, step=0.1)
-    assert claims.proposition2_claim(showcase, mk(0.0, 1.0, step=0.1)).word == "holds"
-    assert claims.proposition2_claim(showcase, mk(0.0, 1.0, trend=2e-6, trend_se=2e-7)).word == \
-        "holds in aggregate at α = 0"
-    assert claims.proposition2_claim(showcase, mk(0.0, 1.0)).word == "holds; too small to see at α = 0"
-    assert claims.proposition2_claim(showcase, mk(0.0, 1.0, trend=-2e-6, trend_se=2e-7)).word == "contradicted"
-    assert claims.proposition2_claim(mk(0.5, 1.0, rp=0.7), mk(0.0, 1.0)).word == "holds in aggregate at α = 0.5"
+# -- the kinds of check ------------------------------------------------------------------------------------
+
+def test_order_check_classes():
+    zc = cv.z_for(2 * claims.comparisons_of_order(10))
+    assert claims.order_check(thm(64, step=0.1), 2, zc).status == A                # every step resolved
+    c = claims.order_check(thm(64, trend=2e-6, trend_se=2e-7), 2, zc)              # only the mean: 10 SE
+    assert c.status == O and c.text == "(2.00 ± 0.20) × 10⁻⁶" and "mean step" in c.what and "$d = 64$" in c.setting
+    assert claims.order_check(thm(64), 2, zc).status == U
+    assert claims.order_check(thm(64, trend=-2e-6, trend_se=2e-7), 2, zc).status == X
+    assert claims.order_check(thm(64, step=-0.1), 2, zc).status == X                # a step resolved negative
 
 
-def test_proposition3_grid():
-    mk = lambda a, **kw: fake(SimConfig(alpha=a), **kw)                               # noqa: E731
-    got = claims.proposition3_claim({0.0: mk(0.0), 0.2: mk(0.2, rp=0.6), 0.5: mk(0.5, rp=0.7, step=0.1)})
-    assert got.word == "holds; too small to see at α ≤ 0.2" and "α = 0.2" in got.measure
-    got = claims.proposition3_claim({0.0: mk(0.0, trend=2e-6, trend_se=2e-7), 0.2: mk(0.2, rp=0.6),
-                                     0.5: mk(0.5, rp=0.7, step=0.1)})
-    assert got.word == "holds in aggregate at α ≤ 0.2"
-    got = claims.proposition3_claim({0.0: mk(0.0, trend=2e-6, trend_se=2e-7), 0.2: mk(0.2, rp=0.6, step=0.1)})
-    assert got.word == "holds in aggregate at α = 0"
-    assert claims.proposition3_claim({0.5: mk(0.5, step=0.1), 0.8: mk(0.8, step=0.1)}).word == "holds"
-    assert claims.proposition3_claim({0.5: mk(0.5, step=-0.1)}).word == "contradicted"
-    assert claims.proposition3_claim({0.5: mk(0.5, step=0.1), 0.8: mk(0.8)}).word == "holds in part"
+def test_flat_value_direction_and_nonzero_checks():
+    zc = 3.0
+    assert claims.flat_check(thm(64), 2, zc).status == A
+    assert claims.flat_check(thm(64, trend=8e-6, trend_se=2e-6), 2, zc).status == X   # 4 SE: not flat
+    assert claims.value_check(2.0, 0.01, 2.0, zc, "r", "s").status == A
+    c = claims.value_check(2.66, 0.25, 1.0, zc, "r", "s")
+    assert c.status == X and c.text == "2.66 ± 0.25"
+    assert claims.value_check(1e-7, 1e-6, 1.0, zc, "r", "s").status == U             # nothing to divide
+    assert claims.direction_check(0.6, 0.01, +1, zc, "w", "s", reference=0.5).status == A
+    assert claims.direction_check(0.4, 0.01, +1, zc, "w", "s", reference=0.5).status == X
+    assert claims.direction_check(0.5, 0.01, +1, zc, "w", "s", reference=0.5).status == U
+    assert claims.direction_check(0.5, 0.01, 0, zc, "w", "s", reference=0.5).status == A
+    assert claims.direction_check(0.6, 0.01, 0, zc, "w", "s", reference=0.5).status == X
+    assert claims.nonzero_check(0.1, 0.01, zc, "w", "s").status == A
+    assert claims.nonzero_check(0.01, 0.01, zc, "w", "s").status == U
+
+
+# -- the claims: the same evidence, the same word ----------------------------------------------------------
+
+def test_theorem1():
+    v = claims.theorem1_claim({16: thm(16, step=0.1), 64: thm(64, trend=2e-6, trend_se=2e-7)})
+    assert v.word == "holds in part" and v.value == "(2.00 ± 0.20) × 10⁻⁶" and "$d = 64$" in v.measure
+    assert v.link == "{prf:ref}`Theorem 1 <thm-1>`"
+    assert claims.theorem1_claim({16: thm(16, step=0.1), 64: thm(64, step=0.1)}).word == "holds"
+    assert claims.theorem1_claim({16: thm(16), 64: thm(64)}).word == "not resolved"
+    assert claims.theorem1_claim({16: thm(16, step=0.1), 64: thm(64, trend=-2e-6, trend_se=2e-7)}).word == \
+        "contradicted"
+
+
+def test_proposition1_a_resolved_trend_contradicts_flat_rows():
+    none = SimConfig(norm="none", layers=2)
+    flat = {d: fake(none.replace(d=d)) for d in (16, 64)}
+    assert claims.proposition1_claim(flat).word == "holds"
+    rising = {16: fake(none.replace(d=16), trend=1e-4, trend_se=1e-5), 64: fake(none.replace(d=64), trend=8e-6,
+                                                                                 trend_se=2e-6)}
+    v = claims.proposition1_claim(rising)
+    assert v.word == "contradicted" and "$d = 64$" in v.measure and v.value == "(8.0 ± 2.0) × 10⁻⁶"   # the paper's d
+
+
+def test_propositions_2_and_3_get_the_theorem_1_word_for_the_same_evidence():
+    mk = lambda a, g, **kw: fake(SimConfig(alpha=a, gamma=g, layers=2), **kw)          # noqa: E731
+    v = claims.proposition2_claim(mk(0.0, 1.0, trend=2e-6, trend_se=2e-7), mk(0.5, 1.0, step=0.1))
+    assert v.word == "holds in part" and "α = 0" in v.measure                        # about alpha = 0, its number too
+    assert claims.proposition2_claim(mk(0.0, 1.0, step=0.1), mk(0.5, 1.0, step=0.1)).word == "holds"
+    got = claims.proposition3_claim({0.0: mk(0.0, 0.0, trend=2e-6, trend_se=2e-7), 0.5: mk(0.5, 0.0, step=0.1)})
+    assert got.word == "holds in part" and "α = 0," in got.measure
+    assert claims.proposition3_claim({0.5: mk(0.5, 0.0, step=-0.1)}).word == "contradicted"
+    with pytest.raises(ValueError, match="alpha < 1"):
+        claims.proposition3_claim({1.0: mk(1.0, 0.0)})
+
+
+def test_eq5_and_the_corrected_theorem1_on_the_trend():
+    d = 64
+    form = float(__import__("recency_lib").theory.theorem1_trend(d, 10))
+    eq5 = claims.eq5_trend(10, d)
+    on_form = {d: thm(d, trend=form, trend_se=form / 50)}
+    assert claims.eq5_claim(on_form).word == "contradicted"                          # the form is ~2.6 x Eq. (5)
+    assert claims.corrected_theorem1_claim(on_form).word == "holds"
+    on_eq5 = {d: thm(d, trend=eq5, trend_se=eq5 / 50)}
+    assert claims.eq5_claim(on_eq5).word == "holds" and claims.corrected_theorem1_claim(on_eq5).word == "contradicted"
+    assert claims.eq5_claim({d: thm(d, trend=0.0, trend_se=1.0)}).word == "not resolved"
+
+
+def test_eq6():
+    from recency_lib.inputs import cosine_bias_second_order
+
+    at_alpha = {a: (a, 1e-3) for a in (0.0, 0.5)} | {1.0: (1.0, 0.0)}
+    assert claims.eq6_claim(at_alpha, 64, 100).word == "holds"
+    second = {a: (a + float(cosine_bias_second_order(a, 64)), 1e-4) for a in (0.0, 0.5)} | {1.0: (1.0, 0.0)}
+    v = claims.eq6_claim(second, 64, 100)             # the O(1/d) term resolved: against the claim
+    assert v.word == "contradicted" and "α = 0.5" in v.measure
 
 
 def test_settings_share_the_large_isotropic_runs():
     th = claims.theorem1_configs(1_000, 3)
-    assert sorted(th) == list(claims.THEOREM1_DS) and th[16].samples == 1_000
+    assert sorted(th) == list(claims.THEOREM1_DS) and th[32].samples == 1_000
+    assert th[16].samples == claims.D16_FACTOR * 1_000                               # Definition 1 at d = 16
     iso = claims.isotropic_configs(claims.LARGE_FACTOR * 1_000, 3)
     assert th[64] == iso[0.0] and th[64].samples == claims.LARGE_FACTOR * 1_000       # one run, one cache entry
     assert iso[1.0] == iso[0.0].replace(gamma=1.0) and iso[0.0].layers == 2
@@ -257,21 +298,6 @@ def test_rp_conventions_at_alpha_one_and_below():
         claims.rp_conventions(cfg.replace(n=2))
 
 
-def test_eq6():
-    from recency_lib.inputs import cosine_bias_second_order
-
-    exact = {a: (a + float(cosine_bias_second_order(a, 64)), 1e-3) for a in (0.0, 0.5)} | {1.0: (1.0, 0.0)}
-    assert claims.eq6_claim(exact, 64).word == "holds"
-    shifted = {**exact, 0.5: (exact[0.5][0] + 0.02, 1e-3)}           # 20 SE off
-    v = claims.eq6_claim(shifted, 64)
-    assert v.word == "contradicted" and "α = 0.5" in v.measure
-
-
-def test_eq5_open_without_a_resolved_score():
-    v = claims.eq5_claim({64: thm(64, score=0.0, score_se=1.0)})
-    assert v.word == "open" and v.value == "—"
-
-
 # -- on simulations ---------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -282,21 +308,14 @@ def fig1():
 
 
 def test_figure1_reproduced(fig1):
-    feats = claims.figure1_features(fig1)
-    assert all(v is True for v in feats.values()), feats
     v = claims.figure1_claim(fig1)
-    assert v.word == "holds" and v.value.startswith("0.70")
+    assert v.word == "holds", [(c.what, c.status) for c in v.checks]
+    assert v.decisive.what.startswith("LayerNorm, α = 0.5: the rows of $S^{(2)}$ rise")
     with pytest.raises(ValueError, match="rows has length 3"):
-        claims.figure1_features(fig1[:3])
+        claims.figure1_claim(fig1[:3])
 
 
-def test_definition1_proposition1_and_relativity_on_figure1(fig1):
-    assert claims.definition1_claim(fig1[2]).word == "testable"
-    assert claims.proposition1_claim(fig1[0]).word == "holds"
-    assert claims.proposition2_claim(fig1[3], fig1[1]).word.startswith("holds")
-    assert claims.not_relative_claim(fig1[2]).word == "holds"
-    flat = fake(SimConfig(alpha=0.5))                                 # constant sub-diagonals
-    assert claims.not_relative_claim(flat).word == "open"
+def test_directions_and_pairing_on_figure1(fig1):
     assert claims.direction(fig1[0], 4) == "primacy" and claims.direction(fig1[2], 4) == "recency"
     assert claims.direction(fig1[2], 1) == "no order resolved"
     assert 1 < claims.pairing_gain(fig1[2], 2) < math.inf
@@ -319,7 +338,7 @@ def test_verdict_table_covers_every_claim(tmp_path):
     assert all(valid(v.word) for v in verdicts), [v.word for v in verdicts]
     table = claims.table(verdicts).text.splitlines()[3:-1]          # inside the {table} directive
     assert len(table) == 2 + len(verdicts) and "{bdg-" in table[2]
-    assert table[2].startswith("| {prf:ref}`Definition 1 <def-1>` |") and "{doc}`Figure 1 <empirical>`" in table[9]
+    assert table[2].startswith("| {prf:ref}`Theorem 1 <thm-1>` |") and "{doc}`Figure 1 <empirical>`" in table[8]
     # 4 (Figure 1) + 7 (Theorem 1: its d = 64 is the isotropic gamma = 0 run) + 5 + 5 (the alpha grids
     # without the two Figure-1 settings) + 1 (isotropic, gamma = 1) + 3 (Proposition 1 beyond the LLN)
     assert len(list(tmp_path.glob("*.npz"))) == 25              # each setting simulated once, cached
@@ -327,38 +346,41 @@ def test_verdict_table_covers_every_claim(tmp_path):
 
 # -- the relativity check (chapter 7) --------------------------------------------------------------------
 
-def test_not_relative_counts_every_pair_of_a_subdiagonal(fig1):
-    v = claims.not_relative_claim(fig1[2])
-    # n = 10, layers 2-4, offsets 1-3: 3 x (C(9, 2) + C(8, 2) + C(7, 2)) = 255 pairs of entries
-    assert v.numbers["comparisons"] == 255 and v.numbers["z_threshold"] == pytest.approx(cv.z_for(255))
-    l, o, gap, z, ihi, ilo = v.numbers["largest"]
-    assert z == max(s[1] for s in v.numbers["spreads"].values()) and (l, o) in v.numbers["spreads"]
-    assert v.value == report.pm(gap, gap / z) and 1 <= v.numbers["resolved"] <= 9
+def test_not_relative_on_what_the_softmax_sees():
+    from recency_lib.engines import sequence_statistic
+
+    cfg = claims.relative_config(20_000, 4)
+    v = claims.not_relative_claim(sequence_statistic(cfg, claims.distance_contrasts, control_mean=0.0))
+    assert v.word == "holds" and v.decisive.what.endswith("layer 4")
+    prof = v.numbers["profiles"]
+    assert list(prof["queries"]) == list(range(claims.FAR + 1, cfg.n + 1))
+    np.testing.assert_allclose(prof["D"][0][:, 0], prof["K"][0][:, 0])      # at i = FAR + 1: the same two keys
 
 
-def test_not_relative_on_constructed_scores():
+def test_distance_contrasts_on_constructed_scores():
+    n = 8
+    i, j = np.indices((n, n))
+    # a bias of the distance alone, and one of the key's position alone (not linear: a linear profile
+    # is both, up to a constant per row, which the softmax ignores)
+    relative = np.where(i >= j, np.exp(-(i - j) / 2), np.nan)[None, None].repeat(2, 1)   # (1, 2 layers, n, n)
+    positional = np.where(i >= j, 0.1 * j ** 2, np.nan)[None, None].repeat(2, 1)
+    m = n - claims.FAR
+    rel, pos = claims.distance_contrasts(relative, None)[0, 0], claims.distance_contrasts(positional, None)[0, 0]
+    np.testing.assert_allclose(rel[:m], np.exp(-0.5) - np.exp(-2)) and np.testing.assert_allclose(rel[-2], 0.0, atol=1e-12)
+    np.testing.assert_allclose(pos[m:2 * m], 0.1 * (9 - 0)) and np.testing.assert_allclose(pos[-1], 0.0, atol=1e-12)
+    assert abs(rel[-1]) > 0.05 and abs(pos[-2]) > 0.05                # each keeps only its own quantity constant
+    with pytest.raises(ValueError, match="n >= 6"):
+        claims.distance_contrasts(relative[..., :5, :5], None)
+
+
+def test_subdiagonal_spreads_on_constructed_scores():
     cfg = SimConfig(alpha=0.5, n=6, layers=3)
     i, j = np.indices((6, 6))
     relative, absolute = fake(cfg), fake(cfg)
     for res, value in ((relative, 0.1 * (i - j)), (absolute, 0.1 * j)):
         res.score_mean[:] = np.where(i >= j, value, np.nan)
-    assert claims.not_relative_claim(relative).word == "open" and claims.not_relative_claim(relative).numbers["resolved"] == 0
-    v = claims.not_relative_claim(absolute)
-    assert v.word == "holds" and v.numbers["resolved"] == 6            # layers 2-3 x offsets 1-3
+    assert claims.subdiagonal_claim(relative).numbers["resolved"] == 0
+    assert claims.subdiagonal_claim(absolute).numbers["resolved"] == 6            # layers 2-3 x offsets 1-3
     rows = claims.relativity_rows({"abs": absolute, "rel": relative}, offsets=(1, 2, 5))
     assert [r["layer"] for r in rows] == ["2", "3", "2", "3"]
     assert rows[0]["offset 5"] == "—" and rows[2]["offset 1"] == "0" and rows[0]["offset 2"].startswith("0.30")
-    assert claims.not_relative_claim(fake(cfg.replace(layers=1))).word == "open"
-
-
-def test_subdiagonal_entries_co_vary_so_the_spread_test_is_conservative():
-    from recency_lib import sample_trajectories
-
-    # 4,000 sequences: the smallest correlation is ~0.25 (measured), the estimate's SE ~0.016
-    cfg = claims.fig1_configs(4_000, 5)[2]
-    scores, _ = sample_trajectories(cfg)
-    v = claims.not_relative_claim(simulate(cfg))
-    assert claims.spread_correlation(scores, v) > 0.1
-    assert math.isnan(claims.offset_correlation(scores[:, 1], 9))       # one entry (i = 10): no pair
-    with pytest.raises(ValueError, match="scores has shape"):
-        claims.offset_correlation(scores[0, 0], 1)
