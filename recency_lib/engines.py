@@ -365,7 +365,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
 
     groups: list[list[Moments | None]] = [[None, None] for _ in configs]    # even, odd blocks
     elapsed = [0.0] * len(configs)                 # compute seconds per config, summed over its tasks
-    show = progress if progress is not None else (sys.stderr.isatty() and sum(c.samples for c in configs) >= 10**6)
+    show = progress if progress is not None else _show_progress(sum(c.samples for c in configs))
     bar = None
     if show:
         from tqdm import tqdm
@@ -397,6 +397,15 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
                 bar.close()
         return [_to_result(cfg, plan[0], plan[1], g, z, t, kernel if plan[0] == "gram" else None).check()
                 for cfg, plan, g, t in zip(configs, plans, groups, elapsed)]
+
+
+def _show_progress(samples: int) -> bool:
+    """The default of ``progress``: a bar on a terminal for runs of 10^6 sequences or more;
+    ``RECENCY_LIB_PROGRESS=1`` shows it anywhere (a notebook's stderr, e.g. a papermill rerun), ``0`` never."""
+    forced = os.environ.get("RECENCY_LIB_PROGRESS", "")
+    if forced in ("0", "1"):
+        return forced == "1" and samples >= 10**5
+    return sys.stderr.isatty() and samples >= 10**6
 
 
 def _run(tasks, args, fold, executor, workers: int) -> None:

@@ -181,6 +181,9 @@ def on_builder_inited(app: Sphinx) -> None:
     # Simulation results shared by the chapters (recency_lib.cache) live beside the execution
     # cache, keyed by config and library source; kernels inherit this variable.
     os.environ.setdefault("RECENCY_LIB_CACHE", str(Path(app.outdir).parent / ".recency_cache"))
+    # The book's pages glue their figures and tables without displaying them (the page places them);
+    # outside a build (a papermill rerun) they display them too (companion.in_book).
+    os.environ["COMPANION_IN_BOOK"] = "1"
     app._fresh_cache_changed = set()  # type: ignore[attr-defined]
     cache, cfg = _cache(app)
     if cache is None:

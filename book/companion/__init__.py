@@ -10,4 +10,16 @@ closed-form tables of Appendix A (:mod:`~companion.closedforms`, :mod:`~companio
 reproducibility page's provenance (:mod:`~companion.provenance`).
 
 The arrow points one way: ``companion`` imports ``recency_lib``, never the reverse.
+
+``python -m companion rerun PAGE OUT_DIR -p NAME VALUE ...`` reruns a chapter with other parameters
+(unknown names are refused before any work) and renders it as a page in the book's look;
+``python -m companion render NOTEBOOK`` renders an executed notebook (:mod:`companion.rerun`).
 """
+import os
+
+
+def in_book() -> bool:
+    """True while the book is being built (its extension sets ``COMPANION_IN_BOOK``): pages then glue
+    figures and tables for the book to place; a rerun outside the build also displays them, so the
+    executed notebook shows its results in Jupyter or nbconvert."""
+    return os.environ.get("COMPANION_IN_BOOK") == "1"

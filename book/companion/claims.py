@@ -1401,3 +1401,54 @@ def empirical_numbers(results: list[SimResult], by_d: dict, forms, verdicts: lis
         "empirical-fig2-level": ratios(forms.row("fig2", "level", Setting("layernorm", quote, 0.0))),
         "empirical-fig2-step": ratios(step), "empirical-fig2-trend": trend_words(step),
     }
+
+
+# -- Theorem 1 at large d: a first-order control variate (the corrected Theorem 1's expansion) -------------
+
+def _mean_step(s: np.ndarray) -> np.ndarray:
+    """The mean step S_ij - S_i,j-1 between earlier keys (2 <= j < i, 1-based) of (..., n, n) matrices."""
+    n = s.shape[-1]
+    i, j = _step_index(n)
+    return (s[..., i, j] - s[..., i, j - 1]).mean(axis=-1)
+
+
+def _step_index(n: int):
+    i, j = np.nonzero(np.tril(np.ones((n, n), dtype=bool), -1) & (np.arange(n)[None, :] >= 1))
+    return i, j
+
+
+def first_order_trend(d: int):
+    """A per-sequence statistic for recency_lib.engines.sequence_statistic in Theorem 1's setting (LayerNorm,
+    alpha = gamma = 0, two layers) whose layer-2 mean is the trend of S^(2), with a far smaller variance
+    than the trend itself: the plain mean and SE of layer 2's value estimate Theorem 1's trend.
+
+    With eps = e^{-sqrt d} and the layer-1 scores Z (their cosines C = Z / sqrt(d)), S^(2) = sqrt(d) cos(v_i,
+    v_j) with v_i = e_i + eps sum_{k<i} e^{Z_ik} e_k (recency_lib.theory.trends). Its expansion in eps
+    starts with Z itself and the first-order term S1 = sqrt(d) (H1 - C (h1_i + h1_j) / 2), H1 = W C + (W C)^T,
+    W = tril(e^Z, -1), h1 = diag H1; both have mean step exactly 0 (exchangeability; every first-order term
+    carries a factor of mean 0). So layer 2's value, trend(S^(2)) - trend(Z) - eps trend(S1), has the trend's
+    mean and a spread of order sqrt(d) eps^2 (the trend's own size) instead of order 1. Layer 1's value is
+    trend(Z). Taken per sequence and as one number (not a regression, whose variance formula would lose
+    every digit to cancellation here). Returns (B, 2, 1)."""
+    d = check_int("d", d, 16)
+    root = math.sqrt(d)
+    eps = math.exp(-root)
+
+    def statistic(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
+        if scores.shape[1] != 2:
+            raise ValueError(f"layers={scores.shape[1]} is not allowed; allowed: 2 (Theorem 1's setting)")
+        z = np.nan_to_num(scores[:, 0], nan=0.0)                          # (B, n, n) layer 1, lower triangle
+        z = np.tril(z) + np.swapaxes(np.tril(z, -1), -1, -2)             # symmetric
+        c = z / root
+        w = np.tril(np.exp(z), -1)
+        wc = w @ c
+        h1 = wc + np.swapaxes(wc, -1, -2)
+        diag = np.diagonal(h1, axis1=-2, axis2=-1)
+        s1 = root * (h1 - c * (diag[..., :, None] + diag[..., None, :]) / 2.0)
+        s2 = np.nan_to_num(scores[:, 1], nan=0.0)
+        n = s2.shape[-1]
+        i, j = _step_index(n)
+        second = ((s2[..., i, j] - s2[..., i, j - 1]) - (z[..., i, j] - z[..., i, j - 1])).mean(axis=-1)
+        return np.stack([_mean_step(z), second - eps * _mean_step(s1)], axis=1)[..., None]
+
+    return statistic

@@ -127,11 +127,14 @@ def panels(count: int, *, max_cols: int = 3, panel_ratio: float = 1.0, **kw):
 
 def glue_figure(key: str, fig) -> None:
     """Glue ``fig`` under ``key`` for a ``{glue:figure}`` directive (numbered, with its caption in
-    the markdown) and close it, so that the cell does not show it a second time."""
+    the markdown) and close it, so that the cell does not show it a second time. Outside the book's
+    build (a papermill rerun) the figure is displayed as well (:func:`companion.in_book`)."""
     import matplotlib.pyplot as plt
     from myst_nb import glue
 
-    glue(key, fig, display=False)
+    from . import in_book
+
+    glue(key, fig, display=not in_book())
     plt.close(fig)
 
 

@@ -232,8 +232,18 @@ def source(obj) -> "Markdown":
 # -- verdict badges -------------------------------------------------------------------------------------
 
 #: Badge colour (sphinx-design) of each verdict word's first word; anything else is grey.
-BADGE_COLOURS = {"holds": "success", "testable": "success", "contradicted": "danger",
-                 "violated": "danger", "open": "secondary", "undecided": "secondary"}
+BADGE_COLOURS = {"holds": "success", "contradicted": "danger", "not": "secondary",
+                 "violated": "danger", "undecided": "secondary"}
+
+
+def show(key: str, value) -> None:
+    """Glue ``value`` (a table, a verdict table, a number) under ``key`` for the page to place; outside the
+    book's build (a papermill rerun) display it as well, so the executed notebook shows it."""
+    from myst_nb import glue
+
+    from . import in_book
+
+    glue(key, value, display=not in_book())
 
 
 def badge(word: str) -> str:
