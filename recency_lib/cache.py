@@ -36,7 +36,7 @@ from pathlib import Path
 
 from . import engines
 from .config import SimConfig
-from .files import atomic_write_text, check_output_path
+from .files import ANY_FILE, atomic_write_text, check_output_path
 
 from .result import SimResult
 from .validation import check_bool, check_z, short
@@ -294,7 +294,7 @@ def usable_entries(cache=None) -> tuple[list[dict], int]:
 def _check_entry(folder: Path, path: Path) -> None:
     """Before any work: the cache folder ``folder`` can store the entry ``path``."""
     try:
-        check_output_path(path, "cache entry")
+        check_output_path(path, "cache entry", replaces=ANY_FILE)
     except ValueError as exc:
         raise ValueError(f"cache={short(str(folder))} cannot be used: {exc} (set cache= or RECENCY_LIB_CACHE "
                          f"to another folder)") from None
@@ -347,7 +347,7 @@ def cached_simulate(cfg: SimConfig, *, cache: str | os.PathLike | None = None, z
         path = _entry(cfg, z, cache)
         with _computing([path]):
             res = engines.simulate(cfg, executor=executor, z=z)
-            res.save(path)
+            res._write(path, ANY_FILE, True)
         return res
     return cached_simulate_many([cfg], cache=cache, z=z, executor=executor)[0]
 
@@ -370,7 +370,7 @@ def cached_simulate_many(configs, *, cache=None, z: float = 3.0, executor=None) 
             if missing:
                 results = engines.simulate_many([configs[k] for k in missing], executor=executor, z=z)
                 for k, res in zip(missing, results):
-                    res.save(paths[k])
+                    res._write(paths[k], ANY_FILE, True)
                     out[k] = res
     return out
 
@@ -422,7 +422,7 @@ def cached_value(name: str, compute, roots, *, params=None, packages=(), cache=N
             if stored is not None:
                 return stored[0], True
         value = compute()
-        atomic_write_text(path, json.dumps({"key": key, "value": value}, sort_keys=True))
+        atomic_write_text(path, json.dumps({"key": key, "value": value}, sort_keys=True), replaces=ANY_FILE)
     return value, False
 
 

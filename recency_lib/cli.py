@@ -1,8 +1,9 @@
 """Command line: ``python -m recency_lib simulate --alpha 0.5 --gamma 1 ... --out result.json``.
 
 The contract: every input is checked before any work (options are exact: no abbreviations, no
-option twice, numbers in plain decimal; the config; ``--workers`` within the CPUs; ``--out`` a
-regular file or nothing yet in a writable folder; the memory and time the run needs,
+option twice, numbers in plain decimal; the config; ``--workers`` within the CPUs; ``--out`` nothing
+yet or a result file of this library (a notebook, a source file or any other file is refused), in a
+writable folder; the memory and time the run needs,
 :mod:`recency_lib.budget`). A problem prints one ``error:`` line on stderr (long values cut) and
 exits 2; a failure of the machine (disk full, out of memory) one line and exit 1; never a
 traceback (``RECENCY_LIB_DEBUG=1`` shows one for an unexpected error). The result file is
@@ -24,6 +25,7 @@ from .budget import require
 from .config import ENGINES, NORMS, PLACEMENTS, WEIGHTS, SimConfig
 from .engines import block_size, resolve_engine, simulate
 from .files import Terminated, check_output_path, signals_as_exceptions
+from .result import RESULT_FILE
 from .validation import check_int, check_z, one_line, short
 from .workers import worker_pool
 
@@ -129,7 +131,7 @@ def _prepare(args) -> tuple[SimConfig, dict]:
     if args.chunk_size is not None:
         check_int("chunk_size", args.chunk_size, 1)
     z = check_z(args.z)
-    out = None if args.out is None else check_output_path(args.out, "out")
+    out = None if args.out is None else check_output_path(args.out, "out", replaces=RESULT_FILE)
     engine = resolve_engine(cfg)
     bsize = block_size(cfg, engine)
     workers = min(workers, -(-cfg.samples // bsize))          # never more processes than blocks
