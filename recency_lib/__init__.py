@@ -37,8 +37,9 @@ __all__ = ["SimConfig", "SimResult", "simulate", "simulate_many", "sample_trajec
 
 
 def __getattr__(name: str):
-    """The public names, imported on first use: importing the package itself loads nothing heavy
-    (``python -m recency_lib`` installs its signal handlers before numpy is imported)."""
+    """The public names, and the submodules (``recency_lib.engines`` after ``import recency_lib``),
+    imported on first use: importing the package itself loads nothing heavy (``python -m recency_lib``
+    installs its signal handlers before numpy is imported)."""
     if name == "SimConfig":
         from .config import SimConfig as value
     elif name == "SimResult":
@@ -46,6 +47,15 @@ def __getattr__(name: str):
     elif name in ("simulate", "simulate_many", "sample_trajectories"):
         from . import engines
         value = getattr(engines, name)
+    elif not name.startswith("__"):
+        import importlib
+
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

@@ -184,7 +184,12 @@ def _say(text: str, stream=None) -> None:
         text = text.encode(encoding, "backslashreplace").decode(encoding, "replace")
     except LookupError:                               # an encoding Python does not know
         text = text.encode("ascii", "backslashreplace").decode("ascii")
-    print(text, file=stream)
+    try:
+        print(text, file=stream)
+    except BrokenPipeError:                           # `... | head`: main() says nothing more
+        raise
+    except (OSError, ValueError):                     # a terminal gone, a closed stream: nothing to show it on
+        pass
 
 
 def _run(argv) -> int:
