@@ -429,6 +429,20 @@ def _open_lock(lock: Path) -> int:
     return fd
 
 
+def _sign(fd: int) -> None:
+    """Write this process's pid into the lock it holds (for a waiter's message), but only into a lock
+    file of its own: one that has no other hard link and holds nothing but a pid (a file planted
+    there, or linked to another one, is left as it is)."""
+    try:
+        st = os.fstat(fd)
+        if st.st_nlink != 1 or st.st_size > 32 or (st.st_size and not os.pread(fd, 32, 0).strip().isdigit()):
+            return
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+    except OSError:
+        pass
+
+
 def _take(fd: int, lock: Path, what: str) -> None:
     """Exclusive flock on ``fd``; if another process holds it for more than
     :data:`WAIT_NOTICE_SECONDS`, one line on stderr says what this one waits for, then it waits on."""
@@ -472,11 +486,7 @@ def _computing(paths, what=None):
             fd = _open_lock(lock)
             fds.append(fd)
             _take(fd, lock, what.get(p, f"the cache entry {p.name}"))
-            try:                                           # who holds it, for a waiter's message
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, str(os.getpid()).encode(), 0)
-            except OSError:
-                pass
+            _sign(fd)
         yield
     finally:
         for fd in fds:
@@ -546,15 +556,27 @@ def cached_value(name: str, compute, roots, *, params=None, packages=(), cache=N
     that does not load or holds another key counts as missing and is recomputed (under the entry's
     lock, so parallel pages compute it once). Returns ``(value, hit)``, ``hit`` True when the value
     came from the file."""
-    if not isinstance(name, str) or not name.replace("-", "").isalnum():
+    if not isinstance(name, str) or not str.__str__(name).replace("-", "").isalnum():
         raise ValueError(f"name={short(name)} is not allowed; allowed: letters, digits and '-'")
+    name = str.__str__(name)
     if not callable(compute):
         raise ValueError(f"compute={short(compute)} is not allowed; allowed: a function of no arguments")
-    roots = (roots,) if isinstance(roots, str) else tuple(roots)
+    try:
+        roots = (roots,) if isinstance(roots, str) else tuple(roots)
+    except TypeError:
+        raise ValueError(f"roots={short(roots)} is not allowed; allowed: a module name or names") from None
+    roots = tuple(str.__str__(m) if isinstance(m, str) else m for m in roots)
     unknown = [m for m in roots if not isinstance(m, str) or module_file(m) is None]
     if not roots or unknown:
         raise ValueError(f"roots={short(roots)} is not allowed; allowed: names of Python modules "
                          f"(\"engines\" for {PACKAGE}.engines, or a full name such as \"companion.symbolic\")")
+    try:
+        packages = (packages,) if isinstance(packages, str) else tuple(packages)
+    except TypeError:
+        packages = None
+    if packages is None or not all(isinstance(p, str) for p in packages):
+        raise ValueError(f"packages={short(packages)} is not allowed; allowed: names of installed distributions")
+    packages = tuple(str.__str__(p) for p in packages)
     refresh = check_bool("refresh", refresh)
     given = params
     try:

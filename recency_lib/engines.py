@@ -336,7 +336,7 @@ def _check_task_result(result, executor, cfgs: list[SimConfig], engine: str, bsi
         raise _executor_error(executor, f"returned {short(result)} for a task of {len(cfgs)} config(s); expected "
                                         f"{len(cfgs)} compute times and {len(cfgs)} lists of block moments")
     blocks = list(_block_sizes(cfgs[0].samples, bsize, first, count))
-    checked_seconds = []
+    checked_seconds, seen = [], set()
     for cfg, t, moments in zip(cfgs, seconds, out):
         try:
             checked_seconds.append(check_real("seconds", t, lo=0.0, allowed="a number >= 0"))
@@ -350,13 +350,16 @@ def _check_task_result(result, executor, cfgs: list[SimConfig], engine: str, bsi
         for (k, size), pair in zip(blocks, moments):
             ok = isinstance(pair, (tuple, list)) and len(pair) == 2 and type(pair[0]) is int and pair[0] == k
             m = pair[1] if ok else None
-            ok = ok and isinstance(m, Moments) and type(m.count) is int and m.count == size and all(
-                isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == shape for a in (m.mean, m.m2)) and (
-                m.cross is None or (isinstance(m.cross, np.ndarray) and m.cross.dtype == np.float64
-                                    and m.cross.shape == cshape))
+            # exactly a Moments of plain float64 arrays (no subclass: a merge runs their methods), each
+            # object once (a merge writes into the first block's arrays)
+            ok = ok and type(m) is Moments and type(m.count) is int and m.count == size and type(m.single) is bool \
+                and all(type(a) is np.ndarray and a.dtype == np.float64 and a.shape == shape for a in (m.mean, m.m2)) \
+                and (m.cross is None or (type(m.cross) is np.ndarray and m.cross.dtype == np.float64
+                                         and m.cross.shape == cshape)) and id(m) not in seen
             if not ok:
                 raise _executor_error(executor, f"returned {short(pair)} for block {k}; expected ({k}, the Moments of "
-                                                f"its {size} samples)")
+                                                f"its {size} samples, each block its own)")
+            seen.add(id(m))
     return checked_seconds, out
 
 

@@ -57,6 +57,7 @@ def _as_path(value, name: str) -> str:
         text = None
     if not isinstance(text, str):
         raise ValueError(f"{name}={short(value)} is not a path; allowed: a str or os.PathLike")
+    text = str.__str__(text)                         # a str subclass as a plain str: its methods are not asked
     if text == "":
         raise ValueError(f"{name}='' is empty; allowed: a path to a file")
     if "\0" in text:

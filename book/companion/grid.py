@@ -416,8 +416,9 @@ def _check_run_options(kernel, force, timeout) -> tuple[str, bool, float | None]
     from jupyter_client.kernelspec import KernelSpecManager
 
     specs = KernelSpecManager().find_kernel_specs()
-    if not isinstance(kernel, str) or kernel not in specs:
+    if not isinstance(kernel, str) or str.__str__(kernel) not in specs:
         raise ValueError(f"kernel={short(kernel)} is not an installed kernel; allowed: one of {sorted(specs)}")
+    kernel = str.__str__(kernel)
     force = check_bool("force", force)
     if timeout is not None:
         timeout = check_real("timeout", timeout, lo=0.0, lo_open=True, allowed="None or a number of seconds > 0")

@@ -563,7 +563,14 @@ def test_simulate_revalidates_a_changed_or_unpickled_config(monkeypatch, case):
 
 EXECUTOR_FAULTS = ["ok", "none", "value", "number", "not_pair", "drop_block", "extra_block", "reverse", "wrong_k",
                    "k_float", "count", "shape", "dtype", "cross_shape", "seconds_negative", "seconds_text",
-                   "seconds_short", "configs_short", "moments_text"]
+                   "seconds_short", "configs_short", "moments_text", "alias", "subclass", "array_subclass"]
+MANY = SMALL.replace(samples=20_000)                      # several blocks per task on an executor
+MANY_RESULT = simulate(MANY)
+
+
+class SneakyMoments(Moments):
+    def merge_into(self, other):                          # a merge that is not the library's
+        return self
 
 
 class OddExecutor:
@@ -596,24 +603,29 @@ class OddExecutor:
             "cross_shape": (seconds, [[(b, Moments(m.count, m.mean, m.m2, np.zeros(3))) for b, m in ms]]),
             "seconds_negative": ([-1.0], out), "seconds_text": (["1 s"], out), "seconds_short": ([], out),
             "configs_short": (seconds, []), "moments_text": (seconds, ["moments"]),
+            "alias": (seconds, [[(b, ms[0][1]) for b, _ in ms]]),
+            "subclass": (seconds, [[(b, SneakyMoments(m.count, m.mean, m.m2, m.cross)) for b, m in ms]]),
+            "array_subclass": (seconds, [[(b, Moments(m.count, np.ma.masked_array(m.mean), m.m2, m.cross))
+                                          for b, m in ms]]),
         }[f]
         fut = Future()
         fut.set_result(faulted)
         return fut
 
 
-@settings(FAST, max_examples=120)
+@settings(FAST, max_examples=200)
 @given(st.sampled_from(EXECUTOR_FAULTS), st.one_of(st.none(), st.integers(0, 3)),
        st.one_of(st.none(), st.integers(1, 4), st.sampled_from(["many", 0, -2, True, 2.5, 10 ** 30, np.int64(2)])),
-       st.sampled_from([None, 16, 32]))
-def test_whatever_an_executor_returns_is_checked(fault, at, max_workers, chunk_size):
+       st.sampled_from([None, 16, 32, 10_000]), st.booleans())
+def test_whatever_an_executor_returns_is_checked(fault, at, max_workers, chunk_size, many):
+    cfg, ref = (MANY, MANY_RESULT) if many else (SMALL, SMALL_RESULT)
     ex = OddExecutor(fault, at, max_workers)
     try:
-        res = simulate(SMALL, executor=ex, chunk_size=chunk_size)
+        res = simulate(cfg, executor=ex, chunk_size=chunk_size)
     except Exception as exc:
         count("odd executors", clear_error(exc) and "executor=" in str(exc))
         return
-    ok = same_arrays(res, SMALL_RESULT) and res.config == SMALL
+    ok = same_arrays(res, ref) and res.config == cfg
     count("odd executors", ok, True)
 
 

@@ -138,6 +138,28 @@ def test_a_lock_path_that_is_a_link_or_a_pipe_is_an_error(private_cache, monkeyp
     assert clear(info.value, lock.name) and target.read_text() == "not a lock"
 
 
+def test_a_lock_hard_linked_to_another_file_is_never_written(private_cache, tmp_path):
+    important = tmp_path / "important.txt"
+    important.write_text("precious")
+    private_cache.mkdir()
+    os.link(important, f"{entry(private_cache)}.lock")
+    assert cache.cached_simulate(CFG).config == CFG and important.read_text() == "precious"
+
+
+def test_a_path_that_lies_about_itself_is_read_as_a_plain_string(tmp_path):
+    class Lying(str):
+        def endswith(self, *a):
+            return False
+
+        def __contains__(self, item):
+            return False
+
+    with pytest.raises(ValueError, match="names a folder"):
+        simulate(CFG).save(Lying(str(tmp_path) + "/"))
+    with pytest.raises(ValueError, match="NUL"):
+        simulate(CFG).save(Lying(str(tmp_path / "a\0b.json")))
+
+
 def test_a_planted_link_is_never_written_through(private_cache, tmp_path):
     important = tmp_path / "important.txt"
     important.write_text("precious")
