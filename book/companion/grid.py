@@ -58,7 +58,7 @@ import numpy as np
 
 from recency_lib import cache
 from recency_lib.config import SimConfig
-from recency_lib.files import Kind, Terminated, check_output_path, signals_as_exceptions, staging_dir
+from recency_lib.files import ANY_FILE, Kind, Terminated, check_output_path, signals_as_exceptions, staging_dir
 from recency_lib.result import RESULT_FILE, SimResult
 from recency_lib.validation import as_float, check_bool, check_int, check_real, short, short_path
 
@@ -406,7 +406,7 @@ def _check_out_dir(out_dir) -> Path:
     if path.exists() and not path.is_dir():
         raise ValueError(f"out_dir={short_path(out_dir)} is not a folder; allowed: a folder (made if needed)")
     try:
-        check_output_path(path / ".probe", "out_dir")
+        check_output_path(path / ".probe", "out_dir", replaces=ANY_FILE)   # a probe of the folder: nothing is written there
     except ValueError as exc:
         raise ValueError(f"out_dir={short_path(out_dir)} cannot be written ({exc}); allowed: a writable folder") from None
     return path
