@@ -31,9 +31,36 @@ what the LLN drops         ``theory.drop_ratio_first_order``, ``theory.drop_rati
 control variates           ``stats.control_variate``; ``SimResult.trend_cv_mean`` and the ``*_cv_*`` fields
 =========================  ==================================================================
 """
-from .config import SimConfig
-from .engines import sample_trajectories, simulate, simulate_many
-from .result import SimResult
 from .version import __version__
 
 __all__ = ["SimConfig", "SimResult", "simulate", "simulate_many", "sample_trajectories", "__version__"]
+
+
+def __getattr__(name: str):
+    """The public names, and the submodules (``recency_lib.engines`` after ``import recency_lib``),
+    imported on first use: importing the package itself loads nothing heavy (``python -m recency_lib``
+    installs its signal handlers before numpy is imported)."""
+    if name == "SimConfig":
+        from .config import SimConfig as value
+    elif name == "SimResult":
+        from .result import SimResult as value
+    elif name in ("simulate", "simulate_many", "sample_trajectories"):
+        from . import engines
+        value = getattr(engines, name)
+    elif not name.startswith("__"):
+        import importlib
+
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})

@@ -8,12 +8,17 @@ the package (moving the checkout changes no key). Editing the kernel invalidates
 editing the book's figures, tables or prose (its own package, ``companion``) keeps them. Entries are ``<key>.npz`` files (:meth:`SimResult.save`: lossless,
 compressed), written atomically, so two processes racing on the same key both end with a whole file.
 
-An entry is used only if it loads completely and validly *and* holds the result of exactly the
-config asked for (:meth:`SimResult.load` with ``config``); anything else (unreadable, truncated,
-corrupt, wrong shapes, all-NaN arrays, another config, even a folder in its place... ) counts as
-missing and is recomputed. The folder is checked before any work: it must be a folder (or
-creatable) and writable. Location: ``cache=``, else ``$RECENCY_LIB_CACHE``, else
-``~/.cache/recency_lib``.
+An entry is served only if it loads completely and validly *and* everything that shaped it
+matches, read from the file's own metadata, never from its name: the config (:meth:`SimResult.load`
+with ``config``), z, the engine and block size, the library version, the kernel that ran it and the
+source hash of the simulation's code (stored in ``extra["source_hash"]`` when the cache saves an
+entry). Anything else (unreadable, truncated, corrupt, wrong shapes, all-NaN arrays, another config
+or z or kernel or version, an entry moved under another name, a symlink...) is a *bad entry*:
+counted (:data:`counts`, :data:`bad_entries`) and recomputed. The cache never opens, writes or
+replaces anything through a symlink in its folder (a link where an entry should be is replaced as
+itself; its target is never touched), and a lock path that is not a regular file is an error naming
+it. The folder is checked before any work: it must be a folder (or creatable) and writable.
+Location: ``cache=``, else ``$RECENCY_LIB_CACHE``, else ``~/.cache/recency_lib``.
 
 Values that are not SimResults (e.g. the book's sympy checks, the cosine draws of Eq. (6)) are
 cached the same way by :func:`cached_value`, as JSON: keyed by their arguments, the source of the
@@ -22,6 +27,7 @@ modules that compute them (with their imports, in this package or another one su
 """
 from __future__ import annotations
 
+import errno
 import io
 import fcntl
 import hashlib
@@ -29,17 +35,27 @@ import importlib.util
 import json
 import os
 import stat
+import sys
+import time
 import tokenize
+from collections import Counter, deque
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 from . import engines
 from .config import SimConfig
-from .files import atomic_write_text, check_output_path
-
+from .files import ANY_FILE, atomic_write_text, check_output_path
 from .result import SimResult
-from .validation import check_bool, check_z, short
+from .validation import check_bool, check_z, one_line, short, short_path
+from .version import __version__
+
+#: What the cache did in this process: "served" entries, "computed" ones, "bad" ones found (and
+#: recomputed); :data:`bad_entries` keeps the last few bad entries' paths and reasons.
+counts: Counter = Counter()
+bad_entries: deque = deque(maxlen=64)
+#: Seconds a process waits for another one's lock before it says what it waits for (on stderr).
+WAIT_NOTICE_SECONDS = 3.0
 
 PACKAGE = __name__.rpartition(".")[0]          # "recency_lib"
 ROOT = Path(__file__).resolve().parent
@@ -249,20 +265,57 @@ def cache_dir(path=None) -> Path:
 def cache_key(cfg: SimConfig, z: float = 3.0) -> str:
     """Hash of the config, z, the simulation's source (:func:`source_hash`) and the kernel path
     ("c" or "numpy": the two agree only to float rounding, so a result of one is never served
-    for the other)."""
+    for the other). The config and z are validated and canonical first (``z=3`` and ``z=3.0`` are
+    one key). The key names the file; what decides whether an entry is served is its metadata
+    (:func:`entry_mismatch`)."""
+    cfg, z = SimConfig.checked(cfg), check_z(z)
     payload = json.dumps({"config": cfg.to_dict(), "z": z, "source": source_hash(),
                           "kernel": engines.kernel_name()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
+def entry_stamp(cfg: SimConfig, z: float) -> dict:
+    """The metadata this build writes into the entry of ``cfg`` at ``z``, beside the config and the
+    arrays: engine, block size, library version, z and ``extra`` (the Gram engine's kernel and the
+    source hash of the simulation's code)."""
+    engine = engines.resolve_engine(cfg)
+    extra = {"kernel": engines.kernel_name()} if engine == "gram" else {}
+    return {"engine": engine, "block_size": engines.block_size(cfg, engine), "library_version": __version__,
+            "z": float(z), "extra": {**extra, "source_hash": source_hash()}}
+
+
+def entry_mismatch(meta: dict, cfg: SimConfig, z: float) -> str | None:
+    """Why an entry whose metadata is ``meta`` (config already matched) may not be served for
+    ``cfg`` at ``z`` by this build (the first field that differs from :func:`entry_stamp`, with
+    both values), or None when everything matches."""
+    for name, want in entry_stamp(cfg, z).items():
+        got = meta.get(name)
+        if name == "extra":
+            got = dict(got) if isinstance(got, dict) else got
+        if got != want or type(got) is not type(want):
+            return f"{name}={short(got)} where this build writes {short(want)}"
+    return None
+
+
+def _bad(path: Path, why: str) -> None:
+    counts["bad"] += 1
+    bad_entries.append((str(path), one_line(why, 300)))
+
+
 def entry_meta(path) -> dict | None:
     """The metadata of a cache entry (config, z, engine, elapsed_seconds, library_version, ...), read
-    without its arrays; None when the file is not a readable entry."""
+    without its arrays (and never through a symlink); None when the file is not a readable entry."""
     import numpy as np
 
     try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"][()]))
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None
+            with np.load(fh, allow_pickle=False) as data:
+                meta = json.loads(str(data["meta"][()]))
         return meta if isinstance(meta, dict) and isinstance(meta.get("config"), dict) else None
     except Exception:          # unreadable, damaged, not an entry: nothing this build can use
         return None
@@ -271,17 +324,21 @@ def entry_meta(path) -> dict | None:
 def usable_entries(cache=None) -> tuple[list[dict], int]:
     """The entries of the cache folder that this build would serve, and how many other files it holds.
 
-    An entry is served only under the key that its config and z give with the current source and
-    kernel (:func:`cache_key`), so entries written by other library versions or by the other kernel
-    stay in the folder but are never used; they are counted, not listed. Returns (metadata of every
-    usable entry with its "config" as a SimConfig, in file-name order; the number of other files)."""
+    An entry is usable when it is a regular file (not a link) named by the key that its config and
+    z give with the current source and kernel (:func:`cache_key`) *and* its metadata is what this
+    build writes (:func:`entry_mismatch`: library version, kernel, source hash...), so entries
+    written by other library versions or by the other kernel, or moved under another name, stay in
+    the folder but are never used; they are counted, not listed. Returns (metadata of every usable
+    entry with its "config" as a SimConfig, in file-name order; the number of other files)."""
     folder = cache_dir(cache)
     usable, other = [], 0
     for path in sorted(folder.glob("*.npz")) if folder.is_dir() else []:
         meta = entry_meta(path)
         try:
             cfg = SimConfig.from_dict(meta["config"]) if meta else None
-            ok = cfg is not None and cache_key(cfg, float(meta.get("z", 3.0))) == path.stem
+            z = meta.get("z", 3.0) if meta else None
+            ok = (cfg is not None and cache_key(cfg, z) == path.stem
+                  and entry_mismatch(meta, cfg, check_z(z)) is None)
         except (ValueError, TypeError):
             ok = False
         if ok:
@@ -292,51 +349,156 @@ def usable_entries(cache=None) -> tuple[list[dict], int]:
 
 
 def _check_entry(folder: Path, path: Path) -> None:
-    """Before any work: the cache folder ``folder`` can store the entry ``path``."""
+    """Before any work: the cache folder ``folder`` can store the entry ``path`` (a regular file or a
+    link there is replaced as itself; a folder or a device is an error)."""
     try:
-        check_output_path(path, "cache entry")
+        check_output_path(path, "cache entry", replaces=ANY_FILE, follow_symlinks=False)
     except ValueError as exc:
-        raise ValueError(f"cache={short(str(folder))} cannot be used: {exc} (set cache= or RECENCY_LIB_CACHE "
+        raise ValueError(f"cache={short_path(folder)} cannot be used: {exc} (set cache= or RECENCY_LIB_CACHE "
                          f"to another folder)") from None
 
 
-def _entry(cfg, z: float, cache) -> Path:
-    """The entry's path, after checking (before any work) that the cache can store it."""
-    if not isinstance(cfg, SimConfig):
-        raise ValueError(f"cfg={short(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
+def _entry(cfg, z: float, cache) -> tuple[SimConfig, Path]:
+    """The config (validated again) and its entry's path, after checking (before any work) that the
+    cache can store it."""
+    cfg = SimConfig.checked(cfg)
     folder = cache_dir(cache)
     path = folder / f"{cache_key(cfg, z)}.npz"
     _check_entry(folder, path)
-    return path
+    return cfg, path
 
 
-def _load(path: Path, cfg: SimConfig) -> SimResult | None:
-    """The entry if it is whole, valid and for ``cfg``; None for anything else (recompute it)."""
+def _load(path: Path, cfg: SimConfig, z: float, seen: set | None = None) -> SimResult | None:
+    """The entry if it is a whole, valid result for ``cfg`` at ``z`` whose metadata matches this
+    build (:func:`entry_mismatch`); None when there is none, and for anything else (a bad entry:
+    counted once per call that finds it (``seen``: the paths already counted), recomputed). Never
+    opens a symlink."""
+    def bad(why):
+        if seen is None or path not in seen:
+            _bad(path, why)
+        if seen is not None:
+            seen.add(path)
+
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        return SimResult.load(path, config=cfg)
-    except Exception:          # unreadable, corrupt, inconsistent, another config: all "missing"
+        st = os.lstat(path)
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        bad(f"cannot be read ({exc.strerror})")
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        bad("a symbolic link (never followed)" if stat.S_ISLNK(st.st_mode) else "not a regular file")
+        return None
+    try:
+        res = SimResult.load(path, config=cfg, follow_symlinks=False)
+    except ValueError as exc:  # unreadable, corrupt, inconsistent, another config
+        bad(str(exc))
+        return None
+    why = entry_mismatch({"engine": res.engine, "block_size": res.block_size, "library_version": res.library_version,
+                          "z": res.z, "extra": res.extra}, cfg, z)
+    if why is not None:
+        bad(why)
+        return None
+    counts["served"] += 1
+    return res
+
+
+def _store(res: SimResult, path: Path) -> SimResult:
+    """Save ``res`` as the entry ``path``, its metadata stamped with the source hash (what
+    :func:`entry_mismatch` checks on load); a regular file or a link there is replaced as itself."""
+    res.extra = {**res.extra, "source_hash": source_hash()}
+    res._write(path, ANY_FILE, follow_symlinks=False)
+    counts["computed"] += 1
+    return res
+
+
+def _open_lock(lock: Path) -> int:
+    """An fd of the lock file ``lock`` (created if missing), never through a symlink; ValueError
+    naming it when it is anything but a regular file."""
+    allowed = "allowed: a regular file or nothing (remove it, or set cache= / RECENCY_LIB_CACHE to another folder)"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        kind = ("a symbolic link" if os.path.islink(lock) else "a folder" if exc.errno == errno.EISDIR
+                else f"not usable ({exc.strerror})")
+        raise ValueError(f"the cache lock {short_path(lock)} is {kind}; {allowed}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ValueError(f"the cache lock {short_path(lock)} is not a regular file (a pipe or device); {allowed}")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _sign(fd: int) -> None:
+    """Write this process's pid into the lock it holds (for a waiter's message), but only into a lock
+    file of its own: one that has no other hard link and holds nothing but a pid (a file planted
+    there, or linked to another one, is left as it is)."""
+    try:
+        st = os.fstat(fd)
+        if st.st_nlink != 1 or st.st_size > 32 or (st.st_size and not os.pread(fd, 32, 0).strip().isdigit()):
+            return
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+    except OSError:
+        pass
+
+
+def _take(fd: int, lock: Path, what: str) -> None:
+    """Exclusive flock on ``fd``; if another process holds it for more than
+    :data:`WAIT_NOTICE_SECONDS`, one line on stderr says what this one waits for, then it waits on."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    start = time.monotonic()
+    while time.monotonic() - start < WAIT_NOTICE_SECONDS:
+        time.sleep(min(0.1, WAIT_NOTICE_SECONDS / 10))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            continue
+    try:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        holder = ""
+    by = f"process {holder}" if holder.isdigit() else "another process"
+    print(f"recency_lib.cache: waiting for {by} to finish {one_line(what, 300)} (lock {short_path(lock)})",
+          file=sys.stderr, flush=True)
+    fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 @contextmanager
-def _computing(paths):
+def _computing(paths, what=None):
     """Exclusive locks (``<entry>.lock``, ``flock``) on the entries about to be computed, taken in
     sorted order (two processes never wait on each other in a cycle) and released on exit: a second
     process that needs the same entry (two chapters built in parallel) waits, then loads it instead
-    of computing it again. The lock files are empty and reused; a killed holder releases its lock."""
+    of computing it again (saying what it waits for after :data:`WAIT_NOTICE_SECONDS`). The lock
+    files are reused and hold the holder's pid; a killed holder releases its lock. ``what``: path ->
+    a description of the entry (for that message)."""
     fds = []
+    what = what or {}
     try:
         for p in sorted(set(paths)):
             p.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(p.with_name(p.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            lock = p.with_name(p.name + ".lock")
+            fd = _open_lock(lock)
             fds.append(fd)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            _take(fd, lock, what.get(p, f"the cache entry {p.name}"))
+            _sign(fd)
         yield
     finally:
         for fd in fds:
             os.close(fd)                               # closing releases the flock
+
+
+def _described(cfg: SimConfig, path: Path) -> str:
+    """The entry's setting in one line, for a waiter's message."""
+    default = SimConfig().to_dict()
+    shown = ", ".join(f"{k}={v!r}" for k, v in cfg.to_dict().items()
+                      if k in ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed") or v != default[k])
+    return f"the simulation of SimConfig({shown}) (entry {path.name})"
 
 
 def cached_simulate(cfg: SimConfig, *, cache: str | os.PathLike | None = None, z: float = 3.0,
@@ -344,11 +506,9 @@ def cached_simulate(cfg: SimConfig, *, cache: str | os.PathLike | None = None, z
     """``simulate(cfg)`` through the on-disk cache; ``refresh=True`` recomputes and overwrites."""
     z, refresh = check_z(z), check_bool("refresh", refresh)
     if refresh:
-        path = _entry(cfg, z, cache)
-        with _computing([path]):
-            res = engines.simulate(cfg, executor=executor, z=z)
-            res.save(path)
-        return res
+        cfg, path = _entry(cfg, z, cache)
+        with _computing([path], {path: _described(cfg, path)}):
+            return _store(engines.simulate(cfg, executor=executor, z=z), path)
     return cached_simulate_many([cfg], cache=cache, z=z, executor=executor)[0]
 
 
@@ -358,20 +518,20 @@ def cached_simulate_many(configs, *, cache=None, z: float = 3.0, executor=None) 
     z = check_z(z)
     if isinstance(configs, (SimConfig, str, bytes)) or not hasattr(configs, "__iter__"):
         raise ValueError(f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig objects")
-    configs = list(configs)
-    paths = [_entry(c, z, cache) for c in configs]
-    out = [_load(p, c) for p, c in zip(paths, configs)]
+    pairs = [_entry(c, z, cache) for c in configs]
+    configs, paths = [c for c, _ in pairs], [p for _, p in pairs]
+    seen: set = set()                              # bad entries found (counted once)
+    out = [_load(p, c, z, seen) for p, c in zip(paths, configs)]
     missing = [k for k, r in enumerate(out) if r is None]
     if missing:
-        with _computing([paths[k] for k in missing]):
+        with _computing([paths[k] for k in missing], {paths[k]: _described(configs[k], paths[k]) for k in missing}):
             for k in missing:                          # computed by another process meanwhile?
-                out[k] = _load(paths[k], configs[k])
+                out[k] = _load(paths[k], configs[k], z, seen)
             missing = [k for k in missing if out[k] is None]
             if missing:
                 results = engines.simulate_many([configs[k] for k in missing], executor=executor, z=z)
                 for k, res in zip(missing, results):
-                    res.save(paths[k])
-                    out[k] = res
+                    out[k] = _store(res, paths[k])
     return out
 
 
@@ -396,42 +556,73 @@ def cached_value(name: str, compute, roots, *, params=None, packages=(), cache=N
     that does not load or holds another key counts as missing and is recomputed (under the entry's
     lock, so parallel pages compute it once). Returns ``(value, hit)``, ``hit`` True when the value
     came from the file."""
-    if not isinstance(name, str) or not name.replace("-", "").isalnum():
+    if not isinstance(name, str) or not str.__str__(name).replace("-", "").isalnum():
         raise ValueError(f"name={short(name)} is not allowed; allowed: letters, digits and '-'")
+    name = str.__str__(name)
     if not callable(compute):
         raise ValueError(f"compute={short(compute)} is not allowed; allowed: a function of no arguments")
-    roots = (roots,) if isinstance(roots, str) else tuple(roots)
+    try:
+        roots = (roots,) if isinstance(roots, str) else tuple(roots)
+    except TypeError:
+        raise ValueError(f"roots={short(roots)} is not allowed; allowed: a module name or names") from None
+    roots = tuple(str.__str__(m) if isinstance(m, str) else m for m in roots)
     unknown = [m for m in roots if not isinstance(m, str) or module_file(m) is None]
     if not roots or unknown:
         raise ValueError(f"roots={short(roots)} is not allowed; allowed: names of Python modules "
                          f"(\"engines\" for {PACKAGE}.engines, or a full name such as \"companion.symbolic\")")
+    try:
+        packages = (packages,) if isinstance(packages, str) else tuple(packages)
+    except TypeError:
+        packages = None
+    if packages is None or not all(isinstance(p, str) for p in packages):
+        raise ValueError(f"packages={short(packages)} is not allowed; allowed: names of installed distributions")
+    packages = tuple(str.__str__(p) for p in packages)
     refresh = check_bool("refresh", refresh)
+    given = params
     try:
         params = json.loads(json.dumps(params or {}, sort_keys=True, allow_nan=False))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         params = None
     if not isinstance(params, dict):
-        raise ValueError(f"params={short(params)} is not allowed; allowed: a dict of JSON values (finite numbers)")
+        raise ValueError(f"params={short(given)} is not allowed; allowed: a dict of JSON values (finite numbers)")
     key = value_key(name, roots, tuple(packages), params)
     folder = cache_dir(cache)
     path = folder / f"{name}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]}.json"
     _check_entry(folder, path)
-    with _computing([path]):
+    with _computing([path], {path: f"the value {name!r} (entry {path.name})"}):
         if not refresh:
             stored = _load_value(path, key)
             if stored is not None:
+                counts["served"] += 1
                 return stored[0], True
         value = compute()
-        atomic_write_text(path, json.dumps({"key": key, "value": value}, sort_keys=True))
+        atomic_write_text(path, json.dumps({"key": key, "value": value}, sort_keys=True),
+                          replaces=ANY_FILE, follow_symlinks=False)
+        counts["computed"] += 1
     return value, False
 
 
 def _load_value(path: Path, key: dict):
-    """``(value,)`` of a whole entry stored under ``key``; None for anything else."""
+    """``(value,)`` of a whole entry stored under ``key``; None for anything else (a bad entry,
+    counted, unless there is none). Never opens a symlink."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        entry = json.loads(path.read_text(encoding="utf-8"))
-        return (entry["value"],) if entry["key"] == key else None
-    except Exception:          # missing, unreadable, truncated, not JSON, another layout: recompute
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        _bad(path, f"cannot be read ({exc.strerror})")
+        return None
+    try:
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("a symbolic link (never followed)" if stat.S_ISLNK(st.st_mode) else "not a regular file")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ValueError("not a regular file")
+            entry = json.loads(fh.read().decode("utf-8"))
+        if entry["key"] != key:
+            raise ValueError("stored under another key")
+        return (entry["value"],)
+    except Exception as exc:   # unreadable, truncated, not JSON, another layout or key: recompute
+        _bad(path, f"{type(exc).__name__}: {exc}")
         return None

@@ -1,50 +1,49 @@
 """Command line: ``python -m recency_lib simulate --alpha 0.5 --gamma 1 ... --out result.json``.
 
 The contract: every input is checked before any work (options are exact: no abbreviations, no
-option twice, numbers in plain decimal; the config; ``--workers`` within the CPUs; ``--out`` a
-regular file or nothing yet in a writable folder; the memory and time the run needs,
-:mod:`recency_lib.budget`). A problem prints one ``error:`` line on stderr (long values cut) and
-exits 2; a failure of the machine (disk full, out of memory) one line and exit 1; never a
-traceback (``RECENCY_LIB_DEBUG=1`` shows one for an unexpected error). The result file is
-replaced only after a run that succeeded with finite numbers, atomically, keeping the existing
-file's permissions. SIGINT / SIGTERM / SIGHUP stop the workers at once, remove temporaries and
-leave the previous result untouched (exit 130 / 143 / 129); SIGKILL ends the workers too.
+option twice, numbers in plain decimal; the config; ``--workers`` within the CPUs; ``--out`` nothing
+yet or a result file of this library (a notebook, a source file or any other file is refused), in a
+writable folder; the memory and time the run needs, :mod:`recency_lib.budget`). A problem prints one
+``error:`` line on stderr (long values cut) and exits 2; a failure of the machine (disk full, out
+of memory) one line and exit 1; never a traceback (``RECENCY_LIB_DEBUG=1`` shows one for an
+unexpected error). The result file is replaced only after a run that succeeded with finite numbers,
+atomically, keeping the existing file's permissions; printing (a path with undecodable bytes, a
+terminal that cannot show "±") never fails a run that succeeded: what cannot be shown is escaped.
+SIGINT / SIGTERM / SIGHUP stop the workers at once, remove temporaries and leave the previous result
+untouched (exit 130 / 143 / 129); SIGKILL ends the workers too. The handlers are in place before
+numpy and the simulator are imported (this module imports only light parts of the standard library
+at its top), so an interrupt right after the start is one line too.
 """
 from __future__ import annotations
 
-import argparse
 import faulthandler
 import os
-import re
 import sys
-import traceback
-import warnings
 
-from .budget import require
-from .config import ENGINES, NORMS, PLACEMENTS, WEIGHTS, SimConfig
-from .engines import block_size, resolve_engine, simulate
-from .files import Terminated, check_output_path, signals_as_exceptions
-from .validation import check_int, check_z, one_line, short
-from .workers import worker_pool
+from .signals import Terminated, signals_as_exceptions
+from .text import one_line, short
 
-_INT = re.compile(r"[+-]?[0-9]+")
-_REAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_INT = r"[+-]?[0-9]+"
+_REAL = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"
 
 
 class _UsageError(Exception):
     """A command-line problem: one line, exit 2."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):                      # argparse's default: usage + exit 2; here one line
-        if "allowed" not in message:
-            message += f"; allowed: the options of `{self.prog} --help`"
-        raise _UsageError(message)
+def worker_pool(workers: int):
+    """:func:`recency_lib.workers.worker_pool` (imported when a pool is needed)."""
+    from .workers import worker_pool as pool
+
+    return pool(workers)
 
 
 def _integer(text: str) -> int:
     """A plain decimal integer (no spaces, underscores, exponents or other digits)."""
-    if not _INT.fullmatch(text):
+    import argparse
+    import re
+
+    if not re.fullmatch(_INT, text):
         raise argparse.ArgumentTypeError(f"{short(text)} is not an integer; allowed: decimal digits, e.g. 100000")
     if len(text) > 40:
         raise argparse.ArgumentTypeError(f"{short(text)} has {len(text)} digits; allowed: at most 19 (int64)")
@@ -53,7 +52,10 @@ def _integer(text: str) -> int:
 
 def _real(text: str) -> float:
     """A plain decimal number (e.g. 0.5, -1, 1e-3) that is finite as a float64."""
-    if not _REAL.fullmatch(text):
+    import argparse
+    import re
+
+    if not re.fullmatch(_REAL, text):
         raise argparse.ArgumentTypeError(f"{short(text)} is not a number; allowed: a finite decimal number, e.g. 0.5")
     value = float(text)
     if value in (float("inf"), float("-inf")):
@@ -61,15 +63,28 @@ def _real(text: str) -> float:
     return value
 
 
-class _Once(argparse.Action):
-    """Store the value; an option given twice is an error (which one would be meant?)."""
+def _argparse_classes():
+    """The parser (its errors are one line) and the store-once action; defined on first use, so that
+    argparse is imported after the signal handlers are in place."""
+    import argparse
 
-    def __call__(self, parser, namespace, values, option_string=None):
-        seen = namespace.__dict__.setdefault("_seen", set())
-        if self.dest in seen:
-            raise _UsageError(f"{option_string} given twice; allowed: each option once")
-        seen.add(self.dest)
-        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):                  # argparse's default: usage + exit 2; here one line
+            if "allowed" not in message:
+                message += f"; allowed: the options of `{self.prog} --help`"
+            raise _UsageError(message)
+
+    class Once(argparse.Action):
+        """Store the value; an option given twice is an error (which one would be meant?)."""
+
+        def __call__(self, parser, namespace, values, option_string=None):
+            seen = namespace.__dict__.setdefault("_seen", set())
+            if self.dest in seen:
+                raise _UsageError(f"{option_string} given twice; allowed: each option once")
+            seen.add(self.dest)
+            setattr(namespace, self.dest, True if self.nargs == 0 else values)
+
+    return Parser, Once
 
 
 def _cpus() -> int:
@@ -79,7 +94,10 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser():
+    from .config import ENGINES, NORMS, PLACEMENTS, WEIGHTS, SimConfig
+
+    _Parser, _Once = _argparse_classes()
     p = _Parser(prog="python -m recency_lib", allow_abbrev=False,
                 description="Simulate the paper's model and report recency metrics.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -114,13 +132,20 @@ def _parser() -> argparse.ArgumentParser:
     opt("--z", _real, 3.0, "standard errors for the Definition-1 verdict (default %(default)s)")
     opt("--chunk-size", _integer, None, "samples per task (does not change results)")
     opt("--workers", _integer, 1, f"processes to use, 1 to the CPUs available ({_cpus()} here) (default %(default)s)")
-    opt("--out", str, None, "write the result here (JSON; a .npz path: binary); replaced only "
-                            "by a successful run")
+    opt("--out", str, None, "write the result here (JSON; a .npz path: binary): a new file, or a result "
+                            "file of this library, replaced only by a successful run")
     return p
 
 
-def _prepare(args) -> tuple[SimConfig, dict]:
+def _prepare(args):
     """Everything checked before any work: the config, the options, the output path, the budget."""
+    from .budget import require
+    from .config import SimConfig
+    from .engines import block_size, resolve_engine
+    from .files import check_output_path
+    from .result import RESULT_FILE
+    from .validation import check_int, check_z
+
     cfg = SimConfig(alpha=args.alpha, gamma=args.gamma, norm=args.norm, n=args.n, d=args.d,
                     layers=args.layers, samples=args.samples, seed=args.seed,
                     engine=args.engine, eps=args.eps, weights=args.weights, weights_seed=args.weights_seed,
@@ -129,7 +154,7 @@ def _prepare(args) -> tuple[SimConfig, dict]:
     if args.chunk_size is not None:
         check_int("chunk_size", args.chunk_size, 1)
     z = check_z(args.z)
-    out = None if args.out is None else check_output_path(args.out, "out")
+    out = None if args.out is None else check_output_path(args.out, "out", replaces=RESULT_FILE)
     engine = resolve_engine(cfg)
     bsize = block_size(cfg, engine)
     workers = min(workers, -(-cfg.samples // bsize))          # never more processes than blocks
@@ -139,7 +164,39 @@ def _prepare(args) -> tuple[SimConfig, dict]:
     return cfg, {"workers": workers, "z": z, "out": out, "chunk_size": args.chunk_size}
 
 
+def shown_path(path) -> str:
+    """A path as text that any terminal can show: bytes that do not decode (kept by Python as lone
+    surrogates) as ``\\xNN`` escapes, not as an error."""
+    try:
+        raw = os.fsencode(path)
+    except (TypeError, UnicodeError):
+        return short(path)
+    return raw.decode(sys.getfilesystemencoding() or "utf-8", "backslashreplace")
+
+
+def _say(text: str, stream=None) -> None:
+    """Print ``text`` on ``stream`` (stdout); what its encoding cannot show is escaped, never an error."""
+    stream = sys.stdout if stream is None else stream
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeError:
+        text = text.encode(encoding, "backslashreplace").decode(encoding, "replace")
+    except LookupError:                               # an encoding Python does not know
+        text = text.encode("ascii", "backslashreplace").decode("ascii")
+    try:
+        print(text, file=stream)
+    except BrokenPipeError:                           # `... | head`: main() says nothing more
+        raise
+    except (OSError, ValueError):                     # a terminal gone, a closed stream: nothing to show it on
+        pass
+
+
 def _run(argv) -> int:
+    import warnings
+
+    from .engines import simulate          # numpy and the simulator: imported with the handlers in place
+
     args = _parser().parse_args(argv)
     cfg, o = _prepare(args)
     # an overflow is reported by SimResult.check (which layer, which parameter), not by numpy's
@@ -151,14 +208,14 @@ def _run(argv) -> int:
     else:
         res = simulate(cfg, chunk_size=o["chunk_size"], z=o["z"])
     written = res.save(o["out"]) if o["out"] is not None else None
-    print(res.summary())
+    _say(res.summary())
     if written is not None:
-        print(f"wrote {args.out}")
+        _say(f"wrote {shown_path(args.out)}")
     return 0
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"error: {one_line(message)}", file=sys.stderr)
+    _say(f"error: {one_line(message)}", sys.stderr)
     return code
 
 
@@ -186,6 +243,8 @@ def main(argv=None) -> int:
                          f"(the previous result, if any, is unchanged)", 1)
         except Exception as exc:                      # a bug: say so in one line
             if os.environ.get("RECENCY_LIB_DEBUG"):
+                import traceback
+
                 traceback.print_exc()
             return _fail(f"internal error {type(exc).__name__}: {short(str(exc))} (please report it; "
                          f"RECENCY_LIB_DEBUG=1 shows the traceback)", 1)

@@ -96,6 +96,27 @@ class SimConfig:
             raise ValueError(f"SimConfig: unknown field(s) {short(unknown)}; allowed: {sorted(known)}")
         return cls(**data)
 
+    @classmethod
+    def checked(cls, cfg, name: str = "cfg") -> "SimConfig":
+        """A config made by the constructor from the *stored* fields of ``cfg``, so every value is
+        checked and canonical again: a config that skipped ``__post_init__`` (built from pickled or
+        copied state) or was changed afterwards (``object.__setattr__``), or an instance of a
+        subclass, is validated as if it had just been made (ValueError naming the field). What the
+        simulator runs and what the cache keys are always such a config."""
+        if not isinstance(cfg, SimConfig):
+            raise ValueError(f"{name}={short(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
+        try:
+            state = object.__getattribute__(cfg, "__dict__")
+        except AttributeError:
+            state = None
+        if not isinstance(state, dict):
+            raise ValueError(f"{name} has no stored fields; allowed: a SimConfig made by SimConfig(...)")
+        missing = [f.name for f in fields(cls) if f.name not in state]
+        if missing:
+            raise ValueError(f"{name} lacks the field(s) {short(missing)} (a config that was not made by "
+                             f"SimConfig(...)); allowed: a SimConfig with every field")
+        return cls(**{f.name: state[f.name] for f in fields(cls)})
+
     def replace(self, **changes) -> "SimConfig":
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)

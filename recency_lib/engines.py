@@ -45,7 +45,7 @@ from .result import SimResult
 from .sampling import degrees_of_freedom, dense_tokens, gram_assemble, gram_draws, gram_width, sigma_cholesky
 from .stats import Moments, control_variate, merged
 from .streams import block_key
-from .validation import check_bool, check_int, check_z, short
+from .validation import INT_MAX, check_bool, check_choice, check_int, check_real, check_z, short
 from .version import __version__
 
 _BLOCK_FLOATS = 2 ** 17       # dense: target size of the largest per-block array (floats); ~1 MB
@@ -298,8 +298,70 @@ def _finite(a: np.ndarray) -> bool:
 
 
 def _check_chunk_size(chunk_size):
-    if chunk_size is not None:
-        check_int("chunk_size", chunk_size, 1)
+    return None if chunk_size is None else check_int("chunk_size", chunk_size, 1, INT_MAX)
+
+
+def _check_executor(executor) -> int:
+    """The processes an executor runs at once (its ``_max_workers``, else the CPUs), after checking
+    that it looks like an executor; ValueError naming it otherwise."""
+    if executor is None:
+        return os.cpu_count() or 1
+    if not callable(getattr(executor, "submit", None)):
+        raise ValueError(f"executor={short(executor)} is not allowed; allowed: None or a "
+                         f"concurrent.futures.Executor (an object with submit(fn, *args))")
+    workers = getattr(executor, "_max_workers", None)
+    if workers is None:
+        return os.cpu_count() or 1
+    try:
+        return check_int("_max_workers", workers, 1, INT_MAX)
+    except ValueError:
+        raise ValueError(f"executor={short(executor)} has _max_workers={short(workers)}; allowed: an integer >= 1 "
+                         f"(the processes it runs at once) or no _max_workers attribute") from None
+
+
+def _executor_error(executor, what: str) -> ValueError:
+    return ValueError(f"executor={short(executor)} {what}; allowed: an executor whose submit(fn, *args) returns a "
+                      f"future and whose future.result() returns what fn(*args) returned")
+
+
+def _check_task_result(result, executor, cfgs: list[SimConfig], engine: str, bsize: int, first: int, count: int):
+    """What an executor's future returned for one task (:func:`_chunk` of ``cfgs``, blocks ``first`` ..
+    ``first + count - 1``), checked before it is merged: per config its compute seconds and exactly
+    those blocks in order, each a :class:`Moments` of the right count and shapes. ValueError naming
+    the executor for anything else (None, another value, missing or extra blocks, ...)."""
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise _executor_error(executor, f"returned {short(result)} for a task; expected a pair (seconds, moments)")
+    seconds, out = result
+    if not (isinstance(seconds, (list, tuple)) and isinstance(out, (list, tuple))
+            and len(seconds) == len(out) == len(cfgs)):
+        raise _executor_error(executor, f"returned {short(result)} for a task of {len(cfgs)} config(s); expected "
+                                        f"{len(cfgs)} compute times and {len(cfgs)} lists of block moments")
+    blocks = list(_block_sizes(cfgs[0].samples, bsize, first, count))
+    checked_seconds, seen = [], set()
+    for cfg, t, moments in zip(cfgs, seconds, out):
+        try:
+            checked_seconds.append(check_real("seconds", t, lo=0.0, allowed="a number >= 0"))
+        except ValueError:
+            raise _executor_error(executor, f"returned the compute time {short(t)}; expected a number >= 0") from None
+        nf = n_features(cfg.n)
+        shape, cshape = (cfg.layers, nf), (cfg.layers, nf - control_slice(cfg.n).start)
+        if not isinstance(moments, (list, tuple)) or len(moments) != len(blocks):
+            raise _executor_error(executor, f"returned {short(moments)} for blocks {first} .. {first + count - 1}; "
+                                            f"expected one (block, moments) pair per block ({len(blocks)})")
+        for (k, size), pair in zip(blocks, moments):
+            ok = isinstance(pair, (tuple, list)) and len(pair) == 2 and type(pair[0]) is int and pair[0] == k
+            m = pair[1] if ok else None
+            # exactly a Moments of plain float64 arrays (no subclass: a merge runs their methods), each
+            # object once (a merge writes into the first block's arrays)
+            ok = ok and type(m) is Moments and type(m.count) is int and m.count == size and type(m.single) is bool \
+                and all(type(a) is np.ndarray and a.dtype == np.float64 and a.shape == shape for a in (m.mean, m.m2)) \
+                and (m.cross is None or (type(m.cross) is np.ndarray and m.cross.dtype == np.float64
+                                         and m.cross.shape == cshape)) and id(m) not in seen
+            if not ok:
+                raise _executor_error(executor, f"returned {short(pair)} for block {k}; expected ({k}, the Moments of "
+                                                f"its {size} samples, each block its own)")
+            seen.add(id(m))
+    return checked_seconds, out
 
 
 def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None,
@@ -317,18 +379,18 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
     if isinstance(configs, (SimConfig, str, bytes)) or not hasattr(configs, "__iter__"):
         raise ValueError(f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig objects")
     configs = list(configs)
-    for cfg in configs:
+    for i, cfg in enumerate(configs):
         if not isinstance(cfg, SimConfig):
-            raise ValueError(f"configs must be SimConfig objects; got {type(cfg).__name__}")
-    _check_chunk_size(chunk_size)
+            raise ValueError(f"configs[{i}]={short(cfg)} is not a SimConfig; allowed: an iterable of SimConfig objects")
+    # every config validated again from its stored fields: one that skipped __post_init__ (unpickled
+    # state) or was changed after it (object.__setattr__) is refused like a bad constructor call
+    configs = [SimConfig.checked(cfg, "cfg" if len(configs) == 1 else f"configs[{i}]") for i, cfg in enumerate(configs)]
+    chunk_size = _check_chunk_size(chunk_size)
     z = check_z(z)
-    if executor is not None and not callable(getattr(executor, "submit", None)):
-        raise ValueError(f"executor={short(executor)} is not allowed; allowed: None or a "
-                         f"concurrent.futures.Executor (an object with submit(fn, *args))")
+    workers = _check_executor(executor)
     if progress is not None:
         progress = check_bool("progress", progress)
 
-    workers = getattr(executor, "_max_workers", None) or os.cpu_count() or 1
     for cfg in configs:          # memory and time, before any work (recency_lib.budget)
         e = resolve_engine(cfg)
         per = None if chunk_size is None else math.ceil(chunk_size / block_size(cfg, e))
@@ -391,7 +453,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
 
     with _one_blas_thread():                      # here as in the workers: small products
         try:
-            _run(tasks, args, fold, executor, workers)
+            _run(tasks, args, fold, executor, workers, configs)
         finally:
             if bar is not None:
                 bar.close()
@@ -408,25 +470,36 @@ def _show_progress(samples: int) -> bool:
     return sys.stderr.isatty() and samples >= 10**6
 
 
-def _run(tasks, args, fold, executor, workers: int) -> None:
-    """Every task of :func:`simulate_many`, in-process or on ``executor``, folded in submission order."""
+def _run(tasks, args, fold, executor, workers: int, configs) -> None:
+    """Every task of :func:`simulate_many`, in-process or on ``executor``, folded in submission order;
+    what the executor returns is checked first (:func:`_check_task_result`)."""
     if executor is None:
         for t in tasks():
             fold(t[0], _chunk(*args(*t)))
         return
     window = 2 * workers + 2                       # bounded in-flight tasks: bounded memory
     pending: deque = deque()
+
+    def submit(t):
+        a = args(*t)
+        fut = executor.submit(_worker_chunk, *a)
+        if not callable(getattr(fut, "result", None)):
+            raise _executor_error(executor, f"returned {short(fut)} from submit(); expected a future (an object "
+                                            f"with result())")
+        pending.append((t, a, fut))
+
     it = tasks()
     for t in it:
-        pending.append((t[0], executor.submit(_worker_chunk, *args(*t))))
+        submit(t)
         if len(pending) >= window:
             break
     while pending:
-        team, fut = pending.popleft()
-        fold(team, fut.result())
+        t, a, fut = pending.popleft()
+        _, engine, _, bsize, first, count = a
+        fold(t[0], _check_task_result(fut.result(), executor, [configs[c] for c in t[0]], engine, bsize, first, count))
         t = next(it, None)
         if t is not None:
-            pending.append((t[0], executor.submit(_worker_chunk, *args(*t))))
+            submit(t)
 
 
 def simulate(cfg: SimConfig, *, chunk_size: int | None = None, executor: Executor | None = None,
@@ -513,10 +586,7 @@ def _block_trajectories(cfg: SimConfig, engine: str, k: int, size: int, kernel: 
 
 
 def _trajectory_engine(cfg: SimConfig, engine: str | None) -> str:
-    engine = engine or resolve_engine(cfg)
-    if engine not in ("dense", "gram"):
-        raise ValueError(f"engine={short(engine)} is not allowed; allowed: 'dense' or 'gram'")
-    return engine
+    return resolve_engine(cfg) if engine is None else check_choice("engine", engine, ("dense", "gram"))
 
 
 def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str | None = None,
@@ -529,9 +599,12 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
     match the streamed ones to float rounding. ``samples`` defaults to ``cfg.samples``.
     For a statistic of every sequence without keeping them all: :func:`sequence_statistic`.
     """
+    cfg = SimConfig.checked(cfg)
     samples = cfg.samples if samples is None else samples
     samples = check_int("samples", samples, 1)
     engine = _trajectory_engine(cfg, engine)
+    if kernel is not None:
+        kernel = check_choice("kernel", kernel, ("c", "numpy"))
     bsize = block_size(cfg, engine)
     require_trajectories(cfg, samples, engine, bsize)
     scores, attn = [], []
@@ -574,8 +647,7 @@ def sequence_statistic(cfg: SimConfig, statistic, *, samples: int | None = None,
     variates for every layer, cross-fitted on the even and odd blocks (:func:`recency_lib.stats.
     control_variate`): unbiased, with honest standard errors.
     """
-    if not isinstance(cfg, SimConfig):
-        raise ValueError(f"cfg={short(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
+    cfg = SimConfig.checked(cfg)
     if not callable(statistic):
         raise ValueError(f"statistic={short(statistic)} is not allowed; allowed: a function (scores, attention) -> "
                          f"array (B, layers, k)")

@@ -31,6 +31,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .validation import short
+
 TIE_RTOL = 1e-10   # differences below this (relative to the matrix's scale) are float rounding, not order
 
 
@@ -239,7 +241,7 @@ def kernels_for(kernel: str | None):
     :mod:`recency_lib.kernels` (RuntimeError when it cannot run here), None -> what runs here
     (:func:`compiled_kernels`)."""
     if kernel not in ("c", "numpy", None):
-        raise ValueError(f"kernel={kernel!r} is not allowed; allowed: 'c', 'numpy' or None")
+        raise ValueError(f"kernel={short(kernel)} is not allowed; allowed: 'c', 'numpy' or None")
     kernels = None if kernel == "numpy" else compiled_kernels()
     if kernel == "c" and kernels is None:
         raise RuntimeError("the compiled kernel is not available (recency_lib._kernel was not built, or "

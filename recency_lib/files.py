@@ -1,18 +1,24 @@
 """Files the library writes: checked before any work, replaced atomically, no temporaries left behind.
 
-* :func:`check_output_path`: a path we may write (a regular file or nothing yet, in a folder that
-  exists or can be made and is writable), checked before a run starts; symlinks are followed, so
-  the file they point to is what gets replaced.
+* :func:`check_output_path`: a path we may write, checked before a run starts: nothing there yet,
+  or a regular file that this library wrote (what may be replaced is a :class:`Kind`, recognised by
+  the file's own format: a result file is one, a notebook or a source file is not), in a folder
+  that exists or can be made and is writable. A symlink is followed only to a file that may be
+  replaced (a link to anything else, or to nothing, is refused), or, with
+  ``follow_symlinks=False`` (the results cache's own entries), never followed: the link itself is
+  what gets replaced.
 * :func:`atomic_write`: write a temporary file next to the target, then ``os.replace`` it into
   place: readers see the old file or the whole new one. The existing file's permission bits are
-  kept (a new file gets ``0o666 & ~umask``); anything that is not a regular file is never replaced.
+  kept (a new file gets ``0o666 & ~umask``); the target is checked again just before the rename,
+  so what is replaced is still something this write may replace (never a folder, a device, or a
+  file of another kind that appeared meanwhile).
 * Temporaries (``.NAME.PID.XXXXXXXX.recency-tmp`` files, ``.staging-*`` folders) hold an exclusive ``flock``
   while their writer lives. A writer that dies by a signal it cannot catch (SIGKILL) leaves its
   temporary behind, unlocked; the next write into the same folder removes every unlocked
   temporary (:func:`sweep`): it works across processes and PID namespaces, and never touches a
   temporary whose writer is alive. The name of a temporary is fixed *before* it is created, inside
   the ``try`` whose cleanup removes it, so an interrupt at any point leaves nothing behind.
-* :func:`signals_as_exceptions`: while a run is in progress, SIGTERM (and SIGHUP) raise
+* :func:`signals_as_exceptions` (:mod:`recency_lib.signals`): while a run is in progress, SIGTERM (and SIGHUP) raise
   :class:`Terminated` in the main thread, like SIGINT raises ``KeyboardInterrupt``, so ``finally``
   blocks run and temporaries are removed; if nobody handles it, the signal's default action
   (the end of the process) follows once the cleanup is done.
@@ -26,54 +32,18 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import stat
-import threading
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, Callable
 
-from .validation import short
+from .signals import Terminated, signals_as_exceptions  # noqa: F401  (re-exported)
+from .validation import short, short_path
 
 _NAME_MAX = 255
 _TMP_SUFFIX = ".recency-tmp"
 _TAIL = re.compile(r"\.\d+\.[0-9a-f]{8}\.recency-tmp$")      # what sweep() may remove: our own names only
 _STAGING_TAIL = re.compile(r"\d+-[0-9a-f]{8}$")
-
-
-class Terminated(BaseException):
-    """Raised in the main thread by SIGTERM / SIGHUP inside :func:`signals_as_exceptions`."""
-
-    def __init__(self, signum: int):
-        super().__init__(f"terminated by {signal.Signals(signum).name}")
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def signals_as_exceptions():
-    """SIGTERM and SIGHUP raise :class:`Terminated` in the main thread for the duration (no-op
-    elsewhere); the previous handlers come back afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        for s in old:                                 # a second signal must not cut the cleanup short
-            signal.signal(s, signal.SIG_IGN)
-        raise Terminated(signum)
-
-    old = {}
-    for s in (signal.SIGTERM, signal.SIGHUP):
-        old[s] = signal.signal(s, handler)
-    try:
-        yield
-    except Terminated as exc:
-        for s, h in old.items():
-            signal.signal(s, h)
-        if old[exc.signum] == signal.SIG_DFL:        # cleaned up: now end as the signal says
-            os.kill(os.getpid(), exc.signum)
-        raise
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 # -- output paths ---------------------------------------------------------------------------------
@@ -87,49 +57,103 @@ def _as_path(value, name: str) -> str:
         text = None
     if not isinstance(text, str):
         raise ValueError(f"{name}={short(value)} is not a path; allowed: a str or os.PathLike")
+    text = str.__str__(text)                         # a str subclass as a plain str: its methods are not asked
     if text == "":
         raise ValueError(f"{name}='' is empty; allowed: a path to a file")
     if "\0" in text:
-        raise ValueError(f"{name}={short(text)} contains a NUL character; allowed: a path to a file")
+        raise ValueError(f"{name}={short_path(text)} contains a NUL character; allowed: a path to a file")
     return text
 
 
-def check_output_path(path, name: str = "out") -> Path:
-    """The real path ``path`` names (symlinks followed) if a result may be written there, else
-    ValueError saying why: it is a folder or another non-regular file, sits under a regular file,
-    its name is too long, or its folder is not writable. Nothing is left behind (a probe file is
-    created and removed in the folder that will hold the file)."""
+@dataclass(frozen=True)
+class Kind:
+    """What a write may replace besides nothing: a regular file that ``recognise(fh, size)`` (a binary
+    file object opened at its start, and its size in bytes) says is one of ``what`` (e.g. "a
+    recency_lib result file"). It reads as little as it needs and never raises for a foreign file."""
+
+    what: str
+    recognise: Callable[[BinaryIO, int], bool]
+
+
+#: Any regular file (the results cache replaces whatever holds one of its own entry names).
+ANY_FILE = Kind("a regular file", lambda fh, size: True)
+
+
+def _is_kind(real: Path, kind: Kind, follow: bool) -> bool:
+    """Whether the regular file ``real`` is of ``kind`` (opened without blocking: never a FIFO)."""
+    if kind is ANY_FILE:
+        return True
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return bool(kind.recognise(fh, st.st_size))
+    except Exception:                     # a recogniser that fails: not recognised
+        return False
+    finally:
+        os.close(fd)
+
+
+def check_output_path(path, name: str = "out", *, replaces: Kind | None = None,
+                      follow_symlinks: bool = True) -> Path:
+    """The path a result may be written to (symlinks followed: their target; with
+    ``follow_symlinks=False`` the link itself), else ValueError naming ``path`` and saying why.
+
+    Allowed: nothing there yet, or a regular file of the kind ``replaces`` (None: nothing may be
+    replaced), in a folder that exists or can be made and is writable. Refused: a folder or another
+    non-regular file, a file of another kind (a notebook, a source file where a result is expected),
+    a symlink to any of those or to nothing, a path under a regular file, a name too long, a folder
+    that is not writable. Nothing is left behind (a probe file is created and removed in the folder
+    that will hold the file)."""
     text = _as_path(path, name)
     if text.endswith(("/", os.sep)) or Path(text).name in ("", ".", ".."):
-        raise ValueError(f"{name}={short(text)} names a folder; allowed: a path to a file")
-    allowed = "allowed: a path to a regular file or to nothing yet, in a writable folder"
-    real = Path(os.path.realpath(text))
+        raise ValueError(f"{name}={short_path(text)} names a folder; allowed: a path to a file")
+    what = "nothing yet" if replaces is None else f"{replaces.what} or to nothing yet"
+    allowed = f"allowed: a path to {what}, in a writable folder (this library replaces only files it wrote)"
+    link = os.path.islink(text)
+    if follow_symlinks or not link:
+        real = Path(os.path.realpath(text))
+    else:                                                # the link itself, in its real folder
+        real = Path(os.path.realpath(os.path.dirname(text) or ".")) / os.path.basename(text)
     for part in real.parts:
         if len(os.fsencode(part)) > _NAME_MAX:
-            raise ValueError(f"{name}={short(text)} has a name longer than {_NAME_MAX} bytes; {allowed}")
+            raise ValueError(f"{name}={short_path(text)} has a name longer than {_NAME_MAX} bytes; {allowed}")
     try:
-        st = os.stat(real)
+        st = os.stat(real) if follow_symlinks else os.lstat(real)
     except FileNotFoundError:
         st = None
     except OSError as exc:           # ENOTDIR (a regular file on the way), ELOOP, EACCES, ...
-        raise ValueError(f"{name}={short(text)} cannot be used ({exc.strerror}); {allowed}") from None
-    if st is not None:
+        raise ValueError(f"{name}={short_path(text)} cannot be used ({exc.strerror}); {allowed}") from None
+    if st is None and link and follow_symlinks:
+        raise ValueError(f"{name}={short_path(text)} is a symbolic link to nothing ({short_path(real)}); {allowed}")
+    if st is not None and not (stat.S_ISLNK(st.st_mode) and not follow_symlinks):
+        via = f" (a symbolic link to {short_path(real)})" if link and follow_symlinks else ""
         if stat.S_ISDIR(st.st_mode):
-            raise ValueError(f"{name}={short(text)} is a folder; {allowed}")
+            raise ValueError(f"{name}={short_path(text)}{via} is a folder; {allowed}")
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{name}={short(text)} is not a regular file (a device, pipe or socket); {allowed}")
+            raise ValueError(f"{name}={short_path(text)}{via} is not a regular file (a device, pipe or socket); {allowed}")
+        if replaces is None:
+            raise ValueError(f"{name}={short_path(text)}{via} already exists; {allowed}")
+        if not _is_kind(real, replaces, follow_symlinks):
+            raise ValueError(f"{name}={short_path(text)}{via} holds a file that is not {replaces.what}; {allowed}")
         if not os.access(real, os.W_OK):
-            raise ValueError(f"{name}={short(text)} is not writable; {allowed}")
+            raise ValueError(f"{name}={short_path(text)} is not writable; {allowed}")
     folder = real.parent
     while not folder.exists():                           # the first folder that exists must be writable
         folder = folder.parent
     if not folder.is_dir():
-        raise ValueError(f"{name}={short(text)} is under {short(str(folder))}, which is not a folder; {allowed}")
+        raise ValueError(f"{name}={short_path(text)} is under {short_path(folder)}, which is not a folder; {allowed}")
     probe = _temp_name(folder, real.name if folder == real.parent else "probe")
     try:                                                 # the real test: create and remove a file there
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
     except OSError as exc:
-        raise ValueError(f"{name}={short(text)}: cannot write in {short(str(folder))} ({exc.strerror}); {allowed}") from None
+        raise ValueError(f"{name}={short_path(text)}: cannot write in {short_path(folder)} ({exc.strerror}); {allowed}") from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(probe)
@@ -204,17 +228,22 @@ def _lock(fd: int) -> None:
             raise
 
 
-def atomic_write(path, write, binary: bool = False) -> Path:
+def atomic_write(path, write, binary: bool = False, *, replaces: Kind | None = None,
+                 follow_symlinks: bool = True) -> Path:
     """Call ``write(file_object)`` on a temporary next to ``path`` then rename it over ``path``.
 
     Readers see the old file or the whole new one; on any failure or interrupt the temporary and
-    any folder made for it are removed and an existing file is untouched. Refuses (ValueError) to
-    replace anything that is not a regular file. Returns the path written (symlinks followed).
+    any folder made for it are removed and an existing file is untouched. What may be replaced, and
+    whether a symlink is followed, are :func:`check_output_path`'s ``replaces`` and
+    ``follow_symlinks``, checked before ``write`` runs and again just before the rename (ValueError).
+    Returns the path written (symlinks followed unless ``follow_symlinks=False``).
     """
-    real = check_output_path(path, "path")
+    real = check_output_path(path, "path", replaces=replaces, follow_symlinks=follow_symlinks)
     try:
-        st = os.stat(real)
+        st = os.lstat(real)
     except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):   # a link replaced as itself: a new file
         st = None
     made = []                                             # folders created here, outermost first
     folder = real.parent
@@ -248,7 +277,9 @@ def atomic_write(path, write, binary: bool = False) -> Path:
                 os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
                 with contextlib.suppress(OSError):
                     os.fchown(fh.fileno(), st.st_uid, st.st_gid)
-            check_output_path(real, "path")                             # still a regular file or nothing
+            # still nothing, or a file this write may replace (a link that appeared meanwhile is
+            # replaced as itself: os.replace never writes through the target's link)
+            check_output_path(real, "path", replaces=replaces, follow_symlinks=False)
             os.replace(tmp, real)
         tmp = None
     except BaseException:
@@ -264,9 +295,9 @@ def atomic_write(path, write, binary: bool = False) -> Path:
     return real
 
 
-def atomic_write_text(path, text: str) -> Path:
+def atomic_write_text(path, text: str, *, replaces: Kind | None = None, follow_symlinks: bool = True) -> Path:
     """:func:`atomic_write` of a string (UTF-8)."""
-    return atomic_write(path, lambda fh: fh.write(text))
+    return atomic_write(path, lambda fh: fh.write(text), replaces=replaces, follow_symlinks=follow_symlinks)
 
 
 @contextlib.contextmanager

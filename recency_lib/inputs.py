@@ -26,7 +26,7 @@ from .budget import require_cosine
 from .config import SimConfig
 from .sampling import dense_tokens
 from .stats import Moments
-from .validation import check_int
+from .validation import check_int, short
 
 _BLOCK_FLOATS = 2 ** 20      # largest (batch, n, d) token array drawn at once (~8 MB of float64)
 
@@ -54,9 +54,10 @@ def input_cosine_similarity(cfg: SimConfig, samples: int, seed: int) -> tuple[fl
         (mean, sem) as Python floats.
     """
     if not isinstance(cfg, SimConfig):
-        raise ValueError(f"cfg={cfg!r} is not a SimConfig; allowed: a recency_lib.SimConfig")
+        raise ValueError(f"cfg={short(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
+    cfg = SimConfig.checked(cfg)
     if cfg.n < 2:
-        raise ValueError(f"cfg.n={cfg.n!r} is out of range; allowed: n >= 2 (a pair of tokens must exist)")
+        raise ValueError(f"cfg.n={cfg.n} is out of range; allowed: n >= 2 (a pair of tokens must exist)")
     samples = check_int("samples", samples, 2)
     seed = check_int("seed", seed, 0)
     require_cosine(cfg, samples)                  # memory and time, before any work
@@ -85,9 +86,9 @@ def cosine_bias_second_order(alpha, d):
     a = np.asarray(alpha, dtype=float)
     dd = np.asarray(d, dtype=float)
     if np.any(~np.isfinite(a) | (a < 0) | (a > 1)):
-        raise ValueError(f"alpha={alpha!r} is out of range; allowed: real numbers in [0, 1]")
+        raise ValueError(f"alpha={short(alpha)} is out of range; allowed: real numbers in [0, 1]")
     if np.any(~np.isfinite(dd) | (dd <= 0)):
-        raise ValueError(f"d={d!r} is out of range; allowed: real numbers > 0")
+        raise ValueError(f"d={short(d)} is out of range; allowed: real numbers > 0")
     out = -a * (1.0 - a * a) / (2.0 * dd)
     return out[()] if out.ndim == 0 else out
 

@@ -67,8 +67,9 @@ def relative_offset_table(score_mean: np.ndarray, score_sem: np.ndarray, offset:
     sub-diagonal would be equal. Returns (i, mean, sem) with 0-based query indices.
     """
     n = score_mean.shape[-1]
-    if not 0 <= offset < n:
-        raise ValueError(f"offset={offset!r} is out of range; allowed: 0 <= offset < n = {n}")
+    offset = check_int("offset", offset, 0)
+    if not offset < n:
+        raise ValueError(f"offset={offset} is out of range; allowed: 0 <= offset < n = {n}")
     i = np.arange(offset, n)
     return i, score_mean[..., i, i - offset], score_sem[..., i, i - offset]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import zipfile
 import zlib
@@ -27,10 +28,10 @@ import numpy as np
 
 from .budget import fmt_bytes, memory_limit, require_json
 from .config import SimConfig
-from .files import atomic_write
+from .files import Kind, atomic_write
 from .metrics import definition1_verdict, familywise_z
 from .norms import NORMS
-from .validation import INT_MAX, check_choice, check_level, check_z, short
+from .validation import INT_MAX, as_float, check_choice, check_int, check_level, check_z, short, short_path
 
 FORMAT_NAME = "recency_lib.SimResult"
 VERSION = 2
@@ -206,9 +207,7 @@ class SimResult:
         """Validate every field against the config (types, shapes, where values are defined and
         finite, their ranges); ValueError naming the field, else ``self``. A result whose numbers
         overflowed says at which layer and which parameter drove it."""
-        if not isinstance(self.config, SimConfig):
-            raise ValueError(f"config={short(self.config)} is not a SimConfig; allowed: a recency_lib.SimConfig")
-        cfg = self.config
+        cfg = self.config = SimConfig.checked(self.config, "config")     # validated again, canonical
         _check_meta(self, cfg)
         first_bad = None                                  # (layer, field) of the first non-finite value
         for name, spec in ARRAY_FIELDS.items():
@@ -271,26 +270,34 @@ class SimResult:
         binary form (float64 arrays as they are, the rest as JSON text; a zip archive, uncompressed), any
         other path JSON.
 
-        Only a valid result with finite numbers is written (:meth:`check`); the path must be a
-        regular file or nothing yet (:func:`recency_lib.files.check_output_path`). Returns the
-        path written (symlinks followed)."""
+        Only a valid result with finite numbers is written (:meth:`check`); the path must hold
+        nothing yet or a result file of this library (:data:`RESULT_FILE`, recognised by its
+        format; a symlink only to one), so a notebook, a source file or any other file is never
+        replaced (:func:`recency_lib.files.check_output_path`: ValueError before anything is
+        written). Returns the path written (symlinks followed)."""
+        return self._write(path, RESULT_FILE, True)
+
+    def _write(self, path, replaces, follow_symlinks: bool) -> Path:
+        """:meth:`save` with what it may replace and whether it follows a symlink (the cache's entries:
+        any regular file, links never followed)."""
         self.check()
         if Path(os.fspath(path) if isinstance(path, (str, os.PathLike)) else "").suffix == ".npz":
             arrays = {name: np.asarray(getattr(self, name), dtype=np.float64) for name in ARRAY_FIELDS}
             meta = np.array(json.dumps(self._meta(), allow_nan=False))
-            return atomic_write(path, lambda fh: np.savez(fh, meta=meta, **arrays), binary=True)
+            return atomic_write(path, lambda fh: np.savez(fh, meta=meta, **arrays), binary=True,
+                                replaces=replaces, follow_symlinks=follow_symlinks)
         require_json(self.config)
         text = json.dumps(self.to_dict(), allow_nan=False)
-        return atomic_write(path, lambda fh: fh.write(text))
+        return atomic_write(path, lambda fh: fh.write(text), replaces=replaces, follow_symlinks=follow_symlinks)
 
     @classmethod
-    def load(cls, path, config: SimConfig | None = None) -> "SimResult":
+    def load(cls, path, config: SimConfig | None = None, *, follow_symlinks: bool = True) -> "SimResult":
         """Read a file written by :meth:`save` (format chosen by the suffix, as there), validated
         completely; ValueError for anything else. With ``config``, the file must hold a result
-        for exactly that config."""
-        if config is not None and not isinstance(config, SimConfig):
-            raise ValueError(f"config={short(config)} is not a SimConfig; allowed: a recency_lib.SimConfig or None")
-        fh, size = _open_regular(path)
+        for exactly that config. ``follow_symlinks=False``: a symlink is refused, not opened."""
+        if config is not None:
+            config = SimConfig.checked(config, "config")
+        fh, size = _open_regular(path, follow_symlinks)
         with fh:
             if Path(os.fspath(path)).suffix != ".npz":
                 limit = max_json_bytes()
@@ -349,21 +356,24 @@ def _meta_kwargs(data: dict, cfg: SimConfig) -> dict:
 
 
 def _check_meta(res: SimResult, cfg: SimConfig) -> None:
-    if res.engine not in ("dense", "gram"):
-        raise ValueError(f"engine={short(res.engine)} is not allowed; allowed: 'dense' or 'gram'")
+    """The non-array fields, checked and stored as plain built-in values."""
+    res.engine = check_choice("engine", res.engine, ("dense", "gram"))
     if cfg.engine != "auto" and res.engine != cfg.engine:
         raise ValueError(f"engine={res.engine!r} does not match the config's engine={cfg.engine!r}; allowed: the same")
     if cfg.extended and res.engine != "dense":
         raise ValueError(f"engine={res.engine!r} is not allowed with extensions on; allowed: 'dense'")
-    if isinstance(res.block_size, bool) or not isinstance(res.block_size, int) or not 1 <= res.block_size <= INT_MAX:
-        raise ValueError(f"block_size={short(res.block_size)} is not allowed; allowed: an integer >= 1")
+    try:
+        res.block_size = check_int("block_size", res.block_size, 1, INT_MAX)
+    except ValueError:
+        raise ValueError(f"block_size={short(res.block_size)} is not allowed; allowed: an integer >= 1") from None
     if not isinstance(res.library_version, str) or not 0 < len(res.library_version) <= 64:
         raise ValueError(f"library_version={short(res.library_version)} is not allowed; allowed: a version string")
+    res.library_version = str.__str__(res.library_version)
     res.z = check_z(res.z)
-    e = res.elapsed_seconds
-    if isinstance(e, bool) or not isinstance(e, (int, float)) or not (math.isnan(e) or 0 <= e < math.inf):
-        raise ValueError(f"elapsed_seconds={short(e)} is not allowed; allowed: a number >= 0 (or NaN: unknown)")
-    res.elapsed_seconds = float(e)
+    e = as_float(res.elapsed_seconds)
+    if not isinstance(e, float) or not (math.isnan(e) or 0 <= e < math.inf):
+        raise ValueError(f"elapsed_seconds={short(res.elapsed_seconds)} is not allowed; allowed: a number >= 0 (or NaN: unknown)")
+    res.elapsed_seconds = e
     x = res.extra
     if not isinstance(x, dict) or len(x) > 32 or not all(
             isinstance(k, str) and len(k) <= 64 and (v is None or isinstance(v, (bool, int, float))
@@ -461,6 +471,38 @@ def _parse_json(raw: bytes):
                          f"allowed: a SimResult JSON file") from None
 
 
+_JSON_HEAD = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"' + re.escape(FORMAT_NAME.encode()) + rb"/")
+_NPZ_HEAD = f'{{"format": "{FORMAT_NAME}/'.encode("utf-32-le")     # meta.npy's text, as np.savez stores it
+
+
+def is_result_file(fh, size: int) -> bool:
+    """Whether the open file ``fh`` is a result file of this library (any version, whole or not):
+    JSON whose first key is ``"format": "recency_lib.SimResult/..."`` (as :meth:`SimResult.save`
+    writes it), or a zip archive whose ``meta.npy`` holds such a format (uncompressed, :meth:`save`:
+    seen in its first bytes; compressed, by earlier versions: read from the archive). Reads a few
+    kB (at most the metadata member); never raises for a foreign file."""
+    head = fh.read(4096)
+    if _JSON_HEAD.match(head):
+        return True
+    if not head.startswith(b"PK\x03\x04"):
+        return False
+    if _NPZ_HEAD in head:
+        return True
+    try:
+        fh.seek(0)
+        with zipfile.ZipFile(fh) as zf:
+            info = zf.getinfo("meta.npy")
+            if info.file_size > _META_BYTES:
+                return False
+            return _NPZ_HEAD in zf.read(info)
+    except Exception:                                    # not a zip, no meta.npy, damaged: not ours
+        return False
+
+
+#: What :meth:`SimResult.save` may replace: a result file of this library (:func:`is_result_file`).
+RESULT_FILE = Kind("a recency_lib result file (SimResult .json or .npz)", is_result_file)
+
+
 def max_json_bytes() -> int:
     """Largest JSON result file :meth:`SimResult.load` reads: 1/16 of the memory a run may use."""
     return memory_limit() // 16
@@ -469,7 +511,7 @@ def max_json_bytes() -> int:
 # -- files ------------------------------------------------------------------------------------------
 
 def _name(path) -> str:
-    return short(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else short(path)
+    return short_path(path) if isinstance(path, (str, os.PathLike)) else short(path)
 
 
 def _with_name(path, load):
@@ -480,23 +522,26 @@ def _with_name(path, load):
         raise ValueError(f"{_name(path)}: {exc}") from None
 
 
-def _open_regular(path):
+def _open_regular(path, follow_symlinks: bool = True):
     """A binary file object of ``path`` and its size, after checking it is a regular file (a FIFO
-    or device is never opened for reading: that could block or never end)."""
+    or device is never opened for reading: that could block or never end; without
+    ``follow_symlinks``, neither is a symlink)."""
     if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"path={short(path)} is not a path; allowed: a str or os.PathLike")
     text = os.fspath(path)
     if not isinstance(text, str) or not text or "\0" in text:
-        raise ValueError(f"path={short(text)} is not a file path; allowed: a path to a SimResult file")
+        raise ValueError(f"path={short_path(text)} is not a file path; allowed: a path to a SimResult file")
     try:
-        fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW))
     except OSError as exc:
-        raise ValueError(f"{short(text)} cannot be read ({exc.strerror}); allowed: a SimResult file") from None
+        if not follow_symlinks and os.path.islink(text):
+            raise ValueError(f"{short_path(text)} is a symbolic link; allowed: a SimResult file (links are not followed here)") from None
+        raise ValueError(f"{short_path(text)} cannot be read ({exc.strerror}); allowed: a SimResult file") from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise ValueError(f"{short(text)} is {kind}; allowed: a SimResult file")
+        raise ValueError(f"{short_path(text)} is {kind}; allowed: a SimResult file")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb"), st.st_size
 

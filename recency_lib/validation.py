@@ -9,61 +9,80 @@ from __future__ import annotations
 
 import math
 import numbers
-import reprlib
+import operator
 
 import numpy as np
+
+from .text import one_line, short, short_path  # noqa: F401  (re-exported: every check cuts values with short)
 
 #: Largest integer a size, count or seed may take: numpy's index type (int64).
 INT_MAX = 2 ** 63 - 1
 
-_SHORT = reprlib.Repr()
-_SHORT.maxstring = _SHORT.maxother = 60
-_SHORT.maxlong = 40
-_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 6
-
-
-def short(value) -> str:
-    """``repr(value)`` cut to about 60 characters (a 400-digit integer, a 300-character path), so that
-    an error message stays one readable line; the cut is marked with '...'."""
-    try:
-        return _SHORT.repr(value)
-    except Exception:                                   # a hostile __repr__
-        return f"<{type(value).__name__}>"
-
-
-def one_line(message: str, limit: int = 400) -> str:
-    """``message`` with control characters escaped and cut to ``limit`` characters (head ... tail)."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
-    return text if len(text) <= limit else f"{text[:limit * 2 // 3]} ... {text[-limit // 3:]}"
-
 
 # -- scalars -------------------------------------------------------------------------------------
 
-def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int:
-    """An integer (not a bool) in [minimum, maximum]; returned as a Python int."""
-    allowed = f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]"
+def as_int(value):
+    """``value`` as a plain ``int``, or None when it is not an integer (bools are not).
+
+    The value is converted before anything is compared, through :func:`operator.index` (which gives
+    the true integer value of an int subclass, whatever its ``__lt__``, ``__int__`` or ``__index__``
+    say, and the value of a numpy integer), so a check never asks the caller's object anything."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        return None
+    try:
+        v = operator.index(value)
+    except Exception:                                   # a hostile __index__ (or a warning made an error)
+        return None
+    if isinstance(v, bool):
+        return None
+    return v if type(v) is int else int.__index__(v)
+
+
+def as_float(value):
+    """``value`` as a plain ``float`` (``-0.0`` as ``0.0``: equal values, one form), or None when it is
+    not a real number (bools are not), or "overflow" for an integer too large for a float. Converted
+    through :func:`float` before anything is compared, as :func:`as_int`."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return None
+    i = as_int(value) if isinstance(value, numbers.Integral) else None
+    try:
+        v = float(i if i is not None else value)
+    except OverflowError:
+        return "overflow"
+    except Exception:                                   # a hostile __float__
+        return None
+    if type(v) is not float:                            # pragma: no cover - float() returns a float
+        v = float.__float__(v)
+    return v + 0.0                                      # -0.0 -> 0.0
+
+
+def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int:
+    """An integer (not a bool) in [minimum, maximum]; returned as a Python int (converted first,
+    :func:`as_int`, and the plain value checked)."""
+    allowed = f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]"
+    v = as_int(value)
+    if v is None:
         raise ValueError(f"{name}={short(value)} is not an integer; allowed: {allowed}")
-    if value < minimum or (maximum is not None and value > maximum):
-        raise ValueError(f"{name}={short(value)} is out of range; allowed: {allowed}")
-    return int(value)
+    if v < minimum or (maximum is not None and v > maximum):
+        raise ValueError(f"{name}={short(v)} is out of range; allowed: {allowed}")
+    return v
 
 
 def check_real(name: str, value, *, lo: float | None = None, hi: float | None = None,
                lo_open: bool = False, allowed: str) -> float:
-    """A finite real number (not a bool) in [lo, hi] ((lo, hi] with ``lo_open``); returned as a float.
+    """A finite real number (not a bool) in [lo, hi] ((lo, hi] with ``lo_open``); returned as a plain
+    float (converted first, :func:`as_float`, and the plain value checked; ``-0.0`` becomes ``0.0``).
 
     Integers too large for a float (``10**400``) are out of range, not an ``OverflowError``.
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    v = as_float(value)
+    if v is None:
         raise ValueError(f"{name}={short(value)} is not a number; allowed: {allowed}")
-    try:
-        v = float(value)
-    except (OverflowError, TypeError, ValueError):
-        raise ValueError(f"{name}={short(value)} is out of range; allowed: {allowed}") from None
+    if v == "overflow":
+        raise ValueError(f"{name}={short(value)} is out of range; allowed: {allowed}")
     below = lo is not None and (v <= lo if lo_open else v < lo)
     if not math.isfinite(v) or below or (hi is not None and v > hi):
-        raise ValueError(f"{name}={short(value)} is out of range; allowed: {allowed}")
+        raise ValueError(f"{name}={short(v)} is out of range; allowed: {allowed}")
     return v
 
 

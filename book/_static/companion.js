@@ -1,7 +1,22 @@
 // The companion's page behaviour (loaded on every page; keep it small):
 // 1. click (or Enter on) a figure to see it enlarged; click again or press Escape to close;
-// 2. every page's papermill parameters cell is collapsed, whether or not it is tagged hide-cell.
+// 2. every page's papermill parameters cell is collapsed, whether or not it is tagged hide-cell;
+// 3. Sphinx's search script (searchtools.js, loaded on every page by the theme) searches whenever the
+//    URL has ?q=..., and throws on a page without its #search-results box: there it does nothing.
 (() => {
+  // Before any other DOMContentLoaded listener (capture on window runs before the document's
+  // listeners, whatever the order the scripts were loaded in): searchtools' own listener calls
+  // Search.init, which calls Search.performSearch.
+  window.addEventListener("DOMContentLoaded", () => {
+    try {
+      if (typeof Search === "undefined" || !Search || typeof Search.performSearch !== "function") return;
+      const perform = Search.performSearch;
+      Search.performSearch = (query) => {
+        if (!document.getElementById("search-results")) return;   // not the search page
+        return perform(query);
+      };
+    } catch (err) { /* a theme without Sphinx's search: nothing to guard */ }
+  }, true);
   const FIGURES = "article figure img, article .cell_output img";
   const open = (img) => {
     const overlay = document.createElement("div");

@@ -19,7 +19,7 @@ import numpy as np
 from recency_lib.config import SimConfig
 from recency_lib.norms import NORMS
 from recency_lib.stats import familywise_z
-from recency_lib.validation import check_int, check_real
+from recency_lib.validation import check_int, check_real, short
 
 # -- statistics ------------------------------------------------------------------------------------
 
@@ -154,7 +154,7 @@ def variant_name(cfg: SimConfig) -> str:
     extensions beyond the paper are appended ("LayerNorm + FFN + RoPE", "LayerNorm, 4 heads").
     A residual weight other than 0 and 1 is spelled out ("LayerNorm + 0.5 × residual")."""
     if not isinstance(cfg, SimConfig):
-        raise ValueError(f"cfg={cfg!r} is not allowed; allowed: a SimConfig")
+        raise ValueError(f"cfg={short(cfg)} is not allowed; allowed: a SimConfig")
     name = NORMS[cfg.norm].label
     if cfg.gamma == 1.0:
         name += " + residual"
@@ -178,7 +178,7 @@ def variant_short(cfg: SimConfig) -> str:
     """A short name for narrow places (heatmap rows, legends): "no norm.", "LayerNorm",
     "LN + residual", "RMS + residual"; extensions are not named (use :func:`variant_name`)."""
     if not isinstance(cfg, SimConfig):
-        raise ValueError(f"cfg={cfg!r} is not allowed; allowed: a SimConfig")
+        raise ValueError(f"cfg={short(cfg)} is not allowed; allowed: a SimConfig")
     if cfg.gamma == 0.0:
         return NORMS[cfg.norm].label if NORMS[cfg.norm].scales else NORMS[cfg.norm].short
     res = "residual" if cfg.gamma == 1.0 else f"{cfg.gamma:g} × residual"
@@ -190,7 +190,7 @@ def variant_style(cfg: SimConfig) -> dict:
     normalization, filled without and open (white inside) with the residual. (Dashed lines are
     reserved for formulas as printed, :data:`AS_PRINTED`.)"""
     if not isinstance(cfg, SimConfig):
-        raise ValueError(f"cfg={cfg!r} is not allowed; allowed: a SimConfig")
+        raise ValueError(f"cfg={short(cfg)} is not allowed; allowed: a SimConfig")
     colour = alpha_colour(cfg.alpha)
     return {"color": colour, "marker": VARIANT_MARKERS[cfg.norm], "linestyle": "-",
             "markerfacecolor": colour if cfg.gamma == 0.0 else "white"}

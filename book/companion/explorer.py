@@ -40,7 +40,7 @@ from recency_lib.config import SimConfig
 from recency_lib.metrics import familywise_z, rp_direction
 from recency_lib.norms import NORMS as NORM_REGISTRY
 from recency_lib.result import SimResult
-from recency_lib.validation import check_choice, check_int, check_real
+from recency_lib.validation import check_choice, check_int, check_real, short
 
 FORMAT = "companion.explorer/1"
 ALPHAS = tuple(round(0.1 * k, 1) for k in range(10))   # 0, 0.1, ..., 0.9
@@ -72,10 +72,10 @@ ASSETS = Path(__file__).with_name("assets")
 def _values(name: str, values, check) -> tuple:
     """A non-empty tuple of distinct values, each passed through ``check``."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise ValueError(f"{name}={values!r} is not a list; allowed: a non-empty list of values")
+        raise ValueError(f"{name}={short(values)} is not a list; allowed: a non-empty list of values")
     out = tuple(check(v) for v in values)
     if not out or len(set(out)) != len(out):
-        raise ValueError(f"{name}={values!r} is not allowed; allowed: a non-empty list of distinct values")
+        raise ValueError(f"{name}={short(values)} is not allowed; allowed: a non-empty list of distinct values")
     return out
 
 
@@ -173,7 +173,7 @@ def pack(ints) -> str:
     3-8; the page unpacks it with the same rule."""
     ints = [int(k) for k in ints]
     if any(k < 0 for k in ints):
-        raise ValueError(f"ints={ints!r} has negative entries; allowed: integers >= 0")
+        raise ValueError(f"ints={short(ints)} has negative entries; allowed: integers >= 0")
     top = max(ints, default=0)
     width = 1
     while top >= 64 ** width:

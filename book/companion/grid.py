@@ -16,12 +16,17 @@ import). A setting is "reused" only when the sidecar holds the same key *and* bo
 are exactly the ones it recorded (sha256 of each) *and* the result file loads as a valid result for
 the setting's config; anything else (a truncated or edited file, a missing one) runs again.
 
-Outputs are all-or-nothing: papermill runs in a private staging folder inside ``out_dir`` (which
-is also the notebook's working directory, set explicitly for its kernel); only after it succeeded,
-and its result file loads and matches the requested setting, are the two files moved into place
-(``os.replace``) and the key written. A failed or interrupted run leaves the previous outputs (if
-any) untouched and nothing half-written: SIGTERM / SIGHUP / SIGINT in the main thread shut the
-running kernels down and remove the staging folder (then the signal takes its course); a
+Outputs replace only what the grid wrote, and all or nothing. Before any work each of the three
+targets is checked: nothing there yet, or a file of its own kind (an executed notebook of this
+grid, :data:`NOTEBOOK_FILE`; a result file, :data:`recency_lib.result.RESULT_FILE`; a key sidecar,
+:data:`KEY_FILE`), never a folder, a symlink or a foreign file (ValueError naming the path, before
+papermill starts). papermill runs in a private staging folder inside ``out_dir`` (which is also the
+notebook's working directory, set explicitly for its kernel); only after it succeeded, and its
+result file loads and matches the requested setting, are the three files (the key written there
+too) renamed into place, every target checked again first; if a rename fails, the ones already
+done are undone (the previous files come back). A failed or interrupted run leaves the previous
+outputs (if any) untouched and nothing half-written: SIGTERM / SIGHUP / SIGINT in the main thread
+shut the running kernels down and remove the staging folder (then the signal takes its course); a
 staging folder left by a driver killed outright (SIGKILL) is removed by the next run in the
 same ``out_dir`` (:func:`recency_lib.files.staging_dir`).
 
@@ -41,7 +46,6 @@ import hashlib
 import json
 import logging
 import math
-import numbers
 import os
 import threading
 import time
@@ -54,9 +58,9 @@ import numpy as np
 
 from recency_lib import cache
 from recency_lib.config import SimConfig
-from recency_lib.files import Terminated, atomic_write_text, check_output_path, signals_as_exceptions, staging_dir
-from recency_lib.result import SimResult
-from recency_lib.validation import check_bool, check_int, check_real, short
+from recency_lib.files import ANY_FILE, Kind, Terminated, check_output_path, signals_as_exceptions, staging_dir
+from recency_lib.result import RESULT_FILE, SimResult
+from recency_lib.validation import as_float, check_bool, check_int, check_real, short, short_path
 
 #: Parameters of the template that describe the setting (all of SimConfig's but engine/eps).
 SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed")
@@ -73,12 +77,39 @@ KEY_FORMAT = "companion.grid/2"
 def result_file(result_path: str = "") -> Path:
     """Where the template writes its result: ``result_path``, or ``setting_result.json`` when empty
     (relative paths are relative to the working directory); checked before any work
-    (:func:`recency_lib.files.check_output_path`: a regular file or nothing yet, writable)."""
-    if not isinstance(result_path, (str, os.PathLike)):
+    (:func:`recency_lib.files.check_output_path`: nothing yet or a result file of this library, in a
+    writable folder; a notebook, a source file or any other file is refused, naming the path)."""
+    if isinstance(result_path, bytes) or not isinstance(result_path, (str, os.PathLike)):
         raise ValueError(f"result_path={short(result_path)} is not a path; allowed: a string (\"\" = setting_result.json)")
-    path = Path(result_path) if str(result_path) else Path("setting_result.json")
-    check_output_path(path, "result_path")
+    path = Path(result_path) if os.fspath(result_path) else Path("setting_result.json")
+    check_output_path(path, "result_path", replaces=RESULT_FILE)
     return path
+
+
+_NOTEBOOK_BYTES = 2 ** 26            # an executed setting notebook is ~0.3 MB; larger ones are not ours
+
+
+def _is_grid_notebook(fh, size: int) -> bool:
+    """An executed notebook of this grid: JSON with cells and papermill's metadata recording the
+    parameters it ran with, ``result_path`` (set by the driver) among them."""
+    if size > _NOTEBOOK_BYTES:
+        return False
+    nb = json.loads(fh.read(_NOTEBOOK_BYTES + 1).decode("utf-8"))
+    params = nb["metadata"]["papermill"]["parameters"]
+    return isinstance(nb.get("cells"), list) and isinstance(params, dict) and "result_path" in params
+
+
+def _is_key_file(fh, size: int) -> bool:
+    """A key sidecar of this grid: JSON with the run key and inputs of a ``companion.grid/`` format."""
+    if size > 2 ** 20:
+        return False
+    side = json.loads(fh.read(2 ** 20 + 1).decode("utf-8"))
+    return isinstance(side.get("key"), str) and str(side["inputs"]["format"]).startswith("companion.grid/")
+
+
+#: What a run may replace at ``<slug>.ipynb`` and ``<slug>.key`` (``<slug>.json``: a result file).
+NOTEBOOK_FILE = Kind("an executed notebook of this grid (papermill metadata with result_path)", _is_grid_notebook)
+KEY_FILE = Kind(f"a key sidecar of this grid (format {KEY_FORMAT})", _is_key_file)
 
 
 def template_defaults(template) -> dict:
@@ -89,10 +120,10 @@ def template_defaults(template) -> dict:
     try:
         info = papermill.inspect_notebook(str(template))
     except Exception as exc:                     # not JSON, not a notebook, ...
-        raise ValueError(f"template={short(str(template))} is not a readable notebook ({type(exc).__name__}); "
+        raise ValueError(f"template={short_path(template)} is not a readable notebook ({type(exc).__name__}); "
                          f"allowed: a notebook with a 'parameters' cell") from None
     if not info:
-        raise ValueError(f"template={short(str(template))} has no parameters; allowed: a notebook with a 'parameters' cell")
+        raise ValueError(f"template={short_path(template)} has no parameters; allowed: a notebook with a 'parameters' cell")
     out = {}
     for name, spec in info.items():
         try:
@@ -117,7 +148,7 @@ def validate_params(params: dict, template=None) -> dict:
         defaults = template_defaults(template)
         missing = allowed - set(defaults)
         if missing:
-            raise ValueError(f"template={short(str(template))} lacks the parameter(s) {sorted(missing)}; "
+            raise ValueError(f"template={short_path(template)} lacks the parameter(s) {sorted(missing)}; "
                              f"allowed: a template with parameters {', '.join(SETTING_PARAMS)}")
     else:
         defaults = SimConfig().to_dict()
@@ -363,7 +394,7 @@ def _template_path(template) -> Path:
     path = Path(template)
     if not path.is_file():
         what = "is not a file" if path.exists() else "does not exist"
-        raise ValueError(f"template={short(str(template))} {what}; allowed: a notebook with a 'parameters' cell")
+        raise ValueError(f"template={short_path(template)} {what}; allowed: a notebook with a 'parameters' cell")
     return path.resolve()
 
 
@@ -373,11 +404,11 @@ def _check_out_dir(out_dir) -> Path:
         raise ValueError(f"out_dir={short(out_dir)} is not a path; allowed: a folder (made if needed)")
     path = Path(out_dir)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"out_dir={short(str(out_dir))} is not a folder; allowed: a folder (made if needed)")
+        raise ValueError(f"out_dir={short_path(out_dir)} is not a folder; allowed: a folder (made if needed)")
     try:
-        check_output_path(path / ".probe", "out_dir")
+        check_output_path(path / ".probe", "out_dir", replaces=ANY_FILE)   # a probe of the folder: nothing is written there
     except ValueError as exc:
-        raise ValueError(f"out_dir={short(str(out_dir))} cannot be written ({exc}); allowed: a writable folder") from None
+        raise ValueError(f"out_dir={short_path(out_dir)} cannot be written ({exc}); allowed: a writable folder") from None
     return path
 
 
@@ -385,8 +416,9 @@ def _check_run_options(kernel, force, timeout) -> tuple[str, bool, float | None]
     from jupyter_client.kernelspec import KernelSpecManager
 
     specs = KernelSpecManager().find_kernel_specs()
-    if not isinstance(kernel, str) or kernel not in specs:
+    if not isinstance(kernel, str) or str.__str__(kernel) not in specs:
         raise ValueError(f"kernel={short(kernel)} is not an installed kernel; allowed: one of {sorted(specs)}")
+    kernel = str.__str__(kernel)
     force = check_bool("force", force)
     if timeout is not None:
         timeout = check_real("timeout", timeout, lo=0.0, lo_open=True, allowed="None or a number of seconds > 0")
@@ -438,6 +470,55 @@ def _papermill(shared: SharedKernel, template: Path, staged_nb: Path, params: di
         raise
 
 
+def _targets(out_dir: Path, name: str) -> list[tuple[Path, Kind, str]]:
+    """A setting's output files (result, notebook, key: the order they are committed in, the key
+    last), each with the kind of file it may replace."""
+    return [(out_dir / f"{name}.json", RESULT_FILE, "result"), (out_dir / f"{name}.ipynb", NOTEBOOK_FILE, "notebook"),
+            (out_dir / f"{name}.key", KEY_FILE, "key")]
+
+
+def check_targets(out_dir: Path, name: str) -> None:
+    """Before any work (and again just before the commit): each output of setting ``name`` is nothing
+    yet or a file of its own kind (:func:`_targets`); a symlink, a folder or any other file is a
+    ValueError naming it (this grid replaces only what it wrote)."""
+    for path, kind, what in _targets(out_dir, name):
+        if os.path.islink(path):
+            raise ValueError(f"{what}={short_path(path)} is a symbolic link; allowed: a path to {kind.what} or to "
+                             f"nothing yet (this grid writes regular files and replaces only what it wrote)")
+        check_output_path(path, what, replaces=kind)
+
+
+def _commit(pairs: list[tuple[Path, Path]], backup_dir: Path) -> None:
+    """Rename each staged file over its target, in order; if one rename fails, undo the ones done (a
+    target that existed gets its previous file back, from a hard link kept in ``backup_dir``; one
+    that did not is removed), then raise."""
+    done = []                                         # (target, backup or None, inode of the new file)
+    try:
+        for k, (staged, target) in enumerate(pairs):
+            backup = None
+            if os.path.lexists(target):
+                backup = backup_dir / f".previous-{k}-{target.name}"
+                try:
+                    os.link(target, backup, follow_symlinks=False)
+                except OSError:                        # no hard links here: keep it by renaming
+                    os.rename(target, backup)
+            new = os.lstat(staged)
+            os.replace(staged, target)
+            done.append((target, backup, (new.st_dev, new.st_ino)))
+    except BaseException:
+        for target, backup, ino in reversed(done):
+            try:
+                if backup is not None:
+                    os.replace(backup, target)
+                else:
+                    st = os.lstat(target)
+                    if (st.st_dev, st.st_ino) == ino:  # still the file we put there
+                        os.unlink(target)
+            except OSError:
+                pass
+        raise
+
+
 def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force: bool,
                  timeout: float | None, shared: SharedKernel) -> SettingRun:
     name = slug(params)
@@ -451,9 +532,10 @@ def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force
         seconds = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else float("nan")
         return SettingRun(name, params, notebook, result, key_file, key, "reused", seconds)
 
+    check_targets(out_dir, name)                       # before any work: what the run would replace
     out_dir.mkdir(parents=True, exist_ok=True)
     with staging_dir(out_dir, ".staging-") as staging:
-        staged_nb, staged_res = staging / notebook.name, staging / result.name
+        staged_nb, staged_res, staged_key = staging / notebook.name, staging / result.name, staging / key_file.name
         start = time.perf_counter()
         _papermill(shared, template, staged_nb, params, result.name, kernel, timeout, staging)
         seconds = time.perf_counter() - start
@@ -465,12 +547,12 @@ def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force
         except ValueError as exc:
             raise RuntimeError(f"{template.name} wrote an invalid result for {name}: {exc}") from None
         hashes = {"notebook": _sha256(staged_nb), "result": _sha256(staged_res)}
-        os.replace(staged_res, result)
-        os.replace(staged_nb, notebook)
-        atomic_write_text(key_file, json.dumps({
+        staged_key.write_text(json.dumps({
             "key": key, "inputs": run_inputs(template, params, kernel), "seconds": seconds,
             "sha256": hashes, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }, indent=1, sort_keys=True))
+        }, indent=1, sort_keys=True), encoding="utf-8")
+        check_targets(out_dir, name)                   # every target again, then all three or none
+        _commit([(staged_res, result), (staged_nb, notebook), (staged_key, key_file)], staging)
     return SettingRun(name, params, notebook, result, key_file, key, "ran", seconds)
 
 
@@ -497,6 +579,8 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
     dup = sorted({s for s in names if names.count(s) > 1})
     if dup:
         raise ValueError(f"grid has duplicate settings {dup}; allowed: each setting once")
+    for name in names:                             # every output of every setting, before any runs
+        check_targets(out_dir, name)
 
     local = threading.local()                      # each worker thread keeps one kernel for its settings
     kernels: list[SharedKernel] = []
@@ -528,14 +612,14 @@ def number_list(name: str, value) -> list[float]:
     if isinstance(v, str):
         try:
             v = ast.literal_eval(v.strip())
-        except (ValueError, SyntaxError):
-            raise ValueError(f"{name}={value!r} is not a list; allowed: a non-empty list of numbers, e.g. [0.2, 0.4]") from None
-    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise ValueError(f"{name}={short(value)} is not a list; allowed: a non-empty list of numbers, e.g. [0.2, 0.4]") from None
+    if as_float(v) not in (None, "overflow"):
         v = [v]
-    if not isinstance(v, (list, tuple)) or not v or not all(
-            isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in v):
-        raise ValueError(f"{name}={value!r} is not allowed; allowed: a non-empty list of numbers, e.g. [0.2, 0.4]")
-    return [float(x) for x in v]
+    plain = [as_float(x) for x in v] if isinstance(v, (list, tuple)) else []
+    if not plain or not all(isinstance(x, float) and math.isfinite(x) for x in plain):
+        raise ValueError(f"{name}={short(value)} is not allowed; allowed: a non-empty list of numbers, e.g. [0.2, 0.4]")
+    return plain
 
 
 # -- helpers for the pages that read the results ------------------------------------------------
@@ -550,7 +634,7 @@ def simulated_h(res: SimResult, state: int = 1) -> tuple[np.ndarray, np.ndarray]
     m_1 and m_j (both from the same samples); the value at j = 1 is exactly 1 with error 0.
     """
     if not (0 <= state < res.sq_norm_mean.shape[0]):
-        raise ValueError(f"state={state!r} is out of range; allowed: 0 .. {res.sq_norm_mean.shape[0] - 1} "
+        raise ValueError(f"state={short(state)} is out of range; allowed: 0 .. {res.sq_norm_mean.shape[0] - 1} "
                          f"(layers={res.config.layers}; state l is the input of layer l + 1)")
     m, s = res.sq_norm_mean[state], res.sq_norm_sem[state]
     h = np.sqrt(m[0] / m)

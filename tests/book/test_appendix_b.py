@@ -186,6 +186,28 @@ def test_driver_validates_before_any_work(tmp_path):
     assert not out.exists()
 
 
+def test_a_long_parameter_comes_back_cut(tmp_path):
+    """Issue 26: a 100 kB ``alphas_residual`` came back in a 100,095-character message. Every message
+    cuts the values it names, also through papermill."""
+    huge = "[" + "0.1, " * 20_000 + "x]"
+    with pytest.raises(PapermillExecutionError) as info:
+        papermill.execute_notebook(str(APPENDIX), str(tmp_path / "out.ipynb"),
+                                   parameters={"alphas_residual": huge, "out_dir": str(tmp_path / "gen")},
+                                   kernel_name=KERNEL, cwd=str(BOOK), progress_bar=False)
+    assert info.value.ename == "ValueError" and "alphas_residual=" in info.value.evalue
+    assert len(info.value.evalue) < 300 and len(str(info.value)) < 5000
+    assert not (tmp_path / "gen").exists()
+
+
+def test_result_file_refuses_what_is_not_a_result(tmp_path):
+    (tmp_path / "page.ipynb").write_text("{}")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    for name in ("page.ipynb", "code.py"):
+        with pytest.raises(ValueError, match=f"result_path=.*{name}.* not a recency_lib result file"):
+            grid.result_file(str(tmp_path / name))
+    assert grid.result_file(str(tmp_path / "new.json")) == tmp_path / "new.json"
+
+
 def test_slug_names_every_parameter():
     p = grid.validate_params({"alpha": 0.2, "gamma": 1, "samples": 50_000}, TEMPLATE)
     assert grid.slug(p) == "a0.2-g1-layernorm-n10-d64-L4-s50000-seed0"
@@ -199,9 +221,10 @@ def test_number_list_accepts_papermill_strings():
     assert grid.number_list("a", "[0.1, 0.3]") == [0.1, 0.3]
     assert grid.number_list("a", [0, 1]) == [0.0, 1.0]
     assert grid.number_list("a", 0.4) == [0.4]
-    for bad in ("[]", "0.1, x", [], ["a"], [float("nan")], [True]):
-        with pytest.raises(ValueError, match="a="):
+    for bad in ("[]", "0.1, x", [], ["a"], [float("nan")], [True], "[" * 100_000, "1e999", 10 ** 400):
+        with pytest.raises(ValueError, match="a=") as info:
             grid.number_list("a", bad)
+        assert len(str(info.value)) < 300
 
 
 def test_simulated_h_delta_method():

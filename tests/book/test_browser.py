@@ -516,3 +516,20 @@ def test_landing_figure_enlarges_and_its_numbers_download(open_page):
     with run.page.expect_download() as dl:
         run.page.locator('a.data-download[download="figure-1.json"]').click()
     assert dl.value.suggested_filename == "figure-1.json"
+
+
+# Issue 26: Sphinx's search script, loaded on every page, searched for ?q=... and threw on pages
+# without its results box; no URL (query or hash) may raise a script error on any page.
+ODD_SUFFIXES = ("?q=x", "?q=%3Cb%3E&highlight=%E0%A4%A", "#%E0%A4%A", "?q=x#<img src=x onerror=alert(1)>")
+
+
+def test_no_script_error_for_odd_queries_and_hashes(browser, site, toc_page):
+    errors = []
+    for suffix in ODD_SUFFIXES:
+        run = PageRun(browser, site + f"{toc_page}.html{suffix}", WIDE)
+        try:
+            run.page.wait_for_timeout(200)
+            errors += [f"{suffix}: {e}" for e in run.errors]
+        finally:
+            run.close()
+    assert errors == [], f"{toc_page}.html:\n  " + "\n  ".join(errors)

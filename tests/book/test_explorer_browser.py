@@ -320,3 +320,53 @@ def test_usable_at_390px(page_of):
     assert state_of(page)["layer"] == 3
     check_shows(page, data)
     assert_clean(page, log)
+
+
+# --------------------------------------------------------------------------- issue 26: hostile URLs and controls
+
+ODD_URLS = ["?q=x", "?q=", "?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E", "?highlight=x", "?highlight=%E0%A4%A",
+            "?q=x&highlight=y#top", "#%", "#%E0%A4%A", "#<img src=x onerror=alert(1)>", "#a9-g9-d1-x-L1",
+            "#a0.3-g1-d256-rms-L99", "?q=x#a0.3-g1-d256-rms-L3", "?", "#", "?q=" + "x" * 5000]
+
+
+@pytest.mark.parametrize("suffix", ODD_URLS)
+def test_no_script_error_for_any_query_or_hash(page_of, explorer_site, suffix):
+    """Sphinx's search script (loaded on every page) searched for ?q=... and threw on a page without
+    its results box ("Cannot read properties of null (reading 'appendChild')"); every URL loads clean."""
+    open_page, log = page_of
+    page = open_page(url=explorer_site["http"] + suffix)
+    page.wait_for_timeout(300)
+    assert page.errors == [], page.errors
+    check_shows(page, page_data(page))
+    search = explorer_site["http"].replace("explorer.html", "search.html")
+    page.goto(search + "?q=recency", wait_until="load")
+    page.wait_for_function("() => document.querySelector('#search-results h2')", timeout=30_000)
+    assert page.errors == [], page.errors              # the search page itself still searches
+
+
+@pytest.mark.parametrize("control", ["d", "gamma", "norm", "layer", "alpha"])
+def test_controls_with_unknown_values_are_ignored(page_of, control):
+    """A <select> given an unknown option threw "Cannot read properties of undefined (reading
+    'layers')"; a control whose value the data does not know now leaves the setting as it was."""
+    open_page, log = page_of
+    page = open_page()
+    data = page_data(page)
+    before = state_of(page)
+    page.evaluate("""(control) => {
+      const fire = (el) => { el.dispatchEvent(new Event("input", {bubbles: true}));
+                             el.dispatchEvent(new Event("change", {bubbles: true})); };
+      if (control === "d") {
+        const sel = document.getElementById("rx-d"), opt = document.createElement("option");
+        opt.value = "12345"; opt.textContent = "12345"; sel.appendChild(opt); sel.value = "12345"; fire(sel);
+      } else if (control === "alpha") {
+        const r = document.getElementById("rx-alpha"); r.max = "999"; r.value = "500"; fire(r);
+      } else {
+        const name = "rx-" + control, first = document.querySelector('input[name="' + name + '"]');
+        const odd = first.cloneNode(); odd.value = control === "layer" ? "99" : "nonsense";
+        first.parentNode.appendChild(odd); odd.checked = true; fire(odd);
+      }
+    }""", control)
+    page.wait_for_timeout(100)
+    assert page.errors == [], page.errors
+    assert state_of(page) == before
+    check_shows(page, data)

@@ -111,3 +111,104 @@ def test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging(tmp_path, pr
         from recency_lib.files import sweep                     # sweep removes it (the lock died with the driver)
         assert sweep(out, ".staging-", re.compile(r"\d+-[0-9a-f]{8}$")) == len(staging) and not any(
             p.name.startswith(".staging-") for p in out.iterdir())
+
+
+# -- issue 26: outputs replace only what the grid wrote, all or nothing -----------------------------------
+
+def _no_papermill(*args, **kwargs):
+    raise AssertionError("papermill started before the outputs were checked")
+
+
+@pytest.fixture
+def one_run(tmp_path, private_cache):
+    """A setting run once with the light template: (template, out_dir, params, its SettingRun, the bytes
+    of its three files)."""
+    from companion import grid
+
+    template = light_template(tmp_path / "template.ipynb")
+    params = {"alpha": 0.2, "samples": 2000, "layers": 2}
+    run = grid.run_setting(template, tmp_path / "out", params)
+    files = {p: p.read_bytes() for p in (run.result, run.notebook, run.key_file)}
+    return template, tmp_path / "out", params, run, files
+
+
+@pytest.mark.parametrize("which", ["notebook", "key_file", "result"])
+@pytest.mark.parametrize("kind", ["folder", "foreign", "link"])
+def test_grid_refuses_a_target_it_did_not_write_before_any_work(monkeypatch, one_run, which, kind):
+    from companion import grid
+
+    template, out, params, run, files = one_run
+    target = getattr(run, which)
+    target.unlink()
+    foreign = out / "notes.txt"
+    foreign.write_text("a user's notes")
+    if kind == "folder":
+        target.mkdir()
+    elif kind == "foreign":
+        target.write_text('{"cells": [], "metadata": {}}' if which != "result" else '{"format": "other"}')
+    else:
+        target.symlink_to(foreign)
+    monkeypatch.setattr(grid, "_papermill", _no_papermill)
+    with pytest.raises(ValueError, match="allowed") as info:
+        grid.run_setting(template, out, params, force=True)
+    assert target.name in str(info.value) and "\n" not in str(info.value)
+    assert all(p.read_bytes() == b for p, b in files.items() if p != target) and foreign.read_text() == "a user's notes"
+    assert temporaries(out) == []
+    with pytest.raises(ValueError, match=target.name.replace(".", r"\.")):
+        grid.run_grid(template, out, [params], force=True)
+
+
+def test_grid_commits_all_three_files_or_none(monkeypatch, one_run):
+    from companion import grid
+
+    template, out, params, run, files = one_run
+    real_replace, calls = os.replace, []
+
+    def replace(src, dst):
+        calls.append(Path(dst).name)
+        if Path(dst) == run.notebook and Path(src).parent != out:     # the commit's second rename fails
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(grid.os, "replace", replace)
+    with pytest.raises(OSError, match="No space"):
+        grid.run_setting(template, out, params, force=True)
+    assert {p: p.read_bytes() for p in files} == files                 # the previous result came back
+    assert calls[:2] == [run.result.name, run.notebook.name] and temporaries(out) == []
+    monkeypatch.undo()
+    assert grid.run_setting(template, out, params).status == "reused"
+
+
+def test_grid_first_run_that_fails_to_commit_leaves_nothing(monkeypatch, tmp_path, private_cache):
+    from companion import grid
+
+    template = light_template(tmp_path / "template.ipynb")
+    out = tmp_path / "out"
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if Path(dst).suffix == ".key":
+            raise OSError(5, "Input/output error")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(grid.os, "replace", replace)
+    with pytest.raises(OSError):
+        grid.run_setting(template, out, {"alpha": 0.2, "samples": 2000, "layers": 2})
+    assert sorted(p.name for p in out.iterdir()) == []
+
+
+def test_papermill_result_path_never_replaces_a_notebook(tmp_path, private_cache):
+    """The issue's command, on a copy of the template: ``-p result_path ../<the template>`` exited 0 and
+    left the template holding result JSON; now the first cell refuses it (a notebook is not a result)."""
+    import shutil
+
+    copy = tmp_path / "setting_template.ipynb"
+    shutil.copy(TEMPLATE, copy)
+    before = copy.read_bytes()
+    (tmp_path / "out").mkdir()
+    p = subprocess.run([sys.executable, "-m", "papermill", str(copy), str(tmp_path / "out" / "x.ipynb"),
+                        "--cwd", str(tmp_path / "out"), "-p", "samples", "100", "-p", "result_path",
+                        "../setting_template.ipynb", "-k", "python3", "--no-progress-bar"],
+                       capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+    assert p.returncode != 0 and copy.read_bytes() == before
+    assert "result_path='../setting_template.ipynb' holds a file that is not a recency_lib result file" in p.stderr

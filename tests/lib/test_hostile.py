@@ -21,8 +21,10 @@ import io
 import json
 import math
 import os
+import shutil
 import zipfile
 from collections import Counter
+from concurrent.futures import Future
 from fractions import Fraction
 from decimal import Decimal
 from pathlib import Path
@@ -35,6 +37,7 @@ from hypothesis import strategies as st
 from recency_lib import SimConfig, SimResult, cli, simulate
 from recency_lib.cache import cache_key, cached_simulate
 from recency_lib.result import ARRAY_FIELDS
+from recency_lib.stats import Moments
 
 COUNT = Counter()            # (test, "tried" | "handled") -> cases
 
@@ -448,3 +451,259 @@ def test_cache_any_bad_entry_is_recomputed(tmp_path_factory, entry):
     again = SimResult.load(path, config=SMALL)
     ok = same_arrays(res, fresh) and same_arrays(again, fresh) and res.config == SMALL
     count("cache", ok, True)
+
+
+# -- caller objects (issue 26): numeric subclasses, changed and unpickled configs, odd executors -------
+
+def _lying_number(base: type, value, lie: str):
+    """An instance of a subclass of int or float that lies about itself in one way."""
+    ns = {}
+    if lie == "compares_false":
+        ns.update({k: (lambda s, o: False) for k in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__")})
+    elif lie == "compares_true":
+        ns.update({k: (lambda s, o: True) for k in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__")})
+    elif lie == "converts_negative":
+        ns.update({"__int__": lambda s: -7, "__index__": lambda s: -7, "__float__": lambda s: -7.0})
+    elif lie == "converts_huge":
+        ns.update({"__int__": lambda s: 10 ** 30, "__index__": lambda s: 10 ** 30, "__float__": lambda s: 1e300})
+    elif lie == "converts_raises":
+        def boom(s):
+            raise RuntimeError("no")
+        ns.update({"__int__": boom, "__index__": boom, "__float__": boom})
+    ns["__hash__"] = base.__hash__
+    return type(f"Lying{base.__name__.title()}", (base,), ns)(value)
+
+
+LIES = ["compares_false", "compares_true", "converts_negative", "converts_huge", "converts_raises"]
+INT_FIELDS = ["n", "d", "layers", "samples", "seed", "weights_seed", "heads"]
+REAL_FIELDS = ["alpha", "gamma", "eps"]
+
+
+@settings(FAST, max_examples=250)
+@given(st.sampled_from(INT_FIELDS + REAL_FIELDS), st.sampled_from(LIES),
+       st.one_of(st.integers(-10, 70), st.sampled_from([0, 1, 2, 2 ** 63 - 1, 2 ** 63])),
+       st.floats(-2, 2, allow_nan=False) | st.sampled_from([-0.0, 0.0, 1.0, 1e-12])
+       , st.booleans())
+def test_numeric_subclasses_are_checked_by_their_converted_value(name, lie, i, x, as_float):
+    real = name in REAL_FIELDS
+    obj = _lying_number(float, x, lie) if real and as_float else _lying_number(int, i, lie)
+    try:
+        # the value the library must act on: an int subclass's true value, a float subclass's float()
+        want = int.__index__(obj) if isinstance(obj, int) else float(obj) + 0.0
+        want = float(want) + 0.0 if real else want
+    except Exception:
+        want = None
+    try:
+        cfg = SimConfig(**{name: obj})
+    except Exception as exc:
+        if not clear_error(exc):
+            count("caller numbers", False)
+        try:                                      # an error only for what the plain value would refuse
+            SimConfig(**{name: want})
+            plain_ok = want is not None
+        except Exception:
+            plain_ok = False
+        count("caller numbers", not plain_ok)
+        return
+    got = getattr(cfg, name)
+    ok = (type(got) is (float if real else int) and got == want and math.copysign(1, got) == math.copysign(1, want)
+          and cfg == SimConfig(**{name: want}) and hash(cfg) == hash(SimConfig(**{name: want})))
+    count("caller numbers", ok, True)
+
+
+def _tiny_kwargs(draw) -> dict:
+    return {"alpha": draw(st.sampled_from([0.0, 0.3, 1.0])), "gamma": draw(st.sampled_from([0.0, 1.0])),
+            "n": draw(st.integers(1, 5)), "d": draw(st.sampled_from([2, 4, 6])), "layers": draw(st.integers(1, 3)),
+            "samples": draw(st.sampled_from([2, 3, 40])), "seed": draw(st.integers(0, 3))}
+
+
+@st.composite
+def changed_configs(draw):
+    """A config changed after __post_init__ (object.__setattr__) or rebuilt from stored state as pickle
+    does (some fields missing, extra ones, any values), and the state it holds."""
+    base = _tiny_kwargs(draw)
+    state = {**SimConfig().to_dict(), **base}
+    for _ in range(draw(st.integers(1, 2))):
+        name = draw(st.sampled_from(FIELDS))                      # often its own value: a config that
+        state[name] = draw(st.one_of(st.just(state[name]), st.just(state[name]), field_values(name)))  # skipped checks
+    how = draw(st.sampled_from(["setattr", "unpickled", "unpickled_missing", "unpickled_extra"]))
+    if how == "setattr":
+        cfg = SimConfig(**base)
+        for k, v in state.items():
+            object.__setattr__(cfg, k, v)
+    else:
+        cfg = SimConfig.__new__(SimConfig)
+        if how == "unpickled_missing":
+            state.pop(draw(st.sampled_from(FIELDS)))
+        if how == "unpickled_extra":
+            state["surprise"] = 1
+        cfg.__setstate__(state) if hasattr(cfg, "__setstate__") else cfg.__dict__.update(state)
+    return cfg, state
+
+
+@settings(FAST, max_examples=80)
+@given(changed_configs())
+def test_simulate_revalidates_a_changed_or_unpickled_config(monkeypatch, case):
+    cfg, state = case
+    monkeypatch.setenv("RECENCY_LIB_MAX_HOURS", "0.0003")
+    try:
+        fresh = SimConfig(**{f: state[f] for f in FIELDS})
+    except Exception:
+        fresh = None
+    try:
+        res = simulate(cfg)
+    except Exception as exc:
+        # a clear error; and when the state makes a valid config, only the budget may refuse it
+        count("changed configs", clear_error(exc) and (fresh is None or "take about" in str(exc) or "memory" in str(exc)))
+        return
+    ok = fresh is not None and res.config == fresh and type(res.config) is SimConfig and \
+        np.array_equal(res.score_mean, simulate(fresh).score_mean, equal_nan=True)
+    count("changed configs", ok, True)
+
+
+EXECUTOR_FAULTS = ["ok", "none", "value", "number", "not_pair", "drop_block", "extra_block", "reverse", "wrong_k",
+                   "k_float", "count", "shape", "dtype", "cross_shape", "seconds_negative", "seconds_text",
+                   "seconds_short", "configs_short", "moments_text", "alias", "subclass", "array_subclass"]
+MANY = SMALL.replace(samples=20_000)                      # several blocks per task on an executor
+MANY_RESULT = simulate(MANY)
+
+
+class SneakyMoments(Moments):
+    def merge_into(self, other):                          # a merge that is not the library's
+        return self
+
+
+class OddExecutor:
+    """Runs each task in-process; the task ``at`` (or every task) comes back faulted as ``fault`` says."""
+
+    def __init__(self, fault: str, at: int | None, max_workers):
+        self.fault, self.at, self.calls = fault, at, 0
+        if max_workers is not None:
+            self._max_workers = max_workers
+
+    def submit(self, fn, *args):
+        value = fn(*args)
+        k, self.calls = self.calls, self.calls + 1
+        if self.at is not None and k != self.at:
+            fut = Future()
+            fut.set_result(value)
+            return fut
+        if self.fault == "value":
+            return value
+        seconds, out = value
+        ms = out[0]
+        f = self.fault
+        faulted = {
+            "ok": value, "none": None, "number": 3, "not_pair": [seconds],
+            "drop_block": (seconds, [ms[:-1]]), "extra_block": (seconds, [ms + ms[-1:]]), "reverse": (seconds, [ms[::-1] if len(ms) > 1 else []]),
+            "wrong_k": (seconds, [[(b + 7, m) for b, m in ms]]), "k_float": (seconds, [[(float(b), m) for b, m in ms]]),
+            "count": (seconds, [[(b, Moments(m.count * 2, m.mean, m.m2, m.cross)) for b, m in ms]]),
+            "shape": (seconds, [[(b, Moments(m.count, m.mean[:, :1], m.m2, m.cross)) for b, m in ms]]),
+            "dtype": (seconds, [[(b, Moments(m.count, m.mean.astype(np.float32), m.m2, m.cross)) for b, m in ms]]),
+            "cross_shape": (seconds, [[(b, Moments(m.count, m.mean, m.m2, np.zeros(3))) for b, m in ms]]),
+            "seconds_negative": ([-1.0], out), "seconds_text": (["1 s"], out), "seconds_short": ([], out),
+            "configs_short": (seconds, []), "moments_text": (seconds, ["moments"]),
+            "alias": (seconds, [[(b, ms[0][1]) for b, _ in ms]]),
+            "subclass": (seconds, [[(b, SneakyMoments(m.count, m.mean, m.m2, m.cross)) for b, m in ms]]),
+            "array_subclass": (seconds, [[(b, Moments(m.count, np.ma.masked_array(m.mean), m.m2, m.cross))
+                                          for b, m in ms]]),
+        }[f]
+        fut = Future()
+        fut.set_result(faulted)
+        return fut
+
+
+@settings(FAST, max_examples=200)
+@given(st.sampled_from(EXECUTOR_FAULTS), st.one_of(st.none(), st.integers(0, 3)),
+       st.one_of(st.none(), st.integers(1, 4), st.sampled_from(["many", 0, -2, True, 2.5, 10 ** 30, np.int64(2)])),
+       st.sampled_from([None, 16, 32, 10_000]), st.booleans())
+def test_whatever_an_executor_returns_is_checked(fault, at, max_workers, chunk_size, many):
+    cfg, ref = (MANY, MANY_RESULT) if many else (SMALL, SMALL_RESULT)
+    ex = OddExecutor(fault, at, max_workers)
+    try:
+        res = simulate(cfg, executor=ex, chunk_size=chunk_size)
+    except Exception as exc:
+        count("odd executors", clear_error(exc) and "executor=" in str(exc))
+        return
+    ok = same_arrays(res, ref) and res.config == cfg
+    count("odd executors", ok, True)
+
+
+# -- the cache's file system (issue 26): links, folders, pipes, swapped and stale entries, locks -------
+
+ENTRY_KINDS = ["nothing", "valid", "symlink_foreign", "symlink_valid", "dangling", "folder", "fifo", "swapped_z",
+               "other_version", "no_source_hash", "other_kernel", "foreign_regular", "hardlink_foreign"]
+LOCK_KINDS = ["nothing", "regular", "folder", "symlink_foreign", "dangling", "fifo"]
+
+
+def _edited_entry(src: Path, dst: Path, **changes) -> None:
+    with np.load(src, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"][()]))
+        arrays = {k: data[k] for k in ARRAY_FIELDS}
+    for k, v in changes.items():
+        if k == "extra":
+            meta["extra"] = v(meta["extra"])
+        else:
+            meta[k] = v
+    np.savez(dst, meta=np.array(json.dumps(meta)), **arrays)
+
+
+@settings(FAST, max_examples=120)
+@given(st.sampled_from(ENTRY_KINDS), st.sampled_from(LOCK_KINDS), st.sampled_from([3.0, 2.0]))
+def test_cache_file_system_hostile_entries_and_locks(tmp_path_factory, entry_kind, lock_kind, z):
+    tmp = tmp_path_factory.mktemp("cachefs")
+    folder, other = tmp / "cache", tmp / "other"
+    folder.mkdir()
+    path, lock = folder / f"{cache_key(SMALL, z)}.npz", folder / f"{cache_key(SMALL, z)}.npz.lock"
+    foreign = tmp / "foreign.txt"
+    foreign.write_bytes(b"a user's file")
+    good = cached_simulate(SMALL, cache=other, z=z)                   # a valid entry in another folder
+    good_path = other / path.name
+    if entry_kind == "valid":
+        shutil.copy(good_path, path)
+    elif entry_kind == "symlink_foreign":
+        path.symlink_to(foreign)
+    elif entry_kind == "symlink_valid":
+        path.symlink_to(good_path)
+    elif entry_kind == "dangling":
+        path.symlink_to(tmp / "nothing.npz")
+    elif entry_kind == "folder":
+        path.mkdir()
+    elif entry_kind == "fifo":
+        os.mkfifo(path)
+    elif entry_kind == "swapped_z":
+        cached_simulate(SMALL, cache=other, z=5.0 - z)
+        shutil.copy(other / f"{cache_key(SMALL, 5.0 - z)}.npz", path)
+    elif entry_kind == "other_version":
+        _edited_entry(good_path, path, library_version="0.0.1-old")
+    elif entry_kind == "no_source_hash":
+        _edited_entry(good_path, path, extra=lambda x: {k: v for k, v in x.items() if k != "source_hash"})
+    elif entry_kind == "other_kernel":
+        _edited_entry(good_path, path, extra=lambda x: {**x, "kernel": "numpy" if x.get("kernel") == "c" else "c"})
+    elif entry_kind == "foreign_regular":
+        path.write_bytes(b"not an entry")
+    elif entry_kind == "hardlink_foreign":
+        os.link(foreign, path)
+    if lock_kind == "regular":
+        lock.write_bytes(b"")
+    elif lock_kind == "folder":
+        lock.mkdir()
+    elif lock_kind == "symlink_foreign":
+        lock.symlink_to(foreign)
+    elif lock_kind == "dangling":
+        lock.symlink_to(tmp / "nothing.lock")
+    elif lock_kind == "fifo":
+        os.mkfifo(lock)
+    served = entry_kind in ("valid",)
+    try:
+        res = cached_simulate(SMALL, cache=folder, z=z)
+    except Exception as exc:
+        refusable = entry_kind in ("folder", "fifo") or (lock_kind not in ("nothing", "regular") and not served)
+        count("cache file system", refusable and clear_error(exc))
+        assert foreign.read_bytes() == b"a user's file"
+        return
+    again = SimResult.load(path, config=SMALL, follow_symlinks=False)
+    ok = (same_arrays(res, good) and res.z == z and res.extra == good.extra and again.z == z
+          and again.extra == good.extra and not path.is_symlink() and foreign.read_bytes() == b"a user's file"
+          and not (tmp / "nothing.npz").exists() and not (tmp / "nothing.lock").exists())
+    count("cache file system", ok, True)

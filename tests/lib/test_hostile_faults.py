@@ -22,6 +22,7 @@ import pytest
 
 from recency_lib import SimConfig, SimResult, budget, cache, cli, engines, simulate
 from recency_lib.files import Terminated, atomic_write
+from recency_lib.result import RESULT_FILE
 
 
 SMALL = SimConfig(alpha=0.3, gamma=0.5, n=4, d=6, layers=2, samples=64, seed=1)
@@ -243,7 +244,7 @@ def test_interrupt_anywhere_in_a_save_leaves_old_file_and_no_temporary(monkeypat
     monkeypatch.setattr(os, "open", open_then_fail)
     monkeypatch.setattr(os, "replace", lambda *a: fail() if when == "before_replace" else real_replace(*a))
     with pytest.raises(BaseException):
-        atomic_write(good, lambda fh: fail() if when == "during_write" else fh.write("new"))
+        atomic_write(good, lambda fh: fail() if when == "during_write" else fh.write("new"), replaces=RESULT_FILE)
     monkeypatch.undo()
     assert good.read_bytes() == before and temporaries(good.parent) == []
 

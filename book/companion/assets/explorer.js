@@ -263,12 +263,23 @@
   var state = fromSpec(init.start), pinned = fromSpec(init.pinned);
   var form = $("rx-controls"), alphaIn = $("rx-alpha"), dIn = $("rx-d");
   function radio(name) { return form.querySelectorAll('input[name="' + name + '"]'); }
+  /* The setting the controls show; a control whose value the data does not know (an option or a
+     radio added or edited in the page, a slider moved past its range) is ignored: the state keeps
+     its last known value there, and the controls are set back to the state. */
   function readControls() {
-    state.ia = +alphaIn.value;
-    state.id = M.ds.indexOf(+dIn.value);
-    radio("rx-gamma").forEach(function (r) { if (r.checked) state.ig = M.gamma_labels.indexOf(r.value); });
-    radio("rx-norm").forEach(function (r) { if (r.checked) state.inorm = M.norms.indexOf(r.value); });
-    radio("rx-layer").forEach(function (r) { if (r.checked) state.layer = +r.value; });
+    var next = Object.assign({}, state), known = true;
+    function take(key, index, count) {
+      if (index >= 0 && index < count && index === Math.floor(index)) next[key] = index; else known = false;
+    }
+    take("ia", alphaIn.value === "" ? -1 : +alphaIn.value, M.alphas.length);
+    take("id", M.ds.indexOf(+dIn.value), M.ds.length);
+    radio("rx-gamma").forEach(function (r) { if (r.checked) take("ig", M.gamma_labels.indexOf(r.value), M.gammas.length); });
+    radio("rx-norm").forEach(function (r) { if (r.checked) take("inorm", M.norms.indexOf(r.value), M.norms.length); });
+    radio("rx-layer").forEach(function (r) {
+      if (r.checked) { var l = +r.value; if (l >= 1 && l <= M.layers && l === Math.floor(l)) next.layer = l; else known = false; }
+    });
+    state = next;
+    if (!known) writeControls();
   }
   function writeControls() {
     alphaIn.value = state.ia;
