@@ -134,6 +134,8 @@ def _parser():
     opt("--workers", _integer, 1, f"processes to use, 1 to the CPUs available ({_cpus()} here) (default %(default)s)")
     opt("--out", str, None, "write the result here (JSON; a .npz path: binary): a new file, or a result "
                             "file of this library, replaced only by a successful run")
+    opt("--plot", str, None, "also draw every layer's mean scores with its recency probability here "
+                             "(.png, .svg or .pdf; needs matplotlib)")
     return p
 
 
@@ -155,13 +157,23 @@ def _prepare(args):
         check_int("chunk_size", args.chunk_size, 1)
     z = check_z(args.z)
     out = None if args.out is None else check_output_path(args.out, "out", replaces=RESULT_FILE)
+    plot = None
+    if args.plot is not None:
+        from .plot import check_plot_path
+
+        plot = check_plot_path(args.plot, "plot")
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ValueError(f"plot={shown_path(args.plot)} needs matplotlib, which is not installed; allowed: "
+                             f"pip install 'recency_lib[plot]', or no --plot") from None
     engine = resolve_engine(cfg)
     bsize = block_size(cfg, engine)
     workers = min(workers, -(-cfg.samples // bsize))          # never more processes than blocks
     require(cfg, engine, lambda c: block_size(c, engine), workers=workers, in_flight=2 * workers + 2,
             task_blocks=None if args.chunk_size is None else -(-args.chunk_size // bsize),
             json_out=out is not None and out.suffix != ".npz")
-    return cfg, {"workers": workers, "z": z, "out": out, "chunk_size": args.chunk_size}
+    return cfg, {"workers": workers, "z": z, "out": out, "plot": plot, "chunk_size": args.chunk_size}
 
 
 def shown_path(path) -> str:
@@ -208,9 +220,13 @@ def _run(argv) -> int:
     else:
         res = simulate(cfg, chunk_size=o["chunk_size"], z=o["z"])
     written = res.save(o["out"]) if o["out"] is not None else None
+    if o["plot"] is not None:
+        res.plot(o["plot"])
     _say(res.summary())
     if written is not None:
         _say(f"wrote {shown_path(args.out)}")
+    if o["plot"] is not None:
+        _say(f"wrote {shown_path(args.plot)}")
     return 0
 
 

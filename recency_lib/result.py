@@ -265,6 +265,17 @@ class SimResult:
             kw[name] = _array_from_json(name, data[name], expected_shape(spec, cfg))
         return cls(config=cfg, **kw).check()
 
+    def plot(self, path=None, *, include_diagonal: bool = False):
+        """Heatmaps of every layer's mean scores, each titled with its recency probability ± SE
+        (:func:`recency_lib.plot.plot_result`; needs matplotlib). With ``path`` (.png, .svg or .pdf) the
+        figure is also written there (replacing only a figure this library saved). Returns the Figure."""
+        from .plot import plot_result, save
+
+        fig = plot_result(self, include_diagonal=include_diagonal)
+        if path is not None:
+            save(fig, path)
+        return fig
+
     def save(self, path) -> Path:
         """Write atomically (temporary file in the same folder, then rename): a ``.npz`` path gets the
         binary form (float64 arrays as they are, the rest as JSON text; a zip archive, uncompressed), any
