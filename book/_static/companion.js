@@ -47,9 +47,9 @@
       if (!input) return;                               // already inside a hide-cell toggle
       const details = document.createElement("details");
       details.className = "admonition hide above-input";
-      details.innerHTML = '<summary aria-label="Toggle hidden content">' +
-        '<p class="collapsed admonition-title">Show code cell content</p>' +
-        '<p class="expanded admonition-title">Hide code cell content</p></summary>';
+      details.innerHTML = '<summary aria-label="Toggle the parameters of this page">' +
+        '<p class="collapsed admonition-title">Show the parameters of this page (papermill reruns it with others)</p>' +
+        '<p class="expanded admonition-title">Hide the parameters</p></summary>';
       cell.insertBefore(details, input);
       details.appendChild(input);
     });

@@ -23,7 +23,9 @@ opening of the page), on every page:
   resolution for the column); every numbered Definition / Theorem /
   Proposition box followed by a figure or table within 700 px; no paragraph over 150 words and
   no bold run over 25; on the landing page the verdict table starts above 900 px;
-* at 390x844: no horizontal scroll of the page.
+* at 390x844: no horizontal scroll of the page; no table cell hidden (a table reflows, or scrolls
+  inside its own box); every figure shown at >= 75 % of its natural width (its smallest text, 9 pt at
+  the natural size, stays >= 9 CSS px), scrolling sideways inside its own box where it must.
 Pages that have not been rewritten yet are expected to fail it: NOT_YET_REWRITTEN, one list (also
 used by tests/book/test_notebook_rules.py); such a page's test is an xfail when only its layout fails.
 
@@ -345,6 +347,12 @@ def browser_problems(run, toc_page: str, page_markdown) -> list[str]:
     return problems
 
 
+def toc_pages():
+    from bookutils import toc_pages as pages
+
+    return pages()
+
+
 def test_page_in_browser(open_page, toc_page, page_markdown):
     """Both sets of checks of the module docstring on one opening of the page at 1400 px (plus one at
     390 px for the sideways scroll): a page load with its MathJax typesetting is most of a check's
@@ -455,6 +463,27 @@ async (limits) => {
 
 LIMITS = {"scale": MIN_IMAGE_SCALE, "evidence": EVIDENCE_PX, "paragraph": MAX_PARAGRAPH_WORDS, "bold": MAX_BOLD_WORDS}
 PAGE_SCROLL_JS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+#: On a phone a figure keeps at least this share of its natural width (its 9 pt text >= 9 CSS px).
+NARROW_IMAGE_SCALE = 0.75
+NARROW_JS = r"""
+async (scale) => {
+  const imgs = Array.from(document.images);
+  for (const img of imgs) { if (img.loading === 'lazy') img.loading = 'eager'; }
+  await Promise.all(imgs.map(img => img.complete ? null :
+      new Promise(res => { img.addEventListener('load', res); img.addEventListener('error', res); })));
+  const art = document.querySelector('article.bd-article');
+  if (!art) return {hidden: [], small: []};
+  const open = el => !el.closest('details:not([open])');
+  const hidden = Array.from(art.querySelectorAll('table td, table th')).filter(open)
+      .filter(c => !c.checkVisibility() || c.getBoundingClientRect().width < 1)
+      .map(c => (c.closest('table').className || 'table') + ': ' + c.textContent.trim().slice(0, 30));
+  const small = Array.from(art.querySelectorAll('figure img, .cell_output img')).filter(open)
+      .filter(img => img.naturalWidth && img.checkVisibility())
+      .filter(img => img.getBoundingClientRect().width < scale * (parseFloat(img.getAttribute('width')) || img.naturalWidth))
+      .map(img => `${img.getAttribute('src')}: ${Math.round(img.getBoundingClientRect().width)} px`);
+  return {hidden, small};
+}
+"""
 
 
 def layout_problems(open_page, docname: str, wide: PageRun | None = None) -> tuple[list[str], dict]:
@@ -483,7 +512,31 @@ def layout_problems(open_page, docname: str, wide: PageRun | None = None) -> tup
     found["narrow_scroll"] = scroll - client
     if scroll > client + 1:
         problems.append(f"at 390 px the page scrolls sideways: {scroll} px of content in {client} px")
+    phone = narrow.page.evaluate(NARROW_JS, NARROW_IMAGE_SCALE)
+    if phone["hidden"]:
+        problems.append(f"at 390 px table cells are hidden: {phone['hidden'][:6]}")
+    if phone["small"]:
+        problems.append(f"at 390 px figures shrink below {NARROW_IMAGE_SCALE:.0%} of their natural width "
+                        f"(text under 9 px): {phone['small'][:6]}")
     return problems, found
+
+
+def test_citations_link_to_the_references_page(built_book, page_markdown):
+    """The references page exists, lists the paper, and every page that cites ({cite:t}, {cite:p}) links
+    each citation to an entry of it."""
+    refs = (built_book.html / "references.html").read_text(encoding="utf8")
+    assert "LayerNorm Induces Recency Bias in Transformer Decoders" in refs
+    ids = set(re.findall(r'id="([^"]+)"', refs))
+    citing = []
+    for page in toc_pages():
+        if page == "references" or not re.search(r"\{cite(:[a-z]+)?\}", page_markdown(page)):
+            continue
+        html = (built_book.html / f"{page}.html").read_text(encoding="utf8")
+        targets = re.findall(r'href="references\.html#([^"]+)"', html)
+        assert targets, f"{page}.html cites but links nothing to references.html"
+        assert set(targets) <= ids, f"{page}.html links to missing references: {sorted(set(targets) - ids)}"
+        citing.append(page)
+    assert len(citing) >= 2, citing
 
 
 def test_not_yet_rewritten_lists_only_book_pages():
