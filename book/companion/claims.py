@@ -134,8 +134,12 @@ class Verdict:
     @property
     def link(self) -> str:
         """The MyST link to the live check, with the claim as its text: ``{prf:ref}`Theorem 1 <thm-1>```."""
+        return self.link_as(self.claim)
+
+    def link_as(self, text: str) -> str:
+        """The MyST link to the live check with ``text`` as its text."""
         role, target = self.target
-        return f"{{{role}}}`{self.claim} <{target}>`"
+        return f"{{{role}}}`{text} <{target}>`"
 
 
 def decide(claim: str, checks, target: tuple[str, str], numbers: dict | None = None) -> Verdict:
@@ -1273,8 +1277,8 @@ STATEMENTS = {
     "Eq. (6)": "two input tokens have cosine similarity $\\alpha$",
     "Figure 1": "primacy without normalization; recency with LayerNorm, clear for $\\alpha = 0.5$, weaker with the residual",
     "Figure 2": "the key factor $h(j)$ of Eq. (41), no residual",
-    "Figure 3": "Figure 1 for more $\\alpha$, no residual",
-    "Figure 4": "Figure 1 for more $\\alpha$, with residual",
+    "Figure 3": "the paper's Figure 1 for more $\\alpha$, no residual",
+    "Figure 4": "the paper's Figure 1 for more $\\alpha$, with residual",
     "Figure 5": "$h(j)$ with the residual",
     "the bias is not relative": "the scores do not depend on the distance $i - j$ alone",
     "Theorem 1, corrected": "this book: the rows of $S^{(2)}$ rise by $\\sqrt d\\, e^{-2\\sqrt d}\\, q(d)^2$ per step",
@@ -1340,7 +1344,8 @@ def verdict_table(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, cosine_samp
 def table(verdicts: list[Verdict]) -> report.Markdown:
     """The landing page's table: the claim (a link to its live check), what the paper says, the book's
     verdict (a badge), and the decisive number with what it measures and its setting."""
-    rows = [{"claim": v.link, "the paper says": STATEMENTS.get(v.claim, ""), "verdict": report.badge(v.word),
+    rows = [{"claim": v.link_as(CLAIM_NAMES.get(v.claim, v.claim)), "the paper says": STATEMENTS.get(v.claim, ""),
+             "verdict": report.badge(v.word),
              "decisive number": f"{v.value}<br><small>{v.measure}</small>"} for v in verdicts]
     return report.table(rows, align="llll", css_class="verdict-table")
 

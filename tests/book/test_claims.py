@@ -338,7 +338,7 @@ def test_verdict_table_covers_every_claim(tmp_path):
     assert all(valid(v.word) for v in verdicts), [v.word for v in verdicts]
     table = claims.table(verdicts).text.splitlines()[3:-1]          # inside the {table} directive
     assert len(table) == 2 + len(verdicts) and "{bdg-" in table[2]
-    assert table[2].startswith("| {prf:ref}`Theorem 1 <thm-1>` |") and "{doc}`Figure 1 <empirical>`" in table[8]
+    assert table[2].startswith("| {prf:ref}`Theorem 1 <thm-1>` |") and "{doc}`the paper's Figure 1 <empirical>`" in table[8]
     # 4 (Figure 1) + 7 (Theorem 1: its d = 64 is the isotropic gamma = 0 run) + 5 + 5 (the alpha grids
     # without the two Figure-1 settings) + 1 (isotropic, gamma = 1) + 3 (Proposition 1 beyond the LLN)
     assert len(list(tmp_path.glob("*.npz"))) == 25              # each setting simulated once, cached

@@ -101,8 +101,8 @@ def test_notebook_follows_the_authoring_rules(page, request):
 
 NON_DEFAULT = {
     "index": {"samples": 3_000, "seed": 7, "workers": 1},
-    "intro": {"samples": 2_000, "seed": 1, "n": 4, "d": 16, "layers": 2, "samples_alpha1": 300},
-    "preliminaries": {"samples": 2_000, "seed": 2, "n": 3, "d": 8, "samples_engines": 500},
+    "intro": {"samples": 2_000, "seed": 1, "n": 4, "d": 16, "layers": 2, "samples_alpha1": 300, "samples_d64": 20_000},
+    "preliminaries": {"samples": 2_000, "seed": 2, "n": 3, "d": 8, "samples_engines": 500, "samples_single": 300},
     # the theory chapters: every parameter moved, the large runs small, one worker (in-process pool)
     "layernorm": {"samples": 3_000, "samples_d64": 20_000, "samples_prop1": 4_000, "seed": 3, "n": 5, "workers": 1},
     "residual": {"samples": 2_000, "samples_isotropic": 10_000, "seed": 4, "n": 4, "layers": 2, "workers": 1},

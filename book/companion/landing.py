@@ -1,0 +1,277 @@
+"""What the landing page, the introduction and the preliminaries compute beyond the verdicts.
+
+* :func:`findings`: the few verdict words and decisive numbers the landing page states in its opening
+  sentences, each read from the verdicts (:func:`check_at` picks the check of one hidden size);
+* :func:`repository_url`, :func:`bib_entry`, :func:`book_bibtex`: the landing page's Cite section, from
+  ``_config.yml`` (the repository's URL, the one place to change it), ``book/references.bib`` (the
+  paper) and ``CITATION.cff`` (the book's title, authors and year), with the simulator's version;
+* :func:`smallest_step`, :func:`cv_gain`, :func:`estimator_gap`: Definition 1's steps with the estimator
+  the verdicts use (control variates) and what it buys over plain means;
+* :func:`ordered_rows` (a statistic for ``recency_lib.engines.sequence_statistic``) and
+  :func:`single_sequence_order`: how often a single sequence's own score matrix satisfies Definition 1;
+* :func:`exact_entries`, :func:`typical_score_se`: what the dense-versus-Gram check compares, and at
+  which precision.
+
+Functions take results and never simulate.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import report
+from recency_lib.metrics import adjacent_index
+from recency_lib.result import SimResult
+from recency_lib.validation import check_int
+
+ROOT = Path(__file__).resolve().parents[2]          # the repository: _config.yml, CITATION.cff
+CONFIG = ROOT / "_config.yml"
+CITATION = ROOT / "CITATION.cff"
+REFERENCES = ROOT / "book" / "references.bib"
+ESTIMATORS = ("cv", "plain")
+
+
+# -- the opening sentences of the landing page -----------------------------------------------------
+
+def check_at(verdict, d: int):
+    """The check of ``verdict`` made at hidden size ``d`` (its setting names "$d = <d>$"), else its
+    decisive check."""
+    d = check_int("d", d, 1)
+    tag = f"$d = {d}$"
+    return next((c for c in verdict.checks if tag in c.setting), verdict.decisive)
+
+
+#: The claims the landing page's opening sentences quote, by the verdict's claim name.
+FINDING_CLAIMS = ("Figure 1", "Theorem 1", "Eq. (5)", "Theorem 1, corrected", "Proposition 1")
+
+
+def findings(verdicts, d: int = 64) -> dict[str, str]:
+    """glue key suffix -> what the landing page's opening states: the verdict word of each claim of
+    :data:`FINDING_CLAIMS` ("fig1", "thm1", "eq5", "corr", "prop1") and the
+    number of its check at hidden size ``d`` ("thm1-step", "eq5-ratio", "corr-ratio", "prop1-step": the
+    check's own text, as the verdict table prints it)."""
+    by = {v.claim: v for v in verdicts}
+    missing = [c for c in FINDING_CLAIMS if c not in by]
+    if missing:
+        raise ValueError(f"verdicts lack {', '.join(missing)}; allowed: the list of claims.verdict_table")
+    fig1, th, eq5, corr, p1 = (by[c] for c in FINDING_CLAIMS)
+    return {"fig1": fig1.word, "thm1": th.word, "thm1-step": check_at(th, d).text,
+            "eq5": eq5.word, "eq5-ratio": check_at(eq5, d).text,
+            "corr": corr.word, "corr-ratio": check_at(corr, d).text,
+            "prop1": p1.word, "prop1-step": check_at(p1, d).text}
+
+
+# -- the Cite section ------------------------------------------------------------------------------
+
+def _yaml(path) -> dict:
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} is not a YAML mapping")
+    return data
+
+
+def repository_url(config=CONFIG) -> str:
+    """The companion's repository, ``repository.url`` of the top-level ``_config.yml``."""
+    url = (_yaml(config).get("repository") or {}).get("url")
+    if not isinstance(url, str) or not url.startswith("https://"):
+        raise ValueError(f"{config}: repository.url is {url!r}; allowed: an https:// URL")
+    return url
+
+
+def bib_entry(key: str, path=REFERENCES) -> str:
+    """The BibTeX entry ``key`` of ``path`` (book/references.bib), verbatim."""
+    text = Path(path).read_text(encoding="utf-8")
+    m = re.search(r"@\w+\{" + re.escape(key) + r",", text)
+    if not m:
+        raise ValueError(f"key={key!r} is not in {Path(path).name}")
+    depth = 0
+    for k in range(text.index("{", m.start()), len(text)):
+        depth += {"{": 1, "}": -1}.get(text[k], 0)
+        if depth == 0:
+            return text[m.start():k + 1]
+    raise ValueError(f"{Path(path).name}: the entry {key!r} is not closed")
+
+
+def _bib_value(text: str) -> str:
+    return str(text).replace("\u2014", "---").replace("\u2013", "--")
+
+
+def book_bibtex(version: str, url: str | None = None, citation=CITATION, key: str = "companion") -> str:
+    """The book's BibTeX entry: title, authors and year of ``CITATION.cff``'s preferred citation, the
+    repository's URL (:func:`repository_url` unless given) and ``version`` (recency_lib.__version__)."""
+    cff = _yaml(citation).get("preferred-citation") or {}
+    authors = " and ".join("{" + _bib_value(a["name"]) + "}" if "name" in a else
+                           f"{_bib_value(a['family-names'])}, {_bib_value(a.get('given-names', ''))}".rstrip(", ")
+                           for a in cff.get("authors", []))
+    fields = {"title": _bib_value(cff.get("title", "")), "author": authors, "year": str(cff.get("year", "")),
+              "version": str(version), "url": url or repository_url(),
+              "note": "Companion to Kim et al. (2025), arXiv:2509.21042"}
+    width = max(map(len, fields))
+    body = ",\n".join(f"  {k.ljust(width)} = {{{v}}}" for k, v in fields.items() if v)
+    return f"@software{{{key},\n{body}\n}}"
+
+
+def bibtex_block(entry: str) -> report.Markdown:
+    """A BibTeX entry as a highlighted block for {glue:md}."""
+    return report.Markdown(f"```bibtex\n{entry}\n```")
+
+
+# -- Definition 1's steps with the verdicts' estimator ----------------------------------------------
+
+@dataclass(frozen=True)
+class Step:
+    """One adjacent difference S_ij - S_i,j-1 of a mean score matrix: ``mean`` ± ``se``, its ``z`` and
+    its 1-based query ``i`` and key ``j``."""
+
+    mean: float
+    se: float
+    z: float
+    i: int
+    j: int
+
+
+def _estimator(estimator: str) -> str:
+    if not isinstance(estimator, str) or estimator not in ESTIMATORS:
+        raise ValueError(f"estimator={estimator!r} is not allowed; allowed: one of {', '.join(map(repr, ESTIMATORS))}")
+    return estimator
+
+
+def _layer(res: SimResult, layer: int) -> int:
+    return check_int("layer", layer, 1, res.config.layers)
+
+
+def smallest_step(res: SimResult, layer: int, estimator: str = "cv") -> Step:
+    """The least resolved (smallest z) adjacent difference of 1-based ``layer``, estimated with
+    ``estimator`` ("cv": control variates, what the verdicts use; "plain": sample means)."""
+    layer, estimator = _layer(res, layer), _estimator(estimator)
+    if res.config.n < 2:
+        return Step(math.nan, math.nan, math.nan, 0, 0)
+    ii, jj = adjacent_index(res.config.n)
+    mean, sem = res.steps(estimator)
+    m, e = mean[layer - 1][ii, jj], sem[layer - 1][ii, jj]
+    z = np.array([report.zscore(a, b) for a, b in zip(m, e)])
+    k = int(np.argmin(z))
+    return Step(float(m[k]), float(e[k]), float(z[k]), int(ii[k]) + 1, int(jj[k]) + 1)
+
+
+def _off(res: SimResult, layer: int):
+    ii, jj = adjacent_index(res.config.n)
+    off = jj < ii
+    return ii[off], jj[off]
+
+
+def cv_gain(res: SimResult, layer: int) -> float:
+    """How much the control variates shrink the standard error of a step between earlier keys of 1-based
+    ``layer``: the median of plain SE / control-variate SE over those steps (1 in layer 1, which is the
+    control). NaN without such a step (n < 3)."""
+    layer = _layer(res, layer)
+    ii, jj = _off(res, layer)
+    plain, cvs = res.diff_sem[layer - 1][ii, jj], res.diff_cv_sem[layer - 1][ii, jj]
+    ok = cvs > 0
+    return float(np.median(plain[ok] / cvs[ok])) if np.any(ok) else math.nan
+
+
+def estimator_gap(res: SimResult, layer: int) -> float:
+    """The largest gap between the plain and the control-variate mean of a step between earlier keys of
+    1-based ``layer``, in plain standard errors (the two estimate the same mean; the gap is the control's
+    correction, whose error is about the plain one when the control variates cut the error a lot). NaN
+    without such a step."""
+    layer = _layer(res, layer)
+    ii, jj = _off(res, layer)
+    plain, cvm, se = (getattr(res, f)[layer - 1][ii, jj] for f in ("diff_mean", "diff_cv_mean", "diff_sem"))
+    ok = se > 0
+    return float(np.max(np.abs(plain[ok] - cvm[ok]) / se[ok])) if np.any(ok) else math.nan
+
+
+# -- Definition 1 on single sequences ------------------------------------------------------------------
+
+def ordered_rows(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
+    """A per-sequence statistic for ``recency_lib.engines.sequence_statistic``: for each layer, 1 when the
+    sequence's own score matrix satisfies Definition 1 (every row strictly increasing up to the diagonal),
+    then for each query i = 1..n, 1 when row i is strictly increasing; else 0. Returns (B, layers, n + 1)."""
+    s = np.asarray(scores, dtype=float)
+    if s.ndim != 4 or s.shape[-1] != s.shape[-2]:
+        raise ValueError(f"scores has shape {s.shape}; allowed: (B, layers, n, n)")
+    n = s.shape[-1]
+    ii, jj = adjacent_index(n)
+    up = s[..., ii, jj] > s[..., ii, jj - 1]                         # (B, layers, steps)
+    rows = np.ones(s.shape[:2] + (n,), dtype=bool)
+    for i in range(1, n):
+        rows[..., i] = np.all(up[..., ii == i], axis=-1)
+    return np.concatenate([np.all(rows, axis=-1, keepdims=True), rows], axis=-1).astype(float)
+
+
+@dataclass(frozen=True)
+class SingleOrder:
+    """How often one sequence's own score matrix of one layer has recency bias (:func:`single_sequence_order`):
+    ``share`` ± ``se`` of the ``samples`` sequences, ``count`` of them, and per query ``rows`` (1-based
+    i = 3..n) the share whose row i is in order (± SE), beside ``exchangeable``, 1/(i - 1)!: the chance
+    that i - 1 exchangeable keys come in increasing order."""
+
+    layer: int
+    samples: int
+    share: float
+    se: float
+    count: int
+    rows: np.ndarray
+    row_share: np.ndarray
+    row_se: np.ndarray
+    exchangeable: np.ndarray
+
+
+def single_sequence_order(stat, layer: int) -> SingleOrder:
+    """:class:`SingleOrder` of 1-based ``layer`` from ``stat``, a SequenceStatistic of :func:`ordered_rows`."""
+    layers = stat.config.layers
+    layer = check_int("layer", layer, 1, layers)
+    mean, sem = np.asarray(stat.mean)[layer - 1], np.asarray(stat.sem)[layer - 1]
+    n = mean.shape[0] - 1
+    rows = np.arange(3, n + 1)
+    return SingleOrder(layer, int(stat.samples), float(mean[0]), float(sem[0]), int(round(mean[0] * stat.samples)),
+                       rows, mean[rows], sem[rows], np.array([1.0 / math.factorial(i - 1) for i in rows]))
+
+
+def single_order_rows(orders) -> list[dict]:
+    """The table of several :class:`SingleOrder` (one per layer, same setting): per query i, the share of
+    sequences whose row i is in order in each layer, and 1/(i - 1)!."""
+    orders = list(orders)
+    if not orders or any(o.rows.shape != orders[0].rows.shape for o in orders):
+        raise ValueError("orders must be a non-empty list of SingleOrder of one setting")
+    return [{"query $i$": str(int(i)),
+             **{f"layer {o.layer}": report.pm(o.row_share[k], o.row_se[k]) for o in orders},
+             "$1/(i-1)!$": report.num(orders[0].exchangeable[k], 3)}
+            for k, i in enumerate(orders[0].rows)]
+
+
+# -- the dense-versus-Gram check ------------------------------------------------------------------------
+
+def exact_entries(res_a: SimResult, res_b: SimResult) -> dict[str, int]:
+    """How many of the entries that ``claims.engines_agree`` compares without sampling noise are scores
+    ("score": the diagonal, sqrt(d) after normalization) and attention weights ("attention": A_11 = 1),
+    by the same rule (an SE of float rounding in both results)."""
+    lower = np.tri(res_a.config.n, dtype=bool)
+    out = {}
+    for name, key in (("score", "score"), ("attn", "attention")):
+        m1, s1 = (getattr(res_a, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
+        m2, s2 = (getattr(res_b, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
+        rtol = report.EXACT_RTOL
+        exact = (s1 <= rtol * np.maximum(1.0, np.abs(m1))) & (s2 <= rtol * np.maximum(1.0, np.abs(m2)))
+        out[key] = int(np.sum(exact))
+    return out
+
+
+def typical_score_se(res: SimResult, layer: int) -> float:
+    """The median standard error of the off-diagonal mean scores of 1-based ``layer``: the precision of a
+    comparison of mean scores. NaN when n < 2."""
+    layer = _layer(res, layer)
+    n = res.config.n
+    lower = np.tri(n, k=-1, dtype=bool)
+    if not np.any(lower):
+        return math.nan
+    return float(np.median(res.score_sem[layer - 1][lower]))
