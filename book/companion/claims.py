@@ -786,12 +786,13 @@ def eq6_claim(cosines: dict[float, tuple[float, float]], d: int, samples: int) -
     that is a check against the claim."""
     if not cosines:
         raise ValueError("cosines={} is empty; allowed: a dict alpha -> (mean, se)")
-    noisy = sorted((a for a, (m, s) in cosines.items() if s > 0), key=lambda a: -abs(cosines[a][0] - a))
+    noisy = sorted((a for a, (m, s) in cosines.items() if not report.is_exact(m, s)), key=lambda a: -abs(cosines[a][0] - a))
     zc = cv.z_for(max(1, len(noisy)))
     checks = [direction_check(cosines[a][0], cosines[a][1], 0, zc, f"mean cosine − α at α = {a:g}",
                               f"$d = {d}$, {report.count(samples)} sequences", reference=a,
                               text=report.pm(cosines[a][0] - a, cosines[a][1])) for a in noisy]
-    exact = [a for a, (m, s) in cosines.items() if s == 0 and m != a]
+    exact = [a for a, (m, s) in cosines.items()
+             if report.is_exact(m, s) and abs(m - a) > report.EXACT_RTOL * max(1.0, abs(a))]
     checks += [Check(f"mean cosine − α at α = {a:g}", f"$d = {d}$", cosines[a][0] - a, 0.0, math.inf, AGAINST,
                      report.num(cosines[a][0] - a, 3)) for a in exact]
     return decide("Eq. (6)", checks, ("doc", "input_distribution"), {"z_threshold": zc})
@@ -809,7 +810,8 @@ def figure1_claim(rows: list[SimResult]) -> Verdict:
     L = aniso.config.layers
     later, deep = range(2, L + 1), range(3, L + 1)
     zc = cv.z_for(len(later) * comparisons_of_order(aniso.config.n) + 4 + len(deep) + L + len(later))
-    checks = [order_check(aniso, l, zc, f"LayerNorm, α = 0.5: the rows of $S^{{({l})}}$ rise") for l in later]
+    a5, g5 = f"{aniso.config.alpha:g}", f"{resid.config.gamma:g}"
+    checks = [order_check(aniso, l, zc, f"LayerNorm, α = {a5}: the rows of $S^{{({l})}}$ rise") for l in later]
     checks += [direction_check(*rp(r, 1), 0, zc, f"{cv.variant_short(r.config)}, α = {r.config.alpha:g}: "
                                "no order in layer 1 (RP)", setting_text(r, None), reference=0.5) for r in rows]
     checks += [direction_check(*rp(none, l), -1, zc, f"no normalization: primacy in layer {l} (RP)",
@@ -818,8 +820,8 @@ def figure1_claim(rows: list[SimResult]) -> Verdict:
                                setting_text(iso, None), reference=0.5) for l in range(1, L + 1)]
     for l in later:
         gap, se = rp_gap(aniso, resid, l)
-        checks.append(direction_check(gap, se, +1, zc, f"the residual weakens the order of layer {l} (RP without − with)",
-                                      setting_text(resid, None)))
+        checks.append(direction_check(gap, se, +1, zc, f"the residual (γ = {g5}) weakens the order of layer {l} "
+                                      "(RP without − with)", setting_text(resid, None)))
     return decide("Figure 1", checks, ("doc", "empirical"), {"z_threshold": zc})
 
 

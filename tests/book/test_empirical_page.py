@@ -57,7 +57,7 @@ def test_chapter_runs_with_other_parameters(tmp_path, monkeypatch, params):
             cited |= set(re.findall(r"```\{glue:(?:md|figure)\} (\S+)", c.source))
     assert cited <= set(keys), f"cited but not glued: {sorted(cited - set(keys))}"
     figures = [k for k in cited if "image/svg+xml" in keys[k]]
-    assert len(figures) == 7, sorted(figures)
+    assert len(figures) == 8, sorted(figures)
     assert keys["empirical-d"]["text/plain"].strip("'") == str(params["d"])
     assert keys["empirical-layers"]["text/plain"].strip("'") == str(params["layers"])
     text = " ".join(str(v.get("text/plain", "")) + str(v.get("text/markdown", "")) for v in keys.values())
