@@ -2,7 +2,9 @@
 
 The simulator is :mod:`recency_lib` (installable on its own); this package is what the chapters
 share on top of it and nothing the simulator needs: the verdicts on the paper's claims
-(:mod:`~companion.claims`), number formatting and tables (:mod:`~companion.report`), the book's
+(:mod:`~companion.claims`), number formatting and tables (:mod:`~companion.report`), the pages' own
+studies (:mod:`~companion.landing`, :mod:`~companion.theorem1`: the size of Theorem 1's effect,
+:mod:`~companion.depth`, :mod:`~companion.position`), the book's
 conventions (:mod:`~companion.conventions`), figures (:mod:`~companion.plotting`), the errata and
 closed-form tables of Appendix A (:mod:`~companion.closedforms`, :mod:`~companion.errata`,
 :mod:`~companion.symbolic`), chapter 8's studies (:mod:`~companion.beyond`), the explorer page

@@ -104,8 +104,10 @@ NON_DEFAULT = {
     "intro": {"samples": 2_000, "seed": 1, "n": 4, "d": 16, "layers": 2, "samples_alpha1": 300, "samples_d64": 20_000},
     "preliminaries": {"samples": 2_000, "seed": 2, "n": 3, "d": 8, "samples_engines": 500, "samples_single": 300},
     # the theory chapters: every parameter moved, the large runs small, one worker (in-process pool)
-    "layernorm": {"samples": 3_000, "samples_d64": 20_000, "samples_prop1": 4_000, "seed": 3, "n": 5, "workers": 1},
-    "residual": {"samples": 2_000, "samples_isotropic": 10_000, "seed": 4, "n": 4, "layers": 2, "workers": 1},
+    "layernorm": {"samples": 3_000, "samples_d64": 20_000, "samples_prop1": 4_000, "seed": 3, "n": 5, "workers": 1,
+                  "samples_first_order": 5_000},
+    "residual": {"samples": 2_000, "samples_isotropic": 10_000, "seed": 4, "n": 4, "layers": 2, "workers": 1,
+                 "alpha": 0.3, "gamma": 0.5},
     "input_distribution": {"samples": 2_000, "samples_isotropic": 10_000, "samples_cosine": 300,
                            "samples_alpha1": 300, "seed": 5, "n": 4, "d": 16, "layers": 3, "workers": 1},
 }

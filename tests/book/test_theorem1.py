@@ -1,0 +1,206 @@
+"""companion.theorem1: chapter 3's helpers for the size of Theorem 1's effect and the crossover.
+
+Points, needs, tallies and plots on constructed results (every branch); the per-sequence statistic and the
+crossings on small computations with fixed inputs."""
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from recency_lib import SimConfig, theory  # noqa: E402
+from recency_lib.engines import SequenceStatistic, sequence_statistic  # noqa: E402
+from recency_lib.metrics import adjacent_index  # noqa: E402
+from companion import claims, report, theorem1  # noqa: E402
+from test_claims import fake  # noqa: E402
+
+
+def thm(d, n=10, samples=100_000, **kw):
+    return fake(SimConfig(alpha=0.0, norm="layernorm", n=n, d=d, layers=2, samples=samples), **kw)
+
+
+def none_res(d, n=10, **kw):
+    return fake(SimConfig(alpha=0.0, norm="none", n=n, d=d, layers=2, samples=1000), **kw)
+
+
+def stat(d, trend, se, n=10, samples=200_000):
+    cfg = SimConfig(alpha=0.0, norm="layernorm", n=n, d=d, layers=2, samples=samples)
+    return SequenceStatistic(cfg, samples, mean=np.array([[0.0], [trend]]), sem=np.array([[1e-3], [se]]),
+                             elapsed_seconds=1.5)
+
+
+# -- points ------------------------------------------------------------------------------------------
+
+def test_corrected_ratio_is_the_verdicts_number():
+    """The page's ratio to the corrected form prints exactly as claims.corrected_theorem1_claim's check."""
+    th = {d: thm(d, trend=1.02 * theory.theorem1_trend(d, 10), trend_se=0.03 * theory.theorem1_trend(d, 10))
+          for d in (16, 32, 64)}
+    verdict = claims.corrected_theorem1_claim(th)
+    by_d = dict(zip(verdict.numbers["ds"], verdict.checks))
+    for p in theorem1.cv_points(th):
+        assert report.pm(*p.corrected_ratio) == by_d[p.d].text
+
+
+def test_eq5_ratio_is_the_verdicts_number():
+    th = {d: thm(d, trend=2.5 * claims.eq5_trend(10, d), trend_se=0.1 * claims.eq5_trend(10, d)) for d in (16, 32, 64)}
+    verdict = claims.eq5_claim(th)
+    by_d = dict(zip(verdict.numbers["ds"], verdict.checks))
+    for p in theorem1.cv_points(th):
+        assert report.pm(*p.ratio(p.eq5)) == by_d[p.d].text
+
+
+def test_points_read_the_right_fields():
+    th = {4: thm(4, trend=0.01), 16: thm(16, trend=0.002, trend_se=1e-5), 64: thm(64, trend=2e-6, trend_se=2e-7)}
+    pts = theorem1.cv_points(th, ds=(16, 64))
+    assert [p.d for p in pts] == [16, 64] and pts[1].trend == 2e-6 and pts[1].se == 2e-7
+    assert pts[0].estimator == theorem1.LAYER1_CV and pts[0].z == pytest.approx(200.0)
+    assert math.isnan(theorem1.cv_points(th, ds=(4,))[0].derived)          # the form is not used below d = 16
+    fo = theorem1.first_order_points({128: stat(128, 4.45e-9, 1e-11), 64: stat(64, 2.3e-6, 6e-9)})
+    assert [p.d for p in fo] == [64, 128] and fo[1].trend == 4.45e-9 and fo[1].estimator == theorem1.FIRST_ORDER
+    assert fo[1].samples == 200_000
+    none = theorem1.cv_points({16: none_res(16, trend=1e-4)})[0]
+    assert none.norm == "none" and none.derived == pytest.approx(theory.proposition1_trend(16, 10))
+
+
+def test_cost_per_sequence_pools_the_runs():
+    a, b = thm(16, samples=1000), thm(64, samples=3000)         # fake: 2 s each
+    assert theorem1.cost_per_sequence([a, b]) == pytest.approx(4.0 / 4000)
+    assert theorem1.cost_per_sequence([stat(64, 1.0, 1.0, samples=500)]) == pytest.approx(1.5 / 500)
+    assert math.isnan(theorem1.cost_per_sequence([]))
+
+
+# -- what it takes ------------------------------------------------------------------------------------
+
+def test_needs_use_the_measured_trend_else_the_derived_one():
+    th = {8: thm(8, trend=0.0, trend_se=1e-3), 64: thm(64, trend=2.4e-6, trend_se=2e-7),
+          128: thm(128, trend=0.0, trend_se=7e-8)}
+    reach = claims.theorem1_reach(th)
+    need = theorem1.needs(reach, 10)
+    assert need[64].source == "measured" and need[64].effect == 2.4e-6
+    assert need[128].source == "derived" and need[128].effect == pytest.approx(theory.theorem1_trend(128, 10))
+    assert need[128].cv == pytest.approx(100_000 * (5 * 7e-8 / theory.theorem1_trend(128, 10)) ** 2)
+    assert need[8].source == "none" and math.isnan(need[8].cv)      # unresolved below the form's range
+
+
+def test_every_step_need_takes_the_hardest_step():
+    res = thm(64, step=0.0, step_se=1e-6)
+    need, smallest = theorem1.every_step_need(res, 3.0)
+    steps = [theory.theorem1_step(i, j, 64) for i in range(3, 11) for j in range(2, i)]
+    assert smallest == pytest.approx(min(steps))
+    assert need == pytest.approx(100_000 * (3.0 * 1e-6 / min(steps)) ** 2)
+    assert math.isnan(theorem1.every_step_need(none_res(64), 3.0)[0])
+
+
+def test_step_tally_counts_the_control_variate_steps():
+    res = thm(16, step=1.0, step_se=0.1)
+    t = theorem1.step_tally(res, 2, 3.0)
+    assert (t.up, t.down, t.unresolved, t.total) == (45, 0, 0, 45) and t.smallest[2] == pytest.approx(10.0)
+    res.diff_cv_mean[1][9, 3] = -1.0
+    res.diff_cv_mean[1][9, 4] = 0.1
+    t = theorem1.step_tally(res, 2, 3.0)
+    assert (t.up, t.down, t.unresolved) == (43, 1, 1) and t.smallest[2] == pytest.approx(-10.0)
+    with pytest.raises(ValueError, match="layer"):
+        theorem1.step_tally(res, 3, 3.0)
+
+
+def test_rows_sorted_is_definition1_per_sequence():
+    n = 4
+    s = np.full((3, 2, n, n), np.nan)
+    ii, jj = np.tril_indices(n)
+    s[:, :, ii, jj] = jj + 0.0                  # every row rising: S_ij = j
+    s[1, 1, 3, 1] = -5.0                       # sequence 1, layer 2: one step down
+    out = theorem1.rows_sorted(s, np.zeros_like(s))
+    assert out.shape == (3, 2, 1)
+    assert out[:, 0, 0].tolist() == [1.0, 1.0, 1.0] and out[:, 1, 0].tolist() == [1.0, 0.0, 1.0]
+    with pytest.raises(ValueError, match="shape"):
+        theorem1.rows_sorted(np.zeros((3, 4)), None)
+
+
+def test_rows_sorted_streams_through_sequence_statistic():
+    cfg = SimConfig(alpha=0.0, gamma=0.0, norm="layernorm", n=4, d=16, layers=2, samples=2000, seed=1)
+    st = sequence_statistic(cfg, theorem1.rows_sorted)
+    assert st.mean.shape == (2, 1) and np.all((0 <= st.mean) & (st.mean <= 1))
+    # layer 1: rows of exchangeable keys below a diagonal of sqrt(d); all three rows sorted about 1/2 * 1/6
+    assert st.mean[0, 0] == pytest.approx(1 / 12, abs=5 * st.sem[0, 0] + 0.01)
+
+
+# -- crossings and the no-normalization row ------------------------------------------------------
+
+def test_crossings():
+    d_star, d_min = theory.crossover_d(10), theorem1.smallest_step_crossover(10)
+    assert d_star == pytest.approx(51.65, abs=0.01) and d_min == pytest.approx(87.7, abs=0.1)
+    ln, none = theorem1.smallest_steps(d_min, 10)
+    assert ln == pytest.approx(none, rel=1e-6)
+    with pytest.raises(ValueError, match="bracket"):
+        theorem1.smallest_step_crossover(10, lo=16.0, hi=20.0)
+
+
+def test_row_rise_against_the_derived_one():
+    res = none_res(16, n=5)
+    c = theory.prop1_score_corrected(5, 1, 16)
+    res.score_mean[1, 4, :4] = c * (1 + np.array([0.0, 0.01, 0.015, 0.02]))
+    j, rise, se = theorem1.row_rise(res)
+    assert j.tolist() == [1, 2, 3, 4] and rise == pytest.approx([0.0, 0.01, 0.015, 0.02])
+    assert se[0] == pytest.approx(math.sqrt(2) * 1e-3 / c)
+    jd, derived = theorem1.derived_row_rise(5, 16)
+    assert derived[0] == 0.0 and np.all(np.diff(derived) > 0)
+    assert derived[1] * c == pytest.approx(theory.proposition1_step(5, 2, 16))
+
+
+# -- figures -------------------------------------------------------------------------------------
+
+def _ln_points():
+    th = {d: thm(d, trend=theory.theorem1_trend(d, 10), trend_se=0.05 * theory.theorem1_trend(d, 10)) for d in (16, 32, 64)}
+    return theorem1.cv_points(th) + theorem1.first_order_points(
+        {d: stat(d, theory.theorem1_trend(d, 10), 0.002 * theory.theorem1_trend(d, 10)) for d in (64, 128)})
+
+
+def _none_points():
+    return theorem1.cv_points({d: none_res(d, trend=theory.proposition1_trend(d, 10),
+                                           trend_se=0.1 * theory.proposition1_trend(d, 10)) for d in (16, 64)}
+                              | {256: none_res(256, trend=1e-7, trend_se=2e-7)})
+
+
+def test_ratio_and_prop1_panels_draw():
+    fig, (a, b) = plt.subplots(1, 2)
+    theorem1.ratio_panel(_ln_points(), a)
+    assert a.get_xscale() == "log" and a.get_legend() is not None
+    labels = [t.get_text() for t in a.get_legend().get_texts()]
+    assert "÷ corrected Theorem 1" in labels and theorem1.FIRST_ORDER in labels
+    theorem1.prop1_panel(_none_points(), b)
+    assert len(b.containers) == 1
+    with pytest.raises(ValueError, match="no LayerNorm point"):
+        theorem1.ratio_panel(_none_points(), a)
+    with pytest.raises(ValueError, match="without normalization"):
+        theorem1.prop1_panel(_ln_points(), b)
+    plt.close(fig)
+
+
+def test_trends_panel_marks_the_crossing_and_limits():
+    fig, ax = plt.subplots()
+    theorem1.trends_panel(_ln_points(), _none_points(), 10, ax, crossover=theory.crossover_d(10))
+    assert ax.get_yscale() == "log"
+    assert any(abs(line.get_xdata()[0] - theory.crossover_d(10)) < 1e-9 for line in ax.get_lines()
+               if len(line.get_xdata()) == 2)
+    uplims = [c for c in ax.containers if getattr(c, "has_yerr", False) and c.lines[1]]
+    assert uplims                                      # the unresolved d = 256 point is an upper limit
+    plt.close(fig)
+
+
+def test_rise_panel_and_size_columns():
+    fig, ax = plt.subplots()
+    res = none_res(16, n=5)
+    theorem1.rise_panel(res, ax)
+    assert ax.get_xlabel() == "key j"
+    plt.close(fig)
+    cols = theorem1.size_columns(_ln_points(), _none_points())
+    assert set(cols) == {f"÷ corrected Theorem 1, {theorem1.LAYER1_CV}", f"÷ Eq. (5), {theorem1.LAYER1_CV}",
+                         f"÷ corrected Theorem 1, {theorem1.FIRST_ORDER}", f"÷ Eq. (5), {theorem1.FIRST_ORDER}",
+                         "no normalization, ÷ derived"}
+    assert cols["no normalization, ÷ derived"][0] == [16, 64, 256]
+    assert report.curve_columns(cols, "d")
