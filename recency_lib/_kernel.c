@@ -602,6 +602,19 @@ typedef struct {
     vi big;                         /* the current group's max(1, max |S|) bits (layer -> steps) */
 } Block;
 
+/* Where each feature of a layer sits (recency_lib.features.feature_layout): the block's own offsets
+ * for the general code, compile-time constants for the specialised n (layout_of), so that every
+ * feature address there is a constant offset. */
+typedef struct { int64_t o_diag, o_step, o_row, o_trend, o_rp, nf; } Layout;
+
+INLINE Layout block_layout(const Block *k) { return (Layout){k->o_diag, k->o_step, k->o_row, k->o_trend, k->o_rp, k->nf}; }
+
+INLINE Layout layout_of(int64_t n)           /* feature_layout(n) for n >= 2: scores, attention, norms, then these */
+{
+    const int64_t t = n * (n + 1) / 2, diag = 2 * t + n, step = diag + n - 1, row = step + (n - 1) * (n - 2) / 2;
+    return (Layout){diag, step, row, row + n - 2, row + n - 1, row + n};
+}
+
 /* Row i of the coordinates has min(i + 1, w) entries (a lower trapezoid; every layer keeps that
  * shape), packed row after row. */
 INLINE int64_t row_len(int64_t i, int64_t w) { return i + 1 < w ? i + 1 : w; }
@@ -666,6 +679,7 @@ INLINE void coordinates(Block *k, int64_t s0, int64_t valid, const int64_t n, co
 INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
 {
     const vd rsd = splat(1.0 / sqrt(k->d)), inv_d = splat(1.0 / k->d), eps = splat(k->eps);
+    const int64_t o_attn = n * (n + 1) / 2, o_sq = 2 * o_attn;   /* (py_gram_block checks the layout) */
     vd *restrict f = k->f;
     vd small[2 * SMALL];                                /* row maxima and one row of x' when short */
     vd *restrict mx = n <= SMALL ? small : k->aux, *restrict acc = n <= SMALL ? small + SMALL : k->aux + n;
@@ -678,7 +692,7 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
             vd sq = xi[0] * xi[0];
             UNROLL
             for (int64_t c = 1; c < row_len(i, w); c++) sq = vfma(xi[c], xi[c], sq);
-            f[k->o_sq + i] = sq;
+            f[o_sq + i] = sq;
             vd inv = splat(1.0) / vsqrt(sq * inv_d + eps);
             UNROLL
             for (int64_t c = 0; c < row_len(i, w); c++) y[row_start(i, w) + c] = xi[c] * inv;
@@ -691,7 +705,7 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
             vd sq = xi[0] * xi[0];
             UNROLL
             for (int64_t c = 1; c < row_len(i, w); c++) sq = vfma(xi[c], xi[c], sq);
-            f[k->o_sq + i] = sq;
+            f[o_sq + i] = sq;
         }
     }
     const vd *restrict y = k->normalize ? k->y : k->x;
@@ -719,13 +733,13 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
     k->big = big;
     if (vany(big > (vi)splat(EXP_SAFE)))
         for (int64_t i = 0; i < n; i++)                /* exp(S_ij - max_j S_ij), Eq. (3) (loops: short code) */
-            for (int64_t j = 0; j <= i; j++) f[k->o_attn + i * (i + 1) / 2 + j] = vexp_neg(f[i * (i + 1) / 2 + j] - mx[i]);
+            for (int64_t j = 0; j <= i; j++) f[o_attn + i * (i + 1) / 2 + j] = vexp_neg(f[i * (i + 1) / 2 + j] - mx[i]);
     else
         for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j <= i; j++) f[k->o_attn + i * (i + 1) / 2 + j] = vexp_neg_common(f[i * (i + 1) / 2 + j] - mx[i]);
+            for (int64_t j = 0; j <= i; j++) f[o_attn + i * (i + 1) / 2 + j] = vexp_neg_common(f[i * (i + 1) / 2 + j] - mx[i]);
     UNROLL
     for (int64_t i = 0; i < n; i++) {                  /* ... normalised: A_ij */
-        vd *a = f + k->o_attn + i * (i + 1) / 2;
+        vd *a = f + o_attn + i * (i + 1) / 2;
         vd total = a[0];
         UNROLL
         for (int64_t j = 1; j <= i; j++) total += a[j];
@@ -739,7 +753,7 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
     const vd gamma = splat(k->gamma);
     UNROLL
     for (int64_t i = 0; i < n; i++) {                  /* x'_ic = sum_{j = c..i} A_ij y_jc + gamma x_ic, Eq. (20) */
-        const vd *a = f + k->o_attn + i * (i + 1) / 2;
+        const vd *a = f + o_attn + i * (i + 1) / 2;
         UNROLL
         for (int64_t j = 0; j <= i; j++) {             /* row j of y, into every column at once */
             const vd *yj = y + row_start(j, w);
@@ -769,29 +783,29 @@ INLINE vi count_below(vi acc, vd a, vd b, const int or_equal)
 
 /* Adjacent steps, row trends, the trend and the recency fraction from the scores in f. A row's
  * off-diagonal steps add up to S_i,i-1 - S_i0: the row trends and the trend come from those. */
-INLINE void steps(Block *k, const int64_t n)
+INLINE void steps(Block *k, const int64_t n, const Layout lay)
 {
     vd *f = k->f;
     vd trend = splat(0.0);
-    int64_t q = k->o_step;
+    int64_t q = lay.o_step;
     U_STEPS
     for (int64_t i = 1; i < n; i++) {
         const vd *s = f + i * (i + 1) / 2;
-        f[k->o_diag + i - 1] = s[i] - s[i - 1];
+        f[lay.o_diag + i - 1] = s[i] - s[i - 1];
         U_STEPS
         for (int64_t j = 1; j < i; j++) f[q++] = s[j] - s[j - 1];
         if (i >= 2) {
             vd t = s[i - 1] - s[0];
             trend += t;
-            f[k->o_row + i - 2] = t / splat((double)(i - 1));
+            f[lay.o_row + i - 2] = t / splat((double)(i - 1));
         }
     }
     const int64_t triples = n * (n - 1) * (n - 2) / 6;
     if (triples == 0) {
-        f[k->o_trend] = f[k->o_rp] = splat(NAN);
+        f[lay.o_trend] = f[lay.o_rp] = splat(NAN);
         return;
     }
-    f[k->o_trend] = trend / splat((double)((n - 1) * (n - 2) / 2));
+    f[lay.o_trend] = trend / splat((double)((n - 1) * (n - 2) / 2));
     vd tol = (vd)k->big * splat(k->tie_rtol);          /* tie_rtol * max(1, max |S|) (NaN: every comparison fails) */
     vi up = {0}, not_down = {0};
     U_COUNT
@@ -810,7 +824,7 @@ INLINE void steps(Block *k, const int64_t n)
     vi both = up + not_down;                            /* later + (later or tied) = 2 later + tied */
     vd cnt;
     for (int l = 0; l < V; l++) cnt[l] = (double)both[l];
-    f[k->o_rp] = cnt * splat(0.5 / (double)triples);
+    f[lay.o_rp] = cnt * splat(0.5 / (double)triples);
 }
 
 /* Moment sums of layer l over the lanes of the tile's groups (in their order): (f - shift), its
@@ -820,9 +834,9 @@ INLINE void steps(Block *k, const int64_t n)
  * alternate between the H = 2 vectors of partials) and V = 8 (H = 1); g0 is the tile's first group
  * in the block. Each sum is loaded and stored once per tile. masks NULL: every lane counts (a full
  * tile; with groups = TILE_GROUPS, a constant, the loops over the groups unroll). */
-INLINE void accumulate_lanes(Block *k, int64_t l, int64_t g0, int64_t groups, const vi *masks)
+INLINE void accumulate_lanes(Block *k, int64_t l, int64_t g0, int64_t groups, const vi *masks, const Layout lay)
 {
-    const int64_t nf = k->nf, c0 = k->o_step, nc = nf - c0;
+    const int64_t nf = lay.nf, c0 = lay.o_step, nc = nf - c0;
     const double *sh = k->shift + l * nf;
     vd *restrict a1 = k->a1 + l * nf * H, *restrict a2 = k->a2 + l * nf * H, *restrict a3 = k->a3 + l * nc * H;
     const vd *restrict fs = k->fs;
@@ -906,6 +920,64 @@ INLINE void accumulate_lanes(Block *k, int64_t l, int64_t g0, int64_t groups, co
 #undef DEV
 }
 
+/* accumulate_lanes for a full tile (TILE_GROUPS groups, every lane counts), each group's deviation
+ * added into its partials in the same order; written for the compiler: the loop over the groups
+ * unrolled (constant offsets where the layout is constant), group g into the partials (g0 + g) % H
+ * (the H == 2 pairing above), and layer 1's branch outside the loops (there the control product is
+ * e times the deviation it stores, e itself). The same operations on the same numbers: the same bits. */
+INLINE void accumulate_tile(Block *k, int64_t l, int64_t g0, const Layout lay)
+{
+    const int64_t nf = lay.nf, c0 = lay.o_step, nc = nf - c0, p = g0 % H;
+    const double *sh = k->shift + l * nf;
+    vd *restrict a1 = k->a1 + l * nf * H, *restrict a2 = k->a2 + l * nf * H, *restrict a3 = k->a3 + l * nc * H;
+    const vd *restrict fs = k->fs;
+    vd *restrict dev0 = k->dev0s;
+    for (int64_t r = 0; r < c0; r++) {
+        const vd shift = splat(sh[r]);
+        vd u[H], v[H];
+        for (int h = 0; h < H; h++) { u[h] = a1[H * r + (p + h) % H]; v[h] = a2[H * r + (p + h) % H]; }
+        UNROLL
+        for (int64_t g = 0; g < TILE_GROUPS; g++) {
+            vd e = fs[g * nf + r] - shift;
+            u[g % H] += e;
+            v[g % H] = vfma(e, e, v[g % H]);
+        }
+        for (int h = 0; h < H; h++) { a1[H * r + (p + h) % H] = u[h]; a2[H * r + (p + h) % H] = v[h]; }
+    }
+    for (int64_t r = c0; r < nf; r++) {
+        const vd shift = splat(sh[r]);
+        vd u[H], v[H], c[H];
+        for (int h = 0; h < H; h++) {
+            u[h] = a1[H * r + (p + h) % H]; v[h] = a2[H * r + (p + h) % H]; c[h] = a3[H * (r - c0) + (p + h) % H];
+        }
+        if (l == 0) {
+            UNROLL
+            for (int64_t g = 0; g < TILE_GROUPS; g++) {
+                vd e = fs[g * nf + r] - shift;
+                dev0[g * nc + r - c0] = e;
+                u[g % H] += e;
+                v[g % H] = vfma(e, e, v[g % H]);
+                c[g % H] = vfma(e, e, c[g % H]);
+            }
+        } else {
+            UNROLL
+            for (int64_t g = 0; g < TILE_GROUPS; g++) {
+                vd e = fs[g * nf + r] - shift;
+                u[g % H] += e;
+                v[g % H] = vfma(e, e, v[g % H]);
+                c[g % H] = vfma(e, dev0[g * nc + r - c0], c[g % H]);
+            }
+        }
+        for (int h = 0; h < H; h++) {
+            a1[H * r + (p + h) % H] = u[h]; a2[H * r + (p + h) % H] = v[h]; a3[H * (r - c0) + (p + h) % H] = c[h];
+        }
+    }
+}
+
+typedef void (*AccFn)(Block *, int64_t, int64_t);
+
+static __attribute__((noinline)) void acc_tile_any(Block *k, int64_t l, int64_t g0) { accumulate_tile(k, l, g0, block_layout(k)); }
+
 /* The same for one group, summing its lanes at once into the scalar sums (long sequences: per-lane
  * sums of every feature would take V times the memory of the moments). */
 static void accumulate_now(Block *k, int64_t l, int64_t g, vi mask)
@@ -930,9 +1002,9 @@ static void accumulate_now(Block *k, int64_t l, int64_t g, vi mask)
  * layer loop is the outer one: a tile's features of one layer are reduced together, so each sum
  * is loaded and stored once per tile, not once per group. The groups still add in their order:
  * the tile size changes no bit of the result. */
-INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const int64_t w)
+INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const int64_t w, const Layout lay, AccFn acc_tile)
 {
-    const int64_t nf = k->nf, tz = row_start(n, w);
+    const int64_t nf = lay.nf, tz = row_start(n, w);
     vi masks[TILE_GROUPS];
     for (int64_t g = 0; g < groups; g++) {
         int64_t valid = k->nb - s0 - g * V;
@@ -948,7 +1020,7 @@ INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const in
             k->xn = k->state + (2 * g + (l + 1) % 2) * tz;
             k->f = k->fs + g * nf;
             layer(k, l + 1 < k->layers, n, w);
-            steps(k, n);
+            steps(k, n, lay);
             if (start == 0)                             /* the shift: the block's first sample */
                 for (int64_t r = 0; r < nf; r++) k->shift[l * nf + r] = k->f[r][0];
             if (k->feats)
@@ -957,24 +1029,33 @@ INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const in
             if (!k->a1) accumulate_now(k, l, g, masks[g]);
         }
         if (k->a1 && s0 + groups * V <= k->nb && groups == TILE_GROUPS)
-            accumulate_lanes(k, l, s0 / V, TILE_GROUPS, NULL);
+            acc_tile(k, l, s0 / V);
         else if (k->a1 && s0 + groups * V <= k->nb)
-            accumulate_lanes(k, l, s0 / V, groups, NULL);
+            accumulate_lanes(k, l, s0 / V, groups, NULL, lay);
         else if (k->a1)
-            accumulate_lanes(k, l, s0 / V, groups, masks);
+            accumulate_lanes(k, l, s0 / V, groups, masks, lay);
     }
 }
 
 typedef void (*TileFn)(Block *, int64_t, int64_t);
 
-static void tile_any(Block *k, int64_t s0, int64_t groups) { tile(k, s0, groups, k->n, k->w); }
+static void tile_any(Block *k, int64_t s0, int64_t groups) { tile(k, s0, groups, k->n, k->w, block_layout(k), acc_tile_any); }
 
-#define TILE_FOR(N) static void tile_##N(Block *k, int64_t s0, int64_t groups) { tile(k, s0, groups, N, N); }
+#define TILE_FOR(N)                                                                                 \
+    static __attribute__((noinline)) void acc_tile_##N(Block *k, int64_t l, int64_t g0) { accumulate_tile(k, l, g0, layout_of(N)); } \
+    static void tile_##N(Block *k, int64_t s0, int64_t groups) { tile(k, s0, groups, N, N, layout_of(N), acc_tile_##N); }
 TILE_FOR(10)
 
-static TileFn tile_for(int64_t n, int64_t w)
+INLINE int same_layout(Layout a, Layout b)
 {
-    if (n == w) switch (n) {
+    return a.o_diag == b.o_diag && a.o_step == b.o_step && a.o_row == b.o_row && a.o_trend == b.o_trend
+           && a.o_rp == b.o_rp && a.nf == b.nf;
+}
+
+static TileFn tile_for(const Block *k)
+{
+    const int64_t n = k->n, w = k->w;
+    if (n == w && same_layout(block_layout(k), layout_of(n))) switch (n) {
         case 10: return tile_10;
     }
     return tile_any;
@@ -983,7 +1064,7 @@ static TileFn tile_for(int64_t n, int64_t w)
 static void run_block(Block *k)
 {
     const int64_t nf = k->nf, nc = nf - k->o_step, L = k->layers, step = k->tile_groups * V;
-    TileFn fn = tile_for(k->n, k->w);
+    TileFn fn = tile_for(k);
     memset(k->s1, 0, L * nf * sizeof(double));
     memset(k->s2, 0, L * nf * sizeof(double));
     memset(k->sc, 0, L * nc * sizeof(double));
