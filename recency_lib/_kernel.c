@@ -52,7 +52,7 @@ typedef int64_t vi __attribute__((vector_size(V * sizeof(int64_t))));
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")   /* unroll completely when the trip count is a small constant */
 #ifndef U_COORD
-#define U_COORD
+#define U_COORD UNROLL
 #endif
 #ifndef U_STEPS
 #define U_STEPS UNROLL
@@ -598,6 +598,7 @@ typedef struct {
     vd *x, *xn, *f;                 /* the current group's */
     vd *y;                          /* scratch: the normalised state */
     vd *aux;                        /* (2 n) row maxima and one row of x', for long sequences */
+    vd *chol_v;                     /* (n, n) splat(chol), MODE_CHOL with n <= SMALL; else NULL */
     vd *a1, *a2, *a3;               /* partial sums, (layers, nf, H) x2 and (layers, nc, H); NULL: sum lanes at once */
     vi big;                         /* the current group's max(1, max |S|) bits (layer -> steps) */
 } Block;
@@ -662,14 +663,17 @@ INLINE void coordinates(Block *k, int64_t s0, int64_t valid, const int64_t n, co
     U_COORD
     for (int64_t i = 0; i < n; i++) {                  /* x_ic = sum_{j = c..i} L_ij T_jc */
         const double *li = k->chol + i * n;
+        const vd *lv = k->chol_v + i * n;
+#define L_IJ(j) (k->chol_v ? lv[j] : splat(li[j]))       /* the same splat, made once per block (short n) */
         U_COORD
         for (int64_t c = 0; c < row_len(i, w); c++) {
-            vd acc = splat(li[c]) * t[row_start(c, w) + c];
+            vd acc = L_IJ(c) * t[row_start(c, w) + c];
             U_COORD
-            for (int64_t j = c + 1; j <= i; j++) acc = vfma(splat(li[j]), t[row_start(j, w) + c], acc);
+            for (int64_t j = c + 1; j <= i; j++) acc = vfma(L_IJ(j), t[row_start(j, w) + c], acc);
             x[row_start(i, w) + c] = acc;
         }
     }
+#undef L_IJ
 #undef LOAD
 }
 
@@ -1147,6 +1151,8 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
     k.tile_groups = n <= 12 ? TILE_GROUPS : n <= 32 ? (TILE_GROUPS < 4 ? TILE_GROUPS : 4) : 1;   /* (bench_kernel) */
     k.state = aligned(2 * k.tile_groups * tz); k.dev0s = aligned(k.tile_groups * nc);
     k.fs = aligned(k.tile_groups * nf); k.y = aligned(tz); k.aux = aligned(2 * n);
+    if (mode == MODE_CHOL && n <= SMALL && (k.chol_v = aligned(n * n)))
+        for (int64_t i = 0; i < n * n; i++) k.chol_v[i] = splat(k.chol[i]);
     if (lanes) { k.a1 = aligned(layers * nf * H); k.a2 = aligned(layers * nf * H); k.a3 = aligned(layers * nc * H); }
     if (!k.state || !k.dev0s || !k.y || !k.fs || !k.aux || (lanes && (!k.a1 || !k.a2 || !k.a3))) {
         PyErr_NoMemory();
@@ -1160,7 +1166,7 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
     run_block(&k);
     Py_END_ALLOW_THREADS
 fail:
-    free(k.state); free(k.dev0s); free(k.y); free(k.fs); free(k.aux); free(k.a1); free(k.a2); free(k.a3);
+    free(k.state); free(k.dev0s); free(k.y); free(k.fs); free(k.aux); free(k.chol_v); free(k.a1); free(k.a2); free(k.a3);
     for (int i = 0; i < got; i++) PyBuffer_Release(&bufs[i]);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
