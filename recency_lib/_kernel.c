@@ -598,7 +598,7 @@ typedef struct {
     vd *x, *xn, *f;                 /* the current group's */
     vd *y;                          /* scratch: the normalised state */
     vd *aux;                        /* (2 n) row maxima and one row of x', for long sequences */
-    vd *chol_v;                     /* (n, n) splat(chol), MODE_CHOL with n <= SMALL; else NULL */
+    vd *chol_v;                     /* (n, n) splat(chol): MODE_CHOL with n <= SMALL, else NULL */
     vd *a1, *a2, *a3;               /* partial sums, (layers, nf, H) x2 and (layers, nc, H); NULL: sum lanes at once */
     vi big;                         /* the current group's max(1, max |S|) bits (layer -> steps) */
 } Block;
@@ -660,11 +660,12 @@ INLINE void coordinates(Block *k, int64_t s0, int64_t valid, const int64_t n, co
         }
     }
     if (k->mode != MODE_CHOL) return;
+    const vd *chol_v = k->chol_v;                      /* (read once: vector stores may alias a Block's fields) */
     U_COORD
     for (int64_t i = 0; i < n; i++) {                  /* x_ic = sum_{j = c..i} L_ij T_jc */
         const double *li = k->chol + i * n;
-        const vd *lv = k->chol_v + i * n;
-#define L_IJ(j) (k->chol_v ? lv[j] : splat(li[j]))       /* the same splat, made once per block (short n) */
+        const vd *lv = n <= SMALL ? chol_v + i * n : NULL;
+#define L_IJ(j) (n <= SMALL ? lv[j] : splat(li[j]))      /* the same splat, made once per block (short n) */
         U_COORD
         for (int64_t c = 0; c < row_len(i, w); c++) {
             vd acc = L_IJ(c) * t[row_start(c, w) + c];
@@ -755,6 +756,7 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
     const vd *restrict x = k->x;
     vd *restrict xn = k->xn;
     const vd gamma = splat(k->gamma);
+    const int residual = k->gamma != 0.0;              /* (read once: vector stores may alias k->gamma) */
     UNROLL
     for (int64_t i = 0; i < n; i++) {                  /* x'_ic = sum_{j = c..i} A_ij y_jc + gamma x_ic, Eq. (20) */
         const vd *a = f + o_attn + i * (i + 1) / 2;
@@ -767,7 +769,7 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
         vd *xi = xn + row_start(i, w);
         UNROLL
         for (int64_t c = 0; c < row_len(i, w); c++)
-            xi[c] = k->gamma != 0.0 ? acc[c] + gamma * x[row_start(i, w) + c] : acc[c];
+            xi[c] = residual ? acc[c] + gamma * x[row_start(i, w) + c] : acc[c];
     }
 }
 
@@ -1151,13 +1153,15 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
     k.tile_groups = n <= 12 ? TILE_GROUPS : n <= 32 ? (TILE_GROUPS < 4 ? TILE_GROUPS : 4) : 1;   /* (bench_kernel) */
     k.state = aligned(2 * k.tile_groups * tz); k.dev0s = aligned(k.tile_groups * nc);
     k.fs = aligned(k.tile_groups * nf); k.y = aligned(tz); k.aux = aligned(2 * n);
-    if (mode == MODE_CHOL && n <= SMALL && (k.chol_v = aligned(n * n)))
-        for (int64_t i = 0; i < n * n; i++) k.chol_v[i] = splat(k.chol[i]);
+    if (mode == MODE_CHOL && n <= SMALL) k.chol_v = aligned(n * n);   /* (read by coordinates, n <= SMALL) */
     if (lanes) { k.a1 = aligned(layers * nf * H); k.a2 = aligned(layers * nf * H); k.a3 = aligned(layers * nc * H); }
-    if (!k.state || !k.dev0s || !k.y || !k.fs || !k.aux || (lanes && (!k.a1 || !k.a2 || !k.a3))) {
+    if (!k.state || !k.dev0s || !k.y || !k.fs || !k.aux || (lanes && (!k.a1 || !k.a2 || !k.a3))
+        || (mode == MODE_CHOL && n <= SMALL && !k.chol_v)) {
         PyErr_NoMemory();
         goto fail;
     }
+    if (k.chol_v)
+        for (int64_t i = 0; i < n * n; i++) k.chol_v[i] = splat(k.chol[i]);
     if (lanes) {
         memset(k.a1, 0, layers * nf * H * sizeof(vd)); memset(k.a2, 0, layers * nf * H * sizeof(vd));
         memset(k.a3, 0, layers * nc * H * sizeof(vd));
