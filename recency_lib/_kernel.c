@@ -284,7 +284,12 @@ INLINE vd poly8(vd z, vd z2, vd z4, const double *c)
 INLINE vd vlog(vd u)                                   /* log u for u > 0, a normal number */
 {
     vi bits = (vi)u;
-    vd e = __builtin_convertvector((bits >> 52) - 1023, vd);       /* exponent */
+#if defined(__AVX512DQ__)
+    vd e = __builtin_convertvector((bits >> 52) - 1023, vd);       /* exponent (vcvtqq2pd) */
+#else   /* without AVX-512 GCC converts int64 lanes one by one: the exponent e in [-1023, 1024] is exact as the
+         * low bits of 1.5 * 2^52 + e (ROUND_BITS + e as a double) minus 1.5 * 2^52, the same value */
+    vd e = (vd)((bits >> 52) + (ROUND_BITS - 1023)) - splat(ROUND);
+#endif
     vd m = (vd)((bits & 0x000fffffffffffffLL) | (int64_t)ONE_BITS);    /* [1, 2) */
     vi big = m > splat(SQRT2);
     m = vsel(big, m * splat(0.5), m);
