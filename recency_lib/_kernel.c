@@ -505,8 +505,9 @@ static void gelu(const double *restrict x, double *restrict out, int64_t count)
 /* Eq. (3) for `mats` stacked (n, n) score matrices: out_ij = exp(s_ij - m_i) / sum_{k <= i} exp(s_ik
  * - m_i) for j <= i, with m_i the row's maximum, and 0 above the diagonal; a row with a NaN is NaN
  * throughout (as recency_lib.model.causal_softmax makes it). The row is walked V keys at a time with the kernel's exp;
- * its sum is taken over V partial sums (a fixed order), so the result differs from numpy's only by
- * float rounding (~1e-16 relative) and is the same on every build. */
+ * its sum is taken over P = 8 partial sums, key j into partial j % P, added in their order at the end
+ * (V = 4: a row's chunks alternate between two vectors of partials), so the result differs from
+ * numpy's only by float rounding (~1e-16 relative) and is the same on every build. */
 static void causal_softmax(const double *restrict s, double *restrict out, int64_t mats, int64_t n)
 {
     for (int64_t r = 0; r < mats * n; r++) {
@@ -519,24 +520,26 @@ static void causal_softmax(const double *restrict s, double *restrict out, int64
             nan |= row[j] != row[j];
             m = row[j] > m ? row[j] : m;
         }
-        vd acc = splat(0.0);
+        vd acc[H];                                     /* key j adds into partial j % P (chunk j / V into acc[j / V % H]) */
+        for (int h = 0; h < H; h++) acc[h] = splat(0.0);
         int64_t j = 0;
         for (; j + V <= len; j += V) {
             vd v;
             memcpy(&v, row + j, sizeof v);
             v = vexp_neg(v - splat(m));
             memcpy(o + j, &v, sizeof v);
-            acc += v;
+            acc[j / V % H] += v;
         }
         if (j < len) {
             vd v = splat(-INFINITY);
             for (int64_t l = 0; j + l < len; l++) v[l] = row[j + l];
             v = vexp_neg(v - splat(m));
             for (int64_t l = 0; j + l < len; l++) o[j + l] = v[l];
-            acc += v;
+            acc[j / V % H] += v;
         }
-        double total = 0.0;
-        for (int l = 0; l < V; l++) total += acc[l];
+        double total = 0.0;                            /* the P partials in their order, whatever V */
+        for (int h = 0; h < H; h++)
+            for (int l = 0; l < V; l++) total += acc[h][l];
         if (nan || m != m || total != total) total = NAN;
         for (j = 0; j < len; j++) o[j] /= total;
         for (j = len; j < n; j++) o[j] = 0.0 / total;      /* 0, or NaN in a NaN row (as numpy's) */
