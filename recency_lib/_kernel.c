@@ -251,20 +251,32 @@ INLINE vu mul32(vu a, uint32_t m)
 #endif
 }
 
-INLINE void philox_n(vu (*c)[4], const int count, uint32_t k0, uint32_t k1)
+typedef struct { vu k0[10], k1[10]; } RoundKeys;     /* a block's Philox round keys, one vector each */
+
+INLINE RoundKeys round_keys(uint32_t k0, uint32_t k1)   /* the key schedule: k + r * (0x9E3779B9, 0xBB67AE85) mod 2^32 */
+{
+    RoundKeys ks;
+    for (int r = 0; r < 10; r++) {
+        ks.k0[r] = (vu){} + k0;
+        ks.k1[r] = (vu){} + k1;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return ks;
+}
+
+INLINE void philox_n(vu (*c)[4], const int count, const RoundKeys *ks)
 {   /* Philox4x32-10 of `count` counters in place, round by round (independent chains the processor
-     * overlaps); words < 2^32 in 64-bit lanes */
+     * overlaps); words < 2^32 in 64-bit lanes; the round keys made once per block (no broadcast per round) */
     for (int r = 0; r < 10; r++) {
         for (int h = 0; h < count; h++) {
             vu p0 = mul32(c[h][0], 0xD2511F53u), p1 = mul32(c[h][2], 0xCD9E8D57u);
             vu c1 = c[h][1], c3 = c[h][3];
-            c[h][0] = (p1 >> 32) ^ c1 ^ k0;
+            c[h][0] = (p1 >> 32) ^ c1 ^ ks->k0[r];
             c[h][1] = p1 & M32;
-            c[h][2] = (p0 >> 32) ^ c3 ^ k1;
+            c[h][2] = (p0 >> 32) ^ c3 ^ ks->k1[r];
             c[h][3] = p0 & M32;
         }
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
     }
 }
 
@@ -358,13 +370,14 @@ INLINE vi gamma_try(vd x, vd u, double dm, double cc, vi todo, vd *out)
 }
 
 /* Tries 2t and 2t + 1 of a chi^2 with dm = dof / 2 - 1/3 (> 0, dof >= 2) for the lanes still `todo`. */
-INLINE vi gamma_pair(uint64_t t, vu b, uint64_t row, const uint32_t key[3], double dm, double cc, vi todo, vd *out)
+INLINE vi gamma_pair(uint64_t t, vu b, uint64_t row, const uint32_t key[3], const RoundKeys *ks, double dm, double cc,
+                      vi todo, vd *out)
 {
     vu c[2][4];                                         /* the tries' normals and their uniforms */
     vd z0, z1;
     counter(c[0], 2 * t, b, row, key[2]);
     counter(c[1], 2 * t + 1, b, row, key[2]);
-    philox_n(c, 2, key[0], key[1]);
+    philox_n(c, 2, ks);
     box_muller(c[0], &z0, &z1);
     todo = gamma_try(z0, splat(1.0) - uniform52(c[1][0], c[1][1]), dm, cc, todo, out);
     return gamma_try(z1, splat(1.0) - uniform52(c[1][2], c[1][3]), dm, cc, todo, out);
@@ -388,6 +401,7 @@ INLINE void store_lanes(double *dst, vd a, int64_t valid)
 static void draw_block(const uint32_t key[3], int64_t nb, int64_t m, int64_t dof0, int64_t q,
                        double *restrict chi2, double *restrict normals, vd *restrict out, vi *restrict todo)
 {
+    const RoundKeys ks = round_keys(key[0], key[1]);
     for (int64_t b0 = 0; b0 < nb; b0 += V) {
         const int64_t valid = nb - b0 < V ? nb - b0 : V;
         vu b;
@@ -398,7 +412,7 @@ static void draw_block(const uint32_t key[3], int64_t nb, int64_t m, int64_t dof
                 vu c[4];
                 vd z0, z1;
                 counter(c, 0, b, (uint64_t)i, key[2]);
-                philox_n(&c, 1, key[0], key[1]);
+                philox_n(&c, 1, &ks);
                 box_muller(c, &z0, &z1);
                 out[i] = z0 * z0;
                 todo[i] = (vi){};
@@ -406,19 +420,19 @@ static void draw_block(const uint32_t key[3], int64_t nb, int64_t m, int64_t dof
             }
             const double dm = 0.5 * (double)dof - 1.0 / 3, cc = 1.0 / sqrt(9.0 * dm);
             out[i] = splat(0.0);
-            todo[i] = gamma_pair(0, b, (uint64_t)i, key, dm, cc, ~(vi){}, &out[i]);
+            todo[i] = gamma_pair(0, b, (uint64_t)i, key, &ks, dm, cc, ~(vi){}, &out[i]);
         }
         for (int64_t i = 0; i < m; i++) {
             const double dm = 0.5 * (double)(dof0 - i) - 1.0 / 3, cc = 1.0 / sqrt(9.0 * dm);
             for (uint64_t t = 1; t < MAX_PAIRS && vany(todo[i]); t++)
-                todo[i] = gamma_pair(t, b, (uint64_t)i, key, dm, cc, todo[i], &out[i]);
+                todo[i] = gamma_pair(t, b, (uint64_t)i, key, &ks, dm, cc, todo[i], &out[i]);
             store_lanes(chi2 + i * nb + b0, out[i], valid);
         }
         for (int64_t p = 0; 2 * p < q; p += NPAIRS) {  /* NPAIRS pairs at a time: independent chains */
             vu c[NPAIRS][4];
             vd z[2 * NPAIRS];
             for (int h = 0; h < NPAIRS; h++) counter(c[h], (uint64_t)(p + h), b, NORMAL_ROW, key[2]);
-            philox_n(c, NPAIRS, key[0], key[1]);
+            philox_n(c, NPAIRS, &ks);
             for (int h = 0; h < NPAIRS; h++) box_muller(c[h], &z[2 * h], &z[2 * h + 1]);   /* (past q: not stored) */
             for (int64_t r = 0; r < 2 * NPAIRS && 2 * p + r < q; r++) store_lanes(normals + (2 * p + r) * nb + b0, z[r], valid);
         }
