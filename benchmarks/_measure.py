@@ -33,15 +33,16 @@ def _total(procs, read) -> int:
     return out
 
 
-def run_child(script: str, spec: dict, env: dict | None = None) -> dict:
-    """Run ``script --child JSON(spec)`` in a fresh interpreter; its JSON output plus the peak
-    memory of its process tree (``peak_rss_mb``, ``peak_pss_mb``), its wall time seen from here
-    (``process_wall_s``: interpreter start to exit) and the load average before and after."""
+def run_child(script: str, spec: dict, env: dict | None = None, python: str | None = None) -> dict:
+    """Run ``script --child JSON(spec)`` in a fresh interpreter (this one, or ``python``); its JSON
+    output plus the peak memory of its process tree (``peak_rss_mb``, ``peak_pss_mb``), its wall
+    time seen from here (``process_wall_s``: interpreter start to exit) and the load average before
+    and after."""
     import psutil
 
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, script, "--child", json.dumps(spec)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([python or sys.executable, script, "--child", json.dumps(spec)], stdout=subprocess.PIPE,
                             text=True, env=None if env is None else {**os.environ, **env})
     peak = [0, 0]                                          # RSS sum, PSS sum
 
@@ -79,6 +80,14 @@ def child_main(argv, run) -> bool:
         print(json.dumps(run(json.loads(argv[1]))))
         return True
     return False
+
+
+def max_rss_mb() -> float:
+    """This process's peak resident memory so far (what /usr/bin/time -v reports as its maximum
+    resident set size), MB."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def cpu_seconds() -> float:

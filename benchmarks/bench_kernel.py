@@ -14,11 +14,22 @@ time, which other load on a shared machine inflates least, in ns per sequence an
 2. the kernel at other lengths: n = 10 runs code specialised for it (every loop unrolled), n = 9
    and 11 the general code, so their difference is what the specialisation buys; longer n shows
    how the cost per sequence grows (the layer ~ n^3 multiply-adds, the recency count ~ n^3 / 6).
+
+Every line has two columns: the installed build (setup.py: -march=native, 8 lanes where the CPU has
+AVX-512) and an AVX2 build of the same source that this script compiles with setup.py's flags and
+-march=x86-64-v3 (4 lanes, FMA, no AVX-512: what a Zen 3 or Haswell-class CPU runs), both measured
+in the same rounds, alternately. (Both give the same bits: tests/test_kernel_builds.py.) The AVX2
+column is left out with --no-avx2, where there is no C compiler, or where the CPU lacks AVX2.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import shutil
+import subprocess
 import sys
+import sysconfig
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,6 +46,46 @@ from recency_lib.streams import block_key  # noqa: E402
 
 CFG = SimConfig(alpha=0.5, gamma=1.0, norm="layernorm", n=10, d=64, layers=4)
 B = 512
+REPO = Path(__file__).resolve().parents[1]
+kernels = None                            # recency_lib.kernels, set by main()
+V3_FLAGS = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}   # what x86-64-v3 needs
+
+
+def avx2_build(workdir: str):
+    """The kernel compiled with setup.py's BASE flags and -march=x86-64-v3, loaded as a module; or
+    None (with the reason printed) where that cannot be built or run here."""
+    import ast
+
+    try:
+        flags = set(next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                         if line.startswith("flags")).split(":", 1)[1].split())
+    except (OSError, StopIteration):
+        flags = set()
+    if not V3_FLAGS <= flags:
+        print("(no AVX2 column: this CPU does not run x86-64-v3 code)")
+        return None
+    cc_var = sysconfig.get_config_var("CC")
+    cc = shutil.which(cc_var.split()[0] if cc_var else "cc")
+    base = next(ast.literal_eval(node.value) for node in ast.parse((REPO / "setup.py").read_text()).body
+                if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["BASE"])
+    out = Path(workdir) / f"_kernel{sysconfig.get_config_var('EXT_SUFFIX')}"
+    if cc is None or subprocess.run([cc, *base, "-march=x86-64-v3", "-fPIC", "-shared",
+                                     f"-I{sysconfig.get_paths()['include']}", str(REPO / "recency_lib" / "_kernel.c"),
+                                     "-o", str(out)], capture_output=True).returncode:
+        print("(no AVX2 column: the kernel did not compile with -march=x86-64-v3)")
+        return None
+    spec = importlib.util.spec_from_file_location("_kernel", out)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def on(module, fn):
+    """fn with ``module`` as the compiled kernel that recency_lib calls."""
+    def run():
+        kernels._kernel = module
+        return fn()
+    return run
 
 
 def best_of(fns: dict, rounds: int) -> dict:
@@ -72,41 +123,67 @@ def packed_scores(cfg: SimConfig, draws) -> tuple[np.ndarray, np.ndarray]:
     return s, TIE_RTOL * np.maximum(1.0, np.abs(s).max(axis=0))
 
 
+def table(rows: dict, builds: dict, rounds: int) -> None:
+    """rows: label -> (fn, per, compiled?); a compiled row is measured once per build, the others once."""
+    fns = {}
+    for label, (fn, per, compiled) in rows.items():
+        for b, module in (builds.items() if compiled else [(next(iter(builds)), builds[next(iter(builds))])]):
+            fns[label, b] = (on(module, fn), per)
+    best = best_of(fns, rounds)
+    print("   " + "".join(f"{b:>12s}" for b in builds))
+    for label, (_, _, compiled) in rows.items():
+        cells = [best[label, b] if (label, b) in best else None for b in builds]
+        print("   " + "".join(f"{c:12.1f}" if c is not None else f"{'':12s}" for c in cells) + f"  {label}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--no-avx2", action="store_true", help="measure the installed build only")
     args = ap.parse_args(argv)
-    kernels = compiled_kernels()
+    global kernels
+    kernels = compiled_kernels()          # recency_lib.kernels (its import fails where _kernel was not built)
     if kernels is None:
         print("the C kernel was not built (or RECENCY_LIB_KERNEL=numpy): no compiled kernel to measure")
         return 0
     warm_up()
     print(calibration())
+    with tempfile.TemporaryDirectory() as tmp:
+        builds = {"installed": kernels._kernel}
+        avx2 = None if args.no_avx2 else avx2_build(tmp)
+        if avx2 is not None:
+            builds["AVX2 (v3)"] = avx2
+        try:
+            run(builds, max(3, args.rounds // 3))
+        finally:
+            kernels._kernel = builds["installed"]
+    print(calibration())
+    return 0
+
+
+def run(builds: dict, rounds: int) -> None:
     L = CFG.layers
     draws = gram_draws(CFG, block_key(0, 0), B)
     s, tol = packed_scores(CFG, draws)
     out = np.empty((2, B), dtype=np.int64)
     print(f"\n1. one block at n = {CFG.n} (ns per sequence-layer; {L} layers, B = {B})")
-    for k, v in best_of({
-        "seeding (the block's key from its SeedSequence)": (lambda: block_key(0, 7), B * L),
-        "draws (chi-square and normals): the compiled generator": (lambda: gram_draws(CFG, block_key(0, 7), B), B * L),
-        "draws: its numpy twin (the same bits)": (lambda: gram_draws(CFG, block_key(0, 7), B, kernel="numpy"), B * L),
-        "draws: numpy's Generator, for reference": (lambda: numpy_generator_draws(CFG, B), B * L),
-        "C kernel (draws -> moments of every feature)": (lambda: gram_block_moments(CFG, *draws, kernel="c"), B * L),
-        "numpy path (model.layer + features)": (lambda: gram_block_moments(CFG, *draws, kernel="numpy"), B * L),
-        "recency count alone (120 triples, one layer)": (lambda: kernels.count_pairs(CFG.n, s, tol, out), B),
-    }, max(3, args.rounds // 3)).items():
-        print(f"   {v:8.1f}  {k}")
+    table({
+        "seeding (the block's key from its SeedSequence)": (lambda: block_key(0, 7), B * L, False),
+        "draws (chi-square and normals): the compiled generator": (lambda: gram_draws(CFG, block_key(0, 7), B), B * L, True),
+        "draws: its numpy twin (the same bits)": (lambda: gram_draws(CFG, block_key(0, 7), B, kernel="numpy"), B * L, False),
+        "draws: numpy's Generator, for reference": (lambda: numpy_generator_draws(CFG, B), B * L, False),
+        "C kernel (draws -> moments of every feature)": (lambda: gram_block_moments(CFG, *draws, kernel="c"), B * L, True),
+        "numpy path (model.layer + features)": (lambda: gram_block_moments(CFG, *draws, kernel="numpy"), B * L, False),
+        "recency count alone (120 triples, one layer)": (lambda: kernels.count_pairs(CFG.n, s, tol, out), B, True),
+    }, builds, rounds)
 
     print("\n2. the C kernel at other lengths (ns per sequence-layer; n = 10 is the specialised code)")
-    fns = {}
+    rows = {}
     for n in (9, 10, 11, 16, 32, 64):
         cfg = CFG.replace(n=n)
         d = gram_draws(cfg, block_key(n, 0), B)
-        fns[f"n = {n}"] = (lambda cfg=cfg, d=d: gram_block_moments(cfg, *d, kernel="c"), B * L)
-    for k, v in best_of(fns, max(3, args.rounds // 3)).items():
-        print(f"   {v:8.1f}  {k}")
-    return 0
+        rows[f"n = {n}"] = (lambda cfg=cfg, d=d: gram_block_moments(cfg, *d, kernel="c"), B * L, True)
+    table(rows, builds, rounds)
 
 
 if __name__ == "__main__":

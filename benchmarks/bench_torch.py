@@ -1,6 +1,7 @@
-"""How long does the Figure-1 workload take the way the authors compute it (PyTorch, dense)?
+"""How long does the Figure-1 workload take the way the authors compute it (PyTorch, dense), beside recency_lib?
 
-    python benchmarks/bench_torch.py [--runs 3] [--samples 100000] [--threads 1 2]
+    python benchmarks/bench_torch.py [--runs 3] [--samples 100000] [--threads 2]
+                                     [--torch-python PATH] [--no-avx2]
 
 The authors' public simulation (github.com/starmpcc/layernorm_recency_bias, concept/simulation.ipynb)
 draws the whole batch of literal (B, n, d) float32 embeddings at once with torch.randn, runs the
@@ -9,17 +10,34 @@ Y Y^T / sqrt(d) plus an additive -inf mask; softmax; A Y; x added for the residu
 layer's scores, and computes the recency probability by comparing all (B, n, n, n) key pairs. This
 file does the same computation, written here from that description, for the four Figure-1 settings
 (n = 10, d = 64, 4 layers, 10^5 sequences each, mean scores and recency probability of every
-layer), on the CPU with ``--threads`` intra-op threads, after one warm-up run, and reports the
-median wall time beside recency_lib's (benchmarks/bench_figure1.py) so that the ratio in the
-README is measured. Skips (exit 0) if torch is not installed; torch is not a dependency.
+layer), on the CPU with ``--threads`` intra-op threads.
+
+Side by side, in one run: each round starts, one after the other and each in a fresh interpreter,
+the authors' way (torch, from ``--torch-python``: an interpreter with torch installed, by default
+this one) and recency_lib's Figure-1 run (``simulate_many`` of the same four settings with the
+recency probability and the control variates, one core) with the installed kernel and with an AVX2
+build of it (setup.py's flags and -march=x86-64-v3, compiled here into a temporary folder and loaded
+by the child in place of the installed one; left out with --no-avx2 or where the CPU lacks AVX2).
+Each child's whole life is timed from here (interpreter start to exit: imports and kernel load
+included), and the child reports its workload's own wall and CPU time and its peak resident memory
+(getrusage's maximum RSS, as /usr/bin/time -v gives it). Medians over ``--runs`` rounds; the ratios
+are the authors' whole process over recency_lib's. (A small run of each side first, not counted,
+brings their files into the page cache.) Skips (exit 0) if no interpreter with torch is
+found; torch is not a dependency.
 """
 from __future__ import annotations
 
 import argparse
 import math
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import calibration, child_main, cpu_seconds, max_rss_mb, run_child  # noqa: E402
 
 FIG1 = [dict(alpha=0.0, gamma=0.0, norm="none"), dict(alpha=0.0, gamma=0.0, norm="layernorm"),
         dict(alpha=0.5, gamma=0.0, norm="layernorm"), dict(alpha=0.5, gamma=1.0, norm="layernorm")]
@@ -51,32 +69,92 @@ def dense_float32(torch, alpha, gamma, norm, n, d, layers, batch, generator):
     return torch.stack(means), rps
 
 
+def _child(spec: dict) -> dict:
+    t0 = time.perf_counter()
+    if spec["who"] == "torch":
+        import torch
+
+        torch.set_num_threads(spec["threads"])
+        g = torch.Generator().manual_seed(0)
+        ready = time.perf_counter()
+        w, c = time.perf_counter(), cpu_seconds()
+        res = [dense_float32(torch, n=10, d=64, layers=4, batch=spec["samples"], generator=g, **s) for s in FIG1]
+        rp = [round(r[1][-1], 4) for r in res]
+        version = torch.__version__
+    else:
+        from recency_lib import SimConfig, simulate_many
+        from recency_lib.engines import kernel_name, warm_up
+
+        if spec.get("kernel_path"):                       # another build of the kernel in place of the installed one
+            import importlib.util
+
+            from recency_lib import kernels
+
+            mod_spec = importlib.util.spec_from_file_location("_kernel", spec["kernel_path"])
+            kernels._kernel = importlib.util.module_from_spec(mod_spec)
+            mod_spec.loader.exec_module(kernels._kernel)
+        warm_up()
+        ready = time.perf_counter()
+        cfgs = [SimConfig(n=10, d=64, layers=4, samples=spec["samples"], **s) for s in FIG1]
+        w, c = time.perf_counter(), cpu_seconds()
+        res = simulate_many(cfgs)
+        rp = [round(float(r.recency_probability_cv[-1]), 4) for r in res]
+        version = kernel_name()
+    return {"import_s": ready - t0, "wall": time.perf_counter() - w, "cpu": cpu_seconds() - c, "rp": rp,
+            "max_rss_mb": max_rss_mb(), "version": version}
+
+
+def _avx2_kernel(workdir: str) -> str | None:
+    from bench_kernel import avx2_build
+
+    return None if avx2_build(workdir) is None else str(next(Path(workdir).glob("_kernel*")))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--samples", type=int, default=100_000)
-    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--threads", type=int, default=2, help="torch's intra-op threads (its default here: the cores)")
+    ap.add_argument("--torch-python", default=sys.executable, help="an interpreter with torch installed")
+    ap.add_argument("--no-avx2", action="store_true", help="recency_lib with the installed kernel only")
     args = ap.parse_args(argv)
-    try:
-        import torch
-    except ImportError:
-        print("torch is not installed: nothing to measure (pip install torch to compare)")
+    if subprocess.run([args.torch_python, "-c", "import torch"], capture_output=True).returncode:
+        print(f"torch is not installed for {args.torch_python}: nothing to measure (pip install torch to compare)")
         return 0
-    g = torch.Generator().manual_seed(0)
-    for threads in args.threads:
-        torch.set_num_threads(threads)
-        walls = []
-        for run in range(args.runs + 1):                                    # run 0 warms up
-            t = time.perf_counter()
-            res = [dense_float32(torch, n=10, d=64, layers=4, batch=args.samples, generator=g, **s) for s in FIG1]
-            if run:
-                walls.append(time.perf_counter() - t)
-        print(f"PyTorch {torch.__version__}, CPU, float32, full batch, {threads} thread(s): Figure 1 "
-              f"(4 x {args.samples:.0e}, n = 10, d = 64, 4 layers, with the recency probability) median "
-              f"{statistics.median(walls):.2f} s (min {min(walls):.2f}, {len(walls)} runs); layer-4 recency "
-              f"probabilities {[round(r[1][-1], 4) for r in res]}", flush=True)
+    script = str(Path(__file__).resolve())
+    print(calibration(), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        sides = {"torch": dict(who="torch", threads=args.threads), "recency_lib": dict(who="recency_lib")}
+        avx2 = None if args.no_avx2 else _avx2_kernel(tmp)
+        if avx2:
+            sides["recency_lib, AVX2 build"] = dict(who="recency_lib", kernel_path=avx2)
+        got = {k: [] for k in sides}
+        for k in sides:                                   # a small run of each first, not counted: the files in the page cache
+            run_child(script, dict(samples=1000, **sides[k]), python=args.torch_python if k == "torch" else None)
+        for r in range(args.runs):
+            order = list(sides) if r % 2 == 0 else list(sides)[::-1]
+            for k in order:
+                got[k].append(run_child(script, dict(samples=args.samples, **sides[k]),
+                                        python=args.torch_python if k == "torch" else None))
+    med = {k: {f: statistics.median(c[f] for c in v) for f in ("process_wall_s", "import_s", "wall", "cpu", "max_rss_mb")}
+           for k, v in got.items()}
+    for k, m in med.items():
+        label = (f"PyTorch {got[k][0]['version']}, CPU, float32, full batch, {args.threads} thread(s)" if k == "torch"
+                 else f"{k} (kernel {got[k][0]['version']}), one core")
+        walls = [c["process_wall_s"] for c in got[k]]
+        print(f"{label}: whole process median {m['process_wall_s']:.2f} s (min {min(walls):.2f}, max {max(walls):.2f}, "
+              f"{len(walls)} runs), of which import {m['import_s']:.2f} s, workload wall {m['wall']:.2f} s / CPU "
+              f"{m['cpu']:.2f} s; peak RSS {max(c['max_rss_mb'] for c in got[k]):.0f} MB; layer-4 recency "
+              f"probabilities {got[k][0]['rp']}", flush=True)
+    for k in sides:
+        if k != "torch":
+            print(f"ratio torch / {k}: whole process {med['torch']['process_wall_s'] / med[k]['process_wall_s']:.1f}x, "
+                  f"workload wall {med['torch']['wall'] / med[k]['wall']:.1f}x, "
+                  f"peak RSS {max(c['max_rss_mb'] for c in got['torch']) / max(c['max_rss_mb'] for c in got[k]):.0f}x")
+    print(calibration())
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if not child_main(sys.argv[1:], _child):
+        sys.exit(main())

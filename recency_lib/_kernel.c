@@ -52,7 +52,7 @@ typedef int64_t vi __attribute__((vector_size(V * sizeof(int64_t))));
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")   /* unroll completely when the trip count is a small constant */
 #ifndef U_COORD
-#define U_COORD
+#define U_COORD UNROLL
 #endif
 #ifndef U_STEPS
 #define U_STEPS UNROLL
@@ -251,20 +251,32 @@ INLINE vu mul32(vu a, uint32_t m)
 #endif
 }
 
-INLINE void philox_n(vu (*c)[4], const int count, uint32_t k0, uint32_t k1)
+typedef struct { vu k0[10], k1[10]; } RoundKeys;     /* a block's Philox round keys, one vector each */
+
+INLINE RoundKeys round_keys(uint32_t k0, uint32_t k1)   /* the key schedule: k + r * (0x9E3779B9, 0xBB67AE85) mod 2^32 */
+{
+    RoundKeys ks;
+    for (int r = 0; r < 10; r++) {
+        ks.k0[r] = (vu){} + k0;
+        ks.k1[r] = (vu){} + k1;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return ks;
+}
+
+INLINE void philox_n(vu (*c)[4], const int count, const RoundKeys *ks)
 {   /* Philox4x32-10 of `count` counters in place, round by round (independent chains the processor
-     * overlaps); words < 2^32 in 64-bit lanes */
+     * overlaps); words < 2^32 in 64-bit lanes; the round keys made once per block (no broadcast per round) */
     for (int r = 0; r < 10; r++) {
         for (int h = 0; h < count; h++) {
             vu p0 = mul32(c[h][0], 0xD2511F53u), p1 = mul32(c[h][2], 0xCD9E8D57u);
             vu c1 = c[h][1], c3 = c[h][3];
-            c[h][0] = (p1 >> 32) ^ c1 ^ k0;
+            c[h][0] = (p1 >> 32) ^ c1 ^ ks->k0[r];
             c[h][1] = p1 & M32;
-            c[h][2] = (p0 >> 32) ^ c3 ^ k1;
+            c[h][2] = (p0 >> 32) ^ c3 ^ ks->k1[r];
             c[h][3] = p0 & M32;
         }
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
     }
 }
 
@@ -284,7 +296,12 @@ INLINE vd poly8(vd z, vd z2, vd z4, const double *c)
 INLINE vd vlog(vd u)                                   /* log u for u > 0, a normal number */
 {
     vi bits = (vi)u;
-    vd e = __builtin_convertvector((bits >> 52) - 1023, vd);       /* exponent */
+#if defined(__AVX512DQ__)
+    vd e = __builtin_convertvector((bits >> 52) - 1023, vd);       /* exponent (vcvtqq2pd) */
+#else   /* without AVX-512 GCC converts int64 lanes one by one: the exponent e in [-1023, 1024] is exact as the
+         * low bits of 1.5 * 2^52 + e (ROUND_BITS + e as a double) minus 1.5 * 2^52, the same value */
+    vd e = (vd)((bits >> 52) + (ROUND_BITS - 1023)) - splat(ROUND);
+#endif
     vd m = (vd)((bits & 0x000fffffffffffffLL) | (int64_t)ONE_BITS);    /* [1, 2) */
     vi big = m > splat(SQRT2);
     m = vsel(big, m * splat(0.5), m);
@@ -353,13 +370,14 @@ INLINE vi gamma_try(vd x, vd u, double dm, double cc, vi todo, vd *out)
 }
 
 /* Tries 2t and 2t + 1 of a chi^2 with dm = dof / 2 - 1/3 (> 0, dof >= 2) for the lanes still `todo`. */
-INLINE vi gamma_pair(uint64_t t, vu b, uint64_t row, const uint32_t key[3], double dm, double cc, vi todo, vd *out)
+INLINE vi gamma_pair(uint64_t t, vu b, uint64_t row, const uint32_t key[3], const RoundKeys *ks, double dm, double cc,
+                      vi todo, vd *out)
 {
     vu c[2][4];                                         /* the tries' normals and their uniforms */
     vd z0, z1;
     counter(c[0], 2 * t, b, row, key[2]);
     counter(c[1], 2 * t + 1, b, row, key[2]);
-    philox_n(c, 2, key[0], key[1]);
+    philox_n(c, 2, ks);
     box_muller(c[0], &z0, &z1);
     todo = gamma_try(z0, splat(1.0) - uniform52(c[1][0], c[1][1]), dm, cc, todo, out);
     return gamma_try(z1, splat(1.0) - uniform52(c[1][2], c[1][3]), dm, cc, todo, out);
@@ -383,6 +401,7 @@ INLINE void store_lanes(double *dst, vd a, int64_t valid)
 static void draw_block(const uint32_t key[3], int64_t nb, int64_t m, int64_t dof0, int64_t q,
                        double *restrict chi2, double *restrict normals, vd *restrict out, vi *restrict todo)
 {
+    const RoundKeys ks = round_keys(key[0], key[1]);
     for (int64_t b0 = 0; b0 < nb; b0 += V) {
         const int64_t valid = nb - b0 < V ? nb - b0 : V;
         vu b;
@@ -393,7 +412,7 @@ static void draw_block(const uint32_t key[3], int64_t nb, int64_t m, int64_t dof
                 vu c[4];
                 vd z0, z1;
                 counter(c, 0, b, (uint64_t)i, key[2]);
-                philox_n(&c, 1, key[0], key[1]);
+                philox_n(&c, 1, &ks);
                 box_muller(c, &z0, &z1);
                 out[i] = z0 * z0;
                 todo[i] = (vi){};
@@ -401,19 +420,19 @@ static void draw_block(const uint32_t key[3], int64_t nb, int64_t m, int64_t dof
             }
             const double dm = 0.5 * (double)dof - 1.0 / 3, cc = 1.0 / sqrt(9.0 * dm);
             out[i] = splat(0.0);
-            todo[i] = gamma_pair(0, b, (uint64_t)i, key, dm, cc, ~(vi){}, &out[i]);
+            todo[i] = gamma_pair(0, b, (uint64_t)i, key, &ks, dm, cc, ~(vi){}, &out[i]);
         }
         for (int64_t i = 0; i < m; i++) {
             const double dm = 0.5 * (double)(dof0 - i) - 1.0 / 3, cc = 1.0 / sqrt(9.0 * dm);
             for (uint64_t t = 1; t < MAX_PAIRS && vany(todo[i]); t++)
-                todo[i] = gamma_pair(t, b, (uint64_t)i, key, dm, cc, todo[i], &out[i]);
+                todo[i] = gamma_pair(t, b, (uint64_t)i, key, &ks, dm, cc, todo[i], &out[i]);
             store_lanes(chi2 + i * nb + b0, out[i], valid);
         }
         for (int64_t p = 0; 2 * p < q; p += NPAIRS) {  /* NPAIRS pairs at a time: independent chains */
             vu c[NPAIRS][4];
             vd z[2 * NPAIRS];
             for (int h = 0; h < NPAIRS; h++) counter(c[h], (uint64_t)(p + h), b, NORMAL_ROW, key[2]);
-            philox_n(c, NPAIRS, key[0], key[1]);
+            philox_n(c, NPAIRS, &ks);
             for (int h = 0; h < NPAIRS; h++) box_muller(c[h], &z[2 * h], &z[2 * h + 1]);   /* (past q: not stored) */
             for (int64_t r = 0; r < 2 * NPAIRS && 2 * p + r < q; r++) store_lanes(normals + (2 * p + r) * nb + b0, z[r], valid);
         }
@@ -500,8 +519,9 @@ static void gelu(const double *restrict x, double *restrict out, int64_t count)
 /* Eq. (3) for `mats` stacked (n, n) score matrices: out_ij = exp(s_ij - m_i) / sum_{k <= i} exp(s_ik
  * - m_i) for j <= i, with m_i the row's maximum, and 0 above the diagonal; a row with a NaN is NaN
  * throughout (as recency_lib.model.causal_softmax makes it). The row is walked V keys at a time with the kernel's exp;
- * its sum is taken over V partial sums (a fixed order), so the result differs from numpy's only by
- * float rounding (~1e-16 relative) and is the same on every build. */
+ * its sum is taken over P = 8 partial sums, key j into partial j % P, added in their order at the end
+ * (V = 4: a row's chunks alternate between two vectors of partials), so the result differs from
+ * numpy's only by float rounding (~1e-16 relative) and is the same on every build. */
 static void causal_softmax(const double *restrict s, double *restrict out, int64_t mats, int64_t n)
 {
     for (int64_t r = 0; r < mats * n; r++) {
@@ -514,24 +534,26 @@ static void causal_softmax(const double *restrict s, double *restrict out, int64
             nan |= row[j] != row[j];
             m = row[j] > m ? row[j] : m;
         }
-        vd acc = splat(0.0);
+        vd acc[H];                                     /* key j adds into partial j % P (chunk j / V into acc[j / V % H]) */
+        for (int h = 0; h < H; h++) acc[h] = splat(0.0);
         int64_t j = 0;
         for (; j + V <= len; j += V) {
             vd v;
             memcpy(&v, row + j, sizeof v);
             v = vexp_neg(v - splat(m));
             memcpy(o + j, &v, sizeof v);
-            acc += v;
+            acc[j / V % H] += v;
         }
         if (j < len) {
             vd v = splat(-INFINITY);
             for (int64_t l = 0; j + l < len; l++) v[l] = row[j + l];
             v = vexp_neg(v - splat(m));
             for (int64_t l = 0; j + l < len; l++) o[j + l] = v[l];
-            acc += v;
+            acc[j / V % H] += v;
         }
-        double total = 0.0;
-        for (int l = 0; l < V; l++) total += acc[l];
+        double total = 0.0;                            /* the P partials in their order, whatever V */
+        for (int h = 0; h < H; h++)
+            for (int l = 0; l < V; l++) total += acc[h][l];
         if (nan || m != m || total != total) total = NAN;
         for (j = 0; j < len; j++) o[j] /= total;
         for (j = len; j < n; j++) o[j] = 0.0 / total;      /* 0, or NaN in a NaN row (as numpy's) */
@@ -598,9 +620,23 @@ typedef struct {
     vd *x, *xn, *f;                 /* the current group's */
     vd *y;                          /* scratch: the normalised state */
     vd *aux;                        /* (2 n) row maxima and one row of x', for long sequences */
+    vd *chol_v;                     /* (n, n) splat(chol): MODE_CHOL with n <= SMALL, else NULL */
     vd *a1, *a2, *a3;               /* partial sums, (layers, nf, H) x2 and (layers, nc, H); NULL: sum lanes at once */
     vi big;                         /* the current group's max(1, max |S|) bits (layer -> steps) */
 } Block;
+
+/* Where each feature of a layer sits (recency_lib.features.feature_layout): the block's own offsets
+ * for the general code, compile-time constants for the specialised n (layout_of), so that every
+ * feature address there is a constant offset. */
+typedef struct { int64_t o_diag, o_step, o_row, o_trend, o_rp, nf; } Layout;
+
+INLINE Layout block_layout(const Block *k) { return (Layout){k->o_diag, k->o_step, k->o_row, k->o_trend, k->o_rp, k->nf}; }
+
+INLINE Layout layout_of(int64_t n)           /* feature_layout(n) for n >= 2: scores, attention, norms, then these */
+{
+    const int64_t t = n * (n + 1) / 2, diag = 2 * t + n, step = diag + n - 1, row = step + (n - 1) * (n - 2) / 2;
+    return (Layout){diag, step, row, row + n - 2, row + n - 1, row + n};
+}
 
 /* Row i of the coordinates has min(i + 1, w) entries (a lower trapezoid; every layer keeps that
  * shape), packed row after row. */
@@ -646,17 +682,21 @@ INLINE void coordinates(Block *k, int64_t s0, int64_t valid, const int64_t n, co
         }
     }
     if (k->mode != MODE_CHOL) return;
+    const vd *chol_v = k->chol_v;                      /* (read once: vector stores may alias a Block's fields) */
     U_COORD
     for (int64_t i = 0; i < n; i++) {                  /* x_ic = sum_{j = c..i} L_ij T_jc */
         const double *li = k->chol + i * n;
+        const vd *lv = n <= SMALL ? chol_v + i * n : NULL;
+#define L_IJ(j) (n <= SMALL ? lv[j] : splat(li[j]))      /* the same splat, made once per block (short n) */
         U_COORD
         for (int64_t c = 0; c < row_len(i, w); c++) {
-            vd acc = splat(li[c]) * t[row_start(c, w) + c];
+            vd acc = L_IJ(c) * t[row_start(c, w) + c];
             U_COORD
-            for (int64_t j = c + 1; j <= i; j++) acc = vfma(splat(li[j]), t[row_start(j, w) + c], acc);
+            for (int64_t j = c + 1; j <= i; j++) acc = vfma(L_IJ(j), t[row_start(j, w) + c], acc);
             x[row_start(i, w) + c] = acc;
         }
     }
+#undef L_IJ
 #undef LOAD
 }
 
@@ -666,6 +706,7 @@ INLINE void coordinates(Block *k, int64_t s0, int64_t valid, const int64_t n, co
 INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
 {
     const vd rsd = splat(1.0 / sqrt(k->d)), inv_d = splat(1.0 / k->d), eps = splat(k->eps);
+    const int64_t o_attn = n * (n + 1) / 2, o_sq = 2 * o_attn;   /* (py_gram_block checks the layout) */
     vd *restrict f = k->f;
     vd small[2 * SMALL];                                /* row maxima and one row of x' when short */
     vd *restrict mx = n <= SMALL ? small : k->aux, *restrict acc = n <= SMALL ? small + SMALL : k->aux + n;
@@ -678,7 +719,7 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
             vd sq = xi[0] * xi[0];
             UNROLL
             for (int64_t c = 1; c < row_len(i, w); c++) sq = vfma(xi[c], xi[c], sq);
-            f[k->o_sq + i] = sq;
+            f[o_sq + i] = sq;
             vd inv = splat(1.0) / vsqrt(sq * inv_d + eps);
             UNROLL
             for (int64_t c = 0; c < row_len(i, w); c++) y[row_start(i, w) + c] = xi[c] * inv;
@@ -691,7 +732,7 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
             vd sq = xi[0] * xi[0];
             UNROLL
             for (int64_t c = 1; c < row_len(i, w); c++) sq = vfma(xi[c], xi[c], sq);
-            f[k->o_sq + i] = sq;
+            f[o_sq + i] = sq;
         }
     }
     const vd *restrict y = k->normalize ? k->y : k->x;
@@ -719,13 +760,13 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
     k->big = big;
     if (vany(big > (vi)splat(EXP_SAFE)))
         for (int64_t i = 0; i < n; i++)                /* exp(S_ij - max_j S_ij), Eq. (3) (loops: short code) */
-            for (int64_t j = 0; j <= i; j++) f[k->o_attn + i * (i + 1) / 2 + j] = vexp_neg(f[i * (i + 1) / 2 + j] - mx[i]);
+            for (int64_t j = 0; j <= i; j++) f[o_attn + i * (i + 1) / 2 + j] = vexp_neg(f[i * (i + 1) / 2 + j] - mx[i]);
     else
         for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j <= i; j++) f[k->o_attn + i * (i + 1) / 2 + j] = vexp_neg_common(f[i * (i + 1) / 2 + j] - mx[i]);
+            for (int64_t j = 0; j <= i; j++) f[o_attn + i * (i + 1) / 2 + j] = vexp_neg_common(f[i * (i + 1) / 2 + j] - mx[i]);
     UNROLL
     for (int64_t i = 0; i < n; i++) {                  /* ... normalised: A_ij */
-        vd *a = f + k->o_attn + i * (i + 1) / 2;
+        vd *a = f + o_attn + i * (i + 1) / 2;
         vd total = a[0];
         UNROLL
         for (int64_t j = 1; j <= i; j++) total += a[j];
@@ -737,9 +778,10 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
     const vd *restrict x = k->x;
     vd *restrict xn = k->xn;
     const vd gamma = splat(k->gamma);
+    const int residual = k->gamma != 0.0;              /* (read once: vector stores may alias k->gamma) */
     UNROLL
     for (int64_t i = 0; i < n; i++) {                  /* x'_ic = sum_{j = c..i} A_ij y_jc + gamma x_ic, Eq. (20) */
-        const vd *a = f + k->o_attn + i * (i + 1) / 2;
+        const vd *a = f + o_attn + i * (i + 1) / 2;
         UNROLL
         for (int64_t j = 0; j <= i; j++) {             /* row j of y, into every column at once */
             const vd *yj = y + row_start(j, w);
@@ -749,7 +791,7 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
         vd *xi = xn + row_start(i, w);
         UNROLL
         for (int64_t c = 0; c < row_len(i, w); c++)
-            xi[c] = k->gamma != 0.0 ? acc[c] + gamma * x[row_start(i, w) + c] : acc[c];
+            xi[c] = residual ? acc[c] + gamma * x[row_start(i, w) + c] : acc[c];
     }
 }
 
@@ -769,29 +811,29 @@ INLINE vi count_below(vi acc, vd a, vd b, const int or_equal)
 
 /* Adjacent steps, row trends, the trend and the recency fraction from the scores in f. A row's
  * off-diagonal steps add up to S_i,i-1 - S_i0: the row trends and the trend come from those. */
-INLINE void steps(Block *k, const int64_t n)
+INLINE void steps(Block *k, const int64_t n, const Layout lay)
 {
     vd *f = k->f;
     vd trend = splat(0.0);
-    int64_t q = k->o_step;
+    int64_t q = lay.o_step;
     U_STEPS
     for (int64_t i = 1; i < n; i++) {
         const vd *s = f + i * (i + 1) / 2;
-        f[k->o_diag + i - 1] = s[i] - s[i - 1];
+        f[lay.o_diag + i - 1] = s[i] - s[i - 1];
         U_STEPS
         for (int64_t j = 1; j < i; j++) f[q++] = s[j] - s[j - 1];
         if (i >= 2) {
             vd t = s[i - 1] - s[0];
             trend += t;
-            f[k->o_row + i - 2] = t / splat((double)(i - 1));
+            f[lay.o_row + i - 2] = t / splat((double)(i - 1));
         }
     }
     const int64_t triples = n * (n - 1) * (n - 2) / 6;
     if (triples == 0) {
-        f[k->o_trend] = f[k->o_rp] = splat(NAN);
+        f[lay.o_trend] = f[lay.o_rp] = splat(NAN);
         return;
     }
-    f[k->o_trend] = trend / splat((double)((n - 1) * (n - 2) / 2));
+    f[lay.o_trend] = trend / splat((double)((n - 1) * (n - 2) / 2));
     vd tol = (vd)k->big * splat(k->tie_rtol);          /* tie_rtol * max(1, max |S|) (NaN: every comparison fails) */
     vi up = {0}, not_down = {0};
     U_COUNT
@@ -810,7 +852,7 @@ INLINE void steps(Block *k, const int64_t n)
     vi both = up + not_down;                            /* later + (later or tied) = 2 later + tied */
     vd cnt;
     for (int l = 0; l < V; l++) cnt[l] = (double)both[l];
-    f[k->o_rp] = cnt * splat(0.5 / (double)triples);
+    f[lay.o_rp] = cnt * splat(0.5 / (double)triples);
 }
 
 /* Moment sums of layer l over the lanes of the tile's groups (in their order): (f - shift), its
@@ -820,9 +862,9 @@ INLINE void steps(Block *k, const int64_t n)
  * alternate between the H = 2 vectors of partials) and V = 8 (H = 1); g0 is the tile's first group
  * in the block. Each sum is loaded and stored once per tile. masks NULL: every lane counts (a full
  * tile; with groups = TILE_GROUPS, a constant, the loops over the groups unroll). */
-INLINE void accumulate_lanes(Block *k, int64_t l, int64_t g0, int64_t groups, const vi *masks)
+INLINE void accumulate_lanes(Block *k, int64_t l, int64_t g0, int64_t groups, const vi *masks, const Layout lay)
 {
-    const int64_t nf = k->nf, c0 = k->o_step, nc = nf - c0;
+    const int64_t nf = lay.nf, c0 = lay.o_step, nc = nf - c0;
     const double *sh = k->shift + l * nf;
     vd *restrict a1 = k->a1 + l * nf * H, *restrict a2 = k->a2 + l * nf * H, *restrict a3 = k->a3 + l * nc * H;
     const vd *restrict fs = k->fs;
@@ -906,6 +948,64 @@ INLINE void accumulate_lanes(Block *k, int64_t l, int64_t g0, int64_t groups, co
 #undef DEV
 }
 
+/* accumulate_lanes for a full tile (TILE_GROUPS groups, every lane counts), each group's deviation
+ * added into its partials in the same order; written for the compiler: the loop over the groups
+ * unrolled (constant offsets where the layout is constant), group g into the partials (g0 + g) % H
+ * (the H == 2 pairing above), and layer 1's branch outside the loops (there the control product is
+ * e times the deviation it stores, e itself). The same operations on the same numbers: the same bits. */
+INLINE void accumulate_tile(Block *k, int64_t l, int64_t g0, const Layout lay)
+{
+    const int64_t nf = lay.nf, c0 = lay.o_step, nc = nf - c0, p = g0 % H;
+    const double *sh = k->shift + l * nf;
+    vd *restrict a1 = k->a1 + l * nf * H, *restrict a2 = k->a2 + l * nf * H, *restrict a3 = k->a3 + l * nc * H;
+    const vd *restrict fs = k->fs;
+    vd *restrict dev0 = k->dev0s;
+    for (int64_t r = 0; r < c0; r++) {
+        const vd shift = splat(sh[r]);
+        vd u[H], v[H];
+        for (int h = 0; h < H; h++) { u[h] = a1[H * r + (p + h) % H]; v[h] = a2[H * r + (p + h) % H]; }
+        UNROLL
+        for (int64_t g = 0; g < TILE_GROUPS; g++) {
+            vd e = fs[g * nf + r] - shift;
+            u[g % H] += e;
+            v[g % H] = vfma(e, e, v[g % H]);
+        }
+        for (int h = 0; h < H; h++) { a1[H * r + (p + h) % H] = u[h]; a2[H * r + (p + h) % H] = v[h]; }
+    }
+    for (int64_t r = c0; r < nf; r++) {
+        const vd shift = splat(sh[r]);
+        vd u[H], v[H], c[H];
+        for (int h = 0; h < H; h++) {
+            u[h] = a1[H * r + (p + h) % H]; v[h] = a2[H * r + (p + h) % H]; c[h] = a3[H * (r - c0) + (p + h) % H];
+        }
+        if (l == 0) {
+            UNROLL
+            for (int64_t g = 0; g < TILE_GROUPS; g++) {
+                vd e = fs[g * nf + r] - shift;
+                dev0[g * nc + r - c0] = e;
+                u[g % H] += e;
+                v[g % H] = vfma(e, e, v[g % H]);
+                c[g % H] = vfma(e, e, c[g % H]);
+            }
+        } else {
+            UNROLL
+            for (int64_t g = 0; g < TILE_GROUPS; g++) {
+                vd e = fs[g * nf + r] - shift;
+                u[g % H] += e;
+                v[g % H] = vfma(e, e, v[g % H]);
+                c[g % H] = vfma(e, dev0[g * nc + r - c0], c[g % H]);
+            }
+        }
+        for (int h = 0; h < H; h++) {
+            a1[H * r + (p + h) % H] = u[h]; a2[H * r + (p + h) % H] = v[h]; a3[H * (r - c0) + (p + h) % H] = c[h];
+        }
+    }
+}
+
+typedef void (*AccFn)(Block *, int64_t, int64_t);
+
+static __attribute__((noinline)) void acc_tile_any(Block *k, int64_t l, int64_t g0) { accumulate_tile(k, l, g0, block_layout(k)); }
+
 /* The same for one group, summing its lanes at once into the scalar sums (long sequences: per-lane
  * sums of every feature would take V times the memory of the moments). */
 static void accumulate_now(Block *k, int64_t l, int64_t g, vi mask)
@@ -930,9 +1030,9 @@ static void accumulate_now(Block *k, int64_t l, int64_t g, vi mask)
  * layer loop is the outer one: a tile's features of one layer are reduced together, so each sum
  * is loaded and stored once per tile, not once per group. The groups still add in their order:
  * the tile size changes no bit of the result. */
-INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const int64_t w)
+INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const int64_t w, const Layout lay, AccFn acc_tile)
 {
-    const int64_t nf = k->nf, tz = row_start(n, w);
+    const int64_t nf = lay.nf, tz = row_start(n, w);
     vi masks[TILE_GROUPS];
     for (int64_t g = 0; g < groups; g++) {
         int64_t valid = k->nb - s0 - g * V;
@@ -948,7 +1048,7 @@ INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const in
             k->xn = k->state + (2 * g + (l + 1) % 2) * tz;
             k->f = k->fs + g * nf;
             layer(k, l + 1 < k->layers, n, w);
-            steps(k, n);
+            steps(k, n, lay);
             if (start == 0)                             /* the shift: the block's first sample */
                 for (int64_t r = 0; r < nf; r++) k->shift[l * nf + r] = k->f[r][0];
             if (k->feats)
@@ -957,24 +1057,33 @@ INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const in
             if (!k->a1) accumulate_now(k, l, g, masks[g]);
         }
         if (k->a1 && s0 + groups * V <= k->nb && groups == TILE_GROUPS)
-            accumulate_lanes(k, l, s0 / V, TILE_GROUPS, NULL);
+            acc_tile(k, l, s0 / V);
         else if (k->a1 && s0 + groups * V <= k->nb)
-            accumulate_lanes(k, l, s0 / V, groups, NULL);
+            accumulate_lanes(k, l, s0 / V, groups, NULL, lay);
         else if (k->a1)
-            accumulate_lanes(k, l, s0 / V, groups, masks);
+            accumulate_lanes(k, l, s0 / V, groups, masks, lay);
     }
 }
 
 typedef void (*TileFn)(Block *, int64_t, int64_t);
 
-static void tile_any(Block *k, int64_t s0, int64_t groups) { tile(k, s0, groups, k->n, k->w); }
+static void tile_any(Block *k, int64_t s0, int64_t groups) { tile(k, s0, groups, k->n, k->w, block_layout(k), acc_tile_any); }
 
-#define TILE_FOR(N) static void tile_##N(Block *k, int64_t s0, int64_t groups) { tile(k, s0, groups, N, N); }
+#define TILE_FOR(N)                                                                                 \
+    static __attribute__((noinline)) void acc_tile_##N(Block *k, int64_t l, int64_t g0) { accumulate_tile(k, l, g0, layout_of(N)); } \
+    static void tile_##N(Block *k, int64_t s0, int64_t groups) { tile(k, s0, groups, N, N, layout_of(N), acc_tile_##N); }
 TILE_FOR(10)
 
-static TileFn tile_for(int64_t n, int64_t w)
+INLINE int same_layout(Layout a, Layout b)
 {
-    if (n == w) switch (n) {
+    return a.o_diag == b.o_diag && a.o_step == b.o_step && a.o_row == b.o_row && a.o_trend == b.o_trend
+           && a.o_rp == b.o_rp && a.nf == b.nf;
+}
+
+static TileFn tile_for(const Block *k)
+{
+    const int64_t n = k->n, w = k->w;
+    if (n == w && same_layout(block_layout(k), layout_of(n))) switch (n) {
         case 10: return tile_10;
     }
     return tile_any;
@@ -983,7 +1092,7 @@ static TileFn tile_for(int64_t n, int64_t w)
 static void run_block(Block *k)
 {
     const int64_t nf = k->nf, nc = nf - k->o_step, L = k->layers, step = k->tile_groups * V;
-    TileFn fn = tile_for(k->n, k->w);
+    TileFn fn = tile_for(k);
     memset(k->s1, 0, L * nf * sizeof(double));
     memset(k->s2, 0, L * nf * sizeof(double));
     memset(k->sc, 0, L * nc * sizeof(double));
@@ -1066,11 +1175,15 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
     k.tile_groups = n <= 12 ? TILE_GROUPS : n <= 32 ? (TILE_GROUPS < 4 ? TILE_GROUPS : 4) : 1;   /* (bench_kernel) */
     k.state = aligned(2 * k.tile_groups * tz); k.dev0s = aligned(k.tile_groups * nc);
     k.fs = aligned(k.tile_groups * nf); k.y = aligned(tz); k.aux = aligned(2 * n);
+    if (mode == MODE_CHOL && n <= SMALL) k.chol_v = aligned(n * n);   /* (read by coordinates, n <= SMALL) */
     if (lanes) { k.a1 = aligned(layers * nf * H); k.a2 = aligned(layers * nf * H); k.a3 = aligned(layers * nc * H); }
-    if (!k.state || !k.dev0s || !k.y || !k.fs || !k.aux || (lanes && (!k.a1 || !k.a2 || !k.a3))) {
+    if (!k.state || !k.dev0s || !k.y || !k.fs || !k.aux || (lanes && (!k.a1 || !k.a2 || !k.a3))
+        || (mode == MODE_CHOL && n <= SMALL && !k.chol_v)) {
         PyErr_NoMemory();
         goto fail;
     }
+    if (k.chol_v)
+        for (int64_t i = 0; i < n * n; i++) k.chol_v[i] = splat(k.chol[i]);
     if (lanes) {
         memset(k.a1, 0, layers * nf * H * sizeof(vd)); memset(k.a2, 0, layers * nf * H * sizeof(vd));
         memset(k.a3, 0, layers * nc * H * sizeof(vd));
@@ -1079,7 +1192,7 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
     run_block(&k);
     Py_END_ALLOW_THREADS
 fail:
-    free(k.state); free(k.dev0s); free(k.y); free(k.fs); free(k.aux); free(k.a1); free(k.a2); free(k.a3);
+    free(k.state); free(k.dev0s); free(k.y); free(k.fs); free(k.aux); free(k.chol_v); free(k.a1); free(k.a2); free(k.a3);
     for (int i = 0; i < got; i++) PyBuffer_Release(&bufs[i]);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
