@@ -27,7 +27,7 @@ from . import conventions as cv
 from . import report
 from recency_lib import theory
 from recency_lib.config import SimConfig
-from recency_lib.metrics import adjacent_index, offset_spread, rp_direction
+from recency_lib.metrics import adjacent_index, rp_direction
 from recency_lib.norms import NORMS
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int, check_real
@@ -1168,74 +1168,12 @@ def not_relative_claim(stat) -> Verdict:
     return decide("the bias is not relative", checks, ("doc", "conclusion"), {"z_threshold": zc, "profiles": prof})
 
 
-def subdiagonal_claim(res: SimResult, offsets=(1, 2, 3)) -> Verdict:
-    """"The bias is not relative" (Sec. 4): if the mean scores depended on i - j only, every
-    sub-diagonal j = i - o of a mean score matrix would be constant. For layers 2..L and the given
-    offsets (0 < o < n - 1: at least two entries), the spread of each sub-diagonal (largest minus
-    smallest mean score, metrics.offset_spread) in units of the two entries' combined SE.
-
-    The family is every pair of entries on every sub-diagonal checked (the spread is the pair
-    chosen because it is the largest, so each sub-diagonal of m entries counts m (m - 1) / 2
-    comparisons, Bonferroni). "holds" when some spread is resolved; the number is the largest
-    spread (± its SE). ``numbers``: "spreads" ((layer, offset) -> (gap, z, i_max, i_min), 1-based),
-    "z_threshold", "comparisons"."""
-    L, n = res.config.layers, res.config.n
-    checks = [(l, o) for l in range(2, L + 1) for o in offsets if 0 < o < n - 1]
-    if not checks:
-        raise ValueError(f"n={n}, layers={L}: no sub-diagonal with two entries; allowed: n >= 3, layers >= 2")
-    pairs = sum(math.comb(n - o, 2) for _, o in checks)
-    zc = cv.z_for(pairs)
-    spreads = {(l, o): offset_spread(res.score_mean[l - 1], res.score_sem[l - 1], o) for l, o in checks}
-    (l, o), (gap, z, _, _) = max(spreads.items(), key=lambda kv: kv[1][1])
-    se = gap / z if z and math.isfinite(z) and z > 0 else 0.0
-    resolved = sum(1 for _, zz, _, _ in spreads.values() if zz > zc)
-    check = nonzero_check(gap, se, zc, f"spread of $S^{{({l})}}_{{i,i-{o}}}$ over $i$", setting_text(res))
-    return decide("the bias is not relative", [check], ("doc", "conclusion"),
-                  {"spreads": spreads, "z_threshold": zc, "comparisons": pairs, "largest": (l, o, *spreads[(l, o)]),
-                   "resolved": resolved})
 
 
-def relativity_rows(results: dict, offsets=(1, 2, 3)) -> list[dict]:
-    """The spreads behind :func:`not_relative_claim` as table rows: one per (setting, layer) of
-    ``results`` (label -> SimResult), one column per offset, each cell the spread ± its SE ("—"
-    where the sub-diagonal has fewer than two entries)."""
-    rows = []
-    for label, res in results.items():
-        spreads = subdiagonal_claim(res, offsets).numbers.get("spreads", {})
-        for l in range(2, res.config.layers + 1):
-            row = {"setting": label, "layer": str(l)}
-            for o in offsets:
-                gap, z = spreads[(l, o)][:2] if (l, o) in spreads else (math.nan, math.nan)
-                row[f"offset {o}"] = report.pm(gap, gap / z if z > 0 and math.isfinite(z) else 0.0) \
-                    if math.isfinite(gap) else "—"
-            rows.append(row)
-    return rows
 
 
-def offset_correlation(scores: np.ndarray, offset: int) -> float:
-    """The smallest correlation, over samples, between two entries of the sub-diagonal j = i - offset
-    of per-sample score matrices ``scores`` (samples, n, n). NaN with fewer than two entries."""
-    s = np.asarray(scores, dtype=float)
-    if s.ndim != 3 or s.shape[1] != s.shape[2] or s.shape[0] < 3:
-        raise ValueError(f"scores has shape {s.shape}; allowed: (samples, n, n) with samples >= 3")
-    n = s.shape[-1]
-    offset = check_int("offset", offset, 1, max(1, n - 1))
-    i = np.arange(offset, n)
-    if i.size < 2:
-        return math.nan
-    c = np.corrcoef(s[:, i, i - offset].T)                          # (m, m)
-    return float(c[np.triu_indices(i.size, 1)].min())
 
 
-def spread_correlation(scores: np.ndarray, verdict: Verdict) -> float:
-    """The smallest correlation between two entries of any sub-diagonal that ``verdict``
-    (:func:`not_relative_claim`) checked, from per-sample scores (samples, layers, n, n): positive
-    means that its z-scores, which treat the two entries as independent, are conservative (the
-    SE of a difference of positively correlated entries is smaller than the one they assume)."""
-    checks = verdict.numbers.get("spreads", {})
-    if not checks:
-        return math.nan
-    return min(offset_correlation(np.asarray(scores)[:, l - 1], o) for l, o in checks)
 
 
 def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:

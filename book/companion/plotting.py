@@ -41,7 +41,7 @@ SHARE_MODES = ("auto", "row", "all", "none")
 
 __all__ = ["book_style", "subplots", "panels", "heatmap_subplots", "panel_axes", "glue_figure", "score_heatmap",
            "score_grid", "h_curve", "errorbar_points", "theory_vs_simulation", "recency_by_layer", "row_profile",
-           "offset_profiles", "ordered_colourbar", "recency_dots", "recency_by_length", "binned_profiles",
+           "recency_dots", "recency_by_length", "binned_profiles",
            "rp_text", "pm", "closed_form", "reference_line", "size_axis", "upper_limits", "trend_reach",
            "versus_d", "h_panel", "style_legend", "ratio_by_d", "d_axis"]
 
@@ -473,34 +473,6 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
     return ax
 
 
-def offset_profiles(score_mean, score_sem, ax, *, z=1.0, cmap=None):
-    """Every query row's mean scores against the offset i - j (1..i-1), with +/- z SEM bars.
-
-    A relative bias (a function of i - j only) would collapse all rows onto one curve; rows that
-    stay apart show that the bias depends on absolute positions (Sec. 4 of the paper). One series
-    per query i = 2..n, coloured by i (conventions.ordered_colour; :func:`ordered_colourbar` draws
-    the key; ``cmap``, a matplotlib colormap name, colours from it instead) and labelled "i = <i>".
-    The diagonal (offset 0) is left out, as in the heatmaps. Returns ``ax``.
-    """
-    import matplotlib as mpl
-
-    s = _square("score_mean", score_mean)
-    e = _square("score_sem", score_sem)
-    if e.shape != s.shape:
-        raise ValueError(f"score_sem has shape {e.shape}; allowed: {s.shape} (same as score_mean)")
-    n = s.shape[0]
-    if n < 2:
-        raise ValueError(f"score_mean has shape {s.shape}; allowed: n >= 2 (an off-diagonal key must exist)")
-    own = None if cmap is None else mpl.colormaps[cmap](np.linspace(0.0, 0.9, n - 1))
-    for i in range(2, n + 1):                                        # 1-based query
-        j = np.arange(i - 1, 0, -1)                                  # keys i-1 .. 1
-        colour = cv.ordered_colour(i - 2, n - 1) if own is None else own[i - 2]
-        errorbar_points(i - j, s[i - 1, j - 1], e[i - 1, j - 1], ax, label=f"i = {i}", z=z, fmt="o-",
-                        color=colour, markersize=3, capsize=2, linewidth=1)
-    ax.set_xticks(np.arange(1, n) if n <= 13 else np.unique([1, n // 2, n - 1]))
-    ax.set_xlabel("offset i \u2212 j")
-    ax.set_ylabel("mean score")
-    return ax
 
 
 # -- quantities against the hidden size (Theorem 1 and Proposition 1, issue 11) --------------------
@@ -576,26 +548,6 @@ def trend_reach(reach, ax, *, eq5=None, colour="C0"):
     return ax
 
 
-def ordered_colourbar(axes, values, label: str):
-    """A slim colour bar under ``axes`` (one Axes or several) that keys an ordered series coloured
-    with conventions.ordered_colour: one colour per entry of ``values`` (e.g. the queries 2..n of
-    :func:`offset_profiles`), ticked at the first and last value (and the middle for more than 3).
-    Returns the colour bar."""
-    import matplotlib as mpl
-
-    vals = _vector("values", values)
-    k = vals.size
-    cmap = mpl.colors.ListedColormap([cv.ordered_colour(i, k) for i in range(k)])
-    norm = mpl.colors.BoundaryNorm(np.arange(k + 1) - 0.5, k)
-    ax_list = list(np.ravel(np.asarray(axes, dtype=object)))
-    bar = ax_list[0].figure.colorbar(mpl.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax_list, location="bottom",
-                                     fraction=0.05, pad=0.02, aspect=30)
-    ticks = sorted({0, k - 1} | ({(k - 1) // 2} if k > 3 else set()))
-    bar.set_ticks(ticks, labels=[f"{vals[t]:g}" for t in ticks])
-    bar.outline.set_linewidth(0)
-    bar.ax.tick_params(labelsize=cv.SMALL_PT, length=2, pad=1)
-    bar.set_label(label, fontsize=cv.SMALL_PT)
-    return bar
 
 
 def recency_dots(labels, rp, rp_sem, ax, *, z=1.0, show_labels=True):

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from recency_lib import SimConfig, simulate
-from companion import beyond, conventions as cv, report
+from recency_lib.engines import sequence_statistic
+from companion import beyond, claims, conventions as cv, report
 from test_claims import fake
 
 
@@ -36,7 +37,11 @@ def test_component_labels_use_the_words_of_the_variant_names():
     cfgs = beyond.component_configs(100, n=5, d=16, heads=4)
     for key in ("rms", "fixed", "random", "ffn", "rope", "post", "residual"):
         cfg = cfgs[(key, 0.5)]
-        assert beyond.component_label(key, cfg) in cv.variant_name(cfg), key
+        assert beyond.component_label(key, cfg).removesuffix(" (one network)") in cv.variant_name(cfg), key
+    # fixed weights are one draw of the network: every label of such a setting says so
+    assert beyond.component_label("fixed", cfgs[("fixed", 0.5)]) == "fixed weights (one network)"
+    assert beyond.component_label("combined", cfgs[("combined", 0.5)]) == "all parts together (one network)"
+    assert "one random network" in beyond.SENTENCE_LABELS["combined"]
     assert beyond.component_label("heads", cfgs[("heads", 0.5)]) == "4 heads"
     assert beyond.component_label("heads", cfgs[("paper", 0.5)]) == "1 head"
     with pytest.raises(ValueError, match="key='nope' is not allowed"):
@@ -62,7 +67,13 @@ def test_lengths_are_checked_sorted_and_deduplicated():
     assert list(cfgs) == [(m, L) for m in beyond.LENGTH_MODELS for L in (5, 12)]
     assert not cfgs[("paper", 5)].extended and cfgs[("residual", 5)].gamma == 1.0
     assert cfgs[("combined", 12)].alpha == 0.5 and cfgs[("combined0", 12)].alpha == 0.0 and cfgs[("combined0", 12)].rope
-    assert beyond.length_label(cfgs[("combined0", 12)]) == "all parts together, α = 0"
+    assert beyond.length_label(cfgs[("combined0", 12)]) == "all parts together (one network), α = 0"
+    # the exact models run as many query rows at every length; the dense ones the same sequences
+    assert [cfgs[("paper", L)].samples for L in (5, 12)] == [19, 8]
+    assert [cfgs[("combined", L)].samples for L in (5, 12)] == [8, 8]
+    assert beyond.exact_samples(64, 10, 512) == 3276 and beyond.exact_samples(64, 512, 512) == 64
+    with pytest.raises(ValueError, match="longest=4"):
+        beyond.exact_samples(8, 5, 4)
     assert beyond.length_label(cfgs[("residual", 5)]) == "LayerNorm + residual, α = 0.5"
 
 
@@ -153,11 +164,6 @@ def test_tables_of_the_component_study(small_study):
     assert len(cols["recency_probability"]) == len(full) and set(cols["alpha"]) == {0.0, 0.5}
     labels, rp, se = beyond.rp_matrix(small_study, 0.5)
     assert len(labels) == 10 and rp.shape == se.shape == (10, 2)
-    verdicts = beyond.relativity_verdicts(small_study)
-    assert list(verdicts) == [(k, a) for k in ("paper", "rope", "combined") for a in beyond.STUDY_ALPHAS]
-    rel = beyond.relativity_rows(small_study)
-    assert [r["component added"] for r in rel] == ["none (the paper's model)"] * 2 + ["RoPE"] * 2 + ["all parts together"] * 2
-    assert all(r["sub-diagonals not constant"].endswith("of 3") for r in rel)   # layer 2, offsets 1-3 at n = 5
 
 
 def test_length_sweep_findings_rows_and_downloads():
@@ -175,8 +181,15 @@ def test_length_sweep_findings_rows_and_downloads():
     assert all(f["rp"] in ("rises", "falls", beyond.UNCHANGED) for f in found.values())
     assert all(f["gap"] in ("grows", "shrinks", beyond.UNCHANGED) for f in found.values())
     rows = beyond.length_rows(res)
-    assert len(rows) == 4 and list(rows[0]) == ["model", "RP, n = 5", "RP, n = 9", "order, n = 9", "RP change",
-                                                 "late − early, n = 9 (± SE bound)"]
+    assert len(rows) == 4 and list(rows[0]) == ["model", "RP, n = 5", "RP, n = 9", "order, n = 9",
+                                                 "RP change", "late − early, n = 5 (± SE bound)",
+                                                 "late − early, n = 9 (± SE bound)", "gap change"]
+    assert [r.config.samples for r in runs.values()] == [115, 64]
+    gaps = found["paper"]["gaps"]
+    assert list(gaps) == [5, 9] and gaps[9] == beyond.late_early(runs[9])
+    g0, g1 = gaps[5][0], gaps[9][0]
+    assert found["paper"]["factor"] is None or found["paper"]["factor"] == pytest.approx(g0 / g1)
+    assert beyond.gap_listing(found["paper"]).endswith(f"{report.pm(*gaps[9])} at n = 9")
     g, bound = beyond.late_early(runs[9])
     assert math.isfinite(g) and bound > 0
     cols = beyond.length_columns(res)
@@ -184,23 +197,124 @@ def test_length_sweep_findings_rows_and_downloads():
     assert report.download("beyond-lengths", cols).text.count("data:") == 2
 
 
-def test_findings_table_answers_each_question_from_the_deciding_functions(small_study):
+@pytest.fixture(scope="module")
+def relativity_stats():
+    """Chapter 7's contrasts for RoPE alone and all parts together at n = 6, small and quick."""
+    cfgs = beyond.relativity_configs(beyond.component_configs(100, 2, n=6, d=16, layers=2, heads=2), 200)
+    with beyond.one_blas_thread():
+        return {k: sequence_statistic(c, claims.distance_contrasts, control_mean=beyond.control_mean(c))
+                for k, c in cfgs.items()}
+
+
+def test_relativity_settings_and_controls(relativity_stats):
+    assert list(relativity_stats) == [(k, a) for k in beyond.RELATIVITY_KEYS for a in beyond.STUDY_ALPHAS]
+    assert all(st.samples == 200 and st.cv_mean is None for st in relativity_stats.values())   # RoPE: plain
+    assert beyond.control_mean(SimConfig(heads=2, d=16)) == 0.0 and beyond.control_mean(SimConfig(rope=True)) is None
+    with pytest.raises(ValueError, match="samples=1"):
+        beyond.relativity_configs({}, 1)
+
+
+def test_relativity_rows_changes_and_readings(relativity_stats):
+    verdicts = beyond.relativity_verdicts(relativity_stats)
+    assert all(v.word in claims.WORDS for v in verdicts.values())
+    changes = beyond.last_layer_changes(relativity_stats)
+    zc = cv.z_for(2 * len(relativity_stats))
+    for key, ch in changes.items():
+        assert ch["z_threshold"] == zc
+        for c in ("D", "K"):
+            m, e, z = ch[c]
+            assert z == report.zscore(m, e)
+            assert ch[f"{c}_word"] == (beyond.CHANGES if abs(z) > zc else beyond.NO_CHANGE)
+        assert beyond.reading(ch) == beyond.READINGS[(ch["D_word"], ch["K_word"])]
+    assert beyond.reading({"D_word": beyond.NO_CHANGE, "K_word": beyond.CHANGES}).startswith("follows the distance")
+    rows = beyond.relativity_rows(relativity_stats)
+    assert [r["component added"] for r in rows] == ["RoPE"] * 2 + ["all parts together (one network)"] * 2
+    assert all(r["not relative? (decisive $D_n - D_5$)"].endswith("(layer 2)") for r in rows)
+    assert list(rows[0])[-2:] == ["$D_n - D_5$, layer 2 (z)", "$K_n - K_5$, layer 2 (z)"]
+    cols = beyond.relativity_columns(relativity_stats)
+    assert len(cols["mean"]) == 4 * 2 * 2 * 2                     # settings x layers x D, K x queries 5, 6
+
+
+def test_across_networks_decides_the_mean_by_its_spread():
+    cfg = SimConfig(alpha=0.5, n=6, d=16, layers=2, weights="fixed", heads=2)
+    nets = beyond.network_configs(cfg, 4, 50)
+    assert [c.weights_seed for c in nets] == [1, 2, 3] and {c.samples for c in nets} == {50}
+    with pytest.raises(ValueError, match="cfg.weights='none' is not allowed"):
+        beyond.network_configs(cfg.replace(weights="none"), 4, 50)
+    with pytest.raises(ValueError, match="networks=1"):
+        beyond.network_configs(cfg, 1, 50)
+    # every network resolves its own order, but they disagree: no order across networks
+    spread = [fake(cfg.replace(weights_seed=k), rp=[0.5, r], rp_se=1e-3) for k, r in enumerate((0.6, 0.45, 0.58, 0.44))]
+    found = beyond.across_networks(spread)
+    assert found["seeds"] == [0, 1, 2, 3] and found["orders"] == ["recency", "primacy", "recency", "primacy"]
+    assert found["counts"] == {"recency": 2, "no order resolved": 0, "primacy": 2}
+    assert found["mean"] == pytest.approx(0.5175)
+    assert found["sd"] == pytest.approx(np.std([0.6, 0.45, 0.58, 0.44], ddof=1))
+    assert found["t_threshold"] == pytest.approx(3.182, abs=1e-3) and found["word"] == "no order resolved"
+    agree = beyond.across_networks([fake(cfg, rp=[0.5, r]) for r in (0.6, 0.61, 0.62)])
+    assert agree["word"] == "recency" and agree["t"] > agree["t_threshold"]
+    assert beyond.network_text(agree) == f"{report.pm(0.61, 0.01 / np.sqrt(3))} over 3 networks (SD 0.01)"
+    rows = beyond.network_rows(found)
+    assert len(rows) == 4 and rows[1] == {"weights_seed": "1", "sequences": "100,000",
+                                          "RP of $S^{(2)}$": report.pm(0.45, 1e-3), "order": "primacy"}
+    with pytest.raises(ValueError, match="at least 2 networks"):
+        beyond.across_networks(spread[:1])
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    assert beyond.network_panel(found, ax) is ax and len(ax.get_xticks()) == 4
+    plt.close(fig)
+
+
+def test_identical_scores_compares_the_bits():
+    from recency_lib import sample_trajectories, model, sampling
+
+    cfg = SimConfig(alpha=0.5, n=5, d=8, layers=2, samples=8, seed=3, engine="dense")
+    scores = sample_trajectories(cfg)[0]
+    x = sampling.dense_tokens(cfg, np.random.default_rng(np.random.SeedSequence(3, spawn_key=(0,))), 8)
+    direct = []
+    for _ in range(2):
+        x, s, _, _ = model.layer(x, norm="layernorm", d=8, gamma=0.0, eps=cfg.eps)
+        direct.append(s)
+    assert beyond.identical_scores(scores, direct)
+    moved = direct[1].copy()
+    moved[2, 4, 1] = np.nextafter(moved[2, 4, 1], np.inf)            # one ulp, in the causal triangle
+    assert not beyond.identical_scores(scores, [direct[0], moved])
+    upper = direct[1].copy()
+    upper[2, 1, 4] += 1.0                                              # above the diagonal: not compared
+    assert beyond.identical_scores(scores, [direct[0], upper])
+    with pytest.raises(ValueError, match="allowed: equal shapes"):
+        beyond.identical_scores(scores, direct[:1])
+
+
+def test_findings_table_answers_each_question_from_the_deciding_functions(small_study, relativity_stats):
     long = {k: simulate(c) for k, c in beyond.length_configs([5, 9], 32, 1, d=16, layers=2, heads=2).items()}
-    rows = beyond.findings_rows(small_study, long)
-    assert [r["evidence"] for r in rows] == ["{numref}`fig-beyond-components`"] * 3 + \
-        ["{numref}`fig-beyond-offsets`", "{numref}`fig-beyond-lengths`"]
+    cfg = small_study[("combined", 0.5)].config
+    nets = beyond.across_networks([small_study[("combined", 0.5)],
+                                   *[simulate(c) for c in beyond.network_configs(cfg, 3, 100)]])
+    rows = beyond.findings_rows(small_study, long, relativity_stats, nets)
+    assert [r["evidence"] for r in rows] == ["{numref}`fig-beyond-components`"] * 2 + \
+        ["{numref}`fig-beyond-networks`", "{numref}`fig-beyond-components`", "{numref}`fig-beyond-contrasts`",
+         "{numref}`fig-beyond-lengths`"]
     orders = beyond.last_layer_orders(beyond.directions(small_study), 0.5)
     kept = len(orders["recency"])
     assert rows[0]["answer"].startswith(f"recency in the last layer with {kept} of {len(beyond.COMPONENT_LABELS) - 1} parts")
     assert ("primacy with" in rows[0]["answer"]) == bool(orders["primacy"])
+    assert "one random network" in rows[1]["question"]
     assert " ± " in rows[1]["answer"] and "$S^{(2)}$" in rows[1]["answer"]
-    rel = beyond.relativity_verdicts(small_study)[("combined", 0.5)]
-    assert rows[3]["answer"].startswith("not relative" if rel.word == "holds" else "open")
+    across = f"RP of $S^{{(2)}}$: {beyond.network_text(nets)}: {nets['word']} across networks"
+    assert rows[2]["answer"].startswith(across)
+    rel = beyond.relativity_verdicts(relativity_stats)
+    assert rows[4]["answer"].startswith(f"RoPE: {rel[('rope', 0.5)].word} ($D_n - D_5$ ")
     found = beyond.length_findings(long)
-    assert rows[4]["question"] == "last layer's RP from n = 5 to 9"
-    assert rows[4]["answer"] == f"the paper's model: {found['paper']['rp']}; all parts together: {found['combined']['rp']}"
+    assert rows[5]["question"] == "last layer from n = 5 to 9"
+    assert rows[5]["answer"].startswith(f"the paper's model: RP {found['paper']['rp']} (")
+    assert rows[5]["answer"].endswith(f"all parts together (one random network): RP {found['combined']['rp']}")
+    assert f"late − early gap {found['paper']['gap']}" in rows[5]["answer"]
     one = {k: r for k, r in long.items() if k[1] == 9}
-    assert beyond.findings_rows(small_study, one)[4]["answer"] == "one length only: no change to test"
+    short = beyond.findings_rows(small_study, one)
+    assert len(short) == 4 and short[-1]["answer"] == "one length only: no change to test"
     assert report.table(rows).text.count("\n") == len(rows) + 1          # header, rule, one line per row
 
 

@@ -3,13 +3,12 @@
 Simulations use fixed seeds, so each test is deterministic; the effects they rely on are tens of
 standard errors away from the thresholds (noted where used)."""
 import math
-import re
 
 import numpy as np
 import pytest
 
 from recency_lib import SimConfig, SimResult, simulate, simulate_many
-from companion import claims, conventions as cv, report
+from companion import claims, conventions as cv
 from recency_lib.metrics import adjacent_index
 
 
@@ -371,16 +370,3 @@ def test_distance_contrasts_on_constructed_scores():
     assert abs(rel[-1]) > 0.05 and abs(pos[-2]) > 0.05                # each keeps only its own quantity constant
     with pytest.raises(ValueError, match="n >= 6"):
         claims.distance_contrasts(relative[..., :5, :5], None)
-
-
-def test_subdiagonal_spreads_on_constructed_scores():
-    cfg = SimConfig(alpha=0.5, n=6, layers=3)
-    i, j = np.indices((6, 6))
-    relative, absolute = fake(cfg), fake(cfg)
-    for res, value in ((relative, 0.1 * (i - j)), (absolute, 0.1 * j)):
-        res.score_mean[:] = np.where(i >= j, value, np.nan)
-    assert claims.subdiagonal_claim(relative).numbers["resolved"] == 0
-    assert claims.subdiagonal_claim(absolute).numbers["resolved"] == 6            # layers 2-3 x offsets 1-3
-    rows = claims.relativity_rows({"abs": absolute, "rel": relative}, offsets=(1, 2, 5))
-    assert [r["layer"] for r in rows] == ["2", "3", "2", "3"]
-    assert rows[0]["offset 5"] == "—" and rows[2]["offset 1"] == "0" and rows[0]["offset 2"].startswith("0.30")

@@ -71,12 +71,14 @@ def _glued(outputs) -> dict[str, str]:
 # layers 6: chapter 8 once hard-coded a 2 x 4 grid of panels (crashed); lengths other than 512: its
 # prose once said "length 512" whatever long_lengths was. Small sizes keep each run near a minute.
 OTHER_PARAMETERS = {
-    "conclusion": ({"samples": 2_000, "seed": 3, "n": 6, "d": 16, "layers": 6, "samples_correlation": 300},
+    "conclusion": ({"samples": 2_000, "seed": 3, "n": 6, "d": 16, "layers": 6, "alpha": 0.3, "gamma": 1.0,
+                    "samples_short": 500, "long_n": 12, "long_samples": 200},
                    {"concl-layers": "'6'", "concl-samples": "'2,000'"}),
-    "beyond": ({"samples": 600, "seed": 1, "weights_seed": 2, "d": 16, "n": 5, "heads": 2, "layers": 6,
-                "persample_divisor": 3, "workers": 1, "long_samples": 4, "long_lengths": [20, 6]},
+    "beyond": ({"samples": 600, "seed": 1, "weights_seed": 2, "d": 16, "n": 6, "heads": 2, "layers": 6,
+                "persample_divisor": 3, "workers": 1, "long_samples": 4, "long_lengths": [20, 6],
+                "networks": 3, "network_samples": 100, "relative_samples": 300},
                {"beyond-long-max": "'20'", "beyond-long-min": "'6'", "beyond-long-lengths": "'6 and 20'",
-                "beyond-samples-random": "'200'", "beyond-layers": "'6'", "beyond-n": "'5'"}),
+                "beyond-samples-random": "'200'", "beyond-layers": "'6'", "beyond-n": "'6'"}),
     "reproducibility": ({"samples": 10, "seed": 4}, {"repro-count": "'0'"}),
 }
 

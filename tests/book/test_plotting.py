@@ -272,21 +272,6 @@ def test_row_profile_shape_mismatch():
         plotting.row_profile(np.zeros((6, 5)), np.zeros((6, 5)), 3, ax)
 
 
-def test_offset_profiles_one_series_per_query():
-    s = example_scores(5)
-    e = np.full((5, 5), 0.01)
-    fig, ax = plt.subplots()
-    assert plotting.offset_profiles(s, e, ax, z=2.0) is ax
-    assert len(ax.containers) == 4                         # queries 2..5
-    for i, container in zip(range(2, 6), ax.containers):
-        assert container.get_label() == f"i = {i}"
-        offsets = np.asarray(container.lines[0].get_xdata()).astype(int)
-        np.testing.assert_allclose(offsets, np.arange(1, i))
-        np.testing.assert_allclose(container.lines[0].get_ydata(), s[i - 1, i - 1 - offsets])
-    with pytest.raises(ValueError, match=r"n >= 2"):
-        plotting.offset_profiles([[1.0]], [[0.0]], ax)
-    with pytest.raises(ValueError, match=r"score_sem has shape \(4, 4\)"):
-        plotting.offset_profiles(s, np.zeros((4, 4)), ax)
 
 
 def test_rp_text_uses_the_books_number_format():
@@ -433,18 +418,6 @@ def test_trend_reach_points_where_resolved_and_limits_where_not():
 
 # -- chapter 7 and 8 figures ------------------------------------------------------------------------------
 
-def test_offset_profiles_colour_queries_in_order_and_the_colourbar_keys_them():
-    s, e = example_scores(6), np.full((6, 6), 0.01)
-    fig, axes = plotting.subplots(1, 2)
-    for ax in axes:
-        plotting.offset_profiles(s, e, ax)
-    colours = [c.lines[0].get_color() for c in axes[0].containers]
-    assert [tuple(c) for c in colours] == [cv.ordered_colour(k, 5) for k in range(5)]
-    bar = plotting.ordered_colourbar(axes, range(2, 7), "query i")
-    assert [t.get_text() for t in bar.ax.get_xticklabels()] == ["2", "4", "6"] and bar.ax.get_xlabel() == "query i"
-    fig, ax = plt.subplots()                               # a colormap of one's own still works
-    plotting.offset_profiles(s, e, ax, cmap="viridis")
-    assert tuple(ax.containers[0].lines[0].get_color()) == tuple(plt.colormaps["viridis"](0.0))
 
 
 def test_panels_hide_the_unused_cells():

@@ -15,7 +15,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from recency_lib import SimConfig, theory  # noqa: E402
 from recency_lib.engines import SequenceStatistic, sequence_statistic  # noqa: E402
-from recency_lib.metrics import adjacent_index  # noqa: E402
 from companion import claims, report, theorem1  # noqa: E402
 from test_claims import fake  # noqa: E402
 
