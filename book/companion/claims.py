@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import conventions as cv
+from .statistics import FAR, NEAR, distance_contrasts, first_order_trend  # noqa: F401  (the chapters' statistics)
 from . import report
 from recency_lib import theory
 from recency_lib.config import SimConfig
@@ -861,9 +862,14 @@ def figure2_claim(results: dict[float, SimResult]) -> Verdict:
 
 def figure5_claim(results: dict[float, SimResult]) -> Verdict:
     """Figure 5 (h(j) with the residual): the printed form's rise against the simulated one, one value
-    check per alpha > 0; ``numbers["corrected"]`` holds the same checks of the book's corrected form."""
-    checks, zc, tab = _h_checks(results, 1.0, "printed")
-    corrected, _, _ = _h_checks(results, 1.0, "corrected")
+    check per alpha > 0, at the runs' residual weight (the paper's is 1); ``numbers["corrected"]`` holds
+    the same checks of the book's corrected form."""
+    gammas = {float(r.config.gamma) for r in results.values()}
+    if len(gammas) != 1:
+        raise ValueError(f"results have residual weights {sorted(gammas)}; allowed: runs of one weight")
+    gamma = gammas.pop()
+    checks, zc, tab = _h_checks(results, gamma, "printed")
+    corrected, _, _ = _h_checks(results, gamma, "corrected")
     return decide("Figure 5", checks, ("doc", "appendix_b"), {"table": tab, "corrected": corrected, "z_threshold": zc})
 
 
@@ -1115,30 +1121,6 @@ def relative_config(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, n: int = 
     return SimConfig(alpha=alpha, gamma=gamma, norm="layernorm", n=n, d=d, layers=layers, samples=samples, seed=seed)
 
 
-#: The two distances of chapter 7's contrasts: D_i = S_{i,i-NEAR} - S_{i,i-FAR} (fixed distances) and
-#: K_i = S_{i,FAR} - S_{i,1} (fixed key positions); at i = FAR + 1 they are the same two keys.
-NEAR, FAR = 1, 4
-
-
-def distance_contrasts(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
-    """Chapter 7's per-sequence statistic (for recency_lib.engines.sequence_statistic, with control_mean 0:
-    in layer 1 the earlier keys are exchangeable, so every within-row contrast of them has mean 0).
-
-    For each query i = FAR + 1 .. n (1-based): D_i = S_{i,i-NEAR} - S_{i,i-FAR}, the preference for the
-    nearer of two keys at fixed distances, and K_i = S_{i,FAR} - S_{i,1}, the preference between two keys
-    at fixed positions; then D_n - D_{FAR+1} and K_n - K_{FAR+1}. A within-row difference is what the
-    softmax sees (adding a constant to a row changes nothing), so a bias that depends on i - j alone
-    keeps D_i constant in i, and one that depends on the keys' positions keeps K_i constant.
-    Returns (B, layers, 2 (n - FAR) + 2): the D_i, the K_i, then the two differences."""
-    n = scores.shape[-1]
-    if n < FAR + 2:
-        raise ValueError(f"n={n} is out of range; allowed: n >= {FAR + 2} (two queries past key {FAR})")
-    i = np.arange(FAR, n)                                           # 0-based queries FAR+1 .. n
-    dist = scores[..., i, i - NEAR] - scores[..., i, i - FAR]       # (B, layers, n - FAR)
-    pos = scores[..., i, FAR - 1] - scores[..., i, 0]
-    return np.concatenate([dist, pos, dist[..., -1:] - dist[..., :1], pos[..., -1:] - pos[..., :1]], axis=-1)
-
-
 def distance_profiles(stat, estimator: str = "cv") -> dict:
     """The D_i and K_i of :func:`distance_contrasts` from a ``recency_lib.engines.SequenceStatistic``:
     {"queries": 1-based i, "D": (mean, SE), "K": (mean, SE), "D_change": (mean, SE), "K_change": (mean, SE)},
@@ -1248,7 +1230,7 @@ def verdict_table(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, cosine_samp
     input-cosine check of Eq. (6) and chapter 7's sequence statistic: the same calls as the chapters,
     so every decisive number is the chapter's."""
     from recency_lib.cache import cached_simulate_many
-    from recency_lib.engines import sequence_statistic
+    from recency_lib.cache import cached_statistic
     from recency_lib.inputs import input_cosine_similarity
 
     cfgs = study_configs(samples, seed)
@@ -1263,7 +1245,7 @@ def verdict_table(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, cosine_samp
     p1 = {d: got[c] for d, c in cfgs["prop1"].items()}
     cosines = {a: input_cosine_similarity(SimConfig(alpha=a, n=cv.PAPER_N, d=cv.PAPER_D), cosine_samples, seed)
                for a in cv.ALPHAS}
-    relative = sequence_statistic(cfgs["relative"], distance_contrasts, control_mean=0.0)
+    relative = cached_statistic(cfgs["relative"], distance_contrasts, control_mean=0.0, cache=cache)
     return [
         theorem1_claim(th),
         proposition1_claim(p1),
@@ -1346,54 +1328,3 @@ def empirical_numbers(results: list[SimResult], by_d: dict, forms, verdicts: lis
         "empirical-fig2-level": ratios(forms.row("fig2", "level", Setting("layernorm", quote, 0.0))),
         "empirical-fig2-step": ratios(step), "empirical-fig2-trend": trend_words(step),
     }
-
-
-# -- Theorem 1 at large d: a first-order control variate (the corrected Theorem 1's expansion) -------------
-
-def _mean_step(s: np.ndarray) -> np.ndarray:
-    """The mean step S_ij - S_i,j-1 between earlier keys (2 <= j < i, 1-based) of (..., n, n) matrices."""
-    n = s.shape[-1]
-    i, j = _step_index(n)
-    return (s[..., i, j] - s[..., i, j - 1]).mean(axis=-1)
-
-
-def _step_index(n: int):
-    i, j = np.nonzero(np.tril(np.ones((n, n), dtype=bool), -1) & (np.arange(n)[None, :] >= 1))
-    return i, j
-
-
-def first_order_trend(d: int):
-    """A per-sequence statistic for recency_lib.engines.sequence_statistic in Theorem 1's setting (LayerNorm,
-    alpha = gamma = 0, two layers) whose layer-2 mean is the trend of S^(2), with a far smaller variance
-    than the trend itself: the plain mean and SE of layer 2's value estimate Theorem 1's trend.
-
-    With eps = e^{-sqrt d} and the layer-1 scores Z (their cosines C = Z / sqrt(d)), S^(2) = sqrt(d) cos(v_i,
-    v_j) with v_i = e_i + eps sum_{k<i} e^{Z_ik} e_k (recency_lib.theory.trends). Its expansion in eps
-    starts with Z itself and the first-order term S1 = sqrt(d) (H1 - C (h1_i + h1_j) / 2), H1 = W C + (W C)^T,
-    W = tril(e^Z, -1), h1 = diag H1; both have mean step exactly 0 (exchangeability; every first-order term
-    carries a factor of mean 0). So layer 2's value, trend(S^(2)) - trend(Z) - eps trend(S1), has the trend's
-    mean and a spread of order sqrt(d) eps^2 (the trend's own size) instead of order 1. Layer 1's value is
-    trend(Z). Taken per sequence and as one number (not a regression, whose variance formula would lose
-    every digit to cancellation here). Returns (B, 2, 1)."""
-    d = check_int("d", d, 16)
-    root = math.sqrt(d)
-    eps = math.exp(-root)
-
-    def statistic(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
-        if scores.shape[1] != 2:
-            raise ValueError(f"layers={scores.shape[1]} is not allowed; allowed: 2 (Theorem 1's setting)")
-        z = np.nan_to_num(scores[:, 0], nan=0.0)                          # (B, n, n) layer 1, lower triangle
-        z = np.tril(z) + np.swapaxes(np.tril(z, -1), -1, -2)             # symmetric
-        c = z / root
-        w = np.tril(np.exp(z), -1)
-        wc = w @ c
-        h1 = wc + np.swapaxes(wc, -1, -2)
-        diag = np.diagonal(h1, axis1=-2, axis2=-1)
-        s1 = root * (h1 - c * (diag[..., :, None] + diag[..., None, :]) / 2.0)
-        s2 = np.nan_to_num(scores[:, 1], nan=0.0)
-        n = s2.shape[-1]
-        i, j = _step_index(n)
-        second = ((s2[..., i, j] - s2[..., i, j - 1]) - (z[..., i, j] - z[..., i, j - 1])).mean(axis=-1)
-        return np.stack([_mean_step(z), second - eps * _mean_step(s1)], axis=1)[..., None]
-
-    return statistic

@@ -51,7 +51,7 @@ BOUND_MARK = "\u2020"         # "†": the printed SE is an upper bound (Minkows
 DEFAULT_DS = (16, 64, 256)
 Z_RESOLVE = 3.0               # a ratio is reported where the simulated value is this many SE from 0
 Z_ERRATUM = 5.0               # a ratio off by more than this many SE from 1 counts as off (issue 11)
-FIG_ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8)   # the alphas of the paper's Figs. 2 and 5 (authors' code)
+FIG_ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8)   # the alphas of the paper's Figures 2 and 5 (authors' code)
 
 
 # -- what is measured -------------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def _cv_method(layer: int) -> str:
 
 def h_growth(res) -> tuple[np.ndarray, np.ndarray]:
     """h(j) / h(1) = sqrt(E||x_1^(1)||^2 / E||x_j^(1)||^2), j = 1..n (Eq. (40): the growth of the key
-    factor that Fig. 5 plots normalised), with an upper bound on its SE (delta method, the two
+    factor that the paper's Figure 5 plots normalised), with an upper bound on its SE (delta method, the two
     norms' relative errors added: Minkowski). Both (n,)."""
     m, se = sq_norms(res, 1)
     ratio = np.sqrt(m[0] / m)
@@ -266,21 +266,40 @@ def prop1_trend(d, n: int) -> float:
     return float(np.sum(c * prop1_row_rise(i - 1, d)) / ((n - 1) * (n - 2) // 2))
 
 
-def definition1_samples(res, z: float) -> tuple[float, int, int]:
-    """Sequences that would settle Definition 1 on S^(2) of ``res`` if its steps were the LLN's.
+#: The effects :func:`definition1_samples` can assume: the LLN's step (Eq. (5) and its corrected
+#: relatives, theory.score2_step_corrected) or the book's corrected Theorem 1 (theory.theorem1_step).
+STEP_EFFECTS = ("lln", "theorem1")
+
+
+def definition1_samples(res, z: float, effect: str = "lln") -> tuple[float, int, int]:
+    """Sequences that would settle Definition 1 on S^(2) of ``res`` if its steps were ``effect``'s.
 
     The estimator: the control-variate estimate of each off-diagonal step S_ij - S_i,j-1
     (2 <= j < i; ``diff_cv_*``, exact SE ~ 1 / sqrt(samples)); every one of them must be ``z``
     standard errors above 0 at once (the family-wise z of Definition 1,
-    conventions.definition1_z). With the LLN step s_ij (theory.score2_step_corrected) as the
-    effect, step (i, j) needs samples * (z SE_ij / s_ij)^2 sequences; the answer is the largest,
-    with its (1-based) i and j. (The diagonal steps S_ii - S_i,i-1 are of order sqrt(d) and never
-    the limit.) LayerNorm or RMSNorm settings only.
+    conventions.definition1_z). With the step s_ij of ``effect`` as the true value, step (i, j)
+    needs samples * (z SE_ij / s_ij)^2 sequences; the answer is the largest, with its (1-based) i
+    and j. ``effect``: "lln", the LLN's step (theory.score2_step_corrected; at alpha = gamma = 0 this
+    is Eq. (5)'s, which is 1.8 to 2.7 times too small for 16 <= d <= 64, so the count comes out 3 to
+    7 times too large), or "theorem1", the book's corrected Theorem 1 (theory.theorem1_step: within
+    0.5 % of simulation for d >= 16; Theorem 1's setting only, LayerNorm, alpha = gamma = 0; NaN
+    where its series is not positive, d < 16). (The diagonal steps S_ii - S_i,i-1 are of order
+    sqrt(d) and never the limit.) LayerNorm or RMSNorm settings only.
     """
     z = check_z(z)
+    if not isinstance(effect, str) or effect not in STEP_EFFECTS:
+        raise ValueError(f"effect={effect!r} is not allowed; allowed: one of {', '.join(map(repr, STEP_EFFECTS))}")
     cfg = res.config
     i, j = off_diagonal_steps(cfg.n)
-    step = theory.score2_step_corrected(i, j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm)
+    if effect == "theorem1":
+        if (cfg.norm, cfg.alpha, cfg.gamma) != ("layernorm", 0.0, 0.0) or cfg.layers < 2:
+            raise ValueError(f"effect='theorem1' is not allowed for {setting_label(cfg)}, gamma = {cfg.gamma:g}; "
+                             "allowed: Theorem 1's setting (LayerNorm, alpha = gamma = 0, two layers or more)")
+        step = np.array([theory.theorem1_step(int(a), int(b), cfg.d) for a, b in zip(i, j)], dtype=float)
+        if not np.all(np.isfinite(step) & (step > 0)):
+            return math.nan, 0, 0
+    else:
+        step = theory.score2_step_corrected(i, j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm)
     se = res.diff_cv_sem[1][i - 1, j - 1]
     need = cfg.samples * (z * se / step) ** 2
     k = int(np.argmax(need))
@@ -292,16 +311,18 @@ def definition1_samples(res, z: float) -> tuple[float, int, int]:
 T = Setting("layernorm", 0.0, 0.0)       # Theorem 1
 P = Setting("none", 0.0, 0.0)            # Proposition 1
 R = Setting("layernorm", 0.0, 1.0)       # Proposition 2
-A = Setting("layernorm", 0.5, 0.0)       # Proposition 3 (the paper's alpha of Fig. 1)
+A = Setting("layernorm", 0.5, 0.0)       # Proposition 3 (the alpha of the paper's Figure 1)
 AR = Setting("layernorm", 0.5, 1.0)      # Propositions 2 + 3
 RAW = Setting("none", 0.5, 0.0)          # raw anisotropic tokens, Eqs. (6), (22)
 
-# Settings whose closed forms are noise-limited get ``boost`` times ``samples`` (:func:`measure`):
-# Theorem 1 (scores of order sqrt(d) e^{-sqrt d} against per-sample fluctuations of order 1) and
-# Proposition 1 (its rise of relative size d^{-3/2}). Every other setting resolves its numbers with
-# ``samples``.
-BOOSTED = frozenset({T, P})
+# Settings whose closed forms are noise-limited get more than ``samples`` (:func:`configs`): Theorem 1
+# ``boost`` times (scores of order sqrt(d) e^{-sqrt d} against per-sample fluctuations of order 1), and
+# Proposition 1 (its rise of relative size d^{-3/2}) exactly the runs of the book's verdict on it,
+# claims.prop1_configs: PROP1_FACTOR times ``samples``, the default engine. Every other setting resolves
+# its numbers with ``samples``.
+BOOSTED = frozenset({T})
 DEFAULT_BOOST = 8
+PROP1_FACTOR = 10             # claims.PROP1_FACTOR (tests/book/test_closedforms.py checks they agree)
 
 
 def _keys(n):
@@ -485,9 +506,9 @@ def _registry() -> tuple[ClosedForm, ...]:
         _level(ROW_LEVEL, lambda s, d, n: theory.score2_corrected(n, _keys(n), s.alpha, s.gamma, d),
                _score_row_level(1)),
         _step(TREND, None, _trend2, _all_steps(_score2_steps))))
-    for key, figure, settings, fn in (("fig2", "Fig. 2", _FIG2, theory.h_eq41),
-                                      ("fig5-printed", "Fig. 5", _FIG5, theory.h_eq41),
-                                      ("fig5-corrected", "Fig. 5", _FIG5, theory.h_corrected)):
+    for key, figure, settings, fn in (("fig2", "the paper's Figure 2", _FIG2, theory.h_eq41),
+                                      ("fig5-printed", "the paper's Figure 5", _FIG5, theory.h_eq41),
+                                      ("fig5-corrected", "the paper's Figure 5", _FIG5, theory.h_corrected)):
         forms.append(ClosedForm(
             key, f"{figure} (Eq. (41))", "corrected (γ → g)" if key.endswith("corrected") else "as plotted",
             "h(j) as plotted, sqrt(d) / ||x_j^(1)|| = sqrt(d / sq_norm_mean[1]), j = 1..n (delta-method SE)",
@@ -585,9 +606,9 @@ class Cell:
 class Row:
     """One closed form in one setting, one part ("level" or "step"), at every d, with the verdict.
 
-    ``literal_erratum``: the issue's rule, the ratio differs from 1 by more than the erratum
-    threshold at every d (the verdicts "erratum" and "finite-d error"). ``trend``: how |ratio - 1|
-    moves as d grows (:func:`trend`).
+    ``literal_erratum``: the ratio differs from 1 by more than the threshold at every d (the verdicts
+    :data:`OFF` and :data:`FINITE_D`; issue 11's rule, which decides whether a row can be evidence of an
+    erratum, see companion.errata). ``trend``: how |ratio - 1| moves as d grows (:func:`trend`).
     """
 
     form: ClosedForm
@@ -606,8 +627,23 @@ class Row:
                 np.array([c.ratio_se for c in cells]))
 
 
-VERDICTS = ("consistent", "converges", "finite-d error", "erratum", "deviates", "mixed", "unresolved",
-            "flat", "not flat")
+#: Off by more than the threshold at every d, and the error does not shrink as d grows: the closed form
+#: misses a factor (a misprint, or the bias of the LLN approximation; the book's own corrected forms can
+#: get it too, which is why the verdict does not say "erratum").
+OFF = "off, not shrinking"
+#: Off at every d, but shrinking like d^-p: right in the limit.
+FINITE_D = "finite-d error"
+VERDICTS = ("consistent", "converges", FINITE_D, OFF, "deviates", "mixed", "unresolved", "flat", "not flat")
+
+
+def row_offsets(row: "Row") -> tuple[float, float]:
+    """How far a row's resolved ratios are from 1: (largest |ratio - 1|, largest |ratio - 1| in standard
+    errors of the ratio, i.e. the largest |Cell.deviation|); (NaN, NaN) when no cell is resolved. A ratio
+    close to 1 in size can still be far from it in standard errors: a page says both."""
+    cells = [c for c in row.cells if c.resolved]
+    if not cells:
+        return math.nan, math.nan
+    return max(abs(c.ratio - 1.0) for c in cells), max(abs(c.deviation) for c in cells)
 TRENDS = ("shrinks", "grows", "stalls", "")
 
 
@@ -643,10 +679,11 @@ def judge(cells, z_erratum: float = Z_ERRATUM) -> tuple[str, str, str, bool]:
     "flat" when the simulated value is within ``z_erratum`` SE of 0 at every d, else "not flat".
     Otherwise, on the ratios where resolved ("off" = more than ``z_erratum`` SE from 1):
 
-    * "erratum": off at every d, and the error does not shrink as d grows (:func:`trend`): the
-      large-d form misses a factor that stays (the measured factor at the largest d is reported);
-    * "finite-d error": off at every d, but the error shrinks like d^-p (p >= 1/2): the large-d
-      form is right in the limit. Both are errata by the issue's rule (``literal_erratum``);
+    * :data:`OFF` ("off, not shrinking"): off at every d, and the error does not shrink as d grows
+      (:func:`trend`): the large-d form misses a factor that stays (the measured factor at the largest
+      d is reported);
+    * :data:`FINITE_D` ("finite-d error"): off at every d, but the error shrinks like d^-p (p >= 1/2):
+      the large-d form is right in the limit. Both are off at every d (``literal_erratum``);
     * "consistent": within ``z_erratum`` SE of 1 wherever resolved (however wide that SE is);
     * "converges": off only at the smallest d, within ``z_erratum`` SE of 1 at the larger ones, and
       the error smaller at the largest d than at the smallest;
@@ -672,9 +709,9 @@ def judge(cells, z_erratum: float = Z_ERRATUM) -> tuple[str, str, str, bool]:
     if all(off) and len(res) == len(cells):
         last = res[-1]
         if word == "shrinks":
-            return ("finite-d error", f"off by > {z_erratum:g} SE at every d, shrinking ({ratios}{how})",
+            return (FINITE_D, f"off by > {z_erratum:g} SE at every d, shrinking ({ratios}{how})",
                     word, True)
-        return ("erratum", f"off by > {z_erratum:g} SE at every d, not shrinking: factor "
+        return (OFF, f"off by > {z_erratum:g} SE at every d, not shrinking: factor "
                 f"{pm(last.ratio, last.ratio_se)} at d = {last.d} ({ratios}{how})", word, True)
     if all(off):
         return "deviates", f"off by > {z_erratum:g} SE where resolved ({ratios}); unresolved elsewhere", word, False
@@ -727,8 +764,8 @@ class Table:
         return out
 
     def errata(self) -> list[Row]:
-        """Rows whose ratio differs from 1 by more than the erratum threshold at every d (the issue's
-        rule; verdicts "erratum" and "finite-d error")."""
+        """Rows whose ratio differs from 1 by more than the threshold at every d (issue 11's rule;
+        verdicts :data:`OFF` and :data:`FINITE_D`)."""
         return [r for r in self.rows if r.literal_erratum]
 
     def row(self, key: str, part: str, setting: Setting | None = None) -> Row:
@@ -748,8 +785,8 @@ class Table:
         return cells[0]
 
     def samples_of(self, setting: Setting) -> int:
-        """Sequences simulated for ``setting`` at each d (``samples``, or ``boost`` times it)."""
-        return self.samples * (self.boost if setting in BOOSTED else 1)
+        """Sequences simulated for ``setting`` at each d (:func:`setting_samples`)."""
+        return setting_samples(setting, self.samples, self.boost)
 
 
 def select(keys=None) -> tuple[ClosedForm, ...]:
@@ -790,11 +827,31 @@ def _timed_cosine(alpha: float, n: int, d: int, samples: int, seed: int, cache=N
     return tuple(float(v) for v in value)
 
 
+def setting_samples(setting: Setting, samples: int, boost: int = DEFAULT_BOOST) -> int:
+    """Sequences per d that :func:`configs` simulates for ``setting``: ``boost`` x ``samples`` in Theorem 1's
+    setting (:data:`BOOSTED`), :data:`PROP1_FACTOR` x ``samples`` in Proposition 1's (its verdict's runs),
+    ``samples`` elsewhere."""
+    if setting == P:
+        return PROP1_FACTOR * samples
+    return samples * (boost if setting in BOOSTED else 1)
+
+
+def _config(setting: Setting, d: int, n: int, samples: int, seed: int, boost: int) -> SimConfig:
+    """The simulation of ``setting`` at ``d``: :meth:`Setting.config` (gram engine), except in Proposition 1's
+    setting, which is exactly the run of the book's verdict on Proposition 1 (claims.prop1_configs: no
+    normalization, the default engine, PROP1_FACTOR x samples), so the two share their cached results."""
+    count = setting_samples(setting, samples, boost)
+    if setting == P:
+        return SimConfig(alpha=0.0, gamma=0.0, norm="none", n=n, d=d, layers=LAYERS, seed=seed, samples=count)
+    return setting.config(d, n, count, seed)
+
+
 def configs(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0, boost: int = DEFAULT_BOOST,
             keys=None) -> dict[tuple[Setting, int], SimConfig]:
     """The simulations that hold the closed forms named by ``keys`` (all when None) to the model at each d
-    in ``ds``: (Setting, d) -> the two-layer SimConfig of ``samples`` sequences of ``n`` tokens
-    (``boost`` times as many for the noise-limited settings, :data:`BOOSTED`), root seed ``seed``."""
+    in ``ds``: (Setting, d) -> the two-layer SimConfig of ``n`` tokens, root seed ``seed``, with
+    :func:`setting_samples` sequences (``samples``; ``boost`` times as many in Theorem 1's setting;
+    Proposition 1's setting: the runs of its verdict, claims.prop1_configs)."""
     ds = _check_ds(ds)
     n = check_int("n", n, 3)
     samples = check_int("samples", samples, 2)
@@ -802,7 +859,7 @@ def configs(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
     boost = check_int("boost", boost, 1)
     forms = select(keys)
     gram = sorted({s for f in forms if f.source == "gram" for s in f.settings}, key=lambda s: (s.norm, s.alpha, s.gamma))
-    return {(s, d): s.config(d, n, samples * (boost if s in BOOSTED else 1), seed) for s in gram for d in ds}
+    return {(s, d): _config(s, d, n, samples, seed, boost) for s in gram for d in ds}
 
 
 def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0, boost: int = DEFAULT_BOOST,
@@ -830,7 +887,7 @@ def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
                          "arguments; allowed: dict(zip(cfgs, cached_simulate_many(cfgs.values()))) for those cfgs")
 
     t0 = time.perf_counter()
-    per_setting = {s: samples * (boost if s in BOOSTED else 1) for f in forms for s in f.settings}
+    per_setting = {s: setting_samples(s, samples, boost) for f in forms for s in f.settings}
     cos_jobs = {(s, d): (s.alpha, n, d, cosine_samples, seed, cache) for s in sorted(
         {s for f in forms if f.source == "cosine" for s in f.settings}, key=lambda s: s.alpha) for d in ds}
     pending = {key: executor.submit(_timed_cosine, *args) for key, args in cos_jobs.items()} if executor else {}

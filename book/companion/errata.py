@@ -5,19 +5,25 @@ Two kinds of evidence decide an erratum, both computed when the book is built:
 * **algebra**: a sympy check of :mod:`companion.symbolic` that a printed step is right comes out
   False (the check of the corrected step next to it comes out True);
 * **simulation**: rows of a :class:`companion.closedforms.Table` whose ratio simulated / closed
-  form differs from 1 by more than the erratum threshold at every d and does not shrink as d
-  grows (verdict "erratum"), or whose closed form says "flat" (no dependence on the key j) while
-  the simulated steps are resolved away from 0 (verdict "not flat").
+  form differs from 1 by more than the threshold at every d and does not shrink as d grows
+  (verdict :data:`closedforms.OFF`, "off, not shrinking"), or whose closed form says "flat" (no
+  dependence on the key j) while the simulated steps are resolved away from 0 (verdict "not flat").
+
+Each erratum is of one kind (:data:`KINDS`): a **misprint** (a printed step that the algebra shows
+false), an **approximation bias** (the algebra is right, but the law of large numbers it starts from
+misses a factor that does not vanish as d grows), or an **effect beyond the approximation** (a form
+the LLN makes exactly flat, whose next order the simulation resolves: right in the limit, not a
+misprint). :func:`summary` counts them by kind.
 
 Rows that are off at every d but shrink like d^-p (verdict "finite-d error") are approximations
 that become right as d grows; they are counted and listed apart (:func:`finite_d_rows`).
 
-:data:`ERRATA` holds the known errata: their text (printed / right, markdown with math) and which
-checks and rows are their evidence. Which of them the book shows is decided by the evidence of
-the run, never by this list (:func:`find`): an entry without failing evidence is left out, and a
-measured row with an erratum verdict that no entry claims gets a row of its own. The functions
-below turn the findings into the rows of the book's tables (cells already formatted, math as
-``$...$``) and into download columns.
+:data:`ERRATA` holds the known errata: their text (printed / right, markdown with math), their kind
+and which checks and rows are their evidence. Which of them the book shows is decided by the evidence
+of the run, never by this list (:func:`find`): an entry without failing evidence is left out, and a
+measured row with an evidence verdict that no entry claims gets a row of its own (kind
+:data:`UNEXPLAINED`). The functions below turn the findings into the rows of the book's tables (cells
+already formatted, math as ``$...$``) and into download columns.
 
 Equation numbers are the paper's; indices 1-based as in the paper.
 """
@@ -29,15 +35,25 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from recency_lib import theory
-from .closedforms import BOUND_MARK, VERDICTS, Row, Table, trend
-from .report import count, nowrap, num, pm, z_text
+from .closedforms import BOUND_MARK, FINITE_D, OFF, VERDICTS, Row, Table, trend
+from .report import Markdown, count, listing, nowrap, num, pm, z_text
 
 if TYPE_CHECKING:                       # sympy is slow to import; the checks arrive already run
     from .symbolic import Check
 
 #: Verdicts of a measured row that count as evidence of an erratum (closedforms.judge).
-EVIDENCE_VERDICTS = ("erratum", "not flat")
-FINITE_D = "finite-d error"
+EVIDENCE_VERDICTS = (OFF, "not flat")
+
+#: The kinds of an erratum (module doc), in the order the book lists them.
+MISPRINT = "misprint"
+BIAS = "approximation bias"
+BEYOND = "beyond the approximation"
+UNEXPLAINED = "not yet explained"
+KINDS = (MISPRINT, BIAS, BEYOND, UNEXPLAINED)
+#: Each kind in prose: (one, several).
+KIND_WORDS = {MISPRINT: ("misprint", "misprints"), BIAS: ("approximation bias", "approximation biases"),
+              BEYOND: ("effect beyond the approximation", "effects beyond the approximation"),
+              UNEXPLAINED: ("measured deviation not yet explained", "measured deviations not yet explained")}
 #: How the error of a row moves as d grows (closedforms.trend), in the book's words.
 AS_D_GROWS = {"grows": "grows", "stalls": "does not shrink", "shrinks": "shrinks", "": "—"}
 PART_NAMES = {"level": "size", "step": "$j$-dependence"}
@@ -47,6 +63,7 @@ PART_NAMES = {"level": "size", "step": "$j$-dependence"}
 class Erratum:
     """One erratum of Appendix A and the evidence that can show it.
 
+    ``kind``: one of :data:`KINDS` (module doc);
     ``checks``: keys of sympy checks (companion.symbolic) of the printed step, False = evidence;
     ``forms``: keys of closed forms (companion.closedforms) whose rows with an evidence verdict
     (:data:`EVIDENCE_VERDICTS`) are evidence, restricted to ``parts`` and, with ``residual`` True /
@@ -64,6 +81,7 @@ class Erratum:
     residual: bool | None = None
     prefer: str = "level"
     label_from_rows: bool = False       # the "Eq." column lists the closed forms of the evidence rows
+    kind: str = MISPRINT
 
     def claims(self, row: Row) -> bool:
         """Is ``row`` (an evidence row) evidence of this erratum?"""
@@ -81,13 +99,14 @@ ERRATA: tuple[Erratum, ...] = (
             checks=("eq15-printed",), forms=("eq15-printed",)),
     Erratum("eq19", "(17)–(19)", r"$S^{(2)}_{ij} = 1/(e^{\sqrt d}+i-1)$", r"$\big(1/(a'+i-1)+c^2\big)/\sqrt d$",
             checks=("eq17-scale", "eq18-printed"), forms=("eq19-printed",), parts=("level",)),
-    Erratum("prop1-flat", "(19)", r"$S^{(2)}_{ij}$ flat in $j < i$", r"rises by a relative $d^{-3/2}(1-1/j)$",
-            forms=("eq19-corrected", "eq19-printed"), parts=("step",), prefer="step"),
+    Erratum("prop1-flat", "(19)", r"$S^{(2)}_{ij}$ flat in $j < i$ (the LLN)",
+            r"rises by a relative $d^{-3/2}(1-1/j)$ at the next order: a step $\propto d^{-2}$",
+            forms=("eq19-corrected", "eq19-printed"), parts=("step",), prefer="step", kind=BEYOND),
     Erratum("eq22", "(22)", r"$\lVert x_i^{(1)}\rVert^2 = \sqrt d/(1-\alpha)$",
             r"$\lVert x_i^{(0)}\rVert^2 = 1/(1-\alpha)$", checks=("eq22-printed",), forms=("eq22-printed",)),
     Erratum("eq23", "(23)", r"$\langle y_i, y_j\rangle = \sqrt d\,\alpha$", r"$d\,\alpha$",
             checks=("eq23-printed",), forms=("eq23-printed",)),
-    Erratum("residual", "(25)–(41), Fig. 5", r"weight $\sqrt d\gamma\lVert x_j\rVert$, $d\gamma$, $\gamma$ on $y_j$",
+    Erratum("residual", "(25)–(41), the paper's Figure 5", r"weight $\sqrt d\gamma\lVert x_j\rVert$, $d\gamma$, $\gamma$ on $y_j$",
             r"$g = \gamma\lVert x_j^{(0)}\rVert/\sqrt d$", checks=("residual-printed",),
             forms=("eq36-printed", "eq41-printed", "fig5-printed"), residual=True),
     Erratum("eq34", "(34)", r"stray factors $d$", "without them", checks=("eq34-printed",)),
@@ -95,12 +114,14 @@ ERRATA: tuple[Erratum, ...] = (
             checks=("eq39-printed",)),
     Erratum("eq40", "(40)", r"prefactor $d$", r"$\sqrt d$ (a row constant)", checks=("eq40-printed",)),
     Erratum("lln-attention", "(4), (25), (26)", r"off-diagonal weight $e^{\alpha\sqrt d}/D_i$",
-            r"$\times\,\mathbb{E}\,e^{Z} \to e^{(1-\alpha^2)^2/2}$", forms=("eq4-attention",), label_from_rows=True),
-    Erratum("lln-steps", "(10), (36), (40), (41), Figs. 2, 5", r"the $j$-dependence of the LLN forms",
-            r"$\times$ a factor growing with $d$; for $h(j)$ it tends to $e^{(1-\alpha^2)^2/2}$",
+            r"$\times\,\mathbb{E}\,e^{Z} \to e^{(1-\alpha^2)^2/2}$", forms=("eq4-attention",), label_from_rows=True,
+            kind=BIAS),
+    Erratum("lln-steps", "(10), (36), (40), (41), the paper's Figures 2, 5", r"the $j$-dependence of the LLN forms",
+            r"$\times$ a factor that does not go to 1 as $d$ grows (for $h(j)$ it tends to $e^{(1-\alpha^2)^2/2}$; "
+            r"below 1 at small $d$ and large $\alpha$)",
             forms=("eq10", "eq11", "eq36-printed", "eq36-corrected", "eq41-printed", "eq41-corrected",
                    "eq40-corrected", "fig2", "fig5-corrected"), parts=("step",), prefer="step",
-            label_from_rows=True),
+            label_from_rows=True, kind=BIAS),
 )
 BY_KEY = {e.key: e for e in ERRATA}
 
@@ -172,7 +193,7 @@ def find(table: Table, checks) -> list[Found]:
         form = group[0].form
         e = Erratum(f"{key}-{part}", form.equation.replace("Eqs. ", "").replace("Eq. ", ""),
                     f"{form.version}: {PART_NAMES[part]}", "off by the measured factor (no description yet)",
-                    forms=(key,), parts=(part,), prefer=part)
+                    forms=(key,), parts=(part,), prefer=part, kind=UNEXPLAINED)
         found.append(Found(e, (), tuple(group)))
     return found
 
@@ -192,14 +213,16 @@ def _factor(row: Row) -> str:
 
 
 def compact_equations(labels) -> str:
-    """"(10), (36), (41), Figs. 2, 5" from closed-form labels such as "Eq. (10)", "Fig. 2 (Eq. (41))"."""
+    """"(10), (36), (41), the paper's Figures 2, 5" from closed-form labels such as "Eq. (10)", "the
+    paper's Figure 2 (Eq. (41))"."""
     eqs, figs = set(), set()
     for label in labels:
         eqs |= {int(k) for k in re.findall(r"\((\d+)\)", label)}
-        figs |= {int(k) for k in re.findall(r"Fig\. (\d+)", label)}
+        figs |= {int(k) for k in re.findall(r"Figure (\d+)", label)}
     parts = [", ".join(f"({k})" for k in sorted(eqs))] if eqs else []
     if figs:
-        parts.append(("Fig. " if len(figs) == 1 else "Figs. ") + ", ".join(str(k) for k in sorted(figs)))
+        parts.append(("the paper's Figure " if len(figs) == 1 else "the paper's Figures ")
+                     + ", ".join(str(k) for k in sorted(figs)))
     return ", ".join(parts)
 
 
@@ -210,12 +233,17 @@ def _equations(f: Found) -> str:
     return compact_equations(r.form.equation for r in f.rows)
 
 
-def errata_rows(found: list[Found]) -> list[dict]:
-    """One row per erratum: equation, as printed, what is right, what found it (sympy, simulation or
-    both), and the measured value (simulated / printed, or the simulated step of a form printed
-    flat) ± SE with the d where it was measured and how the error moves as d grows."""
+def errata_rows(found: list[Found], kind: str | None = None) -> list[dict]:
+    """One row per erratum (of ``kind``, one of :data:`KINDS`; all when None): equation, as printed,
+    what is right, what found it (sympy, simulation or both), and the measured value (simulated /
+    printed, or the simulated step of a form printed flat) ± SE with the d where it was measured and
+    how the error moves as d grows."""
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind={kind!r} is not allowed; allowed: None or one of {', '.join(map(repr, KINDS))}")
     out = []
     for f in found:
+        if kind is not None and f.erratum.kind != kind:
+            continue
         e, rep = f.erratum, f.representative
         by = "both" if (f.failed and f.rows) else ("sympy" if f.failed else "simulation")
         out.append({"Eq.": _equations(f), "as printed": e.printed, "right": e.right, "found by": by,
@@ -230,7 +258,7 @@ def _cells(row: Row, ds) -> dict:
 
 def evidence_detail_rows(found: list[Found], ds) -> list[dict]:
     """Every measured row behind the errata table: erratum, closed form, setting, part, each d."""
-    return [{"erratum": _equations(f), "closed form": f"{r.form.equation}, {r.form.version}",
+    return [{"entry": _equations(f), "kind": f.erratum.kind, "closed form": f"{r.form.equation}, {r.form.version}",
              "setting": r.setting.short, "part": PART_NAMES[r.part], **_cells(r, ds), "verdict": r.verdict}
             for f in found for r in f.rows]
 
@@ -274,7 +302,8 @@ VERDICT_MEANINGS = {
     "consistent": "within the threshold of 1 wherever resolved",
     "converges": "off at the smallest $d$ only, closer at the largest",
     "finite-d error": "off at every $d$, shrinking like $d^{-p}$: right in the limit",
-    "erratum": "off at every $d$, not shrinking: a factor the large-$d$ form misses",
+    OFF: "off at every $d$, not shrinking: the form misses a factor (a misprint, or the bias of the LLN; "
+         "the book's corrected forms keep the latter)",
     "deviates": "off wherever resolved, unresolved elsewhere",
     "mixed": "off at some $d$, not at others",
     "unresolved": "the simulated value is within the noise at every $d$",
@@ -293,6 +322,40 @@ def verdict_counts(table: Table) -> dict[str, int]:
     return {v: n for v in VERDICTS if (n := sum(r.verdict == v for r in table.rows))}
 
 
+def summary(found: list[Found]) -> dict[str, int]:
+    """How many of the errata ``found`` are of each kind: every kind of :data:`KINDS` but
+    :data:`UNEXPLAINED` (also when 0), and that one when there are any."""
+    counts = {k: sum(f.erratum.kind == k for f in found) for k in KINDS}
+    if not counts[UNEXPLAINED]:
+        del counts[UNEXPLAINED]
+    return counts
+
+
+def summary_text(counts: dict[str, int]) -> str:
+    """"10 misprints, 2 approximation biases and 1 effect beyond the approximation" from :func:`summary`."""
+    unknown = [k for k in counts if k not in KINDS]
+    if unknown:
+        raise ValueError(f"counts has kind(s) {unknown!r}; allowed: {', '.join(map(repr, KINDS))}")
+    return listing([f"{count(k)} {KIND_WORDS[kind][k != 1]}" for kind, k in counts.items()], fmt=str)
+
+
+def paper_errata(samples: int = 100_000, seed: int = 0, *, n: int = 10, ds=(16, 64, 256), boost: int = 8,
+                 cosine_samples: int = 4_000, checks=None, cache=None, executor=None) -> tuple[dict[str, int], list[Found]]:
+    """The paper's errata as Appendix A finds them at its defaults (the same arguments), for a page that quotes
+    their counts (the landing page, the README's numbers): the closed-form table (closedforms.measure, through
+    the results cache: every run is one that Appendix A and the chapters already simulated), the sympy checks
+    (:func:`sympy_checks`, cached by their source; or ``checks`` when given), :func:`find`. Returns
+    (:func:`summary` counts by kind, the errata found); :func:`summary_text` words the counts."""
+    from . import closedforms as cf
+
+    table = cf.measure(ds, n=n, samples=samples, seed=seed, boost=boost, cosine_samples=cosine_samples,
+                       cache=cache, executor=executor)
+    if checks is None:
+        checks = sympy_checks(cache=cache)[0]
+    found = find(table, checks)
+    return summary(found), found
+
+
 def summary_rows(table: Table, checks, found: list[Found]) -> list[dict]:
     """The page's first table: what was checked and what came out, in a few counts."""
     checks = list(checks.values()) if isinstance(checks, dict) else list(checks)
@@ -309,10 +372,11 @@ def summary_rows(table: Table, checks, found: list[Found]) -> list[dict]:
                     f"{count(sum(c.holds for c in checks))} claims hold"},
         {"checked": f"closed forms against simulation, $d$ = {ds}", "count": count(forms),
          "outcome": f"{count(len(table.rows))} rows (size and $j$-dependence, per setting)"},
-        {"checked": "errata (this page's table)", "count": count(len(found)),
-         "outcome": f"{count(len(algebra))} found by algebra, {count(len(sims))} by simulation"},
-        {"checked": "rows off at every $d$, not shrinking", "count": count(counts.get("erratum", 0)),
-         "outcome": "errata: the large-$d$ form misses a factor"},
+        {"checked": "the paper's errata (this page's tables)", "count": count(len(found)),
+         "outcome": f"{summary_text(summary(found))}; {count(len(algebra))} found by algebra, "
+                    f"{count(len(sims))} by simulation"},
+        {"checked": "rows off at every $d$, not shrinking", "count": count(counts.get(OFF, 0)),
+         "outcome": "the form misses a factor: a misprint, or the LLN's bias (also in corrected forms)"},
         {"checked": "rows off at every $d$, shrinking", "count": count(counts.get(FINITE_D, 0)),
          "outcome": "finite-$d$ errors: right in the limit"},
         {"checked": "rows right within the resolution", "count": count(right),
@@ -381,38 +445,120 @@ def sympy_checks(cache=None, refresh: bool = False) -> tuple[list[Check], float,
 
 # -- the numbers Appendix A's prose cites ------------------------------------------------------------
 
-def page_numbers(table: Table, checks, found: list[Found], eq5, *, n: int, workers: int, sympy_seconds: float,
-                 sympy_cached: bool, wall_seconds: float) -> dict[str, str]:
-    """glue key -> text of every number Appendix A's prose cites (book/appendix_a.ipynb glues them all
-    at once): hidden sizes, closed-form ratios with their Monte-Carlo error at the ends of the d range,
-    the sympy verdicts, Definition 1's and the trend's sample counts, the cost of this build."""
+def checks_by_d(verdict) -> dict[int, object]:
+    """d -> check of a verdict decided one check per hidden size (claims.theorem1_claim, eq5_claim,
+    corrected_theorem1_claim, proposition1_claim: ``numbers["ds"]`` in the checks' order), sorted by d."""
+    ds = verdict.numbers.get("ds")
+    if ds is None or len(ds) != len(verdict.checks):
+        raise ValueError(f"verdict {verdict.claim!r} has no hidden size per check; allowed: a verdict of "
+                         "claims.theorem1_claim, eq5_claim, corrected_theorem1_claim or proposition1_claim")
+    return dict(sorted(zip(ds, verdict.checks)))
+
+
+def ratio_series(verdict) -> tuple:
+    """(d, ratio, SE) of a verdict of value checks per hidden size (claims.eq5_claim,
+    corrected_theorem1_claim), sorted by d, leaving out the unresolved ones: what a figure plots."""
+    from .claims import UNRESOLVED
+    import numpy as np
+
+    got = [(d, c.value, c.se) for d, c in checks_by_d(verdict).items() if c.status != UNRESOLVED]
+    return tuple(np.array([g[k] for g in got], dtype=float) for k in range(3))
+
+
+def _at_ds(texts_by_d: dict) -> str:
+    """"1.84 ± 0.02, 2.38 ± 0.08 and 2.66 ± 0.25 at $d$ = 16, 32 and 64"."""
+    return f"{listing(list(texts_by_d.values()), fmt=str)} at $d$ = {listing(list(texts_by_d))}"
+
+
+def order_reach(verdict) -> str:
+    """What Theorem 1's order checks (claims.theorem1_claim) resolve at each d, in words (markdown):
+    "every adjacent step at $d$ = 16; the mean step only at $d$ = 64"."""
+    from .claims import AGAINST, AS_CLAIMED, ON_AVERAGE, UNRESOLVED
+
+    words = {AS_CLAIMED: "every adjacent step", ON_AVERAGE: "the mean step only",
+             UNRESOLVED: "neither every step nor the mean step", AGAINST: "a step or the mean against the claim"}
+    by = checks_by_d(verdict)
+    parts = [f"{words[status]} at $d$ = {listing([d for d, c in by.items() if c.status == status])}"
+             for status in words if any(c.status == status for c in by.values())]
+    return "; ".join(parts)
+
+
+def norm_versus_scores(table: Table, eq5) -> str:
+    """Finding 7 of the second audit, live (markdown): at each d that the closed-form table and Eq. (5)'s
+    verdict share, the simulated trend of S^(2) over Eq. (5)'s (eq5's check) against the simulated drop of
+    ||x_j^(1)||^2 over Eq. (10)'s (the table): "1.84 ± 0.02 against 1.0940 ± 0.0004 at $d$ = 16, ...".
+    In the LLN the drop carries all of the scores' order; a larger trend ratio is the part it misses."""
+    by = checks_by_d(eq5)
+    shared = [d for d in table.ds if d in by]
+    parts = [f"{by[d].text} against {table.cell('eq10', 'step', d).text()} at $d$ = {d}" for d in shared]
+    return listing(parts, fmt=str, empty="—")
+
+
+def steps_below_one(table: Table, key: str = "fig2", z: float | None = None) -> str:
+    """Finding 9 of the second audit, live (markdown): where the simulated j-dependence of closed form ``key``
+    (one row per alpha, part "step") is resolved *below* the LLN's, ratio more than ``z`` SE under 1 (default
+    closedforms.Z_ERRATUM): "at $d$ = 16 for α = 0.2, 0.4 and 0.6, at $d$ = 64 for α = 0.8" ("nowhere")."""
+    from . import closedforms as cf
+
+    z = cf.Z_ERRATUM if z is None else z
+    rows = sorted((r for r in table.rows if r.form.key == key and r.part == "step"), key=lambda r: r.setting.alpha)
+    if not rows:
+        raise ValueError(f"key={key!r} has no step rows in this table; allowed: a closed form with a step part")
+    parts = []
+    for d in table.ds:
+        alphas = [r.setting.alpha for r in rows for c in r.cells if c.d == d and c.resolved and c.deviation < -z]
+        if alphas:
+            parts.append(f"at $d$ = {d} for α = {listing(alphas)}")
+    return listing(parts, fmt=str, empty="nowhere")
+
+
+def page_numbers(table: Table, checks, found: list[Found], *, theorem1, eq5, corrected, prop1, eq6, th: dict,
+                 n: int, workers: int, sympy_seconds: float, sympy_cached: bool,
+                 wall_seconds: float) -> dict[str, object]:
+    """glue key -> text (or :class:`~companion.report.Markdown`, for text with math, placed with
+    ``{glue:md}``) of every number Appendix A's prose cites (book/appendix_a.ipynb glues them all at
+    once): hidden sizes, closed-form ratios with their Monte-Carlo error at the ends of the d range, the
+    sympy verdicts, the errata by kind (:func:`summary`), the book's verdicts on Theorem 1, Eq. (5), the
+    corrected Theorem 1, Proposition 1 and Eq. (6) (``theorem1``, ``eq5``, ``corrected``, ``prop1``,
+    ``eq6``: the claims functions' Verdicts on the landing page's runs), what Definition 1 at the paper's d would take
+    (``th``: d -> SimResult of claims.theorem1_configs), the cost of this build."""
     from . import closedforms as cf
     from . import conventions as cv
     from . import symbolic
-    from .report import listing, percent
+    from .report import percent
 
     ds = table.ds
     d0, d1, dmax = ds[0], ds[min(1, len(ds) - 1)], ds[-1]
     d_fig5 = cv.PAPER_D if cv.PAPER_D in ds else d1
     cell = table.cell
-    need, def1_i, def1_j = cf.definition1_samples(table.results[(cf.T, d1)], cv.definition1_z(n))
+    d_def1 = cv.PAPER_D if cv.PAPER_D in th else max(th)
+    z_def1 = cv.definition1_z(n)
+    need, def1_i, def1_j = cf.definition1_samples(th[d_def1], z_def1, effect="theorem1")
+    need_lln = cf.definition1_samples(th[d_def1], z_def1)[0]
+    kinds = summary(found)
+    cosine_lln = [c.text() if c.resolved else "unresolved" for c in table.row("eq6-cosine", "level").cells]
     out = {"aa-ds": listing(ds), "aa-d0": str(d0), "aa-d1": str(d1), "aa-dmax": str(dmax),
            "aa-n-errata": count(len(found)), "aa-d-fig5": str(d_fig5),
-           # Theorem 1: the norm drop of Eq. (10) and the score of Eq. (5)
+           "aa-errata-counts": summary_text(kinds), "aa-n-misprints": count(kinds[MISPRINT]),
+           "aa-n-biases": count(kinds[BIAS]), "aa-n-beyond": count(kinds[BEYOND]),
+           # Theorem 1: the norm drop of Eq. (10), the score of Eq. (5) and the book's verdicts
            "aa-eq10-level-err": num(abs(cell("eq10", "level", dmax).ratio - 1.0), 2),
            "aa-eq10-step-max": cell("eq10", "step", dmax).text(),
            "aa-R-max": num(float(theory.drop_ratio_first_order(dmax)), 4),
-           "aa-eq11-level-0": cell("eq11", "level", d0).text(), "aa-eq11-step-0": cell("eq11", "step", d0).text(),
-           "aa-eq11-step-1": cell("eq11", "step", d1).text(),
-           "aa-eq5-word": eq5.word, "aa-eq5-value": eq5.value,
-           "aa-eq5-d": str(eq5.numbers["ds"][0]), "aa-eq5-measure": eq5.measure,
+           "aa-eq11-level-0": cell("eq11", "level", d0).text(),
            "aa-eq4-0": cell("eq4-attention", "level", dmax, cf.T).text(),
            "aa-eq4-5": cell("eq4-attention", "level", dmax, cf.A).text(),
-           # Definition 1 and the trend: what resolving them takes
-           "aa-n-pairs": count(cv.adjacent_pairs(n)), "aa-z-def1": num(cv.definition1_z(n), 3),
-           "aa-level": percent(cv.FAMILYWISE_LEVEL), "aa-def1-need": num(need, 2), "aa-def1-i": str(def1_i),
-           "aa-def1-j": str(def1_j), "aa-def1-j0": str(def1_j - 1), "aa-samples-t": count(table.samples_of(cf.T)),
-           "aa-trend-need": num(cell("eq11", "step", d1).samples_to_resolve, 2),
+           "aa-samples-t": count(table.samples_of(cf.T)),
+           "aa-norm-vs-trend": Markdown(norm_versus_scores(table, eq5)),
+           "aa-eq5-trends": Markdown(_at_ds({d: c.text for d, c in checks_by_d(eq5).items()})),
+           "aa-thm1-reach": Markdown(order_reach(theorem1)),
+           "aa-steps-below": Markdown(steps_below_one(table)),
+           # Definition 1 at the paper's d: what resolving every step would take
+           "aa-n-pairs": count(cv.adjacent_pairs(n)), "aa-z-def1": num(z_def1, 3),
+           "aa-level": percent(cv.FAMILYWISE_LEVEL), "aa-def1-d": str(d_def1),
+           "aa-def1-samples": count(th[d_def1].config.samples), "aa-def1-need": num(need, 2),
+           "aa-def1-lln": num(need_lln / need, 2) if math.isfinite(need) and need > 0 else "—",
+           "aa-def1-i": str(def1_i), "aa-def1-j": str(def1_j), "aa-def1-j0": str(def1_j - 1),
            # Proposition 1
            "aa-eq14-max": cell("eq14-printed", "level", dmax).text(),
            "aa-eq19p-max": cell("eq19-printed", "level", dmax).text(),
@@ -420,11 +566,13 @@ def page_numbers(table: Table, checks, found: list[Found], eq5, *, n: int, worke
            "aa-prop1-step-0": cell("eq19-corrected", "step", d0).text(),
            "aa-prop1-step-1": cell("eq19-corrected", "step", d1).text(),
            "aa-prop1-ratio-0": cell("prop1-beyond-lln", "step", d0).text(),
-           # Propositions 2 and 3, Figure 5
+           "aa-samples-p": count(table.samples_of(cf.P)),
+           # Propositions 2 and 3, the paper's Figure 5, Eq. (6)
            "aa-eq36p-max": cell("eq36-printed", "level", dmax, cf.AR).text(),
            "aa-eq41c-max": cell("eq41-corrected", "level", dmax, cf.AR).text(),
            "aa-eq41c-step-max": cell("eq41-corrected", "step", dmax, cf.AR).text(),
            "aa-eq6-verdict": table.row("eq6-cosine-2nd", "level").verdict,
+           "aa-eq6-lln": listing(cosine_lln, fmt=str), "aa-cosine-samples": count(table.cost.cosine_samples),
            # what this build cost
            "aa-z-resolve": num(cf.Z_RESOLVE), "aa-z-erratum": num(cf.Z_ERRATUM),
            "aa-n-sequences": count(table.cost.samples), "aa-n-configs": count(table.cost.configs),
@@ -432,6 +580,10 @@ def page_numbers(table: Table, checks, found: list[Found], eq5, *, n: int, worke
            "aa-n-checks": count(len(checks)),
            "aa-sympy-source": "read their verdicts from the cache" if sympy_cached else "ran them",
            "aa-workers": count(workers), "aa-wall-seconds": f"{num(wall_seconds, 2)} s"}
+    for name, v in (("thm1", theorem1), ("eq5", eq5), ("corrected", corrected), ("prop1", prop1), ("eq6v", eq6)):
+        out[f"aa-{name}-word"], out[f"aa-{name}-value"] = v.word, v.value
+        out[f"aa-{name}-measure"] = Markdown(v.measure)
+    out["aa-eq5-d"] = str(eq5.numbers["ds"][list(eq5.checks).index(eq5.decisive)])    # the decisive check's d
     for k in range(3):
         out[f"aa-eq10-step-{k}"] = cell("eq10", "step", ds[min(k, len(ds) - 1)]).text()
     for key, c in symbolic.by_key(checks).items():

@@ -348,7 +348,7 @@ def test_appendix_glues_every_number_it_cites(appendix):
         if c.cell_type == "markdown":
             cited |= set(re.findall(r"\{glue:text\}`([^`]+)`", c.source))
             cited |= set(re.findall(r"```\{glue:(?:md|figure)\} (\S+)", c.source))
-            cited |= set(re.findall(r"\{glue:md\}`([^`]+)`", c.source))
+            cited |= set(re.findall(r"\{glue:md\}`([^`:]+)(?::\w+)?`", c.source))    # key or key:format
     keys = glued(nb)
     assert cited and all(k.startswith("ab-") for k in keys)
     assert cited <= set(keys), f"cited but not glued: {sorted(cited - set(keys))}"
@@ -422,24 +422,110 @@ def test_appendix_runs_with_other_parameters(tmp_path):
     before = sorted(p.name for p in BOOK.iterdir())
     papermill.execute_notebook(str(APPENDIX), str(out), kernel_name=KERNEL, cwd=str(BOOK), progress_bar=False,
                                parameters={"samples": 1500, "seed": 4, "alphas_no_residual": "[0.3]",
-                                           "alphas_residual": [0.1, 0.3], "n": 5, "d": 16, "layers": 3,
-                                           "out_dir": str(gen), "workers": 3})
+                                           "alphas_residual": [0.1, 0.3], "gammas_residual": "[0.5, 1]", "n": 5,
+                                           "d": 16, "layers": 3, "out_dir": str(gen), "workers": 3})
     assert sorted(p.name for p in BOOK.iterdir()) == before, "the runs wrote into book/"
     nb = nbformat.read(out, as_version=4)
     assert errors(nb) == []
-    assert glue_text(nb, "ab-n-settings") == "3" and glue_text(nb, "ab-workers") == "3"
+    assert glue_text(nb, "ab-n-settings") == "5" and glue_text(nb, "ab-workers") == "3"
     assert glue_text(nb, "ab-f3-a-first") == "0.3" and glue_text(nb, "ab-cost-alphas") == "0.3"
+    assert glue_text(nb, "ab-gamma") == "0.5"                        # the first weight is the one the prose quotes
     assert sorted(p.name for p in gen.glob("*.json")) == sorted(
-        f"a{a}-g{g}-layernorm-n5-d16-L3-s1500-seed4.json" for a, g in (("0.3", "0"), ("0.1", "1"), ("0.3", "1")))
+        f"a{a}-g{g}-layernorm-n5-d16-L3-s1500-seed4.json"
+        for a, g in (("0.3", "0"), ("0.1", "0.5"), ("0.3", "0.5"), ("0.1", "1"), ("0.3", "1")))
     assert all("image/svg+xml" in glued(nb)[f] for f in FIGURES)
+    verdicts = glued(nb)["ab-verdicts"]["text/markdown"]
+    assert verdicts.count("Figure 4 <appendix_b>") == 2 and verdicts.count("Figure 5 <appendix_b>") == 2
+    assert "0.5 × residual" in verdicts
 
 
 def test_appendix_rejects_a_bad_grid_before_any_run(tmp_path):
     gen = tmp_path / "runs"
-    with pytest.raises(PapermillExecutionError, match="layers=1 is out of range"):
-        papermill.execute_notebook(str(APPENDIX), str(tmp_path / "b.ipynb"), kernel_name=KERNEL, cwd=str(BOOK),
-                                   progress_bar=False, parameters={"samples": 1500, "layers": 1, "out_dir": str(gen)})
-    assert not gen.exists()
+    for params, message in (({"layers": 1}, "layers=1 is out of range"),
+                            ({"gammas_residual": "[0, 1]"}, "gammas_residual='[0, 1]' is not allowed"),
+                            ({"gammas_residual": "[1, 1]"}, "gammas_residual='[1, 1]' is not allowed")):
+        with pytest.raises(PapermillExecutionError, match=re.escape(message)):
+            papermill.execute_notebook(str(APPENDIX), str(tmp_path / "b.ipynb"), kernel_name=KERNEL, cwd=str(BOOK),
+                                       progress_bar=False, parameters={"samples": 1500, "out_dir": str(gen), **params})
+        assert not gen.exists()
+
+
+def test_default_grid_is_the_papers():
+    """The defaults reproduce the grid of the paper's Figures 3-5 (and the settings the landing page's
+    verdicts use): gamma 0 at alpha 0.2-0.8, gamma 1 at alpha 0-0.8."""
+    from companion import claims
+
+    info = papermill.inspect_notebook(str(APPENDIX))
+    defaults = {k: eval(v["default"]) for k, v in info.items() if k.startswith(("alphas", "gammas"))}
+    assert defaults == {"alphas_no_residual": list(claims.FIG3_ALPHAS), "alphas_residual": list(claims.FIG4_ALPHAS),
+                        "gammas_residual": [1.0]}
+
+
+# --------------------------------------------------------------------------- the verdict helpers
+
+def _runs(alphas, gamma, samples=3000, d=16):
+    from recency_lib import SimConfig, simulate
+
+    return {a: simulate(SimConfig(alpha=a, gamma=gamma, n=6, d=d, layers=3, samples=samples, seed=1)) for a in alphas}
+
+
+def test_residual_weights():
+    assert grid.residual_weights("g", "[0.5, 1]") == [0.5, 1.0] and grid.residual_weights("g", 1) == [1.0]
+    for bad in ("[0, 1]", "[1, 1]", "[-1]", "[]", "x"):
+        with pytest.raises(ValueError, match="g="):
+            grid.residual_weights("g", bad)
+
+
+def test_feature_rows_cover_every_check_of_figures_3_and_4():
+    from companion import claims
+
+    fig3, fig4 = _runs((0.2, 0.8), 0.0), _runs((0.0, 0.8), 1.0)
+    for v in (claims.figure3_claim(fig3), claims.figure4_claim(fig4, fig3)):
+        groups = grid.feature_checks(v)
+        assert sum(len(cs) for cs in groups.values()) == len(v.checks)
+        assert list(groups) == [f for f, _, _ in grid.FEATURES if f in groups]
+        rows = grid.feature_rows(v)
+        assert [r["feature"] for r in rows] == list(groups)
+        words = grid.feature_words(v)
+        assert set(words.values()) <= set(claims.WORDS)
+        # the verdict's own word follows from the features' statuses by the same rule
+        assert claims.verdict_word([c.status for cs in groups.values() for c in cs])[0] == v.word
+        assert len(grid.check_rows(v)) == len(v.checks)
+    assert list(grid.feature_checks(claims.figure4_claim(fig4, fig3))) == [f for f, _, _ in grid.FEATURES]
+    lone = claims.decide("x", [claims.Check("something else", "s", 0.0, 1.0, 0.0, claims.AS_CLAIMED, "0")],
+                         ("doc", "x"))
+    with pytest.raises(ValueError, match="matches 0 features"):
+        grid.feature_checks(lone)
+
+
+def test_figure5_claim_at_any_residual_weight():
+    from companion import claims
+
+    runs = _runs((0.0, 0.4, 0.8), 1.0)
+    half = _runs((0.0, 0.4, 0.8), 0.5)
+    v = claims.figure5_claim(half)
+    tab = v.numbers["table"]
+    j = np.arange(1, 7)
+    from recency_lib import theory
+
+    expected = theory.h_eq41(j, 0.4, 0.5, 16)
+    assert tab[0.4]["printed"] == pytest.approx(expected[-1] / expected[0] - 1.0)   # the forms at gamma = 0.5
+    assert [grid.alpha_of(c) for c in v.checks] == [0.4, 0.8]
+    assert grid.by_alpha_text(v.checks).endswith("at α = 0.4 and 0.8")
+    with pytest.raises(ValueError, match="runs of one weight"):
+        claims.figure5_claim({**half, 0.2: runs[0.4]})
+
+
+def test_misranked_pairs():
+    tab = {0.6: {"sim": (0.087, 1e-4), "printed": 0.054, "corrected": 0.089},
+           0.8: {"sim": (0.079, 1e-4), "printed": 0.058, "corrected": 0.082},
+           0.0: {"sim": (0.004, 1e-4), "printed": 0.0015, "corrected": 0.0027}}
+    assert grid.misranked(tab, "printed") == [(0.8, 0.6)]
+    assert grid.misranked(tab, "corrected") == []
+    assert grid.ranking_text(grid.misranked(tab, "printed")) == "α = 0.6 below α = 0.8"
+    assert grid.ranking_text([]) == "no pair"
+    close = {0.6: {"sim": (0.08, 0.01), "printed": 0.05}, 0.8: {"sim": (0.081, 0.01), "printed": 0.04}}
+    assert grid.misranked(close, "printed") == []                       # not resolved: no claim about the order
 
 
 def test_default_out_dir_is_outside_the_source_tree():

@@ -201,8 +201,8 @@ def cells(ratios, ses, closed=1.0, ds=DS, flat=False):
 
 
 @pytest.mark.parametrize("ratios, ses, verdict, trend, literal", [
-    ((1.5, 1.6, 1.65), (0.01,) * 3, "erratum", "grows", True),
-    ((1.3, 1.3, 1.3), (0.01,) * 3, "erratum", "stalls", True),
+    ((1.5, 1.6, 1.65), (0.01,) * 3, cf.OFF, "grows", True),
+    ((1.3, 1.3, 1.3), (0.01,) * 3, cf.OFF, "stalls", True),
     ((1.1, 1.01, 1.001), (0.001, 0.0001, 0.00001), "finite-d error", "shrinks", True),
     ((1.0, 1.001, 0.999), (0.01,) * 3, "consistent", "", False),
     ((1.2, 1.01, 1.001), (0.01,) * 3, "converges", "shrinks", False),
@@ -262,7 +262,7 @@ def test_eq10_drop_ratio_meets_the_first_order_prediction(small_table):
         model = float(theory.drop_ratio_first_order(c.d))
         assert c.resolved
         assert abs(c.ratio - model) <= 5 * c.ratio_se + 9 * math.exp(2 - math.sqrt(c.d)) * model, (c.d, c.ratio, model)
-    assert row.literal_erratum and row.verdict == "erratum"
+    assert row.literal_erratum and row.verdict == cf.OFF == "off, not shrinking"
 
 
 def test_cost_and_determinism(small_table, tmp_path):
@@ -374,3 +374,44 @@ def test_row_lookup_errors(small_table):
         table.row("eq11", "level")                                       # not in this table
     with pytest.raises(ValueError, match="d="):
         table.cell("eq10", "level", 32)
+
+
+# -- the settings that are other pages' runs ----------------------------------------------------------
+
+def test_proposition1_setting_is_the_run_of_its_verdict():
+    """Proposition 1's setting is exactly claims.prop1_configs (no normalization, PROP1_FACTOR x samples,
+    the default engine), so the table and the verdict on Proposition 1 share one run per d; Theorem 1's
+    setting keeps boost x samples on the gram engine (the closed-form tables of chapters 3 and 6)."""
+    from companion import claims
+
+    assert cf.PROP1_FACTOR == claims.PROP1_FACTOR
+    got = cf.configs((16, 64), n=5, samples=300, seed=2, boost=3, keys=["eq19-corrected", "eq10"])
+    assert {d: got[(cf.P, d)] for d in (16, 64)} == claims.prop1_configs(300, 2, ds=(16, 64), n=5)
+    assert got[(cf.T, 16)] == cf.T.config(16, 5, 900, 2) and got[(cf.T, 16)].engine == "gram"
+    assert cf.setting_samples(cf.P, 300, 3) == 3000 and cf.setting_samples(cf.T, 300, 3) == 900
+    assert cf.setting_samples(cf.A, 300, 3) == 300
+
+
+def test_definition1_samples_with_the_corrected_theorem1():
+    """effect="theorem1" takes the corrected Theorem 1's steps (theory.theorem1_step), larger than Eq. (5)'s
+    by about q(d)^2 ~ e at d = 64: with the same standard errors the count shrinks by the square of the
+    step ratio (between its smallest and largest over the pairs); outside Theorem 1's setting it is refused."""
+    cfg = SimConfig(alpha=0.0, gamma=0.0, norm="layernorm", n=6, d=64, layers=2, samples=2000, seed=0)
+    res = simulate(cfg)
+    lln = cf.definition1_samples(res, 3.0)[0]
+    corr = cf.definition1_samples(res, 3.0, effect="theorem1")[0]
+    i, j = cf.off_diagonal_steps(6)
+    r2 = [(theory.theorem1_step(int(a), int(b), 64) / float(theory.score2_step_corrected(a, b, 0.0, 0.0, 64))) ** 2
+          for a, b in zip(i, j)]
+    assert min(r2) * (1 - 1e-9) <= lln / corr <= max(r2) * (1 + 1e-9)
+    assert 4.0 < min(r2) and max(r2) < 9.0
+    with pytest.raises(ValueError, match="effect='theorem1' is not allowed"):
+        cf.definition1_samples(simulate(cfg.replace(alpha=0.5)), 3.0, effect="theorem1")
+    with pytest.raises(ValueError, match="effect='bogus' is not allowed"):
+        cf.definition1_samples(res, 3.0, effect="bogus")
+
+
+def test_figure_labels_name_the_papers_figures():
+    labels = [f.equation for f in cf.CLOSED_FORMS]
+    assert not [x for x in labels if "Fig." in x]
+    assert "the paper's Figure 2 (Eq. (41))" in labels and "the paper's Figure 5 (Eq. (41))" in labels

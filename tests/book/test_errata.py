@@ -35,7 +35,7 @@ def check(key, holds, section="A.1"):
     return symbolic.Check(key, section, "(7)", "claim", "method", holds)
 
 
-GROWS = (1.2, 1.4, 1.6)            # off at every d, error growing: verdict "erratum"
+GROWS = (1.2, 1.4, 1.6)            # off at every d, error growing: verdict "off, not shrinking"
 SHRINKS = (1.1, 1.01, 1.001)       # off at every d, shrinking: "finite-d error" (SE 1e-5 below)
 RIGHT = (1.0, 1.0005, 0.9995)      # "consistent"
 
@@ -100,8 +100,9 @@ def test_representative_is_the_farthest_row_at_its_largest_resolved_d():
     found = {f.erratum.key: f for f in errata.find(table([near, far, level]), [])}
     assert found["lln-steps"].representative is far
     out = {r["Eq."]: r for r in errata.errata_rows(list(found.values()))}
-    assert out["(10), (41), Fig. 2"]["measured"].startswith("1.6000")    # label from the rows, factor at d = 256
-    assert "$d$ = 256" in out["(10), (41), Fig. 2"]["measured"]
+    label = "(10), (41), the paper's Figure 2"                         # from the rows
+    assert out[label]["measured"].startswith("1.6000")                  # factor at d = 256
+    assert "$d$ = 256" in out[label]["measured"]
 
 
 def test_a_flat_form_that_is_not_flat_shows_its_step_and_z():
@@ -114,10 +115,11 @@ def test_a_flat_form_that_is_not_flat_shows_its_step_and_z():
 
 
 def test_compact_equations():
-    assert errata.compact_equations(["Eq. (10)", "Fig. 2 (Eq. (41))", "Eqs. (32), (40)", "Fig. 5 (Eq. (41))"]) == \
-        "(10), (32), (40), (41), Figs. 2, 5"
+    assert errata.compact_equations(["Eq. (10)", "the paper's Figure 2 (Eq. (41))", "Eqs. (32), (40)",
+                                     "the paper's Figure 5 (Eq. (41))"]) == \
+        "(10), (32), (40), (41), the paper's Figures 2, 5"
     assert errata.compact_equations(["Eqs. (4), (25)-(26)"]) == "(4), (25), (26)"
-    assert errata.compact_equations(["Fig. 2"]) == "Fig. 2"
+    assert errata.compact_equations(["the paper's Figure 2"]) == "the paper's Figure 2"
 
 
 def test_tables_add_up():
@@ -127,11 +129,13 @@ def test_tables_add_up():
     checks = [check("eq7-printed", False), check("eq7-fixed", True)]
     found = errata.find(t, checks)
     counts = errata.verdict_counts(t)
-    assert counts == {"consistent": 1, "finite-d error": 1, "erratum": 1, "unresolved": 1}
+    assert counts == {"consistent": 1, "finite-d error": 1, "off, not shrinking": 1, "unresolved": 1}
     assert sum(int(r["rows"]) for r in errata.verdict_rows(t)) == len(rows)
     summary = {r["checked"]: r for r in errata.summary_rows(t, checks, found)}
     assert summary["algebra steps, by sympy"]["count"] == "2"
-    assert summary["errata (this page's table)"]["count"] == "2"          # eq7 (algebra), eq14 (simulation)
+    errata_row = summary["the paper's errata (this page's tables)"]
+    assert errata_row["count"] == "2"                                     # eq7 (algebra), eq14 (simulation)
+    assert errata_row["outcome"].startswith("2 misprints, 0 approximation biases and 0 effects beyond")
     full = errata.ratio_rows(t)
     assert len(full) == len(rows) and {"$d$ = 16", "$d$ = 64", "$d$ = 256", "verdict"} <= set(full[0])
     cols = errata.ratio_columns(t)
@@ -157,3 +161,98 @@ def test_residual_coefficient_rows_against_simulation():
     gamma = rows["LLN with $\\gamma$ (Eq. (33))"]
     assert float(gamma.split(" ± ")[0]) < 0.5
     assert math.isfinite(value) and len(rows) == 5
+
+
+# -- the kinds of erratum (issue 24, audit 2 finding 4) ---------------------------------------------------
+
+def test_every_entry_has_a_kind_and_the_summary_counts_them():
+    assert {e.kind for e in errata.ERRATA} == {errata.MISPRINT, errata.BIAS, errata.BEYOND}
+    kinds = {e.key: e.kind for e in errata.ERRATA}
+    assert kinds["prop1-flat"] == errata.BEYOND                        # (19): beyond the LLN, not a misprint
+    assert kinds["lln-attention"] == kinds["lln-steps"] == errata.BIAS
+    assert sum(k == errata.MISPRINT for k in kinds.values()) == 10
+    rows = [row("eq14-printed", cf.P, "level", GROWS), row("eq10", cf.T, "step", GROWS),
+            row("eq19-corrected", cf.P, "step", (1e-4, 1e-6, 0.0), ses=(1e-5, 1e-6, 1e-6)),
+            row("eq15-corrected", cf.P, "level", GROWS)]                # unclaimed: not yet explained
+    found = errata.find(table(rows), [check("eq7-printed", False)])
+    counts = errata.summary(found)
+    assert counts == {errata.MISPRINT: 2, errata.BIAS: 1, errata.BEYOND: 1, errata.UNEXPLAINED: 1}
+    assert errata.summary_text(counts) == ("2 misprints, 1 approximation bias, 1 effect beyond the approximation "
+                                           "and 1 measured deviation not yet explained")
+    assert errata.summary(found[:1]) == {errata.MISPRINT: 1, errata.BIAS: 0, errata.BEYOND: 0}
+    by_kind = {k: [r["Eq."] for r in errata.errata_rows(found, k)] for k in errata.KINDS}
+    assert by_kind[errata.BEYOND] == ["(19)"] and by_kind[errata.BIAS] == ["(10)"]
+    assert sum(map(len, by_kind.values())) == len(errata.errata_rows(found)) == len(found)
+    with pytest.raises(ValueError, match="kind='typo' is not allowed"):
+        errata.errata_rows(found, "typo")
+    with pytest.raises(ValueError, match="counts has kind"):
+        errata.summary_text({"typo": 1})
+
+
+def test_no_row_verdict_says_erratum():
+    # the book's corrected forms can be "off, not shrinking" too (they keep the LLN): no row is an "erratum"
+    assert "erratum" not in cf.VERDICTS and cf.OFF in errata.EVIDENCE_VERDICTS
+    assert set(errata.VERDICT_MEANINGS) == set(cf.VERDICTS)
+    corrected = row("fig5-corrected", cf.Setting("layernorm", 0.6, 1.0), "step", GROWS)
+    assert corrected.verdict == cf.OFF
+    assert [f.erratum.kind for f in errata.find(table([corrected]), [])] == [errata.BIAS]
+
+
+def test_live_sentences_of_the_page():
+    rows = [row("fig2", cf.Setting("layernorm", 0.2, 0.0), "step", (0.9, 1.3, 1.4)),
+            row("fig2", cf.Setting("layernorm", 0.8, 0.0), "step", (0.97, 0.96, 1.0001))]
+    text = errata.steps_below_one(table(rows))
+    assert text == "at $d$ = 16 for α = 0.2 and 0.8 and at $d$ = 64 for α = 0.8"
+    assert errata.steps_below_one(table(rows[:1]), z=1e9) == "nowhere"
+
+
+def verdict(claim, by_d):
+    """A verdict with one check per d (d -> (status, value, text)), the paper's d first as claims orders them."""
+    from companion import claims
+
+    ds = sorted(by_d, key=lambda d: (d != 64, d))
+    checks = [claims.Check("what", f"d = {d}", by_d[d][1], 0.1, 5.0, by_d[d][0], by_d[d][2]) for d in ds]
+    return claims.decide(claim, checks, ("doc", "x"), {"ds": ds})
+
+
+def test_verdict_sentences_read_the_checks_by_d():
+    from companion import claims
+
+    v = verdict("Theorem 1", {64: (claims.ON_AVERAGE, 2e-6, "a"), 16: (claims.AS_CLAIMED, 1e-4, "b")})
+    assert list(errata.checks_by_d(v)) == [16, 64]
+    assert errata.order_reach(v) == "every adjacent step at $d$ = 16; the mean step only at $d$ = 64"
+    eq5 = verdict("Eq. (5)", {64: (claims.AGAINST, 2.66, "2.66 ± 0.25"), 16: (claims.AGAINST, 1.83, "1.83 ± 0.01"),
+                              32: (claims.UNRESOLVED, 2.4, "2.4 ± 1")})
+    d, ratio, se = errata.ratio_series(eq5)
+    assert d.tolist() == [16.0, 64.0] and ratio.tolist() == [1.83, 2.66]
+    rows = [row("eq10", cf.T, "step", (1.09, 1.44, 1.55))]
+    text = errata.norm_versus_scores(table(rows), eq5)
+    assert text.startswith("1.83 ± 0.01 against 1.0900") and text.endswith("at $d$ = 64")
+    with pytest.raises(ValueError, match="no hidden size per check"):
+        errata.checks_by_d(claims.decide("x", v.checks, ("doc", "x"), {}))
+
+
+def test_paper_errata_defaults_are_appendix_a_defaults():
+    """errata.paper_errata (for the landing page's counts) finds what Appendix A shows: its defaults are the
+    page's parameters."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    import papermill
+
+    page = Path(__file__).resolve().parents[2] / "book" / "appendix_a.ipynb"
+    info = papermill.inspect_notebook(str(page))
+    sig = inspect.signature(errata.paper_errata).parameters
+    for name, param in (("samples", "samples"), ("seed", "seed"), ("n", "n"), ("ds", "ds"), ("boost", "boost"),
+                        ("cosine_samples", "samples_cosine")):
+        default = ast.literal_eval(info[param]["default"])
+        assert list(sig[name].default) == default if name == "ds" else sig[name].default == default, name
+
+
+def test_paper_errata_is_find_on_the_table(tmp_path):
+    checks = [check("eq7-printed", False), check("eq34-printed", True)]
+    counts, found = errata.paper_errata(samples=2000, ds=(16, 64), cosine_samples=200, checks=checks, cache=tmp_path)
+    table = cf.measure((16, 64), samples=2000, cosine_samples=200, cache=tmp_path)
+    assert [f.erratum.key for f in found] == [f.erratum.key for f in errata.find(table, checks)]
+    assert counts == errata.summary(found) and counts[errata.MISPRINT] >= 1
