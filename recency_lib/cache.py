@@ -626,3 +626,39 @@ def _load_value(path: Path, key: dict):
     except Exception as exc:   # unreadable, truncated, not JSON, another layout or key: recompute
         _bad(path, f"{type(exc).__name__}: {exc}")
         return None
+
+
+def cached_statistic(cfg: SimConfig, statistic, *, samples: int | None = None, control_mean=None,
+                     engine: str | None = None, cache=None):
+    """:func:`recency_lib.engines.sequence_statistic` through the on-disk cache: computed once per build,
+    read back by every page that asks again. The key is the config, ``samples``, ``control_mean``,
+    ``engine``, the kernel path and the statistic itself: its module and name (and keyword arguments, for
+    a ``functools.partial``), with the source of its module and of what a simulation runs
+    (:func:`cached_value`); so ``statistic`` must be a module-level function of an importable module (or
+    a partial of one with JSON keyword arguments), whose module imports no more than the statistic needs:
+    an edit of it, or of the simulator, recomputes the value, nothing else does."""
+    import functools
+
+    import numpy as np
+
+    cfg = SimConfig.checked(cfg)
+    func, kwargs = (statistic.func, dict(statistic.keywords)) if isinstance(statistic, functools.partial) \
+        and not statistic.args else (statistic, {})
+    module, name = getattr(func, "__module__", None), getattr(func, "__qualname__", "")
+    if not callable(func) or not isinstance(module, str) or "<" in name or module_file(module) is None:
+        raise ValueError(f"statistic={short(statistic)} is not allowed; allowed: a module-level function of an "
+                         f"importable module, or a functools.partial of one with keyword arguments")
+    mean = None if control_mean is None else np.asarray(control_mean, dtype=float).tolist()
+    params = {"config": cfg.to_dict(), "samples": cfg.samples if samples is None else samples, "control_mean": mean,
+              "engine": engine, "statistic": f"{module}.{name}", "kwargs": kwargs, "kernel": engines.kernel_name()}
+
+    def compute():
+        st = engines.sequence_statistic(cfg, statistic, samples=samples, control_mean=control_mean, engine=engine)
+        return {"samples": st.samples, "elapsed_seconds": st.elapsed_seconds,
+                **{k: (None if getattr(st, k) is None else getattr(st, k).tolist())
+                   for k in ("mean", "sem", "cv_mean", "cv_sem")}}
+
+    value, _ = cached_value("statistic", compute, (module, "engines"), params=params, packages=("numpy",), cache=cache)
+    arrays = {k: None if value[k] is None else np.asarray(value[k], dtype=float) for k in ("mean", "sem", "cv_mean", "cv_sem")}
+    return engines.SequenceStatistic(cfg, int(value["samples"]), elapsed_seconds=float(value["elapsed_seconds"]),
+                                     **arrays)

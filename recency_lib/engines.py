@@ -571,12 +571,18 @@ def _block_trajectories(cfg: SimConfig, engine: str, k: int, size: int, kernel: 
     if engine == "gram":
         rows, cols = tril_index(n)
         lay = feature_layout(n)
-        _, f = gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, k), size, kernel), kernel=kernel,
-                                  features=True)
+        chi2, normals = gram_draws(cfg, block_key(cfg.seed, k), size, kernel)
+        kernels = kernels_for(kernel)
         s = np.full((size, L, n, n), np.nan)
         a = np.zeros((size, L, n, n))
-        s[:, :, rows, cols] = f[:, :, lay["score"]]
-        a[:, :, rows, cols] = f[:, :, lay["attn"]]
+        if kernels is None:
+            _, f = gram_block_moments(cfg, chi2, normals, kernel=kernel, features=True)   # (B, L, F)
+            s[:, :, rows, cols], a[:, :, rows, cols] = f[:, :, lay["score"]], f[:, :, lay["attn"]]
+            return s, a
+        f = np.empty((L, n_features(n), size))                     # the kernel's layout: (L, F, B)
+        _gram_call(kernels, cfg, chi2, normals, *(x[0] for x in _gram_sums(cfg, 1)), f)
+        s[:, :, rows, cols] = f[:, lay["score"]].transpose(2, 0, 1)  # only the scores and weights move
+        a[:, :, rows, cols] = f[:, lay["attn"]].transpose(2, 0, 1)
         return s, a
     s_l, a_l = [], []
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
@@ -663,6 +669,20 @@ def sequence_statistic(cfg: SimConfig, statistic, *, samples: int | None = None,
                              f"1-d array of k finite numbers")
     t0 = time.process_time()
     groups: list[Moments | None] = [None, None]                 # even and odd blocks
+    with _one_blas_thread():
+        width = _stream_statistic(cfg, engine, kernel, statistic, samples, bsize, mu, groups)
+    plain = merged(groups)
+    out = dict(mean=plain.mean, sem=plain.sem)
+    if mu is not None:
+        if mu.ndim == 1 and mu.shape[0] != width:
+            raise ValueError(f"control_mean has {mu.shape[0]} numbers; allowed: one, or k = {width}")
+        out["cv_mean"], out["cv_sem"] = control_variate(groups, np.broadcast_to(mu, (width,)).copy())
+    return SequenceStatistic(cfg, samples, elapsed_seconds=time.process_time() - t0, **out)
+
+
+def _stream_statistic(cfg, engine, kernel, statistic, samples, bsize, mu, groups) -> int:
+    """:func:`sequence_statistic`'s block loop: each block's statistic into the moments of its group
+    (even or odd blocks, in block order); returns k, the statistic's width."""
     width = None
     for k, size in _block_sizes(samples, bsize, 0, -(-samples // bsize)):
         s, a = _block_trajectories(cfg, engine, k, size, kernel)
@@ -674,10 +694,4 @@ def sequence_statistic(cfg: SimConfig, statistic, *, samples: int | None = None,
         m = Moments.of(x, controls=slice(0, width) if mu is not None else None)
         g = k % 2
         groups[g] = m if groups[g] is None else groups[g].merge_into(m)
-    plain = merged(groups)
-    out = dict(mean=plain.mean, sem=plain.sem)
-    if mu is not None:
-        if mu.ndim == 1 and mu.shape[0] != width:
-            raise ValueError(f"control_mean has {mu.shape[0]} numbers; allowed: one, or k = {width}")
-        out["cv_mean"], out["cv_sem"] = control_variate(groups, np.broadcast_to(mu, (width,)).copy())
-    return SequenceStatistic(cfg, samples, elapsed_seconds=time.process_time() - t0, **out)
+    return width

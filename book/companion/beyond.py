@@ -346,17 +346,6 @@ def control_mean(cfg: SimConfig):
     return 0.0 if controls_valid(cfg) else None
 
 
-def one_blas_thread():
-    """A context holding OpenBLAS to one thread (threadpoolctl; a no-op without it), as simulate does for
-    the dense engine: its matrix products are small, and idle BLAS threads spin on the shared cores."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:                                            # pragma: no cover
-        import contextlib
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def relativity_verdicts(stats: dict) -> dict:
     """(component, alpha) -> claims.not_relative_claim of each result of ``stats``."""
     return {key: claims.not_relative_claim(st) for key, st in stats.items()}

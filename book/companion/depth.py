@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from recency_lib.config import SimConfig
-from recency_lib.features import trend
 from recency_lib.validation import check_int, check_real
 
 from . import conventions as cv
 from . import report
+from .statistics import trend_steps  # noqa: F401  (the depth study's statistic)
 
 #: The settings of the study: (normalization, alpha, hidden size, residual) -> (sequences of the
 #: run that gives each layer's trend and RP, sequences of the paired growth run; both in units of
@@ -64,18 +64,6 @@ def settings(alpha: float, gamma: float, d: int, samples: int) -> dict[tuple[str
         old = out.get(key, (0, 0))
         out[key] = (max(old[0], int(k * samples)), max(old[1], max(2, int(m * samples)) if m else 0))
     return out
-
-
-def trend_steps(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
-    """Per sequence and layer (B, layers, 2): the trend of the layer's scores (features.trend: the mean
-    step between two earlier keys) and its change from the layer before, trend(l) - trend(l - 1).
-    Layer 1 repeats its own trend in the second column: it is the control, whose mean is 0 exactly
-    (its earlier keys are exchangeable), so ``sequence_statistic(..., control_mean=0.0)`` uses it as
-    the control variate of both columns of every layer."""
-    B, L = scores.shape[:2]
-    level = np.stack([trend(scores[:, l]) for l in range(L)], axis=1)          # (B, layers)
-    step = np.concatenate([level[:, :1], np.diff(level, axis=1)], axis=1)
-    return np.stack([level, step], axis=-1)
 
 
 @dataclass(frozen=True)

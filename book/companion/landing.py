@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import report
+from .statistics import ordered_rows  # noqa: F401  (chapter 2's statistic)
 from recency_lib.metrics import adjacent_index
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int
@@ -191,22 +192,6 @@ def estimator_gap(res: SimResult, layer: int) -> float:
 
 
 # -- Definition 1 on single sequences ------------------------------------------------------------------
-
-def ordered_rows(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
-    """A per-sequence statistic for ``recency_lib.engines.sequence_statistic``: for each layer, 1 when the
-    sequence's own score matrix satisfies Definition 1 (every row strictly increasing up to the diagonal),
-    then for each query i = 1..n, 1 when row i is strictly increasing; else 0. Returns (B, layers, n + 1)."""
-    s = np.asarray(scores, dtype=float)
-    if s.ndim != 4 or s.shape[-1] != s.shape[-2]:
-        raise ValueError(f"scores has shape {s.shape}; allowed: (B, layers, n, n)")
-    n = s.shape[-1]
-    ii, jj = adjacent_index(n)
-    up = s[..., ii, jj] > s[..., ii, jj - 1]                         # (B, layers, steps)
-    rows = np.ones(s.shape[:2] + (n,), dtype=bool)
-    for i in range(1, n):
-        rows[..., i] = np.all(up[..., ii == i], axis=-1)
-    return np.concatenate([np.all(rows, axis=-1, keepdims=True), rows], axis=-1).astype(float)
-
 
 @dataclass(frozen=True)
 class SingleOrder:

@@ -178,18 +178,6 @@ def size_columns(ln_points: list[Point], none_points: list[Point]) -> dict:
     return out
 
 
-def rows_sorted(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
-    """A per-sequence statistic for recency_lib.engines.sequence_statistic: 1 where a sampled score matrix
-    satisfies Definition 1 (every adjacent step S_ij - S_i,j-1, 1 < j <= i, positive), else 0; per layer,
-    (B, layers, 1). Its mean is the probability that one sequence's S has recency bias."""
-    s = np.asarray(scores, dtype=float)
-    if s.ndim != 4 or s.shape[-1] != s.shape[-2]:
-        raise ValueError(f"scores has shape {s.shape}; allowed: (B, layers, n, n)")
-    ii, jj = adjacent_index(s.shape[-1])
-    steps = s[..., ii, jj] - s[..., ii, jj - 1]
-    return np.all(steps > 0, axis=-1).astype(float)[..., None]
-
-
 @dataclass(frozen=True)
 class StepTally:
     """The adjacent steps S_ij - S_i,j-1 (1 < j <= i) of one layer with control variates at a z threshold:

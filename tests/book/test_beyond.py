@@ -201,9 +201,8 @@ def test_length_sweep_findings_rows_and_downloads():
 def relativity_stats():
     """Chapter 7's contrasts for RoPE alone and all parts together at n = 6, small and quick."""
     cfgs = beyond.relativity_configs(beyond.component_configs(100, 2, n=6, d=16, layers=2, heads=2), 200)
-    with beyond.one_blas_thread():
-        return {k: sequence_statistic(c, claims.distance_contrasts, control_mean=beyond.control_mean(c))
-                for k, c in cfgs.items()}
+    return {k: sequence_statistic(c, claims.distance_contrasts, control_mean=beyond.control_mean(c))
+            for k, c in cfgs.items()}
 
 
 def test_relativity_settings_and_controls(relativity_stats):

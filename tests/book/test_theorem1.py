@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from recency_lib import SimConfig, theory  # noqa: E402
-from recency_lib.engines import SequenceStatistic, sequence_statistic  # noqa: E402
+from recency_lib.engines import SequenceStatistic  # noqa: E402
 from companion import claims, report, theorem1  # noqa: E402
 from test_claims import fake  # noqa: E402
 
@@ -105,38 +105,6 @@ def test_step_tally_counts_the_control_variate_steps():
     assert (t.up, t.down, t.unresolved) == (43, 1, 1) and t.smallest[2] == pytest.approx(-10.0)
     with pytest.raises(ValueError, match="layer"):
         theorem1.step_tally(res, 3, 3.0)
-
-
-def test_rows_sorted_is_definition1_per_sequence():
-    n = 4
-    s = np.full((3, 2, n, n), np.nan)
-    ii, jj = np.tril_indices(n)
-    s[:, :, ii, jj] = jj + 0.0                  # every row rising: S_ij = j
-    s[1, 1, 3, 1] = -5.0                       # sequence 1, layer 2: one step down
-    out = theorem1.rows_sorted(s, np.zeros_like(s))
-    assert out.shape == (3, 2, 1)
-    assert out[:, 0, 0].tolist() == [1.0, 1.0, 1.0] and out[:, 1, 0].tolist() == [1.0, 0.0, 1.0]
-    with pytest.raises(ValueError, match="shape"):
-        theorem1.rows_sorted(np.zeros((3, 4)), None)
-
-
-def test_rows_sorted_streams_through_sequence_statistic():
-    cfg = SimConfig(alpha=0.0, gamma=0.0, norm="layernorm", n=4, d=16, layers=2, samples=2000, seed=1)
-    st = sequence_statistic(cfg, theorem1.rows_sorted)
-    assert st.mean.shape == (2, 1) and np.all((0 <= st.mean) & (st.mean <= 1))
-    # layer 1: rows of exchangeable keys below a diagonal of sqrt(d); all three rows sorted about 1/2 * 1/6
-    assert st.mean[0, 0] == pytest.approx(1 / 12, abs=5 * st.sem[0, 0] + 0.01)
-
-
-# -- crossings and the no-normalization row ------------------------------------------------------
-
-def test_crossings():
-    d_star, d_min = theory.crossover_d(10), theorem1.smallest_step_crossover(10)
-    assert d_star == pytest.approx(51.65, abs=0.01) and d_min == pytest.approx(87.7, abs=0.1)
-    ln, none = theorem1.smallest_steps(d_min, 10)
-    assert ln == pytest.approx(none, rel=1e-6)
-    with pytest.raises(ValueError, match="bracket"):
-        theorem1.smallest_step_crossover(10, lo=16.0, hi=20.0)
 
 
 def test_row_rise_against_the_derived_one():
