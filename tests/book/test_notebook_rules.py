@@ -33,7 +33,7 @@ HIDDEN = {"hide-cell", "hide-input", "remove-cell", "remove-input"}
 PARAMETER_LINE = re.compile(r"^\w+: [\w\[\], |]+ = [^#]+  # [^=]+$")
 # what runs a simulation on a page: the results cache, the simulator's entry points, the book's grids
 SIMULATES = re.compile(r"\b(cached_simulate_many|cached_simulate|simulate_many|simulate|sample_trajectories|"
-                       r"rp_conventions|run_grid|run_setting|run_studies|measure)\(")
+                       r"rp_conventions|run_grid|run_setting|run_studies|measure|sequence_statistic|cached_statistic)\(")
 
 
 def _code(cell) -> str:
