@@ -295,7 +295,9 @@ def definition1_samples(res, z: float, effect: str = "lln") -> tuple[float, int,
         if (cfg.norm, cfg.alpha, cfg.gamma) != ("layernorm", 0.0, 0.0) or cfg.layers < 2:
             raise ValueError(f"effect='theorem1' is not allowed for {setting_label(cfg)}, gamma = {cfg.gamma:g}; "
                              "allowed: Theorem 1's setting (LayerNorm, alpha = gamma = 0, two layers or more)")
-        step = np.array([theory.theorem1_step(int(a), int(b), cfg.d) for a, b in zip(i, j)], dtype=float)
+        ti, tj, ts = theory.theorem1_steps(cfg.n, cfg.d)
+        derived = {(int(a), int(b)): v for a, b, v in zip(ti, tj, ts)}
+        step = np.array([derived[int(a), int(b)] for a, b in zip(i, j)], dtype=float)
         if not np.all(np.isfinite(step) & (step > 0)):
             return math.nan, 0, 0
     else:

@@ -158,7 +158,8 @@ def every_step_need(res: SimResult, z: float) -> tuple[float, float]:
     ii, jj = adjacent_index(n)
     off = jj < ii
     sem = res.steps("cv")[1][1][ii[off], jj[off]]
-    steps = np.array([theory.theorem1_step(int(i) + 1, int(j) + 1, d) for i, j in zip(ii[off], jj[off])])
+    derived = pair_steps(theory.theorem1_steps(n, d))
+    steps = np.array([derived[int(i) + 1, int(j) + 1] for i, j in zip(ii[off], jj[off])])
     need = max(claims.sequences_needed(float(e), res.config.samples, float(s), z) for e, s in zip(sem, steps))
     return need, float(steps.min())
 
@@ -227,17 +228,24 @@ def smallest_steps(d: float, n: int) -> tuple[float, float]:
     Definition 1 needs resolved."""
     n = check_int("n", n, 3)
     d = check_real("d", d, lo=float(FORM_MIN_D), allowed=f"a hidden size >= {FORM_MIN_D}")
-    pairs = [(i, j) for i in range(3, n + 1) for j in range(2, i)]
-    ln = min(float(theory.theorem1_step(i, j, d)) for i, j in pairs)
-    none = min(float(theory.proposition1_step(i, j, d)) for i, j in pairs)
-    return ln, none
+    return float(theory.theorem1_steps(n, d)[2].min()), float(theory.proposition1_steps(n, d)[2].min())
+
+
+def pair_steps(steps: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[tuple[int, int], float]:
+    """{(i, j): step} (1-based) from theory.theorem1_steps or proposition1_steps' (i, j, steps)."""
+    i, j, s = steps
+    return {(int(a), int(b)): float(v) for a, b, v in zip(i, j, s)}
 
 
 def smallest_step_crossover(n: int = cv.PAPER_N, lo: float = 16.0, hi: float = 400.0) -> float:
     """The hidden size above which the smallest derived step without normalization exceeds the smallest
     one with LayerNorm (:func:`smallest_steps`); compare theory.crossover_d, the same for the mean step."""
     n = check_int("n", n, 3)
-    return _bisect(lambda x: math.log(smallest_steps(x, n)[0]) - math.log(smallest_steps(x, n)[1]), lo, hi)
+    def gap(x: float) -> float:
+        ln, none = smallest_steps(x, n)
+        return math.log(ln) - math.log(none)
+
+    return _bisect(gap, lo, hi)
 
 
 def row_rise(res: SimResult, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..validation import check_int, d_array
+from ..validation import check_int, check_real, d_array
 
 _R = 400   # terms of the hypergeometric series; ample for k <= 4 and 4 <= d <= 1e5
 
@@ -170,13 +170,27 @@ def theorem1_step(i: int, j: int, d, order: int = 4):
     i, j = check_int("i", i, 3), check_int("j", j, 2)
     if j >= i:
         raise ValueError(f"j={j} is out of range; allowed: 2 <= j < i = {i}")
-    d = d_array(d, 4.0)
+    out = _theorem1_steps(float(i), float(j), d_array(d, 4.0), check_int("order", order, 2, 4))
+    return float(out) if out.ndim == 0 else out
+
+
+def theorem1_steps(n: int, d: float, order: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`theorem1_step` of every pair 2 <= j < i <= n at one d, the d-dependent terms computed once:
+    (i, j, steps), each (pairs,), the same numbers as pair by pair."""
+    i, j = _pairs(check_int("n", n, 3))
+    return i, j, _theorem1_steps(i, j, np.float64(_one_d(d)), check_int("order", order, 2, 4))
+
+
+def _one_d(d) -> float:
+    return check_real("d", d, lo=4.0, allowed="one finite real number >= 4")
+
+
+def _theorem1_steps(i, j, d, order: int):
     total = q_factor(d) ** 2
     eps = np.exp(-np.sqrt(d))
-    for (p, nb, na), v in _groups(d, check_int("order", order, 2, 4)).items():
+    for (p, nb, na), v in _groups(d, order).items():
         total = total + eps ** (p - 2) * nb * _falling(j - 2.0, nb - 1) * _falling(i - 2.0 - nb, na) * v
-    out = np.sqrt(d) * eps * eps * total
-    return float(out) if out.ndim == 0 else out
+    return np.sqrt(d) * eps * eps * total
 
 
 def _phi(j, d):
@@ -197,6 +211,12 @@ def proposition1_step(i: int, j: int, d):
         raise ValueError(f"j={j} is out of range; allowed: 2 <= j < i = {i}")
     out = _prop1_steps(float(i), float(j), d_array(d, 4.0))
     return float(out) if np.ndim(out) == 0 else out
+
+
+def proposition1_steps(n: int, d: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`proposition1_step` of every pair 2 <= j < i <= n at one d: (i, j, steps), each (pairs,)."""
+    i, j = _pairs(check_int("n", n, 3))
+    return i, j, _prop1_steps(i, j, np.float64(_one_d(d)))
 
 
 def proposition1_trend(d, n: int = 10):
