@@ -5,7 +5,8 @@ execution times, and the test suite (quick loop and full).
 
 Every run works in a fresh clone of this repository's HEAD (commit it first: uncommitted changes are
 not measured), with the interpreter running this script (its venv has the requirements installed)
-and ``PYTHONPATH`` pointing at the clone, so the clone's ``recency_lib`` is the one imported.
+and ``PYTHONPATH`` pointing at the clone and its ``book/``, so the clone's ``recency_lib`` and
+``companion`` are the ones imported.
 
 * **cold**: a new clone, no ``_build`` (so no jupyter-cache and no results cache: the book's results
   cache lives in ``_build/.recency_cache``), the C kernel compiled in the clone beforehand (not
@@ -13,10 +14,15 @@ and ``PYTHONPATH`` pointing at the clone, so the clone's ``recency_lib`` is the 
   seconds are read from the build's own stamps (``_build/.jupyter_cache/fresh_cache.json``,
   written by ``book/_ext/fresh_cache.py``).
 * **unchanged**: the same command again in the last clone, nothing edited (``--runs`` times).
-* **plotting edit**: a comment appended to ``recency_lib/plotting.py``; the build again: the seconds
-  and the pages that executed again (the build log names them).
+* **plotting edit**: a comment appended to ``book/companion/plotting.py`` (the book's figure code);
+  the build again: the seconds and the pages that executed again (the build log names them); every
+  simulation comes from the results cache.
+* **where the cold build's time goes**: each build's CPU seconds (all its processes), each page's
+  slot time and start, and the simulations of the first cold build from its results cache (each
+  entry records its compute seconds): per engine, and the most expensive ones.
 * **tests** (``--tests``): ``pytest -m "not book"`` and the whole ``pytest`` in a new clone (cold: the
-  full build inside the tests starts without jupyter-cache and results cache, as on CI).
+  full build inside the tests starts without jupyter-cache and results cache, as on CI), with the
+  seconds per test file (pytest's ``--durations``: setup, call and teardown of every test).
 
 The load average is printed before and after each stage: on a shared machine wall times of a
 CPU-bound build grow with the load.
@@ -27,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -43,14 +50,20 @@ from _measure import calibration  # noqa: E402
 def _env(clone: Path) -> dict:
     bindir = str(Path(sys.executable).parent)
     env = {k: v for k, v in os.environ.items() if k not in ("RECENCY_LIB_CACHE", "NUMBA_CACHE_DIR")}
-    return {**env, "PYTHONPATH": str(clone), "PATH": bindir + os.pathsep + env.get("PATH", ""),
+    return {**env, "PYTHONPATH": os.pathsep.join([str(clone), str(clone / "book")]), "PATH": bindir + os.pathsep + env.get("PATH", ""),
             "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
 
 
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)     # every waited-for descendant
+    return r.ru_utime + r.ru_stime
+
+
 def _run(cmd: list[str], clone: Path, timeout: int = 7200) -> tuple[float, str, int]:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     proc = subprocess.run(cmd, cwd=clone, env=_env(clone), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    _run.cpu = _cpu() - c0
     return time.perf_counter() - t0, proc.stdout, proc.returncode
 
 
@@ -75,6 +88,50 @@ def _chapter_seconds(clone: Path) -> dict[str, float]:
     return {page: s.get("seconds", float("nan")) for page, s in stamps["pages"].items()}
 
 
+def _simulations(clone: Path, top: int = 8) -> dict:
+    """The compute seconds the results cache recorded for each simulation of a build: per engine and
+    sequence statistic, and the ``top`` most expensive entries."""
+    import numpy as np
+
+    rows = []
+    for path in (clone / "_build" / ".recency_cache").glob("*.npz"):
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"]))
+        except (OSError, ValueError, KeyError):
+            continue
+        c = meta["config"]
+        shown = " ".join(f"{k}={c[k]}" for k in ("norm", "alpha", "gamma", "n", "d", "layers", "samples"))
+        extra = " ".join(f"{k}={c[k]}" for k in ("weights", "heads", "ffn", "rope") if c.get(k) not in ("none", 1, False))
+        rows.append((float(meta.get("elapsed_seconds", 0.0)), meta.get("engine", "?"), f"{shown} {extra}".strip()))
+    for path in (clone / "_build" / ".recency_cache").glob("statistic-*.json"):
+        try:
+            entry = json.loads(path.read_text())
+            params, c = entry["key"]["params"], entry["key"]["params"]["config"]
+            seconds = float(entry["value"]["elapsed_seconds"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        rows.append((seconds, "statistic", f"{params.get('statistic')} norm={c['norm']} n={c['n']} d={c['d']} "
+                                            f"samples={params.get('samples')}"))
+    engines: dict[str, list[float]] = {}
+    for seconds, engine, _ in rows:
+        engines.setdefault(engine, []).append(seconds)
+    return {"engines": {e: {"count": len(v), "seconds": round(sum(v), 1)} for e, v in engines.items()},
+            "top": [{"seconds": round(r[0], 2), "engine": r[1], "setting": r[2]} for r in sorted(rows, reverse=True)[:top]]}
+
+
+def _starts(log: str) -> dict[str, float]:
+    return {page: float(a) for page, a in re.findall(r"fresh_cache: executed (\S+) in \S+ s \((\S+) to", log)}
+
+
+def _durations(log: str) -> dict[str, float]:
+    """Seconds per test file from pytest's --durations=0 lines ("1.23s call tests/x.py::test")."""
+    out: dict[str, float] = {}
+    for seconds, path in re.findall(r"^([\d.]+)s (?:setup|call|teardown)\s+([^:\s]+)::", log, re.M):
+        out[path] = out.get(path, 0.0) + float(seconds)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def _load() -> str:
     return f"{os.getloadavg()[0]:.1f}"
 
@@ -93,21 +150,26 @@ def main(argv=None) -> dict:
         ap.error(f"--runs must be >= 1, got {args.runs}")
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     print(f"bench_build: HEAD {head}, {os.cpu_count()} CPUs; {calibration()}", flush=True)
-    out: dict = {"head": head, "cold": [], "unchanged": [], "chapters": []}
+    out: dict = {"head": head, "calibration": [calibration()], "cold": [], "cold_cpu": [], "unchanged": [],
+                 "chapters": [], "starts": []}
     with tempfile.TemporaryDirectory(prefix="bench_build_") as tmp:
         for k in range(args.runs):
             clone = _clone(Path(tmp), k)
             before = _load()
-            seconds, _ = _build(clone)
+            seconds, log = _build(clone)
             out["cold"].append(seconds)
+            out["cold_cpu"].append(_run.cpu)
             out["chapters"].append(_chapter_seconds(clone))
-            print(f"cold build {k + 1}: {seconds:.1f} s (load {before} -> {_load()})", flush=True)
+            out["starts"].append(_starts(log))
+            if k == 0:
+                out["simulations"] = _simulations(clone)
+            print(f"cold build {k + 1}: {seconds:.1f} s, {_run.cpu:.0f} CPU s (load {before} -> {_load()})", flush=True)
         for k in range(args.runs):
             seconds, log = _build(clone)
             out["unchanged"].append(seconds)
             executed = re.findall(r"fresh_cache: executed (\S+)", log)
             print(f"unchanged rebuild {k + 1}: {seconds:.1f} s, pages executed: {executed or 'none'}", flush=True)
-        plotting = clone / "recency_lib" / "plotting.py"
+        plotting = clone / "book" / "companion" / "plotting.py"
         plotting.write_text(plotting.read_text() + "\n# bench_build: an edit that changes no behaviour\n")
         seconds, log = _build(clone)
         redone = sorted(set(re.findall(r"fresh_cache: (\S+): its dependencies changed", log)))
@@ -117,17 +179,24 @@ def main(argv=None) -> dict:
             clone = _clone(Path(tmp), args.runs)       # cold: no book build, no results cache yet
             for name, cmd in (("tests_not_book", ["-m", "not book"]), ("tests_all", [])):
                 before = _load()
-                seconds, log, code = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *cmd], clone)
+                seconds, log, code = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                           "--durations=0", "--durations-min=0", *cmd], clone)
                 tail = log.strip().splitlines()[-1] if log.strip() else ""
                 failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", log, re.M)
-                out[name] = {"seconds": seconds, "exit": code, "summary": tail, "failed": failed}
-                print(f"pytest {' '.join(cmd) or '(all)'}: {seconds:.1f} s, exit {code}: {tail} "
+                out[name] = {"seconds": seconds, "cpu": _run.cpu, "exit": code, "summary": tail, "failed": failed,
+                             "files": _durations(log)}
+                print(f"pytest {' '.join(cmd) or '(all)'}: {seconds:.1f} s, {_run.cpu:.0f} CPU s, exit {code}: {tail} "
                       f"(load {before} -> {_load()})", flush=True)
+                for path, secs in list(out[name]["files"].items())[:12]:
+                    print(f"  {secs:7.1f} s  {path}", flush=True)
                 for test in failed:
                     print(f"  failed: {test}", flush=True)
 
+    out["calibration"].append(calibration())
     print()
-    print(f"cold build: {_summary(out['cold'])}")
+    print(f"calibration before: {out['calibration'][0]}")
+    print(f"calibration after:  {out['calibration'][1]}")
+    print(f"cold build: {_summary(out['cold'])}; CPU {_summary(out['cold_cpu'])}")
     print(f"unchanged rebuild: {_summary(out['unchanged'])}")
     pages = sorted(out["chapters"][0], key=lambda p: -statistics.median(c.get(p, float('nan')) for c in out["chapters"]))
     print("per-chapter execution (s; cold: median over the cold builds; warm: after the plotting edit, every")
@@ -138,6 +207,12 @@ def main(argv=None) -> dict:
         print(f"  {page:20s} {statistics.median(c.get(page, float('nan')) for c in out['chapters']):6.1f} {again}")
     print(f"  {'(sum)':20s} {sum(statistics.median(c.get(p, 0.0) for c in out['chapters']) for p in pages):6.1f} "
           f"{sum(warm[p] for p in out['plotting_edit']['pages']):6.1f}")
+    sims = out["simulations"]
+    print("simulations of the first cold build (compute seconds the results cache recorded; pages run two at a time):")
+    for engine, e in sorted(sims["engines"].items(), key=lambda kv: -kv[1]["seconds"]):
+        print(f"  {engine:10s} {e['count']:4d} entries {e['seconds']:7.1f} s")
+    for row in sims["top"]:
+        print(f"  {row['seconds']:7.2f} s  {row['engine']:9s} {row['setting']}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return out

@@ -228,14 +228,14 @@ def on_builder_inited(app: Sphinx) -> None:
         for i, (_, path, _) in enumerate(todo):
             tasks.put((i, path, Path(tmp) / f"{i}.ipynb"))
         results: dict = {}
-        slots = [threading.Thread(target=_slot, args=(tasks, results, cfg.execution_timeout, Path(tmp) / f"slot{s}.log"))
+        slots = [threading.Thread(target=_slot, args=(tasks, results, cfg.execution_timeout, Path(tmp) / f"slot{s}.log", t0))
                  for s in range(min(workers, len(todo)))]
         for slot in slots:
             slot.start()
         for slot in slots:
             slot.join()
         for i, (docname, path, _) in enumerate(todo):
-            executed, seconds, error = results.get(i, (None, 0.0, "not executed"))
+            executed, seconds, error, start = results.get(i, (None, 0.0, "not executed", 0.0))
             if executed is None:
                 logger.info("fresh_cache: %s failed (%s); it runs again while reading", docname, error)
                 continue
@@ -244,15 +244,16 @@ def on_builder_inited(app: Sphinx) -> None:
             cache.cache_notebook_bundle(CacheBundleIn(executed, str(path), data={"execution_seconds": seconds}),
                                         check_validity=False, overwrite=True)
             pages[docname]["seconds"] = round(seconds, 2)
-            logger.info("fresh_cache: executed %s in %.1f s", docname, seconds)
+            logger.info("fresh_cache: executed %s in %.1f s (%.1f to %.1f s)", docname, seconds, start, start + seconds)
     stamp_path.write_text(json.dumps(stamps, indent=1))
     logger.info("fresh_cache: %d notebooks executed in %.1f s", len(todo), time.perf_counter() - t0)
 
 
-def _slot(tasks: queue.Queue, results: dict, timeout, log: Path) -> None:
+def _slot(tasks: queue.Queue, results: dict, timeout, log: Path, origin: float) -> None:
     """One parallel slot: a runner process (book/_ext/run_notebook.py) executes the notebooks it takes
     from ``tasks``, one after another on one kernel (cleared between them); ``results[i]`` = (notebook
-    or None, seconds, error). A runner that dies is replaced for the next notebook."""
+    or None, seconds, error, start in seconds after ``origin``). A runner that dies is replaced for the
+    next notebook."""
     proc = None
     err = open(log, "a")                                       # the runner's and its kernel's output
     try:
@@ -277,9 +278,9 @@ def _slot(tasks: queue.Queue, results: dict, timeout, log: Path) -> None:
             except ValueError:
                 reply = {"ok": False, "error": f"the runner answered {line[:200]!r}"}
             if reply.get("ok") and out.is_file():
-                results[i] = (nbformat.read(str(out), as_version=4), seconds, None)
+                results[i] = (nbformat.read(str(out), as_version=4), seconds, None, t0 - origin)
             else:
-                results[i] = (None, seconds, str(reply.get("error", "no result"))[:300])
+                results[i] = (None, seconds, str(reply.get("error", "no result"))[:300], t0 - origin)
     finally:
         if proc is not None:
             with contextlib.suppress(OSError):
