@@ -119,17 +119,36 @@ def _no_papermill(*args, **kwargs):
     raise AssertionError("papermill started before the outputs were checked")
 
 
-@pytest.fixture
-def one_run(tmp_path, private_cache):
-    """A setting run once with the light template: (template, out_dir, params, its SettingRun, the bytes
-    of its three files)."""
+@pytest.fixture(scope="module")
+def _first_run(tmp_path_factory):
+    """The light template run once for the module (one papermill run, ~1 s): its folder, to be copied."""
     from companion import grid
 
-    template = light_template(tmp_path / "template.ipynb")
-    params = {"alpha": 0.2, "samples": 2000, "layers": 2}
-    run = grid.run_setting(template, tmp_path / "out", params)
+    root = tmp_path_factory.mktemp("one_run")
+    template = light_template(root / "template.ipynb")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RECENCY_LIB_CACHE", str(root / "cache"))
+        run = grid.run_setting(template, root / "out", {"alpha": 0.2, "samples": 2000, "layers": 2})
+    assert run.status == "ran"
+    return root, run
+
+
+@pytest.fixture
+def one_run(tmp_path, private_cache, _first_run):
+    """A setting run once with the light template, copied into this test's folder: (template, out_dir,
+    params, its SettingRun, the bytes of its three files). The copy is what a run leaves (the key holds
+    the template's name and bytes, not its folder), so a run here reuses it."""
+    import dataclasses
+    import shutil
+
+    root, first = _first_run
+    shutil.copy2(root / "template.ipynb", tmp_path / "template.ipynb")
+    shutil.copytree(root / "out", tmp_path / "out")
+    out = tmp_path / "out"
+    run = dataclasses.replace(first, notebook=out / first.notebook.name, result=out / first.result.name,
+                              key_file=out / first.key_file.name)
     files = {p: p.read_bytes() for p in (run.result, run.notebook, run.key_file)}
-    return template, tmp_path / "out", params, run, files
+    return tmp_path / "template.ipynb", out, dict(first.params), run, files
 
 
 @pytest.mark.parametrize("which", ["notebook", "key_file", "result"])
