@@ -12,7 +12,9 @@ terminal that cannot show "±") never fails a run that succeeded: what cannot be
 SIGINT / SIGTERM / SIGHUP stop the workers at once, remove temporaries and leave the previous result
 untouched (exit 130 / 143 / 129); SIGKILL ends the workers too. The handlers are in place before
 numpy and the simulator are imported (this module imports only light parts of the standard library
-at its top), so an interrupt right after the start is one line too.
+at its top), and those imports run with the signals held back (:func:`recency_lib.signals.deferred`:
+an interrupt inside a C extension's initialisation can become an ImportError), so an interrupt right
+after the start is one line too.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import faulthandler
 import os
 import sys
 
-from .signals import Terminated, signals_as_exceptions
+from .signals import Terminated, deferred, signals_as_exceptions
 from .text import one_line, short
 
 _INT = r"[+-]?[0-9]+"
@@ -207,7 +209,11 @@ def _say(text: str, stream=None) -> None:
 def _run(argv) -> int:
     import warnings
 
-    from .engines import simulate          # numpy and the simulator: imported with the handlers in place
+    with deferred():                       # numpy, the simulator and its C kernel, with the handlers in place;
+        from .engines import simulate      # an interrupt meanwhile is raised here, once they are loaded
+        from .features import compiled_kernels
+
+        compiled_kernels()
 
     args = _parser().parse_args(argv)
     cfg, o = _prepare(args)

@@ -5,6 +5,11 @@ installs this before it imports numpy, so an interrupt during the imports is rep
 like SIGINT raises ``KeyboardInterrupt``, so ``finally`` blocks run and temporaries are removed; if
 nobody handles it, the signal's default action (the end of the process) follows once the cleanup
 is done.
+
+:func:`deferred`: those signals held back while a block runs and delivered when it ends. For the
+imports of C extensions: an exception raised inside their initialisation can be turned into an
+ImportError (numpy's ``PyCapsule_Import`` of ``datetime``: "Importing the numpy C-extensions failed"),
+cleared, or leave the interpreter to end by SIGINT after the exit status was chosen.
 """
 from __future__ import annotations
 
@@ -20,6 +25,37 @@ class Terminated(BaseException):
     def __init__(self, signum: int):
         super().__init__(f"terminated by {signal.Signals(signum).name}")
         self.signum = signum
+
+
+_ENDING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def deferred():
+    """SIGINT, SIGTERM and SIGHUP held back for the duration (main thread only; elsewhere a no-op):
+    a handler that only notes the signal stands in for each, and as the block ends the first signal
+    noted goes to the handler that was in place (``KeyboardInterrupt``, :class:`Terminated`, or the
+    default action), in plain Python code."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+
+    def note(signum, frame):
+        noted.append(signum)
+
+    old = {s: signal.signal(s, note) for s in _ENDING}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if noted:
+            previous = old[noted[0]]
+            if callable(previous):
+                previous(noted[0], None)
+            elif previous == signal.SIG_DFL:
+                os.kill(os.getpid(), noted[0])
 
 
 @contextlib.contextmanager

@@ -483,3 +483,39 @@ def test_long_values_are_cut_on_the_command_line(capsys):
     code = cli.main(["simulate", "--norm", "x" * 100_000])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and len(err) < 500
+
+
+def test_a_signal_inside_a_deferred_block_arrives_as_it_ends():
+    """signals.deferred (the command line's imports): SIGINT sent inside the block is raised only once
+    the block has run to its end, in plain Python code (inside a C extension's initialisation an
+    interrupt can turn into an ImportError: 'Importing the numpy C-extensions failed')."""
+    from recency_lib import signals
+
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with signals.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            reached.append(True)
+    assert reached == [True]
+
+
+def test_a_deferred_sigterm_goes_to_the_handler_in_place():
+    from recency_lib import signals
+
+    class Stop(Exception):
+        pass
+
+    def stop(signum, frame):
+        raise Stop(signum)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        with pytest.raises(Stop):
+            with signals.deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)
+                assert signal.getsignal(signal.SIGTERM) is not stop       # held back here
+        assert signal.getsignal(signal.SIGTERM) is stop                   # and put back
+    finally:
+        signal.signal(signal.SIGTERM, before)
