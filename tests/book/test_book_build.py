@@ -60,11 +60,12 @@ def test_local_mathjax_copied(built_book):
 # --------------------------------------------------------------------------- tiny books
 
 def _tiny_book(root: Path, notebooks: dict[str, list]) -> None:
-    """A book in `root` with the repo's _config.yml, extensions and CSS, and `notebooks`
+    """A book in `root` with the repo's _config.yml, extensions, CSS and bibliography, and `notebooks`
     (name -> cells) as its pages; the first notebook is the root page."""
     shutil.copy(REPO / "_config.yml", root / "_config.yml")
     book = root / "book"
     book.mkdir()
+    shutil.copy(REPO / "book" / "references.bib", book / "references.bib")   # _config.yml's bibtex_bibfiles
     for sub in ("_ext", "_static"):
         if (REPO / "book" / sub).is_dir():
             shutil.copytree(REPO / "book" / sub, book / sub,

@@ -72,6 +72,8 @@ def test_a_rerun_with_other_alpha_and_gamma_shows_its_figures(tmp_path, monkeypa
               if o.get("output_type") == "display_data" and any(k.startswith("image/") for k in o.get("data", {}))]
     assert images, "the executed notebook shows no figure"
     html = (tmp_path / "out" / "residual.html").read_text(encoding="utf8")
-    assert len(re.findall(r"<img ", html)) >= len(images) and "α = 0.3" in html
+    assert len(re.findall(r"<img ", html)) >= len(images)
+    shown = re.findall(r'\\\(\\alpha\\\)</span>\s*=\s*<span class="pasted-text">([^<]*)</span>', html)
+    assert shown and set(shown) == {"0.3"}, shown                    # the prose quotes the rerun's alpha
     for src in re.findall(r'<img [^>]*src="([^"]+)"', html):
         assert (tmp_path / "out" / src).is_file(), src
