@@ -104,6 +104,20 @@ def summary(values) -> str:
             f"{len(values)} runs)")
 
 
+def load_kernel(path: str | None) -> None:
+    """Another build of the C kernel (a ``_kernel*.so`` file) in place of the installed one, in this
+    process, before anything simulates; None: the installed build."""
+    if not path:
+        return
+    import importlib.util
+
+    from recency_lib import kernels
+
+    spec = importlib.util.spec_from_file_location("_kernel", path)
+    kernels._kernel = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernels._kernel)
+
+
 def calibration() -> str:
     """Two fixed reference workloads, so numbers from different moments (or machines) compare:
     a pure-Python loop and a numpy matmul. (On a shared VM both vary by up to ~2x over time.)"""

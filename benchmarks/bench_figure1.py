@@ -1,6 +1,6 @@
 """How long does the paper's Figure-1 workload take, warm and from a cold start?
 
-    python benchmarks/bench_figure1.py [--runs 5] [--samples 100000]
+    python benchmarks/bench_figure1.py [--runs 5] [--samples 100000] [--no-avx2]
 
 The workload: the four settings of Figure 1 (alpha = 0 without normalization; alpha = 0 and 0.5
 with LayerNorm; alpha = 0.5 with LayerNorm and gamma = 1), n = 10, d = 64, 4 layers, 10^5 sequences
@@ -14,6 +14,9 @@ computes). Three measurements, each in fresh interpreters:
   library built by ``pip install -e .``) and runs the workload once; its whole life as seen from
   the parent (interpreter start to exit), ``--runs`` times; the import + kernel load part beside it.
 * cold start, two workers: the same with a ``ProcessPoolExecutor(2)`` (pool start included).
+* warm, one core, AVX2 build: the first measurement with the kernel compiled for AVX2 (setup.py's
+  flags and -march=x86-64-v3, into a temporary folder; bench_kernel.avx2_build) and loaded in place of
+  the installed one: what a reader's AVX2 machine runs (left out with --no-avx2 or without AVX2).
 
 Targets (issue 14): compute <= 0.35 s warm on one core, <= 1 s in a fresh process. Peak memory is
 the PSS of the whole process tree. ``kernel=`` in the output says which kernel ran ("c", or "numpy"
@@ -28,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration, child_main, cpu_seconds, run_child, summary  # noqa: E402
+from _measure import calibration, child_main, cpu_seconds, load_kernel, run_child, summary  # noqa: E402
 
 FIG1 = [dict(alpha=0.0, gamma=0.0, norm="none"), dict(alpha=0.0, gamma=0.0, norm="layernorm"),
         dict(alpha=0.5, gamma=0.0, norm="layernorm"), dict(alpha=0.5, gamma=1.0, norm="layernorm")]
@@ -41,6 +44,7 @@ def _child(spec: dict) -> dict:
     from recency_lib import SimConfig, simulate_many
     from recency_lib.engines import kernel_name, warm_up
 
+    load_kernel(spec.get("kernel_path"))
     warm_up()
     out = {"import_s": time.perf_counter() - t0, "kernel": kernel_name()}
     cfgs = [SimConfig(n=10, d=64, layers=4, samples=spec["samples"], **s) for s in FIG1]
@@ -62,12 +66,26 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--samples", type=int, default=100_000)
+    ap.add_argument("--no-avx2", action="store_true", help="the installed kernel only")
     args = ap.parse_args(argv)
     script = str(Path(__file__).resolve())
     print(calibration(), flush=True)
     warm = run_child(script, dict(samples=args.samples, runs=args.runs, workers=1))
     print(f"warm, one core: wall {summary(warm['walls'])}; CPU {summary(warm['cpus'])}; "
           f"kernel={warm['kernel']}; peak PSS {warm['peak_pss_mb']:.0f} MB", flush=True)
+    if not args.no_avx2:
+        import tempfile
+
+        from bench_kernel import avx2_build
+
+        with tempfile.TemporaryDirectory(prefix="bench_figure1_") as tmp:
+            if avx2_build(tmp) is not None:
+                path = str(next(Path(tmp).glob("_kernel*")))
+                avx2 = run_child(script, dict(samples=args.samples, runs=args.runs, workers=1, kernel_path=path))
+                print(f"warm, one core, AVX2 build: wall {summary(avx2['walls'])}; CPU {summary(avx2['cpus'])}; "
+                      f"CPU ratio AVX2 / installed {statistics.median(avx2['cpus']) / statistics.median(warm['cpus']):.2f}",
+                      flush=True)
+                assert avx2["rp"] == warm["rp"], (avx2["rp"], warm["rp"])   # the same bits on both builds
     for workers in (1, 2):
         cold = [run_child(script, dict(samples=args.samples, runs=1, workers=workers)) for _ in range(args.runs)]
         print(f"cold start, {workers} worker{'s' * (workers > 1)}: whole process {summary([c['process_wall_s'] for c in cold])}"

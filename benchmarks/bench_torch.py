@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration, child_main, cpu_seconds, max_rss_mb, run_child  # noqa: E402
+from _measure import calibration, child_main, cpu_seconds, load_kernel, max_rss_mb, run_child  # noqa: E402
 
 FIG1 = [dict(alpha=0.0, gamma=0.0, norm="none"), dict(alpha=0.0, gamma=0.0, norm="layernorm"),
         dict(alpha=0.5, gamma=0.0, norm="layernorm"), dict(alpha=0.5, gamma=1.0, norm="layernorm")]
@@ -85,14 +85,7 @@ def _child(spec: dict) -> dict:
         from recency_lib import SimConfig, simulate_many
         from recency_lib.engines import kernel_name, warm_up
 
-        if spec.get("kernel_path"):                       # another build of the kernel in place of the installed one
-            import importlib.util
-
-            from recency_lib import kernels
-
-            mod_spec = importlib.util.spec_from_file_location("_kernel", spec["kernel_path"])
-            kernels._kernel = importlib.util.module_from_spec(mod_spec)
-            mod_spec.loader.exec_module(kernels._kernel)
+        load_kernel(spec.get("kernel_path"))               # another build of the kernel in place of the installed one
         warm_up()
         ready = time.perf_counter()
         cfgs = [SimConfig(n=10, d=64, layers=4, samples=spec["samples"], **s) for s in FIG1]

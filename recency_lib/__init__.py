@@ -40,23 +40,19 @@ def __getattr__(name: str):
     """The public names, and the submodules (``recency_lib.engines`` after ``import recency_lib``),
     imported on first use: importing the package itself loads nothing heavy (``python -m recency_lib``
     installs its signal handlers before numpy is imported)."""
-    if name == "SimConfig":
-        from .config import SimConfig as value
-    elif name == "SimResult":
-        from .result import SimResult as value
-    elif name in ("simulate", "simulate_many", "sample_trajectories"):
-        from . import engines
-        value = getattr(engines, name)
-    elif not name.startswith("__"):
-        import importlib
+    where = {"SimConfig": "config", "SimResult": "result", "simulate": "engines", "simulate_many": "engines",
+             "sample_trajectories": "engines"}
+    import importlib
 
+    if name in where:
+        value = getattr(importlib.import_module(f".{where[name]}", __name__), name)
+    else:
         try:
-            return importlib.import_module(f"{__name__}.{name}")
+            if not name.startswith("__"):
+                return importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:
             if exc.name != f"{__name__}.{name}":
                 raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value

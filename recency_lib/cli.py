@@ -11,10 +11,8 @@ atomically, keeping the existing file's permissions; printing (a path with undec
 terminal that cannot show "±") never fails a run that succeeded: what cannot be shown is escaped.
 SIGINT / SIGTERM / SIGHUP stop the workers at once, remove temporaries and leave the previous result
 untouched (exit 130 / 143 / 129); SIGKILL ends the workers too. The handlers are in place before
-numpy and the simulator are imported (this module imports only light parts of the standard library
-at its top), and those imports run with the signals held back (:func:`recency_lib.signals.deferred`:
-an interrupt inside a C extension's initialisation can become an ImportError), so an interrupt right
-after the start is one line too.
+numpy and the simulator are imported (with the signals held back: :func:`recency_lib.signals.deferred`),
+so an interrupt right after the start is one line too.
 """
 from __future__ import annotations
 
@@ -210,10 +208,8 @@ def _run(argv) -> int:
     import warnings
 
     with deferred():                       # numpy, the simulator and its C kernel, with the handlers in place;
-        from .engines import simulate      # an interrupt meanwhile is raised here, once they are loaded
-        from .features import compiled_kernels
-
-        compiled_kernels()
+        from .engines import kernel_name, simulate   # an interrupt meanwhile is raised here, once they are loaded
+        kernel_name()
 
     args = _parser().parse_args(argv)
     cfg, o = _prepare(args)

@@ -4,12 +4,9 @@ installs this before it imports numpy, so an interrupt during the imports is rep
 :func:`signals_as_exceptions`: SIGTERM (and SIGHUP) raise :class:`Terminated` in the main thread,
 like SIGINT raises ``KeyboardInterrupt``, so ``finally`` blocks run and temporaries are removed; if
 nobody handles it, the signal's default action (the end of the process) follows once the cleanup
-is done.
-
-:func:`deferred`: those signals held back while a block runs and delivered when it ends. For the
-imports of C extensions: an exception raised inside their initialisation can be turned into an
-ImportError (numpy's ``PyCapsule_Import`` of ``datetime``: "Importing the numpy C-extensions failed"),
-cleared, or leave the interpreter to end by SIGINT after the exit status was chosen.
+is done. :func:`deferred` holds those signals back while C extensions are imported: raised inside
+their initialisation, an exception can become an ImportError ("Importing the numpy C-extensions
+failed") or be lost.
 """
 from __future__ import annotations
 
@@ -32,30 +29,23 @@ _ENDING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP"
 
 @contextlib.contextmanager
 def deferred():
-    """SIGINT, SIGTERM and SIGHUP held back for the duration (main thread only; elsewhere a no-op):
-    a handler that only notes the signal stands in for each, and as the block ends the first signal
-    noted goes to the handler that was in place (``KeyboardInterrupt``, :class:`Terminated`, or the
-    default action), in plain Python code."""
+    """SIGINT, SIGTERM and SIGHUP noted, not handled, for the duration (main thread only); as the block
+    ends the first one noted goes to the handler in place before it (or its default action)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     noted: list[int] = []
-
-    def note(signum, frame):
-        noted.append(signum)
-
-    old = {s: signal.signal(s, note) for s in _ENDING}
+    old = {s: signal.signal(s, lambda signum, frame: noted.append(signum)) for s in _ENDING}
     try:
         yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        if noted:
-            previous = old[noted[0]]
-            if callable(previous):
-                previous(noted[0], None)
-            elif previous == signal.SIG_DFL:
-                os.kill(os.getpid(), noted[0])
+        previous = old[noted[0]] if noted else None
+        if callable(previous):
+            previous(noted[0], None)
+        elif noted and previous == signal.SIG_DFL:
+            os.kill(os.getpid(), noted[0])
 
 
 @contextlib.contextmanager
@@ -71,7 +61,7 @@ def signals_as_exceptions():
             signal.signal(s, signal.SIG_IGN)
         raise Terminated(signum)
 
-    old = {}
+    old = {}                                          # filled one by one: the handler may run meanwhile
     for s in (signal.SIGTERM, signal.SIGHUP):
         old[s] = signal.signal(s, handler)
     try:

@@ -26,6 +26,7 @@ from . import claims, plotting, report
 from . import conventions as cv
 from recency_lib import theory
 from recency_lib.metrics import adjacent_index
+from recency_lib.theory.trends import bisect
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int, check_real
 
@@ -208,31 +209,18 @@ def step_tally(res: SimResult, layer: int, z: float) -> StepTally:
     return StepTally(up, down, int(zs.size) - up - down, (float(m[k]), float(e[k]), float(zs[k])))
 
 
-def _bisect(f, lo: float, hi: float) -> float:
-    a, b = float(lo), float(hi)
-    fa, fb = f(a), f(b)
-    if not fa > 0 > fb:
-        raise ValueError(f"lo={lo!r}, hi={hi!r} do not bracket the crossing; allowed: lo below it, hi above it")
-    while b - a > 1e-9 * b:
-        c = 0.5 * (a + b)
-        if f(c) > 0:
-            a = c
-        else:
-            b = c
-    return 0.5 * (a + b)
-
-
 def smallest_steps(d: float, n: int) -> tuple[float, float]:
     """The smallest per-pair step between earlier keys (2 <= j < i <= n) of E S^(2), derived, with
     LayerNorm (theory.theorem1_step) and without normalization (theory.proposition1_step): the steps
     Definition 1 needs resolved."""
     n = check_int("n", n, 3)
     d = check_real("d", d, lo=float(FORM_MIN_D), allowed=f"a hidden size >= {FORM_MIN_D}")
-    return float(theory.theorem1_steps(n, d)[2].min()), float(theory.proposition1_steps(n, d)[2].min())
+    none = min(float(theory.proposition1_step(i, j, d)) for i in range(3, n + 1) for j in range(2, i))
+    return float(theory.theorem1_steps(n, d)[2].min()), none
 
 
 def pair_steps(steps: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[tuple[int, int], float]:
-    """{(i, j): step} (1-based) from theory.theorem1_steps or proposition1_steps' (i, j, steps)."""
+    """{(i, j): step} (1-based) from theory.theorem1_steps' (i, j, steps)."""
     i, j, s = steps
     return {(int(a), int(b)): float(v) for a, b, v in zip(i, j, s)}
 
@@ -245,7 +233,7 @@ def smallest_step_crossover(n: int = cv.PAPER_N, lo: float = 16.0, hi: float = 4
         ln, none = smallest_steps(x, n)
         return math.log(ln) - math.log(none)
 
-    return _bisect(gap, lo, hi)
+    return bisect(gap, lo, hi, rtol=1e-9)
 
 
 def row_rise(res: SimResult, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

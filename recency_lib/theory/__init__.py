@@ -49,7 +49,7 @@ from .corrected import (h_corrected, prop1_attention_corrected, prop1_score_corr
 from .finite_d import drop_ratio_first_order, drop_ratio_gaussian, sq_norm_first_token_exact
 from .limits import lln_limit
 from .printed import h_eq41, prop1_attention, prop1_score, sq_norm_eq36, theorem1_score
-from .trends import (crossover_d, proposition1_step, proposition1_steps, proposition1_trend, q_factor,
+from .trends import (crossover_d, proposition1_step, proposition1_trend, q_factor,
                      theorem1_coefficients, theorem1_step, theorem1_steps, theorem1_trend)
 
 __all__ = ["theorem1_score", "prop1_attention", "prop1_score", "sq_norm_eq36", "h_eq41",
@@ -57,4 +57,4 @@ __all__ = ["theorem1_score", "prop1_attention", "prop1_score", "sq_norm_eq36", "
            "h_corrected", "score2_corrected", "score2_step_corrected", "lln_limit",
            "sq_norm_first_token_exact", "drop_ratio_first_order", "drop_ratio_gaussian",
            "theorem1_trend", "theorem1_step", "theorem1_coefficients", "q_factor", "proposition1_trend",
-           "proposition1_step", "theorem1_steps", "proposition1_steps", "crossover_d"]
+           "proposition1_step", "theorem1_steps", "crossover_d"]

@@ -38,10 +38,8 @@ O(d^-1/2); expanding in their size with Gaussian (Wick) moments, for j < i,
 
 with C_i flat in j, so every step is positive (a next-order recency the LLN's flat Eq. (19) drops)
 and trend = K_n d^-2 (1 + O(d^-1/2)), K_n = <1 / (i j (j - 1))> over the pairs. Measured accuracy:
-within the simulation's errors (0.2 to 0.5 %) for 8 <= d <= 128; 0.7 % low at d = 4.
-
-The two cross (:func:`crossover_d`): d* = 51.65 at n = 10 (32.9, 40.5, 64.0, 82.3 at n = 3, 5, 20, 50).
-Beyond d*, isotropic tokens give S^(2) more mean recency without LayerNorm than with it.
+within the simulation's errors (0.2 to 0.5 %) for 8 <= d <= 128; 0.7 % low at d = 4. The two cross at
+:func:`crossover_d`: beyond it isotropic tokens give S^(2) more mean recency without LayerNorm.
 """
 from __future__ import annotations
 
@@ -178,16 +176,12 @@ def theorem1_steps(n: int, d: float, order: int = 4) -> tuple[np.ndarray, np.nda
     """:func:`theorem1_step` of every pair 2 <= j < i <= n at one d, the d-dependent terms computed once:
     (i, j, steps), each (pairs,), the same numbers as pair by pair."""
     i, j = _pairs(check_int("n", n, 3))
-    return i, j, _theorem1_steps(i, j, np.float64(_one_d(d)), check_int("order", order, 2, 4))
-
-
-def _one_d(d) -> float:
-    return check_real("d", d, lo=4.0, allowed="one finite real number >= 4")
+    d = np.float64(check_real("d", d, lo=4.0, allowed="one finite real number >= 4"))
+    return i, j, _theorem1_steps(i, j, d, check_int("order", order, 2, 4))
 
 
 def _theorem1_steps(i, j, d, order: int):
-    total = q_factor(d) ** 2
-    eps = np.exp(-np.sqrt(d))
+    total, eps = q_factor(d) ** 2, np.exp(-np.sqrt(d))
     for (p, nb, na), v in _groups(d, order).items():
         total = total + eps ** (p - 2) * nb * _falling(j - 2.0, nb - 1) * _falling(i - 2.0 - nb, na) * v
     return np.sqrt(d) * eps * eps * total
@@ -213,12 +207,6 @@ def proposition1_step(i: int, j: int, d):
     return float(out) if np.ndim(out) == 0 else out
 
 
-def proposition1_steps(n: int, d: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`proposition1_step` of every pair 2 <= j < i <= n at one d: (i, j, steps), each (pairs,)."""
-    i, j = _pairs(check_int("n", n, 3))
-    return i, j, _prop1_steps(i, j, np.float64(_one_d(d)))
-
-
 def proposition1_trend(d, n: int = 10):
     """The mean step of S^(2) between earlier keys WITHOUT normalization (alpha = gamma = 0, two layers, n
     tokens): the mean over the pairs of [(Phi_{j-1} - Phi_j) / (a + i - 1) - E_i / (j (j - 1))] / sqrt(d)
@@ -234,19 +222,16 @@ def crossover_d(n: int = 10, lo: float = 16.0, hi: float = 400.0) -> float:
     """The hidden size d* at which :func:`theorem1_trend` equals :func:`proposition1_trend` (bisection on
     the log ratio): below it LayerNorm's trend is the larger, above it the un-normalized one."""
     n = check_int("n", n, 3)
+    return bisect(lambda x: float(log_theorem1_trend(x, n) - np.log(proposition1_trend(x, n))), lo, hi,
+                  f"the crossover at n = {n}")
 
-    def f(x: float) -> float:
-        return float(log_theorem1_trend(x, n) - np.log(proposition1_trend(x, n)))
 
+def bisect(f, lo: float, hi: float, what: str = "the crossing", rtol: float = 1e-10) -> float:
+    """The x in [lo, hi] where ``f`` changes sign, f(lo) > 0 > f(hi), to ``rtol`` by bisection."""
     a, b = float(lo), float(hi)
-    fa, fb = f(a), f(b)
-    if not fa > 0 > fb:
-        raise ValueError(f"lo={lo!r}, hi={hi!r} do not bracket the crossover at n = {n}; allowed: lo below it, "
-                         f"hi above it")
-    while b - a > 1e-10 * b:
+    if not f(a) > 0 > f(b):
+        raise ValueError(f"lo={lo!r}, hi={hi!r} do not bracket {what}; allowed: lo below it, hi above it")
+    while b - a > rtol * b:
         c = 0.5 * (a + b)
-        if f(c) > 0:
-            a = c
-        else:
-            b = c
+        a, b = (c, b) if f(c) > 0 else (a, c)
     return 0.5 * (a + b)

@@ -14,25 +14,11 @@ from pathlib import Path
 import pytest
 
 from bookutils import light_template
+from procutils import alive, children
 
 
 def temporaries(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 # -- the papermill grid ---------------------------------------------------------------------------------
@@ -95,15 +81,15 @@ def test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging(tmp_path, pr
     kernels = []
     while time.monotonic() < deadline and not kernels:         # the kernel is running the simulation
         time.sleep(0.5)
-        kernels = [k for k in _children(driver.pid) if b"ipykernel" in Path(f"/proc/{k}/cmdline").read_bytes()]
+        kernels = [k for k in children(driver.pid) if b"ipykernel" in Path(f"/proc/{k}/cmdline").read_bytes()]
     assert kernels and any(p.name.startswith(".staging-") for p in out.iterdir())
     time.sleep(2.0)
     driver.send_signal(sig)
     assert driver.wait(timeout=30) == -sig
     deadline = time.monotonic() + 10                            # ipykernel polls its parent once a second
-    while any(_alive(k) for k in kernels) and time.monotonic() < deadline:
+    while any(alive(k) for k in kernels) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not any(_alive(k) for k in kernels), "the kernel outlived its driver"
+    assert not any(alive(k) for k in kernels), "the kernel outlived its driver"
     staging = [p for p in out.iterdir() if p.name.startswith(".staging-")]
     if sig == signal.SIGTERM:
         assert staging == []                                    # cleaned up by the driver itself

@@ -23,6 +23,7 @@ import pytest
 from recency_lib import SimConfig, SimResult, budget, cache, cli, engines, simulate
 from recency_lib.files import Terminated, atomic_write
 from recency_lib.result import RESULT_FILE
+from procutils import alive, children
 
 
 SMALL = SimConfig(alpha=0.3, gamma=0.5, n=4, d=6, layers=2, samples=64, seed=1)
@@ -269,21 +270,6 @@ def test_temporaries_of_dead_writers_are_swept_live_ones_kept(good):
         holder.wait()
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGKILL, -9)])
 def test_signal_to_main_process_ends_workers_and_keeps_the_good_file(good, sig, code):
     before = good.read_bytes()
@@ -294,9 +280,9 @@ def test_signal_to_main_process_ends_workers_and_keeps_the_good_file(good, sig, 
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
-    while len(_children(p.pid)) < 2 and time.monotonic() < deadline:
+    while len(children(p.pid)) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
-    workers = _children(p.pid)
+    workers = children(p.pid)
     assert len(workers) == 2, "the pool did not start"
     time.sleep(1.0)                                        # mid-run
     p.send_signal(sig)
@@ -310,9 +296,9 @@ def test_signal_to_main_process_ends_workers_and_keeps_the_good_file(good, sig, 
     if sig != signal.SIGKILL:
         assert one_line_error(err, "workers stopped"), err
     deadline = time.monotonic() + 5
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+    while any(alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(w) for w in workers), "a worker outlived its main process"
+    assert not any(alive(w) for w in workers), "a worker outlived its main process"
     assert good.read_bytes() == before and temporaries(good.parent) == []
 
 

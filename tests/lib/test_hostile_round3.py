@@ -515,7 +515,7 @@ def test_a_deferred_sigterm_goes_to_the_handler_in_place():
             with signals.deferred():
                 os.kill(os.getpid(), signal.SIGTERM)
                 time.sleep(0.05)
-                assert signal.getsignal(signal.SIGTERM) is not stop       # held back here
+                assert signal.getsignal(signal.SIGTERM) is not stop       # noted only, until the block ends
         assert signal.getsignal(signal.SIGTERM) is stop                   # and put back
     finally:
         signal.signal(signal.SIGTERM, before)

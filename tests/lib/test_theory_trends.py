@@ -79,15 +79,13 @@ def test_the_forms_against_a_control_variate_simulation(norm, d, samples):
 
 @pytest.mark.parametrize("d", [16, 64.0, 200.5])
 def test_every_pair_at_once_is_the_pair_by_pair_number(d):
-    """theorem1_steps / proposition1_steps: the same floats as one pair at a time, in _pairs order."""
-    for many, one in ((theory.theorem1_steps, theory.theorem1_step), (theory.proposition1_steps, theory.proposition1_step)):
-        i, j, steps = many(10, d)
-        assert len(steps) == 36 and np.all(j < i) and np.all(j >= 2)
-        assert steps.tolist() == [one(int(a), int(b), d) for a, b in zip(i, j)]
+    """theorem1_steps: the same floats as theorem1_step one pair at a time."""
+    i, j, steps = theory.theorem1_steps(10, d)
+    assert len(steps) == 36 and np.all(j < i) and np.all(j >= 2)
+    assert steps.tolist() == [theory.theorem1_step(int(a), int(b), d) for a, b in zip(i, j)]
 
 
 @pytest.mark.parametrize("bad", [[16, 64], "x", 2.0, float("nan"), True])
 def test_every_pair_at_once_takes_one_d(bad):
-    for many in (theory.theorem1_steps, theory.proposition1_steps):
-        with pytest.raises(ValueError, match=r"^d=.*allowed: one finite real number >= 4"):
-            many(10, bad)
+    with pytest.raises(ValueError, match=r"^d=.*allowed: one finite real number >= 4"):
+        theory.theorem1_steps(10, bad)
