@@ -41,4 +41,5 @@ def test_only_the_simulator_is_installed_and_it_is_the_installed_one():
     assert importlib.util.find_spec("companion") is None
     assert all(importlib.util.find_spec(m) is None for m in ("matplotlib", "sympy", "papermill", "myst_nb"))
     repo = Path(__file__).resolve().parents[2]
-    assert not Path(recency_lib.__file__).resolve().is_relative_to(repo), recency_lib.__file__
+    # the installed package (site-packages, wherever the venv is), not the checkout's recency_lib/ folder
+    assert not Path(recency_lib.__file__).resolve().is_relative_to(repo / "recency_lib"), recency_lib.__file__

@@ -56,23 +56,24 @@ def mp_eq19(i, d):
     return 1 / (mp.e ** mp.sqrt(mp.mpf(d)) + i - 1)
 
 
-def mp_eq36(j, alpha, gamma, d):
+def _mp_eq36_parts(j, alpha, gamma, d):
+    """sqrt(d), D_j and the bracket of Eqs. (36) and (41), in mpmath."""
     alpha, gamma, d = mp.mpf(alpha), mp.mpf(gamma), mp.mpf(d)
     sd = mp.sqrt(d)
     dj = mp.e ** sd + mp.e ** (alpha * sd) * (j - 1)
     top = (dj ** 2 * (gamma ** 2 + 2 * alpha * gamma + alpha)
            + dj * (1 - alpha) * (2 * gamma * mp.e ** sd + mp.e ** (alpha * sd))
            + (1 - alpha) * (mp.e ** (2 * sd) - mp.e ** (sd + sd * alpha)))
-    return d * top / dj ** 2
+    return sd, dj, top
+
+
+def mp_eq36(j, alpha, gamma, d):
+    sd, dj, top = _mp_eq36_parts(j, alpha, gamma, d)
+    return mp.mpf(d) * top / dj ** 2
 
 
 def mp_eq41(j, alpha, gamma, d):
-    alpha, gamma, d = mp.mpf(alpha), mp.mpf(gamma), mp.mpf(d)
-    sd = mp.sqrt(d)
-    dj = mp.e ** sd + mp.e ** (alpha * sd) * (j - 1)
-    inner = (dj ** 2 * (gamma ** 2 + 2 * alpha * gamma + alpha)
-             + dj * (1 - alpha) * (2 * gamma * mp.e ** sd + mp.e ** (alpha * sd))
-             + (1 - alpha) * (mp.e ** (2 * sd) - mp.e ** (sd + sd * alpha)))
+    sd, dj, inner = _mp_eq36_parts(j, alpha, gamma, d)
     return dj / (sd * mp.sqrt(inner))
 
 
