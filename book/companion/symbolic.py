@@ -127,20 +127,20 @@ def _eq7_numerator(G, a, i, j):
     return sum(cl * cr * G[k, l] for k, cl in left.items() for l, cr in right.items())
 
 
-def _eq7_check(key: str, second: str, what: str) -> Check:
-    """Eq. (7)'s numerator over (e^√d+i−1)(e^√d+k−1), k = i (``second`` "i", as printed) or j, against ⟨x_i, x_j⟩."""
-    X, G, a = _generic_layer1()
-    ok = _all_zero(_eq7_numerator(G, a, i, j) / ((a + i - 1) * (a + (i if second == "i" else j) - 1)) - X[i - 1, j - 1]
-                   for i, j in _pairs())
-    return Check(key, "A.1", "(7)", what, "sympy, generic Gram matrix of the y's, all i > j ≤ 5", ok)
-
-
 def check_eq7_printed() -> Check:
-    return _eq7_check("eq7-printed", "i", "Eq. (7) as printed, denominator (e^√d+i−1)(e^√d+i−1), equals ⟨x_i, x_j⟩ for i > j")
+    X, G, a = _generic_layer1()
+    ok = _all_zero(_eq7_numerator(G, a, i, j) / ((a + i - 1) * (a + i - 1)) - X[i - 1, j - 1] for i, j in _pairs())
+    return Check("eq7-printed", "A.1", "(7)",
+                 "Eq. (7) as printed, denominator (e^√d+i−1)(e^√d+i−1), equals ⟨x_i, x_j⟩ for i > j",
+                 "sympy, generic Gram matrix of the y's, all i > j ≤ 5", ok)
 
 
 def check_eq7_fixed() -> Check:
-    return _eq7_check("eq7-fixed", "j", "Eq. (7) with denominator (e^√d+i−1)(e^√d+j−1) equals ⟨x_i, x_j⟩ for i > j")
+    X, G, a = _generic_layer1()
+    ok = _all_zero(_eq7_numerator(G, a, i, j) / ((a + i - 1) * (a + j - 1)) - X[i - 1, j - 1] for i, j in _pairs())
+    return Check("eq7-fixed", "A.1", "(7)",
+                 "Eq. (7) with denominator (e^√d+i−1)(e^√d+j−1) equals ⟨x_i, x_j⟩ for i > j",
+                 "sympy, generic Gram matrix of the y's, all i > j ≤ 5", ok)
 
 
 def check_eq8() -> Check:
