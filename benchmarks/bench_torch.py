@@ -15,14 +15,19 @@ layer), on the CPU with ``--threads`` intra-op threads.
 Side by side, in one run: each round starts, one after the other and each in a fresh interpreter,
 the authors' way (torch, from ``--torch-python``: an interpreter with torch installed, by default
 this one) and recency_lib's Figure-1 run (``simulate_many`` of the same four settings with the
-recency probability and the control variates, one core) with the installed kernel and with an AVX2
+recency probability and the control variates) on one core and on as many threads as torch has
+(``simulate_many(..., executor=ThreadPoolExecutor(threads))``: the kernel releases the GIL, and the
+results are bit for bit those of one core), each with the installed kernel and with an AVX2
 build of it (setup.py's flags and -march=x86-64-v3, compiled here into a temporary folder and loaded
 by the child in place of the installed one; left out with --no-avx2 or where the CPU lacks AVX2).
 Each child's whole life is timed from here (interpreter start to exit: imports and kernel load
 included), and the child reports its workload's own wall and CPU time and its peak resident memory
 (getrusage's maximum RSS, as /usr/bin/time -v gives it). Medians over ``--runs`` rounds; the ratios
 are the authors' whole process over recency_lib's. (A small run of each side first, not counted,
-brings their files into the page cache.) Skips (exit 0) if no interpreter with torch is
+brings their files into the page cache, and writes recency_lib's bytecode: the children run with
+PYTHONPYCACHEPREFIX in a temporary folder and without PYTHONDONTWRITEBYTECODE, so an editable
+checkout imports from .pyc files as torch's and numpy's pip-installed files do, instead of compiling
+its sources in every process, ~0.05 s here.) Skips (exit 0) if no interpreter with torch is
 found; torch is not a dependency.
 """
 from __future__ import annotations
@@ -90,7 +95,13 @@ def _child(spec: dict) -> dict:
         ready = time.perf_counter()
         cfgs = [SimConfig(n=10, d=64, layers=4, samples=spec["samples"], **s) for s in FIG1]
         w, c = time.perf_counter(), cpu_seconds()
-        res = simulate_many(cfgs)
+        if spec.get("threads", 1) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(spec["threads"]) as pool:
+                res = simulate_many(cfgs, executor=pool)
+        else:
+            res = simulate_many(cfgs)
         rp = [round(float(r.recency_probability_cv[-1]), 4) for r in res]
         version = kernel_name()
     return {"import_s": ready - t0, "wall": time.perf_counter() - w, "cpu": cpu_seconds() - c, "rp": rp,
@@ -117,23 +128,29 @@ def main(argv=None) -> int:
     script = str(Path(__file__).resolve())
     print(calibration(), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        sides = {"torch": dict(who="torch", threads=args.threads), "recency_lib": dict(who="recency_lib")}
+        sides = {"torch": dict(who="torch", threads=args.threads)}
         avx2 = None if args.no_avx2 else _avx2_kernel(tmp)
-        if avx2:
-            sides["recency_lib, AVX2 build"] = dict(who="recency_lib", kernel_path=avx2)
+        for build, path in [("", None), (", AVX2 build", avx2)][:2 if avx2 else 1]:
+            sides[f"recency_lib{build}"] = dict(who="recency_lib", kernel_path=path)
+            if args.threads > 1:
+                sides[f"recency_lib{build}, {args.threads} threads"] = dict(who="recency_lib", kernel_path=path,
+                                                                            threads=args.threads)
+        # bytecode written once, by the runs not counted, as pip writes it for an installed package
+        env = {"PYTHONPYCACHEPREFIX": str(Path(tmp) / "pycache"), "PYTHONDONTWRITEBYTECODE": ""}
         got = {k: [] for k in sides}
         for k in sides:                                   # a small run of each first, not counted: the files in the page cache
-            run_child(script, dict(samples=1000, **sides[k]), python=args.torch_python if k == "torch" else None)
+            run_child(script, dict(samples=1000, **sides[k]), env=env,
+                      python=args.torch_python if k == "torch" else None)
         for r in range(args.runs):
             order = list(sides) if r % 2 == 0 else list(sides)[::-1]
             for k in order:
-                got[k].append(run_child(script, dict(samples=args.samples, **sides[k]),
+                got[k].append(run_child(script, dict(samples=args.samples, **sides[k]), env=env,
                                         python=args.torch_python if k == "torch" else None))
     med = {k: {f: statistics.median(c[f] for c in v) for f in ("process_wall_s", "import_s", "wall", "cpu", "max_rss_mb")}
            for k, v in got.items()}
     for k, m in med.items():
         label = (f"PyTorch {got[k][0]['version']}, CPU, float32, full batch, {args.threads} thread(s)" if k == "torch"
-                 else f"{k} (kernel {got[k][0]['version']}), one core")
+                 else f"{k} (kernel {got[k][0]['version']})" + ("" if "threads" in k else ", one core"))
         walls = [c["process_wall_s"] for c in got[k]]
         print(f"{label}: whole process median {m['process_wall_s']:.2f} s (min {min(walls):.2f}, max {max(walls):.2f}, "
               f"{len(walls)} runs), of which import {m['import_s']:.2f} s, workload wall {m['wall']:.2f} s / CPU "

@@ -25,6 +25,7 @@ import contextlib
 import math
 import os
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -273,20 +274,22 @@ def _chunk(cfg_dicts: list[dict], engine: str, kernel: str, bsize: int, first: i
 
 
 def _one_blas_thread():
-    """OpenBLAS held to one thread (threadpoolctl; a no-op context without it): the products here are
-    small, and an idle OpenBLAS thread spins after each call, taking CPU from the one that works (a
-    Figure-1 run in one process: 0.67 -> 0.51-0.61 s with one thread, both measured in one run)."""
+    """OpenBLAS held to one thread (threadpoolctl) in a process's main thread: the products here are small
+    and an idle OpenBLAS thread spins after each call (a Figure-1 run: 0.67 -> 0.51-0.61 s, one run).
+    A no-op context without threadpoolctl and in other threads: a thread pool's, where the limit is the
+    process's and the library scan deadlocks against another thread's first import of an extension."""
     try:
         from threadpoolctl import threadpool_limits
+        if threading.current_thread() is threading.main_thread():
+            return threadpool_limits(limits=1, user_api="blas")
     except ImportError:                                            # pragma: no cover
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+        pass
+    return contextlib.nullcontext()
 
 
 def _worker_chunk(*args):
-    """:func:`_chunk` as an executor task, with BLAS held to one thread: the executor already
-    runs one task per core, and OpenBLAS's own threads on top of that oversubscribe the cores (the
-    dense engine's products are small). Needs ``threadpoolctl``; without it this is _chunk."""
+    """:func:`_chunk` as an executor task, BLAS held to one thread in a worker process: the executor
+    already runs one task per core (the dense engine's products are small)."""
     with _one_blas_thread():
         return _chunk(*args)
 
@@ -546,8 +549,7 @@ def _to_result(cfg: SimConfig, engine: str, bsize: int, groups: list, z: float, 
     def scalar(which, source):                     # (layers,)
         return source[:, lay[which].start].copy()
 
-    return SimResult(
-        config=cfg, engine=engine,
+    return SimResult(config=cfg, engine=engine,
         score_mean=square("score", np.nan, mean), score_sem=square("score", np.nan, sem),
         attn_mean=square("attn", 0.0, mean), attn_sem=square("attn", 0.0, sem),
         diff_mean=diffs(mean), diff_sem=diffs(sem),
@@ -560,8 +562,7 @@ def _to_result(cfg: SimConfig, engine: str, bsize: int, groups: list, z: float, 
         trend_cv_mean=scalar("trend", cv_mean), trend_cv_sem=scalar("trend", cv_se),
         recency_probability_cv=scalar("rp", cv_mean), recency_probability_cv_sem=scalar("rp", cv_se),
         block_size=bsize, library_version=__version__, z=float(z), elapsed_seconds=float(elapsed),
-        extra={"kernel": kernel} if kernel else {},
-    )
+        extra={"kernel": kernel} if kernel else {})
 
 
 def _block_trajectories(cfg: SimConfig, engine: str, k: int, size: int, kernel: str | None):

@@ -38,8 +38,7 @@ class Norm:
 NORMS: dict[str, Norm] = {n.name: n for n in (
     Norm("layernorm", "LayerNorm", "LN", centres=True, scales=True, closed_form=True),
     Norm("rms", "RMSNorm", "RMS", centres=False, scales=True, closed_form=True),
-    Norm("none", "no normalization", "no norm.", centres=False, scales=False, closed_form=False),
-)}
+    Norm("none", "no normalization", "no norm.", centres=False, scales=False, closed_form=False))}
 
 #: The config values, in registry order.
 NAMES: tuple[str, ...] = tuple(NORMS)

@@ -378,6 +378,24 @@ def test_thread_pool_equals_serial():
     assert all(same(a, t) for a, t in zip(alone, threaded))
 
 
+def test_thread_pool_in_a_fresh_process_does_not_deadlock():
+    """A thread pool as the first thing a process runs: threadpoolctl's scan of the loaded libraries
+    in one worker thread used to deadlock against the other's first import of numpy.random (hung 3
+    of 3 times in the Figure-1 benchmark). Worker threads leave BLAS's limit alone now."""
+    code = ("from concurrent.futures import ThreadPoolExecutor\n"
+            "from recency_lib import SimConfig, simulate_many\n"
+            "cfgs = [SimConfig(n=6, d=16, layers=2, samples=3_000, seed=s, alpha=0.5) for s in (1, 2)]\n"
+            "with ThreadPoolExecutor(2) as pool:\n"
+            "    res = simulate_many(cfgs, executor=pool, chunk_size=512)\n"
+            "print(repr([float(r.recency_probability[-1]) for r in res]))\n"
+            "print(repr([float(r.recency_probability[-1]) for r in simulate_many(cfgs)]))\n")
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        threaded, serial = out.stdout.splitlines()
+        assert threaded == serial
+
+
 def test_numpy_kernel_is_bitwise_reproducible_too(numpy_kernel):
     cfg = CFGS[0]
     ref = simulate(cfg)
