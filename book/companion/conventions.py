@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .theme import CMAP
 from recency_lib.config import SimConfig
 from recency_lib.norms import NORMS
 from recency_lib.stats import familywise_z
@@ -85,16 +86,16 @@ SIMULATION = {"fmt": "o", "markersize": 4, "capsize": 2.5, "elinewidth": 1.0}
 REFERENCE = {"linestyle": ":", "color": "0.45", "linewidth": 1.0}
 
 #: Colour map of the heatmaps of mean scores (seaborn's "rocket", as the paper).
-HEATMAP_CMAP = "rocket"
+HEATMAP_CMAP = CMAP
 
 
 @lru_cache(maxsize=1)
 def rocket_rgb() -> np.ndarray:
-    """The "rocket" colour map as 256 RGB rows in [0, 1], dark to light (seaborn's table); (256, 3),
-    read-only."""
-    import seaborn as sns
+    """The "rocket" colour map as 256 RGB rows in [0, 1], dark to light (seaborn's table, stored by
+    :mod:`companion.theme`); (256, 3), read-only."""
+    from .theme import theme
 
-    rgb = np.array(sns.color_palette(HEATMAP_CMAP, as_cmap=True).colors, dtype=float)
+    rgb = np.array(theme()["cmap"], dtype=float)
     rgb.flags.writeable = False
     return rgb
 

@@ -12,9 +12,9 @@ structure that Definition 1 is about into one colour. :func:`score_heatmap` ther
 its colour limits from the strictly lower triangle only and draws the diagonal cells hatched and
 uncoloured (``include_diagonal=True`` draws them as the paper did, on one scale with the rest).
 
-seaborn does what it does best here: the theme (:func:`book_style`: ``seaborn.set_theme`` with the
-book's sizes) and the "rocket" colour map of the heatmaps (:func:`heatmap_cmap`, as the paper). Where
-the figures use matplotlib directly, the reason, per kind:
+seaborn does what it does best here: the theme (:func:`book_style`: what ``seaborn.set_theme`` sets,
+with the book's sizes, stored by :mod:`companion.theme`) and the "rocket" colour map of the heatmaps
+(:func:`heatmap_cmap`, as the paper). Where the figures use matplotlib directly, the reason, per kind:
 
 * score heatmaps (:func:`score_heatmap`, :func:`score_grid`): ``imshow``, because the diagonal is
   hatched and left out of the colour scale, colour bars are shared along a grid row, and n > 40 is
@@ -65,10 +65,11 @@ def style_rc() -> dict:
 def book_style() -> None:
     """Apply the book's figure style: seaborn's "ticks" theme with :func:`style_rc` on top, and in a
     notebook SVG output (sharp at any zoom; shown at its natural size, which :func:`subplots` makes the
-    column width)."""
-    import seaborn as sns
+    column width). The theme is ``seaborn.set_theme(context="paper", style="ticks", rc=style_rc())``'s
+    effect, stored once (:mod:`companion.theme`): a kernel that draws no longer imports seaborn."""
+    from .theme import apply
 
-    sns.set_theme(context="paper", style="ticks", rc=style_rc())
+    apply(style_rc())
     try:
         from IPython import get_ipython
         from matplotlib_inline.backend_inline import set_matplotlib_formats
