@@ -10,9 +10,8 @@ versions and this module's code); later kernels apply the stored values, the sam
 """
 from __future__ import annotations
 
+import importlib
 from enum import Enum
-
-from recency_lib.cache import cached_value
 
 CONTEXT, STYLE = "paper", "ticks"
 #: The one-letter colours that set_theme (color_codes=True) redefines from its palette.
@@ -47,7 +46,11 @@ def from_seaborn() -> dict:
 def theme() -> dict:
     """:func:`from_seaborn`'s values, from the results cache (computed there once per seaborn and
     matplotlib version)."""
-    value, _ = cached_value("seaborn-theme", from_seaborn, ("companion.theme",), packages=("seaborn", "matplotlib"))
+    # the cache by name, not by an import statement: the theme depends on seaborn, matplotlib and this
+    # module alone, and book/_ext/fresh_cache.py (which follows import statements) must not make every
+    # page that only draws depend on the simulator's code through recency_lib.cache
+    cache = importlib.import_module("recency_lib.cache")
+    value, _ = cache.cached_value("seaborn-theme", from_seaborn, ("companion.theme",), packages=("seaborn", "matplotlib"))
     return value
 
 
