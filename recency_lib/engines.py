@@ -44,6 +44,7 @@ from .model import layer
 from .norms import NORMS
 from .result import SimResult
 from .sampling import degrees_of_freedom, dense_tokens, gram_assemble, gram_draws, gram_width, sigma_cholesky
+from .signals import deferred
 from .stats import Moments, control_variate, merged
 from .streams import block_key
 from .validation import INT_MAX, check_bool, check_choice, check_int, check_real, check_z, short
@@ -274,22 +275,23 @@ def _chunk(cfg_dicts: list[dict], engine: str, kernel: str, bsize: int, first: i
 
 
 def _one_blas_thread():
-    """OpenBLAS held to one thread (threadpoolctl) in a process's main thread: the products here are small
-    and an idle OpenBLAS thread spins after each call (a Figure-1 run: 0.67 -> 0.51-0.61 s, one run).
-    A no-op context without threadpoolctl and in other threads: a thread pool's, where the limit is the
-    process's and the library scan deadlocks against another thread's first import of an extension."""
+    """OpenBLAS held to one thread (threadpoolctl) in a process's main thread: the products are small and
+    an idle OpenBLAS thread spins after each call (Figure 1: 0.67 -> 0.51-0.61 s). No-op without it and in
+    other threads (the limit is the process's; the library scan deadlocks against another thread's first
+    import of an extension). The scan runs Python in ctypes callbacks, where an exception raised by a
+    signal handler is printed and dropped (Ctrl-C lost): signals are held back around it."""
     try:
         from threadpoolctl import threadpool_limits
         if threading.current_thread() is threading.main_thread():
-            return threadpool_limits(limits=1, user_api="blas")
+            with deferred():
+                return threadpool_limits(limits=1, user_api="blas")
     except ImportError:                                            # pragma: no cover
         pass
     return contextlib.nullcontext()
 
 
 def _worker_chunk(*args):
-    """:func:`_chunk` as an executor task, BLAS held to one thread in a worker process: the executor
-    already runs one task per core (the dense engine's products are small)."""
+    """:func:`_chunk` as an executor task, BLAS held to one thread in a worker process (one per core)."""
     with _one_blas_thread():
         return _chunk(*args)
 

@@ -18,10 +18,7 @@
   temporary (:func:`sweep`): it works across processes and PID namespaces, and never touches a
   temporary whose writer is alive. The name of a temporary is fixed *before* it is created, inside
   the ``try`` whose cleanup removes it, so an interrupt at any point leaves nothing behind.
-* :func:`signals_as_exceptions` (:mod:`recency_lib.signals`): while a run is in progress, SIGTERM (and SIGHUP) raise
-  :class:`Terminated` in the main thread, like SIGINT raises ``KeyboardInterrupt``, so ``finally``
-  blocks run and temporaries are removed; if nobody handles it, the signal's default action
-  (the end of the process) follows once the cleanup is done.
+* SIGTERM and SIGHUP raise exceptions while a run is in progress, so the cleanup above runs: :mod:`recency_lib.signals`.
 """
 from __future__ import annotations
 
@@ -37,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable
 
-from .signals import Terminated, signals_as_exceptions  # noqa: F401  (re-exported)
 from .validation import short, short_path
 
 _NAME_MAX = 255

@@ -58,8 +58,9 @@ import numpy as np
 
 from recency_lib import cache
 from recency_lib.config import SimConfig
-from recency_lib.files import ANY_FILE, Kind, Terminated, check_output_path, signals_as_exceptions, staging_dir
+from recency_lib.files import ANY_FILE, Kind, check_output_path, staging_dir
 from recency_lib.result import RESULT_FILE, SimResult
+from recency_lib.signals import Terminated, signals_as_exceptions
 from recency_lib.validation import as_float, check_bool, check_int, check_real, short, short_path
 
 #: Parameters of the template that describe the setting (all of SimConfig's but engine/eps).

@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 from recency_lib import SimConfig, SimResult, budget, cache, cli, engines, simulate
-from recency_lib.files import Terminated, atomic_write
+from recency_lib.files import atomic_write
 from recency_lib.result import RESULT_FILE
+from recency_lib.signals import Terminated
 from procutils import alive, children
 
 
