@@ -373,3 +373,67 @@ def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *
     plotting.size_axis(ax, ds, log_y=True)
     ax.set_ylabel(r"mean step of $S^{(2)}$")
     return ax
+
+
+def trend_grids(dmax: float, points: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    """The d grids of the chapter's trend figure: Eq. (5) from d = 4 and the corrected Theorem 1 from
+    :data:`FORM_MIN_D`, both to ``dmax``."""
+    return np.geomspace(4, dmax, points), np.geomspace(FORM_MIN_D, dmax, points)
+
+
+def page_numbers(th: dict[int, SimResult], v1, reach, need: dict[int, Need], one_by_one, *, n: int,
+                 samples: int) -> dict[str, str]:
+    """Glue key -> text of the numbers chapter 3 cites about Theorem 1: ``th`` (d -> SimResult of
+    Theorem 1's setting), its verdict ``v1`` (claims.theorem1_claim), ``reach`` (claims.theorem1_reach),
+    ``need`` (:func:`needs`), ``one_by_one`` (statistics.ordered_rows at d = 16), ``n`` and the page's
+    ``samples`` parameter."""
+    at = {r.d: r for r in reach}
+    check1 = dict(zip(v1.numbers["ds"], v1.checks))
+    zc1 = v1.numbers["z_threshold"]
+    tally = {d: step_tally(th[d], 2, zc1) for d in (16, 64)}
+    cost = cost_per_sequence(th.values())
+    need_all, step_min = every_step_need(th[64], zc1)
+    grid, form_grid = trend_grids(max(th))
+    out = {
+        "layernorm-samples": report.count(samples),
+        "layernorm-samples-d16": report.count(th[16].config.samples),
+        "layernorm-samples-d64": report.count(th[64].config.samples),
+        "layernorm-settle-z": report.num(claims.SETTLE_Z),
+        "layernorm-m-off": report.count((n - 1) * (n - 2) // 2),
+        "layernorm-m-all": report.count(tally[16].total),
+        "layernorm-fig-trend-data": report.download("theorem-1-trend", report.curve_columns(
+            {"control variates": ([r.d for r in reach], [r.trend for r in reach], [r.trend_se for r in reach]),
+             "plain": ([r.d for r in reach], [r.plain for r in reach], [r.plain_se for r in reach]),
+             "Eq. (5)": (grid, claims.eq5_trend(n, grid), None),
+             "corrected Theorem 1": (form_grid, theory.theorem1_trend(form_grid, n), None)}, "d")),
+        "layernorm-v1": v1.word,
+        "layernorm-zc1": report.num(zc1, 3),
+        "layernorm-s16": report.pm(tally[16].smallest[0], tally[16].smallest[1]),
+        "layernorm-s16-z": report.z_text(tally[16].smallest[2]),
+        "layernorm-t64": check1[64].text,
+        "layernorm-z64": report.z_text(check1[64].z),
+        "layernorm-minz-64": report.z_text(tally[64].smallest[2]),
+        "layernorm-cpu-64": report.duration(th[64].elapsed_seconds),
+        "layernorm-plain-z64": report.z_text(at[64].plain_z),
+        "layernorm-rpz-64": report.z_text(report.zscore(*claims.rp_cv(th[64], 2), 0.5)),
+        "layernorm-need-plain-64": report.num(need[64].plain, 2),
+        "layernorm-time-plain-64": report.duration(need[64].plain * cost),
+        "layernorm-vr-4": report.num(at[4].vr_trend, 2),
+        "layernorm-vr-256": report.num(at[256].vr_trend, 2),
+        "layernorm-dmax-resolved": report.listing([r.d for r in reach if r.resolved][-1:], empty="none"),
+        "layernorm-derived-128": report.num(theory.theorem1_trend(128, n), 3),
+        "layernorm-cost": report.num(cost * 1e6, 2) + " µs",
+        "layernorm-step-min-64": report.num(step_min, 2),
+        "layernorm-need-all-64": report.num(need_all, 2),
+        "layernorm-time-all-64": report.duration(need_all * cost),
+        "layernorm-sorted-16": report.count(round(one_by_one.mean[1, 0] * one_by_one.samples)),
+        "layernorm-sorted-16-l1": report.count(round(one_by_one.mean[0, 0] * one_by_one.samples)),
+    }
+    words = {"holds": "holds", "violated": "is violated", "undecided": "is undecided"}
+    for d in (16, 64):
+        out[f"layernorm-up-{d}"] = report.count(tally[d].up)
+        out[f"layernorm-def1-{d}"] = words[th[d].definition1_at(zc1)[1]]
+    for d in (128, 256):
+        out[f"layernorm-need-{d}"] = report.num(need[d].cv, 2)
+        out[f"layernorm-time-{d}"] = report.duration(need[d].cv * cost)
+    return out

@@ -1,0 +1,2 @@
+"""Per chapter, the numbers its prose cites (glue key -> text) from what the page computed: one module
+per notebook, so a page depends on its own module only (book/_ext/fresh_cache.py follows imports)."""

@@ -1,0 +1,79 @@
+"""The numbers the prose of ``book/beyond.ipynb`` cites: each function takes what the page
+computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+from __future__ import annotations
+
+from .. import beyond, report
+
+
+def length_numbers(*, layers, lengths, long_results, long_samples, n) -> dict[str, str]:
+    """Chapter 8's length sweep: the lengths, the sample sizes of the dense and the exact models and the
+    cost per sequence."""
+    out = {}
+    found = beyond.length_findings(long_results)
+    longest = long_results[("combined", lengths[-1])]
+    paper_runs = beyond.by_length(long_results, "paper")
+    factor = found["paper"]["factor"]
+    out["beyond-n"] = report.count(n)
+    out["beyond-layers"] = report.count(layers)
+    out["beyond-long-lengths"] = report.listing(lengths, fmt=report.count)
+    out["beyond-long-min"] = report.count(lengths[0])
+    out["beyond-long-max"] = report.count(lengths[-1])
+    out["beyond-long-samples"] = report.count(long_samples)
+    exact_counts = [f"{report.count(r.config.samples)} at n = {report.count(L)}"
+                    for L, r in paper_runs.items()]
+    out["beyond-long-exact"] = report.listing(exact_counts, fmt=str)
+    per_sequence = longest.elapsed_seconds / longest.config.samples
+    out["beyond-cost"] = report.num(per_sequence, 2)
+    out["beyond-long-paper-rp"] = found["paper"]["rp"]
+    out["beyond-long-paper-rp0"] = report.pm(*found["paper"]["rp_values"][0])
+    out["beyond-long-paper-rp1"] = report.pm(*found["paper"]["rp_values"][1])
+    out["beyond-long-paper-gaps"] = beyond.gap_listing(found["paper"])
+    out["beyond-long-paper-gap"] = found["paper"]["gap"]
+    changed = factor is not None and found["paper"]["gap"] != beyond.UNCHANGED
+    factor_text = f", by a factor of {report.num(factor, 2)}" if changed else ""
+    out["beyond-long-paper-factor"] = factor_text
+    both_ways = (found["paper"]["rp"], found["paper"]["gap"]) == ("rises", "shrinks")
+    summary_text = " Recency becomes more consistent and smaller." if both_ways else ""
+    out["beyond-long-summary"] = summary_text
+    out["beyond-bins"] = report.count(beyond.PROFILE_BINS)
+    lengths_data = report.download("beyond-lengths", beyond.length_columns(long_results))
+    out["beyond-fig-lengths-data"] = lengths_data
+    return out
+
+def relative_numbers(*, rel, relative_samples, top) -> dict[str, str]:
+    """Chapter 8's position-or-distance check with RoPE and the combined decoder: the contrasts D and K,
+    their changes and what they mean."""
+    out = {}
+    changes = beyond.last_layer_changes(rel)
+    rope, both = changes[("rope", top)], changes[("combined", top)]
+    out["beyond-rel-samples"] = report.count(relative_samples)
+    out["beyond-rel-zc"] = report.num(rope["z_threshold"], 3)
+    out["beyond-rel-rope-d"] = rope["D_word"]
+    out["beyond-rel-rope-k"] = rope["K_word"]
+    out["beyond-rel-rope-kchange"] = report.pm(*rope["K"][:2])
+    out["beyond-rel-rope-dchange"] = report.pm(*rope["D"][:2])
+    out["beyond-rel-rope-reading"] = beyond.reading(rope)
+    out["beyond-rel-comb-kchange"] = report.pm(*both["K"][:2])
+    out["beyond-rel-comb-reading"] = beyond.reading(both)
+    out["beyond-rel-comb-d"] = both["D_word"]
+    out["beyond-rel-comb-dchange"] = report.pm(*both["D"][:2])
+    out["beyond-rel-comb-k"] = both["K_word"]
+    return out
+
+def network_numbers(*, found_nets, network_samples, networks) -> dict[str, str]:
+    """Chapter 8's random networks: how many, their sequences, the mean recency and its t test."""
+    out = {}
+    out["beyond-networks"] = report.count(networks)
+    out["beyond-network-samples"] = report.count(network_samples)
+    out["beyond-net-mean"] = beyond.network_text(found_nets)
+    out["beyond-net-word"] = found_nets["word"]
+    out["beyond-net-t"] = report.z_text(found_nets["t"])
+    out["beyond-net-df"] = report.count(networks - 1)
+    out["beyond-net-tc"] = report.num(found_nets["t_threshold"], 3)
+    out["beyond-net-recency"] = report.count(found_nets["counts"]["recency"])
+    out["beyond-net-primacy"] = report.count(found_nets["counts"]["primacy"])
+    unordered = found_nets["counts"]["no order resolved"]
+    out["beyond-net-none"] = report.count(unordered)
+    out["beyond-net-sd"] = report.num(found_nets["sd"], 2)
+    out["beyond-net-ratio"] = report.num(found_nets["spread_ratio"], 2)
+    return out

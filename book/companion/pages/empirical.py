@@ -1,0 +1,35 @@
+"""The numbers the prose of ``book/empirical.ipynb`` cites: each function takes what the page
+computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import claims, conventions, report
+
+
+def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, results, samples, samples_dsweep,
+                       table, verdicts) -> dict[str, str]:
+    """Chapter 6's Figure 2: the verdict's decisive value and setting, the family-wise z, the ratio range,
+    the figures' data and the d sweep."""
+    out = {}
+    v2_ratios = [c.value for c in verdicts[1].checks]
+    numbers = {**claims.empirical_numbers(results, by_d, forms, verdicts, n=n, d=d, layers=layers, samples=samples,
+                                          samples_dsweep=samples_dsweep),
+               "empirical-leak-first": report.num(conventions.leak(alpha, ds[0]), 2),
+               "empirical-leak-last": report.num(conventions.leak(alpha, ds[-1]), 2)}
+    for key, text in numbers.items():
+        out[key] = text
+    out["empirical-v2-value"] = verdicts[1].value
+    out["empirical-v2-alpha"] = next(f"{a:g}" for a in table if verdicts[1].decisive.what.endswith(f"α = {a:g}"))
+    out["empirical-v2-zc"] = report.num(h_zc, 3)
+    out["empirical-v2-count"] = report.count(len(v2_ratios))
+    out["empirical-v2-min"] = verdicts[1].checks[int(np.argmin(v2_ratios))].text
+    out["empirical-v2-max"] = verdicts[1].checks[int(np.argmax(v2_ratios))].text
+    out["empirical-fig2-data"] = report.download("figure-2", report.curve_columns(
+        {k: v for normalized in (True, False) for a, c in curves[normalized].items()
+         for k, v in c.columns(f"{conventions.alpha_label(a)}, {'h(j)/h(1)' if normalized else 'sqrt(d) h(j)'}").items()},
+        x_name="j"))
+    out["empirical-fig2-ratio-data"] = report.download("figure-2-ratios", report.curve_columns(
+        {f"{part}, {conventions.alpha_label(a)}": series for part in ("level", "step")
+         for a, series in claims.ratio_series(forms, "fig2", part).items()}, x_name="d"))
+    return out

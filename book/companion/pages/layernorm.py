@@ -1,0 +1,84 @@
+"""The numbers the prose of ``book/layernorm.ipynb`` cites: each function takes what the page
+computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from recency_lib import theory
+
+from .. import claims, report, theorem1
+
+
+def proposition1_numbers(*, beyond, checkp1, d, first_pred, keys, last, n, none, p1, rise_d, samples_prop1,
+                            vp1) -> dict[str, str]:
+    """Chapter 3's Proposition 1: the figure's data, the verdict and its checks per d, the first step
+    against its derived value and K_n; ``beyond`` is claims.prop1_beyond's records, ``d`` the hidden size of
+    ``none`` (Figure 1's first row)."""
+    out = {}
+    by = {b.d: b for b in beyond}
+    k_n = 2 * (sum(1 / k for k in range(1, n + 1)) + 1 / n - 2) / ((n - 1) * (n - 2))
+    out["layernorm-samples-prop1"] = report.count(samples_prop1)
+    out["layernorm-n"] = report.count(n)
+    out["layernorm-rise-d"] = report.count(rise_d)
+    out["layernorm-fig-prop1-data"] = report.download("proposition-1", report.curve_columns(
+        {"row n, simulated": (keys, none.score_mean[1, last, :last], none.score_sem[1, last, :last]),
+         "row n, Eq. (19) corrected": (keys, theory.prop1_score_corrected(n, keys, d), None),
+         "row n, Eq. (19) printed": (keys, theory.prop1_score(n, keys, d), None),
+         f"d {rise_d}: rise over key 1 / level, simulated": theorem1.row_rise(p1[rise_d]),
+         f"d {rise_d}: rise over key 1 / level, derived": (*theorem1.derived_row_rise(n, rise_d), None)}, "j"))
+    out["layernorm-none-sq"] = report.pm(none.sq_norm_mean[0, last], none.sq_norm_sem[0, last])
+    out["layernorm-a-eq14"] = report.num(math.e / (math.e + n - 1), 3)
+    out["layernorm-vp1"] = vp1.word
+    out["layernorm-p1-zc"] = report.num(vp1.numbers["z_threshold"], 3)
+    for d in (16, 64, 256):
+        out[f"layernorm-p1-t{d}"] = checkp1[d].text
+        out[f"layernorm-p1-z{d}"] = report.z_text(checkp1[d].z)
+    out["layernorm-p1-first16"] = report.pm(by[16].first, by[16].first_se)
+    out["layernorm-p1-first16-pred"] = report.num(first_pred[16], 3)
+    out["layernorm-kn"] = report.num(k_n, 4)
+    return out
+
+def size_numbers(*, first, ln_points, n, need, none_points, samples_first_order, vc) -> dict[str, str]:
+    """Chapter 3's size of Theorem 1's effect: the figure's data, the corrected Theorem 1's verdict and
+    factors, and the first-order control variate at d = 64 and 128."""
+    out = {}
+    fo = {p.d: p for p in theorem1.first_order_points(first)}
+    q2e = {d: theory.q_factor(d) ** 2 / math.e for d in (16, 64)}
+    lead = {d: theory.theorem1_trend(d, n) / (math.e * math.sqrt(d) * math.exp(-2 * math.sqrt(d))) for d in (16, 64)}
+    out["layernorm-fig-size-data"] = report.download("theorem-1-size", report.curve_columns(
+        theorem1.size_columns(ln_points, none_points), "d"))
+    out["layernorm-vc"] = vc.word
+    out["layernorm-vc-value"] = vc.value
+    out["layernorm-q16"] = report.num(q2e[16], 3)
+    out["layernorm-q64"] = report.num(q2e[64], 3)
+    out["layernorm-lead16"] = report.num(lead[16], 3)
+    out["layernorm-lead64"] = report.num(lead[64], 3)
+    out["layernorm-need-plain-128"] = report.num(need[128].plain, 2)
+    out["layernorm-fo-samples"] = report.count(samples_first_order)
+    out["layernorm-fo-128"] = report.pm(fo[128].trend, fo[128].se)
+    out["layernorm-fo-z128"] = report.z_text(fo[128].z)
+    out["layernorm-fo-cpu-128"] = report.duration(first[128].elapsed_seconds)
+    out["layernorm-fo-64"] = report.pm(fo[64].trend, fo[64].se)
+    return out
+
+def crossover_numbers(*, checkp1, dstar, ln_points, n, none, none_points, p1, v1) -> dict[str, str]:
+    """Chapter 3's crossover: d* and the smallest-step crossover, Proposition 1 against Theorem 1 at d = 64,
+    the no-normalization primacy and the figure's data."""
+    out = {}
+    check1 = dict(zip(v1.numbers["ds"], v1.checks))
+    cross_grid = np.geomspace(theorem1.FORM_MIN_D, max(p1), 80)
+    out["layernorm-dstar"] = report.num(dstar, 4)
+    out["layernorm-dstar-min"] = report.num(theorem1.smallest_step_crossover(n), 2)
+    out["layernorm-p1-vs-t1"] = report.z_text(report.zdiff(checkp1[64].value, checkp1[64].se, check1[64].value,
+                                                          check1[64].se))
+    out["layernorm-none-rp3"] = report.pm(*claims.rp(none, 3))
+    out["layernorm-none-rp4"] = report.pm(*claims.rp(none, 4))
+    out["layernorm-none-dir4"] = claims.direction(none, 4)
+    out["layernorm-fig-cross-data"] = report.download("theorem-1-crossover", report.curve_columns(
+        {"LayerNorm, corrected Theorem 1": (cross_grid, theory.theorem1_trend(cross_grid, n), None),
+         "no normalization, derived": (cross_grid, theory.proposition1_trend(cross_grid, n), None),
+         "LayerNorm, simulated": ([p.d for p in ln_points], [p.trend for p in ln_points], [p.se for p in ln_points]),
+         "no normalization, simulated": ([p.d for p in none_points], [p.trend for p in none_points],
+                                         [p.se for p in none_points])}, "d"))
+    return out

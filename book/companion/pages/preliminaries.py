@@ -1,0 +1,67 @@
+"""The numbers the prose of ``book/preliminaries.ipynb`` cites: each function takes what the page
+computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+from __future__ import annotations
+
+from statistics import NormalDist
+
+import numpy as np
+from recency_lib import theory
+
+from .. import claims, conventions, landing, report
+
+
+def engine_numbers(*, agree, dense, engines, gram) -> dict[str, str]:
+    """Chapter 2's engine check: the dense and Gram engines' agreement (count, largest z, family-wise z,
+    verdict) and the exact equalities."""
+    out = {}
+    out["prelim-engine-samples"] = report.count(engines[0].samples)
+    out["prelim-level"] = report.percent(conventions.FAMILYWISE_LEVEL)
+    out["prelim-engine-count"] = report.count(agree.numbers["count"])
+    out["prelim-engine-maxz"] = report.num(agree.numbers["max_abs_z"], 2)
+    out["prelim-engine-zc"] = report.num(agree.numbers["z_threshold"], 3)
+    out["prelim-engine-verdict"] = agree.word
+    out["prelim-engine-exact"] = report.count(agree.numbers["exact_count"])
+    exact = landing.exact_entries(dense, gram)                 # diagonal scores, A_11 = 1
+    out["prelim-engine-exact-scores"] = report.count(exact["score"])
+    out["prelim-engine-exact-attn"] = report.count(exact["attention"])
+    out["prelim-engine-gap"] = report.num(agree.numbers["exact_gap"], 2)
+    score_se = (landing.typical_score_se(dense, 2), landing.typical_score_se(gram, 2))
+    out["prelim-engine-se"] = report.num(max(score_se), 1)
+    out["prelim-engine-reach"] = report.num(agree.numbers["z_threshold"] * float(np.hypot(*score_se)), 1)
+    out["prelim-thm1-form"] = report.num(theory.theorem1_trend(conventions.PAPER_D, conventions.PAPER_N), 2)
+    return out
+
+def definition1_numbers(*, aniso, d, iso, n, none, orders, panels, samples, single) -> dict[str, str]:
+    """Chapter 2's Definition-1 section: the setting, the family-wise z, the intersection-union test and the
+    smallest steps per model."""
+    out = {}
+    out["prelim-samples"] = report.count(samples)
+    out["prelim-n"] = report.count(n)
+    out["prelim-d"] = report.count(d)
+    out["prelim-m"] = report.count(conventions.adjacent_pairs(n))
+    out["prelim-zc"] = report.num(conventions.definition1_z(n), 3)
+    out["prelim-iut-z"] = report.num(NormalDist().inv_cdf(1 - conventions.FAMILYWISE_LEVEL), 3)
+    out["prelim-def1-data"] = report.download("definition-1", report.result_columns(
+        [aniso, none], [conventions.setting_label(aniso.config), conventions.setting_label(none.config)]))
+    step = landing.smallest_step(aniso, 2)                 # control variates, as the verdict
+    out["prelim-def1-min-ln5"] = report.pm(step.mean, step.se)
+    out["prelim-def1-minz-ln5"] = report.z_text(step.z)
+    out["prelim-def1-min-i"] = report.count(step.i)
+    out["prelim-def1-min-j"] = report.count(step.j)
+    plain = landing.smallest_step(aniso, 2, "plain")
+    out["prelim-def1-min-plain"] = report.pm(plain.mean, plain.se)
+    out["prelim-def1-minz-plain"] = report.z_text(plain.z)
+    out["prelim-def1-ln5"] = claims.definition1(aniso, 2)
+    out["prelim-def1-l1"] = claims.definition1(aniso, 1)
+    out["prelim-def1-none"] = claims.definition1(none, panels[2][1])
+    out["prelim-pairing"] = report.num(claims.pairing_gain(aniso, 2), 2)
+    out["prelim-cv-gain"] = report.num(landing.cv_gain(aniso, 2), 2)
+    out["prelim-cv-gap"] = report.num(landing.estimator_gap(aniso, 2), 2)
+    z1 = claims.step_z(iso, 1)
+    out["prelim-l1-minz"] = report.z_text(z1.min())
+    out["prelim-l1-maxz"] = report.z_text(z1.max())
+    out["prelim-l1-verdict"] = claims.definition1(iso, 1)
+    out["prelim-single-samples"] = report.count(single.samples)
+    out["prelim-single-count"] = report.count(orders[1].count)
+    out["prelim-single-count-l1"] = report.count(orders[0].count)
+    return out
