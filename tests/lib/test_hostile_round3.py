@@ -477,7 +477,9 @@ def test_a_signal_during_the_blas_library_scan_is_not_lost():
             "        print('went on')\n"
             "except KeyboardInterrupt:\n"
             "    print('interrupted')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # SIGINT at its default in the child (a run started in the background inherits it ignored)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert out.stdout.strip() == "interrupted" and "Exception ignored" not in out.stderr, (out.stdout, out.stderr)
 
 
@@ -514,11 +516,16 @@ def test_a_signal_inside_a_deferred_block_arrives_as_it_ends():
     from recency_lib import signals
 
     reached = []
-    with pytest.raises(KeyboardInterrupt):
-        with signals.deferred():
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)
-            reached.append(True)
+    # Python's own SIGINT handler in place (pytest started in the background inherits SIGINT ignored)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with signals.deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+                reached.append(True)
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert reached == [True]
 
 
