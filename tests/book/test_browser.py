@@ -202,8 +202,8 @@ class PageRun:
 def open_page(browser, site):
     runs = []
 
-    def opener(docname: str, viewport: dict = WIDE) -> PageRun:
-        run = PageRun(browser, site + f"{docname}.html", viewport)
+    def opener(docname: str, viewport: dict = WIDE, suffix: str = "") -> PageRun:
+        run = PageRun(browser, site + f"{docname}.html{suffix}", viewport)
         runs.append(run)
         return run
 
@@ -354,12 +354,15 @@ def toc_pages():
 
 
 def test_page_in_browser(open_page, toc_page, page_markdown):
-    """Both sets of checks of the module docstring on one opening of the page at 1400 px (plus one at
-    390 px for the sideways scroll): a page load with its MathJax typesetting is most of a check's
-    cost, so the two share it."""
+    """Both sets of checks of the module docstring on one opening of the page at 1400 px, plus one at
+    390 px for the sideways scroll: a page load with its MathJax typesetting is most of a check's
+    cost, so the checks share them. The 390 px opening is also the odd-URL check of issue 26 (the URL
+    carries ALL_AT_ONCE: a query and a hash that once made the theme's or Sphinx's scripts throw); the
+    pages with scripts of their own get every odd URL on its own in
+    test_no_script_error_for_odd_queries_and_hashes."""
     run = open_page(toc_page, WIDE)
     problems = browser_problems(run, toc_page, page_markdown)
-    layout, _ = layout_problems(open_page, toc_page, wide=run)
+    layout, _ = layout_problems(open_page, toc_page, wide=run, narrow_suffix=ALL_AT_ONCE)
     if toc_page in NOT_YET_REWRITTEN and layout and not problems:
         pytest.xfail(f"chapter not yet rewritten for issue 12: {layout}")
     problems += [f"layout: {p}" for p in layout]
@@ -486,9 +489,10 @@ async (scale) => {
 """
 
 
-def layout_problems(open_page, docname: str, wide: PageRun | None = None) -> tuple[list[str], dict]:
+def layout_problems(open_page, docname: str, wide: PageRun | None = None, narrow_suffix: str = "") -> tuple[list[str], dict]:
     """Everything the reader-facing checks find wrong on one page (empty when it passes), and the
-    measurements at 1400x900 (on ``wide``, the page already open at that size, if given)."""
+    measurements at 1400x900 (on ``wide``, the page already open at that size, if given). The 390 px
+    opening's URL ends in ``narrow_suffix``; a script error there is a problem too."""
     run = wide if wide is not None else open_page(docname, WIDE)
     found = run.page.evaluate(LAYOUT_JS, LIMITS)
     problems = []
@@ -507,7 +511,7 @@ def layout_problems(open_page, docname: str, wide: PageRun | None = None) -> tup
         top = found["verdictTop"]
         if top is None or top >= FIRST_SCREEN_PX:
             problems.append(f"the verdict table starts at {top} px; allowed: above {FIRST_SCREEN_PX} px")
-    narrow = open_page(docname, NARROW)
+    narrow = open_page(docname, NARROW, narrow_suffix)
     scroll, client = narrow.page.evaluate(PAGE_SCROLL_JS)
     found["narrow_scroll"] = scroll - client
     if scroll > client + 1:
@@ -518,6 +522,10 @@ def layout_problems(open_page, docname: str, wide: PageRun | None = None) -> tup
     if phone["small"]:
         problems.append(f"at 390 px figures shrink below {NARROW_IMAGE_SCALE:.0%} of their natural width "
                         f"(text under 9 px): {phone['small'][:6]}")
+    narrow.page.wait_for_timeout(200)                     # late script errors and requests
+    if narrow.errors or narrow.console or narrow.blocked or narrow.failed or narrow.bad_status:
+        problems.append(f"at 390 px ({docname}.html{narrow_suffix}): script errors {narrow.errors + narrow.console}, "
+                        f"requests {narrow.blocked + narrow.failed + narrow.bad_status}")
     return problems, found
 
 
@@ -575,16 +583,19 @@ def test_landing_figure_enlarges_and_its_numbers_download(open_page):
 # without its results box; no URL (query or hash) may raise a script error on any page.
 ODD_SUFFIXES = ("?q=x", "?q=%3Cb%3E&highlight=%E0%A4%A", "#%E0%A4%A", "?q=x#<img src=x onerror=alert(1)>")
 # (consecutive suffixes differ in their query: every one is a full page load). Every suffix on the pages
-# with scripts of their own; on the others, which share the theme's and Sphinx's scripts, one URL that
-# holds all of them at once.
+# with scripts of their own; every page, these too, opened at 390 px with one URL that holds all of them
+# at once (test_page_in_browser: the others share the theme's and Sphinx's scripts).
 EVERY_SUFFIX_PAGES = {"index", "explorer", "layernorm"}
 ALL_AT_ONCE = "?q=%3Cb%3E&highlight=%E0%A4%A#<img src=x onerror=alert(1)>%E0%A4%A"
 
 
-def test_no_script_error_for_odd_queries_and_hashes(browser, site, toc_page):
+@pytest.mark.parametrize("page", sorted(EVERY_SUFFIX_PAGES))
+def test_no_script_error_for_odd_queries_and_hashes(browser, site, page):
     """Each odd URL loaded in turn in one browser context (every suffix changes the query, so each is
-    a full load that runs every script again)."""
-    suffixes = ODD_SUFFIXES if toc_page in EVERY_SUFFIX_PAGES else (ALL_AT_ONCE,)
+    a full load that runs every script again), on the pages with scripts of their own; every other
+    page gets ALL_AT_ONCE in test_page_in_browser's 390 px opening."""
+    assert page in toc_pages(), page
+    toc_page, suffixes = page, ODD_SUFFIXES
     run = PageRun(browser, site + f"{toc_page}.html{suffixes[0]}", WIDE)
     try:
         run.page.wait_for_timeout(200)
