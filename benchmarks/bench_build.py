@@ -20,9 +20,11 @@ and ``PYTHONPATH`` pointing at the clone and its ``book/``, so the clone's ``rec
 * **where the cold build's time goes**: each build's CPU seconds (all its processes), each page's
   slot time and start, and the simulations of the first cold build from its results cache (each
   entry records its compute seconds): per engine, and the most expensive ones.
-* **tests** (``--tests``): ``pytest -m "not book"`` and the whole ``pytest`` in a new clone (cold: the
-  full build inside the tests starts without jupyter-cache and results cache, as on CI), with the
-  seconds per test file (pytest's ``--durations``: setup, call and teardown of every test).
+* **tests** (``--tests``): ``pytest -m "not book"`` twice (in a new clone, then again: the loop a
+  developer repeats, with byte-code and pytest's rewritten test modules in place) and the whole
+  ``pytest`` (cold: the full build inside the tests starts without jupyter-cache and results cache,
+  as on CI), with the seconds per test file (pytest's ``--durations``: setup, call and teardown of
+  every test). As in .ci/run, ``PYTHONDONTWRITEBYTECODE`` is not passed on.
 
 The load average is printed before and after each stage: on a shared machine wall times of a
 CPU-bound build grow with the load.
@@ -49,7 +51,9 @@ from _measure import calibration  # noqa: E402
 
 def _env(clone: Path) -> dict:
     bindir = str(Path(sys.executable).parent)
-    env = {k: v for k, v in os.environ.items() if k not in ("RECENCY_LIB_CACHE", "NUMBA_CACHE_DIR")}
+    # PYTHONDONTWRITEBYTECODE dropped, as .ci/run does: with it every process compiles its imports and
+    # pytest rewrites the asserts of every test module again (~5 s per worker for the collection)
+    env = {k: v for k, v in os.environ.items() if k not in ("RECENCY_LIB_CACHE", "NUMBA_CACHE_DIR", "PYTHONDONTWRITEBYTECODE")}
     return {**env, "PYTHONPATH": os.pathsep.join([str(clone), str(clone / "book")]), "PATH": bindir + os.pathsep + env.get("PATH", ""),
             "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
 
@@ -177,7 +181,9 @@ def main(argv=None) -> dict:
         print(f"plotting.py edited: {seconds:.1f} s, pages executed again: {redone}", flush=True)
         if args.tests:
             clone = _clone(Path(tmp), args.runs)       # cold: no book build, no results cache yet
-            for name, cmd in (("tests_not_book", ["-m", "not book"]), ("tests_all", [])):
+            # the quick loop twice: in the new clone (nothing compiled yet), then as a developer repeats it
+            for name, cmd in (("tests_not_book", ["-m", "not book"]), ("tests_not_book_again", ["-m", "not book"]),
+                              ("tests_all", [])):
                 before = _load()
                 seconds, log, code = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                            "--durations=0", "--durations-min=0", *cmd], clone)
@@ -185,7 +191,7 @@ def main(argv=None) -> dict:
                 failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", log, re.M)
                 out[name] = {"seconds": seconds, "cpu": _run.cpu, "exit": code, "summary": tail, "failed": failed,
                              "files": _durations(log)}
-                print(f"pytest {' '.join(cmd) or '(all)'}: {seconds:.1f} s, {_run.cpu:.0f} CPU s, exit {code}: {tail} "
+                print(f"pytest {' '.join(cmd) or '(all)'}{' (again)' if name.endswith('again') else ''}: {seconds:.1f} s, {_run.cpu:.0f} CPU s, exit {code}: {tail} "
                       f"(load {before} -> {_load()})", flush=True)
                 for path, secs in list(out[name]["files"].items())[:12]:
                     print(f"  {secs:7.1f} s  {path}", flush=True)
