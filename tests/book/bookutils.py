@@ -159,3 +159,30 @@ def markdown_text(path: Path) -> str:
 
 # --------------------------------------------------------------------------- fixtures
 
+
+
+def computed_once(tmp_path_factory, name: str, compute) -> Path:
+    """A folder that ``compute(folder)`` filled once per test run, however many pytest-xdist workers
+    ask: a module-scoped fixture runs once on every worker that gets one of the module's tests (the
+    Appendix-B page under papermill ran twice, 24 s each). The first worker to get here computes into
+    a folder beside the workers' own temporary folders, under an flock, and marks it done; the others
+    wait for the lock and reuse it. A computation that failed leaves no mark: the next one starts
+    again from an empty folder. Without xdist, a temporary folder of this session."""
+    import fcntl
+    import shutil
+
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:
+        folder = tmp_path_factory.mktemp(name)
+        compute(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent            # the run's base folder: popen-gw0, popen-gw1, ...
+    folder, done = shared / f"{name}-{run_id}", shared / f"{name}-{run_id}.done"
+    with open(shared / f"{name}-{run_id}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)                       # released when the file is closed
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            compute(folder)
+            done.touch()
+    return folder

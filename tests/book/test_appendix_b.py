@@ -21,7 +21,7 @@ from recency_lib import SimResult
 from companion import grid
 from recency_lib.cache import source_hash
 
-from bookutils import light_template
+from bookutils import computed_once, light_template
 
 REPO = Path(__file__).resolve().parents[2]
 BOOK = REPO / "book"
@@ -303,25 +303,31 @@ APPENDIX_GRID = {"alphas_no_residual": [0.2, 0.8], "alphas_residual": [0.0, 0.8]
 
 
 @pytest.fixture(scope="module")
-def appendix(tmp_path_factory):
+def appendix(tmp_path_factory, private_cache):
     """The page executed as the book does (working directory book/), small, into a temporary out_dir:
-    four of the nine settings of the default grid (the full build runs all nine at the defaults)."""
-    tmp = tmp_path_factory.mktemp("appendix_b")
-    gen = tmp / "generated"
+    four of the nine settings of the default grid (the full build runs all nine at the defaults); cold,
+    then warm. Once per test run (bookutils.computed_once: the first worker runs it, in its private
+    cache, and the others read what it wrote)."""
 
-    def run(name):
-        out = tmp / name
-        papermill.execute_notebook(str(APPENDIX), str(out), parameters={"samples": SMALL, "out_dir": str(gen),
-                                                                        **APPENDIX_GRID},
-                                   kernel_name=KERNEL, cwd=str(BOOK), progress_bar=False)
-        return nbformat.read(out, as_version=4)
+    def compute(tmp):
+        gen = tmp / "generated"
 
-    source_before = source_hash.__wrapped__()          # uncached: the package's sources right now
-    cold = run("cold.ipynb")
-    stamps = {p.name: p.stat().st_mtime_ns for p in gen.iterdir()}
-    warm = run("warm.ipynb")
-    edited = source_hash.__wrapped__() != source_before
-    return {"cold": cold, "warm": warm, "gen": gen, "stamps": stamps, "library_edited": edited}
+        def run(name):
+            papermill.execute_notebook(str(APPENDIX), str(tmp / name), parameters={"samples": SMALL, "out_dir": str(gen),
+                                                                                  **APPENDIX_GRID},
+                                       kernel_name=KERNEL, cwd=str(BOOK), progress_bar=False)
+
+        source_before = source_hash.__wrapped__()          # uncached: the package's sources right now
+        run("cold.ipynb")
+        stamps = {p.name: p.stat().st_mtime_ns for p in gen.iterdir()}
+        run("warm.ipynb")
+        edited = source_hash.__wrapped__() != source_before
+        (tmp / "record.json").write_text(json.dumps({"stamps": stamps, "library_edited": edited}))
+
+    tmp = computed_once(tmp_path_factory, "appendix_b-page", compute)
+    record = json.loads((tmp / "record.json").read_text())
+    return {"cold": nbformat.read(tmp / "cold.ipynb", as_version=4), "warm": nbformat.read(tmp / "warm.ipynb", as_version=4),
+            "gen": tmp / "generated", "stamps": record["stamps"], "library_edited": record["library_edited"]}
 
 
 FIGURES = ("ab-fig3", "ab-fig4", "ab-fig5", "ab-fig5-raw", "ab-fig5-ratio")
