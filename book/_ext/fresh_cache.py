@@ -102,8 +102,9 @@ def _stat(path: str) -> list[int] | None:
 
 
 def _package_sources() -> list[str]:
-    """Every folder of the two packages and every source file in them (the files an import closure
-    can read, and the folders whose time changes when a module appears or goes)."""
+    """Every source file of the two packages (the files an import closure can read; a module that
+    appears or goes changes this list). Not the folders' times: writing byte-code creates
+    ``__pycache__`` in them."""
     from recency_lib.cache import package_root
     from companion.grid import PACKAGES
 
@@ -111,31 +112,32 @@ def _package_sources() -> list[str]:
     for top in PACKAGES:
         for folder, dirs, files in os.walk(package_root(top)):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            out += [folder, *(os.path.join(folder, f) for f in sorted(files) if f.endswith((".py", ".c")))]
+            out += [os.path.join(folder, f) for f in sorted(files) if f.endswith((".py", ".c"))]
     return out
 
 
 def notebook_modules(nb: Path, memo: dict | None = None) -> tuple[str, ...]:
     """``companion.grid.template_modules(nb)``: the modules the notebook's code imports, with what they
     import. With ``memo`` (the stamps' "closures"), kept there beside the modification time and size
-    of the notebook, of every module in it and of every folder of the two packages, taken before the
-    sources are read: while none of those changed, the tokenizing of ~70 sources (0.6 s of a build
-    that has nothing to do) is skipped; an edit, a new or a removed module computes it again. The
-    files' contents are read for the hash every time either way."""
+    of the notebook and of every module in it, taken before the sources are read, and the list of
+    the two packages' source files: while none of those changed, the tokenizing of ~70 sources (0.6 s
+    of a build that has nothing to do) is skipped; an edit, a new or a removed module computes it
+    again. The files' contents are read for the hash every time either way."""
     from recency_lib.cache import module_file
     from companion.grid import template_modules
 
     if memo is None:
         return template_modules(nb)
     entry = memo.get(str(nb))
-    if _valid(entry, str(nb)) and entry["stats"] == [_stat(f) for f in entry["files"]]:
+    sources = _package_sources()
+    if (_valid(entry, str(nb)) and entry.get("sources") == sources
+            and entry["stats"] == [_stat(f) for f in entry["files"]]):
         return tuple(entry["modules"])
-    folders_and_files = {f: _stat(f) for f in [str(nb), *_package_sources()]}      # before reading
+    before = {f: _stat(f) for f in [str(nb), *sources]}                    # before reading
     modules = template_modules(nb)
-    files = [str(nb), *(str(module_file(m)) for m in modules),
-             *(f for f in folders_and_files if os.path.isdir(f))]
-    memo[str(nb)] = {"modules": list(modules), "files": files,
-                     "stats": [folders_and_files.get(f) or _stat(f) for f in files]}
+    files = [str(nb), *(str(module_file(m)) for m in modules)]
+    memo[str(nb)] = {"modules": list(modules), "files": files, "sources": sources,
+                     "stats": [before.get(f) or _stat(f) for f in files]}
     return modules
 
 

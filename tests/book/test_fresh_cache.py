@@ -4,6 +4,7 @@ computed again when one did. (The whole extension, edits and rebuilds of a small
 tested in test_book_build.py::test_library_change_reexecutes_exactly_the_pages_that_depend_on_it.)"""
 from __future__ import annotations
 
+import os
 import sys
 
 import nbformat
@@ -35,8 +36,8 @@ def test_the_memo_holds_the_closure_and_is_reused(tmp_path, monkeypatch):
     assert modules == grid.template_modules(nb) and "companion.theme" in modules
     entry = memo[str(nb)]
     assert str(nb) in entry["files"] and all(s is not None for s in entry["stats"])
-    # every folder of both packages is in it: a module that appears or goes changes a folder's time
-    assert {f for f in fresh_cache._package_sources() if not f.endswith((".py", ".c"))} <= set(entry["files"])
+    # the packages' source files are listed: a module that appears or goes changes the list
+    assert entry["sources"] == fresh_cache._package_sources() and any(f.endswith("theme.py") for f in entry["sources"])
     _no_tokenizing(monkeypatch)
     assert fresh_cache.notebook_modules(nb, memo) == modules
 
@@ -53,6 +54,29 @@ def test_an_edited_notebook_or_module_computes_it_again(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(grid, "template_modules", lambda path: calls.append(path) or ("x",))
     assert fresh_cache.notebook_modules(nb, memo) == ("x",) and calls == [nb]
+
+
+def test_a_module_that_appears_or_goes_computes_it_again(tmp_path, monkeypatch):
+    nb = _notebook(tmp_path / "a.ipynb", "from companion import theme")
+    memo = {}
+    fresh_cache.notebook_modules(nb, memo)
+    real = fresh_cache._package_sources()
+    monkeypatch.setattr(fresh_cache, "_package_sources", lambda: [*real, "/somewhere/companion/new.py"])
+    calls = []
+    monkeypatch.setattr(grid, "template_modules", lambda path: calls.append(path) or ("companion.report",))
+    assert fresh_cache.notebook_modules(nb, memo) == ("companion.report",) and calls == [nb]
+    assert fresh_cache.notebook_modules(nb, memo) == ("companion.report",) and calls == [nb]   # then kept
+
+
+def test_byte_code_written_into_the_packages_keeps_the_memo(tmp_path, monkeypatch):
+    """A first build writes __pycache__ into the package folders (their times change): the memo holds."""
+    nb = _notebook(tmp_path / "a.ipynb", "from companion import theme")
+    memo = {}
+    fresh_cache.notebook_modules(nb, memo)
+    real = fresh_cache._stat
+    monkeypatch.setattr(fresh_cache, "_stat", lambda f: [1, 1] if os.path.isdir(f) else real(f))
+    _no_tokenizing(monkeypatch)
+    assert "companion.theme" in fresh_cache.notebook_modules(nb, memo)
 
 
 def test_without_a_memo_nothing_is_kept(tmp_path):
