@@ -12,10 +12,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from bookutils import REPO, BuildResult, markdown_text, page_source, run_book, toc_pages
+from bookutils import REPO, BuildResult, computed_once, markdown_text, page_source, run_book, toc_pages
 
 
 def pytest_generate_tests(metafunc):
@@ -33,6 +37,39 @@ def page_markdown():
 @pytest.fixture(scope="session")
 def run_jupyter_book():
     return run_book
+
+
+#: Results-cache entries that no page parameter changes: seaborn's theme (companion.theme: importing
+#: seaborn costs the first kernel of every empty cache ~1 s) and Appendix A's sympy checks
+#: (companion.errata.sympy_checks: ~6 s, their simulations included).
+SEED_ENTRIES = ("seaborn-theme-", "sympy-checks-")
+
+
+@pytest.fixture(scope="session")
+def seeded_cache(tmp_path_factory):
+    """``seeded(path)``: a new results cache at ``path`` holding only the SEED_ENTRIES, as a string for
+    RECENCY_LIB_CACHE. The entries are computed once per test run, in a fresh interpreter
+    (bookutils.computed_once). For the tests that run pages with other parameters, in a cache of their
+    own: their simulations start from nothing, the theme and the algebra are read back. Computing
+    those two in an empty cache is tested by test_theme.py, test_appendix_checks.py and the cold build."""
+    def compute(folder: Path) -> None:
+        code = "from companion import errata, theme; theme.theme(); errata.sympy_checks()"
+        out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "RECENCY_LIB_CACHE": str(folder)},
+                             capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, out.stderr[-3000:]
+
+    seeds = computed_once(tmp_path_factory, "cache-seeds", compute)
+    entries = [f for f in seeds.iterdir() if f.name.startswith(SEED_ENTRIES) and f.suffix == ".json"]
+    assert len(entries) == len(SEED_ENTRIES), sorted(f.name for f in seeds.iterdir())
+
+    def seeded(path) -> str:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        for f in entries:
+            shutil.copy2(f, path / f.name)
+        return str(path)
+
+    return seeded
 
 
 @pytest.fixture(scope="session")

@@ -35,9 +35,10 @@ TEMPLATE_DEFAULTS = {"alpha": 0.5, "gamma": 0.0, "norm": "layernorm", "n": 10, "
 
 
 @pytest.fixture(scope="module", autouse=True)
-def private_cache(tmp_path_factory):
-    """Every simulation of this module (also in papermill's kernels) uses an empty, private cache."""
-    path = tmp_path_factory.mktemp("recency_cache")
+def private_cache(tmp_path_factory, seeded_cache):
+    """Every simulation of this module (also in papermill's kernels) uses a private cache that starts
+    with no simulation (conftest.seeded_cache)."""
+    path = Path(seeded_cache(tmp_path_factory.mktemp("recency_cache")))
     old = os.environ.get("RECENCY_LIB_CACHE")
     os.environ["RECENCY_LIB_CACHE"] = str(path)
     yield path

@@ -15,8 +15,8 @@ from bookutils import BOOK, page_source
 PAGE = page_source("empirical")
 
 
-def run(tmp_path, monkeypatch, **params):
-    monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
+def run(tmp_path, monkeypatch, seeded_cache, **params):
+    monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
     assert set(params) <= set(pm.inspect_notebook(str(PAGE)))
     before = sorted(p.name for p in BOOK.iterdir())
     out = tmp_path / "empirical.ipynb"
@@ -44,8 +44,8 @@ def glued(nb) -> dict[str, dict]:
     {"samples": 2_000, "samples_dsweep": 1_000, "seed": 3, "n": 4, "d": 32, "layers": 2},
     {"samples": 1_500, "samples_dsweep": 1_500, "seed": 1, "n": 6, "d": 16, "layers": 5},
 ], ids=["n4-d32-L2", "n6-d16-L5"])
-def test_chapter_runs_with_other_parameters(tmp_path, monkeypatch, params):
-    nb = run(tmp_path, monkeypatch, **params)
+def test_chapter_runs_with_other_parameters(tmp_path, monkeypatch, seeded_cache, params):
+    nb = run(tmp_path, monkeypatch, seeded_cache, **params)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert not [o for o in outputs if o.output_type == "stream" and o.get("name") == "stderr"]
@@ -67,7 +67,7 @@ def test_chapter_runs_with_other_parameters(tmp_path, monkeypatch, params):
 @pytest.mark.parametrize("param, value, message", [
     ("n", 2, "n=2 is out of range"), ("layers", 1, "layers=1 is out of range"),
     ("samples_dsweep", 1, "samples_dsweep=1 is out of range")])
-def test_chapter_rejects_a_bad_parameter_before_simulating(tmp_path, monkeypatch, param, value, message):
+def test_chapter_rejects_a_bad_parameter_before_simulating(tmp_path, monkeypatch, seeded_cache, param, value, message):
     with pytest.raises(PapermillExecutionError, match=re.escape(message)):
-        run(tmp_path, monkeypatch, **{"samples": 500, param: value})
+        run(tmp_path, monkeypatch, seeded_cache, **{"samples": 500, param: value})
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.npz"))

@@ -114,8 +114,8 @@ NON_DEFAULT = {
 
 
 @pytest.mark.parametrize("page", sorted(NON_DEFAULT))
-def test_exemplar_runs_with_other_parameters(page, tmp_path, monkeypatch):
-    monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
+def test_exemplar_runs_with_other_parameters(page, tmp_path, monkeypatch, seeded_cache):
+    monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
     params = NON_DEFAULT[page]
     assert set(params) <= set(pm.inspect_notebook(str(page_source(page))))
     out = tmp_path / f"{page}.ipynb"

@@ -84,8 +84,8 @@ OTHER_PARAMETERS = {
 
 
 @pytest.mark.parametrize("page", sorted(OTHER_PARAMETERS))
-def test_closing_pages_run_with_other_parameters(page, tmp_path, monkeypatch):
-    monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
+def test_closing_pages_run_with_other_parameters(page, tmp_path, monkeypatch, seeded_cache):
+    monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     params, expected = OTHER_PARAMETERS[page]
     outputs = execute_page(page, params, tmp_path)
@@ -113,10 +113,10 @@ APPENDIX_A = {"samples": 3_000, "boost": 2, "samples_cosine": 500, "samples_pape
               "ds": [8, 32], "workers": 1}
 
 
-def test_appendix_a_runs_with_other_parameters(tmp_path, monkeypatch):
+def test_appendix_a_runs_with_other_parameters(tmp_path, monkeypatch, seeded_cache):
     """Other hidden sizes (two, none of them the paper's 64), a shorter sequence, one worker, another
     seed: every glued number and figure is still produced, nothing is written to stderr."""
-    monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     path = page_source("appendix_a")
     assert set(APPENDIX_A) <= set(pm.inspect_notebook(str(path)))
