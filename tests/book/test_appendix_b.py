@@ -35,10 +35,9 @@ TEMPLATE_DEFAULTS = {"alpha": 0.5, "gamma": 0.0, "norm": "layernorm", "n": 10, "
 
 
 @pytest.fixture(scope="module", autouse=True)
-def private_cache(tmp_path_factory, seeded_cache):
-    """Every simulation of this module (also in papermill's kernels) uses a private cache that starts
-    with no simulation (conftest.seeded_cache)."""
-    path = Path(seeded_cache(tmp_path_factory.mktemp("recency_cache")))
+def private_cache(tmp_path_factory):
+    """Every simulation of this module (also in papermill's kernels) uses an empty, private cache."""
+    path = tmp_path_factory.mktemp("recency_cache")
     old = os.environ.get("RECENCY_LIB_CACHE")
     os.environ["RECENCY_LIB_CACHE"] = str(path)
     yield path
@@ -46,6 +45,14 @@ def private_cache(tmp_path_factory, seeded_cache):
         os.environ.pop("RECENCY_LIB_CACHE", None)
     else:
         os.environ["RECENCY_LIB_CACHE"] = old
+
+
+@pytest.fixture(autouse=True)
+def _seeds_for_kernels(request, private_cache):
+    """The heavy tests (conftest.HEAVY: they run notebooks in kernels) find seaborn's theme and the sympy
+    checks in the private cache (conftest.seeded_cache); the quick ones neither need nor wait for them."""
+    if request.node.get_closest_marker("book"):
+        request.getfixturevalue("seeded_cache")(private_cache)
 
 
 def run_template(out_dir: Path, **params) -> Path:
@@ -304,7 +311,7 @@ APPENDIX_GRID = {"alphas_no_residual": [0.2, 0.8], "alphas_residual": [0.0, 0.8]
 
 
 @pytest.fixture(scope="module")
-def appendix(tmp_path_factory, private_cache):
+def appendix(tmp_path_factory, private_cache, seeded_cache):
     """The page executed as the book does (working directory book/), small, into a temporary out_dir:
     four of the nine settings of the default grid (the full build runs all nine at the defaults); cold,
     then warm. Once per test run (bookutils.computed_once: the first worker runs it, in its private
@@ -325,6 +332,7 @@ def appendix(tmp_path_factory, private_cache):
         edited = source_hash.__wrapped__() != source_before
         (tmp / "record.json").write_text(json.dumps({"stamps": stamps, "library_edited": edited}))
 
+    seeded_cache(private_cache)
     tmp = computed_once(tmp_path_factory, "appendix_b-page", compute)
     record = json.loads((tmp / "record.json").read_text())
     return {"cold": nbformat.read(tmp / "cold.ipynb", as_version=4), "warm": nbformat.read(tmp / "warm.ipynb", as_version=4),
