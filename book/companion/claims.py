@@ -988,6 +988,20 @@ def residual_costs(without: dict, with_residual: dict, layer: int) -> dict[float
     return {a: rp_gap(without[a], with_residual[a], layer) for a in with_residual if a in without}
 
 
+def h_downloads(stem: str, curves: dict, table, key: str) -> tuple[report.Markdown, report.Markdown]:
+    """The two downloads beside an h(j) figure (Sec. 3's Figure 2, Appendix B's Figure 5): ``stem``,
+    every simulated curve of ``curves`` (normalized -> alpha -> curve, :func:`h_curves`) as h(j)/h(1)
+    and as sqrt(d) h(j) against j; ``stem``-ratios, simulated / closed form ``key`` of the
+    ``closedforms.Table`` for its level and step against d (:func:`ratio_series`)."""
+    h = report.curve_columns(
+        {k: v for normalized in (True, False) for a, c in curves[normalized].items()
+         for k, v in c.columns(f"{cv.alpha_label(a)}, {'h(j)/h(1)' if normalized else 'sqrt(d) h(j)'}").items()},
+        x_name="j")
+    ratios = report.curve_columns({f"{part}, {cv.alpha_label(a)}": series for part in ("level", "step")
+                                   for a, series in ratio_series(table, key, part).items()}, x_name="d")
+    return report.download(stem, h), report.download(f"{stem}-ratios", ratios)
+
+
 def ratio_series(table, key: str, part: str) -> dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """alpha -> (d, ratio, SE) of closed form ``key``'s ``part`` ("level" or "step") in a
     ``closedforms.Table``, one entry per setting of that form (NaN where not resolved): the data of a

@@ -62,11 +62,5 @@ def figure5_numbers(*, curves, forms, gamma4, v5) -> dict[str, str]:
     out["ab-v5-corrected-word"] = claims.verdict_word([c.status for c in corrected])[0]
     out["ab-v5-printed-rank"] = grid.ranking_text(grid.misranked(h_table, "printed"))
     out["ab-v5-corrected-rank"] = grid.ranking_text(grid.misranked(h_table, "corrected"))
-    out["ab-fig5-data"] = report.download("figure-5", report.curve_columns(
-        {k: v for normalized in (True, False) for a, c in curves[normalized].items()
-         for k, v in c.columns(f"{conventions.alpha_label(a)}, {'h(j)/h(1)' if normalized else 'sqrt(d) h(j)'}").items()},
-        x_name="j"))
-    out["ab-fig5-ratio-data"] = report.download("figure-5-ratios", report.curve_columns(
-        {f"{part}, {conventions.alpha_label(a)}": series for part in ("level", "step")
-         for a, series in claims.ratio_series(forms, "fig5-corrected", part).items()}, x_name="d"))
+    out["ab-fig5-data"], out["ab-fig5-ratio-data"] = claims.h_downloads("figure-5", curves, forms, "fig5-corrected")
     return out

@@ -25,11 +25,5 @@ def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, resul
     out["empirical-v2-count"] = report.count(len(v2_ratios))
     out["empirical-v2-min"] = verdicts[1].checks[int(np.argmin(v2_ratios))].text
     out["empirical-v2-max"] = verdicts[1].checks[int(np.argmax(v2_ratios))].text
-    out["empirical-fig2-data"] = report.download("figure-2", report.curve_columns(
-        {k: v for normalized in (True, False) for a, c in curves[normalized].items()
-         for k, v in c.columns(f"{conventions.alpha_label(a)}, {'h(j)/h(1)' if normalized else 'sqrt(d) h(j)'}").items()},
-        x_name="j"))
-    out["empirical-fig2-ratio-data"] = report.download("figure-2-ratios", report.curve_columns(
-        {f"{part}, {conventions.alpha_label(a)}": series for part in ("level", "step")
-         for a, series in claims.ratio_series(forms, "fig2", part).items()}, x_name="d"))
+    out["empirical-fig2-data"], out["empirical-fig2-ratio-data"] = claims.h_downloads("figure-2", curves, forms, "fig2")
     return out
