@@ -2,7 +2,7 @@
 computed and returns glue key -> text, which the page glues. Nothing here simulates."""
 from __future__ import annotations
 
-from .. import beyond, report
+from .. import beyond, conventions, report
 
 
 def length_numbers(*, layers, lengths, long_results, long_samples, n) -> dict[str, str]:
@@ -76,4 +76,28 @@ def network_numbers(*, found_nets, network_samples, networks) -> dict[str, str]:
     out["beyond-net-none"] = report.count(unordered)
     out["beyond-net-sd"] = report.num(found_nets["sd"], 2)
     out["beyond-net-ratio"] = report.num(found_nets["spread_ratio"], 2)
+    return out
+
+
+def component_numbers(*, configs, def1, dirs, results, samples, weights_seed) -> dict[str, str]:
+    """The component study: which parts order the scores more or less than the paper's model at the
+    top alpha, which create an order at the isotropic one, where Definition 1 holds strictly, the
+    sample sizes, the family-wise z of its cells and the figure's data."""
+    out = {}
+    top, iso = max(beyond.STUDY_ALPHAS), min(beyond.STUDY_ALPHAS)
+    vs_paper = beyond.versus_reference(results, top)
+    out["beyond-paper-top"] = beyond.layer_orders(dirs[("paper", top)])
+    out["beyond-paper-iso"] = beyond.layer_orders(dirs[("paper", iso)])
+    out["beyond-higher"] = beyond.names(vs_paper["higher"], results)
+    out["beyond-lower"] = beyond.names(vs_paper["lower"], results)
+    out["beyond-created"] = beyond.names(beyond.created_order(dirs, iso), results)
+    out["beyond-def1-holds"] = beyond.names(beyond.definition1_holds(def1, top), results)
+    out["beyond-plain"] = beyond.names(beyond.uses_plain(results), results)
+    out["beyond-samples"] = report.count(samples)
+    out["beyond-samples-random"] = report.count(configs[("random", top)].samples)
+    out["beyond-weights-seed"] = str(weights_seed)
+    out["beyond-cells"] = report.count(beyond.cell_count(results))
+    out["beyond-level"] = report.percent(conventions.FAMILYWISE_LEVEL)
+    out["beyond-zc"] = report.num(conventions.z_for(beyond.cell_count(results)), 3)
+    out["beyond-fig-components-data"] = report.download("beyond-components", beyond.full_columns(results))
     return out

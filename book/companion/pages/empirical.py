@@ -1,5 +1,6 @@
-"""The numbers the prose of ``book/empirical.ipynb`` cites: each function takes what the page
-computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+"""The numbers the prose of ``book/empirical.ipynb`` cites and the rows of its tables: each function takes
+what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
+the page shows (``report.table``). Nothing here simulates."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,3 +28,20 @@ def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, resul
     out["empirical-v2-max"] = verdicts[1].checks[int(np.argmax(v2_ratios))].text
     out["empirical-fig2-data"], out["empirical-fig2-ratio-data"] = claims.h_downloads("figure-2", curves, forms, "fig2")
     return out
+
+
+# -- the rows of the page's tables -------------------------------------------------------------------
+
+def h_rows(*, d, h_results, h_zc, n, table) -> list[dict]:
+    """Figure 2's table, one row per alpha: the simulated h(n)/h(1) - 1 against Eq. (41) (``table``, the
+    verdict's numbers) and the mean step of S^(2) over its large-d line, "unresolved" where its |z| is
+    at most ``h_zc``."""
+    def score_ratio(a, r):
+        _, m, s = claims.s2_order(r)
+        line = claims.predicted_trend(n, d, a)
+        return report.pm(m / line, s / line) if abs(report.zscore(m, s)) > h_zc else "unresolved"
+
+    return [{"α": f"{a:g}", "simulated $h(n)/h(1) - 1$": report.pm(*t["sim"]), "Eq. (41)": report.num(t["printed"], 3),
+             "simulated / Eq. (41)": report.pm(t["sim"][0] / t["printed"], t["sim"][1] / t["printed"]),
+             "mean step of $S^{(2)}$: simulated / large-$d$": score_ratio(a, h_results[a])}
+            for a, t in table.items()]

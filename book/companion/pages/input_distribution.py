@@ -1,10 +1,11 @@
-"""The numbers the prose of ``book/input_distribution.ipynb`` cites: each function takes what the page
-computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+"""The numbers the prose of ``book/input_distribution.ipynb`` cites and the rows of its tables: each function takes
+what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
+the page shows (``report.table``). Nothing here simulates."""
 from __future__ import annotations
 
-from recency_lib import theory
+from recency_lib import inputs, theory
 
-from .. import claims, report
+from .. import claims, conventions, report
 
 
 def proposition3_numbers(*, alphas, by, d, gamma, n, p3, ratio, samples, samples_isotropic,
@@ -32,3 +33,57 @@ def proposition3_numbers(*, alphas, by, d, gamma, n, p3, ratio, samples, samples
     out["inputdist-amin"] = f"{amin:g}"
     out["inputdist-tmin-g0"] = report.pm(*claims.s2_order(by[0.0][amin])[1:])
     return out
+
+
+def eq6_numbers(*, cos, cos_ds, d, eq6, n, samples_cosine) -> dict[str, str]:
+    """Eq. (6)'s mean cosine of two tokens: the figure's data, the verdict ``eq6`` at the page's d, its
+    decisive alpha and the second-order prediction there, and how far the points sit from it."""
+    out = {}
+    eq6_alpha = next(a for a in cos[d] if eq6.decisive.what.endswith(f"α = {a:g}"))
+    eq6_second = {a: (m - a - inputs.cosine_bias_second_order(a, d)) / s for a, (m, s) in cos[d].items() if s > 0}
+    out["inputdist-n"] = report.count(n)
+    out["inputdist-d"] = report.count(d)
+    out["inputdist-cos-samples"] = report.count(samples_cosine)
+    out["inputdist-fig-cos-data"] = report.download("eq6-cosine", report.curve_columns(
+        {f"d = {dd}": (sorted(cos[dd]), [cos[dd][a][0] for a in sorted(cos[dd])], [cos[dd][a][1] for a in sorted(cos[dd])])
+         for dd in cos_ds}, "alpha"))
+    out["inputdist-eq6-word"] = eq6.word
+    out["inputdist-eq6-zc"] = report.num(eq6.numbers["z_threshold"], 3)
+    out["inputdist-eq6-value"] = eq6.value
+    out["inputdist-eq6-alpha"] = f"{eq6_alpha:g}"
+    out["inputdist-eq6-z"] = report.z_text(eq6.decisive.z)
+    out["inputdist-eq6-pred"] = f"{inputs.cosine_bias_second_order(eq6_alpha, d):.4f}".replace("-", "−")
+    out["inputdist-eq6-pred-z"] = report.num(abs(eq6_second[eq6_alpha]), 2)
+    out["inputdist-eq6-maxz"] = report.num(max(abs(z) for z in eq6_second.values()), 3)
+    out["inputdist-eq6-noisy"] = report.count(len(eq6_second))
+    out["inputdist-eq6-against"] = report.count(sum(c.status == claims.AGAINST for c in eq6.checks))
+    return out
+
+
+# -- the rows of the page's tables -------------------------------------------------------------------
+
+def step_ratios(*, by, d, n, zc) -> dict:
+    """gamma -> alpha -> the mean step of S^(2) over its large-d line (claims.predicted_trend) as
+    "m ± s", or "unresolved" where the step's |z| is at most ``zc``."""
+    out = {}
+    for g, results in by.items():
+        out[g] = {}
+        for a, r in results.items():
+            line = claims.predicted_trend(n, d, a, g)
+            _, m, s = claims.s2_order(r)
+            out[g][a] = report.pm(m / line, s / abs(line)) if abs(report.zscore(m, s)) > zc else "unresolved"
+    return out
+
+
+def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
+    """Proposition 3's table, one row per alpha: Definition 1 and the mean step of S^(2) (over its line,
+    ``ratio``) without the residual and with weight ``gamma``."""
+    res_name = conventions.variant_short(by[gamma][0.0].config)
+
+    def step(g, a):
+        return f"{report.nowrap(report.pm(*claims.s2_order(by[g][a])[1:]))}<br>({report.nowrap(ratio[g][a])})"
+
+    return [{"α": report.num(a), "Definition 1": by[0.0][a].definition1_at(zc)[1],
+             "mean step of $S^{(2)}$ (÷ large-$d$ line)": step(0.0, a),
+             f"{res_name}: Definition 1": by[gamma][a].definition1_at(zc)[1], "mean step (÷ line)": step(gamma, a)}
+            for a in sorted(by[0.0])]

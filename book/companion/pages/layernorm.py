@@ -1,5 +1,6 @@
-"""The numbers the prose of ``book/layernorm.ipynb`` cites: each function takes what the page
-computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+"""The numbers the prose of ``book/layernorm.ipynb`` cites and the rows of its tables: each function takes
+what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
+the page shows (``report.table``). Nothing here simulates."""
 from __future__ import annotations
 
 import math
@@ -82,3 +83,49 @@ def crossover_numbers(*, checkp1, dstar, ln_points, n, none, none_points, p1, v1
          "no normalization, simulated": ([p.d for p in none_points], [p.trend for p in none_points],
                                          [p.se for p in none_points])}, "d"))
     return out
+
+
+# -- the rows of the page's tables -------------------------------------------------------------------
+
+def reach_rows(*, need, reach, th) -> list[dict]:
+    """Theorem 1's reach at each d: the trend of S^(2) with its z (control variates) and plain z, the
+    standard-error cut, the RP's z and the sequences a z of claims.SETTLE_Z needs († where derived)."""
+    settle = report.num(claims.SETTLE_Z)
+    return [{"$d$": report.count(r.d), "trend of $S^{(2)}$": report.pm(r.trend, r.trend_se), "$z$": report.z_text(r.z),
+             "plain $z$": report.z_text(r.plain_z), "SE cut": report.num(r.vr_trend, 2),
+             "RP $z$, control variates": report.z_text(report.zscore(*claims.rp_cv(th[r.d], 2), 0.5)),
+             f"for $z = {settle}$": (report.num(need[r.d].cv, 2) if np.isfinite(need[r.d].cv) else "—")
+             + (" †" if need[r.d].source == "derived" else "")} for r in reach]
+
+
+def prop1_beyond_rows(*, beyond, first_pred, none_points) -> list[dict]:
+    """Proposition 1 carried further, per d: the trend of S^(2), its ratio to the derived step and the
+    first step over the level beside its derived value ``first_pred``."""
+    return [{"$d$": report.count(b.d), "trend of $S^{(2)}$": report.pm(b.trend, b.trend_se), "$z$": report.z_text(b.z),
+             "÷ derived": report.pm(*p.ratio(p.derived)), "first step ÷ level": report.pm(b.first, b.first_se),
+             "derived": report.num(first_pred[b.d], 2)} for b, p in zip(beyond, none_points)]
+
+
+def scale_rows(*, n, none) -> list[dict]:
+    """The scales of Proposition 1's proof without normalization (``none``, its first row): the input's
+    squared norm, A_nn of layer 1 and S^(2)_n1 under Eq. (14), Eqs. (15) and (19), corrected and simulated."""
+    d, last = none.config.d, n - 1
+    return [{"quantity": "$\\lVert x_{n}\\rVert^2$, input", "with Eq. (14)": report.num(np.sqrt(d)),
+             "Eqs. (15), (19)": report.num(d), "corrected": "1",
+             "simulated": report.pm(none.sq_norm_mean[0, last], none.sq_norm_sem[0, last])},
+            {"quantity": "$A^{(1)}_{n,n}$", "with Eq. (14)": report.num(math.e / (math.e + n - 1)),
+             "Eqs. (15), (19)": report.num(theory.prop1_attention(n, n, d)),
+             "corrected": report.num(theory.prop1_attention_corrected(n, n, d)),
+             "simulated": report.pm(none.attn_mean[0, last, last], none.attn_sem[0, last, last])},
+            {"quantity": "$S^{(2)}_{n,1}$", "with Eq. (14)": "—", "Eqs. (15), (19)": report.num(theory.prop1_score(n, 1, d)),
+             "corrected": report.num(theory.prop1_score_corrected(n, 1, d)),
+             "simulated": report.pm(none.score_mean[1, last, 0], none.score_sem[1, last, 0])}]
+
+
+def size_rows(ln_points) -> list[dict]:
+    """The size of Theorem 1's effect per d and estimator: the trend of S^(2) with its z and its ratios to
+    the corrected Theorem 1 and to Eq. (5)."""
+    return [{"$d$": report.count(p.d), "estimator": p.estimator, "sequences": report.count(p.samples),
+             "trend of $S^{(2)}$": report.pm(p.trend, p.se), "$z$": report.z_text(p.z),
+             "÷ corrected Theorem 1": report.pm(*p.corrected_ratio), "÷ Eq. (5)": report.pm(*p.ratio(p.eq5))}
+            for p in ln_points]

@@ -1,5 +1,6 @@
-"""The numbers the prose of ``book/preliminaries.ipynb`` cites: each function takes what the page
-computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+"""The numbers the prose of ``book/preliminaries.ipynb`` cites and the rows of its tables: each function takes
+what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
+the page shows (``report.table``). Nothing here simulates."""
 from __future__ import annotations
 
 from statistics import NormalDist
@@ -65,3 +66,28 @@ def definition1_numbers(*, aniso, d, iso, n, none, orders, panels, samples, sing
     out["prelim-single-count"] = report.count(orders[1].count)
     out["prelim-single-count-l1"] = report.count(orders[0].count)
     return out
+
+
+# -- the rows of the page's tables -------------------------------------------------------------------
+
+def engine_rows(*, dense, gram, n) -> list[dict]:
+    """The dense and Gram engines side by side: the last row of S^(2) key by key and the recency
+    probability of layers 1-3, each with the z of their difference ("—" where both are exact)."""
+    rows = []
+    for j in range(1, n + 1):                       # the last row of S^(2), 1-based key j
+        a, sa = dense.score_mean[1, n - 1, j - 1], dense.score_sem[1, n - 1, j - 1]
+        b, sb = gram.score_mean[1, n - 1, j - 1], gram.score_sem[1, n - 1, j - 1]
+        noisy = not (report.is_exact(a, sa) and report.is_exact(b, sb))
+        rows.append({"quantity": report.score_label(2, n, j), "dense": report.pm(a, sa), "Gram": report.pm(b, sb),
+                     "z": report.z_text(report.zdiff(a, sa, b, sb)) if noisy else "—"})
+    for l in range(1, 4):
+        a, b = claims.rp(dense, l), claims.rp(gram, l)
+        rows.append({"quantity": f"RP of {report.score_label(l)}", "dense": report.pm(*a), "Gram": report.pm(*b),
+                     "z": report.z_text(report.zdiff(*a, *b))})
+    return rows
+
+
+def definition1_rows(configs, results) -> list[dict]:
+    """Definition 1's verdict for every layer of each setting."""
+    return [{"setting": conventions.setting_label(c), **{f"layer {l}": claims.definition1(r, l) for l in range(1, c.layers + 1)}}
+            for c, r in zip(configs, results)]

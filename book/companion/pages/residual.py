@@ -1,6 +1,9 @@
-"""The numbers the prose of ``book/residual.ipynb`` cites: each function takes what the page
-computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+"""The numbers the prose of ``book/residual.ipynb`` cites and the rows of its tables: each function takes
+what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
+the page shows (``report.table``). Nothing here simulates."""
 from __future__ import annotations
+
+import math
 
 from .. import claims, conventions, report
 
@@ -39,3 +42,33 @@ def residual_numbers(*, alpha, big, gamma, ln0, ln_a, n, res0, res_a, samples, s
     out["residual-v-a"] = verdict.checks[1].text
     out["residual-v-a-z"] = report.z_text(verdict.checks[1].z)
     return out
+
+
+# -- the rows of the page's tables -------------------------------------------------------------------
+
+def settings_rows(settings) -> list[dict]:
+    """One row per result of ``settings``: the model, alpha, the sequences, Definition 1 of layer 2
+    (all of them one family) and the trend of S^(2) with its z."""
+    return [{"model": conventions.variant_short(r.config), "α": report.num(r.config.alpha),
+             "sequences": report.count(r.config.samples), "Definition 1": claims.definition1(r, 2, family=len(settings)),
+             "trend of $S^{(2)}$": report.pm(*claims.s2_order(r)[1:]),
+             "$z$": report.z_text(report.zscore(*claims.s2_order(r)[1:]))} for r in settings]
+
+
+def weakening_rows(without, with_residual) -> list[dict]:
+    """Per layer, how much the residual weakens the recency probability (claims.residual_weakening):
+    the difference with its z and the share of the excess over 1/2 kept."""
+    return [{"layer": report.count(w.layer), "RP without − with": report.pm(w.difference, w.se),
+             "$z$": report.z_text(w.z), "share of the excess over 0.5 kept": report.percent(w.kept)}
+            for w in claims.residual_weakening(without, with_residual)]
+
+
+def size_rows(*, d, sizes) -> list[dict]:
+    """The sizes of chapter 5's argument per alpha (``sizes``: alpha -> (without, with residual)): the
+    leak t, sqrt(d) t^2, sqrt(d) alpha (1 - alpha) t and the two trends of S^(2)."""
+    return [{"α": report.num(a), "$t$": report.num(conventions.leak(a, d), 2),
+             "$\\sqrt d\\,t^2$": report.num(math.sqrt(d) * conventions.leak(a, d) ** 2, 2),
+             "$\\sqrt d\\,\\alpha(1-\\alpha)\\,t$": report.num(math.sqrt(d) * a * (1 - a) * conventions.leak(a, d), 2),
+             "trend, no residual": report.pm(*claims.s2_order(r0)[1:]),
+             f"trend, {conventions.variant_short(r1.config)}": report.pm(*claims.s2_order(r1)[1:])}
+            for a, (r0, r1) in sorted(sizes.items())]
