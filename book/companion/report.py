@@ -164,14 +164,18 @@ _UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("days", 86400.0), ("years",
 
 def duration(seconds, sig: int = 2) -> str:
     """A compute time for prose, in the largest unit it reaches (up to years), to ``sig`` significant
-    digits: 42 -> "42 s", 210 -> "3.5 min", 22000 -> "6.1 h", 5e8 -> "16 years"; "∞" when infinite."""
+    digits: 42 -> "42 s", 210 -> "3.5 min", 22000 -> "6.1 h", 90000 -> "1 day", 5e8 -> "16 years"; "∞" when
+    infinite."""
     seconds = _finite("seconds", seconds)
     if math.isnan(seconds) or seconds < 0:
         raise ValueError(f"seconds={seconds!r} is out of range; allowed: a duration >= 0")
     if math.isinf(seconds):
         return "\u221e"
     unit, size = next(((u, f) for u, f in reversed(_UNITS) if seconds >= f), _UNITS[0])
-    return f"{num(seconds / size, sig)} {unit}"
+    text = num(seconds / size, sig)
+    if text == "1" and unit in ("days", "years"):          # "1 day", not "1 days"
+        unit = unit[:-1]
+    return f"{text} {unit}"
 
 
 def zscore(value, se, ref: float = 0.0) -> float:

@@ -68,7 +68,8 @@ def test_counts_percent_z():
 
 
 @pytest.mark.parametrize("seconds, text", [(0.3, "0.3 s"), (42, "42 s"), (210, "3.5 min"), (22_000, "6.1 h"),
-                                           (5e5, "5.8 days"), (5e8, "16 years"), (math.inf, "\u221e")])
+                                           (5e5, "5.8 days"), (90_000, "1 day"), (1.2e5, "1.4 days"),
+                                           (3.3e7, "1 year"), (5e8, "16 years"), (math.inf, "\u221e")])
 def test_duration(seconds, text):
     assert report.duration(seconds) == text
 
