@@ -64,3 +64,18 @@ def figure5_numbers(*, curves, forms, gamma4, v5) -> dict[str, str]:
     out["ab-v5-corrected-rank"] = grid.ranking_text(grid.misranked(h_table, "corrected"))
     out["ab-fig5-data"], out["ab-fig5-ratio-data"] = claims.h_downloads("figure-5", curves, forms, "fig5-corrected")
     return out
+
+
+def runs_numbers(*, by_gamma, runs, samples, settings, workers) -> dict[str, str]:
+    """The grid's papermill runs: the table of runs, how many settings ran or were reused, on how many
+    kernels, the fastest and slowest run, and the compute 10^7 sequences per setting would take."""
+    seconds = sorted(r.seconds for r in runs)
+    cpu_per_sequence = sum(r.elapsed_seconds for g in by_gamma.values() for r in g.values()) / (len(runs) * samples)
+    return {"ab-n-settings": report.count(len(runs)),
+            "ab-n-ran": report.count(sum(r.status == "ran" for r in runs)),
+            "ab-n-reused": report.count(sum(r.status == "reused" for r in runs)),
+            "ab-workers": report.count(min(workers, len(settings))),
+            "ab-run-min": report.num(seconds[0], 2),
+            "ab-run-max": report.num(seconds[-1], 2),
+            "ab-cpu-1e7": report.num(cpu_per_sequence * 10 ** 7 * len(runs) / 60, 2),
+            "ab-runs-table": report.table(grid.run_rows(runs))}

@@ -30,6 +30,35 @@ def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, resul
     return out
 
 
+def figure1_numbers(*, fig1_verdict, names, results) -> dict[str, str]:
+    """The paper's Figure 1: the figure's data, how many of its features the verdict checks and how each
+    came out, the family-wise z, the decisive value and setting."""
+    status = [c.status for c in fig1_verdict.checks]
+    return {"empirical-fig1-data": report.download("figure-1", report.result_columns(results, names)),
+            "empirical-fig1-nchecks": report.count(len(status)),
+            "empirical-fig1-zc": report.num(fig1_verdict.numbers["z_threshold"], 3),
+            "empirical-fig1-counts": report.listing([f"{report.count(status.count(s))} {s}" for s in claims.STATUSES
+                                                     if s in status], str),
+            "empirical-fig1-value": fig1_verdict.value,
+            "empirical-fig1-setting": fig1_verdict.decisive.setting.replace("$", "")}
+
+
+def dsweep_numbers(*, alpha, by_d, configs, ds, n) -> dict[str, str]:
+    """Figure 1 at other hidden sizes: the sweep's data and, at the largest d, the third model's mean step
+    of S^(2), its z, its direction and its ratio to the large-d line ("unresolved" where |z| is small)."""
+    out = {"empirical-dsweep-data": report.download("figure-1-hidden-sizes", report.result_columns(
+        [r for dd in ds for r in by_d[dd]], [f"{conventions.setting_label(c)}, d = {dd}" for dd in ds for c in configs],
+        matrices=False))}
+    _, m, s = claims.s2_order(by_d[ds[-1]][2])
+    z = report.zscore(m, s)
+    line = claims.predicted_trend(n, ds[-1], alpha)
+    out["empirical-last-trend"] = report.pm(m, s)
+    out["empirical-last-trend-z"] = report.z_text(z)
+    out["empirical-last-dir"] = claims.order_word(m, s, conventions.z_for(1))
+    out["empirical-last-trend-lln"] = report.pm(m / line, s / line) if abs(z) > conventions.z_for(1) else "unresolved"
+    return out
+
+
 # -- the rows of the page's tables -------------------------------------------------------------------
 
 def h_rows(*, d, h_results, h_zc, n, table) -> list[dict]:

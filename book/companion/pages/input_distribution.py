@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from recency_lib import inputs, theory
 
-from .. import claims, conventions, report
+from .. import claims, closedforms, conventions, report
 
 
 def proposition3_numbers(*, alphas, by, d, gamma, n, p3, ratio, samples, samples_isotropic,
@@ -58,6 +58,36 @@ def eq6_numbers(*, cos, cos_ds, d, eq6, n, samples_cosine) -> dict[str, str]:
     out["inputdist-eq6-noisy"] = report.count(len(eq6_second))
     out["inputdist-eq6-against"] = report.count(sum(c.status == claims.AGAINST for c in eq6.checks))
     return out
+
+
+def tail_numbers(*, alphas, by, tail) -> dict[str, str]:
+    """Beyond the grid toward alpha = 1 (``tail``: 0.99 and 0.999 -> result): the mean step of S^(2) at
+    the grid's largest alpha and at both, over 1 - alpha, their direction (two tested together) and z."""
+    out = {}
+    amax = max(alphas)
+    out["inputdist-amax"] = f"{amax:g}"
+    out["inputdist-tmax-g0"] = report.pm(*claims.s2_order(by[0.0][amax])[1:])
+    for a, key in ((0.99, "99"), (0.999, "999")):
+        _, m, s = claims.s2_order(tail[a])
+        out[f"inputdist-t{key}"] = report.pm(m, s)
+        out[f"inputdist-q{key}"] = report.pm(m / (1 - a), s / (1 - a))
+    out["inputdist-dir-tail"] = report.listing(sorted({claims.order_word(*claims.s2_order(r)[1:], conventions.z_for(2))
+                                                      for r in tail.values()}), str)
+    out["inputdist-z-tail"] = report.listing([report.z_text(report.zscore(*claims.s2_order(tail[a])[1:])) for a in tail], str)
+    return out
+
+
+def closed_form_numbers(*, by, closed, ratio) -> dict[str, str]:
+    """Eq. (40), corrected, against the exact engine at alpha = 0.5 (``closed``, closedforms.measure's table):
+    the level and step ratios per d and their sample size; the grid's step over its line (``ratio``)."""
+    levels = closed.row("eq40-corrected", "level", closedforms.A).cells
+    steps = closed.row("eq40-corrected", "step", closedforms.A).cells
+    return {"inputdist-level-ratio": report.listing([c.text() for c in levels], str),
+            "inputdist-step-ratio": report.listing([c.text() for c in steps], str),
+            "inputdist-step-ds": report.listing([c.d for c in steps]),
+            "inputdist-cf-samples": report.count(closed.samples_of(closedforms.A)),
+            "inputdist-acc-g0": report.listing([ratio[0.0][a] for a in sorted(by[0.0])], str),
+            "inputdist-acc-alphas": report.listing(sorted(by[0.0]))}
 
 
 # -- the rows of the page's tables -------------------------------------------------------------------

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 
-from .. import claims, conventions, report
+from recency_lib import theory
+
+from .. import claims, closedforms, conventions, report
 
 
 def residual_numbers(*, alpha, big, gamma, ln0, ln_a, n, res0, res_a, samples, samples_isotropic,
@@ -42,6 +44,18 @@ def residual_numbers(*, alpha, big, gamma, ln0, ln_a, n, res0, res_a, samples, s
     out["residual-v-a"] = verdict.checks[1].text
     out["residual-v-a-z"] = report.z_text(verdict.checks[1].z)
     return out
+
+
+def closed_form_numbers(*, alpha, closed, d, gamma) -> dict[str, str]:
+    """Eq. (41), corrected, against the exact engine with the residual (``closed``): the step ratio per d
+    ("unresolved" where not resolved), the residual coefficient g and the weights gamma and d gamma."""
+    steps = closed.row("eq41-corrected", "step", closedforms.AR).cells
+    return {"residual-h-step": report.listing([report.pm(c.ratio, c.ratio_se) if c.resolved else "unresolved"
+                                               for c in steps], str),
+            "residual-h-ds": report.listing([c.d for c in steps]),
+            "residual-gtrue": report.num(theory.residual_coefficient(alpha, gamma, d), 3),
+            "residual-gamma": report.num(gamma),
+            "residual-dgamma": report.num(d * gamma)}
 
 
 # -- the rows of the page's tables -------------------------------------------------------------------
