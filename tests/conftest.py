@@ -34,7 +34,8 @@ HEAVY = {
     "test_notebooks.py::test_appendix_a_runs_with_other_parameters",
 }
 HEAVY_MODULES = {"test_empirical_page.py"}     # chapter 6 under papermill, every test
-HEAVY_FIXTURES = {"appendix"}      # test_appendix_b.py: the appendix page executed by papermill
+HEAVY_FIXTURES = {"appendix",     # test_appendix_b.py: the appendix page executed by papermill
+                  "dumps"}        # test_theme.py: three fresh interpreters, one importing seaborn (~7 s)
 
 
 def _is_heavy(item) -> bool:
