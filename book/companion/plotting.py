@@ -43,7 +43,7 @@ __all__ = ["book_style", "subplots", "panels", "heatmap_subplots", "panel_axes",
            "score_grid", "h_curve", "errorbar_points", "theory_vs_simulation", "recency_by_layer", "row_profile",
            "recency_dots", "recency_by_length", "binned_profiles",
            "rp_text", "pm", "closed_form", "reference_line", "size_axis", "upper_limits", "trend_reach",
-           "versus_d", "h_panel", "style_legend", "ratio_by_d", "d_axis"]
+           "versus_d", "h_panel", "style_legend", "ratio_by_d", "d_axis", "figure1_grids", "level_and_step"]
 
 
 # -- style and figures ---------------------------------------------------------------------------
@@ -365,6 +365,24 @@ def score_grid(score_means, axes, *, recency_probabilities=None, recency_sems=No
 # -- curves ----------------------------------------------------------------------------------------
 
 _KINDS = {"printed": cv.AS_PRINTED, "corrected": cv.CORRECTED, None: {}}
+
+
+
+def figure1_grids(results, row_labels, layers: int):
+    """The paper's Figure 1 for ``results`` (one row per setting, one column per layer), drawn twice
+    with :func:`score_grid`: the book's way (diagonal left out, each panel's RP ± SE, colour bars shared
+    where honest) and the paper's (diagonal coloured, a colour bar per panel). Returns (book, paper)
+    figures."""
+    results = list(results)
+    layers = check_int("layers", layers, 1)
+    grid = dict(score_means=[r.score_mean for r in results], row_labels=row_labels,
+                col_labels=[f"layer {l}" for l in range(1, layers + 1)])
+    book, axes = heatmap_subplots(len(results), layers)
+    score_grid(axes=axes, recency_probabilities=[r.recency_probability for r in results],
+               recency_sems=[r.recency_probability_sem for r in results], **grid)
+    paper, axes = heatmap_subplots(len(results), layers)
+    score_grid(axes=axes, include_diagonal=True, share="none", **grid)
+    return book, paper
 
 
 def h_curve(j, h, ax, *, label=None, normalize=True, kind=None, **kw):
@@ -724,3 +742,25 @@ def ratio_by_d(ds, ratio, se, ax, *, label=None, z=1.0, **kw):
         ax.axhline(1.0, gid=EXACT_GID, **cv.REFERENCE)
     ax.set_ylabel("simulated / closed form")
     return ax
+
+
+#: The two panels of :func:`level_and_step`, by their key in claims.ratio_series.
+LEVEL_AND_STEP = {"level": "level", "step": "shape (step over j)"}
+
+
+def level_and_step(series: dict, *, ylabel: str):
+    """A closed form held to the simulation against d, in two panels: its level and its shape (the step
+    over j). ``series``: part ("level", "step") -> alpha -> (ds, ratio, se), claims.ratio_series's
+    values; one line per alpha in its colour (:func:`versus_d`, a dotted 1), the legend under both.
+    Returns the figure."""
+    missing = [p for p in LEVEL_AND_STEP if p not in series]
+    if missing:
+        raise ValueError(f"series has no {missing}; allowed: a dict with the parts {list(LEVEL_AND_STEP)}")
+    fig, axes = subplots(1, 2, height_ratio=0.42, sharey=True)
+    for ax, (part, title) in zip(axes, LEVEL_AND_STEP.items()):
+        for a, (ds, ratio, se) in series[part].items():
+            versus_d(ds, ratio, se, ax, reference=1.0, label=cv.alpha_label(a), color=cv.alpha_colour(a), ylabel=ylabel)
+        ax.set_title(title)
+    axes[1].set_ylabel("")
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncols=len(axes[1].containers))
+    return fig

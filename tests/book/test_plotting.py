@@ -494,3 +494,46 @@ def test_ratio_plots_reject_bad_input(call):
     fig, ax = plt.subplots()
     with pytest.raises(ValueError):
         call(ax)
+
+
+# -- the figures two pages share --------------------------------------------------------------------
+
+def _result(n, layers, seed):
+    """A stand-in for a SimResult: what figure1_grids reads of one."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)
+    return SimpleNamespace(score_mean=np.stack([example_scores(n, seed + l) for l in range(layers)]),
+                           recency_probability=rng.uniform(0.4, 0.9, layers),
+                           recency_probability_sem=np.full(layers, 0.002))
+
+
+def test_figure1_grids_draws_the_books_and_the_papers_way():
+    rows, layers, n = 3, 2, 5
+    results = [_result(n, layers, 10 * k) for k in range(rows)]
+    book, paper = plotting.figure1_grids(results, ["a", "b", "c"], layers)
+    for fig in (book, paper):                                    # heatmap_subplots' size: the column's width
+        assert tuple(fig.get_size_inches()) == pytest.approx(cv.figure_size(min(4.0, 1.15 * rows / layers)))
+    panels = [ax for ax in book.axes if ax.get_label() != "<colorbar>"][:rows * layers]
+    rp_texts = [texts_with_gid(ax, plotting.RP_GID) for ax in panels]
+    assert all(len(t) == 1 for t in rp_texts)                    # the book's: RP ± SE on every panel
+    first = [ax for ax in paper.axes if ax.get_title() == "layer 1"]
+    assert first and not texts_with_gid(first[0], plotting.RP_GID)  # the paper's: no RP
+    assert first[0].get_ylabel().startswith("a\n")
+    diagonal = [ax for ax in paper.axes if ax.collections][0].collections[0]
+    assert np.isfinite(diagonal.get_array()).sum() == n * (n + 1) // 2      # the diagonal coloured
+    with pytest.raises(ValueError, match="layers="):
+        plotting.figure1_grids(results, ["a", "b", "c"], 0)
+
+
+def test_level_and_step_one_line_per_alpha_and_a_legend_under_both():
+    ds = np.array([16.0, 64.0, 256.0])
+    series = {part: {a: (ds, 1 + a * np.arange(3), np.full(3, 0.01)) for a in (0.2, 0.8)} for part in ("level", "step")}
+    fig = plotting.level_and_step(series, ylabel="simulated / corrected")
+    left, right = fig.axes
+    assert [left.get_title(), right.get_title()] == ["level", "shape (step over j)"]
+    assert left.get_ylabel() == "simulated / corrected" and right.get_ylabel() == ""
+    assert len(right.containers) == 2 and len(fig.legends) == 1
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [cv.alpha_label(0.2), cv.alpha_label(0.8)]
+    with pytest.raises(ValueError, match="series has no"):
+        plotting.level_and_step({"level": series["level"]}, ylabel="x")
