@@ -480,6 +480,13 @@ def predicted_trend(n: int, d, alpha: float = 0.0, gamma: float = 0.0):
     return float(out) if dd.ndim == 0 else out
 
 
+def trend_over_line(res: SimResult, line: float, z: float) -> str:
+    """The mean step of S^(2) of ``res`` (:func:`s2_order`) over a predicted value ``line`` (e.g.
+    :func:`predicted_trend`), "m ± s", or :data:`UNRESOLVED` where the step itself is within ``z``
+    standard errors of 0: the one rule of every "simulated / large-d" ratio the book prints."""
+    _, m, s = s2_order(res)
+    return report.pm(m / line, s / abs(line)) if abs(report.zscore(m, s)) > z else UNRESOLVED
+
 def eq5_trend(n: int, d):
     """Theorem 1's trend as Eq. (5) predicts it (:func:`predicted_trend` at alpha = gamma = 0)."""
     return predicted_trend(n, d)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from recency_lib import SimConfig, SimResult, simulate, simulate_many
-from companion import claims, conventions as cv
+from companion import claims, conventions as cv, report
 from recency_lib.metrics import adjacent_index
 
 
@@ -370,3 +370,12 @@ def test_distance_contrasts_on_constructed_scores():
     assert abs(rel[-1]) > 0.05 and abs(pos[-2]) > 0.05                # each keeps only its own quantity constant
     with pytest.raises(ValueError, match="n >= 6"):
         claims.distance_contrasts(relative[..., :5, :5], None)
+
+
+def test_trend_over_line_is_the_ratio_or_unresolved():
+    res = simulate(SimConfig(alpha=0.5, n=5, d=16, layers=2, samples=3000, seed=2))
+    _, m, s = claims.s2_order(res)
+    line = claims.predicted_trend(5, 16, 0.5)
+    assert claims.trend_over_line(res, line, 1.0) == report.pm(m / line, s / line)
+    assert claims.trend_over_line(res, -line, 1.0) == report.pm(-m / line, s / line)     # an SE stays >= 0
+    assert claims.trend_over_line(res, line, abs(m / s) + 1) == claims.UNRESOLVED

@@ -49,13 +49,13 @@ def dsweep_numbers(*, alpha, by_d, configs, ds, n) -> dict[str, str]:
     out = {"empirical-dsweep-data": report.download("figure-1-hidden-sizes", report.result_columns(
         [r for dd in ds for r in by_d[dd]], [f"{conventions.setting_label(c)}, d = {dd}" for dd in ds for c in configs],
         matrices=False))}
-    _, m, s = claims.s2_order(by_d[ds[-1]][2])
-    z = report.zscore(m, s)
-    line = claims.predicted_trend(n, ds[-1], alpha)
+    last = by_d[ds[-1]][2]
+    _, m, s = claims.s2_order(last)
     out["empirical-last-trend"] = report.pm(m, s)
-    out["empirical-last-trend-z"] = report.z_text(z)
+    out["empirical-last-trend-z"] = report.z_text(report.zscore(m, s))
     out["empirical-last-dir"] = claims.order_word(m, s, conventions.z_for(1))
-    out["empirical-last-trend-lln"] = report.pm(m / line, s / line) if abs(z) > conventions.z_for(1) else "unresolved"
+    out["empirical-last-trend-lln"] = claims.trend_over_line(last, claims.predicted_trend(n, ds[-1], alpha),
+                                                            conventions.z_for(1))
     return out
 
 
@@ -65,12 +65,8 @@ def h_rows(*, d, h_results, h_zc, n, table) -> list[dict]:
     """Figure 2's table, one row per alpha: the simulated h(n)/h(1) - 1 against Eq. (41) (``table``, the
     verdict's numbers) and the mean step of S^(2) over its large-d line, "unresolved" where its |z| is
     at most ``h_zc``."""
-    def score_ratio(a, r):
-        _, m, s = claims.s2_order(r)
-        line = claims.predicted_trend(n, d, a)
-        return report.pm(m / line, s / line) if abs(report.zscore(m, s)) > h_zc else "unresolved"
-
     return [{"α": f"{a:g}", "simulated $h(n)/h(1) - 1$": report.pm(*t["sim"]), "Eq. (41)": report.num(t["printed"], 3),
              "simulated / Eq. (41)": report.pm(t["sim"][0] / t["printed"], t["sim"][1] / t["printed"]),
-             "mean step of $S^{(2)}$: simulated / large-$d$": score_ratio(a, h_results[a])}
+             "mean step of $S^{(2)}$: simulated / large-$d$":
+                 claims.trend_over_line(h_results[a], claims.predicted_trend(n, d, a), h_zc)}
             for a, t in table.items()]

@@ -95,14 +95,8 @@ def closed_form_numbers(*, by, closed, ratio) -> dict[str, str]:
 def step_ratios(*, by, d, n, zc) -> dict:
     """gamma -> alpha -> the mean step of S^(2) over its large-d line (claims.predicted_trend) as
     "m ± s", or "unresolved" where the step's |z| is at most ``zc``."""
-    out = {}
-    for g, results in by.items():
-        out[g] = {}
-        for a, r in results.items():
-            line = claims.predicted_trend(n, d, a, g)
-            _, m, s = claims.s2_order(r)
-            out[g][a] = report.pm(m / line, s / abs(line)) if abs(report.zscore(m, s)) > zc else "unresolved"
-    return out
+    return {g: {a: claims.trend_over_line(r, claims.predicted_trend(n, d, a, g), zc) for a, r in results.items()}
+            for g, results in by.items()}
 
 
 def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
