@@ -250,6 +250,14 @@ def show(key: str, value) -> None:
     glue(key, value, display=not in_book())
 
 
+def glue_numbers(numbers: dict) -> None:
+    """Glue every ``key -> text`` of ``numbers`` (what a ``companion.pages`` function returns for the
+    prose) without displaying it: the numbers a page's markdown cites with ``{glue:text}``."""
+    from myst_nb import glue
+
+    for key, text in numbers.items():
+        glue(key, text, display=False)
+
 def badge(word: str) -> str:
     """A verdict word as a MyST badge role, coloured by its first word ("holds" green,
     "contradicted" red, "open" grey; a qualified verdict such as "holds after correction" keeps

@@ -45,7 +45,8 @@ def _glue_or_layout(node) -> bool:
     if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AugAssign, ast.AnnAssign)):
         return True
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        return getattr(node.value.func, "id", getattr(node.value.func, "attr", "")) == "glue"
+        # glue(...) itself, or report.glue_numbers(...), which only glues what a companion.pages function returns
+        return getattr(node.value.func, "id", getattr(node.value.func, "attr", "")) in ("glue", "glue_numbers")
     if isinstance(node, ast.For):
         return all(_glue_or_layout(n) for n in node.body) and not node.orelse
     return False

@@ -202,3 +202,12 @@ def test_nowrap_keeps_a_number_on_one_line():
     assert " " not in report.nowrap(text) and report.nowrap(text).replace("\u00a0", " ") == text
     with pytest.raises(ValueError, match="text="):
         report.nowrap(3.0)
+
+
+def test_glue_numbers_glues_every_key_without_display(monkeypatch):
+    import myst_nb
+
+    calls = []
+    monkeypatch.setattr(myst_nb, "glue", lambda key, value, display=True: calls.append((key, value, display)))
+    report.glue_numbers({"ch-a": "1.0 ± 0.1", "ch-b": "42"})
+    assert calls == [("ch-a", "1.0 ± 0.1", False), ("ch-b", "42", False)]
