@@ -118,6 +118,44 @@ def load_kernel(path: str | None) -> None:
     spec.loader.exec_module(kernels._kernel)
 
 
+V3_FLAGS = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}   # what x86-64-v3 needs
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (/proc/cpuinfo), or an empty set where that cannot be read."""
+    from pathlib import Path
+
+    try:
+        return set(next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                        if line.startswith("flags")).split(":", 1)[1].split())
+    except (OSError, StopIteration):
+        return set()
+
+
+def compile_kernel(repo, out, march: str) -> str | None:
+    """``repo``'s C kernel (recency_lib/_kernel.c) compiled with that checkout's own setup.py flags
+    (its ``BASE`` list) and ``-march=march`` in place of -march=native, into the file ``out``.
+    Returns None on success, else why not (no compiler, the CPU cannot run x86-64-v3 code, a
+    compiler error)."""
+    import ast
+    import shutil
+    import sysconfig
+    from pathlib import Path
+
+    repo = Path(repo)
+    if march == "x86-64-v3" and not V3_FLAGS <= cpu_flags():
+        return "this CPU does not run x86-64-v3 code"
+    cc_var = sysconfig.get_config_var("CC")
+    cc = shutil.which(cc_var.split()[0] if cc_var else "cc")
+    if cc is None:
+        return "no C compiler"
+    base = next(ast.literal_eval(node.value) for node in ast.parse((repo / "setup.py").read_text()).body
+                if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["BASE"])
+    done = subprocess.run([cc, *base, f"-march={march}", "-fPIC", "-shared", f"-I{sysconfig.get_paths()['include']}",
+                           str(repo / "recency_lib" / "_kernel.c"), "-o", str(out)], capture_output=True, text=True)
+    return f"the kernel did not compile with -march={march}: {done.stderr.strip()[-300:]}" if done.returncode else None
+
+
 def calibration() -> str:
     """Two fixed reference workloads, so numbers from different moments (or machines) compare:
     a pure-Python loop and a numpy matmul. (On a shared VM both vary by up to ~2x over time.)"""

@@ -1,18 +1,22 @@
 """What the book and the test suite cost: cold build, unchanged rebuild, a plotting edit, per-chapter
 execution times, and the test suite (quick loop and full).
 
-    python benchmarks/bench_build.py [--runs 3] [--tests] [--json out.json]
+    python benchmarks/bench_build.py [--runs 3] [--tests] [--json out.json] [--commit REV] [--march ARCH]
 
 Every run works in a fresh clone of this repository's HEAD (commit it first: uncommitted changes are
-not measured), with the interpreter running this script (its venv has the requirements installed)
-and ``PYTHONPATH`` pointing at the clone and its ``book/``, so the clone's ``recency_lib`` and
-``companion`` are the ones imported.
+not measured), or of ``--commit REV`` (an earlier commit, measured on the same machine in the same
+hour: the fairest comparison on a VM whose speed drifts), with the interpreter running this script
+(its venv has the requirements installed) and ``PYTHONPATH`` pointing at the clone and its
+``book/``, so the clone's ``recency_lib`` and ``companion`` are the ones imported.
 
 * **cold**: a new clone, no ``_build`` (so no jupyter-cache and no results cache: the book's results
   cache lives in ``_build/.recency_cache``), the C kernel compiled in the clone beforehand (not
   timed): ``jupyter-book build book``. ``--runs`` clones, median reported; per-chapter execution
   seconds are read from the build's own stamps (``_build/.jupyter_cache/fresh_cache.json``,
   written by ``book/_ext/fresh_cache.py``).
+  ``--march x86-64-v3`` compiles that kernel with setup.py's flags and -march=x86-64-v3 instead
+  of native: the AVX2 code (4 lanes, no AVX-512) that a Zen 3 or Haswell-class reader's CPU runs,
+  measured on this machine.
 * **unchanged**: the same command again in the last clone, nothing edited (``--runs`` times).
 * **plotting edit**: a comment appended to ``book/companion/plotting.py`` (the book's figure code);
   the build again: the seconds and the pages that executed again (the build log names them); every
@@ -39,6 +43,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -46,7 +51,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from _measure import calibration  # noqa: E402
+from _measure import calibration, compile_kernel  # noqa: E402
 
 
 def _env(clone: Path) -> dict:
@@ -78,12 +83,19 @@ def _build(clone: Path) -> tuple[float, str]:
     return seconds, log
 
 
-def _clone(tmp: Path, k: int) -> Path:
+def _clone(tmp: Path, k: int, commit: str = "HEAD", march: str | None = None) -> Path:
     dest = tmp / f"clone{k}"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(REPO), str(dest)], check=True)
-    # the clone's C kernel, as `pip install -e .` builds it (the built file is not in git); not timed
-    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=dest, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(["git", "-c", "advice.detachedHead=false", "checkout", "--quiet", commit], cwd=dest, check=True)
+    # the clone's C kernel (the built file is not in git); not timed: as `pip install -e .` builds it,
+    # or with the clone's setup.py flags and -march=MARCH (--march)
+    if march is None:
+        subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=dest, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    else:
+        why = compile_kernel(dest, dest / "recency_lib" / f"_kernel{sysconfig.get_config_var('EXT_SUFFIX')}", march)
+        if why:
+            raise SystemExit(f"bench_build --march {march}: {why}")
     return dest
 
 
@@ -149,16 +161,25 @@ def main(argv=None) -> dict:
     ap.add_argument("--runs", type=int, default=3, help="cold builds (fresh clones) and unchanged rebuilds")
     ap.add_argument("--tests", action="store_true", help="also time the test suite (quick loop and full)")
     ap.add_argument("--json", help="write the measurements to this file")
+    ap.add_argument("--commit", default="HEAD", help="the commit to measure (default HEAD), e.g. an earlier one "
+                                                     "to compare with on the same machine")
+    ap.add_argument("--march", help="compile the clones' C kernel with this -march instead of native, e.g. "
+                                    "x86-64-v3 (AVX2, no AVX-512: the code a Zen 3 or Haswell-class CPU runs)")
     args = ap.parse_args(argv)
     if args.runs < 1:
         ap.error(f"--runs must be >= 1, got {args.runs}")
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    print(f"bench_build: HEAD {head}, {os.cpu_count()} CPUs; {calibration()}", flush=True)
-    out: dict = {"head": head, "calibration": [calibration()], "cold": [], "cold_cpu": [], "unchanged": [],
-                 "chapters": [], "starts": []}
+    done = subprocess.run(["git", "rev-parse", "--short", "--verify", f"{args.commit}^{{commit}}"], cwd=REPO,
+                          capture_output=True, text=True)
+    if done.returncode:
+        ap.error(f"--commit {args.commit!r} is not a commit of {REPO}")
+    head = done.stdout.strip()
+    print(f"bench_build: commit {head}, kernel -march={args.march or 'native'}, {os.cpu_count()} CPUs; {calibration()}",
+          flush=True)
+    out: dict = {"head": head, "march": args.march or "native", "calibration": [calibration()], "cold": [],
+                 "cold_cpu": [], "unchanged": [], "chapters": [], "starts": []}
     with tempfile.TemporaryDirectory(prefix="bench_build_") as tmp:
         for k in range(args.runs):
-            clone = _clone(Path(tmp), k)
+            clone = _clone(Path(tmp), k, head, args.march)
             before = _load()
             seconds, log = _build(clone)
             out["cold"].append(seconds)
@@ -173,14 +194,19 @@ def main(argv=None) -> dict:
             out["unchanged"].append(seconds)
             executed = re.findall(r"fresh_cache: executed (\S+)", log)
             print(f"unchanged rebuild {k + 1}: {seconds:.1f} s, pages executed: {executed or 'none'}", flush=True)
-        plotting = clone / "book" / "companion" / "plotting.py"
+        # the book's figure code (book/companion/plotting.py; in commits before the book had its own
+        # package, recency_lib/plotting.py)
+        plotting = next((p for p in (clone / "book" / "companion" / "plotting.py", clone / "recency_lib" / "plotting.py")
+                         if p.exists()), None)
+        if plotting is None:
+            raise SystemExit(f"bench_build: no plotting module in commit {head}")
         plotting.write_text(plotting.read_text() + "\n# bench_build: an edit that changes no behaviour\n")
         seconds, log = _build(clone)
         redone = sorted(set(re.findall(r"fresh_cache: (\S+): its dependencies changed", log)))
         out["plotting_edit"] = {"seconds": seconds, "pages": redone, "chapters": _chapter_seconds(clone)}
-        print(f"plotting.py edited: {seconds:.1f} s, pages executed again: {redone}", flush=True)
+        print(f"{plotting.relative_to(clone)} edited: {seconds:.1f} s, pages executed again: {redone}", flush=True)
         if args.tests:
-            clone = _clone(Path(tmp), args.runs)       # cold: no book build, no results cache yet
+            clone = _clone(Path(tmp), args.runs, head, args.march)       # cold: no book build, no results cache yet
             # the quick loop twice: in the new clone (nothing compiled yet), then as a developer repeats it
             for name, cmd in (("tests_not_book", ["-m", "not book"]), ("tests_not_book_again", ["-m", "not book"]),
                               ("tests_all", [])):

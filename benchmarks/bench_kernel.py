@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -36,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration  # noqa: E402
+from _measure import calibration, compile_kernel  # noqa: E402
 
 from recency_lib import SimConfig  # noqa: E402
 from recency_lib.engines import gram_block_moments, warm_up  # noqa: E402
@@ -48,31 +46,15 @@ CFG = SimConfig(alpha=0.5, gamma=1.0, norm="layernorm", n=10, d=64, layers=4)
 B = 512
 REPO = Path(__file__).resolve().parents[1]
 kernels = None                            # recency_lib.kernels, set by main()
-V3_FLAGS = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}   # what x86-64-v3 needs
 
 
 def avx2_build(workdir: str):
     """The kernel compiled with setup.py's BASE flags and -march=x86-64-v3, loaded as a module; or
     None (with the reason printed) where that cannot be built or run here."""
-    import ast
-
-    try:
-        flags = set(next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
-                         if line.startswith("flags")).split(":", 1)[1].split())
-    except (OSError, StopIteration):
-        flags = set()
-    if not V3_FLAGS <= flags:
-        print("(no AVX2 column: this CPU does not run x86-64-v3 code)")
-        return None
-    cc_var = sysconfig.get_config_var("CC")
-    cc = shutil.which(cc_var.split()[0] if cc_var else "cc")
-    base = next(ast.literal_eval(node.value) for node in ast.parse((REPO / "setup.py").read_text()).body
-                if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["BASE"])
     out = Path(workdir) / f"_kernel{sysconfig.get_config_var('EXT_SUFFIX')}"
-    if cc is None or subprocess.run([cc, *base, "-march=x86-64-v3", "-fPIC", "-shared",
-                                     f"-I{sysconfig.get_paths()['include']}", str(REPO / "recency_lib" / "_kernel.c"),
-                                     "-o", str(out)], capture_output=True).returncode:
-        print("(no AVX2 column: the kernel did not compile with -march=x86-64-v3)")
+    why = compile_kernel(REPO, out, "x86-64-v3")
+    if why:
+        print(f"(no AVX2 column: {why})")
         return None
     spec = importlib.util.spec_from_file_location("_kernel", out)
     module = importlib.util.module_from_spec(spec)
