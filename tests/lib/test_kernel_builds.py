@@ -6,7 +6,9 @@ flags, with 8 and with 3 groups per tile, and the x86-64 baseline (SSE2) give by
 installed build gives (``-march=native``: 8 lanes where AVX-512 exists): the gram block's moments
 and features (the specialised n = 10 code, partial tiles, n = 13, a trapezoid d < n, long rows that
 sum group by group, scores large enough for the exponentials' careful path), the random numbers,
-GELU and the causal softmax. Inputs with NaN and infinities are compared with every NaN made one
+GELU and the causal softmax. A 64-bit ARM build (NEON), which cannot be loaded here, is cross-compiled
+with a C driver of the kernel (kernel_harness.c) and run under qemu: its draws and moments are those
+of the same driver built for this machine. Inputs with NaN and infinities are compared with every NaN made one
 pattern: which NaN an operation returns (its sign, its payload) follows the operand order that the
 compiler picks, and that differs between builds (it did before this test too).
 
@@ -160,3 +162,36 @@ def test_baseline_x86_64_build_gives_the_installed_bits(tmp_path, monkeypatch):
     (and the installed one) have."""
     installed = kernels._kernel
     _check(_build(tmp_path, "x86_64", ["-O1", "-march=x86-64", "-DTILE_GROUPS=3"]), installed, monkeypatch)
+
+
+CROSS_CC, QEMU = shutil.which("aarch64-linux-gnu-gcc"), shutil.which("qemu-aarch64")
+
+
+def _harness(tmp_path, name: str, cc: str, flags: list[str], runner: list[str]) -> str:
+    """tests/lib/kernel_harness.c (the kernel's own source, driven from C) built by ``cc`` with
+    setup.py's flags and ``flags``, run (under ``runner``): what it prints."""
+    exe = tmp_path / name
+    src = Path(__file__).with_name("kernel_harness.c")
+    done = subprocess.run([cc, *_base_flags(), *flags, "-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections",
+                           f"-I{sysconfig.get_paths()['include']}", str(src), "-o", str(exe), "-lm"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = subprocess.run([*runner, str(exe)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "helpers vfma vsqrt: 0 lanes differ" in out.stdout, out.stdout
+    return out.stdout
+
+
+@pytest.mark.skipif(not X86 or CROSS_CC is None or QEMU is None,
+                    reason="needs an x86-64 machine with aarch64-linux-gnu-gcc and qemu-aarch64 (.ci/run installs them)")
+def test_arm64_build_gives_the_native_bits(tmp_path):
+    """The kernel for 64-bit ARM (-march=armv8-a: 4 lanes, each vector two NEON registers, the NEON
+    fma and sqrt), cross-compiled and run under qemu, gives every byte that the same C driver built
+    for this machine (-march=native) gives: the draws and the gram block's moments (the n = 10 code
+    and the general one, LayerNorm or none, residual or not, partial tiles, w < n, long rows), and
+    the vector fma and sqrt round as the C library's fma and sqrt on edge values. The driver cannot
+    load into Python on the other CPU; it includes _kernel.c, so both run the kernel's own code."""
+    native = _harness(tmp_path, "native", sysconfig.get_config_var("CC").split()[0] or "cc", ["-march=native"], [])
+    arm = _harness(tmp_path, "arm64", CROSS_CC, ["-march=armv8-a", "-static"], [QEMU])
+    assert native.count("\nblock ") == 5
+    assert arm == native, f"arm64:\n{arm}\nnative:\n{native}"
