@@ -191,7 +191,7 @@ def test_arm64_build_gives_the_native_bits(tmp_path):
     and the general one, LayerNorm or none, residual or not, partial tiles, w < n, long rows), and
     the vector fma and sqrt round as the C library's fma and sqrt on edge values. The driver cannot
     load into Python on the other CPU; it includes _kernel.c, so both run the kernel's own code."""
-    native = _harness(tmp_path, "native", sysconfig.get_config_var("CC").split()[0] or "cc", ["-march=native"], [])
+    native = _harness(tmp_path, "native", (sysconfig.get_config_var("CC") or "cc").split()[0], ["-march=native"], [])
     arm = _harness(tmp_path, "arm64", CROSS_CC, ["-march=armv8-a", "-static"], [QEMU])
     assert native.count("\nblock ") == 5
     assert arm == native, f"arm64:\n{arm}\nnative:\n{native}"
