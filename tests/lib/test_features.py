@@ -108,3 +108,40 @@ def test_tie_tolerance_is_relative_to_the_largest_visible_score():
     s[0, 2, 1] = -5e3                                          # visible: counts
     s[1, 0, 2] = 7e9                                           # above the diagonal: masked
     np.testing.assert_allclose(tie_tolerance(s), [5e3 * 1e-10, 1e-10])
+
+
+@pytest.mark.parametrize("path", ["c", "numpy"])
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 31, 32, 40])
+def test_layer_features_are_the_named_functions_bit_for_bit(path, n, monkeypatch):
+    """layer_features gathers by flat positions and counts from the packed triangle (faster at long
+    n); every column is byte for byte what the per-feature functions give on the (batch, n, n)
+    matrices: with ties, a NaN, an infinity, a matrix that is not C-contiguous, both count paths."""
+    from recency_lib.features import adjacent_differences, adjacent_index, row_trends, tril_index, trend
+
+    if path == "c" and compiled_kernels() is None:
+        pytest.skip("the C kernel was not built")
+    if path == "numpy":
+        monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")
+    rng = np.random.default_rng(n)
+    lay = feature_layout(n)
+    rows, cols = tril_index(n)
+    diagonal = adjacent_index(n)[0] == adjacent_index(n)[1]
+    for kind in ("plain", "ties", "nan", "inf", "fortran"):
+        s = rng.standard_normal((3, n, n)) * 10.0 ** rng.integers(-3, 4)
+        if kind == "ties":
+            s = np.round(s, 1)
+        if kind == "nan" and n > 1:
+            s[0, n - 1, 0] = np.nan
+        if kind == "inf" and n > 1:
+            s[2, 1, 1] = np.inf
+        if kind == "fortran":
+            s = np.asfortranarray(s)
+        a, sq = rng.random((3, n, n)), rng.random((3, n))
+        got = layer_features(s, a, sq)
+        steps = adjacent_differences(s)
+        want = {"score": s[:, rows, cols], "attn": a[:, rows, cols], "sq_norm": sq, "diag_step": steps[:, diagonal],
+                "step": steps[:, ~diagonal], "row_trend": row_trends(s), "trend": trend(s)[:, None],
+                "rp": recency_fraction(s)[:, None]}
+        assert set(want) == set(lay)
+        for name, cols_ in lay.items():
+            assert got[:, cols_].tobytes() == np.ascontiguousarray(want[name]).tobytes(), (kind, name)
