@@ -215,6 +215,11 @@ def main(argv=None) -> dict:
                                            "--durations=0", "--durations-min=0", *cmd], clone)
                 tail = log.strip().splitlines()[-1] if log.strip() else ""
                 failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", log, re.M)
+                if failed:                                 # pytest's whole report, kept for the record
+                    keep = (Path(args.json).with_suffix(f".{name}.log") if args.json
+                            else Path(tempfile.gettempdir()) / f"bench_build.{name}.log")
+                    keep.write_text(log)
+                    print(f"  (pytest's report: {keep})", flush=True)
                 out[name] = {"seconds": seconds, "cpu": _run.cpu, "exit": code, "summary": tail, "failed": failed,
                              "files": _durations(log)}
                 print(f"pytest {' '.join(cmd) or '(all)'}{' (again)' if name.endswith('again') else ''}: {seconds:.1f} s, {_run.cpu:.0f} CPU s, exit {code}: {tail} "
@@ -223,6 +228,8 @@ def main(argv=None) -> dict:
                     print(f"  {secs:7.1f} s  {path}", flush=True)
                 for test in failed:
                     print(f"  failed: {test}", flush=True)
+                for line in re.findall(r"^E   .*$", log, re.M)[:12]:   # what the first failures asserted
+                    print(f"  {line[:300]}", flush=True)
 
     out["calibration"].append(calibration())
     print()
