@@ -152,8 +152,14 @@ def order_fraction(diff: np.ndarray, tol, axis: int = -1) -> np.ndarray:
 def tie_tolerance(s: np.ndarray) -> np.ndarray:
     """Per sample, TIE_RTOL times the largest |score| of the causal triangle (at least TIE_RTOL):
     differences within it are float rounding, not order. ``s`` is (batch, n, n); returns (batch,)."""
-    visible = np.where(np.tri(s.shape[-1], dtype=bool), np.abs(s), 0.0)
-    return TIE_RTOL * np.maximum(1.0, visible.max(axis=(-1, -2)))
+    rows, cols = tril_index(s.shape[-1])
+    return _packed_tolerance(s[:, rows, cols])
+
+
+def _packed_tolerance(packed: np.ndarray) -> np.ndarray:
+    """:func:`tie_tolerance` from the causal triangles packed row after row, (batch, n(n+1)/2) (NaN
+    where a score is NaN)."""
+    return TIE_RTOL * np.maximum(1.0, np.abs(packed).max(axis=-1))
 
 
 def later_and_tied_counts(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -215,10 +221,24 @@ def recency_fraction(s: np.ndarray) -> np.ndarray:
     :func:`tie_tolerance` (float rounding cannot order it); a NaN difference counts as neither.
     NaN when n < 3 (no triple exists). ``s`` is (batch, n, n).
     """
-    total = n_triples(s.shape[-1])
+    return _recency(s, None)
+
+
+def _recency(s: np.ndarray, packed: np.ndarray | None) -> np.ndarray:
+    """:func:`recency_fraction` of ``s``; ``packed``: its causal triangles packed row after row,
+    (batch, n(n+1)/2), where the caller has them (else gathered here for the compiled count)."""
+    n = s.shape[-1]
+    total = n_triples(n)
     if total == 0:
         return np.full(s.shape[0], np.nan)
-    later, tied = later_and_tied_counts(s, tie_tolerance(s))
+    kernels = compiled_kernels()
+    if kernels is None:
+        later, tied = later_and_tied_counts_numpy(s, tie_tolerance(s))
+    else:
+        if packed is None:
+            rows, cols = tril_index(n)
+            packed = s[:, rows, cols]
+        later, tied = _packed_counts(kernels, packed, n, np.ascontiguousarray(_packed_tolerance(packed)))
     return (later + 0.5 * tied) / total
 
 
@@ -240,24 +260,8 @@ def layer_features(s: np.ndarray, a: np.ndarray, sq_norms: np.ndarray) -> np.nda
     np.subtract(flat_s[:, off], flat_s[:, off - 1], out=out[:, lay["step"]])
     out[:, lay["row_trend"]] = row_trends(s)
     out[:, lay["trend"].start] = trend(s)
-    out[:, lay["rp"].start] = _recency_from_packed(s, scores)
+    out[:, lay["rp"].start] = _recency(s, scores)
     return out
-
-
-def _recency_from_packed(s: np.ndarray, packed: np.ndarray) -> np.ndarray:
-    """:func:`recency_fraction` of ``s`` (batch, n, n) given its causal triangles packed row after
-    row, (batch, n(n+1)/2): the tolerance is the same maximum (of |S| over the triangle, NaN if one
-    is NaN) and the count compares the same numbers."""
-    n = s.shape[-1]
-    total = n_triples(n)
-    if total == 0:
-        return np.full(s.shape[0], np.nan)
-    kernels = compiled_kernels()
-    if kernels is None:
-        return recency_fraction(s)
-    tol = TIE_RTOL * np.maximum(1.0, np.abs(packed).max(axis=-1))
-    later, tied = _packed_counts(kernels, packed, n, np.ascontiguousarray(tol))
-    return (later + 0.5 * tied) / total
 
 
 # -- the compiled kernels, when they can run -------------------------------------------------------
