@@ -1164,6 +1164,36 @@ static void *aligned(size_t count)
 
 #define ACC_LIMIT (1 << 20)     /* partial sums up to this many doubles (8 MB), else reduce at once */
 
+/* A block's work buffers and tile size, for a Block whose sizes, mode, layout and (MODE_CHOL) Cholesky
+ * factor are set: 0, or -1 if out of memory (block_free releases what was taken either way). Used by
+ * py_gram_block and by the C driver of tests/lib/kernel_harness.c. */
+static int block_alloc(Block *k)
+{
+    const int64_t n = k->n, layers = k->layers, nf = k->nf, nc = nf - k->o_step, tz = row_start(n, k->w);
+    const int lanes = layers * (2 * nf + nc) * P <= ACC_LIMIT;   /* P, not V: the same choice for every V */
+    k->tile_groups = n <= 12 ? TILE_GROUPS : n <= 32 ? (TILE_GROUPS < 4 ? TILE_GROUPS : 4) : 1;   /* (bench_kernel) */
+    k->state = aligned(2 * k->tile_groups * tz); k->dev0s = aligned(k->tile_groups * nc);
+    k->fs = aligned(k->tile_groups * nf); k->y = aligned(tz); k->aux = aligned(2 * n);
+    if (k->mode == MODE_CHOL && n <= SMALL) k->chol_v = aligned(n * n);   /* (read by coordinates, n <= SMALL) */
+    if (lanes) { k->a1 = aligned(layers * nf * H); k->a2 = aligned(layers * nf * H); k->a3 = aligned(layers * nc * H); }
+    if (!k->state || !k->dev0s || !k->y || !k->fs || !k->aux || (lanes && (!k->a1 || !k->a2 || !k->a3))
+        || (k->mode == MODE_CHOL && n <= SMALL && !k->chol_v))
+        return -1;
+    if (k->chol_v)
+        for (int64_t i = 0; i < n * n; i++) k->chol_v[i] = splat(k->chol[i]);
+    if (lanes) {
+        memset(k->a1, 0, layers * nf * H * sizeof(vd)); memset(k->a2, 0, layers * nf * H * sizeof(vd));
+        memset(k->a3, 0, layers * nc * H * sizeof(vd));
+    }
+    return 0;
+}
+
+static void block_free(Block *k)
+{
+    free(k->state); free(k->dev0s); free(k->y); free(k->fs); free(k->aux); free(k->chol_v);
+    free(k->a1); free(k->a2); free(k->a3);
+}
+
 static PyObject *py_gram_block(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -1205,28 +1235,15 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
     k.chi2 = bufs[0].buf; k.normals = bufs[1].buf; k.chol = bufs[2].buf;
     k.shift = bufs[3].buf; k.s1 = bufs[4].buf; k.s2 = bufs[5].buf; k.sc = bufs[6].buf;
     k.feats = want_feats ? bufs[7].buf : NULL;
-    int lanes = layers * (2 * nf + nc) * P <= ACC_LIMIT;     /* P, not V: the same choice for every V */
-    k.tile_groups = n <= 12 ? TILE_GROUPS : n <= 32 ? (TILE_GROUPS < 4 ? TILE_GROUPS : 4) : 1;   /* (bench_kernel) */
-    k.state = aligned(2 * k.tile_groups * tz); k.dev0s = aligned(k.tile_groups * nc);
-    k.fs = aligned(k.tile_groups * nf); k.y = aligned(tz); k.aux = aligned(2 * n);
-    if (mode == MODE_CHOL && n <= SMALL) k.chol_v = aligned(n * n);   /* (read by coordinates, n <= SMALL) */
-    if (lanes) { k.a1 = aligned(layers * nf * H); k.a2 = aligned(layers * nf * H); k.a3 = aligned(layers * nc * H); }
-    if (!k.state || !k.dev0s || !k.y || !k.fs || !k.aux || (lanes && (!k.a1 || !k.a2 || !k.a3))
-        || (mode == MODE_CHOL && n <= SMALL && !k.chol_v)) {
+    if (block_alloc(&k) < 0) {
         PyErr_NoMemory();
         goto fail;
-    }
-    if (k.chol_v)
-        for (int64_t i = 0; i < n * n; i++) k.chol_v[i] = splat(k.chol[i]);
-    if (lanes) {
-        memset(k.a1, 0, layers * nf * H * sizeof(vd)); memset(k.a2, 0, layers * nf * H * sizeof(vd));
-        memset(k.a3, 0, layers * nc * H * sizeof(vd));
     }
     Py_BEGIN_ALLOW_THREADS
     run_block(&k);
     Py_END_ALLOW_THREADS
 fail:
-    free(k.state); free(k.dev0s); free(k.y); free(k.fs); free(k.aux); free(k.chol_v); free(k.a1); free(k.a2); free(k.a3);
+    block_free(&k);
     for (int i = 0; i < got; i++) PyBuffer_Release(&bufs[i]);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;

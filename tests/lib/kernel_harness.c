@@ -1,7 +1,7 @@
 /* A C-only driver of the compiled kernel, for builds that cannot be loaded into this Python: another
  * CPU's (tests/lib/test_kernel_builds.py cross-compiles it for 64-bit ARM and runs it under qemu).
  * It includes the kernel's source, so it runs exactly the kernel's code: the draws and the gram
- * block, as py_gram_draws and py_gram_block call them (the same Block fields), for a few settings
+ * block, as py_gram_draws and py_gram_block call them (the same Block fields and block_alloc), for a few settings
  * that take the specialised n = 10 code and the general code, with and without LayerNorm and the
  * residual, plus the vector helpers on edge values. It prints one line per case: the case and an
  * FNV-1a hash of every output byte. Two builds give the same bits iff they print the same lines.
@@ -21,9 +21,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t bytes)
 static int block_case(int64_t n, int64_t d, int64_t layers, int64_t nb, int normalize, double gamma, uint32_t seed)
 {
     const int64_t dof0 = normalize ? d - 1 : d, w = n < dof0 ? n : dof0;   /* (sampling.gram_width) */
-    int64_t tz = 0;
-    for (int64_t i = 0; i < n; i++) tz += i + 1 < w ? i + 1 : w;
-    const int64_t q = tz - w;
+    const int64_t tz = row_start(n, w), q = tz - w;     /* coordinates, and the strictly-lower ones */
     const Layout lay = layout_of(n);
     const int64_t t = n * (n + 1) / 2, nf = lay.nf, nc = nf - lay.o_step;
     double *chi2 = malloc(w * nb * sizeof(double)), *normals = malloc((q ? q : 1) * nb * sizeof(double));
@@ -41,14 +39,9 @@ static int block_case(int64_t n, int64_t d, int64_t layers, int64_t nb, int norm
     k.o_attn = t; k.o_sq = 2 * t; k.o_diag = lay.o_diag; k.o_step = lay.o_step; k.o_row = lay.o_row;
     k.o_trend = lay.o_trend; k.o_rp = lay.o_rp; k.nf = nf;
     k.chi2 = chi2; k.normals = normals; k.shift = shift; k.s1 = s1; k.s2 = s2; k.sc = sc;
-    int lanes = layers * (2 * nf + nc) * P <= ACC_LIMIT;
-    k.tile_groups = n <= 12 ? TILE_GROUPS : n <= 32 ? (TILE_GROUPS < 4 ? TILE_GROUPS : 4) : 1;
-    k.state = aligned(2 * k.tile_groups * tz); k.dev0s = aligned(k.tile_groups * nc);
-    k.fs = aligned(k.tile_groups * nf); k.y = aligned(tz); k.aux = aligned(2 * n);
-    if (lanes) {
-        k.a1 = aligned(layers * nf * H); k.a2 = aligned(layers * nf * H); k.a3 = aligned(layers * nc * H);
-        memset(k.a1, 0, layers * nf * H * sizeof(vd)); memset(k.a2, 0, layers * nf * H * sizeof(vd));
-        memset(k.a3, 0, layers * nc * H * sizeof(vd));
+    if (block_alloc(&k) < 0) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
     }
     run_block(&k);
     uint64_t h = 1469598103934665603ULL;
@@ -60,7 +53,7 @@ static int block_case(int64_t n, int64_t d, int64_t layers, int64_t nb, int norm
     h = fnv(h, sc, layers * nc * sizeof(double));
     printf("block n=%lld d=%lld layers=%lld samples=%lld norm=%d gamma=%g: %016llx\n", (long long)n, (long long)d,
            (long long)layers, (long long)nb, normalize, gamma, (unsigned long long)h);
-    free(k.state); free(k.dev0s); free(k.fs); free(k.y); free(k.aux); free(k.a1); free(k.a2); free(k.a3);
+    block_free(&k);
     free(chi2); free(normals); free(shift); free(s1); free(s2); free(sc);
     return 0;
 }
