@@ -1,8 +1,9 @@
 """The numbers the prose of ``book/beyond.ipynb`` cites: each function takes what the page
-computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+computed and returns glue key -> text, which the page glues, or draws and glues one of its figures
+(``*_figure``, ``*_figures``). Nothing here simulates."""
 from __future__ import annotations
 
-from .. import beyond, conventions, report
+from .. import beyond, conventions, plotting, report
 
 
 def length_numbers(*, layers, lengths, long_results, long_samples, n) -> dict[str, str]:
@@ -101,3 +102,44 @@ def component_numbers(*, configs, def1, dirs, results, samples, weights_seed) ->
     out["beyond-zc"] = report.num(conventions.z_for(beyond.cell_count(results)), 3)
     out["beyond-fig-components-data"] = report.download("beyond-components", beyond.full_columns(results))
     return out
+
+
+# -- figures -------------------------------------------------------------------------------------------
+
+def components_figure(*, results, layers) -> None:
+    """Figure ``beyond-fig-components``: the recency probability of every layer of every setting of the
+    component study, one panel per α of :data:`companion.beyond.STUDY_ALPHAS`."""
+    alphas = beyond.STUDY_ALPHAS
+    fig, axes = plotting.subplots(1, len(alphas), height_ratio=0.55, sharex=True)
+    for ax, a in zip(axes, alphas):
+        labels, rp, se = beyond.rp_matrix(results, a)
+        plotting.recency_dots(labels, rp, se, ax, show_labels=ax is axes[0])
+        ax.set_title(conventions.alpha_label(a))
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center",
+               ncols=min(layers + 1, 6))
+    plotting.glue_figure("beyond-fig-components", fig)
+
+
+def length_figures(*, long_results, lengths, layers) -> None:
+    """Figures ``beyond-fig-lengths`` (the recency probability of every layer against n, one panel per
+    model of :data:`companion.beyond.LENGTH_MODELS`) and ``beyond-fig-profiles`` (the last query's
+    binned mean scores in the last layer, one curve per length)."""
+    models = beyond.LENGTH_MODELS
+    fig, axes = plotting.panels(len(models), max_cols=2, panel_ratio=0.75, sharex=True,
+                                sharey=True)
+    for ax, m in zip(axes, models):
+        runs = beyond.by_length(long_results, m)
+        plotting.recency_by_length(*beyond.rp_by_length(runs), ax)
+        ax.set_title(beyond.length_label(next(iter(runs.values())).config))
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center",
+               ncols=min(layers + 1, 6))
+    plotting.glue_figure("beyond-fig-lengths", fig)
+
+    fig, axes = plotting.panels(len(models), max_cols=2, panel_ratio=0.75, sharex=True)
+    for ax, m in zip(axes, models):
+        runs = beyond.by_length(long_results, m)
+        plotting.binned_profiles(beyond.last_query_profiles(runs), ax)
+        ax.set_title(beyond.length_label(next(iter(runs.values())).config))
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center",
+               ncols=min(len(lengths), 6))
+    plotting.glue_figure("beyond-fig-profiles", fig)

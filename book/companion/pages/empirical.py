@@ -1,11 +1,12 @@
 """The numbers the prose of ``book/empirical.ipynb`` cites and the rows of its tables: each function takes
 what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
-the page shows (``report.table``). Nothing here simulates."""
+the page shows (``report.table``); the ``*_figure`` functions draw and glue the page's larger figures.
+Nothing here simulates."""
 from __future__ import annotations
 
 import numpy as np
 
-from .. import claims, conventions, report
+from .. import claims, conventions, plotting, report
 
 
 def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, results, samples, samples_dsweep,
@@ -70,3 +71,47 @@ def h_rows(*, d, h_results, h_zc, n, table) -> list[dict]:
              "mean step of $S^{(2)}$: simulated / large-$d$":
                  claims.trend_over_line(h_results[a], claims.predicted_trend(n, d, a), h_zc)}
             for a, t in table.items()]
+
+
+# -- figures -------------------------------------------------------------------------------------------
+
+def dsweep_figures(*, configs, ds, by_d, layers, labels) -> None:
+    """Figures ``empirical-dsweep`` (the recency probability of layer 2 and of the last layer against d,
+    one line per setting of ``configs``) and ``empirical-dsweep-maps`` (the last layer's mean scores,
+    one row per setting, one column per d). ``by_d``: d -> the results in the order of ``configs``."""
+    fig, axes = plotting.subplots(1, 2, height_ratio=0.42, sharey=True)
+    for ax, layer in zip(axes, (2, layers)):
+        for k, cfg in enumerate(configs):
+            rps = [claims.rp(by_d[dd][k], layer) for dd in ds]
+            plotting.versus_d(ds, [m for m, _ in rps], [e for _, e in rps], ax, reference=0.5,
+                              label=conventions.setting_label(cfg), ylabel="recency probability",
+                              **conventions.variant_style(cfg))
+        ax.set_title(f"layer {layer}")
+    axes[1].set_ylabel("")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2)
+    plotting.glue_figure("empirical-dsweep", fig)
+
+    fig, axes = plotting.heatmap_subplots(len(configs), len(ds))
+    plotting.score_grid([[by_d[dd][k].score_mean[layers - 1] for dd in ds] for k in range(len(configs))], axes,
+                        recency_probabilities=[[by_d[dd][k].recency_probability[layers - 1] for dd in ds]
+                                               for k in range(len(configs))],
+                        recency_sems=[[by_d[dd][k].recency_probability_sem[layers - 1] for dd in ds]
+                                      for k in range(len(configs))],
+                        row_labels=labels, col_labels=[f"d = {dd}" for dd in ds])
+    plotting.glue_figure("empirical-dsweep-maps", fig)
+
+
+def figure2_figures(*, curves, forms) -> None:
+    """Figures ``empirical-fig2`` and ``empirical-fig2-raw`` (the simulated h(j) of each α beside
+    Eq. (41), normalized to j = 1 and raw; ``curves``: normalized -> α -> claims.h_curves) and
+    ``empirical-fig2-ratio`` (simulated / Eq. (41) for the level and the step against d)."""
+    for key, normalized in (("empirical-fig2", True), ("empirical-fig2-raw", False)):
+        fig, ax = plotting.subplots(height_ratio=0.5)
+        for a, c in curves[normalized].items():
+            plotting.h_panel(c, ax, corrected=False, color=conventions.alpha_colour(a), label=conventions.alpha_label(a))
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+        plotting.glue_figure(key, fig)
+
+    fig = plotting.level_and_step({part: claims.ratio_series(forms, "fig2", part) for part in ("level", "step")},
+                                  ylabel="simulated / Eq. (41)")
+    plotting.glue_figure("empirical-fig2-ratio", fig)

@@ -1,11 +1,13 @@
 """The numbers the prose of ``book/input_distribution.ipynb`` cites and the rows of its tables: each function takes
 what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
-the page shows (``report.table``). Nothing here simulates."""
+the page shows (``report.table``); the ``*_figure`` functions draw and glue the page's larger figures.
+Nothing here simulates."""
 from __future__ import annotations
 
+import numpy as np
 from recency_lib import inputs, theory
 
-from .. import claims, closedforms, conventions, report
+from .. import claims, closedforms, conventions, plotting, report
 
 
 def proposition3_numbers(*, alphas, by, d, gamma, n, p3, ratio, samples, samples_isotropic,
@@ -111,3 +113,50 @@ def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
              "mean step of $S^{(2)}$ (÷ large-$d$ line)": step(0.0, a),
              f"{res_name}: Definition 1": by[gamma][a].definition1_at(zc)[1], "mean step (÷ line)": step(gamma, a)}
             for a in sorted(by[0.0])]
+
+
+# -- figures -------------------------------------------------------------------------------------------
+
+def cosine_figure(*, cos, cos_ds, d) -> None:
+    """Figure ``inputdist-fig-cos``. Left: the mean cosine of two raw tokens against α at each d of
+    ``cos_ds`` (``cos``: d -> α -> the estimate); right: d × its deviation from α beside the
+    second-order bias -α(1-α²)/2."""
+    fig, (left, right) = plotting.subplots(1, 2, height_ratio=0.45)
+    left.plot([0, 1], [0, 1], color="black", linewidth=1.0, label="$y = \\alpha$")
+    fine = np.linspace(0, 1, 101)
+    for k, dd in enumerate(cos_ds):
+        a, dev, se = claims.cosine_deviations(cos[dd])
+        plotting.errorbar_points(a, a + dev, se, left, label=f"d = {dd}", color=f"C{k}")
+        plotting.errorbar_points(a, dd * dev, dd * se, right, label=f"d = {dd}", color=f"C{k}")
+    plotting.closed_form(fine, d * inputs.cosine_bias_second_order(fine, d), right, color="black",
+                         label="$-\\alpha(1-\\alpha^2)/2$")
+    plotting.reference_line(right, 0.0)
+    left.set_xlabel("α")
+    left.set_ylabel("mean cosine of two tokens")
+    left.legend(loc="upper left")
+    right.set_xlabel("α")
+    right.set_ylabel("d × (mean cosine − α)")
+    right.legend(loc="lower left")
+    plotting.glue_figure("inputdist-fig-cos", fig)
+
+
+def alpha_figure(*, by, alphas, n, d) -> None:
+    """Figure ``inputdist-fig-alpha``: for each residual weight of ``by`` (γ -> α -> SimResult), the mean
+    step of S^(2) against α with its predicted line (left, log scale) and the recency probability of
+    S^(2) (right)."""
+    fig, (left, right) = plotting.subplots(1, 2, height_ratio=0.45)
+    fine = np.linspace(0, max(alphas), 60)
+    for k, (g, results) in enumerate(by.items()):
+        style = {**conventions.variant_style(results[0.0].config), "color": f"C{k}", "linestyle": "none"}   # points; the line is the prediction
+        plotting.errorbar_points(*claims.trends(results), left, label=conventions.variant_short(results[0.0].config), **style)
+        plotting.closed_form(fine, [claims.predicted_trend(n, d, a, g) for a in fine], left, color=f"C{k}")
+        plotting.errorbar_points(*claims.rps(results), right, label=conventions.variant_short(results[0.0].config), **style)
+    left.set_yscale("log")
+    left.set_xlabel("α")
+    left.set_ylabel("mean step of $S^{(2)}$")
+    left.legend(loc="lower center")
+    plotting.reference_line(right, 0.5, label="no order")
+    right.set_xlabel("α")
+    right.set_ylabel("RP of $S^{(2)}$")
+    right.legend(loc="upper left")
+    plotting.glue_figure("inputdist-fig-alpha", fig)

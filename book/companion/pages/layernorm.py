@@ -1,6 +1,7 @@
 """The numbers the prose of ``book/layernorm.ipynb`` cites and the rows of its tables: each function takes
 what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
-the page shows (``report.table``). Nothing here simulates."""
+the page shows (``report.table``); the ``*_figure`` functions draw and glue the page's larger figures.
+Nothing here simulates."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ import math
 import numpy as np
 from recency_lib import theory
 
-from .. import claims, report, theorem1
+from .. import claims, plotting, report, theorem1
 
 
 def proposition1_numbers(*, beyond, checkp1, d, first_pred, keys, last, n, none, p1, rise_d, samples_prop1,
@@ -129,3 +130,24 @@ def size_rows(ln_points) -> list[dict]:
              "trend of $S^{(2)}$": report.pm(p.trend, p.se), "$z$": report.z_text(p.z),
              "÷ corrected Theorem 1": report.pm(*p.corrected_ratio), "÷ Eq. (5)": report.pm(*p.ratio(p.eq5))}
             for p in ln_points]
+
+
+# -- figures -------------------------------------------------------------------------------------------
+
+def prop1_figure(*, none, p1, n, keys, rise_d) -> None:
+    """Figure ``layernorm-fig-prop1``. Left: the last row of the mean S^(2) without normalization
+    (Figure 1's first row, d = 64) against Eq. (19) as printed and corrected; right: the row of the
+    smallest d of Proposition 1's runs relative to its level (:func:`theorem1.rise_panel`)."""
+    fig, (ax, right) = plotting.subplots(1, 2, height_ratio=0.45)
+    plotting.row_profile(none.score_mean[1], none.score_sem[1], n, ax, label="simulated")
+    plotting.closed_form(keys, theory.prop1_score_corrected(n, keys, none.config.d), ax, kind="corrected",
+                         color="black", label="Eq. (19), corrected")
+    plotting.closed_form(keys, theory.prop1_score(n, keys, none.config.d), ax, kind="printed",
+                         color="black", label="Eq. (19), printed")
+    ax.set_ylabel(f"mean $S^{{(2)}}_{{{n},j}}$")
+    ax.set_title("$d = 64$")
+    ax.legend(loc="center right")
+    theorem1.rise_panel(p1[rise_d], right)
+    right.set_title(f"$d = {rise_d}$, relative to the level")
+    right.legend(loc="center right", bbox_to_anchor=(1.0, 0.35))
+    plotting.glue_figure("layernorm-fig-prop1", fig)

@@ -1,13 +1,14 @@
 """The numbers the prose of ``book/residual.ipynb`` cites and the rows of its tables: each function takes
 what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
-the page shows (``report.table``). Nothing here simulates."""
+the page shows (``report.table``); the ``*_figure`` functions draw and glue the page's larger figures.
+Nothing here simulates."""
 from __future__ import annotations
 
 import math
 
 from recency_lib import theory
 
-from .. import claims, closedforms, conventions, report
+from .. import claims, closedforms, conventions, plotting, report
 
 
 def residual_numbers(*, alpha, big, gamma, ln0, ln_a, n, res0, res_a, samples, samples_isotropic,
@@ -86,3 +87,22 @@ def size_rows(*, d, sizes) -> list[dict]:
              "trend, no residual": report.pm(*claims.s2_order(r0)[1:]),
              f"trend, {conventions.variant_short(r1.config)}": report.pm(*claims.s2_order(r1)[1:])}
             for a, (r0, r1) in sorted(sizes.items())]
+
+
+# -- figures -------------------------------------------------------------------------------------------
+
+def residual_figure(*, ln0, ln_a, res_a, res0, n) -> None:
+    """Figure ``residual-fig``. Left: the last row of the mean S^(2) of the anisotropic LayerNorm model
+    without and with the residual; right: the recency probability of every layer of all four settings."""
+    fig, (left, right) = plotting.subplots(1, 2, height_ratio=0.42)
+    for res in (ln_a, res_a):
+        plotting.row_profile(res.score_mean[1], res.score_sem[1], n, left, label=conventions.variant_short(res.config),
+                             **conventions.variant_style(res.config))
+    left.set_ylabel(f"mean $S^{{(2)}}_{{{n},j}}$")
+    left.legend(loc="upper left")
+    for res in (ln0, ln_a, res_a, res0):
+        plotting.recency_by_layer(res.recency_probability, res.recency_probability_sem, right,
+                                  label=conventions.setting_label(res.config), **conventions.variant_style(res.config))
+    right.set_ylim(0.45, None)
+    right.legend(loc="upper left")
+    plotting.glue_figure("residual-fig", fig)
