@@ -222,7 +222,9 @@ def source_modules(code: str | None, packages: tuple[str, ...] = (PACKAGE,)) -> 
 
 def module_closure(*roots: str, packages: tuple[str, ...] = ()) -> tuple[str, ...]:
     """``roots`` and every module they import, transitively, within the top-level packages of the
-    roots, ``packages`` and this one (sorted full names; a root as :func:`qualified` reads it)."""
+    roots, ``packages`` and this one (sorted full names; a root as :func:`qualified` reads it). A
+    module's packages count too (``companion.pages.beyond`` brings ``companion.pages`` and
+    ``companion``): importing it runs their ``__init__.py`` first."""
     roots = tuple(qualified(r) for r in roots)
     tracked = _tracked(roots, packages)
     seen, todo = set(), list(roots)
@@ -231,7 +233,8 @@ def module_closure(*roots: str, packages: tuple[str, ...] = ()) -> tuple[str, ..
         if m in seen or _module_file(m) is None:
             continue
         seen.add(m)
-        todo.extend(_imports(m, tracked) - seen)
+        parents = [m.rsplit(".", k)[0] for k in range(1, m.count(".") + 1)]   # a.b.c -> a.b, a
+        todo.extend({*_imports(m, tracked), *parents} - seen)
     return tuple(sorted(seen))
 
 

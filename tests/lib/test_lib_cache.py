@@ -38,6 +38,27 @@ def test_key_changes_with_config_z_source_and_kernel(monkeypatch):
     assert cache_key(CFG) != base
 
 
+def test_the_closure_holds_the_packages_its_modules_run_in(tmp_path, monkeypatch):
+    """Importing recency_lib.engines runs recency_lib/__init__.py first (its lazy names decide what
+    ``recency_lib.simulate`` is): an edit of it changes the key, as an edit of any module a simulation
+    runs does; the same for a subpackage's __init__ (recency_lib.theory's)."""
+    import shutil
+
+    assert "recency_lib" in cache.module_closure("engines")
+    assert {"recency_lib", "recency_lib.theory"} <= set(cache.module_closure("recency_lib.theory.corrected"))
+    root = tmp_path / "recency_lib"
+    shutil.copytree(cache.ROOT, root, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    monkeypatch.setattr(cache, "ROOT", root)
+    cache.source_hash.cache_clear()
+    base = cache.source_hash()
+    with open(root / "__init__.py", "a") as fh:
+        fh.write("\n# an edit of the package's __init__\n")
+    cache.source_hash.cache_clear()
+    assert cache.source_hash() != base
+    monkeypatch.undo()
+    cache.source_hash.cache_clear()
+
+
 def test_source_hash_covers_the_c_kernel_source(tmp_path, monkeypatch):
     """The compiled kernel's C source is part of what a simulation depends on: an edit of
     _kernel.c changes the key, an edit of the command line's module does not (on a copy of the package)."""
