@@ -38,46 +38,31 @@ def test_key_changes_with_config_z_source_and_kernel(monkeypatch):
     assert cache_key(CFG) != base
 
 
-def test_the_closure_holds_the_packages_its_modules_run_in(tmp_path, monkeypatch):
-    """Importing recency_lib.engines runs recency_lib/__init__.py first (its lazy names decide what
-    ``recency_lib.simulate`` is): an edit of it changes the key, as an edit of any module a simulation
-    runs does; the same for a subpackage's __init__ (recency_lib.theory's)."""
+def test_source_hash_covers_what_a_simulation_runs(tmp_path, monkeypatch):
+    """On a copy of the package: an edit of the compiled kernel's C source changes the key, and so does
+    an edit of recency_lib/__init__.py, which importing recency_lib.engines runs first (its lazy names
+    decide what ``recency_lib.simulate`` is); an edit of the command line's module does not. A module's
+    packages are in its closure (recency_lib.theory.corrected brings recency_lib.theory)."""
     import shutil
 
-    assert "recency_lib" in cache.module_closure("engines")
+    assert {"recency_lib", "recency_lib._kernel"} <= set(cache.module_closure("engines"))
     assert {"recency_lib", "recency_lib.theory"} <= set(cache.module_closure("recency_lib.theory.corrected"))
     root = tmp_path / "recency_lib"
     shutil.copytree(cache.ROOT, root, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     monkeypatch.setattr(cache, "ROOT", root)
+
+    def after_edit(name: str, comment: str) -> str:
+        with open(root / name, "a") as fh:
+            fh.write(f"\n{comment}\n")
+        cache.source_hash.cache_clear()
+        return cache.source_hash()
+
     cache.source_hash.cache_clear()
     base = cache.source_hash()
-    with open(root / "__init__.py", "a") as fh:
-        fh.write("\n# an edit of the package's __init__\n")
-    cache.source_hash.cache_clear()
-    assert cache.source_hash() != base
-    monkeypatch.undo()
-    cache.source_hash.cache_clear()
-
-
-def test_source_hash_covers_the_c_kernel_source(tmp_path, monkeypatch):
-    """The compiled kernel's C source is part of what a simulation depends on: an edit of
-    _kernel.c changes the key, an edit of the command line's module does not (on a copy of the package)."""
-    import shutil
-
-    root = tmp_path / "recency_lib"
-    shutil.copytree(cache.ROOT, root, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-    monkeypatch.setattr(cache, "ROOT", root)
-    assert "recency_lib._kernel" in cache.module_closure("engines")
-    cache.source_hash.cache_clear()
-    base = cache.source_hash()
-    with open(root / "cli.py", "a") as fh:
-        fh.write("\n# an edit of the command line\n")
-    cache.source_hash.cache_clear()
-    assert cache.source_hash() == base
-    with open(root / "_kernel.c", "a") as fh:
-        fh.write("\n/* an edit of the kernel */\n")
-    cache.source_hash.cache_clear()
-    assert cache.source_hash() != base
+    assert after_edit("cli.py", "# an edit of the command line") == base
+    kernel = after_edit("_kernel.c", "/* an edit of the kernel */")
+    assert kernel != base
+    assert after_edit("__init__.py", "# an edit of the package's __init__") != kernel
     monkeypatch.undo()
     cache.source_hash.cache_clear()
 
