@@ -7,8 +7,8 @@ the rest could only come from smaller studies. This measures such trades before 
 Each trade is a page and parameter values other than its defaults (papermill ``-p``: what a reader's
 rerun would use). The page runs twice from book/, each time in a fresh kernel and a fresh results
 cache (seeded with the theme and the sympy checks only, which no trade touches): once with its
-defaults, once with the trade. Printed per trade: the CPU seconds of the run (the kernel and its
-pool workers), the default's minus the trade's, and every glued text that changed, split into
+defaults, once with the trade. Printed per trade: the CPU seconds of the run (papermill here, the kernel and
+its pool workers), the default's minus the trade's, and every glued text that changed, split into
 
 * **findings**: the words changed (a verdict, an order, a setting named in a finding, a table's
   words), numbers aside: what the book would say differently;
@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -33,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration  # noqa: E402
+from _measure import calibration, cpu_seconds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -83,24 +82,20 @@ def seed_cache(folder: Path) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=BOOK, env={**os.environ, "RECENCY_LIB_CACHE": str(folder)})
 
 
-def children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def run_page(page: str, params: dict, seeds: Path, work: Path, tag: str) -> tuple[dict[str, str], float, float]:
     """papermill of book/PAGE.ipynb with ``params`` in a fresh kernel and a fresh seeded cache: its glued
-    texts, CPU seconds and wall seconds."""
+    texts, CPU seconds (this process's papermill client, the kernel and its pool workers) and wall
+    seconds."""
     import papermill as pm
 
     cache = work / f"cache-{tag}"
     shutil.copytree(seeds, cache)
     os.environ["RECENCY_LIB_CACHE"] = str(cache)
     out = work / f"{tag}.ipynb"
-    cpu, t0 = children_cpu(), time.perf_counter()
+    cpu, t0 = cpu_seconds(), time.perf_counter()
     pm.execute_notebook(str(BOOK / f"{page}.ipynb"), str(out), parameters=params, kernel_name="python3",
                         cwd=str(BOOK), progress_bar=False, log_output=False)
-    return glued_texts(out), children_cpu() - cpu, time.perf_counter() - t0
+    return glued_texts(out), cpu_seconds() - cpu, time.perf_counter() - t0
 
 
 def compare(before: dict[str, str], after: dict[str, str]) -> tuple[list[str], list[str]]:
