@@ -310,12 +310,8 @@ def _stop_kernels() -> None:
         _shutdown(km)
 
 
-# Python's cyclic garbage collector in the processes that build the book (the build slots' and the
-# grid's kernels, Sphinx: book/_ext/collector.py): a young collection every 100,000 allocations
-# instead of 700. Figures, sympy and docutils make millions of objects, almost none in cycles that
-# outlive their page, and the default walked them again and again: 27 % of the Sphinx process's CPU
-# and about 5 % of the kernels'. The values only change when unreachable cycles are freed (a few tens
-# of MB later), never what runs.
+# The garbage collector's thresholds in the processes that build the book (the shared kernels below,
+# Sphinx: book/_ext/collector.py, which says why): a young collection every 100,000 allocations, not 700.
 COLLECTOR_THRESHOLDS = (100_000, 20, 20)
 
 
