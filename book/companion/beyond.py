@@ -11,7 +11,7 @@ Two studies on the dense engine, with the parts of a decoder layer that the pape
   random network (``weights_seed``), whose errors cover the tokens only, so all parts together is also
   run on further networks and the order is decided across them;
 * the relativity check (:func:`relativity_configs`, :func:`relativity_rows`): chapter 7's within-row
-  contrasts (claims.distance_contrasts) with RoPE alone and all parts together, streamed per sequence
+  contrasts (statistics.distance_contrasts) with RoPE alone and all parts together, streamed per sequence
   by recency_lib.engines.sequence_statistic (the page runs it; functions here read the results).
 
 Every finding is decided here, at the book's family-wise level (conventions.FAMILYWISE_LEVEL, each
@@ -26,7 +26,8 @@ import os
 
 import numpy as np
 
-from . import claims, report
+from . import report, statistics
+from .claims import not_relative_claim
 from . import conventions as cv
 from recency_lib.cache import cached_simulate_many
 from recency_lib.config import SimConfig
@@ -176,18 +177,18 @@ def cell_count(results: dict) -> int:
 
 
 def directions(results: dict) -> dict:
-    """key -> the order each layer resolves (claims.direction: "recency", "primacy", "no order
+    """key -> the order each layer resolves (statistics.direction: "recency", "primacy", "no order
     resolved"), every (setting, layer) cell of ``results`` decided as one family."""
     k = cell_count(results)
-    return {key: tuple(claims.direction(r, l, family=k) for l in range(1, r.config.layers + 1))
+    return {key: tuple(statistics.direction(r, l, family=k) for l in range(1, r.config.layers + 1))
             for key, r in results.items()}
 
 
 def definition1_verdicts(results: dict) -> dict:
     """key -> Definition 1 on each layer's mean scores ("holds" / "violated" / "undecided"), every
-    matrix of ``results`` in one family (claims.definition1)."""
+    matrix of ``results`` in one family (statistics.definition1)."""
     k = cell_count(results)
-    return {key: tuple(claims.definition1(r, l, family=k) for l in range(1, r.config.layers + 1))
+    return {key: tuple(statistics.definition1(r, l, family=k) for l in range(1, r.config.layers + 1))
             for key, r in results.items()}
 
 
@@ -224,7 +225,7 @@ def versus_reference(results: dict, alpha: float, reference: str = "paper") -> d
     zc = cv.z_for(max(1, len(others)))
     out = {"higher": [], "lower": []}
     for key, r in others:
-        (m, e), (m0, e0) = claims.rp(r, r.config.layers), claims.rp(ref, ref.config.layers)
+        (m, e), (m0, e0) = statistics.rp(r, r.config.layers), statistics.rp(ref, ref.config.layers)
         z = report.zdiff(m, e, m0, e0)
         if z > zc:
             out["higher"].append(key)
@@ -294,7 +295,7 @@ def summary_rows(results: dict, dirs: dict, def1: dict, alphas=STUDY_ALPHAS) -> 
         row = {"component added": component_label(key, r.config)}
         for a in alphas:
             row[f"order, {cv.alpha_label(a)}"] = layer_orders(dirs[(key, a)])
-        row[f"RP of {report.score_label(L)}, {cv.alpha_label(top)}"] = report.pm(*claims.rp(r, L))
+        row[f"RP of {report.score_label(L)}, {cv.alpha_label(top)}"] = report.pm(*statistics.rp(r, L))
         row[f"Definition 1, {report.score_label(L)}, {cv.alpha_label(top)}"] = def1[(key, top)][-1]
         rows.append(row)
     return rows
@@ -306,7 +307,7 @@ def full_rows(results: dict, dirs: dict, def1: dict) -> list[dict]:
     for (key, a), r in results.items():
         for l in range(1, r.config.layers + 1):
             rows.append({"component added": component_label(key, r.config), "model": cv.variant_name(r.config),
-                         "α": f"{a:g}", "layer": str(l), "RP": report.pm(*claims.rp(r, l)),
+                         "α": f"{a:g}", "layer": str(l), "RP": report.pm(*statistics.rp(r, l)),
                          "order": dirs[(key, a)][l - 1], "Definition 1": def1[(key, a)][l - 1]})
     return rows
 
@@ -316,7 +317,7 @@ def full_columns(results: dict) -> dict[str, list]:
     cols = {k: [] for k in ("component", "model", "alpha", "samples", "layer", "recency_probability", "se")}
     for (key, a), r in results.items():
         for l in range(1, r.config.layers + 1):
-            m, e = claims.rp(r, l)
+            m, e = statistics.rp(r, l)
             for k, v in zip(cols, (component_label(key, r.config), cv.variant_name(r.config), a, r.config.samples,
                                    l, m, e)):
                 cols[k].append(v)
@@ -325,7 +326,7 @@ def full_columns(results: dict) -> dict[str, list]:
 
 # -- relativity ----------------------------------------------------------------------------------
 #
-# Chapter 7's within-row contrasts (claims.distance_contrasts: D_i, two keys at fixed distances; K_i, two
+# Chapter 7's within-row contrasts (statistics.distance_contrasts: D_i, two keys at fixed distances; K_i, two
 # keys at fixed positions), streamed per sequence by recency_lib.engines.sequence_statistic on the dense
 # engine. Functions here take those results (SequenceStatistic); the page runs them.
 
@@ -348,7 +349,7 @@ def control_mean(cfg: SimConfig):
 
 def relativity_verdicts(stats: dict) -> dict:
     """(component, alpha) -> claims.not_relative_claim of each result of ``stats``."""
-    return {key: claims.not_relative_claim(st) for key, st in stats.items()}
+    return {key: not_relative_claim(st) for key, st in stats.items()}
 
 
 def _estimate(st) -> str:
@@ -375,7 +376,7 @@ def last_layer_changes(stats: dict) -> dict:
     zc = cv.z_for(max(1, 2 * len(stats)))
     out = {}
     for key, st in stats.items():
-        prof = claims.distance_profiles(st, _estimate(st))
+        prof = statistics.distance_profiles(st, _estimate(st))
         L = st.config.layers
         row = {"z_threshold": zc}
         for c in ("D", "K"):
@@ -413,7 +414,7 @@ def relativity_columns(stats: dict) -> dict[str, list]:
     """D_i and K_i of every result, layer and query as download columns."""
     cols = {k: [] for k in ("component", "alpha", "samples", "estimator", "layer", "quantity", "query", "mean", "se")}
     for (comp, a), st in stats.items():
-        prof = claims.distance_profiles(st, _estimate(st))
+        prof = statistics.distance_profiles(st, _estimate(st))
         for l in range(1, st.config.layers + 1):
             for c in ("D", "K"):
                 m, e = prof[c]
@@ -438,7 +439,7 @@ def network_configs(cfg: SimConfig, networks: int, samples: int) -> list[SimConf
 
 def across_networks(results, layer: int | None = None) -> dict:
     """The recency probability of one setting on several random networks (``results``: one SimResult per
-    weights_seed) at ``layer`` (default: the last): per network its RP, SE and order (claims.direction, the
+    weights_seed) at ``layer`` (default: the last): per network its RP, SE and order (statistics.direction, the
     networks as one family), and across networks the mean, the standard deviation, the SE of the mean
     (SD / sqrt(K)) and its Student t against 0.5 with K - 1 degrees of freedom, decided at the book's
     level ("recency" / "primacy" / "no order resolved"); "spread_ratio": the SD over the median SE of
@@ -450,14 +451,14 @@ def across_networks(results, layer: int | None = None) -> dict:
     if K < 2:
         raise ValueError(f"{K} result(s) given; allowed: at least 2 networks")
     L = results[0].config.layers if layer is None else check_int("layer", layer, 1, results[0].config.layers)
-    rp = np.array([claims.rp(r, L)[0] for r in results])
-    se = np.array([claims.rp(r, L)[1] for r in results])
+    rp = np.array([statistics.rp(r, L)[0] for r in results])
+    se = np.array([statistics.rp(r, L)[1] for r in results])
     mean, sd = float(rp.mean()), float(rp.std(ddof=1))
     sem = sd / np.sqrt(K)
     t = report.zscore(mean, sem, 0.5)
     tc = float(stdtrit(K - 1, 1.0 - cv.FAMILYWISE_LEVEL / 2))
     word = "recency" if t > tc else "primacy" if t < -tc else "no order resolved"
-    orders = [claims.direction(r, L, family=K) for r in results]
+    orders = [statistics.direction(r, L, family=K) for r in results]
     return {"layer": L, "seeds": [r.config.weights_seed for r in results],
             "samples": [r.config.samples for r in results],
             "rp": rp, "se": se, "orders": orders, "mean": mean, "sd": sd, "sem": float(sem), "t": t,
@@ -558,12 +559,12 @@ def length_findings(long_results: dict) -> dict[str, dict]:
         L = last.config.layers
         (g0, b0), (g1, b1) = late_early(first), late_early(last)
         positive = g0 > zc * b0 and g1 > zc * b1
-        out[m] = {"rp": change(*claims.rp(first, L), *claims.rp(last, L), zc),
+        out[m] = {"rp": change(*statistics.rp(first, L), *statistics.rp(last, L), zc),
                   # bounds add (|a - b| <= b_a + b_b whatever the correlation): test against their sum
                   "gap": "grows" if g1 - g0 > zc * (b0 + b1) else "shrinks" if g0 - g1 > zc * (b0 + b1)
                   else UNCHANGED,
                   "gaps": gap_series(runs), "factor": g0 / g1 if positive else None,
-                  "rp_values": (claims.rp(first, L), claims.rp(last, L))}
+                  "rp_values": (statistics.rp(first, L), statistics.rp(last, L))}
     return out
 
 
@@ -587,8 +588,8 @@ def length_rows(long_results: dict) -> list[dict]:
         L = rs[n1].config.layers
         row = {"model": length_label(rs[n1].config)}
         for n in dict.fromkeys((n0, n1)):
-            row[f"RP, n = {n}"] = report.pm(*claims.rp(rs[n], L))
-        row[f"order, n = {n1}"] = claims.direction(rs[n1], L, family=k)
+            row[f"RP, n = {n}"] = report.pm(*statistics.rp(rs[n], L))
+        row[f"order, n = {n1}"] = statistics.direction(rs[n1], L, family=k)
         row["RP change"] = find[m]["rp"]
         for n in dict.fromkeys((n0, n1)):
             row[f"late − early, n = {n} (± SE bound)"] = report.pm(*late_early(rs[n]))
@@ -609,7 +610,7 @@ def length_columns(long_results: dict) -> dict[str, list]:
     for (m, n), r in long_results.items():
         label = length_label(r.config)
         for l in range(1, r.config.layers + 1):
-            add(label, n, l, "recency_probability", "", *claims.rp(r, l))
+            add(label, n, l, "recency_probability", "", *statistics.rp(r, l))
         for x, mu, b in zip(*last_query_profiles({n: r})[n]):
             add(label, n, r.config.layers, "binned last-query score - row mean (se: bound)", float(x), float(mu), float(b))
     return cols
@@ -640,7 +641,7 @@ def findings_rows(results: dict, long_results: dict, relativity: dict | None = N
         alone += f"; primacy with {names(orders['primacy'], results)}"
     comb = results[("combined", top)]
     L = comb.config.layers
-    together = f"{layer_orders(dirs[('combined', top)])}; RP of {report.score_label(L)}: {report.pm(*claims.rp(comb, L))}"
+    together = f"{layer_orders(dirs[('combined', top)])}; RP of {report.score_label(L)}: {report.pm(*statistics.rp(comb, L))}"
     created = created_order(dirs, iso)
     isotropic = (f"the paper's model: {layer_orders(dirs[('paper', iso)])}; an order of their own with "
                  f"{names(created, results)}" if created else "no part resolves an order")

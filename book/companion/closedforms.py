@@ -43,7 +43,13 @@ from recency_lib import inputs, theory
 from recency_lib.cache import cached_simulate_many, cached_value
 from recency_lib.config import SimConfig
 from .conventions import alpha_label, setting_label, variant_short
-from .report import is_exact, nowrap, num, pm, z_text
+from .settings import PROP1_FACTOR
+from .report import Markdown, curve_columns, download, is_exact, nowrap, num, pm, z_text, zscore
+from .statistics import s2_order, simulated_h
+from .verdicts import UNRESOLVED
+from recency_lib.metrics import adjacent_index
+from recency_lib.norms import NORMS
+from recency_lib.result import SimResult
 from recency_lib.validation import check_int, check_z
 
 LAYERS = 2                    # every closed form here is about layer 1 or layer 2
@@ -320,11 +326,10 @@ RAW = Setting("none", 0.5, 0.0)          # raw anisotropic tokens, Eqs. (6), (22
 # Settings whose closed forms are noise-limited get more than ``samples`` (:func:`configs`): Theorem 1
 # ``boost`` times (scores of order sqrt(d) e^{-sqrt d} against per-sample fluctuations of order 1), and
 # Proposition 1 (its rise of relative size d^{-3/2}) exactly the runs of the book's verdict on it,
-# claims.prop1_configs: PROP1_FACTOR times ``samples``, the default engine. Every other setting resolves
+# settings.prop1_configs: PROP1_FACTOR times ``samples``, the default engine. Every other setting resolves
 # its numbers with ``samples``.
 BOOSTED = frozenset({T})
 DEFAULT_BOOST = 8
-PROP1_FACTOR = 10             # claims.PROP1_FACTOR (tests/book/test_closedforms.py checks they agree)
 
 
 def _keys(n):
@@ -840,7 +845,7 @@ def setting_samples(setting: Setting, samples: int, boost: int = DEFAULT_BOOST) 
 
 def _config(setting: Setting, d: int, n: int, samples: int, seed: int, boost: int) -> SimConfig:
     """The simulation of ``setting`` at ``d``: :meth:`Setting.config` (gram engine), except in Proposition 1's
-    setting, which is exactly the run of the book's verdict on Proposition 1 (claims.prop1_configs: no
+    setting, which is exactly the run of the book's verdict on Proposition 1 (settings.prop1_configs: no
     normalization, the default engine, PROP1_FACTOR x samples), so the two share their cached results."""
     count = setting_samples(setting, samples, boost)
     if setting == P:
@@ -853,7 +858,7 @@ def configs(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
     """The simulations that hold the closed forms named by ``keys`` (all when None) to the model at each d
     in ``ds``: (Setting, d) -> the two-layer SimConfig of ``n`` tokens, root seed ``seed``, with
     :func:`setting_samples` sequences (``samples``; ``boost`` times as many in Theorem 1's setting;
-    Proposition 1's setting: the runs of its verdict, claims.prop1_configs)."""
+    Proposition 1's setting: the runs of its verdict, settings.prop1_configs)."""
     ds = _check_ds(ds)
     n = check_int("n", n, 3)
     samples = check_int("samples", samples, 2)
@@ -913,3 +918,153 @@ def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
     cost = Cost(len(wanted), sum(c.samples for c in wanted.values()), cosine_samples, wall,
                 float(sum(r.elapsed_seconds for r in sims.values())), float(sum(t for *_, t in drawn.values())))
     return Table(tuple(rows), ds, n, samples, seed, cost, boost, sims)
+
+
+# -- closed forms against one result: trends, h(j), ratios ---------------------------------------------
+
+
+def predicted_trend(n: int, d, alpha: float = 0.0, gamma: float = 0.0):
+    """The trend of S^(2) in the LLN limit: the mean of the steps S^(2)_ij - S^(2)_i,j-1 between earlier
+    keys (2 <= j < i <= n), the quantity of ``SimResult.trend_mean``, from the corrected Eqs. (32),
+    (40) (theory.score2_step_corrected, without cancellation; at alpha = gamma = 0 this is Eq. (5)).
+    ``d``: a hidden size (a float back) or an array of them (an array back)."""
+    i, j = off_diagonal_steps(n)
+    dd = np.asarray(d, dtype=float)
+    steps = theory.score2_step_corrected(i, j, alpha, gamma, dd[..., None])      # (..., steps)
+    out = np.mean(steps, axis=-1)
+    return float(out) if dd.ndim == 0 else out
+
+
+
+def eq5_trend(n: int, d):
+    """Theorem 1's trend as Eq. (5) predicts it (:func:`predicted_trend` at alpha = gamma = 0)."""
+    return predicted_trend(n, d)
+
+
+
+
+def eq5_smallest_step(n: int, d: float) -> float:
+    """The smallest step S^(2)_ij - S^(2)_i,j-1 between two earlier keys (2 <= j < i <= n) that
+    Eq. (5) predicts in Theorem 1's setting (alpha = gamma = 0; computed without cancellation,
+    theory.score2_step_corrected)."""
+    ii, jj = adjacent_index(check_int("n", n, 3))
+    off = jj < ii
+    return float(np.min(theory.score2_step_corrected(ii[off] + 1, jj[off] + 1, 0.0, 0.0, d)))
+
+
+
+def trend_over_line(res: SimResult, line: float, z: float) -> str:
+    """The mean step of S^(2) of ``res`` (:func:`s2_order`) over a predicted value ``line`` (e.g.
+    :func:`predicted_trend`), "m ± s", or :data:`UNRESOLVED` where the step itself is within ``z``
+    standard errors of 0: the one rule of every "simulated / large-d" ratio the book prints."""
+    _, m, s = s2_order(res)
+    return pm(m / line, s / abs(line)) if abs(zscore(m, s)) > z else UNRESOLVED
+
+
+
+@dataclass(frozen=True)
+class HCurves:
+    """The key factor h(j) = 1/||x_j^(1)|| (Eq. (40)) of one setting, for keys ``j`` = 1..n: Eq. (41)
+    as printed, the corrected closed form (theory.h_corrected; both None without normalization,
+    where Eq. (41) does not apply) and the simulated 1/sqrt(E||x_j^(1)||^2) with its delta-method
+    SE. ``normalized``: each divided by its value at j = 1 (the simulated one with the error of
+    that division, statistics.simulated_h); else in the scale of the paper's Figures 2 and 5,
+    sqrt(d) h(j) (closedforms.h_profile)."""
+
+    j: np.ndarray
+    printed: np.ndarray | None
+    corrected: np.ndarray | None
+    sim: np.ndarray
+    sim_se: np.ndarray
+    normalized: bool
+
+    def columns(self, label: str) -> dict:
+        """The curves as :func:`curve_columns` series, named "<label>: ..."."""
+        out = {f"{label}: simulation": (self.j, self.sim, self.sim_se)}
+        if self.printed is not None:
+            out[f"{label}: Eq. (41) as printed"] = (self.j, self.printed, None)
+            out[f"{label}: corrected"] = (self.j, self.corrected, None)
+        return out
+
+
+
+def h_curves(res: SimResult, normalize: bool = True) -> HCurves:
+    """:class:`HCurves` of a simulated setting with at least two layers (h needs layer 1's output)."""
+    cfg = res.config
+    if cfg.layers < 2:
+        raise ValueError(f"layers={cfg.layers} is out of range; allowed: >= 2 (h(j) is read from layer 1's output)")
+    j = np.arange(1, cfg.n + 1)
+    printed = corrected = None
+    if NORMS[cfg.norm].closed_form:
+        printed = math.sqrt(cfg.d) * np.asarray(theory.h_eq41(j, cfg.alpha, cfg.gamma, cfg.d), dtype=float)
+        corrected = math.sqrt(cfg.d) * np.asarray(theory.h_corrected(j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm),
+                                                  dtype=float)
+    if normalize:
+        sim, se = simulated_h(res, state=1)
+        if printed is not None:
+            printed, corrected = printed / printed[0], corrected / corrected[0]
+    else:
+        sim, se = h_profile(res, math.sqrt(cfg.d))
+    return HCurves(j, printed, corrected, np.asarray(sim, dtype=float), np.asarray(se, dtype=float), bool(normalize))
+
+
+
+#: How the error |ratio - 1| of a closed form moves as d grows (closedforms.trend), in words.
+TREND_WORDS = {"grows": "grows", "shrinks": "shrinks", "stalls": "neither grows nor shrinks steadily",
+               "": "is resolved at fewer than two d"}
+
+
+
+def trend_words(row) -> str:
+    """What the error of a closed form does as d grows, for the prose: "grows", "shrinks", ...
+    (``row``: a closedforms.Row; :data:`TREND_WORDS`)."""
+    return TREND_WORDS[row.trend]
+
+
+
+def ratio_texts(row) -> list[str]:
+    """The measured ratios simulated / closed form of one ``closedforms.Row``, one per d, as the book
+    writes them ("0.98062 ± 0.00005"; "unresolved" where the simulated value is within the
+    resolution; the SEs are upper bounds where the row's estimator says so)."""
+    out = []
+    for c in row.cells:
+        if not c.resolved:
+            out.append("unresolved")
+        elif is_exact(c.ratio, c.ratio_se):
+            out.append(num(c.ratio, 7))
+        else:
+            out.append(pm(c.ratio, c.ratio_se))
+    return out
+
+
+
+def ratio_series(table, key: str, part: str) -> dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """alpha -> (d, ratio, SE) of closed form ``key``'s ``part`` ("level" or "step") in a
+    ``closedforms.Table``, one entry per setting of that form (NaN where not resolved): the data of a
+    plot of simulated / closed form against d."""
+    out = {}
+    for row in table.rows:
+        if row.form.key != key or row.part != part:
+            continue
+        a = row.setting.alpha
+        if a in out:
+            raise ValueError(f"key={key!r} has several settings with alpha = {a:g}; allowed: one setting per alpha")
+        out[a] = tuple(np.array([getattr(c, f) for c in row.cells], dtype=float) for f in ("d", "ratio", "ratio_se"))
+    if not out:
+        raise ValueError(f"key={key!r}, part={part!r} is not in the table; allowed: a closed form and part it measured")
+    return out
+
+
+
+def h_downloads(stem: str, curves: dict, table, key: str) -> tuple[Markdown, Markdown]:
+    """The two downloads beside an h(j) figure (Sec. 3's Figure 2, Appendix B's Figure 5): ``stem``,
+    every simulated curve of ``curves`` (normalized -> alpha -> curve, :func:`h_curves`) as h(j)/h(1)
+    and as sqrt(d) h(j) against j; ``stem``-ratios, simulated / closed form ``key`` of the
+    ``closedforms.Table`` for its level and step against d (:func:`ratio_series`)."""
+    h = curve_columns(
+        {k: v for normalized in (True, False) for a, c in curves[normalized].items()
+         for k, v in c.columns(f"{alpha_label(a)}, {'h(j)/h(1)' if normalized else 'sqrt(d) h(j)'}").items()},
+        x_name="j")
+    ratios = curve_columns({f"{part}, {alpha_label(a)}": series for part in ("level", "step")
+                                   for a, series in ratio_series(table, key, part).items()}, x_name="d")
+    return download(stem, h), download(f"{stem}-ratios", ratios)

@@ -1,7 +1,8 @@
 """The book's conventions, each defined once: chapters, figures and tables quote them from here.
 
 * Statistics: one family-wise error level for every decision the book draws from Monte Carlo, and
-  the z it implies for a family of ``k`` comparisons (Bonferroni, :func:`familywise_z`).
+  the z it implies for a family of ``k`` comparisons (Bonferroni, :func:`z_for`), defined in
+  :mod:`companion.statistics` (which the results cache keys by its own code) and quoted here.
   A single comparison is a family of one. There is no other threshold.
 * Figures: the width of the page column and the font sizes, so that a figure drawn with
   :func:`figure_size` is shown at its natural size and its text reads at >= 9 pt on the page;
@@ -16,33 +17,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from .statistics import FAMILYWISE_LEVEL, adjacent_pairs, z_for  # noqa: F401  (defined with the statistics)
 from .theme import CMAP
 from recency_lib.config import SimConfig
 from recency_lib.norms import NORMS
-from recency_lib.stats import familywise_z
 from recency_lib.validation import check_int, check_real, short
 
 # -- statistics ------------------------------------------------------------------------------------
-
-#: Family-wise error level of every Monte-Carlo decision in the book: a verdict (a family of k
-#: comparisons tested together) is wrong by chance with probability at most 5 %.
-FAMILYWISE_LEVEL = 0.05
-
-
-
-
-def z_for(comparisons: int = 1) -> float:
-    """The z a deviation must exceed when ``comparisons`` two-sided tests are decided together at
-    :data:`FAMILYWISE_LEVEL` (Bonferroni): 1.96 for one, 3.26 for the 45 adjacent differences of
-    Definition 1 at n = 10."""
-    return familywise_z(comparisons, FAMILYWISE_LEVEL)
-
-
-def adjacent_pairs(n: int) -> int:
-    """Number of adjacent differences S_ij - S_i,j-1 (1 < j <= i <= n) that Definition 1 tests: n(n-1)/2."""
-    n = check_int("n", n, 1)
-    return n * (n - 1) // 2
-
 
 def definition1_z(n: int) -> float:
     """The z of a Definition-1 verdict on an n x n score matrix (all adjacent differences at once)."""

@@ -6,7 +6,7 @@ keys are exchangeable, is the control of every layer): the trend (the mean step 
 keys, ``trend_cv_mean``) and the recency probability (``recency_probability_cv``). Whether the
 order grows is a question about the change from one layer to the next in the same sequences, and a
 ``SimResult`` keeps no covariance between layers; so the growth is measured with
-``recency_lib.engines.sequence_statistic`` and :func:`trend_steps`, a per-sequence statistic whose
+``recency_lib.engines.sequence_statistic`` and statistics.trend_steps, a per-sequence statistic whose
 mean in layer l is the trend of layer l minus that of layer l - 1 (paired within each sequence),
 with ``control_mean=0``.
 
@@ -27,7 +27,6 @@ from recency_lib.validation import check_int, check_real
 
 from . import conventions as cv
 from . import report
-from .statistics import trend_steps  # noqa: F401  (the depth study's statistic)
 
 #: The settings of the study: (normalization, alpha, hidden size, residual) -> (sequences of the
 #: run that gives each layer's trend and RP, sequences of the paired growth run; both in units of
@@ -38,7 +37,7 @@ from .statistics import trend_steps  # noqa: F401  (the depth study's statistic)
 #: 10^-6. LayerNorm on isotropic tokens at d = 64: its layer-2 trend needs about 8 x 10^5 sequences for
 #: 90 % power, its first growth step about 3 x 10^5. No normalization on isotropic tokens at d = 64: its
 #: layer-2 recency needs about 4 x 10^5; it gets 50 units, 10^6 sequences at the default 20,000, which
-#: are Proposition 1's sequences (claims.prop1_configs: the same streams, so the same layer-2 number).
+#: are Proposition 1's sequences (settings.prop1_configs: the same streams, so the same layer-2 number).
 PLAN = {
     ("none", "iso", "small", 0): (2, 0), ("none", "iso", "paper", 0): (50, 0), ("none", "show", "paper", 0): (1, 0),
     ("layernorm", "iso", "small", 0): (1, 0.25), ("layernorm", "iso", "paper", 0): (50, 15),
@@ -108,7 +107,7 @@ def family(results: dict, growth: dict) -> int:
 
 def cells(res, zc: float, stat=None) -> dict[tuple[str, int], Cell]:
     """(what, layer) -> :class:`Cell`: the trend and RP - 1/2 of layers 2..L of ``res`` (a SimResult, control
-    variates) and, with ``stat`` (a SequenceStatistic of :func:`trend_steps` with control_mean 0), the
+    variates) and, with ``stat`` (a SequenceStatistic of statistics.trend_steps with control_mean 0), the
     growth of the trend from layer 3 on; each decided at ``zc``."""
     zc = check_real("zc", zc, lo=0.0, lo_open=True, allowed="a number > 0")
     L = res.config.layers
@@ -269,7 +268,7 @@ def page_numbers(results: dict, growth: dict, zc: float, *, alpha: float, gamma:
     """Glue key -> text of every number chapter 6's depth section cites: the study's ``results``
     ((norm, α, d, γ) -> SimResult), its ``growth`` runs and the family-wise ``zc``; ``alpha``, ``gamma``
     and ``d`` name the showcase settings (LayerNorm at α = 0 and at ``alpha``, the residual at ``gamma``)."""
-    from .claims import rp_cv, s2_order
+    from .statistics import rp_cv, s2_order
 
     c = {k: cells(r, zc, growth.get(k)) for k, r in results.items()}
     s = {k: summary(v) for k, v in c.items()}

@@ -227,7 +227,7 @@ def setting_data(res: SimResult, z_fw: float) -> dict:
     * ``h``: ``{"dec", "m", "e", "c"}``: simulated h(j)/h(1), its SE and the corrected closed form
       (None without normalization, where the paper has no closed form), packed at ``dec``.
     """
-    from .grid import simulated_h
+    from .statistics import simulated_h
     from recency_lib.theory import h_corrected
 
     cfg = res.config

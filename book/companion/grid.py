@@ -54,7 +54,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
 
 from recency_lib import cache
 from recency_lib.config import SimConfig
@@ -632,25 +631,6 @@ def number_list(name: str, value) -> list[float]:
 
 # -- helpers for the pages that read the results ------------------------------------------------
 
-def simulated_h(res: SimResult, state: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """The simulated counterpart of h(j) (Eq. (40)-(41)), normalized to 1 at j = 1, with its SEM.
-
-    h(j) = 1 / ||x_j^(1)||: the simulation measures m_j = E ||x_j^(state)||^2 (``sq_norm_mean``;
-    state 1 = the output of layer 1, fed to layer 2; for LayerNorm its centred part). Returned:
-    sqrt(m_1 / m_j) and its delta-method standard error
-    sqrt(m_1 / m_j) * 0.5 * sqrt((s_1 / m_1)^2 + (s_j / m_j)^2), which ignores the covariance of
-    m_1 and m_j (both from the same samples); the value at j = 1 is exactly 1 with error 0.
-    """
-    if not (0 <= state < res.sq_norm_mean.shape[0]):
-        raise ValueError(f"state={short(state)} is out of range; allowed: 0 .. {res.sq_norm_mean.shape[0] - 1} "
-                         f"(layers={res.config.layers}; state l is the input of layer l + 1)")
-    m, s = res.sq_norm_mean[state], res.sq_norm_sem[state]
-    h = np.sqrt(m[0] / m)
-    sem = h * 0.5 * np.sqrt((s[0] / m[0]) ** 2 + (s / m) ** 2)
-    sem[0] = 0.0
-    return h, sem
-
-
 def results_by_gamma(runs) -> dict[float, dict[float, SimResult]]:
     """The result files of ``runs`` (SettingRuns of one n, d, layers, norm), loaded and arranged as
     {gamma: {alpha: SimResult}} in the runs' order: Appendix B's grids (gamma 0: Figure 3, gamma 1:
@@ -680,7 +660,7 @@ def run_rows(runs, start=None) -> list[dict]:
             for r in runs]
 
 
-# -- Appendix B's verdicts: the features of the paper's Figures 3-5 -----------------------------------
+# -- Appendix B's parameters ---------------------------------------------------------------------------
 
 def residual_weights(name: str, value) -> list[float]:
     """The residual weights gamma of Appendix B's runs with the residual: :func:`number_list`, each > 0 (a
@@ -689,102 +669,3 @@ def residual_weights(name: str, value) -> list[float]:
     if any(g <= 0 for g in weights) or len(set(weights)) != len(weights):
         raise ValueError(f"{name}={short(value)} is not allowed; allowed: distinct residual weights > 0, e.g. [1.0]")
     return weights
-
-
-#: The features of the paper's Figures 3 and 4 (claims.figure3_claim, figure4_claim): each a name, the text
-#: that marks its checks (in ``Check.what``) and the sign it expects (0: no order, +1: above the reference).
-FEATURES = (("no order in layer 1", "no order in layer 1 (RP)", 0),
-            ("recency from layer 2 on", ": recency in layer ", +1),
-            ("weaker with the residual", "the residual weakens", +1))
-
-
-def feature_checks(verdict) -> dict[str, list]:
-    """feature name -> the checks of ``verdict`` (a Figure 3 or 4 verdict) that test it, in the order of
-    :data:`FEATURES` (the checks in the verdict's order); only the features it has. A check that no feature claims is a ValueError (a new kind of check
-    needs a row in :data:`FEATURES`)."""
-    out: dict[str, list] = {name: [] for name, _, _ in FEATURES}
-    for c in verdict.checks:
-        names = [name for name, mark, _ in FEATURES if mark in c.what]
-        if len(names) != 1:
-            raise ValueError(f"check {short(c.what)} matches {len(names)} features; allowed: exactly one of "
-                             f"{[name for name, _, _ in FEATURES]}")
-        out[names[0]].append(c)
-    return {name: cs for name, cs in out.items() if cs}
-
-
-def closest_call(feature: str, checks):
-    """The check of ``feature`` nearest to a change of its status: the largest |z| for "no order", the
-    smallest z for an order the paper expects."""
-    expected = {name: sign for name, _, sign in FEATURES}[feature]
-    return max(checks, key=lambda c: abs(c.z)) if expected == 0 else min(checks, key=lambda c: c.z)
-
-
-def feature_words(verdict) -> dict[str, str]:
-    """feature -> the verdict word its checks earn on their own, by the book's one rule (claims.verdict_word)."""
-    from .claims import verdict_word
-
-    return {f: verdict_word([c.status for c in cs])[0] for f, cs in feature_checks(verdict).items()}
-
-
-def feature_rows(verdict) -> list[dict]:
-    """One table row per feature of a Figure 3 or 4 verdict: the feature, how many checks test it, the word
-    they earn (a badge) and the closest call (its number, z and what it is)."""
-    from .report import badge, count, nowrap, z_text
-
-    words = feature_words(verdict)
-    rows = []
-    for f, cs in feature_checks(verdict).items():
-        c = closest_call(f, cs)
-        rows.append({"feature": f, "checks": count(len(cs)), "found": badge(words[f]),
-                     "closest call": f"{nowrap(c.text)} ({nowrap(f'z = {z_text(c.z)}')})<br><small>{c.what}</small>"})
-    return rows
-
-
-def check_rows(verdict) -> list[dict]:
-    """Every check of ``verdict`` as a table row: what, the number, its z, what it found."""
-    from .report import z_text
-
-    return [{"check": c.what, "number": c.text, "$z$": z_text(c.z), "found": c.status} for c in verdict.checks]
-
-
-def alpha_of(check) -> float:
-    """The anisotropy a check is about, read from its ``what`` ("... at α = 0.4")."""
-    import re
-
-    m = re.search(r"α = ([0-9.]+)", check.what)
-    if m is None:
-        raise ValueError(f"check {short(check.what)} names no α; allowed: a check 'at α = ...'")
-    return float(m.group(1))
-
-
-def by_alpha_text(checks) -> str:
-    """"2.350 ± 0.008, 1.9822 ± 0.0029 and 1.6144 ± 0.0013 at α = 0.2, 0.4 and 0.6": checks' numbers by α."""
-    from .report import listing
-
-    got = sorted((alpha_of(c), c.text) for c in checks)
-    return f"{listing([t for _, t in got], fmt=str)} at α = {listing([a for a, _ in got])}"
-
-
-def misranked(table: dict, form: str, z: float = 3.0) -> list[tuple[float, float]]:
-    """Pairs of anisotropy levels (a, b) that closed form ``form`` ("printed" or "corrected") ranks against
-    the simulation by the rise of h (``table``: a Figure 2 or 5 verdict's ``numbers["table"]``): the
-    simulated rise of a is below b's, resolved by more than ``z`` SE of the difference, while the form puts a
-    above b (or the other way). Each pair with a < b in the simulated order."""
-    alphas = sorted(table)
-    out = []
-    for i, a in enumerate(alphas):
-        for b in alphas[i + 1:]:
-            (sa, ea), (sb, eb) = table[a]["sim"], table[b]["sim"]
-            if abs(sa - sb) <= z * math.hypot(ea, eb):
-                continue
-            lo, hi = (a, b) if sa < sb else (b, a)
-            if table[lo][form] > table[hi][form]:
-                out.append((lo, hi))
-    return out
-
-
-def ranking_text(pairs) -> str:
-    """"α = 0.6 below α = 0.8" for :func:`misranked`'s pairs (a, b): the form puts b below a ("no pair")."""
-    from .report import listing
-
-    return listing([f"α = {hi:g} below α = {lo:g}" for lo, hi in pairs], fmt=str, empty="no pair")

@@ -7,7 +7,7 @@
   paper) and ``CITATION.cff`` (the book's title, authors and year), with the simulator's version;
 * :func:`smallest_step`, :func:`cv_gain`, :func:`estimator_gap`: Definition 1's steps with the estimator
   the verdicts use (control variates) and what it buys over plain means;
-* :func:`ordered_rows` (a statistic for ``recency_lib.engines.sequence_statistic``) and
+* statistics.ordered_rows (a statistic for ``recency_lib.engines.sequence_statistic``) and
   :func:`single_sequence_order`: how often a single sequence's own score matrix satisfies Definition 1;
 * :func:`exact_entries`, :func:`typical_score_se`: what the dense-versus-Gram check compares, and at
   which precision.
@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 from . import report
-from .statistics import ordered_rows  # noqa: F401  (chapter 2's statistic)
 from recency_lib.metrics import adjacent_index
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int
@@ -39,11 +38,9 @@ ESTIMATORS = ("cv", "plain")
 # -- the opening sentences of the landing page -----------------------------------------------------
 
 def check_at(verdict, d: int):
-    """The check of ``verdict`` made at hidden size ``d`` (its setting names "$d = <d>$"), else its
-    decisive check."""
+    """The check of ``verdict`` made at hidden size ``d``, else its decisive check."""
     d = check_int("d", d, 1)
-    tag = f"$d = {d}$"
-    return next((c for c in verdict.checks if tag in c.setting), verdict.decisive)
+    return next((c for c in verdict.checks if c.d == d), verdict.decisive)
 
 
 #: The claims the landing page's opening sentences quote, by the verdict's claim name.
@@ -212,7 +209,7 @@ class SingleOrder:
 
 
 def single_sequence_order(stat, layer: int) -> SingleOrder:
-    """:class:`SingleOrder` of 1-based ``layer`` from ``stat``, a SequenceStatistic of :func:`ordered_rows`."""
+    """:class:`SingleOrder` of 1-based ``layer`` from ``stat``, a SequenceStatistic of statistics.ordered_rows."""
     layers = stat.config.layers
     layer = check_int("layer", layer, 1, layers)
     mean, sem = np.asarray(stat.mean)[layer - 1], np.asarray(stat.sem)[layer - 1]

@@ -542,14 +542,14 @@ def upper_limits(x, bound, ax, *, label=None, **kw):
 
 def trend_reach(reach, ax, *, eq5=None, colour="C0"):
     """Theorem 1's trend (the mean step of S^(2) between earlier keys) against d, from
-    :func:`companion.claims.theorem1_reach` records (anything with ``d``, ``trend``, ``trend_se``,
+    :func:`companion.theorem1.theorem1_reach` records (anything with ``d``, ``trend``, ``trend_se``,
     ``resolved`` and ``plain_se``): the control-variate trend as points +/- 1 SE where resolved and
     as an upper limit (trend + 2 SE) where not; twice the plain estimator's SE (what plain
     averaging can resolve) as a grey line; ``eq5`` = (d grid, trend), the prediction as printed
     (dashed). Log-log axes. Returns ``ax``."""
     rows = sorted(reach, key=lambda r: r.d)
     if not rows:
-        raise ValueError("reach is empty; allowed: one record per hidden size (claims.theorem1_reach)")
+        raise ValueError("reach is empty; allowed: one record per hidden size (theorem1.theorem1_reach)")
     if eq5 is not None:
         closed_form(*eq5, ax, kind="printed", color="black", label="Eq. (5)")
     shown = [r for r in rows if r.resolved]
@@ -674,7 +674,7 @@ def h_panel(curves, ax, *, printed=True, corrected=True, color=None, label=None)
     points +/- 1 SE, all in ``color``; ``label`` names the points (e.g. the setting's alpha).
 
     ``curves``: an object with ``j``, ``sim``, ``sim_se``, ``printed``, ``corrected`` (arrays, the
-    last two None when no closed form applies) and ``normalized`` (claims.HCurves). The printed /
+    last two None when no closed form applies) and ``normalized`` (closedforms.HCurves). The printed /
     corrected lines are drawn when asked for and present. Returns ``ax``."""
     j = _vector("j", curves.j)
     for kind, wanted in (("printed", printed), ("corrected", corrected)):
@@ -744,13 +744,13 @@ def ratio_by_d(ds, ratio, se, ax, *, label=None, z=1.0, **kw):
     return ax
 
 
-#: The two panels of :func:`level_and_step`, by their key in claims.ratio_series.
+#: The two panels of :func:`level_and_step`, by their key in closedforms.ratio_series.
 LEVEL_AND_STEP = {"level": "level", "step": "shape (step over j)"}
 
 
 def level_and_step(series: dict, *, ylabel: str):
     """A closed form held to the simulation against d, in two panels: its level and its shape (the step
-    over j). ``series``: part ("level", "step") -> alpha -> (ds, ratio, se), claims.ratio_series's
+    over j). ``series``: part ("level", "step") -> alpha -> (ds, ratio, se), closedforms.ratio_series's
     values; one line per alpha in its colour (:func:`versus_d`, a dotted 1), the legend under both.
     Returns the figure."""
     missing = [p for p in LEVEL_AND_STEP if p not in series]

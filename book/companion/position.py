@@ -1,7 +1,7 @@
 """Chapter 7's "position or distance?" (issue 24, item 4c): where in a row the induced order lives.
 
-The statistic is :func:`companion.claims.distance_contrasts`, run by
-``recency_lib.engines.sequence_statistic(cfg, claims.distance_contrasts, control_mean=0.0)``:
+The statistic is :func:`companion.statistics.distance_contrasts`, run by
+``recency_lib.engines.sequence_statistic(cfg, statistics.distance_contrasts, control_mean=0.0)``:
 
 * D_i = S_{i,i-1} - S_{i,i-4}: two keys at *fixed distances* from the query (1 and 4);
 * K_i = S_{i,4} - S_{i,1}: two keys at *fixed positions* in the sequence (4 and 1).
@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import claims, report
+from . import report, statistics
 from . import conventions as cv
 from recency_lib.validation import check_int
 
 #: The first query that has both keys of D and K (1-based): there D = K.
-FIRST_QUERY = claims.FAR + 1
+FIRST_QUERY = statistics.FAR + 1
 #: How the two contrasts are drawn: K (fixed key positions) solid, D (fixed distances) dashed.
 STYLES = {"K": {"linestyle": "-"}, "D": {"linestyle": "--"}}
-NAMES = {"K": f"$K_i$: keys {claims.FAR} vs 1 (fixed positions)",
-         "D": f"$D_i$: distances {claims.NEAR} vs {claims.FAR} (fixed distances)"}
+NAMES = {"K": f"$K_i$: keys {statistics.FAR} vs 1 (fixed positions)",
+         "D": f"$D_i$: distances {statistics.NEAR} vs {statistics.FAR} (fixed distances)"}
 
 
 def estimator(stat) -> str:
@@ -38,8 +38,8 @@ def estimator(stat) -> str:
 
 
 def profiles(stat) -> dict:
-    """claims.distance_profiles of ``stat`` with its best estimator (:func:`estimator`)."""
-    return claims.distance_profiles(stat, estimator(stat))
+    """statistics.distance_profiles of ``stat`` with its best estimator (:func:`estimator`)."""
+    return statistics.distance_profiles(stat, estimator(stat))
 
 
 def _layer(stat, layer) -> int:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recency_lib.validation import check_int
+from .statistics import zscore  # noqa: F401  (defined with the statistics; pages quote report.zscore)
 
 MINUS = "\u2212"
 PM = "\u00b1"
@@ -176,16 +177,6 @@ def duration(seconds, sig: int = 2) -> str:
     if text == "1" and unit in ("days", "years"):          # "1 day", not "1 days"
         unit = unit[:-1]
     return f"{text} {unit}"
-
-
-def zscore(value, se, ref: float = 0.0) -> float:
-    """(value - ref) / se; a zero error gives ±inf (or 0 when value == ref)."""
-    value, se, ref = _finite("value", value), _finite("se", se), _finite("ref", ref)
-    if se < 0:
-        raise ValueError(f"se={se!r} is out of range; allowed: a standard error >= 0")
-    if se > 0:
-        return (value - ref) / se
-    return 0.0 if value == ref else math.copysign(math.inf, value - ref)
 
 
 def zdiff(a, se_a, b, se_b) -> float:

@@ -1,25 +1,76 @@
-"""The book's per-sequence statistics, one module with nothing but numpy and the simulator's features, so
-that the results cache keys each by its own code (recency_lib.cache.cached_statistic hashes this module and
-what it imports; an edit of the book's figures, tables or prose recomputes none of them).
+"""The book's statistics of simulated sequences and results, with nothing but numpy and the simulator
+beneath them, so that the results cache keys each per-sequence statistic by its own code
+(recency_lib.cache.cached_statistic hashes this module and what it imports; an edit of the book's figures,
+tables or prose recomputes none of them).
 
-Each takes one block of sequences, ``scores, attention`` of shape (B, layers, n, n) (scores NaN above the
-diagonal), and returns (B, layers, k): k numbers per sequence and layer, for
-``recency_lib.engines.sequence_statistic`` / ``recency_lib.cache.cached_statistic``:
-
-* :func:`distance_contrasts` (chapter 7: position or distance), :func:`trend_steps` (chapter 6: depth),
-  :func:`ordered_rows` (chapter 2: Definition 1 on single sequences), :func:`first_order` (chapter 3:
-  Theorem 1's trend at large d, through :func:`first_order_trend`).
+* The book's one decision level: :data:`FAMILYWISE_LEVEL`, the z of a family of comparisons
+  (:func:`z_for`, Bonferroni) and :func:`zscore` (quoted from :mod:`companion.conventions` and
+  :mod:`companion.report`).
+* Per-sequence statistics, each taking one block of sequences, ``scores, attention`` of shape
+  (B, layers, n, n) (scores NaN above the diagonal), and returning (B, layers, k), k numbers per
+  sequence and layer, for ``recency_lib.engines.sequence_statistic`` /
+  ``recency_lib.cache.cached_statistic``: :func:`distance_contrasts` (chapter 7: position or distance),
+  :func:`trend_steps` (chapter 6: depth), :func:`ordered_rows` (chapter 2: Definition 1 on single
+  sequences), :func:`first_order` (chapter 3: Theorem 1's trend at large d, through
+  :func:`first_order_trend`).
+* Statistics of a simulated result that several pages quote: the recency probability (:func:`rp`,
+  :func:`direction`), Definition 1 (:func:`definition1`, :func:`step_counts`), the steps and their errors
+  (:func:`step_z`, :func:`pairing_gain`, :func:`typical_step_se`), the order of S^(2) (:func:`s2_order`),
+  the key factor h(j) (:func:`simulated_h`, :func:`h_rise`), the sequences an estimator needs
+  (:func:`sequences_needed`).
 """
 from __future__ import annotations
 
 import functools
 import math
+import numbers
 
 import numpy as np
 
+from recency_lib.config import SimConfig
 from recency_lib.features import trend
-from recency_lib.metrics import adjacent_index
-from recency_lib.validation import check_int
+from recency_lib.metrics import adjacent_index, rp_direction
+from recency_lib.result import SimResult
+from recency_lib.stats import familywise_z
+from recency_lib.validation import check_int, check_real, short
+
+# -- the decision level ----------------------------------------------------------------------------
+
+#: Family-wise error level of every Monte-Carlo decision in the book: a verdict (a family of k
+#: comparisons tested together) is wrong by chance with probability at most 5 %.
+FAMILYWISE_LEVEL = 0.05
+
+
+def z_for(comparisons: int = 1) -> float:
+    """The z a deviation must exceed when ``comparisons`` two-sided tests are decided together at
+    :data:`FAMILYWISE_LEVEL` (Bonferroni): 1.96 for one, 3.26 for the 45 adjacent differences of
+    Definition 1 at n = 10."""
+    return familywise_z(comparisons, FAMILYWISE_LEVEL)
+
+
+def adjacent_pairs(n: int) -> int:
+    """Number of adjacent differences S_ij - S_i,j-1 (1 < j <= i <= n) that Definition 1 tests: n(n-1)/2."""
+    n = check_int("n", n, 1)
+    return n * (n - 1) // 2
+
+
+def zscore(value, se, ref: float = 0.0) -> float:
+    """(value - ref) / se; a zero error gives ±inf (or 0 when value == ref)."""
+    value, se, ref = _real("value", value), _real("se", se), _real("ref", ref)
+    if se < 0:
+        raise ValueError(f"se={se!r} is out of range; allowed: a standard error >= 0")
+    if se > 0:
+        return (value - ref) / se
+    return 0.0 if value == ref else math.copysign(math.inf, value - ref)
+
+
+def _real(name: str, x) -> float:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise ValueError(f"{name}={x!r} is not a number; allowed: a real number")
+    return float(x)
+
+
+# -- per-sequence statistics -----------------------------------------------------------------------
 
 
 #: The two distances of chapter 7's contrasts: D_i = S_{i,i-NEAR} - S_{i,i-FAR} (fixed distances) and
@@ -123,3 +174,323 @@ def first_order(scores: np.ndarray, attention: np.ndarray, *, d: int) -> np.ndar
     i, j = _step_index(n)
     second = ((s2[..., i, j] - s2[..., i, j - 1]) - (z[..., i, j] - z[..., i, j - 1])).mean(axis=-1)
     return np.stack([_mean_step(z), second - eps * _mean_step(s1)], axis=1)[..., None]
+
+
+# -- statistics of a simulated result ----------------------------------------------------------------
+
+#: The estimators of the adjacent steps behind a Definition-1 verdict (``SimResult.steps``).
+ESTIMATOR_NAMES = {"cv": "control variates", "plain": "plain means"}
+
+
+
+def estimator_name(estimator: str = "cv") -> str:
+    """The words for an estimator of the steps, "control variates" or "plain means", for the prose
+    next to a Definition-1 verdict."""
+    if not isinstance(estimator, str) or estimator not in ESTIMATOR_NAMES:
+        raise ValueError(f"estimator={estimator!r} is not allowed; allowed: one of {', '.join(map(repr, ESTIMATOR_NAMES))}")
+    return ESTIMATOR_NAMES[estimator]
+
+
+
+def rp(res: SimResult, layer: int) -> tuple[float, float]:
+    """(recency probability, SE) of 1-based ``layer``."""
+    return float(res.recency_probability[layer - 1]), float(res.recency_probability_sem[layer - 1])
+
+
+
+def rp_z(res: SimResult, layer: int) -> float:
+    """(RP - 0.5) / SE of 1-based ``layer``: positive = recency, negative = primacy."""
+    return zscore(*rp(res, layer), 0.5)
+
+
+
+def rp_cv(res: SimResult, layer: int) -> tuple[float, float]:
+    """(recency probability, SE) of 1-based ``layer`` with control variates (the first layer's RP,
+    exactly 1/2 in expectation, as the control; layer 1 itself is the plain estimate)."""
+    return float(res.recency_probability_cv[layer - 1]), float(res.recency_probability_cv_sem[layer - 1])
+
+
+
+def rp_gap(res_a: SimResult, res_b: SimResult, layer: int) -> tuple[float, float]:
+    """RP of ``res_a`` minus RP of ``res_b`` in 1-based ``layer``, with the two SEs combined as if
+    independent (an upper bound when the runs share their random stream and correlate positively,
+    as the settings of one seed do)."""
+    (a, sa), (b, sb) = rp(res_a, layer), rp(res_b, layer)
+    return a - b, math.hypot(sa, sb)
+
+
+
+def rps(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, recency probability, SE) of 1-based ``layer`` for results keyed by a number (alpha, d),
+    sorted by key."""
+    keys = sorted(results)
+    pairs = np.array([rp(results[k], layer) for k in keys], dtype=float).reshape(len(keys), 2)
+    return np.array(keys, dtype=float), pairs[:, 0], pairs[:, 1]
+
+
+
+def trends(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, control-variate trend, SE) of 1-based ``layer`` for results keyed by a number (alpha, d),
+    sorted by key: the mean step between earlier keys, what :func:`s2_order` reads for layer 2."""
+    keys = sorted(results)
+    m = np.array([float(results[k].trend_cv_mean[layer - 1]) for k in keys])
+    e = np.array([float(results[k].trend_cv_sem[layer - 1]) for k in keys])
+    return np.array(keys, dtype=float), m, e
+
+
+
+def direction(res: SimResult, layer: int, family: int = 1) -> str:
+    """The order the recency probability of 1-based ``layer`` resolves: "recency", "primacy" or
+    "no order resolved", at the z of ``family`` comparisons."""
+    word = rp_direction(*rp(res, layer), z=z_for(family))
+    return "no order resolved" if word == "none" else word
+
+
+
+def definition1(res: SimResult, layer: int, family: int = 1) -> str:
+    """Definition 1 on the mean scores of 1-based ``layer`` ("holds" / "violated" / "undecided"),
+    every adjacent difference tested at the z of ``family`` matrices' worth of comparisons."""
+    k = max(1, family * adjacent_pairs(res.config.n))
+    return res.definition1_at(z_for(k))[layer - 1]
+
+
+
+def definition1_with(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> str:
+    """:func:`definition1` with the adjacent differences estimated by ``estimator`` ("cv": control
+    variates, as :func:`definition1`; "plain": sample means; :data:`ESTIMATOR_NAMES`)."""
+    k = max(1, family * adjacent_pairs(res.config.n))
+    return res.definition1_at(z_for(k), estimator)[layer - 1]
+
+
+
+def step_counts(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> dict[str, int]:
+    """How the adjacent differences S_ij - S_i,j-1 of 1-based ``layer`` fall at the z of Definition 1
+    (:func:`definition1`, ``family`` matrices): "steps up" (resolved > 0), "steps down" (resolved
+    < 0) and "unresolved"."""
+    k = max(1, family * adjacent_pairs(res.config.n))
+    zc = z_for(k)
+    ii, jj = adjacent_index(res.config.n)
+    mean, sem = res.steps(estimator)
+    m, e = mean[layer - 1][ii, jj], sem[layer - 1][ii, jj]
+    up, down = int(np.sum(m > zc * e)), int(np.sum(m < -zc * e))
+    return {"steps up": up, "steps down": down, "unresolved": int(m.size) - up - down}
+
+
+
+def definition1_tally(results, *, first_layer: int = 2, family: int | None = None,
+                      estimator: str = "cv") -> dict[str, int]:
+    """How many of the matrices of layers ``first_layer``..L of ``results`` have Definition 1
+    "holds" / "violated" / "undecided" (and "matrices": how many there are), tested as one family of
+    ``family`` matrices (default: every matrix of every result, the family of
+    :func:`verdict_grid_rows`, so the counts match that table)."""
+    results = list(results)
+    k = family if family is not None else sum(r.config.layers for r in results)
+    k = check_int("family", k, 1)
+    words = [definition1_with(r, l, k, estimator) for r in results for l in range(first_layer, r.config.layers + 1)]
+    return {"holds": words.count("holds"), "violated": words.count("violated"),
+            "undecided": words.count("undecided"), "matrices": len(words)}
+
+
+
+def step_z(res: SimResult, layer: int, earlier_only: bool = True) -> np.ndarray:
+    """z-scores of the adjacent differences S_ij - S_i,j-1 of 1-based ``layer`` (1 < j <= i), only
+    those between two earlier keys (j < i) when ``earlier_only``: the steps that carry the order
+    (the diagonal steps are large by construction)."""
+    ii, jj = adjacent_index(res.config.n)
+    keep = jj < ii if earlier_only else np.ones(ii.size, dtype=bool)
+    m, e = res.diff_mean[layer - 1][ii, jj][keep], res.diff_sem[layer - 1][ii, jj][keep]
+    return np.array([zscore(a, b) for a, b in zip(m, e)])
+
+
+
+def pairing_gain(res: SimResult, layer: int) -> float:
+    """How much pairing helps Definition 1: the median, over the steps between earlier keys, of the
+    SE that the two scores' own SEs would give if independent, divided by the SE of the paired
+    per-sequence difference (``diff_sem``). NaN without such a step (n < 3)."""
+    ii, jj = adjacent_index(res.config.n)
+    off = jj < ii
+    if not np.any(off):
+        return math.nan
+    s = res.score_sem[layer - 1]
+    unpaired = np.hypot(s[ii, jj], s[ii, jj - 1])[off]
+    paired = res.diff_sem[layer - 1][ii, jj][off]
+    ok = paired > 0
+    return float(np.median(unpaired[ok] / paired[ok])) if np.any(ok) else math.nan
+
+
+
+def typical_step_se(res: SimResult, layer: int, estimator: str = "cv") -> float:
+    """The median standard error of the steps S_ij - S_i,j-1 between two earlier keys (j < i) of
+    1-based ``layer``, with ``estimator``: what one step must exceed (times z) to be resolved. NaN
+    without such a step (n < 3)."""
+    ii, jj = adjacent_index(res.config.n)
+    off = jj < ii
+    if not np.any(off):
+        return math.nan
+    return float(np.median(res.steps(estimator)[1][layer - 1][ii[off], jj[off]]))
+
+
+
+def first_key_excess(res: SimResult, layer: int) -> tuple[float, float]:
+    """How much more attention the last query gives the first key in 1-based ``layer`` than uniform
+    attention 1/n would, as a fraction: n A_{n,1} - 1, and its SE. Positive: primacy in weights."""
+    n = res.config.n
+    i = n - 1
+    return float(n * res.attn_mean[layer - 1, i, 0] - 1.0), float(n * res.attn_sem[layer - 1, i, 0])
+
+
+
+def s2_order(res: SimResult) -> tuple[str, float, float]:
+    """The book's evidence of order among the earlier keys of S^(2): (what, value, SE), where a
+    positive value means recency and 0 means no order.
+
+    Today: the recency probability of S^(2) minus 1/2 (its SE is exact: a mean over sequences).
+    The control-variate estimator of issue 11 (``res.trend_cv_mean`` / ``res.trend_cv_sem``, the
+    mean off-diagonal step of S^(2) with its variance reduced by the layer-1 steps) is used as soon
+    as a result carries it.
+    """
+    mean, sem = getattr(res, "trend_cv_mean", None), getattr(res, "trend_cv_sem", None)
+    if mean is not None and sem is not None:
+        mean, sem = np.atleast_1d(np.asarray(mean, dtype=float)), np.atleast_1d(np.asarray(sem, dtype=float))
+        k = 1 if mean.size == res.config.layers > 1 else 0          # per layer: S^(2); else the one value
+        return "mean off-diagonal step of $S^{(2)}$", float(mean[k]), float(sem[k])
+    value, se = rp(res, 2)
+    return "RP of $S^{(2)}$ − 0.5", value - 0.5, se
+
+
+
+def h_rise(res: SimResult) -> tuple[float, float]:
+    """The simulated rise of the key factor over the keys, h(n)/h(1) - 1 with h(j) = 1/||x_j^(1)||
+    (Eq. (40)), from the mean squared norms of layer 1's output, and its delta-method SE (the two
+    norms' errors combined as if independent)."""
+    m, s = res.sq_norm_mean[1], res.sq_norm_sem[1]
+    ratio = math.sqrt(m[0] / m[-1])
+    se = ratio * 0.5 * math.hypot(s[0] / m[0], s[-1] / m[-1])
+    return ratio - 1.0, se
+
+
+
+#: The z at which the sign of a tiny effect counts as settled (issue 11: Theorem 1's trend at z >= 5).
+SETTLE_Z = 5.0
+
+
+
+def order_word(value: float, se: float, z: float = SETTLE_Z) -> str:
+    """The order a step-like estimate resolves at ``z`` standard errors: "recency" (above 0),
+    "primacy" (below) or "no order resolved"."""
+    zz = zscore(value, se)
+    return "recency" if zz > z else ("primacy" if zz < -z else "no order resolved")
+
+
+
+def sequences_needed(se: float, samples: int, effect: float, z: float = SETTLE_Z) -> float:
+    """Sequences at which an estimator puts a true value ``effect`` ``z`` standard errors from 0 (its
+    expected z), given its standard error ``se`` at ``samples`` sequences: a mean's SE falls as
+    1 / sqrt(sequences), so the answer is samples (z se / effect)^2. ``inf`` when ``effect`` is 0."""
+    se = check_real("se", se, lo=0.0, allowed="a standard error >= 0")
+    effect = check_real("effect", effect, allowed="a finite real number")
+    samples = check_int("samples", samples, 1)
+    z = check_real("z", z, lo=0.0, lo_open=True, allowed="a number > 0")
+    if effect == 0:
+        return math.inf
+    return samples * (z * se / effect) ** 2
+
+
+
+def cpu_seconds_per_sequence(res: SimResult) -> float:
+    """Compute time of one sequence of ``res`` (its blocks' CPU seconds / samples; NaN when unknown,
+    e.g. a result read from an old file)."""
+    t = float(res.elapsed_seconds)
+    return t / res.config.samples if math.isfinite(t) and t > 0 else math.nan
+
+
+
+def cosine_deviations(cosines: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(alphas, mean cosine - alpha, SE), sorted by alpha, from ``cosines``: alpha -> (mean, SE) of
+    the input tokens' cosine similarity (inputs.input_cosine_similarity at one d): Eq. (6)'s claim
+    is that the middle one is 0, up to the second-order term -alpha (1 - alpha^2) / (2d)."""
+    a = np.array(sorted(cosines), dtype=float)
+    m = np.array([cosines[x][0] for x in sorted(cosines)], dtype=float)
+    e = np.array([cosines[x][1] for x in sorted(cosines)], dtype=float)
+    return a, m - a, e
+
+
+
+def distance_profiles(stat, estimator: str = "cv") -> dict:
+    """The D_i and K_i of :func:`distance_contrasts` from a ``recency_lib.engines.SequenceStatistic``:
+    {"queries": 1-based i, "D": (mean, SE), "K": (mean, SE), "D_change": (mean, SE), "K_change": (mean, SE)},
+    each per layer (layers, queries) or (layers,)."""
+    mean, sem = (stat.cv_mean, stat.cv_sem) if estimator == "cv" and stat.cv_mean is not None else (stat.mean, stat.sem)
+    m = (mean.shape[-1] - 2) // 2
+    n = m + FAR
+    return {"queries": np.arange(FAR + 1, n + 1), "D": (mean[:, :m], sem[:, :m]), "K": (mean[:, m:2 * m], sem[:, m:2 * m]),
+            "D_change": (mean[:, -2], sem[:, -2]), "K_change": (mean[:, -1], sem[:, -1])}
+
+
+
+#: The recency probability under the book's convention and the authors' later one (issue 11, item 4).
+RP_CONVENTIONS = ("tie counts ½", "strict", "strict, float32")
+
+
+
+def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096) -> dict[str, tuple]:
+    """The recency probability of every layer of ``cfg`` counted three ways, over the triples
+    j < k < i (diagonal excluded), each (mean per layer, SE per layer) over ``samples`` sequences:
+
+    * "tie counts ½": the book's (features.recency_fraction): a later key that scores higher counts
+      1, a tie (a difference within float rounding, features.tie_tolerance) counts 1/2;
+    * "strict": only "the later key scores higher" counts, ties count 0 (on the same float64
+      scores, with the same tolerance: what exact arithmetic gives);
+    * "strict, float32": the authors' later code: the model run in float32 (model.layer on the
+      dense tokens of Eq. (6), cast to float32) and strict ">" without any tolerance, so float32
+      rounding between equal scores counts as order.
+
+    They differ where scores tie, e.g. at alpha = 1 (every token equal). ``samples`` defaults to
+    ``cfg.samples``; the float64 scores are the simulator's (sample_trajectories), the float32 run
+    draws its own tokens in batches of ``batch``.
+    """
+    from recency_lib.engines import layer_steps, sample_trajectories
+    from recency_lib.features import later_and_tied_counts, n_triples, tie_tolerance
+    from recency_lib.sampling import dense_tokens
+
+    samples = cfg.samples if samples is None else check_int("samples", samples, 2)
+    batch = check_int("batch", batch, 1)
+    n, L = cfg.n, cfg.layers
+    total = n_triples(n)
+    if total == 0:
+        raise ValueError(f"cfg.n={n} is out of range; allowed: n >= 3 (a triple j < k < i must exist)")
+    scores, _ = sample_trajectories(cfg, samples)                       # (samples, layers, n, n) float64
+    tie_half, strict = np.empty((samples, L)), np.empty((samples, L))
+    for l in range(L):
+        s = scores[:, l]
+        later, tied = later_and_tied_counts(s, tie_tolerance(s))
+        tie_half[:, l], strict[:, l] = (later + 0.5 * tied) / total, later / total
+    f32 = np.empty((samples, L))
+    for k, start in enumerate(range(0, samples, batch)):
+        size = min(batch, samples - start)
+        rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
+        x = dense_tokens(cfg, rng, size).astype(np.float32)              # (size, n, d) float32
+        for l, s, _, _ in layer_steps(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=L, centred=False):
+            later, _ = later_and_tied_counts(s.astype(np.float64), np.zeros(size))
+            f32[start:start + size, l] = later / total
+    return {name: (v.mean(axis=0), v.std(axis=0, ddof=1) / math.sqrt(samples))
+            for name, v in zip(RP_CONVENTIONS, (tie_half, strict, f32))}
+
+
+def simulated_h(res: SimResult, state: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The simulated counterpart of h(j) (Eq. (40)-(41)), normalized to 1 at j = 1, with its SEM.
+
+    h(j) = 1 / ||x_j^(1)||: the simulation measures m_j = E ||x_j^(state)||^2 (``sq_norm_mean``;
+    state 1 = the output of layer 1, fed to layer 2; for LayerNorm its centred part). Returned:
+    sqrt(m_1 / m_j) and its delta-method standard error
+    sqrt(m_1 / m_j) * 0.5 * sqrt((s_1 / m_1)^2 + (s_j / m_j)^2), which ignores the covariance of
+    m_1 and m_j (both from the same samples); the value at j = 1 is exactly 1 with error 0.
+    """
+    if not (0 <= state < res.sq_norm_mean.shape[0]):
+        raise ValueError(f"state={short(state)} is out of range; allowed: 0 .. {res.sq_norm_mean.shape[0] - 1} "
+                         f"(layers={res.config.layers}; state l is the input of layer l + 1)")
+    m, s = res.sq_norm_mean[state], res.sq_norm_sem[state]
+    h = np.sqrt(m[0] / m)
+    sem = h * 0.5 * np.sqrt((s[0] / m[0]) ** 2 + (s / m) ** 2)
+    sem[0] = 0.0
+    return h, sem

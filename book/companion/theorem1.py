@@ -5,10 +5,10 @@ no residual, two layers) or Proposition 1's (the same without normalization):
 
 * the simulated trend of S^(2), the mean step S^(2)_ij - S^(2)_i,j-1 between two earlier keys, from two
   estimators: the simulator's layer-1 control variates (``SimResult.trend_cv_mean``, d <= 64) and the
-  first-order control variate of :func:`companion.claims.first_order_trend` (a per-sequence statistic for
+  first-order control variate of :func:`companion.statistics.first_order_trend` (a per-sequence statistic for
   ``recency_lib.engines.sequence_statistic``; it reaches d = 128);
 * the book's derived trends, :func:`recency_lib.theory.theorem1_trend` (with LayerNorm) and
-  :func:`recency_lib.theory.proposition1_trend` (without), and Eq. (5)'s (:func:`claims.eq5_trend`);
+  :func:`recency_lib.theory.proposition1_trend` (without), and Eq. (5)'s (:func:`eq5_trend`);
 * what it costs to resolve the trend, with the derived trend as the effect wherever the simulation
   does not resolve it (Eq. (5)'s value would understate it by a factor that grows toward e).
 
@@ -22,8 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import claims, plotting, report
+from . import plotting, report
 from . import conventions as cv
+from .claims import THEOREM1_FORM_ACCURACY
+from .closedforms import eq5_trend, prop1_row_rise, prop1_trend
+from .statistics import SETTLE_Z, cpu_seconds_per_sequence, sequences_needed
 from recency_lib import theory
 from recency_lib.metrics import adjacent_index
 from recency_lib.theory.trends import bisect
@@ -34,7 +37,7 @@ from recency_lib.validation import check_int, check_real
 #: beyond the reach of layer-1 control variates).
 FIRST_ORDER_DS = (64, 128)
 #: The smallest d at which the derived form with LayerNorm is used (its epsilon series diverges below ~12;
-#: stated accuracy 0.5 % for d >= 16, n <= 10: claims.THEOREM1_FORM_ACCURACY).
+#: stated accuracy 0.5 % for d >= 16, n <= 10: THEOREM1_FORM_ACCURACY).
 FORM_MIN_D = 16
 #: Estimator names of the points, as the page prints them.
 LAYER1_CV = "layer-1 control variates"
@@ -72,14 +75,14 @@ class Point:
 
     @property
     def eq5(self) -> float:
-        return float(claims.eq5_trend(self.n, self.d))
+        return float(eq5_trend(self.n, self.d))
 
     @property
     def corrected_ratio(self) -> tuple[float, float]:
         """(simulated / corrected Theorem 1, its SE) as :func:`claims.corrected_theorem1_claim` states it:
-        the form's stated accuracy (claims.THEOREM1_FORM_ACCURACY) combined with the simulation's SE."""
+        the form's stated accuracy (THEOREM1_FORM_ACCURACY) combined with the simulation's SE."""
         form = self.derived
-        return self.trend / form, math.hypot(self.se, claims.THEOREM1_FORM_ACCURACY * form) / abs(form)
+        return self.trend / form, math.hypot(self.se, THEOREM1_FORM_ACCURACY * form) / abs(form)
 
 
 def cv_points(results: dict[int, SimResult], ds=None) -> list[Point]:
@@ -92,7 +95,7 @@ def cv_points(results: dict[int, SimResult], ds=None) -> list[Point]:
 
 def first_order_points(stats: dict) -> list[Point]:
     """Points of the first-order control variate (``stats``: d -> SequenceStatistic of
-    claims.first_order_trend(d); its layer-2 value, ``.mean[1, 0]`` +/- ``.sem[1, 0]``), sorted by d."""
+    statistics.first_order_trend(d); its layer-2 value, ``.mean[1, 0]`` +/- ``.sem[1, 0]``), sorted by d."""
     return [Point(d, float(stats[d].mean[1, 0]), float(stats[d].sem[1, 0]), stats[d].samples, FIRST_ORDER,
                   stats[d].config.n) for d in sorted(stats)]
 
@@ -125,8 +128,8 @@ class Need:
     z: float
 
 
-def needs(reach, n: int, z: float = claims.SETTLE_Z) -> dict[int, Need]:
-    """d -> :class:`Need` for records of :func:`claims.theorem1_reach` (their ``resolved``, ``trend``,
+def needs(reach, n: int, z: float = SETTLE_Z) -> dict[int, Need]:
+    """d -> :class:`Need` for records of :func:`theorem1_reach` (their ``resolved``, ``trend``,
     ``trend_se``, ``plain_se``, ``samples``): the measured trend where resolved, else the derived one."""
     n = check_int("n", n, 3)
     out = {}
@@ -138,11 +141,112 @@ def needs(reach, n: int, z: float = claims.SETTLE_Z) -> dict[int, Need]:
         else:
             effect, source = math.nan, "none"
         if math.isfinite(effect) and effect > 0:
-            need_cv = claims.sequences_needed(r.trend_se, r.samples, effect, z)
-            need_plain = claims.sequences_needed(r.plain_se, r.samples, effect, z)
+            need_cv = sequences_needed(r.trend_se, r.samples, effect, z)
+            need_plain = sequences_needed(r.plain_se, r.samples, effect, z)
         else:
             need_cv = need_plain = math.nan
         out[r.d] = Need(r.d, effect, source, need_cv, need_plain, z)
+    return out
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What one hidden size of Theorem 1's check shows and costs (:func:`theorem1_reach`).
+
+    ``trend``/``trend_se``: the control-variate trend of S^(2) (mean step between earlier keys);
+    ``plain``/``plain_se``: the same by plain averaging; ``z``, ``plain_z``: their z-scores;
+    ``eq5``: Eq. (5)'s trend; ``vr_trend``, ``vr_rp``: variance-reduction factors (plain SE / CV SE)
+    of the trend and of the recency probability; ``resolved``: the CV trend is beyond the family's
+    z; ``effect``: the trend assumed in ``need_cv`` / ``need_plain`` (the measured one where
+    resolved, else Eq. (5)'s; ``effect_from`` says which); ``need_*``: sequences for an expected
+    z of ``z_target``; ``cpu_per_sequence``: compute seconds of one sequence."""
+
+    d: int
+    samples: int
+    trend: float
+    trend_se: float
+    z: float
+    plain: float
+    plain_se: float
+    plain_z: float
+    eq5: float
+    vr_trend: float
+    vr_rp: float
+    resolved: bool
+    effect: float
+    effect_from: str
+    need_cv: float
+    need_plain: float
+    z_target: float
+    cpu_per_sequence: float
+
+    @property
+    def ratio(self) -> tuple[float, float]:
+        """Simulated / Eq. (5) trend, with its SE."""
+        return self.trend / self.eq5, self.trend_se / abs(self.eq5)
+
+
+
+def theorem1_reach(results: dict[int, SimResult], z: float = SETTLE_Z) -> list[Reach]:
+    """Theorem 1's trend at each hidden size (:func:`theorem1_configs`), with control variates and
+    without, and the sequences each estimator needs for an expected z of ``z`` (issue 11, item 2).
+    The trends of all hidden sizes are tested together (z of len(results) comparisons)."""
+    if not results:
+        raise ValueError("results={} is empty; allowed: a dict d -> SimResult of Theorem 1's setting")
+    zc = cv.z_for(len(results))
+    out = []
+    for d in sorted(results):
+        res = results[d]
+        m, e = float(res.trend_cv_mean[1]), float(res.trend_cv_sem[1])
+        pm_, pe = float(res.trend_mean[1]), float(res.trend_sem[1])
+        eq5 = eq5_trend(res.config.n, d)
+        zz = report.zscore(m, e)
+        resolved = zz > zc
+        effect, source = (m, "measured") if resolved else (eq5, "Eq. (5)")
+        out.append(Reach(d, res.config.samples, m, e, zz, pm_, pe, report.zscore(pm_, pe), eq5,
+                         pe / e if e > 0 else math.nan,
+                         float(res.recency_probability_sem[1] / res.recency_probability_cv_sem[1])
+                         if res.recency_probability_cv_sem[1] > 0 else math.nan,
+                         resolved, effect, source, sequences_needed(e, res.config.samples, effect, z),
+                         sequences_needed(pe, res.config.samples, effect, z), z, cpu_seconds_per_sequence(res)))
+    return out
+
+
+
+@dataclass(frozen=True)
+class Beyond:
+    """Proposition 1 beyond the LLN at one hidden size (:func:`prop1_beyond`): the control-variate
+    trend of S^(2) and its prediction (``ratio`` = measured / predicted); the first step of row n
+    relative to the row's level, S_{n,2} - S_{n,1} over corrected Eq. (19), and its prediction
+    d^{-3/2} / 2."""
+
+    d: int
+    samples: int
+    trend: float
+    trend_se: float
+    z: float
+    predicted: float
+    first: float
+    first_se: float
+    first_predicted: float
+
+    @property
+    def ratio(self) -> tuple[float, float]:
+        return self.trend / self.predicted, self.trend_se / abs(self.predicted)
+
+
+
+def prop1_beyond(results: dict[int, SimResult]) -> list[Beyond]:
+    """Proposition 1's second-layer row beyond the LLN, per hidden size (:func:`prop1_configs`)."""
+    out = []
+    for d in sorted(results):
+        res = results[d]
+        n = res.config.n
+        level = float(theory.prop1_score_corrected(n, 1, d))
+        m, e = float(res.trend_cv_mean[1]), float(res.trend_cv_sem[1])
+        out.append(Beyond(d, res.config.samples, m, e, report.zscore(m, e), prop1_trend(d, n),
+                          float(res.diff_cv_mean[1][n - 1, 1]) / level, float(res.diff_cv_sem[1][n - 1, 1]) / level,
+                          float(prop1_row_rise(2, d))))
     return out
 
 
@@ -161,7 +265,7 @@ def every_step_need(res: SimResult, z: float) -> tuple[float, float]:
     sem = res.steps("cv")[1][1][ii[off], jj[off]]
     derived = pair_steps(theory.theorem1_steps(n, d))
     steps = np.array([derived[int(i) + 1, int(j) + 1] for i, j in zip(ii[off], jj[off])])
-    need = max(claims.sequences_needed(float(e), res.config.samples, float(s), z) for e, s in zip(sem, steps))
+    need = max(sequences_needed(float(e), res.config.samples, float(s), z) for e, s in zip(sem, steps))
     return need, float(steps.min())
 
 
@@ -290,7 +394,7 @@ def ratio_panel(points: list[Point], ax, *, eq5: bool = True, d_grid=None):
                       label="÷ corrected Theorem 1")]
     if eq5:
         grid = np.geomspace(min(ds), max(ds), 60) if d_grid is None else np.asarray(d_grid, dtype=float)
-        (curve,) = ax.plot(grid, theory.theorem1_trend(grid, n) / claims.eq5_trend(n, grid), linewidth=1.0)
+        (curve,) = ax.plot(grid, theory.theorem1_trend(grid, n) / eq5_trend(n, grid), linewidth=1.0)
         for est in ests:
             sel = [p for p in pts if p.estimator == est]
             r = np.array([p.ratio(p.eq5) for p in sel])
@@ -379,61 +483,3 @@ def trend_grids(dmax: float, points: int = 60) -> tuple[np.ndarray, np.ndarray]:
     """The d grids of the chapter's trend figure: Eq. (5) from d = 4 and the corrected Theorem 1 from
     :data:`FORM_MIN_D`, both to ``dmax``."""
     return np.geomspace(4, dmax, points), np.geomspace(FORM_MIN_D, dmax, points)
-
-
-def page_numbers(th: dict[int, SimResult], v1, reach, need: dict[int, Need], one_by_one, *, n: int,
-                 samples: int) -> dict[str, str]:
-    """Glue key -> text of the numbers chapter 3 cites about Theorem 1: ``th`` (d -> SimResult of
-    Theorem 1's setting), its verdict ``v1`` (claims.theorem1_claim), ``reach`` (claims.theorem1_reach),
-    ``need`` (:func:`needs`), ``one_by_one`` (statistics.ordered_rows at d = 16), ``n`` and the page's
-    ``samples`` parameter."""
-    at = {r.d: r for r in reach}
-    check1 = dict(zip(v1.numbers["ds"], v1.checks))
-    zc1 = v1.numbers["z_threshold"]
-    tally = {d: step_tally(th[d], 2, zc1) for d in (16, 64)}
-    cost = cost_per_sequence(th.values())
-    need_all, step_min = every_step_need(th[64], zc1)
-    grid, form_grid = trend_grids(max(th))
-    out = {
-        "layernorm-samples": report.count(samples),
-        "layernorm-samples-d16": report.count(th[16].config.samples),
-        "layernorm-samples-d64": report.count(th[64].config.samples),
-        "layernorm-settle-z": report.num(claims.SETTLE_Z),
-        "layernorm-m-off": report.count((n - 1) * (n - 2) // 2),
-        "layernorm-m-all": report.count(tally[16].total),
-        "layernorm-fig-trend-data": report.download("theorem-1-trend", report.curve_columns(
-            {"control variates": ([r.d for r in reach], [r.trend for r in reach], [r.trend_se for r in reach]),
-             "plain": ([r.d for r in reach], [r.plain for r in reach], [r.plain_se for r in reach]),
-             "Eq. (5)": (grid, claims.eq5_trend(n, grid), None),
-             "corrected Theorem 1": (form_grid, theory.theorem1_trend(form_grid, n), None)}, "d")),
-        "layernorm-v1": v1.word,
-        "layernorm-zc1": report.num(zc1, 3),
-        "layernorm-s16": report.pm(tally[16].smallest[0], tally[16].smallest[1]),
-        "layernorm-s16-z": report.z_text(tally[16].smallest[2]),
-        "layernorm-t64": check1[64].text,
-        "layernorm-z64": report.z_text(check1[64].z),
-        "layernorm-minz-64": report.z_text(tally[64].smallest[2]),
-        "layernorm-cpu-64": report.duration(th[64].elapsed_seconds),
-        "layernorm-plain-z64": report.z_text(at[64].plain_z),
-        "layernorm-rpz-64": report.z_text(report.zscore(*claims.rp_cv(th[64], 2), 0.5)),
-        "layernorm-need-plain-64": report.num(need[64].plain, 2),
-        "layernorm-time-plain-64": report.duration(need[64].plain * cost),
-        "layernorm-vr-4": report.num(at[4].vr_trend, 2),
-        "layernorm-vr-256": report.num(at[256].vr_trend, 2),
-        "layernorm-dmax-resolved": report.listing([r.d for r in reach if r.resolved][-1:], empty="none"),
-        "layernorm-derived-128": report.num(theory.theorem1_trend(128, n), 3),
-        "layernorm-cost": report.num(cost * 1e6, 2) + " µs",
-        "layernorm-step-min-64": report.num(step_min, 2),
-        "layernorm-need-all-64": report.num(need_all, 2),
-        "layernorm-time-all-64": report.duration(need_all * cost),
-        "layernorm-sorted-16": report.count(round(one_by_one.mean[1, 0] * one_by_one.samples)),
-        "layernorm-sorted-16-l1": report.count(round(one_by_one.mean[0, 0] * one_by_one.samples)),
-    }
-    words = {"holds": "holds", "violated": "is violated", "undecided": "is undecided"}
-    for d in (16, 64):
-        out[f"layernorm-up-{d}"] = report.count(tally[d].up)
-        out[f"layernorm-def1-{d}"] = words[th[d].definition1_at(zc1)[1]]
-    for d in (128, 256):
-        out[f"layernorm-need-{d}"] = report.num(need[d].cv, 2)
-        out[f"layernorm-time-{d}"] = report.duration(need[d].cv * cost)
-    return out

@@ -235,19 +235,6 @@ def test_number_list_accepts_papermill_strings():
         assert len(str(info.value)) < 300
 
 
-def test_simulated_h_delta_method():
-    from recency_lib import SimConfig, simulate
-
-    res = simulate(SimConfig(alpha=0.5, gamma=1.0, n=5, d=16, layers=2, samples=500))
-    h, sem = grid.simulated_h(res)
-    m, s = res.sq_norm_mean[1], res.sq_norm_sem[1]
-    assert h[0] == 1.0 and sem[0] == 0.0
-    np.testing.assert_allclose(h, np.sqrt(m[0] / m))
-    np.testing.assert_allclose(sem[1:], h[1:] / 2 * np.hypot(s[0] / m[0], s[1:] / m[1:]))
-    with pytest.raises(ValueError, match="state=2 is out of range"):
-        grid.simulated_h(res, state=2)
-
-
 def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
     template = light_template(tmp_path / "template.ipynb")
     out = tmp_path / "runs"
@@ -468,11 +455,11 @@ def test_appendix_rejects_a_bad_grid_before_any_run(tmp_path):
 def test_default_grid_is_the_papers():
     """The defaults reproduce the grid of the paper's Figures 3-5 (and the settings the landing page's
     verdicts use): gamma 0 at alpha 0.2-0.8, gamma 1 at alpha 0-0.8."""
-    from companion import claims
+    from companion import settings
 
     info = papermill.inspect_notebook(str(APPENDIX))
     defaults = {k: eval(v["default"]) for k, v in info.items() if k.startswith(("alphas", "gammas"))}
-    assert defaults == {"alphas_no_residual": list(claims.FIG3_ALPHAS), "alphas_residual": list(claims.FIG4_ALPHAS),
+    assert defaults == {"alphas_no_residual": list(settings.FIG3_ALPHAS), "alphas_residual": list(settings.FIG4_ALPHAS),
                         "gammas_residual": [1.0]}
 
 
@@ -492,29 +479,31 @@ def test_residual_weights():
 
 
 def test_feature_rows_cover_every_check_of_figures_3_and_4():
-    from companion import claims
+    from companion import claims, verdicts
+    from companion.pages import appendix_b as pages
 
     fig3, fig4 = _runs((0.2, 0.8), 0.0), _runs((0.0, 0.8), 1.0)
     for v in (claims.figure3_claim(fig3), claims.figure4_claim(fig4, fig3)):
-        groups = grid.feature_checks(v)
+        groups = pages.feature_checks(v)
         assert sum(len(cs) for cs in groups.values()) == len(v.checks)
-        assert list(groups) == [f for f, _, _ in grid.FEATURES if f in groups]
-        rows = grid.feature_rows(v)
+        assert list(groups) == [f for f, _, _ in pages.FEATURES if f in groups]
+        rows = pages.feature_rows(v)
         assert [r["feature"] for r in rows] == list(groups)
-        words = grid.feature_words(v)
-        assert set(words.values()) <= set(claims.WORDS)
+        words = pages.feature_words(v)
+        assert set(words.values()) <= set(verdicts.WORDS)
         # the verdict's own word follows from the features' statuses by the same rule
-        assert claims.verdict_word([c.status for cs in groups.values() for c in cs])[0] == v.word
-        assert len(grid.check_rows(v)) == len(v.checks)
-    assert list(grid.feature_checks(claims.figure4_claim(fig4, fig3))) == [f for f, _, _ in grid.FEATURES]
-    lone = claims.decide("x", [claims.Check("something else", "s", 0.0, 1.0, 0.0, claims.AS_CLAIMED, "0")],
-                         ("doc", "x"))
-    with pytest.raises(ValueError, match="matches 0 features"):
-        grid.feature_checks(lone)
+        assert verdicts.verdict_word([c.status for cs in groups.values() for c in cs])[0] == v.word
+        assert len(pages.check_rows(v)) == len(v.checks)
+    assert list(pages.feature_checks(claims.figure4_claim(fig4, fig3))) == [f for f, _, _ in pages.FEATURES]
+    lone = verdicts.decide("x", [verdicts.Check("something else", "s", 0.0, 1.0, 0.0, verdicts.AS_CLAIMED, "0",
+                                                "rise")], ("doc", "x"))
+    with pytest.raises(ValueError, match="of kind 'rise'"):
+        pages.feature_checks(lone)
 
 
 def test_figure5_claim_at_any_residual_weight():
     from companion import claims
+    from companion.pages import appendix_b as pages
 
     runs = _runs((0.0, 0.4, 0.8), 1.0)
     half = _runs((0.0, 0.4, 0.8), 0.5)
@@ -525,22 +514,24 @@ def test_figure5_claim_at_any_residual_weight():
 
     expected = theory.h_eq41(j, 0.4, 0.5, 16)
     assert tab[0.4]["printed"] == pytest.approx(expected[-1] / expected[0] - 1.0)   # the forms at gamma = 0.5
-    assert [grid.alpha_of(c) for c in v.checks] == [0.4, 0.8]
-    assert grid.by_alpha_text(v.checks).endswith("at α = 0.4 and 0.8")
+    assert [c.alpha for c in v.checks] == [0.4, 0.8]
+    assert pages.by_alpha_text(v.checks).endswith("at α = 0.4 and 0.8")
     with pytest.raises(ValueError, match="runs of one weight"):
         claims.figure5_claim({**half, 0.2: runs[0.4]})
 
 
 def test_misranked_pairs():
+    from companion.pages import appendix_b as pages
+
     tab = {0.6: {"sim": (0.087, 1e-4), "printed": 0.054, "corrected": 0.089},
            0.8: {"sim": (0.079, 1e-4), "printed": 0.058, "corrected": 0.082},
            0.0: {"sim": (0.004, 1e-4), "printed": 0.0015, "corrected": 0.0027}}
-    assert grid.misranked(tab, "printed") == [(0.8, 0.6)]
-    assert grid.misranked(tab, "corrected") == []
-    assert grid.ranking_text(grid.misranked(tab, "printed")) == "α = 0.6 below α = 0.8"
-    assert grid.ranking_text([]) == "no pair"
+    assert pages.misranked(tab, "printed") == [(0.8, 0.6)]
+    assert pages.misranked(tab, "corrected") == []
+    assert pages.ranking_text(pages.misranked(tab, "printed")) == "α = 0.6 below α = 0.8"
+    assert pages.ranking_text([]) == "no pair"
     close = {0.6: {"sim": (0.08, 0.01), "printed": 0.05}, 0.8: {"sim": (0.081, 0.01), "printed": 0.04}}
-    assert grid.misranked(close, "printed") == []                       # not resolved: no claim about the order
+    assert pages.misranked(close, "printed") == []                       # not resolved: no claim about the order
 
 
 def test_default_out_dir_is_outside_the_source_tree():

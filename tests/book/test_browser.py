@@ -26,8 +26,6 @@ opening of the page), on every page:
 * at 390x844: no horizontal scroll of the page; no table cell hidden (a table reflows, or scrolls
   inside its own box); every figure shown at >= 75 % of its natural width (its smallest text, 9 pt at
   the natural size, stays >= 9 CSS px), scrolling sideways inside its own box where it must.
-Pages that have not been rewritten yet are expected to fail it: NOT_YET_REWRITTEN, one list (also
-used by tests/book/test_notebook_rules.py); such a page's test is an xfail when only its layout fails.
 
 Without chromium (or playwright) the tests are skipped, unless the environment variable CI
 is set: then they fail.
@@ -68,11 +66,6 @@ PRF_DIRECTIVE = re.compile(
     re.M,
 )
 CODE_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(?![ \t]*\{)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.M | re.S)
-# Chapters still written the old way: the layout checks are expected to fail on them (their page's
-# test is then an xfail; an old page that passes them simply passes), the authoring rules of
-# test_notebook_rules.py strictly. Whoever rewrites a chapter removes it from here; then both must pass.
-NOT_YET_REWRITTEN = frozenset({
-})
 WIDE, NARROW = {"width": 1400, "height": 900}, {"width": 390, "height": 844}
 EVIDENCE_PX = 700          # a statement box's figure or table must start within this distance
 MAX_PARAGRAPH_WORDS = 150
@@ -363,8 +356,6 @@ def test_page_in_browser(open_page, toc_page, page_markdown):
     run = open_page(toc_page, WIDE)
     problems = browser_problems(run, toc_page, page_markdown)
     layout, _ = layout_problems(open_page, toc_page, wide=run, narrow_suffix=ALL_AT_ONCE)
-    if toc_page in NOT_YET_REWRITTEN and layout and not problems:
-        pytest.xfail(f"chapter not yet rewritten for issue 12: {layout}")
     problems += [f"layout: {p}" for p in layout]
     assert not problems, f"{toc_page}.html:\n  " + "\n  ".join(problems)
 
@@ -545,12 +536,6 @@ def test_citations_link_to_the_references_page(built_book, page_markdown):
         assert set(targets) <= ids, f"{page}.html links to missing references: {sorted(set(targets) - ids)}"
         citing.append(page)
     assert len(citing) >= 2, citing
-
-
-def test_not_yet_rewritten_lists_only_book_pages():
-    from bookutils import toc_pages
-
-    assert NOT_YET_REWRITTEN <= set(toc_pages()), sorted(NOT_YET_REWRITTEN - set(toc_pages()))
 
 
 def test_landing_figure_enlarges_and_its_numbers_download(open_page):

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from recency_lib import SimConfig, simulate, theory
-from companion import closedforms as cf
+from recency_lib import SimConfig, simulate, simulate_many, theory
+from companion import closedforms as cf, report, statistics, verdicts
 from recency_lib.result import ARRAY_FIELDS, SimResult, expected_shape
 
 N = 10
@@ -379,14 +379,13 @@ def test_row_lookup_errors(small_table):
 # -- the settings that are other pages' runs ----------------------------------------------------------
 
 def test_proposition1_setting_is_the_run_of_its_verdict():
-    """Proposition 1's setting is exactly claims.prop1_configs (no normalization, PROP1_FACTOR x samples,
+    """Proposition 1's setting is exactly settings.prop1_configs (no normalization, PROP1_FACTOR x samples,
     the default engine), so the table and the verdict on Proposition 1 share one run per d; Theorem 1's
     setting keeps boost x samples on the gram engine (the closed-form tables of chapters 3 and 6)."""
-    from companion import claims
+    from companion import settings
 
-    assert cf.PROP1_FACTOR == claims.PROP1_FACTOR
     got = cf.configs((16, 64), n=5, samples=300, seed=2, boost=3, keys=["eq19-corrected", "eq10"])
-    assert {d: got[(cf.P, d)] for d in (16, 64)} == claims.prop1_configs(300, 2, ds=(16, 64), n=5)
+    assert {d: got[(cf.P, d)] for d in (16, 64)} == settings.prop1_configs(300, 2, ds=(16, 64), n=5)
     assert got[(cf.T, 16)] == cf.T.config(16, 5, 900, 2) and got[(cf.T, 16)].engine == "gram"
     assert cf.setting_samples(cf.P, 300, 3) == 3000 and cf.setting_samples(cf.T, 300, 3) == 900
     assert cf.setting_samples(cf.A, 300, 3) == 300
@@ -415,3 +414,107 @@ def test_figure_labels_name_the_papers_figures():
     labels = [f.equation for f in cf.CLOSED_FORMS]
     assert not [x for x in labels if "Fig." in x]
     assert "the paper's Figure 2 (Eq. (41))" in labels and "the paper's Figure 5 (Eq. (41))" in labels
+
+
+# -- closed forms against one result ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def grid_results():
+    """LayerNorm at alpha = 0.5 without and with the residual, and no normalization: n = 6, d = 16."""
+    cfgs = [SimConfig(alpha=0.5, gamma=0.0, n=6, d=16, layers=3, samples=4000, seed=3),
+            SimConfig(alpha=0.5, gamma=1.0, n=6, d=16, layers=3, samples=4000, seed=3),
+            SimConfig(alpha=0.0, gamma=0.0, norm="none", n=6, d=16, layers=3, samples=4000, seed=3)]
+    return simulate_many(cfgs)
+
+
+def test_eq5_trend_is_the_mean_step_of_eq5():
+    from recency_lib import theory
+
+    n, d = 6, 4.0                                              # steps large enough for plain differences
+    s = theory.theorem1_score(np.arange(1, n + 1)[:, None], np.arange(1, n + 1)[None, :], d)
+    steps = [s[i, j] - s[i, j - 1] for i in range(n) for j in range(1, i)]
+    assert cf.eq5_trend(n, d) == pytest.approx(np.mean(steps), rel=1e-9)
+    assert 0 < cf.eq5_trend(10, 256) < cf.eq5_trend(10, 64) < cf.eq5_trend(10, 16)
+
+
+def test_predicted_trend_is_the_mean_corrected_step():
+    from recency_lib import theory
+
+    assert cf.predicted_trend(10, 64) == cf.eq5_trend(10, 64)
+    n, d, a, g = 5, 9.0, 0.5, 1.0
+    s = theory.score2_corrected(np.arange(1, n + 1)[:, None], np.arange(1, n + 1)[None, :], a, g, d)
+    steps = [s[i, j] - s[i, j - 1] for i in range(n) for j in range(1, i)]
+    assert cf.predicted_trend(n, d, a, g) == pytest.approx(np.mean(steps), rel=1e-9)
+    assert cf.predicted_trend(n, np.array([d, d]), a, g).shape == (2,)
+
+
+
+def test_trend_over_line_is_the_ratio_or_unresolved():
+    res = simulate(SimConfig(alpha=0.5, n=5, d=16, layers=2, samples=3000, seed=2))
+    _, m, s = statistics.s2_order(res)
+    line = cf.predicted_trend(5, 16, 0.5)
+    assert cf.trend_over_line(res, line, 1.0) == report.pm(m / line, s / line)
+    assert cf.trend_over_line(res, -line, 1.0) == report.pm(-m / line, s / line)     # an SE stays >= 0
+    assert cf.trend_over_line(res, line, abs(m / s) + 1) == verdicts.UNRESOLVED
+def test_h_curves_normalized_and_raw(grid_results):
+    ln, res, none = grid_results
+    c = cf.h_curves(res)
+    h, se = statistics.simulated_h(res)
+    np.testing.assert_array_equal(c.sim, h)
+    np.testing.assert_array_equal(c.sim_se, se)
+    j = np.arange(1, 7)
+    np.testing.assert_allclose(c.printed, theory.h_eq41(j, 0.5, 1.0, 16) / theory.h_eq41(1, 0.5, 1.0, 16))
+    np.testing.assert_allclose(c.corrected, theory.h_corrected(j, 0.5, 1.0, 16) / theory.h_corrected(1, 0.5, 1.0, 16))
+    assert c.normalized and c.printed[0] == c.corrected[0] == c.sim[0] == 1.0
+    raw = cf.h_curves(res, normalize=False)
+    np.testing.assert_allclose(raw.sim, np.sqrt(16 / res.sq_norm_mean[1]))
+    np.testing.assert_allclose(raw.printed, 4.0 * theory.h_eq41(j, 0.5, 1.0, 16))
+    assert not raw.normalized and raw.sim_se[0] > 0          # the raw first point has its own error
+    bare = cf.h_curves(none)
+    assert bare.printed is None and bare.corrected is None
+    assert set(bare.columns("x")) == {"x: simulation"}
+    assert set(c.columns("y")) == {"y: simulation", "y: Eq. (41) as printed", "y: corrected"}
+    report.curve_columns(c.columns("y"), x_name="j")           # a valid download
+    with pytest.raises(ValueError, match="layers=1 is out of range"):
+        cf.h_curves(simulate_many([SimConfig(n=4, d=8, layers=1, samples=50)])[0])
+
+
+def test_step_scale_of_theorem1(grid_results):
+    n, d = 6, 16
+    i, j = np.meshgrid(np.arange(1, n + 1), np.arange(1, n + 1), indexing="ij")
+    s2 = np.where(i > j, theory.score2_corrected(i, j, 0.0, 0.0, d), np.nan)
+    # the smallest step between earlier keys, without cancellation, against plain differences (d = 16:
+    # the steps are far above float rounding)
+    assert cf.eq5_smallest_step(n, d) == pytest.approx(np.nanmin(np.diff(s2, axis=1)), rel=1e-6)
+    res = grid_results[0]
+    plain, cvar = statistics.typical_step_se(res, 2, "plain"), statistics.typical_step_se(res, 2)
+    assert 0 < cvar < plain                                   # the control variates shrink the error
+    with pytest.raises(ValueError, match="n=2 is out of range"):
+        cf.eq5_smallest_step(2, d)
+
+
+def _row(key, alpha, part, ratios, d=(16, 64, 256)):
+    """A cf.Row whose cells have the given simulated/closed ratios (SE 1 % of the value)."""
+    setting = cf.Setting("layernorm", alpha, 0.0)
+    cells = tuple(cf.Cell(dd, 1.0, cf.Estimate(r, 0.01 * abs(r) if r else 1.0, "test"), 1000)
+                  for dd, r in zip(d, ratios))
+    return cf.Row(cf.BY_KEY[key], setting, part, cells, *cf.judge(cells))
+
+
+def test_ratio_series_texts_and_trend():
+    rows = (_row("fig2", 0.2, "level", [0.99, 1.0, 1.0]), _row("fig2", 0.2, "step", [0.92, 1.3, 1.45]),
+            _row("fig2", 0.4, "step", [0.8, 1.1, 0.0]))
+    table = cf.Table(rows, (16, 64, 256), 10, 1000, 0, None)
+    series = cf.ratio_series(table, "fig2", "step")
+    assert list(series) == [0.2, 0.4]
+    d, ratio, se = series[0.4]
+    np.testing.assert_array_equal(d, [16, 64, 256])
+    assert ratio[:2].tolist() == [0.8, 1.1] and math.isnan(ratio[2]) and math.isnan(se[2])   # 0 is unresolved
+    assert cf.ratio_texts(rows[1]) == ["0.920 ± 0.009", "1.300 ± 0.013", "1.450 ± 0.014"]
+    assert cf.ratio_texts(rows[2])[2] == "unresolved"
+    assert cf.trend_words(rows[1]) == "grows"
+    with pytest.raises(ValueError, match="is not in the table"):
+        cf.ratio_series(table, "eq10", "level")
+    twice = cf.Table(rows + (_row("fig2", 0.4, "step", [1, 1, 1]),), (16, 64, 256), 10, 1000, 0, None)
+    with pytest.raises(ValueError, match="several settings with alpha = 0.4"):
+        cf.ratio_series(twice, "fig2", "step")

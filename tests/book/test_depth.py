@@ -13,7 +13,7 @@ from recency_lib import SimConfig, simulate
 from recency_lib.engines import sequence_statistic
 from recency_lib.features import trend
 from companion import conventions as cv
-from companion import depth
+from companion import depth, statistics
 
 
 def test_settings_scale_the_plan_and_merge_coinciding_settings():
@@ -46,7 +46,7 @@ def test_trend_steps_levels_and_paired_differences():
     rng = np.random.default_rng(1)
     s = np.tril(rng.normal(size=(7, 4, 6, 6)))
     s[:, :, ~np.tri(6, dtype=bool)] = np.nan
-    out = depth.trend_steps(s, np.zeros_like(s))
+    out = statistics.trend_steps(s, np.zeros_like(s))
     assert out.shape == (7, 4, 2)
     levels = np.stack([trend(s[:, l]) for l in range(4)], axis=1)
     np.testing.assert_array_equal(out[..., 0], levels)
@@ -63,14 +63,14 @@ def small():
                                                samples=4096, seed=3)}
     results = {k: simulate(c) for k, c in cfgs.items()}
     k = ("layernorm", 0.5, 64, 0.0)
-    growth = {k: sequence_statistic(cfgs[k], depth.trend_steps, samples=2048, control_mean=0.0)}
+    growth = {k: sequence_statistic(cfgs[k], statistics.trend_steps, samples=2048, control_mean=0.0)}
     return results, growth
 
 
 def test_the_statistic_reproduces_simulates_trend_on_the_same_streams(small):
     results, _ = small
     res = results[("layernorm", 0.5, 64, 0.0)]
-    stat = sequence_statistic(res.config, depth.trend_steps, control_mean=0.0)
+    stat = sequence_statistic(res.config, statistics.trend_steps, control_mean=0.0)
     np.testing.assert_allclose(stat.cv_mean[:, 0], res.trend_cv_mean, rtol=0, atol=1e-14)
     np.testing.assert_allclose(stat.cv_sem[:, 0], res.trend_cv_sem, rtol=1e-10)
     np.testing.assert_allclose(stat.mean[:, 0], res.trend_mean, rtol=0, atol=1e-14)
@@ -105,7 +105,7 @@ def test_a_cell_with_no_spread_is_resolved_by_its_sign():
 def test_cells_need_the_control_variate_estimate(small):
     results, growth = small
     k = ("layernorm", 0.5, 64, 0.0)
-    plain = sequence_statistic(results[k].config, depth.trend_steps, samples=512)
+    plain = sequence_statistic(results[k].config, statistics.trend_steps, samples=512)
     with pytest.raises(ValueError, match="control_mean"):
         depth.cells(results[k], 3.0, plain)
     with pytest.raises(ValueError, match="zc="):

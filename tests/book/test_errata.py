@@ -13,7 +13,8 @@ import math
 import pytest
 
 from recency_lib import SimConfig, simulate
-from companion import closedforms as cf, errata, report, symbolic
+from companion import closedforms as cf, errata, report, symbolic, verdicts
+from companion.pages import appendix_a as pages_appendix_a
 
 DS = (16, 64, 256)
 
@@ -138,9 +139,6 @@ def test_tables_add_up():
     assert errata_row["outcome"].startswith("2 misprints, 0 approximation biases and 0 effects beyond")
     full = errata.ratio_rows(t)
     assert len(full) == len(rows) and {"$d$ = 16", "$d$ = 64", "$d$ = 256", "verdict"} <= set(full[0])
-    cols = errata.ratio_columns(t)
-    assert {len(v) for v in cols.values()} == {len(rows) * len(DS)}
-    assert cols["ratio"][0] == pytest.approx(1.2)
     detail = errata.evidence_detail_rows(found, DS)
     assert len(detail) == 1 and detail[0]["setting"] == cf.P.short
 
@@ -201,35 +199,34 @@ def test_no_row_verdict_says_erratum():
 def test_live_sentences_of_the_page():
     rows = [row("fig2", cf.Setting("layernorm", 0.2, 0.0), "step", (0.9, 1.3, 1.4)),
             row("fig2", cf.Setting("layernorm", 0.8, 0.0), "step", (0.97, 0.96, 1.0001))]
-    text = errata.steps_below_one(table(rows))
+    text = pages_appendix_a.steps_below_one(table(rows))
     assert text == "at $d$ = 16 for α = 0.2 and 0.8 and at $d$ = 64 for α = 0.8"
-    assert errata.steps_below_one(table(rows[:1]), z=1e9) == "nowhere"
+    assert pages_appendix_a.steps_below_one(table(rows[:1]), z=1e9) == "nowhere"
 
 
 def verdict(claim, by_d):
     """A verdict with one check per d (d -> (status, value, text)), the paper's d first as claims orders them."""
-    from companion import claims
-
     ds = sorted(by_d, key=lambda d: (d != 64, d))
-    checks = [claims.Check("what", f"d = {d}", by_d[d][1], 0.1, 5.0, by_d[d][0], by_d[d][2]) for d in ds]
-    return claims.decide(claim, checks, ("doc", "x"), {"ds": ds})
+    checks = [verdicts.Check("what", f"d = {d}", by_d[d][1], 0.1, 5.0, by_d[d][0], by_d[d][2], d=d) for d in ds]
+    return verdicts.decide(claim, checks, ("doc", "x"), {"ds": ds})
 
 
 def test_verdict_sentences_read_the_checks_by_d():
-    from companion import claims
+    import dataclasses
 
-    v = verdict("Theorem 1", {64: (claims.ON_AVERAGE, 2e-6, "a"), 16: (claims.AS_CLAIMED, 1e-4, "b")})
-    assert list(errata.checks_by_d(v)) == [16, 64]
-    assert errata.order_reach(v) == "every adjacent step at $d$ = 16; the mean step only at $d$ = 64"
-    eq5 = verdict("Eq. (5)", {64: (claims.AGAINST, 2.66, "2.66 ± 0.25"), 16: (claims.AGAINST, 1.83, "1.83 ± 0.01"),
-                              32: (claims.UNRESOLVED, 2.4, "2.4 ± 1")})
-    d, ratio, se = errata.ratio_series(eq5)
+    v = verdict("Theorem 1", {64: (verdicts.ON_AVERAGE, 2e-6, "a"), 16: (verdicts.AS_CLAIMED, 1e-4, "b")})
+    assert list(pages_appendix_a.checks_by_d(v)) == [16, 64]
+    assert pages_appendix_a.order_reach(v) == "every adjacent step at $d$ = 16; the mean step only at $d$ = 64"
+    eq5 = verdict("Eq. (5)", {64: (verdicts.AGAINST, 2.66, "2.66 ± 0.25"), 16: (verdicts.AGAINST, 1.83, "1.83 ± 0.01"),
+                              32: (verdicts.UNRESOLVED, 2.4, "2.4 ± 1")})
+    d, ratio, se = pages_appendix_a.ratio_by_d(eq5)
     assert d.tolist() == [16.0, 64.0] and ratio.tolist() == [1.83, 2.66]
     rows = [row("eq10", cf.T, "step", (1.09, 1.44, 1.55))]
-    text = errata.norm_versus_scores(table(rows), eq5)
+    text = pages_appendix_a.norm_versus_scores(table(rows), eq5)
     assert text.startswith("1.83 ± 0.01 against 1.0900") and text.endswith("at $d$ = 64")
     with pytest.raises(ValueError, match="no hidden size per check"):
-        errata.checks_by_d(claims.decide("x", v.checks, ("doc", "x"), {}))
+        pages_appendix_a.checks_by_d(verdicts.decide("x", [dataclasses.replace(c, d=None) for c in v.checks],
+                                                     ("doc", "x")))
 
 
 def test_paper_errata_defaults_are_appendix_a_defaults():

@@ -20,7 +20,8 @@ from bookutils import BOOK
 from recency_lib import SimConfig, SimResult, simulate
 from companion import explorer
 from recency_lib.cli import main as cli_main
-from companion.grid import simulated_h, validate_params
+from companion.grid import validate_params
+from companion.statistics import simulated_h
 from recency_lib.metrics import familywise_z, rp_direction
 from recency_lib.theory import h_corrected
 

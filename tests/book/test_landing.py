@@ -10,7 +10,9 @@ import pytest
 import recency_lib
 from recency_lib import SimConfig, simulate
 from recency_lib.engines import SequenceStatistic, sequence_statistic
-from companion import claims, landing, report
+from companion import claims, landing, report, statistics, verdicts
+from companion import conventions as cv
+from recency_lib.metrics import adjacent_index
 
 
 @pytest.fixture(scope="module")
@@ -20,16 +22,15 @@ def aniso():
     return simulate(SimConfig(alpha=0.5, norm="layernorm", n=5, d=16, layers=2, samples=20_000, seed=3))
 
 
-def check(setting, text="1.0 ± 0.1", status=claims.AS_CLAIMED):
-    return claims.Check("what", setting, 1.0, 0.1, 10.0, status, text)
+def check(d, text="1.0 ± 0.1", status=verdicts.AS_CLAIMED):
+    return verdicts.Check("what", f"LayerNorm, $d = {d}$", 1.0, 0.1, 10.0, status, text, d=d)
 
 
 # -- the opening --------------------------------------------------------------------------------------
 
 def test_check_at_picks_the_hidden_size_and_falls_back_to_the_decisive_check():
-    v = claims.decide("Theorem 1", [check("LayerNorm, $d = 16$", "a", claims.ON_AVERAGE),
-                                    check("LayerNorm, $d = 64$", "b"),
-                                    check("LayerNorm, $d = 640$", "c")], ("prf:ref", "thm-1"))
+    v = verdicts.decide("Theorem 1", [check(16, "a", verdicts.ON_AVERAGE), check(64, "b"), check(640, "c")],
+                        ("prf:ref", "thm-1"))
     assert landing.check_at(v, 64).text == "b"                 # not fooled by d = 640
     assert landing.check_at(v, 16).text == "a"
     assert landing.check_at(v, 32) is v.decisive
@@ -38,16 +39,15 @@ def test_check_at_picks_the_hidden_size_and_falls_back_to_the_decisive_check():
 
 
 def test_findings_read_every_word_and_number_from_the_verdicts():
-    verdicts = [claims.decide(name, [check("$d = 16$", f"{name} at 16", claims.AGAINST),
-                                     check("$d = 64$", f"{name} at 64")], ("doc", "x"))
-                for name in landing.FINDING_CLAIMS]
-    found = landing.findings(verdicts, 64)
+    vs = [verdicts.decide(name, [check(16, f"{name} at 16", verdicts.AGAINST), check(64, f"{name} at 64")], ("doc", "x"))
+          for name in landing.FINDING_CLAIMS]
+    found = landing.findings(vs, 64)
     assert set(found) == {"fig1", "thm1", "eq5", "corr", "prop1", "thm1-step", "eq5-ratio", "corr-ratio",
                           "prop1-step"}
     assert found["thm1"] == "contradicted" and found["thm1-step"] == "Theorem 1 at 64"
     assert found["eq5-ratio"] == "Eq. (5) at 64" and found["prop1-step"] == "Proposition 1 at 64"
     with pytest.raises(ValueError, match="verdicts lack"):
-        landing.findings(verdicts[1:])
+        landing.findings(vs[1:])
 
 
 # -- the Cite section ------------------------------------------------------------------------------------
@@ -98,14 +98,16 @@ def test_book_bibtex_takes_the_citation_file_url_and_version():
 # -- Definition 1's steps ----------------------------------------------------------------------------
 
 def test_smallest_step_uses_the_verdicts_estimator(aniso):
-    zc = claims.cv.z_for(claims.comparisons_of_order(aniso.config.n))
-    verdict_check = claims.order_check(aniso, 2, zc)
-    assert verdict_check.status == claims.AS_CLAIMED                      # smallest step ~ +10 SE
-    cv = landing.smallest_step(aniso, 2)
-    assert verdict_check.text == f"{report.pm(cv.mean, cv.se)} (smallest step)"
+    zc = cv.z_for(verdicts.comparisons_of_order(aniso.config.n))
+    verdict_check = verdicts.order_check(aniso, 2, zc)
+    assert verdict_check.status == verdicts.AS_CLAIMED                      # smallest step ~ +10 SE
+    step = landing.smallest_step(aniso, 2)
+    assert verdict_check.text == f"{report.pm(step.mean, step.se)} (smallest step)"
     plain = landing.smallest_step(aniso, 2, "plain")
-    assert (plain.mean, plain.se, plain.z) == claims.smallest_step(aniso, 2)
-    assert 2 <= cv.j <= cv.i <= aniso.config.n
+    ii, jj = adjacent_index(aniso.config.n)
+    z = aniso.diff_mean[1][ii, jj] / aniso.diff_sem[1][ii, jj]
+    assert plain.z == pytest.approx(z.min()) and plain.mean == aniso.diff_mean[1][plain.i - 1, plain.j - 1]
+    assert 2 <= step.j <= step.i <= aniso.config.n
     with pytest.raises(ValueError, match="estimator"):
         landing.smallest_step(aniso, 2, "bootstrap")
     with pytest.raises(ValueError, match="layer"):
@@ -129,17 +131,17 @@ def test_ordered_rows_flags_each_row_and_the_whole_matrix():
     s[0, 0][np.tri(n, dtype=bool)] = rows[np.tri(n, dtype=bool)]
     s[1, 0] = s[0, 0]
     s[1, 0, 3, 1] = -1.0                                                 # row 4 out of order
-    out = landing.ordered_rows(s, np.zeros_like(s))
+    out = statistics.ordered_rows(s, np.zeros_like(s))
     assert out.shape == (2, 1, n + 1)
     assert out[0, 0].tolist() == [1.0] * (n + 1)
     assert out[1, 0].tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]
     with pytest.raises(ValueError, match="shape"):
-        landing.ordered_rows(np.zeros((2, 3, 4)), None)
+        statistics.ordered_rows(np.zeros((2, 3, 4)), None)
 
 
 def test_single_sequences_of_layer_one_are_ordered_by_chance():
     cfg = SimConfig(alpha=0.5, norm="layernorm", n=5, d=16, layers=2, samples=2, seed=1)
-    stat = sequence_statistic(cfg, landing.ordered_rows, samples=6_000)
+    stat = sequence_statistic(cfg, statistics.ordered_rows, samples=6_000)
     one, two = landing.single_sequence_order(stat, 1), landing.single_sequence_order(stat, 2)
     assert one.rows.tolist() == [3, 4, 5] and one.samples == 6_000
     # layer 1's earlier keys are exchangeable: row i in order with probability 1/(i-1)! (within 5 SE)

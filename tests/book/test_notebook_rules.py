@@ -1,17 +1,17 @@
-"""The authoring rules of issue 12 (book/AUTHORING.md) on every rewritten notebook, read from source.
+"""The authoring rules of book/AUTHORING.md on every notebook, read from source.
 
-* no function, class or lambda defined in a notebook (the book's package has them, tested);
+* no function, class or lambda defined in a notebook (the book's package has them, tested): the visible
+  cells show how a figure's data is made, the functions they call are companion's;
 * cells tagged remove-cell hold only imports, assignments and glue(...) calls (loops of them too);
 * the parameters cell is shown (no hide or remove tag), one typed and commented line per parameter
   (papermill --help-notebook prints those comments; it drops a line whose comment holds "=");
-* a page that simulates shows its work: a visible code cell of at most 12 lines with the
-  ``SimConfig(...)`` it simulates and the call that simulates it (the figure follows);
+* a page that simulates shows its work: a visible code cell of at most 12 lines with the setting it
+  simulates, ``SimConfig(...)`` or the call of a settings factory (``settings.fig1_configs(...)``,
+  ``beyond.component_configs(...)``), and the call that simulates it (the figure follows);
 * every glued figure is numbered: a {glue:figure} directive with a :name:;
 * markdown has no pseudo-TeX labels such as S^(2) outside math.
 
-Pages still written the old way are listed once, in tests/book/test_browser.py (NOT_YET_REWRITTEN);
-they are expected to fail here as well (strict: a page that passes must leave the list).
-Also: papermill runs of the exemplar and rewritten pages with non-default parameter values.
+Also: papermill runs of the exemplar pages with non-default parameter values.
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ import papermill as pm
 import pytest
 
 from bookutils import BOOK, page_source, toc_pages
-from test_browser import NOT_YET_REWRITTEN
 
 # every page of the book, and the setting template that papermill runs for Appendix B and for readers
 NOTEBOOKS = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"] + ["setting_template"]
@@ -33,7 +32,9 @@ HIDDEN = {"hide-cell", "hide-input", "remove-cell", "remove-input"}
 PARAMETER_LINE = re.compile(r"^\w+: [\w\[\], |]+ = [^#]+  # [^=]+$")
 # what runs a simulation on a page: the results cache, the simulator's entry points, the book's grids
 SIMULATES = re.compile(r"\b(cached_simulate_many|cached_simulate|simulate_many|simulate|sample_trajectories|"
-                       r"rp_conventions|run_grid|run_setting|run_studies|measure|sequence_statistic|cached_statistic)\(")
+                       r"rp_conventions|run_grid|run_setting|measure|sequence_statistic|cached_statistic)\(")
+# what shows the setting a page simulates: the config itself or the factory that writes it once
+SHOWS_SETTING = re.compile(r"\bSimConfig\(|\b\w+_configs?\(")
 
 
 def _code(cell) -> str:
@@ -62,7 +63,7 @@ def rule_problems(page: str) -> list[str]:
             defined = [type(n).__name__ for n in ast.walk(tree)
                        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))]
             if defined:
-                problems.append(f"cell {k} defines {sorted(set(defined))}: move it into recency_lib")
+                problems.append(f"cell {k} defines {sorted(set(defined))}: move it into companion (or recency_lib)")
             if "remove-cell" in tags and not all(_glue_or_layout(n) for n in tree.body):
                 problems.append(f"cell {k} is removed but does more than import, assign and glue")
             if "parameters" in tags:
@@ -82,18 +83,16 @@ def rule_problems(page: str) -> list[str]:
     code = [c for c in nb.cells if c.cell_type == "code"]
     if any(SIMULATES.search(_code(c)) for c in code):
         shown = [c for c in code if not HIDDEN & set(c.metadata.get("tags", []))
-                 and "SimConfig(" in c.source and SIMULATES.search(_code(c))
+                 and SHOWS_SETTING.search(c.source) and SIMULATES.search(_code(c))
                  and len(c.source.strip().splitlines()) <= 12]
         if not shown:
-            problems.append("the page simulates but no visible cell of at most 12 lines shows the SimConfig(...) "
-                            "it simulates with the call")
+            problems.append("the page simulates but no visible cell of at most 12 lines shows the setting it "
+                            "simulates (SimConfig(...) or a settings factory) with the call")
     return problems
 
 
 @pytest.mark.parametrize("page", NOTEBOOKS)
-def test_notebook_follows_the_authoring_rules(page, request):
-    if page in NOT_YET_REWRITTEN:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="chapter not yet rewritten for issue 12"))
+def test_notebook_follows_the_authoring_rules(page):
     problems = rule_problems(page)
     assert not problems, f"{page}.ipynb:\n  " + "\n  ".join(problems)
 

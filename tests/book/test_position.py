@@ -1,7 +1,7 @@
 """companion.position: chapter 7's position-or-distance study, read from sequence statistics.
 
 Constructed statistics check every reading exactly (a bias set by distance, one set by key position);
-small simulations with fixed seeds check the link to claims.distance_contrasts and the causality check."""
+small simulations with fixed seeds check the link to statistics.distance_contrasts and the causality check."""
 from __future__ import annotations
 
 import matplotlib
@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 
 from recency_lib import SimConfig, sample_trajectories  # noqa: E402
 from recency_lib.engines import SequenceStatistic, sequence_statistic  # noqa: E402
-from companion import claims, position, report  # noqa: E402
+from companion import claims, position, report, statistics, verdicts  # noqa: E402
 
 
 def _stat(cfg, D, K, se=1e-3, cv=True):
@@ -42,8 +42,8 @@ def test_a_bias_by_distance_and_one_by_key_position_are_told_apart():
     assert position.change_word(_stat(CFG, D=[0.1] * 5, K=[0.1, 0.2, 0.3, 0.4, 0.5]), "K", zc) == "rises"
     assert position.value_at(absolute, "D", 9) == pytest.approx((0.08, 1e-3))
     assert position.value_at(absolute, "K", 5, layer=2) == (0.4, 1e-3)
-    assert claims.not_relative_claim(relative).word == claims.NOT_RESOLVED
-    assert claims.not_relative_claim(absolute).word == claims.HOLDS
+    assert claims.not_relative_claim(relative).word == verdicts.NOT_RESOLVED
+    assert claims.not_relative_claim(absolute).word == verdicts.HOLDS
 
 
 @pytest.mark.parametrize("call, match", [
@@ -81,7 +81,7 @@ def test_tables_family_and_download():
     assert set(cols["estimator"]) == {"cv"} and report.download("t", cols).text.count("data:") == 2
     v = claims.not_relative_claim(b)
     checks = position.check_rows(v, b)
-    assert [r["layer"] for r in checks] == ["3", "2"] and checks[0]["found"] == claims.AS_CLAIMED
+    assert [r["layer"] for r in checks] == ["3", "2"] and checks[0]["found"] == verdicts.AS_CLAIMED
     with pytest.raises(ValueError, match="one per layer"):
         position.check_rows(v, _stat(CFG.replace(layers=4), [0.1] * 5, [0.1] * 5))
 
@@ -118,11 +118,11 @@ def test_same_rows_and_the_causality_of_the_simulator():
 
 def test_on_a_simulation_the_profiles_are_the_contrasts_of_the_scores():
     cfg = SimConfig(alpha=0.5, n=7, d=16, layers=2, samples=300, seed=2)
-    st = sequence_statistic(cfg, claims.distance_contrasts, control_mean=0.0)
+    st = sequence_statistic(cfg, statistics.distance_contrasts, control_mean=0.0)
     s, _ = sample_trajectories(cfg)
     d7 = (s[:, 1, 6, 5] - s[:, 1, 6, 2]).mean()
     assert position.profiles(st)["D"][0][1, -1] != d7              # control variates, not the plain mean
-    plain = claims.distance_profiles(st, "plain")
+    plain = statistics.distance_profiles(st, "plain")
     assert plain["D"][0][1, -1] == pytest.approx(d7, rel=1e-12)
     m, e = position.change(st, "K", layer=2)
     assert np.isfinite(m) and e > 0

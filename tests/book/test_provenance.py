@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 from recency_lib import SimConfig, cache, engines
-from companion import provenance, report
+from companion import provenance
 
 
 def test_only_entries_under_this_builds_key_are_listed(tmp_path):
@@ -42,9 +42,6 @@ def test_tables_and_downloads_of_the_simulations(tmp_path):
     assert "none yet" in provenance.simulation_table([]).text
     many = entries * 8                                                  # over 20 rows: summary + dropdown
     assert ":::{dropdown} Every simulation (24 rows)" in provenance.simulation_table(many, name="x").text
-    cols = provenance.simulation_columns(entries)
-    assert cols["heads"] == [2, 1, 1] and len(cols["compute_seconds"]) == 3
-    assert report.download("x", cols).text.count("data:") == 2
 
 
 def test_software_rows_name_the_library_and_its_source_hash():

@@ -13,10 +13,10 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from recency_lib import SimConfig, theory  # noqa: E402
+from recency_lib import SimConfig, simulate, theory  # noqa: E402
 from recency_lib.engines import SequenceStatistic  # noqa: E402
-from companion import claims, report, theorem1  # noqa: E402
-from test_claims import fake  # noqa: E402
+from companion import claims, closedforms, report, settings, theorem1  # noqa: E402
+from fake_results import fake  # noqa: E402
 
 
 def thm(d, n=10, samples=100_000, **kw):
@@ -46,7 +46,7 @@ def test_corrected_ratio_is_the_verdicts_number():
 
 
 def test_eq5_ratio_is_the_verdicts_number():
-    th = {d: thm(d, trend=2.5 * claims.eq5_trend(10, d), trend_se=0.1 * claims.eq5_trend(10, d)) for d in (16, 32, 64)}
+    th = {d: thm(d, trend=2.5 * closedforms.eq5_trend(10, d), trend_se=0.1 * closedforms.eq5_trend(10, d)) for d in (16, 32, 64)}
     verdict = claims.eq5_claim(th)
     by_d = dict(zip(verdict.numbers["ds"], verdict.checks))
     for p in theorem1.cv_points(th):
@@ -78,7 +78,7 @@ def test_cost_per_sequence_pools_the_runs():
 def test_needs_use_the_measured_trend_else_the_derived_one():
     th = {8: thm(8, trend=0.0, trend_se=1e-3), 64: thm(64, trend=2.4e-6, trend_se=2e-7),
           128: thm(128, trend=0.0, trend_se=7e-8)}
-    reach = claims.theorem1_reach(th)
+    reach = theorem1.theorem1_reach(th)
     need = theorem1.needs(reach, 10)
     assert need[64].source == "measured" and need[64].effect == 2.4e-6
     assert need[128].source == "derived" and need[128].effect == pytest.approx(theory.theorem1_trend(128, 10))
@@ -171,3 +171,40 @@ def test_rise_panel_and_size_columns():
                          "no normalization, ÷ derived"}
     assert cols["no normalization, ÷ derived"][0] == [16, 64, 256]
     assert report.curve_columns(cols, "d")
+
+
+# -- the reach of the estimators, Proposition 1 beyond the LLN ------------------------------------------
+
+def test_theorem1_reach_on_constructed_results():
+    a = thm(16, trend=2e-3, trend_se=2e-5)                     # 100 SE: resolved, measured effect
+    b = thm(256, trend=1e-10, trend_se=1e-9)                   # unresolved: Eq. (5)'s effect
+    r16, r256 = theorem1.theorem1_reach({256: b, 16: a}, z=5.0)
+    assert (r16.d, r16.resolved, r16.effect_from, r16.effect) == (16, True, "measured", 2e-3)
+    assert r16.vr_trend == pytest.approx(10.0) and r16.vr_rp == pytest.approx(1.0)
+    assert r16.need_cv == pytest.approx(a.config.samples * (5 * 2e-5 / 2e-3) ** 2)
+    assert r16.need_plain == pytest.approx(100 * r16.need_cv)
+    assert r16.cpu_per_sequence == pytest.approx(2.0 / a.config.samples)
+    assert r256.effect_from == "Eq. (5)" and r256.effect == closedforms.eq5_trend(10, 256) and not r256.resolved
+    assert r16.ratio[0] == pytest.approx(2e-3 / closedforms.eq5_trend(10, 16))
+    with pytest.raises(ValueError, match="results={} is empty"):
+        theorem1.theorem1_reach({})
+
+
+def test_theorem1_reach_resolves_d16_with_control_variates():
+    # d = 16, 20,000 sequences: the control-variate trend is ~25 SE above 0 (Eq. (5) x ~1.9), the plain
+    # one ~3 SE; the variance reduction is ~8.6 (benchmarks/variance_reduction.py), tested loosely
+    res = simulate(settings.theorem1_configs(20_000, 4, ds=(16,))[16])
+    (r,) = theorem1.theorem1_reach({16: res})
+    assert r.resolved and r.z > 10 and 4 < r.vr_trend < 20 and r.need_cv < r.need_plain
+
+
+def test_prop1_beyond_the_lln():
+    d = 16
+    # no normalization, d = 16, 200,000 sequences: the trend is ~14 SE above 0 and within ~1 SE of the
+    # next-order prediction (measured 1.14e-4 +- 0.08e-4 against 1.06e-4); the test asks for > 5 SE
+    # above 0 and the ratio within 5 SE of 1 (the O(d^-2) terms are a few per cent at d = 16)
+    cfg = settings.prop1_configs(20_000, 5, ds=(d,))[d]
+    assert cfg.samples == 200_000 and cfg.norm == "none" and cfg.layers == 2
+    (b,) = theorem1.prop1_beyond({d: simulate(cfg)})
+    assert b.z > 5 and abs(b.ratio[0] - 1) < 5 * b.ratio[1]
+    assert b.first_predicted == pytest.approx(d ** -1.5 / 2)

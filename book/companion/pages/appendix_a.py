@@ -1,12 +1,17 @@
-"""The figures of ``book/appendix_a.ipynb``, each with its data download: each function takes what the
-page computed (the closed-form table, the verdicts' runs) and glues a figure and its data. Nothing here
-simulates; the page's numbers come from :func:`companion.errata.page_numbers`."""
+"""The figures and numbers of ``book/appendix_a.ipynb``: each ``*_figure`` function takes what the page
+computed (the closed-form table, the verdicts' runs) and glues a figure and its data; :func:`page_numbers`
+returns glue key -> text of every number the prose cites. Nothing here simulates."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from recency_lib import theory
 
-from .. import closedforms, conventions, errata, plotting, report
+from .. import closedforms, conventions, plotting, report, symbolic
+from ..errata import BEYOND, BIAS, MISPRINT, summary, summary_text
+from ..report import Markdown, count, listing, num, percent
+from ..verdicts import AGAINST, AS_CLAIMED, ON_AVERAGE, UNRESOLVED
 
 
 def _glue_data(key: str, data: str) -> None:
@@ -54,7 +59,7 @@ def theorem1_figure(*, table, eq5) -> None:
     grid = np.geomspace(table.ds[0], table.ds[-1], 60)
     ax_norm.plot(grid, theory.drop_ratio_first_order(grid), label="first order", **conventions.CORRECTED, **t_style)
     ax_norm.axhline(float(theory.drop_ratio_gaussian(0.0, float("inf"))), label="$e^{1/2}$", **conventions.REFERENCE)
-    level, step = table.row("eq11", "level").series(), errata.ratio_series(eq5)
+    level, step = table.row("eq11", "level").series(), ratio_by_d(eq5)
     plotting.ratio_by_d(*level, ax_score, label="size", marker="D", markerfacecolor="white", **t_style)
     plotting.ratio_by_d(*step, ax_score, label="mean step", marker="D", **t_style)
     for ax, title, ticks in ((ax_norm, "drop of $\\Vert x_j^{(1)}\\Vert^2$, Eq. (10)", table.ds),
@@ -104,3 +109,139 @@ def fig5_figure(*, fig5_results, n, d_fig5) -> None:
     ax.legend(loc="upper left", ncol=2)
     plotting.glue_figure("aa-fig-fig5", fig)
     _glue_data("aa-fig-fig5-data", report.download("appendix-a-figure-5", report.curve_columns(curves, "j")))
+
+
+# -- the numbers the prose cites ----------------------------------------------------------------------
+
+
+def checks_by_d(verdict) -> dict[int, object]:
+    """d -> check of a verdict decided one check per hidden size (claims.theorem1_claim, eq5_claim,
+    corrected_theorem1_claim, proposition1_claim), sorted by d."""
+    if any(c.d is None for c in verdict.checks) or len({c.d for c in verdict.checks}) != len(verdict.checks):
+        raise ValueError(f"verdict {verdict.claim!r} has no hidden size per check; allowed: a verdict of "
+                         "claims.theorem1_claim, eq5_claim, corrected_theorem1_claim or proposition1_claim")
+    return {c.d: c for c in sorted(verdict.checks, key=lambda c: c.d)}
+
+
+def ratio_by_d(verdict) -> tuple:
+    """(d, ratio, SE) of a verdict of value checks per hidden size (claims.eq5_claim,
+    corrected_theorem1_claim), sorted by d, leaving out the unresolved ones: what a figure plots."""
+    got = [(d, c.value, c.se) for d, c in checks_by_d(verdict).items() if c.status != UNRESOLVED]
+    return tuple(np.array([g[k] for g in got], dtype=float) for k in range(3))
+
+
+def _at_ds(texts_by_d: dict) -> str:
+    """"1.84 ± 0.02, 2.38 ± 0.08 and 2.66 ± 0.25 at $d$ = 16, 32 and 64"."""
+    return f"{listing(list(texts_by_d.values()), fmt=str)} at $d$ = {listing(list(texts_by_d))}"
+
+
+def order_reach(verdict) -> str:
+    """What Theorem 1's order checks (claims.theorem1_claim) resolve at each d, in words (markdown):
+    "every adjacent step at $d$ = 16; the mean step only at $d$ = 64"."""
+    words = {AS_CLAIMED: "every adjacent step", ON_AVERAGE: "the mean step only",
+             UNRESOLVED: "neither every step nor the mean step", AGAINST: "a step or the mean against the claim"}
+    by = checks_by_d(verdict)
+    parts = [f"{words[status]} at $d$ = {listing([d for d, c in by.items() if c.status == status])}"
+             for status in words if any(c.status == status for c in by.values())]
+    return "; ".join(parts)
+
+
+def norm_versus_scores(table, eq5) -> str:
+    """Finding 7 of the second audit, live (markdown): at each d that the closed-form table and Eq. (5)'s
+    verdict share, the simulated trend of S^(2) over Eq. (5)'s (eq5's check) against the simulated drop of
+    ||x_j^(1)||^2 over Eq. (10)'s (the table): "1.84 ± 0.02 against 1.0940 ± 0.0004 at $d$ = 16, ...".
+    In the LLN the drop carries all of the scores' order; a larger trend ratio is the part it misses."""
+    by = checks_by_d(eq5)
+    shared = [d for d in table.ds if d in by]
+    parts = [f"{by[d].text} against {table.cell('eq10', 'step', d).text()} at $d$ = {d}" for d in shared]
+    return listing(parts, fmt=str, empty="—")
+
+
+def steps_below_one(table, key: str = "fig2", z: float | None = None) -> str:
+    """Finding 9 of the second audit, live (markdown): where the simulated j-dependence of closed form ``key``
+    (one row per alpha, part "step") is resolved *below* the LLN's, ratio more than ``z`` SE under 1 (default
+    closedforms.Z_ERRATUM): "at $d$ = 16 for α = 0.2, 0.4 and 0.6, at $d$ = 64 for α = 0.8" ("nowhere")."""
+    z = closedforms.Z_ERRATUM if z is None else z
+    rows = sorted((r for r in table.rows if r.form.key == key and r.part == "step"), key=lambda r: r.setting.alpha)
+    if not rows:
+        raise ValueError(f"key={key!r} has no step rows in this table; allowed: a closed form with a step part")
+    parts = []
+    for d in table.ds:
+        alphas = [r.setting.alpha for r in rows for c in r.cells if c.d == d and c.resolved and c.deviation < -z]
+        if alphas:
+            parts.append(f"at $d$ = {d} for α = {listing(alphas)}")
+    return listing(parts, fmt=str, empty="nowhere")
+
+
+def page_numbers(table, checks, found,  *, theorem1, eq5, corrected, prop1, eq6, th: dict,
+                 n: int, workers: int, sympy_seconds: float, sympy_cached: bool,
+                 wall_seconds: float) -> dict[str, object]:
+    """glue key -> text (or :class:`~companion.report.Markdown`, for text with math, placed with
+    ``{glue:md}``) of every number Appendix A's prose cites (book/appendix_a.ipynb glues them all at
+    once): hidden sizes, closed-form ratios with their Monte-Carlo error at the ends of the d range, the
+    sympy verdicts, the errata by kind (errata.summary), the book's verdicts on Theorem 1, Eq. (5), the
+    corrected Theorem 1, Proposition 1 and Eq. (6) (``theorem1``, ``eq5``, ``corrected``, ``prop1``,
+    ``eq6``: the claims functions' Verdicts on the landing page's runs), what Definition 1 at the paper's d would take
+    (``th``: d -> SimResult of settings.theorem1_configs), the cost of this build."""
+    ds = table.ds
+    d0, d1, dmax = ds[0], ds[min(1, len(ds) - 1)], ds[-1]
+    d_fig5 = conventions.PAPER_D if conventions.PAPER_D in ds else d1
+    cell = table.cell
+    d_def1 = conventions.PAPER_D if conventions.PAPER_D in th else max(th)
+    z_def1 = conventions.definition1_z(n)
+    need, def1_i, def1_j = closedforms.definition1_samples(th[d_def1], z_def1, effect="theorem1")
+    need_lln = closedforms.definition1_samples(th[d_def1], z_def1)[0]
+    kinds = summary(found)
+    cosine_lln = [c.text() if c.resolved else "unresolved" for c in table.row("eq6-cosine", "level").cells]
+    out = {"aa-ds": listing(ds), "aa-d0": str(d0), "aa-d1": str(d1), "aa-dmax": str(dmax),
+           "aa-n-errata": count(len(found)), "aa-d-fig5": str(d_fig5),
+           "aa-errata-counts": summary_text(kinds), "aa-n-misprints": count(kinds[MISPRINT]),
+           "aa-n-biases": count(kinds[BIAS]), "aa-n-beyond": count(kinds[BEYOND]),
+           # Theorem 1: the norm drop of Eq. (10), the score of Eq. (5) and the book's verdicts
+           "aa-eq10-level-err": num(abs(cell("eq10", "level", dmax).ratio - 1.0), 2),
+           "aa-eq10-step-max": cell("eq10", "step", dmax).text(),
+           "aa-R-max": num(float(theory.drop_ratio_first_order(dmax)), 4),
+           "aa-eq11-level-0": cell("eq11", "level", d0).text(),
+           "aa-eq4-0": cell("eq4-attention", "level", dmax, closedforms.T).text(),
+           "aa-eq4-5": cell("eq4-attention", "level", dmax, closedforms.A).text(),
+           "aa-samples-t": count(table.samples_of(closedforms.T)),
+           "aa-norm-vs-trend": Markdown(norm_versus_scores(table, eq5)),
+           "aa-eq5-trends": Markdown(_at_ds({d: c.text for d, c in checks_by_d(eq5).items()})),
+           "aa-thm1-reach": Markdown(order_reach(theorem1)),
+           "aa-steps-below": Markdown(steps_below_one(table)),
+           # Definition 1 at the paper's d: what resolving every step would take
+           "aa-n-pairs": count(conventions.adjacent_pairs(n)), "aa-z-def1": num(z_def1, 3),
+           "aa-level": percent(conventions.FAMILYWISE_LEVEL), "aa-def1-d": str(d_def1),
+           "aa-def1-samples": count(th[d_def1].config.samples), "aa-def1-need": num(need, 2),
+           "aa-def1-lln": num(need_lln / need, 2) if math.isfinite(need) and need > 0 else "—",
+           "aa-def1-i": str(def1_i), "aa-def1-j": str(def1_j), "aa-def1-j0": str(def1_j - 1),
+           # Proposition 1
+           "aa-eq14-max": cell("eq14-printed", "level", dmax).text(),
+           "aa-eq19p-max": cell("eq19-printed", "level", dmax).text(),
+           "aa-eq19c-max": cell("eq19-corrected", "level", dmax).text(),
+           "aa-prop1-step-0": cell("eq19-corrected", "step", d0).text(),
+           "aa-prop1-step-1": cell("eq19-corrected", "step", d1).text(),
+           "aa-prop1-ratio-0": cell("prop1-beyond-lln", "step", d0).text(),
+           "aa-samples-p": count(table.samples_of(closedforms.P)),
+           # Propositions 2 and 3, the paper's Figure 5, Eq. (6)
+           "aa-eq36p-max": cell("eq36-printed", "level", dmax, closedforms.AR).text(),
+           "aa-eq41c-max": cell("eq41-corrected", "level", dmax, closedforms.AR).text(),
+           "aa-eq41c-step-max": cell("eq41-corrected", "step", dmax, closedforms.AR).text(),
+           "aa-eq6-verdict": table.row("eq6-cosine-2nd", "level").verdict,
+           "aa-eq6-lln": listing(cosine_lln, fmt=str), "aa-cosine-samples": count(table.cost.cosine_samples),
+           # what this build cost
+           "aa-z-resolve": num(closedforms.Z_RESOLVE), "aa-z-erratum": num(closedforms.Z_ERRATUM),
+           "aa-n-sequences": count(table.cost.samples), "aa-n-configs": count(table.cost.configs),
+           "aa-sim-seconds": f"{num(table.cost.compute_seconds, 2)} s", "aa-sympy-seconds": f"{num(sympy_seconds, 2)} s",
+           "aa-n-checks": count(len(checks)),
+           "aa-sympy-source": "read their verdicts from the cache" if sympy_cached else "ran them",
+           "aa-workers": count(workers), "aa-wall-seconds": f"{num(wall_seconds, 2)} s"}
+    for name, v in (("thm1", theorem1), ("eq5", eq5), ("corrected", corrected), ("prop1", prop1), ("eq6v", eq6)):
+        out[f"aa-{name}-word"], out[f"aa-{name}-value"] = v.word, v.value
+        out[f"aa-{name}-measure"] = Markdown(v.measure)
+    out["aa-eq5-d"] = str(eq5.decisive.d)
+    for k in range(3):
+        out[f"aa-eq10-step-{k}"] = cell("eq10", "step", ds[min(k, len(ds) - 1)]).text()
+    for key, c in symbolic.by_key(checks).items():
+        out[f"aa-chk-{key}"] = "✓ true" if c.holds else "✗ false"
+    return out

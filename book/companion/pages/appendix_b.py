@@ -2,7 +2,10 @@
 computed and returns glue key -> text, which the page glues. Nothing here simulates."""
 from __future__ import annotations
 
-from .. import claims, closedforms, conventions, grid, report
+import math
+
+from .. import closedforms, conventions, grid, report, statistics
+from ..verdicts import verdict_word
 
 
 def figure34_numbers(*, d, fig3, fig4, gamma4, layers, n, samples, v5, verdicts) -> dict[str, str]:
@@ -14,20 +17,20 @@ def figure34_numbers(*, d, fig3, fig4, gamma4, layers, n, samples, v5, verdicts)
     out["ab-samples"] = report.count(samples)
     out["ab-layers"] = report.count(layers)
     out["ab-gamma"] = f"{gamma4:g}"
-    out["ab-estimator"] = claims.estimator_name()
+    out["ab-estimator"] = statistics.estimator_name()
     for key, results, verdict in (("ab-f3", fig3, verdicts[0]), ("ab-f4", fig4, verdicts[1])):
         first, last = list(results)[0], list(results)[-1]
-        tally = claims.definition1_tally(results.values())
+        tally = statistics.definition1_tally(results.values())
         out[f"{key}-a-first"] = f"{first:g}"
         out[f"{key}-a-last"] = f"{last:g}"
-        out[f"{key}-rpL-first"] = report.pm(*claims.rp(results[first], layers))
-        out[f"{key}-rpL-last"] = report.pm(*claims.rp(results[last], layers))
-        out[f"{key}-l1z"] = report.num(max(abs(claims.rp_z(r, 1)) for r in results.values()), 2)
+        out[f"{key}-rpL-first"] = report.pm(*statistics.rp(results[first], layers))
+        out[f"{key}-rpL-last"] = report.pm(*statistics.rp(results[last], layers))
+        out[f"{key}-l1z"] = report.num(max(abs(statistics.rp_z(r, 1)) for r in results.values()), 2)
         out[f"{key}-holds"] = report.count(tally["holds"])
         out[f"{key}-violated"] = report.count(tally["violated"])
         out[f"{key}-matrices"] = report.count(tally["matrices"])
         out[f"{key}-z"] = report.num(verdict.numbers["z_threshold"], 3)
-        for k, word in enumerate(grid.feature_words(verdict).values()):
+        for k, word in enumerate(feature_words(verdict).values()):
             out[f"{key}-feature{k}"] = word
     for key, verdict in (("ab-v3", verdicts[0]), ("ab-v4", verdicts[1]), ("ab-v5", v5[gamma4])):
         out[key] = verdict.word
@@ -35,7 +38,7 @@ def figure34_numbers(*, d, fig3, fig4, gamma4, layers, n, samples, v5, verdicts)
         out[f"{key}-measure"] = report.Markdown(verdict.measure)
     out["ab-fig3-data"] = report.download("figure-3", report.result_columns(list(fig3.values()), [conventions.alpha_label(a) for a in fig3]))
     out["ab-fig4-data"] = report.download("figure-4", report.result_columns(list(fig4.values()), [conventions.alpha_label(a) for a in fig4]))
-    costs = claims.residual_costs(fig3, fig4, layers)
+    costs = residual_costs(fig3, fig4, layers)
     out["ab-cost-values"] = report.listing([report.pm(*c) for c in costs.values()], fmt=str)
     out["ab-cost-alphas"] = report.listing(list(costs))
     return out
@@ -48,21 +51,21 @@ def figure5_numbers(*, curves, forms, gamma4, v5) -> dict[str, str]:
     setting = closedforms.Setting("layernorm", quote, 1.0)
     out["ab-quote"] = f"{quote:g}"
     out["ab-cf-ds"] = report.listing(forms.ds)
-    out["ab-corrected-trend"] = claims.trend_words(forms.row("fig5-corrected", "step", setting))
+    out["ab-corrected-trend"] = closedforms.trend_words(forms.row("fig5-corrected", "step", setting))
     for form in ("printed", "corrected"):
         for part in ("level", "step"):
-            out[f"ab-{form}-{part}"] = report.listing(claims.ratio_texts(forms.row(f"fig5-{form}", part, setting)), fmt=str)
+            out[f"ab-{form}-{part}"] = report.listing(closedforms.ratio_texts(forms.row(f"fig5-{form}", part, setting)), fmt=str)
     level_off, level_z = closedforms.row_offsets(forms.row("fig5-corrected", "level", setting))
     out["ab-corrected-level-off"] = report.percent(level_off)
     out["ab-corrected-level-z"] = report.num(level_z, 2)
     h_table, corrected = v5[gamma4].numbers["table"], v5[gamma4].numbers["corrected"]
-    out["ab-v5-all"] = grid.by_alpha_text(v5[gamma4].checks)
-    out["ab-v5-corrected"] = grid.by_alpha_text(corrected)
+    out["ab-v5-all"] = by_alpha_text(v5[gamma4].checks)
+    out["ab-v5-corrected"] = by_alpha_text(corrected)
     out["ab-v5-corrected-off"] = report.percent(max(abs(c.value - 1.0) for c in corrected))
-    out["ab-v5-corrected-word"] = claims.verdict_word([c.status for c in corrected])[0]
-    out["ab-v5-printed-rank"] = grid.ranking_text(grid.misranked(h_table, "printed"))
-    out["ab-v5-corrected-rank"] = grid.ranking_text(grid.misranked(h_table, "corrected"))
-    out["ab-fig5-data"], out["ab-fig5-ratio-data"] = claims.h_downloads("figure-5", curves, forms, "fig5-corrected")
+    out["ab-v5-corrected-word"] = verdict_word([c.status for c in corrected])[0]
+    out["ab-v5-printed-rank"] = ranking_text(misranked(h_table, "printed"))
+    out["ab-v5-corrected-rank"] = ranking_text(misranked(h_table, "corrected"))
+    out["ab-fig5-data"], out["ab-fig5-ratio-data"] = closedforms.h_downloads("figure-5", curves, forms, "fig5-corrected")
     return out
 
 
@@ -79,3 +82,90 @@ def runs_numbers(*, by_gamma, runs, samples, settings, workers) -> dict[str, str
             "ab-run-max": report.num(seconds[-1], 2),
             "ab-cpu-1e7": report.num(cpu_per_sequence * 10 ** 7 * len(runs) / 60, 2),
             "ab-runs-table": report.table(grid.run_rows(runs))}
+
+
+# -- the features of the paper's Figures 3-5 ----------------------------------------------------------
+
+def residual_costs(without: dict, with_residual: dict, layer: int) -> dict[float, tuple[float, float]]:
+    """alpha -> what the residual costs in recency probability in 1-based ``layer``, RP without minus
+    RP with the residual (statistics.rp_gap), for every alpha that both dicts (alpha -> SimResult) have."""
+    return {a: statistics.rp_gap(without[a], with_residual[a], layer) for a in with_residual if a in without}
+
+
+#: The features of the paper's Figures 3 and 4 (claims.figure3_claim, figure4_claim): each a name, the
+#: ``Check.kind`` of its checks and the sign it expects (0: no order, +1: above the reference).
+FEATURES = (("no order in layer 1", "no order", 0),
+            ("recency from layer 2 on", "recency", +1),
+            ("weaker with the residual", "residual weakens", +1))
+
+
+def feature_checks(verdict) -> dict[str, list]:
+    """feature name -> the checks of ``verdict`` (a Figure 3 or 4 verdict) that test it (by their kind), in
+    the order of :data:`FEATURES` (the checks in the verdict's order); only the features it has. A check of
+    another kind is a ValueError (a new kind of check needs a row in :data:`FEATURES`)."""
+    names = {kind: name for name, kind, _ in FEATURES}
+    out: dict[str, list] = {name: [] for name, _, _ in FEATURES}
+    for c in verdict.checks:
+        if c.kind not in names:
+            raise ValueError(f"check {c.what!r} is of kind {c.kind!r}; allowed: one of {sorted(names)}")
+        out[names[c.kind]].append(c)
+    return {name: cs for name, cs in out.items() if cs}
+
+
+def closest_call(feature: str, checks):
+    """The check of ``feature`` nearest to a change of its status: the largest |z| for "no order", the
+    smallest z for an order the paper expects."""
+    expected = {name: sign for name, _, sign in FEATURES}[feature]
+    return max(checks, key=lambda c: abs(c.z)) if expected == 0 else min(checks, key=lambda c: c.z)
+
+
+def feature_words(verdict) -> dict[str, str]:
+    """feature -> the verdict word its checks earn on their own, by the book's one rule (verdicts.verdict_word)."""
+    return {f: verdict_word([c.status for c in cs])[0] for f, cs in feature_checks(verdict).items()}
+
+
+def feature_rows(verdict) -> list[dict]:
+    """One table row per feature of a Figure 3 or 4 verdict: the feature, how many checks test it, the word
+    they earn (a badge) and the closest call (its number, z and what it is)."""
+    words = feature_words(verdict)
+    rows = []
+    for f, cs in feature_checks(verdict).items():
+        c = closest_call(f, cs)
+        rows.append({"feature": f, "checks": report.count(len(cs)), "found": report.badge(words[f]),
+                     "closest call": f"{report.nowrap(c.text)} ({report.nowrap(f'z = {report.z_text(c.z)}')})"
+                                     f"<br><small>{c.what}</small>"})
+    return rows
+
+
+def check_rows(verdict) -> list[dict]:
+    """Every check of ``verdict`` as a table row: what, the number, its z, what it found."""
+    return [{"check": c.what, "number": c.text, "$z$": report.z_text(c.z), "found": c.status} for c in verdict.checks]
+
+
+def by_alpha_text(checks) -> str:
+    """"2.350 ± 0.008, 1.9822 ± 0.0029 and 1.6144 ± 0.0013 at α = 0.2, 0.4 and 0.6": checks' numbers by α."""
+    got = sorted((c.alpha, c.text) for c in checks)
+    return f"{report.listing([t for _, t in got], fmt=str)} at α = {report.listing([a for a, _ in got])}"
+
+
+def misranked(table: dict, form: str, z: float = 3.0) -> list[tuple[float, float]]:
+    """Pairs of anisotropy levels (a, b) that closed form ``form`` ("printed" or "corrected") ranks against
+    the simulation by the rise of h (``table``: a Figure 2 or 5 verdict's ``numbers["table"]``): the
+    simulated rise of a is below b's, resolved by more than ``z`` SE of the difference, while the form puts a
+    above b (or the other way). Each pair with a < b in the simulated order."""
+    alphas = sorted(table)
+    out = []
+    for i, a in enumerate(alphas):
+        for b in alphas[i + 1:]:
+            (sa, ea), (sb, eb) = table[a]["sim"], table[b]["sim"]
+            if abs(sa - sb) <= z * math.hypot(ea, eb):
+                continue
+            lo, hi = (a, b) if sa < sb else (b, a)
+            if table[lo][form] > table[hi][form]:
+                out.append((lo, hi))
+    return out
+
+
+def ranking_text(pairs) -> str:
+    """"α = 0.6 below α = 0.8" for :func:`misranked`'s pairs (a, b): the form puts b below a ("no pair")."""
+    return report.listing([f"α = {hi:g} below α = {lo:g}" for lo, hi in pairs], fmt=str, empty="no pair")

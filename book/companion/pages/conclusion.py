@@ -2,7 +2,9 @@
 computed and returns glue key -> text, which the page glues. Nothing here simulates."""
 from __future__ import annotations
 
-from .. import claims, conventions, position, report
+from .. import conventions, position, report
+from ..claims import not_relative_claim
+from ..verdicts import HOLDS, setting_text
 
 
 def contrast_numbers(*, layers, n, samples, stat, verdict) -> dict[str, str]:
@@ -12,7 +14,7 @@ def contrast_numbers(*, layers, n, samples, stat, verdict) -> dict[str, str]:
     out["concl-verdict"] = verdict.word
     out["concl-value"] = verdict.value
     out["concl-value-z"] = report.z_text(verdict.decisive.z)
-    out["concl-setting"] = report.Markdown(claims.setting_text(stat.config))
+    out["concl-setting"] = report.Markdown(setting_text(stat.config))
     out["concl-fig-contrasts-data"] = report.download("conclusion-contrasts", position.columns([stat]))
     out["concl-layers"] = report.count(layers)
     out["concl-samples"] = report.count(samples)
@@ -29,10 +31,10 @@ def position_numbers(*, alpha, long, long_n, long_samples, pos, short) -> dict[s
     changes with z, the family-wise z and the verdict's words."""
     out = {}
     ln, res, none = (pos[c] for c in long)
-    long_verdict = claims.not_relative_claim(ln)
+    long_verdict = not_relative_claim(ln)
     family = position.family(pos.values())
     out["concl-long-verdict"] = long_verdict.word
-    strong = long_verdict.word == claims.HOLDS
+    strong = long_verdict.word == HOLDS
     more = ", and more strongly than “not relative”" if strong else ""
     out["concl-long-more"] = more
     out["concl-long-n"] = report.count(long_n)

@@ -4,30 +4,87 @@ the page shows (``report.table``); the ``*_figure`` functions draw and glue the 
 Nothing here simulates."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .. import claims, conventions, plotting, report
+from .. import closedforms, conventions, plotting, report, statistics
+from ..verdicts import STATUSES
+
+
+#: How a feature of a figure reads in the prose.
+FEATURE_WORDS = {True: "reproduced", False: "contradicted", None: "not resolved"}
+
+
+def feature_word(value: bool | None) -> str:
+    """"reproduced" (True), "contradicted" (False: the opposite is resolved) or "not resolved" (None)."""
+    if not (value is None or isinstance(value, (bool, np.bool_))):
+        raise ValueError(f"value={value!r} is not allowed; allowed: True, False or None")
+    return FEATURE_WORDS[None if value is None else bool(value)]
 
 
 def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, results, samples, samples_dsweep,
-                       table, verdicts) -> dict[str, str]:
-    """Chapter 6's Figure 2: the verdict's decisive value and setting, the family-wise z, the ratio range,
-    the figures' data and the d sweep."""
-    out = {}
+                    table, verdicts) -> dict[str, str]:
+    """Every number chapter 6 cites about Figures 1 and 2, each with its Monte-Carlo error where it is
+    simulated: Figure 1's four models (``results``: no norm, LayerNorm alpha = 0, ``alpha``, ``alpha`` +
+    residual), the hidden-size sweep (``by_d``: d -> those four, at the d of ``ds``), the closed forms
+    ``forms`` (closedforms.measure of "eq10", "eq4-attention", "fig2"), the verdicts on Figures 1 and 2
+    (``verdicts``; ``table`` and ``h_zc``: Figure 2's numbers and z), and the figures' data."""
+    quote = 0.2                                           # the alpha of Figure 2 quoted in the prose
+    none, iso, ln5, res = results
+    _, trend, trend_se = statistics.s2_order(iso)
+    step = forms.row("fig2", "step", closedforms.Setting("layernorm", quote, 0.0))
     v2_ratios = [c.value for c in verdicts[1].checks]
-    numbers = {**claims.empirical_numbers(results, by_d, forms, verdicts, n=n, d=d, layers=layers, samples=samples,
-                                          samples_dsweep=samples_dsweep),
-               "empirical-leak-first": report.num(conventions.leak(alpha, ds[0]), 2),
-               "empirical-leak-last": report.num(conventions.leak(alpha, ds[-1]), 2)}
-    for key, text in numbers.items():
-        out[key] = text
-    out["empirical-v2-value"] = verdicts[1].value
-    out["empirical-v2-alpha"] = next(f"{a:g}" for a in table if verdicts[1].decisive.what.endswith(f"α = {a:g}"))
-    out["empirical-v2-zc"] = report.num(h_zc, 3)
-    out["empirical-v2-count"] = report.count(len(v2_ratios))
-    out["empirical-v2-min"] = verdicts[1].checks[int(np.argmin(v2_ratios))].text
-    out["empirical-v2-max"] = verdicts[1].checks[int(np.argmax(v2_ratios))].text
-    out["empirical-fig2-data"], out["empirical-fig2-ratio-data"] = claims.h_downloads("figure-2", curves, forms, "fig2")
+
+    def ratios(row) -> str:
+        return report.listing(closedforms.ratio_texts(row), fmt=str)
+
+    out = {
+        # Figure 1
+        "empirical-n": report.count(n), "empirical-d": report.count(d), "empirical-layers": report.count(layers),
+        "empirical-samples": report.count(samples), "empirical-estimator": statistics.estimator_name(),
+        "empirical-matrices": report.count(len(results) * layers), "empirical-v1": verdicts[0].word,
+        "empirical-none-rp2": report.pm(*statistics.rp(none, 2)), "empirical-none-rpL": report.pm(*statistics.rp(none, layers)),
+        "empirical-none-excess": report.pm(*statistics.first_key_excess(none, layers)),
+        "empirical-iso-rp2": report.pm(*statistics.rp(iso, 2)),
+        "empirical-iso-pred": report.num(closedforms.eq5_smallest_step(n, d), 2),
+        "empirical-iso-se-plain": report.num(statistics.typical_step_se(iso, 2, "plain"), 2),
+        "empirical-iso-se-cv": report.num(statistics.typical_step_se(iso, 2, "cv"), 2),
+        "empirical-iso-trend": report.pm(trend, trend_se),
+        "empirical-iso-trend-z": report.z_text(report.zscore(trend, trend_se)),
+        "empirical-ln5-rp2": report.pm(*statistics.rp(ln5, 2)), "empirical-ln5-rpL": report.pm(*statistics.rp(ln5, layers)),
+        "empirical-res-cost2": report.pm(*statistics.rp_gap(ln5, res, 2)),
+        "empirical-res-cost": report.pm(*statistics.rp_gap(ln5, res, layers)),
+        # Figure 1 at other hidden sizes
+        "empirical-ds": report.listing(ds), "empirical-samples-dsweep": report.count(samples_dsweep),
+        "empirical-d-first": report.count(ds[0]), "empirical-d-last": report.count(ds[-1]),
+        "empirical-ln5-rp2-first": report.pm(*statistics.rp(by_d[ds[0]][2], 2)),
+        "empirical-ln5-rp2-last": report.pm(*statistics.rp(by_d[ds[-1]][2], 2)),
+        "empirical-leak-first": report.num(conventions.leak(alpha, ds[0]), 2),
+        "empirical-leak-last": report.num(conventions.leak(alpha, ds[-1]), 2),
+        "empirical-none-primacy": report.listing(
+            [dd for dd in ds if statistics.direction(by_d[dd][0], layers, family=len(ds)) == "primacy"]),
+        "empirical-eq10": ratios(forms.row("eq10", "level")),
+        "empirical-eq4-a0": ratios(forms.row("eq4-attention", "level", closedforms.T)),
+        "empirical-eq4-a5": ratios(forms.row("eq4-attention", "level", closedforms.A)),
+        "empirical-eq4-a0-limit": report.num(math.exp(0.5), 4),
+        "empirical-eq4-a5-limit": report.num(math.exp((1 - closedforms.A.alpha ** 2) ** 2 / 2), 4),
+        "empirical-cf-samples": report.count(samples),
+        "empirical-cf-samples-t": report.count(forms.samples_of(closedforms.T)),
+        # Figure 2
+        "empirical-v2": verdicts[1].word, "empirical-h-order": feature_word(verdicts[1].numbers["same_order"]),
+        "empirical-quote": f"{quote:g}",
+        "empirical-fig2-level": ratios(forms.row("fig2", "level", closedforms.Setting("layernorm", quote, 0.0))),
+        "empirical-fig2-step": ratios(step), "empirical-fig2-trend": closedforms.trend_words(step),
+        "empirical-v2-value": verdicts[1].value,
+        "empirical-v2-alpha": f"{verdicts[1].decisive.alpha:g}",
+        "empirical-v2-zc": report.num(h_zc, 3),
+        "empirical-v2-count": report.count(len(v2_ratios)),
+        "empirical-v2-min": verdicts[1].checks[int(np.argmin(v2_ratios))].text,
+        "empirical-v2-max": verdicts[1].checks[int(np.argmax(v2_ratios))].text,
+    }
+    out["empirical-fig2-data"], out["empirical-fig2-ratio-data"] = closedforms.h_downloads("figure-2", curves, forms,
+                                                                                          "fig2")
     return out
 
 
@@ -38,7 +95,7 @@ def figure1_numbers(*, fig1_verdict, names, results) -> dict[str, str]:
     return {"empirical-fig1-data": report.download("figure-1", report.result_columns(results, names)),
             "empirical-fig1-nchecks": report.count(len(status)),
             "empirical-fig1-zc": report.num(fig1_verdict.numbers["z_threshold"], 3),
-            "empirical-fig1-counts": report.listing([f"{report.count(status.count(s))} {s}" for s in claims.STATUSES
+            "empirical-fig1-counts": report.listing([f"{report.count(status.count(s))} {s}" for s in STATUSES
                                                      if s in status], str),
             "empirical-fig1-value": fig1_verdict.value,
             "empirical-fig1-setting": fig1_verdict.decisive.setting.replace("$", "")}
@@ -51,11 +108,11 @@ def dsweep_numbers(*, alpha, by_d, configs, ds, n) -> dict[str, str]:
         [r for dd in ds for r in by_d[dd]], [f"{conventions.setting_label(c)}, d = {dd}" for dd in ds for c in configs],
         matrices=False))}
     last = by_d[ds[-1]][2]
-    _, m, s = claims.s2_order(last)
+    _, m, s = statistics.s2_order(last)
     out["empirical-last-trend"] = report.pm(m, s)
     out["empirical-last-trend-z"] = report.z_text(report.zscore(m, s))
-    out["empirical-last-dir"] = claims.order_word(m, s, conventions.z_for(1))
-    out["empirical-last-trend-lln"] = claims.trend_over_line(last, claims.predicted_trend(n, ds[-1], alpha),
+    out["empirical-last-dir"] = statistics.order_word(m, s, conventions.z_for(1))
+    out["empirical-last-trend-lln"] = closedforms.trend_over_line(last, closedforms.predicted_trend(n, ds[-1], alpha),
                                                             conventions.z_for(1))
     return out
 
@@ -69,7 +126,7 @@ def h_rows(*, d, h_results, h_zc, n, table) -> list[dict]:
     return [{"α": f"{a:g}", "simulated $h(n)/h(1) - 1$": report.pm(*t["sim"]), "Eq. (41)": report.num(t["printed"], 3),
              "simulated / Eq. (41)": report.pm(t["sim"][0] / t["printed"], t["sim"][1] / t["printed"]),
              "mean step of $S^{(2)}$: simulated / large-$d$":
-                 claims.trend_over_line(h_results[a], claims.predicted_trend(n, d, a), h_zc)}
+                 closedforms.trend_over_line(h_results[a], closedforms.predicted_trend(n, d, a), h_zc)}
             for a, t in table.items()]
 
 
@@ -82,7 +139,7 @@ def dsweep_figures(*, configs, ds, by_d, layers, labels) -> None:
     fig, axes = plotting.subplots(1, 2, height_ratio=0.42, sharey=True)
     for ax, layer in zip(axes, (2, layers)):
         for k, cfg in enumerate(configs):
-            rps = [claims.rp(by_d[dd][k], layer) for dd in ds]
+            rps = [statistics.rp(by_d[dd][k], layer) for dd in ds]
             plotting.versus_d(ds, [m for m, _ in rps], [e for _, e in rps], ax, reference=0.5,
                               label=conventions.setting_label(cfg), ylabel="recency probability",
                               **conventions.variant_style(cfg))
@@ -103,7 +160,7 @@ def dsweep_figures(*, configs, ds, by_d, layers, labels) -> None:
 
 def figure2_figures(*, curves, forms) -> None:
     """Figures ``empirical-fig2`` and ``empirical-fig2-raw`` (the simulated h(j) of each α beside
-    Eq. (41), normalized to j = 1 and raw; ``curves``: normalized -> α -> claims.h_curves) and
+    Eq. (41), normalized to j = 1 and raw; ``curves``: normalized -> α -> closedforms.h_curves) and
     ``empirical-fig2-ratio`` (simulated / Eq. (41) for the level and the step against d)."""
     for key, normalized in (("empirical-fig2", True), ("empirical-fig2-raw", False)):
         fig, ax = plotting.subplots(height_ratio=0.5)
@@ -112,6 +169,6 @@ def figure2_figures(*, curves, forms) -> None:
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
         plotting.glue_figure(key, fig)
 
-    fig = plotting.level_and_step({part: claims.ratio_series(forms, "fig2", part) for part in ("level", "step")},
+    fig = plotting.level_and_step({part: closedforms.ratio_series(forms, "fig2", part) for part in ("level", "step")},
                                   ylabel="simulated / Eq. (41)")
     plotting.glue_figure("empirical-fig2-ratio", fig)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 from recency_lib import inputs, theory
 
-from .. import claims, closedforms, conventions, plotting, report
+from .. import closedforms, conventions, plotting, report, statistics
+from ..verdicts import AGAINST
 
 
 def proposition3_numbers(*, alphas, by, d, gamma, n, p3, ratio, samples, samples_isotropic,
@@ -19,21 +20,21 @@ def proposition3_numbers(*, alphas, by, d, gamma, n, p3, ratio, samples, samples
     out["inputdist-samples"] = report.count(samples)
     out["inputdist-samples-iso"] = report.count(samples_isotropic)
     out["inputdist-fig-alpha-data"] = report.download("proposition-3", report.curve_columns(
-        {**{f"trend, gamma = {g:g}": claims.trends(r) for g, r in by.items()},
-         **{f"RP, gamma = {g:g}": claims.rps(r) for g, r in by.items()}}, "alpha"))
+        {**{f"trend, gamma = {g:g}": statistics.trends(r) for g, r in by.items()},
+         **{f"RP, gamma = {g:g}": statistics.rps(r) for g, r in by.items()}}, "alpha"))
     for g, key in ((0.0, "g0"), (gamma, "res")):
         out[f"inputdist-holds-{key}"] = report.listing([a for a in sorted(by[g]) if
                                                        by[g][a].definition1_at(zc)[1] == "holds"])
-        out[f"inputdist-t0-{key}"] = report.pm(*claims.s2_order(by[g][0.0])[1:])
-        out[f"inputdist-z0-{key}"] = report.z_text(report.zscore(*claims.s2_order(by[g][0.0])[1:]))
+        out[f"inputdist-t0-{key}"] = report.pm(*statistics.s2_order(by[g][0.0])[1:])
+        out[f"inputdist-z0-{key}"] = report.z_text(report.zscore(*statistics.s2_order(by[g][0.0])[1:]))
         out[f"inputdist-r0-{key}"] = ratio[g][0.0]
     out["inputdist-p3-word"] = p3[0.0].word
     out["inputdist-p3-value"] = p3[0.0].value
     out["inputdist-p3-zc"] = report.num(zc, 3)
-    out["inputdist-thm1c"] = report.pm(claims.s2_order(by[0.0][0.0])[1] / theory.theorem1_trend(d, n),
-                                      claims.s2_order(by[0.0][0.0])[2] / theory.theorem1_trend(d, n))
+    out["inputdist-thm1c"] = report.pm(statistics.s2_order(by[0.0][0.0])[1] / theory.theorem1_trend(d, n),
+                                      statistics.s2_order(by[0.0][0.0])[2] / theory.theorem1_trend(d, n))
     out["inputdist-amin"] = f"{amin:g}"
-    out["inputdist-tmin-g0"] = report.pm(*claims.s2_order(by[0.0][amin])[1:])
+    out["inputdist-tmin-g0"] = report.pm(*statistics.s2_order(by[0.0][amin])[1:])
     return out
 
 
@@ -58,7 +59,7 @@ def eq6_numbers(*, cos, cos_ds, d, eq6, n, samples_cosine) -> dict[str, str]:
     out["inputdist-eq6-pred-z"] = report.num(abs(eq6_second[eq6_alpha]), 2)
     out["inputdist-eq6-maxz"] = report.num(max(abs(z) for z in eq6_second.values()), 3)
     out["inputdist-eq6-noisy"] = report.count(len(eq6_second))
-    out["inputdist-eq6-against"] = report.count(sum(c.status == claims.AGAINST for c in eq6.checks))
+    out["inputdist-eq6-against"] = report.count(sum(c.status == AGAINST for c in eq6.checks))
     return out
 
 
@@ -68,14 +69,14 @@ def tail_numbers(*, alphas, by, tail) -> dict[str, str]:
     out = {}
     amax = max(alphas)
     out["inputdist-amax"] = f"{amax:g}"
-    out["inputdist-tmax-g0"] = report.pm(*claims.s2_order(by[0.0][amax])[1:])
+    out["inputdist-tmax-g0"] = report.pm(*statistics.s2_order(by[0.0][amax])[1:])
     for a, key in ((0.99, "99"), (0.999, "999")):
-        _, m, s = claims.s2_order(tail[a])
+        _, m, s = statistics.s2_order(tail[a])
         out[f"inputdist-t{key}"] = report.pm(m, s)
         out[f"inputdist-q{key}"] = report.pm(m / (1 - a), s / (1 - a))
-    out["inputdist-dir-tail"] = report.listing(sorted({claims.order_word(*claims.s2_order(r)[1:], conventions.z_for(2))
+    out["inputdist-dir-tail"] = report.listing(sorted({statistics.order_word(*statistics.s2_order(r)[1:], conventions.z_for(2))
                                                       for r in tail.values()}), str)
-    out["inputdist-z-tail"] = report.listing([report.z_text(report.zscore(*claims.s2_order(tail[a])[1:])) for a in tail], str)
+    out["inputdist-z-tail"] = report.listing([report.z_text(report.zscore(*statistics.s2_order(tail[a])[1:])) for a in tail], str)
     return out
 
 
@@ -95,9 +96,9 @@ def closed_form_numbers(*, by, closed, ratio) -> dict[str, str]:
 # -- the rows of the page's tables -------------------------------------------------------------------
 
 def step_ratios(*, by, d, n, zc) -> dict:
-    """gamma -> alpha -> the mean step of S^(2) over its large-d line (claims.predicted_trend) as
+    """gamma -> alpha -> the mean step of S^(2) over its large-d line (closedforms.predicted_trend) as
     "m ± s", or "unresolved" where the step's |z| is at most ``zc``."""
-    return {g: {a: claims.trend_over_line(r, claims.predicted_trend(n, d, a, g), zc) for a, r in results.items()}
+    return {g: {a: closedforms.trend_over_line(r, closedforms.predicted_trend(n, d, a, g), zc) for a, r in results.items()}
             for g, results in by.items()}
 
 
@@ -107,7 +108,7 @@ def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
     res_name = conventions.variant_short(by[gamma][0.0].config)
 
     def step(g, a):
-        return f"{report.nowrap(report.pm(*claims.s2_order(by[g][a])[1:]))}<br>({report.nowrap(ratio[g][a])})"
+        return f"{report.nowrap(report.pm(*statistics.s2_order(by[g][a])[1:]))}<br>({report.nowrap(ratio[g][a])})"
 
     return [{"α": report.num(a), "Definition 1": by[0.0][a].definition1_at(zc)[1],
              "mean step of $S^{(2)}$ (÷ large-$d$ line)": step(0.0, a),
@@ -125,7 +126,7 @@ def cosine_figure(*, cos, cos_ds, d) -> None:
     left.plot([0, 1], [0, 1], color="black", linewidth=1.0, label="$y = \\alpha$")
     fine = np.linspace(0, 1, 101)
     for k, dd in enumerate(cos_ds):
-        a, dev, se = claims.cosine_deviations(cos[dd])
+        a, dev, se = statistics.cosine_deviations(cos[dd])
         plotting.errorbar_points(a, a + dev, se, left, label=f"d = {dd}", color=f"C{k}")
         plotting.errorbar_points(a, dd * dev, dd * se, right, label=f"d = {dd}", color=f"C{k}")
     plotting.closed_form(fine, d * inputs.cosine_bias_second_order(fine, d), right, color="black",
@@ -148,9 +149,9 @@ def alpha_figure(*, by, alphas, n, d) -> None:
     fine = np.linspace(0, max(alphas), 60)
     for k, (g, results) in enumerate(by.items()):
         style = {**conventions.variant_style(results[0.0].config), "color": f"C{k}", "linestyle": "none"}   # points; the line is the prediction
-        plotting.errorbar_points(*claims.trends(results), left, label=conventions.variant_short(results[0.0].config), **style)
-        plotting.closed_form(fine, [claims.predicted_trend(n, d, a, g) for a in fine], left, color=f"C{k}")
-        plotting.errorbar_points(*claims.rps(results), right, label=conventions.variant_short(results[0.0].config), **style)
+        plotting.errorbar_points(*statistics.trends(results), left, label=conventions.variant_short(results[0.0].config), **style)
+        plotting.closed_form(fine, [closedforms.predicted_trend(n, d, a, g) for a in fine], left, color=f"C{k}")
+        plotting.errorbar_points(*statistics.rps(results), right, label=conventions.variant_short(results[0.0].config), **style)
     left.set_yscale("log")
     left.set_xlabel("α")
     left.set_ylabel("mean step of $S^{(2)}$")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from recency_lib import theory
 
-from .. import claims, conventions, landing, report
+from .. import closedforms, conventions, landing, report, statistics
 
 
 def intro_numbers(*, configs, conv, conv_torch, d, layers, n, results, samples, th, thm1, tied,
@@ -28,12 +28,12 @@ def intro_numbers(*, configs, conv, conv_torch, d, layers, n, results, samples, 
     out["intro-eps-torch"] = report.num(torch_eps.eps, 1)
     out["intro-layers"] = report.count(layers)
     for key, res in zip(("none", "ln0", "ln5", "res"), results):
-        out[f"intro-dir-{key}"] = claims.direction(res, layers, family=len(results))
+        out[f"intro-dir-{key}"] = statistics.direction(res, layers, family=len(results))
     # Theorem 1 at the paper's d: the derived step, Eq. (5)'s, and the simulated one (the landing page's number)
     big = th[conventions.PAPER_D]
     check = landing.check_at(thm1, conventions.PAPER_D)
     out["intro-thm1-form"] = report.num(theory.theorem1_trend(conventions.PAPER_D, n), 2)
-    out["intro-eq5-form"] = report.num(claims.eq5_trend(n, conventions.PAPER_D), 2)
+    out["intro-eq5-form"] = report.num(closedforms.eq5_trend(n, conventions.PAPER_D), 2)
     out["intro-thm1-sim"] = check.text
     out["intro-thm1-word"] = thm1.word
     out["intro-thm1-samples"] = report.count(big.config.samples)

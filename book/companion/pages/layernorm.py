@@ -9,16 +9,73 @@ import math
 import numpy as np
 from recency_lib import theory
 
-from .. import claims, plotting, report, theorem1
+from .. import closedforms, plotting, report, statistics, theorem1
+
+
+def theorem1_numbers(*, th, v1, reach, need, one_by_one, n, samples) -> dict[str, str]:
+    """Chapter 3's Theorem 1: the runs (``th``: d -> SimResult of Theorem 1's setting), its verdict ``v1``
+    (claims.theorem1_claim), ``reach`` (theorem1.theorem1_reach), ``need`` (theorem1.needs), ``one_by_one``
+    (statistics.ordered_rows at one d), ``n`` and the page's ``samples``. The numbers of a hidden size
+    are keyed by it (``layernorm-up-16``), for every d the inputs hold."""
+    zc1 = v1.numbers["z_threshold"]
+    cost = theorem1.cost_per_sequence(th.values())
+    grid, form_grid = theorem1.trend_grids(max(th))
+    words = {"holds": "holds", "violated": "is violated", "undecided": "is undecided"}
+    out = {
+        "layernorm-samples": report.count(samples),
+        "layernorm-settle-z": report.num(statistics.SETTLE_Z),
+        "layernorm-m-off": report.count((n - 1) * (n - 2) // 2),
+        "layernorm-m-all": report.count(statistics.adjacent_pairs(n)),
+        "layernorm-fig-trend-data": report.download("theorem-1-trend", report.curve_columns(
+            {"control variates": ([r.d for r in reach], [r.trend for r in reach], [r.trend_se for r in reach]),
+             "plain": ([r.d for r in reach], [r.plain for r in reach], [r.plain_se for r in reach]),
+             "Eq. (5)": (grid, closedforms.eq5_trend(n, grid), None),
+             "corrected Theorem 1": (form_grid, theory.theorem1_trend(form_grid, n), None)}, "d")),
+        "layernorm-v1": v1.word,
+        "layernorm-zc1": report.num(zc1, 3),
+        "layernorm-dmax-resolved": report.listing([r.d for r in reach if r.resolved][-1:], empty="none"),
+        "layernorm-cost": report.num(cost * 1e6, 2) + " µs",
+        f"layernorm-sorted-{one_by_one.config.d}": report.count(round(one_by_one.mean[1, 0] * one_by_one.samples)),
+        f"layernorm-sorted-{one_by_one.config.d}-l1": report.count(round(one_by_one.mean[0, 0] * one_by_one.samples)),
+    }
+    for d, res in th.items():
+        tally = theorem1.step_tally(res, 2, zc1)
+        out[f"layernorm-samples-d{d}"] = report.count(res.config.samples)
+        out[f"layernorm-up-{d}"] = report.count(tally.up)
+        out[f"layernorm-s{d}"] = report.pm(tally.smallest[0], tally.smallest[1])
+        out[f"layernorm-s{d}-z"] = report.z_text(tally.smallest[2])
+        out[f"layernorm-def1-{d}"] = words[res.definition1_at(zc1)[1]]
+        out[f"layernorm-cpu-{d}"] = report.duration(res.elapsed_seconds)
+        out[f"layernorm-rpz-{d}"] = report.z_text(report.zscore(*statistics.rp_cv(res, 2), 0.5))
+        need_all, step_min = theorem1.every_step_need(res, zc1)
+        if math.isfinite(need_all):
+            out[f"layernorm-step-min-{d}"] = report.num(step_min, 2)
+            out[f"layernorm-need-all-{d}"] = report.num(need_all, 2)
+            out[f"layernorm-time-all-{d}"] = report.duration(need_all * cost)
+    for d, check in zip(v1.numbers["ds"], v1.checks):
+        out[f"layernorm-t{d}"] = check.text
+        out[f"layernorm-z{d}"] = report.z_text(check.z)
+    for r in reach:
+        out[f"layernorm-vr-{r.d}"] = report.num(r.vr_trend, 2)
+        out[f"layernorm-plain-z{r.d}"] = report.z_text(r.plain_z)
+    for d, nd in need.items():
+        if d >= theorem1.FORM_MIN_D:
+            out[f"layernorm-derived-{d}"] = report.num(theory.theorem1_trend(d, n), 3)
+        for est in ("cv", "plain"):
+            count = getattr(nd, est)
+            if math.isfinite(count):
+                suffix = "" if est == "cv" else "-plain"
+                out[f"layernorm-need{suffix}-{d}"] = report.num(count, 2)
+                out[f"layernorm-time{suffix}-{d}"] = report.duration(count * cost)
+    return out
 
 
 def proposition1_numbers(*, beyond, checkp1, d, first_pred, keys, last, n, none, p1, rise_d, samples_prop1,
                             vp1) -> dict[str, str]:
     """Chapter 3's Proposition 1: the figure's data, the verdict and its checks per d, the first step
-    against its derived value and K_n; ``beyond`` is claims.prop1_beyond's records, ``d`` the hidden size of
+    against its derived value and K_n; ``beyond`` is theorem1.prop1_beyond's records, ``d`` the hidden size of
     ``none`` (Figure 1's first row)."""
     out = {}
-    by = {b.d: b for b in beyond}
     k_n = 2 * (sum(1 / k for k in range(1, n + 1)) + 1 / n - 2) / ((n - 1) * (n - 2))
     out["layernorm-samples-prop1"] = report.count(samples_prop1)
     out["layernorm-n"] = report.count(n)
@@ -33,50 +90,49 @@ def proposition1_numbers(*, beyond, checkp1, d, first_pred, keys, last, n, none,
     out["layernorm-a-eq14"] = report.num(math.e / (math.e + n - 1), 3)
     out["layernorm-vp1"] = vp1.word
     out["layernorm-p1-zc"] = report.num(vp1.numbers["z_threshold"], 3)
-    for d in (16, 64, 256):
-        out[f"layernorm-p1-t{d}"] = checkp1[d].text
-        out[f"layernorm-p1-z{d}"] = report.z_text(checkp1[d].z)
-    out["layernorm-p1-first16"] = report.pm(by[16].first, by[16].first_se)
-    out["layernorm-p1-first16-pred"] = report.num(first_pred[16], 3)
+    for d, check in checkp1.items():
+        out[f"layernorm-p1-t{d}"] = check.text
+        out[f"layernorm-p1-z{d}"] = report.z_text(check.z)
+    for b in beyond:
+        out[f"layernorm-p1-first{b.d}"] = report.pm(b.first, b.first_se)
+        out[f"layernorm-p1-first{b.d}-pred"] = report.num(first_pred[b.d], 3)
     out["layernorm-kn"] = report.num(k_n, 4)
     return out
 
-def size_numbers(*, first, ln_points, n, need, none_points, samples_first_order, vc) -> dict[str, str]:
-    """Chapter 3's size of Theorem 1's effect: the figure's data, the corrected Theorem 1's verdict and
-    factors, and the first-order control variate at d = 64 and 128."""
+def size_numbers(*, first, ln_points, n, none_points, samples_first_order, vc) -> dict[str, str]:
+    """Chapter 3's size of Theorem 1's effect: the figure's data, the corrected Theorem 1's verdict and, at
+    each d of its checks, the factors of the form; the first-order control variate at each d of ``first``."""
     out = {}
-    fo = {p.d: p for p in theorem1.first_order_points(first)}
-    q2e = {d: theory.q_factor(d) ** 2 / math.e for d in (16, 64)}
-    lead = {d: theory.theorem1_trend(d, n) / (math.e * math.sqrt(d) * math.exp(-2 * math.sqrt(d))) for d in (16, 64)}
     out["layernorm-fig-size-data"] = report.download("theorem-1-size", report.curve_columns(
         theorem1.size_columns(ln_points, none_points), "d"))
     out["layernorm-vc"] = vc.word
     out["layernorm-vc-value"] = vc.value
-    out["layernorm-q16"] = report.num(q2e[16], 3)
-    out["layernorm-q64"] = report.num(q2e[64], 3)
-    out["layernorm-lead16"] = report.num(lead[16], 3)
-    out["layernorm-lead64"] = report.num(lead[64], 3)
-    out["layernorm-need-plain-128"] = report.num(need[128].plain, 2)
+    for d in vc.numbers["ds"]:
+        out[f"layernorm-q{d}"] = report.num(theory.q_factor(d) ** 2 / math.e, 3)
+        out[f"layernorm-lead{d}"] = report.num(theory.theorem1_trend(d, n) / (math.e * math.sqrt(d) * math.exp(-2 * math.sqrt(d))), 3)
     out["layernorm-fo-samples"] = report.count(samples_first_order)
-    out["layernorm-fo-128"] = report.pm(fo[128].trend, fo[128].se)
-    out["layernorm-fo-z128"] = report.z_text(fo[128].z)
-    out["layernorm-fo-cpu-128"] = report.duration(first[128].elapsed_seconds)
-    out["layernorm-fo-64"] = report.pm(fo[64].trend, fo[64].se)
+    for p in theorem1.first_order_points(first):
+        out[f"layernorm-fo-{p.d}"] = report.pm(p.trend, p.se)
+        out[f"layernorm-fo-z{p.d}"] = report.z_text(p.z)
+        out[f"layernorm-fo-cpu-{p.d}"] = report.duration(first[p.d].elapsed_seconds)
     return out
 
+
 def crossover_numbers(*, checkp1, dstar, ln_points, n, none, none_points, p1, v1) -> dict[str, str]:
-    """Chapter 3's crossover: d* and the smallest-step crossover, Proposition 1 against Theorem 1 at d = 64,
-    the no-normalization primacy and the figure's data."""
+    """Chapter 3's crossover: d* and the smallest-step crossover, Proposition 1 against Theorem 1 at each d
+    both verdicts checked, the recency probability of every layer without normalization (``none``) and the
+    figure's data."""
     out = {}
     check1 = dict(zip(v1.numbers["ds"], v1.checks))
     cross_grid = np.geomspace(theorem1.FORM_MIN_D, max(p1), 80)
     out["layernorm-dstar"] = report.num(dstar, 4)
     out["layernorm-dstar-min"] = report.num(theorem1.smallest_step_crossover(n), 2)
-    out["layernorm-p1-vs-t1"] = report.z_text(report.zdiff(checkp1[64].value, checkp1[64].se, check1[64].value,
-                                                          check1[64].se))
-    out["layernorm-none-rp3"] = report.pm(*claims.rp(none, 3))
-    out["layernorm-none-rp4"] = report.pm(*claims.rp(none, 4))
-    out["layernorm-none-dir4"] = claims.direction(none, 4)
+    for d in checkp1.keys() & check1.keys():
+        out[f"layernorm-p1-vs-t1-{d}"] = report.z_text(report.zdiff(checkp1[d].value, checkp1[d].se, check1[d].value,
+                                                                   check1[d].se))
+    for layer in range(1, none.config.layers + 1):
+        out[f"layernorm-none-rp{layer}"] = report.pm(*statistics.rp(none, layer))
+        out[f"layernorm-none-dir{layer}"] = statistics.direction(none, layer)
     out["layernorm-fig-cross-data"] = report.download("theorem-1-crossover", report.curve_columns(
         {"LayerNorm, corrected Theorem 1": (cross_grid, theory.theorem1_trend(cross_grid, n), None),
          "no normalization, derived": (cross_grid, theory.proposition1_trend(cross_grid, n), None),
@@ -90,11 +146,11 @@ def crossover_numbers(*, checkp1, dstar, ln_points, n, none, none_points, p1, v1
 
 def reach_rows(*, need, reach, th) -> list[dict]:
     """Theorem 1's reach at each d: the trend of S^(2) with its z (control variates) and plain z, the
-    standard-error cut, the RP's z and the sequences a z of claims.SETTLE_Z needs († where derived)."""
-    settle = report.num(claims.SETTLE_Z)
+    standard-error cut, the RP's z and the sequences a z of statistics.SETTLE_Z needs († where derived)."""
+    settle = report.num(statistics.SETTLE_Z)
     return [{"$d$": report.count(r.d), "trend of $S^{(2)}$": report.pm(r.trend, r.trend_se), "$z$": report.z_text(r.z),
              "plain $z$": report.z_text(r.plain_z), "SE cut": report.num(r.vr_trend, 2),
-             "RP $z$, control variates": report.z_text(report.zscore(*claims.rp_cv(th[r.d], 2), 0.5)),
+             "RP $z$, control variates": report.z_text(report.zscore(*statistics.rp_cv(th[r.d], 2), 0.5)),
              f"for $z = {settle}$": (report.num(need[r.d].cv, 2) if np.isfinite(need[r.d].cv) else "—")
              + (" †" if need[r.d].source == "derived" else "")} for r in reach]
 

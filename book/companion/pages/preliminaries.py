@@ -8,7 +8,7 @@ from statistics import NormalDist
 import numpy as np
 from recency_lib import theory
 
-from .. import claims, conventions, landing, report
+from .. import conventions, landing, report, statistics
 
 
 def engine_numbers(*, agree, dense, engines, gram) -> dict[str, str]:
@@ -52,16 +52,16 @@ def definition1_numbers(*, aniso, d, iso, n, none, orders, panels, samples, sing
     plain = landing.smallest_step(aniso, 2, "plain")
     out["prelim-def1-min-plain"] = report.pm(plain.mean, plain.se)
     out["prelim-def1-minz-plain"] = report.z_text(plain.z)
-    out["prelim-def1-ln5"] = claims.definition1(aniso, 2)
-    out["prelim-def1-l1"] = claims.definition1(aniso, 1)
-    out["prelim-def1-none"] = claims.definition1(none, panels[2][1])
-    out["prelim-pairing"] = report.num(claims.pairing_gain(aniso, 2), 2)
+    out["prelim-def1-ln5"] = statistics.definition1(aniso, 2)
+    out["prelim-def1-l1"] = statistics.definition1(aniso, 1)
+    out["prelim-def1-none"] = statistics.definition1(none, panels[2][1])
+    out["prelim-pairing"] = report.num(statistics.pairing_gain(aniso, 2), 2)
     out["prelim-cv-gain"] = report.num(landing.cv_gain(aniso, 2), 2)
     out["prelim-cv-gap"] = report.num(landing.estimator_gap(aniso, 2), 2)
-    z1 = claims.step_z(iso, 1)
+    z1 = statistics.step_z(iso, 1)
     out["prelim-l1-minz"] = report.z_text(z1.min())
     out["prelim-l1-maxz"] = report.z_text(z1.max())
-    out["prelim-l1-verdict"] = claims.definition1(iso, 1)
+    out["prelim-l1-verdict"] = statistics.definition1(iso, 1)
     out["prelim-single-samples"] = report.count(single.samples)
     out["prelim-single-count"] = report.count(orders[1].count)
     out["prelim-single-count-l1"] = report.count(orders[0].count)
@@ -81,7 +81,7 @@ def engine_rows(*, dense, gram, n) -> list[dict]:
         rows.append({"quantity": report.score_label(2, n, j), "dense": report.pm(a, sa), "Gram": report.pm(b, sb),
                      "z": report.z_text(report.zdiff(a, sa, b, sb)) if noisy else "—"})
     for l in range(1, 4):
-        a, b = claims.rp(dense, l), claims.rp(gram, l)
+        a, b = statistics.rp(dense, l), statistics.rp(gram, l)
         rows.append({"quantity": f"RP of {report.score_label(l)}", "dense": report.pm(*a), "Gram": report.pm(*b),
                      "z": report.z_text(report.zdiff(*a, *b))})
     return rows
@@ -89,5 +89,5 @@ def engine_rows(*, dense, gram, n) -> list[dict]:
 
 def definition1_rows(configs, results) -> list[dict]:
     """Definition 1's verdict for every layer of each setting."""
-    return [{"setting": conventions.setting_label(c), **{f"layer {l}": claims.definition1(r, l) for l in range(1, c.layers + 1)}}
+    return [{"setting": conventions.setting_label(c), **{f"layer {l}": statistics.definition1(r, l) for l in range(1, c.layers + 1)}}
             for c, r in zip(configs, results)]

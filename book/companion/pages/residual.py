@@ -7,8 +7,11 @@ from __future__ import annotations
 import math
 
 from recency_lib import theory
+from recency_lib.result import SimResult
 
-from .. import claims, closedforms, conventions, plotting, report
+from dataclasses import dataclass
+
+from .. import closedforms, conventions, plotting, report, statistics
 
 
 def residual_numbers(*, alpha, big, gamma, ln0, ln_a, n, res0, res_a, samples, samples_isotropic,
@@ -21,20 +24,20 @@ def residual_numbers(*, alpha, big, gamma, ln0, ln_a, n, res0, res_a, samples, s
     out["residual-n"] = report.count(n)
     out["residual-alpha"] = report.num(alpha)
     out["residual-samples-iso"] = report.count(samples_isotropic)
-    out["residual-settle-z"] = report.num(claims.SETTLE_Z)
+    out["residual-settle-z"] = report.num(statistics.SETTLE_Z)
     out["residual-fig-data"] = report.download("proposition-2", report.result_columns(
         [ln0, ln_a, res_a, res0], [conventions.setting_label(r.config) for r in (ln0, ln_a, res_a, res0)]))
     for key, res in (("a5g0", ln_a), ("a5g1", res_a)):
-        out[f"residual-def1-{key}"] = claims.definition1(res, 2, family=2)
-        out[f"residual-rp-{key}"] = report.pm(*claims.rp(res, 2))
+        out[f"residual-def1-{key}"] = statistics.definition1(res, 2, family=2)
+        out[f"residual-rp-{key}"] = report.pm(*statistics.rp(res, 2))
         out[f"residual-s-{key}"] = report.pm(res.score_mean[1, last, 0], res.score_sem[1, last, 0])
-        out[f"residual-hrise-{key}"] = report.pm(*claims.h_rise(res))
+        out[f"residual-hrise-{key}"] = report.pm(*statistics.h_rise(res))
     for key, res in (("iso0", big[0.0]), ("iso1", big[gamma])):
-        out[f"residual-t-{key}"] = report.pm(*claims.s2_order(res)[1:])
-        out[f"residual-z-{key}"] = report.z_text(report.zscore(*claims.s2_order(res)[1:]))
-    out["residual-def1-iso1"] = claims.definition1(big[gamma], 2, family=2)
+        out[f"residual-t-{key}"] = report.pm(*statistics.s2_order(res)[1:])
+        out[f"residual-z-{key}"] = report.z_text(report.zscore(*statistics.s2_order(res)[1:]))
+    out["residual-def1-iso1"] = statistics.definition1(big[gamma], 2, family=2)
     out["residual-plainz-iso1"] = report.z_text(report.zscore(big[gamma].trend_mean[1], big[gamma].trend_sem[1]))
-    out["residual-need-plain"] = report.num(claims.sequences_needed(big[gamma].trend_sem[1], samples_isotropic,
+    out["residual-need-plain"] = report.num(statistics.sequences_needed(big[gamma].trend_sem[1], samples_isotropic,
                                                                     big[gamma].trend_cv_mean[1]), 2)
     out["residual-v"] = verdict.word
     out["residual-v-value"] = verdict.value
@@ -59,23 +62,52 @@ def closed_form_numbers(*, alpha, closed, d, gamma) -> dict[str, str]:
             "residual-dgamma": report.num(d * gamma)}
 
 
+# -- what the residual costs ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Weakening:
+    """How much the residual weakens the order in one layer (:func:`residual_weakening`): the
+    recency probability without minus with the residual, its SE (the two runs' SEs combined as if
+    independent), the z of the difference, and the share of the excess over 1/2 that the residual
+    keeps, (RP_with - 1/2) / (RP_without - 1/2)."""
+
+    layer: int
+    difference: float
+    se: float
+    z: float
+    kept: float
+
+
+def residual_weakening(without: SimResult, with_residual: SimResult) -> list[Weakening]:
+    """Layer by layer from 2 on, the drop of the recency probability that the residual causes.
+    The runs share their seed, hence their input tokens: their errors are positively correlated,
+    so the combined SE overstates the error of the difference (a conservative z)."""
+    out = []
+    for layer in range(2, without.config.layers + 1):
+        (a, sa), (b, sb) = statistics.rp(without, layer), statistics.rp(with_residual, layer)
+        se = math.hypot(sa, sb)
+        out.append(Weakening(layer, a - b, se, report.zscore(a - b, se),
+                             (b - 0.5) / (a - 0.5) if a != 0.5 else math.nan))
+    return out
+
+
 # -- the rows of the page's tables -------------------------------------------------------------------
 
 def settings_rows(settings) -> list[dict]:
     """One row per result of ``settings``: the model, alpha, the sequences, Definition 1 of layer 2
     (all of them one family) and the trend of S^(2) with its z."""
     return [{"model": conventions.variant_short(r.config), "α": report.num(r.config.alpha),
-             "sequences": report.count(r.config.samples), "Definition 1": claims.definition1(r, 2, family=len(settings)),
-             "trend of $S^{(2)}$": report.pm(*claims.s2_order(r)[1:]),
-             "$z$": report.z_text(report.zscore(*claims.s2_order(r)[1:]))} for r in settings]
+             "sequences": report.count(r.config.samples), "Definition 1": statistics.definition1(r, 2, family=len(settings)),
+             "trend of $S^{(2)}$": report.pm(*statistics.s2_order(r)[1:]),
+             "$z$": report.z_text(report.zscore(*statistics.s2_order(r)[1:]))} for r in settings]
 
 
 def weakening_rows(without, with_residual) -> list[dict]:
-    """Per layer, how much the residual weakens the recency probability (claims.residual_weakening):
+    """Per layer, how much the residual weakens the recency probability (:func:`residual_weakening`):
     the difference with its z and the share of the excess over 1/2 kept."""
     return [{"layer": report.count(w.layer), "RP without − with": report.pm(w.difference, w.se),
              "$z$": report.z_text(w.z), "share of the excess over 0.5 kept": report.percent(w.kept)}
-            for w in claims.residual_weakening(without, with_residual)]
+            for w in residual_weakening(without, with_residual)]
 
 
 def size_rows(*, d, sizes) -> list[dict]:
@@ -84,8 +116,8 @@ def size_rows(*, d, sizes) -> list[dict]:
     return [{"α": report.num(a), "$t$": report.num(conventions.leak(a, d), 2),
              "$\\sqrt d\\,t^2$": report.num(math.sqrt(d) * conventions.leak(a, d) ** 2, 2),
              "$\\sqrt d\\,\\alpha(1-\\alpha)\\,t$": report.num(math.sqrt(d) * a * (1 - a) * conventions.leak(a, d), 2),
-             "trend, no residual": report.pm(*claims.s2_order(r0)[1:]),
-             f"trend, {conventions.variant_short(r1.config)}": report.pm(*claims.s2_order(r1)[1:])}
+             "trend, no residual": report.pm(*statistics.s2_order(r0)[1:]),
+             f"trend, {conventions.variant_short(r1.config)}": report.pm(*statistics.s2_order(r1)[1:])}
             for a, (r0, r1) in sorted(sizes.items())]
 
 

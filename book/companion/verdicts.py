@@ -1,0 +1,319 @@
+"""The book's one verdict rule, the checks a claim is split into, and the landing page's table.
+
+One rule decides every verdict (:data:`RULE`, stated in words in :data:`RULE_TEXT`): a claim is split
+into checks (:class:`Check`: an order of the mean scores, a flatness, a value against a closed form, a
+sign), each check finds "as claimed", "on average", "unresolved" or "against", and the statuses give the
+word, "holds", "holds in part", "not resolved" or "contradicted", and the decisive check, whose number
+every page quotes. The claims themselves are :mod:`companion.claims`, one function per claim.
+
+All of a claim's comparisons are decided together at the book's family-wise error level
+(:data:`companion.conventions.FAMILYWISE_LEVEL`, Bonferroni: :func:`conventions.z_for`): a verdict is
+wrong by chance with probability at most 5 %.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import conventions as cv
+from . import report
+from .statistics import ESTIMATOR_NAMES, definition1_with, rp
+from recency_lib.metrics import adjacent_index
+from recency_lib.result import SimResult
+from recency_lib.validation import check_int
+
+# A claim is split into checks; each check finds one of four things at the claim's family-wise z (all of
+# a claim's comparisons decided together at the book's 5 % level, conventions.z_for):
+
+AS_CLAIMED = "as claimed"      # resolved the way the paper says, in full (every step; the value within its error)
+ON_AVERAGE = "on average"      # resolved the way the paper says on average only (the mean step, not every step)
+UNRESOLVED = "unresolved"      # resolved neither way
+AGAINST = "against"            # resolved against the paper (any size, whatever the paper's order of approximation)
+STATUSES = (AS_CLAIMED, ON_AVERAGE, UNRESOLVED, AGAINST)
+
+HOLDS = "holds"
+HOLDS_IN_PART = "holds in part"
+NOT_RESOLVED = "not resolved"
+CONTRADICTED = "contradicted"
+
+#: Every verdict word, strongest support first.
+WORDS = (HOLDS, HOLDS_IN_PART, NOT_RESOLVED, CONTRADICTED)
+
+#: The one rule, as a table: the first row whose condition the checks' statuses meet gives the word,
+#: and the first check with the status named in that row is the decisive one (its number is the one
+#: every page quotes).
+RULE = (
+    (lambda statuses: AGAINST in statuses, CONTRADICTED, (AGAINST,)),
+    (lambda statuses: all(s == AS_CLAIMED for s in statuses), HOLDS, (AS_CLAIMED,)),
+    (lambda statuses: AS_CLAIMED in statuses or ON_AVERAGE in statuses, HOLDS_IN_PART, (ON_AVERAGE, UNRESOLVED)),
+    (lambda statuses: True, NOT_RESOLVED, (UNRESOLVED,)),
+)
+
+#: The rule in words (the landing page states it once).
+RULE_TEXT = (
+    "Each claim is split into checks, and each check is decided by simulation at the book's 5 % "
+    "family-wise error. A claim **holds** when every check comes out as the paper says; it **holds in "
+    "part** when some do and none goes against it (for example, the rows rise on average but not every "
+    "single step is resolved); it is **not resolved** when no check is resolved either way; it is "
+    "**contradicted** when any check is resolved against the paper, however small the effect and "
+    "whatever the order of the paper's approximation. The number shown is the one of the check that "
+    "decides the word, with its setting.")
+
+
+
+def verdict_word(statuses) -> tuple[str, int]:
+    """The verdict word of a claim whose checks found ``statuses`` (from :data:`STATUSES`), and the index
+    of its decisive check, by :data:`RULE`."""
+    statuses = list(statuses)
+    bad = [s for s in statuses if s not in STATUSES]
+    if not statuses or bad:
+        raise ValueError(f"statuses={statuses!r} is not allowed; allowed: a non-empty list of {STATUSES}")
+    for condition, word, decisive in RULE:
+        if condition(statuses):
+            k = next((k for k, s in enumerate(statuses) if s in decisive), 0)
+            return word, k
+    raise AssertionError("the rule's last row applies to any statuses")
+
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of a claim: ``what`` is measured (markdown), in which ``setting`` (model, d, sequences,
+    estimator), the estimate ``value`` ± ``se``, its ``z`` against what would change the status, what it
+    found (``status``, one of :data:`STATUSES`) and ``text``, the number as the book prints it.
+
+    What a check is about, for the code that groups or picks checks (nothing reads it from ``what``):
+    ``kind``, one of :data:`KINDS`; the ``layer`` it reads (1-based; None for a check of no one layer);
+    the model, ``norm``, ``alpha``, ``gamma`` and hidden size ``d`` (None where it has none)."""
+
+    what: str
+    setting: str
+    value: float
+    se: float
+    z: float
+    status: str
+    text: str
+    kind: str = ""
+    layer: int | None = None
+    norm: str | None = None
+    alpha: float | None = None
+    gamma: float | None = None
+    d: int | None = None
+
+
+#: The kinds of check: the rows of a matrix rise (:func:`order_check`) or are flat (:func:`flat_check`); a
+#: value against a closed form (:func:`value_check`); no order, recency or primacy in one layer's recency
+#: probability, or the residual weakening it (:func:`direction_check`); a difference other than 0
+#: (:func:`nonzero_check`); two simulations that agree (claims.engines_agree).
+KINDS = ("rise", "flat", "value", "no order", "recency", "primacy", "residual weakens", "nonzero", "agree")
+
+
+def about(res_or_cfg) -> dict:
+    """The model fields of a :class:`Check` (``norm``, ``alpha``, ``gamma``, ``d``) of a result or config."""
+    cfg = res_or_cfg.config if isinstance(res_or_cfg, SimResult) else res_or_cfg
+    return {"norm": cfg.norm, "alpha": float(cfg.alpha), "gamma": float(cfg.gamma), "d": int(cfg.d)}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The book's verdict on one claim of the paper: the word (:func:`verdict_word` over ``checks``), the
+    decisive check, and ``target`` (role, target) of the live check (``link`` is the MyST link);
+    ``numbers``: the raw numbers behind it (for a chapter's tables and tests)."""
+
+    claim: str
+    word: str
+    checks: tuple[Check, ...]
+    decisive: Check
+    target: tuple[str, str]
+    numbers: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def value(self) -> str:
+        """The decisive number, formatted (the same string on every page that quotes it)."""
+        return self.decisive.text
+
+    @property
+    def measure(self) -> str:
+        """What the decisive number is, and its setting."""
+        return f"{self.decisive.what}; {self.decisive.setting}"
+
+    @property
+    def how(self) -> str:
+        """One sentence: what the checks found (the decisive one first)."""
+        rest = [c for c in self.checks if c is not self.decisive]
+        found = [f"{self.decisive.what} {self.decisive.status}" + (f" ({self.decisive.text})" if self.decisive.text else "")]
+        found += [f"{c.what} {c.status}" for c in rest]
+        return "; ".join(found)
+
+    @property
+    def link(self) -> str:
+        """The MyST link to the live check, with the claim as its text: ``{prf:ref}`Theorem 1 <thm-1>```."""
+        return self.link_as(self.claim)
+
+    def link_as(self, text: str) -> str:
+        """The MyST link to the live check with ``text`` as its text."""
+        role, target = self.target
+        return f"{{{role}}}`{text} <{target}>`"
+
+
+
+def decide(claim: str, checks, target: tuple[str, str], numbers: dict | None = None) -> Verdict:
+    """The verdict on ``claim`` from its ``checks`` (in order of importance: the first check with the
+    deciding status is the decisive one)."""
+    checks = tuple(checks)
+    word, k = verdict_word([c.status for c in checks])
+    return Verdict(claim, word, checks, checks[k], target, numbers or {})
+
+
+# -- checks of one kind each --------------------------------------------------------------------------------
+
+def setting_text(res_or_cfg, estimator: str | None = "cv") -> str:
+    """"LayerNorm, α = 0, d = 64, 4,000,000 sequences, control variates": a setting as every page names it."""
+    cfg = res_or_cfg.config if isinstance(res_or_cfg, SimResult) else res_or_cfg
+    out = f"{cv.setting_label(cfg)}, $d = {cfg.d}$, {report.count(cfg.samples)} sequences"
+    return out + (f", {ESTIMATOR_NAMES[estimator]}" if estimator else "")
+
+
+
+def comparisons_of_order(n: int) -> int:
+    """Comparisons an order check decides at once: every adjacent step of a row, and the mean step."""
+    return cv.adjacent_pairs(n) + 1
+
+
+
+def order_check(res: SimResult, layer: int, zc: float, what: str | None = None) -> Check:
+    """The rows of the mean score matrix of 1-based ``layer`` rise toward the query (Definition 1 on
+    E S): every adjacent step resolved positive (control variates) -> as claimed (the smallest step is the
+    number); else the mean step between earlier keys resolved positive -> on average; a step or the mean
+    resolved negative -> against; else unresolved (the mean step is the number)."""
+    what = what or f"the rows of $S^{{({layer})}}$ rise"
+    setting = setting_text(res)
+    tol = res.definition1_at(zc)[layer - 1]
+    ii, jj = adjacent_index(res.config.n)
+    steps, ses = res.diff_cv_mean[layer - 1][ii, jj], res.diff_cv_sem[layer - 1][ii, jj]
+    zs = np.array([report.zscore(a, b) for a, b in zip(steps, ses)])
+    t, te = float(res.trend_cv_mean[layer - 1]), float(res.trend_cv_sem[layer - 1])
+    tz = report.zscore(t, te)
+    fields = dict(kind="rise", layer=layer, **about(res))
+    if tol == "holds":
+        k = int(np.argmin(zs))
+        return Check(f"{what}: every step", setting, float(steps[k]), float(ses[k]), float(zs[k]), AS_CLAIMED,
+                     f"{report.pm(steps[k], ses[k])} (smallest step)", **fields)
+    if tol == "violated" or tz < -zc:
+        k = int(np.argmin(zs))
+        v, e, z = (float(steps[k]), float(ses[k]), float(zs[k])) if tol == "violated" else (t, te, tz)
+        return Check(f"{what}", setting, v, e, z, AGAINST, report.pm(v, e), **fields)
+    status = ON_AVERAGE if tz > zc else UNRESOLVED
+    return Check(f"{what}: mean step", setting, t, te, tz, status, report.pm(t, te), **fields)
+
+
+
+def flat_check(res: SimResult, layer: int, zc: float, what: str | None = None) -> Check:
+    """The rows of the mean score matrix of 1-based ``layer`` are flat off the diagonal: the mean step
+    between earlier keys (control variates) within its error of 0 -> as claimed; resolved -> against."""
+    what = what or f"the rows of $S^{{({layer})}}$ are flat"
+    t, te = float(res.trend_cv_mean[layer - 1]), float(res.trend_cv_sem[layer - 1])
+    tz = report.zscore(t, te)
+    return Check(f"{what}: mean step", setting_text(res), t, te, tz, AGAINST if abs(tz) > zc else AS_CLAIMED,
+                 report.pm(t, te), kind="flat", layer=layer, **about(res))
+
+
+
+def value_check(value: float, se: float, predicted: float, zc: float, what: str, setting: str, **fields) -> Check:
+    """A closed form's value against simulation, as the ratio simulated / predicted: unresolved when the
+    simulated value is not resolved from 0 (no ratio to speak of), as claimed when the ratio is 1 within
+    its error, against when it is resolved away from 1 (the ratio is the number). ``fields``: the
+    :class:`Check`'s ``layer``, ``norm``, ``alpha``, ... (its kind is "value")."""
+    r, rse = value / predicted, se / abs(predicted)
+    if abs(report.zscore(value, se)) <= zc:
+        return Check(what, setting, r, rse, report.zscore(value, se), UNRESOLVED, report.pm(r, rse), "value", **fields)
+    z = report.zscore(r, rse, 1.0)
+    return Check(what, setting, r, rse, z, AS_CLAIMED if abs(z) <= zc else AGAINST, report.pm(r, rse), "value",
+                 **fields)
+
+
+
+def direction_check(value: float, se: float, expected: int, zc: float, what: str, setting: str,
+                    reference: float = 0.0, text: str | None = None, **fields) -> Check:
+    """A sign the paper states (``expected`` +1: above ``reference``, -1: below, 0: no order): the
+    deviation from ``reference`` in standard errors decides; ``expected`` 0 is as claimed while nothing is
+    resolved. ``fields``: the :class:`Check`'s ``kind``, ``layer``, ``norm``, ``alpha``, ..."""
+    z = report.zscore(value, se, reference)
+    text = text or report.pm(value, se)
+    if expected == 0:
+        return Check(what, setting, value, se, z, AS_CLAIMED if abs(z) <= zc else AGAINST, text, **fields)
+    if z * expected > zc:
+        status = AS_CLAIMED
+    elif z * expected < -zc:
+        status = AGAINST
+    else:
+        status = UNRESOLVED
+    return Check(what, setting, value, se, z, status, text, **fields)
+
+
+
+def nonzero_check(value: float, se: float, zc: float, what: str, setting: str, **fields) -> Check:
+    """A difference the paper says is not zero: resolved from 0 (either sign) -> as claimed; else
+    unresolved (no simulation can show that it is exactly 0). ``fields``: the :class:`Check`'s ``layer``,
+    ``norm``, ``alpha``, ... (its kind is "nonzero")."""
+    z = report.zscore(value, se)
+    return Check(what, setting, value, se, z, AS_CLAIMED if abs(z) > zc else UNRESOLVED, report.pm(value, se),
+                 "nonzero", **fields)
+
+
+# -- tables ----------------------------------------------------------------------------------------
+
+#: What each claim says, in a few words (the landing table's second column).
+STATEMENTS = {
+    "Theorem 1": "LayerNorm, isotropic tokens: the rows of $S^{(2)}$ rise toward the query for $d \\gg 1$",
+    "Proposition 1": "without LayerNorm the rows of $S^{(2)}$ are flat: no recency bias",
+    "Proposition 2": "with a residual connection $S^{(2)}$ keeps its recency bias",
+    "Proposition 3": "at any anisotropy $\\alpha < 1$, $S^{(2)}$ has recency bias",
+    "Eq. (5)": "closed form of $S^{(2)}_{ij}$ in Theorem 1's setting",
+    "Eq. (6)": "two input tokens have cosine similarity $\\alpha$",
+    "Figure 1": "primacy without normalization; recency with LayerNorm, clear for $\\alpha = 0.5$, weaker with the residual",
+    "Figure 2": "the key factor $h(j)$ of Eq. (41), no residual",
+    "Figure 3": "the paper's Figure 1 for more $\\alpha$, no residual",
+    "Figure 4": "the paper's Figure 1 for more $\\alpha$, with residual",
+    "Figure 5": "$h(j)$ with the residual",
+    "the bias is not relative": "the scores do not depend on the distance $i - j$ alone",
+    "Theorem 1, corrected": "this book: the rows of $S^{(2)}$ rise by $\\sqrt d\\, e^{-2\\sqrt d}\\, q(d)^2$ per step",
+}
+
+#: The paper's figures and the book's pages where they are checked.
+CLAIM_NAMES = {"Figure 1": "the paper's Figure 1", "Figure 2": "the paper's Figure 2", "Figure 3": "the paper's Figure 3",
+               "Figure 4": "the paper's Figure 4", "Figure 5": "the paper's Figure 5"}
+
+
+
+def table(verdicts: list[Verdict]) -> report.Markdown:
+    """The landing page's table: the claim (a link to its live check), what the paper says, the book's
+    verdict (a badge), and the decisive number with what it measures and its setting."""
+    rows = [{"claim": v.link_as(CLAIM_NAMES.get(v.claim, v.claim)), "the paper says": STATEMENTS.get(v.claim, ""),
+             "verdict": report.badge(v.word),
+             "decisive number": f"{v.value}<br><small>{v.measure}</small>"} for v in verdicts]
+    return report.table(rows, align="llll", css_class="verdict-table")
+
+
+
+#: A no-break space: a number with its error stays on one line in a narrow table cell.
+NBSP = "\u00a0"
+
+
+
+def verdict_grid_rows(results, labels, *, family: int | None = None, estimator: str = "cv") -> list[dict]:
+    """The table under a grid of heatmaps (Figures 1, 3, 4): one row per setting (``labels``), one
+    column per layer, each cell the recency probability ± SE (on one line) over the Definition-1
+    verdict of that matrix (a badge). The verdicts of all matrices are tested as one family (``family`` matrices;
+    default: every matrix of the table)."""
+    results, labels = list(results), list(labels)
+    if not results or len(labels) != len(results):
+        raise ValueError(f"labels has length {len(labels)}; allowed: one label per result ({len(results)}, at least 1)")
+    layers = results[0].config.layers
+    k = family if family is not None else sum(r.config.layers for r in results)
+    k = check_int("family", k, 1)
+    return [{"setting": label,
+             **{f"layer {l}": f"{report.pm(*rp(r, l)).replace(' ', NBSP)}<br>{report.badge(definition1_with(r, l, k, estimator))}"
+                for l in range(1, layers + 1)}}
+            for label, r in zip(labels, results)]

@@ -1,0 +1,61 @@
+"""companion.pages: the chapters' own helpers, on constructed results. The number functions produce a key
+for every hidden size they are given and none for one they are not (a page whose d list is edited still
+runs); the papermill runs of the pages (test_notebooks.py, test_notebook_rules.py) glue what the prose
+cites."""
+import numpy as np
+import pytest
+
+from recency_lib import SimConfig
+from recency_lib.engines import SequenceStatistic
+from companion import claims, statistics, theorem1
+from companion.pages import appendix_b as pages_appendix_b
+from companion.pages import empirical as pages_empirical
+from companion.pages import layernorm as pages_layernorm
+from companion.pages import residual as pages_residual
+from fake_results import fake, thm
+
+
+def test_theorem1_numbers_follow_the_hidden_sizes_given():
+    th = {d: thm(d, step=0.1, trend=1e-3, trend_se=1e-5) for d in (8, 32)}      # neither 16 nor 64
+    v1 = claims.theorem1_claim(th)
+    reach = theorem1.theorem1_reach(th)
+    one = SequenceStatistic(SimConfig(alpha=0.0, n=10, d=8, layers=2, samples=100), 100,
+                            mean=np.full((2, 11), 0.5), sem=np.zeros((2, 11)))
+    out = pages_layernorm.theorem1_numbers(th=th, v1=v1, reach=reach, need=theorem1.needs(reach, 10), one_by_one=one,
+                                           n=10, samples=100)
+    for d in (8, 32):
+        assert {f"layernorm-up-{d}", f"layernorm-t{d}", f"layernorm-vr-{d}", f"layernorm-samples-d{d}"} <= set(out)
+    assert "layernorm-step-min-32" in out and "layernorm-step-min-8" not in out     # the derived steps from d = 16
+    assert not [k for k in out if k.endswith(("-16", "-64", "d16", "d64", "t16", "t64"))]
+    assert out["layernorm-sorted-8"] == "50"
+
+
+def test_size_numbers_take_their_ds_from_the_verdict():
+    th = {d: thm(d, trend=1e-3, trend_se=1e-5) for d in (16, 32)}
+    vc = claims.corrected_theorem1_claim(th)
+    out = pages_layernorm.size_numbers(first={}, ln_points=theorem1.cv_points(th), n=10, none_points=[],
+                                       samples_first_order=10, vc=vc)
+    assert {"layernorm-q16", "layernorm-q32", "layernorm-lead32"} <= set(out) and "layernorm-q64" not in out
+
+
+def test_residual_weakening():
+    cfg = SimConfig(alpha=0.5, layers=3)
+    got = pages_residual.residual_weakening(fake(cfg, rp=[0.5, 0.7, 0.8], rp_se=0.003),
+                                            fake(cfg, rp=[0.5, 0.6, 0.65], rp_se=0.004))
+    assert [w.layer for w in got] == [2, 3]
+    assert got[0].difference == pytest.approx(0.1) and got[0].se == pytest.approx(0.005) and got[0].z == pytest.approx(20)
+    assert got[0].kept == pytest.approx(0.5) and got[1].kept == pytest.approx(0.5)
+
+
+def test_residual_costs():
+    cfg = SimConfig(alpha=0.5, layers=3)
+    without, with_residual = fake(cfg, rp=[0.5, 0.7, 0.8], rp_se=0.003), fake(cfg, rp=[0.5, 0.6, 0.65], rp_se=0.004)
+    got = pages_appendix_b.residual_costs({0.5: without, 0.2: with_residual}, {0.5: with_residual, 0.8: without}, 3)
+    assert got == {0.5: statistics.rp_gap(without, with_residual, 3)}
+
+
+def test_feature_words():
+    assert [pages_empirical.feature_word(v) for v in (True, False, None)] == ["reproduced", "contradicted",
+                                                                                "not resolved"]
+    with pytest.raises(ValueError, match="value=1 is not allowed"):
+        pages_empirical.feature_word(1)
