@@ -4,8 +4,7 @@
 
 In a fresh interpreter with an empty results cache, with the page's default settings
 (:mod:`companion.beyond`): the component study (20 settings) and the length sweep (16 settings),
-each on ``--workers`` processes (the page runs both in one pool, beyond.run_studies; they are
-timed apart here to show where the time goes), then the rest of the page (papermill on the warm
+each on ``--workers`` processes (timed apart here to show where the time goes), then the rest of the page (papermill on the warm
 cache: imports, loading the results, figures, tables). Prints the wall time of each part and the compute seconds of
 every setting (summed over workers, from ``SimResult.elapsed_seconds``), most expensive first, and
 what a sequence of each costs. Timings on a shared machine vary: compare runs made together.

@@ -161,14 +161,6 @@ def run(configs, workers: int = 1, *, cache=None) -> list[SimResult]:
         return cached_simulate_many(configs, cache=cache, executor=pool)
 
 
-def run_studies(configs: dict, long_configs: dict, workers: int = 1, *, cache=None) -> tuple[dict, dict]:
-    """Both studies in one :func:`run` (one worker pool: the length sweep's blocks fill the workers
-    while the component study's last ones finish): (key -> SimResult of ``configs``, key -> SimResult
-    of ``long_configs``)."""
-    results = run([*configs.values(), *long_configs.values()], workers, cache=cache)
-    return dict(zip(configs, results[:len(configs)])), dict(zip(long_configs, results[len(configs):]))
-
-
 # -- the component study: findings --------------------------------------------------------------
 
 def cell_count(results: dict) -> int:
@@ -465,14 +457,6 @@ def across_networks(results, layer: int | None = None) -> dict:
             "t_threshold": tc, "word": word,
             "spread_ratio": sd / float(np.median(se)) if np.median(se) > 0 else np.inf,
             "counts": {w: orders.count(w) for w in ("recency", "no order resolved", "primacy")}}
-
-
-def network_rows(found: dict) -> list[dict]:
-    """:func:`across_networks` as table rows: one per network (weights_seed, sequences, RP ± SE, order)."""
-    L = found["layer"]
-    return [{"weights_seed": str(s), "sequences": report.count(k), f"RP of {report.score_label(L)}": report.pm(m, e),
-             "order": o}
-            for s, k, m, e, o in zip(found["seeds"], found["samples"], found["rp"], found["se"], found["orders"])]
 
 
 def network_text(found: dict) -> str:

@@ -651,7 +651,6 @@ def row_offsets(row: "Row") -> tuple[float, float]:
     if not cells:
         return math.nan, math.nan
     return max(abs(c.ratio - 1.0) for c in cells), max(abs(c.deviation) for c in cells)
-TRENDS = ("shrinks", "grows", "stalls", "")
 
 
 def trend(cells) -> tuple[str, float]:

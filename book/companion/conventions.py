@@ -6,7 +6,7 @@
   A single comparison is a family of one. There is no other threshold.
 * Figures: the width of the page column and the font sizes, so that a figure drawn with
   :func:`figure_size` is shown at its natural size and its text reads at >= 9 pt on the page;
-  line styles for a formula as printed in the paper, a corrected formula, the LLN recursion, and
+  line styles for a formula as printed in the paper, a corrected formula, and
   simulated points; one colour per anisotropy level alpha, the same in every figure.
 * Names: the model variants ("LayerNorm + residual", ...) as a function of a :class:`SimConfig`.
 """
@@ -59,8 +59,6 @@ def figure_size(height_ratio: float = 0.62, width: float = 1.0) -> tuple[float, 
 AS_PRINTED = {"linestyle": "--", "linewidth": 1.6}
 #: The corrected closed form (the book's derivation): solid.
 CORRECTED = {"linestyle": "-", "linewidth": 1.6}
-#: The LLN recursion of the library (theory.lln_limit): crosses, no line.
-LLN = {"linestyle": "none", "marker": "x", "markersize": 6, "color": "black"}
 #: Simulated means: points with +/- 1 SE error bars, no line.
 SIMULATION = {"fmt": "o", "markersize": 4, "capsize": 2.5, "elinewidth": 1.0}
 #: The "no order" reference (recency probability 0.5, a zero difference): thin grey dashes.

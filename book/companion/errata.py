@@ -282,21 +282,6 @@ def ratio_rows(table: Table) -> list[dict]:
              "error as $d$ grows": AS_D_GROWS[r.trend]} for r in table.rows]
 
 
-def ratio_columns(table: Table) -> dict[str, list]:
-    """The numbers behind the full table, one row per closed form, setting, part and d (a download)."""
-    names = ("key", "equation", "version", "norm", "alpha", "gamma", "part", "d", "samples", "closed_form",
-             "simulated", "simulated_se", "se_is_bound", "ratio", "ratio_se", "resolved", "verdict")
-    cols: dict[str, list] = {k: [] for k in names}
-    for r in table.rows:
-        for c in r.cells:
-            values = (r.form.key, r.form.equation, r.form.version, r.setting.norm, r.setting.alpha, r.setting.gamma,
-                      r.part, c.d, c.samples, c.closed, c.sim.value, c.sim.se, c.sim.bound, c.ratio, c.ratio_se,
-                      c.resolved, r.verdict)
-            for k, v in zip(names, values):
-                cols[k].append(v)
-    return cols
-
-
 #: What each verdict of a measured row means (closedforms.judge), for the page's legend.
 VERDICT_MEANINGS = {
     "consistent": "within the threshold of 1 wherever resolved",

@@ -40,7 +40,7 @@ RASTER_ABOVE_N = 40                 # heatmaps with more tokens are embedded as 
 SHARE_MODES = ("auto", "row", "all", "none")
 
 __all__ = ["book_style", "subplots", "panels", "heatmap_subplots", "panel_axes", "glue_figure", "score_heatmap",
-           "score_grid", "h_curve", "errorbar_points", "theory_vs_simulation", "recency_by_layer", "row_profile",
+           "score_grid", "h_curve", "errorbar_points", "recency_by_layer", "row_profile",
            "recency_dots", "recency_by_length", "binned_profiles",
            "rp_text", "pm", "closed_form", "reference_line", "size_axis", "upper_limits", "trend_reach",
            "versus_d", "h_panel", "style_legend", "ratio_by_d", "d_axis", "figure1_grids", "level_and_step"]
@@ -367,7 +367,6 @@ def score_grid(score_means, axes, *, recency_probabilities=None, recency_sems=No
 _KINDS = {"printed": cv.AS_PRINTED, "corrected": cv.CORRECTED, None: {}}
 
 
-
 def figure1_grids(results, row_labels, layers: int):
     """The paper's Figure 1 for ``results`` (one row per setting, one column per layer), drawn twice
     with :func:`score_grid`: the book's way (diagonal left out, each panel's RP ± SE, colour bars shared
@@ -428,24 +427,6 @@ def errorbar_points(x, mean, sem, ax, *, label=None, z=1.0, **kw):
     return ax
 
 
-def theory_vs_simulation(j, theory, sim_mean, sim_sem, ax, *, label=None, z=1.0, kind="corrected", color=None):
-    """A closed form (line; ``kind`` "corrected" solid or "printed" dashed) and the simulated means
-    (points, +/- z SEM) in one colour.
-
-    Legend entries: "<label> theory" and "<label> simulation" (just "theory"/"simulation"
-    without a label). Returns ``ax``.
-    """
-    jj = _vector("j", j)
-    th = _vector("theory", theory, jj.size)
-    prefix = f"{label} " if label else ""
-    style = dict(_KINDS[check_choice("kind", kind, ("printed", "corrected"))])
-    if color is not None:
-        style["color"] = color
-    (line,) = ax.plot(jj, th, label=f"{prefix}theory", **style)
-    errorbar_points(jj, sim_mean, sim_sem, ax, label=f"{prefix}simulation", z=z, color=line.get_color())
-    return ax
-
-
 def recency_by_layer(rp, rp_sem, ax, *, label=None, z=1.0, **kw):
     """Recency probability per layer (1-based) with +/- z SEM bars and a dotted 0.5 "no order" line.
 
@@ -490,8 +471,6 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
     ax.set_xlabel("key j")
     ax.set_ylabel(f"mean score S[{i}, j]")
     return ax
-
-
 
 
 # -- quantities against the hidden size (Theorem 1 and Proposition 1, issue 11) --------------------
@@ -565,8 +544,6 @@ def trend_reach(reach, ax, *, eq5=None, colour="C0"):
     size_axis(ax, [r.d for r in rows], log_y=True)
     ax.set_ylabel(r"mean step of $S^{(2)}$")
     return ax
-
-
 
 
 def recency_dots(labels, rp, rp_sem, ax, *, z=1.0, show_labels=True):

@@ -92,12 +92,3 @@ def simulation_table(entries: list[dict], name: str = "simulations") -> report.M
                         title="Every simulation")
 
 
-def simulation_columns(entries: list[dict]) -> dict[str, list]:
-    """Every field of every simulation's config, its engine and compute time, as download columns."""
-    if not entries:
-        return {"config": []}
-    names = list(entries[0]["config"].to_dict())
-    cols = {k: [e["config"].to_dict()[k] for e in entries] for k in names}
-    cols["engine_used"] = [_engine(e) for e in entries]
-    cols["compute_seconds"] = [float(e.get("elapsed_seconds") or 0.0) for e in entries]
-    return cols

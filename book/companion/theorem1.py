@@ -33,9 +33,6 @@ from recency_lib.theory.trends import bisect
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int, check_real
 
-#: Hidden sizes of the first-order control variate (the paper's d, to compare the two estimators, and 128,
-#: beyond the reach of layer-1 control variates).
-FIRST_ORDER_DS = (64, 128)
 #: The smallest d at which the derived form with LayerNorm is used (its epsilon series diverges below ~12;
 #: stated accuracy 0.5 % for d >= 16, n <= 10: THEOREM1_FORM_ACCURACY).
 FORM_MIN_D = 16

@@ -219,19 +219,6 @@ def test_errorbar_points_bad_z(z):
         plotting.errorbar_points([1], [1.0], [0.1], ax, z=z)
 
 
-def test_theory_vs_simulation_line_and_points_share_colour():
-    j = np.arange(1, 6)
-    fig, ax = plt.subplots()
-    assert plotting.theory_vs_simulation(j, j * 0.1, j * 0.1 + 0.01, np.full(5, 0.005), ax, label="a=0.5") is ax
-    lines = [ln for ln in ax.get_lines() if ln.get_label() == "a=0.5 theory"]
-    assert len(lines) == 1
-    (container,) = ax.containers
-    assert container.get_label() == "a=0.5 simulation"
-    assert container.lines[0].get_color() == lines[0].get_color()
-    with pytest.raises(ValueError, match=r"theory has length 4"):
-        plotting.theory_vs_simulation(j, j[:4], j, j, ax)
-
-
 def test_recency_by_layer_reference_line_once():
     fig, ax = plt.subplots()
     assert plotting.recency_by_layer([0.5, 0.7, 0.8], [0.01, 0.01, 0.02], ax, label="LN") is ax
@@ -374,9 +361,6 @@ def test_curve_kinds_follow_the_conventions():
     plotting.h_curve([1, 2, 3], [1.0, 1.1, 1.2], ax, kind="printed")
     plotting.h_curve([1, 2, 3], [1.0, 1.1, 1.2], ax, kind="corrected")
     assert [ln.get_linestyle() for ln in ax.get_lines()] == ["--", "-"]
-    plotting.theory_vs_simulation([1, 2], [1.0, 2.0], [1.0, 2.0], [0.1, 0.1], ax, kind="printed", color="red")
-    (theory,) = [ln for ln in ax.get_lines() if ln.get_label() == "theory"]
-    assert theory.get_linestyle() == "--" and theory.get_color() == "red"
     with pytest.raises(ValueError, match="kind='dotted' is not allowed"):
         plotting.h_curve([1, 2], [1.0, 1.1], ax, kind="dotted")
 
