@@ -1,10 +1,10 @@
-"""How long do the decoder layouts beyond the paper (issue 7) take at long sequences?
+"""How long do the decoder layouts beyond the paper take at long sequences?
 
     python benchmarks/bench_extensions.py [--full]
 
 The common decoder layout (pre-RMSNorm, RoPE, 4 heads, FFN, residual, fixed random weights, 4
 layers) on the dense engine with 2 workers, each in a fresh interpreter: n = 256, d = 256 with 10^3
-sequences (``--full``: 10^4, the issue's workload, ~10 min), then the cost per sequence at d = 64
+sequences (``--full``: 10^4, ~10 min), then the cost per sequence at d = 64
 for n = 10 ... 512. Wall time of the run (imports and kernel load reported beside it), peak PSS of
 the process tree (memory is bounded by the block size, not the number of sequences).
 """

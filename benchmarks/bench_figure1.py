@@ -18,7 +18,7 @@ computes). Three measurements, each in fresh interpreters:
   flags and -march=x86-64-v3, into a temporary folder; bench_kernel.avx2_build) and loaded in place of
   the installed one: what a reader's AVX2 machine runs (left out with --no-avx2 or without AVX2).
 
-Targets (issue 14): compute <= 0.35 s warm on one core, <= 1 s in a fresh process. Peak memory is
+Targets: compute <= 0.35 s warm on one core, <= 1 s in a fresh process. Peak memory is
 the PSS of the whole process tree. ``kernel=`` in the output says which kernel ran ("c", or "numpy"
 when the C kernel was not built).
 """

@@ -7,7 +7,7 @@ each (as the authors' later code runs them), with the recency probability and th
 estimates, on a ProcessPoolExecutor(--workers), in a fresh interpreter: the whole process's wall
 time (imports and kernel load included, and reported beside it), CPU time of all processes, and
 the peak memory (PSS and RSS) of the process tree. The compute seconds of each config show that the
-cost does not depend on d (the gram engine). Targets (issue 14): <= 120 s, <= 300 MB.
+cost does not depend on d (the gram engine). Targets: <= 120 s, <= 300 MB.
 ``--samples 1000000`` gives a 10x shorter run.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How much the control variates buy (issue 11): plain SE / cv SE, and what settling Theorem 1 costs.
+"""How much the control variates buy: plain SE / cv SE, and what settling Theorem 1 costs.
 
     python benchmarks/variance_reduction.py [--samples 200000] [--workers 2]
 

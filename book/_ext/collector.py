@@ -1,9 +1,9 @@
 """Python's garbage collector in the Sphinx process: fewer young collections while the book builds.
 
 Reading and writing the book's pages makes millions of docutils nodes, dicts and strings, and the
-default thresholds (a young collection every 700 allocations) had the collector walk them again and
-again: 27 % of the Sphinx process's CPU in a cold build, on the one core that works alone once the
-pages have run (and about 5 % of the kernels' CPU, where figures and sympy do the same). While Sphinx works, the thresholds are :data:`companion.grid.COLLECTOR_THRESHOLDS`
+default thresholds (a young collection every 700 allocations) have the collector walk them again and
+again, on the one core that works alone once the pages have run (the kernels' figures and sympy do the
+same). While Sphinx works, the thresholds are :data:`companion.grid.COLLECTOR_THRESHOLDS`
 (the build's kernels use the same); the previous ones come back when the build has finished. The
 generated pages are the same: only when unreachable objects are freed changes.
 """

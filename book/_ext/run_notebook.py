@@ -8,7 +8,7 @@ OUT.ipynb}``; one JSON line answers each on stdout, ``{"ok": true}`` or ``{"ok":
 "..."}``. The slot's notebooks share one kernel: before each, its namespace is cleared (IPython's reset
 with a new history session, so execution counts start at 1 again) and its working directory set to the
 notebook's folder, so a page runs as in a fresh kernel, without the kernel start and the imports of its
-own (~2 s a page). A notebook whose cell fails (or times out) gets nothing written, and its kernel is
+own. A notebook whose cell fails (or times out) gets nothing written, and its kernel is
 stopped: the next notebook starts a new one; myst-nb then executes the failed notebook itself and
 reports the error. The kernel stops when stdin ends. TIMEOUT < 0: no per-cell timeout (a notebook's
 own ``execution`` metadata still wins).

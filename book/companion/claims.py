@@ -28,6 +28,11 @@ from recency_lib.result import SimResult
 THEOREM1_FORM_ACCURACY = 0.005
 
 
+def _paper_d_first(ds, results: dict) -> list:
+    """The hidden sizes of ``ds`` that ``results`` holds (all of its own if none), the paper's d first."""
+    return sorted((d for d in ds if d in results), key=lambda d: (d != cv.PAPER_D, d)) or sorted(results)
+
+
 def theorem1_claim(results: dict[int, SimResult], ds=settings.THEOREM1_VERDICT_DS) -> Verdict:
     """Theorem 1 (LayerNorm, isotropic tokens: the rows of E S^(2) rise for d >> 1): an order check of
     S^(2) at each hidden size of ``ds`` that ``results`` (d -> SimResult of settings.theorem1_configs)
@@ -43,7 +48,7 @@ def proposition1_claim(results: dict[int, SimResult], ds=settings.PROP1_DS) -> V
     a flatness check of S^(2) at each hidden size of ``ds`` (d -> SimResult of settings.prop1_configs),
     the paper's d first. Beyond the LLN the rows rise (theory.proposition1_trend): resolved, that is a
     check against the claim."""
-    ds = sorted((d for d in ds if d in results), key=lambda d: (d != cv.PAPER_D, d)) or sorted(results)
+    ds = _paper_d_first(ds, results)
     zc = cv.z_for(len(ds))
     checks = [flat_check(results[d], 2, zc) for d in ds]
     return decide("Proposition 1", checks, ("prf:ref", "prop-1"), {"z_threshold": zc, "ds": ds})
@@ -75,7 +80,7 @@ def eq5_claim(results: dict[int, SimResult], ds=settings.EQ5_DS) -> Verdict:
     for the theorem: its mean step between earlier keys (the trend, closedforms.eq5_trend) against the
     control-variate trend at each d of ``ds``, the paper's d first (a ratio resolved away from 1 is a
     check against it)."""
-    ds = sorted((d for d in ds if d in results), key=lambda d: (d != cv.PAPER_D, d)) or sorted(results)
+    ds = _paper_d_first(ds, results)
     zc = cv.z_for(len(ds))
     checks = []
     for d in ds:
@@ -90,7 +95,7 @@ def corrected_theorem1_claim(results: dict[int, SimResult], ds=settings.EQ5_DS) 
     """The book's corrected Theorem 1 (theory.theorem1_trend: the trend beyond the LLN) against the same
     simulations as :func:`eq5_claim`; a ratio within its error of 1 (given the form's stated accuracy of
     0.5 %, folded into the error) is as claimed."""
-    ds = sorted((d for d in ds if d in results), key=lambda d: (d != cv.PAPER_D, d)) or sorted(results)
+    ds = _paper_d_first(ds, results)
     zc = cv.z_for(len(ds))
     checks = []
     for d in ds:

@@ -1,4 +1,4 @@
-"""Every closed form the book quotes, held to simulation (issue 11, item 3).
+"""Every closed form the book quotes, held to simulation.
 
 The paper's Appendix A derives its closed forms by replacing random inner products with their
 large-d (law-of-large-numbers, LLN) values; :mod:`recency_lib.theory` evaluates them, as printed
@@ -22,7 +22,7 @@ between entries. So the SE of a mean over entries, or of a difference of two ent
 not known: by Minkowski's inequality SD(sum_k X_k) <= sum_k SD(X_k) whatever the correlations.
 Such estimates carry ``bound=True``; their ratio's SE is an upper bound as well, so "resolved" and
 "off by more than 5 SE" are conservative calls. The score steps are per-sample features with
-exact SEs, read from their control-variate estimates (issue 11: the first layer's steps have a
+exact SEs, read from their control-variate estimates (the first layer's steps have a
 known mean, 0, and correct the later layers' steps without bias; :func:`score_row_step`,
 :func:`score_trend`, :func:`paired_step`); a step of the squared norms ||x_j||^2 is not paired
 (bound). The SE of a nonlinear function of a mean (h = m^{-1/2}) comes from the delta method.
@@ -56,7 +56,7 @@ LAYERS = 2                    # every closed form here is about layer 1 or layer
 BOUND_MARK = "\u2020"         # "†": the printed SE is an upper bound (Minkowski), not an estimate
 DEFAULT_DS = (16, 64, 256)
 Z_RESOLVE = 3.0               # a ratio is reported where the simulated value is this many SE from 0
-Z_ERRATUM = 5.0               # a ratio off by more than this many SE from 1 counts as off (issue 11)
+Z_ERRATUM = 5.0               # a ratio off by more than this many SE from 1 counts as off
 FIG_ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8)   # the alphas of the paper's Figures 2 and 5 (authors' code)
 
 
@@ -200,7 +200,7 @@ def score_row_step(res, layer: int) -> Estimate:
     """Mean adjacent step of row n of S^(layer+1) over the keys j < n: (S_{n,n-1} - S_{n,1}) / (n - 2).
 
     A per-sample feature (the row trend), read from its control-variate estimate
-    (``row_trend_cv_*``, issue 11: unbiased, exact SE; the first layer's own estimate is plain).
+    (``row_trend_cv_*``: unbiased, exact SE; the first layer's own estimate is plain).
     """
     n = res.config.n
     return Estimate(float(res.row_trend_cv_mean[layer][n - 1]), float(res.row_trend_cv_sem[layer][n - 1]),
@@ -614,7 +614,7 @@ class Row:
     """One closed form in one setting, one part ("level" or "step"), at every d, with the verdict.
 
     ``literal_erratum``: the ratio differs from 1 by more than the threshold at every d (the verdicts
-    :data:`OFF` and :data:`FINITE_D`; issue 11's rule, which decides whether a row can be evidence of an
+    :data:`OFF` and :data:`FINITE_D`; the rule that decides whether a row can be evidence of an
     erratum, see companion.errata). ``trend``: how |ratio - 1| moves as d grows (:func:`trend`).
     """
 
@@ -770,7 +770,7 @@ class Table:
         return out
 
     def errata(self) -> list[Row]:
-        """Rows whose ratio differs from 1 by more than the threshold at every d (issue 11's rule;
+        """Rows whose ratio differs from 1 by more than the threshold at every d (the
         verdicts :data:`OFF` and :data:`FINITE_D`)."""
         return [r for r in self.rows if r.literal_erratum]
 

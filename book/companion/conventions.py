@@ -33,8 +33,8 @@ def definition1_z(n: int) -> float:
 # -- page and figure geometry ------------------------------------------------------------------------
 
 #: Drawing width of a full-column figure in CSS pixels, and in inches at the browser's 96 px per
-#: inch. The page's text column is 784 px at a 1400 px window and a figure inside it 768 px
-#: (measured in the built book); 760 px plus the saved figure's padding fits either at 100 %.
+#: inch. The page's text column is 784 px at a 1400 px window and a figure inside it 768 px;
+#: 760 px plus the saved figure's padding fits either at 100 %.
 COLUMN_PX = 760
 COLUMN_IN = COLUMN_PX / 96
 #: Font sizes in points at the figure's natural size (an SVG shown 1:1 in the column).

@@ -5,8 +5,6 @@
 * :func:`repository_url`, :func:`bib_entry`, :func:`book_bibtex`: the landing page's Cite section, from
   ``_config.yml`` (the repository's URL, the one place to change it), ``book/references.bib`` (the
   paper) and ``CITATION.cff`` (the book's title, authors and year), with the simulator's version;
-* :func:`smallest_step`, :func:`cv_gain`, :func:`estimator_gap`: Definition 1's steps with the estimator
-  the verdicts use (control variates) and what it buys over plain means;
 * statistics.ordered_rows (a statistic for ``recency_lib.engines.sequence_statistic``) and
   :func:`single_sequence_order`: how often a single sequence's own score matrix satisfies Definition 1;
 * :func:`exact_entries`, :func:`typical_score_se`: what the dense-versus-Gram check compares, and at
@@ -24,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 from . import report
-from recency_lib.metrics import adjacent_index
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int
 
@@ -32,7 +29,6 @@ ROOT = Path(__file__).resolve().parents[2]          # the repository: _config.ym
 CONFIG = ROOT / "_config.yml"
 CITATION = ROOT / "CITATION.cff"
 REFERENCES = ROOT / "book" / "references.bib"
-ESTIMATORS = ("cv", "plain")
 
 
 # -- the opening sentences of the landing page -----------------------------------------------------
@@ -121,73 +117,6 @@ def bibtex_block(entry: str) -> report.Markdown:
     return report.Markdown(f"```bibtex\n{entry}\n```")
 
 
-# -- Definition 1's steps with the verdicts' estimator ----------------------------------------------
-
-@dataclass(frozen=True)
-class Step:
-    """One adjacent difference S_ij - S_i,j-1 of a mean score matrix: ``mean`` ± ``se``, its ``z`` and
-    its 1-based query ``i`` and key ``j``."""
-
-    mean: float
-    se: float
-    z: float
-    i: int
-    j: int
-
-
-def _estimator(estimator: str) -> str:
-    if not isinstance(estimator, str) or estimator not in ESTIMATORS:
-        raise ValueError(f"estimator={estimator!r} is not allowed; allowed: one of {', '.join(map(repr, ESTIMATORS))}")
-    return estimator
-
-
-def _layer(res: SimResult, layer: int) -> int:
-    return check_int("layer", layer, 1, res.config.layers)
-
-
-def smallest_step(res: SimResult, layer: int, estimator: str = "cv") -> Step:
-    """The least resolved (smallest z) adjacent difference of 1-based ``layer``, estimated with
-    ``estimator`` ("cv": control variates, what the verdicts use; "plain": sample means)."""
-    layer, estimator = _layer(res, layer), _estimator(estimator)
-    if res.config.n < 2:
-        return Step(math.nan, math.nan, math.nan, 0, 0)
-    ii, jj = adjacent_index(res.config.n)
-    mean, sem = res.steps(estimator)
-    m, e = mean[layer - 1][ii, jj], sem[layer - 1][ii, jj]
-    z = np.array([report.zscore(a, b) for a, b in zip(m, e)])
-    k = int(np.argmin(z))
-    return Step(float(m[k]), float(e[k]), float(z[k]), int(ii[k]) + 1, int(jj[k]) + 1)
-
-
-def _off(res: SimResult, layer: int):
-    ii, jj = adjacent_index(res.config.n)
-    off = jj < ii
-    return ii[off], jj[off]
-
-
-def cv_gain(res: SimResult, layer: int) -> float:
-    """How much the control variates shrink the standard error of a step between earlier keys of 1-based
-    ``layer``: the median of plain SE / control-variate SE over those steps (1 in layer 1, which is the
-    control). NaN without such a step (n < 3)."""
-    layer = _layer(res, layer)
-    ii, jj = _off(res, layer)
-    plain, cvs = res.diff_sem[layer - 1][ii, jj], res.diff_cv_sem[layer - 1][ii, jj]
-    ok = cvs > 0
-    return float(np.median(plain[ok] / cvs[ok])) if np.any(ok) else math.nan
-
-
-def estimator_gap(res: SimResult, layer: int) -> float:
-    """The largest gap between the plain and the control-variate mean of a step between earlier keys of
-    1-based ``layer``, in plain standard errors (the two estimate the same mean; the gap is the control's
-    correction, whose error is about the plain one when the control variates cut the error a lot). NaN
-    without such a step."""
-    layer = _layer(res, layer)
-    ii, jj = _off(res, layer)
-    plain, cvm, se = (getattr(res, f)[layer - 1][ii, jj] for f in ("diff_mean", "diff_cv_mean", "diff_sem"))
-    ok = se > 0
-    return float(np.max(np.abs(plain[ok] - cvm[ok]) / se[ok])) if np.any(ok) else math.nan
-
-
 # -- Definition 1 on single sequences ------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -251,7 +180,7 @@ def exact_entries(res_a: SimResult, res_b: SimResult) -> dict[str, int]:
 def typical_score_se(res: SimResult, layer: int) -> float:
     """The median standard error of the off-diagonal mean scores of 1-based ``layer``: the precision of a
     comparison of mean scores. NaN when n < 2."""
-    layer = _layer(res, layer)
+    layer = check_int("layer", layer, 1, res.config.layers)
     n = res.config.n
     lower = np.tri(n, k=-1, dtype=bool)
     if not np.any(lower):

@@ -66,7 +66,7 @@ def book_style() -> None:
     """Apply the book's figure style: seaborn's "ticks" theme with :func:`style_rc` on top, and in a
     notebook SVG output (sharp at any zoom; shown at its natural size, which :func:`subplots` makes the
     column width). The theme is ``seaborn.set_theme(context="paper", style="ticks", rc=style_rc())``'s
-    effect, stored once (:mod:`companion.theme`): a kernel that draws no longer imports seaborn."""
+    effect, stored once (:mod:`companion.theme`): a kernel that draws does not import seaborn."""
     from .theme import apply
 
     apply(style_rc())
@@ -473,7 +473,7 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
     return ax
 
 
-# -- quantities against the hidden size (Theorem 1 and Proposition 1, issue 11) --------------------
+# -- quantities against the hidden size (Theorem 1 and Proposition 1) ------------------------------
 
 def closed_form(x, y, ax, *, kind="corrected", label=None, **kw):
     """A closed form as a line in the book's style: ``kind`` "printed" (dashed, conventions.AS_PRINTED)

@@ -1,4 +1,4 @@
-"""Chapter 7's "position or distance?" (issue 24, item 4c): where in a row the induced order lives.
+"""Chapter 7's "position or distance?": where in a row the induced order lives.
 
 The statistic is :func:`companion.statistics.distance_contrasts`, run by
 ``recency_lib.engines.sequence_statistic(cfg, statistics.distance_contrasts, control_mean=0.0)``:

@@ -14,8 +14,8 @@ tables or prose recomputes none of them).
   sequences), :func:`first_order` (chapter 3: Theorem 1's trend at large d, through
   :func:`first_order_trend`).
 * Statistics of a simulated result that several pages quote: the recency probability (:func:`rp`,
-  :func:`direction`), Definition 1 (:func:`definition1`, :func:`step_counts`), the steps and their errors
-  (:func:`step_z`, :func:`pairing_gain`, :func:`typical_step_se`), the order of S^(2) (:func:`s2_order`),
+  :func:`direction`), Definition 1 (:func:`step_counts`), the steps and their errors
+  (:func:`step_tally`, :func:`smallest_step`, :func:`pairing_gain`, :func:`cv_gain`, :func:`typical_step_se`), the order of S^(2) (:func:`s2_order`),
   the key factor h(j) (:func:`simulated_h`, :func:`h_rise`), the sequences an estimator needs
   (:func:`sequences_needed`).
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -143,7 +144,6 @@ def first_order_trend(d: int):
     return functools.partial(first_order, d=check_int("d", d, 16))
 
 
-
 def first_order(scores: np.ndarray, attention: np.ndarray, *, d: int) -> np.ndarray:
     """A per-sequence statistic for recency_lib.engines.sequence_statistic in Theorem 1's setting (LayerNorm,
     alpha = gamma = 0, two layers) whose layer-2 mean is the trend of S^(2), with a far smaller variance
@@ -182,14 +182,10 @@ def first_order(scores: np.ndarray, attention: np.ndarray, *, d: int) -> np.ndar
 ESTIMATOR_NAMES = {"cv": "control variates", "plain": "plain means"}
 
 
-
 def estimator_name(estimator: str = "cv") -> str:
     """The words for an estimator of the steps, "control variates" or "plain means", for the prose
     next to a Definition-1 verdict."""
-    if not isinstance(estimator, str) or estimator not in ESTIMATOR_NAMES:
-        raise ValueError(f"estimator={estimator!r} is not allowed; allowed: one of {', '.join(map(repr, ESTIMATOR_NAMES))}")
-    return ESTIMATOR_NAMES[estimator]
-
+    return ESTIMATOR_NAMES[_estimator(estimator)]
 
 
 def rp(res: SimResult, layer: int) -> tuple[float, float]:
@@ -197,18 +193,15 @@ def rp(res: SimResult, layer: int) -> tuple[float, float]:
     return float(res.recency_probability[layer - 1]), float(res.recency_probability_sem[layer - 1])
 
 
-
 def rp_z(res: SimResult, layer: int) -> float:
     """(RP - 0.5) / SE of 1-based ``layer``: positive = recency, negative = primacy."""
     return zscore(*rp(res, layer), 0.5)
-
 
 
 def rp_cv(res: SimResult, layer: int) -> tuple[float, float]:
     """(recency probability, SE) of 1-based ``layer`` with control variates (the first layer's RP,
     exactly 1/2 in expectation, as the control; layer 1 itself is the plain estimate)."""
     return float(res.recency_probability_cv[layer - 1]), float(res.recency_probability_cv_sem[layer - 1])
-
 
 
 def rp_gap(res_a: SimResult, res_b: SimResult, layer: int) -> tuple[float, float]:
@@ -219,14 +212,12 @@ def rp_gap(res_a: SimResult, res_b: SimResult, layer: int) -> tuple[float, float
     return a - b, math.hypot(sa, sb)
 
 
-
 def rps(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keys, recency probability, SE) of 1-based ``layer`` for results keyed by a number (alpha, d),
     sorted by key."""
     keys = sorted(results)
     pairs = np.array([rp(results[k], layer) for k in keys], dtype=float).reshape(len(keys), 2)
     return np.array(keys, dtype=float), pairs[:, 0], pairs[:, 1]
-
 
 
 def trends(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -238,7 +229,6 @@ def trends(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.nd
     return np.array(keys, dtype=float), m, e
 
 
-
 def direction(res: SimResult, layer: int, family: int = 1) -> str:
     """The order the recency probability of 1-based ``layer`` resolves: "recency", "primacy" or
     "no order resolved", at the z of ``family`` comparisons."""
@@ -246,35 +236,83 @@ def direction(res: SimResult, layer: int, family: int = 1) -> str:
     return "no order resolved" if word == "none" else word
 
 
-
-def definition1(res: SimResult, layer: int, family: int = 1) -> str:
-    """Definition 1 on the mean scores of 1-based ``layer`` ("holds" / "violated" / "undecided"),
-    every adjacent difference tested at the z of ``family`` matrices' worth of comparisons."""
+def definition1(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> str:
+    """Definition 1 on the mean scores of 1-based ``layer`` ("holds" / "violated" / "undecided"), every
+    adjacent difference tested at the z of ``family`` matrices' worth of comparisons, the differences
+    estimated by ``estimator`` ("cv": control variates, the verdicts'; "plain": sample means)."""
     k = max(1, family * adjacent_pairs(res.config.n))
-    return res.definition1_at(z_for(k))[layer - 1]
+    return res.definition1_at(z_for(k), _estimator(estimator))[layer - 1]
 
 
+def _estimator(estimator: str) -> str:
+    if not isinstance(estimator, str) or estimator not in ESTIMATOR_NAMES:
+        raise ValueError(f"estimator={estimator!r} is not allowed; allowed: one of {', '.join(map(repr, ESTIMATOR_NAMES))}")
+    return estimator
 
-def definition1_with(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> str:
-    """:func:`definition1` with the adjacent differences estimated by ``estimator`` ("cv": control
-    variates, as :func:`definition1`; "plain": sample means; :data:`ESTIMATOR_NAMES`)."""
-    k = max(1, family * adjacent_pairs(res.config.n))
-    return res.definition1_at(z_for(k), estimator)[layer - 1]
 
+@dataclass(frozen=True)
+class Step:
+    """One adjacent difference S_ij - S_i,j-1 of a mean score matrix: ``mean`` ± ``se``, its ``z`` and
+    its 1-based query ``i`` and key ``j``."""
+
+    mean: float
+    se: float
+    z: float
+    i: int
+    j: int
+
+
+@dataclass(frozen=True)
+class StepTally:
+    """The adjacent steps S_ij - S_i,j-1 (1 < j <= i) of one layer at a z threshold: how many are
+    resolved up / down / not, and the least resolved one (``smallest``)."""
+
+    up: int
+    down: int
+    unresolved: int
+    smallest: Step
+
+    @property
+    def total(self) -> int:
+        return self.up + self.down + self.unresolved
+
+
+def earlier_steps(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """0-based (i, j) of the adjacent steps S_ij - S_i,j-1 between two earlier keys (2 <= j < i <= n,
+    1-based), the steps that carry the order (the diagonal steps are large by construction)."""
+    ii, jj = adjacent_index(n)
+    off = jj < ii
+    return ii[off], jj[off]
+
+
+def step_tally(res: SimResult, layer: int, z: float, estimator: str = "cv") -> StepTally:
+    """:class:`StepTally` of 1-based ``layer`` of ``res`` at ``z`` (e.g. a verdict's
+    ``numbers["z_threshold"]``), the steps estimated by ``estimator`` ("cv": control variates, the
+    estimator of every verdict; "plain": sample means)."""
+    layer = check_int("layer", layer, 1, res.config.layers)
+    z = check_real("z", z, lo=0.0, allowed="a number >= 0")
+    ii, jj = adjacent_index(res.config.n)
+    mean, sem = res.steps(_estimator(estimator))
+    m, e = mean[layer - 1][ii, jj], sem[layer - 1][ii, jj]
+    zs = np.array([zscore(a, b) for a, b in zip(m, e)])
+    k = int(np.argmin(zs))
+    up, down = int(np.sum(zs > z)), int(np.sum(zs < -z))
+    return StepTally(up, down, int(zs.size) - up - down,
+                     Step(float(m[k]), float(e[k]), float(zs[k]), int(ii[k]) + 1, int(jj[k]) + 1))
+
+
+def smallest_step(res: SimResult, layer: int, estimator: str = "cv") -> Step:
+    """The least resolved (smallest z) adjacent difference of 1-based ``layer``, estimated with
+    ``estimator`` ("cv": control variates, what the verdicts use; "plain": sample means)."""
+    return step_tally(res, layer, 0.0, estimator).smallest
 
 
 def step_counts(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> dict[str, int]:
     """How the adjacent differences S_ij - S_i,j-1 of 1-based ``layer`` fall at the z of Definition 1
     (:func:`definition1`, ``family`` matrices): "steps up" (resolved > 0), "steps down" (resolved
     < 0) and "unresolved"."""
-    k = max(1, family * adjacent_pairs(res.config.n))
-    zc = z_for(k)
-    ii, jj = adjacent_index(res.config.n)
-    mean, sem = res.steps(estimator)
-    m, e = mean[layer - 1][ii, jj], sem[layer - 1][ii, jj]
-    up, down = int(np.sum(m > zc * e)), int(np.sum(m < -zc * e))
-    return {"steps up": up, "steps down": down, "unresolved": int(m.size) - up - down}
-
+    t = step_tally(res, layer, z_for(max(1, family * adjacent_pairs(res.config.n))), estimator)
+    return {"steps up": t.up, "steps down": t.down, "unresolved": t.unresolved}
 
 
 def definition1_tally(results, *, first_layer: int = 2, family: int | None = None,
@@ -286,49 +324,58 @@ def definition1_tally(results, *, first_layer: int = 2, family: int | None = Non
     results = list(results)
     k = family if family is not None else sum(r.config.layers for r in results)
     k = check_int("family", k, 1)
-    words = [definition1_with(r, l, k, estimator) for r in results for l in range(first_layer, r.config.layers + 1)]
+    words = [definition1(r, l, k, estimator) for r in results for l in range(first_layer, r.config.layers + 1)]
     return {"holds": words.count("holds"), "violated": words.count("violated"),
             "undecided": words.count("undecided"), "matrices": len(words)}
 
 
-
-def step_z(res: SimResult, layer: int, earlier_only: bool = True) -> np.ndarray:
-    """z-scores of the adjacent differences S_ij - S_i,j-1 of 1-based ``layer`` (1 < j <= i), only
-    those between two earlier keys (j < i) when ``earlier_only``: the steps that carry the order
-    (the diagonal steps are large by construction)."""
-    ii, jj = adjacent_index(res.config.n)
-    keep = jj < ii if earlier_only else np.ones(ii.size, dtype=bool)
-    m, e = res.diff_mean[layer - 1][ii, jj][keep], res.diff_sem[layer - 1][ii, jj][keep]
-    return np.array([zscore(a, b) for a, b in zip(m, e)])
-
+def step_z(res: SimResult, layer: int) -> np.ndarray:
+    """z-scores of the adjacent differences between two earlier keys of 1-based ``layer`` (plain means)."""
+    ii, jj = earlier_steps(res.config.n)
+    return np.array([zscore(a, b) for a, b in zip(res.diff_mean[layer - 1][ii, jj], res.diff_sem[layer - 1][ii, jj])])
 
 
 def pairing_gain(res: SimResult, layer: int) -> float:
     """How much pairing helps Definition 1: the median, over the steps between earlier keys, of the
     SE that the two scores' own SEs would give if independent, divided by the SE of the paired
     per-sequence difference (``diff_sem``). NaN without such a step (n < 3)."""
-    ii, jj = adjacent_index(res.config.n)
-    off = jj < ii
-    if not np.any(off):
-        return math.nan
+    ii, jj = earlier_steps(res.config.n)
     s = res.score_sem[layer - 1]
-    unpaired = np.hypot(s[ii, jj], s[ii, jj - 1])[off]
-    paired = res.diff_sem[layer - 1][ii, jj][off]
-    ok = paired > 0
-    return float(np.median(unpaired[ok] / paired[ok])) if np.any(ok) else math.nan
+    return _median_ratio(np.hypot(s[ii, jj], s[ii, jj - 1]), res.diff_sem[layer - 1][ii, jj])
 
+
+def cv_gain(res: SimResult, layer: int) -> float:
+    """How much the control variates shrink the standard error of a step between earlier keys of 1-based
+    ``layer``: the median of plain SE / control-variate SE over those steps (1 in layer 1, which is the
+    control). NaN without such a step (n < 3)."""
+    layer = check_int("layer", layer, 1, res.config.layers)
+    ii, jj = earlier_steps(res.config.n)
+    return _median_ratio(res.diff_sem[layer - 1][ii, jj], res.diff_cv_sem[layer - 1][ii, jj])
+
+
+def _median_ratio(a: np.ndarray, b: np.ndarray) -> float:
+    ok = b > 0
+    return float(np.median(a[ok] / b[ok])) if np.any(ok) else math.nan
+
+
+def estimator_gap(res: SimResult, layer: int) -> float:
+    """The largest gap between the plain and the control-variate mean of a step between earlier keys of
+    1-based ``layer``, in plain standard errors (the two estimate the same mean; the gap is the control's
+    correction, whose error is about the plain one when the control variates cut the error a lot). NaN
+    without such a step."""
+    layer = check_int("layer", layer, 1, res.config.layers)
+    ii, jj = earlier_steps(res.config.n)
+    plain, cvm, se = (getattr(res, f)[layer - 1][ii, jj] for f in ("diff_mean", "diff_cv_mean", "diff_sem"))
+    ok = se > 0
+    return float(np.max(np.abs(plain[ok] - cvm[ok]) / se[ok])) if np.any(ok) else math.nan
 
 
 def typical_step_se(res: SimResult, layer: int, estimator: str = "cv") -> float:
     """The median standard error of the steps S_ij - S_i,j-1 between two earlier keys (j < i) of
     1-based ``layer``, with ``estimator``: what one step must exceed (times z) to be resolved. NaN
     without such a step (n < 3)."""
-    ii, jj = adjacent_index(res.config.n)
-    off = jj < ii
-    if not np.any(off):
-        return math.nan
-    return float(np.median(res.steps(estimator)[1][layer - 1][ii[off], jj[off]]))
-
+    ii, jj = earlier_steps(res.config.n)
+    return float(np.median(res.steps(estimator)[1][layer - 1][ii, jj])) if ii.size else math.nan
 
 
 def first_key_excess(res: SimResult, layer: int) -> tuple[float, float]:
@@ -339,16 +386,12 @@ def first_key_excess(res: SimResult, layer: int) -> tuple[float, float]:
     return float(n * res.attn_mean[layer - 1, i, 0] - 1.0), float(n * res.attn_sem[layer - 1, i, 0])
 
 
-
 def s2_order(res: SimResult) -> tuple[str, float, float]:
     """The book's evidence of order among the earlier keys of S^(2): (what, value, SE), where a
-    positive value means recency and 0 means no order.
-
-    Today: the recency probability of S^(2) minus 1/2 (its SE is exact: a mean over sequences).
-    The control-variate estimator of issue 11 (``res.trend_cv_mean`` / ``res.trend_cv_sem``, the
-    mean off-diagonal step of S^(2) with its variance reduced by the layer-1 steps) is used as soon
-    as a result carries it.
-    """
+    positive value means recency and 0 means no order: the control-variate trend
+    (``res.trend_cv_mean`` / ``res.trend_cv_sem``, the mean off-diagonal step of S^(2) with its variance
+    reduced by the layer-1 steps) where the result carries it, else the recency probability of S^(2)
+    minus 1/2 (its SE is exact: a mean over sequences)."""
     mean, sem = getattr(res, "trend_cv_mean", None), getattr(res, "trend_cv_sem", None)
     if mean is not None and sem is not None:
         mean, sem = np.atleast_1d(np.asarray(mean, dtype=float)), np.atleast_1d(np.asarray(sem, dtype=float))
@@ -356,7 +399,6 @@ def s2_order(res: SimResult) -> tuple[str, float, float]:
         return "mean off-diagonal step of $S^{(2)}$", float(mean[k]), float(sem[k])
     value, se = rp(res, 2)
     return "RP of $S^{(2)}$ − 0.5", value - 0.5, se
-
 
 
 def h_rise(res: SimResult) -> tuple[float, float]:
@@ -369,10 +411,8 @@ def h_rise(res: SimResult) -> tuple[float, float]:
     return ratio - 1.0, se
 
 
-
-#: The z at which the sign of a tiny effect counts as settled (issue 11: Theorem 1's trend at z >= 5).
+#: The z at which the sign of a tiny effect counts as settled (Theorem 1's trend at z >= 5).
 SETTLE_Z = 5.0
-
 
 
 def order_word(value: float, se: float, z: float = SETTLE_Z) -> str:
@@ -380,7 +420,6 @@ def order_word(value: float, se: float, z: float = SETTLE_Z) -> str:
     "primacy" (below) or "no order resolved"."""
     zz = zscore(value, se)
     return "recency" if zz > z else ("primacy" if zz < -z else "no order resolved")
-
 
 
 def sequences_needed(se: float, samples: int, effect: float, z: float = SETTLE_Z) -> float:
@@ -396,15 +435,6 @@ def sequences_needed(se: float, samples: int, effect: float, z: float = SETTLE_Z
     return samples * (z * se / effect) ** 2
 
 
-
-def cpu_seconds_per_sequence(res: SimResult) -> float:
-    """Compute time of one sequence of ``res`` (its blocks' CPU seconds / samples; NaN when unknown,
-    e.g. a result read from an old file)."""
-    t = float(res.elapsed_seconds)
-    return t / res.config.samples if math.isfinite(t) and t > 0 else math.nan
-
-
-
 def cosine_deviations(cosines: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(alphas, mean cosine - alpha, SE), sorted by alpha, from ``cosines``: alpha -> (mean, SE) of
     the input tokens' cosine similarity (inputs.input_cosine_similarity at one d): Eq. (6)'s claim
@@ -413,7 +443,6 @@ def cosine_deviations(cosines: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray
     m = np.array([cosines[x][0] for x in sorted(cosines)], dtype=float)
     e = np.array([cosines[x][1] for x in sorted(cosines)], dtype=float)
     return a, m - a, e
-
 
 
 def distance_profiles(stat, estimator: str = "cv") -> dict:
@@ -427,10 +456,8 @@ def distance_profiles(stat, estimator: str = "cv") -> dict:
             "D_change": (mean[:, -2], sem[:, -2]), "K_change": (mean[:, -1], sem[:, -1])}
 
 
-
-#: The recency probability under the book's convention and the authors' later one (issue 11, item 4).
+#: The recency probability under the book's convention and the authors' later one.
 RP_CONVENTIONS = ("tie counts ½", "strict", "strict, float32")
-
 
 
 def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096) -> dict[str, tuple]:

@@ -1,9 +1,8 @@
 """seaborn's theme for the book's figures, without importing seaborn in every kernel.
 
 The figures use seaborn's "paper" context, its "ticks" style and its "rocket" colour map
-(:func:`companion.plotting.book_style`). Importing seaborn costs about 1 s of CPU (scipy.stats and
-pandas come with it) in every kernel that draws: the 14 pages, Appendix B's nine papermill runs and
-every rerun. What ``seaborn.set_theme`` sets is plain data, so seaborn itself computes it once and the
+(:func:`companion.plotting.book_style`). Importing seaborn brings scipy.stats and pandas into every
+kernel that draws: the pages, Appendix B's papermill runs and every rerun. What ``seaborn.set_theme`` sets is plain data, so seaborn itself computes it once and the
 results cache keeps it (:func:`recency_lib.cache.cached_value`, keyed by seaborn's and matplotlib's
 versions and this module's code); later kernels apply the stored values, the same numbers bit for bit
 (``tests/book/test_theme.py`` compares them with a real ``set_theme``).

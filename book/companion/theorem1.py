@@ -25,10 +25,9 @@ import numpy as np
 from . import plotting, report
 from . import conventions as cv
 from .claims import THEOREM1_FORM_ACCURACY
-from .closedforms import eq5_trend, prop1_row_rise, prop1_trend
-from .statistics import SETTLE_Z, cpu_seconds_per_sequence, sequences_needed
+from .closedforms import eq5_trend
+from .statistics import SETTLE_Z, earlier_steps, sequences_needed
 from recency_lib import theory
-from recency_lib.metrics import adjacent_index
 from recency_lib.theory.trends import bisect
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int, check_real
@@ -148,15 +147,11 @@ def needs(reach, n: int, z: float = SETTLE_Z) -> dict[int, Need]:
 
 @dataclass(frozen=True)
 class Reach:
-    """What one hidden size of Theorem 1's check shows and costs (:func:`theorem1_reach`).
-
-    ``trend``/``trend_se``: the control-variate trend of S^(2) (mean step between earlier keys);
-    ``plain``/``plain_se``: the same by plain averaging; ``z``, ``plain_z``: their z-scores;
-    ``eq5``: Eq. (5)'s trend; ``vr_trend``, ``vr_rp``: variance-reduction factors (plain SE / CV SE)
-    of the trend and of the recency probability; ``resolved``: the CV trend is beyond the family's
-    z; ``effect``: the trend assumed in ``need_cv`` / ``need_plain`` (the measured one where
-    resolved, else Eq. (5)'s; ``effect_from`` says which); ``need_*``: sequences for an expected
-    z of ``z_target``; ``cpu_per_sequence``: compute seconds of one sequence."""
+    """What one hidden size of Theorem 1's check shows (:func:`theorem1_reach`): ``trend``/``trend_se``,
+    the control-variate trend of S^(2) (mean step between earlier keys); ``plain``/``plain_se``, the
+    same by plain averaging; ``z``, ``plain_z``: their z-scores; ``eq5``: Eq. (5)'s trend;
+    ``vr_trend``: the variance reduction (plain SE / CV SE); ``resolved``: the CV trend is beyond the
+    family's z."""
 
     d: int
     samples: int
@@ -168,26 +163,12 @@ class Reach:
     plain_z: float
     eq5: float
     vr_trend: float
-    vr_rp: float
     resolved: bool
-    effect: float
-    effect_from: str
-    need_cv: float
-    need_plain: float
-    z_target: float
-    cpu_per_sequence: float
-
-    @property
-    def ratio(self) -> tuple[float, float]:
-        """Simulated / Eq. (5) trend, with its SE."""
-        return self.trend / self.eq5, self.trend_se / abs(self.eq5)
 
 
-
-def theorem1_reach(results: dict[int, SimResult], z: float = SETTLE_Z) -> list[Reach]:
-    """Theorem 1's trend at each hidden size (:func:`theorem1_configs`), with control variates and
-    without, and the sequences each estimator needs for an expected z of ``z`` (issue 11, item 2).
-    The trends of all hidden sizes are tested together (z of len(results) comparisons)."""
+def theorem1_reach(results: dict[int, SimResult]) -> list[Reach]:
+    """Theorem 1's trend at each hidden size (settings.theorem1_configs), with control variates and
+    without; the trends of all hidden sizes are tested together (z of len(results) comparisons)."""
     if not results:
         raise ValueError("results={} is empty; allowed: a dict d -> SimResult of Theorem 1's setting")
     zc = cv.z_for(len(results))
@@ -196,54 +177,37 @@ def theorem1_reach(results: dict[int, SimResult], z: float = SETTLE_Z) -> list[R
         res = results[d]
         m, e = float(res.trend_cv_mean[1]), float(res.trend_cv_sem[1])
         pm_, pe = float(res.trend_mean[1]), float(res.trend_sem[1])
-        eq5 = eq5_trend(res.config.n, d)
         zz = report.zscore(m, e)
-        resolved = zz > zc
-        effect, source = (m, "measured") if resolved else (eq5, "Eq. (5)")
-        out.append(Reach(d, res.config.samples, m, e, zz, pm_, pe, report.zscore(pm_, pe), eq5,
-                         pe / e if e > 0 else math.nan,
-                         float(res.recency_probability_sem[1] / res.recency_probability_cv_sem[1])
-                         if res.recency_probability_cv_sem[1] > 0 else math.nan,
-                         resolved, effect, source, sequences_needed(e, res.config.samples, effect, z),
-                         sequences_needed(pe, res.config.samples, effect, z), z, cpu_seconds_per_sequence(res)))
+        out.append(Reach(d, res.config.samples, m, e, zz, pm_, pe, report.zscore(pm_, pe), eq5_trend(res.config.n, d),
+                         pe / e if e > 0 else math.nan, zz > zc))
     return out
-
 
 
 @dataclass(frozen=True)
 class Beyond:
     """Proposition 1 beyond the LLN at one hidden size (:func:`prop1_beyond`): the control-variate
-    trend of S^(2) and its prediction (``ratio`` = measured / predicted); the first step of row n
-    relative to the row's level, S_{n,2} - S_{n,1} over corrected Eq. (19), and its prediction
-    d^{-3/2} / 2."""
+    trend of S^(2) and the first step of row n relative to the row's level, S_{n,2} - S_{n,1} over
+    corrected Eq. (19)."""
 
     d: int
     samples: int
     trend: float
     trend_se: float
     z: float
-    predicted: float
     first: float
     first_se: float
-    first_predicted: float
-
-    @property
-    def ratio(self) -> tuple[float, float]:
-        return self.trend / self.predicted, self.trend_se / abs(self.predicted)
-
 
 
 def prop1_beyond(results: dict[int, SimResult]) -> list[Beyond]:
-    """Proposition 1's second-layer row beyond the LLN, per hidden size (:func:`prop1_configs`)."""
+    """Proposition 1's second-layer row beyond the LLN, per hidden size (settings.prop1_configs)."""
     out = []
     for d in sorted(results):
         res = results[d]
         n = res.config.n
         level = float(theory.prop1_score_corrected(n, 1, d))
         m, e = float(res.trend_cv_mean[1]), float(res.trend_cv_sem[1])
-        out.append(Beyond(d, res.config.samples, m, e, report.zscore(m, e), prop1_trend(d, n),
-                          float(res.diff_cv_mean[1][n - 1, 1]) / level, float(res.diff_cv_sem[1][n - 1, 1]) / level,
-                          float(prop1_row_rise(2, d))))
+        out.append(Beyond(d, res.config.samples, m, e, report.zscore(m, e), float(res.diff_cv_mean[1][n - 1, 1]) / level,
+                          float(res.diff_cv_sem[1][n - 1, 1]) / level))
     return out
 
 
@@ -257,11 +221,10 @@ def every_step_need(res: SimResult, z: float) -> tuple[float, float]:
     d, n = res.config.d, res.config.n
     if d < FORM_MIN_D or res.config.norm != "layernorm" or n < 3:
         return math.nan, math.nan
-    ii, jj = adjacent_index(n)
-    off = jj < ii
-    sem = res.steps("cv")[1][1][ii[off], jj[off]]
+    ii, jj = earlier_steps(n)
+    sem = res.steps("cv")[1][1][ii, jj]
     derived = pair_steps(theory.theorem1_steps(n, d))
-    steps = np.array([derived[int(i) + 1, int(j) + 1] for i, j in zip(ii[off], jj[off])])
+    steps = np.array([derived[int(i) + 1, int(j) + 1] for i, j in zip(ii, jj)])
     need = max(sequences_needed(float(e), res.config.samples, float(s), z) for e, s in zip(sem, steps))
     return need, float(steps.min())
 
@@ -279,35 +242,6 @@ def size_columns(ln_points: list[Point], none_points: list[Point]) -> dict:
     out["no normalization, ÷ derived"] = ([p.d for p in none_points], [p.ratio(p.derived)[0] for p in none_points],
                                           [p.ratio(p.derived)[1] for p in none_points])
     return out
-
-
-@dataclass(frozen=True)
-class StepTally:
-    """The adjacent steps S_ij - S_i,j-1 (1 < j <= i) of one layer with control variates at a z threshold:
-    how many are resolved up / down / not, and the least resolved one (``smallest``: mean, SE, z)."""
-
-    up: int
-    down: int
-    unresolved: int
-    smallest: tuple[float, float, float]
-
-    @property
-    def total(self) -> int:
-        return self.up + self.down + self.unresolved
-
-
-def step_tally(res: SimResult, layer: int, z: float) -> StepTally:
-    """:class:`StepTally` of 1-based ``layer`` of ``res`` with the control-variate steps (the estimator
-    of every verdict), at ``z`` (e.g. a verdict's ``numbers["z_threshold"]``)."""
-    layer = check_int("layer", layer, 1, res.config.layers)
-    z = check_real("z", z, lo=0.0, lo_open=True, allowed="a number > 0")
-    ii, jj = adjacent_index(res.config.n)
-    mean, sem = res.steps("cv")
-    m, e = mean[layer - 1][ii, jj], sem[layer - 1][ii, jj]
-    zs = np.array([report.zscore(a, b) for a, b in zip(m, e)])
-    k = int(np.argmin(zs))
-    up, down = int(np.sum(zs > z)), int(np.sum(zs < -z))
-    return StepTally(up, down, int(zs.size) - up - down, (float(m[k]), float(e[k]), float(zs[k])))
 
 
 def smallest_steps(d: float, n: int) -> tuple[float, float]:

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from . import conventions as cv
 from . import report
-from .statistics import ESTIMATOR_NAMES, definition1_with, rp
-from recency_lib.metrics import adjacent_index
+from .statistics import ESTIMATOR_NAMES, definition1, rp, smallest_step
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int
 
@@ -190,19 +187,15 @@ def order_check(res: SimResult, layer: int, zc: float, what: str | None = None) 
     what = what or f"the rows of $S^{{({layer})}}$ rise"
     setting = setting_text(res)
     tol = res.definition1_at(zc)[layer - 1]
-    ii, jj = adjacent_index(res.config.n)
-    steps, ses = res.diff_cv_mean[layer - 1][ii, jj], res.diff_cv_sem[layer - 1][ii, jj]
-    zs = np.array([report.zscore(a, b) for a, b in zip(steps, ses)])
+    s = smallest_step(res, layer)
     t, te = float(res.trend_cv_mean[layer - 1]), float(res.trend_cv_sem[layer - 1])
     tz = report.zscore(t, te)
     fields = dict(kind="rise", layer=layer, **about(res))
     if tol == "holds":
-        k = int(np.argmin(zs))
-        return Check(f"{what}: every step", setting, float(steps[k]), float(ses[k]), float(zs[k]), AS_CLAIMED,
-                     f"{report.pm(steps[k], ses[k])} (smallest step)", **fields)
+        return Check(f"{what}: every step", setting, s.mean, s.se, s.z, AS_CLAIMED,
+                     f"{report.pm(s.mean, s.se)} (smallest step)", **fields)
     if tol == "violated" or tz < -zc:
-        k = int(np.argmin(zs))
-        v, e, z = (float(steps[k]), float(ses[k]), float(zs[k])) if tol == "violated" else (t, te, tz)
+        v, e, z = (s.mean, s.se, s.z) if tol == "violated" else (t, te, tz)
         return Check(f"{what}", setting, v, e, z, AGAINST, report.pm(v, e), **fields)
     status = ON_AVERAGE if tz > zc else UNRESOLVED
     return Check(f"{what}: mean step", setting, t, te, tz, status, report.pm(t, te), **fields)
@@ -314,6 +307,6 @@ def verdict_grid_rows(results, labels, *, family: int | None = None, estimator: 
     k = family if family is not None else sum(r.config.layers for r in results)
     k = check_int("family", k, 1)
     return [{"setting": label,
-             **{f"layer {l}": f"{report.pm(*rp(r, l)).replace(' ', NBSP)}<br>{report.badge(definition1_with(r, l, k, estimator))}"
+             **{f"layer {l}": f"{report.pm(*rp(r, l)).replace(' ', NBSP)}<br>{report.badge(definition1(r, l, k, estimator))}"
                 for l in range(1, layers + 1)}}
             for label, r in zip(labels, results)]

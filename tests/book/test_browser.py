@@ -16,7 +16,7 @@ For each page in _toc.yml:
 * no request left the machine, no local request failed (the favicon included), no uncaught
   script error, no error on the console.
 
-The reader-facing layout of issue 12 (layout_problems; checked by test_page_in_browser on the same
+The reader-facing layout (layout_problems; checked by test_page_in_browser on the same
 opening of the page), on every page:
 * at 1400x900: no element wider than the content column outside a scroll container; every image
   shown at >= 90 % of its natural width (the width it declares, for an image drawn at a higher
@@ -349,7 +349,7 @@ def toc_pages():
 def test_page_in_browser(open_page, toc_page, page_markdown):
     """Both sets of checks of the module docstring on one opening of the page at 1400 px, plus one at
     390 px for the sideways scroll: a page load with its MathJax typesetting is most of a check's
-    cost, so the checks share them. The 390 px opening is also the odd-URL check of issue 26 (the URL
+    cost, so the checks share them. The 390 px opening is also the odd-URL check (the URL
     carries ALL_AT_ONCE: a query and a hash that once made the theme's or Sphinx's scripts throw); the
     pages with scripts of their own get every odd URL on its own in
     test_no_script_error_for_odd_queries_and_hashes."""

@@ -161,7 +161,7 @@ def test_residual_coefficient_rows_against_simulation():
     assert math.isfinite(value) and len(rows) == 5
 
 
-# -- the kinds of erratum (issue 24, audit 2 finding 4) ---------------------------------------------------
+# -- the kinds of erratum --------------------------------------------------------------------------------
 
 def test_every_entry_has_a_kind_and_the_summary_counts_them():
     assert {e.kind for e in errata.ERRATA} == {errata.MISPRINT, errata.BIAS, errata.BEYOND}

@@ -335,7 +335,7 @@ def test_usable_at_390px(page_of, data):
     assert_clean(page, log)
 
 
-# --------------------------------------------------------------------------- issue 26: hostile URLs and controls
+# --------------------------------------------------------------------------- hostile URLs and controls
 
 ODD_URLS = ["?q=x", "?q=", "?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E", "?highlight=x", "?highlight=%E0%A4%A",
             "?q=x&highlight=y#top", "#%", "#%E0%A4%A", "#<img src=x onerror=alert(1)>", "#a9-g9-d1-x-L1",

@@ -99,7 +99,7 @@ def test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging(tmp_path, pr
             p.name.startswith(".staging-") for p in out.iterdir())
 
 
-# -- issue 26: outputs replace only what the grid wrote, all or nothing -----------------------------------
+# -- outputs replace only what the grid wrote, all or nothing --------------------------------------------
 
 def _no_papermill(*args, **kwargs):
     raise AssertionError("papermill started before the outputs were checked")
@@ -203,8 +203,8 @@ def test_grid_first_run_that_fails_to_commit_leaves_nothing(monkeypatch, tmp_pat
 
 
 def test_papermill_result_path_never_replaces_a_notebook(tmp_path, private_cache):
-    """The issue's command, on a copy of the template: ``-p result_path ../<the template>`` exited 0 and
-    left the template holding result JSON; now the first cell refuses it (a notebook is not a result)."""
+    """On a copy of the template, ``-p result_path ../<the template>``: the first cell refuses it (a notebook
+    is not a result) and the template is left as it was."""
     import shutil
 
     copy = tmp_path / "setting_template.ipynb"

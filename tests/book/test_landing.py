@@ -11,8 +11,6 @@ import recency_lib
 from recency_lib import SimConfig, simulate
 from recency_lib.engines import SequenceStatistic, sequence_statistic
 from companion import claims, landing, report, statistics, verdicts
-from companion import conventions as cv
-from recency_lib.metrics import adjacent_index
 
 
 @pytest.fixture(scope="module")
@@ -93,33 +91,6 @@ def test_book_bibtex_takes_the_citation_file_url_and_version():
     assert landing.repository_url() in landing.book_bibtex("1")
     block = landing.bibtex_block(text)
     assert isinstance(block, report.Markdown) and block.text.startswith("```bibtex\n")
-
-
-# -- Definition 1's steps ----------------------------------------------------------------------------
-
-def test_smallest_step_uses_the_verdicts_estimator(aniso):
-    zc = cv.z_for(verdicts.comparisons_of_order(aniso.config.n))
-    verdict_check = verdicts.order_check(aniso, 2, zc)
-    assert verdict_check.status == verdicts.AS_CLAIMED                      # smallest step ~ +10 SE
-    step = landing.smallest_step(aniso, 2)
-    assert verdict_check.text == f"{report.pm(step.mean, step.se)} (smallest step)"
-    plain = landing.smallest_step(aniso, 2, "plain")
-    ii, jj = adjacent_index(aniso.config.n)
-    z = aniso.diff_mean[1][ii, jj] / aniso.diff_sem[1][ii, jj]
-    assert plain.z == pytest.approx(z.min()) and plain.mean == aniso.diff_mean[1][plain.i - 1, plain.j - 1]
-    assert 2 <= step.j <= step.i <= aniso.config.n
-    with pytest.raises(ValueError, match="estimator"):
-        landing.smallest_step(aniso, 2, "bootstrap")
-    with pytest.raises(ValueError, match="layer"):
-        landing.smallest_step(aniso, 3)
-
-
-def test_control_variates_cut_the_error_and_keep_the_mean(aniso):
-    assert landing.cv_gain(aniso, 1) == 1.0                               # layer 1 is the control
-    assert landing.cv_gain(aniso, 2) > 2.0
-    gap = landing.estimator_gap(aniso, 2)
-    assert 0.0 < gap < 4.0                                                # the same mean, within errors
-    assert landing.estimator_gap(aniso, 1) == 0.0
 
 
 # -- Definition 1 on single sequences --------------------------------------------------------------------

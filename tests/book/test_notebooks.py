@@ -107,7 +107,7 @@ def test_beyond_rejects_bad_parameters_before_any_work(tmp_path, monkeypatch):
     assert not list((tmp_path / "cache").glob("*.npz"))
 
 
-# -- Appendix A with parameter values other than the defaults (issue 12) ---------------------------
+# -- Appendix A with parameter values other than the defaults --------------------------------------
 
 APPENDIX_A = {"samples": 3_000, "boost": 2, "samples_cosine": 500, "samples_paper": 2_000, "seed": 3, "n": 5,
               "ds": [8, 32], "workers": 1}

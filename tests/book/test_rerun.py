@@ -1,4 +1,4 @@
-"""Rerun a chapter and see it (issue 25): papermill's --help-notebook lists every parameter of every page
+"""Rerun a chapter and see it: papermill's --help-notebook lists every parameter of every page
 with its type and comment; `python -m companion rerun` refuses an unknown parameter before any work and
 renders a run whose notebook holds its figures; `python -m companion render` places them in the book's look."""
 from __future__ import annotations

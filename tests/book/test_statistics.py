@@ -12,7 +12,9 @@ import pytest
 
 from recency_lib import SimConfig, cache, simulate_many
 from recency_lib.engines import sequence_statistic
-from companion import conventions as cv, settings, statistics
+from companion import conventions as cv, report, settings, statistics, verdicts
+from recency_lib import simulate
+from recency_lib.metrics import adjacent_index
 from fake_results import thm
 
 CFG = SimConfig(alpha=0.5, n=7, d=16, layers=3, samples=1_500, seed=4)
@@ -158,7 +160,7 @@ def test_definition1_takes_the_estimator(grid_results):
     res = grid_results[0]
     z = cv.z_for(2 * cv.adjacent_pairs(6))
     for est in ("cv", "plain"):
-        assert [statistics.definition1_with(res, l, 2, est) for l in (1, 2, 3)] == list(res.definition1_at(z, est))
+        assert [statistics.definition1(res, l, 2, est) for l in (1, 2, 3)] == list(res.definition1_at(z, est))
     assert [statistics.definition1(res, l, 2) for l in (1, 2, 3)] == list(res.definition1_at(z, "cv"))
 
 
@@ -200,3 +202,49 @@ def test_estimator_names():
     assert statistics.estimator_name() == "control variates" and statistics.estimator_name("plain") == "plain means"
     with pytest.raises(ValueError, match="estimator='dense' is not allowed"):
         statistics.estimator_name("dense")
+
+
+# -- the steps of Definition 1 -------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def aniso():
+    # alpha = 0.5, d = 16: layer 2's steps are ~10 SE positive at 20,000 sequences; many blocks, so
+    # the control variates are cross-fitted
+    return simulate(SimConfig(alpha=0.5, norm="layernorm", n=5, d=16, layers=2, samples=20_000, seed=3))
+
+
+def test_step_tally_counts_the_control_variate_steps():
+    res = thm(16, step=1.0, step_se=0.1)
+    t = statistics.step_tally(res, 2, 3.0)
+    assert (t.up, t.down, t.unresolved, t.total) == (45, 0, 0, 45) and t.smallest.z == pytest.approx(10.0)
+    res.diff_cv_mean[1][9, 3] = -1.0
+    res.diff_cv_mean[1][9, 4] = 0.1
+    t = statistics.step_tally(res, 2, 3.0)
+    assert (t.up, t.down, t.unresolved) == (43, 1, 1) and t.smallest.z == pytest.approx(-10.0)
+    with pytest.raises(ValueError, match="layer"):
+        statistics.step_tally(res, 3, 3.0)
+
+
+def test_smallest_step_uses_the_verdicts_estimator(aniso):
+    zc = cv.z_for(verdicts.comparisons_of_order(aniso.config.n))
+    verdict_check = verdicts.order_check(aniso, 2, zc)
+    assert verdict_check.status == verdicts.AS_CLAIMED                      # smallest step ~ +10 SE
+    step = statistics.smallest_step(aniso, 2)
+    assert verdict_check.text == f"{report.pm(step.mean, step.se)} (smallest step)"
+    plain = statistics.smallest_step(aniso, 2, "plain")
+    ii, jj = adjacent_index(aniso.config.n)
+    z = aniso.diff_mean[1][ii, jj] / aniso.diff_sem[1][ii, jj]
+    assert plain.z == pytest.approx(z.min()) and plain.mean == aniso.diff_mean[1][plain.i - 1, plain.j - 1]
+    assert 2 <= step.j <= step.i <= aniso.config.n
+    with pytest.raises(ValueError, match="estimator"):
+        statistics.smallest_step(aniso, 2, "bootstrap")
+    with pytest.raises(ValueError, match="layer"):
+        statistics.smallest_step(aniso, 3)
+
+
+def test_control_variates_cut_the_error_and_keep_the_mean(aniso):
+    assert statistics.cv_gain(aniso, 1) == 1.0                               # layer 1 is the control
+    assert statistics.cv_gain(aniso, 2) > 2.0
+    gap = statistics.estimator_gap(aniso, 2)
+    assert 0.0 < gap < 4.0                                                # the same mean, within errors
+    assert statistics.estimator_gap(aniso, 1) == 0.0

@@ -95,18 +95,6 @@ def test_every_step_need_takes_the_hardest_step():
     assert math.isnan(theorem1.every_step_need(none_res(64), 3.0)[0])
 
 
-def test_step_tally_counts_the_control_variate_steps():
-    res = thm(16, step=1.0, step_se=0.1)
-    t = theorem1.step_tally(res, 2, 3.0)
-    assert (t.up, t.down, t.unresolved, t.total) == (45, 0, 0, 45) and t.smallest[2] == pytest.approx(10.0)
-    res.diff_cv_mean[1][9, 3] = -1.0
-    res.diff_cv_mean[1][9, 4] = 0.1
-    t = theorem1.step_tally(res, 2, 3.0)
-    assert (t.up, t.down, t.unresolved) == (43, 1, 1) and t.smallest[2] == pytest.approx(-10.0)
-    with pytest.raises(ValueError, match="layer"):
-        theorem1.step_tally(res, 3, 3.0)
-
-
 def test_row_rise_against_the_derived_one():
     res = none_res(16, n=5)
     c = theory.prop1_score_corrected(5, 1, 16)
@@ -176,16 +164,12 @@ def test_rise_panel_and_size_columns():
 # -- the reach of the estimators, Proposition 1 beyond the LLN ------------------------------------------
 
 def test_theorem1_reach_on_constructed_results():
-    a = thm(16, trend=2e-3, trend_se=2e-5)                     # 100 SE: resolved, measured effect
-    b = thm(256, trend=1e-10, trend_se=1e-9)                   # unresolved: Eq. (5)'s effect
-    r16, r256 = theorem1.theorem1_reach({256: b, 16: a}, z=5.0)
-    assert (r16.d, r16.resolved, r16.effect_from, r16.effect) == (16, True, "measured", 2e-3)
-    assert r16.vr_trend == pytest.approx(10.0) and r16.vr_rp == pytest.approx(1.0)
-    assert r16.need_cv == pytest.approx(a.config.samples * (5 * 2e-5 / 2e-3) ** 2)
-    assert r16.need_plain == pytest.approx(100 * r16.need_cv)
-    assert r16.cpu_per_sequence == pytest.approx(2.0 / a.config.samples)
-    assert r256.effect_from == "Eq. (5)" and r256.effect == closedforms.eq5_trend(10, 256) and not r256.resolved
-    assert r16.ratio[0] == pytest.approx(2e-3 / closedforms.eq5_trend(10, 16))
+    a = thm(16, trend=2e-3, trend_se=2e-5)                     # 100 SE: resolved
+    b = thm(256, trend=1e-10, trend_se=1e-9)                   # unresolved
+    r16, r256 = theorem1.theorem1_reach({256: b, 16: a})
+    assert (r16.d, r16.resolved, r16.trend, r16.z) == (16, True, 2e-3, pytest.approx(100.0))
+    assert r16.vr_trend == pytest.approx(10.0) and r16.plain_se == pytest.approx(2e-4)
+    assert r16.eq5 == closedforms.eq5_trend(10, 16) and not r256.resolved
     with pytest.raises(ValueError, match="results={} is empty"):
         theorem1.theorem1_reach({})
 
@@ -195,7 +179,7 @@ def test_theorem1_reach_resolves_d16_with_control_variates():
     # one ~3 SE; the variance reduction is ~8.6 (benchmarks/variance_reduction.py), tested loosely
     res = simulate(settings.theorem1_configs(20_000, 4, ds=(16,))[16])
     (r,) = theorem1.theorem1_reach({16: res})
-    assert r.resolved and r.z > 10 and 4 < r.vr_trend < 20 and r.need_cv < r.need_plain
+    assert r.resolved and r.z > 10 and 4 < r.vr_trend < 20 and r.plain_z < r.z
 
 
 def test_prop1_beyond_the_lln():
@@ -206,5 +190,6 @@ def test_prop1_beyond_the_lln():
     cfg = settings.prop1_configs(20_000, 5, ds=(d,))[d]
     assert cfg.samples == 200_000 and cfg.norm == "none" and cfg.layers == 2
     (b,) = theorem1.prop1_beyond({d: simulate(cfg)})
-    assert b.z > 5 and abs(b.ratio[0] - 1) < 5 * b.ratio[1]
-    assert b.first_predicted == pytest.approx(d ** -1.5 / 2)
+    predicted = closedforms.prop1_trend(d, cfg.n)
+    assert b.z > 5 and abs(b.trend / predicted - 1) < 5 * b.trend_se / predicted
+    assert b.first > 0 and b.samples == cfg.samples

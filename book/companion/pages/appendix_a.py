@@ -173,7 +173,7 @@ def steps_below_one(table, key: str = "fig2", z: float | None = None) -> str:
     return listing(parts, fmt=str, empty="nowhere")
 
 
-def page_numbers(table, checks, found,  *, theorem1, eq5, corrected, prop1, eq6, th: dict,
+def page_numbers(table, checks, found, *, theorem1, eq5, corrected, prop1, eq6, th: dict,
                  n: int, workers: int, sympy_seconds: float, sympy_cached: bool,
                  wall_seconds: float) -> dict[str, object]:
     """glue key -> text (or :class:`~companion.report.Markdown`, for text with math, placed with

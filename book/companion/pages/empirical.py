@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .. import closedforms, conventions, plotting, report, statistics
+from .. import closedforms, conventions, depth, plotting, report, statistics
 from ..verdicts import STATUSES
 
 
@@ -115,6 +115,56 @@ def dsweep_numbers(*, alpha, by_d, configs, ds, n) -> dict[str, str]:
     out["empirical-last-trend-lln"] = closedforms.trend_over_line(last, closedforms.predicted_trend(n, ds[-1], alpha),
                                                             conventions.z_for(1))
     return out
+
+
+def depth_numbers(*, results: dict, growth: dict, zc: float, alpha: float, gamma: float, d: int) -> dict[str, str]:
+    """Glue key -> text of every number chapter 6's depth section cites: the study's ``results``
+    ((norm, α, d, γ) -> SimResult), its ``growth`` runs and the family-wise ``zc``; ``alpha``, ``gamma``
+    and ``d`` name the showcase settings (LayerNorm at α = 0 and at ``alpha``, the residual at ``gamma``)."""
+    c = {k: depth.cells(r, zc, growth.get(k)) for k, r in results.items()}
+    s = {k: depth.summary(v) for k, v in c.items()}
+    L = next(iter(results.values())).config.layers
+    none_keys = [k for k in results if k[0] == "none" and k[3] == 0.0]
+    ln_keys = [k for k in results if k[0] == "layernorm" and k[3] == 0.0]
+    iso, show, res, none = ("layernorm", 0.0, d, 0.0), ("layernorm", alpha, d, 0.0), ("layernorm", alpha, d, gamma), \
+        ("none", 0.0, d, 0.0)
+    growth_z = [x.z for k in ln_keys for (what, _), x in c[k].items() if what == "growth"]
+    if all(s[k].grows for k in ln_keys):
+        ln_word = "grows in every setting"
+    else:
+        ln_word = "fades somewhere" if any(s[k].fades for k in ln_keys) else "does not grow resolvably everywhere"
+    return {
+        "empirical-depth-L": report.count(L),
+        "empirical-depth-zc": report.num(zc, 3),
+        "empirical-depth-family": report.count(depth.family(results, growth)),
+        "empirical-depth-onset": report.listing(sorted({s[k].onset for k in none_keys}, key=str), str),
+        "empirical-depth-none2": report.count(sum(c[k][("trend", 2)].direction == "recency" for k in none_keys)),
+        "empirical-depth-nnone": report.count(len(none_keys)),
+        "empirical-depth-none-rpL": report.num(max(c[k][("rp", L)].value + 0.5 for k in none_keys), 2),
+        "empirical-depth-ln-word": ln_word,
+        "empirical-depth-growth-zmin": report.z_text(min(growth_z)),
+        "empirical-depth-nsteps": report.count(len(growth_z)),
+        "empirical-depth-nup": report.count(sum(z > zc for z in growth_z)),
+        "empirical-depth-ndown": report.count(sum(z < -zc for z in growth_z)),
+        "empirical-depth-iso-t2": report.pm(c[iso][("trend", 2)].value, c[iso][("trend", 2)].se),
+        "empirical-depth-iso-tL": report.pm(c[iso][("trend", L)].value, c[iso][("trend", L)].se),
+        "empirical-depth-iso-rp": report.count(len(s[iso].rp_resolved)),
+        "empirical-depth-nlayers": report.count(L - 1),
+        "empirical-depth-iso-rp2": report.pm(*statistics.rp_cv(results[iso], 2)),
+        "empirical-depth-iso-rpL": report.pm(*statistics.rp_cv(results[iso], L)),
+        "empirical-depth-show-rp2": report.pm(*statistics.rp_cv(results[show], 2)),
+        "empirical-depth-show-rpL": report.pm(*statistics.rp_cv(results[show], L)),
+        "empirical-depth-none-t2": report.pm(*statistics.s2_order(results[none])[1:]),
+        "empirical-depth-none-n": report.count(results[none].config.samples),
+        "empirical-depth-paired-iso": report.count(growth[iso].samples),
+        "empirical-depth-paired": report.listing(sorted({g.samples for k, g in growth.items() if k != iso}), report.count),
+        "empirical-depth-res-rp2": report.pm(*statistics.rp_cv(results[res], 2)),
+        "empirical-depth-res-rpL": report.pm(*statistics.rp_cv(results[res], L)),
+        "empirical-depth-res-word": "resolved positive" if s[res].grows else "not all resolved positive",
+        "empirical-depth-res-onset": str(s[("none", alpha, d, gamma)].onset),
+        "empirical-depth-data": report.download("depth-study", report.result_columns(
+            list(results.values()), [depth.label(r.config) for r in results.values()], matrices=False)),
+    }
 
 
 # -- the rows of the page's tables -------------------------------------------------------------------

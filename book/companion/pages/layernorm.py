@@ -39,11 +39,11 @@ def theorem1_numbers(*, th, v1, reach, need, one_by_one, n, samples) -> dict[str
         f"layernorm-sorted-{one_by_one.config.d}-l1": report.count(round(one_by_one.mean[0, 0] * one_by_one.samples)),
     }
     for d, res in th.items():
-        tally = theorem1.step_tally(res, 2, zc1)
+        tally = statistics.step_tally(res, 2, zc1)
         out[f"layernorm-samples-d{d}"] = report.count(res.config.samples)
         out[f"layernorm-up-{d}"] = report.count(tally.up)
-        out[f"layernorm-s{d}"] = report.pm(tally.smallest[0], tally.smallest[1])
-        out[f"layernorm-s{d}-z"] = report.z_text(tally.smallest[2])
+        out[f"layernorm-s{d}"] = report.pm(tally.smallest.mean, tally.smallest.se)
+        out[f"layernorm-s{d}-z"] = report.z_text(tally.smallest.z)
         out[f"layernorm-def1-{d}"] = words[res.definition1_at(zc1)[1]]
         out[f"layernorm-cpu-{d}"] = report.duration(res.elapsed_seconds)
         out[f"layernorm-rpz-{d}"] = report.z_text(report.zscore(*statistics.rp_cv(res, 2), 0.5))
