@@ -306,14 +306,10 @@ def full_rows(results: dict, dirs: dict, def1: dict) -> list[dict]:
 
 def full_columns(results: dict) -> dict[str, list]:
     """The numbers of the component study as download columns (report.download)."""
-    cols = {k: [] for k in ("component", "model", "alpha", "samples", "layer", "recency_probability", "se")}
-    for (key, a), r in results.items():
-        for l in range(1, r.config.layers + 1):
-            m, e = statistics.rp(r, l)
-            for k, v in zip(cols, (component_label(key, r.config), cv.variant_name(r.config), a, r.config.samples,
-                                   l, m, e)):
-                cols[k].append(v)
-    return cols
+    return report.columns(("component", "model", "alpha", "samples", "layer", "recency_probability", "se"),
+                          ((component_label(key, r.config), cv.variant_name(r.config), a, r.config.samples, l,
+                            *statistics.rp(r, l)) for (key, a), r in results.items()
+                           for l in range(1, r.config.layers + 1)))
 
 
 # -- relativity ----------------------------------------------------------------------------------
@@ -344,10 +340,6 @@ def relativity_verdicts(stats: dict) -> dict:
     return {key: not_relative_claim(st) for key, st in stats.items()}
 
 
-def _estimate(st) -> str:
-    return "cv" if st.cv_mean is not None else "plain"
-
-
 CHANGES, NO_CHANGE = "changes", "does not change resolvably"
 #: What the two last-layer changes of :func:`last_layer_changes` say about where a row's order lives.
 READINGS = {(NO_CHANGE, CHANGES): "follows the distance i − j, as a relative encoding's would",
@@ -368,7 +360,7 @@ def last_layer_changes(stats: dict) -> dict:
     zc = cv.z_for(max(1, 2 * len(stats)))
     out = {}
     for key, st in stats.items():
-        prof = statistics.distance_profiles(st, _estimate(st))
+        prof = statistics.distance_profiles(st)
         L = st.config.layers
         row = {"z_threshold": zc}
         for c in ("D", "K"):
@@ -404,17 +396,14 @@ def relativity_rows(stats: dict) -> list[dict]:
 
 def relativity_columns(stats: dict) -> dict[str, list]:
     """D_i and K_i of every result, layer and query as download columns."""
-    cols = {k: [] for k in ("component", "alpha", "samples", "estimator", "layer", "quantity", "query", "mean", "se")}
+    rows = []
     for (comp, a), st in stats.items():
-        prof = statistics.distance_profiles(st, _estimate(st))
-        for l in range(1, st.config.layers + 1):
-            for c in ("D", "K"):
-                m, e = prof[c]
-                for q, mu, se in zip(prof["queries"], m[l - 1], e[l - 1]):
-                    for k, v in zip(cols, (component_label(comp, st.config), a, st.samples, _estimate(st), l, c,
-                                           int(q), float(mu), float(se))):
-                        cols[k].append(v)
-    return cols
+        prof = statistics.distance_profiles(st)
+        rows += [(component_label(comp, st.config), a, st.samples, prof["estimator"], l, c, int(q), float(mu), float(se))
+                 for l in range(1, st.config.layers + 1) for c in ("D", "K")
+                 for q, mu, se in zip(prof["queries"], prof[c][0][l - 1], prof[c][1][l - 1])]
+    return report.columns(("component", "alpha", "samples", "estimator", "layer", "quantity", "query", "mean", "se"),
+                          rows)
 
 
 # -- across networks ------------------------------------------------------------------------------
@@ -585,19 +574,13 @@ def length_rows(long_results: dict) -> list[dict]:
 def length_columns(long_results: dict) -> dict[str, list]:
     """The numbers of the length sweep as download columns: RP per model, n and layer, and the
     binned last-query profile of the last layer."""
-    cols = {k: [] for k in ("model", "n", "layer", "quantity", "x", "mean", "se")}
-
-    def add(*values):
-        for k, v in zip(cols, values):
-            cols[k].append(v)
-
+    rows = []
     for (m, n), r in long_results.items():
         label = length_label(r.config)
-        for l in range(1, r.config.layers + 1):
-            add(label, n, l, "recency_probability", "", *statistics.rp(r, l))
-        for x, mu, b in zip(*last_query_profiles({n: r})[n]):
-            add(label, n, r.config.layers, "binned last-query score - row mean (se: bound)", float(x), float(mu), float(b))
-    return cols
+        rows += [(label, n, l, "recency_probability", "", *statistics.rp(r, l)) for l in range(1, r.config.layers + 1)]
+        rows += [(label, n, r.config.layers, "binned last-query score - row mean (se: bound)", float(x), float(mu),
+                  float(b)) for x, mu, b in zip(*last_query_profiles({n: r})[n])]
+    return report.columns(("model", "n", "layer", "quantity", "x", "mean", "se"), rows)
 
 
 # -- the page's findings, first ------------------------------------------------------------------

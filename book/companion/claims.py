@@ -40,7 +40,7 @@ def theorem1_claim(results: dict[int, SimResult], ds=settings.THEOREM1_VERDICT_D
     ds = [d for d in ds if d in results] or sorted(results)
     zc = cv.z_for(len(ds) * comparisons_of_order(results[ds[0]].config.n))
     checks = [order_check(results[d], 2, zc) for d in ds]
-    return decide("Theorem 1", checks, ("prf:ref", "thm-1"), {"z_threshold": zc, "ds": ds})
+    return decide("Theorem 1", checks, ("prf:ref", "thm-1"), {"z_threshold": zc})
 
 
 def proposition1_claim(results: dict[int, SimResult], ds=settings.PROP1_DS) -> Verdict:
@@ -51,7 +51,7 @@ def proposition1_claim(results: dict[int, SimResult], ds=settings.PROP1_DS) -> V
     ds = _paper_d_first(ds, results)
     zc = cv.z_for(len(ds))
     checks = [flat_check(results[d], 2, zc) for d in ds]
-    return decide("Proposition 1", checks, ("prf:ref", "prop-1"), {"z_threshold": zc, "ds": ds})
+    return decide("Proposition 1", checks, ("prf:ref", "prop-1"), {"z_threshold": zc})
 
 
 def proposition2_claim(isotropic: SimResult, with_order: SimResult) -> Verdict:
@@ -88,7 +88,7 @@ def eq5_claim(results: dict[int, SimResult], ds=settings.EQ5_DS) -> Verdict:
         checks.append(value_check(float(res.trend_cv_mean[1]), float(res.trend_cv_sem[1]), eq5_trend(res.config.n, d),
                                   zc, "simulated ÷ Eq. (5), mean step of $S^{(2)}$", setting_text(res), layer=2,
                                   **about(res)))
-    return decide("Eq. (5)", checks, ("doc", "layernorm"), {"z_threshold": zc, "ds": ds})
+    return decide("Eq. (5)", checks, ("doc", "layernorm"), {"z_threshold": zc})
 
 
 def corrected_theorem1_claim(results: dict[int, SimResult], ds=settings.EQ5_DS) -> Verdict:
@@ -105,7 +105,7 @@ def corrected_theorem1_claim(results: dict[int, SimResult], ds=settings.EQ5_DS) 
         checks.append(value_check(float(res.trend_cv_mean[1]), se, form, zc,
                                   "simulated ÷ corrected Theorem 1, mean step of $S^{(2)}$", setting_text(res),
                                   layer=2, **about(res)))
-    return decide("Theorem 1, corrected", checks, ("prf:ref", "thm-1-corrected"), {"z_threshold": zc, "ds": ds})
+    return decide("Theorem 1, corrected", checks, ("prf:ref", "thm-1-corrected"), {"z_threshold": zc})
 
 
 def eq6_claim(cosines: dict[float, tuple[float, float]], d: int, samples: int) -> Verdict:

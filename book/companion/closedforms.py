@@ -554,9 +554,7 @@ class Cell:
     @property
     def z(self) -> float:
         """Simulated value in standard errors from 0."""
-        if self.sim.se > 0:
-            return self.sim.value / self.sim.se
-        return 0.0 if self.sim.value == 0 else math.copysign(math.inf, self.sim.value)
+        return zscore(self.sim.value, self.sim.se)
 
     @property
     def underflow(self) -> bool:
@@ -579,11 +577,7 @@ class Cell:
     @property
     def deviation(self) -> float:
         """(ratio - 1) in standard errors of the ratio (NaN where no ratio is reported)."""
-        if not self.resolved:
-            return math.nan
-        if self.ratio_se > 0:
-            return (self.ratio - 1.0) / self.ratio_se
-        return 0.0 if self.ratio == 1.0 else math.copysign(math.inf, self.ratio - 1.0)
+        return zscore(self.ratio, self.ratio_se, 1.0) if self.resolved else math.nan
 
     @property
     def samples_to_resolve(self) -> float:

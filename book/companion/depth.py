@@ -17,7 +17,6 @@ every trend at the section's z), :func:`cells` the numbers with their z and dire
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ from recency_lib.validation import check_int, check_real
 
 from . import conventions as cv
 from . import report
+from .statistics import zscore
 
 #: The settings of the study: (normalization, alpha, hidden size, residual) -> (sequences of the
 #: run that gives each layer's trend and RP, sequences of the paired growth run; both in units of
@@ -83,14 +83,8 @@ class Cell:
         return self.direction != "none"
 
 
-def _z(value: float, se: float) -> float:
-    if se > 0:
-        return value / se
-    return 0.0 if value == 0 else math.copysign(math.inf, value)
-
-
 def _cell(what, layer, value, se, zc) -> Cell:
-    z = _z(value, se)
+    z = zscore(value, se)
     up, down = ("rises", "falls") if what == "growth" else ("recency", "primacy")
     return Cell(what, layer, float(value), float(se), z, up if z > zc else down if z < -zc else "none")
 

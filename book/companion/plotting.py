@@ -42,7 +42,7 @@ SHARE_MODES = ("auto", "row", "all", "none")
 __all__ = ["book_style", "subplots", "panels", "heatmap_subplots", "panel_axes", "glue_figure", "score_heatmap",
            "score_grid", "h_curve", "errorbar_points", "recency_by_layer", "row_profile",
            "recency_dots", "recency_by_length", "binned_profiles",
-           "rp_text", "pm", "closed_form", "reference_line", "size_axis", "upper_limits", "trend_reach",
+           "rp_text", "pm", "closed_form", "reference_line", "upper_limits", "trend_reach",
            "versus_d", "h_panel", "style_legend", "ratio_by_d", "d_axis", "figure1_grids", "level_and_step"]
 
 
@@ -492,21 +492,6 @@ def reference_line(ax, y: float = 0.0, *, label=None):
     return ax
 
 
-def size_axis(ax, ds, *, log_y: bool = False):
-    """The hidden size d on a log2 x axis with a tick at each of ``ds``; ``log_y``: a log y axis too.
-    Returns ``ax``."""
-    d = _vector("ds", ds)
-    if np.any(d <= 0):
-        raise ValueError(f"ds={d.tolist()!r} has entries <= 0; allowed: hidden sizes > 0")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(d, [f"{v:g}" for v in d])
-    ax.minorticks_off()
-    if log_y:
-        ax.set_yscale("log")
-    ax.set_xlabel("hidden size d")
-    return ax
-
-
 def upper_limits(x, bound, ax, *, label=None, **kw):
     """Upper limits at ``bound`` (e.g. an unresolved estimate plus 2 SE): open markers with a
     downward arrow. Extra keywords (e.g. ``color``) go to ``ax.errorbar``. Returns ``ax``."""
@@ -541,7 +526,7 @@ def trend_reach(reach, ax, *, eq5=None, colour="C0"):
                      color=colour, label="unresolved: below (+2 SE)")
     ax.plot([r.d for r in rows], [2 * r.plain_se for r in rows], "-", color="0.6", linewidth=1.2,
             marker=".", label="2 SE of plain averaging")
-    size_axis(ax, [r.d for r in rows], log_y=True)
+    d_axis(ax, [r.d for r in rows], log_y=True)
     ax.set_ylabel(r"mean step of $S^{(2)}$")
     return ax
 
@@ -687,8 +672,9 @@ def style_legend(ax, kinds=("printed", "corrected", "simulation"), **kw):
     return legend
 
 
-def d_axis(ax, ds, *, label: str = "hidden size d"):
-    """A hidden-size axis: log base 2, ticks at ``ds`` (labelled as integers). Returns ``ax``."""
+def d_axis(ax, ds, *, label: str = "hidden size d", log_y: bool = False):
+    """A hidden-size axis: log base 2, ticks at ``ds`` (labelled as integers); ``log_y``: a log y axis
+    too. Returns ``ax``."""
     dd = _vector("ds", ds)
     if np.any(~np.isfinite(dd) | (dd <= 0)):
         raise ValueError(f"ds={dd.tolist()!r} is not allowed; allowed: positive hidden sizes")
@@ -696,6 +682,8 @@ def d_axis(ax, ds, *, label: str = "hidden size d"):
     ticks = np.unique(dd)
     ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
     ax.minorticks_off()
+    if log_y:
+        ax.set_yscale("log")
     ax.set_xlabel(label)
     return ax
 

@@ -32,16 +32,6 @@ NAMES = {"K": f"$K_i$: keys {statistics.FAR} vs 1 (fixed positions)",
          "D": f"$D_i$: distances {statistics.NEAR} vs {statistics.FAR} (fixed distances)"}
 
 
-def estimator(stat) -> str:
-    """"cv" when ``stat`` has control-variate estimates, else "plain"."""
-    return "cv" if getattr(stat, "cv_mean", None) is not None else "plain"
-
-
-def profiles(stat) -> dict:
-    """statistics.distance_profiles of ``stat`` with its best estimator (:func:`estimator`)."""
-    return statistics.distance_profiles(stat, estimator(stat))
-
-
 def _layer(stat, layer) -> int:
     return stat.config.layers if layer is None else check_int("layer", layer, 1, stat.config.layers)
 
@@ -54,7 +44,7 @@ def value_at(stat, key: str, query: int, layer: int | None = None) -> tuple[floa
     n = stat.config.n
     query = check_int("query", query, FIRST_QUERY, n)
     l = _layer(stat, layer)
-    m, e = profiles(stat)[key]
+    m, e = statistics.distance_profiles(stat)[key]
     return float(m[l - 1, query - FIRST_QUERY]), float(e[l - 1, query - FIRST_QUERY])
 
 
@@ -64,7 +54,7 @@ def change(stat, key: str, layer: int | None = None) -> tuple[float, float]:
     if key not in ("D", "K"):
         raise ValueError(f"key={key!r} is not allowed; allowed: 'D' or 'K'")
     l = _layer(stat, layer)
-    m, e = profiles(stat)[f"{key}_change"]
+    m, e = statistics.distance_profiles(stat)[f"{key}_change"]
     return float(m[l - 1]), float(e[l - 1])
 
 
@@ -99,24 +89,20 @@ def change_rows(stats, *, last_layer_only: bool = False) -> list[dict]:
 
 def columns(stats) -> dict[str, list]:
     """D_i and K_i of every result, layer and query as download columns (report.download)."""
-    cols = {k: [] for k in ("setting", "n", "samples", "estimator", "layer", "quantity", "query", "mean", "se")}
+    rows = []
     for s in stats:
-        prof = profiles(s)
-        for l in range(1, s.config.layers + 1):
-            for key in ("D", "K"):
-                m, e = prof[key]
-                for q, mu, se in zip(prof["queries"], m[l - 1], e[l - 1]):
-                    for k, v in zip(cols, (cv.setting_label(s.config), s.config.n, s.samples, estimator(s), l, key,
-                                           int(q), float(mu), float(se))):
-                        cols[k].append(v)
-    return cols
+        prof = statistics.distance_profiles(s)
+        rows += [(cv.setting_label(s.config), s.config.n, s.samples, prof["estimator"], l, key, int(q), float(mu),
+                  float(se)) for l in range(1, s.config.layers + 1) for key in ("D", "K")
+                 for q, mu, se in zip(prof["queries"], prof[key][0][l - 1], prof[key][1][l - 1])]
+    return report.columns(("setting", "n", "samples", "estimator", "layer", "quantity", "query", "mean", "se"), rows)
 
 
 def contrast_panel(stat, ax, *, z: float = 1.0, log: bool = True, first_layer: int = 2):
     """K_i (solid) and D_i (dashed) against the query i of one result, one colour per layer from
     ``first_layer`` on (conventions.ordered_colour over all layers), with bands of ± ``z`` SE and a
     dotted zero line; the query axis is logarithmic when ``log``. Returns ``ax``."""
-    prof = profiles(stat)
+    prof = statistics.distance_profiles(stat)
     L = stat.config.layers
     first_layer = check_int("first_layer", first_layer, 1, L)
     q = prof["queries"]
@@ -143,7 +129,7 @@ def contrast_panel(stat, ax, *, z: float = 1.0, log: bool = True, first_layer: i
 def overlay_points(stat, ax, *, z: float = 1.0, first_layer: int = 2):
     """The same contrasts of a shorter run as points ± ``z`` SE on a :func:`contrast_panel` (K: circles,
     D: squares), in the layers' colours. Returns ``ax``."""
-    prof = profiles(stat)
+    prof = statistics.distance_profiles(stat)
     L = stat.config.layers
     q = prof["queries"]
     for l in range(check_int("first_layer", first_layer, 1, L), L + 1):

@@ -385,6 +385,12 @@ def _plain(value):
     return value
 
 
+def columns(names, rows) -> dict[str, list]:
+    """Download columns named ``names`` from ``rows``, tuples of values in that order."""
+    rows = list(rows)
+    return {k: [r[i] for r in rows] for i, k in enumerate(names)}
+
+
 def _columns(data) -> dict[str, list]:
     if not isinstance(data, dict) or not data:
         raise ValueError(f"data={type(data).__name__} is not allowed; allowed: a non-empty dict of columns")
@@ -454,27 +460,19 @@ def result_columns(results, labels=None, *, layers=None, matrices: bool = True) 
     labels = list(labels) if labels is not None else [str(k) for k in range(1, len(results) + 1)]
     if len(labels) != len(results):
         raise ValueError(f"labels has length {len(labels)}; allowed: one label per result ({len(results)})")
-    names = ("setting", "alpha", "gamma", "norm", "n", "d", "samples", "layer", "quantity", "i", "j", "mean", "se")
-    cols: dict[str, list] = {k: [] for k in names}
-
-    def add(label, cfg, layer, quantity, i, j, mean, se):
-        for k, v in zip(names, (label, cfg.alpha, cfg.gamma, cfg.norm, cfg.n, cfg.d, cfg.samples,
-                                layer, quantity, i, j, float(mean), float(se))):
-            cols[k].append(v)
-
+    rows = []
     for label, res in zip(labels, results):
         cfg = res.config
-        wanted = range(1, cfg.layers + 1) if layers is None else layers
-        for layer in wanted:
+        setting = (label, cfg.alpha, cfg.gamma, cfg.norm, cfg.n, cfg.d, cfg.samples)
+        for layer in range(1, cfg.layers + 1) if layers is None else layers:
             layer = check_int("layer", layer, 1, cfg.layers)
-            add(label, cfg, layer, "recency_probability", "", "", res.recency_probability[layer - 1],
-                res.recency_probability_sem[layer - 1])
+            rows.append((*setting, layer, "recency_probability", "", "", float(res.recency_probability[layer - 1]),
+                         float(res.recency_probability_sem[layer - 1])))
             if matrices:
-                ii, jj = np.tril_indices(cfg.n)
-                for i, j in zip(ii, jj):
-                    add(label, cfg, layer, "score", int(i) + 1, int(j) + 1, res.score_mean[layer - 1, i, j],
-                        res.score_sem[layer - 1, i, j])
-    return cols
+                rows += [(*setting, layer, "score", int(i) + 1, int(j) + 1, float(res.score_mean[layer - 1, i, j]),
+                          float(res.score_sem[layer - 1, i, j])) for i, j in zip(*np.tril_indices(cfg.n))]
+    return columns(("setting", "alpha", "gamma", "norm", "n", "d", "samples", "layer", "quantity", "i", "j", "mean",
+                    "se"), rows)
 
 
 def curve_columns(series: dict, x_name: str = "x") -> dict[str, list]:

@@ -272,10 +272,6 @@ class StepTally:
     unresolved: int
     smallest: Step
 
-    @property
-    def total(self) -> int:
-        return self.up + self.down + self.unresolved
-
 
 def earlier_steps(n: int) -> tuple[np.ndarray, np.ndarray]:
     """0-based (i, j) of the adjacent steps S_ij - S_i,j-1 between two earlier keys (2 <= j < i <= n,
@@ -403,12 +399,9 @@ def s2_order(res: SimResult) -> tuple[str, float, float]:
 
 def h_rise(res: SimResult) -> tuple[float, float]:
     """The simulated rise of the key factor over the keys, h(n)/h(1) - 1 with h(j) = 1/||x_j^(1)||
-    (Eq. (40)), from the mean squared norms of layer 1's output, and its delta-method SE (the two
-    norms' errors combined as if independent)."""
-    m, s = res.sq_norm_mean[1], res.sq_norm_sem[1]
-    ratio = math.sqrt(m[0] / m[-1])
-    se = ratio * 0.5 * math.hypot(s[0] / m[0], s[-1] / m[-1])
-    return ratio - 1.0, se
+    (Eq. (40)), and its delta-method SE (:func:`simulated_h` at the last key)."""
+    h, se = simulated_h(res)
+    return float(h[-1]) - 1.0, float(se[-1])
 
 
 #: The z at which the sign of a tiny effect counts as settled (Theorem 1's trend at z >= 5).
@@ -448,12 +441,14 @@ def cosine_deviations(cosines: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray
 def distance_profiles(stat, estimator: str = "cv") -> dict:
     """The D_i and K_i of :func:`distance_contrasts` from a ``recency_lib.engines.SequenceStatistic``:
     {"queries": 1-based i, "D": (mean, SE), "K": (mean, SE), "D_change": (mean, SE), "K_change": (mean, SE)},
-    each per layer (layers, queries) or (layers,)."""
-    mean, sem = (stat.cv_mean, stat.cv_sem) if estimator == "cv" and stat.cv_mean is not None else (stat.mean, stat.sem)
+    each per layer (layers, queries) or (layers,), and "estimator": the one read ("cv", control variates,
+    where ``stat`` has them and ``estimator`` asks for them; else "plain")."""
+    used = "cv" if estimator == "cv" and stat.cv_mean is not None else "plain"
+    mean, sem = (stat.cv_mean, stat.cv_sem) if used == "cv" else (stat.mean, stat.sem)
     m = (mean.shape[-1] - 2) // 2
     n = m + FAR
     return {"queries": np.arange(FAR + 1, n + 1), "D": (mean[:, :m], sem[:, :m]), "K": (mean[:, m:2 * m], sem[:, m:2 * m]),
-            "D_change": (mean[:, -2], sem[:, -2]), "K_change": (mean[:, -1], sem[:, -1])}
+            "D_change": (mean[:, -2], sem[:, -2]), "K_change": (mean[:, -1], sem[:, -1]), "estimator": used}
 
 
 #: The recency probability under the book's convention and the authors' later one.

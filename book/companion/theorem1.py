@@ -405,7 +405,7 @@ def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *
         ax.axvline(crossover, **cv.REFERENCE)
         ax.annotate(f"$d^* = {crossover:.1f}$", (crossover, 0.5), xycoords=("data", "axes fraction"),
                     xytext=(4, 0), textcoords="offset points", fontsize=cv.SMALL_PT)
-    plotting.size_axis(ax, ds, log_y=True)
+    plotting.d_axis(ax, ds, log_y=True)
     ax.set_ylabel(r"mean step of $S^{(2)}$")
     return ax
 

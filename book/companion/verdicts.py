@@ -136,14 +136,6 @@ class Verdict:
         return f"{self.decisive.what}; {self.decisive.setting}"
 
     @property
-    def how(self) -> str:
-        """One sentence: what the checks found (the decisive one first)."""
-        rest = [c for c in self.checks if c is not self.decisive]
-        found = [f"{self.decisive.what} {self.decisive.status}" + (f" ({self.decisive.text})" if self.decisive.text else "")]
-        found += [f"{c.what} {c.status}" for c in rest]
-        return "; ".join(found)
-
-    @property
     def link(self) -> str:
         """The MyST link to the live check, with the claim as its text: ``{prf:ref}`Theorem 1 <thm-1>```."""
         return self.link_as(self.claim)
@@ -290,10 +282,6 @@ def table(verdicts: list[Verdict]) -> report.Markdown:
 
 
 
-#: A no-break space: a number with its error stays on one line in a narrow table cell.
-NBSP = "\u00a0"
-
-
 
 def verdict_grid_rows(results, labels, *, family: int | None = None, estimator: str = "cv") -> list[dict]:
     """The table under a grid of heatmaps (Figures 1, 3, 4): one row per setting (``labels``), one
@@ -307,6 +295,6 @@ def verdict_grid_rows(results, labels, *, family: int | None = None, estimator: 
     k = family if family is not None else sum(r.config.layers for r in results)
     k = check_int("family", k, 1)
     return [{"setting": label,
-             **{f"layer {l}": f"{report.pm(*rp(r, l)).replace(' ', NBSP)}<br>{report.badge(definition1(r, l, k, estimator))}"
+             **{f"layer {l}": f"{report.nowrap(report.pm(*rp(r, l)))}<br>{report.badge(definition1(r, l, k, estimator))}"
                 for l in range(1, layers + 1)}}
             for label, r in zip(labels, results)]

@@ -208,7 +208,7 @@ def verdict(claim, by_d):
     """A verdict with one check per d (d -> (status, value, text)), the paper's d first as claims orders them."""
     ds = sorted(by_d, key=lambda d: (d != 64, d))
     checks = [verdicts.Check("what", f"d = {d}", by_d[d][1], 0.1, 5.0, by_d[d][0], by_d[d][2], d=d) for d in ds]
-    return verdicts.decide(claim, checks, ("doc", "x"), {"ds": ds})
+    return verdicts.decide(claim, checks, ("doc", "x"))
 
 
 def test_verdict_sentences_read_the_checks_by_d():

@@ -7,9 +7,7 @@ import pytest
 
 from recency_lib import SimConfig
 from recency_lib.engines import SequenceStatistic
-from companion import claims, statistics, theorem1
-from companion.pages import appendix_b as pages_appendix_b
-from companion.pages import empirical as pages_empirical
+from companion import claims, theorem1
 from companion.pages import layernorm as pages_layernorm
 from companion.pages import residual as pages_residual
 from fake_results import fake, thm
@@ -45,17 +43,3 @@ def test_residual_weakening():
     assert [w.layer for w in got] == [2, 3]
     assert got[0].difference == pytest.approx(0.1) and got[0].se == pytest.approx(0.005) and got[0].z == pytest.approx(20)
     assert got[0].kept == pytest.approx(0.5) and got[1].kept == pytest.approx(0.5)
-
-
-def test_residual_costs():
-    cfg = SimConfig(alpha=0.5, layers=3)
-    without, with_residual = fake(cfg, rp=[0.5, 0.7, 0.8], rp_se=0.003), fake(cfg, rp=[0.5, 0.6, 0.65], rp_se=0.004)
-    got = pages_appendix_b.residual_costs({0.5: without, 0.2: with_residual}, {0.5: with_residual, 0.8: without}, 3)
-    assert got == {0.5: statistics.rp_gap(without, with_residual, 3)}
-
-
-def test_feature_words():
-    assert [pages_empirical.feature_word(v) for v in (True, False, None)] == ["reproduced", "contradicted",
-                                                                                "not resolved"]
-    with pytest.raises(ValueError, match="value=1 is not allowed"):
-        pages_empirical.feature_word(1)

@@ -412,13 +412,13 @@ def test_closed_form_and_reference_line_follow_the_conventions():
         plotting.closed_form([1, 2], [1], ax)
 
 
-def test_size_axis_is_log2_with_a_tick_per_size():
+def test_d_axis_can_take_a_log_y_axis():
     fig, ax = plt.subplots()
-    plotting.size_axis(ax, [4, 16, 64], log_y=True)
+    plotting.d_axis(ax, [4, 16, 64], log_y=True)
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "16", "64"] and ax.get_xlabel() == "hidden size d"
-    with pytest.raises(ValueError, match="entries <= 0"):
-        plotting.size_axis(ax, [0, 4])
+    with pytest.raises(ValueError, match="positive hidden sizes"):
+        plotting.d_axis(ax, [0, 4])
 
 
 class _Reach:

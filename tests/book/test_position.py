@@ -60,7 +60,8 @@ def test_bad_arguments_are_refused(call, match):
 
 def test_plain_estimates_are_used_without_control_variates():
     s = _stat(CFG, [0.1] * 5, [0.2] * 5, cv=False)
-    assert position.estimator(s) == "plain" and position.estimator(_stat(CFG, [0.1] * 5, [0.2] * 5)) == "cv"
+    assert statistics.distance_profiles(s)["estimator"] == "plain"
+    assert statistics.distance_profiles(_stat(CFG, [0.1] * 5, [0.2] * 5))["estimator"] == "cv"
     assert position.value_at(s, "K", 7) == (0.2, 1e-3)
 
 
@@ -121,7 +122,7 @@ def test_on_a_simulation_the_profiles_are_the_contrasts_of_the_scores():
     st = sequence_statistic(cfg, statistics.distance_contrasts, control_mean=0.0)
     s, _ = sample_trajectories(cfg)
     d7 = (s[:, 1, 6, 5] - s[:, 1, 6, 2]).mean()
-    assert position.profiles(st)["D"][0][1, -1] != d7              # control variates, not the plain mean
+    assert statistics.distance_profiles(st)["D"][0][1, -1] != d7              # control variates, not the plain mean
     plain = statistics.distance_profiles(st, "plain")
     assert plain["D"][0][1, -1] == pytest.approx(d7, rel=1e-12)
     m, e = position.change(st, "K", layer=2)

@@ -40,7 +40,7 @@ def test_corrected_ratio_is_the_verdicts_number():
     th = {d: thm(d, trend=1.02 * theory.theorem1_trend(d, 10), trend_se=0.03 * theory.theorem1_trend(d, 10))
           for d in (16, 32, 64)}
     verdict = claims.corrected_theorem1_claim(th)
-    by_d = dict(zip(verdict.numbers["ds"], verdict.checks))
+    by_d = {c.d: c for c in verdict.checks}
     for p in theorem1.cv_points(th):
         assert report.pm(*p.corrected_ratio) == by_d[p.d].text
 
@@ -48,7 +48,7 @@ def test_corrected_ratio_is_the_verdicts_number():
 def test_eq5_ratio_is_the_verdicts_number():
     th = {d: thm(d, trend=2.5 * closedforms.eq5_trend(10, d), trend_se=0.1 * closedforms.eq5_trend(10, d)) for d in (16, 32, 64)}
     verdict = claims.eq5_claim(th)
-    by_d = dict(zip(verdict.numbers["ds"], verdict.checks))
+    by_d = {c.d: c for c in verdict.checks}
     for p in theorem1.cv_points(th):
         assert report.pm(*p.ratio(p.eq5)) == by_d[p.d].text
 

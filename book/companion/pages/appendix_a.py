@@ -1,6 +1,4 @@
-"""The figures and numbers of ``book/appendix_a.ipynb``: each ``*_figure`` function takes what the page
-computed (the closed-form table, the verdicts' runs) and glues a figure and its data; :func:`page_numbers`
-returns glue key -> text of every number the prose cites. Nothing here simulates."""
+"""Appendix A (``book/appendix_a.ipynb``): its figures with their data, and the numbers its prose cites."""
 from __future__ import annotations
 
 import math

@@ -1,5 +1,4 @@
-"""The numbers the prose of ``book/appendix_b.ipynb`` cites: each function takes what the page
-computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+"""Appendix B (``book/appendix_b.ipynb``): its numbers, and the features of the paper's Figures 3-5."""
 from __future__ import annotations
 
 import math
@@ -38,7 +37,7 @@ def figure34_numbers(*, d, fig3, fig4, gamma4, layers, n, samples, v5, verdicts)
         out[f"{key}-measure"] = report.Markdown(verdict.measure)
     out["ab-fig3-data"] = report.download("figure-3", report.result_columns(list(fig3.values()), [conventions.alpha_label(a) for a in fig3]))
     out["ab-fig4-data"] = report.download("figure-4", report.result_columns(list(fig4.values()), [conventions.alpha_label(a) for a in fig4]))
-    costs = residual_costs(fig3, fig4, layers)
+    costs = {a: statistics.rp_gap(fig3[a], fig4[a], layers) for a in fig4 if a in fig3}   # RP without - with
     out["ab-cost-values"] = report.listing([report.pm(*c) for c in costs.values()], fmt=str)
     out["ab-cost-alphas"] = report.listing(list(costs))
     return out
@@ -85,12 +84,6 @@ def runs_numbers(*, by_gamma, runs, samples, settings, workers) -> dict[str, str
 
 
 # -- the features of the paper's Figures 3-5 ----------------------------------------------------------
-
-def residual_costs(without: dict, with_residual: dict, layer: int) -> dict[float, tuple[float, float]]:
-    """alpha -> what the residual costs in recency probability in 1-based ``layer``, RP without minus
-    RP with the residual (statistics.rp_gap), for every alpha that both dicts (alpha -> SimResult) have."""
-    return {a: statistics.rp_gap(without[a], with_residual[a], layer) for a in with_residual if a in without}
-
 
 #: The features of the paper's Figures 3 and 4 (claims.figure3_claim, figure4_claim): each a name, the
 #: ``Check.kind`` of its checks and the sign it expects (0: no order, +1: above the reference).

@@ -1,6 +1,4 @@
-"""The numbers the prose of ``book/beyond.ipynb`` cites: each function takes what the page
-computed and returns glue key -> text, which the page glues, or draws and glues one of its figures
-(``*_figure``, ``*_figures``). Nothing here simulates."""
+"""Chapter 8 (``book/beyond.ipynb``): its numbers and its longer figures."""
 from __future__ import annotations
 
 from .. import beyond, conventions, plotting, report

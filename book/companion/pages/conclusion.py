@@ -1,5 +1,4 @@
-"""The numbers the prose of ``book/conclusion.ipynb`` cites: each function takes what the page
-computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+"""Chapter 7 (``book/conclusion.ipynb``): its numbers."""
 from __future__ import annotations
 
 from .. import conventions, position, report

@@ -1,7 +1,4 @@
-"""The numbers the prose of ``book/empirical.ipynb`` cites and the rows of its tables: each function takes
-what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
-the page shows (``report.table``); the ``*_figure`` functions draw and glue the page's larger figures.
-Nothing here simulates."""
+"""Chapter 6 (``book/empirical.ipynb``): its numbers, table rows and longer figures."""
 from __future__ import annotations
 
 import math
@@ -10,17 +7,6 @@ import numpy as np
 
 from .. import closedforms, conventions, depth, plotting, report, statistics
 from ..verdicts import STATUSES
-
-
-#: How a feature of a figure reads in the prose.
-FEATURE_WORDS = {True: "reproduced", False: "contradicted", None: "not resolved"}
-
-
-def feature_word(value: bool | None) -> str:
-    """"reproduced" (True), "contradicted" (False: the opposite is resolved) or "not resolved" (None)."""
-    if not (value is None or isinstance(value, (bool, np.bool_))):
-        raise ValueError(f"value={value!r} is not allowed; allowed: True, False or None")
-    return FEATURE_WORDS[None if value is None else bool(value)]
 
 
 def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, results, samples, samples_dsweep,
@@ -72,7 +58,7 @@ def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, resul
         "empirical-cf-samples": report.count(samples),
         "empirical-cf-samples-t": report.count(forms.samples_of(closedforms.T)),
         # Figure 2
-        "empirical-v2": verdicts[1].word, "empirical-h-order": feature_word(verdicts[1].numbers["same_order"]),
+        "empirical-v2": verdicts[1].word, "empirical-h-order": "reproduced" if verdicts[1].numbers["same_order"] else "contradicted",
         "empirical-quote": f"{quote:g}",
         "empirical-fig2-level": ratios(forms.row("fig2", "level", closedforms.Setting("layernorm", quote, 0.0))),
         "empirical-fig2-step": ratios(step), "empirical-fig2-trend": closedforms.trend_words(step),

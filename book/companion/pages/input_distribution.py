@@ -1,7 +1,4 @@
-"""The numbers the prose of ``book/input_distribution.ipynb`` cites and the rows of its tables: each function takes
-what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
-the page shows (``report.table``); the ``*_figure`` functions draw and glue the page's larger figures.
-Nothing here simulates."""
+"""Chapter 5 (``book/input_distribution.ipynb``): its numbers, table rows and longer figures."""
 from __future__ import annotations
 
 import numpy as np
@@ -42,7 +39,7 @@ def eq6_numbers(*, cos, cos_ds, d, eq6, n, samples_cosine) -> dict[str, str]:
     """Eq. (6)'s mean cosine of two tokens: the figure's data, the verdict ``eq6`` at the page's d, its
     decisive alpha and the second-order prediction there, and how far the points sit from it."""
     out = {}
-    eq6_alpha = next(a for a in cos[d] if eq6.decisive.what.endswith(f"α = {a:g}"))
+    eq6_alpha = eq6.decisive.alpha
     eq6_second = {a: (m - a - inputs.cosine_bias_second_order(a, d)) / s for a, (m, s) in cos[d].items() if s > 0}
     out["inputdist-n"] = report.count(n)
     out["inputdist-d"] = report.count(d)

@@ -1,5 +1,4 @@
-"""The numbers the prose of ``book/intro.ipynb`` cites: each function takes what the page
-computed and returns glue key -> text, which the page glues. Nothing here simulates."""
+"""Chapter 1 (``book/intro.ipynb``): its numbers."""
 from __future__ import annotations
 
 from recency_lib import theory

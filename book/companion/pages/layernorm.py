@@ -1,7 +1,4 @@
-"""The numbers the prose of ``book/layernorm.ipynb`` cites and the rows of its tables: each function takes
-what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
-the page shows (``report.table``); the ``*_figure`` functions draw and glue the page's larger figures.
-Nothing here simulates."""
+"""Chapter 3 (``book/layernorm.ipynb``): its numbers, table rows and longer figures."""
 from __future__ import annotations
 
 import math
@@ -52,9 +49,9 @@ def theorem1_numbers(*, th, v1, reach, need, one_by_one, n, samples) -> dict[str
             out[f"layernorm-step-min-{d}"] = report.num(step_min, 2)
             out[f"layernorm-need-all-{d}"] = report.num(need_all, 2)
             out[f"layernorm-time-all-{d}"] = report.duration(need_all * cost)
-    for d, check in zip(v1.numbers["ds"], v1.checks):
-        out[f"layernorm-t{d}"] = check.text
-        out[f"layernorm-z{d}"] = report.z_text(check.z)
+    for check in v1.checks:
+        out[f"layernorm-t{check.d}"] = check.text
+        out[f"layernorm-z{check.d}"] = report.z_text(check.z)
     for r in reach:
         out[f"layernorm-vr-{r.d}"] = report.num(r.vr_trend, 2)
         out[f"layernorm-plain-z{r.d}"] = report.z_text(r.plain_z)
@@ -107,7 +104,7 @@ def size_numbers(*, first, ln_points, n, none_points, samples_first_order, vc) -
         theorem1.size_columns(ln_points, none_points), "d"))
     out["layernorm-vc"] = vc.word
     out["layernorm-vc-value"] = vc.value
-    for d in vc.numbers["ds"]:
+    for d in (c.d for c in vc.checks):
         out[f"layernorm-q{d}"] = report.num(theory.q_factor(d) ** 2 / math.e, 3)
         out[f"layernorm-lead{d}"] = report.num(theory.theorem1_trend(d, n) / (math.e * math.sqrt(d) * math.exp(-2 * math.sqrt(d))), 3)
     out["layernorm-fo-samples"] = report.count(samples_first_order)
@@ -123,7 +120,7 @@ def crossover_numbers(*, checkp1, dstar, ln_points, n, none, none_points, p1, v1
     both verdicts checked, the recency probability of every layer without normalization (``none``) and the
     figure's data."""
     out = {}
-    check1 = dict(zip(v1.numbers["ds"], v1.checks))
+    check1 = {c.d: c for c in v1.checks}
     cross_grid = np.geomspace(theorem1.FORM_MIN_D, max(p1), 80)
     out["layernorm-dstar"] = report.num(dstar, 4)
     out["layernorm-dstar-min"] = report.num(theorem1.smallest_step_crossover(n), 2)

@@ -1,6 +1,4 @@
-"""The numbers the prose of ``book/preliminaries.ipynb`` cites and the rows of its tables: each function takes
-what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
-the page shows (``report.table``). Nothing here simulates."""
+"""Chapter 2 (``book/preliminaries.ipynb``): its numbers and table rows."""
 from __future__ import annotations
 
 from statistics import NormalDist

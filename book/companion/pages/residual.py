@@ -1,7 +1,4 @@
-"""The numbers the prose of ``book/residual.ipynb`` cites and the rows of its tables: each function takes
-what the page computed and returns glue key -> text, which the page glues, or a table's rows, which
-the page shows (``report.table``); the ``*_figure`` functions draw and glue the page's larger figures.
-Nothing here simulates."""
+"""Chapter 4 (``book/residual.ipynb``): its numbers, table rows and longer figures."""
 from __future__ import annotations
 
 import math
