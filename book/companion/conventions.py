@@ -2,7 +2,7 @@
 
 * Statistics: one family-wise error level for every decision the book draws from Monte Carlo, and
   the z it implies for a family of ``k`` comparisons (Bonferroni, :func:`z_for`), defined in
-  :mod:`companion.statistics` (which the results cache keys by its own code) and quoted here.
+  :mod:`companion.significance` and quoted here.
   A single comparison is a family of one. There is no other threshold.
 * Figures: the width of the page column and the font sizes, so that a figure drawn with
   :func:`figure_size` is shown at its natural size and its text reads at >= 9 pt on the page;
@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .statistics import FAMILYWISE_LEVEL, adjacent_pairs, z_for  # noqa: F401  (defined with the statistics)
+from .significance import FAMILYWISE_LEVEL, adjacent_pairs, z_for  # noqa: F401  (quoted here)
 from .theme import CMAP
 from recency_lib.config import SimConfig
 from recency_lib.norms import NORMS

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recency_lib.validation import check_int
-from .statistics import zscore  # noqa: F401  (defined with the statistics; pages quote report.zscore)
+from .significance import zscore  # noqa: F401  (pages quote report.zscore)
 
 MINUS = "\u2212"
 PM = "\u00b1"

@@ -1,11 +1,8 @@
-"""The book's statistics of simulated sequences and results, with nothing but numpy and the simulator
-beneath them, so that the results cache keys each per-sequence statistic by its own code
-(recency_lib.cache.cached_statistic hashes this module and what it imports; an edit of the book's figures,
-tables or prose recomputes none of them).
+"""The book's statistics of simulated sequences and results, with nothing but numpy, the simulator and
+:mod:`companion.significance` beneath them, so that the results cache keys each per-sequence statistic
+by its own code (recency_lib.cache.cached_statistic hashes this module and what it imports; an edit of the
+book's figures, tables or prose recomputes none of them).
 
-* The book's one decision level: :data:`FAMILYWISE_LEVEL`, the z of a family of comparisons
-  (:func:`z_for`, Bonferroni) and :func:`zscore` (quoted from :mod:`companion.conventions` and
-  :mod:`companion.report`).
 * Per-sequence statistics, each taking one block of sequences, ``scores, attention`` of shape
   (B, layers, n, n) (scores NaN above the diagonal), and returning (B, layers, k), k numbers per
   sequence and layer, for ``recency_lib.engines.sequence_statistic`` /
@@ -14,65 +11,27 @@ tables or prose recomputes none of them).
   sequences), :func:`first_order` (chapter 3: Theorem 1's trend at large d, through
   :func:`first_order_trend`).
 * Statistics of a simulated result that several pages quote: the recency probability (:func:`rp`,
-  :func:`direction`), Definition 1 (:func:`step_counts`), the steps and their errors
-  (:func:`step_tally`, :func:`smallest_step`, :func:`pairing_gain`, :func:`cv_gain`, :func:`typical_step_se`), the order of S^(2) (:func:`s2_order`),
-  the key factor h(j) (:func:`simulated_h`, :func:`h_rise`), the sequences an estimator needs
-  (:func:`sequences_needed`).
+  :func:`direction`), Definition 1 (:func:`definition1`, :func:`step_counts`), the steps and their
+  errors (:func:`step_tally`, :func:`smallest_step`, :func:`pairing_gain`, :func:`cv_gain`,
+  :func:`typical_step_se`), the order of S^(2) (:func:`s2_order`), the key factor h(j)
+  (:func:`simulated_h`, :func:`h_rise`), the sequences an estimator needs (:func:`sequences_needed`).
 """
 from __future__ import annotations
 
 import functools
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
+from .significance import adjacent_pairs, z_for, zscore
 from recency_lib.config import SimConfig
 from recency_lib.features import trend
 from recency_lib.metrics import adjacent_index, rp_direction
 from recency_lib.result import SimResult
-from recency_lib.stats import familywise_z
 from recency_lib.validation import check_int, check_real, short
 
-# -- the decision level ----------------------------------------------------------------------------
-
-#: Family-wise error level of every Monte-Carlo decision in the book: a verdict (a family of k
-#: comparisons tested together) is wrong by chance with probability at most 5 %.
-FAMILYWISE_LEVEL = 0.05
-
-
-def z_for(comparisons: int = 1) -> float:
-    """The z a deviation must exceed when ``comparisons`` two-sided tests are decided together at
-    :data:`FAMILYWISE_LEVEL` (Bonferroni): 1.96 for one, 3.26 for the 45 adjacent differences of
-    Definition 1 at n = 10."""
-    return familywise_z(comparisons, FAMILYWISE_LEVEL)
-
-
-def adjacent_pairs(n: int) -> int:
-    """Number of adjacent differences S_ij - S_i,j-1 (1 < j <= i <= n) that Definition 1 tests: n(n-1)/2."""
-    n = check_int("n", n, 1)
-    return n * (n - 1) // 2
-
-
-def zscore(value, se, ref: float = 0.0) -> float:
-    """(value - ref) / se; a zero error gives ±inf (or 0 when value == ref)."""
-    value, se, ref = _real("value", value), _real("se", se), _real("ref", ref)
-    if se < 0:
-        raise ValueError(f"se={se!r} is out of range; allowed: a standard error >= 0")
-    if se > 0:
-        return (value - ref) / se
-    return 0.0 if value == ref else math.copysign(math.inf, value - ref)
-
-
-def _real(name: str, x) -> float:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
-        raise ValueError(f"{name}={x!r} is not a number; allowed: a real number")
-    return float(x)
-
-
 # -- per-sequence statistics -----------------------------------------------------------------------
-
 
 #: The two distances of chapter 7's contrasts: D_i = S_{i,i-NEAR} - S_{i,i-FAR} (fixed distances) and
 #: K_i = S_{i,FAR} - S_{i,1} (fixed key positions); at i = FAR + 1 they are the same two keys.

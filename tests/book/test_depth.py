@@ -13,7 +13,7 @@ from recency_lib import SimConfig, simulate
 from recency_lib.engines import sequence_statistic
 from recency_lib.features import trend
 from companion import conventions as cv
-from companion import depth, statistics
+from companion import depth, report, statistics
 
 
 def test_settings_scale_the_plan_and_merge_coinciding_settings():
@@ -97,7 +97,7 @@ def test_cells_and_findings(small):
 
 
 def test_a_cell_with_no_spread_is_resolved_by_its_sign():
-    assert statistics.zscore(0.0, 0.0) == 0.0 and statistics.zscore(-0.5, 0.0) == -math.inf
+    assert report.zscore(0.0, 0.0) == 0.0 and report.zscore(-0.5, 0.0) == -math.inf
     assert depth._cell("rp", 6, -0.5, 0.0, 3.0).direction == "primacy"
     assert depth._cell("growth", 3, 0.0, 0.0, 3.0).direction == "none"
 

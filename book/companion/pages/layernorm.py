@@ -6,7 +6,7 @@ import math
 import numpy as np
 from recency_lib import theory
 
-from .. import closedforms, plotting, report, statistics, theorem1
+from .. import closedforms, plotting, report, significance, statistics, theorem1
 
 
 def theorem1_numbers(*, th, v1, reach, need, one_by_one, n, samples) -> dict[str, str]:
@@ -22,7 +22,7 @@ def theorem1_numbers(*, th, v1, reach, need, one_by_one, n, samples) -> dict[str
         "layernorm-samples": report.count(samples),
         "layernorm-settle-z": report.num(statistics.SETTLE_Z),
         "layernorm-m-off": report.count((n - 1) * (n - 2) // 2),
-        "layernorm-m-all": report.count(statistics.adjacent_pairs(n)),
+        "layernorm-m-all": report.count(significance.adjacent_pairs(n)),
         "layernorm-fig-trend-data": report.download("theorem-1-trend", report.curve_columns(
             {"control variates": ([r.d for r in reach], [r.trend for r in reach], [r.trend_se for r in reach]),
              "plain": ([r.d for r in reach], [r.plain for r in reach], [r.plain_se for r in reach]),
