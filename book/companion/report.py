@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recency_lib.validation import check_int
-from .significance import zscore  # noqa: F401  (pages quote report.zscore)
+from .significance import real, zscore  # noqa: F401  (pages quote report.zscore)
 
 MINUS = "\u2212"
 PM = "\u00b1"
@@ -43,12 +43,6 @@ SCI_FROM = 1e5        # ... and so are magnitudes from this up
 
 
 # -- numbers ----------------------------------------------------------------------------------------
-
-def _finite(name: str, x) -> float:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
-        raise ValueError(f"{name}={x!r} is not a number; allowed: a real number")
-    return float(x)
-
 
 def _minus(text: str) -> str:
     return text.replace("-", MINUS)
@@ -83,7 +77,7 @@ def pm(mean, se, *, min_places: int = 0) -> str:
     value (:func:`is_exact`: an error of 0 or of float rounding) prints the number alone
     (:func:`num`); a non-finite mean prints as "nan"/"∞".
     """
-    mean, se = _finite("mean", mean), _finite("se", se)
+    mean, se = real("mean", mean), real("se", se)
     min_places = check_int("min_places", min_places, 0, 12)
     if not math.isfinite(mean):
         return num(mean)
@@ -118,7 +112,7 @@ def is_exact(value, se) -> bool:
 def num(x, sig: int = 3) -> str:
     """A number without an error, to ``sig`` significant digits: "0.0312", "8", "1.2 × 10⁻⁷",
     "3.4 × 10⁵"; an integer-valued float below 10⁵ prints without decimals ("64")."""
-    x = _finite("x", x)
+    x = real("x", x)
     sig = check_int("sig", sig, 1, 17)
     if math.isnan(x):
         return "nan"
@@ -157,7 +151,7 @@ def count(k) -> str:
 
 def percent(fraction, sig: int = 2) -> str:
     """A fraction as a percentage: 0.0534 -> "5.3 %"."""
-    return f"{num(100 * _finite('fraction', fraction), sig)} %"
+    return f"{num(100 * real('fraction', fraction), sig)} %"
 
 
 _UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("days", 86400.0), ("years", 365.25 * 86400.0))
@@ -167,7 +161,7 @@ def duration(seconds, sig: int = 2) -> str:
     """A compute time for prose, in the largest unit it reaches (up to years), to ``sig`` significant
     digits: 42 -> "42 s", 210 -> "3.5 min", 22000 -> "6.1 h", 90000 -> "1 day", 5e8 -> "16 years"; "∞" when
     infinite."""
-    seconds = _finite("seconds", seconds)
+    seconds = real("seconds", seconds)
     if math.isnan(seconds) or seconds < 0:
         raise ValueError(f"seconds={seconds!r} is out of range; allowed: a duration >= 0")
     if math.isinf(seconds):
@@ -181,12 +175,12 @@ def duration(seconds, sig: int = 2) -> str:
 
 def zdiff(a, se_a, b, se_b) -> float:
     """z-score of a - b for two independent estimates: (a - b) / sqrt(se_a^2 + se_b^2)."""
-    return zscore(_finite("a", a) - _finite("b", b), math.hypot(_finite("se_a", se_a), _finite("se_b", se_b)))
+    return zscore(real("a", a) - real("b", b), math.hypot(real("se_a", se_a), real("se_b", se_b)))
 
 
 def z_text(z) -> str:
     """A z-score with its sign: "+3.2", "−0.4", "+12" (no decimals from 10 on), "0.0", "+∞"."""
-    z = _finite("z", z)
+    z = real("z", z)
     if math.isnan(z):
         return "nan"
     if math.isinf(z):

@@ -36,7 +36,7 @@ def adjacent_pairs(n: int) -> int:
 
 def zscore(value, se, ref: float = 0.0) -> float:
     """(value - ref) / se; a zero error gives ±inf (or 0 when value == ref)."""
-    value, se, ref = _real("value", value), _real("se", se), _real("ref", ref)
+    value, se, ref = real("value", value), real("se", se), real("ref", ref)
     if se < 0:
         raise ValueError(f"se={se!r} is out of range; allowed: a standard error >= 0")
     if se > 0:
@@ -44,7 +44,8 @@ def zscore(value, se, ref: float = 0.0) -> float:
     return 0.0 if value == ref else math.copysign(math.inf, value - ref)
 
 
-def _real(name: str, x) -> float:
+def real(name: str, x) -> float:
+    """``x`` as a float; a ValueError naming ``name`` unless it is a real number (not a bool)."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
         raise ValueError(f"{name}={x!r} is not a number; allowed: a real number")
     return float(x)
