@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 TARGET = "mathjax"
 ENTRY = "tex-mml-chtml.js"
 
-#: What to copy from MathJax's ``es5`` folder (files or whole folders), ~2.7 MB.
+#: What to copy from MathJax's ``es5`` folder (files or whole folders).
 SUBSET = [
     ENTRY,                         # TeX + MathML input, CommonHTML output, menu
     "input/tex/extensions",        # TeX packages loaded on demand (\require, autoload)
