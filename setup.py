@@ -7,9 +7,13 @@ back: the source writes out every fma it wants) and no -ffast-math, so every sam
 is the same sequence of IEEE operations on any CPU and the results are bitwise reproducible across
 machines. If the compiler rejects -march=native, the kernel is built without it; if it cannot be
 built at all, the install still succeeds and recency_lib runs its numpy path (slower, same law;
-``recency_lib.engines.kernel_name()`` says which runs).
+``recency_lib.engines.kernel_name()`` says which runs). The module records the sha256 of the source
+it was compiled from; a module older than ``_kernel.c`` (an edit or a ``git pull`` without a rebuild)
+is not run: the numpy path runs and says so once on stderr.
 """
+import hashlib
 import sys
+from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -40,5 +44,10 @@ class BuildKernel(build_ext):
               file=sys.stderr)
 
 
-setup(ext_modules=[Extension("recency_lib._kernel", ["recency_lib/_kernel.c"])],
+SOURCE = Path(__file__).with_name("recency_lib") / "_kernel.c"
+# the module carries the hash of the source it was built from (recency_lib.kernels checks it at import)
+SHA256 = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+
+setup(ext_modules=[Extension("recency_lib._kernel", ["recency_lib/_kernel.c"],
+                             define_macros=[("KERNEL_SOURCE_SHA256", f'"{SHA256}"')])],
       cmdclass={"build_ext": BuildKernel})

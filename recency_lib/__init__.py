@@ -14,8 +14,8 @@ Eq. (3)                    causal row softmax: ``model.causal_softmax``
 Eq. (6)                    tokens: ``sampling.dense_tokens``; in Gram space ``sampling.gram_draws``
                            (random numbers: ``streams``) and ``sampling.gram_assemble``
 normalizations             ``norms.NORMS`` (LayerNorm, RMSNorm = Eq. (21), none)
-Definition 1               adjacent steps ``features.adjacent_differences``; verdicts
-                           ``metrics.definition1_verdict``, ``SimResult.definition1_at``
+Definition 1               adjacent steps ``features.adjacent_differences``; the one decision rule
+                           ``metrics.definition1`` (family-wise, float64's resolution), ``SimResult.decision``
 recency probability        share of pairs j < k < i with S_ik > S_ij, ties 1/2:
                            ``features.recency_fraction``; compiled ``kernels.count_pairs``
 Eqs. (5), (11)             Theorem 1's score: ``theory.theorem1_score``
@@ -34,29 +34,15 @@ control variates           ``stats.control_variate``; ``SimResult.trend_cv_mean`
 from .version import __version__
 
 __all__ = ["SimConfig", "SimResult", "simulate", "simulate_many", "sample_trajectories", "__version__"]
+_HOMES = {"SimConfig": "config", "SimResult": "result", "simulate": "engines", "simulate_many": "engines",
+          "sample_trajectories": "engines"}
 
 
 def __getattr__(name: str):
-    """The public names, and the submodules (``recency_lib.engines`` after ``import recency_lib``),
-    imported on first use: importing the package itself loads nothing heavy (``python -m recency_lib``
-    installs its signal handlers before numpy is imported)."""
-    where = {"SimConfig": "config", "SimResult": "result", "simulate": "engines", "simulate_many": "engines",
-             "sample_trajectories": "engines"}
+    """The public names, imported on first use: ``python -m recency_lib`` reports a problem of numpy's
+    import (a bad NUMPY_* variable) in one line."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    if name in where:
-        value = getattr(importlib.import_module(f".{where[name]}", __name__), name)
-    else:
-        try:
-            if not name.startswith("__"):
-                return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted({*globals(), *__all__})
+    return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)

@@ -1353,4 +1353,17 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel", "The compiled kernel (C).", -1, methods};
 
-PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module); }
+#ifndef KERNEL_SOURCE_SHA256
+#define KERNEL_SOURCE_SHA256 "unknown"
+#endif
+
+/* The sha256 of this file as it was compiled (setup.py defines it): recency_lib.kernels compares it
+   with the file beside the module, so a module older than its source is never run. */
+PyMODINIT_FUNC PyInit__kernel(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddStringConstant(m, "source_sha256", KERNEL_SOURCE_SHA256) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,12 +1,9 @@
 """Simulation configuration: one frozen dataclass, validated when it is made.
 
-Every invalid value raises ``ValueError`` naming the parameter, the value and what is
-allowed, before any work is done (the CLI turns that message into one line and exit 2).
-
-Integers are bounded by numpy's index type (``INT_MAX`` = 2**63 - 1) and nothing else: whether a
-config *fits this machine* (memory, time) is not a property of the config but of the run, checked
-by :mod:`recency_lib.budget` before any simulation starts (a result computed on a large machine
-stays loadable on a small one).
+Every invalid value raises ``ValueError`` naming the parameter, the value and what is allowed,
+before any work is done (the CLI turns that message into one line and exit 2). Whether a run
+*fits this machine* is a property of the run, not of the config: :func:`recency_lib.engines.simulate`
+checks it before it starts.
 """
 from __future__ import annotations
 
@@ -14,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 
 from .norms import NAMES as NORMS
-from .validation import INT_MAX, check_bool, check_choice, check_int, check_real, short
+from .validation import check_bool, check_choice, check_int, check_real, short
 
 ENGINES = ("auto", "dense", "gram")
 WEIGHTS = ("none", "per_sample", "fixed")
@@ -49,24 +46,24 @@ class SimConfig:
     placement: str = "pre"    # "pre" (normalize before attention, Sec. 2.1) or "post" (after the residual)
 
     def __post_init__(self) -> None:
-        # each value is checked, then stored as a builtin type (numpy scalars, int/str subclasses
-        # become int/float/str), so equal configs hash and serialise identically
+        # each value checked, then stored as a built-in type (numpy scalars become int/float), so
+        # equal configs hash and serialise identically
         def put(name, value):
             object.__setattr__(self, name, value)
 
         put("alpha", check_real("alpha", self.alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]"))
         put("gamma", check_real("gamma", self.gamma, allowed="a finite real number"))
         put("norm", check_choice("norm", self.norm, NORMS))
-        put("n", check_int("n", self.n, 1, INT_MAX))
-        put("d", check_int("d", self.d, 2, INT_MAX))
-        put("layers", check_int("layers", self.layers, 1, INT_MAX))
-        put("samples", check_int("samples", self.samples, 2, INT_MAX))
-        put("seed", check_int("seed", self.seed, 0, INT_MAX))
+        put("n", check_int("n", self.n, 1))
+        put("d", check_int("d", self.d, 2))
+        put("layers", check_int("layers", self.layers, 1))
+        put("samples", check_int("samples", self.samples, 2))
+        put("seed", check_int("seed", self.seed, 0))
         put("engine", check_choice("engine", self.engine, ENGINES))
         put("eps", check_real("eps", self.eps, lo=0.0, allowed="a finite real number >= 0"))
         put("weights", check_choice("weights", self.weights, WEIGHTS))
-        put("weights_seed", check_int("weights_seed", self.weights_seed, 0, INT_MAX))
-        put("heads", check_int("heads", self.heads, 1, INT_MAX))
+        put("weights_seed", check_int("weights_seed", self.weights_seed, 0))
+        put("heads", check_int("heads", self.heads, 1))
         put("ffn", check_bool("ffn", self.ffn))
         put("rope", check_bool("rope", self.rope))
         put("placement", check_choice("placement", self.placement, PLACEMENTS))
@@ -95,27 +92,6 @@ class SimConfig:
         if unknown:
             raise ValueError(f"SimConfig: unknown field(s) {short(unknown)}; allowed: {sorted(known)}")
         return cls(**data)
-
-    @classmethod
-    def checked(cls, cfg, name: str = "cfg") -> "SimConfig":
-        """A config made by the constructor from the *stored* fields of ``cfg``, so every value is
-        checked and canonical again: a config that skipped ``__post_init__`` (built from pickled or
-        copied state) or was changed afterwards (``object.__setattr__``), or an instance of a
-        subclass, is validated as if it had just been made (ValueError naming the field). What the
-        simulator runs and what the cache keys are always such a config."""
-        if not isinstance(cfg, SimConfig):
-            raise ValueError(f"{name}={short(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
-        try:
-            state = object.__getattribute__(cfg, "__dict__")
-        except AttributeError:
-            state = None
-        if not isinstance(state, dict):
-            raise ValueError(f"{name} has no stored fields; allowed: a SimConfig made by SimConfig(...)")
-        missing = [f.name for f in fields(cls) if f.name not in state]
-        if missing:
-            raise ValueError(f"{name} lacks the field(s) {short(missing)} (a config that was not made by "
-                             f"SimConfig(...)); allowed: a SimConfig with every field")
-        return cls(**{f.name: state[f.name] for f in fields(cls)})
 
     def replace(self, **changes) -> "SimConfig":
         """A copy with some fields changed (validated again)."""

@@ -28,15 +28,14 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Iterator
 
 import numpy as np
 
 from . import extensions
-from .budget import require, require_trajectories
 from .config import SimConfig
 from .features import (TIE_RTOL, compiled_kernels, control_means, control_slice, controls_valid, feature_layout,
                        kernels_for, layer_features, n_features, tril_index)
@@ -44,19 +43,18 @@ from .model import layer
 from .norms import NORMS
 from .result import SimResult
 from .sampling import degrees_of_freedom, dense_tokens, gram_assemble, gram_draws, gram_width, sigma_cholesky
-from .signals import deferred
 from .stats import Moments, control_variate, merged
 from .streams import block_key
-from .validation import INT_MAX, check_bool, check_choice, check_int, check_real, check_z, short
+from .validation import check_bool, check_choice, check_int, short
 from .version import __version__
 
-_BLOCK_FLOATS = 2 ** 17       # dense: target size of the largest per-block array (floats); ~1 MB
-_GRAM_BLOCK_FLOATS = 2 ** 19  # gram: target size of a block's draws and features (floats); ~4 MB
 _MAX_TASK_BLOCKS = 256        # default tasks return at most this many blocks' moments (a few MB)
 _TASK_RESULT_BYTES = 2 ** 25  # ... and at most ~32 MB of them (long sequences: (layers, F) is large)
 _INPROCESS_TASK_BLOCKS = 32   # blocks per task without an executor (fewer tasks: less Python per block),
 _INPROCESS_RESULT_BYTES = 2 ** 22  # ... as long as their moments stay under ~4 MB (at n = 10: 32 blocks)
 _STACK_BYTES = 2 ** 20        # gram_team_moments stacks blocks' kernel sums up to this size per array
+PROCESS_BYTES = 200 * 2 ** 20  # a Python process with numpy and the compiled kernel
+MEMORY_FRACTION = 0.8          # of physical memory: the rest is the system's
 
 
 def resolve_engine(cfg: SimConfig) -> str:
@@ -67,32 +65,94 @@ def resolve_engine(cfg: SimConfig) -> str:
     return cfg.engine
 
 
-def width(cfg: SimConfig, engine: str) -> int:
-    """Coordinates per token: d (dense) or m = min(n, degrees of freedom) (gram; 1 if alpha = 1)."""
+def _per_sample(cfg: SimConfig, engine: str) -> tuple[int, int, int]:
+    """(floats one sample of a block holds, the floats a block aims at, the smallest block) of an engine:
+    dense, the (n, max(n, d)) arrays near 1 MB a block; extended, the per-head scores, the FFN's hidden
+    state, per-sample weights and the features near 16 MB; gram, the draws and per-sample features near
+    4 MB."""
+    n, d, L = cfg.n, cfg.d, cfg.layers
+    if engine == "dense" and cfg.extended:
+        per = 3 * cfg.heads * n * n + 8 * n * d + 2 * L * 3 * n * (n + 1) // 2
+        return per + (L * 12 * d * d if cfg.weights == "per_sample" else 0), 2 ** 21, 1
     if engine == "dense":
-        return cfg.d
-    return gram_width(cfg)
+        return n * max(n, d), 2 ** 17, 16
+    w, t = gram_width(cfg), n * (n + 1) // 2
+    return 3 * n * w + 3 * t + 1 + w + t, 2 ** 19, 16
 
 
 def block_size(cfg: SimConfig, engine: str) -> int:
-    """Samples per random-stream block: a power of two in [16, 4096] fixed by (n, width, engine).
+    """Samples per random-stream block: a power of two up to 4096 fixed by (n, d, layers, engine), never by
+    ``samples``, ``chunk_size``, the executor or the kernel, so a run with more samples extends a run with
+    fewer and every result is reproducible."""
+    per, target, smallest = _per_sample(cfg, engine)
+    b = 2 ** int(math.floor(math.log2(max(1, target // per))))
+    return int(min(4096, max(smallest, b)))
 
-    It depends on the config and engine only (never on ``samples``, ``chunk_size``, the executor
-    or the kernel), so a run with more samples extends a run with fewer, and results are
-    reproducible. Dense: the (n, max(n, d)) arrays of a block stay near 1 MB. Gram: a block's draws
-    and per-sample features (3 n w + 4 n(n + 1)/2 + w floats per sample) stay near 4 MB; n = 10
-    gives 512 samples, enough to make the per-block costs (seeding, the calls, the merge) small.
-    """
-    if engine == "dense" and cfg.extended:                         # issue #7: shrinks with n, d
-        return extensions.block_size(cfg)
-    if engine == "dense":
-        per_sample, budget = cfg.n * max(cfg.n, cfg.d), _BLOCK_FLOATS
-    else:
-        n, w = cfg.n, width(cfg, engine)
-        t = n * (n + 1) // 2
-        per_sample, budget = 3 * n * w + 3 * t + 1 + w + t, _GRAM_BLOCK_FLOATS
-    b = 2 ** int(math.floor(math.log2(max(1, budget // per_sample))))
-    return int(min(4096, max(16, b)))
+
+def run_bytes(cfg: SimConfig, engine: str, workers: int = 1) -> int:
+    """A rough bound on a run's peak memory: per process running blocks its start-up, a block's arrays
+    (twice, for temporaries; the dense engine also keeps per-sample features) and a task's moments; in
+    the main process the running moments and the result. It does not grow with ``samples``."""
+    per, _, _ = _per_sample(cfg, engine)
+    moments = 3 * cfg.layers * n_features(cfg.n)
+    sample = 2 * per + (2 * cfg.layers * n_features(cfg.n) if engine == "dense" else 0)
+    task = min(_MAX_TASK_BLOCKS, max(1, _TASK_RESULT_BYTES // (8 * moments)))
+    running = PROCESS_BYTES + 8 * (block_size(cfg, engine) * sample + task * moments)
+    main = PROCESS_BYTES + 8 * (12 * moments + 20 * cfg.layers * cfg.n ** 2)
+    return main + running * workers if workers > 1 else main + running - PROCESS_BYTES
+
+
+def memory_limit() -> int:
+    """Bytes a run may take: MEMORY_FRACTION of physical memory, at most what is available now;
+    the environment variable RECENCY_LIB_MAX_MEMORY (bytes) lowers it."""
+    limit = MEMORY_FRACTION * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as fh:
+        limit = min(limit, next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:")))
+    raw = os.environ.get("RECENCY_LIB_MAX_MEMORY", "")
+    if raw:
+        try:
+            cap = float(raw)
+        except ValueError:
+            cap = math.nan
+        if not (math.isfinite(cap) and cap > 0):
+            raise ValueError(f"RECENCY_LIB_MAX_MEMORY={short(raw)} is out of range; allowed: a number of bytes > 0")
+        limit = min(limit, cap)
+    return int(limit)
+
+
+def _largest(fits, top: int, low: int) -> int:
+    """The largest m in [low, top] with fits(m) (fits decreasing in m), or low - 1."""
+    if not fits(low):
+        return low - 1
+    while top > low:
+        mid = (low + top + 1) // 2
+        low, top = (mid, top) if fits(mid) else (low, mid - 1)
+    return low
+
+
+def require_memory(cfg: SimConfig, engine: str, workers: int = 1) -> None:
+    """Before any work: ValueError when :func:`run_bytes` exceeds :func:`memory_limit`, naming the largest
+    n (or, for the dense engine, d) that fits with the other parameters as given."""
+    limit = memory_limit()
+    need = run_bytes(cfg, engine, workers)
+    if need <= limit:
+        return
+    for name in ("n", "d") if engine == "dense" else ("n",):
+        low = 1 if name == "n" else 2
+        def fits(v, name=name):
+            try:
+                c = cfg.replace(**{name: v})
+            except ValueError:                   # a d that heads or RoPE do not allow: judged with one head
+                c = cfg.replace(**{name: v}, heads=1, rope=False)
+            return run_bytes(c, engine, workers) <= limit
+
+        top = _largest(fits, getattr(cfg, name), low)
+        if top >= low:
+            break
+    allowed = f"{name} <= {top} with the other parameters as given" if top >= low else "fewer workers or layers"
+    raise ValueError(f"{name}={getattr(cfg, name)} needs about {need / 2 ** 30:.3g} GiB of memory ({engine} engine, "
+                     f"n={cfg.n}, d={cfg.d}, layers={cfg.layers}, {workers} worker(s)); this machine allows "
+                     f"{limit / 2 ** 30:.3g} GiB; allowed: {allowed}")
 
 
 # -- the kernel choice ------------------------------------------------------------------------------
@@ -100,7 +160,7 @@ def block_size(cfg: SimConfig, engine: str) -> int:
 def kernel_name() -> str:
     """"c" when the compiled kernel runs (recency_lib/_kernel.c, built by ``pip install -e .``), else
     "numpy" (the kernel was not built, or RECENCY_LIB_KERNEL=numpy): the numpy path draws the same
-    numbers (recency_lib.streams) and computes the same layers, some 30 times slower."""
+    numbers (recency_lib.streams) and computes the same layers, more slowly."""
     return "numpy" if compiled_kernels() is None else "c"
 
 
@@ -160,7 +220,7 @@ def gram_team_moments(cfgs: list[SimConfig], blocks: list[tuple[int, int]], kern
     config its compute seconds (the draws' time split evenly) and its [(k, Moments), ...]: the
     numbers of :func:`gram_block_moments` block by block, bit for bit. With the compiled kernel the
     blocks of one size are reduced together (one :meth:`Moments.from_sums` per config, no Python
-    work per block beyond the calls): at n = 10 the Python of a Figure-1 run fell from 0.07 to 0.03 s."""
+    work per block beyond the calls)."""
     seconds, out = [0.0] * len(cfgs), [[] for _ in cfgs]
     kernels = kernels_for(kernel)
     # runs of blocks of one size, their sums stacked up to _STACK_BYTES per array (a worker's task of
@@ -236,7 +296,7 @@ def layer_steps(x: np.ndarray, *, norm: str, d: int, gamma: float, eps: float, l
 
 def dense_steps(cfg: SimConfig, x: np.ndarray, block: int):
     """The dense engine's layers for the tokens ``x`` (batch, n, d) of ``block``: the paper's layer,
-    or the extended one when an extension beyond the paper is on (issue #7)."""
+    or the extended one when an extension beyond the paper is on."""
     if cfg.extended:
         return extensions.run_block(cfg, x, block)
     return layer_steps(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers, centred=False)
@@ -275,18 +335,15 @@ def _chunk(cfg_dicts: list[dict], engine: str, kernel: str, bsize: int, first: i
 
 
 def _one_blas_thread():
-    """OpenBLAS held to one thread (threadpoolctl) in a process's main thread: the products are small and
-    an idle OpenBLAS thread spins after each call (Figure 1: 0.67 -> 0.51-0.61 s). No-op without it and in
-    other threads (the limit is the process's; the library scan deadlocks against another thread's first
-    import of an extension). The scan runs Python in ctypes callbacks, where an exception raised by a
-    signal handler is printed and dropped (Ctrl-C lost): signals are held back around it."""
+    """OpenBLAS held to one thread (threadpoolctl) in a process's main thread: the products are small, and
+    an idle OpenBLAS thread spins after each call. No-op without threadpoolctl and in other threads (the
+    limit is the process's)."""
     try:
         from threadpoolctl import threadpool_limits
-        if threading.current_thread() is threading.main_thread():
-            with deferred():
-                return threadpool_limits(limits=1, user_api="blas")
     except ImportError:                                            # pragma: no cover
-        pass
+        return contextlib.nullcontext()
+    if threading.current_thread() is threading.main_thread():
+        return threadpool_limits(limits=1, user_api="blas")
     return contextlib.nullcontext()
 
 
@@ -302,76 +359,8 @@ def _finite(a: np.ndarray) -> bool:
     return bool(np.isfinite(np.add.reduce(a, axis=None)))
 
 
-def _check_chunk_size(chunk_size):
-    return None if chunk_size is None else check_int("chunk_size", chunk_size, 1, INT_MAX)
-
-
-def _check_executor(executor) -> int:
-    """The processes an executor runs at once (its ``_max_workers``, else the CPUs), after checking
-    that it looks like an executor; ValueError naming it otherwise."""
-    if executor is None:
-        return os.cpu_count() or 1
-    if not callable(getattr(executor, "submit", None)):
-        raise ValueError(f"executor={short(executor)} is not allowed; allowed: None or a "
-                         f"concurrent.futures.Executor (an object with submit(fn, *args))")
-    workers = getattr(executor, "_max_workers", None)
-    if workers is None:
-        return os.cpu_count() or 1
-    try:
-        return check_int("_max_workers", workers, 1, INT_MAX)
-    except ValueError:
-        raise ValueError(f"executor={short(executor)} has _max_workers={short(workers)}; allowed: an integer >= 1 "
-                         f"(the processes it runs at once) or no _max_workers attribute") from None
-
-
-def _executor_error(executor, what: str) -> ValueError:
-    return ValueError(f"executor={short(executor)} {what}; allowed: an executor whose submit(fn, *args) returns a "
-                      f"future and whose future.result() returns what fn(*args) returned")
-
-
-def _check_task_result(result, executor, cfgs: list[SimConfig], engine: str, bsize: int, first: int, count: int):
-    """What an executor's future returned for one task (:func:`_chunk` of ``cfgs``, blocks ``first`` ..
-    ``first + count - 1``), checked before it is merged: per config its compute seconds and exactly
-    those blocks in order, each a :class:`Moments` of the right count and shapes. ValueError naming
-    the executor for anything else (None, another value, missing or extra blocks, ...)."""
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        raise _executor_error(executor, f"returned {short(result)} for a task; expected a pair (seconds, moments)")
-    seconds, out = result
-    if not (isinstance(seconds, (list, tuple)) and isinstance(out, (list, tuple))
-            and len(seconds) == len(out) == len(cfgs)):
-        raise _executor_error(executor, f"returned {short(result)} for a task of {len(cfgs)} config(s); expected "
-                                        f"{len(cfgs)} compute times and {len(cfgs)} lists of block moments")
-    blocks = list(_block_sizes(cfgs[0].samples, bsize, first, count))
-    checked_seconds, seen = [], set()
-    for cfg, t, moments in zip(cfgs, seconds, out):
-        try:
-            checked_seconds.append(check_real("seconds", t, lo=0.0, allowed="a number >= 0"))
-        except ValueError:
-            raise _executor_error(executor, f"returned the compute time {short(t)}; expected a number >= 0") from None
-        nf = n_features(cfg.n)
-        shape, cshape = (cfg.layers, nf), (cfg.layers, nf - control_slice(cfg.n).start)
-        if not isinstance(moments, (list, tuple)) or len(moments) != len(blocks):
-            raise _executor_error(executor, f"returned {short(moments)} for blocks {first} .. {first + count - 1}; "
-                                            f"expected one (block, moments) pair per block ({len(blocks)})")
-        for (k, size), pair in zip(blocks, moments):
-            ok = isinstance(pair, (tuple, list)) and len(pair) == 2 and type(pair[0]) is int and pair[0] == k
-            m = pair[1] if ok else None
-            # exactly a Moments of plain float64 arrays (no subclass: a merge runs their methods), each
-            # object once (a merge writes into the first block's arrays)
-            ok = ok and type(m) is Moments and type(m.count) is int and m.count == size and type(m.single) is bool \
-                and all(type(a) is np.ndarray and a.dtype == np.float64 and a.shape == shape for a in (m.mean, m.m2)) \
-                and (m.cross is None or (type(m.cross) is np.ndarray and m.cross.dtype == np.float64
-                                         and m.cross.shape == cshape)) and id(m) not in seen
-            if not ok:
-                raise _executor_error(executor, f"returned {short(pair)} for block {k}; expected ({k}, the Moments of "
-                                                f"its {size} samples, each block its own)")
-            seen.add(id(m))
-    return checked_seconds, out
-
-
 def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None,
-                  executor: Executor | None = None, z: float = 3.0,
-                  progress: bool | None = None) -> list[SimResult]:
+                  executor: Executor | None = None, progress: bool | None = None) -> list[SimResult]:
     """Simulate several configs, spreading whole configs and sample blocks over ``executor``.
 
     Results are identical to running each config alone with :func:`simulate`. Configs that share
@@ -381,26 +370,19 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
     it never changes the result. ``executor`` is any ``concurrent.futures.Executor`` (e.g. a
     ``ProcessPoolExecutor`` or a Dask client's ``get_executor()``); default: in-process.
     """
-    if isinstance(configs, (SimConfig, str, bytes)) or not hasattr(configs, "__iter__"):
+    if isinstance(configs, (SimConfig, str)) or not isinstance(configs, Iterable):
         raise ValueError(f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig objects")
     configs = list(configs)
     for i, cfg in enumerate(configs):
         if not isinstance(cfg, SimConfig):
             raise ValueError(f"configs[{i}]={short(cfg)} is not a SimConfig; allowed: an iterable of SimConfig objects")
-    # every config validated again from its stored fields: one that skipped __post_init__ (unpickled
-    # state) or was changed after it (object.__setattr__) is refused like a bad constructor call
-    configs = [SimConfig.checked(cfg, "cfg" if len(configs) == 1 else f"configs[{i}]") for i, cfg in enumerate(configs)]
-    chunk_size = _check_chunk_size(chunk_size)
-    z = check_z(z)
-    workers = _check_executor(executor)
+    if chunk_size is not None:
+        chunk_size = check_int("chunk_size", chunk_size, 1)
     if progress is not None:
         progress = check_bool("progress", progress)
-
-    for cfg in configs:          # memory and time, before any work (recency_lib.budget)
-        e = resolve_engine(cfg)
-        per = None if chunk_size is None else math.ceil(chunk_size / block_size(cfg, e))
-        require(cfg, e, lambda c, e=e: block_size(c, e), workers=1 if executor is None else workers,
-                task_blocks=per, in_flight=2 * workers + 2)
+    workers = 1 if executor is None else (os.cpu_count() or 1)
+    for cfg in configs:                            # memory, before any work
+        require_memory(cfg, resolve_engine(cfg), workers)
     # One kernel for the whole run, chosen here (never per worker), so that results do not depend
     # on which worker has it; loaded once here, so forked workers inherit it.
     kernel = kernel_name() if any(resolve_engine(c) == "gram" for c in configs) else "numpy"
@@ -454,15 +436,15 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
                     bar.update(m.count)
             touched = [groups[ci][p] for p in {k % 2 for k, _ in moments}]   # the groups this task changed
             if not all(_finite(x.mean) and _finite(x.m2) for x in touched):   # overflow: stop now
-                _to_result(configs[ci], *plans[ci], groups[ci], z, 0.0, None).check()
+                _to_result(configs[ci], *plans[ci], groups[ci], 0.0, None).check_finite()
 
     with _one_blas_thread():                      # here as in the workers: small products
         try:
-            _run(tasks, args, fold, executor, workers, configs)
+            _run(tasks, args, fold, executor, workers)
         finally:
             if bar is not None:
                 bar.close()
-        return [_to_result(cfg, plan[0], plan[1], g, z, t, kernel if plan[0] == "gram" else None).check()
+        return [_to_result(cfg, plan[0], plan[1], g, t, kernel if plan[0] == "gram" else None).check_finite()
                 for cfg, plan, g, t in zip(configs, plans, groups, elapsed)]
 
 
@@ -475,9 +457,8 @@ def _show_progress(samples: int) -> bool:
     return sys.stderr.isatty() and samples >= 10**6
 
 
-def _run(tasks, args, fold, executor, workers: int, configs) -> None:
-    """Every task of :func:`simulate_many`, in-process or on ``executor``, folded in submission order;
-    what the executor returns is checked first (:func:`_check_task_result`)."""
+def _run(tasks, args, fold, executor, workers: int) -> None:
+    """Every task of :func:`simulate_many`, in-process or on ``executor``, folded in submission order."""
     if executor is None:
         for t in tasks():
             fold(t[0], _chunk(*args(*t)))
@@ -486,12 +467,7 @@ def _run(tasks, args, fold, executor, workers: int, configs) -> None:
     pending: deque = deque()
 
     def submit(t):
-        a = args(*t)
-        fut = executor.submit(_worker_chunk, *a)
-        if not callable(getattr(fut, "result", None)):
-            raise _executor_error(executor, f"returned {short(fut)} from submit(); expected a future (an object "
-                                            f"with result())")
-        pending.append((t, a, fut))
+        pending.append((t, executor.submit(_worker_chunk, *args(*t))))
 
     it = tasks()
     for t in it:
@@ -499,26 +475,24 @@ def _run(tasks, args, fold, executor, workers: int, configs) -> None:
         if len(pending) >= window:
             break
     while pending:
-        t, a, fut = pending.popleft()
-        _, engine, _, bsize, first, count = a
-        fold(t[0], _check_task_result(fut.result(), executor, [configs[c] for c in t[0]], engine, bsize, first, count))
+        t, fut = pending.popleft()
+        fold(t[0], fut.result())
         t = next(it, None)
         if t is not None:
             submit(t)
 
 
 def simulate(cfg: SimConfig, *, chunk_size: int | None = None, executor: Executor | None = None,
-             z: float = 3.0, progress: bool | None = None) -> SimResult:
+             progress: bool | None = None) -> SimResult:
     """Monte-Carlo means and standard errors of scores, attention and recency metrics for ``cfg``.
 
     Memory does not grow with ``cfg.samples`` (blocks are reduced to moments as they finish).
     Same config and seed -> bitwise-identical result for any ``chunk_size`` and ``executor``.
     """
-    return simulate_many([cfg], chunk_size=chunk_size, executor=executor, z=z, progress=progress)[0]
+    return simulate_many([cfg], chunk_size=chunk_size, executor=executor, progress=progress)[0]
 
 
-def _to_result(cfg: SimConfig, engine: str, bsize: int, groups: list, z: float, elapsed: float,
-               kernel: str | None) -> SimResult:
+def _to_result(cfg: SimConfig, engine: str, bsize: int, groups: list, elapsed: float, kernel: str | None) -> SimResult:
     n, L = cfg.n, cfg.layers
     lay, ctrl = feature_layout(n), control_slice(n)
     rows, cols = tril_index(n)
@@ -563,7 +537,7 @@ def _to_result(cfg: SimConfig, engine: str, bsize: int, groups: list, z: float, 
         trend_mean=scalar("trend", mean), trend_sem=scalar("trend", sem),
         trend_cv_mean=scalar("trend", cv_mean), trend_cv_sem=scalar("trend", cv_se),
         recency_probability_cv=scalar("rp", cv_mean), recency_probability_cv_sem=scalar("rp", cv_se),
-        block_size=bsize, library_version=__version__, z=float(z), elapsed_seconds=float(elapsed),
+        block_size=bsize, library_version=__version__, elapsed_seconds=float(elapsed),
         extra={"kernel": kernel} if kernel else {})
 
 
@@ -594,6 +568,17 @@ def _block_trajectories(cfg: SimConfig, engine: str, k: int, size: int, kernel: 
     return np.stack(s_l, axis=1), np.stack(a_l, axis=1)
 
 
+def _require_trajectories(cfg: SimConfig, samples: int, engine: str) -> None:
+    """Before any work: the scores and attention of ``samples`` sequences (kept, then concatenated: four
+    (samples, layers, n, n) arrays) must fit in memory; else ValueError with the largest that fits."""
+    per = 4 * 8 * cfg.layers * cfg.n ** 2
+    room = memory_limit() - run_bytes(cfg, engine)
+    if samples * per > room:
+        raise ValueError(f"samples={samples} trajectories need about {samples * per / 2 ** 30:.3g} GiB of memory "
+                         f"(n={cfg.n}, layers={cfg.layers}); allowed: samples <= {max(0, room // per)} (or "
+                         f"sequence_statistic or simulate, whose memory does not grow with samples)")
+
+
 def _trajectory_engine(cfg: SimConfig, engine: str | None) -> str:
     return resolve_engine(cfg) if engine is None else check_choice("engine", engine, ("dense", "gram"))
 
@@ -608,14 +593,12 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
     match the streamed ones to float rounding. ``samples`` defaults to ``cfg.samples``.
     For a statistic of every sequence without keeping them all: :func:`sequence_statistic`.
     """
-    cfg = SimConfig.checked(cfg)
-    samples = cfg.samples if samples is None else samples
-    samples = check_int("samples", samples, 1)
+    samples = check_int("samples", cfg.samples if samples is None else samples, 1)
     engine = _trajectory_engine(cfg, engine)
     if kernel is not None:
         kernel = check_choice("kernel", kernel, ("c", "numpy"))
     bsize = block_size(cfg, engine)
-    require_trajectories(cfg, samples, engine, bsize)
+    _require_trajectories(cfg, samples, engine)
     scores, attn = [], []
     total = max(2, samples)
     for k, size in _block_sizes(total, bsize, 0, -(-samples // bsize)):
@@ -656,14 +639,13 @@ def sequence_statistic(cfg: SimConfig, statistic, *, samples: int | None = None,
     variates for every layer, cross-fitted on the even and odd blocks (:func:`recency_lib.stats.
     control_variate`): unbiased, with honest standard errors.
     """
-    cfg = SimConfig.checked(cfg)
     if not callable(statistic):
         raise ValueError(f"statistic={short(statistic)} is not allowed; allowed: a function (scores, attention) -> "
                          f"array (B, layers, k)")
     samples = check_int("samples", cfg.samples if samples is None else samples, 2)
     engine = _trajectory_engine(cfg, engine)
     bsize = block_size(cfg, engine)
-    require_trajectories(cfg, min(samples, bsize), engine, bsize)
+    _require_trajectories(cfg, min(samples, bsize), engine)
     mu = None
     if control_mean is not None:
         mu = np.asarray(control_mean, dtype=float)

@@ -1,4 +1,4 @@
-"""Beyond the paper (issue #7): the full decoder layer of Sec. 2.1 with the parts the paper leaves out.
+"""Beyond the paper: the full decoder layer of Sec. 2.1 with the parts the paper leaves out.
 
 The paper's simulation (:mod:`recency_lib.model`) drops every learnable parameter. Sec. 2.1 writes
 the full single-head pre-LN layer as
@@ -8,8 +8,8 @@ the full single-head pre-LN layer as
 
 and its Limitations name multi-head attention and RoPE as not analysed. This module adds, each
 switchable on its own (:class:`recency_lib.config.SimConfig` fields; all off = the paper's model,
-which then never reaches this module). The layer itself is :func:`recency_lib.model.layer`, written
-once; this module holds its extended parts:
+which then never reaches this module). :func:`layer` is that full layer, built from the paper's
+pieces (:mod:`recency_lib.model`) and the parts below:
 
 * ``weights``: W_Q, W_K, W_V, W_O iid N(0, 1/d) (initialisation scale), fresh per sample
   ("per_sample") or one draw per run ("fixed", from ``weights_seed``); "none" = identity.
@@ -42,11 +42,10 @@ import numpy as np
 
 from .config import SimConfig
 from .features import compiled_kernels
-from .model import causal_softmax, center, layer, normalize
+from .model import causal_softmax, center, normalize
 from .norms import NORMS
 
 ROPE_BASE = 10000.0
-_EXT_BLOCK_FLOATS = 2 ** 21   # target floats of the largest per-block working set (~16 MB)
 
 
 # -- weights -----------------------------------------------------------------------------------
@@ -97,14 +96,14 @@ def _norm(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
 
 def _softmax(s: np.ndarray) -> np.ndarray:
     """:func:`recency_lib.model.causal_softmax`, computed by the compiled kernel when it was built
-    (:func:`recency_lib.kernels.causal_softmax`: ~4 times faster at n = 512, within 1e-15)."""
+    (:func:`recency_lib.kernels.causal_softmax`, within 1e-15 of numpy's)."""
     kernels = compiled_kernels()
     return causal_softmax(s) if kernels is None else kernels.causal_softmax(s)
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
     """GELU(x) = x Phi(x), the exact (erf) form: the compiled kernel's (:func:`recency_lib.kernels.gelu`,
-    within 1e-14 relative of the exact value, about 4 times faster) when it was built, else
+    within 1e-14 relative of the exact value) when it was built, else
     :func:`gelu_reference`."""
     kernels = compiled_kernels()
     return gelu_reference(x) if kernels is None else kernels.gelu(x)
@@ -159,7 +158,7 @@ def _proj(x: np.ndarray, w) -> np.ndarray:
     return x @ w
 
 
-# -- the layer's extended parts (recency_lib.model.layer calls them) -------------------------------
+# -- the layer's extended parts ------------------------------------------------------------------
 
 def head_attention(y: np.ndarray, w: dict, d: int, heads: int, rope: bool) -> tuple[np.ndarray, np.ndarray]:
     """Scores and attention of every head: Q, K = Y W_Q, Y W_K split into ``heads`` heads of size
@@ -198,28 +197,28 @@ def after_attention(o: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, 
     return o
 
 
-def config_layer(cfg: SimConfig, x: np.ndarray, w: dict, output: bool = True):
-    """:func:`recency_lib.model.layer` with the switches of ``cfg`` and the weights ``w``."""
-    return layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, weights=w, heads=cfg.heads,
-                 rope=cfg.rope, placement=cfg.placement, ffn=cfg.ffn, output=output)
+def layer(cfg: SimConfig, x: np.ndarray, w: dict, output: bool = True):
+    """The full layer of Sec. 2.1 with the switches of ``cfg`` and the weights ``w`` (the pieces above):
+    Norm, per-head attention (scores and attention reported as the mean over heads), values and W_O,
+    the residual, then :func:`after_attention`. ``x`` (batch, n, d) is the literal state. Returns
+    (x_next, scores, attention, sq_norms) as :func:`recency_lib.model.layer`; ``output=False`` skips
+    what only x_next needs and returns None for it."""
+    seen = center(x) if NORMS[cfg.norm].centres else x
+    sq_norms = np.einsum("...i,...i->...", seen, seen)                   # (batch, n)
+    y = normalize(seen, cfg.norm, cfg.d, cfg.eps) if cfg.placement == "pre" else x
+    s_h, a_h = head_attention(y, w, cfg.d, cfg.heads, cfg.rope)           # (batch, heads, n, n)
+    s, a = (s_h[:, 0], a_h[:, 0]) if cfg.heads == 1 else (s_h.mean(axis=1), a_h.mean(axis=1))
+    if not output:
+        return None, s, a, sq_norms
+    x_next = head_values(a_h, y, w, cfg.heads)
+    if cfg.gamma != 0.0:
+        x_next = x_next + cfg.gamma * x
+    x_next = after_attention(x_next, w, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps,
+                             placement=cfg.placement, ffn=cfg.ffn)
+    return x_next, s, a, sq_norms
 
 
 # -- engine hooks ----------------------------------------------------------------------------------
-
-def block_size(cfg: SimConfig) -> int:
-    """Samples per block for an extended config: a power of two in [1, 4096], shrinking with n and d.
-
-    The largest per-block arrays are the per-head scores (h n^2 per sample), the FFN hidden state
-    (4 n d), per-sample weights (12 d^2 per layer... counted once per layer) and the per-layer feature
-    vectors (3 n (n+1) / 2 per layer); their sum per sample is kept near ``_EXT_BLOCK_FLOATS``.
-    """
-    n, d = cfg.n, cfg.d
-    per = 3 * cfg.heads * n * n + 8 * n * d + 2 * cfg.layers * 3 * n * (n + 1) // 2
-    if cfg.weights == "per_sample":
-        per += cfg.layers * 12 * d * d
-    b = 2 ** int(math.floor(math.log2(max(1, _EXT_BLOCK_FLOATS // per))))
-    return int(min(4096, max(1, b)))
-
 
 def run_block(cfg: SimConfig, x: np.ndarray, block: int):
     """Yield (layer, scores, attention, sq_norms) for the tokens ``x`` (batch, n, d) of ``block``.
@@ -228,5 +227,5 @@ def run_block(cfg: SimConfig, x: np.ndarray, block: int):
     """
     ws = block_weights(cfg, block, x.shape[0])
     for l in range(cfg.layers):
-        x, s, a, sq = config_layer(cfg, x, ws[l], output=l < cfg.layers - 1)
+        x, s, a, sq = layer(cfg, x, ws[l], output=l < cfg.layers - 1)
         yield l, s, a, sq

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from functools import lru_cache
 
 import numpy as np
@@ -98,7 +99,7 @@ def adjacent_index(n: int) -> tuple[np.ndarray, np.ndarray]:
 @lru_cache(maxsize=64)
 def _flat_index(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Positions in a row-major (n, n) matrix, for :func:`layer_features`' gathers (one index array
-    instead of two: about three times faster at n = 512): the causal triangle (:func:`tril_index`),
+    instead of two): the causal triangle (:func:`tril_index`),
     the diagonal steps' later entries (i, i) for i >= 1 and the off-diagonal steps' (i, j) for
     1 <= j < i, row-major as :func:`adjacent_index` orders them (the earlier entry is one before)."""
     rows, cols = tril_index(n)
@@ -267,15 +268,25 @@ def layer_features(s: np.ndarray, a: np.ndarray, sq_norms: np.ndarray) -> np.nda
 # -- the compiled kernels, when they can run -------------------------------------------------------
 
 def compiled_kernels():
-    """:mod:`recency_lib.kernels` when the C kernel was built (``pip install -e .`` compiles it) and
-    ``RECENCY_LIB_KERNEL`` is not ``numpy``; else None (every caller has a numpy path)."""
-    if os.environ.get("RECENCY_LIB_KERNEL", "").lower() == "numpy":
+    """:mod:`recency_lib.kernels` when the C kernel was built from the ``_kernel.c`` beside it and the
+    environment variable ``RECENCY_LIB_KERNEL`` is not ``numpy``; else None (every caller has a numpy path).
+    A kernel built from another source is said once on stderr."""
+    choice = os.environ.get("RECENCY_LIB_KERNEL", "")
+    if choice not in ("", "c", "numpy"):
+        raise ValueError(f"RECENCY_LIB_KERNEL={short(choice)} is not allowed; allowed: 'c', 'numpy' or unset")
+    if choice == "numpy":
         return None
     try:
         from . import kernels
-    except ImportError:                                                 # recency_lib._kernel was not built
+    except ImportError as exc:
+        if "built from another" in str(exc) and "stale" not in _SAID:
+            print(f"recency_lib: {exc}; running the numpy path meanwhile", file=sys.stderr)
+            _SAID.add("stale")
         return None
     return kernels
+
+
+_SAID: set = set()                 # what compiled_kernels has said on stderr (once each)
 
 
 def kernels_for(kernel: str | None):

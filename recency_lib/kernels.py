@@ -1,8 +1,9 @@
 """The compiled kernel: the gram engine's block kernel and the recency count, written in C.
 
 The C source is ``_kernel.c`` next to this file; ``pip install -e .`` compiles it (setup.py) into
-the extension module ``recency_lib._kernel``. Importing this module fails with ImportError when that
-module was not built (no C compiler at install time); every caller then takes the numpy path
+the extension module ``recency_lib._kernel``, which records the sha256 of the source it was built from.
+Importing this module fails with ImportError when that module was not built (no C compiler at install
+time) or was built from another ``_kernel.c``; every caller then takes the numpy path
 (:func:`recency_lib.features.compiled_kernels`, :func:`recency_lib.engines.kernel_name`).
 
 :func:`gram_block` is the one optimised twin of the paper's layer (:func:`recency_lib.model.layer`
@@ -15,9 +16,17 @@ group size: the C file's header says how) and differ from the numpy path by floa
 """
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numpy as np
 
 from . import _kernel
+
+SOURCE = Path(__file__).with_name("_kernel.c")
+if getattr(_kernel, "source_sha256", None) != hashlib.sha256(SOURCE.read_bytes()).hexdigest():
+    raise ImportError(f"the compiled kernel {Path(_kernel.__file__).name} was built from another {SOURCE.name}; "
+                      f"rebuild it with `pip install -e .` (or `python setup.py build_ext --inplace`)")
 
 MODES = {"plain": 0, "cholesky": 1, "rank_one": 2}   # coordinates: T, L T, or one column (alpha = 1)
 

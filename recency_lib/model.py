@@ -2,9 +2,8 @@
 
     Y = Norm(X);  S = Causal(Y Y^T / sqrt(d));  A = Softmax(S) row-wise;  X' = A Y + gamma X
 
-By default single head, no learnable weights, no feed-forward block: exactly the paper's
-simulation; :func:`layer` also switches on the parts of Sec. 2.1's full layer that the paper
-leaves out (their pieces are in :mod:`recency_lib.extensions`).
+Single head, no learnable weights, no feed-forward block: exactly the paper's simulation (the
+parts of Sec. 2.1's full layer that the paper leaves out are in :mod:`recency_lib.extensions`).
 All functions are pure and batched over a leading axis; the last axis holds coordinates (the
 d features for the dense engine, m <= n Gram coordinates for the gram engine). ``d`` is always
 the *model's* hidden size, which sets the scale (the 1/sqrt(d) in the scores, the /d in the
@@ -53,43 +52,21 @@ def causal_softmax(s: np.ndarray) -> np.ndarray:
     return e
 
 
-def layer(x: np.ndarray, *, norm: str, d: int, gamma: float, eps: float, centred: bool = False,
-          weights: dict | None = None, heads: int = 1, rope: bool = False, placement: str = "pre",
-          ffn: bool = False, output: bool = True):
+def layer(x: np.ndarray, *, norm: str, d: int, gamma: float, eps: float, centred: bool = False):
     """One layer f(X) = Softmax(Causal(Y Y^T / sqrt(d))) Y + gamma X with Y = Norm(X), Eq. (20).
 
     ``x``: (..., n, w). ``centred`` says whether ``x`` is already the centred part that LayerNorm
     sees (gram engine) or the literal state (dense engine). Returns (x_next, scores, attention,
     sq_norms), where sq_norms (..., n) are ||x_j||^2 of what the normalization sees (||P x_j||^2
-    for LayerNorm), the quantity of Eq. (36); ``output=False`` skips what only x_next needs and
-    returns None for it.
-
-    The rest of Sec. 2.1's decoder layer, which the paper's simulation drops, is switched on by the
-    other arguments (the pieces are in :mod:`recency_lib.extensions`; x is then the dense state
-    (batch, n, d)): ``weights`` (W_Q, W_K, W_V, W_O and the FFN's W_1, W_2 by those keys, lower-case;
-    None = identity), ``heads``, ``rope``, ``placement="post"`` (post-LN) and ``ffn``. With all of
-    them off this is the paper's layer, in numpy; with any on, the attention goes through the
-    extensions' per-head path (scores and attention reported as the mean over heads) and the
-    compiled softmax.
+    for LayerNorm), the quantity of Eq. (36). The layer of Sec. 2.1 with the parts the paper
+    leaves out (weights, heads, RoPE, FFN, post-LN) is :func:`recency_lib.extensions.layer`.
     """
-    w = weights or {}
-    paper = not (any(v is not None for v in w.values()) or heads != 1 or rope or ffn or placement != "pre")
     seen = center(x) if (NORMS[norm].centres and not centred) else x
     sq_norms = np.einsum("...i,...i->...", seen, seen)             # (..., n)
-    y = normalize(seen, norm, d, eps) if placement == "pre" else x    # (..., n, w)
-    if paper:
-        s = causal_scores(y, d)                                    # (..., n, n)
-        a = causal_softmax(s)                                      # (..., n, n)
-    else:
-        from . import extensions as ext
-
-        s_h, a_h = ext.head_attention(y, w, d, heads, rope)       # (batch, heads, n, n)
-        s, a = (s_h[:, 0], a_h[:, 0]) if heads == 1 else (s_h.mean(axis=1), a_h.mean(axis=1))
-    if not output:
-        return None, s, a, sq_norms
-    x_next = a @ y if paper else ext.head_values(a_h, y, w, heads)  # (..., n, w)
+    y = normalize(seen, norm, d, eps)                              # (..., n, w)
+    s = causal_scores(y, d)                                        # (..., n, n)
+    a = causal_softmax(s)                                          # (..., n, n)
+    x_next = a @ y                                                 # (..., n, w)
     if gamma != 0.0:
         x_next = x_next + gamma * x
-    if not paper:
-        x_next = ext.after_attention(x_next, w, norm=norm, d=d, gamma=gamma, eps=eps, placement=placement, ffn=ffn)
     return x_next, s, a, sq_norms

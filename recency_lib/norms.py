@@ -43,9 +43,3 @@ NORMS: dict[str, Norm] = {n.name: n for n in (
 #: The config values, in registry order.
 NAMES: tuple[str, ...] = tuple(NORMS)
 
-
-def norm_of(name: str) -> Norm:
-    """The registry entry of ``name`` (a ValueError naming the allowed values otherwise)."""
-    from .validation import check_choice
-
-    return NORMS[check_choice("norm", name, NAMES)]

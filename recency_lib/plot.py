@@ -1,107 +1,134 @@
-"""One-call figure of a result: the mean score matrix of every layer with its recency probability.
+"""The heatmap convention of every figure of mean scores, and the one-call figure of a result.
 
-``SimResult.plot()`` and ``python -m recency_lib simulate ... --plot FILE`` call :func:`plot_result`.
-matplotlib is an optional dependency (``pip install recency_lib[plot]``), imported only here, only when
-called. Each panel is a heatmap of the mean scores S_ij (query i down, key j across, 1-based), the
-diagonal hatched and left out of the colour scale (after normalization S_ii = sqrt(d), far above the
-rest of its row), the upper triangle blank (causal mask), titled with the layer's recency probability
-± its standard error. Panels are laid out at most four to a row with a colour bar each, so 1 to 8
-layers and n up to 64 stay legible.
+The book's heatmaps, its explorer's colour table and :meth:`SimResult.plot` all read the convention
+here: the colour map :data:`HEATMAP_HEX` (seaborn's "rocket", the paper's, as 256 colours dark to
+light), the upper triangle blank (causal mask) and the diagonal left out of the colour scale and
+hatched (:data:`DIAGONAL`: after normalization S_ii = sqrt(d), far above the rest of its row).
+matplotlib is an optional dependency (``pip install recency_lib[plot]``), imported only when a figure
+is drawn.
 """
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
-#: Written into every saved figure, so that a later write recognises it as this library's (files.Kind).
-SIGNATURE = "recency_lib plot"
+from .files import atomic_write, check_output_path
+from .validation import short
+
+HEATMAP_HEX = (
+    "03051a04051a05061b06071c07071d08081e0a091f0b09200d0a210e0b22100b23110c24130d25140e26160e27170f28"
+    "180f291a102a1b112b1d112c1e122d20122e2113302213312414322514332715342815352a16362b16372d17382e1739"
+    "30173a31183b33183c34193d35193e37193f381a403a1a413c1a423d1a423f1b43401b44421b45431c46451c47461c48"
+    "481c48491d494b1d4a4c1d4b4e1d4b501d4c511e4d531e4d541e4e561e4f581e4f591e505b1e515c1e515e1f52601f52"
+    "611f53631f53641f54661f54681f55691f556b1f566d1f566e1f57701f57711f57731f58751f58761f58781f597a1f59"
+    "7b1f597d1f5a7f1e5a811e5a821e5a841e5a861e5b871e5b891e5b8b1d5b8c1d5b8e1d5b901d5b921c5b931c5b951c5b"
+    "971c5b981b5b9a1b5b9c1b5b9e1a5b9f1a5ba11a5ba3195ba4195ba6195aa8185aaa185aab185aad1759af1759b01759"
+    "b21758b41658b51657b71657b91657ba1656bc1656bd1655bf1654c11754c21753c41753c51852c71951c81951ca1a50"
+    "cb1b4fcd1c4ece1d4ecf1e4dd11f4cd2204cd3214bd5224ad62449d72549d82748d92847db2946dc2b46dd2c45de2e44"
+    "df2f44e03143e13342e23442e33641e43841e53940e63b40e73d3fe83f3fe8403ee9423eea443eeb463eeb483eec4a3e"
+    "ec4c3eed4e3eed503eee523fee543fef5640ef5840ef5a41f05c42f05e42f06043f16244f16445f16646f26747f26948"
+    "f26b49f26d4bf26f4cf3714df3734ef37450f37651f37852f47a54f47c55f47d57f47f58f4815af4835bf4845df4865e"
+    "f58860f58a61f58b63f58d64f58f66f59067f59269f5946bf5966cf5976ef59970f69b71f69c73f69e75f6a077f6a178"
+    "f6a37af6a47cf6a67ef6a880f6a981f6ab83f6ad85f6ae87f6b089f6b18bf6b38df6b48ff6b691f6b893f6b995f6bb97"
+    "f6bc99f6be9bf6bf9df6c19ff7c2a2f7c4a4f7c6a6f7c7a8f7c9aaf7caacf7ccaff7cdb1f7cfb3f7d0b5f8d1b8f8d3ba"
+    "f8d4bcf8d6bef8d7c0f8d9c3f8dac5f8dcc7f9ddc9f9dfcbf9e0cdf9e2d0f9e3d2f9e5d4fae6d6fae8d8fae9dafaebdd"
+)
+#: How an excluded diagonal cell is drawn: a hatched square without fill.
+DIAGONAL = {"hatch": "///", "edgecolor": "0.6", "fill": False, "linewidth": 0.0}
 FORMATS = (".png", ".svg", ".pdf")
-MAX_COLUMNS = 4
+SIGNATURE = "recency_lib plot"         # in every saved figure's metadata: what a later save may replace
 
 
-def _pm(value: float, se: float) -> str:
-    if not (math.isfinite(value) and math.isfinite(se)) or se <= 0:
-        return f"{value:.4f}"
-    digits = max(0, 1 - int(math.floor(math.log10(se))))
-    return f"{value:.{digits}f} ± {se:.{digits}f}"
+def heatmap_colours() -> np.ndarray:
+    """:data:`HEATMAP_HEX` as (256, 3) RGB rows in [0, 1]."""
+    hexes = "".join(HEATMAP_HEX)
+    return np.array([[int(hexes[k + c:k + c + 2], 16) / 255 for c in (0, 2, 4)] for k in range(0, len(hexes), 6)])
+
+
+def heatmap_cmap():
+    """The convention's colour map, for matplotlib."""
+    from matplotlib.colors import ListedColormap
+
+    return ListedColormap(heatmap_colours(), name="rocket")
+
+
+def draw_heatmap(ax, s: np.ndarray, *, include_diagonal: bool = False, vmin=None, vmax=None, rasterized=False):
+    """The mean scores ``s`` (n, n) on ``ax`` by the convention: query i down, key j across, the upper
+    triangle blank, the diagonal hatched and out of the colour scale unless ``include_diagonal``; the
+    colour scale spans the coloured finite entries unless ``vmin``/``vmax`` are given. Returns the mesh."""
+    import matplotlib.patches as patches
+
+    n = s.shape[0]
+    rows, cols = np.indices(s.shape)
+    shown = ((rows >= cols) if include_diagonal else (rows > cols)) & np.isfinite(s)
+    finite = s[shown]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    vmin, vmax = lo if vmin is None else float(vmin), hi if vmax is None else float(vmax)
+    mesh = ax.pcolormesh(np.arange(n + 1), np.arange(n + 1), np.ma.masked_array(s, mask=~shown),
+                         cmap=heatmap_cmap(), vmin=vmin, vmax=vmax, rasterized=rasterized)
+    ax.set_xlim(0, n)
+    ax.set_ylim(n, 0)
+    ax.set_aspect("equal")
+    if not include_diagonal:
+        for k in range(n):
+            ax.add_patch(patches.Rectangle((k, k), 1, 1, gid="excluded_diagonal", **DIAGONAL))
+    return mesh
 
 
 def plot_result(res, *, include_diagonal: bool = False):
-    """A matplotlib Figure of every layer of ``res`` (a SimResult): heatmaps of the mean scores with the
-    recency probability ± SE in each title."""
+    """A matplotlib Figure of every layer of ``res``: the mean scores by the convention, each titled with
+    its recency probability and standard error (control variates), up to four panels a row."""
     try:
-        import matplotlib
         from matplotlib.figure import Figure
     except ImportError:
         raise ImportError("SimResult.plot() needs matplotlib: pip install 'recency_lib[plot]'") from None
+    from .result import pm
 
     cfg = res.config
-    L, n = cfg.layers, cfg.n
-    cols = min(L, MAX_COLUMNS)
-    rows = -(-L // cols)
+    cols = min(cfg.layers, 4)
+    rows = -(-cfg.layers // cols)
     fig = Figure(figsize=(3.1 * cols, 2.9 * rows + 0.5), layout="constrained")
-    fig.suptitle(f"norm={cfg.norm}, α={cfg.alpha:g}, γ={cfg.gamma:g}, n={n}, d={cfg.d}, "
+    fig.suptitle(f"norm={cfg.norm}, α={cfg.alpha:g}, γ={cfg.gamma:g}, n={cfg.n}, d={cfg.d}, "
                  f"{cfg.samples:,} sequences", fontsize=10)
-    lower = np.tril(np.ones((n, n), dtype=bool), 0 if include_diagonal else -1)
-    diag = np.eye(n, dtype=bool)
-    cmap = matplotlib.colormaps["magma"].with_extremes(bad="white")
-    ticks = sorted({0, n - 1} | ({(n - 1) // 2} if n > 6 else set(range(n))))
-    for layer in range(L):
+    ticks = sorted({0, cfg.n - 1} | ({(cfg.n - 1) // 2} if cfg.n > 6 else set(range(cfg.n))))
+    for layer in range(cfg.layers):
         ax = fig.add_subplot(rows, cols, layer + 1)
-        s = np.asarray(res.score_mean[layer], dtype=float)
-        shown = np.where(lower, s, np.nan)
-        finite = shown[np.isfinite(shown)]
-        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-        image = ax.imshow(shown, cmap=cmap, vmin=lo, vmax=hi if hi > lo else lo + 1e-12,
-                          interpolation="nearest", rasterized=n > 40)
-        if not include_diagonal:
-            ax.imshow(np.where(diag, 1.0, np.nan), cmap="Greys", vmin=0, vmax=4, interpolation="nearest")
-        ax.set_xticks(ticks, [str(t + 1) for t in ticks], fontsize=8)
-        ax.set_yticks(ticks, [str(t + 1) for t in ticks], fontsize=8)
+        mesh = draw_heatmap(ax, np.asarray(res.score_mean[layer], dtype=float), include_diagonal=include_diagonal,
+                            rasterized=cfg.n > 40)
+        ax.set_xticks([t + 0.5 for t in ticks], [str(t + 1) for t in ticks], fontsize=8)
+        ax.set_yticks([t + 0.5 for t in ticks], [str(t + 1) for t in ticks], fontsize=8)
         ax.set_xlabel("key j", fontsize=9)
         if layer % cols == 0:
             ax.set_ylabel("query i", fontsize=9)
-        rp, se = float(res.recency_probability[layer]), float(res.recency_probability_sem[layer])
-        ax.set_title(f"layer {layer + 1}: RP {_pm(rp, se)}" if math.isfinite(rp) else f"layer {layer + 1}",
-                     fontsize=9)
-        bar = fig.colorbar(image, ax=ax, shrink=0.85)
+        rp, se = float(res.recency_probability_cv[layer]), float(res.recency_probability_cv_sem[layer])
+        ax.set_title(f"layer {layer + 1}: RP {pm(rp, se)}" if math.isfinite(rp) else f"layer {layer + 1}", fontsize=9)
+        bar = fig.colorbar(mesh, ax=ax, shrink=0.85)
         bar.ax.tick_params(labelsize=7)
-        bar.ax.yaxis.get_offset_text().set_fontsize(7)
     return fig
 
 
-def check_plot_path(path, name: str = "plot"):
-    """The path a figure may be written to: a .png, .svg or .pdf that is new or a figure this library
-    saved (:data:`PLOT_FILE`), else ValueError naming it (files.check_output_path) -- before any work."""
-    from .files import check_output_path
-    from .text import short_path
-
-    if str(path).lower().rpartition(".")[2] not in ("png", "svg", "pdf"):
-        raise ValueError(f"{name}={short_path(str(path))} is not allowed; allowed: a path ending in .png, .svg or .pdf")
-    return check_output_path(path, name, replaces=PLOT_FILE)
+def is_plot_file(path: Path) -> bool:
+    """Whether ``path`` is a figure this library saved (:data:`SIGNATURE` in its first 64 kB)."""
+    try:
+        with open(path, "rb") as fh:
+            return SIGNATURE.encode() in fh.read(65536)
+    except OSError:
+        return False
 
 
-def save(fig, path):
-    """Write ``fig`` to ``path`` atomically (its format from the suffix), with :data:`SIGNATURE` in its
-    metadata; it replaces only a figure this library saved. Returns the path written."""
-    from .files import atomic_write
+def check_plot_path(path, name: str = "plot") -> Path:
+    """Before any work: a .png, .svg or .pdf path that is new or holds a figure this library saved."""
+    if Path(str(path)).suffix.lower() not in FORMATS:
+        raise ValueError(f"{name}={short(str(path))} is not allowed; allowed: a path ending in .png, .svg or .pdf")
+    return check_output_path(path, name, ours=is_plot_file, what="a figure this library saved")
 
+
+def save(fig, path) -> Path:
+    """Write ``fig`` to ``path`` atomically (format from the suffix), signed so that a later save may
+    replace it; it replaces nothing else."""
     check_plot_path(path)
-    suffix = str(path).lower().rpartition(".")[2]
-    key = {"png": "Software", "svg": "Creator", "pdf": "Creator"}[suffix]
-    return atomic_write(path, lambda fh: fig.savefig(fh, format=suffix, dpi=150, metadata={key: SIGNATURE}),
-                        binary=True, replaces=PLOT_FILE)
-
-
-def _recognise(fh, size: int) -> bool:
-    return SIGNATURE.encode() in fh.read(65536)
-
-
-def _plot_kind():
-    from .files import Kind
-
-    return Kind("a figure saved by recency_lib", _recognise)
-
-
-PLOT_FILE = _plot_kind()
+    fmt = Path(str(path)).suffix.lower()[1:]
+    key = "Software" if fmt == "png" else "Creator"
+    return atomic_write(path, lambda fh: fig.savefig(fh, format=fmt, dpi=150, metadata={key: SIGNATURE}), binary=True)

@@ -15,9 +15,6 @@ and make its standard error optimistic, so the samples are split in two groups b
 on the other (cross-fitting): the estimate is exactly unbiased, and its standard error is the
 group's own spread of x - beta c. The two group estimates are combined with weights proportional
 to their sample counts; their covariance, O(1/N^2) through the betas, is neglected.
-
-Decisions from Monte Carlo (:func:`familywise_z`): ``k`` two-sided tests decided together at a
-family-wise error level are each decided at the Bonferroni z.
 """
 from __future__ import annotations
 
@@ -25,20 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .validation import check_int, check_level
-
-
-def familywise_z(comparisons: int, level: float = 0.05) -> float:
-    """Bonferroni z for ``comparisons`` two-sided tests at family-wise error ``level``.
-
-    With n = 10 a score matrix has 45 adjacent differences; at z = 3 a matrix with no order at
-    all is called "violated" about 6% of the time. ``familywise_z(45)`` = 3.26 keeps that at 5%.
-    """
-    from scipy.special import ndtri          # scipy.stats.norm.isf(q) is -ndtri(q); scipy.stats takes ~0.8 s to import
-
-    comparisons = check_int("comparisons", comparisons, 1)
-    level = check_level(level)
-    return float(-ndtri(level / (2 * comparisons)))
 
 
 @dataclass

@@ -1,97 +1,59 @@
-"""Input checks shared by the whole library: one place, one message format.
+"""Checks of the values a user types: one message format for the whole library.
 
-Every check raises ``ValueError`` naming the parameter, the value and what is allowed,
-``f"{name}={value!r} is out of range; allowed: ..."`` (long values cut by :func:`short`), and returns
-the value normalised to a builtin type (or a float array for the broadcasting checks of the closed
-forms). The command line prints that message as one ``error:`` line and exits 2.
+Every check raises ``ValueError("{name}={value!r} is out of range; allowed: ...")`` (long values cut
+by :func:`short`) and returns the value as a plain built-in (or a float array, for the closed forms,
+which broadcast over their arguments). The command line prints that message as one ``error:`` line.
 """
 from __future__ import annotations
 
 import math
 import numbers
-import operator
+import reprlib
 
 import numpy as np
 
-from .text import one_line, short, short_path  # noqa: F401  (re-exported: every check cuts values with short)
+INT_MAX = 2 ** 63 - 1            # sizes, counts and seeds: numpy's index type
 
-#: Largest integer a size, count or seed may take: numpy's index type (int64).
-INT_MAX = 2 ** 63 - 1
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 60
+_SHORT.maxlong = 40
 
 
-# -- scalars -------------------------------------------------------------------------------------
+def short(value) -> str:
+    """``repr(value)`` cut to about 60 characters, so that a message stays one readable line."""
+    return _SHORT.repr(value)
 
-def as_int(value):
-    """``value`` as a plain ``int``, or None when it is not an integer (bools are not).
 
-    The value is converted before anything is compared, through :func:`operator.index` (which gives
-    the true integer value of an int subclass, whatever its ``__lt__``, ``__int__`` or ``__index__``
-    say, and the value of a numpy integer), so a check never asks the caller's object anything."""
+def check_int(name: str, value, minimum: int, maximum: int = INT_MAX) -> int:
+    """An integer (not a bool) in [minimum, maximum], as a plain int."""
+    allowed = f"an integer in [{minimum}, {maximum}]" if maximum < INT_MAX else f"an integer >= {minimum}"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        return None
-    try:
-        v = operator.index(value)
-    except Exception:                                   # a hostile __index__ (or a warning made an error)
-        return None
-    if isinstance(v, bool):
-        return None
-    return v if type(v) is int else int.__index__(v)
-
-
-def as_float(value):
-    """``value`` as a plain ``float`` (``-0.0`` as ``0.0``: equal values, one form), or None when it is
-    not a real number (bools are not), or "overflow" for an integer too large for a float. Converted
-    through :func:`float` before anything is compared, as :func:`as_int`."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        return None
-    i = as_int(value) if isinstance(value, numbers.Integral) else None
-    try:
-        v = float(i if i is not None else value)
-    except OverflowError:
-        return "overflow"
-    except Exception:                                   # a hostile __float__
-        return None
-    if type(v) is not float:                            # pragma: no cover - float() returns a float
-        v = float.__float__(v)
-    return v + 0.0                                      # -0.0 -> 0.0
-
-
-def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int:
-    """An integer (not a bool) in [minimum, maximum]; returned as a Python int (converted first,
-    :func:`as_int`, and the plain value checked)."""
-    allowed = f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]"
-    v = as_int(value)
-    if v is None:
         raise ValueError(f"{name}={short(value)} is not an integer; allowed: {allowed}")
-    if v < minimum or (maximum is not None and v > maximum):
-        raise ValueError(f"{name}={short(v)} is out of range; allowed: {allowed}")
-    return v
-
-
-def check_real(name: str, value, *, lo: float | None = None, hi: float | None = None,
-               lo_open: bool = False, allowed: str) -> float:
-    """A finite real number (not a bool) in [lo, hi] ((lo, hi] with ``lo_open``); returned as a plain
-    float (converted first, :func:`as_float`, and the plain value checked; ``-0.0`` becomes ``0.0``).
-
-    Integers too large for a float (``10**400``) are out of range, not an ``OverflowError``.
-    """
-    v = as_float(value)
-    if v is None:
-        raise ValueError(f"{name}={short(value)} is not a number; allowed: {allowed}")
-    if v == "overflow":
+    if not minimum <= value <= maximum:
         raise ValueError(f"{name}={short(value)} is out of range; allowed: {allowed}")
-    below = lo is not None and (v <= lo if lo_open else v < lo)
-    if not math.isfinite(v) or below or (hi is not None and v > hi):
-        raise ValueError(f"{name}={short(v)} is out of range; allowed: {allowed}")
+    return int(value)
+
+
+def check_real(name: str, value, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
+               allowed: str) -> float:
+    """A finite real number (not a bool) in [lo, hi] ((lo, hi] with ``lo_open``), as a plain float
+    (-0.0 as 0.0)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}={short(value)} is not a number; allowed: {allowed}")
+    try:
+        v = float(value) + 0.0
+    except OverflowError:
+        v = math.inf
+    if not math.isfinite(v) or (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi):
+        raise ValueError(f"{name}={short(value)} is out of range; allowed: {allowed}")
     return v
 
 
 def check_choice(name: str, value, choices) -> str:
-    """One of the strings ``choices`` (exact, case-sensitive); returned as a builtin str."""
-    text = str.__str__(value) if isinstance(value, str) else None      # a str subclass as a plain str
-    if text not in choices:
+    """One of ``choices`` (strings, or None where allowed), exactly."""
+    if not (value is None or isinstance(value, str)) or value not in choices:
         raise ValueError(f"{name}={short(value)} is not allowed; allowed: one of {', '.join(map(repr, choices))}")
-    return text
+    return value
 
 
 def check_bool(name: str, value) -> bool:
@@ -100,13 +62,8 @@ def check_bool(name: str, value) -> bool:
     return bool(value)
 
 
-def check_z(z, name: str = "z") -> float:
-    """A threshold in standard errors: a finite number > 0."""
-    return check_real(name, z, lo=0.0, lo_open=True, allowed="a finite number > 0")
-
-
 def check_level(level, name: str = "level") -> float:
-    """An error probability: a number in (0, 1)."""
+    """An error probability in (0, 1)."""
     v = check_real(name, level, lo=0.0, lo_open=True, hi=1.0, allowed="a number in (0, 1)")
     if v >= 1.0:
         raise ValueError(f"{name}={short(level)} is out of range; allowed: a number in (0, 1)")
@@ -115,52 +72,36 @@ def check_level(level, name: str = "level") -> float:
 
 # -- arrays (the closed forms broadcast over their arguments) -------------------------------------
 
-def first_bad(x: np.ndarray, bad: np.ndarray):
-    """The first offending element of x (as a Python scalar) for an error message."""
-    return x[bad].flat[0].item()
-
-
-def real_array(name: str, value) -> np.ndarray:
-    """``value`` as a float array; ValueError for bools, strings, objects."""
-    if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name}={short(value)} is not a number; allowed: real numbers")
+def bounded_array(name: str, value, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
+                  allowed: str, integers: bool = False, inf: bool = False) -> np.ndarray:
+    """Finite reals within [lo, hi] ((lo, hi] with ``lo_open``; +inf too with ``inf``), elementwise, as a
+    float array."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise ValueError(f"{name}={short(value)} is not a number; allowed: {allowed}")
     try:
         x = np.asarray(value, dtype=float)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{name}={short(value)} is not a number; allowed: real numbers") from None
-    if x.dtype == object:
-        raise ValueError(f"{name}={short(value)} is not a number; allowed: real numbers")
+        raise ValueError(f"{name}={short(value)} is not a number; allowed: {allowed}") from None
+    bad = np.isnan(x) | (np.isinf(x) & ~(inf & (x > 0)))
+    if lo is not None:
+        bad |= (x <= lo) if lo_open else (x < lo)
+    if hi is not None:
+        bad |= x > hi
+    if integers:
+        bad |= x != np.floor(x)
+    if np.any(bad):
+        raise ValueError(f"{name}={x[bad].flat[0].item()!r} is out of range; allowed: {allowed}")
     return x
 
 
 def index_array(name: str, value) -> np.ndarray:
     """Token indices: integers >= 1 (1-based, as in the paper)."""
-    x = real_array(name, value)
-    bad = ~np.isfinite(x) | (x < 1) | (x != np.floor(x))
-    if np.any(bad):
-        raise ValueError(f"{name}={first_bad(x, bad)!r} is out of range; allowed: integers >= 1 "
-                         f"(1-based token index)")
-    return x
-
-
-def bounded_array(name: str, value, *, lo: float | None = None, hi: float | None = None,
-                  lo_open: bool = False, allowed: str) -> np.ndarray:
-    """Finite reals within [lo, hi] ((lo, hi] with ``lo_open``), elementwise."""
-    x = real_array(name, value)
-    bad = ~np.isfinite(x)
-    if lo is not None:
-        bad |= (x <= lo) if lo_open else (x < lo)
-    if hi is not None:
-        bad |= x > hi
-    if np.any(bad):
-        raise ValueError(f"{name}={first_bad(x, bad)!r} is out of range; allowed: {allowed}")
-    return x
+    return bounded_array(name, value, lo=1.0, integers=True, allowed="integers >= 1 (1-based token index)")
 
 
 def d_array(value, minimum: float = 1.0, strict: bool = False) -> np.ndarray:
-    op = ">" if strict else ">="
     return bounded_array("d", value, lo=minimum, lo_open=strict,
-                         allowed=f"finite real numbers {op} {minimum:g}")
+                         allowed=f"finite real numbers {'>' if strict else '>='} {minimum:g}")
 
 
 def alpha_array(value) -> np.ndarray:

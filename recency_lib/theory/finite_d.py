@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..validation import alpha_array, d_array, first_bad, gamma_array, real_array
+from ..validation import alpha_array, bounded_array, d_array, gamma_array
 from ..norms import NORMS
 from ._common import CLOSED_FORM, check_norm, scalar_or_array
 
@@ -38,7 +38,7 @@ def sq_norm_first_token_exact(alpha, gamma, d, norm="layernorm"):
     s2 = 1.0 / (d * np.where(alpha < 1.0, 1.0 - alpha, 1.0))
     if not NORMS[norm].scales:
         return scalar_or_array((1.0 + gamma) ** 2 * d * s2)
-    from scipy.special import gammaln            # lazy: importing scipy.special costs ~0.5 s
+    from scipy.special import gammaln            # lazy: scipy is slow to import
 
     k = d - 1.0 if NORMS[norm].centres else d
     mean_norm = np.sqrt(2.0 * s2) * np.exp(gammaln((k + 1.0) / 2.0) - gammaln(k / 2.0))
@@ -89,13 +89,8 @@ def drop_ratio_gaussian(alpha, d):
 
     alpha in [0, 1); d: real >= 1 or inf. Broadcasts.
     """
-    alpha = alpha_array(alpha)
-    if np.any(alpha >= 1.0):
-        raise ValueError(f"alpha={first_bad(alpha, alpha >= 1.0)!r} is out of range; allowed: real numbers in [0, 1)")
-    d = real_array("d", d)
-    bad = np.isnan(d) | (d < 1) | (d == -np.inf)
-    if np.any(bad):
-        raise ValueError(f"d={first_bad(d, bad)!r} is out of range; allowed: real numbers >= 1, or inf")
+    alpha = bounded_array("alpha", alpha, lo=0.0, hi=np.nextafter(1.0, 0.0), allowed="real numbers in [0, 1)")
+    d = bounded_array("d", d, lo=1.0, inf=True, allowed="real numbers >= 1, or inf")
     alpha, d = np.broadcast_arrays(alpha, d)
     s2 = (1.0 - alpha ** 2) ** 2
     return scalar_or_array(np.exp(s2 / 2.0) * (1.0 - s2 / (np.sqrt(d) * (1.0 - alpha))))

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ..model import causal_softmax
-from ..validation import alpha_array, check_int, d_array, gamma_array, real_array, scalar
+from ..validation import alpha_array, bounded_array, check_int, d_array, gamma_array, scalar
 from ..norms import NORMS
 from ._common import check_norm
 
@@ -56,9 +56,7 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
     d = float(d_array(scalar("d", d), 1.0, strict=NORMS[norm].centres))
     n = check_int("n", n, 1)
     layers = check_int("layers", layers, 1)
-    eps = float(real_array("eps", scalar("eps", eps)))
-    if not (math.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps={eps!r} is out of range; allowed: a finite real number >= 0")
+    eps = float(bounded_array("eps", scalar("eps", eps), lo=0.0, allowed="a finite real number >= 0"))
 
     rho = NORMS[norm].sees(d)
     ones = np.ones((n, n))

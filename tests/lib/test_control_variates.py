@@ -17,7 +17,7 @@ from scipy import stats
 
 from recency_lib import SimConfig, SimResult, simulate, simulate_many
 from recency_lib.features import control_means, control_slice, controls_valid
-from recency_lib.result import _ARRAYS as ARRAYS
+from recency_lib.result import ARRAY_FIELDS as ARRAYS
 from recency_lib.stats import Moments, control_variate, merged
 
 Z = 4.5
@@ -227,14 +227,14 @@ def test_round_trip_keeps_the_cv_fields_and_version_1_files_are_refused(tmp_path
         assert same(back, r) and back.definition1 == r.definition1
     old = r.to_dict()
     old["format"] = "recency_lib.SimResult/1"          # version 1 had no trends: the cache recomputes it
-    for k in ARRAYS[10:]:
+    for k in list(ARRAYS)[10:]:
         del old[k]
-    with pytest.raises(ValueError, match="cannot read"):
+    with pytest.raises(ValueError, match="not a readable"):
         SimResult.from_dict(old)
     with pytest.raises(ValueError, match="missing"):
         SimResult.from_dict({**old, "format": "recency_lib.SimResult/2"})
     with pytest.raises(ValueError, match="estimator='both'"):
-        r.definition1_at(3.0, estimator="both")
+        r.decision(2, estimator="both")
 
 
 def test_rope_first_layer_is_not_exchangeable_so_no_controls_are_used():

@@ -24,7 +24,7 @@ import pytest
 from recency_lib import SimConfig, SimResult, simulate, simulate_many
 from recency_lib.engines import block_size, gram_block_moments, sample_trajectories
 from recency_lib.features import compiled_kernels
-from recency_lib.result import _ARRAYS as ARRAYS
+from recency_lib.result import ARRAY_FIELDS as ARRAYS
 from recency_lib.sampling import gram_assemble, gram_draws, gram_width, sigma_cholesky
 from recency_lib.streams import block_key
 

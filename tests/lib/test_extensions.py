@@ -9,6 +9,7 @@ import pytest
 from recency_lib import SimConfig, simulate
 from recency_lib.engines import block_moments, block_size, resolve_engine, stack_features
 from recency_lib.features import control_slice
+from recency_lib import extensions
 from recency_lib.extensions import apply_rope, merge_heads, split_heads
 from recency_lib.model import layer
 from recency_lib.sampling import dense_tokens
@@ -78,18 +79,15 @@ def test_old_dicts_and_to_dict():
 
 def test_identity_weights_equal_base_layer():
     rng = np.random.default_rng(1)
-    cfg = SimConfig(alpha=0.2, n=7, d=12)
-    x = dense_tokens(cfg, rng, 5)
+    x = dense_tokens(SimConfig(alpha=0.2, n=7, d=12), rng, 5)
     eye = np.eye(12)
-    w = dict(wq=eye, wk=eye, wv=eye, wo=eye, w1=None, w2=None)
     for norm in ("layernorm", "rms", "none"):
+        cfg = SimConfig(alpha=0.2, gamma=0.7, norm=norm, n=7, d=12, weights="fixed")
         base = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, centred=False)
-        ext = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, weights=w)
-        none = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, weights={})
-        one_head = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, weights={"wq": None}, heads=1, rope=False)
-        for b, e, o, h in zip(base, ext, none, one_head):   # the extended path's softmax is the compiled one
-            np.testing.assert_allclose(e, b, rtol=1e-13, atol=1e-13)      # when built: equal to rounding
-            assert np.array_equal(o, b) and np.array_equal(h, b)         # no extension on: the paper's layer
+        for w in (dict(wq=eye, wk=eye, wv=eye, wo=eye, w1=None, w2=None), {}):
+            ext = extensions.layer(cfg, x, w)
+            for b, e in zip(base, ext):                    # the extended path's softmax is the compiled one
+                np.testing.assert_allclose(e, b, rtol=1e-13, atol=1e-13)      # when built: equal to rounding
 
 
 def test_one_head_split_equals_single_head_and_shapes():
@@ -97,8 +95,7 @@ def test_one_head_split_equals_single_head_and_shapes():
     assert split_heads(x, 4).shape == (3, 4, 5, 2)
     assert np.array_equal(merge_heads(split_heads(x, 4)), x)
     assert np.array_equal(merge_heads(split_heads(x, 1)), x)
-    w = {"wq": None}
-    a = layer(x, norm="rms", d=8, gamma=0.0, eps=0.0, weights=w, heads=1)
+    a = extensions.layer(SimConfig(norm="rms", n=5, d=8, eps=0.0, heads=2), x, {"wq": None})
     assert a[0].shape == (3, 5, 8) and a[1].shape == (3, 5, 5) and a[3].shape == (3, 5)
 
 
@@ -187,8 +184,8 @@ def test_last_layer_without_output_gives_the_same_scores():
     rng = np.random.default_rng(9)
     w = {k: rng.standard_normal((8, 8)) / np.sqrt(8) for k in ("wq", "wk", "wv", "wo")}
     w["w1"], w["w2"] = rng.standard_normal((8, 32)) / np.sqrt(8), rng.standard_normal((32, 8)) / np.sqrt(32)
-    kw = dict(norm="rms", d=8, gamma=1.0, eps=1e-12, heads=2, rope=True, ffn=True)
-    full, short = layer(x, weights=w, **kw), layer(x, weights=w, output=False, **kw)
+    cfg = SimConfig(norm="rms", n=6, d=8, gamma=1.0, eps=1e-12, heads=2, rope=True, ffn=True)
+    full, short = extensions.layer(cfg, x, w), extensions.layer(cfg, x, w, output=False)
     assert short[0] is None
     for f, s in zip(full[1:], short[1:]):
         assert np.array_equal(f, s)

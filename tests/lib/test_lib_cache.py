@@ -1,8 +1,8 @@
-"""recency_lib.cache: results are reused only for the same config, z, library source and kernel."""
+"""recency_lib.cache: results are reused only for the same config, simulation source and kernel."""
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, cache, engines
+from recency_lib import SimConfig, SimResult, cache, engines
 from recency_lib.cache import cache_key, cached_simulate, cached_simulate_many
 
 CFG = SimConfig(alpha=0.5, n=4, d=8, layers=2, samples=64, seed=3)
@@ -25,10 +25,9 @@ def test_second_call_reads_the_file_and_returns_the_same_numbers(tmp_path, monke
         assert np.array_equal(r.recency_probability_sem, first.recency_probability_sem, equal_nan=True)
 
 
-def test_key_changes_with_config_z_source_and_kernel(monkeypatch):
-    keys = {cache_key(CFG), cache_key(CFG.replace(seed=4)), cache_key(CFG.replace(samples=65)),
-            cache_key(CFG, z=4.0)}
-    assert len(keys) == 4
+def test_key_changes_with_config_source_and_kernel(monkeypatch):
+    keys = {cache_key(CFG), cache_key(CFG.replace(seed=4)), cache_key(CFG.replace(samples=65))}
+    assert len(keys) == 3
     base = cache_key(CFG)
     monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")        # the numpy reference kernel
     assert engines.kernel_name() == "numpy" and cache_key(CFG) != base
@@ -38,33 +37,54 @@ def test_key_changes_with_config_z_source_and_kernel(monkeypatch):
     assert cache_key(CFG) != base
 
 
-def test_source_hash_covers_what_a_simulation_runs(tmp_path, monkeypatch):
-    """On a copy of the package: an edit of the compiled kernel's C source changes the key, and so does
-    an edit of recency_lib/__init__.py, which importing recency_lib.engines runs first (its lazy names
-    decide what ``recency_lib.simulate`` is); an edit of the command line's module does not. A module's
-    packages are in its closure (recency_lib.theory.corrected brings recency_lib.theory)."""
+def _edited_copy(tmp_path, monkeypatch):
+    """A copy of the package that cache.source_hash reads; returns edit(name) -> the hash after
+    appending a comment to that file."""
     import shutil
 
-    assert {"recency_lib", "recency_lib._kernel"} <= set(cache.module_closure("engines"))
-    assert {"recency_lib", "recency_lib.theory"} <= set(cache.module_closure("recency_lib.theory.corrected"))
     root = tmp_path / "recency_lib"
     shutil.copytree(cache.ROOT, root, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     monkeypatch.setattr(cache, "ROOT", root)
 
-    def after_edit(name: str, comment: str) -> str:
+    def edit(name: str) -> str:
         with open(root / name, "a") as fh:
-            fh.write(f"\n{comment}\n")
-        cache.source_hash.cache_clear()
+            fh.write("\n/* an edit */\n" if name.endswith(".c") else "\n# an edit\n")
         return cache.source_hash()
 
-    cache.source_hash.cache_clear()
+    return edit
+
+
+def test_figure_command_line_and_theory_edits_keep_every_results_key(tmp_path, monkeypatch):
+    """Restyling SimResult.plot(), the command line or the closed forms recomputes no simulation, and
+    the book's package is not part of the key at all."""
+    edit = _edited_copy(tmp_path, monkeypatch)
     base = cache.source_hash()
-    assert after_edit("cli.py", "# an edit of the command line") == base
-    kernel = after_edit("_kernel.c", "/* an edit of the kernel */")
-    assert kernel != base
-    assert after_edit("__init__.py", "# an edit of the package's __init__") != kernel
-    monkeypatch.undo()
-    cache.source_hash.cache_clear()
+    for name in ("plot.py", "cli.py", "__main__.py", "theory/corrected.py"):
+        assert edit(name) == base, name
+    assert not any("companion" in name for name in cache.package_files())
+
+
+@pytest.mark.parametrize("name", ["engines.py", "_kernel.c", "__init__.py", "model.py"])
+def test_an_edit_of_what_a_simulation_runs_changes_every_results_key(tmp_path, monkeypatch, name):
+    edit = _edited_copy(tmp_path, monkeypatch)
+    base_key = cache_key(CFG)
+    edit(name)
+    assert cache_key(CFG) != base_key
+
+
+def test_an_entry_for_another_config_or_build_is_never_served(tmp_path, monkeypatch):
+    first = cached_simulate(CFG, cache=tmp_path)
+    other = cached_simulate(CFG.replace(seed=4), cache=tmp_path)
+    a, b = (tmp_path / f"{cache_key(c)}.npz" for c in (CFG, CFG.replace(seed=4)))
+    a.write_bytes(b.read_bytes())                         # another config's entry under this one's name
+    again = cached_simulate(CFG, cache=tmp_path)
+    assert again.config == CFG and np.array_equal(again.score_mean, first.score_mean, equal_nan=True)
+    assert cache.counts["bad"] >= 1 and not np.array_equal(other.score_mean, first.score_mean, equal_nan=True)
+    res = SimResult.load(a)                                # an entry stamped by another source
+    res.extra["source_hash"] = "another build"
+    res._write(a)
+    monkeypatch.setattr(engines, "simulate_many", lambda cfgs, **kw: [first])
+    assert cached_simulate(CFG, cache=tmp_path) is first   # recomputed, not served
 
 
 @pytest.mark.parametrize("junk", [b"{not json", b"", b"PK\x03\x04truncated zip"])
@@ -132,39 +152,42 @@ def test_cached_value_is_computed_once_per_source(tmp_path, monkeypatch):
         calls.append(1)
         return {"verdicts": [True, False], "seconds": 1.5}
 
-    assert cache.cached_value("v", compute, ("theory",), cache=tmp_path) == ({"verdicts": [True, False], "seconds": 1.5}, False)
-    assert cache.cached_value("v", compute, "theory", cache=tmp_path) == ({"verdicts": [True, False], "seconds": 1.5}, True)
+    mod = "recency_lib.theory.corrected"
+    assert cache.cached_value("v", compute, (mod,), cache=tmp_path) == ({"verdicts": [True, False], "seconds": 1.5}, False)
+    assert cache.cached_value("v", compute, mod, cache=tmp_path) == ({"verdicts": [True, False], "seconds": 1.5}, True)
     assert len(calls) == 1
-    cache.cached_value("v", compute, ("theory",), packages=("numpy",), cache=tmp_path)       # versions in the key
-    cache.cached_value("w", compute, ("theory",), cache=tmp_path)                            # another name
+    cache.cached_value("v", compute, (mod,), packages=("numpy",), cache=tmp_path)       # versions in the key
+    cache.cached_value("w", compute, (mod,), cache=tmp_path)                            # another name
     assert len(calls) == 3
     for params in ({"seed": 1}, {"seed": 2}, {"seed": 2}):                                  # its arguments
-        cache.cached_value("w", compute, ("theory",), params=params, cache=tmp_path)
+        cache.cached_value("w", compute, (mod,), params=params, cache=tmp_path)
     assert len(calls) == 5
     entry = next(p for p in tmp_path.glob("v-*.json") if '"numpy"' not in p.read_text())
     for junk in ("{not json", "", '{"key": {}, "value": 1}'):
         entry.write_text(junk)
-        assert cache.cached_value("v", compute, ("theory",), cache=tmp_path)[1] is False
-    assert cache.cached_value("v", compute, ("theory",), cache=tmp_path, refresh=True)[1] is False
-    monkeypatch.setattr(cache, "source_hash", lambda *roots: "theory.py edited")
-    assert cache.cached_value("v", compute, ("theory",), cache=tmp_path)[1] is False
+        assert cache.cached_value("v", compute, (mod,), cache=tmp_path)[1] is False
+    assert cache.cached_value("v", compute, (mod,), cache=tmp_path, refresh=True)[1] is False
+    edit = _edited_copy(tmp_path / "copy", monkeypatch)
+    edit("theory/corrected.py")                                # the package's source is in a value's key
+    assert cache.cached_value("v", compute, (mod,), cache=tmp_path)[1] is False
     assert len(calls) == 5 + 3 + 1 + 1
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # no temp files left
 
 
-def test_cached_value_key_follows_the_import_closure():
-    key = cache.value_key("v", ("symbolic",), ("numpy",))
-    assert key["source"] == cache.source_hash("symbolic") != cache.source_hash("theory")
-    assert key["packages"]["numpy"] == np.__version__
-
-
 @pytest.mark.parametrize("kwargs, name", [
-    ({"name": "a/b"}, "name"), ({"name": 3}, "name"), ({"compute": 3}, "compute"),
-    ({"roots": ("no_such_module",)}, "roots"), ({"roots": ()}, "roots"), ({"refresh": "yes"}, "refresh"),
-    ({"params": [1]}, "params"), ({"params": {"x": float("nan")}}, "params"), ({"params": {"x": object()}}, "params"),
+    ({"name": "a/b"}, "name"), ({"name": 3}, "name"), ({"modules": ("no_such_module",)}, "module"),
+    ({"refresh": "yes"}, "refresh"),
 ])
 def test_cached_value_rejects_bad_input_before_work(tmp_path, kwargs, name):
-    args = {"name": "v", "compute": lambda: 1, "roots": ("theory",), "cache": tmp_path, **kwargs}
+    args = {"name": "v", "compute": lambda: 1, "modules": ("recency_lib.theory",), "cache": tmp_path, **kwargs}
     with pytest.raises(ValueError, match=name):
-        cache.cached_value(args.pop("name"), args.pop("compute"), args.pop("roots"), **args)
-    assert list(tmp_path.iterdir()) == []
+        cache.cached_value(args.pop("name"), args.pop("compute"), args.pop("modules"), **args)
+    assert [p for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_a_cache_folder_that_cannot_hold_entries_is_refused_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.setattr(engines, "simulate_many", _no_simulation)
+    (tmp_path / "file").write_text("not a folder")
+    for bad in (tmp_path / "file", tmp_path / "file" / "sub"):
+        with pytest.raises(ValueError, match="cache="):
+            cached_simulate(CFG, cache=bad)

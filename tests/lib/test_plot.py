@@ -1,14 +1,16 @@
-"""SimResult.plot() and simulate --plot: every layer's mean scores with its recency probability, legible
-for 1 to 8 layers and n up to 64; figures written only over figures this library wrote."""
+"""SimResult.plot() and simulate --plot: every layer's mean scores with its recency probability, drawn by
+the book's heatmap convention, legible for 1 to 8 layers and n up to 64; figures written only over
+figures this library wrote."""
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from recency_lib import SimConfig, simulate
-from recency_lib.plot import SIGNATURE
+from recency_lib.plot import DIAGONAL, SIGNATURE, heatmap_colours
 
 CLI = [sys.executable, "-m", "recency_lib", "simulate"]
 
@@ -41,7 +43,7 @@ def test_saved_figures_carry_the_signature_and_replace_only_their_own(mpl, tmp_p
         res.plot(path)                                                   # its own figure: replaced
     foreign = tmp_path / "photo.png"
     foreign.write_bytes(b"\x89PNG not ours")
-    with pytest.raises(ValueError, match="not a figure saved by recency_lib"):
+    with pytest.raises(ValueError, match="is not a recency_lib result file|is not a figure this library saved"):
         res.plot(foreign)
     assert foreign.read_bytes() == b"\x89PNG not ours"
     with pytest.raises(ValueError, match=r"\.png, \.svg or \.pdf"):
@@ -63,3 +65,17 @@ def test_without_matplotlib_plot_is_a_clear_error(tmp_path):
             "try:\n    res.plot()\nexcept ImportError as e:\n    print('ok', e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("ok") and "recency_lib[plot]" in out
+
+
+def test_the_heatmap_convention_is_the_books(mpl):
+    """One convention: seaborn's "rocket" (to 8 bits per channel), the diagonal hatched and out of the
+    colour scale; the panels of SimResult.plot() use it."""
+    sns = pytest.importorskip("seaborn")
+    rocket = np.array(sns.color_palette("rocket", as_cmap=True).colors)
+    assert heatmap_colours().shape == (256, 3) and np.abs(heatmap_colours() - rocket).max() <= 0.5 / 255
+    res = simulate(SimConfig(alpha=0.5, n=6, d=16, layers=2, samples=500, seed=3))
+    ax = res.plot().axes[0]
+    hatched = [p for p in ax.patches if p.get_gid() == "excluded_diagonal"]
+    assert len(hatched) == 6 and all(p.get_hatch() == DIAGONAL["hatch"] for p in hatched)
+    mesh = ax.collections[0]
+    assert mesh.cmap.name == "rocket" and mesh.get_clim()[1] < res.score_mean[0].diagonal().min()   # diagonal out of scale
