@@ -5,34 +5,29 @@ modules it imports: after an edit of ``recency_lib`` a cached chapter would stil
 and figures, and Sphinx would not even re-read it. This extension, at the start of every build:
 
 1. **Dependencies per page.** For each notebook of the book it hashes what its output depends on
-   besides its own cells: the modules of ``recency_lib`` and of the book's package ``companion`` its
-   code imports, with everything they import (``companion.grid.template_modules``: the same import
-   closure the results cache uses), the packages' data files (the explorer's script and style), and
-   every notebook of the book folder its code names (Appendix B runs ``setting_template.ipynb``),
-   with that notebook's modules in turn. Files enter by their paths relative to their package or
-   to the book's root, so moving the checkout executes nothing again.
-   A page whose hash changed loses its jupyter-cache record and is re-read; the others are kept.
-   The values of ``RECENCY_LIB_CACHE`` and ``RECENCY_LIB_KERNEL`` count too (a page shows them).
-   So an edit of ``companion/plotting.py`` re-executes the pages that import it (their simulations
-   come back from the results cache, whose key covers only what a simulation runs); an edit of the kernel
-   re-executes every page that simulates, and the results cache recomputes.
-2. **Parallel execution.** The notebooks that have no cached result are executed before Sphinx
-   reads anything, ``fresh_cache_workers`` at a time (default: the CPUs this process may use),
-   longest first (by the time each took last); each slot is one runner process whose kernel runs
-   its notebooks one after another, cleared between them (a new namespace and history session, the
-   working folder reset: book/_ext/run_notebook.py), so a page pays no kernel start and imports of
-   its own. Their outputs are stored in the jupyter-cache; myst-nb then finds every page cached. A notebook that
-   fails here is left uncached, so myst-nb executes it again while reading and reports the error
-   the usual way (``raise_on_error`` fails the build).
+   besides its own cells (:func:`dependency_hash`): every file of ``recency_lib`` and of the book's
+   package ``companion`` (:mod:`companion.sources`: each chapter reaches nearly all of them), the
+   notebooks its code names (Appendix B runs ``setting_template.ipynb``), and the values of
+   ``RECENCY_LIB_CACHE`` and ``RECENCY_LIB_KERNEL``. A page whose hash is not the one it was last
+   *executed* with loses its jupyter-cache record; a page whose hash is not the one it was last
+   *written* with is read again. The simulations behind a re-executed page come back from the results
+   cache, whose key covers only what a simulation runs.
+2. **Parallel execution.** The notebooks that have no cached result are executed before Sphinx reads
+   anything, ``fresh_cache_workers`` at a time (default: the CPUs this process may use), longest
+   first; each slot is one runner process whose kernel runs its notebooks one after another, cleared
+   between them (book/_ext/run_notebook.py). Their outputs are stored in the jupyter-cache; myst-nb
+   then finds every page cached. A notebook that fails here is left uncached, so myst-nb executes it
+   again while reading and reports the error the usual way (``raise_on_error`` fails the build).
 
-Stamps (hash and last execution time per page) live in ``fresh_cache.json`` in the jupyter-cache
-folder; a build with nothing changed executes nothing and re-reads nothing.
+Stamps (per page: the hash it was executed with, the hash it was written with, its last execution
+time) live in ``fresh_cache.json`` in the jupyter-cache folder. The "written" hash is recorded only
+when a build has finished without error, so a build interrupted in any phase (SIGINT, SIGKILL) leaves
+the old stamp, and the next build reads and writes every such page again.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import queue
@@ -55,19 +50,6 @@ RUNNER = Path(__file__).with_name("run_notebook.py")
 
 
 # -- what a page depends on ------------------------------------------------------------------------
-
-def _data_files() -> list[Path]:
-    """Files of the two packages that are not Python (read at run time, e.g. the explorer's assets)."""
-    from recency_lib.cache import package_root
-    from companion.grid import PACKAGES
-
-    out = []
-    for top in PACKAGES:
-        root = package_root(top)
-        out += [p for p in root.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc", ".so", ".c")
-                and "__pycache__" not in p.parts and not p.name.startswith(".")]
-    return sorted(out)
-
 
 def _named_notebooks(path: Path) -> list[Path]:
     """Other notebooks of the same folder that ``path``'s code names (e.g. a papermill template)."""
@@ -93,92 +75,22 @@ def _environment_value(name: str, base: Path | None) -> str:
     return value
 
 
-def _stat(path: str) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_mtime_ns, st.st_size]
-
-
-def _package_sources() -> list[str]:
-    """Every source file of the two packages (the files an import closure can read; a module that
-    appears or goes changes this list). Not the folders' times: writing byte-code creates
-    ``__pycache__`` in them."""
-    from recency_lib.cache import package_root
-    from companion.grid import PACKAGES
-
-    out = []
-    for top in PACKAGES:
-        for folder, dirs, files in os.walk(package_root(top)):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            out += [os.path.join(folder, f) for f in sorted(files) if f.endswith((".py", ".c"))]
-    return out
-
-
-def notebook_modules(nb: Path, memo: dict | None = None) -> tuple[str, ...]:
-    """``companion.grid.template_modules(nb)``: the modules the notebook's code imports, with what they
-    import. With ``memo`` (the stamps' "closures"), kept there beside the modification time and size
-    of the notebook and of every module in it, taken before the sources are read, and the list of
-    the two packages' source files: while none of those changed, the tokenizing of ~70 sources (0.6 s
-    of a build that has nothing to do) is skipped; an edit, a new or a removed module computes it
-    again. The files' contents are read for the hash every time either way."""
-    from recency_lib.cache import module_file
-    from companion.grid import template_modules
-
-    if memo is None:
-        return template_modules(nb)
-    entry = memo.get(str(nb))
-    sources = _package_sources()
-    if (_valid(entry, str(nb)) and entry.get("sources") == sources
-            and entry["stats"] == [_stat(f) for f in entry["files"]]):
-        return tuple(entry["modules"])
-    before = {f: _stat(f) for f in [str(nb), *sources]}                    # before reading
-    modules = template_modules(nb)
-    files = [str(nb), *(str(module_file(m)) for m in modules)]
-    memo[str(nb)] = {"modules": list(modules), "files": files, "sources": sources,
-                     "stats": [before.get(f) or _stat(f) for f in files]}
-    return modules
-
-
-def _valid(entry, nb: str) -> bool:
-    """A memo entry as notebook_modules writes it: the notebook among its files, a stat for each."""
-    return (isinstance(entry, dict) and isinstance(entry.get("files"), list) and nb in entry["files"]
-            and isinstance(entry.get("stats"), list) and len(entry["stats"]) == len(entry["files"])
-            and None not in entry["stats"] and isinstance(entry.get("modules"), list)
-            and all(isinstance(m, str) for m in entry["modules"]))
-
-
-def dependency_hash(path: Path, base: Path | None = None, memo: dict | None = None) -> str:
-    """sha256 over what the output of notebook ``path`` depends on besides its own cells: the source
-    of the modules of recency_lib and companion its code imports (with what they import), the
-    packages' data files, the notebooks its code names, and the values of :data:`PAGE_ENVIRONMENT`.
-    Every file enters under its path relative to its package (or to ``base``, the book's root), so
-    the hash is the same wherever the checkout lives. ``memo``: see :func:`notebook_modules`."""
-    from recency_lib.cache import module_file, module_path_name
+def dependency_hash(path: Path, base: Path | None = None) -> str:
+    """sha256 over what the output of notebook ``path`` depends on besides its own cells: the two
+    packages' files (:func:`companion.sources.sources_hash`), the notebooks its code names (and theirs)
+    and the values of :data:`PAGE_ENVIRONMENT`."""
+    from companion.sources import sources_hash
 
     base = (Path(base) if base is not None else path.parent.parent).resolve()
-    h = hashlib.sha256()
-    for name in PAGE_ENVIRONMENT:
-        h.update(f"{name}={_environment_value(name, base)}\0".encode())
-    names: dict[str, bytes] = {}
-    for f in _data_files():
-        names[_relative(f, base)] = f.read_bytes()
-    seen: set[Path] = set()
-    todo = [path]
+    extra = {f"env:{name}": _environment_value(name, base).encode() for name in PAGE_ENVIRONMENT}
+    todo, seen = _named_notebooks(path), {path}
     while todo:
         nb = todo.pop()
-        if nb in seen:
-            continue
-        seen.add(nb)
-        for m in notebook_modules(nb, memo):
-            names[module_path_name(m)] = module_file(m).read_bytes()
-        if nb != path:
-            names[_relative(nb, base)] = nb.read_bytes()       # a named notebook's cells are inputs too
-        todo.extend(_named_notebooks(nb))
-    for name in sorted(names):
-        h.update(name.encode() + b"\0" + hashlib.sha256(names[name]).digest())
-    return h.hexdigest()
+        if nb not in seen:
+            seen.add(nb)
+            extra[_relative(nb, base)] = nb.read_bytes()
+            todo.extend(_named_notebooks(nb))
+    return sources_hash(extra)
 
 
 def _relative(f: Path, base: Path) -> str:
@@ -240,38 +152,37 @@ def on_builder_inited(app: Sphinx) -> None:
     # outside a build (a papermill rerun) they display them too (companion.in_book).
     os.environ["COMPANION_IN_BOOK"] = "1"
     app._fresh_cache_changed = set()  # type: ignore[attr-defined]
+    app._fresh_cache_current = {}     # type: ignore[attr-defined]
     cache, cfg = _cache(app)
     if cache is None:
         return
     stamp_path = Path(cache.path) / STAMP
     try:
         stamps = json.loads(stamp_path.read_text())
-        stamps = stamps if isinstance(stamps, dict) and stamps.get("format") == 2 else {}
+        stamps = stamps if isinstance(stamps, dict) and stamps.get("format") == 3 else {}
     except (OSError, ValueError):
         stamps = {}
     pages = stamps.setdefault("pages", {})
-    closures = stamps.setdefault("closures", {})
-    stamps["format"] = 2
+    stamps["format"] = 3
+    app._fresh_cache_stamps = (stamp_path, stamps)  # type: ignore[attr-defined]
 
     todo = []                                               # (docname, path, notebook) without a result
     base = Path(app.srcdir).resolve().parent                 # the repository: _config.yml, book/, _build/
     for docname, path in _toc_notebooks(app).items():
-        current = dependency_hash(path, base, closures)
+        current = dependency_hash(path, base)
+        app._fresh_cache_current[docname] = current  # type: ignore[attr-defined]
         nb = nbformat.read(str(path), as_version=4)
         record = _record(cache, nb)
-        old = pages.get(docname, {})
-        if old.get("hash") != current:
-            if record is not None:
-                cache.remove_cache(record.pk)
-                record = None
-            if "hash" in old:
-                app._fresh_cache_changed.add(docname)  # type: ignore[attr-defined]
-                logger.info("fresh_cache: %s: its dependencies changed, executing it again", docname)
-            pages[docname] = {**old, "hash": current}
+        old = pages.setdefault(docname, {})
+        if old.get("executed") != current and record is not None:
+            cache.remove_cache(record.pk)
+            record = None
+            logger.info("fresh_cache: %s: its dependencies changed, executing it again", docname)
+        if old.get("written") != current:
+            app._fresh_cache_changed.add(docname)  # type: ignore[attr-defined]
         if record is None:
             todo.append((docname, path, nb))
     stamp_path.parent.mkdir(parents=True, exist_ok=True)
-    stamp_path.write_text(json.dumps(stamps, indent=1))
 
     workers = app.config.fresh_cache_workers or len(os.sched_getaffinity(0))
     if len(todo) < 2 or workers < 2:
@@ -299,10 +210,29 @@ def on_builder_inited(app: Sphinx) -> None:
 
             cache.cache_notebook_bundle(CacheBundleIn(executed, str(path), data={"execution_seconds": seconds}),
                                         check_validity=False, overwrite=True)
-            pages[docname]["seconds"] = round(seconds, 2)
+            pages[docname].update(executed=app._fresh_cache_current[docname], seconds=round(seconds, 2))
             logger.info("fresh_cache: executed %s in %.1f s (%.1f to %.1f s)", docname, seconds, start, start + seconds)
-    stamp_path.write_text(json.dumps(stamps, indent=1))
+    _write_stamps(stamp_path, stamps)
     logger.info("fresh_cache: %d notebooks executed in %.1f s", len(todo), time.perf_counter() - t0)
+
+
+def _write_stamps(path: Path, stamps: dict) -> None:
+    """The stamps, replaced atomically (an interrupt leaves the old file or the new one)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(stamps, indent=1))
+    os.replace(tmp, path)
+
+
+def on_build_finished(app: Sphinx, exception) -> None:
+    """A build that finished without error has executed and written every page with its current
+    dependencies: only now are they recorded as such."""
+    stamps = getattr(app, "_fresh_cache_stamps", None)
+    if exception is not None or stamps is None:
+        return
+    path, data = stamps
+    for docname, current in app._fresh_cache_current.items():  # type: ignore[attr-defined]
+        data["pages"].setdefault(docname, {}).update(executed=current, written=current)
+    _write_stamps(path, data)
 
 
 def _slot(tasks: queue.Queue, results: dict, timeout, log: Path, origin: float) -> None:
@@ -367,4 +297,5 @@ def setup(app: Sphinx):
     # after myst-nb's builder-inited handler, which resolves the jupyter-cache path
     app.connect("builder-inited", on_builder_inited, priority=900)
     app.connect("env-get-outdated", on_env_get_outdated)
-    return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    app.connect("build-finished", on_build_finished)
+    return {"version": "3.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -50,7 +50,7 @@ from .verdicts import UNRESOLVED
 from recency_lib.metrics import adjacent_index
 from recency_lib.norms import NORMS
 from recency_lib.result import SimResult
-from recency_lib.validation import check_int, check_z
+from recency_lib.validation import check_int, check_real
 
 LAYERS = 2                    # every closed form here is about layer 1 or layer 2
 BOUND_MARK = "\u2020"         # "†": the printed SE is an upper bound (Minkowski), not an estimate
@@ -292,7 +292,7 @@ def definition1_samples(res, z: float, effect: str = "lln") -> tuple[float, int,
     where its series is not positive, d < 16). (The diagonal steps S_ii - S_i,i-1 are of order
     sqrt(d) and never the limit.) LayerNorm or RMSNorm settings only.
     """
-    z = check_z(z)
+    z = check_real("z", z, lo=0.0, lo_open=True, allowed="a finite number > 0")
     if not isinstance(effect, str) or effect not in STEP_EFFECTS:
         raise ValueError(f"effect={effect!r} is not allowed; allowed: one of {', '.join(map(repr, STEP_EFFECTS))}")
     cfg = res.config
@@ -690,7 +690,7 @@ def judge(cells, z_erratum: float = Z_ERRATUM) -> tuple[str, str, str, bool]:
     * "deviates": off wherever resolved, unresolved at the other d;
     * "mixed": any other pattern; "unresolved": resolved at no d.
     """
-    z_erratum = check_z(z_erratum, "z_erratum")
+    z_erratum = check_real("z_erratum", z_erratum, lo=0.0, lo_open=True, allowed="a finite number > 0")
     cells = sorted(cells, key=lambda c: c.d)
     if cells[0].flat:
         off = [c for c in cells if abs(c.z) > z_erratum]
@@ -822,7 +822,7 @@ def _timed_cosine(alpha: float, n: int, d: int, samples: int, seed: int, cache=N
     by the arguments, the source of ``inputs`` and what it imports, and numpy's version): (mean, sem,
     seconds when drawn). Module level, so a process pool can run it."""
     args = {"alpha": alpha, "n": n, "d": d, "samples": samples, "seed": seed}
-    value, _ = cached_value("input-cosine", partial(_draw_cosine, **args), ("inputs",), params=args,
+    value, _ = cached_value("input-cosine", partial(_draw_cosine, **args), ("recency_lib.inputs",), params=args,
                             packages=("numpy",), cache=cache)
     return tuple(float(v) for v in value)
 
@@ -878,8 +878,8 @@ def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
     wanted = configs(ds, n=n, samples=samples, seed=seed, boost=boost, keys=keys)
     ds = _check_ds(ds)
     cosine_samples = check_int("cosine_samples", cosine_samples, 2)
-    z_resolve = check_z(z_resolve, "z_resolve")
-    z_erratum = check_z(z_erratum, "z_erratum")
+    z_resolve = check_real("z_resolve", z_resolve, lo=0.0, lo_open=True, allowed="a finite number > 0")
+    z_erratum = check_real("z_erratum", z_erratum, lo=0.0, lo_open=True, allowed="a finite number > 0")
     forms = select(keys)
     if results is not None and (not isinstance(results, dict) or
                                 {k: getattr(v, "config", None) for k, v in results.items()} != wanted):

@@ -18,7 +18,6 @@ from functools import lru_cache
 import numpy as np
 
 from .significance import FAMILYWISE_LEVEL, adjacent_pairs, z_for  # noqa: F401  (quoted here)
-from .theme import CMAP
 from recency_lib.config import SimConfig
 from recency_lib.norms import NORMS
 from recency_lib.validation import check_int, check_real, short
@@ -64,19 +63,8 @@ SIMULATION = {"fmt": "o", "markersize": 4, "capsize": 2.5, "elinewidth": 1.0}
 #: The "no order" reference (recency probability 0.5, a zero difference): thin grey dashes.
 REFERENCE = {"linestyle": ":", "color": "0.45", "linewidth": 1.0}
 
-#: Colour map of the heatmaps of mean scores (seaborn's "rocket", as the paper).
-HEATMAP_CMAP = CMAP
-
-
-@lru_cache(maxsize=1)
-def rocket_rgb() -> np.ndarray:
-    """The "rocket" colour map as 256 RGB rows in [0, 1], dark to light (seaborn's table, stored by
-    :mod:`companion.theme`); (256, 3), read-only."""
-    from .theme import theme
-
-    rgb = np.array(theme()["cmap"], dtype=float)
-    rgb.flags.writeable = False
-    return rgb
+#: The heatmaps of mean scores follow recency_lib's convention (recency_lib.plot: the colour map, the
+#: excluded diagonal), which SimResult.plot() and the explorer read too.
 
 
 # -- anisotropy levels and their colours -------------------------------------------------------------

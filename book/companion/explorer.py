@@ -14,8 +14,9 @@ Three steps, each a pure function of the one before:
   cell by at most half its SE). The page prints exactly these digits. Arrays of integers are
   packed as base-64 strings (:func:`pack`; ~300 kB for the default grid instead of ~600 kB of
   JSON numbers), which the page unpacks. Per setting: the mean scores S_ij of every layer with their
-  SEs (Fig. 1), the recency probability with its SE, the Definition-1 verdict at the family-wise
-  threshold (Bonferroni over the matrix's adjacent differences, 5 %), the smallest step in SEs,
+  SEs (Fig. 1), the recency probability with its SE and estimator, the Definition-1 decision of
+  recency_lib's one rule (:meth:`SimResult.decision`: family-wise over the matrix's adjacent steps at
+  5 %, never on a step below float64's resolution) with its reason and its least-resolved step,
   the simulated h(j) (Eq. (40): 1 / ||x_j^(1)||, normalized to h(1) = 1, with its SE) and the
   corrected closed form :func:`recency_lib.theory.h_corrected` normalized the same way.
 * :func:`page_html` -- the markup: real form controls, the figures' containers, the data in a
@@ -37,8 +38,9 @@ from pathlib import Path
 import numpy as np
 
 from recency_lib.config import SimConfig
-from recency_lib.metrics import familywise_z, rp_direction
+from recency_lib.metrics import LEVEL, familywise_z
 from recency_lib.norms import NORMS as NORM_REGISTRY
+from recency_lib.plot import HEATMAP_HEX
 from recency_lib.result import SimResult
 from recency_lib.validation import check_choice, check_int, check_real, short
 
@@ -54,10 +56,6 @@ LAYERS = 4
 #: Samples per setting (the page's default): the whole grid must cost at most ~30 s of a cold
 #: build on 2 cores; benchmarks/bench_explorer.py measures it (and the SE it buys).
 DEFAULT_SAMPLES = 20_000
-#: Family-wise error of the Definition-1 verdict (Bonferroni over a matrix's adjacent differences).
-FAMILYWISE_LEVEL = 0.05
-#: Standard errors the recency probability must differ from 0.5 by to name a direction.
-DIRECTION_Z = 3.0
 MAX_DECIMALS = 9
 #: Significant digits of the smallest off-diagonal SE of a score matrix (its cells share one
 #: number of decimals); the recency probability and h(j) keep two.
@@ -144,14 +142,6 @@ def _smallest_se(se: np.ndarray) -> float:
     return float(pos.min()) if pos.size else float("nan")
 
 
-def step_z_min(diff_mean: np.ndarray, diff_sem: np.ndarray) -> float | None:
-    """The smallest adjacent step S_ij - S_i,j-1 of one layer in standard errors (None if no step
-    has a positive SE). Definition 1 holds at threshold z iff this exceeds z (ties aside)."""
-    m, e = np.asarray(diff_mean, dtype=float), np.asarray(diff_sem, dtype=float)
-    ok = np.isfinite(m) & np.isfinite(e) & (e > 0)
-    return round(float(np.min(m[ok] / e[ok])), 1) if ok.any() else None
-
-
 def lower_triangle(matrix: np.ndarray) -> np.ndarray:
     """The entries j <= i of an (n, n) matrix, row by row (``np.tril_indices`` order)."""
     return np.asarray(matrix)[np.tril_indices(matrix.shape[-1])]
@@ -214,16 +204,17 @@ def unpack_offset(offset: int, text: str, dec: int) -> np.ndarray:
 
 # -- one setting ---------------------------------------------------------------------------------
 
-def setting_data(res: SimResult, z_fw: float) -> dict:
+def setting_data(res: SimResult, reasons: list[str] | None = None) -> dict:
     """One simulated setting as a compact dict (see the module docstring for the encoding).
 
     * ``layers``: per layer ``{"dec", "oS", "S", "oD", "D", "E", "rp", "v", "dir", "zmin"}``: the
       mean scores below the diagonal (row by row, j < i) and on it, and the SEs of the lower
       triangle incl. the diagonal (row by row, j <= i), all at ``dec`` decimals, packed
       (:func:`pack_offset`, offsets ``oS``, ``oD``; SEs with offset 0); ``rp`` = [RP, SE, dec]
-      (integers at dec); ``v`` the verdict code at ``z_fw`` (:data:`VERDICT_CODES`); ``dir`` the
-      direction code of the RP at :data:`DIRECTION_Z` (:data:`DIRECTION_CODES`); ``zmin`` the
-      smallest step in SEs (one decimal).
+      (integers at dec) and ``rpe`` its estimator; ``v`` the Definition-1 word (:data:`VERDICT_CODES`)
+      and ``why`` its reason (:meth:`SimResult.decision`), an index into ``reasons`` (a list shared by
+      the settings, filled here; without it, the text); ``dir`` the direction code of the RP
+      (:meth:`SimResult.direction`, :data:`DIRECTION_CODES`).
     * ``h``: ``{"dec", "m", "e", "c"}``: simulated h(j)/h(1), its SE and the corrected closed form
       (None without normalization, where the paper has no closed form), packed at ``dec``.
     """
@@ -231,21 +222,20 @@ def setting_data(res: SimResult, z_fw: float) -> dict:
     from recency_lib.theory import h_corrected
 
     cfg = res.config
-    verdicts = res.definition1_at(z_fw)
     layers = []
     for l in range(cfg.layers):
         mean, se = res.score_mean[l], res.score_sem[l]                 # (n, n)
         dec = decimals(_smallest_se(strict_lower(se)), CELL_DIGITS)
         o_s, s = pack_offset(strict_lower(mean), dec)
         o_d, diag = pack_offset(np.diag(mean), dec)
-        rp, rp_se = float(res.recency_probability[l]), float(res.recency_probability_sem[l])
+        rp, rp_se, rp_how = res.rp(l + 1)
         rp_dec = decimals(rp_se)
+        decision = res.decision(l + 1)
         layers.append({
             "dec": dec, "oS": o_s, "S": s, "oD": o_d, "D": diag, "E": pack(scaled(lower_triangle(se), dec)),
-            "rp": [*scaled([rp, rp_se], rp_dec), rp_dec],
-            "v": VERDICT_CODES[verdicts[l]],
-            "dir": DIRECTION_CODES[rp_direction(rp, rp_se, DIRECTION_Z)],
-            "zmin": step_z_min(res.diff_mean[l], res.diff_sem[l]),
+            "rp": [*scaled([rp, rp_se], rp_dec), rp_dec], "rpe": rp_how,
+            "v": VERDICT_CODES[decision.word], "why": decision.reason if reasons is None else _index(reasons, decision.reason),
+            "dir": DIRECTION_CODES[res.direction(l + 1)],
         })
     h, h_se = simulated_h(res, state=1)
     h_dec = decimals(_smallest_se(h_se[1:]))
@@ -256,6 +246,13 @@ def setting_data(res: SimResult, z_fw: float) -> dict:
         closed = pack(scaled(hc / hc[0], h_dec))
     return {"layers": layers,
             "h": {"dec": h_dec, "m": pack(scaled(h, h_dec)), "e": pack(scaled(h_se, h_dec)), "c": closed}}
+
+
+def _index(table: list, item) -> int:
+    """The position of ``item`` in ``table``, appended if new."""
+    if item not in table:
+        table.append(item)
+    return table.index(item)
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -300,18 +297,14 @@ def fill_command(template: str, cfg: SimConfig) -> str:
 
 # -- the payload ---------------------------------------------------------------------------------
 
-def rocket_lut(size: int = 256) -> list[str]:
-    """seaborn's "rocket" colormap (the book's heatmaps) as ``size`` hex colours, dark to light."""
-    from matplotlib.colors import to_hex
-
-    from .plotting import heatmap_cmap
-
-    check_int("size", size, 2)
-    cmap = heatmap_cmap()
-    return [to_hex(cmap(k / (size - 1))) for k in range(size)]
+def heatmap_lut() -> list[str]:
+    """The heatmaps' colour map (:data:`recency_lib.plot.HEATMAP_HEX`, the book's) as 256 hex colours,
+    dark to light."""
+    hexes = "".join(HEATMAP_HEX)
+    return ["#" + hexes[k:k + 6] for k in range(0, len(hexes), 6)]
 
 
-def explorer_data(results, *, level: float = FAMILYWISE_LEVEL) -> dict:
+def explorer_data(results) -> dict:
     """The page's payload from the results of :func:`grid_configs` (any order, one seed and size).
 
     ``meta``: the grid (axes and their labels), n, layers, samples, seed, the thresholds, the
@@ -338,17 +331,17 @@ def explorer_data(results, *, level: float = FAMILYWISE_LEVEL) -> dict:
         raise ValueError(f"results hold {len(results)} settings, not the full grid of {expected}; "
                          f"allowed: every combination of alpha, gamma, d and norm")
     steps = shape["n"] * (shape["n"] - 1) // 2
-    z_fw = familywise_z(steps, level)
+    z_fw = familywise_z(steps, LEVEL)
     rp_se = np.array([r.recency_probability_sem for r in results])        # (settings, layers)
     meta = {
         "format": FORMAT, **shape,
         "alphas": axes["alphas"], "alpha_labels": [label(a) for a in axes["alphas"]],
         "gammas": axes["gammas"], "gamma_labels": [label(g) for g in axes["gammas"]],
         "ds": axes["ds"], "norms": axes["norms"], "norm_labels": [NORM_LABELS[m] for m in axes["norms"]],
-        "steps": steps, "level": level, "z_fw": round(z_fw, 2), "direction_z": DIRECTION_Z,
+        "steps": steps, "level": LEVEL, "z_fw": round(z_fw, 2), "direction_z": round(familywise_z(1, LEVEL), 2),
         "verdicts": {v: k for k, v in VERDICT_CODES.items()},
         "directions": {v: k for k, v in DIRECTION_CODES.items()},
-        "lut": rocket_lut(),
+        "lut": heatmap_lut(),
         "commands": command_templates(shape["samples"], shape["seed"], n=shape["n"], layers=shape["layers"]),
         "rerun_samples": rerun_samples(shape["samples"]),
         "rp_se_median": float(f"{np.median(rp_se):.2g}"), "rp_se_max": float(f"{np.max(rp_se):.2g}"),
@@ -356,7 +349,9 @@ def explorer_data(results, *, level: float = FAMILYWISE_LEVEL) -> dict:
         "engine": results[0].engine, "kernel": results[0].extra.get("kernel"),
         "library_version": results[0].library_version,
     }
-    settings = {k: setting_data(r, z_fw) for k, r in sorted(zip(keys, results), key=lambda kr: _order(kr[1].config, axes))}
+    reasons: list[str] = []
+    settings = {k: setting_data(r, reasons) for k, r in sorted(zip(keys, results), key=lambda kr: _order(kr[1].config, axes))}
+    meta["reasons"] = reasons
     return {"meta": meta, "settings": settings}
 
 
@@ -365,7 +360,7 @@ def _order(cfg: SimConfig, axes: dict) -> tuple:
             axes["norms"].index(cfg.norm))
 
 
-def decode_layer(setting: dict, layer: int, n: int) -> dict:
+def decode_layer(setting: dict, layer: int, n: int, reasons: list[str] | None = None) -> dict:
     """One layer of a setting back as arrays (what the page draws): (n, n) mean and SE with NaN
     above the diagonal, the RP and its SE, the verdict and direction words. For tests and readers."""
     lay = setting["layers"][layer]
@@ -377,7 +372,8 @@ def decode_layer(setting: dict, layer: int, n: int) -> dict:
     rp, rp_se = unscaled(lay["rp"][:2], lay["rp"][2])
     return {"mean": mean, "se": se, "dec": dec, "rp": float(rp), "rp_se": float(rp_se), "rp_dec": lay["rp"][2],
             "verdict": {v: k for k, v in VERDICT_CODES.items()}[lay["v"]],
-            "direction": {v: k for k, v in DIRECTION_CODES.items()}[lay["dir"]], "zmin": lay["zmin"]}
+            "direction": {v: k for k, v in DIRECTION_CODES.items()}[lay["dir"]], "why": lay["why"] if reasons is None else reasons[lay["why"]],
+            "rp_estimator": lay["rpe"]}
 
 
 def decode_h(setting: dict) -> dict:

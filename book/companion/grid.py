@@ -10,25 +10,23 @@ of parameters. :func:`run_setting` executes it with papermill and leaves, in ``o
 The slug spells out every parameter (``a0.2-g1-layernorm-n10-d64-L4-s100000-seed0``).
 
 Reruns only when an input changed: the key is a sha256 of the template file's bytes, the
-parameters (defaults of the template filled in, types normalized), the kernel name and
-:func:`recency_lib.cache.source_hash` of the package modules the template imports (and what they
-import). A setting is "reused" only when the sidecar holds the same key *and* both output files
+parameters (defaults of the template filled in, types normalized), the kernel name and the hash of
+the two packages' files (:func:`companion.sources.sources_hash`). A setting is "reused" only when the sidecar holds the same key *and* both output files
 are exactly the ones it recorded (sha256 of each) *and* the result file loads as a valid result for
 the setting's config; anything else (a truncated or edited file, a missing one) runs again.
 
 Outputs replace only what the grid wrote, and all or nothing. Before any work each of the three
 targets is checked: nothing there yet, or a file of its own kind (an executed notebook of this
-grid, :data:`NOTEBOOK_FILE`; a result file, :data:`recency_lib.result.RESULT_FILE`; a key sidecar,
-:data:`KEY_FILE`), never a folder, a symlink or a foreign file (ValueError naming the path, before
-papermill starts). papermill runs in a private staging folder inside ``out_dir`` (which is also the
-notebook's working directory, set explicitly for its kernel); only after it succeeded, and its
-result file loads and matches the requested setting, are the three files (the key written there
-too) renamed into place, every target checked again first; if a rename fails, the ones already
-done are undone (the previous files come back). A failed or interrupted run leaves the previous
-outputs (if any) untouched and nothing half-written: SIGTERM / SIGHUP / SIGINT in the main thread
-shut the running kernels down and remove the staging folder (then the signal takes its course); a
-staging folder left by a driver killed outright (SIGKILL) is removed by the next run in the
-same ``out_dir`` (:func:`recency_lib.files.staging_dir`).
+grid, :func:`is_grid_notebook`; a result file, :func:`recency_lib.result.is_result_file`; a key
+sidecar, :func:`is_key_file`), never a folder, a symlink or a foreign file (ValueError naming the
+path, before papermill starts). One driver at a time writes into an ``out_dir`` (a lock file there).
+papermill runs in a private staging folder inside ``out_dir`` (which is also the notebook's working
+directory, set explicitly for its kernel); only after it succeeded, and its result file loads and
+matches the requested setting, are the three files (the key written there too) renamed into place,
+every target checked again first; if a rename fails, the ones already done are undone (the previous
+files come back). A failed or interrupted run (SIGINT, or SIGTERM in the main thread) stops the
+running kernels and removes its staging folder; one left by a driver killed outright (SIGKILL) is
+removed by the next run in the same ``out_dir``.
 
 Parameters are validated before any work (:func:`validate_params`: ``SimConfig`` rules and the
 template's own (:data:`TEMPLATE_MINIMA`), no unknown names; ``out_dir``, ``kernel``, ``timeout``,
@@ -42,11 +40,16 @@ template's own (:data:`TEMPLATE_MINIMA`), no unknown names; ``out_dir``, ``kerne
 from __future__ import annotations
 
 import ast
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import math
 import os
+import shutil
+import signal
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -54,13 +57,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-
-from recency_lib import cache
 from recency_lib.config import SimConfig
-from recency_lib.files import ANY_FILE, Kind, check_output_path, staging_dir
-from recency_lib.result import RESULT_FILE, SimResult
-from recency_lib.signals import Terminated, signals_as_exceptions
-from recency_lib.validation import as_float, check_bool, check_int, check_real, short, short_path
+from recency_lib.files import check_output_path, shown
+from recency_lib.result import RESULT_FILE, SimResult, is_result_file
+from recency_lib.validation import check_bool, check_int, check_real, short
+
+from .sources import sources_hash
 
 #: Parameters of the template that describe the setting (all of SimConfig's but engine/eps).
 SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed")
@@ -82,34 +84,33 @@ def result_file(result_path: str = "") -> Path:
     if isinstance(result_path, bytes) or not isinstance(result_path, (str, os.PathLike)):
         raise ValueError(f"result_path={short(result_path)} is not a path; allowed: a string (\"\" = setting_result.json)")
     path = Path(result_path) if os.fspath(result_path) else Path("setting_result.json")
-    check_output_path(path, "result_path", replaces=RESULT_FILE)
+    check_output_path(path, "result_path", ours=is_result_file, what=RESULT_FILE)
     return path
 
 
 _NOTEBOOK_BYTES = 2 ** 26            # an executed setting notebook is ~0.3 MB; larger ones are not ours
 
 
-def _is_grid_notebook(fh, size: int) -> bool:
+def is_grid_notebook(path: Path) -> bool:
     """An executed notebook of this grid: JSON with cells and papermill's metadata recording the
     parameters it ran with, ``result_path`` (set by the driver) among them."""
-    if size > _NOTEBOOK_BYTES:
+    try:
+        if path.stat().st_size > _NOTEBOOK_BYTES:
+            return False
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        params = nb["metadata"]["papermill"]["parameters"]
+        return isinstance(nb.get("cells"), list) and isinstance(params, dict) and "result_path" in params
+    except Exception:                   # unreadable, not JSON, another layout: not ours
         return False
-    nb = json.loads(fh.read(_NOTEBOOK_BYTES + 1).decode("utf-8"))
-    params = nb["metadata"]["papermill"]["parameters"]
-    return isinstance(nb.get("cells"), list) and isinstance(params, dict) and "result_path" in params
 
 
-def _is_key_file(fh, size: int) -> bool:
+def is_key_file(path: Path) -> bool:
     """A key sidecar of this grid: JSON with the run key and inputs of a ``companion.grid/`` format."""
-    if size > 2 ** 20:
+    try:
+        side = json.loads(path.read_text(encoding="utf-8")) if path.stat().st_size <= 2 ** 20 else {}
+        return isinstance(side.get("key"), str) and str(side["inputs"]["format"]).startswith("companion.grid/")
+    except Exception:
         return False
-    side = json.loads(fh.read(2 ** 20 + 1).decode("utf-8"))
-    return isinstance(side.get("key"), str) and str(side["inputs"]["format"]).startswith("companion.grid/")
-
-
-#: What a run may replace at ``<slug>.ipynb`` and ``<slug>.key`` (``<slug>.json``: a result file).
-NOTEBOOK_FILE = Kind("an executed notebook of this grid (papermill metadata with result_path)", _is_grid_notebook)
-KEY_FILE = Kind(f"a key sidecar of this grid (format {KEY_FORMAT})", _is_key_file)
 
 
 def template_defaults(template) -> dict:
@@ -120,10 +121,10 @@ def template_defaults(template) -> dict:
     try:
         info = papermill.inspect_notebook(str(template))
     except Exception as exc:                     # not JSON, not a notebook, ...
-        raise ValueError(f"template={short_path(template)} is not a readable notebook ({type(exc).__name__}); "
+        raise ValueError(f"template={short(template)} is not a readable notebook ({type(exc).__name__}); "
                          f"allowed: a notebook with a 'parameters' cell") from None
     if not info:
-        raise ValueError(f"template={short_path(template)} has no parameters; allowed: a notebook with a 'parameters' cell")
+        raise ValueError(f"template={short(template)} has no parameters; allowed: a notebook with a 'parameters' cell")
     out = {}
     for name, spec in info.items():
         try:
@@ -148,7 +149,7 @@ def validate_params(params: dict, template=None) -> dict:
         defaults = template_defaults(template)
         missing = allowed - set(defaults)
         if missing:
-            raise ValueError(f"template={short_path(template)} lacks the parameter(s) {sorted(missing)}; "
+            raise ValueError(f"template={short(template)} lacks the parameter(s) {sorted(missing)}; "
                              f"allowed: a template with parameters {', '.join(SETTING_PARAMS)}")
     else:
         defaults = SimConfig().to_dict()
@@ -185,26 +186,6 @@ def slug(params: dict) -> str:
             f"-s{p['samples']}-seed{p['seed']}")
 
 
-#: The packages whose source a notebook's outputs depend on: the simulator and the book's own.
-PACKAGES = ("recency_lib", "companion")
-
-
-def template_modules(template) -> tuple[str, ...]:
-    """Full names of the modules of :data:`PACKAGES` that the template's code cells import, with what
-    they import; every module of both if a cell cannot be parsed (the safe side)."""
-    nb = json.loads(Path(template).read_text(encoding="utf-8"))
-    cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
-    code = []
-    for c in cells:
-        src = c.get("source", "")
-        src = "".join(src) if isinstance(src, list) else src
-        code += [line for line in src.splitlines() if not line.lstrip().startswith(("%", "!"))]   # IPython magics
-    try:
-        return cache.source_modules("\n".join(code), PACKAGES)
-    except SyntaxError:
-        return cache.source_modules(None, PACKAGES)
-
-
 def run_inputs(template, params: dict, kernel: str = "python3") -> dict:
     """Everything a run's outputs depend on (what the key hashes)."""
     return {
@@ -213,13 +194,12 @@ def run_inputs(template, params: dict, kernel: str = "python3") -> dict:
         "template_sha256": hashlib.sha256(Path(template).read_bytes()).hexdigest(),
         "params": params,
         "kernel": kernel,
-        "source": cache.source_hash(*template_modules(template)),
+        "source": sources_hash(),
     }
 
 
 def run_key(template, params: dict, kernel: str = "python3") -> str:
-    """sha256 of :func:`run_inputs` (template bytes + params + kernel + the source hash of the
-    recency_lib modules the template uses)."""
+    """sha256 of :func:`run_inputs` (template bytes + params + kernel + the two packages' files)."""
     payload = json.dumps(run_inputs(template, params, kernel), sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -401,7 +381,7 @@ def _template_path(template) -> Path:
     path = Path(template)
     if not path.is_file():
         what = "is not a file" if path.exists() else "does not exist"
-        raise ValueError(f"template={short_path(template)} {what}; allowed: a notebook with a 'parameters' cell")
+        raise ValueError(f"template={short(template)} {what}; allowed: a notebook with a 'parameters' cell")
     return path.resolve()
 
 
@@ -411,11 +391,11 @@ def _check_out_dir(out_dir) -> Path:
         raise ValueError(f"out_dir={short(out_dir)} is not a path; allowed: a folder (made if needed)")
     path = Path(out_dir)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"out_dir={short_path(out_dir)} is not a folder; allowed: a folder (made if needed)")
+        raise ValueError(f"out_dir={short(out_dir)} is not a folder; allowed: a folder (made if needed)")
     try:
-        check_output_path(path / ".probe", "out_dir", replaces=ANY_FILE)   # a probe of the folder: nothing is written there
+        check_output_path(path / ".probe", "out_dir")      # a probe of the folder: nothing is written there
     except ValueError as exc:
-        raise ValueError(f"out_dir={short_path(out_dir)} cannot be written ({exc}); allowed: a writable folder") from None
+        raise ValueError(f"out_dir={short(out_dir)} cannot be written ({exc}); allowed: a writable folder") from None
     return path
 
 
@@ -448,15 +428,50 @@ def run_setting(template, out_dir, params: dict, *, kernel: str = "python3", for
     out_dir = _check_out_dir(out_dir)
     kernel, force, timeout = _check_run_options(kernel, force, timeout)
     shared = SharedKernel(kernel)
-    with signals_as_exceptions():
+    with _sigterm_interrupts(), _one_driver(out_dir):
         try:
             return _run_setting(template, out_dir, params, kernel, force, timeout, shared)
-        except (KeyboardInterrupt, Terminated):
+        except KeyboardInterrupt:
             if threading.current_thread() is threading.main_thread():
                 _stop_kernels()
             raise
         finally:
             shared.close()
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM raises KeyboardInterrupt in the main thread for the duration, so that a run stops its
+    kernels and removes its staging folder as on Ctrl-C, then ends by the signal (no-op in other threads)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    hit = []
+
+    def interrupt(signum, frame):
+        hit.append(signum)
+        raise KeyboardInterrupt(f"terminated by {signal.Signals(signum).name}")
+
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        if hit and old == signal.SIG_DFL:             # cleaned up: now end as the signal says
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _one_driver(out_dir: Path):
+    """One driver at a time in ``out_dir`` (an exclusive lock on ``.grid.lock`` there, released when the
+    process ends, however); staging folders of drivers that died are removed once it is held."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / ".grid.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        for left in out_dir.glob(".staging-*"):
+            shutil.rmtree(left, ignore_errors=True)
+        yield
 
 
 def _papermill(shared: SharedKernel, template: Path, staged_nb: Path, params: dict, result_name: str,
@@ -477,22 +492,23 @@ def _papermill(shared: SharedKernel, template: Path, staged_nb: Path, params: di
         raise
 
 
-def _targets(out_dir: Path, name: str) -> list[tuple[Path, Kind, str]]:
+def _targets(out_dir: Path, name: str) -> list[tuple[Path, object, str, str]]:
     """A setting's output files (result, notebook, key: the order they are committed in, the key
-    last), each with the kind of file it may replace."""
-    return [(out_dir / f"{name}.json", RESULT_FILE, "result"), (out_dir / f"{name}.ipynb", NOTEBOOK_FILE, "notebook"),
-            (out_dir / f"{name}.key", KEY_FILE, "key")]
+    last), each with the recogniser of the file it may replace."""
+    return [(out_dir / f"{name}.json", is_result_file, RESULT_FILE, "result"),
+            (out_dir / f"{name}.ipynb", is_grid_notebook, "an executed notebook of this grid", "notebook"),
+            (out_dir / f"{name}.key", is_key_file, "a key sidecar of this grid", "key")]
 
 
 def check_targets(out_dir: Path, name: str) -> None:
     """Before any work (and again just before the commit): each output of setting ``name`` is nothing
     yet or a file of its own kind (:func:`_targets`); a symlink, a folder or any other file is a
     ValueError naming it (this grid replaces only what it wrote)."""
-    for path, kind, what in _targets(out_dir, name):
+    for path, ours, kind, what in _targets(out_dir, name):
         if os.path.islink(path):
-            raise ValueError(f"{what}={short_path(path)} is a symbolic link; allowed: a path to {kind.what} or to "
-                             f"nothing yet (this grid writes regular files and replaces only what it wrote)")
-        check_output_path(path, what, replaces=kind)
+            raise ValueError(f"{what}={shown(path)} is a symbolic link; allowed: a path to {kind} or to nothing yet "
+                             f"(this grid writes regular files and replaces only what it wrote)")
+        check_output_path(path, what, ours=ours, what=kind)
 
 
 def _commit(pairs: list[tuple[Path, Path]], backup_dir: Path) -> None:
@@ -541,7 +557,8 @@ def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force
 
     check_targets(out_dir, name)                       # before any work: what the run would replace
     out_dir.mkdir(parents=True, exist_ok=True)
-    with staging_dir(out_dir, ".staging-") as staging:
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".staging-") as staging:
+        staging = Path(staging)
         staged_nb, staged_res, staged_key = staging / notebook.name, staging / result.name, staging / key_file.name
         start = time.perf_counter()
         _papermill(shared, template, staged_nb, params, result.name, kernel, timeout, staging)
@@ -598,11 +615,11 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
             kernels.append(local.kernel)
         return _run_setting(template, out_dir, p, kernel, force, timeout, shared=local.kernel)
 
-    with signals_as_exceptions():
+    with _sigterm_interrupts(), _one_driver(out_dir):
         pool = ThreadPoolExecutor(max_workers=int(workers))
         try:
             return list(pool.map(one, full))
-        except (KeyboardInterrupt, Terminated):      # stop the other settings' kernels now
+        except KeyboardInterrupt:                    # stop the other settings' kernels now
             pool.shutdown(wait=False, cancel_futures=True)
             _stop_kernels()
             raise
@@ -621,12 +638,14 @@ def number_list(name: str, value) -> list[float]:
             v = ast.literal_eval(v.strip())
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             raise ValueError(f"{name}={short(value)} is not a list; allowed: a non-empty list of numbers, e.g. [0.2, 0.4]") from None
-    if as_float(v) not in (None, "overflow"):
-        v = [v]
-    plain = [as_float(x) for x in v] if isinstance(v, (list, tuple)) else []
-    if not plain or not all(isinstance(x, float) and math.isfinite(x) for x in plain):
-        raise ValueError(f"{name}={short(value)} is not allowed; allowed: a non-empty list of numbers, e.g. [0.2, 0.4]")
-    return plain
+    v = [v] if not isinstance(v, (list, tuple)) else v
+    allowed = "a non-empty list of numbers, e.g. [0.2, 0.4]"
+    if not v:
+        raise ValueError(f"{name}={short(value)} is not allowed; allowed: {allowed}")
+    try:
+        return [check_real(name, x, allowed=allowed) for x in v]
+    except ValueError:
+        raise ValueError(f"{name}={short(value)} is not allowed; allowed: {allowed}") from None
 
 
 # -- helpers for the pages that read the results ------------------------------------------------

@@ -12,13 +12,13 @@ structure that Definition 1 is about into one colour. :func:`score_heatmap` ther
 its colour limits from the strictly lower triangle only and draws the diagonal cells hatched and
 uncoloured (``include_diagonal=True`` draws them as the paper did, on one scale with the rest).
 
-seaborn does what it does best here: the theme (:func:`book_style`: what ``seaborn.set_theme`` sets,
-with the book's sizes, stored by :mod:`companion.theme`) and the "rocket" colour map of the heatmaps
-(:func:`heatmap_cmap`, as the paper). Where the figures use matplotlib directly, the reason, per kind:
+seaborn gives the theme (:func:`book_style`: what ``seaborn.set_theme`` sets, with the book's sizes,
+stored by :mod:`companion.theme`); the heatmaps follow recency_lib.plot's convention (its colour map
+"rocket", as the paper's, and the excluded diagonal). Where the figures use matplotlib directly, the reason, per kind:
 
-* score heatmaps (:func:`score_heatmap`, :func:`score_grid`): ``imshow``, because the diagonal is
-  hatched and left out of the colour scale, colour bars are shared along a grid row, and n > 40 is
-  embedded as a bitmap; ``seaborn.heatmap`` (pcolormesh, a colour bar per Axes) does none of that;
+* score heatmaps (:func:`score_heatmap`, :func:`score_grid`): ``pcolormesh``
+  (:func:`recency_lib.plot.draw_heatmap`), because the diagonal is hatched and left out of the colour
+  scale, colour bars are shared along a grid row, and n > 40 is embedded as a bitmap; ``seaborn.heatmap`` (pcolormesh, a colour bar per Axes) does none of that;
 * points with error bars (:func:`errorbar_points`, :func:`recency_by_layer`, ...): ``errorbar`` with the
   standard errors the simulator computed; seaborn's line and point plots estimate their own
   intervals from raw observations, which a SimResult does not keep;
@@ -30,7 +30,7 @@ import numpy as np
 
 from . import conventions as cv
 from .report import pm
-from recency_lib.validation import check_choice, check_int, check_z
+from recency_lib.validation import check_choice, check_int, check_real
 
 RP_GID = "recency_probability"      # gid of the RP text box, so it can be found again
 NO_ORDER_GID = "no_order"           # gid of the 0.5 reference line of recency_by_layer
@@ -202,16 +202,10 @@ def _colourbar(mappable, ax, *, axes=None):
     return bar
 
 
-def heatmap_cmap():
-    """The heatmaps' colour map (:data:`companion.conventions.HEATMAP_CMAP`, seaborn's "rocket")."""
-    from matplotlib.colors import ListedColormap
-
-    return ListedColormap(cv.rocket_rgb(), name=cv.HEATMAP_CMAP)
-
-
 def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None, title=None, cbar=True,
                   annotate_fmt=None, include_diagonal=False, vmin=None, vmax=None, ticks="all"):
-    """Heatmap (cmap "rocket", as the paper) of an (n, n) mean score matrix, as in Fig. 1.
+    """Heatmap of an (n, n) mean score matrix, as in Fig. 1, by recency_lib's heatmap convention
+    (:func:`recency_lib.plot.draw_heatmap`: the colour map "rocket", as the paper's).
 
     * Upper triangle (j > i) and non-finite entries: blank.
     * Diagonal: EXCLUDED from the colour scale and drawn hatched (``include_diagonal=True``: coloured
@@ -225,24 +219,15 @@ def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None,
 
     Returns ``ax``.
     """
-    import matplotlib.patches as mpatches
+    from recency_lib.plot import draw_heatmap
 
     s = _square("score_mean", score_mean)                          # (n, n)
     n = s.shape[0]
     ticks = check_choice("ticks", ticks, ("all", "ends"))
-    rows, cols = np.indices(s.shape)
-    shown = (rows >= cols) if include_diagonal else (rows > cols)
-    mask = ~(shown & np.isfinite(s))
     lo, hi = _lower_limits(s, include_diagonal)
     vmin = lo if vmin is None else float(vmin)
     vmax = hi if vmax is None else float(vmax)
-    # pcolormesh with seaborn's colour map: the picture of sns.heatmap without its slow redraws
-    data = np.ma.masked_array(s, mask=mask)
-    mesh = ax.pcolormesh(np.arange(n + 1), np.arange(n + 1), data, cmap=heatmap_cmap(),
-                         vmin=vmin, vmax=vmax, rasterized=n > RASTER_ABOVE_N)
-    ax.set_xlim(0, n)
-    ax.set_ylim(n, 0)                                              # matrix orientation: query 1 on top
-    ax.set_aspect("equal")
+    mesh = draw_heatmap(ax, s, include_diagonal=include_diagonal, vmin=vmin, vmax=vmax, rasterized=n > RASTER_ABOVE_N)
     for side in ("top", "right", "left", "bottom"):
         ax.spines[side].set_visible(False)
     shown_ticks = np.arange(n) if (ticks == "all" and n <= 12) else np.unique([0, n - 1])
@@ -252,15 +237,13 @@ def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None,
     if cbar:
         _colourbar(mesh, ax)
     if annotate_fmt is not None:
-        for i, j in zip(*np.nonzero(~mask)):
+        rows, cols = np.indices(s.shape)
+        shown = ((rows >= cols) if include_diagonal else (rows > cols)) & np.isfinite(s)
+        for i, j in zip(*np.nonzero(shown)):
             value = s[i, j]
             shade = (value - vmin) / (vmax - vmin) if vmax > vmin else 0.5
             ax.text(j + 0.5, i + 0.5, format(value, annotate_fmt), ha="center", va="center",
                     fontsize=cv.SMALL_PT, color="black" if shade > 0.6 else "white")
-    if not include_diagonal:
-        for k in range(n):                                         # the excluded diagonal
-            ax.add_patch(mpatches.Rectangle((k, k), 1, 1, fill=False, hatch="///", edgecolor="0.6",
-                                            linewidth=0.0, gid=DIAGONAL_GID))
     ax.set_xlabel("key j")
     ax.set_ylabel("query i")
     if title is not None:
@@ -418,7 +401,7 @@ def errorbar_points(x, mean, sem, ax, *, label=None, z=1.0, **kw):
     xx = _vector("x", x)
     mm = _vector("mean", mean, xx.size)
     ee = _sem("sem", sem, xx.size)
-    z = check_z(z)
+    z = check_real("z", z, lo=0.0, lo_open=True, allowed="a finite number > 0")
     styled = "marker" in kw or "linestyle" in kw          # e.g. conventions.variant_style(cfg)
     for key, value in cv.SIMULATION.items():
         if not (key == "fmt" and styled):
@@ -548,7 +531,7 @@ def recency_dots(labels, rp, rp_sem, ax, *, z=1.0, show_labels=True):
     k, L = r.shape
     rows = np.arange(k)
     spread = 0.6 / max(1, L)
-    z = check_z(z)
+    z = check_real("z", z, lo=0.0, lo_open=True, allowed="a finite number > 0")
     style = {key: value for key, value in cv.SIMULATION.items() if key != "fmt"}
     for l in range(L):
         ax.errorbar(r[:, l], rows + (l - (L - 1) / 2) * spread, xerr=z * _sem("rp_sem", e[:, l], k), marker="o",

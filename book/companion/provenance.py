@@ -12,7 +12,7 @@ from pathlib import Path
 from . import conventions as cv
 from . import report
 from recency_lib import engines
-from recency_lib.cache import source_hash, usable_entries
+from recency_lib.cache import entries, source_hash
 
 #: The packages whose versions the page lists: the library, the numerics, the book's toolchain.
 PACKAGES = ("recency_lib", "numpy", "scipy", "matplotlib", "seaborn", "pandas", "sympy", "jupyter-book",
@@ -45,10 +45,10 @@ def shown_path(path, root) -> str:
 
 
 def simulations(cache=None) -> tuple[list[dict], int]:
-    """The cache entries this build can use (:func:`recency_lib.cache.usable_entries`), sorted by
+    """The cache entries this build can use (:func:`recency_lib.cache.entries`), sorted by
     engine, model and size, and the number of other files in the folder."""
-    entries, other = usable_entries(cache)
-    return sorted(entries, key=_order), other
+    usable, other = entries(cache)
+    return sorted(usable, key=_order), other
 
 
 def _order(e: dict) -> tuple:

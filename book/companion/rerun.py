@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from recency_lib.validation import one_line, short
+from recency_lib.validation import short
 
 BOOK = Path(__file__).resolve().parents[1]          # book/
 ROOT = BOOK.parent                                  # the repository: _config.yml, _toc.yml
@@ -164,7 +164,7 @@ def main(argv=None) -> int:
         else:
             print(render(args.notebook, args.out))
     except ValueError as exc:
-        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+        print("error: " + " ".join(str(exc).split()), file=sys.stderr)
         return 2
     except Exception as exc:                      # papermill's execution error: the chapter's own message
         print(f"error: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:500] if str(exc).strip() else ''}",

@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from recency_lib.stats import familywise_z
+from recency_lib.metrics import familywise_z
 from recency_lib.validation import check_int
 
 #: Family-wise error level of every Monte-Carlo decision in the book: a verdict (a family of k

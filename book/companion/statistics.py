@@ -27,7 +27,8 @@ import numpy as np
 from .significance import adjacent_pairs, z_for, zscore
 from recency_lib.config import SimConfig
 from recency_lib.features import trend
-from recency_lib.metrics import adjacent_index, rp_direction
+from recency_lib.metrics import adjacent_index
+from recency_lib.metrics import direction as rp_direction
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int, check_real, short
 
@@ -191,7 +192,7 @@ def trends(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.nd
 def direction(res: SimResult, layer: int, family: int = 1) -> str:
     """The order the recency probability of 1-based ``layer`` resolves: "recency", "primacy" or
     "no order resolved", at the z of ``family`` comparisons."""
-    word = rp_direction(*rp(res, layer), z=z_for(family))
+    word = rp_direction(*rp(res, layer), family=family)
     return "no order resolved" if word == "none" else word
 
 
@@ -199,8 +200,7 @@ def definition1(res: SimResult, layer: int, family: int = 1, estimator: str = "c
     """Definition 1 on the mean scores of 1-based ``layer`` ("holds" / "violated" / "undecided"), every
     adjacent difference tested at the z of ``family`` matrices' worth of comparisons, the differences
     estimated by ``estimator`` ("cv": control variates, the verdicts'; "plain": sample means)."""
-    k = max(1, family * adjacent_pairs(res.config.n))
-    return res.definition1_at(z_for(k), _estimator(estimator))[layer - 1]
+    return res.decision(layer, family=family, estimator=_estimator(estimator)).word
 
 
 def _estimator(estimator: str) -> str:

@@ -1,7 +1,7 @@
 """seaborn's theme for the book's figures, without importing seaborn in every kernel.
 
-The figures use seaborn's "paper" context, its "ticks" style and its "rocket" colour map
-(:func:`companion.plotting.book_style`). Importing seaborn brings scipy.stats and pandas into every
+The figures use seaborn's "paper" context and its "ticks" style (:func:`companion.plotting.book_style`);
+the heatmaps' colour map is recency_lib's convention (:mod:`recency_lib.plot`). Importing seaborn brings scipy.stats and pandas into every
 kernel that draws: the pages, Appendix B's papermill runs and every rerun. What ``seaborn.set_theme`` sets is plain data, so seaborn itself computes it once and the
 results cache keeps it (:func:`recency_lib.cache.cached_value`, keyed by seaborn's and matplotlib's
 versions and this module's code); later kernels apply the stored values, the same numbers bit for bit
@@ -15,9 +15,6 @@ from enum import Enum
 CONTEXT, STYLE = "paper", "ticks"
 #: The one-letter colours that set_theme (color_codes=True) redefines from its palette.
 COLOR_CODES = "bgrmyck"
-#: The colour map of the heatmaps, registered with matplotlib under this name and its "_r" twin, as
-#: importing seaborn does.
-CMAP = "rocket"
 
 
 def _json(value):
@@ -29,8 +26,7 @@ def _json(value):
 def from_seaborn() -> dict:
     """Import seaborn, apply ``set_theme(context=CONTEXT, style=STYLE)`` and read back what it set, as
     JSON values: ``rc`` (the rcParams of its style and context, the colour cycle left out),
-    ``cycle`` (the colour cycle's RGB triples), ``codes`` (the one-letter colours) and ``cmap`` (the
-    colour map's 256 RGB rows, dark to light)."""
+    ``cycle`` (the colour cycle's RGB triples) and ``codes`` (the one-letter colours)."""
     import matplotlib as mpl
     import seaborn as sns
 
@@ -38,8 +34,7 @@ def from_seaborn() -> dict:
     sns.set_theme(context=CONTEXT, style=STYLE)
     return {"rc": {k: _json(mpl.rcParams[k]) for k in sorted(keys)},
             "cycle": [list(c) for c in mpl.rcParams["axes.prop_cycle"].by_key()["color"]],
-            "codes": {c: list(mpl.colors.to_rgb(c)) for c in COLOR_CODES},
-            "cmap": [[float(x) for x in row] for row in mpl.colormaps[CMAP].colors]}
+            "codes": {c: list(mpl.colors.to_rgb(c)) for c in COLOR_CODES}}
 
 
 def theme() -> dict:
@@ -55,18 +50,19 @@ def theme() -> dict:
 
 def apply(rc: dict | None = None) -> None:
     """What ``seaborn.set_theme(context=CONTEXT, style=STYLE, rc=rc)`` does to matplotlib, from
-    :func:`theme`: the rcParams, the colour cycle, the one-letter colours and the colour map's
-    registration; then ``rc`` on top."""
+    :func:`theme`: the rcParams, the colour cycle, the one-letter colours and the registration of the
+    colour map its ``image.cmap`` names, "rocket" (recency_lib's heatmap convention); then ``rc`` on top."""
     import matplotlib as mpl
     from cycler import cycler
-    from matplotlib.colors import ListedColormap
+
+    from recency_lib.plot import heatmap_cmap
 
     t = theme()
     mpl.rcParams.update(t["rc"])
     mpl.rcParams["axes.prop_cycle"] = cycler("color", [tuple(c) for c in t["cycle"]])
     for code, rgb in t["codes"].items():
         mpl.colors.colorConverter.colors[code] = tuple(rgb)
-    cmap = ListedColormap(t["cmap"], CMAP)
+    cmap = heatmap_cmap()
     for c in (cmap, cmap.reversed()):
         if c.name not in mpl.colormaps:
             mpl.colormaps.register(c)

@@ -178,7 +178,7 @@ def order_check(res: SimResult, layer: int, zc: float, what: str | None = None) 
     resolved negative -> against; else unresolved (the mean step is the number)."""
     what = what or f"the rows of $S^{{({layer})}}$ rise"
     setting = setting_text(res)
-    tol = res.definition1_at(zc)[layer - 1]
+    tol = res.decision(layer, z=zc).word
     s = smallest_step(res, layer)
     t, te = float(res.trend_cv_mean[layer - 1]), float(res.trend_cv_sem[layer - 1])
     tz = report.zscore(t, te)

@@ -19,7 +19,7 @@ from papermill.exceptions import PapermillExecutionError
 
 from recency_lib import SimResult
 from companion import grid
-from recency_lib.cache import source_hash
+from companion.sources import sources_hash as source_hash
 
 from bookutils import computed_once, light_template
 
@@ -142,7 +142,7 @@ def test_template_writes_its_result(tmp_path, alpha, gamma):
     assert res.sq_norm_mean.shape == (L, n) and np.all(res.sq_norm_mean > 0)
     assert len(res.definition1) == L and set(res.definition1) <= {"holds", "violated", "undecided"}
     data = json.loads(path.read_text())
-    assert data["definition1"] == list(res.definition1)
+    assert data["format"] == "recency_lib.SimResult/3"
 
     nb = nbformat.read(out, as_version=4)
     assert errors(nb) == []
@@ -256,7 +256,7 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
 
     # the library's source is part of the key
-    monkeypatch.setattr("recency_lib.cache.source_hash", lambda *modules: "edited")
+    monkeypatch.setattr(grid, "sources_hash", lambda: "edited")
     assert grid.run_key(template, again.params) != first.key
     monkeypatch.undo()
 
@@ -279,12 +279,12 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
         grid.run_setting(template, out, params)
     assert {p: p.read_bytes() for p in saved} == saved
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"{s}{e}" for s in (first.slug, other.slug) for e in (".ipynb", ".json", ".key"))
+        [".grid.lock", *(f"{s}{e}" for s in (first.slug, other.slug) for e in (".ipynb", ".json", ".key"))])
 
     fresh = tmp_path / "fresh"
     with pytest.raises(PapermillExecutionError):
         grid.run_setting(template, fresh, params)
-    assert list(fresh.iterdir()) == [], "a failed first run leaves nothing behind"
+    assert [p.name for p in fresh.iterdir()] == [".grid.lock"], "a failed first run leaves nothing behind"
 
     # every run, good or failed, stopped its kernel (nbclient does not stop a kernel it was handed)
     kernels = [p for p in psutil.Process().children(recursive=True)
@@ -312,11 +312,11 @@ def appendix(tmp_path_factory, private_cache, seeded_cache):
                                                                                   **APPENDIX_GRID},
                                        kernel_name=KERNEL, cwd=str(BOOK), progress_bar=False)
 
-        source_before = source_hash.__wrapped__()          # uncached: the package's sources right now
+        source_before = source_hash()          # uncached: the package's sources right now
         run("cold.ipynb")
         stamps = {p.name: p.stat().st_mtime_ns for p in gen.iterdir()}
         run("warm.ipynb")
-        edited = source_hash.__wrapped__() != source_before
+        edited = source_hash() != source_before
         (tmp / "record.json").write_text(json.dumps({"stamps": stamps, "library_edited": edited}))
 
     seeded_cache(private_cache)
@@ -366,7 +366,7 @@ def test_appendix_runs_are_linked_and_saved(appendix):
         assert nbp.with_suffix(".json").is_file() and nbp.with_suffix(".key").is_file()
         res = SimResult.load(nbp.with_suffix(".json"))
         assert res.config.samples == SMALL and res.config.gamma in (0.0, 1.0)
-    assert not [p for p in gen.iterdir() if p.name.startswith(".")], "staging folders left behind"
+    assert not [p for p in gen.iterdir() if p.name.startswith(".staging")], "staging folders left behind"
     table = glued(appendix["cold"])["ab-runs-table"]["text/markdown"]
     for nbp in notebooks:
         assert re.search(r"\{download\}`[^`]*<[^>]*" + re.escape(nbp.name) + ">`", table), nbp.name

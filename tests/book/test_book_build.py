@@ -114,14 +114,13 @@ SIMULATING_PAGE = ("from recency_lib import SimConfig\n"
                    "'font', conventions.FONT_PT)")
 
 
-def test_library_change_reexecutes_exactly_the_pages_that_depend_on_it(tmp_path, run_jupyter_book):
-    """book/_ext/fresh_cache.py: a page is executed again exactly when a module it imports (with what
-    that imports) changed. A style edit of the book's package (a font size in companion/conventions.py)
-    re-executes the pages that import it and recomputes no simulation (the results cache keys only what
-    a simulation runs); an edit of the simulator's kernel re-executes the pages that simulate, not the
-    one that only plots; no edit, no execution; a fresh Sphinx environment (--all) keeps the current
-    results; moving the whole checkout executes nothing; another results folder executes every page
-    (a page may show where results live)."""
+def test_library_change_reexecutes_the_pages_and_recomputes_only_simulations_it_changes(tmp_path, run_jupyter_book):
+    """book/_ext/fresh_cache.py: every page is executed again when a file of the two packages changed
+    (each chapter reaches nearly all of them: companion.sources). A style edit of the book's package
+    (a font size in companion/conventions.py) recomputes no simulation (the results cache keys only what
+    a simulation runs); an edit of the simulator's kernel recomputes the simulation; no edit, no
+    execution; a fresh Sphinx environment (--all) keeps the current results; moving the whole checkout
+    executes nothing; another results folder executes every page (a page may show where results live)."""
     root = tmp_path / "a"
     lib = root / "lib"
     for pkg, src in (("recency_lib", REPO / "recency_lib"), ("companion", REPO / "book" / "companion")):
@@ -157,8 +156,9 @@ def test_library_change_reexecutes_exactly_the_pages_that_depend_on_it(tmp_path,
     plotting.write_text(plotting.read_text().replace("plotting-1", "plotting-2"))
     edited = run_jupyter_book(root, env=env(root), timeout=600)
     assert edited.returncode == 0, edited.tail()
-    assert _executed(edited.log) == {"plots"}, edited.tail()
+    assert _executed(edited.log) == {"plots", "sims", "plain"}, edited.tail()
     assert "plotting-2" in (html / "plots.html").read_text(), "the page still shows the old library's output"
+    assert _results(root / "results") == results, "an edit of the book's package recomputed a simulation"
 
     conventions = lib / "companion" / "conventions.py"
     text = conventions.read_text()
@@ -166,7 +166,7 @@ def test_library_change_reexecutes_exactly_the_pages_that_depend_on_it(tmp_path,
     conventions.write_text(text.replace("FONT_PT = 10.0", "FONT_PT = 10.5"))
     styled = run_jupyter_book(root, env=env(root), timeout=600)
     assert styled.returncode == 0, styled.tail()
-    assert _executed(styled.log) == {"plots", "sims"}, styled.tail()
+    assert _executed(styled.log) == {"plots", "sims", "plain"}, styled.tail()
     assert "font 10.5" in (html / "sims.html").read_text()
     assert _results(root / "results") == results, "a style edit recomputed a simulation"
 
@@ -174,7 +174,7 @@ def test_library_change_reexecutes_exactly_the_pages_that_depend_on_it(tmp_path,
     kernels.write_text(kernels.read_text() + "\n# an edit of the kernel\n")
     edited = run_jupyter_book(root, env=env(root), timeout=600)
     assert edited.returncode == 0, edited.tail()
-    assert _executed(edited.log) == {"sims"}, edited.tail()
+    assert _executed(edited.log) == {"plots", "sims", "plain"}, edited.tail()
     assert len(_results(root / "results")) == 2, "the kernel edit did not recompute the simulation"
 
     full = run_jupyter_book(root, "--all", env=env(root), timeout=600)    # a fresh Sphinx environment

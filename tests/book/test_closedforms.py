@@ -118,7 +118,7 @@ def fake_result(n=4, d=16, seed=1):
     rng = np.random.default_rng(seed)
     cfg = SimConfig(n=n, d=d, layers=2, samples=100)
     shape = (2, n, n)
-    arrays = {name: rng.uniform(0.5, 2.0, expected_shape(spec, cfg)) for name, spec in ARRAY_FIELDS.items()}
+    arrays = {name: rng.uniform(0.5, 2.0, expected_shape(cfg, name)) for name in ARRAY_FIELDS}
     arrays.update(recency_probability=np.full(2, 0.5), recency_probability_sem=np.zeros(2),
                   sq_norm_mean=rng.uniform(1, 2, (2, n)), sq_norm_sem=rng.uniform(0.01, 0.02, (2, n)))
     return SimResult(config=cfg, engine="gram", block_size=16, library_version="test", **arrays)

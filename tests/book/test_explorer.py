@@ -22,7 +22,7 @@ from companion import explorer
 from recency_lib.cli import main as cli_main
 from companion.grid import validate_params
 from companion.statistics import simulated_h
-from recency_lib.metrics import familywise_z, rp_direction
+from recency_lib.metrics import familywise_z
 from recency_lib.theory import h_corrected
 
 SMALL = 2000
@@ -130,13 +130,11 @@ def test_pack_offset_round_trip_with_negative_values():
 def test_setting_data_decodes_to_the_result(small_results):
     """Every stored number decodes to the simulated one within half a unit of its last digit; that
     unit is at most the smallest off-diagonal SE of the layer (cells) or a tenth of the SE (RP, h)."""
-    z_fw = familywise_z(45)
     for res in small_results:
-        st = explorer.setting_data(res, z_fw)
+        st = explorer.setting_data(res)
         n = res.config.n
         lower = np.tril(np.ones((n, n), dtype=bool))
         strict = np.tril(np.ones((n, n), dtype=bool), -1)
-        verdicts = res.definition1_at(z_fw)
         for l in range(res.config.layers):
             got = explorer.decode_layer(st, l, n)
             unit = 10.0 ** -got["dec"]
@@ -144,14 +142,13 @@ def test_setting_data_decodes_to_the_result(small_results):
             assert np.all(np.abs(got["mean"][lower] - res.score_mean[l][lower]) <= unit / 2 * (1 + 1e-9))
             assert np.all(np.abs(got["se"][lower] - res.score_sem[l][lower]) <= unit / 2 * (1 + 1e-9))
             assert np.all(np.isnan(got["mean"][~lower])) and np.all(np.isnan(got["se"][~lower]))
-            rp, rp_se = res.recency_probability[l], res.recency_probability_sem[l]
-            assert 10.0 ** -got["rp_dec"] <= rp_se / 10 * (1 + 1e-9)
+            rp, rp_se, how = res.rp(l + 1)                   # the API's estimate, decision and direction
+            assert 10.0 ** -got["rp_dec"] <= rp_se / 10 * (1 + 1e-9) and got["rp_estimator"] == how
             assert abs(got["rp"] - rp) <= 10.0 ** -got["rp_dec"] / 2 * (1 + 1e-9)
             assert abs(got["rp_se"] - rp_se) <= 10.0 ** -got["rp_dec"] / 2 * (1 + 1e-9)
-            assert got["verdict"] == verdicts[l]
-            assert got["direction"] == rp_direction(rp, rp_se, explorer.DIRECTION_Z)
-            z = res.diff_mean[l] / res.diff_sem[l]
-            assert got["zmin"] == pytest.approx(np.nanmin(z[np.isfinite(z)]), abs=0.05 + 1e-9)
+            decision = res.decision(l + 1)
+            assert got["verdict"] == decision.word and got["why"] == decision.reason
+            assert got["direction"] == res.direction(l + 1)
         h, h_se = simulated_h(res, state=1)
         hd = explorer.decode_h(st)
         unit = 10.0 ** -hd["dec"]
@@ -164,13 +161,6 @@ def test_setting_data_decodes_to_the_result(small_results):
             c = res.config
             hc = h_corrected(np.arange(1, n + 1), c.alpha, c.gamma, c.d, c.norm)
             np.testing.assert_allclose(hd["closed"], hc / hc[0], rtol=0, atol=unit / 2 * (1 + 1e-9))
-
-
-def test_step_z_min():
-    m = np.array([[np.nan, np.nan], [2.0, -1.0]])
-    e = np.array([[np.nan, np.nan], [1.0, 0.5]])
-    assert explorer.step_z_min(m, e) == -2.0
-    assert explorer.step_z_min(m, np.zeros_like(e)) is None
 
 
 # -- the payload ---------------------------------------------------------------------------------
@@ -208,11 +198,11 @@ def test_explorer_data_rejects_what_is_not_one_grid(small_results):
         explorer.explorer_data([other] + small_results[1:])
 
 
-def test_rocket_lut_is_seaborns_rocket():
+def test_the_colour_table_is_the_heatmap_convention():
     import seaborn as sns
     from matplotlib.colors import to_hex
 
-    lut = explorer.rocket_lut()
+    lut = explorer.heatmap_lut()
     cmap = sns.color_palette("rocket", as_cmap=True)
     assert len(lut) == 256 and all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in lut)
     assert lut[0] == to_hex(cmap(0.0)) and lut[-1] == to_hex(cmap(1.0)) and lut[128] == to_hex(cmap(128 / 255))

@@ -18,7 +18,8 @@ from procutils import alive, children
 
 
 def temporaries(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+    """Hidden files a run leaves behind, the lock that keeps one driver per folder aside."""
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and p.name != ".grid.lock")
 
 
 # -- the papermill grid ---------------------------------------------------------------------------------
@@ -93,10 +94,10 @@ def test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging(tmp_path, pr
     staging = [p for p in out.iterdir() if p.name.startswith(".staging-")]
     if sig == signal.SIGTERM:
         assert staging == []                                    # cleaned up by the driver itself
-    else:                                                       # SIGKILL: no cleanup possible; the next run's
-        from recency_lib.files import sweep                     # sweep removes it (the lock died with the driver)
-        assert sweep(out, ".staging-", re.compile(r"\d+-[0-9a-f]{8}$")) == len(staging) and not any(
-            p.name.startswith(".staging-") for p in out.iterdir())
+    else:                                                       # SIGKILL: no cleanup possible; the next driver
+        from companion import grid                              # removes it once it holds the folder's lock
+        with grid._one_driver(out):                             # (the dead one's lock died with it)
+            assert not any(p.name.startswith(".staging-") for p in out.iterdir())
 
 
 # -- outputs replace only what the grid wrote, all or nothing --------------------------------------------
@@ -199,7 +200,7 @@ def test_grid_first_run_that_fails_to_commit_leaves_nothing(monkeypatch, tmp_pat
     monkeypatch.setattr(grid.os, "replace", replace)
     with pytest.raises(OSError):
         grid.run_setting(template, out, {"alpha": 0.2, "samples": 2000, "layers": 2})
-    assert sorted(p.name for p in out.iterdir()) == []
+    assert sorted(p.name for p in out.iterdir()) == [".grid.lock"]
 
 
 def test_papermill_result_path_never_replaces_a_notebook(tmp_path, private_cache):

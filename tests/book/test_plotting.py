@@ -53,12 +53,14 @@ def test_heatmap_returns_axes_and_excludes_diagonal_from_colour_scale():
     assert len(fig.axes) == 2                          # heatmap + colourbar
 
 
-def test_heatmap_colour_map_is_seaborns_rocket():
-    import seaborn as sns
+def test_heatmaps_use_the_simulators_convention():
+    from recency_lib.plot import DIAGONAL, heatmap_colours
 
-    ours, theirs = plotting.heatmap_cmap(), sns.color_palette("rocket", as_cmap=True)
-    x = np.linspace(0.0, 1.0, 1001)
-    np.testing.assert_array_equal(ours(x), theirs(x))
+    fig, ax = plt.subplots()
+    plotting.score_heatmap(example_scores(6), ax)
+    mesh = ax.collections[0]
+    np.testing.assert_array_equal(mesh.cmap(np.linspace(0, 1, 256))[:, :3], heatmap_colours())
+    assert all(p.get_hatch() == DIAGONAL["hatch"] for p in ax.patches if p.get_gid() == plotting.DIAGONAL_GID)
 
 
 def test_heatmap_ticks_are_one_based_and_axes_labelled():

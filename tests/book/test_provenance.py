@@ -1,5 +1,5 @@
-"""companion.provenance and cache.usable_entries: the reproducibility page lists exactly the results
-cache entries that this build can use, and counts the rest."""
+"""companion.provenance and cache.entries: the reproducibility page lists exactly the results cache
+entries that this build can use, and counts the rest."""
 from __future__ import annotations
 
 import shutil
@@ -12,18 +12,17 @@ def test_only_entries_under_this_builds_key_are_listed(tmp_path):
     a = SimConfig(alpha=0.5, n=4, d=8, layers=2, samples=64, seed=1)
     b = a.replace(norm="none", seed=2)
     cache.cached_simulate(a, cache=tmp_path)
-    cache.cached_simulate(b, cache=tmp_path, z=2.0)                   # keyed with its own z
+    cache.cached_simulate(b, cache=tmp_path)
     path_a = tmp_path / f"{cache.cache_key(a)}.npz"
     # an entry of another library version: a whole, valid result under a key this build never computes
     shutil.copy(path_a, tmp_path / ("0" * 32 + ".npz"))
     (tmp_path / "junk.npz").write_bytes(b"not a zip file")
     (tmp_path / "notes.txt").write_text("ignored: not an entry")
-    usable, other = cache.usable_entries(tmp_path)
-    assert [e["config"] for e in usable] == sorted([a, b], key=lambda c: cache.cache_key(c, 3.0 if c == a else 2.0))
-    assert other == 2
+    usable, other = cache.entries(tmp_path)
+    assert [e["config"] for e in usable] == sorted([a, b], key=cache.cache_key)
+    assert other == 3
     assert {e["engine"] for e in usable} == {"gram"} and all(e["elapsed_seconds"] >= 0 for e in usable)
-    assert cache.entry_meta(tmp_path / "junk.npz") is None
-    assert cache.usable_entries(tmp_path / "missing") == ([], 0)
+    assert cache.entries(tmp_path / "missing") == ([], 0)
 
 
 def test_tables_and_downloads_of_the_simulations(tmp_path):

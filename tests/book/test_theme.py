@@ -2,7 +2,7 @@
 that draws with it does not import seaborn.
 
 Each side runs in a fresh interpreter (seaborn's effects are global and its import is what is being
-avoided) and prints every rcParam, the one-letter colours and the two "rocket" colour maps."""
+avoided) and prints every rcParam and the one-letter colours."""
 from __future__ import annotations
 
 import json
@@ -19,13 +19,12 @@ import matplotlib as mpl
 print(json.dumps({{
     "rc": {{k: repr(dict.__getitem__(mpl.rcParams, k)) for k in mpl.rcParams if k != "backend"}},
     "codes": {{c: repr(mpl.colors.to_rgba(c)) for c in "bgrmyck"}},
-    "cmaps": {{n: repr([tuple(map(float, c)) for c in mpl.colormaps[n].colors]) for n in ("rocket", "rocket_r")}},
     "seaborn": "seaborn" in sys.modules,
 }}))
 """
 SEABORN = ("import seaborn as sns\nfrom companion.plotting import style_rc\n"
            "sns.set_theme(context='paper', style='ticks', rc=style_rc())")
-STORED = "from companion import plotting\nplotting.book_style()\nplotting.heatmap_cmap()"
+STORED = "from companion import plotting\nplotting.book_style()"
 
 
 def _dump(setup: str, cache) -> dict:
@@ -47,7 +46,7 @@ def test_the_stored_theme_is_set_themes_bit_for_bit(dumps):
     for side in ("first", "stored"):
         got = dumps[side]
         assert got["rc"] == want["rc"], {k: (got["rc"].get(k), v) for k, v in want["rc"].items() if got["rc"].get(k) != v}
-        assert got["codes"] == want["codes"] and got["cmaps"] == want["cmaps"]
+        assert got["codes"] == want["codes"]
 
 
 def test_seaborn_is_imported_once_per_cache(dumps):
@@ -55,12 +54,3 @@ def test_seaborn_is_imported_once_per_cache(dumps):
     assert dumps["first"]["seaborn"]              # an empty cache: seaborn computes the theme and it is stored
     assert not dumps["stored"]["seaborn"]         # every later kernel: from the file
     assert len([e for e in dumps["entries"] if e.endswith(".json")]) == 1
-
-
-def test_the_heatmap_table_is_seaborns_rocket():
-    import numpy as np
-    import seaborn as sns
-
-    from companion import conventions
-
-    assert np.array_equal(conventions.rocket_rgb(), np.array(sns.color_palette("rocket", as_cmap=True).colors))

@@ -48,8 +48,8 @@
         err[i].push(se[b++]);
       }
     }
-    return { mean: mean, err: err, dec: dec, rp: L.rp, v: M.verdicts[L.v],
-             dir: M.directions[L.dir], zmin: L.zmin, h: st.h };
+    return { mean: mean, err: err, dec: dec, rp: L.rp, rpe: L.rpe, v: M.verdicts[L.v], why: M.reasons[L.why],
+             dir: M.directions[L.dir], h: st.h };
   }
 
   // ---------------------------------------------------------------- small DOM helpers
@@ -314,18 +314,15 @@
 
   function directionText(L) {
     var sc = Math.pow(10, L.rp[2]), z = (L.rp[0] / sc - 0.5) / (L.rp[1] / sc);
-    var zs = isFinite(z) ? " (" + zText(z) + " SE from 0.5)" : "";
+    var zs = (isFinite(z) ? " (" + zText(z) + " SE from 0.5" : " (") + "; " + L.rpe + ")";
     if (L.dir === "recency") return "Later keys score higher" + zs + ".";
     if (L.dir === "primacy") return "Earlier keys score higher" + zs + ".";
     return "No order resolved at " + M.direction_z + " SE" + zs + ".";
   }
+  /* The reason recency_lib's one rule gives (SimResult.decision): the same words as the API and the CLI. */
   function verdictText(L) {
-    var z = M.z_fw.toFixed(2), small = L.zmin === null ? "" : " The smallest step is " + zText(L.zmin) + " SE.";
-    var what = "adjacent steps S(i, j) " + MINUS + " S(i, j " + MINUS + " 1), j \u2264 i, at z = " + z +
-      " (Bonferroni over " + M.steps + " steps, " + Math.round(100 * M.level) + " % family-wise)";
-    if (L.v === "holds") return "Every one of the " + what + " is above zero by more than z standard errors." + small;
-    if (L.v === "violated") return "Some of the " + what + " is below zero by more than z standard errors." + small;
-    return "None of the " + what + " is below zero by more than z SE, but not all are above it." + small;
+    return "Adjacent steps S(i, j) " + MINUS + " S(i, j " + MINUS + " 1), j \u2264 i, tested together (" +
+      Math.round(100 * M.level) + " % family-wise over " + M.steps + " steps): " + L.why + ".";
   }
 
   function render() {

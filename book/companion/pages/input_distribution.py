@@ -21,7 +21,7 @@ def proposition3_numbers(*, alphas, by, d, gamma, n, p3, ratio, samples, samples
          **{f"RP, gamma = {g:g}": statistics.rps(r) for g, r in by.items()}}, "alpha"))
     for g, key in ((0.0, "g0"), (gamma, "res")):
         out[f"inputdist-holds-{key}"] = report.listing([a for a in sorted(by[g]) if
-                                                       by[g][a].definition1_at(zc)[1] == "holds"])
+                                                       by[g][a].decision(2, z=zc).word == "holds"])
         out[f"inputdist-t0-{key}"] = report.pm(*statistics.s2_order(by[g][0.0])[1:])
         out[f"inputdist-z0-{key}"] = report.z_text(report.zscore(*statistics.s2_order(by[g][0.0])[1:]))
         out[f"inputdist-r0-{key}"] = ratio[g][0.0]
@@ -107,9 +107,9 @@ def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
     def step(g, a):
         return f"{report.nowrap(report.pm(*statistics.s2_order(by[g][a])[1:]))}<br>({report.nowrap(ratio[g][a])})"
 
-    return [{"α": report.num(a), "Definition 1": by[0.0][a].definition1_at(zc)[1],
+    return [{"α": report.num(a), "Definition 1": by[0.0][a].decision(2, z=zc).word,
              "mean step of $S^{(2)}$ (÷ large-$d$ line)": step(0.0, a),
-             f"{res_name}: Definition 1": by[gamma][a].definition1_at(zc)[1], "mean step (÷ line)": step(gamma, a)}
+             f"{res_name}: Definition 1": by[gamma][a].decision(2, z=zc).word, "mean step (÷ line)": step(gamma, a)}
             for a in sorted(by[0.0])]
 
 

@@ -41,7 +41,7 @@ def theorem1_numbers(*, th, v1, reach, need, one_by_one, n, samples) -> dict[str
         out[f"layernorm-up-{d}"] = report.count(tally.up)
         out[f"layernorm-s{d}"] = report.pm(tally.smallest.mean, tally.smallest.se)
         out[f"layernorm-s{d}-z"] = report.z_text(tally.smallest.z)
-        out[f"layernorm-def1-{d}"] = words[res.definition1_at(zc1)[1]]
+        out[f"layernorm-def1-{d}"] = words[res.decision(2, z=zc1).word]
         out[f"layernorm-cpu-{d}"] = report.duration(res.elapsed_seconds)
         out[f"layernorm-rpz-{d}"] = report.z_text(report.zscore(*statistics.rp_cv(res, 2), 0.5))
         need_all, step_min = theorem1.every_step_need(res, zc1)
