@@ -84,7 +84,7 @@ def plot_result(res, *, include_diagonal: bool = False):
         from matplotlib.figure import Figure
     except ImportError:
         raise ImportError("SimResult.plot() needs matplotlib: pip install 'recency_lib[plot]'") from None
-    from .result import pm
+    from .stats import pm
 
     cfg = res.config
     cols = min(cfg.layers, 4)

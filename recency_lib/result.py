@@ -18,6 +18,7 @@ from .config import SimConfig
 from .files import atomic_write, check_output_path, shown
 from .metrics import LEVEL, Decision, definition1, direction
 from .norms import NORMS
+from .stats import pm
 from .validation import check_choice, check_int, short
 
 FORMAT_NAME = "recency_lib.SimResult"
@@ -239,14 +240,6 @@ class SimResult:
                 return _made(cls, cfg, meta, {name: z[name] for name in ARRAY_FIELDS})
         except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
             raise ValueError(f"{shown(path)}: {exc}") from None
-
-
-def pm(value: float, se: float) -> str:
-    """"0.6031 ± 0.0012": a value with its standard error, to the SE's two significant digits."""
-    if not (math.isfinite(value) and math.isfinite(se)) or se <= 0:
-        return f"{value:.6g} (SE 0)" if math.isfinite(value) and se == 0 else f"{value:.4g}"
-    digits = max(0, 1 - int(math.floor(math.log10(se))))
-    return f"{value:.{digits}f} ± {se:.{digits}f}"
 
 
 def is_result_file(path: Path) -> bool:

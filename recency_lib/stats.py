@@ -18,6 +18,7 @@ to their sample counts; their covariance, O(1/N^2) through the betas, is neglect
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -175,3 +176,11 @@ def _beta(g: Moments, nc: int) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         beta = np.where(var_c > 0, g.cross / np.where(var_c > 0, var_c, 1.0), 0.0)
     return np.where(np.isfinite(beta), beta, 0.0)
+
+
+def pm(value: float, se: float) -> str:
+    """"0.6031 ± 0.0012": a value with its standard error, to the SE's two significant digits."""
+    if not (math.isfinite(value) and math.isfinite(se)) or se <= 0:
+        return f"{value:.6g} (SE 0)" if math.isfinite(value) and se == 0 else f"{value:.4g}"
+    digits = max(0, 1 - int(math.floor(math.log10(se))))
+    return f"{value:.{digits}f} ± {se:.{digits}f}"

@@ -1,4 +1,4 @@
-"""Control variates (issue 11): the first layer's steps, trends and recency probability have exactly
+"""Control variates: the first layer's steps, trends and recency probability have exactly
 known means; the cross-fitted estimators of later layers built on them (recency_lib.stats.
 control_variate) must be unbiased and report honest standard errors.
 

@@ -1,4 +1,4 @@
-"""Control variates (issue 11) on the decoder layouts beyond the paper (issue 7, chapter 8).
+"""Control variates on the decoder layouts beyond the paper (chapter 8).
 
 The engines correct every layer's steps, row trends, trend and recency probability with the same
 features of layer 1, whose means are taken as known: 0 for the steps and trends, 1/2 for the
