@@ -40,7 +40,7 @@ import numpy as np
 from recency_lib.config import SimConfig
 from recency_lib.metrics import LEVEL, familywise_z
 from recency_lib.norms import NORMS as NORM_REGISTRY
-from recency_lib.plot import HEATMAP_HEX
+from recency_lib.plot import DIAGONAL, HEATMAP_HEX
 from recency_lib.result import SimResult
 from recency_lib.validation import check_choice, check_int, check_real, short
 
@@ -248,6 +248,14 @@ def setting_data(res: SimResult, reasons: list[str] | None = None) -> dict:
             "h": {"dec": h_dec, "m": pack(scaled(h, h_dec)), "e": pack(scaled(h_se, h_dec)), "c": closed}}
 
 
+def diagonal_style() -> dict:
+    """recency_lib.plot.DIAGONAL for the page's SVG: the hatch's direction in degrees and its colour."""
+    from matplotlib.colors import to_hex
+
+    angle = {"/": 45, "\\": -45, "|": 0, "-": 90, "x": 45, "+": 0}.get(DIAGONAL["hatch"][:1], 45)
+    return {"angle": angle, "colour": to_hex(DIAGONAL["edgecolor"])}
+
+
 def _index(table: list, item) -> int:
     """The position of ``item`` in ``table``, appended if new."""
     if item not in table:
@@ -341,7 +349,7 @@ def explorer_data(results) -> dict:
         "steps": steps, "level": LEVEL, "z_fw": round(z_fw, 2), "direction_z": round(familywise_z(1, LEVEL), 2),
         "verdicts": {v: k for k, v in VERDICT_CODES.items()},
         "directions": {v: k for k, v in DIRECTION_CODES.items()},
-        "lut": heatmap_lut(),
+        "lut": heatmap_lut(), "diagonal": diagonal_style(),
         "commands": command_templates(shape["samples"], shape["seed"], n=shape["n"], layers=shape["layers"]),
         "rerun_samples": rerun_samples(shape["samples"]),
         "rp_se_median": float(f"{np.median(rp_se):.2g}"), "rp_se_max": float(f"{np.max(rp_se):.2g}"),

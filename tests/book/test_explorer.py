@@ -298,3 +298,9 @@ def test_notebook_rejects_bad_workers(tmp_path):
     with pytest.raises(pm.PapermillExecutionError, match="workers=0 is out of range"):
         pm.execute_notebook(str(BOOK / "explorer.ipynb"), str(tmp_path / "x.ipynb"), parameters={"workers": 0},
                             kernel_name="python3", cwd=str(BOOK), progress_bar=False)
+
+
+def test_the_diagonal_follows_the_heatmap_convention(small_data, monkeypatch):
+    assert small_data["meta"]["diagonal"] == explorer.diagonal_style() == {"angle": 45, "colour": "#999999"}
+    monkeypatch.setattr(explorer, "DIAGONAL", {**explorer.DIAGONAL, "hatch": "\\\\", "edgecolor": "red"})
+    assert explorer.diagonal_style() == {"angle": -45, "colour": "#ff0000"}    # recency_lib.plot's, whatever it is

@@ -129,3 +129,9 @@ def test_exemplar_runs_with_other_parameters(page, tmp_path, monkeypatch, seeded
     assert figures, f"{page}: no figure glued"
     assert not [o for o in outputs if o.output_type == "stream" and o.get("name") == "stderr"], \
         f"{page}: warnings on stderr"
+
+
+def test_no_import_cycle_in_the_books_package():
+    from importgraph import cycle
+
+    assert cycle(BOOK / "companion", "companion") is None

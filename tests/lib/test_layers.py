@@ -42,3 +42,9 @@ def test_only_the_simulator_is_installed_and_it_is_the_installed_one():
     repo = Path(__file__).resolve().parents[2]
     # the installed package (site-packages, wherever the venv is), not the checkout's recency_lib/ folder
     assert not Path(recency_lib.__file__).resolve().is_relative_to(repo / "recency_lib"), recency_lib.__file__
+
+
+def test_no_import_cycle_in_the_simulator():
+    from importgraph import cycle
+
+    assert cycle(cache.ROOT, "recency_lib") is None

@@ -95,8 +95,8 @@
     var hatch = "rx-hatch-" + (++hatchCount);
     var defs = svgEl("defs", {}, svg);
     var pat = svgEl("pattern", { id: hatch, width: 6, height: 6, patternUnits: "userSpaceOnUse",
-                                 patternTransform: "rotate(45)" }, defs);
-    svgEl("line", { x1: 0, y1: 0, x2: 0, y2: 6, class: "rx-hatch-line" }, pat);
+                                 patternTransform: "rotate(" + M.diagonal.angle + ")" }, defs);
+    svgEl("line", { x1: 0, y1: 0, x2: 0, y2: 6, class: "rx-hatch-line", stroke: M.diagonal.colour }, pat);
     var lo = Infinity, hi = -Infinity, dlo = Infinity, dhi = -Infinity, i, j;
     for (i = 0; i < n; i++) for (j = 0; j <= i; j++) {
       var v = L.mean[i][j];
