@@ -118,3 +118,13 @@ def built_book(book_build: BuildResult) -> BuildResult:
     return book_build
 
 
+@pytest.fixture(scope="session")
+def grid_results():
+    """LayerNorm at alpha = 0.5 without and with the residual, and no normalization: n = 6, d = 16
+    (small results shared by the tests of the closed forms, the statistics and the verdicts)."""
+    from recency_lib import SimConfig, simulate_many
+
+    cfgs = [SimConfig(alpha=0.5, gamma=0.0, n=6, d=16, layers=3, samples=4000, seed=3),
+            SimConfig(alpha=0.5, gamma=1.0, n=6, d=16, layers=3, samples=4000, seed=3),
+            SimConfig(alpha=0.0, gamma=0.0, norm="none", n=6, d=16, layers=3, samples=4000, seed=3)]
+    return simulate_many(cfgs)

@@ -418,15 +418,6 @@ def test_figure_labels_name_the_papers_figures():
 
 # -- closed forms against one result ---------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def grid_results():
-    """LayerNorm at alpha = 0.5 without and with the residual, and no normalization: n = 6, d = 16."""
-    cfgs = [SimConfig(alpha=0.5, gamma=0.0, n=6, d=16, layers=3, samples=4000, seed=3),
-            SimConfig(alpha=0.5, gamma=1.0, n=6, d=16, layers=3, samples=4000, seed=3),
-            SimConfig(alpha=0.0, gamma=0.0, norm="none", n=6, d=16, layers=3, samples=4000, seed=3)]
-    return simulate_many(cfgs)
-
-
 def test_eq5_trend_is_the_mean_step_of_eq5():
     from recency_lib import theory
 

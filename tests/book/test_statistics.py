@@ -74,15 +74,6 @@ def test_an_entry_of_another_key_is_recomputed(tmp_path):
 # -- statistics of simulated results -----------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def grid_results():
-    """LayerNorm at alpha = 0.5 without and with the residual, and no normalization: n = 6, d = 16."""
-    cfgs = [SimConfig(alpha=0.5, gamma=0.0, n=6, d=16, layers=3, samples=4000, seed=3),
-            SimConfig(alpha=0.5, gamma=1.0, n=6, d=16, layers=3, samples=4000, seed=3),
-            SimConfig(alpha=0.0, gamma=0.0, norm="none", n=6, d=16, layers=3, samples=4000, seed=3)]
-    return simulate_many(cfgs)
-
-
-@pytest.fixture(scope="module")
 def fig1():
     # 20,000 sequences: the features of Figure 1 are resolved by tens of SE; layer 1 has no order by symmetry.
     return simulate_many(settings.fig1_configs(20_000, 3))

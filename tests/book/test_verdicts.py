@@ -76,15 +76,6 @@ def test_a_check_says_what_it_is_about_in_fields():
 
 # -- tables ------------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def grid_results():
-    """LayerNorm at alpha = 0.5 without and with the residual, and no normalization: n = 6, d = 16."""
-    cfgs = [SimConfig(alpha=0.5, gamma=0.0, n=6, d=16, layers=3, samples=4000, seed=3),
-            SimConfig(alpha=0.5, gamma=1.0, n=6, d=16, layers=3, samples=4000, seed=3),
-            SimConfig(alpha=0.0, gamma=0.0, norm="none", n=6, d=16, layers=3, samples=4000, seed=3)]
-    return simulate_many(cfgs)
-
-
 def test_verdict_grid_rows_and_tally_use_one_family(grid_results):
     rows = verdicts.verdict_grid_rows(grid_results, ["a", "b", "c"])
     assert [r["setting"] for r in rows] == ["a", "b", "c"]
