@@ -9,6 +9,7 @@ unexpected error.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import sys
@@ -93,10 +94,8 @@ def _run(argv) -> int:
         from .plot import check_plot_path
 
         check_plot_path(a.plot)
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise ValueError(f"plot={a.plot!r} needs matplotlib; allowed: pip install 'recency_lib[plot]', or no --plot") from None
+        if importlib.util.find_spec("matplotlib") is None:
+            raise ValueError(f"plot={a.plot!r} needs matplotlib; allowed: pip install 'recency_lib[plot]', or no --plot")
     require_memory(cfg, resolve_engine(cfg), workers)
     if workers > 1:
         from .workers import worker_pool

@@ -22,6 +22,7 @@ memory does not grow with ``samples``.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import os
 import sys
@@ -543,29 +544,29 @@ def _to_result(cfg: SimConfig, engine: str, bsize: int, groups: list, elapsed: f
 
 def _block_trajectories(cfg: SimConfig, engine: str, k: int, size: int, kernel: str | None):
     """Scores and attention (size, layers, n, n) of block ``k``, drawn and computed as :func:`simulate`
-    draws and computes that block (scores NaN and attention 0 above the diagonal)."""
+    draws and computes that block (scores NaN and attention 0 above the diagonal), and the squared norms
+    (size, layers, n) of the state fed to each layer, as the normalization sees it."""
     n, L = cfg.n, cfg.layers
     if engine == "gram":
         rows, cols = tril_index(n)
         lay = feature_layout(n)
         chi2, normals = gram_draws(cfg, block_key(cfg.seed, k), size, kernel)
         kernels = kernels_for(kernel)
-        s = np.full((size, L, n, n), np.nan)
-        a = np.zeros((size, L, n, n))
         if kernels is None:
             _, f = gram_block_moments(cfg, chi2, normals, kernel=kernel, features=True)   # (B, L, F)
-            s[:, :, rows, cols], a[:, :, rows, cols] = f[:, :, lay["score"]], f[:, :, lay["attn"]]
-            return s, a
-        f = np.empty((L, n_features(n), size))                     # the kernel's layout: (L, F, B)
-        _gram_call(kernels, cfg, chi2, normals, *(x[0] for x in _gram_sums(cfg, 1)), f)
-        s[:, :, rows, cols] = f[:, lay["score"]].transpose(2, 0, 1)  # only the scores and weights move
-        a[:, :, rows, cols] = f[:, lay["attn"]].transpose(2, 0, 1)
-        return s, a
-    s_l, a_l = [], []
+        else:
+            f = np.empty((L, n_features(n), size))                 # the kernel's layout: (L, F, B)
+            _gram_call(kernels, cfg, chi2, normals, *(x[0] for x in _gram_sums(cfg, 1)), f)
+            f = f.transpose(2, 0, 1)                               # (B, L, F)
+        s = np.full((size, L, n, n), np.nan)
+        a = np.zeros((size, L, n, n))
+        s[:, :, rows, cols], a[:, :, rows, cols] = f[:, :, lay["score"]], f[:, :, lay["attn"]]
+        return s, a, np.ascontiguousarray(f[:, :, lay["sq_norm"]])
+    s_l, a_l, q_l = [], [], []
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
-    for _, s, a, _ in dense_steps(cfg, dense_tokens(cfg, rng, size), k):
-        s_l.append(np.where(np.tri(n, dtype=bool), s, np.nan)), a_l.append(a)
-    return np.stack(s_l, axis=1), np.stack(a_l, axis=1)
+    for _, s, a, sq in dense_steps(cfg, dense_tokens(cfg, rng, size), k):
+        s_l.append(np.where(np.tri(n, dtype=bool), s, np.nan)), a_l.append(a), q_l.append(sq)
+    return np.stack(s_l, axis=1), np.stack(a_l, axis=1), np.stack(q_l, axis=1)
 
 
 def _require_trajectories(cfg: SimConfig, samples: int, engine: str) -> None:
@@ -602,7 +603,7 @@ def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str 
     scores, attn = [], []
     total = max(2, samples)
     for k, size in _block_sizes(total, bsize, 0, -(-samples // bsize)):
-        s, a = _block_trajectories(cfg, engine, k, size, kernel)
+        s, a, _ = _block_trajectories(cfg, engine, k, size, kernel)
         scores.append(s), attn.append(a)
     return np.concatenate(scores)[:samples], np.concatenate(attn)[:samples]
 
@@ -629,9 +630,10 @@ def sequence_statistic(cfg: SimConfig, statistic, *, samples: int | None = None,
     of one block; the same numbers for any machine, as simulate's).
 
     ``statistic(scores, attention)`` receives one block, (B, layers, n, n) each (scores NaN and
-    attention 0 above the diagonal), and returns (B, layers, k): k numbers per sequence and layer,
-    e.g. within-row contrasts S_ij - S_ik, or differences between layers. Pairing within a sequence
-    is what makes such a contrast's standard error small.
+    attention 0 above the diagonal), and, if it takes a keyword ``sq_norms``, the squared norms (B,
+    layers, n) of the state fed to each layer as the normalization sees it; it returns (B, layers, k): k
+    numbers per sequence and layer, e.g. within-row contrasts S_ij - S_ik (pairing within a sequence is
+    what makes their standard error small) or differences between layers.
 
     ``control_mean`` (k numbers, or one for all): the exact mean of layer 1's statistic when it is
     known, e.g. 0 for a contrast of off-diagonal scores (or attention weights) of one row whose
@@ -669,9 +671,10 @@ def _stream_statistic(cfg, engine, kernel, statistic, samples, bsize, mu, groups
     """:func:`sequence_statistic`'s block loop: each block's statistic into the moments of its group
     (even or odd blocks, in block order); returns k, the statistic's width."""
     width = None
+    norms = "sq_norms" in inspect.signature(statistic).parameters
     for k, size in _block_sizes(samples, bsize, 0, -(-samples // bsize)):
-        s, a = _block_trajectories(cfg, engine, k, size, kernel)
-        x = np.asarray(statistic(s, a), dtype=float)
+        s, a, sq = _block_trajectories(cfg, engine, k, size, kernel)
+        x = np.asarray(statistic(s, a, sq_norms=sq) if norms else statistic(s, a), dtype=float)
         if x.ndim != 3 or x.shape[:2] != (size, cfg.layers) or (width is not None and x.shape[2] != width):
             raise ValueError(f"statistic returned shape {x.shape}; allowed: (B, layers, k) = ({size}, {cfg.layers}, "
                              f"{width if width is not None else 'k'}) for a block of {size} sequences")

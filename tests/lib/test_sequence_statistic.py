@@ -59,3 +59,16 @@ def test_bad_arguments_are_clear_errors(kwargs, needle):
     with pytest.raises(ValueError, match="allowed") as info:
         sequence_statistic(CFG.replace(samples=50), kwargs.pop("statistic"), **kwargs)
     assert needle in str(info.value)
+
+
+def _norms(scores, attention, *, sq_norms):
+    return sq_norms
+
+
+@pytest.mark.parametrize("engine", ["gram", "dense"])
+def test_a_statistic_that_asks_for_them_gets_the_states_squared_norms(engine):
+    cfg = SimConfig(alpha=0.3, gamma=1.0, n=5, d=12, layers=3, samples=3000, seed=2, engine=engine)
+    st = sequence_statistic(cfg, _norms)
+    res = simulate(cfg)
+    np.testing.assert_allclose(st.mean, res.sq_norm_mean, rtol=1e-12)
+    np.testing.assert_allclose(st.sem, res.sq_norm_sem, rtol=1e-6)
