@@ -272,8 +272,8 @@ def rp_matrix(results: dict, alpha: float) -> tuple[list[str], np.ndarray, np.nd
     """(labels, RP (components, layers), SE) of every component at ``alpha``, for the dot plot."""
     keys = [(key, r) for (key, a), r in results.items() if a == alpha]
     labels = [component_label(key, r.config) for key, r in keys]
-    return (labels, np.array([r.recency_probability for _, r in keys]),
-            np.array([r.recency_probability_sem for _, r in keys]))
+    rps = [statistics.rp_layers(r) for _, r in keys]
+    return labels, np.array([v for v, _ in rps]), np.array([e for _, e in rps])
 
 
 def summary_rows(results: dict, dirs: dict, def1: dict, alphas=STUDY_ALPHAS) -> list[dict]:
@@ -479,8 +479,8 @@ def by_length(long_results: dict, model: str) -> dict[int, SimResult]:
 def rp_by_length(runs: dict[int, SimResult]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(lengths, RP (lengths, layers), SE) of one model."""
     lengths = np.array(list(runs), dtype=float)
-    return (lengths, np.array([r.recency_probability for r in runs.values()]),
-            np.array([r.recency_probability_sem for r in runs.values()]))
+    rps = [statistics.rp_layers(r) for r in runs.values()]
+    return lengths, np.array([v for v, _ in rps]), np.array([e for _, e in rps])
 
 
 def last_query_profiles(runs: dict[int, SimResult], layer: int | None = None, bins: int = PROFILE_BINS) -> dict:

@@ -629,7 +629,7 @@ class Row:
 
 
 #: Off by more than the threshold at every d, and the error does not shrink as d grows: the closed form
-#: misses a factor (a misprint, or the bias of the LLN approximation; the book's own corrected forms can
+#: misses a factor (an error in print, or the bias of the LLN approximation; the book's own corrected forms can
 #: get it too, which is why the verdict does not say "erratum").
 OFF = "off, not shrinking"
 #: Off at every d, but shrinking like d^-p: right in the limit.

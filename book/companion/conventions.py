@@ -13,9 +13,6 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
-
-import numpy as np
 
 from .significance import FAMILYWISE_LEVEL, adjacent_pairs, z_for  # noqa: F401  (quoted here)
 from recency_lib.config import SimConfig

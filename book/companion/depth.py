@@ -3,7 +3,7 @@ with and without LayerNorm, and whether LayerNorm's recency grows or fades from 
 
 Per layer the section reads two numbers of a ``SimResult`` (control variates: layer 1, whose earlier
 keys are exchangeable, is the control of every layer): the trend (the mean step between two earlier
-keys, ``trend_cv_mean``) and the recency probability (``recency_probability_cv``). Whether the
+keys, ``trend_cv_mean``) and the recency probability (statistics.rp, with control variates). Whether the
 order grows is a question about the change from one layer to the next in the same sequences, and a
 ``SimResult`` keeps no covariance between layers; so the growth is measured with
 ``recency_lib.engines.sequence_statistic`` and statistics.trend_steps, a per-sequence statistic whose
@@ -26,7 +26,7 @@ from recency_lib.validation import check_int, check_real
 
 from . import conventions as cv
 from . import report
-from .statistics import zscore
+from .statistics import rp, zscore
 
 #: The settings of the study: (normalization, alpha, hidden size, residual) -> (sequences of the
 #: run that gives each layer's trend and RP, sequences of the paired growth run; both in units of
@@ -107,7 +107,8 @@ def cells(res, zc: float, stat=None) -> dict[tuple[str, int], Cell]:
     out = {}
     for l in range(2, L + 1):
         out[("trend", l)] = _cell("trend", l, res.trend_cv_mean[l - 1], res.trend_cv_sem[l - 1], zc)
-        out[("rp", l)] = _cell("rp", l, res.recency_probability_cv[l - 1] - 0.5, res.recency_probability_cv_sem[l - 1], zc)
+        value, se = rp(res, l)
+        out[("rp", l)] = _cell("rp", l, value - 0.5, se, zc)
     if stat is not None:
         if stat.cv_mean is None:
             raise ValueError("stat has no control-variate estimate; allowed: sequence_statistic(..., control_mean=0.0)")

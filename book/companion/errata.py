@@ -9,11 +9,15 @@ Two kinds of evidence decide an erratum, both computed when the book is built:
   (verdict :data:`closedforms.OFF`, "off, not shrinking"), or whose closed form says "flat" (no
   dependence on the key j) while the simulated steps are resolved away from 0 (verdict "not flat").
 
-Each erratum is of one kind (:data:`KINDS`): a **misprint** (a printed step that the algebra shows
-false), an **approximation bias** (the algebra is right, but the law of large numbers it starts from
-misses a factor that does not vanish as d grows), or an **effect beyond the approximation** (a form
-the LLN makes exactly flat, whose next order the simulation resolves: right in the limit, not a
-misprint). :func:`summary` counts them by kind.
+Each erratum is of one kind (:data:`KINDS`). Four are errors in print (:data:`PRINTED`), told apart by
+what went wrong: a **typographical slip** (a step false as printed whose intent the steps around it
+make plain), a **scale error** (a quantity printed at the wrong power of d), a **model mismatch** (the
+algebra treats another model than the one the paper defines) and a **wrong mechanism** (the printed
+reasoning credits the effect to something the model does not do). The other two are about the
+approximation: an **approximation bias** (the algebra is right, but the law of large numbers it starts
+from misses a factor that does not vanish as d grows), or an **effect beyond the approximation** (a
+form the LLN makes exactly flat, whose next order the simulation resolves: right in the limit, not an
+error in print). :func:`summary` counts them by kind.
 
 Rows that are off at every d but shrink like d^-p (verdict "finite-d error") are approximations
 that become right as d grows; they are counted and listed apart (:func:`finite_d_rows`).
@@ -45,13 +49,19 @@ if TYPE_CHECKING:                       # sympy is slow to import; the checks ar
 EVIDENCE_VERDICTS = (OFF, "not flat")
 
 #: The kinds of an erratum (module doc), in the order the book lists them.
-MISPRINT = "misprint"
+TYPO = "typographical slip"
+SCALE = "scale error"
+MISMATCH = "model mismatch"
+MECHANISM = "wrong mechanism"
 BIAS = "approximation bias"
 BEYOND = "beyond the approximation"
 UNEXPLAINED = "not yet explained"
-KINDS = (MISPRINT, BIAS, BEYOND, UNEXPLAINED)
+PRINTED = (TYPO, SCALE, MISMATCH, MECHANISM)
+KINDS = (*PRINTED, BIAS, BEYOND, UNEXPLAINED)
 #: Each kind in prose: (one, several).
-KIND_WORDS = {MISPRINT: ("misprint", "misprints"), BIAS: ("approximation bias", "approximation biases"),
+KIND_WORDS = {TYPO: ("typographical slip", "typographical slips"), SCALE: ("scale error", "scale errors"),
+              MISMATCH: ("model mismatch", "model mismatches"), MECHANISM: ("wrong mechanism", "wrong mechanisms"),
+              BIAS: ("approximation bias", "approximation biases"),
               BEYOND: ("effect beyond the approximation", "effects beyond the approximation"),
               UNEXPLAINED: ("measured deviation not yet explained", "measured deviations not yet explained")}
 #: How the error of a row moves as d grows (closedforms.trend), in the book's words.
@@ -81,7 +91,7 @@ class Erratum:
     residual: bool | None = None
     prefer: str = "level"
     label_from_rows: bool = False       # the "Eq." column lists the closed forms of the evidence rows
-    kind: str = MISPRINT
+    kind: str = TYPO
 
     def claims(self, row: Row) -> bool:
         """Is ``row`` (an evidence row) evidence of this erratum?"""
@@ -92,27 +102,29 @@ class Erratum:
 
 ERRATA: tuple[Erratum, ...] = (
     Erratum("eq7", "(7)", r"$(e^{\sqrt d}+i-1)$ twice in the denominator", r"second factor $e^{\sqrt d}+j-1$",
-            checks=("eq7-printed",)),
+            checks=("eq7-printed",), kind=TYPO),
     Erratum("eq14", "(14)", r"$\langle x_i, x_i\rangle = \sqrt d$", r"$1$; $1/(1-\alpha)$ with anisotropy",
-            checks=("eq14-printed",), forms=("eq14-printed",)),
-    Erratum("eq15", "(13)–(15)", r"$A^{(1)}_{ii} = e^{\sqrt d}/(e^{\sqrt d}+i-1)$", r"$a'/(a'+i-1)$: nearly uniform",
-            checks=("eq15-printed",), forms=("eq15-printed",)),
+            checks=("eq14-printed",), forms=("eq14-printed",), kind=SCALE),
+    Erratum("eq15", "(13)–(15)", r"$A^{(1)}_{ii} = e^{\sqrt d}/(e^{\sqrt d}+i-1) \approx 1$: each token attends to itself",
+            r"$a'/(a'+i-1)$: nearly uniform attention", checks=("eq15-printed",), forms=("eq15-printed",),
+            kind=MECHANISM),
     Erratum("eq19", "(17)–(19)", r"$S^{(2)}_{ij} = 1/(e^{\sqrt d}+i-1)$", r"$\big(1/(a'+i-1)+c^2\big)/\sqrt d$",
-            checks=("eq17-scale", "eq18-printed"), forms=("eq19-printed",), parts=("level",)),
+            checks=("eq17-scale", "eq18-printed"), forms=("eq19-printed",), parts=("level",), kind=MECHANISM),
     Erratum("prop1-flat", "(19)", r"$S^{(2)}_{ij}$ flat in $j < i$ (the LLN)",
             r"rises by a relative $d^{-3/2}(1-1/j)$ at the next order: a step $\propto d^{-2}$",
             forms=("eq19-corrected", "eq19-printed"), parts=("step",), prefer="step", kind=BEYOND),
     Erratum("eq22", "(22)", r"$\lVert x_i^{(1)}\rVert^2 = \sqrt d/(1-\alpha)$",
-            r"$\lVert x_i^{(0)}\rVert^2 = 1/(1-\alpha)$", checks=("eq22-printed",), forms=("eq22-printed",)),
+            r"$\lVert x_i^{(0)}\rVert^2 = 1/(1-\alpha)$", checks=("eq22-printed",), forms=("eq22-printed",), kind=SCALE),
     Erratum("eq23", "(23)", r"$\langle y_i, y_j\rangle = \sqrt d\,\alpha$", r"$d\,\alpha$",
-            checks=("eq23-printed",), forms=("eq23-printed",)),
-    Erratum("residual", "(25)–(41), the paper's Figure 5", r"weight $\sqrt d\gamma\lVert x_j\rVert$, $d\gamma$, $\gamma$ on $y_j$",
-            r"$g = \gamma\lVert x_j^{(0)}\rVert/\sqrt d$", checks=("residual-printed",),
-            forms=("eq36-printed", "eq41-printed", "fig5-printed"), residual=True),
-    Erratum("eq34", "(34)", r"stray factors $d$", "without them", checks=("eq34-printed",)),
+            checks=("eq23-printed",), forms=("eq23-printed",), kind=SCALE),
+    Erratum("residual", "(25)–(41), the paper's Figure 5",
+            r"the residual as a weight on $y_j$ ($\sqrt d\gamma\lVert x_j\rVert$, $d\gamma$, $\gamma$), while Eq. (20) adds $\gamma x_j$",
+            r"$\gamma x_j^{(0)}$ in units of $y_j$: $g = \gamma\lVert x_j^{(0)}\rVert/\sqrt d$", checks=("residual-printed",),
+            forms=("eq36-printed", "eq41-printed", "fig5-printed"), residual=True, kind=MISMATCH),
+    Erratum("eq34", "(34)", r"stray factors $d$", "without them", checks=("eq34-printed",), kind=TYPO),
     Erratum("eq39", "(39)", r"$2\gamma e + e^{\alpha\sqrt d}$", r"$2\gamma e^{\sqrt d} + e^{\alpha\sqrt d}$",
-            checks=("eq39-printed",)),
-    Erratum("eq40", "(40)", r"prefactor $d$", r"$\sqrt d$ (a row constant)", checks=("eq40-printed",)),
+            checks=("eq39-printed",), kind=TYPO),
+    Erratum("eq40", "(40)", r"prefactor $d$", r"$\sqrt d$ (a row constant)", checks=("eq40-printed",), kind=TYPO),
     Erratum("lln-attention", "(4), (25), (26)", r"off-diagonal weight $e^{\alpha\sqrt d}/D_i$",
             r"$\times\,\mathbb{E}\,e^{Z} \to e^{(1-\alpha^2)^2/2}$", forms=("eq4-attention",), label_from_rows=True,
             kind=BIAS),
@@ -233,20 +245,22 @@ def _equations(f: Found) -> str:
     return compact_equations(r.form.equation for r in f.rows)
 
 
-def errata_rows(found: list[Found], kind: str | None = None) -> list[dict]:
-    """One row per erratum (of ``kind``, one of :data:`KINDS`; all when None): equation, as printed,
-    what is right, what found it (sympy, simulation or both), and the measured value (simulated /
-    printed, or the simulated step of a form printed flat) ± SE with the d where it was measured and
-    how the error moves as d grows."""
-    if kind is not None and kind not in KINDS:
-        raise ValueError(f"kind={kind!r} is not allowed; allowed: None or one of {', '.join(map(repr, KINDS))}")
+def errata_rows(found: list[Found], kind=None) -> list[dict]:
+    """One row per erratum (of ``kind``, one of :data:`KINDS` or a tuple of them, e.g. :data:`PRINTED`,
+    in the order of :data:`KINDS`, with a "kind" column; all when None): equation, as printed, what is
+    right, what found it (sympy, simulation or both), and the measured value (simulated / printed, or the
+    simulated step of a form printed flat) ± SE with the d where it was measured and how the error moves
+    as d grows."""
+    kinds = KINDS if kind is None else (kind,) if isinstance(kind, str) else tuple(kind)
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise ValueError(f"kind={kind!r} is not allowed; allowed: None, one of {', '.join(map(repr, KINDS))} or a tuple of them")
     out = []
-    for f in found:
-        if kind is not None and f.erratum.kind != kind:
-            continue
+    for f in sorted((f for f in found if f.erratum.kind in kinds), key=lambda f: KINDS.index(f.erratum.kind)):
         e, rep = f.erratum, f.representative
         by = "both" if (f.failed and f.rows) else ("sympy" if f.failed else "simulation")
-        out.append({"Eq.": _equations(f), "as printed": e.printed, "right": e.right, "found by": by,
+        row = {"kind": KIND_WORDS[e.kind][0]} if len(kinds) > 1 else {}
+        out.append({**row, "Eq.": _equations(f), "as printed": e.printed, "right": e.right, "found by": by,
                     "measured": "exact algebra" if rep is None else _factor(rep)})
     return out
 
@@ -287,7 +301,7 @@ VERDICT_MEANINGS = {
     "consistent": "within the threshold of 1 wherever resolved",
     "converges": "off at the smallest $d$ only, closer at the largest",
     "finite-d error": "off at every $d$, shrinking like $d^{-p}$: right in the limit",
-    OFF: "off at every $d$, not shrinking: the form misses a factor (a misprint, or the bias of the LLN; "
+    OFF: "off at every $d$, not shrinking: the form misses a factor (an error in print, or the bias of the LLN; "
          "the book's corrected forms keep the latter)",
     "deviates": "off wherever resolved, unresolved elsewhere",
     "mixed": "off at some $d$, not at others",
@@ -317,7 +331,7 @@ def summary(found: list[Found]) -> dict[str, int]:
 
 
 def summary_text(counts: dict[str, int]) -> str:
-    """"10 misprints, 2 approximation biases and 1 effect beyond the approximation" from :func:`summary`."""
+    """"4 typographical slips, 3 scale errors, ... and 1 effect beyond the approximation" from :func:`summary`."""
     unknown = [k for k in counts if k not in KINDS]
     if unknown:
         raise ValueError(f"counts has kind(s) {unknown!r}; allowed: {', '.join(map(repr, KINDS))}")
@@ -361,7 +375,7 @@ def summary_rows(table: Table, checks, found: list[Found]) -> list[dict]:
          "outcome": f"{summary_text(summary(found))}; {count(len(algebra))} found by algebra, "
                     f"{count(len(sims))} by simulation"},
         {"checked": "rows off at every $d$, not shrinking", "count": count(counts.get(OFF, 0)),
-         "outcome": "the form misses a factor: a misprint, or the LLN's bias (also in corrected forms)"},
+         "outcome": "the form misses a factor: an error in print, or the LLN's bias (also in corrected forms)"},
         {"checked": "rows off at every $d$, shrinking", "count": count(counts.get(FINITE_D, 0)),
          "outcome": "finite-$d$ errors: right in the limit"},
         {"checked": "rows right within the resolution", "count": count(right),

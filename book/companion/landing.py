@@ -1,7 +1,7 @@
 """What the landing page, the introduction and the preliminaries compute beyond the verdicts.
 
-* :func:`findings`: the few verdict words and decisive numbers the landing page states in its opening
-  sentences, each read from the verdicts (:func:`check_at` picks the check of one hidden size);
+* :func:`findings`: the verdict words the landing page states in its opening sentences (its numbers are
+  :mod:`companion.quantities`', the chapters' own);
 * :func:`repository_url`, :func:`bib_entry`, :func:`book_bibtex`: the landing page's Cite section, from
   ``_config.yml`` (the repository's URL, the one place to change it), ``book/references.bib`` (the
   paper) and ``CITATION.cff`` (the book's title, authors and year), with the simulator's version;
@@ -33,30 +33,18 @@ REFERENCES = ROOT / "book" / "references.bib"
 
 # -- the opening sentences of the landing page -----------------------------------------------------
 
-def check_at(verdict, d: int):
-    """The check of ``verdict`` made at hidden size ``d``, else its decisive check."""
-    d = check_int("d", d, 1)
-    return next((c for c in verdict.checks if c.d == d), verdict.decisive)
-
-
 #: The claims the landing page's opening sentences quote, by the verdict's claim name.
 FINDING_CLAIMS = ("Figure 1", "Theorem 1", "Eq. (5)", "Theorem 1, corrected", "Proposition 1")
 
 
-def findings(verdicts, d: int = 64) -> dict[str, str]:
-    """glue key suffix -> what the landing page's opening states: the verdict word of each claim of
-    :data:`FINDING_CLAIMS` ("fig1", "thm1", "eq5", "corr", "prop1") and the
-    number of its check at hidden size ``d`` ("thm1-step", "eq5-ratio", "corr-ratio", "prop1-step": the
-    check's own text, as the verdict table prints it)."""
+def findings(verdicts) -> dict[str, str]:
+    """glue key suffix -> the verdict word of each claim of :data:`FINDING_CLAIMS` ("fig1", "thm1", "eq5",
+    "corr", "prop1"), what the landing page's opening states."""
     by = {v.claim: v for v in verdicts}
     missing = [c for c in FINDING_CLAIMS if c not in by]
     if missing:
         raise ValueError(f"verdicts lack {', '.join(missing)}; allowed: the list of claims.verdict_table")
-    fig1, th, eq5, corr, p1 = (by[c] for c in FINDING_CLAIMS)
-    return {"fig1": fig1.word, "thm1": th.word, "thm1-step": check_at(th, d).text,
-            "eq5": eq5.word, "eq5-ratio": check_at(eq5, d).text,
-            "corr": corr.word, "corr-ratio": check_at(corr, d).text,
-            "prop1": p1.word, "prop1-step": check_at(p1, d).text}
+    return dict(zip(("fig1", "thm1", "eq5", "corr", "prop1"), (by[c].word for c in FINDING_CLAIMS)))
 
 
 # -- the Cite section ------------------------------------------------------------------------------

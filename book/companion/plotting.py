@@ -360,8 +360,10 @@ def figure1_grids(results, row_labels, layers: int):
     grid = dict(score_means=[r.score_mean for r in results], row_labels=row_labels,
                 col_labels=[f"layer {l}" for l in range(1, layers + 1)])
     book, axes = heatmap_subplots(len(results), layers)
-    score_grid(axes=axes, recency_probabilities=[r.recency_probability for r in results],
-               recency_sems=[r.recency_probability_sem for r in results], **grid)
+    from .statistics import rp_layers
+
+    rps = [rp_layers(r) for r in results]
+    score_grid(axes=axes, recency_probabilities=[v for v, _ in rps], recency_sems=[e for _, e in rps], **grid)
     paper, axes = heatmap_subplots(len(results), layers)
     score_grid(axes=axes, include_diagonal=True, share="none", **grid)
     return book, paper

@@ -443,7 +443,7 @@ def result_columns(results, labels=None, *, layers=None, matrices: bool = True) 
     """The numbers behind a figure of simulation results, as download columns: one row per
     (setting, layer, query i, key j) with the mean score and its SE (``matrices=True``, causal
     triangle, 1-based indices), and one row per (setting, layer) with the recency probability
-    (i and j empty). Every row carries the setting's alpha, gamma, norm, n, d and samples.
+    (i and j empty; the book's estimate, SimResult.rp). Every row carries the setting's alpha, gamma, norm, n, d and samples.
 
     ``results``: SimResults (a list, or a dict label -> SimResult); ``layers``: 1-based layers
     to include (default all).
@@ -460,8 +460,7 @@ def result_columns(results, labels=None, *, layers=None, matrices: bool = True) 
         setting = (label, cfg.alpha, cfg.gamma, cfg.norm, cfg.n, cfg.d, cfg.samples)
         for layer in range(1, cfg.layers + 1) if layers is None else layers:
             layer = check_int("layer", layer, 1, cfg.layers)
-            rows.append((*setting, layer, "recency_probability", "", "", float(res.recency_probability[layer - 1]),
-                         float(res.recency_probability_sem[layer - 1])))
+            rows.append((*setting, layer, "recency_probability", "", "", *res.rp(layer)[:2]))
             if matrices:
                 rows += [(*setting, layer, "score", int(i) + 1, int(j) + 1, float(res.score_mean[layer - 1, i, j]),
                           float(res.score_sem[layer - 1, i, j])) for i, j in zip(*np.tril_indices(cfg.n))]

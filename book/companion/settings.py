@@ -29,6 +29,12 @@ D16_FACTOR = 10
 THEOREM1_VERDICT_DS = (64, 16)
 EQ5_DS = (64, 16, 32)
 
+#: Hidden sizes of the first-order control variate (companion.estimators.first_order_steps): Theorem 1's
+#: verdict at d = 64 and 16, Eq. (5)'s and the corrected form's at 64, 16 and 32, its reach at 128; and
+#: its sample factor (at d = 64 every step between earlier keys is then resolved at z > 30).
+FIRST_ORDER_DS = (16, 32, 64, 128)
+FIRST_ORDER_FACTOR = 4
+
 #: Sequences of raw tokens per point of Eq. (6)'s cosine check (chapter 5, the landing page, Appendix A).
 COSINE_SAMPLES = 4_000
 
@@ -83,6 +89,18 @@ def theorem1_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, ds=THEOR
     return out
 
 
+def first_order_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, ds=FIRST_ORDER_DS, n: int = cv.PAPER_N,
+                        gamma: float = 0.0, first_order_samples: int | None = None) -> dict[int, SimConfig]:
+    """Theorem 1's setting (LayerNorm, alpha = 0, two layers; with the residual weight ``gamma``: Proposition
+    2's) for each hidden size in ``ds``, ``first_order_samples`` each (default :data:`FIRST_ORDER_FACTOR` x
+    ``samples``): the runs of the first-order control variate (companion.estimators.first_order)."""
+    samples = check_int("samples", samples, 2)
+    count = (FIRST_ORDER_FACTOR * samples if first_order_samples is None
+             else check_int("first_order_samples", first_order_samples, 2))
+    return {d: SimConfig(alpha=0.0, gamma=gamma, norm="layernorm", n=n, d=d, layers=2, seed=seed, samples=count)
+            for d in sorted({check_int("d", x, 2) for x in ds})}
+
+
 def prop1_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, ds=PROP1_DS, n: int = cv.PAPER_N,
                   prop1_samples: int | None = None) -> dict[int, SimConfig]:
     """Proposition 1 beyond the LLN: no normalization, isotropic tokens, two layers, for each hidden
@@ -109,10 +127,13 @@ def relative_config(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, n: int = 
 def study_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0) -> dict[str, object]:
     """Every setting behind the landing table, the chapters' own: "fig1" (list of 4), "theorem1" (d ->
     cfg), "alpha0" / "alpha1" (alpha -> cfg, without / with residual), "isotropic" (gamma -> cfg: the
-    large alpha = 0 runs at the paper's d), "prop1" (d -> cfg: no normalization beyond the LLN) and
-    "relative" (the sequence statistic of chapter 7)."""
+    large alpha = 0 runs at the paper's d), "first_order" and "first_order_residual" (d -> cfg: the
+    first-order control variate without and with the residual), "prop1" (d -> cfg: no normalization,
+    with the Gram controls) and "relative" (the sequence statistic of chapter 7)."""
     grid0 = sorted(set(PROP3_ALPHAS) | set(cv.H_ALPHAS))
     return {"fig1": fig1_configs(samples, seed), "theorem1": theorem1_configs(samples, seed),
+            "first_order": first_order_configs(samples, seed),
+            "first_order_residual": first_order_configs(samples, seed, ds=(cv.PAPER_D,), gamma=1.0),
             "alpha0": alpha_configs(grid0, 0.0, samples, seed), "alpha1": alpha_configs(FIG4_ALPHAS, 1.0, samples, seed),
             "isotropic": isotropic_configs(LARGE_FACTOR * samples, seed), "prop1": prop1_configs(samples, seed),
             "relative": relative_config(samples, seed)}

@@ -8,8 +8,7 @@ book's figures, tables or prose recomputes none of them).
   sequence and layer, for ``recency_lib.engines.sequence_statistic`` /
   ``recency_lib.cache.cached_statistic``: :func:`distance_contrasts` (chapter 7: position or distance),
   :func:`trend_steps` (chapter 6: depth), :func:`ordered_rows` (chapter 2: Definition 1 on single
-  sequences), :func:`first_order` (chapter 3: Theorem 1's trend at large d, through
-  :func:`first_order_trend`).
+  sequences). The estimators of Theorem 1 and Propositions 1-3 live in :mod:`companion.estimators`.
 * Statistics of a simulated result that several pages quote: the recency probability (:func:`rp`,
   :func:`direction`), Definition 1 (:func:`definition1`, :func:`step_counts`), the steps and their
   errors (:func:`step_tally`, :func:`smallest_step`, :func:`pairing_gain`, :func:`cv_gain`,
@@ -18,7 +17,6 @@ book's figures, tables or prose recomputes none of them).
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -28,6 +26,7 @@ from .significance import adjacent_pairs, z_for, zscore
 from recency_lib.config import SimConfig
 from recency_lib.features import trend
 from recency_lib.metrics import adjacent_index
+from recency_lib.metrics import definition1 as metrics_definition1
 from recency_lib.metrics import direction as rp_direction
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int, check_real, short
@@ -86,56 +85,6 @@ def ordered_rows(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
     return np.concatenate([np.all(rows, axis=-1, keepdims=True), rows], axis=-1).astype(float)
 
 
-def _mean_step(s: np.ndarray) -> np.ndarray:
-    """The mean step S_ij - S_i,j-1 between earlier keys (2 <= j < i, 1-based) of (..., n, n) matrices."""
-    n = s.shape[-1]
-    i, j = _step_index(n)
-    return (s[..., i, j] - s[..., i, j - 1]).mean(axis=-1)
-
-
-def _step_index(n: int):
-    i, j = np.nonzero(np.tril(np.ones((n, n), dtype=bool), -1) & (np.arange(n)[None, :] >= 1))
-    return i, j
-
-
-def first_order_trend(d: int):
-    """:func:`first_order` for hidden size ``d``: a statistic the results cache can key
-    (recency_lib.cache.cached_statistic; a functools.partial of a module-level function)."""
-    return functools.partial(first_order, d=check_int("d", d, 16))
-
-
-def first_order(scores: np.ndarray, attention: np.ndarray, *, d: int) -> np.ndarray:
-    """A per-sequence statistic for recency_lib.engines.sequence_statistic in Theorem 1's setting (LayerNorm,
-    alpha = gamma = 0, two layers) whose layer-2 mean is the trend of S^(2), with a far smaller variance
-    than the trend itself: the plain mean and SE of layer 2's value estimate Theorem 1's trend.
-
-    With eps = e^{-sqrt d} and the layer-1 scores Z (their cosines C = Z / sqrt(d)), S^(2) = sqrt(d) cos(v_i,
-    v_j) with v_i = e_i + eps sum_{k<i} e^{Z_ik} e_k (recency_lib.theory.trends). Its expansion in eps
-    starts with Z itself and the first-order term S1 = sqrt(d) (H1 - C (h1_i + h1_j) / 2), H1 = W C + (W C)^T,
-    W = tril(e^Z, -1), h1 = diag H1; both have mean step exactly 0 (exchangeability; every first-order term
-    carries a factor of mean 0). So layer 2's value, trend(S^(2)) - trend(Z) - eps trend(S1), has the trend's
-    mean and a spread of order sqrt(d) eps^2 (the trend's own size) instead of order 1. Layer 1's value is
-    trend(Z). Taken per sequence and as one number (not a regression, whose variance formula would lose
-    every digit to cancellation here). Returns (B, 2, 1)."""
-    root = math.sqrt(d)
-    eps = math.exp(-root)
-    if scores.shape[1] != 2:
-        raise ValueError(f"layers={scores.shape[1]} is not allowed; allowed: 2 (Theorem 1's setting)")
-    z = np.nan_to_num(scores[:, 0], nan=0.0)                          # (B, n, n) layer 1, lower triangle
-    z = np.tril(z) + np.swapaxes(np.tril(z, -1), -1, -2)             # symmetric
-    c = z / root
-    w = np.tril(np.exp(z), -1)
-    wc = w @ c
-    h1 = wc + np.swapaxes(wc, -1, -2)
-    diag = np.diagonal(h1, axis1=-2, axis2=-1)
-    s1 = root * (h1 - c * (diag[..., :, None] + diag[..., None, :]) / 2.0)
-    s2 = np.nan_to_num(scores[:, 1], nan=0.0)
-    n = s2.shape[-1]
-    i, j = _step_index(n)
-    second = ((s2[..., i, j] - s2[..., i, j - 1]) - (z[..., i, j] - z[..., i, j - 1])).mean(axis=-1)
-    return np.stack([_mean_step(z), second - eps * _mean_step(s1)], axis=1)[..., None]
-
-
 # -- statistics of a simulated result ----------------------------------------------------------------
 
 #: The estimators of the adjacent steps behind a Definition-1 verdict (``SimResult.steps``).
@@ -149,19 +98,22 @@ def estimator_name(estimator: str = "cv") -> str:
 
 
 def rp(res: SimResult, layer: int) -> tuple[float, float]:
-    """(recency probability, SE) of 1-based ``layer``."""
-    return float(res.recency_probability[layer - 1]), float(res.recency_probability_sem[layer - 1])
+    """(recency probability, SE) of 1-based ``layer``, the book's one estimate of it (SimResult.rp: with
+    the first layer's recency probability, exactly 1/2 in expectation, as a control variate from layer 2
+    on; plain in layer 1, under RoPE, or where the control leaves no error to estimate)."""
+    value, se, _ = res.rp(layer)
+    return value, se
+
+
+def rp_layers(res: SimResult) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`rp` of every layer: (values, SEs), each (layers,)."""
+    pairs = np.array([rp(res, l) for l in range(1, res.config.layers + 1)], dtype=float)
+    return pairs[:, 0], pairs[:, 1]
 
 
 def rp_z(res: SimResult, layer: int) -> float:
     """(RP - 0.5) / SE of 1-based ``layer``: positive = recency, negative = primacy."""
     return zscore(*rp(res, layer), 0.5)
-
-
-def rp_cv(res: SimResult, layer: int) -> tuple[float, float]:
-    """(recency probability, SE) of 1-based ``layer`` with control variates (the first layer's RP,
-    exactly 1/2 in expectation, as the control; layer 1 itself is the plain estimate)."""
-    return float(res.recency_probability_cv[layer - 1]), float(res.recency_probability_cv_sem[layer - 1])
 
 
 def rp_gap(res_a: SimResult, res_b: SimResult, layer: int) -> tuple[float, float]:
@@ -182,10 +134,12 @@ def rps(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def trends(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keys, control-variate trend, SE) of 1-based ``layer`` for results keyed by a number (alpha, d),
-    sorted by key: the mean step between earlier keys, what :func:`s2_order` reads for layer 2."""
+    sorted by key: the mean step between earlier keys, what :func:`s2_order` reads for layer 2 (a
+    statistic of companion.estimators among the results: its own trend)."""
     keys = sorted(results)
-    m = np.array([float(results[k].trend_cv_mean[layer - 1]) for k in keys])
-    e = np.array([float(results[k].trend_cv_sem[layer - 1]) for k in keys])
+    pairs = [StepEstimate.of(results[k], layer) for k in keys]
+    m = np.array([p.trend for p in pairs])
+    e = np.array([p.trend_se for p in pairs])
     return np.array(keys, dtype=float), m, e
 
 
@@ -196,10 +150,13 @@ def direction(res: SimResult, layer: int, family: int = 1) -> str:
     return "no order resolved" if word == "none" else word
 
 
-def definition1(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> str:
+def definition1(res, layer: int, family: int = 1, estimator: str = "cv") -> str:
     """Definition 1 on the mean scores of 1-based ``layer`` ("holds" / "violated" / "undecided"), every
     adjacent difference tested at the z of ``family`` matrices' worth of comparisons, the differences
-    estimated by ``estimator`` ("cv": control variates, the verdicts'; "plain": sample means)."""
+    estimated by ``estimator`` ("cv": control variates, the verdicts'; "plain": sample means). ``res`` a
+    SimResult, or a statistic of companion.estimators (its second layer, its own estimator)."""
+    if not isinstance(res, SimResult):
+        return StepEstimate.of(res).decision(family=family).word
     return res.decision(layer, family=family, estimator=_estimator(estimator)).word
 
 
@@ -284,6 +241,62 @@ def definition1_tally(results, *, first_layer: int = 2, family: int | None = Non
             "undecided": words.count("undecided"), "matrices": len(words)}
 
 
+@dataclass(frozen=True)
+class StepEstimate:
+    """Every adjacent step S_ij - S_i,j-1 (1 <= j <= i) of one mean score matrix, ``mean`` ± ``sem``
+    (``recency_lib.metrics.adjacent_index`` order), and their trend (the mean of the steps between earlier
+    keys) ``trend`` ± ``trend_se``; ``scale`` the size of the scores (what float64 resolves depends on
+    it), ``config`` the setting and its ``samples``, ``estimator`` in words, ``layer`` 1-based."""
+
+    mean: np.ndarray
+    sem: np.ndarray
+    trend: float
+    trend_se: float
+    scale: float
+    config: SimConfig
+    estimator: str
+    layer: int = 2
+
+    @classmethod
+    def of_result(cls, res: SimResult, layer: int, estimator: str = "cv") -> "StepEstimate":
+        """A result's steps of 1-based ``layer`` (control variates: layer 1's steps, mean 0 exactly)."""
+        ii, jj = adjacent_index(res.config.n)
+        mean, sem = res.steps(_estimator(estimator))
+        cvt = estimator == "cv"
+        t = (res.trend_cv_mean if cvt else res.trend_mean)[layer - 1], (res.trend_cv_sem if cvt else res.trend_sem)[layer - 1]
+        return cls(mean[layer - 1][ii, jj], sem[layer - 1][ii, jj], float(t[0]), float(t[1]),
+                   float(np.nanmax(np.abs(res.score_mean[layer - 1]))), res.config, res.estimator_name(layer, estimator), layer)
+
+    @classmethod
+    def of_statistic(cls, stat, estimator: str | None = None) -> "StepEstimate":
+        """The second layer of a statistic of :mod:`companion.estimators` (its steps, then its trend);
+        ``estimator`` defaults to the one that module uses for the setting's normalization."""
+        n = stat.config.n
+        estimator = estimator or ("Gram-matrix control variates" if stat.config.norm == "none"
+                                  else "first-order control variates")
+        k = n * (n - 1) // 2
+        scale = math.sqrt(stat.config.d) if stat.config.norm != "none" else 1.0
+        return cls(stat.mean[1][:k], stat.sem[1][:k], float(stat.mean[1][k]), float(stat.sem[1][k]), scale,
+                   stat.config.replace(samples=stat.samples), estimator, 2)
+
+    @classmethod
+    def of(cls, x, layer: int = 2) -> "StepEstimate":
+        """:meth:`of_result` of a SimResult (its control-variate steps), :meth:`of_statistic` of a statistic."""
+        return cls.of_result(x, layer) if isinstance(x, SimResult) else cls.of_statistic(x)
+
+    def decision(self, z: float | None = None, family: int = 1):
+        """Definition 1 on these steps at ``z`` (default: the family-wise z of ``family`` matrices), by
+        recency_lib's one rule (recency_lib.metrics.definition1)."""
+        return metrics_definition1(self.mean, self.sem, scale=self.scale, z=z, family=family, estimator=self.estimator)
+
+    def smallest(self) -> Step:
+        """The least resolved step (the smallest z)."""
+        ii, jj = adjacent_index(self.config.n)
+        zs = np.array([zscore(a, b) for a, b in zip(self.mean, self.sem)])
+        k = int(np.argmin(zs))
+        return Step(float(self.mean[k]), float(self.sem[k]), float(zs[k]), int(ii[k]) + 1, int(jj[k]) + 1)
+
+
 def step_z(res: SimResult, layer: int) -> np.ndarray:
     """z-scores of the adjacent differences between two earlier keys of 1-based ``layer`` (plain means)."""
     ii, jj = earlier_steps(res.config.n)
@@ -346,7 +359,10 @@ def s2_order(res: SimResult) -> tuple[str, float, float]:
     positive value means recency and 0 means no order: the control-variate trend
     (``res.trend_cv_mean`` / ``res.trend_cv_sem``, the mean off-diagonal step of S^(2) with its variance
     reduced by the layer-1 steps) where the result carries it, else the recency probability of S^(2)
-    minus 1/2 (its SE is exact: a mean over sequences)."""
+    minus 1/2 (its SE is exact: a mean over sequences). A statistic of companion.estimators: its trend."""
+    if not isinstance(res, SimResult) and hasattr(res, "sem"):
+        est = StepEstimate.of(res)
+        return "mean off-diagonal step of $S^{(2)}$", est.trend, est.trend_se
     mean, sem = getattr(res, "trend_cv_mean", None), getattr(res, "trend_cv_sem", None)
     if mean is not None and sem is not None:
         mean, sem = np.atleast_1d(np.asarray(mean, dtype=float)), np.atleast_1d(np.asarray(sem, dtype=float))

@@ -3,10 +3,10 @@
 The chapter compares three things at each hidden size d, all in Theorem 1's setting (isotropic tokens,
 no residual, two layers) or Proposition 1's (the same without normalization):
 
-* the simulated trend of S^(2), the mean step S^(2)_ij - S^(2)_i,j-1 between two earlier keys, from two
-  estimators: the simulator's layer-1 control variates (``SimResult.trend_cv_mean``, d <= 64) and the
-  first-order control variate of :func:`companion.statistics.first_order_trend` (a per-sequence statistic for
-  ``recency_lib.engines.sequence_statistic``; it reaches d = 128);
+* the simulated trend of S^(2), the mean step S^(2)_ij - S^(2)_i,j-1 between two earlier keys, from
+  three estimators: the simulator's layer-1 control variates (``SimResult.trend_cv_mean``, d <= 64), the
+  first-order control variate and, without normalization, the Gram-matrix controls
+  (:mod:`companion.estimators`; per-sequence statistics for ``recency_lib.engines.sequence_statistic``);
 * the book's derived trends, :func:`recency_lib.theory.theorem1_trend` (with LayerNorm) and
   :func:`recency_lib.theory.proposition1_trend` (without), and Eq. (5)'s (:func:`eq5_trend`);
 * what it costs to resolve the trend, with the derived trend as the effect wherever the simulation
@@ -26,7 +26,7 @@ from . import plotting, report
 from . import conventions as cv
 from .claims import THEOREM1_FORM_ACCURACY
 from .closedforms import eq5_trend
-from .statistics import SETTLE_Z, earlier_steps, sequences_needed
+from .statistics import SETTLE_Z, StepEstimate, earlier_steps, sequences_needed
 from recency_lib import theory
 from recency_lib.theory.trends import bisect
 from recency_lib.result import SimResult
@@ -38,6 +38,7 @@ FORM_MIN_D = 16
 #: Estimator names of the points, as the page prints them.
 LAYER1_CV = "layer-1 control variates"
 FIRST_ORDER = "first-order control variate"
+GRAM = "Gram-matrix control variates"
 
 
 @dataclass(frozen=True)
@@ -89,11 +90,13 @@ def cv_points(results: dict[int, SimResult], ds=None) -> list[Point]:
                   results[d].config.samples, LAYER1_CV, results[d].config.n, results[d].config.norm) for d in keep]
 
 
-def first_order_points(stats: dict) -> list[Point]:
-    """Points of the first-order control variate (``stats``: d -> SequenceStatistic of
-    statistics.first_order_trend(d); its layer-2 value, ``.mean[1, 0]`` +/- ``.sem[1, 0]``), sorted by d."""
-    return [Point(d, float(stats[d].mean[1, 0]), float(stats[d].sem[1, 0]), stats[d].samples, FIRST_ORDER,
-                  stats[d].config.n) for d in sorted(stats)]
+def statistic_points(stats: dict) -> list[Point]:
+    """Points of an estimator of :mod:`companion.estimators` (``stats``: d -> SequenceStatistic; the trend is
+    the last value of its second layer): the first-order control variate with LayerNorm, the Gram-matrix
+    controls without normalization; sorted by d."""
+    return [Point(d, float(stats[d].mean[1, -1]), float(stats[d].sem[1, -1]), stats[d].samples,
+                  GRAM if stats[d].config.norm == "none" else FIRST_ORDER, stats[d].config.n, stats[d].config.norm)
+            for d in sorted(stats)]
 
 
 def cost_per_sequence(results) -> float:
@@ -185,9 +188,8 @@ def theorem1_reach(results: dict[int, SimResult]) -> list[Reach]:
 
 @dataclass(frozen=True)
 class Beyond:
-    """Proposition 1 beyond the LLN at one hidden size (:func:`prop1_beyond`): the control-variate
-    trend of S^(2) and the first step of row n relative to the row's level, S_{n,2} - S_{n,1} over
-    corrected Eq. (19)."""
+    """Proposition 1 beyond the LLN at one hidden size (:func:`prop1_beyond`): the trend of S^(2) and the
+    first step of row n relative to the row's level, S_{n,2} - S_{n,1} over corrected Eq. (19)."""
 
     d: int
     samples: int
@@ -198,16 +200,20 @@ class Beyond:
     first_se: float
 
 
-def prop1_beyond(results: dict[int, SimResult]) -> list[Beyond]:
-    """Proposition 1's second-layer row beyond the LLN, per hidden size (settings.prop1_configs)."""
+def prop1_beyond(results: dict) -> list[Beyond]:
+    """Proposition 1's second-layer row beyond the LLN, per hidden size (settings.prop1_configs; d -> the
+    Gram-controlled statistic of companion.estimators, or a SimResult)."""
+    from recency_lib.metrics import adjacent_index
+
     out = []
     for d in sorted(results):
-        res = results[d]
-        n = res.config.n
+        est = StepEstimate.of(results[d])
+        n = est.config.n
         level = float(theory.prop1_score_corrected(n, 1, d))
-        m, e = float(res.trend_cv_mean[1]), float(res.trend_cv_sem[1])
-        out.append(Beyond(d, res.config.samples, m, e, report.zscore(m, e), float(res.diff_cv_mean[1][n - 1, 1]) / level,
-                          float(res.diff_cv_sem[1][n - 1, 1]) / level))
+        ii, jj = adjacent_index(n)
+        k = int(np.flatnonzero((ii == n - 1) & (jj == 1))[0])                 # S_{n,2} - S_{n,1}
+        out.append(Beyond(d, est.config.samples, est.trend, est.trend_se, report.zscore(est.trend, est.trend_se),
+                          float(est.mean[k]) / level, float(est.sem[k]) / level))
     return out
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from . import conventions as cv
 from . import report
-from .statistics import ESTIMATOR_NAMES, definition1, rp, smallest_step
+from .statistics import ESTIMATOR_NAMES, StepEstimate, definition1, rp
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int
 
@@ -56,7 +56,6 @@ RULE_TEXT = (
     "**contradicted** when any check is resolved against the paper, however small the effect and "
     "whatever the order of the paper's approximation. The number shown is the one of the check that "
     "decides the word, with its setting.")
-
 
 
 def verdict_word(statuses) -> tuple[str, int]:
@@ -101,9 +100,10 @@ class Check:
 
 #: The kinds of check: the rows of a matrix rise (:func:`order_check`) or are flat (:func:`flat_check`); a
 #: value against a closed form (:func:`value_check`); no order, recency or primacy in one layer's recency
-#: probability, or the residual weakening it (:func:`direction_check`); a difference other than 0
+#: probability, the residual weakening it, h(j) rising faster (:func:`direction_check`); a difference other than 0
 #: (:func:`nonzero_check`); two simulations that agree (claims.engines_agree).
-KINDS = ("rise", "flat", "value", "no order", "recency", "primacy", "residual weakens", "nonzero", "agree")
+KINDS = ("rise", "flat", "value", "no order", "recency", "primacy", "residual weakens", "h faster", "nonzero",
+         "agree")
 
 
 def about(res_or_cfg) -> dict:
@@ -146,7 +146,6 @@ class Verdict:
         return f"{{{role}}}`{text} <{target}>`"
 
 
-
 def decide(claim: str, checks, target: tuple[str, str], numbers: dict | None = None) -> Verdict:
     """The verdict on ``claim`` from its ``checks`` (in order of importance: the first check with the
     deciding status is the decisive one)."""
@@ -164,45 +163,52 @@ def setting_text(res_or_cfg, estimator: str | None = "cv") -> str:
     return out + (f", {ESTIMATOR_NAMES[estimator]}" if estimator else "")
 
 
-
 def comparisons_of_order(n: int) -> int:
     """Comparisons an order check decides at once: every adjacent step of a row, and the mean step."""
     return cv.adjacent_pairs(n) + 1
 
 
-
-def order_check(res: SimResult, layer: int, zc: float, what: str | None = None) -> Check:
-    """The rows of the mean score matrix of 1-based ``layer`` rise toward the query (Definition 1 on
-    E S): every adjacent step resolved positive (control variates) -> as claimed (the smallest step is the
-    number); else the mean step between earlier keys resolved positive -> on average; a step or the mean
-    resolved negative -> against; else unresolved (the mean step is the number)."""
+def order_check(est, zc: float, what: str | None = None, expected: int = +1) -> Check:
+    """Definition 1 on a mean score matrix, from its steps ``est`` (a statistics.StepEstimate, or a SimResult
+    and a 1-based layer as ``(res, layer)``), every step at the claim's family-wise ``zc`` by recency_lib's
+    one rule. ``expected`` +1, the paper says the rows rise: every step resolved positive -> as claimed (the
+    smallest step is the number); else the trend resolved positive -> on average; a step or the trend
+    resolved negative -> against; else unresolved (the trend is the number). ``expected`` 0, the paper says
+    there is no recency bias: every step resolved positive -> against (the smallest step is the number);
+    a step resolved negative -> as claimed; else unresolved."""
+    if isinstance(est, tuple):
+        est = StepEstimate.of_result(*est)
+    layer = est.layer
     what = what or f"the rows of $S^{{({layer})}}$ rise"
-    setting = setting_text(res)
-    tol = res.decision(layer, z=zc).word
-    s = smallest_step(res, layer)
-    t, te = float(res.trend_cv_mean[layer - 1]), float(res.trend_cv_sem[layer - 1])
+    setting = setting_text(est.config, None) + f", {est.estimator}"
+    word = est.decision(zc).word
+    s = est.smallest()
+    t, te = est.trend, est.trend_se
     tz = report.zscore(t, te)
-    fields = dict(kind="rise", layer=layer, **about(res))
-    if tol == "holds":
-        return Check(f"{what}: every step", setting, s.mean, s.se, s.z, AS_CLAIMED,
-                     f"{report.pm(s.mean, s.se)} (smallest step)", **fields)
-    if tol == "violated" or tz < -zc:
-        v, e, z = (s.mean, s.se, s.z) if tol == "violated" else (t, te, tz)
+    fields = dict(kind="rise", layer=layer, **about(est.config))
+    every = Check(f"{what}: every step", setting, s.mean, s.se, s.z, AS_CLAIMED,
+                  f"{report.pm(s.mean, s.se)} (smallest step)", **fields)
+    if expected == 0:
+        status = AGAINST if word == "holds" else AS_CLAIMED if word == "violated" else UNRESOLVED
+        return Check(every.what, setting, s.mean, s.se, s.z, status, every.text, **fields)
+    if word == "holds":
+        return every
+    if word == "violated" or tz < -zc:
+        v, e, z = (s.mean, s.se, s.z) if word == "violated" else (t, te, tz)
         return Check(f"{what}", setting, v, e, z, AGAINST, report.pm(v, e), **fields)
     status = ON_AVERAGE if tz > zc else UNRESOLVED
     return Check(f"{what}: mean step", setting, t, te, tz, status, report.pm(t, te), **fields)
 
 
-
 def flat_check(res: SimResult, layer: int, zc: float, what: str | None = None) -> Check:
-    """The rows of the mean score matrix of 1-based ``layer`` are flat off the diagonal: the mean step
-    between earlier keys (control variates) within its error of 0 -> as claimed; resolved -> against."""
+    """The rows of the mean score matrix of 1-based ``layer`` look flat off the diagonal at this run's
+    resolution: the mean step between earlier keys (control variates) within its error of 0 -> as
+    claimed; resolved -> against."""
     what = what or f"the rows of $S^{{({layer})}}$ are flat"
     t, te = float(res.trend_cv_mean[layer - 1]), float(res.trend_cv_sem[layer - 1])
     tz = report.zscore(t, te)
     return Check(f"{what}: mean step", setting_text(res), t, te, tz, AGAINST if abs(tz) > zc else AS_CLAIMED,
                  report.pm(t, te), kind="flat", layer=layer, **about(res))
-
 
 
 def value_check(value: float, se: float, predicted: float, zc: float, what: str, setting: str, **fields) -> Check:
@@ -216,7 +222,6 @@ def value_check(value: float, se: float, predicted: float, zc: float, what: str,
     z = report.zscore(r, rse, 1.0)
     return Check(what, setting, r, rse, z, AS_CLAIMED if abs(z) <= zc else AGAINST, report.pm(r, rse), "value",
                  **fields)
-
 
 
 def direction_check(value: float, se: float, expected: int, zc: float, what: str, setting: str,
@@ -237,7 +242,6 @@ def direction_check(value: float, se: float, expected: int, zc: float, what: str
     return Check(what, setting, value, se, z, status, text, **fields)
 
 
-
 def nonzero_check(value: float, se: float, zc: float, what: str, setting: str, **fields) -> Check:
     """A difference the paper says is not zero: resolved from 0 (either sign) -> as claimed; else
     unresolved (no simulation can show that it is exactly 0). ``fields``: the :class:`Check`'s ``layer``,
@@ -249,27 +253,27 @@ def nonzero_check(value: float, se: float, zc: float, what: str, setting: str, *
 
 # -- tables ----------------------------------------------------------------------------------------
 
-#: What each claim says, in a few words (the landing table's second column).
+#: What each claim says, in the book's words, and where the paper says it (the landing table's second column).
 STATEMENTS = {
-    "Theorem 1": "LayerNorm, isotropic tokens: the rows of $S^{(2)}$ rise toward the query for $d \\gg 1$",
-    "Proposition 1": "without LayerNorm the rows of $S^{(2)}$ are flat: no recency bias",
-    "Proposition 2": "with a residual connection $S^{(2)}$ keeps its recency bias",
-    "Proposition 3": "at any anisotropy $\\alpha < 1$, $S^{(2)}$ has recency bias",
-    "Eq. (5)": "closed form of $S^{(2)}_{ij}$ in Theorem 1's setting",
-    "Eq. (6)": "two input tokens have cosine similarity $\\alpha$",
-    "Figure 1": "primacy without normalization; recency with LayerNorm, clear for $\\alpha = 0.5$, weaker with the residual",
-    "Figure 2": "the key factor $h(j)$ of Eq. (41), no residual",
-    "Figure 3": "the paper's Figure 1 for more $\\alpha$, no residual",
-    "Figure 4": "the paper's Figure 1 for more $\\alpha$, with residual",
-    "Figure 5": "$h(j)$ with the residual",
-    "the bias is not relative": "the scores do not depend on the distance $i - j$ alone",
-    "Theorem 1, corrected": "this book: the rows of $S^{(2)}$ rise by $\\sqrt d\\, e^{-2\\sqrt d}\\, q(d)^2$ per step",
+    "Theorem 1": "LayerNorm, isotropic tokens: for large $d$, $S^{(2)}$ has recency bias (Definition 1) "
+                 "<small>(Sec. 2.2, Theorem 1)</small>",
+    "Proposition 1": "without LayerNorm, $S^{(2)}$ has no recency bias <small>(Sec. 2.2, Proposition 1)</small>",
+    "Proposition 2": "with or without the residual, $S^{(2)}$ has recency bias <small>(Sec. 2.3, Proposition 2)</small>",
+    "Proposition 3": r"whatever the anisotropy $\alpha < 1$, $S^{(2)}$ has recency bias <small>(Sec. 2.4, Proposition 3)</small>",
+    "Eq. (5)": "the second layer's score, $S^{(2)}_{ij}$ in closed form <small>(Sec. 2.2, Eq. (5))</small>",
+    "Figure 1": "no order in layer 1; without LayerNorm, uniform rows in layer 2, then the first keys; with LayerNorm, "
+                r"scores rising with $j$ for $\alpha = 0.5$, less with the residual <small>(Sec. 3)</small>",
+    "Figure 2": r"$h(j)$ grows slowly at $\alpha = 0$, fast for $\alpha > 0$ <small>(Sec. 3, Figure 2)</small>",
+    "Figure 3": r"the paper's Figure 1 for more $\alpha$, no residual <small>(App. B, Figure 3)</small>",
+    "Figure 4": r"the paper's Figure 1 for more $\alpha$, with the residual <small>(App. B, Figure 4)</small>",
+    "Figure 5": "$h(j)$ with the residual, as Figure 2 <small>(App. B, Figure 5; Sec. 3)</small>",
+    "the bias is not relative": "the induced scores do not follow the distance $i - j$ <small>(Sec. 4)</small>",
+    "Theorem 1, corrected": r"this book: the rows of $S^{(2)}$ rise by $\sqrt d\, e^{-2\sqrt d}\, q(d)^2$ per step",
 }
 
 #: The paper's figures and the book's pages where they are checked.
 CLAIM_NAMES = {"Figure 1": "the paper's Figure 1", "Figure 2": "the paper's Figure 2", "Figure 3": "the paper's Figure 3",
                "Figure 4": "the paper's Figure 4", "Figure 5": "the paper's Figure 5"}
-
 
 
 def table(verdicts: list[Verdict]) -> report.Markdown:
@@ -279,7 +283,6 @@ def table(verdicts: list[Verdict]) -> report.Markdown:
              "verdict": report.badge(v.word),
              "decisive number": f"{v.value}<br><small>{v.measure}</small>"} for v in verdicts]
     return report.table(rows, align="llll", css_class="verdict-table")
-
 
 
 

@@ -515,7 +515,7 @@ def test_figure5_claim_at_any_residual_weight():
     expected = theory.h_eq41(j, 0.4, 0.5, 16)
     assert tab[0.4]["printed"] == pytest.approx(expected[-1] / expected[0] - 1.0)   # the forms at gamma = 0.5
     assert [c.alpha for c in v.checks] == [0.4, 0.8]
-    assert pages.by_alpha_text(v.checks).endswith("at α = 0.4 and 0.8")
+    assert pages.by_alpha_text(pages.size_ratios(tab, "printed")).endswith("at α = 0.4 and 0.8")
     with pytest.raises(ValueError, match="runs of one weight"):
         claims.figure5_claim({**half, 0.2: runs[0.4]})
 

@@ -27,14 +27,18 @@ def test_theorem1():
         "contradicted"
 
 
-def test_proposition1_a_resolved_trend_contradicts_flat_rows():
+def test_proposition1_is_definition1_with_no_recency_expected():
     none = SimConfig(norm="none", layers=2)
     flat = {d: fake(none.replace(d=d)) for d in (16, 64)}
-    assert claims.proposition1_claim(flat).word == "holds"
-    rising = {16: fake(none.replace(d=16), trend=1e-4, trend_se=1e-5), 64: fake(none.replace(d=64), trend=8e-6,
-                                                                                 trend_se=2e-6)}
+    assert claims.proposition1_claim(flat).word == "not resolved"          # no run can show rows exactly flat
+    # a resolved mean step is not enough: Definition 1 asks for every step
+    mean_only = {d: fake(none.replace(d=d), trend=1e-4, trend_se=1e-5) for d in (16, 64)}
+    assert claims.proposition1_claim(mean_only).word == "not resolved"
+    rising = {16: fake(none.replace(d=16), step=0.1), 64: fake(none.replace(d=64), step=0.004)}
     v = claims.proposition1_claim(rising)
-    assert v.word == "contradicted" and "$d = 64$" in v.measure and v.value == "(8.0 ± 2.0) × 10⁻⁶"   # the paper's d
+    assert v.word == "contradicted" and "$d = 64$" in v.measure and v.value == "0.0040 ± 0.0010 (smallest step)"
+    falling = {d: fake(none.replace(d=d), step=-0.1) for d in (16, 64)}
+    assert claims.proposition1_claim(falling).word == "holds"
 
 
 def test_propositions_2_and_3_get_the_theorem_1_word_for_the_same_evidence():
@@ -100,15 +104,18 @@ def test_engines_agree():
 
 
 def test_verdict_table_covers_every_claim(tmp_path):
-    got = claims.verdict_table(200, 0, cosine_samples=50, cache=tmp_path)
+    got = claims.verdict_table(200, 0, cache=tmp_path)
     assert [v.claim for v in got] == list(verdicts.STATEMENTS)
     assert all(valid(v.word) for v in got), [v.word for v in got]
     table = verdicts.table(got).text.splitlines()[3:-1]          # inside the {table} directive
     assert len(table) == 2 + len(got) and "{bdg-" in table[2]
-    assert table[2].startswith("| {prf:ref}`Theorem 1 <thm-1>` |") and "{doc}`the paper's Figure 1 <empirical>`" in table[8]
-    # 4 (Figure 1) + 7 (Theorem 1: its d = 64 is the isotropic gamma = 0 run) + 5 + 5 (the alpha grids
-    # without the two Figure-1 settings) + 1 (isotropic, gamma = 1) + 3 (Proposition 1 beyond the LLN)
-    assert len(list(tmp_path.glob("*.npz"))) == 25              # each setting simulated once, cached
+    assert table[2].startswith("| {prf:ref}`Theorem 1 <thm-1>` |") and "{doc}`the paper's Figure 1 <empirical>`" in table[7]
+    # 4 (Figure 1) + 5 + 5 (the alpha grids without the two Figure-1 settings) simulated once each; the
+    # rest are sequence statistics: the first-order control variate at d = 16, 32, 64, 128 and with the
+    # residual at 64, the Gram controls at d = 16, 64, 256, chapter 7's contrasts
+    assert len(list(tmp_path.glob("*.npz"))) == 14
+    assert len(list(tmp_path.glob("statistic-*.json"))) == 4 + 1 + 3 + 1
+    assert len(list(tmp_path.glob("gram-controls-*.json"))) == 3              # the pilots' fits, in the same cache
 
 
 # -- the relativity check (chapter 7) --------------------------------------------------------------------

@@ -136,7 +136,8 @@ def test_tables_add_up():
     assert summary["algebra steps, by sympy"]["count"] == "2"
     errata_row = summary["the paper's errata (this page's tables)"]
     assert errata_row["count"] == "2"                                     # eq7 (algebra), eq14 (simulation)
-    assert errata_row["outcome"].startswith("2 misprints, 0 approximation biases and 0 effects beyond")
+    assert errata_row["outcome"].startswith("1 typographical slip, 1 scale error, 0 model mismatches, 0 wrong "
+                                            "mechanisms, 0 approximation biases and 0 effects beyond")
     full = errata.ratio_rows(t)
     assert len(full) == len(rows) and {"$d$ = 16", "$d$ = 64", "$d$ = 256", "verdict"} <= set(full[0])
     detail = errata.evidence_detail_rows(found, DS)
@@ -164,20 +165,29 @@ def test_residual_coefficient_rows_against_simulation():
 # -- the kinds of erratum --------------------------------------------------------------------------------
 
 def test_every_entry_has_a_kind_and_the_summary_counts_them():
-    assert {e.kind for e in errata.ERRATA} == {errata.MISPRINT, errata.BIAS, errata.BEYOND}
+    assert {e.kind for e in errata.ERRATA} == set(errata.KINDS) - {errata.UNEXPLAINED}
     kinds = {e.key: e.kind for e in errata.ERRATA}
-    assert kinds["prop1-flat"] == errata.BEYOND                        # (19): beyond the LLN, not a misprint
+    assert kinds["prop1-flat"] == errata.BEYOND                        # (19): beyond the LLN, not an error in print
     assert kinds["lln-attention"] == kinds["lln-steps"] == errata.BIAS
-    assert sum(k == errata.MISPRINT for k in kinds.values()) == 10
+    by = lambda kind: sorted(k for k, v in kinds.items() if v == kind)       # noqa: E731
+    assert by(errata.TYPO) == ["eq34", "eq39", "eq40", "eq7"]                # slips of the pen
+    assert by(errata.SCALE) == ["eq14", "eq22", "eq23"]                      # a wrong power of d
+    assert by(errata.MISMATCH) == ["residual"]                               # the residual on y_j, not gamma X
+    assert by(errata.MECHANISM) == ["eq15", "eq19"]                          # A_ii ~ 1 printed; nearly uniform
+    assert sum(k in errata.PRINTED for k in kinds.values()) == 10
     rows = [row("eq14-printed", cf.P, "level", GROWS), row("eq10", cf.T, "step", GROWS),
             row("eq19-corrected", cf.P, "step", (1e-4, 1e-6, 0.0), ses=(1e-5, 1e-6, 1e-6)),
             row("eq15-corrected", cf.P, "level", GROWS)]                # unclaimed: not yet explained
     found = errata.find(table(rows), [check("eq7-printed", False)])
     counts = errata.summary(found)
-    assert counts == {errata.MISPRINT: 2, errata.BIAS: 1, errata.BEYOND: 1, errata.UNEXPLAINED: 1}
-    assert errata.summary_text(counts) == ("2 misprints, 1 approximation bias, 1 effect beyond the approximation "
-                                           "and 1 measured deviation not yet explained")
-    assert errata.summary(found[:1]) == {errata.MISPRINT: 1, errata.BIAS: 0, errata.BEYOND: 0}
+    zero = {k: 0 for k in errata.KINDS if k != errata.UNEXPLAINED}
+    assert counts == {**zero, errata.TYPO: 1, errata.SCALE: 1, errata.BIAS: 1, errata.BEYOND: 1, errata.UNEXPLAINED: 1}
+    assert errata.summary_text(counts) == ("1 typographical slip, 1 scale error, 0 model mismatches, 0 wrong mechanisms, "
+                                           "1 approximation bias, 1 effect beyond the approximation and 1 measured "
+                                           "deviation not yet explained")
+    assert errata.summary(found[:1]) == {**zero, errata.TYPO: 1}
+    printed = errata.errata_rows(found, errata.PRINTED)
+    assert [r["kind"] for r in printed] == ["typographical slip", "scale error"] and "kind" not in errata.errata_rows(found, errata.TYPO)[0]
     by_kind = {k: [r["Eq."] for r in errata.errata_rows(found, k)] for k in errata.KINDS}
     assert by_kind[errata.BEYOND] == ["(19)"] and by_kind[errata.BIAS] == ["(10)"]
     assert sum(map(len, by_kind.values())) == len(errata.errata_rows(found)) == len(found)
@@ -252,4 +262,4 @@ def test_paper_errata_is_find_on_the_table(tmp_path):
     counts, found = errata.paper_errata(samples=2000, ds=(16, 64), cosine_samples=200, checks=checks, cache=tmp_path)
     table = cf.measure((16, 64), samples=2000, cosine_samples=200, cache=tmp_path)
     assert [f.erratum.key for f in found] == [f.erratum.key for f in errata.find(table, checks)]
-    assert counts == errata.summary(found) and counts[errata.MISPRINT] >= 1
+    assert counts == errata.summary(found) and counts[errata.TYPO] >= 1

@@ -101,14 +101,14 @@ def test_notebook_follows_the_authoring_rules(page):
 
 NON_DEFAULT = {
     "index": {"samples": 3_000, "seed": 7, "workers": 1},
-    "intro": {"samples": 2_000, "seed": 1, "n": 4, "d": 16, "layers": 2, "samples_alpha1": 300, "samples_d64": 20_000},
+    "intro": {"samples": 2_000, "seed": 1, "n": 4, "d": 16, "layers": 2, "samples_alpha1": 300, "samples_first_order": 5_000},
     "preliminaries": {"samples": 2_000, "seed": 2, "n": 3, "d": 8, "samples_engines": 500, "samples_single": 300},
     # the theory chapters: every parameter moved, the large runs small, one worker (in-process pool)
     "layernorm": {"samples": 3_000, "samples_d64": 20_000, "samples_prop1": 4_000, "seed": 3, "n": 5, "workers": 1,
                   "samples_first_order": 5_000},
-    "residual": {"samples": 2_000, "samples_isotropic": 10_000, "seed": 4, "n": 4, "layers": 2, "workers": 1,
+    "residual": {"samples": 2_000, "samples_first_order": 5_000, "seed": 4, "n": 4, "layers": 2, "workers": 1,
                  "alpha": 0.3, "gamma": 0.5},
-    "input_distribution": {"samples": 2_000, "samples_isotropic": 10_000, "samples_cosine": 300,
+    "input_distribution": {"samples": 2_000, "samples_isotropic": 10_000, "samples_first_order": 5_000, "samples_cosine": 300,
                            "samples_alpha1": 300, "seed": 5, "n": 4, "d": 16, "layers": 3, "workers": 1},
 }
 

@@ -19,20 +19,19 @@ def test_theorem1_numbers_follow_the_hidden_sizes_given():
     reach = theorem1.theorem1_reach(th)
     one = SequenceStatistic(SimConfig(alpha=0.0, n=10, d=8, layers=2, samples=100), 100,
                             mean=np.full((2, 11), 0.5), sem=np.zeros((2, 11)))
-    out = pages_layernorm.theorem1_numbers(th=th, v1=v1, reach=reach, need=theorem1.needs(reach, 10), one_by_one=one,
-                                           n=10, samples=100)
+    out = pages_layernorm.theorem1_numbers(th=th, reach=reach, need=theorem1.needs(reach, 10), one_by_one=one,
+                                           n=10, samples=100, zc1=v1.numbers["z_threshold"])
     for d in (8, 32):
-        assert {f"layernorm-up-{d}", f"layernorm-t{d}", f"layernorm-vr-{d}", f"layernorm-samples-d{d}"} <= set(out)
+        assert {f"layernorm-up-{d}", f"layernorm-cv{d}", f"layernorm-vr-{d}", f"layernorm-samples-d{d}"} <= set(out)
     assert "layernorm-step-min-32" in out and "layernorm-step-min-8" not in out     # the derived steps from d = 16
-    assert not [k for k in out if k.endswith(("-16", "-64", "d16", "d64", "t16", "t64"))]
+    assert not [k for k in out if k.endswith(("-16", "-64", "d16", "d64", "v16", "v64"))]
     assert out["layernorm-sorted-8"] == "50"
 
 
 def test_size_numbers_take_their_ds_from_the_verdict():
     th = {d: thm(d, trend=1e-3, trend_se=1e-5) for d in (16, 32)}
     vc = claims.corrected_theorem1_claim(th)
-    out = pages_layernorm.size_numbers(first={}, ln_points=theorem1.cv_points(th), n=10, none_points=[],
-                                       samples_first_order=10, vc=vc)
+    out = pages_layernorm.size_numbers(ln_points=theorem1.cv_points(th), n=10, none_points=[], vc=vc)
     assert {"layernorm-q16", "layernorm-q32", "layernorm-lead32"} <= set(out) and "layernorm-q64" not in out
 
 

@@ -548,9 +548,9 @@ def _result(n, layers, seed):
     from types import SimpleNamespace
 
     rng = np.random.default_rng(seed)
+    rps = rng.uniform(0.4, 0.9, layers)
     return SimpleNamespace(score_mean=np.stack([example_scores(n, seed + l) for l in range(layers)]),
-                           recency_probability=rng.uniform(0.4, 0.9, layers),
-                           recency_probability_sem=np.full(layers, 0.002))
+                           config=SimpleNamespace(layers=layers), rp=lambda layer: (rps[layer - 1], 0.002, "plain"))
 
 
 def test_figure1_grids_draws_the_books_and_the_papers_way():

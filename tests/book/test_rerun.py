@@ -62,7 +62,7 @@ def test_a_rerun_goes_nowhere_near_the_sources(tmp_path):
 @pytest.mark.book
 def test_a_rerun_with_other_alpha_and_gamma_shows_its_figures(tmp_path, monkeypatch, seeded_cache):
     monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
-    args = ["-p", "alpha", "0.3", "-p", "gamma", "0.5", "-p", "samples", "2000", "-p", "samples_isotropic", "20000",
+    args = ["-p", "alpha", "0.3", "-p", "gamma", "0.5", "-p", "samples", "2000", "-p", "samples_first_order", "20000",
             "-p", "workers", "1"]
     out = subprocess.run([*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "out"), *args],
                          capture_output=True, text=True, timeout=1200)

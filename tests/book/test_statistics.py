@@ -12,7 +12,7 @@ import pytest
 
 from recency_lib import SimConfig, cache, simulate_many
 from recency_lib.engines import sequence_statistic
-from companion import conventions as cv, report, settings, statistics, verdicts
+from companion import conventions as cv, estimators, report, settings, statistics, verdicts
 from recency_lib import simulate
 from recency_lib.metrics import adjacent_index
 from fake_results import thm
@@ -39,9 +39,9 @@ def test_the_key_follows_config_samples_control_and_the_statistic(tmp_path):
     cache.cached_statistic(CFG, statistics.trend_steps, control_mean=0.0, cache=tmp_path)        # another statistic
     assert len(list(tmp_path.glob("statistic-*.json"))) == 5
     two = SimConfig(alpha=0.0, n=6, d=16, layers=2, samples=400, seed=1)
-    a = cache.cached_statistic(two, statistics.first_order_trend(16), cache=tmp_path)
-    b = cache.cached_statistic(two, statistics.first_order_trend(25), cache=tmp_path)           # its keyword: a key
-    assert a.mean[1, 0] != b.mean[1, 0] and len(list(tmp_path.glob("statistic-*.json"))) == 7
+    a = cache.cached_statistic(two, estimators.first_order(16), cache=tmp_path)
+    b = cache.cached_statistic(two, estimators.first_order(25), cache=tmp_path)                 # its keyword: a key
+    assert a.mean[1, -1] != b.mean[1, -1] and len(list(tmp_path.glob("statistic-*.json"))) == 7
 
 
 def test_its_module_imports_nothing_of_the_books_style_or_text():
@@ -52,7 +52,7 @@ def test_its_module_imports_nothing_of_the_books_style_or_text():
     assert book <= {"significance"}, book           # the book's number formatting and style stay out
 
 
-@pytest.mark.parametrize("statistic", [lambda s, a: s[:, :, :1, 0], functools.partial(statistics.first_order, 1, d=16),
+@pytest.mark.parametrize("statistic", [lambda s, a: s[:, :, :1, 0], functools.partial(estimators.first_order_steps, 1, d=16),
                                        "trend"])
 def test_only_a_keyable_statistic(tmp_path, statistic):
     with pytest.raises(ValueError, match="allowed: a module-level function"):
@@ -169,14 +169,14 @@ def test_step_counts_partition_the_steps_and_agree_with_definition1(grid_results
                 assert word == "violated"
 
 
-def test_first_key_excess_rp_gap_and_rp_cv(grid_results):
+def test_first_key_excess_rp_gap_and_rp(grid_results):
     ln, res, none = grid_results
     m, e = statistics.first_key_excess(none, 3)
     assert m == pytest.approx(6 * none.attn_mean[2, 5, 0] - 1) and e == pytest.approx(6 * none.attn_sem[2, 5, 0])
     gap, se = statistics.rp_gap(ln, res, 3)
-    assert gap == pytest.approx(ln.recency_probability[2] - res.recency_probability[2])
-    assert se == pytest.approx(math.hypot(ln.recency_probability_sem[2], res.recency_probability_sem[2]))
-    assert statistics.rp_cv(ln, 2) == (ln.recency_probability_cv[1], ln.recency_probability_cv_sem[1])
+    (a, sa, _), (b, sb, _) = ln.rp(3), res.rp(3)
+    assert gap == pytest.approx(a - b) and se == pytest.approx(math.hypot(sa, sb))
+    assert statistics.rp(ln, 2) == ln.rp(2)[:2]                    # the book's RP is the simulator's
 
 
 def test_simulated_h_delta_method():
@@ -221,7 +221,7 @@ def test_step_tally_counts_the_control_variate_steps():
 
 def test_smallest_step_uses_the_verdicts_estimator(aniso):
     zc = cv.z_for(verdicts.comparisons_of_order(aniso.config.n))
-    verdict_check = verdicts.order_check(aniso, 2, zc)
+    verdict_check = verdicts.order_check((aniso, 2), zc)
     assert verdict_check.status == verdicts.AS_CLAIMED                      # smallest step ~ +10 SE
     step = statistics.smallest_step(aniso, 2)
     assert verdict_check.text == f"{report.pm(step.mean, step.se)} (smallest step)"

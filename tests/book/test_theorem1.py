@@ -27,9 +27,11 @@ def none_res(d, n=10, **kw):
     return fake(SimConfig(alpha=0.0, norm="none", n=n, d=d, layers=2, samples=1000), **kw)
 
 
-def stat(d, trend, se, n=10, samples=200_000):
-    cfg = SimConfig(alpha=0.0, norm="layernorm", n=n, d=d, layers=2, samples=samples)
-    return SequenceStatistic(cfg, samples, mean=np.array([[0.0], [trend]]), sem=np.array([[1e-3], [se]]),
+def stat(d, trend, se, n=10, samples=200_000, norm="layernorm"):
+    """A statistic of companion.estimators' shape: every step of layer 2 and its trend equal to ``trend``."""
+    cfg = SimConfig(alpha=0.0, norm=norm, n=n, d=d, layers=2, samples=samples)
+    k = n * (n - 1) // 2 + 1
+    return SequenceStatistic(cfg, samples, mean=np.array([[0.0] * k, [trend] * k]), sem=np.array([[1e-3] * k, [se] * k]),
                              elapsed_seconds=1.5)
 
 
@@ -59,9 +61,11 @@ def test_points_read_the_right_fields():
     assert [p.d for p in pts] == [16, 64] and pts[1].trend == 2e-6 and pts[1].se == 2e-7
     assert pts[0].estimator == theorem1.LAYER1_CV and pts[0].z == pytest.approx(200.0)
     assert math.isnan(theorem1.cv_points(th, ds=(4,))[0].derived)          # the form is not used below d = 16
-    fo = theorem1.first_order_points({128: stat(128, 4.45e-9, 1e-11), 64: stat(64, 2.3e-6, 6e-9)})
+    fo = theorem1.statistic_points({128: stat(128, 4.45e-9, 1e-11), 64: stat(64, 2.3e-6, 6e-9)})
     assert [p.d for p in fo] == [64, 128] and fo[1].trend == 4.45e-9 and fo[1].estimator == theorem1.FIRST_ORDER
-    assert fo[1].samples == 200_000
+    assert fo[1].samples == 200_000 and fo[1].se == 1e-11
+    gram = theorem1.statistic_points({16: stat(16, 1e-4, 1e-6, norm="none")})[0]
+    assert gram.estimator == theorem1.GRAM and gram.norm == "none"
     none = theorem1.cv_points({16: none_res(16, trend=1e-4)})[0]
     assert none.norm == "none" and none.derived == pytest.approx(theory.proposition1_trend(16, 10))
 
@@ -111,7 +115,7 @@ def test_row_rise_against_the_derived_one():
 
 def _ln_points():
     th = {d: thm(d, trend=theory.theorem1_trend(d, 10), trend_se=0.05 * theory.theorem1_trend(d, 10)) for d in (16, 32, 64)}
-    return theorem1.cv_points(th) + theorem1.first_order_points(
+    return theorem1.cv_points(th) + theorem1.statistic_points(
         {d: stat(d, theory.theorem1_trend(d, 10), 0.002 * theory.theorem1_trend(d, 10)) for d in (64, 128)})
 
 

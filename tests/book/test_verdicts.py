@@ -37,12 +37,16 @@ def test_every_word_is_reachable_and_stated_once():
 
 def test_order_check_classes():
     zc = cv.z_for(2 * verdicts.comparisons_of_order(10))
-    assert verdicts.order_check(thm(64, step=0.1), 2, zc).status == A                # every step resolved
-    c = verdicts.order_check(thm(64, trend=2e-6, trend_se=2e-7), 2, zc)              # only the mean: 10 SE
+    assert verdicts.order_check((thm(64, step=0.1), 2), zc).status == A                # every step resolved
+    c = verdicts.order_check((thm(64, trend=2e-6, trend_se=2e-7), 2), zc)              # only the mean: 10 SE
     assert c.status == O and c.text == "(2.00 ± 0.20) × 10⁻⁶" and "mean step" in c.what and "$d = 64$" in c.setting
-    assert verdicts.order_check(thm(64), 2, zc).status == U
-    assert verdicts.order_check(thm(64, trend=-2e-6, trend_se=2e-7), 2, zc).status == X
-    assert verdicts.order_check(thm(64, step=-0.1), 2, zc).status == X                # a step resolved negative
+    assert verdicts.order_check((thm(64), 2), zc).status == U
+    assert verdicts.order_check((thm(64, trend=-2e-6, trend_se=2e-7), 2), zc).status == X
+    assert verdicts.order_check((thm(64, step=-0.1), 2), zc).status == X                # a step resolved negative
+    # expected 0 (the paper says: no recency bias): every step a rise is against it, a fall is for it
+    assert verdicts.order_check((thm(64, step=0.1), 2), zc, expected=0).status == X
+    assert verdicts.order_check((thm(64, step=-0.1), 2), zc, expected=0).status == A
+    assert verdicts.order_check((thm(64), 2), zc, expected=0).status == U
 
 
 def test_flat_value_direction_and_nonzero_checks():
@@ -63,7 +67,7 @@ def test_flat_value_direction_and_nonzero_checks():
 
 
 def test_a_check_says_what_it_is_about_in_fields():
-    c = verdicts.order_check(thm(64, step=0.1), 2, 3.0)
+    c = verdicts.order_check((thm(64, step=0.1), 2), 3.0)
     assert (c.kind, c.layer, c.norm, c.alpha, c.gamma, c.d) == ("rise", 2, "layernorm", 0.0, 0.0, 64)
     assert verdicts.flat_check(thm(16), 2, 3.0).kind == "flat"
     c = verdicts.value_check(2.0, 0.01, 2.0, 3.0, "r", "s", layer=2, **verdicts.about(thm(16)))

@@ -7,7 +7,7 @@ import numpy as np
 from recency_lib import theory
 
 from .. import closedforms, conventions, plotting, report, symbolic
-from ..errata import BEYOND, BIAS, MISPRINT, summary, summary_text
+from ..errata import BEYOND, BIAS, PRINTED, summary, summary_text
 from ..report import Markdown, count, listing, num, percent
 from ..verdicts import AGAINST, AS_CLAIMED, ON_AVERAGE, UNRESOLVED
 
@@ -171,16 +171,16 @@ def steps_below_one(table, key: str = "fig2", z: float | None = None) -> str:
     return listing(parts, fmt=str, empty="nowhere")
 
 
-def page_numbers(table, checks, found, *, theorem1, eq5, corrected, prop1, eq6, th: dict,
+def page_numbers(table, checks, found, *, theorem1, eq5, corrected, prop1, th: dict,
                  n: int, workers: int, sympy_seconds: float, sympy_cached: bool,
                  wall_seconds: float) -> dict[str, object]:
     """glue key -> text (or :class:`~companion.report.Markdown`, for text with math, placed with
     ``{glue:md}``) of every number Appendix A's prose cites (book/appendix_a.ipynb glues them all at
     once): hidden sizes, closed-form ratios with their Monte-Carlo error at the ends of the d range, the
     sympy verdicts, the errata by kind (errata.summary), the book's verdicts on Theorem 1, Eq. (5), the
-    corrected Theorem 1, Proposition 1 and Eq. (6) (``theorem1``, ``eq5``, ``corrected``, ``prop1``,
-    ``eq6``: the claims functions' Verdicts on the landing page's runs), what Definition 1 at the paper's d would take
-    (``th``: d -> SimResult of settings.theorem1_configs), the cost of this build."""
+    corrected Theorem 1 and Proposition 1 (``theorem1``, ``eq5``, ``corrected``, ``prop1``: the claims
+    functions' Verdicts on the landing page's runs), what Definition 1 at the paper's d would take with
+    layer-1 control variates (``th``: d -> SimResult of settings.theorem1_configs), the cost of this build."""
     ds = table.ds
     d0, d1, dmax = ds[0], ds[min(1, len(ds) - 1)], ds[-1]
     d_fig5 = conventions.PAPER_D if conventions.PAPER_D in ds else d1
@@ -193,7 +193,7 @@ def page_numbers(table, checks, found, *, theorem1, eq5, corrected, prop1, eq6, 
     cosine_lln = [c.text() if c.resolved else "unresolved" for c in table.row("eq6-cosine", "level").cells]
     out = {"aa-ds": listing(ds), "aa-d0": str(d0), "aa-d1": str(d1), "aa-dmax": str(dmax),
            "aa-n-errata": count(len(found)), "aa-d-fig5": str(d_fig5),
-           "aa-errata-counts": summary_text(kinds), "aa-n-misprints": count(kinds[MISPRINT]),
+           "aa-errata-counts": summary_text(kinds), "aa-n-printed": count(sum(kinds[k] for k in PRINTED)),
            "aa-n-biases": count(kinds[BIAS]), "aa-n-beyond": count(kinds[BEYOND]),
            # Theorem 1: the norm drop of Eq. (10), the score of Eq. (5) and the book's verdicts
            "aa-eq10-level-err": num(abs(cell("eq10", "level", dmax).ratio - 1.0), 2),
@@ -215,6 +215,7 @@ def page_numbers(table, checks, found, *, theorem1, eq5, corrected, prop1, eq6, 
            "aa-def1-i": str(def1_i), "aa-def1-j": str(def1_j), "aa-def1-j0": str(def1_j - 1),
            # Proposition 1
            "aa-eq14-max": cell("eq14-printed", "level", dmax).text(),
+           "aa-eq15-max": cell("eq15-printed", "level", dmax).text(),
            "aa-eq19p-max": cell("eq19-printed", "level", dmax).text(),
            "aa-eq19c-max": cell("eq19-corrected", "level", dmax).text(),
            "aa-prop1-step-0": cell("eq19-corrected", "step", d0).text(),
@@ -234,7 +235,7 @@ def page_numbers(table, checks, found, *, theorem1, eq5, corrected, prop1, eq6, 
            "aa-n-checks": count(len(checks)),
            "aa-sympy-source": "read their verdicts from the cache" if sympy_cached else "ran them",
            "aa-workers": count(workers), "aa-wall-seconds": f"{num(wall_seconds, 2)} s"}
-    for name, v in (("thm1", theorem1), ("eq5", eq5), ("corrected", corrected), ("prop1", prop1), ("eq6v", eq6)):
+    for name, v in (("thm1", theorem1), ("eq5", eq5), ("corrected", corrected), ("prop1", prop1)):
         out[f"aa-{name}-word"], out[f"aa-{name}-value"] = v.word, v.value
         out[f"aa-{name}-measure"] = Markdown(v.measure)
     out["aa-eq5-d"] = str(eq5.decisive.d)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import conventions, position, report
 from ..claims import not_relative_claim
-from ..verdicts import HOLDS, setting_text
+from ..verdicts import setting_text
 
 
 def contrast_numbers(*, layers, n, samples, stat, verdict) -> dict[str, str]:
@@ -23,7 +23,15 @@ def contrast_numbers(*, layers, n, samples, stat, verdict) -> dict[str, str]:
     zc = verdict.numbers["z_threshold"]
     out["concl-k-word"] = position.change_word(stat, "K", zc)
     out["concl-k-change"] = report.pm(*position.change(stat, "K"))
+    out["concl-k-share"] = _share(stat)
     return out
+
+
+def _share(stat, layer: int | None = None) -> str:
+    """|K_n - K_5| as a share of |D_n - D_5| at ``layer`` (default the last), as a percentage."""
+    (k, _), (dv, _) = position.change(stat, "K", layer), position.change(stat, "D", layer)
+    return report.percent(abs(k / dv))
+
 
 def position_numbers(*, alpha, long, long_n, long_samples, pos, short) -> dict[str, str]:
     """Chapter 7's position-or-distance section: the within-row contrasts at n and at the long length, their
@@ -33,9 +41,6 @@ def position_numbers(*, alpha, long, long_n, long_samples, pos, short) -> dict[s
     long_verdict = not_relative_claim(ln)
     family = position.family(pos.values())
     out["concl-long-verdict"] = long_verdict.word
-    strong = long_verdict.word == HOLDS
-    more = ", and more strongly than “not relative”" if strong else ""
-    out["concl-long-more"] = more
     out["concl-long-n"] = report.count(long_n)
     out["concl-long-samples"] = report.count(long_samples)
     counts = [f"{report.count(c.samples)} ({conventions.variant_name(c)})" for c in short]
@@ -47,6 +52,8 @@ def position_numbers(*, alpha, long, long_n, long_samples, pos, short) -> dict[s
     k_change = position.change(ln, "K")
     out["concl-pos-kchange"] = report.pm(*k_change)
     out["concl-pos-kchange-z"] = report.z_text(report.zscore(*k_change))
+    out["concl-pos-dchange"] = report.pm(*position.change(ln, "D"))
+    out["concl-pos-kshare"] = _share(ln)
     out["concl-res-d5"] = report.pm(*position.value_at(res, "D", 5))
     out["concl-res-dlong"] = report.pm(*position.value_at(res, "D", long_n))
     out["concl-res-klong"] = report.pm(*position.value_at(res, "K", long_n))

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import closedforms, conventions, depth, plotting, report, statistics
 from ..verdicts import STATUSES
 
@@ -20,7 +18,8 @@ def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, resul
     none, iso, ln5, res = results
     _, trend, trend_se = statistics.s2_order(iso)
     step = forms.row("fig2", "step", closedforms.Setting("layernorm", quote, 0.0))
-    v2_ratios = [c.value for c in verdicts[1].checks]
+    sized = {a: (t["sim"][0] / t["printed"], t["sim"][1] / abs(t["printed"])) for a, t in table.items() if a > 0}
+    lo, hi = min(sized, key=lambda a: sized[a][0]), max(sized, key=lambda a: sized[a][0])
 
     def ratios(row) -> str:
         return report.listing(closedforms.ratio_texts(row), fmt=str)
@@ -36,7 +35,6 @@ def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, resul
         "empirical-iso-pred": report.num(closedforms.eq5_smallest_step(n, d), 2),
         "empirical-iso-se-plain": report.num(statistics.typical_step_se(iso, 2, "plain"), 2),
         "empirical-iso-se-cv": report.num(statistics.typical_step_se(iso, 2, "cv"), 2),
-        "empirical-iso-trend": report.pm(trend, trend_se),
         "empirical-iso-trend-z": report.z_text(report.zscore(trend, trend_se)),
         "empirical-ln5-rp2": report.pm(*statistics.rp(ln5, 2)), "empirical-ln5-rpL": report.pm(*statistics.rp(ln5, layers)),
         "empirical-res-cost2": report.pm(*statistics.rp_gap(ln5, res, 2)),
@@ -65,9 +63,10 @@ def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, resul
         "empirical-v2-value": verdicts[1].value,
         "empirical-v2-alpha": f"{verdicts[1].decisive.alpha:g}",
         "empirical-v2-zc": report.num(h_zc, 3),
-        "empirical-v2-count": report.count(len(v2_ratios)),
-        "empirical-v2-min": verdicts[1].checks[int(np.argmin(v2_ratios))].text,
-        "empirical-v2-max": verdicts[1].checks[int(np.argmax(v2_ratios))].text,
+        "empirical-v2-z": report.z_text(verdicts[1].decisive.z),
+        "empirical-v2-count": report.count(len(verdicts[1].checks)),
+        "empirical-v2-min": report.pm(*sized[lo]), "empirical-v2-min-alpha": f"{lo:g}",
+        "empirical-v2-max": report.pm(*sized[hi]), "empirical-v2-max-alpha": f"{hi:g}",
     }
     out["empirical-fig2-data"], out["empirical-fig2-ratio-data"] = closedforms.h_downloads("figure-2", curves, forms,
                                                                                           "fig2")
@@ -136,16 +135,16 @@ def depth_numbers(*, results: dict, growth: dict, zc: float, alpha: float, gamma
         "empirical-depth-iso-tL": report.pm(c[iso][("trend", L)].value, c[iso][("trend", L)].se),
         "empirical-depth-iso-rp": report.count(len(s[iso].rp_resolved)),
         "empirical-depth-nlayers": report.count(L - 1),
-        "empirical-depth-iso-rp2": report.pm(*statistics.rp_cv(results[iso], 2)),
-        "empirical-depth-iso-rpL": report.pm(*statistics.rp_cv(results[iso], L)),
-        "empirical-depth-show-rp2": report.pm(*statistics.rp_cv(results[show], 2)),
-        "empirical-depth-show-rpL": report.pm(*statistics.rp_cv(results[show], L)),
+        "empirical-depth-iso-rp2": report.pm(*statistics.rp(results[iso], 2)),
+        "empirical-depth-iso-rpL": report.pm(*statistics.rp(results[iso], L)),
+        "empirical-depth-show-rp2": report.pm(*statistics.rp(results[show], 2)),
+        "empirical-depth-show-rpL": report.pm(*statistics.rp(results[show], L)),
         "empirical-depth-none-t2": report.pm(*statistics.s2_order(results[none])[1:]),
         "empirical-depth-none-n": report.count(results[none].config.samples),
         "empirical-depth-paired-iso": report.count(growth[iso].samples),
         "empirical-depth-paired": report.listing(sorted({g.samples for k, g in growth.items() if k != iso}), report.count),
-        "empirical-depth-res-rp2": report.pm(*statistics.rp_cv(results[res], 2)),
-        "empirical-depth-res-rpL": report.pm(*statistics.rp_cv(results[res], L)),
+        "empirical-depth-res-rp2": report.pm(*statistics.rp(results[res], 2)),
+        "empirical-depth-res-rpL": report.pm(*statistics.rp(results[res], L)),
         "empirical-depth-res-word": "resolved positive" if s[res].grows else "not all resolved positive",
         "empirical-depth-res-onset": str(s[("none", alpha, d, gamma)].onset),
         "empirical-depth-data": report.download("depth-study", report.result_columns(
@@ -186,9 +185,9 @@ def dsweep_figures(*, configs, ds, by_d, layers, labels) -> None:
 
     fig, axes = plotting.heatmap_subplots(len(configs), len(ds))
     plotting.score_grid([[by_d[dd][k].score_mean[layers - 1] for dd in ds] for k in range(len(configs))], axes,
-                        recency_probabilities=[[by_d[dd][k].recency_probability[layers - 1] for dd in ds]
+                        recency_probabilities=[[statistics.rp(by_d[dd][k], layers)[0] for dd in ds]
                                                for k in range(len(configs))],
-                        recency_sems=[[by_d[dd][k].recency_probability_sem[layers - 1] for dd in ds]
+                        recency_sems=[[statistics.rp(by_d[dd][k], layers)[1] for dd in ds]
                                       for k in range(len(configs))],
                         row_labels=labels, col_labels=[f"d = {dd}" for dd in ds])
     plotting.glue_figure("empirical-dsweep-maps", fig)

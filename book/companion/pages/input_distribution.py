@@ -2,44 +2,44 @@
 from __future__ import annotations
 
 import numpy as np
-from recency_lib import inputs, theory
+from recency_lib import inputs
 
 from .. import closedforms, conventions, plotting, report, statistics
-from ..verdicts import AGAINST
+from ..statistics import StepEstimate
 
 
-def proposition3_numbers(*, alphas, by, d, gamma, n, p3, ratio, samples, samples_isotropic,
-                            zc) -> dict[str, str]:
-    """Chapter 4's Proposition 3 and Theorem 1 against alpha: the sample sizes, the verdicts, the smallest
-    alpha resolved and the figure's data."""
+def proposition3_numbers(*, alphas, by, rp_by, gamma, p3, ratio, samples, zc) -> dict[str, str]:
+    """Chapter 5's Proposition 3 against alpha: the sample sizes, the verdicts, the alphas where every
+    step is resolved, the smallest alpha's trend and the figure's data (``by``: gamma -> alpha -> the
+    steps' source, at alpha = 0 the first-order control variate's statistic; ``rp_by`` the same with
+    SimResults at alpha = 0, for the recency probability)."""
     out = {}
     amin = min(alphas)
     out["inputdist-samples"] = report.count(samples)
-    out["inputdist-samples-iso"] = report.count(samples_isotropic)
+    out["inputdist-samples-iso"] = report.count(by[0.0][0.0].samples)
+    out["inputdist-samples-rp0"] = report.count(rp_by[0.0][0.0].config.samples)
     out["inputdist-fig-alpha-data"] = report.download("proposition-3", report.curve_columns(
         {**{f"trend, gamma = {g:g}": statistics.trends(r) for g, r in by.items()},
-         **{f"RP, gamma = {g:g}": statistics.rps(r) for g, r in by.items()}}, "alpha"))
+         **{f"RP, gamma = {g:g}": statistics.rps(r) for g, r in rp_by.items()}}, "alpha"))
     for g, key in ((0.0, "g0"), (gamma, "res")):
         out[f"inputdist-holds-{key}"] = report.listing([a for a in sorted(by[g]) if
-                                                       by[g][a].decision(2, z=zc).word == "holds"])
-        out[f"inputdist-t0-{key}"] = report.pm(*statistics.s2_order(by[g][0.0])[1:])
-        out[f"inputdist-z0-{key}"] = report.z_text(report.zscore(*statistics.s2_order(by[g][0.0])[1:]))
+                                                       StepEstimate.of(by[g][a]).decision(zc).word == "holds"])
         out[f"inputdist-r0-{key}"] = ratio[g][0.0]
     out["inputdist-p3-word"] = p3[0.0].word
-    out["inputdist-p3-value"] = p3[0.0].value
     out["inputdist-p3-zc"] = report.num(zc, 3)
-    out["inputdist-thm1c"] = report.pm(statistics.s2_order(by[0.0][0.0])[1] / theory.theorem1_trend(d, n),
-                                      statistics.s2_order(by[0.0][0.0])[2] / theory.theorem1_trend(d, n))
     out["inputdist-amin"] = f"{amin:g}"
     out["inputdist-tmin-g0"] = report.pm(*statistics.s2_order(by[0.0][amin])[1:])
     return out
 
 
-def eq6_numbers(*, cos, cos_ds, d, eq6, n, samples_cosine) -> dict[str, str]:
-    """Eq. (6)'s mean cosine of two tokens: the figure's data, the verdict ``eq6`` at the page's d, its
-    decisive alpha and the second-order prediction there, and how far the points sit from it."""
+def eq6_numbers(*, cos, cos_ds, d, n, samples_cosine) -> dict[str, str]:
+    """The mean cosine of two tokens of Eq. (6) (``cos``: d -> alpha -> (mean, SE)): the figure's data; at
+    the page's d, the alphas whose shortfall from alpha is resolved (tested together), the largest one
+    and the second-order prediction there, and how far the points sit from that prediction."""
     out = {}
-    eq6_alpha = eq6.decisive.alpha
+    dev = {a: (m - a, s) for a, (m, s) in cos[d].items() if not report.is_exact(m, s)}
+    zc = conventions.z_for(max(1, len(dev)))
+    eq6_alpha = max(dev, key=lambda a: abs(dev[a][0]))
     eq6_second = {a: (m - a - inputs.cosine_bias_second_order(a, d)) / s for a, (m, s) in cos[d].items() if s > 0}
     out["inputdist-n"] = report.count(n)
     out["inputdist-d"] = report.count(d)
@@ -47,16 +47,15 @@ def eq6_numbers(*, cos, cos_ds, d, eq6, n, samples_cosine) -> dict[str, str]:
     out["inputdist-fig-cos-data"] = report.download("eq6-cosine", report.curve_columns(
         {f"d = {dd}": (sorted(cos[dd]), [cos[dd][a][0] for a in sorted(cos[dd])], [cos[dd][a][1] for a in sorted(cos[dd])])
          for dd in cos_ds}, "alpha"))
-    out["inputdist-eq6-word"] = eq6.word
-    out["inputdist-eq6-zc"] = report.num(eq6.numbers["z_threshold"], 3)
-    out["inputdist-eq6-value"] = eq6.value
+    out["inputdist-eq6-zc"] = report.num(zc, 3)
+    out["inputdist-eq6-value"] = report.pm(*dev[eq6_alpha])
     out["inputdist-eq6-alpha"] = f"{eq6_alpha:g}"
-    out["inputdist-eq6-z"] = report.z_text(eq6.decisive.z)
+    out["inputdist-eq6-z"] = report.z_text(report.zscore(*dev[eq6_alpha]))
     out["inputdist-eq6-pred"] = f"{inputs.cosine_bias_second_order(eq6_alpha, d):.4f}".replace("-", "−")
     out["inputdist-eq6-pred-z"] = report.num(abs(eq6_second[eq6_alpha]), 2)
     out["inputdist-eq6-maxz"] = report.num(max(abs(z) for z in eq6_second.values()), 3)
     out["inputdist-eq6-noisy"] = report.count(len(eq6_second))
-    out["inputdist-eq6-against"] = report.count(sum(c.status == AGAINST for c in eq6.checks))
+    out["inputdist-eq6-against"] = report.count(sum(abs(report.zscore(m, s)) > zc for m, s in dev.values()))
     return out
 
 
@@ -107,9 +106,9 @@ def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
     def step(g, a):
         return f"{report.nowrap(report.pm(*statistics.s2_order(by[g][a])[1:]))}<br>({report.nowrap(ratio[g][a])})"
 
-    return [{"α": report.num(a), "Definition 1": by[0.0][a].decision(2, z=zc).word,
+    return [{"α": report.num(a), "Definition 1": StepEstimate.of(by[0.0][a]).decision(zc).word,
              "mean step of $S^{(2)}$ (÷ large-$d$ line)": step(0.0, a),
-             f"{res_name}: Definition 1": by[gamma][a].decision(2, z=zc).word, "mean step (÷ line)": step(gamma, a)}
+             f"{res_name}: Definition 1": StepEstimate.of(by[gamma][a]).decision(zc).word, "mean step (÷ line)": step(gamma, a)}
             for a in sorted(by[0.0])]
 
 
@@ -138,17 +137,17 @@ def cosine_figure(*, cos, cos_ds, d) -> None:
     plotting.glue_figure("inputdist-fig-cos", fig)
 
 
-def alpha_figure(*, by, alphas, n, d) -> None:
-    """Figure ``inputdist-fig-alpha``: for each residual weight of ``by`` (γ -> α -> SimResult), the mean
-    step of S^(2) against α with its predicted line (left, log scale) and the recency probability of
-    S^(2) (right)."""
+def alpha_figure(*, by, rp_by, alphas, n, d) -> None:
+    """Figure ``inputdist-fig-alpha``: for each residual weight of ``by`` (γ -> α -> the steps' source), the
+    mean step of S^(2) against α with its predicted line (left, log scale) and the recency probability of
+    S^(2) (right, from ``rp_by``: γ -> α -> SimResult)."""
     fig, (left, right) = plotting.subplots(1, 2, height_ratio=0.45)
     fine = np.linspace(0, max(alphas), 60)
     for k, (g, results) in enumerate(by.items()):
         style = {**conventions.variant_style(results[0.0].config), "color": f"C{k}", "linestyle": "none"}   # points; the line is the prediction
         plotting.errorbar_points(*statistics.trends(results), left, label=conventions.variant_short(results[0.0].config), **style)
         plotting.closed_form(fine, [closedforms.predicted_trend(n, d, a, g) for a in fine], left, color=f"C{k}")
-        plotting.errorbar_points(*statistics.rps(results), right, label=conventions.variant_short(results[0.0].config), **style)
+        plotting.errorbar_points(*statistics.rps(rp_by[g]), right, label=conventions.variant_short(results[0.0].config), **style)
     left.set_yscale("log")
     left.set_xlabel("α")
     left.set_ylabel("mean step of $S^{(2)}$")

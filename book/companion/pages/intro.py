@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from recency_lib import theory
 
-from .. import closedforms, conventions, landing, report, statistics
+from .. import closedforms, conventions, report, statistics
 
 
-def intro_numbers(*, configs, conv, conv_torch, d, layers, n, results, samples, th, thm1, tied,
-                     torch_eps) -> dict[str, str]:
+def intro_numbers(*, configs, conv, conv_torch, d, layers, n, results, samples, thm1, tied,
+                  torch_eps) -> dict[str, str]:
     """Chapter 1's numbers: the recency probabilities and squared norms of Figure 1's settings, the setting,
     and the float32 tie counts."""
     out = {}
@@ -28,15 +28,13 @@ def intro_numbers(*, configs, conv, conv_torch, d, layers, n, results, samples, 
     out["intro-layers"] = report.count(layers)
     for key, res in zip(("none", "ln0", "ln5", "res"), results):
         out[f"intro-dir-{key}"] = statistics.direction(res, layers, family=len(results))
-    # Theorem 1 at the paper's d: the derived step, Eq. (5)'s, and the simulated one (the landing page's number)
-    big = th[conventions.PAPER_D]
-    check = landing.check_at(thm1, conventions.PAPER_D)
-    out["intro-thm1-form"] = report.num(theory.theorem1_trend(conventions.PAPER_D, n), 2)
-    out["intro-eq5-form"] = report.num(closedforms.eq5_trend(n, conventions.PAPER_D), 2)
-    out["intro-thm1-sim"] = check.text
+    # Theorem 1 at the paper's d: the derived step, Eq. (5)'s, the verdict (the landing page's) and what plain
+    # averaging of the figure's LayerNorm run at alpha = 0 leaves of the mean step
+    iso = results[1]
+    form = theory.theorem1_trend(iso.config.d, n)
+    out["intro-thm1-form"] = report.num(form, 2)
+    out["intro-eq5-form"] = report.num(closedforms.eq5_trend(n, iso.config.d), 2)
     out["intro-thm1-word"] = thm1.word
-    out["intro-thm1-samples"] = report.count(big.config.samples)
-    out["intro-thm1-plain-se"] = report.num(big.trend_sem[1], 2)
-    out["intro-thm1-cv-se"] = report.num(big.trend_cv_sem[1], 2)
-    out["intro-thm1-ratio"] = report.num(big.trend_sem[1] / theory.theorem1_trend(conventions.PAPER_D, n), 2)
+    out["intro-thm1-plain-se"] = report.num(iso.trend_sem[1], 2)
+    out["intro-thm1-ratio"] = report.num(iso.trend_sem[1] / form, 2)
     return out

@@ -5,19 +5,19 @@ import math
 
 import numpy as np
 from recency_lib import theory
+from recency_lib.metrics import adjacent_index, resolution
 
 from .. import closedforms, plotting, report, significance, statistics, theorem1
+from ..statistics import StepEstimate
 
 
-def theorem1_numbers(*, th, v1, reach, need, one_by_one, n, samples) -> dict[str, str]:
-    """Chapter 3's Theorem 1: the runs (``th``: d -> SimResult of Theorem 1's setting), its verdict ``v1``
-    (claims.theorem1_claim), ``reach`` (theorem1.theorem1_reach), ``need`` (theorem1.needs), ``one_by_one``
-    (statistics.ordered_rows at one d), ``n`` and the page's ``samples``. The numbers of a hidden size
-    are keyed by it (``layernorm-up-16``), for every d the inputs hold."""
-    zc1 = v1.numbers["z_threshold"]
+def theorem1_numbers(*, th, reach, need, one_by_one, n, samples, zc1) -> dict[str, str]:
+    """Chapter 3's layer-1 control variates: the runs (``th``: d -> SimResult of Theorem 1's setting),
+    ``reach`` (theorem1.theorem1_reach), ``need`` (theorem1.needs), ``one_by_one`` (statistics.ordered_rows
+    at one d), ``n``, the page's ``samples`` and Theorem 1's family-wise ``zc1``. The numbers of a hidden
+    size are keyed by it (``layernorm-up-16``), for every d the inputs hold."""
     cost = theorem1.cost_per_sequence(th.values())
     grid, form_grid = theorem1.trend_grids(max(th))
-    words = {"holds": "holds", "violated": "is violated", "undecided": "is undecided"}
     out = {
         "layernorm-samples": report.count(samples),
         "layernorm-settle-z": report.num(statistics.SETTLE_Z),
@@ -28,8 +28,6 @@ def theorem1_numbers(*, th, v1, reach, need, one_by_one, n, samples) -> dict[str
              "plain": ([r.d for r in reach], [r.plain for r in reach], [r.plain_se for r in reach]),
              "Eq. (5)": (grid, closedforms.eq5_trend(n, grid), None),
              "corrected Theorem 1": (form_grid, theory.theorem1_trend(form_grid, n), None)}, "d")),
-        "layernorm-v1": v1.word,
-        "layernorm-zc1": report.num(zc1, 3),
         "layernorm-dmax-resolved": report.listing([r.d for r in reach if r.resolved][-1:], empty="none"),
         "layernorm-cost": report.num(cost * 1e6, 2) + " µs",
         f"layernorm-sorted-{one_by_one.config.d}": report.count(round(one_by_one.mean[1, 0] * one_by_one.samples)),
@@ -39,20 +37,18 @@ def theorem1_numbers(*, th, v1, reach, need, one_by_one, n, samples) -> dict[str
         tally = statistics.step_tally(res, 2, zc1)
         out[f"layernorm-samples-d{d}"] = report.count(res.config.samples)
         out[f"layernorm-up-{d}"] = report.count(tally.up)
-        out[f"layernorm-s{d}"] = report.pm(tally.smallest.mean, tally.smallest.se)
         out[f"layernorm-s{d}-z"] = report.z_text(tally.smallest.z)
-        out[f"layernorm-def1-{d}"] = words[res.decision(2, z=zc1).word]
         out[f"layernorm-cpu-{d}"] = report.duration(res.elapsed_seconds)
-        out[f"layernorm-rpz-{d}"] = report.z_text(report.zscore(*statistics.rp_cv(res, 2), 0.5))
+        out[f"layernorm-rpz-{d}"] = report.z_text(report.zscore(*statistics.rp(res, 2), 0.5))
+        out[f"layernorm-step-se-{d}"] = report.num(statistics.typical_step_se(res, 2), 2)
         need_all, step_min = theorem1.every_step_need(res, zc1)
         if math.isfinite(need_all):
             out[f"layernorm-step-min-{d}"] = report.num(step_min, 2)
             out[f"layernorm-need-all-{d}"] = report.num(need_all, 2)
             out[f"layernorm-time-all-{d}"] = report.duration(need_all * cost)
-    for check in v1.checks:
-        out[f"layernorm-t{check.d}"] = check.text
-        out[f"layernorm-z{check.d}"] = report.z_text(check.z)
     for r in reach:
+        out[f"layernorm-cv{r.d}"] = report.pm(r.trend, r.trend_se)
+        out[f"layernorm-cv-z{r.d}"] = report.z_text(report.zscore(r.trend, r.trend_se))
         out[f"layernorm-vr-{r.d}"] = report.num(r.vr_trend, 2)
         out[f"layernorm-plain-z{r.d}"] = report.z_text(r.plain_z)
     for d, nd in need.items():
@@ -64,6 +60,61 @@ def theorem1_numbers(*, th, v1, reach, need, one_by_one, n, samples) -> dict[str
                 suffix = "" if est == "cv" else "-plain"
                 out[f"layernorm-need{suffix}-{d}"] = report.num(count, 2)
                 out[f"layernorm-time{suffix}-{d}"] = report.duration(count * cost)
+    return out
+
+
+def first_order_numbers(*, first, v1, th, n) -> dict[str, str]:
+    """Chapter 3's verdict on Theorem 1 (``v1``, claims.theorem1_claim on ``first``: d -> the first-order
+    control variate's statistic): per d, the steps resolved up at the claim's z, Definition 1's word, the
+    least resolved diagonal step, the median SE of a step between earlier keys and the compute; at each d
+    that ``th`` (layer-1 control variates) also ran, how many times fewer sequences the first-order
+    estimator needs for the same SE of a step; where float64 stops resolving the steps (the corrected
+    Theorem 1's step against recency_lib.metrics.resolution of scores of size sqrt d)."""
+    zc1 = v1.numbers["z_threshold"]
+    words = {"holds": "holds", "violated": "is violated", "undecided": "is undecided"}
+    ii, jj = adjacent_index(n)
+    out = {"layernorm-v1": v1.word, "layernorm-zc1": report.num(zc1, 3),
+           "layernorm-fo-ds": report.listing(sorted(first)),
+           "layernorm-fo-samples": report.count(next(iter(first.values())).samples)}
+    for d, stat in first.items():
+        est = StepEstimate.of(stat)
+        zs = np.array([report.zscore(m, e) for m, e in zip(est.mean, est.sem)])
+        off = jj < ii
+        s = est.smallest()
+        out[f"layernorm-fo-up-{d}"] = report.count(int(np.sum(zs > zc1)))
+        out[f"layernorm-fo-def1-{d}"] = words[est.decision(zc1).word]
+        out[f"layernorm-fo-at-{d}"] = f"row {s.i}, key {s.j}"
+        out[f"layernorm-fo-diag-z{d}"] = report.z_text(float(zs[~off].min()))
+        out[f"layernorm-fo-off-z{d}"] = report.z_text(float(zs[off].min()))
+        out[f"layernorm-fo-step-se-{d}"] = report.num(float(np.median(est.sem[off])), 2)
+        out[f"layernorm-fo-cpu-{d}"] = report.duration(stat.elapsed_seconds)
+        if d in th:
+            ref = th[d]
+            cv_var = statistics.typical_step_se(ref, 2) ** 2 * ref.config.samples
+            gain = cv_var / (float(np.median(est.sem[off])) ** 2 * stat.samples)
+            out[f"layernorm-fo-gain-{d}"] = report.num(float(f"{gain:.2g}"), 2)        # 33108 -> "33000"
+    grid = np.arange(64, 1025)
+    below = [int(d) for d in grid if theory.theorem1_trend(d, n) < resolution(math.sqrt(d))]
+    out["layernorm-round-d"] = report.count(below[0]) if below else "none"
+    return out
+
+
+def second_order_numbers(*, second, n) -> dict[str, str]:
+    """Chapter 3's reach of the second-order coefficient (``second``: d -> statistics of
+    companion.estimators.second_order_steps): per d the least z of its steps between earlier keys and its
+    mean over q(d)^2 (the corrected Theorem 1's leading coefficient), the hidden sizes and sequences."""
+    out = {"layernorm-so-ds": report.listing(sorted(second)),
+           "layernorm-so-dmax": report.count(max(second)),
+           "layernorm-so-samples": report.count(next(iter(second.values())).samples)}
+    zmin = []
+    for d, stat in second.items():
+        m, e = stat.mean[1], stat.sem[1]
+        z = min(report.zscore(a, b) for a, b in zip(m[:-1], e[:-1]))
+        zmin.append(z)
+        q2 = float(theory.q_factor(d)) ** 2
+        out[f"layernorm-so-z{d}"] = report.z_text(z)
+        out[f"layernorm-so-q{d}"] = report.pm(m[-1] / q2, e[-1] / q2)
+    out["layernorm-so-zmin"] = report.z_text(min(zmin))
     return out
 
 
@@ -88,45 +139,40 @@ def proposition1_numbers(*, beyond, checkp1, d, first_pred, keys, last, n, none,
     out["layernorm-vp1"] = vp1.word
     out["layernorm-p1-zc"] = report.num(vp1.numbers["z_threshold"], 3)
     for d, check in checkp1.items():
-        out[f"layernorm-p1-t{d}"] = check.text
-        out[f"layernorm-p1-z{d}"] = report.z_text(check.z)
+        out[f"layernorm-p1-s{d}"] = report.pm(check.value, check.se)
+        out[f"layernorm-p1-sz{d}"] = report.z_text(check.z)
     for b in beyond:
         out[f"layernorm-p1-first{b.d}"] = report.pm(b.first, b.first_se)
         out[f"layernorm-p1-first{b.d}-pred"] = report.num(first_pred[b.d], 3)
     out["layernorm-kn"] = report.num(k_n, 4)
     return out
 
-def size_numbers(*, first, ln_points, n, none_points, samples_first_order, vc) -> dict[str, str]:
+
+def size_numbers(*, ln_points, n, none_points, vc) -> dict[str, str]:
     """Chapter 3's size of Theorem 1's effect: the figure's data, the corrected Theorem 1's verdict and, at
-    each d of its checks, the factors of the form; the first-order control variate at each d of ``first``."""
+    each d of its checks, the factors of the form."""
     out = {}
     out["layernorm-fig-size-data"] = report.download("theorem-1-size", report.curve_columns(
         theorem1.size_columns(ln_points, none_points), "d"))
     out["layernorm-vc"] = vc.word
-    out["layernorm-vc-value"] = vc.value
     for d in (c.d for c in vc.checks):
         out[f"layernorm-q{d}"] = report.num(theory.q_factor(d) ** 2 / math.e, 3)
         out[f"layernorm-lead{d}"] = report.num(theory.theorem1_trend(d, n) / (math.e * math.sqrt(d) * math.exp(-2 * math.sqrt(d))), 3)
-    out["layernorm-fo-samples"] = report.count(samples_first_order)
-    for p in theorem1.first_order_points(first):
-        out[f"layernorm-fo-{p.d}"] = report.pm(p.trend, p.se)
-        out[f"layernorm-fo-z{p.d}"] = report.z_text(p.z)
-        out[f"layernorm-fo-cpu-{p.d}"] = report.duration(first[p.d].elapsed_seconds)
     return out
 
 
-def crossover_numbers(*, checkp1, dstar, ln_points, n, none, none_points, p1, v1) -> dict[str, str]:
-    """Chapter 3's crossover: d* and the smallest-step crossover, Proposition 1 against Theorem 1 at each d
-    both verdicts checked, the recency probability of every layer without normalization (``none``) and the
-    figure's data."""
+def crossover_numbers(*, controlled, dstar, first, ln_points, n, none, none_points) -> dict[str, str]:
+    """Chapter 3's crossover: d* and the smallest-step crossover, the trend without normalization
+    (``controlled``: d -> Gram-controlled statistic) against Theorem 1's (``first``: d -> first-order
+    statistic) at each d both hold, the recency probability of every layer without normalization
+    (``none``) and the figure's data."""
     out = {}
-    check1 = {c.d: c for c in v1.checks}
-    cross_grid = np.geomspace(theorem1.FORM_MIN_D, max(p1), 80)
+    cross_grid = np.geomspace(theorem1.FORM_MIN_D, max(p.d for p in none_points), 80)
     out["layernorm-dstar"] = report.num(dstar, 4)
     out["layernorm-dstar-min"] = report.num(theorem1.smallest_step_crossover(n), 2)
-    for d in checkp1.keys() & check1.keys():
-        out[f"layernorm-p1-vs-t1-{d}"] = report.z_text(report.zdiff(checkp1[d].value, checkp1[d].se, check1[d].value,
-                                                                   check1[d].se))
+    for d in controlled.keys() & first.keys():
+        a, b = StepEstimate.of(controlled[d]), StepEstimate.of(first[d])
+        out[f"layernorm-p1-vs-t1-{d}"] = report.z_text(report.zdiff(a.trend, a.trend_se, b.trend, b.trend_se))
     for layer in range(1, none.config.layers + 1):
         out[f"layernorm-none-rp{layer}"] = report.pm(*statistics.rp(none, layer))
         out[f"layernorm-none-dir{layer}"] = statistics.direction(none, layer)
@@ -147,7 +193,7 @@ def reach_rows(*, need, reach, th) -> list[dict]:
     settle = report.num(statistics.SETTLE_Z)
     return [{"$d$": report.count(r.d), "trend of $S^{(2)}$": report.pm(r.trend, r.trend_se), "$z$": report.z_text(r.z),
              "plain $z$": report.z_text(r.plain_z), "SE cut": report.num(r.vr_trend, 2),
-             "RP $z$, control variates": report.z_text(report.zscore(*statistics.rp_cv(th[r.d], 2), 0.5)),
+             "RP $z$, control variates": report.z_text(report.zscore(*statistics.rp(th[r.d], 2), 0.5)),
              f"for $z = {settle}$": (report.num(need[r.d].cv, 2) if np.isfinite(need[r.d].cv) else "—")
              + (" †" if need[r.d].source == "derived" else "")} for r in reach]
 
@@ -177,9 +223,9 @@ def scale_rows(*, n, none) -> list[dict]:
 
 
 def size_rows(ln_points) -> list[dict]:
-    """The size of Theorem 1's effect per d and estimator: the trend of S^(2) with its z and its ratios to
-    the corrected Theorem 1 and to Eq. (5)."""
-    return [{"$d$": report.count(p.d), "estimator": p.estimator, "sequences": report.count(p.samples),
+    """The size of Theorem 1's effect per d (one estimator, the caption's): the trend of S^(2) with its z and
+    its ratios to the corrected Theorem 1 and to Eq. (5)."""
+    return [{"$d$": report.count(p.d), "sequences": report.count(p.samples),
              "trend of $S^{(2)}$": report.pm(p.trend, p.se), "$z$": report.z_text(p.z),
              "÷ corrected Theorem 1": report.pm(*p.corrected_ratio), "÷ Eq. (5)": report.pm(*p.ratio(p.eq5))}
             for p in ln_points]

@@ -11,17 +11,16 @@ from dataclasses import dataclass
 from .. import closedforms, conventions, plotting, report, statistics
 
 
-def residual_numbers(*, alpha, big, gamma, ln0, ln_a, n, res0, res_a, samples, samples_isotropic,
-                        verdict) -> dict[str, str]:
-    """Chapter 5's numbers: the settings and sample sizes, Definition 1 and the trends of the residual
-    model, and the figure's data."""
+def residual_numbers(*, alpha, iso, gamma, ln0, ln_a, n, res0, res_a, samples, verdict) -> dict[str, str]:
+    """Chapter 4's numbers: the settings and sample sizes, Definition 1 and the trends of the residual
+    model, and the figure's data; ``iso`` maps gamma (0 and ``gamma``) to the first-order control variate's
+    statistic at alpha = 0 (two layers)."""
     out = {}
     last = n - 1
     out["residual-samples"] = report.count(samples)
     out["residual-n"] = report.count(n)
     out["residual-alpha"] = report.num(alpha)
-    out["residual-samples-iso"] = report.count(samples_isotropic)
-    out["residual-settle-z"] = report.num(statistics.SETTLE_Z)
+    out["residual-samples-iso"] = report.count(iso[gamma].samples)
     out["residual-fig-data"] = report.download("proposition-2", report.result_columns(
         [ln0, ln_a, res_a, res0], [conventions.setting_label(r.config) for r in (ln0, ln_a, res_a, res0)]))
     for key, res in (("a5g0", ln_a), ("a5g1", res_a)):
@@ -29,13 +28,7 @@ def residual_numbers(*, alpha, big, gamma, ln0, ln_a, n, res0, res_a, samples, s
         out[f"residual-rp-{key}"] = report.pm(*statistics.rp(res, 2))
         out[f"residual-s-{key}"] = report.pm(res.score_mean[1, last, 0], res.score_sem[1, last, 0])
         out[f"residual-hrise-{key}"] = report.pm(*statistics.h_rise(res))
-    for key, res in (("iso0", big[0.0]), ("iso1", big[gamma])):
-        out[f"residual-t-{key}"] = report.pm(*statistics.s2_order(res)[1:])
-        out[f"residual-z-{key}"] = report.z_text(report.zscore(*statistics.s2_order(res)[1:]))
-    out["residual-def1-iso1"] = statistics.definition1(big[gamma], 2, family=2)
-    out["residual-plainz-iso1"] = report.z_text(report.zscore(big[gamma].trend_mean[1], big[gamma].trend_sem[1]))
-    out["residual-need-plain"] = report.num(statistics.sequences_needed(big[gamma].trend_sem[1], samples_isotropic,
-                                                                    big[gamma].trend_cv_mean[1]), 2)
+    out["residual-def1-iso1"] = statistics.definition1(iso[gamma], 2, family=2)
     out["residual-v"] = verdict.word
     out["residual-v-value"] = verdict.value
     out["residual-v-z"] = report.z_text(verdict.decisive.z)
@@ -91,10 +84,13 @@ def residual_weakening(without: SimResult, with_residual: SimResult) -> list[Wea
 # -- the rows of the page's tables -------------------------------------------------------------------
 
 def settings_rows(settings) -> list[dict]:
-    """One row per result of ``settings``: the model, alpha, the sequences, Definition 1 of layer 2
-    (all of them one family) and the trend of S^(2) with its z."""
+    """One row per result of ``settings`` (SimResults, or statistics of companion.estimators): the model,
+    alpha, the layers, the sequences, the estimator, Definition 1 of layer 2 (all of them one family) and
+    the trend of S^(2) with its z."""
     return [{"model": conventions.variant_short(r.config), "α": report.num(r.config.alpha),
-             "sequences": report.count(r.config.samples), "Definition 1": statistics.definition1(r, 2, family=len(settings)),
+             "layers": report.count(r.config.layers), "sequences": report.count(r.config.samples),
+             "estimator": "first-order CV" if not isinstance(r, SimResult) else "layer-1 CV",
+             "Definition 1": statistics.definition1(r, 2, family=len(settings)),
              "trend of $S^{(2)}$": report.pm(*statistics.s2_order(r)[1:]),
              "$z$": report.z_text(report.zscore(*statistics.s2_order(r)[1:]))} for r in settings]
 
@@ -130,7 +126,7 @@ def residual_figure(*, ln0, ln_a, res_a, res0, n) -> None:
     left.set_ylabel(f"mean $S^{{(2)}}_{{{n},j}}$")
     left.legend(loc="upper left")
     for res in (ln0, ln_a, res_a, res0):
-        plotting.recency_by_layer(res.recency_probability, res.recency_probability_sem, right,
+        plotting.recency_by_layer(*statistics.rp_layers(res), right,
                                   label=conventions.setting_label(res.config), **conventions.variant_style(res.config))
     right.set_ylim(0.45, None)
     right.legend(loc="upper left")
