@@ -111,28 +111,6 @@ def corrected_theorem1_claim(results: dict, ds=settings.EQ5_DS) -> Verdict:
     return decide("Theorem 1, corrected", checks, ("prf:ref", "thm-1-corrected"), {"z_threshold": zc})
 
 
-def eq6_claim(cosines: dict[float, tuple[float, float]], d: int, samples: int) -> Verdict:
-    """Eq. (6) with Eq. (23): two input tokens have cosine similarity alpha (their normalized inner
-    product is sqrt(d) alpha). ``cosines`` maps alpha to the measured mean cosine and its SE
-    (recency_lib.inputs.input_cosine_similarity, ``samples`` sequences at hidden size d): a check per
-    alpha whose cosine has sampling noise (at alpha = 0 and 1 it is exact), the largest deviation first.
-    At finite d the mean is alpha - alpha (1 - alpha^2) / (2 d) + O(d^-2) (recency_lib.inputs): resolved,
-    that is a check against the claim."""
-    if not cosines:
-        raise ValueError("cosines={} is empty; allowed: a dict alpha -> (mean, se)")
-    noisy = sorted((a for a, (m, s) in cosines.items() if not report.is_exact(m, s)), key=lambda a: -abs(cosines[a][0] - a))
-    zc = cv.z_for(max(1, len(noisy)))
-    checks = [direction_check(cosines[a][0], cosines[a][1], 0, zc, f"mean cosine − α at α = {a:g}",
-                              f"$d = {d}$, {report.count(samples)} sequences", reference=a,
-                              text=report.pm(cosines[a][0] - a, cosines[a][1]), kind="value", alpha=a, d=d)
-              for a in noisy]
-    exact = [a for a, (m, s) in cosines.items()
-             if report.is_exact(m, s) and abs(m - a) > report.EXACT_RTOL * max(1.0, abs(a))]
-    checks += [Check(f"mean cosine − α at α = {a:g}", f"$d = {d}$", cosines[a][0] - a, 0.0, math.inf, AGAINST,
-                     report.num(cosines[a][0] - a, 3), "value", alpha=a, d=d) for a in exact]
-    return decide("Eq. (6)", checks, ("doc", "input_distribution"), {"z_threshold": zc})
-
-
 def figure1_claim(rows: list[SimResult]) -> Verdict:
     """Figure 1 as the paper describes it (Sec. 3), from ``rows``, the four results of settings.fig1_configs
     (recency probabilities at the figure's sample size; Definition 1 with control variates):

@@ -35,9 +35,6 @@ EQ5_DS = (64, 16, 32)
 FIRST_ORDER_DS = (16, 32, 64, 128)
 FIRST_ORDER_FACTOR = 4
 
-#: Sequences of raw tokens per point of Eq. (6)'s cosine check (chapter 5, the landing page, Appendix A).
-COSINE_SAMPLES = 4_000
-
 #: Hidden sizes of Proposition 1 beyond the LLN (its row rises at relative order d^{-3/2}), and
 #: their sample factor (the rise at d = 64 is about 4 SE at 200,000 sequences).
 PROP1_DS = (16, 64, 256)

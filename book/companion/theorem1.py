@@ -3,10 +3,11 @@
 The chapter compares three things at each hidden size d, all in Theorem 1's setting (isotropic tokens,
 no residual, two layers) or Proposition 1's (the same without normalization):
 
-* the simulated trend of S^(2), the mean step S^(2)_ij - S^(2)_i,j-1 between two earlier keys, from
-  three estimators: the simulator's layer-1 control variates (``SimResult.trend_cv_mean``, d <= 64), the
-  first-order control variate and, without normalization, the Gram-matrix controls
-  (:mod:`companion.estimators`; per-sequence statistics for ``recency_lib.engines.sequence_statistic``);
+* the simulated trend of S^(2), the mean step S^(2)_ij - S^(2)_i,j-1 between two earlier keys, from the
+  strongest estimator of each setting: the first-order control variate with LayerNorm, the Gram-matrix
+  controls without normalization (:mod:`companion.estimators`; per-sequence statistics for
+  ``recency_lib.engines.sequence_statistic``), and what the simulator's layer-1 control variates
+  (``SimResult.trend_cv_mean``) reach (:func:`theorem1_reach`);
 * the book's derived trends, :func:`recency_lib.theory.theorem1_trend` (with LayerNorm) and
   :func:`recency_lib.theory.proposition1_trend` (without), and Eq. (5)'s (:func:`eq5_trend`);
 * what it costs to resolve the trend, with the derived trend as the effect wherever the simulation
@@ -36,7 +37,6 @@ from recency_lib.validation import check_int, check_real
 #: stated accuracy 0.5 % for d >= 16, n <= 10: THEOREM1_FORM_ACCURACY).
 FORM_MIN_D = 16
 #: Estimator names of the points, as the page prints them.
-LAYER1_CV = "layer-1 control variates"
 FIRST_ORDER = "first-order control variate"
 GRAM = "Gram-matrix control variates"
 
@@ -44,7 +44,7 @@ GRAM = "Gram-matrix control variates"
 @dataclass(frozen=True)
 class Point:
     """One simulated trend of S^(2): hidden size ``d``, ``trend`` +/- ``se``, from ``samples`` sequences
-    with ``estimator`` (:data:`LAYER1_CV` or :data:`FIRST_ORDER`), ``n`` tokens, normalization ``norm``."""
+    with ``estimator`` (:data:`FIRST_ORDER` or :data:`GRAM`), ``n`` tokens, normalization ``norm``."""
 
     d: int
     trend: float
@@ -80,14 +80,6 @@ class Point:
         the form's stated accuracy (THEOREM1_FORM_ACCURACY) combined with the simulation's SE."""
         form = self.derived
         return self.trend / form, math.hypot(self.se, THEOREM1_FORM_ACCURACY * form) / abs(form)
-
-
-def cv_points(results: dict[int, SimResult], ds=None) -> list[Point]:
-    """Points of the layer-1 control-variate trend of S^(2) (``results``: d -> SimResult of two layers or
-    more), for the hidden sizes ``ds`` (default: all), sorted by d."""
-    keep = sorted(d for d in results if ds is None or d in ds)
-    return [Point(d, float(results[d].trend_cv_mean[1]), float(results[d].trend_cv_sem[1]),
-                  results[d].config.samples, LAYER1_CV, results[d].config.n, results[d].config.norm) for d in keep]
 
 
 def statistic_points(stats: dict) -> list[Point]:
@@ -299,7 +291,7 @@ def derived_row_rise(n: int, d: float) -> tuple[np.ndarray, np.ndarray]:
 
 # -- figures ------------------------------------------------------------------------------------------
 
-_MARKERS = {LAYER1_CV: "o", FIRST_ORDER: "^"}
+_MARKERS = {FIRST_ORDER: "^", GRAM: "s"}
 
 
 def ratio_panel(points: list[Point], ax, *, eq5: bool = True, d_grid=None):

@@ -65,16 +65,6 @@ def test_eq5_and_the_corrected_theorem1_on_the_trend():
     assert claims.eq5_claim({d: thm(d, trend=0.0, trend_se=1.0)}).word == "not resolved"
 
 
-def test_eq6():
-    from recency_lib.inputs import cosine_bias_second_order
-
-    at_alpha = {a: (a, 1e-3) for a in (0.0, 0.5)} | {1.0: (1.0, 0.0)}
-    assert claims.eq6_claim(at_alpha, 64, 100).word == "holds"
-    second = {a: (a + float(cosine_bias_second_order(a, 64)), 1e-4) for a in (0.0, 0.5)} | {1.0: (1.0, 0.0)}
-    v = claims.eq6_claim(second, 64, 100)             # the O(1/d) term resolved: against the claim
-    assert v.word == "contradicted" and "α = 0.5" in v.measure
-
-
 # -- on simulations ---------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

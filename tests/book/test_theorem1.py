@@ -39,35 +39,31 @@ def stat(d, trend, se, n=10, samples=200_000, norm="layernorm"):
 
 def test_corrected_ratio_is_the_verdicts_number():
     """The page's ratio to the corrected form prints exactly as claims.corrected_theorem1_claim's check."""
-    th = {d: thm(d, trend=1.02 * theory.theorem1_trend(d, 10), trend_se=0.03 * theory.theorem1_trend(d, 10))
-          for d in (16, 32, 64)}
+    th = {d: stat(d, 1.02 * theory.theorem1_trend(d, 10), 0.03 * theory.theorem1_trend(d, 10)) for d in (16, 32, 64)}
     verdict = claims.corrected_theorem1_claim(th)
     by_d = {c.d: c for c in verdict.checks}
-    for p in theorem1.cv_points(th):
+    for p in theorem1.statistic_points(th):
         assert report.pm(*p.corrected_ratio) == by_d[p.d].text
 
 
 def test_eq5_ratio_is_the_verdicts_number():
-    th = {d: thm(d, trend=2.5 * closedforms.eq5_trend(10, d), trend_se=0.1 * closedforms.eq5_trend(10, d)) for d in (16, 32, 64)}
+    th = {d: stat(d, 2.5 * closedforms.eq5_trend(10, d), 0.1 * closedforms.eq5_trend(10, d)) for d in (16, 32, 64)}
     verdict = claims.eq5_claim(th)
     by_d = {c.d: c for c in verdict.checks}
-    for p in theorem1.cv_points(th):
+    for p in theorem1.statistic_points(th):
         assert report.pm(*p.ratio(p.eq5)) == by_d[p.d].text
 
 
 def test_points_read_the_right_fields():
-    th = {4: thm(4, trend=0.01), 16: thm(16, trend=0.002, trend_se=1e-5), 64: thm(64, trend=2e-6, trend_se=2e-7)}
-    pts = theorem1.cv_points(th, ds=(16, 64))
-    assert [p.d for p in pts] == [16, 64] and pts[1].trend == 2e-6 and pts[1].se == 2e-7
-    assert pts[0].estimator == theorem1.LAYER1_CV and pts[0].z == pytest.approx(200.0)
-    assert math.isnan(theorem1.cv_points(th, ds=(4,))[0].derived)          # the form is not used below d = 16
+    pts = theorem1.statistic_points({4: stat(4, 0.01, 1e-3), 16: stat(16, 0.002, 1e-5)})
+    assert pts[1].z == pytest.approx(200.0)
+    assert math.isnan(pts[0].derived)                                        # the form is not used below d = 16
     fo = theorem1.statistic_points({128: stat(128, 4.45e-9, 1e-11), 64: stat(64, 2.3e-6, 6e-9)})
     assert [p.d for p in fo] == [64, 128] and fo[1].trend == 4.45e-9 and fo[1].estimator == theorem1.FIRST_ORDER
     assert fo[1].samples == 200_000 and fo[1].se == 1e-11
     gram = theorem1.statistic_points({16: stat(16, 1e-4, 1e-6, norm="none")})[0]
     assert gram.estimator == theorem1.GRAM and gram.norm == "none"
-    none = theorem1.cv_points({16: none_res(16, trend=1e-4)})[0]
-    assert none.norm == "none" and none.derived == pytest.approx(theory.proposition1_trend(16, 10))
+    assert gram.derived == pytest.approx(theory.proposition1_trend(16, 10))
 
 
 def test_cost_per_sequence_pools_the_runs():
@@ -114,15 +110,14 @@ def test_row_rise_against_the_derived_one():
 # -- figures -------------------------------------------------------------------------------------
 
 def _ln_points():
-    th = {d: thm(d, trend=theory.theorem1_trend(d, 10), trend_se=0.05 * theory.theorem1_trend(d, 10)) for d in (16, 32, 64)}
-    return theorem1.cv_points(th) + theorem1.statistic_points(
-        {d: stat(d, theory.theorem1_trend(d, 10), 0.002 * theory.theorem1_trend(d, 10)) for d in (64, 128)})
+    return theorem1.statistic_points(
+        {d: stat(d, theory.theorem1_trend(d, 10), 0.002 * theory.theorem1_trend(d, 10)) for d in (16, 32, 64, 128)})
 
 
 def _none_points():
-    return theorem1.cv_points({d: none_res(d, trend=theory.proposition1_trend(d, 10),
-                                           trend_se=0.1 * theory.proposition1_trend(d, 10)) for d in (16, 64)}
-                              | {256: none_res(256, trend=1e-7, trend_se=2e-7)})
+    return theorem1.statistic_points({d: stat(d, theory.proposition1_trend(d, 10), 0.1 * theory.proposition1_trend(d, 10),
+                                              norm="none") for d in (16, 64)}
+                                     | {256: stat(256, 1e-7, 2e-7, norm="none")})
 
 
 def test_ratio_and_prop1_panels_draw():
@@ -158,8 +153,7 @@ def test_rise_panel_and_size_columns():
     assert ax.get_xlabel() == "key j"
     plt.close(fig)
     cols = theorem1.size_columns(_ln_points(), _none_points())
-    assert set(cols) == {f"÷ corrected Theorem 1, {theorem1.LAYER1_CV}", f"÷ Eq. (5), {theorem1.LAYER1_CV}",
-                         f"÷ corrected Theorem 1, {theorem1.FIRST_ORDER}", f"÷ Eq. (5), {theorem1.FIRST_ORDER}",
+    assert set(cols) == {f"÷ corrected Theorem 1, {theorem1.FIRST_ORDER}", f"÷ Eq. (5), {theorem1.FIRST_ORDER}",
                          "no normalization, ÷ derived"}
     assert cols["no normalization, ÷ derived"][0] == [16, 64, 256]
     assert report.curve_columns(cols, "d")
