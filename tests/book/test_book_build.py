@@ -334,3 +334,18 @@ def test_an_interrupted_build_leaves_no_stale_page(tmp_path, run_jupyter_book):
         assert rebuilt.returncode == 0 and re.search(r"^build succeeded", rebuilt.log, re.M), rebuilt.tail()
         assert shown() == dict.fromkeys(pages, f"v{k}"), (
             f"after a build interrupted by {signame} while {phase} the pages", shown(), log[-2000:], rebuilt.tail())
+
+
+def test_a_pages_runs_land_in_the_builds_folder_whatever_path_output_says(tmp_path, run_jupyter_book):
+    """fresh_cache tells the pages where the build writes (COMPANION_BUILD_DIR: ``_build`` under
+    --path-output), so what a page writes beside its results (Appendix B's runs, companion.params) lands
+    there and never in the checkout, which a build into another folder may not be able to write."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    _tiny_book(root, {"runs": [new_markdown_cell("# Runs"),
+                               new_code_cell("from companion import params\nprint('runs in', params.build_folder())")]})
+    out = tmp_path / "elsewhere"
+    result = run_jupyter_book(root, "--path-output", str(out), env={"RECENCY_LIB_CACHE": str(tmp_path / "r")}, timeout=600)
+    assert result.returncode == 0, result.tail()
+    assert f"runs in {out / '_build'}" in (out / "_build" / "html" / "runs.html").read_text(), result.tail()
+    assert not (root / "_build").exists()
