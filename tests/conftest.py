@@ -35,7 +35,8 @@ HEAVY = {
 }
 HEAVY_MODULES = {"test_empirical_page.py"}     # chapter 6 under papermill, every test
 HEAVY_FIXTURES = {"appendix",     # test_appendix_b.py: the appendix page executed by papermill
-                  "dumps"}        # test_theme.py: three fresh interpreters, one importing seaborn (~7 s)
+                  "dumps",        # test_theme.py: three fresh interpreters, one importing seaborn (~7 s)
+                  "good_run"}     # test_rerun.py: a rerun of the setting template, then others into its folder
 
 
 def _is_heavy(item) -> bool:

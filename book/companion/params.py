@@ -25,6 +25,7 @@ import numbers
 import os
 from pathlib import Path
 
+from recency_lib.files import shown
 from recency_lib.validation import check_choice, check_int, check_real, short
 
 BOOK = Path(__file__).resolve().parents[1]          # book/
@@ -142,7 +143,7 @@ def check_outside_sources(name: str, folder) -> Path:
     root = ROOT.resolve()
     inside = path.is_relative_to(root) and (path == root or path.relative_to(root).parts[0] in SOURCE_FOLDERS)
     if inside:
-        raise ValueError(f"{name}={short(str(folder))} is not allowed; allowed: a folder outside the sources "
+        raise ValueError(f"{name}={shown(folder)} is not allowed; allowed: a folder outside the sources "
                          f"({', '.join(f + '/' for f in SOURCE_FOLDERS)} and the checkout's own folder)")
     return path
 
