@@ -9,7 +9,8 @@ and figures, and Sphinx would not even re-read it. This extension, at the start 
    package ``companion`` (:mod:`companion.sources`: each chapter reaches nearly all of them), the
    notebooks its code names (Appendix B runs ``setting_template.ipynb``), and the values of
    ``RECENCY_LIB_CACHE``, ``RECENCY_LIB_KERNEL`` and ``COMPANION_BUILD_DIR`` (the build's folder, which
-   this extension sets). A page whose hash is not the one it was last
+   this extension sets), and the simulator's kernel path (a kernel rebuilt after a build on the numpy
+   path, which ran because the compiled kernel was older than its source, changes what pages show). A page whose hash is not the one it was last
    *executed* with loses its jupyter-cache record; a page whose hash is not the one it was last
    *written* with is read again. The simulations behind a re-executed page come back from the results
    cache, whose key covers only what a simulation runs.
@@ -78,14 +79,27 @@ def _environment_value(name: str, base: Path | None) -> str:
     return value
 
 
+def kernel_path() -> str:
+    """The simulator's kernel the pages will run (recency_lib.engines.kernel_name): "c", or "numpy" when
+    the compiled kernel is missing, switched off or older than its source. Rebuilding the kernel changes
+    no source file, but what the pages compute and show (the reproducibility page names it)."""
+    try:
+        from recency_lib.engines import kernel_name
+
+        return kernel_name()
+    except ValueError:                      # a bad RECENCY_LIB_KERNEL: every page that simulates says so
+        return "refused"
+
+
 def dependency_hash(path: Path, base: Path | None = None) -> str:
     """sha256 over what the output of notebook ``path`` depends on besides its own cells: the two
-    packages' files (:func:`companion.sources.sources_hash`), the notebooks its code names (and theirs)
-    and the values of :data:`PAGE_ENVIRONMENT`."""
+    packages' files (:func:`companion.sources.sources_hash`), the notebooks its code names (and theirs),
+    the values of :data:`PAGE_ENVIRONMENT` and the :func:`kernel_path`."""
     from companion.sources import sources_hash
 
     base = (Path(base) if base is not None else path.parent.parent).resolve()
     extra = {f"env:{name}": _environment_value(name, base).encode() for name in PAGE_ENVIRONMENT}
+    extra["kernel-path"] = kernel_path().encode()
     todo, seen = _named_notebooks(path), {path}
     while todo:
         nb = todo.pop()

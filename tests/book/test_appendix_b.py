@@ -255,8 +255,15 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
     assert again.status == "reused" and again.key == first.key and again.seconds == first.seconds
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
 
-    # the library's source is part of the key
+    # the library's source is part of the key, and so is the simulator's kernel path: a kernel rebuilt
+    # after a run on the numpy path (a kernel older than its source) runs the grid again
     monkeypatch.setattr(grid, "sources_hash", lambda: "edited")
+    assert grid.run_key(template, again.params) != first.key
+    monkeypatch.undo()
+    from recency_lib import engines
+
+    other_path = {"c": "numpy", "numpy": "c"}[engines.kernel_name()]
+    monkeypatch.setattr(engines, "kernel_name", lambda: other_path)
     assert grid.run_key(template, again.params) != first.key
     monkeypatch.undo()
 
