@@ -354,3 +354,26 @@ def test_render_gives_any_notebook_name_a_safe_page(good_run, tmp_path):
     result = companion("render", str(nb))
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == str(odd / "a-x-b.html") and (odd / "a-x-b.html").is_file()
+
+
+def test_a_parameter_error_raised_inside_the_page_is_still_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
+    """Should a value pass the check before papermill and fail the page's own (its first cell, the same
+    companion.params.check): the chapter's ValueError is the error line, exit 2; any other failure of a
+    cell is exit 1 with the cell, the error and the failed notebook's path."""
+    from papermill.exceptions import PapermillExecutionError
+
+    from companion import rerun
+
+    def failing(source):
+        def run(*args, **kwargs):
+            raise PapermillExecutionError(2, 2, source, "ValueError", "n=2 is out of range; allowed: an integer >= 3", [])
+        return run
+
+    monkeypatch.setattr(rerun, "rerun", failing('globals().update(params.check("residual", globals()))'))
+    assert rerun.main(["rerun", "book/residual.ipynb", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "error: n=2 is out of range; allowed: an integer >= 3\n"
+    monkeypatch.setattr(rerun, "rerun", failing("res = simulate(cfg)"))
+    assert rerun.main(["rerun", "book/residual.ipynb", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: residual.ipynb failed in cell [2]: ValueError: n=2 is out of range") and err.count("\n") == 1
+    assert f"{tmp_path / 'residual.failed.ipynb'}" in err
