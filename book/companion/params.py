@@ -15,8 +15,8 @@ there is one ``error:`` line and nothing runs.
 
 Folders: :func:`check_outside_sources` refuses a folder inside the book's or the simulator's sources (a
 rerun, a rendered page, Appendix B's runs write only elsewhere); Appendix B's ``out_dir`` left empty is
-``appendix_b`` in the build's folder (``COMPANION_BUILD_DIR``, set by book/_ext/fresh_cache.py, whatever
-``--path-output`` says; outside a build the checkout's ``_build``).
+``.jupyter_cache/appendix_b`` in the build's folder (:func:`build_folder`: ``COMPANION_BUILD_DIR``, set by
+book/_ext/fresh_cache.py whatever ``--path-output`` says; outside a build the checkout's ``_build``).
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def _items(name: str, value, allowed: str) -> list:
             v = ast.literal_eval(v.strip())
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             raise ValueError(f"{name}={short(value)} is not a list; allowed: {allowed}") from None
-    if isinstance(v, (numbers.Number, bool)):
+    if isinstance(v, numbers.Number):                     # bools too: refused by the entries' check
         v = [v]
     if not isinstance(v, (list, tuple)):
         raise ValueError(f"{name}={short(value)} is not a list; allowed: {allowed}")
