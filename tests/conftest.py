@@ -30,12 +30,13 @@ HEAVY = {
     "test_appendix_b.py::test_appendix_runs_with_other_parameters",
     "test_appendix_b.py::test_appendix_rejects_a_bad_grid_before_any_run",
     "test_notebooks.py::test_closing_pages_run_with_other_parameters",
-    "test_notebooks.py::test_beyond_rejects_bad_parameters_before_any_work",
+    "test_notebooks.py::test_a_bad_parameter_stops_the_page_in_its_first_cell_under_its_own_name",
     "test_notebooks.py::test_appendix_a_runs_with_other_parameters",
 }
 HEAVY_MODULES = {"test_empirical_page.py"}     # chapter 6 under papermill, every test
 HEAVY_FIXTURES = {"appendix",     # test_appendix_b.py: the appendix page executed by papermill
-                  "dumps"}        # test_theme.py: three fresh interpreters, one importing seaborn (~7 s)
+                  "dumps",        # test_theme.py: three fresh interpreters, one importing seaborn (~7 s)
+                  "good_run"}     # test_rerun.py: a rerun of the setting template, then others into its folder
 
 
 def _is_heavy(item) -> bool:

@@ -8,7 +8,9 @@ and figures, and Sphinx would not even re-read it. This extension, at the start 
    besides its own cells (:func:`dependency_hash`): every file of ``recency_lib`` and of the book's
    package ``companion`` (:mod:`companion.sources`: each chapter reaches nearly all of them), the
    notebooks its code names (Appendix B runs ``setting_template.ipynb``), and the values of
-   ``RECENCY_LIB_CACHE`` and ``RECENCY_LIB_KERNEL``. A page whose hash is not the one it was last
+   ``RECENCY_LIB_CACHE``, ``RECENCY_LIB_KERNEL`` and ``COMPANION_BUILD_DIR`` (the build's folder, which
+   this extension sets), and the simulator's kernel path (a kernel rebuilt after a build on the numpy
+   path, which ran because the compiled kernel was older than its source, changes what pages show). A page whose hash is not the one it was last
    *executed* with loses its jupyter-cache record; a page whose hash is not the one it was last
    *written* with is read again. The simulations behind a re-executed page come back from the results
    cache, whose key covers only what a simulation runs.
@@ -59,30 +61,45 @@ def _named_notebooks(path: Path) -> list[Path]:
     return sorted(p for p in (path.parent / n for n in names) if p.is_file())
 
 
-# recency_lib's environment variables that change what a page shows: where results are cached (the
-# reproducibility page prints it) and which kernel runs (pages name it; numbers differ by rounding)
-PAGE_ENVIRONMENT = ("RECENCY_LIB_CACHE", "RECENCY_LIB_KERNEL")
+# The environment variables that change what a page shows: where results are cached (the reproducibility
+# page prints it), which kernel runs (pages name it; numbers differ by rounding) and the build's folder
+# (Appendix B's runs live there; its page links to them)
+PAGE_ENVIRONMENT = ("RECENCY_LIB_CACHE", "RECENCY_LIB_KERNEL", "COMPANION_BUILD_DIR")
+FOLDERS = ("RECENCY_LIB_CACHE", "COMPANION_BUILD_DIR")
 
 
 def _environment_value(name: str, base: Path | None) -> str:
     """The value of ``name`` as a page shows it: a folder inside ``base`` (the book's root) relative to
     it, so that moving the checkout changes nothing."""
     value = os.environ.get(name, "")
-    if name == "RECENCY_LIB_CACHE" and value and base is not None:
+    if name in FOLDERS and value and base is not None:
         path = Path(value).resolve()
         if path.is_relative_to(base):
             return path.relative_to(base).as_posix()
     return value
 
 
+def kernel_path() -> str:
+    """The simulator's kernel the pages will run (recency_lib.engines.kernel_name): "c", or "numpy" when
+    the compiled kernel is missing, switched off or older than its source. Rebuilding the kernel changes
+    no source file, but what the pages compute and show (the reproducibility page names it)."""
+    try:
+        from recency_lib.engines import kernel_name
+
+        return kernel_name()
+    except ValueError:                      # a bad RECENCY_LIB_KERNEL: every page that simulates says so
+        return "refused"
+
+
 def dependency_hash(path: Path, base: Path | None = None) -> str:
     """sha256 over what the output of notebook ``path`` depends on besides its own cells: the two
-    packages' files (:func:`companion.sources.sources_hash`), the notebooks its code names (and theirs)
-    and the values of :data:`PAGE_ENVIRONMENT`."""
+    packages' files (:func:`companion.sources.sources_hash`), the notebooks its code names (and theirs),
+    the values of :data:`PAGE_ENVIRONMENT` and the :func:`kernel_path`."""
     from companion.sources import sources_hash
 
     base = (Path(base) if base is not None else path.parent.parent).resolve()
     extra = {f"env:{name}": _environment_value(name, base).encode() for name in PAGE_ENVIRONMENT}
+    extra["kernel-path"] = kernel_path().encode()
     todo, seen = _named_notebooks(path), {path}
     while todo:
         nb = todo.pop()
@@ -148,6 +165,9 @@ def on_builder_inited(app: Sphinx) -> None:
     # Simulation results shared by the chapters (recency_lib.cache) live beside the execution
     # cache, keyed by config and library source; kernels inherit this variable.
     os.environ.setdefault("RECENCY_LIB_CACHE", str(Path(app.outdir).parent / ".recency_cache"))
+    # The build's own folder (``_build`` under --path-output): what a page writes beside its results
+    # goes there, never into the checkout (companion.params.build_folder: Appendix B's runs).
+    os.environ["COMPANION_BUILD_DIR"] = str(Path(app.outdir).parent)
     # The book's pages glue their figures and tables without displaying them (the page places them);
     # outside a build (a papermill rerun) they display them too (companion.in_book).
     os.environ["COMPANION_IN_BOOK"] = "1"

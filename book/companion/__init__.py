@@ -13,8 +13,9 @@ reproducibility page's provenance (:mod:`~companion.provenance`).
 
 The arrow points one way: ``companion`` imports ``recency_lib``, never the reverse.
 
+Every page checks its parameters first, each by its own name (:mod:`~companion.params`).
 ``python -m companion rerun PAGE OUT_DIR -p NAME VALUE ...`` reruns a chapter with other parameters
-(unknown names are refused before any work) and renders it as a page in the book's look;
+(checked the same way before any work) and renders it as a page in the book's look;
 ``python -m companion render NOTEBOOK`` renders an executed notebook (:mod:`companion.rerun`).
 """
 import os

@@ -463,6 +463,7 @@ def page_html(data: dict, *, start: dict | None = None, pinned: dict | None = No
 <noscript><p class="rx-note">The explorer draws its figures with JavaScript, which is off in this browser.
 The same numbers come from the command line shown in the README.</p></noscript>
 {controls_html(meta, a)}
+<p class="rx-note" id="rx-link-note" role="status" hidden></p>
 <div class="rx-main">
  <section class="rx-panel rx-heat" aria-labelledby="rx-heat-title">
   <h3 class="rx-h" id="rx-heat-title">Mean attention scores</h3>

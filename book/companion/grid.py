@@ -71,7 +71,7 @@ SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed
 TEMPLATE_MINIMA = {"n": 3, "layers": 2}
 #: Parameters the driver sets itself.
 DRIVER_PARAMS = ("result_path",)
-KEY_FORMAT = "companion.grid/2"
+KEY_FORMAT = "companion.grid/3"
 
 
 # -- validation --------------------------------------------------------------------------------
@@ -187,13 +187,18 @@ def slug(params: dict) -> str:
 
 
 def run_inputs(template, params: dict, kernel: str = "python3") -> dict:
-    """Everything a run's outputs depend on (what the key hashes)."""
+    """Everything a run's outputs depend on (what the key hashes), the simulator's kernel path among them
+    (recency_lib.engines.kernel_name: "c", or "numpy" while the compiled kernel is missing or older than its
+    source; the two agree only to rounding, so a rebuilt kernel runs the grid again)."""
+    from recency_lib.engines import kernel_name
+
     return {
         "format": KEY_FORMAT,
         "template": Path(template).name,
         "template_sha256": hashlib.sha256(Path(template).read_bytes()).hexdigest(),
         "params": params,
         "kernel": kernel,
+        "kernel_path": kernel_name(),
         "source": sources_hash(),
     }
 

@@ -5,8 +5,14 @@ The full build is a session fixture (tests/book/conftest.py) shared with the bro
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import nbformat
@@ -227,3 +233,119 @@ def test_notebooks_run_in_parallel_and_a_failure_still_fails_the_build(tmp_path,
                               timeout=600)
     assert "fresh_cache: executing 2 notebooks" in result.log, result.tail()
     assert result.returncode != 0 and "deliberate failure 4410" in result.log, result.tail()
+
+
+# --------------------------------------------------------------------------- interrupted builds
+
+SLOW_PHASE = '''"""The tiny book's probe of a build's phases: with SLOW_PHASE=reading (or writing) every page takes
+a second longer to read (or to write), so that a test can interrupt a build in that phase."""
+import os
+import time
+
+
+def _sleep(phase):
+    if os.environ.get("SLOW_PHASE") == phase:
+        print(f"slow_phase: {phase}", flush=True)
+        time.sleep(1.5)
+
+
+def setup(app):
+    app.connect("doctree-read", lambda app, doctree: _sleep("reading"))
+    app.connect("html-page-context", lambda app, *args: _sleep("writing"))
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+'''
+
+PROBE_PAGE = ("import time\n"
+              "from companion import report\n"
+              "time.sleep(2)\n"
+              "print('probe', report.PROBE)")
+
+# (signal, phase, the log line that says the phase has started)
+INTERRUPTIONS = [("SIGINT", "executing", "fresh_cache: executing"), ("SIGKILL", "executing", "fresh_cache: executing"),
+                 ("SIGINT", "reading", "slow_phase: reading"), ("SIGKILL", "reading", "slow_phase: reading"),
+                 ("SIGINT", "writing", "slow_phase: writing"), ("SIGKILL", "writing", "slow_phase: writing")]
+
+
+def _interrupted_build(root: Path, env: dict, signame: str, marker: str) -> str:
+    """`jupyter-book build book` in ``root``, its whole process group sent ``signame`` (as a terminal's
+    Ctrl-C reaches every process of the foreground job) once ``marker`` is in its output; its log."""
+    from bookutils import _ANSI, jupyter_book_cmd
+
+    env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1", **env)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.Popen([*jupyter_book_cmd(), "build", "book"], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines, seen = [], threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+            if marker in line:
+                seen.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert seen.wait(300), f"the build never reached {marker!r}:\n" + "".join(lines[-40:])
+        time.sleep(0.5)
+        os.killpg(proc.pid, getattr(signal, signame))
+        proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    reader.join(30)
+    log = _ANSI.sub("", "".join(lines))
+    assert proc.returncode != 0, f"the build was not interrupted by {signame}:\n{log[-3000:]}"
+    return log
+
+
+def test_an_interrupted_build_leaves_no_stale_page(tmp_path, run_jupyter_book):
+    """book/_ext/fresh_cache.py: a build interrupted by SIGINT or SIGKILL while it executes, reads or writes
+    the pages of an edit of the book's package is followed by a build that ends "build succeeded" with
+    every page showing the edited package's output (the stamp that says a page is current is written only
+    once a build has written it)."""
+    lib = tmp_path / "lib"
+    for pkg, src in (("recency_lib", REPO / "recency_lib"), ("companion", REPO / "book" / "companion")):
+        shutil.copytree(src, lib / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    report = lib / "companion" / "report.py"
+    original = report.read_text()
+    root = tmp_path / "b"
+    root.mkdir()
+    pages = ("p1", "p2", "p3", "p4")
+    _tiny_book(root, {p: [new_markdown_cell(f"# {p}"), new_code_cell(PROBE_PAGE)] for p in pages})
+    (root / "book" / "_ext" / "slow_phase.py").write_text(SLOW_PHASE)
+    config = root / "_config.yml"
+    config.write_text(config.read_text().replace("    collector: book/_ext\n",
+                                                 "    collector: book/_ext\n    slow_phase: book/_ext\n"))
+    env = {"PYTHONPATH": str(lib), "RECENCY_LIB_CACHE": str(tmp_path / "results")}
+
+    def shown() -> dict[str, str]:
+        return {p: re.search(r"probe (\S+)", (root / "_build" / "html" / f"{p}.html").read_text()).group(1)
+                for p in pages}
+
+    report.write_text(original + "\nPROBE = 'v0'\n")
+    first = run_jupyter_book(root, env=env, timeout=600)
+    assert first.returncode == 0 and shown() == dict.fromkeys(pages, "v0"), first.tail()
+    for k, (signame, phase, marker) in enumerate(INTERRUPTIONS, start=1):
+        report.write_text(original + f"\nPROBE = 'v{k}'\n")       # an edit: every page is out of date
+        log = _interrupted_build(root, {**env, "SLOW_PHASE": phase}, signame, marker)
+        rebuilt = run_jupyter_book(root, env=env, timeout=600)
+        assert rebuilt.returncode == 0 and re.search(r"^build succeeded", rebuilt.log, re.M), rebuilt.tail()
+        assert shown() == dict.fromkeys(pages, f"v{k}"), (
+            f"after a build interrupted by {signame} while {phase} the pages", shown(), log[-2000:], rebuilt.tail())
+
+
+def test_a_pages_runs_land_in_the_builds_folder_whatever_path_output_says(tmp_path, run_jupyter_book):
+    """fresh_cache tells the pages where the build writes (COMPANION_BUILD_DIR: ``_build`` under
+    --path-output), so what a page writes beside its results (Appendix B's runs, companion.params) lands
+    there and never in the checkout, which a build into another folder may not be able to write."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    _tiny_book(root, {"runs": [new_markdown_cell("# Runs"),
+                               new_code_cell("from companion import params\nprint('runs in', params.build_folder())")]})
+    out = tmp_path / "elsewhere"
+    result = run_jupyter_book(root, "--path-output", str(out), env={"RECENCY_LIB_CACHE": str(tmp_path / "r")}, timeout=600)
+    assert result.returncode == 0, result.tail()
+    assert f"runs in {out / '_build'}" in (out / "_build" / "html" / "runs.html").read_text(), result.tail()
+    assert not (root / "_build").exists()

@@ -396,3 +396,33 @@ def test_controls_with_unknown_values_are_ignored(page_of, data, control):
     assert page.errors == [], page.errors
     assert state_of(page) == before
     check_shows(page, data)
+
+
+def test_a_hash_changed_after_loading_shows_its_setting_and_a_bad_link_says_so(page_of, data):
+    """The page once read its hash only when it loaded: an address edited afterwards (or a link followed
+    on the page) left the old setting on screen, and a link to a setting the grid lacks silently became
+    the default one. Now a new setting's hash shows that setting; a setting's hash that is not in the grid
+    (or malformed) keeps the setting and says so under the controls until a control is used; another
+    anchor (a section's) changes nothing."""
+    open_page, log = page_of
+    page = open_page(hash_="#a0.3-g1-d256-rms-L3")
+    note = "() => { const n = document.getElementById('rx-link-note'); return n.hidden ? null : n.textContent; }"
+    assert page.evaluate(note) is None
+    page.evaluate("() => { location.hash = '#a0.9-g1-d1024-rms-L4'; }")
+    page.wait_for_function("() => window.rxExplorer.state().layer === 4")
+    assert state_of(page) == {"ia": 9, "ig": 1, "id": 3, "inorm": 2, "layer": 4}
+    assert page.evaluate(note) is None
+    check_shows(page, data)
+    page.evaluate("() => { location.hash = '#a0.95-g1-d1024-rms-L4'; }")        # not an alpha of the grid
+    page.wait_for_timeout(200)
+    assert state_of(page) == {"ia": 9, "ig": 1, "id": 3, "inorm": 2, "layer": 4}
+    assert "#a0.95-g1-d1024-rms-L4 is not one of this grid" in page.evaluate(note)
+    page.evaluate("() => { location.hash = '#recompute'; }")                    # not a setting: nothing changes
+    page.wait_for_timeout(200)
+    assert state_of(page)["layer"] == 4
+    page.locator('input[name="rx-layer"][value="2"]').check()
+    assert page.evaluate(note) is None and state_of(page)["layer"] == 2
+    check_shows(page, data)
+    page = open_page(hash_="#a9-g9-d1-x-L1")                                    # a malformed link
+    assert "#a9-g9-d1-x-L1 is not one of this grid" in page.evaluate(note)
+    assert_clean(page, log)

@@ -2,7 +2,10 @@
 
 * no function, class or lambda defined in a notebook (the book's package has them, tested): the visible
   cells show how a figure's data is made, the functions they call are companion's;
-* cells tagged remove-cell hold only imports, assignments and glue(...) calls (loops of them too);
+* cells tagged remove-cell hold only imports, assignments and glue(...) calls (loops of them too) and the
+  parameters' check;
+* the code cell after the parameters cell is hidden and checks every parameter first, by its own name
+  (``globals().update(params.check(PAGE, globals()))``, companion.params);
 * the parameters cell is shown (no hide or remove tag), one typed and commented line per parameter
   (papermill --help-notebook prints those comments; it drops a line whose comment holds "=");
 * a page that simulates shows its work: a visible code cell of at most 12 lines with the setting it
@@ -42,15 +45,41 @@ def _code(cell) -> str:
     return "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
 
 
+def _checks_parameters(node) -> str | None:
+    """The page named by a statement ``globals().update(params.check(PAGE, globals()))``, else None."""
+    code = ast.unparse(node) if isinstance(node, ast.Expr) else ""
+    m = re.fullmatch(r"globals\(\)\.update\(params\.check\('(\w+)', globals\(\)\)\)", code)
+    return m.group(1) if m else None
+
+
 def _glue_or_layout(node) -> bool:
     if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AugAssign, ast.AnnAssign)):
         return True
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        if _checks_parameters(node):
+            return True
         # glue(...) itself, or report.glue_numbers(...), which only glues what a companion.pages function returns
         return getattr(node.value.func, "id", getattr(node.value.func, "attr", "")) in ("glue", "glue_numbers")
     if isinstance(node, ast.For):
         return all(_glue_or_layout(n) for n in node.body) and not node.orelse
     return False
+
+
+def _parameter_check_problems(page: str, code: list) -> list[str]:
+    """The code cell after the parameters cell is hidden and checks every parameter by its own name,
+    ``globals().update(params.check(PAGE, globals()))``, before it does anything else but import."""
+    at = next((k for k, c in enumerate(code) if "parameters" in c.metadata.get("tags", [])), None)
+    if at is None or at + 1 >= len(code):
+        return []
+    first = code[at + 1]
+    body = ast.parse(_code(first)).body
+    calls = [k for k, node in enumerate(body) if _checks_parameters(node)]
+    if not HIDDEN & set(first.metadata.get("tags", [])) or [_checks_parameters(body[k]) for k in calls] != [page]:
+        return [f"the code cell after the parameters cell is not a hidden cell that checks every parameter: "
+                f"globals().update(params.check({page!r}, globals()))"]
+    if not all(isinstance(node, (ast.Import, ast.ImportFrom)) for node in body[:calls[0]]):
+        return ["the parameters' check is not the first statement after the imports of its cell"]
+    return []
 
 
 def rule_problems(page: str) -> list[str]:
@@ -81,6 +110,8 @@ def rule_problems(page: str) -> list[str]:
             if PSEUDO_TEX.search(prose):
                 problems.append(f"cell {k}: pseudo-TeX label {PSEUDO_TEX.search(prose).group(0)!r}; write math")
     code = [c for c in nb.cells if c.cell_type == "code"]
+    if page != "setting_template":              # the grid's template checks through grid.validate_params
+        problems += _parameter_check_problems(page, code)
     if any(SIMULATES.search(_code(c)) for c in code):
         shown = [c for c in code if not HIDDEN & set(c.metadata.get("tags", []))
                  and SHOWS_SETTING.search(c.source) and SIMULATES.search(_code(c))
@@ -108,8 +139,11 @@ NON_DEFAULT = {
                   "samples_first_order": 5_000},
     "residual": {"samples": 2_000, "samples_first_order": 5_000, "seed": 4, "n": 4, "layers": 2, "workers": 1,
                  "alpha": 0.3, "gamma": 0.5},
-    "input_distribution": {"samples": 2_000, "samples_isotropic": 10_000, "samples_first_order": 5_000, "samples_cosine": 300,
-                           "samples_alpha1": 300, "seed": 5, "n": 4, "d": 16, "layers": 3, "workers": 1},
+    # one alpha, as papermill's -y "alphas: 0.5" gives it (a number, not a list)
+    "input_distribution": {"samples": 2_000, "samples_isotropic": 10_000, "samples_first_order": 5_000,
+                           "samples_cosine": 300,
+                           "samples_alpha1": 300, "seed": 5, "n": 4, "d": 16, "layers": 3, "workers": 1,
+                           "alphas": 0.5},
 }
 
 

@@ -98,24 +98,48 @@ def test_closing_pages_run_with_other_parameters(page, tmp_path, monkeypatch, se
         assert any("image/svg+xml" in k for o in outputs for k in o.get("data", {})), f"{page}: no figure"
 
 
-def test_beyond_rejects_bad_parameters_before_any_work(tmp_path, monkeypatch):
+# A bad value of any page's parameter stops the page in its first hidden cell (the parameters' check),
+# under the parameter's own name, before anything is simulated. The first nine are the cases that were
+# refused late (after other cells had simulated) or under an internal name.
+FIRST_CELL = [
+    ("beyond", {"long_samples": 0}, "long_samples=0 is out of range"),
+    ("input_distribution", {"samples_alpha1": 1}, "samples_alpha1=1 is out of range"),
+    ("layernorm", {"samples_prop1": 0}, "samples_prop1=0 is out of range; allowed: an integer >= 2"),
+    ("intro", {"samples_first_order": 1}, "samples_first_order=1 is out of range"),
+    ("preliminaries", {"samples_single": 0}, "samples_single=0 is out of range"),
+    ("appendix_a", {"ds": "abc"}, "ds='abc' is not a list"),
+    ("residual", {"samples_first_order": -3}, "samples_first_order=-3 is out of range"),
+    ("empirical", {"depth_layers": 2}, "depth_layers=2 is out of range"),
+    ("conclusion", {"long_n": 5}, "long_n=5 is out of range"),
+    ("beyond", {"heads": 3}, "heads=3 is not allowed with d=64"),
+    ("index", {"workers": 0}, "workers=0 is out of range"),
+    ("explorer", {"samples": 1}, "samples=1 is out of range"),
+    ("appendix_b", {"alphas_residual": "[0.2, 0.2]"}, "alphas_residual='[0.2, 0.2]' repeats a value"),
+    ("reproducibility", {"seed": -1}, "seed=-1 is out of range"),
+]
+
+
+@pytest.mark.parametrize("page, given, message", FIRST_CELL, ids=[f"{p}-{next(iter(g))}" for p, g, _ in FIRST_CELL])
+def test_a_bad_parameter_stops_the_page_in_its_first_cell_under_its_own_name(page, given, message, tmp_path, monkeypatch):
     monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
-    for params, message in (({"long_lengths": "[10, 32]"}, "long_lengths='[10, 32]' is not allowed"),
-                            ({"heads": 3}, "heads=3 is not allowed with d=64")):
-        with pytest.raises(pm.PapermillExecutionError, match=re.escape(message)):
-            execute_page("beyond", params, tmp_path)
-    assert not list((tmp_path / "cache").glob("*.npz"))
+    with pytest.raises(pm.PapermillExecutionError) as info:
+        execute_page(page, given, tmp_path)
+    error = info.value
+    assert error.ename == "ValueError" and error.evalue.startswith(message), (error.ename, error.evalue)
+    assert "params.check(" in error.source, f"{page} failed in a later cell:\n{error.source}"
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").iterdir()), "something was simulated"
 
 
 # -- Appendix A with parameter values other than the defaults --------------------------------------
 
 APPENDIX_A = {"samples": 3_000, "boost": 2, "samples_cosine": 500, "samples_paper": 2_000, "seed": 3, "n": 5,
-              "ds": [8, 32], "workers": 1}
+              "ds": "[8, 32]", "workers": 1}           # a list in papermill's -p form
 
 
 def test_appendix_a_runs_with_other_parameters(tmp_path, monkeypatch, seeded_cache):
-    """Other hidden sizes (two, none of them the paper's 64), a shorter sequence, one worker, another
-    seed: every glued number and figure is still produced, nothing is written to stderr."""
+    """Other hidden sizes (two, none of them the paper's 64, given as papermill's -p passes a list: its
+    string), a shorter sequence, one worker, another seed: every glued number and figure is still
+    produced, nothing is written to stderr."""
     monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     path = page_source("appendix_a")

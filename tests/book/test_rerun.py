@@ -4,15 +4,18 @@ renders a run whose notebook holds its figures; `python -m companion render` pla
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from bookutils import BOOK, page_source, toc_pages
+from bookutils import BOOK, REPO, page_source, toc_pages
 
 PAGES = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"] + ["setting_template"]
 COMPANION = [sys.executable, "-m", "companion"]
@@ -77,3 +80,300 @@ def test_a_rerun_with_other_alpha_and_gamma_shows_its_figures(tmp_path, monkeypa
     assert shown and set(shown) == {"0.3"}, shown                    # the prose quotes the rerun's alpha
     for src in re.findall(r'<img [^>]*src="([^"]+)"', html):
         assert (tmp_path / "out" / src).is_file(), src
+
+
+def companion(*args, env: dict | None = None, timeout: int = 300, cwd=None) -> subprocess.CompletedProcess:
+    """``python -m companion ARGS`` in a fresh interpreter."""
+    return subprocess.run([*COMPANION, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env={**os.environ, **(env or {})})
+
+
+def one_error_line(out: subprocess.CompletedProcess, code: int, starts: str) -> None:
+    assert out.returncode == code and out.stderr.count("\n") == 1 and out.stderr.startswith("error: " + starts), \
+        (out.returncode, out.stderr[-3000:])
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (relative name -> bytes)."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# -- values: what they mean to papermill ----------------------------------------------------------------
+
+P_VALUES = ["010", "1:30", "1e-3", "2024-01-01", "True", "None", "-0", " 7", "1_000", "nan", "[1, 2]", "abc", "0x10"]
+Y_VALUES = ["seed: 010", "seed: 1:30", "seed: 2024-01-01", "seed: 1e-3", "alphas: 0.5", "alphas: [0.3, 0.7]",
+            "seed: 0o10", "seed: yes"]
+
+
+def papermills_parameters(monkeypatch, *flags: str) -> dict:
+    """The parameters papermill's own command line passes on for ``flags`` (its execute_notebook recorded)."""
+    from click.testing import CliRunner
+    import papermill.cli
+
+    seen = {}
+    monkeypatch.setattr(papermill.cli, "execute_notebook", lambda *a, parameters=None, **k: seen.update(parameters))
+    out = CliRunner().invoke(papermill.cli.papermill, [str(BOOK / "residual.ipynb"), "unused.ipynb", *flags])
+    assert out.exit_code == 0, out.output
+    return seen
+
+
+@pytest.mark.parametrize("text", P_VALUES)
+def test_a_p_value_means_what_it_means_to_papermill(text, monkeypatch):
+    """`-p seed 010` ran seed 8 (YAML 1.1's octal), `-p seed 1:30` seed 90 (sexagesimal), `-p alpha 1e-3`
+    was "not a number": now every -p value is papermill's own reading of it."""
+    from companion import rerun
+
+    ours, theirs = rerun.read_values([("-p", ("seed", text))]), papermills_parameters(monkeypatch, "-p", "seed", text)
+    assert repr(ours) == repr(theirs)                                    # nan too
+
+
+@pytest.mark.parametrize("text", Y_VALUES)
+def test_a_y_value_means_what_it_means_to_papermill(text, monkeypatch):
+    from companion import rerun
+
+    assert rerun.read_values([("-y", text)]) == papermills_parameters(monkeypatch, "-y", text)
+
+
+def test_p_and_r_override_y_and_f_as_in_papermill(tmp_path, monkeypatch):
+    from companion import rerun
+
+    (tmp_path / "p.yaml").write_text("seed: 3\nn: 5\n")
+    flags = [("-p", ("seed", "4")), ("-y", "seed: 5\nalpha: 0.25"), ("-f", str(tmp_path / "p.yaml")), ("-r", ("n", "6"))]
+    theirs = papermills_parameters(monkeypatch, "-p", "seed", "4", "-y", "seed: 5\nalpha: 0.25", "-f",
+                                   str(tmp_path / "p.yaml"), "-r", "n", "6")
+    assert rerun.read_values(flags) == theirs == {"seed": 4, "alpha": 0.25, "n": "6"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "seed", "1:30"], "seed='1:30' is not an integer"),
+    (["-p", "seed", "2024-01-01"], "seed='2024-01-01' is not an integer"),
+    (["-p", "alpha", "1e-3", "-p", "n", "2"], "n=2 is out of range"),            # 1e-3 passed: a number
+    (["-p", "samples_first_order", "-3"], "samples_first_order=-3 is out of range"),
+    (["-p", "alpha", "abc"], "alpha='abc' is not a number"),
+    (["-y", "alphas: [0.3]"], "unknown parameter(s) 'alphas' for residual.ipynb"),
+    (["-y", "[1, 2]"], "-y '[1, 2]' is not a mapping"),
+    (["-y", "a: [1"], "-y 'a: [1' is not YAML"),
+    (["-p", "seed", "1", "-r", "seed", "2"], "parameter 'seed' is given twice"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_a_bad_value_is_one_error_line_naming_it_and_exit_2_before_any_work(tmp_path, args, message):
+    """companion rerun once exited 1 for every bad value with "error: PapermillExecutionError: ValueError: ..."
+    after papermill had started (or 0, with the wrong value run): now the page's own checks run first."""
+    out = companion("rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "o"), *args, timeout=120)
+    one_error_line(out, 2, message)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("variable, value", [("RECENCY_LIB_KERNEL", "bogus"), ("NUMPY_MADVISE_HUGEPAGE", "x"),
+                                             ("RECENCY_LIB_MAX_MEMORY", "lots")])
+def test_a_bad_environment_variable_is_one_error_line_naming_it(tmp_path, variable, value):
+    out = companion("rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "o"), env={variable: value}, timeout=120)
+    one_error_line(out, 2, f"{variable}=")
+    assert not (tmp_path / "o").exists()
+
+
+# -- render: what it reads and where it writes ------------------------------------------------------------
+
+def test_render_reads_only_a_regular_notebook_file_without_blocking(tmp_path):
+    """A named pipe blocked render until killed; a link to /dev/zero was read without limit. Every input
+    that is not an executed notebook is one line naming it, exit 2, at once."""
+    os.mkfifo(tmp_path / "fifo.ipynb")
+    (tmp_path / "zero.ipynb").symlink_to("/dev/zero")
+    with open(tmp_path / "huge.ipynb", "wb") as fh:                      # sparse: no disk used
+        fh.truncate(2 ** 26 + 1)
+    (tmp_path / "list.ipynb").write_text("[1, 2]")
+    (tmp_path / "outputs.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "outputs": 5, "source": "",
+                                                                   "metadata": {}}], "metadata": {}, "nbformat": 4,
+                                                        "nbformat_minor": 5}))
+    (tmp_path / "binary.ipynb").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "empty.ipynb").write_text(json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])))
+    for name, why in (("fifo", "is not a regular file"), ("zero", "is not a regular file"), ("huge", "has 67108865 bytes"),
+                      ("list", "is not a notebook"), ("outputs", "is not a notebook"), ("binary", "is not UTF-8 text"),
+                      ("empty", "has no outputs"), ("missing", "cannot be read (No such file or directory)")):
+        out = companion("render", str(tmp_path / f"{name}.ipynb"), "--out", str(tmp_path / "o"), timeout=60)
+        one_error_line(out, 2, f"notebook='{tmp_path / name}.ipynb' {why}")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("name, page", [("a: b", "a-b"), ("#x", "x"), ("[x]", "x"), ("new\nline", "new-line"),
+                                        ("residual", "residual"), ("..", "page"), ("_x_", "x")])
+def test_a_pages_name_is_safe_for_the_table_of_contents(name, page):
+    from companion import rerun
+
+    assert rerun.page_name(f"/somewhere/{name}.ipynb") == page
+
+
+def test_a_failed_render_says_why(monkeypatch):
+    """A full TMPDIR gave "error: rendering X failed: RuntimeError:": the line now carries the cause (from
+    a build that failed so: its last lines)."""
+    from companion import rerun
+
+    log = ("OSError: [Errno 28] No space left on device: '/tmp/companion-render-x/book/p.ipynb' -> "
+           "'/tmp/companion-render-x/_build/html/_sources/p.ipynb'\n\nThe above exception was the direct cause of "
+           "the following exception:\n\nTraceback (most recent call last):\n  File \"main.py\", line 528\n"
+           "RuntimeError: \n\x1b[91m=====\x1b[0m\n\nThere was an error in building your book. Look above for the cause.\n")
+    assert rerun._cause(log).startswith("OSError: [Errno 28] No space left on device: '/tmp/companion-render-x/book")
+
+
+def test_nothing_is_rendered_into_the_sources(tmp_path):
+    before = files_of(BOOK)
+    for out in (BOOK, BOOK / "_static", REPO, REPO / "recency_lib"):
+        result = companion("render", str(tmp_path / "x.ipynb"), "--out", str(out), timeout=60)
+        assert result.returncode == 2 and result.stderr.startswith("error: "), result.stderr
+    (tmp_path / "x.ipynb").write_text("{}")
+    result = companion("render", str(tmp_path / "x.ipynb"), "--out", str(BOOK), timeout=60)
+    one_error_line(result, 2, "notebook=")                                   # the notebook is read first
+    assert files_of(BOOK) == before
+
+
+# -- reruns: atomic outputs, one writer per folder (the setting template: a rerun of a few seconds) -------
+
+TEMPLATE = str(BOOK / "setting_template.ipynb")
+LIGHT = ["-p", "samples", "500", "-p", "n", "4", "-p", "d", "8", "-p", "layers", "2"]
+
+
+def shown_alpha(out: Path) -> tuple[float, str]:
+    """The alpha a rerun's notebook ran with and the alpha its page's injected-parameters cell shows."""
+    nb = json.loads((out / "setting_template.ipynb").read_text())
+    html = (out / "setting_template.html").read_text(encoding="utf8")
+    injected = re.search(r"Parameters.*?alpha.*?<span class=\"mf\">([0-9.]+)</span>", html, re.S)
+    return nb["metadata"]["papermill"]["parameters"]["alpha"], injected.group(1) if injected else None
+
+
+@pytest.fixture
+def good_run(tmp_path, monkeypatch):
+    """A folder holding a rerun that succeeded (alpha 0.3), and its files' bytes."""
+    monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    result = companion("rerun", TEMPLATE, str(out), "-p", "alpha", "0.3", *LIGHT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert shown_alpha(out) == (0.3, "0.3")
+    return out, files_of(out)
+
+
+def test_a_rerun_writes_what_the_page_writes_into_its_own_folder(good_run, tmp_path):
+    """The setting template's result file once landed relative to book/ (the page's working folder): a
+    rerun puts a relative result_path, or the default, into its output folder."""
+    out, files = good_run
+    assert "setting_result.json" in files and not (BOOK / "setting_result.json").exists()
+    result = companion("rerun", TEMPLATE, str(out), "-p", "alpha", "0.3", "-p", "result_path", "r.json", *LIGHT)
+    assert result.returncode == 0 and (out / "r.json").is_file(), result.stderr[-3000:]
+    assert not list(out.glob(".rerun-staging-*"))
+
+
+def test_a_failed_rerun_keeps_the_previous_pair_and_puts_its_notebook_beside_it(good_run):
+    """A failing run (here: the machine's memory too small for any run) replaced the good 269 KB notebook
+    with its 21 KB error; now the previous notebook and page stay, and the failed notebook is beside them
+    under a name that says so; a later good run takes that away."""
+    out, files = good_run
+    result = companion("rerun", TEMPLATE, str(out), "-p", "alpha", "0.5", *LIGHT, env={"RECENCY_LIB_MAX_MEMORY": "1000"})
+    one_error_line(result, 1, "setting_template.ipynb failed in cell")
+    assert "needs about" in result.stderr and "setting_template.failed.ipynb" in result.stderr
+    now = files_of(out)
+    failed = json.loads(now.pop("setting_template.failed.ipynb"))
+    assert any(o.get("output_type") == "error" for c in failed["cells"] for o in c.get("outputs", []))
+    assert now == files, "the previous outputs changed"
+    again = companion("rerun", TEMPLATE, str(out), "-p", "alpha", "0.4", *LIGHT)
+    assert again.returncode == 0 and shown_alpha(out) == (0.4, "0.4"), again.stderr[-3000:]
+    assert not (out / "setting_template.failed.ipynb").exists()
+
+
+@pytest.mark.parametrize("sig, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
+def test_an_interrupted_rerun_keeps_the_previous_pair_and_leaves_no_kernel(good_run, sig, code, word):
+    """SIGTERM mid-run left a 13.8 KB partial notebook in place of the good one: now the kernel stops, the
+    staging folder goes, and the previous pair stays as it was. Ctrl-C reaches the whole process group."""
+    from procutils import alive, children
+
+    out, files = good_run
+    proc = subprocess.Popen([*COMPANION, "rerun", TEMPLATE, str(out), "-p", "alpha", "0.6", "-p", "samples", "50000000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(out.glob(".rerun-staging-*/setting_template.ipynb")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2.0)                                                   # the kernel simulates
+    kernels = children(proc.pid)
+    assert kernels and proc.poll() is None, "the rerun did not start"
+    os.killpg(proc.pid, sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code and err.count("\n") == 1 and err.startswith(f"error: {word}"), err
+    deadline = time.monotonic() + 10
+    while any(alive(k) for k in kernels) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(k) for k in kernels), "a kernel outlived the rerun"
+    assert files_of(out) == files
+
+
+def test_two_reruns_into_one_folder_never_mix(good_run):
+    """Two reruns at once (alpha 0.1 and 0.9) into one folder: the notebook once held 0.1 while the page
+    showed 0.9. One writes at a time: both succeed and the pair left is one run's."""
+    out, _ = good_run
+    for _ in range(2):
+        procs = [subprocess.Popen([*COMPANION, "rerun", TEMPLATE, str(out), "-p", "alpha", alpha, *LIGHT],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for alpha in ("0.1", "0.9")]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err[-3000:]
+        alpha, shown = shown_alpha(out)
+        assert alpha in (0.1, 0.9) and shown == str(alpha)
+        assert not list(out.glob(".rerun-staging-*"))
+
+
+def test_a_render_that_fails_leaves_the_previous_page(good_run, monkeypatch, capsys):
+    """A render on a full disk left a half-written page and 215 static files, many of 0 bytes: it is
+    staged beside the folder and moved into place whole (here the disk fills while the page is staged)."""
+    import errno
+
+    from companion import rerun
+
+    out, files = good_run
+    copy = rerun.shutil.copy
+
+    def full(src, dst, *args, **kwargs):
+        copy(src, dst, *args, **kwargs)
+        if not Path(dst).is_relative_to(out):                          # the temporary book: room enough
+            return dst
+        with open(dst, "r+b") as fh:
+            fh.truncate(0)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(src), None, str(dst))
+
+    monkeypatch.setattr(rerun.shutil, "copy", full)
+    code = rerun.main(["render", str(out / "setting_template.ipynb")])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and err.startswith("error: No space left on device: "), err
+    assert str(out / ".rerun-staging-") in err, err
+    assert files_of(out) == files and not list(out.glob(".rerun-staging-*"))
+
+
+def test_render_gives_any_notebook_name_a_safe_page(good_run, tmp_path):
+    """Notebooks named `a: b`, `#x`, `[x]` or with a newline broke the generated table of contents."""
+    out, _ = good_run
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    nb = odd / "a: #[x]\nb.ipynb"
+    nb.write_bytes((out / "setting_template.ipynb").read_bytes())
+    result = companion("render", str(nb))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == str(odd / "a-x-b.html") and (odd / "a-x-b.html").is_file()
+
+
+def test_a_parameter_error_raised_inside_the_page_is_still_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
+    """Should a value pass the check before papermill and fail the page's own (its first cell, the same
+    companion.params.check): the chapter's ValueError is the error line, exit 2; any other failure of a
+    cell is exit 1 with the cell, the error and the failed notebook's path."""
+    from papermill.exceptions import PapermillExecutionError
+
+    from companion import rerun
+
+    def failing(source):
+        def run(*args, **kwargs):
+            raise PapermillExecutionError(2, 2, source, "ValueError", "n=2 is out of range; allowed: an integer >= 3", [])
+        return run
+
+    monkeypatch.setattr(rerun, "rerun", failing('globals().update(params.check("residual", globals()))'))
+    assert rerun.main(["rerun", "book/residual.ipynb", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "error: n=2 is out of range; allowed: an integer >= 3\n"
+    monkeypatch.setattr(rerun, "rerun", failing("res = simulate(cfg)"))
+    assert rerun.main(["rerun", "book/residual.ipynb", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: residual.ipynb failed in cell [2]: ValueError: n=2 is out of range") and err.count("\n") == 1
+    assert f"{tmp_path / 'residual.failed.ipynb'}" in err

@@ -191,3 +191,56 @@ def test_a_cache_folder_that_cannot_hold_entries_is_refused_before_any_work(tmp_
     for bad in (tmp_path / "file", tmp_path / "file" / "sub"):
         with pytest.raises(ValueError, match="cache="):
             cached_simulate(CFG, cache=bad)
+
+
+STALE_PROBE = """
+import json, sys
+from recency_lib import SimConfig, simulate
+from recency_lib.cache import cache_key, cached_simulate, counts
+from recency_lib.engines import kernel_name
+
+cfg = SimConfig(alpha=0.5, n=6, d=16, layers=2, samples=2000, seed=1)
+cached = [cached_simulate(cfg, cache=sys.argv[1]) for _ in range(2)]
+direct = simulate(cfg)
+print(json.dumps({"kernel": kernel_name(), "key": cache_key(cfg), "stamp": cached[0].extra["kernel_path"],
+                  "computed": counts["computed"], "rp": cached[1].rp(2)[0], "direct": direct.rp(2)[0]}))
+"""
+
+
+@pytest.mark.skipif(engines.kernel_name() != "c", reason="the C kernel was not built")
+def test_a_kernel_older_than_its_source_is_not_run_and_never_fills_the_cache(tmp_path):
+    """An edit of _kernel.c without a rebuild (a `git pull` without a reinstall): the compiled module,
+    which records the hash of the source it was built from, is not run; the numpy path runs, says so
+    once on stderr with the command that rebuilds the kernel, and its results are cached under the
+    numpy path's key. Once the module matches its source again (here: the source restored, as a rebuild
+    would make it match), the same call is computed by the kernel under another key, and the cached
+    result is the direct simulation's, bit for bit."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "lib" / "recency_lib"
+    shutil.copytree(cache.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert list(copy.glob("_kernel*.so")), "the copy has no compiled kernel"
+    source = copy / "_kernel.c"
+    original = source.read_bytes()
+
+    def run() -> tuple[dict, str]:
+        out = subprocess.run([sys.executable, "-c", STALE_PROBE, str(tmp_path / "cache")], capture_output=True, cwd=tmp_path,
+                             text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(copy.parent)})
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout), out.stderr
+
+    source.write_bytes(original + b"\n/* an edit, not compiled */\n")
+    stale, err = run()
+    assert stale["kernel"] == stale["stamp"] == "numpy" and stale["computed"] == 1, stale
+    assert err.count("built from another _kernel.c") == 1 and "pip install -e ." in err, err
+    assert stale["rp"] == stale["direct"]
+
+    source.write_bytes(original)                                   # the module matches its source again
+    fresh, err = run()
+    assert err == "", err
+    assert fresh["kernel"] == fresh["stamp"] == "c" and fresh["key"] != stale["key"], fresh
+    assert fresh["computed"] == 1 and fresh["rp"] == fresh["direct"], fresh

@@ -120,3 +120,26 @@ def test_a_bad_environment_variable_is_one_line_naming_it(name, value):
     p = subprocess.run([sys.executable, "-m", "recency_lib", "simulate", "--samples", "100"], capture_output=True,
                        text=True, env={**os.environ, name: value})
     assert p.returncode == 2 and p.stderr.startswith(f"error: {name}=") and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_out_on_a_full_disk_is_one_line_naming_the_path_and_keeps_the_old_file(tmp_path, monkeypatch, capsys):
+    """--out on a disk that fills up while the result is written: one error line with the cause and the
+    path, exit 1, the previous result file unchanged and no temporary file left (the disk is made full
+    by the write's fsync failing with ENOSPC, as a full disk reports it)."""
+    import errno
+    import os
+
+    from recency_lib import cli
+
+    good = simulate(SimConfig(n=4, d=6, layers=2, samples=64)).save(tmp_path / "good.json")
+    before = good.read_bytes()
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    code = cli.main(["simulate", "--n", "4", "--d", "6", "--layers", "2", "--samples", "100", "--out", str(good)])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and err.startswith("error: No space left on device"), err
+    assert str(good) in err, err
+    assert good.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["good.json"]

@@ -381,12 +381,27 @@
     $("rx-heat-b").setAttribute("data-key", settingKey(pinned) + "-L" + pinned.layer);
   }
 
+  /* The setting a link names (#a0.3-g1-d256-rms-L3), read when the page loads and whenever the hash
+     changes later (a link followed on the page, an edited address). A hash that is a setting's but not
+     one of this grid's (or malformed) leaves the setting as it was and says so under the controls; any
+     other hash (a section's anchor) is not the explorer's and changes nothing. True: a new setting. */
+  var linkNote = $("rx-link-note");
   function fromHash() {
-    var m = /^#a([0-9.]+)-g([0-9.]+)-d(\d+)-([a-z]+)-L(\d+)$/.exec(window.location.hash);
-    if (!m) return;
-    var s = { ia: M.alpha_labels.indexOf(m[1]), ig: M.gamma_labels.indexOf(m[2]), id: M.ds.indexOf(+m[3]),
-              inorm: M.norms.indexOf(m[4]), layer: +m[5] };
-    if (s.ia >= 0 && s.ig >= 0 && s.id >= 0 && s.inorm >= 0 && s.layer >= 1 && s.layer <= M.layers) state = s;
+    var hash = window.location.hash;
+    if (!/^#a\d/.test(hash)) return false;
+    var m = /^#a([0-9.]+)-g([0-9.]+)-d(\d+)-([a-z]+)-L(\d+)$/.exec(hash);
+    var s = m && { ia: M.alpha_labels.indexOf(m[1]), ig: M.gamma_labels.indexOf(m[2]), id: M.ds.indexOf(+m[3]),
+                   inorm: M.norms.indexOf(m[4]), layer: +m[5] };
+    if (s && s.ia >= 0 && s.ig >= 0 && s.id >= 0 && s.inorm >= 0 && s.layer >= 1 && s.layer <= M.layers) {
+      linkNote.hidden = true;
+      state = s;
+      return true;
+    }
+    var shownHash = hash.length > 60 ? hash.slice(0, 60) + "\u2026" : hash;
+    linkNote.textContent = "The link\u2019s setting " + shownHash + " is not one of this grid\u2019s; shown instead: " +
+      settingText(state) + ".";
+    linkNote.hidden = false;
+    return false;
   }
 
   var shown = null;   // the setting on screen: a control fires "input" and "change", draw once
@@ -395,8 +410,10 @@
     var now = settingKey(state) + "-L" + state.layer;
     if (now !== shown) { shown = now; render(); }
   }
-  form.addEventListener("input", update);
-  form.addEventListener("change", update);
+  function fromControls() { linkNote.hidden = true; update(); }
+  form.addEventListener("input", fromControls);
+  form.addEventListener("change", fromControls);
+  window.addEventListener("hashchange", function () { if (fromHash()) { writeControls(); update(); } });
   form.addEventListener("submit", function (ev) { ev.preventDefault(); });
   $("rx-pin").addEventListener("click", function () { pinned = Object.assign({}, state); drawCompare(); });
   $("rx-swap").addEventListener("click", function () {
