@@ -94,7 +94,7 @@ def book_bibtex(version: str, url: str | None = None, citation=CITATION, key: st
                            for a in cff.get("authors", []))
     fields = {"title": _bib_value(cff.get("title", "")), "author": authors, "year": str(cff.get("year", "")),
               "version": str(version), "url": url or repository_url(),
-              "note": "Companion to Kim et al. (2025), arXiv:2509.21042"}
+              "note": "Companion to Kim et al., Findings of ACL 2026 (arXiv:2509.21042)"}
     width = max(map(len, fields))
     body = ",\n".join(f"  {k.ljust(width)} = {{{v}}}" for k, v in fields.items() if v)
     return f"@software{{{key},\n{body}\n}}"

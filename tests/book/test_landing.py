@@ -57,9 +57,9 @@ def test_citation_file_agrees_with_the_config_and_the_version():
 
 
 def test_bib_entry_is_the_whole_entry_verbatim(tmp_path):
-    entry = landing.bib_entry("kim2025layernorm")
-    assert entry.startswith("@article{kim2025layernorm,") and entry.endswith("}")
-    assert entry.count("{") == entry.count("}") and "arXiv:2509.21042" in entry
+    entry = landing.bib_entry("kim2026layernorm")
+    assert entry.startswith("@inproceedings{kim2026layernorm,") and entry.endswith("}")
+    assert entry.count("{") == entry.count("}") and "2509.21042" in entry and "Findings of the Association" in entry
     assert entry in landing.REFERENCES.read_text(encoding="utf-8")
     with pytest.raises(ValueError, match="not in"):
         landing.bib_entry("nobody2099")
