@@ -8,7 +8,8 @@ book's figures, tables or prose recomputes none of them).
   sequence and layer, for ``recency_lib.engines.sequence_statistic`` /
   ``recency_lib.cache.cached_statistic``: :func:`distance_contrasts` (chapter 7: position or distance),
   :func:`trend_steps` (chapter 6: depth), :func:`ordered_rows` (chapter 2: Definition 1 on single
-  sequences). The estimators of Theorem 1 and Propositions 1-3 live in :mod:`companion.estimators`.
+  sequences), :func:`order_changes` (chapter 1: how much of the first layer's order the later layers
+  keep). The estimators of Theorem 1 and Propositions 1-3 live in :mod:`companion.estimators`.
 * Statistics of a simulated result that several pages quote: the recency probability (:func:`rp`,
   :func:`direction`), Definition 1 (:func:`definition1`, :func:`step_counts`), the steps and their
   errors (:func:`step_tally`, :func:`smallest_step`, :func:`pairing_gain`, :func:`cv_gain`,
@@ -83,6 +84,19 @@ def ordered_rows(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
     for i in range(1, n):
         rows[..., i] = np.all(up[..., ii == i], axis=-1)
     return np.concatenate([np.all(rows, axis=-1, keepdims=True), rows], axis=-1).astype(float)
+
+
+def order_changes(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
+    """A per-sequence statistic for ``recency_lib.engines.sequence_statistic``: for each layer, the share of
+    the comparisons the recency probability counts (S_ik against S_ij, j < k < i) whose outcome differs from
+    the first layer's in the same sequence (0 in layer 1). Near 0 in every layer, each sequence's recency
+    probability is nearly the same in every layer. Returns (B, layers, 1)."""
+    n = scores.shape[-1]
+    i, j, k = (np.array(t) for t in zip(*[(q, a, b) for q in range(n) for a in range(q) for b in range(a + 1, q)]))
+    if not i.size:
+        raise ValueError(f"n={n} is out of range; allowed: n >= 3 (a query with two earlier keys)")
+    order = np.sign(scores[..., i, k] - scores[..., i, j])                    # (B, layers, triples)
+    return np.mean(order != order[:, :1], axis=-1, keepdims=True)
 
 
 # -- statistics of a simulated result ----------------------------------------------------------------

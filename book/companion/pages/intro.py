@@ -38,3 +38,19 @@ def intro_numbers(*, configs, conv, conv_torch, d, layers, n, results, samples, 
     out["intro-thm1-plain-se"] = report.num(iso.trend_sem[1], 2)
     out["intro-thm1-ratio"] = report.num(iso.trend_sem[1] / form, 2)
     return out
+
+
+def order_numbers(*, iso, changes) -> dict[str, str]:
+    """Why LayerNorm's column barely moves at alpha = 0 (``iso``: Figure 1's second row; ``changes``:
+    statistics.order_changes on its setting): the plain recency probability of every layer, the share of
+    comparisons that differ from layer 1's in layer 2 and in the last layer, and how much smaller the
+    control-variate SE of the last layer is than the plain one."""
+    L = iso.config.layers
+    plain = [report.pm(iso.recency_probability[l], iso.recency_probability_sem[l]) for l in range(L)]
+    _, se_cv = statistics.rp(iso, L)
+    return {"intro-ln0-plain": report.listing(plain, str),
+            "intro-flip-2": report.percent(float(changes.mean[1, 0])),
+            "intro-flip-L": report.percent(float(changes.mean[L - 1, 0])),
+            "intro-flip-samples": report.count(changes.samples),
+            "intro-leak": report.num(conventions.leak(iso.config.alpha, iso.config.d), 2),
+            "intro-cv-cut": report.num(iso.recency_probability_sem[L - 1] / se_cv, 2)}
