@@ -1,0 +1,93 @@
+"""The search page, read offline: every result with a summary, its math typeset.
+
+Sphinx's search page fetches each result's page to show a summary of its text. From ``file://`` the
+browser refuses those fetches (no summaries, a "Failed to fetch" script error per result), and over
+HTTP the summary shows the page's math as raw TeX ("\\(S^{(4)}\\)"). This extension
+
+* writes the text of every page into ``_static/page-texts.js`` when the build has finished: the
+  page's main content (``[role="main"]``, what Sphinx's summaries read) reduced to its text and the
+  elements with an id, which a result's anchor names; the search page alone loads it, and
+  ``companion.js`` answers the search's fetches from it;
+* loads MathJax on the search page (the book's offline copy, ``mathjax_path``, and its configuration
+  with the book's macros), which typesets the formulas of the summaries (``companion.js``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+#: Below ``_static`` of the built site; read by the search page only.
+TEXTS = "page-texts.js"
+#: What Sphinx's summaries leave out of a page's text (searchtools.js, Search.htmlToText).
+DROPPED = ".headerlink, script, style"
+_SPACE = re.compile(r"\s+")
+
+
+def page_text(page_html: str) -> str:
+    """A page's main content as the search's summaries read it: its text (runs of white space as one
+    space), inside ``<div id=...>`` for every element that has an id, in ``<div role="main">``."""
+    from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
+
+    soup = BeautifulSoup(page_html, "html.parser")
+    main = soup.select_one('[role="main"]')
+    if main is None:
+        return ""
+    for element in main.select(DROPPED):
+        element.decompose()
+    out: list[str] = []
+
+    def walk(node) -> None:
+        for child in node.children:
+            if isinstance(child, Tag):
+                ident = child.get("id")
+                if ident:
+                    out.append(f'<div id="{html.escape(ident)}">')
+                walk(child)
+                if ident:
+                    out.append("</div>")
+            elif isinstance(child, NavigableString) and not isinstance(
+                    child, (Comment, Declaration, Doctype, ProcessingInstruction)):
+                out.append(html.escape(_SPACE.sub(" ", str(child)), quote=False))
+
+    walk(main)
+    return '<div role="main">' + "".join(out) + "</div>"
+
+
+def on_html_page_context(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """On the search page: MathJax as a page with math gets it (sphinx.ext.mathjax), and the texts."""
+    if pagename != "search" or app.builder.format != "html":
+        return
+    if app.config.mathjax3_config:
+        app.add_js_file(None, body="window.MathJax = " + json.dumps(app.config.mathjax3_config))
+    app.add_js_file(app.config.mathjax_path, loading_method="defer")
+    app.add_js_file(TEXTS)
+
+
+def on_build_finished(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    texts = {}
+    for docname in sorted(app.env.found_docs):
+        page = Path(app.outdir, app.builder.get_target_uri(docname))
+        if page.is_file():
+            texts[docname] = page_text(page.read_text(encoding="utf-8"))
+    target = Path(app.outdir, "_static", TEXTS)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("window.COMPANION_PAGE_TEXTS = " + json.dumps(texts, sort_keys=True) + ";\n",
+                      encoding="utf-8")
+    logger.info("offline_search: the texts of %d pages for the search's summaries", len(texts))
+
+
+def setup(app: Sphinx):
+    app.setup_extension("sphinx.ext.mathjax")
+    app.connect("html-page-context", on_html_page_context)
+    app.connect("build-finished", on_build_finished)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
