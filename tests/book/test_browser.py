@@ -24,8 +24,12 @@ opening of the page), on every page:
   Proposition box followed by a figure or table within 700 px; no paragraph over 150 words and
   no bold run over 25; on the landing page the verdict table starts above 900 px;
 * at 390x844: no horizontal scroll of the page; no table cell hidden (a table reflows, or scrolls
-  inside its own box); every figure shown at >= 75 % of its natural width (its smallest text, 9 pt at
-  the natural size, stays >= 9 CSS px), scrolling sideways inside its own box where it must.
+  inside its own box);
+* at both widths, with every dropdown open (fit_problems): every figure fits its column, in no
+  sideways-scrolling box (a tap shows it at its natural width: test_figure_enlarges_on_a_phone); no
+  number with its error ("0.5231 ± 0.0012", "(1.64 ± 0.12) × 10⁻⁴") breaks across lines, wherever it
+  stands; every table fits the column or scrolls inside its own box, which then shows a cue at its
+  cut edge (a fade); and no emoji, which a machine without an emoji font draws as an empty box.
 
 Without chromium (or playwright) the tests are skipped, unless the environment variable CI
 is set: then they fail.
@@ -346,7 +350,7 @@ def toc_pages():
     return pages()
 
 
-def test_page_in_browser(open_page, toc_page, page_markdown):
+def test_page_in_browser(open_page, toc_page, page_markdown, built_book):
     """Both sets of checks of the module docstring on one opening of the page at 1400 px, plus one at
     390 px for the sideways scroll: a page load with its MathJax typesetting is most of a check's
     cost, so the checks share them. The 390 px opening is also the odd-URL check (the URL
@@ -355,7 +359,9 @@ def test_page_in_browser(open_page, toc_page, page_markdown):
     test_no_script_error_for_odd_queries_and_hashes."""
     run = open_page(toc_page, WIDE)
     problems = browser_problems(run, toc_page, page_markdown)
-    layout, _ = layout_problems(open_page, toc_page, wide=run, narrow_suffix=ALL_AT_ONCE)
+    layout, _ = layout_problems(open_page, toc_page, wide=run, narrow_suffix=ALL_AT_ONCE,
+                                expected=expected_content(built_book.html / f"{toc_page}.html",
+                                                          page_markdown(toc_page)))
     problems += [f"layout: {p}" for p in layout]
     assert not problems, f"{toc_page}.html:\n  " + "\n  ".join(problems)
 
@@ -429,18 +435,19 @@ async (limits) => {
     if (!(gap <= limits.evidence)) far.push(`${num.textContent.trim()}: ${Number.isFinite(gap) ? Math.round(gap) + ' px' : 'no figure or table after it'}`);
   }
 
-  // 4. paragraphs and bold runs: words of the visible text, a formula counting as one word
+  // 4. paragraphs and bold runs: words of the visible text, a formula counting as one word (counted over
+  //    the whole text, so a word split over elements, "(" + a number in its span + ",", is one word)
   const words = el => {
-    let count = 0;
+    let text = '';
     const walk = node => {
-      if (node.nodeType === Node.TEXT_NODE) { count += node.nodeValue.split(/\s+/).filter(Boolean).length; return; }
+      if (node.nodeType === Node.TEXT_NODE) { text += node.nodeValue; return; }
       if (node.nodeType !== Node.ELEMENT_NODE) return;
-      if (node.matches('mjx-container')) { count += 1; return; }
+      if (node.matches('mjx-container')) { text += ' \u2200 '; return; }
       if (node.matches('script, style, mjx-assistive-mml')) return;
       for (const c of node.childNodes) walk(c);
     };
     walk(el);
-    return count;
+    return text.split(/\s+/).filter(Boolean).length;
   };
   const long = Array.from(art.querySelectorAll('p')).filter(visible).map(p => [words(p), p])
       .filter(([w]) => w > limits.paragraph).map(([w, p]) => `${w} words: ${p.textContent.trim().slice(0, 60)}`);
@@ -457,33 +464,159 @@ async (limits) => {
 
 LIMITS = {"scale": MIN_IMAGE_SCALE, "evidence": EVIDENCE_PX, "paragraph": MAX_PARAGRAPH_WORDS, "bold": MAX_BOLD_WORDS}
 PAGE_SCROLL_JS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
-#: On a phone a figure keeps at least this share of its natural width (its 9 pt text >= 9 CSS px).
-NARROW_IMAGE_SCALE = 0.75
 NARROW_JS = r"""
-async (scale) => {
-  const imgs = Array.from(document.images);
-  for (const img of imgs) { if (img.loading === 'lazy') img.loading = 'eager'; }
-  await Promise.all(imgs.map(img => img.complete ? null :
-      new Promise(res => { img.addEventListener('load', res); img.addEventListener('error', res); })));
+async () => {
   const art = document.querySelector('article.bd-article');
-  if (!art) return {hidden: [], small: []};
+  if (!art) return {hidden: []};
   const open = el => !el.closest('details:not([open])');
   const hidden = Array.from(art.querySelectorAll('table td, table th')).filter(open)
       .filter(c => !c.checkVisibility() || c.getBoundingClientRect().width < 1)
       .map(c => (c.closest('table').className || 'table') + ': ' + c.textContent.trim().slice(0, 30));
-  const small = Array.from(art.querySelectorAll('figure img, .cell_output img')).filter(open)
-      .filter(img => img.naturalWidth && img.checkVisibility())
-      .filter(img => img.getBoundingClientRect().width < scale * (parseFloat(img.getAttribute('width')) || img.naturalWidth))
-      .map(img => `${img.getAttribute('src')}: ${Math.round(img.getBoundingClientRect().width)} px`);
-  return {hidden, small};
+  return {hidden};
+}
+"""
+
+# What fills the column, on a page opened at either width with every dropdown open: figures, numbers
+# with their errors, tables. The number pattern is the test's own reading of companion.report.pm and
+# num ("0.5231 ± 0.0012", "(7.2 ± 0.8) × 10⁻⁵", "1.2 × 10⁻⁷"; ordinary or no-break spaces), matched
+# over the whole text of a block (p, td, li, ...), so a number split over elements counts as one.
+FIT_JS = r"""
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  const art = document.querySelector('article.bd-article');
+  if (!art) return {missing: true};
+  document.querySelectorAll('details:not([open])').forEach(d => { d.open = true; });
+  const imgs = Array.from(document.images);
+  for (const img of imgs) { if (img.loading === 'lazy') img.loading = 'eager'; }
+  await Promise.all(imgs.map(img => img.complete ? null :
+      new Promise(res => { img.addEventListener('load', res); img.addEventListener('error', res); })));
+  await new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));   // resize observers
+  const cs = getComputedStyle(art), box = art.getBoundingClientRect();
+  const left = box.left + parseFloat(cs.paddingLeft), right = box.right - parseFloat(cs.paddingRight);
+  const shown = el => el.checkVisibility() && el.getBoundingClientRect().width > 0;
+  const scrolls = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+  const ancestors = el => { const a = []; for (let p = el.parentElement; p && p !== art; p = p.parentElement) a.push(p); return a; };
+  const src = el => (el.getAttribute('src') || '').split('/').pop().slice(0, 24);
+
+  // (a) figures: within the column, in no box that scrolls sideways
+  const figures = Array.from(art.querySelectorAll('figure img, .cell_output img'));
+  const visibleFigures = figures.filter(shown);
+  const wideFigures = visibleFigures.filter(img => {
+    const r = img.getBoundingClientRect();
+    return r.left < left - 1 || r.right > right + 1 ||
+        ancestors(img).some(a => scrolls(a) && a.scrollWidth > a.clientWidth + 1);
+  }).map(img => `${src(img)}: ${Math.round(img.getBoundingClientRect().width)} px in ${Math.round(right - left)}`);
+
+  // (b) numbers with their errors, each on one line
+  const S = '[ \\u00a0]', DIG = '\\d+(?:[.,]\\d+)*', SUP = '[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+';
+  const NUMBER = new RegExp(`\\(?[−+-]?${DIG}${S}±${S}(?:${DIG}|\\?|∞)\\)?(?:${S}×${S}10${SUP})?`, 'g');
+  const SKIP = 'script, style, pre, code, textarea, mjx-container, .math, svg';
+  const blockOf = el => { for (let p = el; p && p !== art; p = p.parentElement) {
+      if (!getComputedStyle(p).display.startsWith('inline')) return p; } return art; };
+  const blocks = new Set();
+  const walker = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.nodeValue.includes('±') && !n.parentElement.closest(SKIP) && shown(n.parentElement)) blocks.add(blockOf(n.parentElement));
+  }
+  let numbers = 0;
+  const broken = [], unread = [];
+  for (const block of blocks) {
+    const nodes = [], starts = [];
+    let text = '';
+    const w = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+    for (let n = w.nextNode(); n; n = w.nextNode()) {
+      if (n.parentElement.closest(SKIP)) continue;
+      nodes.push(n); starts.push(text.length); text += n.nodeValue;
+    }
+    const at = offset => { let i = starts.length - 1; while (i > 0 && starts[i] > offset) i--; return [nodes[i], offset - starts[i]]; };
+    const covered = new Set();
+    for (const m of text.matchAll(NUMBER)) {
+      numbers++;
+      for (let k = m.index; k < m.index + m[0].length; k++) covered.add(k);
+      const range = document.createRange();
+      range.setStart(...at(m.index));
+      const [endNode, endOffset] = at(m.index + m[0].length - 1);
+      range.setEnd(endNode, endOffset + 1);
+      const rects = Array.from(range.getClientRects()).filter(r => r.width > 0 && r.height > 0);
+      const top = Math.max(...rects.map(r => r.top)), bottom = Math.min(...rects.map(r => r.bottom));
+      if (rects.length && top >= bottom - 1) broken.push(m[0]);
+    }
+    for (let k = text.indexOf('±'); k >= 0; k = text.indexOf('±', k + 1)) {
+      if (!covered.has(k) && /\d[ \u00a0]$/.test(text.slice(0, k))) unread.push(text.slice(Math.max(0, k - 20), k + 20));
+    }
+  }
+
+  // (c) tables: within the column, or scrolling inside a box that shows a cue while it is cut
+  const tables = Array.from(art.querySelectorAll('table')).filter(shown);
+  const cut = [], uncued = [];
+  for (const table of tables) {
+    const head = Array.from(table.querySelectorAll('th')).slice(0, 4).map(th => th.textContent.trim()).join('|').slice(0, 50);
+    const scroller = ancestors(table).find(scrolls);
+    const r = (scroller || table).getBoundingClientRect();
+    if (r.left < left - 1 || r.right > right + 1) { uncued.push(`${head}: wider than the column`); continue; }
+    if (!scroller || scroller.scrollWidth <= scroller.clientWidth + 1) continue;
+    cut.push(head);
+    const st = getComputedStyle(scroller);
+    const cue = [st.maskImage, st.webkitMaskImage, st.boxShadow, st.backgroundImage]
+        .some(v => v && v !== 'none');
+    if (!cue) uncued.push(`${head}: cut at ${scroller.clientWidth} of ${scroller.scrollWidth} px, no cue`);
+  }
+
+  // (d) emoji (drawn as an empty box without an emoji font)
+  const emoji = [];
+  const ew = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = ew.nextNode(); n; n = ew.nextNode()) {
+    if (/\p{Emoji_Presentation}|\uFE0F/u.test(n.nodeValue) && !n.parentElement.closest('script, style') && shown(n.parentElement)) {
+      emoji.push(n.nodeValue.trim().slice(0, 30));
+    }
+  }
+  return {figures: figures.length, visibleFigures: visibleFigures.length, wideFigures, numbers, broken, unread,
+          tables: tables.length, cut, uncued, emoji};
 }
 """
 
 
-def layout_problems(open_page, docname: str, wide: PageRun | None = None, narrow_suffix: str = "") -> tuple[list[str], dict]:
+def expected_content(page: Path, markdown: str) -> dict:
+    """What FIT_JS must find on a page (its built HTML ``page``, its source's ``markdown``), so that its
+    checks cannot pass on nothing: as many figures as the source glues ({glue:figure}), a number with
+    its error where the page's text has one, a table where the page has one."""
+    html = page.read_text(encoding="utf8")
+    text = re.sub(r"<(pre|script|style)\b.*?</\1>|<[^>]+>", " ", html, flags=re.S)
+    return {"figures": len(re.findall(r"\{glue:figure\}", markdown)),
+            "numbers": bool(re.search("\\d[ \u00a0]\u00b1[ \u00a0][\\d?\u221e]", text)),
+            "tables": "<table" in html}
+
+
+def fit_problems(run: PageRun, width: int, expected: dict | None) -> list[str]:
+    """FIT_JS on the page open in ``run`` (it opens every dropdown): what does not fit, and what was
+    expected but not found."""
+    found = run.page.evaluate(FIT_JS)
+    if found.get("missing"):
+        return ["no article.bd-article"]
+    at = f"at {width} px"
+    problems = [f"{at} {what}: {found[key][:6]}" for key, what in (
+        ("wideFigures", "figures wider than the column or scrolling sideways"),
+        ("broken", "numbers with their errors broken across lines"),
+        ("unread", "a '±' the check does not read as a number with its error"),
+        ("uncued", "tables cut without a cue"),
+        ("emoji", "emoji (an empty box without an emoji font)")) if found[key]]
+    if expected is not None:
+        if found["figures"] < expected["figures"] or (expected["figures"] and not found["visibleFigures"]):
+            problems.append(f"{at} {found['figures']} figures ({found['visibleFigures']} shown); "
+                            f"the source glues {expected['figures']}")
+        if expected["numbers"] and not found["numbers"]:
+            problems.append(f"{at} no number with its error found, but the page has some")
+        if expected["tables"] and not found["tables"]:
+            problems.append(f"{at} no table shown, but the page has some")
+    return problems
+
+
+def layout_problems(open_page, docname: str, wide: PageRun | None = None, narrow_suffix: str = "",
+                    expected: dict | None = None) -> tuple[list[str], dict]:
     """Everything the reader-facing checks find wrong on one page (empty when it passes), and the
     measurements at 1400x900 (on ``wide``, the page already open at that size, if given). The 390 px
-    opening's URL ends in ``narrow_suffix``; a script error there is a problem too."""
+    opening's URL ends in ``narrow_suffix``; a script error there is a problem too. ``expected``
+    (expected_content): what fit_problems must find at both widths."""
     run = wide if wide is not None else open_page(docname, WIDE)
     found = run.page.evaluate(LAYOUT_JS, LIMITS)
     problems = []
@@ -502,17 +635,16 @@ def layout_problems(open_page, docname: str, wide: PageRun | None = None, narrow
         top = found["verdictTop"]
         if top is None or top >= FIRST_SCREEN_PX:
             problems.append(f"the verdict table starts at {top} px; allowed: above {FIRST_SCREEN_PX} px")
+    problems += fit_problems(run, WIDE["width"], expected)
     narrow = open_page(docname, NARROW, narrow_suffix)
     scroll, client = narrow.page.evaluate(PAGE_SCROLL_JS)
     found["narrow_scroll"] = scroll - client
     if scroll > client + 1:
         problems.append(f"at 390 px the page scrolls sideways: {scroll} px of content in {client} px")
-    phone = narrow.page.evaluate(NARROW_JS, NARROW_IMAGE_SCALE)
+    phone = narrow.page.evaluate(NARROW_JS)
     if phone["hidden"]:
         problems.append(f"at 390 px table cells are hidden: {phone['hidden'][:6]}")
-    if phone["small"]:
-        problems.append(f"at 390 px figures shrink below {NARROW_IMAGE_SCALE:.0%} of their natural width "
-                        f"(text under 9 px): {phone['small'][:6]}")
+    problems += fit_problems(narrow, NARROW["width"], expected)
     narrow.page.wait_for_timeout(200)                     # late script errors and requests
     if narrow.errors or narrow.console or narrow.blocked or narrow.failed or narrow.bad_status:
         problems.append(f"at 390 px ({docname}.html{narrow_suffix}): script errors {narrow.errors + narrow.console}, "
@@ -593,3 +725,97 @@ def test_no_script_error_for_odd_queries_and_hashes(browser, site, page):
     finally:
         run.close()
     assert errors == [], f"{toc_page}.html:\n  " + "\n  ".join(errors)
+
+def test_figure_enlarges_on_a_phone(browser, site):
+    """At 390 px a figure takes the column's width; a tap shows it at its natural width at least, in an
+    overlay that scrolls sideways (the page does not); Escape closes it, and so does a tap on it."""
+    context = browser.new_context(viewport=NARROW, has_touch=True, is_mobile=True, service_workers="block")
+    try:
+        page = context.new_page()
+        page.goto(site + "layernorm.html", wait_until="load", timeout=60_000)
+        img = page.locator("article figure img").first
+        img.scroll_into_view_if_needed()
+        shown, natural = img.evaluate("i => [i.getBoundingClientRect().width, parseFloat(i.getAttribute('width')) || i.naturalWidth]")
+        column = page.evaluate("() => { const a = document.querySelector('article.bd-article'), s = getComputedStyle(a);"
+                               " return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); }")
+        assert natural > column >= shown > 0.9 * column, (shown, column, natural)
+        img.tap()
+        overlay = page.locator(".zoom-overlay")
+        assert overlay.count() == 1
+        big = page.evaluate("() => { const o = document.querySelector('.zoom-overlay'); return {"
+                            "width: o.querySelector('img').getBoundingClientRect().width, scroll: o.scrollWidth,"
+                            "client: o.clientWidth, page: document.documentElement.scrollWidth}; }")
+        assert big["width"] >= natural - 1 and big["scroll"] > big["client"], big
+        assert big["page"] <= NARROW["width"], big
+        page.keyboard.press("Escape")
+        assert overlay.count() == 0
+        img.tap()
+        overlay.tap()
+        assert overlay.count() == 0
+    finally:
+        context.close()
+
+
+def test_a_cut_table_fades_at_the_edge_with_more(open_page):
+    """A table wider than the column (the conclusion's contrasts at 1400 px) scrolls in its box, whose
+    right edge fades while there is more to the right; scrolled to the end, the left edge fades instead.
+    A table that fits does not fade."""
+    run = open_page("conclusion", WIDE)
+    state = r"""() => Array.from(document.querySelectorAll('article table')).filter(t => t.checkVisibility()).map(t => {
+        const box = t.parentElement, st = getComputedStyle(box);
+        return {cut: box.scrollWidth > box.clientWidth + 1, mask: st.maskImage || st.webkitMaskImage,
+                right: box.classList.contains('cut-right'), left: box.classList.contains('cut-left')};
+    })"""
+    boxes = run.page.evaluate(state)
+    cut = [b for b in boxes if b["cut"]]
+    assert cut and len(cut) < len(boxes), boxes
+    assert all(b["mask"] != "none" and b["right"] and not b["left"] for b in cut), cut
+    assert all(b["mask"] == "none" for b in boxes if not b["cut"]), boxes
+    run.page.evaluate("() => document.querySelectorAll('article .table-scroll').forEach(b => { b.scrollLeft = b.scrollWidth; })")
+    run.page.wait_for_timeout(100)
+    ended = [b for b in run.page.evaluate(state) if b["cut"]]
+    assert all(b["mask"] != "none" and b["left"] and not b["right"] for b in ended), ended
+
+
+SEARCH_WAIT_JS = r"""() => {
+  const status = document.querySelector('#search-results .search-summary');
+  const items = document.querySelectorAll('#search-results ul.search > li');
+  return !!status && /finished/.test(status.textContent) && items.length > 0 &&
+      Array.from(items).every(li => li.querySelector('p.context')) &&
+      !document.querySelector('#search-results span.math:not(:has(mjx-container))');
+}"""
+
+
+@pytest.mark.parametrize("query, title", [("trend", None), ("nothing to order", "At α = 1: nothing to order")])
+def test_search_from_disk_reads_cleanly(browser, built_book, query, title):
+    """The search page opened from disk (file://, as the book is read offline): every result has its
+    summary (the page texts of offline_search, not a fetch, which a browser refuses from file://), the
+    summaries' math is typeset, a result's title shows a formula as text, and no raw TeX is left."""
+    from urllib.parse import quote
+
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    run = PageRun(browser, (built_book.html / "search.html").as_uri() + "?q=" + quote(query), WIDE)
+    try:
+        try:
+            run.page.wait_for_function(SEARCH_WAIT_JS, timeout=20_000)
+        except PlaywrightTimeout:
+            shown = run.page.evaluate("() => (document.getElementById('search-results') || document.body).innerText")
+            pytest.fail(f"no summary (or untypeset math) under some result after 20 s; errors {run.errors + run.console}; "
+                        f"the results read:\n{shown[:1500]}", pytrace=False)
+        found = run.page.evaluate(r"""() => ({
+            titles: Array.from(document.querySelectorAll('#search-results ul.search > li > a')).map(a => a.textContent),
+            summaries: Array.from(document.querySelectorAll('#search-results p.context')).map(p => p.innerText),
+            typeset: document.querySelectorAll('#search-results p.context mjx-container').length,
+            text: document.getElementById('search-results').innerText})""")
+        assert len(found["summaries"]) == len(found["titles"]) >= 1, found["titles"]
+        assert all(s.strip(". ") for s in found["summaries"]), found["summaries"]
+        raw = [t for t in RAW_TEX + ["\\alpha", "^{", "_{"] if t in found["text"]]
+        assert not raw, f"raw TeX {raw} in the results: {found['text'][:1500]}"
+        if title is None:
+            assert found["typeset"] >= 1, found["summaries"]
+        else:
+            assert any(t.endswith(title) for t in found["titles"]), found["titles"]
+        assert not (run.errors or run.console), run.errors + run.console
+    finally:
+        run.close()
