@@ -858,28 +858,22 @@ def run_info(nb: dict) -> dict | None:
     return info
 
 
-def _literal(value) -> str:
-    """A parameter's value as the parameters cell writes it: integers with ``_`` every three digits."""
+def _literal(value, grouping: str = "_") -> str:
+    """A parameter's value as Python writes it, integers grouped in threes by ``grouping`` ("_" in the
+    parameters cell: ``20_000``)."""
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, int):
-        return f"{value:_}"
+        return f"{value:{grouping}}"
     if isinstance(value, list):
-        return "[" + ", ".join(_literal(v) for v in value) + "]"
+        return "[" + ", ".join(_literal(v, grouping) for v in value) + "]"
     return repr(value)
 
 
 def _shown(value) -> str:
-    """A parameter's value as the banner writes it: "20,000", "0.3", "[0.1, 0.3]", "'abc'"."""
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_shown(v) for v in value) + "]"
-    if isinstance(value, str):
-        return f"`{value!r}`" if "`" not in value else repr(value)
-    return repr(value)
+    """A parameter's value as the banner writes it: "20,000", "0.3", "[0.1, 0.3]", a string as code."""
+    text = _literal(value, ",")
+    return f"`{text}`" if isinstance(value, str) and "`" not in value else text
 
 
 def changed(info: dict) -> list[tuple[str, object, object]]:
