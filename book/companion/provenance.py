@@ -148,10 +148,10 @@ def simulation_cost(namespace: dict) -> dict:
 
 def verdict_settings(namespace: dict) -> list[dict]:
     """The verdicts a page's namespace holds (:class:`companion.verdicts.Verdict`, :func:`held`), each as
-    ``{"claim", "word", "checks", "settings"}``: how many checks decided it and the distinct model settings
-    they were made at (``norm``, ``alpha``, ``gamma``, ``d`` as the checks carry them; None where a check has
-    none)."""
-    from .verdicts import Verdict
+    ``{"claim", "name", "word", "checks", "settings"}``: the claim and its name in the verdict tables ("the
+    paper's Figure 3"), how many checks decided it and the distinct model settings they were made at
+    (``norm``, ``alpha``, ``gamma``, ``d`` as the checks carry them; None where a check has none)."""
+    from .verdicts import CLAIM_NAMES, Verdict
 
     out = []
     for v in held(namespace, (Verdict,)):
@@ -160,7 +160,8 @@ def verdict_settings(namespace: dict) -> list[dict]:
             s = {"norm": c.norm, "alpha": c.alpha, "gamma": c.gamma, "d": c.d}
             if s not in settings:
                 settings.append(s)
-        out.append({"claim": v.claim, "word": v.word, "checks": len(v.checks), "settings": settings})
+        out.append({"claim": v.claim, "name": CLAIM_NAMES.get(v.claim, v.claim), "word": v.word,
+                    "checks": len(v.checks), "settings": settings})
     return out
 
 

@@ -752,8 +752,9 @@ def _announcement(runs: dict, book_pages: list[str]) -> str:
     are the book's."""
     import html as html_module
 
+    order = sorted(runs, key=lambda name: (book_pages.index(name) if name in book_pages else len(book_pages), name))
     links = ", ".join(f'<a href="{name}.html" style="color: inherit; text-decoration: underline">'
-                      f'{html_module.escape(_title(nb) or name)}</a>' for name, nb in runs.items())
+                      f'{html_module.escape(_title(runs[name]) or name)}</a>' for name in order)
     rest = ("every other page is the book's own build, at its defaults" if any(n in book_pages for n in runs)
             else "every other page is the book's own build")
     return f"Not the book as published: {links} ran with other parameters (see the banner there); {rest}."
@@ -825,7 +826,8 @@ def as_page(nb) -> dict:
     info = run_info(nb)
     if info is not None:
         _fold_parameters(nb, info)
-        _after_title(nb, "\n\n" + banner(info, _title(nb)) + "\n", suffix=" \u2014 rerun")
+        _after_title(nb, "\n\n" + banner(info, _title(nb)) + "\n",
+                     suffix=" \u2014 rerun" if info["chapter"] else " \u2014 a run")
     return nb
 
 
@@ -933,6 +935,10 @@ def _setting_words(s: dict) -> str:
     return ", ".join(parts) or "no one setting"
 
 
+#: A banner lists this many verdicts at most; more fold into a dropdown.
+FEW_VERDICTS = 4
+
+
 def _verdict_lines(verdicts) -> list[str]:
     lines = []
     for v in verdicts:
@@ -943,7 +949,8 @@ def _verdict_lines(verdicts) -> list[str]:
         if len(settings) > 6:
             shown_settings += f"; and {len(settings) - 6} more"
         checks = v.get("checks")
-        lines.append(f"- {v.get('claim')}: *{v.get('word')}*, from {checks} check{'s' if checks != 1 else ''} at "
+        lines.append(f"- {v.get('name') or v.get('claim')}: *{v.get('word')}*, from {checks} "
+                     f"check{'s' if checks != 1 else ''} at "
                      f"{shown_settings}")
     return lines
 
@@ -956,7 +963,7 @@ def banner(info: dict, title: str | None) -> str:
 
     name = title or info.get("page") or "this notebook"
     chapter = info.get("chapter")
-    lines = [f":::{{admonition}} {'A rerun of ' + name if chapter else 'A run of ' + name}, not the book's page",
+    lines = [f"::::{{admonition}} {'A rerun of ' + name if chapter else 'A run of ' + name}, not the book's page",
              ":class: warning rerun-banner", ""]
     when = info.get("date")
     when = _date_words(when) if isinstance(when, str) else "at a date not recorded"
@@ -975,25 +982,30 @@ def banner(info: dict, title: str | None) -> str:
     lines.append(f"This page ran {when}{took}, {source}"
                  + (f"; it takes the place of the book's page \u201c{name}\u201d. " if chapter else ". "))
     rows = changed(info)
+    theirs, value = ("the book", "the book's value") if chapter else ("its default", "its default value")
     if rows:
-        lines += ["Its parameters differ from the book's in:", "",
-                  "| parameter | this run | the book |", "|:---|---:|---:|"]
-        for n, value, default in rows:
+        lines += [f"Its parameters differ from {'the book' if chapter else 'the notebook'}'s in:", "",
+                  f"| parameter | this run | {theirs} |", "|:---|---:|---:|"]
+        for n, ran, default in rows:
             follows = "\u00a0†" if n in info["followed"] else ""
-            lines.append(f"| `{n}` | {_shown(value)}{follows} | {_shown(default) if n in info['defaults'] else '—'} |")
+            lines.append(f"| `{n}` | {_shown(ran)}{follows} | {_shown(default) if n in info['defaults'] else '—'} |")
         lines.append("")
         if any(n in info["followed"] for n, _, _ in rows):
             lines.append("† a sample size that follows `samples`: the book's, scaled as `samples` is. ")
-        lines.append("Every other parameter has the book's value (the parameters cell below shows them all).")
+        lines.append(f"Every other parameter has {value} (the parameters cell below shows them all).")
     else:
-        lines.append("Every parameter has the book's value.")
+        lines.append(f"Every parameter has {value}.")
     verdicts = info.get("verdicts")
     if isinstance(verdicts, list) and verdicts:
-        lines += ["", "Its verdicts are decided by the book's rule at this run's settings:", "",
-                  *_verdict_lines(verdicts)]
+        said = "Its verdicts are decided by the book's rule at this run's settings"
+        if len(verdicts) <= FEW_VERDICTS:
+            lines += ["", said + ":", "", *_verdict_lines(verdicts)]
+        else:                                          # the landing page's many: folded
+            lines += ["", f"{said}.", "", f":::{{dropdown}} The settings of its {len(verdicts)} verdicts", "",
+                      *_verdict_lines(verdicts), ":::"]
     elif chapter and info.get("recorded") != "papermill":
         lines += ["", "The settings behind its verdicts were not recorded."]
-    lines.append(":::")
+    lines.append("::::")
     return "\n".join(lines)
 
 

@@ -79,7 +79,7 @@ def test_what_a_run_of_a_page_held_its_simulations_verdicts_and_parameters():
     assert provenance.held(namespace, (type(ln),)) == [ln, iso]
     assert provenance.simulation_cost(namespace) == {"seconds": 4.0, "sequences": 2 * iso.config.samples, "results": 2}
     assert provenance.verdict_settings(namespace) == [
-        {"claim": "Proposition 2", "word": verdict.word, "checks": 2,
+        {"claim": "Proposition 2", "name": "Proposition 2", "word": verdict.word, "checks": 2,
          "settings": [{"norm": "layernorm", "alpha": 0.0, "gamma": 0.5, "d": 64},
                       {"norm": "layernorm", "alpha": 0.3, "gamma": 0.5, "d": 64}]}]
     summary = json.loads(provenance.run_summary(namespace, ["samples", "alpha", "gamma"]))
