@@ -34,7 +34,9 @@ contents, extensions, style and bibliography) in which the run takes its chapter
 page is the book's own build, read from the book's execution cache (``_build/.jupyter_cache``, or
 ``$COMPANION_BUILD_DIR/.jupyter_cache``) and served only while the sources it was computed from are the
 checkout's (the stamps of book/_ext/fresh_cache.py); nothing of the book is executed again. So
-cross-references, citations, the numbering of statements and figures and the search work as in the book.
+cross-references, citations, the numbering of statements and figures and the search work as in the book
+(the search lists its hits by title only: from disk, a browser refuses the fetch of a hit's page for its
+summary).
 A page of the book without a current build is rendered from its sources with a note at its top that its
 numbers are missing (build the book: ``jupyter-book build book``), never with another run's numbers.
 Every other run of a chapter in the same folder takes its chapter's place too, so one folder is one book.
@@ -667,6 +669,9 @@ def _build_site(tmp: Path, book_pages: list[str], runs: dict, build: Path, curre
     sphinx = config.setdefault("sphinx", {})
     sphinx["local_extensions"] = {k: v for k, v in (sphinx.get("local_extensions") or {}).items()
                                   if k != "fresh_cache"}        # it would execute and restamp pages
+    # The site opens from disk (file://), where a browser refuses the search's fetch of each hit's page for
+    # its summary: the hits are listed with their titles only.
+    sphinx.setdefault("config", {})["html_show_search_summary"] = False
     config.setdefault("html", {})["announcement"] = _announcement(runs, book_pages)
     (tmp / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))

@@ -225,3 +225,52 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
     line = rerun.expected_time("residual", known, values, build=tmp_path)
     assert line.startswith("expected time about 30 s, an estimate") and "1.7 min of simulation" in line
     assert rerun.expected_time("layernorm", known, values, build=tmp_path).startswith("expected time unknown")
+
+
+def test_the_rerun_page_in_a_browser_offline(rerun_site):
+    """OUT/residual.html opened from disk (file://) in chromium with every request off the machine refused, at
+    1400 and 390 px: typeset math, every image loaded, no script error, no horizontal scroll of the page, the
+    parameters dropdown opens on the values that ran, and the search finds the rerun."""
+    import shutil
+
+    playwright = pytest.importorskip("playwright.sync_api")
+    chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    if not Path(chromium).is_file() and not shutil.which("chromium"):
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (CI is set)")
+        pytest.skip("chromium is not installed")
+    out, _ = rerun_site
+    outside, errors = [], []
+
+    def route(r):
+        if r.request.url.startswith(("file:", "data:", "blob:")):
+            return r.continue_()
+        outside.append(r.request.url)
+        return r.abort()
+
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium if Path(chromium).is_file() else shutil.which("chromium"),
+                                     args=["--no-sandbox", "--disable-gpu"])
+        try:
+            for width in (1400, 390):
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.route("**/*", route)
+                page.goto((out / "residual.html").as_uri())
+                page.wait_for_function("document.querySelectorAll('mjx-container').length > 20", timeout=30_000)
+                assert page.evaluate("[...document.images].filter(i => !i.complete || !i.naturalWidth).length") == 0
+                assert page.evaluate("document.documentElement.scrollWidth") <= width, width
+                assert page.locator(".rerun-banner").is_visible()
+                page.locator("div.cell.tag_parameters details summary").first.click()
+                shown = page.locator("div.cell.tag_parameters pre").first.inner_text()
+                assert "alpha: float = 0.3" in shown and f"samples_first_order: int = {FIRST_ORDER:_}" in shown
+                page.close()
+            page = browser.new_page()
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.route("**/*", route)
+            page.goto((out / "search.html").as_uri() + "?q=rerun")
+            page.wait_for_selector("#search-results li", timeout=30_000)
+            assert "4. Residual connection \u2014 rerun" in page.locator("#search-results").inner_text()
+        finally:
+            browser.close()
+    assert outside == [] and errors == []
