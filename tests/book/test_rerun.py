@@ -180,6 +180,24 @@ def test_a_bad_environment_variable_is_one_error_line_naming_it(tmp_path, variab
     assert not (tmp_path / "o").exists()
 
 
+def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
+    """The estimate: the compute time the book's run of the page holds, times the share of sequences, plus the
+    page's time besides; a page the build never measured says so."""
+    from companion import rerun
+
+    cache = tmp_path / ".jupyter_cache"
+    cache.mkdir()
+    (cache / "fresh_cache.json").write_text(json.dumps({"format": 3, "pages": {
+        "residual": {"seconds": 10.0, "simulation_seconds": 100.0}}}))
+    known = rerun.defaults(BOOK / "residual.ipynb")
+    values = {**known, "samples": 20_000, "samples_first_order": 80_000}
+    assert rerun.cost_factor("residual", known, values) == pytest.approx(0.2)
+    assert rerun.cost_factor("residual", known, {**known, "n": 20}) == pytest.approx(8.0)
+    line = rerun.expected_time("residual", known, values, build=tmp_path)
+    assert line.startswith("expected time about 30 s, an estimate") and "1.7 min of simulation" in line
+    assert rerun.expected_time("layernorm", known, values, build=tmp_path).startswith("expected time unknown")
+
+
 # -- render: what it reads and where it writes ------------------------------------------------------------
 
 def test_render_reads_only_a_regular_notebook_file_without_blocking(tmp_path):

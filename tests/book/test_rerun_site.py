@@ -209,24 +209,6 @@ def test_a_book_without_a_current_build_is_shown_without_numbers_never_as_the_re
     assert "Numbers missing here" not in text_of(page) and 'class="caption-number">Book fig.' in page
 
 
-def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
-    """The estimate: the compute time the book's run of the page holds, times the share of sequences, plus the
-    page's time besides; a page the build never measured says so."""
-    from companion import rerun
-
-    cache = tmp_path / ".jupyter_cache"
-    cache.mkdir()
-    (cache / "fresh_cache.json").write_text(json.dumps({"format": 3, "pages": {
-        "residual": {"seconds": 10.0, "simulation_seconds": 100.0}}}))
-    known = rerun.defaults(BOOK / "residual.ipynb")
-    values = {**known, "samples": 20_000, "samples_first_order": 80_000}
-    assert rerun.cost_factor("residual", known, values) == pytest.approx(0.2)
-    assert rerun.cost_factor("residual", known, {**known, "n": 20}) == pytest.approx(8.0)
-    line = rerun.expected_time("residual", known, values, build=tmp_path)
-    assert line.startswith("expected time about 30 s, an estimate") and "1.7 min of simulation" in line
-    assert rerun.expected_time("layernorm", known, values, build=tmp_path).startswith("expected time unknown")
-
-
 def test_the_rerun_page_in_a_browser_offline(rerun_site):
     """OUT/residual.html opened from disk (file://) in chromium with every request off the machine refused, at
     1400 and 390 px: typeset math, every image loaded, no script error, no horizontal scroll of the page, the
