@@ -21,8 +21,11 @@ and figures, and Sphinx would not even re-read it. This extension, at the start 
    then finds every page cached. A notebook that fails here is left uncached, so myst-nb executes it
    again while reading and reports the error the usual way (``raise_on_error`` fails the build).
 
-Stamps (per page: the hash it was executed with, the hash it was written with, its last execution
-time) live in ``fresh_cache.json`` in the jupyter-cache folder. The "written" hash is recorded only
+Stamps (per page: the hash it was executed with, the same without the environment (``code``: what a
+rerun's render compares before it serves the page's record), the hash it was written with, its last
+execution time and, when a slot executed it, what its simulations cost: ``simulation_seconds``, the compute time
+recorded with the results it holds, and their ``sequences``; ``python -m companion rerun`` estimates a
+rerun's time from them) live in ``fresh_cache.json`` in the jupyter-cache folder. The "written" hash is recorded only
 when a build has finished without error, so a build interrupted in any phase (SIGINT, SIGKILL) leaves
 the old stamp, and the next build reads and writes every such page again.
 """
@@ -45,74 +48,13 @@ import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+# What a page depends on besides its cells (a rerun's render asks the same of the book's record of a page)
+from companion.sources import dependency_hash
+
 logger = logging.getLogger(__name__)
 
 STAMP = "fresh_cache.json"
 RUNNER = Path(__file__).with_name("run_notebook.py")
-
-
-# -- what a page depends on ------------------------------------------------------------------------
-
-def _named_notebooks(path: Path) -> list[Path]:
-    """Other notebooks of the same folder that ``path``'s code names (e.g. a papermill template)."""
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    code = "\n".join("".join(c.get("source", "")) for c in nb.get("cells", []) if c.get("cell_type") == "code")
-    names = set(re.findall(r"([\w-]+\.ipynb)", code)) - {path.name}
-    return sorted(p for p in (path.parent / n for n in names) if p.is_file())
-
-
-# The environment variables that change what a page shows: where results are cached (the reproducibility
-# page prints it), which kernel runs (pages name it; numbers differ by rounding) and the build's folder
-# (Appendix B's runs live there; its page links to them)
-PAGE_ENVIRONMENT = ("RECENCY_LIB_CACHE", "RECENCY_LIB_KERNEL", "COMPANION_BUILD_DIR")
-FOLDERS = ("RECENCY_LIB_CACHE", "COMPANION_BUILD_DIR")
-
-
-def _environment_value(name: str, base: Path | None) -> str:
-    """The value of ``name`` as a page shows it: a folder inside ``base`` (the book's root) relative to
-    it, so that moving the checkout changes nothing."""
-    value = os.environ.get(name, "")
-    if name in FOLDERS and value and base is not None:
-        path = Path(value).resolve()
-        if path.is_relative_to(base):
-            return path.relative_to(base).as_posix()
-    return value
-
-
-def kernel_path() -> str:
-    """The simulator's kernel the pages will run (recency_lib.engines.kernel_name): "c", or "numpy" when
-    the compiled kernel is missing, switched off or older than its source. Rebuilding the kernel changes
-    no source file, but what the pages compute and show (the reproducibility page names it)."""
-    try:
-        from recency_lib.engines import kernel_name
-
-        return kernel_name()
-    except ValueError:                      # a bad RECENCY_LIB_KERNEL: every page that simulates says so
-        return "refused"
-
-
-def dependency_hash(path: Path, base: Path | None = None) -> str:
-    """sha256 over what the output of notebook ``path`` depends on besides its own cells: the two
-    packages' files (:func:`companion.sources.sources_hash`), the notebooks its code names (and theirs),
-    the values of :data:`PAGE_ENVIRONMENT` and the :func:`kernel_path`."""
-    from companion.sources import sources_hash
-
-    base = (Path(base) if base is not None else path.parent.parent).resolve()
-    extra = {f"env:{name}": _environment_value(name, base).encode() for name in PAGE_ENVIRONMENT}
-    extra["kernel-path"] = kernel_path().encode()
-    todo, seen = _named_notebooks(path), {path}
-    while todo:
-        nb = todo.pop()
-        if nb not in seen:
-            seen.add(nb)
-            extra[_relative(nb, base)] = nb.read_bytes()
-            todo.extend(_named_notebooks(nb))
-    return sources_hash(extra)
-
-
-def _relative(f: Path, base: Path) -> str:
-    f = f.resolve()
-    return f.relative_to(base).as_posix() if f.is_relative_to(base) else f.name
 
 
 # -- the book's notebooks -----------------------------------------------------------------------
@@ -188,9 +130,13 @@ def on_builder_inited(app: Sphinx) -> None:
 
     todo = []                                               # (docname, path, notebook) without a result
     base = Path(app.srcdir).resolve().parent                 # the repository: _config.yml, book/, _build/
+    app._fresh_cache_code = {}        # type: ignore[attr-defined]
     for docname, path in _toc_notebooks(app).items():
         current = dependency_hash(path, base)
         app._fresh_cache_current[docname] = current  # type: ignore[attr-defined]
+        # the same without the environment: what the page's numbers depend on (a rerun's render serves
+        # the book's record of a page only while this matches, whatever the environment it runs in)
+        app._fresh_cache_code[docname] = dependency_hash(path, base, environ={})  # type: ignore[attr-defined]
         nb = nbformat.read(str(path), as_version=4)
         record = _record(cache, nb)
         old = pages.setdefault(docname, {})
@@ -222,7 +168,7 @@ def on_builder_inited(app: Sphinx) -> None:
         for slot in slots:
             slot.join()
         for i, (docname, path, _) in enumerate(todo):
-            executed, seconds, error, start = results.get(i, (None, 0.0, "not executed", 0.0))
+            executed, seconds, error, start, cost = results.get(i, (None, 0.0, "not executed", 0.0, None))
             if executed is None:
                 logger.info("fresh_cache: %s failed (%s); it runs again while reading", docname, error)
                 continue
@@ -230,7 +176,12 @@ def on_builder_inited(app: Sphinx) -> None:
 
             cache.cache_notebook_bundle(CacheBundleIn(executed, str(path), data={"execution_seconds": seconds}),
                                         check_validity=False, overwrite=True)
-            pages[docname].update(executed=app._fresh_cache_current[docname], seconds=round(seconds, 2))
+            pages[docname].update(executed=app._fresh_cache_current[docname], code=app._fresh_cache_code[docname],
+                                  seconds=round(seconds, 2))
+            if isinstance(cost, dict) and isinstance(cost.get("seconds"), (int, float)):
+                # what its simulations cost at the page's defaults (companion.rerun's estimate of a rerun)
+                pages[docname].update(simulation_seconds=round(float(cost["seconds"]), 2),
+                                      sequences=int(cost.get("sequences") or 0))
             logger.info("fresh_cache: executed %s in %.1f s (%.1f to %.1f s)", docname, seconds, start, start + seconds)
     _write_stamps(stamp_path, stamps)
     logger.info("fresh_cache: %d notebooks executed in %.1f s", len(todo), time.perf_counter() - t0)
@@ -251,14 +202,15 @@ def on_build_finished(app: Sphinx, exception) -> None:
         return
     path, data = stamps
     for docname, current in app._fresh_cache_current.items():  # type: ignore[attr-defined]
-        data["pages"].setdefault(docname, {}).update(executed=current, written=current)
+        data["pages"].setdefault(docname, {}).update(executed=current, written=current,
+                                                     code=app._fresh_cache_code[docname])  # type: ignore[attr-defined]
     _write_stamps(path, data)
 
 
 def _slot(tasks: queue.Queue, results: dict, timeout, log: Path, origin: float) -> None:
     """One parallel slot: a runner process (book/_ext/run_notebook.py) executes the notebooks it takes
     from ``tasks``, one after another on one kernel (cleared between them); ``results[i]`` = (notebook
-    or None, seconds, error, start in seconds after ``origin``). A runner that dies is replaced for the
+    or None, seconds, error, start in seconds after ``origin``, what its simulations cost or None). A runner that dies is replaced for the
     next notebook."""
     proc = None
     err = open(log, "a")                                       # the runner's and its kernel's output
@@ -284,9 +236,9 @@ def _slot(tasks: queue.Queue, results: dict, timeout, log: Path, origin: float) 
             except ValueError:
                 reply = {"ok": False, "error": f"the runner answered {line[:200]!r}"}
             if reply.get("ok") and out.is_file():
-                results[i] = (nbformat.read(str(out), as_version=4), seconds, None, t0 - origin)
+                results[i] = (nbformat.read(str(out), as_version=4), seconds, None, t0 - origin, reply.get("cost"))
             else:
-                results[i] = (None, seconds, str(reply.get("error", "no result"))[:300], t0 - origin)
+                results[i] = (None, seconds, str(reply.get("error", "no result"))[:300], t0 - origin, None)
     finally:
         if proc is not None:
             with contextlib.suppress(OSError):

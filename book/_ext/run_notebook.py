@@ -4,8 +4,10 @@
 
 Run by book/_ext/fresh_cache.py, one process per parallel slot (its kernel: companion.grid.
 SharedKernel). Requests come on stdin, one JSON line each, ``{"source": SOURCE.ipynb, "out":
-OUT.ipynb}``; one JSON line answers each on stdout, ``{"ok": true}`` or ``{"ok": false, "error":
-"..."}``. The slot's notebooks share one kernel: before each, its namespace is cleared (IPython's reset
+OUT.ipynb}``; one JSON line answers each on stdout, ``{"ok": true, "cost": {...}}`` or ``{"ok": false,
+"error": "..."}``; ``cost`` is what the page's simulations cost (companion.provenance.simulation_cost of its
+namespace at its end: the compute seconds recorded with each result it holds, computed now or read back from
+the results cache), from which ``python -m companion rerun`` estimates a rerun's time. The slot's notebooks share one kernel: before each, its namespace is cleared (IPython's reset
 with a new history session, so execution counts start at 1 again) and its working directory set to the
 notebook's folder, so a page runs as in a fresh kernel, without the kernel start and the imports of its
 own. A notebook whose cell fails (or times out) gets nothing written, and its kernel is
@@ -22,6 +24,11 @@ import nbformat
 from nbclient import NotebookClient
 
 from companion.grid import SharedKernel
+
+
+#: Asked of the kernel once a page has run: what its simulations cost (one JSON line).
+COST = ("from companion.provenance import simulation_cost as _cost\nimport json as _json\n"
+        "print(_json.dumps(_cost(globals())))")
 
 
 def execute(kernel: SharedKernel, source: Path, out: Path, timeout: float) -> SharedKernel:
@@ -58,7 +65,11 @@ def main(timeout: str) -> int:
             request = json.loads(line)
             try:
                 kernel = execute(kernel, Path(request["source"]).resolve(), Path(request["out"]), float(timeout))
-                replies.write(json.dumps({"ok": True}) + "\n")
+                try:
+                    cost = json.loads(kernel.ask(COST))
+                except (RuntimeError, ValueError):                 # no measure: the page is still right
+                    cost = None
+                replies.write(json.dumps({"ok": True, "cost": cost}) + "\n")
             except Exception as exc:                                # noqa: BLE001 (reported, then myst-nb reruns it)
                 kernel.close()
                 replies.write(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}) + "\n")

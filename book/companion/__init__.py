@@ -15,8 +15,9 @@ The arrow points one way: ``companion`` imports ``recency_lib``, never the rever
 
 Every page checks its parameters first, each by its own name (:mod:`~companion.params`).
 ``python -m companion rerun PAGE OUT_DIR -p NAME VALUE ...`` reruns a chapter with other parameters
-(checked the same way before any work) and renders it as a page in the book's look;
-``python -m companion render NOTEBOOK`` renders an executed notebook (:mod:`companion.rerun`).
+(checked the same way before any work; the derived sample sizes follow ``samples``) and renders it in its
+chapter's place in the book, whose other pages come from the book's build, with a banner saying what ran;
+``python -m companion render NOTEBOOK`` renders an executed notebook so (:mod:`companion.rerun`).
 """
 import os
 

@@ -846,25 +846,43 @@ def _config(setting: Setting, d: int, n: int, samples: int, seed: int, boost: in
     return setting.config(d, n, count, seed)
 
 
+def _check_settings(settings) -> tuple[Setting, ...] | None:
+    """``settings`` (None, or Settings to hold the forms at instead of their own) as a tuple."""
+    if settings is None:
+        return None
+    values = list(settings) if isinstance(settings, (list, tuple)) else None
+    if not values or not all(isinstance(s, Setting) for s in values):
+        raise ValueError(f"settings={settings!r} is not allowed; allowed: None or a non-empty list of closedforms.Setting")
+    return tuple(dict.fromkeys(values))
+
+
+def _settings_of(form: ClosedForm, settings: tuple[Setting, ...] | None) -> tuple[Setting, ...]:
+    return form.settings if settings is None else settings
+
+
 def configs(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0, boost: int = DEFAULT_BOOST,
-            keys=None) -> dict[tuple[Setting, int], SimConfig]:
+            keys=None, settings=None) -> dict[tuple[Setting, int], SimConfig]:
     """The simulations that hold the closed forms named by ``keys`` (all when None) to the model at each d
     in ``ds``: (Setting, d) -> the two-layer SimConfig of ``n`` tokens, root seed ``seed``, with
     :func:`setting_samples` sequences (``samples``; ``boost`` times as many in Theorem 1's setting;
-    Proposition 1's setting: the runs of its verdict, settings.prop1_configs)."""
+    Proposition 1's setting: the runs of its verdict, settings.prop1_configs). ``settings``: the settings
+    to hold the forms at instead of their own (a grid's, e.g. Appendix B's; None: each form's own)."""
     ds = _check_ds(ds)
     n = check_int("n", n, 3)
     samples = check_int("samples", samples, 2)
     seed = check_int("seed", seed, 0)
     boost = check_int("boost", boost, 1)
     forms = select(keys)
-    gram = sorted({s for f in forms if f.source == "gram" for s in f.settings}, key=lambda s: (s.norm, s.alpha, s.gamma))
+    settings = _check_settings(settings)
+    gram = sorted({s for f in forms if f.source == "gram" for s in _settings_of(f, settings)},
+                  key=lambda s: (s.norm, s.alpha, s.gamma))
     return {(s, d): _config(s, d, n, samples, seed, boost) for s in gram for d in ds}
 
 
 def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0, boost: int = DEFAULT_BOOST,
             cosine_samples: int = 20_000, keys=None, executor=None, cache=None,
-            z_resolve: float = Z_RESOLVE, z_erratum: float = Z_ERRATUM, results: dict | None = None) -> Table:
+            z_resolve: float = Z_RESOLVE, z_erratum: float = Z_ERRATUM, results: dict | None = None,
+            settings=None) -> Table:
     """Hold every closed form (or those named by ``keys``) to simulation at each d in ``ds``.
 
     The simulations are :func:`configs` (the same arguments); a page passes what it simulated as
@@ -873,9 +891,10 @@ def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
     folder). The cosine entries draw ``cosine_samples`` sequences of raw tokens (dense; cost grows
     with d), on ``executor`` when one is given, through the same cache folder (:func:`_timed_cosine`).
     A ratio is reported where the closed form is nonzero and the simulated value is at least
-    ``z_resolve`` SE from 0; verdicts use ``z_erratum`` (:func:`judge`).
+    ``z_resolve`` SE from 0; verdicts use ``z_erratum`` (:func:`judge`). ``settings``: as :func:`configs`'s.
     """
-    wanted = configs(ds, n=n, samples=samples, seed=seed, boost=boost, keys=keys)
+    wanted = configs(ds, n=n, samples=samples, seed=seed, boost=boost, keys=keys, settings=settings)
+    settings = _check_settings(settings)
     ds = _check_ds(ds)
     cosine_samples = check_int("cosine_samples", cosine_samples, 2)
     z_resolve = check_real("z_resolve", z_resolve, lo=0.0, lo_open=True, allowed="a finite number > 0")
@@ -887,9 +906,10 @@ def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
                          "arguments; allowed: dict(zip(cfgs, cached_simulate_many(cfgs.values()))) for those cfgs")
 
     t0 = time.perf_counter()
-    per_setting = {s: setting_samples(s, samples, boost) for f in forms for s in f.settings}
+    per_setting = {s: setting_samples(s, samples, boost) for f in forms for s in _settings_of(f, settings)}
     cos_jobs = {(s, d): (s.alpha, n, d, cosine_samples, seed, cache) for s in sorted(
-        {s for f in forms if f.source == "cosine" for s in f.settings}, key=lambda s: s.alpha) for d in ds}
+        {s for f in forms if f.source == "cosine" for s in _settings_of(f, settings)}, key=lambda s: s.alpha)
+        for d in ds}
     pending = {key: executor.submit(_timed_cosine, *args) for key, args in cos_jobs.items()} if executor else {}
     sims = results if results is not None else dict(zip(wanted, cached_simulate_many(wanted.values(), cache=cache,
                                                                                       executor=executor)))
@@ -900,7 +920,7 @@ def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
     rows = []
     for f in forms:
         measured = sims if f.source == "gram" else cosines
-        for s in f.settings:
+        for s in _settings_of(f, settings):
             count = per_setting[s] if f.source == "gram" else cosine_samples
             for name, part in (("level", f.level), ("step", f.step)):
                 if part is None:

@@ -344,6 +344,30 @@ class SharedKernel:
             raise RuntimeError(f"the shared kernel could not be prepared for {cwd.name}: {reply['content']}")
         return self.km
 
+    def ask(self, code: str, timeout: float = 120) -> str:
+        """What ``code`` prints on the live kernel (its namespace as the last run left it: a run's page
+        asked what it held at its end), without a cell of any notebook; RuntimeError if it fails."""
+        from jupyter_core.utils import run_sync
+
+        if self.km is None or not run_sync(self.km.is_alive)():
+            raise RuntimeError("the kernel is not running")
+        printed = []
+
+        def hook(msg):
+            if msg["header"]["msg_type"] == "stream" and msg["content"].get("name") == "stdout":
+                printed.append(msg["content"]["text"])
+
+        kc = self.km.client()
+        kc.start_channels()
+        try:
+            reply = run_sync(kc.execute_interactive)(code, store_history=False, timeout=timeout, output_hook=hook)
+        finally:
+            kc.stop_channels()
+        if reply["content"].get("status") != "ok":
+            raise RuntimeError(f"the kernel could not answer: {reply['content'].get('ename')}: "
+                               f"{reply['content'].get('evalue')}")
+        return "".join(printed)
+
     def close(self) -> None:
         if self.km is not None:
             with _LIVE_LOCK:
@@ -356,7 +380,9 @@ class SharedKernel:
 def _shared_engine() -> str:
     """The name of papermill's nbclient engine for a kernel it does not own, registered on first use:
     it closes the run's client (its sockets and heartbeat thread) at the end and leaves the kernel
-    running (nbclient would leave the client open)."""
+    running (nbclient would leave the client open). ``on_cell`` (a keyword of papermill's
+    ``execute_notebook``, optional): called as ``on_cell(nb, index)`` before cell ``index`` of the notebook
+    ``nb`` runs (markdown cells too)."""
     from papermill.clientwrap import PapermillNotebookClient
     from papermill.engines import NBClientEngine, papermill_engines
     from papermill.utils import merge_kwargs, remove_args
@@ -366,6 +392,15 @@ def _shared_engine() -> str:
         def execute_managed_notebook(cls, nb_man, kernel_name, log_output=False, stdout_file=None,
                                      stderr_file=None, start_timeout=60, execution_timeout=None, **kwargs):
             kwargs = remove_args(["input_path", "timeout", "startup_timeout"], **kwargs)
+            on_cell = kwargs.pop("on_cell", None)
+            if on_cell is not None:
+                start = nb_man.cell_start
+
+                def cell_start(cell, cell_index=None, **more):
+                    on_cell(nb_man.nb, cell_index)
+                    return start(cell, cell_index, **more)
+
+                nb_man.cell_start = cell_start
             client = PapermillNotebookClient(nb_man, **merge_kwargs(
                 kwargs, timeout=execution_timeout, startup_timeout=start_timeout, kernel_name=kernel_name,
                 log=logging.getLogger("papermill"), log_output=log_output, stdout_file=stdout_file,

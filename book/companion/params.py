@@ -48,10 +48,11 @@ def cpus() -> int:
 
 
 class Rule:
-    """One parameter's rule: ``rule(name, value) -> value`` normalized, or a ValueError naming ``name``."""
+    """One parameter's rule: ``rule(name, value) -> value`` normalized, or a ValueError naming ``name``;
+    ``minimum``: the least value an integer rule takes (None for other rules)."""
 
-    def __init__(self, check, text: str):
-        self._check, self.text = check, text
+    def __init__(self, check, text: str, minimum: int | None = None):
+        self._check, self.text, self.minimum = check, text, minimum
 
     def __call__(self, name: str, value):
         return self._check(name, value)
@@ -63,8 +64,8 @@ class Rule:
 def integer(lo: int, hi: int | None = None) -> Rule:
     """An integer (not a bool) >= ``lo`` (and <= ``hi``)."""
     if hi is None:
-        return Rule(lambda name, v: check_int(name, v, lo), f"an integer >= {lo}")
-    return Rule(lambda name, v: check_int(name, v, lo, hi), f"an integer in [{lo}, {hi}]")
+        return Rule(lambda name, v: check_int(name, v, lo), f"an integer >= {lo}", lo)
+    return Rule(lambda name, v: check_int(name, v, lo, hi), f"an integer in [{lo}, {hi}]", lo)
 
 
 def real(lo: float | None = None, hi: float | None = None, lo_open: bool = False, *, allowed: str) -> Rule:
@@ -82,7 +83,9 @@ def _workers(name: str, value) -> int:
 
 
 WORKERS = Rule(_workers, "an integer from 1 to workers_max()")
-SAMPLES = integer(2)                                # SimConfig's: a standard error needs two
+#: A number of sequences, SimConfig's rule: a standard error needs two. Every parameter with this rule but
+#: ``samples`` itself is one of its page's derived sample sizes (:func:`derived_sizes`).
+SAMPLES = integer(2)
 SEED = integer(0)
 
 
@@ -235,6 +238,11 @@ def _empirical(v: dict) -> None:
 
 
 def _appendix_b(v: dict) -> None:
+    """The grid has at most :data:`GRID_MAX` settings; the residual grid holds an alpha below 1 (its closed
+    forms, the paper's Figure 5, are drawn at the grid's alphas; at alpha = 1 every token is the same)."""
+    if not any(a < 1 for a in v["alphas_residual"]):
+        raise ValueError(f"alphas_residual={short(v['alphas_residual'])} is not allowed; allowed: a list with an "
+                         f"alpha below 1 (Figure 5's closed forms are drawn at the grid's alphas)")
     count = len(v["alphas_no_residual"]) + len(v["gammas_residual"]) * len(v["alphas_residual"])
     if count > GRID_MAX:
         raise ValueError(f"alphas_no_residual, alphas_residual and gammas_residual make {count} settings; allowed: "
@@ -308,6 +316,31 @@ PAGES: dict[str, tuple[dict[str, Rule], tuple]] = {
 #: Parameters that name where a page writes, and what a rerun makes of them when they are relative or
 #: empty: a path in the rerun's own folder (companion.rerun).
 OUTPUTS = {"appendix_b": {"out_dir": "appendix_b"}, "setting_template": {"result_path": "setting_result.json"}}
+
+
+def derived_sizes(page: str) -> tuple[str, ...]:
+    """The derived sample sizes of ``page``: every parameter besides ``samples`` that counts sequences (rule
+    :data:`SAMPLES`: ``samples_first_order``, ``long_samples``, ...), in the order of its parameters cell."""
+    if page not in PAGES:
+        raise ValueError(f"page={short(page)} is not allowed; allowed: one of {', '.join(sorted(PAGES))}")
+    return tuple(name for name, rule in PAGES[page][0].items() if rule is SAMPLES and name != "samples")
+
+
+def follow_samples(page: str, defaults: dict, given: dict) -> dict:
+    """The derived sample sizes that follow ``samples``: when ``given`` sets ``samples`` to other than its
+    default (``defaults``: the page's parameters and their defaults), each derived size of ``page``
+    (:func:`derived_sizes`) that ``given`` leaves out is its default times ``samples / default samples``,
+    rounded, and at least its rule's minimum. Returns name -> size (empty when ``samples`` keeps its
+    default or is not given). ValueError naming ``samples`` (or a default) when it is not a number of
+    sequences; the other values are :func:`check`'s to check."""
+    names = derived_sizes(page)
+    if "samples" not in given or not names:
+        return {}
+    samples, default = SAMPLES("samples", given["samples"]), SAMPLES("samples", defaults["samples"])
+    if samples == default:
+        return {}
+    return {name: max(SAMPLES.minimum, round(SAMPLES(name, defaults[name]) * samples / default))
+            for name in names if name not in given}
 
 
 def check(page: str, values) -> dict:

@@ -92,3 +92,85 @@ def simulation_table(entries: list[dict], name: str = "simulations") -> report.M
                         title="Every simulation")
 
 
+
+
+# -- what a run of a page held: its simulations' cost, its verdicts, its parameters ----------------------
+
+#: How deep :func:`held` looks into containers and dataclasses (a dict of dicts of results is two levels).
+DEPTH = 4
+
+
+def held(namespace: dict, kinds: tuple[type, ...]) -> list:
+    """The objects of ``kinds`` among the values of ``namespace`` (a page's globals), also inside lists,
+    tuples, sets, dict values and dataclass fields up to :data:`DEPTH` levels, each once, in the order
+    first met (names that start with ``_`` aside: IPython's history)."""
+    import dataclasses
+
+    out, seen = [], set()
+
+    def visit(value, depth: int) -> None:
+        if id(value) in seen or depth > DEPTH:
+            return
+        seen.add(id(value))
+        if isinstance(value, kinds):
+            out.append(value)
+        elif isinstance(value, dict):
+            for v in list(value.values()):
+                visit(v, depth + 1)
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            for v in list(value):
+                visit(v, depth + 1)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                visit(getattr(value, f.name, None), depth + 1)
+
+    for name, value in list(namespace.items()):
+        if not name.startswith("_"):
+            visit(value, 0)
+    return out
+
+
+def simulation_cost(namespace: dict) -> dict:
+    """The simulations a page's namespace holds (every ``SimResult`` and ``SequenceStatistic``, :func:`held`):
+    ``seconds``, the compute seconds recorded with each when it was computed (summed over workers; the same
+    whether this run computed it or read it back from the results cache), ``sequences`` and ``results``."""
+    import math
+
+    from recency_lib.engines import SequenceStatistic
+    from recency_lib.result import SimResult
+
+    found = held(namespace, (SimResult, SequenceStatistic))
+    seconds = [float(r.elapsed_seconds) for r in found]
+    return {"seconds": sum(s for s in seconds if math.isfinite(s)),
+            "sequences": int(sum(getattr(r, "samples", None) or r.config.samples for r in found)),
+            "results": len(found)}
+
+
+def verdict_settings(namespace: dict) -> list[dict]:
+    """The verdicts a page's namespace holds (:class:`companion.verdicts.Verdict`, :func:`held`), each as
+    ``{"claim", "name", "word", "checks", "settings"}``: the claim and its name in the verdict tables ("the
+    paper's Figure 3"), how many checks decided it and the distinct model settings they were made at
+    (``norm``, ``alpha``, ``gamma``, ``d`` as the checks carry them; None where a check has none)."""
+    from .verdicts import CLAIM_NAMES, Verdict
+
+    out = []
+    for v in held(namespace, (Verdict,)):
+        settings = []
+        for c in v.checks:
+            s = {"norm": c.norm, "alpha": c.alpha, "gamma": c.gamma, "d": c.d}
+            if s not in settings:
+                settings.append(s)
+        out.append({"claim": v.claim, "name": CLAIM_NAMES.get(v.claim, v.claim), "word": v.word,
+                    "checks": len(v.checks), "settings": settings})
+    return out
+
+
+def run_summary(namespace: dict, names) -> str:
+    """What a run of a page held at its end, as one JSON line (:class:`companion.grid.SharedKernel.ask` reads
+    it from the kernel): the values its parameters ``names`` had (what ran, after the page's own check),
+    its verdicts (:func:`verdict_settings`) and its simulations' cost (:func:`simulation_cost`)."""
+    import json
+
+    values = {name: namespace[name] for name in names if name in namespace}
+    return json.dumps({"parameters": values, "verdicts": verdict_settings(namespace),
+                       "cost": simulation_cost(namespace)}, default=str)

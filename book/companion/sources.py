@@ -1,5 +1,8 @@
 """What a page's output depends on besides its own cells: the files of the simulator and of the book's
-package (their Python sources, the C kernel's source, the explorer's assets).
+package (their Python sources, the C kernel's source, the explorer's assets), the notebooks its code names,
+the environment it shows and the simulator's kernel path (:func:`dependency_hash`: book/_ext/fresh_cache.py
+executes a page again when it changes; a rerun's render serves the book's record of a page only while it
+matches).
 
 Every page depends on all of them. Following each page's imports would save little: every chapter
 reaches 38 to 41 of the two packages' modules through the book's shared modules, so an edit of nearly
@@ -11,6 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
+import os
+import re
 from pathlib import Path
 
 PACKAGES = ("recency_lib", "companion")
@@ -36,3 +42,66 @@ def sources_hash(extra: dict[str, bytes] | None = None) -> str:
     for name in sorted(items):
         h.update(name.encode() + b"\0" + hashlib.sha256(items[name]).digest())
     return h.hexdigest()
+
+
+def _named_notebooks(path: Path) -> list[Path]:
+    """Other notebooks of the same folder that ``path``'s code names (e.g. a papermill template)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = "\n".join("".join(c.get("source", "")) for c in nb.get("cells", []) if c.get("cell_type") == "code")
+    names = set(re.findall(r"([\w-]+\.ipynb)", code)) - {path.name}
+    return sorted(p for p in (path.parent / n for n in names) if p.is_file())
+
+
+#: The environment variables that change what a page shows: where results are cached (the reproducibility
+#: page prints it), which kernel runs (pages name it; numbers differ by rounding) and the build's folder
+#: (Appendix B's runs live there; its page links to them).
+PAGE_ENVIRONMENT = ("RECENCY_LIB_CACHE", "RECENCY_LIB_KERNEL", "COMPANION_BUILD_DIR")
+FOLDERS = ("RECENCY_LIB_CACHE", "COMPANION_BUILD_DIR")
+
+
+def _environment_value(name: str, base: Path | None, environ) -> str:
+    """The value of ``name`` in ``environ`` as a page shows it: a folder inside ``base`` (the book's root)
+    relative to it, so that moving the checkout changes nothing."""
+    value = environ.get(name, "")
+    if name in FOLDERS and value and base is not None:
+        path = Path(value).resolve()
+        if path.is_relative_to(base):
+            return path.relative_to(base).as_posix()
+    return value
+
+
+def kernel_path() -> str:
+    """The simulator's kernel the pages will run (recency_lib.engines.kernel_name): "c", or "numpy" when
+    the compiled kernel is missing, switched off or older than its source. Rebuilding the kernel changes
+    no source file, but what the pages compute and show (the reproducibility page names it)."""
+    try:
+        from recency_lib.engines import kernel_name
+
+        return kernel_name()
+    except ValueError:                      # a bad RECENCY_LIB_KERNEL: every page that simulates says so
+        return "refused"
+
+
+def dependency_hash(path: Path, base: Path | None = None, environ=None) -> str:
+    """sha256 over what the output of notebook ``path`` depends on besides its own cells: the two
+    packages' files (:func:`sources_hash`), the notebooks its code names (and theirs), the values of
+    :data:`PAGE_ENVIRONMENT` in ``environ`` (default ``os.environ``) and the :func:`kernel_path`.
+    ``base``: the book's root (default: the notebook's folder's parent)."""
+    path = Path(path)
+    base = (Path(base) if base is not None else path.parent.parent).resolve()
+    environ = os.environ if environ is None else environ
+    extra = {f"env:{name}": _environment_value(name, base, environ).encode() for name in PAGE_ENVIRONMENT}
+    extra["kernel-path"] = kernel_path().encode()
+    todo, seen = _named_notebooks(path), {path}
+    while todo:
+        nb = todo.pop()
+        if nb not in seen:
+            seen.add(nb)
+            extra[_relative(nb, base)] = nb.read_bytes()
+            todo.extend(_named_notebooks(nb))
+    return sources_hash(extra)
+
+
+def _relative(f: Path, base: Path) -> str:
+    f = f.resolve()
+    return f.relative_to(base).as_posix() if f.is_relative_to(base) else f.name

@@ -439,6 +439,9 @@ def test_appendix_runs_with_other_parameters(tmp_path):
     assert glue_text(nb, "ab-n-settings") == "5" and glue_text(nb, "ab-workers") == "3"
     assert glue_text(nb, "ab-f3-a-first") == "0.3" and glue_text(nb, "ab-cost-alphas") == "0.3"
     assert glue_text(nb, "ab-gamma") == "0.5"                        # the first weight is the one the prose quotes
+    # the closed forms of the paper's Figure 5 are held at this grid (its alphas at that weight), not the paper's
+    assert glue_text(nb, "ab-cf-alphas") == "0.1 and 0.3" and glue_text(nb, "ab-quote") == "0.1"
+    assert glue_text(nb, "ab-cf-ds") == "16, 64 and 256"
     assert sorted(p.name for p in gen.glob("*.json")) == sorted(
         f"a{a}-g{g}-layernorm-n5-d16-L3-s1500-seed4.json"
         for a, g in (("0.3", "0"), ("0.1", "0.5"), ("0.3", "0.5"), ("0.1", "1"), ("0.3", "1")))
@@ -452,7 +455,8 @@ def test_appendix_rejects_a_bad_grid_before_any_run(tmp_path):
     gen = tmp_path / "runs"
     for params, message in (({"layers": 1}, "layers=1 is out of range"),
                             ({"gammas_residual": "[0, 1]"}, "gammas_residual[0]=0 is out of range"),
-                            ({"gammas_residual": "[1, 1]"}, "gammas_residual='[1, 1]' repeats a value")):
+                            ({"gammas_residual": "[1, 1]"}, "gammas_residual='[1, 1]' repeats a value"),
+                            ({"alphas_residual": "[1.0]"}, "alphas_residual=[1.0] is not allowed")):
         with pytest.raises(PapermillExecutionError, match=re.escape(message)):
             papermill.execute_notebook(str(APPENDIX), str(tmp_path / "b.ipynb"), kernel_name=KERNEL, cwd=str(BOOK),
                                        progress_bar=False, parameters={"samples": 1500, "out_dir": str(gen), **params})

@@ -391,6 +391,26 @@ def test_proposition1_setting_is_the_run_of_its_verdict():
     assert cf.setting_samples(cf.A, 300, 3) == 300
 
 
+def test_the_forms_are_held_at_other_settings_when_asked():
+    """Appendix B's closed-form section once stayed at alpha = 0 ... 0.8, gamma = 1, d = 16/64/256 whatever grid
+    ran: ``settings`` holds the forms at a grid's settings instead, and the book's grid gives the book's runs."""
+    grid = [cf.Setting("layernorm", a, 0.5) for a in (0.1, 0.3)]
+    got = cf.configs((16, 128), n=4, samples=400, seed=1, keys=["fig5-printed", "fig5-corrected"], settings=grid)
+    assert set(got) == {(s, d) for s in grid for d in (16, 128)}
+    assert got[(grid[1], 128)] == SimConfig(alpha=0.3, gamma=0.5, norm="layernorm", n=4, d=128, layers=2, samples=400,
+                                            seed=1, engine="gram")
+    sims = {k: simulate(c) for k, c in got.items()}
+    table = cf.measure((16, 128), n=4, samples=400, seed=1, keys=["fig5-printed", "fig5-corrected"], results=sims,
+                       settings=grid)
+    assert {(r.form.key, r.setting) for r in table.rows} == {(k, s) for k in ("fig5-printed", "fig5-corrected") for s in grid}
+    assert table.ds == (16, 128)
+    book = [cf.Setting("layernorm", a, 1.0) for a in cf.FIG_ALPHAS]
+    assert cf.configs(keys=["fig5-corrected"], settings=book) == cf.configs(keys=["fig5-corrected"])
+    for bad in ([], [0.1], "x"):
+        with pytest.raises(ValueError, match="settings="):
+            cf.configs(keys=["fig5-corrected"], settings=bad)
+
+
 def test_definition1_samples_with_the_corrected_theorem1():
     """effect="theorem1" takes the corrected Theorem 1's steps (theory.theorem1_step), larger than Eq. (5)'s
     by about q(d)^2 ~ e at d = 64: with the same standard errors the count shrinks by the square of the

@@ -121,3 +121,51 @@ def test_no_output_folder_in_the_sources(folder):
     with pytest.raises(ValueError, match="allowed: a folder outside the sources"):
         params.check_outside_sources("out", folder)
     assert params.check_outside_sources("out", "../_build/x") == (params.ROOT / "_build" / "x").resolve()
+
+
+# -- samples sets the cost: the derived sizes follow it ------------------------------------------------
+
+def test_every_sample_size_but_samples_is_a_derived_size():
+    """The sizes `python -m companion rerun` scales with samples: every parameter that counts sequences."""
+    assert params.derived_sizes("residual") == ("samples_first_order",)
+    assert params.derived_sizes("input_distribution") == ("samples_isotropic", "samples_first_order", "samples_cosine",
+                                                          "samples_alpha1")
+    assert params.derived_sizes("beyond") == ("network_samples", "relative_samples", "long_samples")
+    assert params.derived_sizes("appendix_b") == ()
+    for page in PAGES:
+        names = [n for n in defaults(page) if n != "samples" and "samples" in n.split("_")]
+        assert list(params.derived_sizes(page)) == names, page
+
+
+def test_derived_sizes_follow_samples_in_proportion_unless_given():
+    """`-p samples 20000` ran the page's derived sizes (samples_first_order 400,000, samples_isotropic 4,000,000)
+    at their defaults: now each one left out follows samples, rounded, at least 2."""
+    base = defaults("input_distribution")
+    assert params.follow_samples("input_distribution", base, {"samples": 20_000}) == {
+        "samples_isotropic": 800_000, "samples_first_order": 80_000, "samples_cosine": 800, "samples_alpha1": 4_000}
+    given = {"samples": 20_000, "samples_isotropic": 5}               # given itself: kept as given
+    assert "samples_isotropic" not in params.follow_samples("input_distribution", base, given)
+    assert params.follow_samples("input_distribution", base, {"samples": 10})["samples_cosine"] == 2   # the minimum
+    assert params.follow_samples("residual", defaults("residual"), {"samples": 33_333}) == {"samples_first_order": 133_332}
+    assert params.follow_samples("residual", defaults("residual"), {"samples": 100_000}) == {}     # the default
+    assert params.follow_samples("residual", defaults("residual"), {"alpha": 0.3}) == {}           # not given
+    assert params.follow_samples("appendix_b", defaults("appendix_b"), {"samples": 10}) == {}      # no derived size
+    with pytest.raises(ValueError, match=r"^samples=1 is out of range"):
+        params.follow_samples("residual", defaults("residual"), {"samples": 1})
+    with pytest.raises(ValueError, match=r"^page='nope' is not allowed"):
+        params.follow_samples("nope", {}, {"samples": 10})
+
+
+def test_the_books_own_build_is_unchanged_by_the_scaling():
+    """The pages' own check leaves every value as given: the scaling is the rerun's, never the book's."""
+    for page in PAGES:
+        checked = params.check(page, {**defaults(page), "samples": 7})
+        assert all(checked[n] == defaults(page)[n] for n in params.derived_sizes(page)), page
+        assert params.follow_samples(page, defaults(page), {}) == {}
+
+
+def test_appendix_b_needs_an_alpha_below_one_in_its_residual_grid():
+    base = defaults("appendix_b")
+    with pytest.raises(ValueError, match=r"^alphas_residual=\[1\.0\] is not allowed; allowed: a list with an alpha below 1"):
+        params.check("appendix_b", {**base, "alphas_residual": [1.0]})
+    assert params.check("appendix_b", {**base, "alphas_residual": [0.5, 1.0]})["alphas_residual"] == [0.5, 1.0]

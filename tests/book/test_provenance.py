@@ -60,3 +60,28 @@ def test_shown_path_is_relative_inside_the_root_and_absolute_outside(tmp_path):
     assert provenance.shown_path(root / "_build" / ".." / "_build", root) == "_build"
     outside = tmp_path / "elsewhere"
     assert provenance.shown_path(outside, root) == str(outside.resolve())
+
+
+def test_what_a_run_of_a_page_held_its_simulations_verdicts_and_parameters():
+    """A rerun asks the page's kernel, once the page has run, what it held (companion.provenance.run_summary):
+    the values its parameters ended with, each verdict with the settings of its checks, and the compute time
+    recorded with every simulation it holds (nested in dicts, lists and dataclasses; each once)."""
+    import json
+
+    from fake_results import fake
+    from companion import claims
+
+    ln = fake(SimConfig(alpha=0.3, gamma=0.5, norm="layernorm", n=6, d=64, layers=4), rp=0.6, step=0.01)
+    iso = fake(SimConfig(alpha=0.0, gamma=0.5, norm="layernorm", n=6, d=64, layers=2), rp=0.6, step=0.01)
+    verdict = claims.proposition2_claim(iso, ln)
+    namespace = {"samples": 2000, "alpha": 0.3, "pairs": [ln, ln], "by": {0.5: {"a": iso}}, "verdict": verdict,
+                 "_hidden": fake(iso.config), "other": "text"}
+    assert provenance.held(namespace, (type(ln),)) == [ln, iso]
+    assert provenance.simulation_cost(namespace) == {"seconds": 4.0, "sequences": 2 * iso.config.samples, "results": 2}
+    assert provenance.verdict_settings(namespace) == [
+        {"claim": "Proposition 2", "name": "Proposition 2", "word": verdict.word, "checks": 2,
+         "settings": [{"norm": "layernorm", "alpha": 0.0, "gamma": 0.5, "d": 64},
+                      {"norm": "layernorm", "alpha": 0.3, "gamma": 0.5, "d": 64}]}]
+    summary = json.loads(provenance.run_summary(namespace, ["samples", "alpha", "gamma"]))
+    assert summary["parameters"] == {"samples": 2000, "alpha": 0.3}
+    assert summary["verdicts"][0]["claim"] == "Proposition 2" and summary["cost"]["results"] == 2

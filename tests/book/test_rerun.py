@@ -93,6 +93,14 @@ def one_error_line(out: subprocess.CompletedProcess, code: int, starts: str) -> 
         (out.returncode, out.stderr[-3000:])
 
 
+def error_after_progress(code: int, err: str, page: str, starts: str, returncode: int) -> None:
+    """A run that failed once it had started: its progress lines (each "<page>: ..."), then one ``error:``
+    line, the last."""
+    lines = err.splitlines()
+    assert returncode == code and lines and lines[-1].startswith("error: " + starts), (returncode, err[-3000:])
+    assert all(line.startswith(f"{page}: ") for line in lines[:-1]), err[-3000:]
+
+
 def files_of(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` (relative name -> bytes)."""
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -172,6 +180,24 @@ def test_a_bad_environment_variable_is_one_error_line_naming_it(tmp_path, variab
     assert not (tmp_path / "o").exists()
 
 
+def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
+    """The estimate: the compute time the book's run of the page holds, times the share of sequences, plus the
+    page's time besides; a page the build never measured says so."""
+    from companion import rerun
+
+    cache = tmp_path / ".jupyter_cache"
+    cache.mkdir()
+    (cache / "fresh_cache.json").write_text(json.dumps({"format": 3, "pages": {
+        "residual": {"seconds": 10.0, "simulation_seconds": 100.0}}}))
+    known = rerun.defaults(BOOK / "residual.ipynb")
+    values = {**known, "samples": 20_000, "samples_first_order": 80_000}
+    assert rerun.cost_factor("residual", known, values) == pytest.approx(0.2)
+    assert rerun.cost_factor("residual", known, {**known, "n": 20}) == pytest.approx(8.0)
+    line = rerun.expected_time("residual", known, values, build=tmp_path)
+    assert line.startswith("expected time about 30 s, an estimate") and "1.7 min of simulation" in line
+    assert rerun.expected_time("layernorm", known, values, build=tmp_path).startswith("expected time unknown")
+
+
 # -- render: what it reads and where it writes ------------------------------------------------------------
 
 def test_render_reads_only_a_regular_notebook_file_without_blocking(tmp_path):
@@ -233,11 +259,12 @@ LIGHT = ["-p", "samples", "500", "-p", "n", "4", "-p", "d", "8", "-p", "layers",
 
 
 def shown_alpha(out: Path) -> tuple[float, str]:
-    """The alpha a rerun's notebook ran with and the alpha its page's injected-parameters cell shows."""
+    """The alpha a rerun's notebook ran with and the alpha its page's parameters cell shows."""
     nb = json.loads((out / "setting_template.ipynb").read_text())
     html = (out / "setting_template.html").read_text(encoding="utf8")
-    injected = re.search(r"Parameters.*?alpha.*?<span class=\"mf\">([0-9.]+)</span>", html, re.S)
-    return nb["metadata"]["papermill"]["parameters"]["alpha"], injected.group(1) if injected else None
+    cell = re.search(r'<div class="cell tag_parameters.*?</div>\s*</div>', html, re.S)
+    shown = re.search(r'<span class="n">alpha</span>.*?<span class="mf">([0-9.]+)</span>', cell.group(0), re.S) if cell else None
+    return nb["metadata"]["papermill"]["parameters"]["alpha"], shown.group(1) if shown else None
 
 
 @pytest.fixture
@@ -267,7 +294,7 @@ def test_a_failed_rerun_keeps_the_previous_pair_and_puts_its_notebook_beside_it(
     under a name that says so; a later good run takes that away."""
     out, files = good_run
     result = companion("rerun", TEMPLATE, str(out), "-p", "alpha", "0.5", *LIGHT, env={"RECENCY_LIB_MAX_MEMORY": "1000"})
-    one_error_line(result, 1, "setting_template.ipynb failed in cell")
+    error_after_progress(1, result.stderr, "setting_template", "setting_template.ipynb failed in cell", result.returncode)
     assert "needs about" in result.stderr and "setting_template.failed.ipynb" in result.stderr
     now = files_of(out)
     failed = json.loads(now.pop("setting_template.failed.ipynb"))
@@ -295,7 +322,7 @@ def test_an_interrupted_rerun_keeps_the_previous_pair_and_leaves_no_kernel(good_
     assert kernels and proc.poll() is None, "the rerun did not start"
     os.killpg(proc.pid, sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == code and err.count("\n") == 1 and err.startswith(f"error: {word}"), err
+    error_after_progress(code, err, "setting_template", word, proc.returncode)
     deadline = time.monotonic() + 10
     while any(alive(k) for k in kernels) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -339,7 +366,7 @@ def test_a_render_that_fails_leaves_the_previous_page(good_run, monkeypatch, cap
     monkeypatch.setattr(rerun.shutil, "copy", full)
     code = rerun.main(["render", str(out / "setting_template.ipynb")])
     err = capsys.readouterr().err
-    assert code == 1 and err.count("\n") == 1 and err.startswith("error: No space left on device: "), err
+    error_after_progress(1, err, "setting_template", "No space left on device: ", code)
     assert str(out / ".rerun-staging-") in err, err
     assert files_of(out) == files and not list(out.glob(".rerun-staging-*"))
 

@@ -43,12 +43,15 @@ def figure34_numbers(*, d, fig3, fig4, gamma4, layers, n, samples, v5, verdicts)
     return out
 
 def figure5_numbers(*, curves, forms, gamma4, v5) -> dict[str, str]:
-    """Appendix B's Figure 5: the closed forms against simulation (printed and corrected key factor) and Eq.
-    (5)'s verdict numbers."""
+    """Appendix B's Figure 5: the closed forms against simulation (printed and corrected key factor) at the
+    settings ``forms`` holds (the grid's alphas at the residual weight ``gamma4``), and Eq. (5)'s verdict
+    numbers. The prose quotes one alpha: the least above 0 (0.2 in the paper's grid), else the least."""
     out = {}
-    quote = 0.2                                                   # the alpha quoted in the prose (one of Figure 5's)
-    setting = closedforms.Setting("layernorm", quote, 1.0)
+    alphas = sorted({row.setting.alpha for row in forms.rows if row.setting.gamma == gamma4})
+    quote = next((a for a in alphas if a > 0), alphas[0])
+    setting = closedforms.Setting("layernorm", quote, gamma4)
     out["ab-quote"] = f"{quote:g}"
+    out["ab-cf-alphas"] = report.listing(alphas)
     out["ab-cf-ds"] = report.listing(forms.ds)
     out["ab-corrected-trend"] = closedforms.trend_words(forms.row("fig5-corrected", "step", setting))
     for form in ("printed", "corrected"):
