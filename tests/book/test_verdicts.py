@@ -1,5 +1,8 @@
 """companion.verdicts: the one rule (every class of evidence gets its word), the checks a claim is split
 into (every branch, on constructed results), what a check is about, and the tables of verdicts."""
+import dataclasses
+
+import numpy as np
 import pytest
 
 from recency_lib import SimConfig, simulate_many
@@ -52,7 +55,29 @@ def test_order_check_classes():
 def test_flat_value_direction_and_nonzero_checks():
     zc = 3.0
     assert verdicts.flat_check(thm(64), 2, zc).status == A
-    assert verdicts.flat_check(thm(64, trend=8e-6, trend_se=2e-6), 2, zc).status == X   # 4 SE: not flat
+
+
+def test_flat_is_judged_on_the_colour_scale_the_figure_draws():
+    """The change along a row, (n - 2) mean steps, in the 256 levels of the panel's colour scale (its
+    range, diagonal included): as claimed below one level, against above, unresolved at it; more
+    sequences (a smaller SE) never turn a step too small to be drawn against the claim."""
+    zc = 3.0
+
+    def panel(trend, trend_se, diagonal=1.0 + 2.56):            # off-diagonal 1.0: range 2.56, a level 0.01
+        res = thm(64, trend=trend, trend_se=trend_se)
+        s = res.score_mean.copy()
+        for layer in s:
+            np.fill_diagonal(layer, diagonal)
+        return dataclasses.replace(res, score_mean=s)
+
+    steps = panel(0, 1).config.n - 2
+    c = verdicts.flat_check(panel(3 * 0.01 / steps, 1e-6), 2, zc)          # 3 levels along a row: visible
+    assert (c.status, c.value) == (X, pytest.approx(3.0)) and "colour levels" in c.what
+    assert verdicts.flat_check(panel(0.1 * 0.01 / steps, 1e-6), 2, zc).status == A    # a tenth of a level
+    assert verdicts.flat_check(panel(0.1 * 0.01 / steps, 1e-9), 2, zc).status == A    # the same, 1000x sharper
+    assert verdicts.flat_check(panel(-0.1 * 0.01 / steps, 1e-6), 2, zc).status == A   # either sign
+    assert verdicts.flat_check(panel(0.01 / steps, 1e-5), 2, zc).status == U          # at one level
+    assert verdicts.flat_check(panel(0.1 * 0.01 / steps, 0.01), 2, zc).status == U     # too noisy to say
     assert verdicts.value_check(2.0, 0.01, 2.0, zc, "r", "s").status == A
     c = verdicts.value_check(2.66, 0.25, 1.0, zc, "r", "s")
     assert c.status == X and c.text == "2.66 ± 0.25"

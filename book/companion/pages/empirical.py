@@ -24,8 +24,13 @@ def figure2_numbers(*, alpha, by_d, curves, d, ds, forms, h_zc, layers, n, resul
     def ratios(row) -> str:
         return report.listing(closedforms.ratio_texts(row), fmt=str)
 
+    flats = [c for c in verdicts[0].checks if c.kind == "flat"]          # the figure as drawn (verdicts.flat_check)
+    none_flat = next(c for c in flats if c.norm == none.config.norm)
+    iso_flat = max((c for c in flats if c.norm != none.config.norm), key=lambda c: c.value)
     out = {
         # Figure 1
+        "empirical-none-levels": none_flat.text, "empirical-iso-levels": iso_flat.text,
+        "empirical-iso-levels-layer": str(iso_flat.layer),
         "empirical-n": report.count(n), "empirical-d": report.count(d), "empirical-layers": report.count(layers),
         "empirical-samples": report.count(samples), "empirical-estimator": statistics.estimator_name(),
         "empirical-matrices": report.count(len(results) * layers), "empirical-v1": verdicts[0].word,
