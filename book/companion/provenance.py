@@ -1,4 +1,5 @@
-"""What a build of the book ran on: software versions, and the simulations its results cache holds.
+"""What a build of the book ran on: software versions, and the simulations its results cache holds; and
+the README's recipes (:func:`readme_recipes`), the one set of commands the reproducibility page shows.
 
 The reproducibility page calls these and glues the tables; the cache folder and the key that
 decides which of its entries a build may use are :mod:`recency_lib.cache`'s.
@@ -13,6 +14,32 @@ from . import conventions as cv
 from . import report
 from recency_lib import engines
 from recency_lib.cache import entries, source_hash
+
+#: The repository's README: its recipes are the commands the reproducibility page shows.
+README = Path(__file__).resolve().parents[2] / "README.md"
+#: The README's sections whose bash blocks are the recipes (tests/book/test_readme.py runs them as typed).
+RECIPE_SECTIONS = ("Rerun a chapter with other parameters", "At the paper's scale", "The simulator")
+
+
+def readme_recipes(readme=README, sections=RECIPE_SECTIONS) -> dict[str, list[str]]:
+    """section title -> its ```bash blocks (text, without the fences), for each of ``sections`` in the README's
+    order: the commands as a reader types them. A section named but missing is a ValueError (the page and
+    the README must not drift apart)."""
+    import re
+
+    text = Path(readme).read_text(encoding="utf-8")
+    heads = [(m.start(), m.group(2).strip()) for m in re.finditer(r"^(#{2,3}) (.+)$", text, re.M)]
+    out = {}
+    for k, (start, title) in enumerate(heads):
+        if title in sections:
+            body = text[start:heads[k + 1][0] if k + 1 < len(heads) else len(text)]
+            out[title] = [b.strip("\n") for b in re.findall(r"^```bash\n(.*?)^```", body, re.S | re.M)]
+    missing = [t for t in sections if not out.get(t)]
+    if missing:
+        raise ValueError(f"{Path(readme).name} has no bash block under {', '.join(map(repr, missing))}; "
+                         f"allowed: the sections {', '.join(map(repr, sections))}")
+    return out
+
 
 #: The packages whose versions the page lists: the library, the numerics, the book's toolchain.
 PACKAGES = ("recency_lib", "numpy", "scipy", "matplotlib", "seaborn", "pandas", "sympy", "jupyter-book",

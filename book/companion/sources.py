@@ -82,15 +82,21 @@ def kernel_path() -> str:
         return "refused"
 
 
+#: Files of the book's root, outside the packages, that pages read: the reproducibility page shows the
+#: README's recipes (companion.provenance.readme_recipes).
+ROOT_FILES = ("README.md",)
+
+
 def dependency_hash(path: Path, base: Path | None = None, environ=None) -> str:
     """sha256 over what the output of notebook ``path`` depends on besides its own cells: the two
-    packages' files (:func:`sources_hash`), the notebooks its code names (and theirs), the values of
-    :data:`PAGE_ENVIRONMENT` in ``environ`` (default ``os.environ``) and the :func:`kernel_path`.
-    ``base``: the book's root (default: the notebook's folder's parent)."""
+    packages' files (:func:`sources_hash`), the :data:`ROOT_FILES`, the notebooks its code names (and
+    theirs), the values of :data:`PAGE_ENVIRONMENT` in ``environ`` (default ``os.environ``) and the
+    :func:`kernel_path`. ``base``: the book's root (default: the notebook's folder's parent)."""
     path = Path(path)
     base = (Path(base) if base is not None else path.parent.parent).resolve()
     environ = os.environ if environ is None else environ
     extra = {f"env:{name}": _environment_value(name, base, environ).encode() for name in PAGE_ENVIRONMENT}
+    extra |= {f"root:{name}": (base / name).read_bytes() if (base / name).is_file() else b"" for name in ROOT_FILES}
     extra["kernel-path"] = kernel_path().encode()
     todo, seen = _named_notebooks(path), {path}
     while todo:

@@ -57,3 +57,15 @@ def test_the_simulators_kernel_path_counts(tmp_path, monkeypatch):
     other = {"c": "numpy", "numpy": "c"}[engines.kernel_name()]
     monkeypatch.setattr(engines, "kernel_name", lambda: other)
     assert fresh_cache.dependency_hash(page, tmp_path) != base
+
+
+def test_the_readme_counts(tmp_path):
+    """The reproducibility page shows the README's recipes: an edited README executes the pages again."""
+    (tmp_path / "book").mkdir()
+    page = _notebook(tmp_path / "book" / "page.ipynb", "print(1)")
+    base = fresh_cache.dependency_hash(page)                      # the book's root: the notebook's folder's parent
+    (tmp_path / "README.md").write_text("## Rerun\n")
+    edited = fresh_cache.dependency_hash(page)
+    (tmp_path / "README.md").write_text("## Rerun\n\nanother recipe\n")
+    assert len({base, edited, fresh_cache.dependency_hash(page)}) == 3
+    assert "README.md" in sources.ROOT_FILES
