@@ -274,7 +274,9 @@ def _interrupted_build(root: Path, env: dict, signame: str, marker: str) -> str:
     env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1", **env)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     proc = subprocess.Popen([*jupyter_book_cmd(), "build", "book"], cwd=root, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal, even
+                                                                            # under a shell that ignores it (`cmd &`)
     lines, seen = [], threading.Event()
 
     def read():

@@ -313,8 +313,9 @@ def test_an_interrupted_rerun_keeps_the_previous_pair_and_leaves_no_kernel(good_
 
     out, files = good_run
     proc = subprocess.Popen([*COMPANION, "rerun", TEMPLATE, str(out), "-p", "alpha", "0.6", "-p", "samples", "50000000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 120
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # Ctrl-C as a terminal's, even
+    deadline = time.monotonic() + 120                                # under a shell that ignores it (`cmd &`)
     while not list(out.glob(".rerun-staging-*/setting_template.ipynb")) and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(2.0)                                                   # the kernel simulates
