@@ -379,8 +379,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
             raise ValueError(f"configs[{i}]={short(cfg)} is not a SimConfig; allowed: an iterable of SimConfig objects")
     if chunk_size is not None:
         chunk_size = check_int("chunk_size", chunk_size, 1)
-    if progress is not None:
-        progress = check_bool("progress", progress)
+    progress = None if progress is None else check_bool("progress", progress)
     workers = 1 if executor is None else (os.cpu_count() or 1)
     for cfg in configs:                            # memory, before any work
         require_memory(cfg, resolve_engine(cfg), workers)
@@ -415,11 +414,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
 
     groups: list[list[Moments | None]] = [[None, None] for _ in configs]    # even, odd blocks
     elapsed = [0.0] * len(configs)                 # compute seconds per config, summed over its tasks
-    show = progress if progress is not None else _show_progress(sum(c.samples for c in configs))
-    bar = None
-    if show:
-        from tqdm import tqdm
-        bar = tqdm(total=sum(c.samples for c in configs), unit="sample", file=sys.stderr, leave=False)
+    bar = _bar(sum(c.samples for c in configs), progress)
 
     dicts = [cfg.to_dict() for cfg in configs]     # what a task gets (once per config, not per task)
 
@@ -433,8 +428,7 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
             for k, m in moments:                   # tasks are folded in submission order
                 g = groups[ci]
                 g[k % 2] = m if g[k % 2] is None else g[k % 2].merge_into(m)   # m and g are ours
-                if bar is not None:
-                    bar.update(m.count)
+                bar.update(m.count)
             touched = [groups[ci][p] for p in {k % 2 for k, _ in moments}]   # the groups this task changed
             if not all(_finite(x.mean) and _finite(x.m2) for x in touched):   # overflow: stop now
                 _to_result(configs[ci], *plans[ci], groups[ci], 0.0, None).check_finite()
@@ -443,10 +437,16 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
         try:
             _run(tasks, args, fold, executor, workers)
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
         return [_to_result(cfg, plan[0], plan[1], g, t, kernel if plan[0] == "gram" else None).check_finite()
                 for cfg, plan, g, t in zip(configs, plans, groups, elapsed)]
+
+
+def _bar(total: int, progress: bool | None = None):
+    """tqdm's bar over ``total`` sequences on stderr, shown if ``progress`` (default :func:`_show_progress`)."""
+    from tqdm import tqdm
+    return tqdm(total=total, unit="sample", file=sys.stderr, leave=False,
+                disable=not (progress if progress is not None else _show_progress(total)))
 
 
 def _show_progress(samples: int) -> bool:
@@ -672,14 +672,16 @@ def _stream_statistic(cfg, engine, kernel, statistic, samples, bsize, mu, groups
     (even or odd blocks, in block order); returns k, the statistic's width."""
     width = None
     norms = "sq_norms" in inspect.signature(statistic).parameters
-    for k, size in _block_sizes(samples, bsize, 0, -(-samples // bsize)):
-        s, a, sq = _block_trajectories(cfg, engine, k, size, kernel)
-        x = np.asarray(statistic(s, a, sq_norms=sq) if norms else statistic(s, a), dtype=float)
-        if x.ndim != 3 or x.shape[:2] != (size, cfg.layers) or (width is not None and x.shape[2] != width):
-            raise ValueError(f"statistic returned shape {x.shape}; allowed: (B, layers, k) = ({size}, {cfg.layers}, "
-                             f"{width if width is not None else 'k'}) for a block of {size} sequences")
-        width = x.shape[2]
-        m = Moments.of(x, controls=slice(0, width) if mu is not None else None)
-        g = k % 2
-        groups[g] = m if groups[g] is None else groups[g].merge_into(m)
+    with _bar(samples) as bar:
+        for k, size in _block_sizes(samples, bsize, 0, -(-samples // bsize)):
+            s, a, sq = _block_trajectories(cfg, engine, k, size, kernel)
+            x = np.asarray(statistic(s, a, sq_norms=sq) if norms else statistic(s, a), dtype=float)
+            if x.ndim != 3 or x.shape[:2] != (size, cfg.layers) or (width is not None and x.shape[2] != width):
+                raise ValueError(f"statistic returned shape {x.shape}; allowed: (B, layers, k) = ({size}, "
+                                 f"{cfg.layers}, {width if width is not None else 'k'}) for a block of {size} sequences")
+            width = x.shape[2]
+            m = Moments.of(x, controls=slice(0, width) if mu is not None else None)
+            g = k % 2
+            groups[g] = m if groups[g] is None else groups[g].merge_into(m)
+            bar.update(size)
     return width

@@ -72,3 +72,16 @@ def test_a_statistic_that_asks_for_them_gets_the_states_squared_norms(engine):
     res = simulate(cfg)
     np.testing.assert_allclose(st.mean, res.sq_norm_mean, rtol=1e-12)
     np.testing.assert_allclose(st.sem, res.sq_norm_sem, rtol=1e-6)
+
+
+def test_a_long_statistic_shows_its_progress_where_asked_and_the_numbers_do_not_change(monkeypatch, capfd):
+    """As simulate's: a bar on stderr with RECENCY_LIB_PROGRESS=1 (a rerun relays it to the terminal), none
+    with 0; the numbers bit for bit the same."""
+    cfg = CFG.replace(samples=100_000)
+    shown = {}
+    for flag in ("1", "0"):
+        monkeypatch.setenv("RECENCY_LIB_PROGRESS", flag)
+        shown[flag] = (sequence_statistic(cfg, trend, control_mean=0.0), capfd.readouterr().err)
+    assert "%|" in shown["1"][1] and "/100000 [" in shown["1"][1] and shown["0"][1] == ""
+    for field in ("mean", "sem", "cv_mean", "cv_sem"):
+        np.testing.assert_array_equal(getattr(shown["1"][0], field), getattr(shown["0"][0], field))
