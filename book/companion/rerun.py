@@ -21,7 +21,9 @@ follow_samples`); papermill is given them, so the run's injected cell and its pa
 **What the terminal shows** (stderr): before the run, its expected time, an estimate from what the book's
 own execution of the chapter measured (the compute time recorded with the results it holds, at the
 defaults: book/_ext/fresh_cache.py) scaled to this run's sequences; then one line per code cell as it
-starts, with the time so far. The page shows no progress: the kernel runs with ``RECENCY_LIB_PROGRESS=0``.
+starts, with the time so far, and within a cell that simulates for long, every half minute, how far its
+current simulation is ("41 % of a run of 100,000,000 sequences": the kernel's progress bars, read from
+its stderr). Neither the page nor the saved notebook shows a progress bar.
 
 **What the page says**: the rerun records in the notebook's metadata (``companion_rerun``) what ran (the
 values the page's parameters had at its end), which derived sizes followed ``samples``, the date, the
@@ -343,20 +345,38 @@ def _clock(seconds: float) -> str:
 
 class _CellProgress:
     """papermill's ``on_cell`` hook (companion.grid's engine): one line per code cell as it starts, "[3/9]
-    0:12" and the cell's first line."""
+    0:12" and the cell's first line. Also the file papermill copies the kernel's stderr to: of the
+    progress bars there (recency_lib's, tqdm's "41%|███   | 41000000/100000000"), a line at most every
+    ``every`` seconds of a cell, "[3/9] 4:40 41 % of a run of 100,000,000 sequences" (a cell may hold several
+    runs); other text is the page's."""
 
-    def __init__(self, say: _Say):
-        self.say, self.t0, self.done = say, time.perf_counter(), 0
+    def __init__(self, say: _Say, every: float = 30.0, clock=time.perf_counter):
+        self.say, self.every, self.clock = say, every, clock
+        self.t0 = self.last = clock()
+        self.done = self.total = 0
 
     def __call__(self, nb, index) -> None:
         cell = nb.cells[index]
         if cell.cell_type != "code":
             return
         self.done += 1
-        total = sum(c.cell_type == "code" for c in nb.cells)
+        self.total = sum(c.cell_type == "code" for c in nb.cells)
         first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
         first = first if len(first) <= 72 else first[:71] + "…"
-        self.say(f"[{self.done}/{total}] {_clock(time.perf_counter() - self.t0)} {first}")
+        self.last = self.clock()
+        self.say(f"[{self.done}/{self.total}] {_clock(self.last - self.t0)} {first}")
+
+    def write(self, text: str) -> None:
+        bars = _BAR.findall(text)
+        now = self.clock()
+        if bars and now - self.last >= self.every:
+            self.last = now
+            percent, total = bars[-1]
+            self.say(f"[{self.done}/{self.total}] {_clock(now - self.t0)} {percent} % of a run of "
+                     f"{int(total):,} sequences")
+
+    def flush(self) -> None:
+        pass
 
 
 #: What the rerun's kernel is asked once the chapter has run (one JSON line: companion.provenance.run_summary).
@@ -374,21 +394,26 @@ def _execute(page: Path, staged: Path, values: dict, kernel: str, out: Path, say
 
     from .grid import SharedKernel, _shared_engine
 
-    env = {"RECENCY_LIB_PROGRESS": "0"}                  # progress goes to the terminal, per cell, never the page
+    # the kernel's progress bars, an update every 5 s at most, go to the terminal (_CellProgress), never the page
+    env = {"RECENCY_LIB_PROGRESS": "1", "TQDM_MININTERVAL": "5"}
     old = {k: os.environ.get(k) for k in (*env, "COMPANION_IN_BOOK", "COMPANION_BUILD_DIR")}
     os.environ.update(env)
     os.environ.pop("COMPANION_IN_BOOK", None)                # a rerun displays its figures and tables
     os.environ.pop("COMPANION_BUILD_DIR", None)
     shared = SharedKernel(kernel)
     try:
+        progress = _CellProgress(say)
         pm.execute_notebook(str(page), str(staged), parameters=values, kernel_name=kernel, progress_bar=False,
-                            km=shared.ready(BOOK), engine_name=_shared_engine(), on_cell=_CellProgress(say))
+                            km=shared.ready(BOOK), engine_name=_shared_engine(), on_cell=progress, stderr_file=progress)
+        _strip_saved(staged)
         try:
             return json.loads(shared.ask(SUMMARY.format(names=list(defaults(page)))))
         except (RuntimeError, ValueError):                 # the page ran; only the record is the poorer
             return None
     except PapermillExecutionError:
         if staged.is_file():
+            with contextlib.suppress(OSError, ValueError):        # a notebook papermill could not finish: as it is
+                _strip_saved(staged)
             os.replace(staged, out / f"{page.stem}.failed.ipynb")
         raise
     except BaseException:                         # interrupted: the cell's task dies with the kernel, unread
@@ -918,14 +943,42 @@ def _fold_parameters(nb: dict, info: dict) -> None:
 
 
 _PROGRESS = re.compile(r"\d+%\|")
+_BAR = re.compile(r"(\d+)%\|[^|\r\n]*\|\s*\d+/(\d+)")        # tqdm's "41%|███   | 41000/100000": percent, total
+
+
+def _without_progress(text: str) -> str:
+    """stderr text without progress bars: of a line that holds one or a carriage return, the pieces between
+    carriage returns that are neither a bar nor blank (nothing, if none); every other line as it was."""
+    lines = []
+    for line in text.split("\n"):
+        if "\r" in line or _PROGRESS.search(line):
+            line = "".join(p for p in line.split("\r") if p.strip() and not _PROGRESS.search(p))
+            if not line:
+                continue
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _drop_progress(nb: dict) -> None:
-    """Progress bars (tqdm's "42%|███" lines on stderr) taken out of the outputs: a page shows results."""
+    """Progress bars (tqdm's "42%|███" on stderr) taken out of the outputs, the rest of the stream kept, a
+    stream left empty dropped: a page and a saved notebook show results."""
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "code":
-            cell["outputs"] = [o for o in cell.get("outputs", []) if not (
-                o.get("output_type") == "stream" and o.get("name") == "stderr" and _PROGRESS.search(_text(o.get("text"))))]
+            outputs = []
+            for o in cell.get("outputs", []):
+                if o.get("output_type") == "stream" and o.get("name") == "stderr":
+                    o["text"] = _without_progress(_text(o.get("text")))
+                    if not o["text"]:
+                        continue
+                outputs.append(o)
+            cell["outputs"] = outputs
+
+
+def _strip_saved(path: Path) -> None:
+    """:func:`_drop_progress` on the executed notebook at ``path`` (written in its staging folder)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    _drop_progress(nb)
+    path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")   # as nbformat
 
 
 def _setting_words(s: dict) -> str:

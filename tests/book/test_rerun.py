@@ -198,6 +198,33 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
     assert rerun.expected_time("layernorm", known, values, build=tmp_path).startswith("expected time unknown")
 
 
+
+def test_a_long_simulation_reports_its_progress_on_the_terminal_and_never_on_the_page():
+    """Within a cell the kernel's progress bars (read from its stderr) become a line at most every 30 s;
+    the page and the saved notebook keep the cell's other stderr text and lose every bar."""
+    from companion import rerun
+
+    lines, now = [], [0.0]
+    progress = rerun._CellProgress(lines.append, every=30.0, clock=lambda: now[0])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# x"), nbformat.v4.new_code_cell("res = simulate(cfg)")])
+    progress(nb, 1)
+    for t, done in ((10, 10), (31, 31), (40, 40), (62, 62)):
+        now[0] = t
+        progress.write(f"\r {done}%|███       | {done}000000/100000000 [00:{t:02d}<01:00, 1e6sample/s]")
+    progress.write("UserWarning: something the page shows\n")
+    assert lines == ["[1/1] 0:00 res = simulate(cfg)", "[1/1] 0:31 31 % of a run of 100,000,000 sequences",
+                     "[1/1] 1:02 62 % of a run of 100,000,000 sequences"]
+
+    bar = "\r 10%|█         | 10/100 [00:01<00:09]\r 90%|█████████ | 90/100 [00:09<00:01]\r          \r"
+    page = {"cells": [{"cell_type": "code", "outputs": [
+        {"output_type": "stream", "name": "stderr", "text": bar + "UserWarning: kept\n"},
+        {"output_type": "stream", "name": "stderr", "text": [bar]},
+        {"output_type": "stream", "name": "stdout", "text": "42\n"}]}]}
+    rerun._drop_progress(page)
+    assert page["cells"][0]["outputs"] == [{"output_type": "stream", "name": "stderr", "text": "UserWarning: kept\n"},
+                                           {"output_type": "stream", "name": "stdout", "text": "42\n"}]
+
+
 # -- render: what it reads and where it writes ------------------------------------------------------------
 
 def test_render_reads_only_a_regular_notebook_file_without_blocking(tmp_path):
