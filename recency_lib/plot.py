@@ -54,6 +54,12 @@ def heatmap_cmap():
     return ListedColormap(heatmap_colours(), name="rocket")
 
 
+def colour_limits(s: np.ndarray, include_diagonal: bool = False) -> tuple[float, float]:
+    """The range a heatmap of ``s`` (n, n) spans: its finite entries with j < i (j <= i with the diagonal)."""
+    coloured = s[np.tri(len(s), k=0 if include_diagonal else -1, dtype=bool) & np.isfinite(s)]
+    return (float(coloured.min()), float(coloured.max())) if coloured.size else (0.0, 1.0)
+
+
 def draw_heatmap(ax, s: np.ndarray, *, include_diagonal: bool = False, vmin=None, vmax=None, rasterized=False):
     """The mean scores ``s`` (n, n) on ``ax`` by the convention: query i down, key j across, the upper
     triangle blank, the diagonal hatched and out of the colour scale unless ``include_diagonal``; the
@@ -61,10 +67,8 @@ def draw_heatmap(ax, s: np.ndarray, *, include_diagonal: bool = False, vmin=None
     import matplotlib.patches as patches
 
     n = s.shape[0]
-    rows, cols = np.indices(s.shape)
-    shown = ((rows >= cols) if include_diagonal else (rows > cols)) & np.isfinite(s)
-    finite = s[shown]
-    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    shown = np.tri(n, k=0 if include_diagonal else -1, dtype=bool) & np.isfinite(s)
+    lo, hi = colour_limits(s, include_diagonal)
     vmin, vmax = lo if vmin is None else float(vmin), hi if vmax is None else float(vmax)
     mesh = ax.pcolormesh(np.arange(n + 1), np.arange(n + 1), np.ma.masked_array(s, mask=~shown),
                          cmap=heatmap_cmap(), vmin=vmin, vmax=vmax, rasterized=rasterized)
@@ -104,8 +108,7 @@ def plot_result(res, *, include_diagonal: bool = False):
             ax.set_ylabel("query i", fontsize=9)
         rp, se = float(res.recency_probability_cv[layer]), float(res.recency_probability_cv_sem[layer])
         ax.set_title(f"layer {layer + 1}: RP {pm(rp, se)}" if math.isfinite(rp) else f"layer {layer + 1}", fontsize=9)
-        bar = fig.colorbar(mesh, ax=ax, shrink=0.85)
-        bar.ax.tick_params(labelsize=7)
+        fig.colorbar(mesh, ax=ax, shrink=0.85).ax.tick_params(labelsize=7)
     return fig
 
 
@@ -128,7 +131,6 @@ def check_plot_path(path, name: str = "plot") -> Path:
 def save(fig, path) -> Path:
     """Write ``fig`` to ``path`` atomically (format from the suffix), signed so that a later save may
     replace it; it replaces nothing else."""
-    check_plot_path(path)
-    fmt = Path(str(path)).suffix.lower()[1:]
+    fmt = check_plot_path(path).suffix.lower()[1:]
     key = "Software" if fmt == "png" else "Creator"
     return atomic_write(path, lambda fh: fig.savefig(fh, format=fmt, dpi=150, metadata={key: SIGNATURE}), binary=True)

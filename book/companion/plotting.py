@@ -30,6 +30,7 @@ import numpy as np
 
 from . import conventions as cv
 from .report import pm
+from recency_lib.plot import colour_limits
 from recency_lib.validation import check_choice, check_int, check_real
 
 RP_GID = "recency_probability"      # gid of the RP text box, so it can be found again
@@ -178,13 +179,6 @@ def rp_text(rp: float, sem: float | None = None, sep: str = " ") -> str:
 
 # -- heatmaps --------------------------------------------------------------------------------------
 
-def _lower_limits(s: np.ndarray, include_diagonal: bool) -> tuple[float, float]:
-    rows, cols = np.indices(s.shape)
-    keep = (rows >= cols if include_diagonal else rows > cols) & np.isfinite(s)
-    vals = s[keep]
-    return (float(vals.min()), float(vals.max())) if vals.size else (0.0, 1.0)
-
-
 def _colourbar(mappable, ax, *, axes=None):
     """A slim horizontal colour bar under the panel(s), two or three ticks and a shared power of ten
     (×10⁻⁵) when the values need one."""
@@ -224,7 +218,7 @@ def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None,
     s = _square("score_mean", score_mean)                          # (n, n)
     n = s.shape[0]
     ticks = check_choice("ticks", ticks, ("all", "ends"))
-    lo, hi = _lower_limits(s, include_diagonal)
+    lo, hi = colour_limits(s, include_diagonal)
     vmin = lo if vmin is None else float(vmin)
     vmax = hi if vmax is None else float(vmax)
     mesh = draw_heatmap(ax, s, include_diagonal=include_diagonal, vmin=vmin, vmax=vmax, rasterized=n > RASTER_ABOVE_N)
@@ -317,7 +311,7 @@ def score_grid(score_means, axes, *, recency_probabilities=None, recency_sems=No
         if labels is not None and len(labels) != size:
             raise ValueError(f"{name} has length {len(labels)}; allowed: length {size}")
 
-    limits = np.array([[_lower_limits(sm[r, c], include_diagonal) for c in range(n_cols)] for r in range(n_rows)])
+    limits = np.array([[colour_limits(sm[r, c], include_diagonal) for c in range(n_cols)] for r in range(n_rows)])
     scale = {}
     groups = _share_groups(limits, share)
     for group in groups:

@@ -7,6 +7,7 @@ decides which of its entries a build may use are :mod:`recency_lib.cache`'s.
 from __future__ import annotations
 
 import platform
+import re
 from importlib import metadata
 from pathlib import Path
 
@@ -25,8 +26,6 @@ def readme_recipes(readme=README, sections=RECIPE_SECTIONS) -> dict[str, list[st
     """section title -> its ```bash blocks (text, without the fences), for each of ``sections`` in the README's
     order: the commands as a reader types them. A section named but missing is a ValueError (the page and
     the README must not drift apart)."""
-    import re
-
     text = Path(readme).read_text(encoding="utf-8")
     heads = [(m.start(), m.group(2).strip()) for m in re.finditer(r"^(#{2,3}) (.+)$", text, re.M)]
     out = {}

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from . import conventions as cv
 from . import report
 from .statistics import ESTIMATOR_NAMES, StepEstimate, definition1, rp
@@ -210,14 +208,13 @@ def flat_check(res: SimResult, layer: int, zc: float, what: str | None = None) -
     of that panel; below one level the figure draws the row in one colour. Below 1 at ``zc`` SE -> as
     claimed; above 1 at ``zc`` SE -> against (visible); between -> unresolved. More sequences sharpen the
     check and never turn an effect too small to be drawn into a visible one."""
-    from recency_lib.plot import heatmap_colours
+    from recency_lib.plot import colour_limits, heatmap_colours
 
     what = what or f"the rows of $S^{{({layer})}}$ are flat"
-    s = res.score_mean[layer - 1]                                   # (n, n)
-    drawn = s[np.tril_indices(s.shape[0])]                          # the panel's colours: j <= i, diagonal too
+    lo, hi = colour_limits(res.score_mean[layer - 1], include_diagonal=True)   # the paper's panel
     steps = max(res.config.n - 2, 1)
     t, te = float(res.trend_cv_mean[layer - 1]), float(res.trend_cv_sem[layer - 1])
-    span = max(float(drawn.max() - drawn.min()), abs(t) * steps)    # a row's change lies within the panel's range
+    span = max(hi - lo, abs(t) * steps)                             # a row's change lies within the panel's range
     level = span / len(heatmap_colours()) or 1.0                    # a panel of one value: one colour
     v, ve = abs(t) * steps / level, te * steps / level
     z = report.zscore(v, ve, 1.0)
