@@ -11,6 +11,7 @@ built at all, the install still succeeds and recency_lib runs its numpy path (sl
 it was compiled from; a module older than ``_kernel.c`` (an edit or a ``git pull`` without a rebuild)
 is not run: the numpy path runs and says so once on stderr.
 """
+
 import hashlib
 import sys
 from pathlib import Path
@@ -18,8 +19,13 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-BASE = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-std=gnu11",
-        "-Wno-psabi"]   # (GCC notes that 32-byte vectors pass differently without AVX: internal functions only)
+BASE = [
+    "-O3",
+    "-ffp-contract=off",
+    "-fno-math-errno",
+    "-std=gnu11",
+    "-Wno-psabi",
+]  # (GCC notes that 32-byte vectors pass differently without AVX: internal functions only)
 NATIVE = ["-march=native"]
 
 
@@ -37,17 +43,28 @@ class BuildKernel(build_ext):
             ext.extra_compile_args = BASE + extra
             try:
                 return super().build_extension(ext)
-            except Exception as exc:   # a compiler error: CompileError, or DistutilsExecError on some setups
+            except (
+                Exception
+            ) as exc:  # a compiler error: CompileError, or DistutilsExecError on some setups
                 last = exc
         self.failed.append(ext)
-        print(f"recency_lib: the C kernel was not built ({last}); recency_lib will run its numpy path",
-              file=sys.stderr)
+        print(
+            f"recency_lib: the C kernel was not built ({last}); recency_lib will run its numpy path",
+            file=sys.stderr,
+        )
 
 
 SOURCE = Path(__file__).with_name("recency_lib") / "_kernel.c"
 # the module carries the hash of the source it was built from (recency_lib.kernels checks it at import)
 SHA256 = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
 
-setup(ext_modules=[Extension("recency_lib._kernel", ["recency_lib/_kernel.c"],
-                             define_macros=[("KERNEL_SOURCE_SHA256", f'"{SHA256}"')])],
-      cmdclass={"build_ext": BuildKernel})
+setup(
+    ext_modules=[
+        Extension(
+            "recency_lib._kernel",
+            ["recency_lib/_kernel.c"],
+            define_macros=[("KERNEL_SOURCE_SHA256", f'"{SHA256}"')],
+        )
+    ],
+    cmdclass={"build_ext": BuildKernel},
+)

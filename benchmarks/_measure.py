@@ -7,6 +7,7 @@ its pool workers: the RSS sum every 20 ms (pages shared between forked processes
 process, so it overstates) and the PSS sum (shared pages split between their users: the memory
 actually used) about once a second, since reading PSS costs ~4 ms per process.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,9 +43,13 @@ def run_child(script: str, spec: dict, env: dict | None = None, python: str | No
 
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    proc = subprocess.Popen([python or sys.executable, script, "--child", json.dumps(spec)], stdout=subprocess.PIPE,
-                            text=True, env=None if env is None else {**os.environ, **env})
-    peak = [0, 0]                                          # RSS sum, PSS sum
+    proc = subprocess.Popen(
+        [python or sys.executable, script, "--child", json.dumps(spec)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=None if env is None else {**os.environ, **env},
+    )
+    peak = [0, 0]  # RSS sum, PSS sum
 
     def sample():
         last_pss = 0.0
@@ -55,7 +60,10 @@ def run_child(script: str, spec: dict, env: dict | None = None, python: str | No
                 rss = _total(procs, lambda p: p.memory_info().rss)
                 now = time.perf_counter()
                 if now - last_pss > 1.0 or (rss > peak[0] and now - last_pss > 0.2):
-                    peak[1], last_pss = max(peak[1], _total(procs, lambda p: p.memory_full_info().pss)), now
+                    peak[1], last_pss = (
+                        max(peak[1], _total(procs, lambda p: p.memory_full_info().pss)),
+                        now,
+                    )
                 peak[0] = max(peak[0], rss)
                 time.sleep(0.02)
         except psutil.Error:
@@ -69,8 +77,13 @@ def run_child(script: str, spec: dict, env: dict | None = None, python: str | No
     if proc.returncode:
         raise SystemExit(f"child failed ({proc.returncode}) for {spec}")
     out = json.loads(stdout.strip().splitlines()[-1])
-    out.update(peak_rss_mb=peak[0] / MB, peak_pss_mb=peak[1] / MB, process_wall_s=wall,
-               load_before=load0, load_after=os.getloadavg()[0])
+    out.update(
+        peak_rss_mb=peak[0] / MB,
+        peak_pss_mb=peak[1] / MB,
+        process_wall_s=wall,
+        load_before=load0,
+        load_after=os.getloadavg()[0],
+    )
     return out
 
 
@@ -94,14 +107,19 @@ def cpu_seconds() -> float:
     """CPU seconds of this process and of its reaped children (pool workers)."""
     import resource
 
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def summary(values) -> str:
     """'median m (min a, max b, k runs)' of a list of seconds."""
-    return (f"median {statistics.median(values):.3f} s (min {min(values):.3f}, max {max(values):.3f}, "
-            f"{len(values)} runs)")
+    return (
+        f"median {statistics.median(values):.3f} s (min {min(values):.3f}, max {max(values):.3f}, "
+        f"{len(values)} runs)"
+    )
 
 
 def load_kernel(path: str | None) -> None:
@@ -118,7 +136,17 @@ def load_kernel(path: str | None) -> None:
     spec.loader.exec_module(kernels._kernel)
 
 
-V3_FLAGS = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}   # what x86-64-v3 needs
+V3_FLAGS = {
+    "avx",
+    "avx2",
+    "bmi1",
+    "bmi2",
+    "f16c",
+    "fma",
+    "abm",
+    "movbe",
+    "xsave",
+}  # what x86-64-v3 needs
 
 
 def cpu_flags() -> set[str]:
@@ -126,8 +154,15 @@ def cpu_flags() -> set[str]:
     from pathlib import Path
 
     try:
-        return set(next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
-                        if line.startswith("flags")).split(":", 1)[1].split())
+        return set(
+            next(
+                line
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("flags")
+            )
+            .split(":", 1)[1]
+            .split()
+        )
     except (OSError, StopIteration):
         return set()
 
@@ -149,11 +184,32 @@ def compile_kernel(repo, out, march: str) -> str | None:
     cc = shutil.which(cc_var.split()[0] if cc_var else "cc")
     if cc is None:
         return "no C compiler"
-    base = next(ast.literal_eval(node.value) for node in ast.parse((repo / "setup.py").read_text()).body
-                if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["BASE"])
-    done = subprocess.run([cc, *base, f"-march={march}", "-fPIC", "-shared", f"-I{sysconfig.get_paths()['include']}",
-                           str(repo / "recency_lib" / "_kernel.c"), "-o", str(out)], capture_output=True, text=True)
-    return f"the kernel did not compile with -march={march}: {done.stderr.strip()[-300:]}" if done.returncode else None
+    base = next(
+        ast.literal_eval(node.value)
+        for node in ast.parse((repo / "setup.py").read_text()).body
+        if isinstance(node, ast.Assign)
+        and [getattr(t, "id", None) for t in node.targets] == ["BASE"]
+    )
+    done = subprocess.run(
+        [
+            cc,
+            *base,
+            f"-march={march}",
+            "-fPIC",
+            "-shared",
+            f"-I{sysconfig.get_paths()['include']}",
+            str(repo / "recency_lib" / "_kernel.c"),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    return (
+        f"the kernel did not compile with -march={march}: {done.stderr.strip()[-300:]}"
+        if done.returncode
+        else None
+    )
 
 
 def calibration() -> str:
@@ -163,7 +219,7 @@ def calibration() -> str:
 
     t = time.perf_counter()
     x = 0
-    for i in range(10 ** 7):
+    for i in range(10**7):
         x += i
     py = time.perf_counter() - t
     a = np.random.default_rng(0).standard_normal((512, 512))
@@ -171,5 +227,7 @@ def calibration() -> str:
     for _ in range(20):
         a @ a
     mm = time.perf_counter() - t
-    return (f"calibration: python loop 1e7 {py:.2f} s, numpy 512^3 matmul x20 {mm:.2f} s; "
-            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    return (
+        f"calibration: python loop 1e7 {py:.2f} s, numpy 512^3 matmul x20 {mm:.2f} s; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )

@@ -9,6 +9,7 @@ cache: imports, loading the results, figures, tables). Prints the wall time of e
 every setting (summed over workers, from ``SimResult.elapsed_seconds``), most expensive first, and
 what a sequence of each costs. Timings on a shared machine vary: compare runs made together.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration, child_main, run_child  # noqa: E402
+from _measure import calibration, child_main, run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,8 +29,8 @@ def _child(spec: dict) -> dict:
 
     os.environ["RECENCY_LIB_CACHE"] = spec["cache"]
     t0 = time.perf_counter()
-    from recency_lib import engines
     from companion import beyond
+    from recency_lib import engines
 
     engines.warm_up()
     import_s = time.perf_counter() - t0
@@ -43,8 +44,16 @@ def _child(spec: dict) -> dict:
         results = beyond.run(cfgs.values(), spec["workers"])
         out["parts"][part] = time.perf_counter() - t
         for key, r in zip(cfgs, results):
-            out["settings"].append({"part": part, "key": [str(k) for k in key], "engine": r.engine,
-                                    "samples": r.config.samples, "n": r.config.n, "seconds": r.elapsed_seconds})
+            out["settings"].append(
+                {
+                    "part": part,
+                    "key": [str(k) for k in key],
+                    "engine": r.engine,
+                    "samples": r.config.samples,
+                    "n": r.config.n,
+                    "seconds": r.elapsed_seconds,
+                }
+            )
     return out
 
 
@@ -57,9 +66,14 @@ def _page(cache: str, workers: int) -> float:
     os.environ["RECENCY_LIB_CACHE"] = cache
     with tempfile.TemporaryDirectory() as out:
         t = time.perf_counter()
-        pm.execute_notebook(str(ROOT / "book" / "beyond.ipynb"), str(Path(out) / "beyond.ipynb"),
-                            parameters={"workers": workers}, kernel_name="python3", cwd=str(ROOT / "book"),
-                            progress_bar=False)
+        pm.execute_notebook(
+            str(ROOT / "book" / "beyond.ipynb"),
+            str(Path(out) / "beyond.ipynb"),
+            parameters={"workers": workers},
+            kernel_name="python3",
+            cwd=str(ROOT / "book"),
+            progress_bar=False,
+        )
         return time.perf_counter() - t
 
 
@@ -72,20 +86,36 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     print(calibration(), flush=True)
     with tempfile.TemporaryDirectory() as cache:
-        r = run_child(str(Path(__file__).resolve()), {"cache": cache, "workers": args.workers, "samples": args.samples,
-                                                      "long_samples": args.long_samples, "lengths": args.lengths})
-        print(f"imports and kernel load: {r['import_s']:.1f} s; peak PSS {r['peak_pss_mb']:.0f} MB; load average "
-              f"{r['load_before']:.1f} -> {r['load_after']:.1f}")
+        r = run_child(
+            str(Path(__file__).resolve()),
+            {
+                "cache": cache,
+                "workers": args.workers,
+                "samples": args.samples,
+                "long_samples": args.long_samples,
+                "lengths": args.lengths,
+            },
+        )
+        print(
+            f"imports and kernel load: {r['import_s']:.1f} s; peak PSS {r['peak_pss_mb']:.0f} MB; load average "
+            f"{r['load_before']:.1f} -> {r['load_after']:.1f}"
+        )
         for part, wall in r["parts"].items():
             compute = sum(s["seconds"] for s in r["settings"] if s["part"] == part)
-            print(f"{part}: {wall:.1f} s wall on {args.workers} workers ({compute:.1f} s of compute)")
+            print(
+                f"{part}: {wall:.1f} s wall on {args.workers} workers ({compute:.1f} s of compute)"
+            )
         print("settings, most expensive first (compute seconds summed over workers):")
         for s in sorted(r["settings"], key=lambda s: -s["seconds"]):
             per = 1e3 * s["seconds"] / s["samples"]
-            print(f"  {s['part']:15s} {' / '.join(s['key']):22s} {s['engine']:5s} n={s['n']:<4d} {s['samples']:>6d} seq "
-                  f"{s['seconds']:7.2f} s  ({per:.2f} ms per sequence)")
+            print(
+                f"  {s['part']:15s} {' / '.join(s['key']):22s} {s['engine']:5s} n={s['n']:<4d} {s['samples']:>6d} seq "
+                f"{s['seconds']:7.2f} s  ({per:.2f} ms per sequence)"
+            )
         warm = _page(cache, args.workers)
-        print(f"the page on a warm results cache (papermill: kernel start, imports, figures, tables): {warm:.1f} s")
+        print(
+            f"the page on a warm results cache (papermill: kernel start, imports, figures, tables): {warm:.1f} s"
+        )
     return 0
 
 

@@ -25,6 +25,7 @@ by the source of companion.symbolic); its "sympy" column is then 0 when the verd
 cache, and its "simulations" and "cosines" columns are the compute stored with the cached results,
 not spent in the run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,10 @@ import time
 
 
 def cpu_seconds() -> float:
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
@@ -69,7 +73,14 @@ def one_run(args, workers: int | None, warm_cache: str | None = None):
             table = closedforms.measure(cache=cache, **kw)
             if args.sympy:
                 sympy_seconds = symbolic.run_all_timed()[1]
-    return table, time.perf_counter() - t0, sympy_seconds, cpu_seconds() - cpu0, load0, os.getloadavg()[0]
+    return (
+        table,
+        time.perf_counter() - t0,
+        sympy_seconds,
+        cpu_seconds() - cpu0,
+        load0,
+        os.getloadavg()[0],
+    )
 
 
 def main(argv=None) -> int:
@@ -79,36 +90,52 @@ def main(argv=None) -> int:
     ap.add_argument("--cosine-samples", type=int, default=5_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--serial", action="store_true", help="also time an in-process run")
-    ap.add_argument("--sympy", action="store_true", help="also run the sympy checks beside the simulations")
-    ap.add_argument("--warm", action="store_true", help="also time runs that read everything from a filled cache")
+    ap.add_argument(
+        "--sympy", action="store_true", help="also run the sympy checks beside the simulations"
+    )
+    ap.add_argument(
+        "--warm",
+        action="store_true",
+        help="also time runs that read everything from a filled cache",
+    )
     ap.add_argument("--table", action="store_true", help="print the table of the last run")
     args = ap.parse_args(argv)
 
     from recency_lib.engines import warm_up
 
     t0 = time.perf_counter()
-    warm_up()                                        # loads the C kernel; a no-op without it
+    warm_up()  # loads the C kernel; a no-op without it
     print(f"import + kernel load: {time.perf_counter() - t0:.1f} s")
-    modes = [("2 workers", 2)] + ([("serial", None)] if args.serial else []) + ([("warm", 2)] if args.warm else [])
+    modes = (
+        [("2 workers", 2)]
+        + ([("serial", None)] if args.serial else [])
+        + ([("warm", 2)] if args.warm else [])
+    )
     walls = {name: [] for name, _ in modes}
     table = None
     with tempfile.TemporaryDirectory() as warm_cache:
         if args.warm:
-            one_run(args, 2, warm_cache)             # fills the cache; not timed
+            one_run(args, 2, warm_cache)  # fills the cache; not timed
         for run in range(args.runs):
-            for name, workers in modes:              # interleaved, so load drifts hit them alike
-                table, wall, sympy_s, cpu, l0, l1 = one_run(args, workers, warm_cache if name == "warm" else None)
+            for name, workers in modes:  # interleaved, so load drifts hit them alike
+                table, wall, sympy_s, cpu, l0, l1 = one_run(
+                    args, workers, warm_cache if name == "warm" else None
+                )
                 c = table.cost
                 walls[name].append(wall)
-                print(f"run {run + 1} {name:9s}: wall {wall:6.1f} s; compute: simulations {c.compute_seconds:.1f} s, "
-                      f"cosines {c.cosine_seconds:.1f} s, sympy {sympy_s:.1f} s; CPU {cpu:6.1f} s; {c.configs} configs, "
-                      f"{c.samples:,} sequences; load {l0:.1f} -> {l1:.1f}")
+                print(
+                    f"run {run + 1} {name:9s}: wall {wall:6.1f} s; compute: simulations {c.compute_seconds:.1f} s, "
+                    f"cosines {c.cosine_seconds:.1f} s, sympy {sympy_s:.1f} s; CPU {cpu:6.1f} s; {c.configs} configs, "
+                    f"{c.samples:,} sequences; load {l0:.1f} -> {l1:.1f}"
+                )
     for name, values in walls.items():
         print(f"median wall, {name}: {statistics.median(values):.1f} s")
     if args.table:
         for r in table.rows:
             cells = " | ".join(c.text() for c in r.cells)
-            print(f"{r.form.key:16s} {r.setting.short:24s} {r.part:5s} | {cells} | {r.verdict} {r.trend}")
+            print(
+                f"{r.form.key:16s} {r.setting.short:24s} {r.part:5s} | {cells} | {r.verdict} {r.trend}"
+            )
     return 0
 
 

@@ -8,6 +8,7 @@ sequences (``--full``: 10^4, ~10 min), then the cost per sequence at d = 64
 for n = 10 ... 512. Wall time of the run (imports and kernel load reported beside it), peak PSS of
 the process tree (memory is bounded by the block size, not the number of sequences).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,10 +17,19 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration, child_main, run_child  # noqa: E402
+from _measure import calibration, child_main, run_child
 
-COMBINED = dict(alpha=0.5, gamma=1.0, norm="rms", layers=4, heads=4, rope=True, ffn=True, weights="fixed",
-                engine="dense")
+COMBINED = dict(
+    alpha=0.5,
+    gamma=1.0,
+    norm="rms",
+    layers=4,
+    heads=4,
+    rope=True,
+    ffn=True,
+    weights="fixed",
+    engine="dense",
+)
 
 
 def _child(spec: dict) -> dict:
@@ -33,8 +43,11 @@ def _child(spec: dict) -> dict:
     t = time.perf_counter()
     with ProcessPoolExecutor(2) as pool:
         r = simulate(cfg, executor=pool)
-    return {"import_s": import_s, "wall_s": time.perf_counter() - t,
-            "rp": [float(r.recency_probability[-1]), float(r.recency_probability_sem[-1])]}
+    return {
+        "import_s": import_s,
+        "wall_s": time.perf_counter() - t,
+        "rp": [float(r.recency_probability[-1]), float(r.recency_probability_sem[-1])],
+    }
 
 
 def main(argv=None) -> int:
@@ -45,14 +58,20 @@ def main(argv=None) -> int:
     print(calibration(), flush=True)
     samples = 10_000 if args.full else 1_000
     r = run_child(script, {"config": dict(COMBINED, n=256, d=256, samples=samples)})
-    print(f"combined layout, n = 256, d = 256, {samples:.0e} sequences, 2 workers: {r['wall_s']:.1f} s "
-          f"(+ {r['import_s']:.1f} s imports), peak PSS {r['peak_pss_mb']:.0f} MB; layer-4 recency probability "
-          f"{r['rp'][0]:.4f} ± {r['rp'][1]:.4f}", flush=True)
+    print(
+        f"combined layout, n = 256, d = 256, {samples:.0e} sequences, 2 workers: {r['wall_s']:.1f} s "
+        f"(+ {r['import_s']:.1f} s imports), peak PSS {r['peak_pss_mb']:.0f} MB; layer-4 recency probability "
+        f"{r['rp'][0]:.4f} ± {r['rp'][1]:.4f}",
+        flush=True,
+    )
     for n in (10, 64, 256, 512):
         s = max(16, 40_960 // n)
         r = run_child(script, {"config": dict(COMBINED, n=n, d=64, samples=s)})
-        print(f"combined layout, n = {n}, d = 64, {s} sequences, 2 workers: {r['wall_s']:.2f} s, "
-              f"{1e3 * r['wall_s'] / s:.1f} ms per sequence; peak PSS {r['peak_pss_mb']:.0f} MB", flush=True)
+        print(
+            f"combined layout, n = {n}, d = 64, {s} sequences, 2 workers: {r['wall_s']:.2f} s, "
+            f"{1e3 * r['wall_s'] / s:.1f} ms per sequence; peak PSS {r['peak_pss_mb']:.0f} MB",
+            flush=True,
+        )
     return 0
 
 

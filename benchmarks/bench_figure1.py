@@ -22,6 +22,7 @@ Targets: compute <= 0.35 s warm on one core, <= 1 s in a fresh process. Peak mem
 the PSS of the whole process tree. ``kernel=`` in the output says which kernel ran ("c", or "numpy"
 when the C kernel was not built).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,10 +32,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration, child_main, cpu_seconds, load_kernel, run_child, summary  # noqa: E402
+from _measure import calibration, child_main, cpu_seconds, load_kernel, run_child, summary
 
-FIG1 = [dict(alpha=0.0, gamma=0.0, norm="none"), dict(alpha=0.0, gamma=0.0, norm="layernorm"),
-        dict(alpha=0.5, gamma=0.0, norm="layernorm"), dict(alpha=0.5, gamma=1.0, norm="layernorm")]
+FIG1 = [
+    dict(alpha=0.0, gamma=0.0, norm="none"),
+    dict(alpha=0.0, gamma=0.0, norm="layernorm"),
+    dict(alpha=0.5, gamma=0.0, norm="layernorm"),
+    dict(alpha=0.5, gamma=1.0, norm="layernorm"),
+]
 
 
 def _child(spec: dict) -> dict:
@@ -58,7 +63,9 @@ def _child(spec: dict) -> dict:
             res = simulate_many(cfgs)
         walls.append(time.perf_counter() - w)
         cpus.append(cpu_seconds() - c)
-    out.update(walls=walls, cpus=cpus, rp=[round(float(r.recency_probability_cv[-1]), 4) for r in res])
+    out.update(
+        walls=walls, cpus=cpus, rp=[round(float(r.recency_probability_cv[-1]), 4) for r in res]
+    )
     return out
 
 
@@ -71,8 +78,11 @@ def main(argv=None) -> int:
     script = str(Path(__file__).resolve())
     print(calibration(), flush=True)
     warm = run_child(script, dict(samples=args.samples, runs=args.runs, workers=1))
-    print(f"warm, one core: wall {summary(warm['walls'])}; CPU {summary(warm['cpus'])}; "
-          f"kernel={warm['kernel']}; peak PSS {warm['peak_pss_mb']:.0f} MB", flush=True)
+    print(
+        f"warm, one core: wall {summary(warm['walls'])}; CPU {summary(warm['cpus'])}; "
+        f"kernel={warm['kernel']}; peak PSS {warm['peak_pss_mb']:.0f} MB",
+        flush=True,
+    )
     if not args.no_avx2:
         import tempfile
 
@@ -81,21 +91,36 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix="bench_figure1_") as tmp:
             if avx2_build(tmp) is not None:
                 path = str(next(Path(tmp).glob("_kernel*")))
-                avx2 = run_child(script, dict(samples=args.samples, runs=args.runs, workers=1, kernel_path=path))
-                print(f"warm, one core, AVX2 build: wall {summary(avx2['walls'])}; CPU {summary(avx2['cpus'])}; "
-                      f"CPU ratio AVX2 / installed {statistics.median(avx2['cpus']) / statistics.median(warm['cpus']):.2f}",
-                      flush=True)
-                assert avx2["rp"] == warm["rp"], (avx2["rp"], warm["rp"])   # the same bits on both builds
+                avx2 = run_child(
+                    script, dict(samples=args.samples, runs=args.runs, workers=1, kernel_path=path)
+                )
+                print(
+                    f"warm, one core, AVX2 build: wall {summary(avx2['walls'])}; CPU {summary(avx2['cpus'])}; "
+                    f"CPU ratio AVX2 / installed {statistics.median(avx2['cpus']) / statistics.median(warm['cpus']):.2f}",
+                    flush=True,
+                )
+                assert avx2["rp"] == warm["rp"], (
+                    avx2["rp"],
+                    warm["rp"],
+                )  # the same bits on both builds
     for workers in (1, 2):
-        cold = [run_child(script, dict(samples=args.samples, runs=1, workers=workers)) for _ in range(args.runs)]
-        print(f"cold start, {workers} worker{'s' * (workers > 1)}: whole process {summary([c['process_wall_s'] for c in cold])}"
-              f", of which import + kernel load {statistics.median(c['import_s'] for c in cold):.2f} s and the "
-              f"workload {statistics.median(c['walls'][0] for c in cold):.2f} s (medians); peak PSS "
-              f"{max(c['peak_pss_mb'] for c in cold):.0f} MB", flush=True)
+        cold = [
+            run_child(script, dict(samples=args.samples, runs=1, workers=workers))
+            for _ in range(args.runs)
+        ]
+        print(
+            f"cold start, {workers} worker{'s' * (workers > 1)}: whole process {summary([c['process_wall_s'] for c in cold])}"
+            f", of which import + kernel load {statistics.median(c['import_s'] for c in cold):.2f} s and the "
+            f"workload {statistics.median(c['walls'][0] for c in cold):.2f} s (medians); peak PSS "
+            f"{max(c['peak_pss_mb'] for c in cold):.0f} MB",
+            flush=True,
+        )
     compute = statistics.median(warm["walls"])
-    print(f"headline: Figure 1 (4 x {args.samples:.0e} sequences, n = 10, d = 64, 4 layers) {compute:.2f} s of "
-          f"compute on one core after warm-up (target 0.35 s); cold start as above (target 1 s). "
-          f"Layer-4 recency probabilities {warm['rp']}. {calibration()}")
+    print(
+        f"headline: Figure 1 (4 x {args.samples:.0e} sequences, n = 10, d = 64, 4 layers) {compute:.2f} s of "
+        f"compute on one core after warm-up (target 0.35 s); cold start as above (target 1 s). "
+        f"Layer-4 recency probabilities {warm['rp']}. {calibration()}"
+    )
     return 0
 
 

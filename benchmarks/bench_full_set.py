@@ -10,6 +10,7 @@ the peak memory (PSS and RSS) of the process tree. The compute seconds of each c
 cost does not depend on d (the gram engine). Targets: <= 120 s, <= 300 MB.
 ``--samples 1000000`` gives a 10x shorter run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration, child_main, cpu_seconds, run_child  # noqa: E402
-from bench_figure1 import FIG1  # noqa: E402
+from _measure import calibration, child_main, cpu_seconds, run_child
+from bench_figure1 import FIG1
 
 DS = (16, 64, 256, 1024)
 
@@ -37,8 +38,12 @@ def _child(spec: dict) -> dict:
     w, c = time.perf_counter(), cpu_seconds()
     with ProcessPoolExecutor(spec["workers"]) as pool:
         res = simulate_many(cfgs, executor=pool)
-    return {"import_s": import_s, "wall_s": time.perf_counter() - w, "cpu_s": cpu_seconds() - c,
-            "per_config_s": [r.elapsed_seconds for r in res]}
+    return {
+        "import_s": import_s,
+        "wall_s": time.perf_counter() - w,
+        "cpu_s": cpu_seconds() - c,
+        "per_config_s": [r.elapsed_seconds for r in res],
+    }
 
 
 def main(argv=None) -> int:
@@ -49,13 +54,17 @@ def main(argv=None) -> int:
     print(calibration(), flush=True)
     r = run_child(str(Path(__file__).resolve()), dict(samples=args.samples, workers=args.workers))
     per = r["per_config_s"]
-    by_d = {d: sum(per[i * len(FIG1):(i + 1) * len(FIG1)]) for i, d in enumerate(DS)}
-    print(f"full set (d in {DS} x 4 settings x {args.samples:.0e}, {args.workers} workers): whole process "
-          f"{r['process_wall_s']:.1f} s wall (of which import + kernel load {r['import_s']:.1f} s), CPU "
-          f"{r['cpu_s']:.1f} s in all processes; peak PSS {r['peak_pss_mb']:.0f} MB (RSS {r['peak_rss_mb']:.0f} MB); "
-          f"targets 120 s, 300 MB; load {r['load_before']:.1f} -> {r['load_after']:.1f}")
-    print("compute seconds per d (4 settings, summed over workers): "
-          + ", ".join(f"d={d}: {s:.1f}" for d, s in by_d.items()))
+    by_d = {d: sum(per[i * len(FIG1) : (i + 1) * len(FIG1)]) for i, d in enumerate(DS)}
+    print(
+        f"full set (d in {DS} x 4 settings x {args.samples:.0e}, {args.workers} workers): whole process "
+        f"{r['process_wall_s']:.1f} s wall (of which import + kernel load {r['import_s']:.1f} s), CPU "
+        f"{r['cpu_s']:.1f} s in all processes; peak PSS {r['peak_pss_mb']:.0f} MB (RSS {r['peak_rss_mb']:.0f} MB); "
+        f"targets 120 s, 300 MB; load {r['load_before']:.1f} -> {r['load_after']:.1f}"
+    )
+    print(
+        "compute seconds per d (4 settings, summed over workers): "
+        + ", ".join(f"d={d}: {s:.1f}" for d, s in by_d.items())
+    )
     return 0
 
 

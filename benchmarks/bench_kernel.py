@@ -21,6 +21,7 @@ AVX-512) and an AVX2 build of the same source that this script compiles with set
 in the same rounds, alternately. (Both give the same bits: tests/test_kernel_builds.py.) The AVX2
 column is left out with --no-avx2, where there is no C compiler, or where the CPU lacks AVX2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,18 +35,18 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration, compile_kernel  # noqa: E402
+from _measure import calibration, compile_kernel
 
-from recency_lib import SimConfig  # noqa: E402
-from recency_lib.engines import gram_block_moments, warm_up  # noqa: E402
-from recency_lib.features import TIE_RTOL, compiled_kernels  # noqa: E402
-from recency_lib.sampling import degrees_of_freedom, gram_draws  # noqa: E402
-from recency_lib.streams import block_key  # noqa: E402
+from recency_lib import SimConfig
+from recency_lib.engines import gram_block_moments, warm_up
+from recency_lib.features import TIE_RTOL, compiled_kernels
+from recency_lib.sampling import degrees_of_freedom, gram_draws
+from recency_lib.streams import block_key
 
 CFG = SimConfig(alpha=0.5, gamma=1.0, norm="layernorm", n=10, d=64, layers=4)
 B = 512
 REPO = Path(__file__).resolve().parents[1]
-kernels = None                            # recency_lib.kernels, set by main()
+kernels = None  # recency_lib.kernels, set by main()
 
 
 def avx2_build(workdir: str):
@@ -64,9 +65,11 @@ def avx2_build(workdir: str):
 
 def on(module, fn):
     """fn with ``module`` as the compiled kernel that recency_lib calls."""
+
     def run():
         kernels._kernel = module
         return fn()
+
     return run
 
 
@@ -99,7 +102,7 @@ def numpy_generator_draws(cfg: SimConfig, size: int):
 def packed_scores(cfg: SimConfig, draws) -> tuple[np.ndarray, np.ndarray]:
     """The last layer's scores of a block as the count routine reads them: lower triangles packed
     row after row, samples last, (n(n+1)/2, B); and the tie tolerances (B,)."""
-    _, f = gram_block_moments(cfg, *draws, kernel="c", features=True)     # (B, layers, F)
+    _, f = gram_block_moments(cfg, *draws, kernel="c", features=True)  # (B, layers, F)
     t = cfg.n * (cfg.n + 1) // 2
     s = np.ascontiguousarray(f[:, -1, :t].T)
     return s, TIE_RTOL * np.maximum(1.0, np.abs(s).max(axis=0))
@@ -109,13 +112,19 @@ def table(rows: dict, builds: dict, rounds: int) -> None:
     """rows: label -> (fn, per, compiled?); a compiled row is measured once per build, the others once."""
     fns = {}
     for label, (fn, per, compiled) in rows.items():
-        for b, module in (builds.items() if compiled else [(next(iter(builds)), builds[next(iter(builds))])]):
+        for b, module in (
+            builds.items() if compiled else [(next(iter(builds)), builds[next(iter(builds))])]
+        ):
             fns[label, b] = (on(module, fn), per)
     best = best_of(fns, rounds)
     print("   " + "".join(f"{b:>12s}" for b in builds))
     for label, (_, _, compiled) in rows.items():
         cells = [best[label, b] if (label, b) in best else None for b in builds]
-        print("   " + "".join(f"{c:12.1f}" if c is not None else f"{'':12s}" for c in cells) + f"  {label}")
+        print(
+            "   "
+            + "".join(f"{c:12.1f}" if c is not None else f"{'':12s}" for c in cells)
+            + f"  {label}"
+        )
 
 
 def main(argv=None) -> int:
@@ -124,9 +133,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-avx2", action="store_true", help="measure the installed build only")
     args = ap.parse_args(argv)
     global kernels
-    kernels = compiled_kernels()          # recency_lib.kernels (its import fails where _kernel was not built)
+    kernels = (
+        compiled_kernels()
+    )  # recency_lib.kernels (its import fails where _kernel was not built)
     if kernels is None:
-        print("the C kernel was not built (or RECENCY_LIB_KERNEL=numpy): no compiled kernel to measure")
+        print(
+            "the C kernel was not built (or RECENCY_LIB_KERNEL=numpy): no compiled kernel to measure"
+        )
         return 0
     warm_up()
     print(calibration())
@@ -149,22 +162,60 @@ def run(builds: dict, rounds: int) -> None:
     s, tol = packed_scores(CFG, draws)
     out = np.empty((2, B), dtype=np.int64)
     print(f"\n1. one block at n = {CFG.n} (ns per sequence-layer; {L} layers, B = {B})")
-    table({
-        "seeding (the block's key from its SeedSequence)": (lambda: block_key(0, 7), B * L, False),
-        "draws (chi-square and normals): the compiled generator": (lambda: gram_draws(CFG, block_key(0, 7), B), B * L, True),
-        "draws: its numpy twin (the same bits)": (lambda: gram_draws(CFG, block_key(0, 7), B, kernel="numpy"), B * L, False),
-        "draws: numpy's Generator, for reference": (lambda: numpy_generator_draws(CFG, B), B * L, False),
-        "C kernel (draws -> moments of every feature)": (lambda: gram_block_moments(CFG, *draws, kernel="c"), B * L, True),
-        "numpy path (model.layer + features)": (lambda: gram_block_moments(CFG, *draws, kernel="numpy"), B * L, False),
-        "recency count alone (120 triples, one layer)": (lambda: kernels.count_pairs(CFG.n, s, tol, out), B, True),
-    }, builds, rounds)
+    table(
+        {
+            "seeding (the block's key from its SeedSequence)": (
+                lambda: block_key(0, 7),
+                B * L,
+                False,
+            ),
+            "draws (chi-square and normals): the compiled generator": (
+                lambda: gram_draws(CFG, block_key(0, 7), B),
+                B * L,
+                True,
+            ),
+            "draws: its numpy twin (the same bits)": (
+                lambda: gram_draws(CFG, block_key(0, 7), B, kernel="numpy"),
+                B * L,
+                False,
+            ),
+            "draws: numpy's Generator, for reference": (
+                lambda: numpy_generator_draws(CFG, B),
+                B * L,
+                False,
+            ),
+            "C kernel (draws -> moments of every feature)": (
+                lambda: gram_block_moments(CFG, *draws, kernel="c"),
+                B * L,
+                True,
+            ),
+            "numpy path (model.layer + features)": (
+                lambda: gram_block_moments(CFG, *draws, kernel="numpy"),
+                B * L,
+                False,
+            ),
+            "recency count alone (120 triples, one layer)": (
+                lambda: kernels.count_pairs(CFG.n, s, tol, out),
+                B,
+                True,
+            ),
+        },
+        builds,
+        rounds,
+    )
 
-    print("\n2. the C kernel at other lengths (ns per sequence-layer; n = 10 is the specialised code)")
+    print(
+        "\n2. the C kernel at other lengths (ns per sequence-layer; n = 10 is the specialised code)"
+    )
     rows = {}
     for n in (9, 10, 11, 16, 32, 64):
         cfg = CFG.replace(n=n)
         d = gram_draws(cfg, block_key(n, 0), B)
-        rows[f"n = {n}"] = (lambda cfg=cfg, d=d: gram_block_moments(cfg, *d, kernel="c"), B * L, True)
+        rows[f"n = {n}"] = (
+            lambda cfg=cfg, d=d: gram_block_moments(cfg, *d, kernel="c"),
+            B * L,
+            True,
+        )
     table(rows, builds, rounds)
 
 

@@ -8,6 +8,7 @@ and the numpy reference (row by row), on standard normal scores with some exact 
 time over repeats, in ms per matrix. (For scale: the Fenwick-tree count this replaced took 17-19 ms
 per 512 x 512 matrix on the same machine, README of 2025-11.)
 """
+
 from __future__ import annotations
 
 import sys
@@ -17,9 +18,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration  # noqa: E402
+from _measure import calibration
 
-from recency_lib.features import compiled_kernels, later_and_tied_counts, later_and_tied_counts_numpy  # noqa: E402
+from recency_lib.features import (
+    compiled_kernels,
+    later_and_tied_counts,
+    later_and_tied_counts_numpy,
+)
 
 
 def best(fn, reps: int) -> float:
@@ -37,7 +42,7 @@ def main() -> int:
     compiled = compiled_kernels() is not None
     for n, batch in ((10, 512), (64, 64), (128, 16), (256, 4), (512, 4)):
         s = np.random.default_rng(n).standard_normal((batch, n, n))
-        s[0] = np.round(4 * s[0])                                  # ties
+        s[0] = np.round(4 * s[0])  # ties
         tol = np.full(batch, 1e-9)
         reps = 3 if n >= 256 else 10
         line = f"n = {n:4d} (batch {batch:3d}):"

@@ -30,6 +30,7 @@ checkout imports from .pyc files as torch's and numpy's pip-installed files do, 
 its sources in every process, ~0.05 s here.) Skips (exit 0) if no interpreter with torch is
 found; torch is not a dependency.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,10 +43,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration, child_main, cpu_seconds, load_kernel, max_rss_mb, run_child  # noqa: E402
+from _measure import calibration, child_main, cpu_seconds, load_kernel, max_rss_mb, run_child
 
-FIG1 = [dict(alpha=0.0, gamma=0.0, norm="none"), dict(alpha=0.0, gamma=0.0, norm="layernorm"),
-        dict(alpha=0.5, gamma=0.0, norm="layernorm"), dict(alpha=0.5, gamma=1.0, norm="layernorm")]
+FIG1 = [
+    dict(alpha=0.0, gamma=0.0, norm="none"),
+    dict(alpha=0.0, gamma=0.0, norm="layernorm"),
+    dict(alpha=0.5, gamma=0.0, norm="layernorm"),
+    dict(alpha=0.5, gamma=1.0, norm="layernorm"),
+]
 
 
 def dense_float32(torch, alpha, gamma, norm, n, d, layers, batch, generator):
@@ -57,19 +62,23 @@ def dense_float32(torch, alpha, gamma, norm, n, d, layers, batch, generator):
         tokens = shared.expand(-1, n, -1).clone() if c is None else tokens + c * shared
     x = tokens / math.sqrt(d)
     mask = torch.full((n, n), float("-inf")).triu(1)
-    i, j, k = torch.arange(n).view(n, 1, 1), torch.arange(n).view(1, n, 1), torch.arange(n).view(1, 1, n)
-    pairs = (j < k) & (k < i)                                               # [i, j, k]: j < k < i
+    i, j, k = (
+        torch.arange(n).view(n, 1, 1),
+        torch.arange(n).view(1, n, 1),
+        torch.arange(n).view(1, 1, n),
+    )
+    pairs = (j < k) & (k < i)  # [i, j, k]: j < k < i
     means, rps = [], []
     for _ in range(layers):
         y = torch.nn.functional.layer_norm(x, (d,), eps=1e-12) if norm == "layernorm" else x
-        s = y @ y.transpose(-1, -2) / math.sqrt(d) + mask                   # (B, n, n)
+        s = y @ y.transpose(-1, -2) / math.sqrt(d) + mask  # (B, n, n)
         a = torch.softmax(s, dim=-1)
         out = a @ y
         if gamma:
             out = out + gamma * x
         x = out
         means.append(s.masked_fill(torch.isinf(s), float("nan")).nanmean(dim=0))
-        up = s.unsqueeze(3) < s.unsqueeze(2)                                # [b, i, j, k]: S_ij < S_ik
+        up = s.unsqueeze(3) < s.unsqueeze(2)  # [b, i, j, k]: S_ij < S_ik
         rps.append(float((up & pairs).sum()) / (batch * math.comb(n, 3)))
     return torch.stack(means), rps
 
@@ -83,14 +92,19 @@ def _child(spec: dict) -> dict:
         g = torch.Generator().manual_seed(0)
         ready = time.perf_counter()
         w, c = time.perf_counter(), cpu_seconds()
-        res = [dense_float32(torch, n=10, d=64, layers=4, batch=spec["samples"], generator=g, **s) for s in FIG1]
+        res = [
+            dense_float32(torch, n=10, d=64, layers=4, batch=spec["samples"], generator=g, **s)
+            for s in FIG1
+        ]
         rp = [round(r[1][-1], 4) for r in res]
         version = torch.__version__
     else:
         from recency_lib import SimConfig, simulate_many
         from recency_lib.engines import kernel_name, warm_up
 
-        load_kernel(spec.get("kernel_path"))               # another build of the kernel in place of the installed one
+        load_kernel(
+            spec.get("kernel_path")
+        )  # another build of the kernel in place of the installed one
         warm_up()
         ready = time.perf_counter()
         cfgs = [SimConfig(n=10, d=64, layers=4, samples=spec["samples"], **s) for s in FIG1]
@@ -104,8 +118,14 @@ def _child(spec: dict) -> dict:
             res = simulate_many(cfgs)
         rp = [round(float(r.recency_probability_cv[-1]), 4) for r in res]
         version = kernel_name()
-    return {"import_s": ready - t0, "wall": time.perf_counter() - w, "cpu": cpu_seconds() - c, "rp": rp,
-            "max_rss_mb": max_rss_mb(), "version": version}
+    return {
+        "import_s": ready - t0,
+        "wall": time.perf_counter() - w,
+        "cpu": cpu_seconds() - c,
+        "rp": rp,
+        "max_rss_mb": max_rss_mb(),
+        "version": version,
+    }
 
 
 def _avx2_kernel(workdir: str) -> str | None:
@@ -118,49 +138,84 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--samples", type=int, default=100_000)
-    ap.add_argument("--threads", type=int, default=2, help="torch's intra-op threads (its default here: the cores)")
-    ap.add_argument("--torch-python", default=sys.executable, help="an interpreter with torch installed")
-    ap.add_argument("--no-avx2", action="store_true", help="recency_lib with the installed kernel only")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="torch's intra-op threads (its default here: the cores)",
+    )
+    ap.add_argument(
+        "--torch-python", default=sys.executable, help="an interpreter with torch installed"
+    )
+    ap.add_argument(
+        "--no-avx2", action="store_true", help="recency_lib with the installed kernel only"
+    )
     args = ap.parse_args(argv)
     if subprocess.run([args.torch_python, "-c", "import torch"], capture_output=True).returncode:
-        print(f"torch is not installed for {args.torch_python}: nothing to measure (pip install torch to compare)")
+        print(
+            f"torch is not installed for {args.torch_python}: nothing to measure (pip install torch to compare)"
+        )
         return 0
     script = str(Path(__file__).resolve())
     print(calibration(), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         sides = {"torch": dict(who="torch", threads=args.threads)}
         avx2 = None if args.no_avx2 else _avx2_kernel(tmp)
-        for build, path in [("", None), (", AVX2 build", avx2)][:2 if avx2 else 1]:
+        for build, path in [("", None), (", AVX2 build", avx2)][: 2 if avx2 else 1]:
             sides[f"recency_lib{build}"] = dict(who="recency_lib", kernel_path=path)
             if args.threads > 1:
-                sides[f"recency_lib{build}, {args.threads} threads"] = dict(who="recency_lib", kernel_path=path,
-                                                                            threads=args.threads)
+                sides[f"recency_lib{build}, {args.threads} threads"] = dict(
+                    who="recency_lib", kernel_path=path, threads=args.threads
+                )
         # bytecode written once, by the runs not counted, as pip writes it for an installed package
         env = {"PYTHONPYCACHEPREFIX": str(Path(tmp) / "pycache"), "PYTHONDONTWRITEBYTECODE": ""}
         got = {k: [] for k in sides}
-        for k in sides:                                   # a small run of each first, not counted: the files in the page cache
-            run_child(script, dict(samples=1000, **sides[k]), env=env,
-                      python=args.torch_python if k == "torch" else None)
+        for k in sides:  # a small run of each first, not counted: the files in the page cache
+            run_child(
+                script,
+                dict(samples=1000, **sides[k]),
+                env=env,
+                python=args.torch_python if k == "torch" else None,
+            )
         for r in range(args.runs):
             order = list(sides) if r % 2 == 0 else list(sides)[::-1]
             for k in order:
-                got[k].append(run_child(script, dict(samples=args.samples, **sides[k]), env=env,
-                                        python=args.torch_python if k == "torch" else None))
-    med = {k: {f: statistics.median(c[f] for c in v) for f in ("process_wall_s", "import_s", "wall", "cpu", "max_rss_mb")}
-           for k, v in got.items()}
+                got[k].append(
+                    run_child(
+                        script,
+                        dict(samples=args.samples, **sides[k]),
+                        env=env,
+                        python=args.torch_python if k == "torch" else None,
+                    )
+                )
+    med = {
+        k: {
+            f: statistics.median(c[f] for c in v)
+            for f in ("process_wall_s", "import_s", "wall", "cpu", "max_rss_mb")
+        }
+        for k, v in got.items()
+    }
     for k, m in med.items():
-        label = (f"PyTorch {got[k][0]['version']}, CPU, float32, full batch, {args.threads} thread(s)" if k == "torch"
-                 else f"{k} (kernel {got[k][0]['version']})" + ("" if "threads" in k else ", one core"))
+        label = (
+            f"PyTorch {got[k][0]['version']}, CPU, float32, full batch, {args.threads} thread(s)"
+            if k == "torch"
+            else f"{k} (kernel {got[k][0]['version']})" + ("" if "threads" in k else ", one core")
+        )
         walls = [c["process_wall_s"] for c in got[k]]
-        print(f"{label}: whole process median {m['process_wall_s']:.2f} s (min {min(walls):.2f}, max {max(walls):.2f}, "
-              f"{len(walls)} runs), of which import {m['import_s']:.2f} s, workload wall {m['wall']:.2f} s / CPU "
-              f"{m['cpu']:.2f} s; peak RSS {max(c['max_rss_mb'] for c in got[k]):.0f} MB; layer-4 recency "
-              f"probabilities {got[k][0]['rp']}", flush=True)
+        print(
+            f"{label}: whole process median {m['process_wall_s']:.2f} s (min {min(walls):.2f}, max {max(walls):.2f}, "
+            f"{len(walls)} runs), of which import {m['import_s']:.2f} s, workload wall {m['wall']:.2f} s / CPU "
+            f"{m['cpu']:.2f} s; peak RSS {max(c['max_rss_mb'] for c in got[k]):.0f} MB; layer-4 recency "
+            f"probabilities {got[k][0]['rp']}",
+            flush=True,
+        )
     for k in sides:
         if k != "torch":
-            print(f"ratio torch / {k}: whole process {med['torch']['process_wall_s'] / med[k]['process_wall_s']:.1f}x, "
-                  f"workload wall {med['torch']['wall'] / med[k]['wall']:.1f}x, "
-                  f"peak RSS {max(c['max_rss_mb'] for c in got['torch']) / max(c['max_rss_mb'] for c in got[k]):.0f}x")
+            print(
+                f"ratio torch / {k}: whole process {med['torch']['process_wall_s'] / med[k]['process_wall_s']:.1f}x, "
+                f"workload wall {med['torch']['wall'] / med[k]['wall']:.1f}x, "
+                f"peak RSS {max(c['max_rss_mb'] for c in got['torch']) / max(c['max_rss_mb'] for c in got[k]):.0f}x"
+            )
     print(calibration())
     return 0
 

@@ -18,6 +18,7 @@ its pool workers), the default's minus the trade's, and every glued text that ch
 Figures, downloads and the page's own timings are not compared. The defaults of one page run once
 per invocation. Timings on a shared machine vary by a few tenths; the findings do not.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration, cpu_seconds  # noqa: E402
+from _measure import calibration, cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -41,12 +42,36 @@ BOOK = ROOT / "book"
 #: studies: the runs several pages share (the landing page's settings, Theorem 1's control-variate
 #: runs) keep one value across the book and are not traded.
 TRADES = {
-    "beyond-components-half": ("beyond", {"samples": 5_000}, "chapter 8's component study at 5,000 sequences per setting (10,000)"),
-    "beyond-lengths-half": ("beyond", {"long_samples": 32}, "chapter 8's length sweep at 32 sequences at n = 512 (64)"),
-    "beyond-lengths-256": ("beyond", {"long_lengths": [10, 32, 128, 256]}, "chapter 8's length sweep up to n = 256 (512)"),
-    "beyond-relative-half": ("beyond", {"relative_samples": 2_000}, "chapter 8's position-or-distance check at 2,000 sequences (4,000)"),
-    "conclusion-long-half": ("conclusion", {"long_samples": 500}, "chapter 7's position study at n = 128 with 500 sequences (1,000)"),
-    "empirical-depth-half": ("empirical", {"samples_depth": 10_000}, "chapter 6's depth study at 10,000 sequences per unit (20,000)"),
+    "beyond-components-half": (
+        "beyond",
+        {"samples": 5_000},
+        "chapter 8's component study at 5,000 sequences per setting (10,000)",
+    ),
+    "beyond-lengths-half": (
+        "beyond",
+        {"long_samples": 32},
+        "chapter 8's length sweep at 32 sequences at n = 512 (64)",
+    ),
+    "beyond-lengths-256": (
+        "beyond",
+        {"long_lengths": [10, 32, 128, 256]},
+        "chapter 8's length sweep up to n = 256 (512)",
+    ),
+    "beyond-relative-half": (
+        "beyond",
+        {"relative_samples": 2_000},
+        "chapter 8's position-or-distance check at 2,000 sequences (4,000)",
+    ),
+    "conclusion-long-half": (
+        "conclusion",
+        {"long_samples": 500},
+        "chapter 7's position study at n = 128 with 500 sequences (1,000)",
+    ),
+    "empirical-depth-half": (
+        "empirical",
+        {"samples_depth": 10_000},
+        "chapter 6's depth study at 10,000 sequences per unit (20,000)",
+    ),
 }
 
 #: glue keys that are timings of the run itself (they change from run to run)
@@ -79,10 +104,17 @@ def glued_texts(notebook: Path) -> dict[str, str]:
 def seed_cache(folder: Path) -> None:
     """The theme and the sympy checks, computed once into ``folder`` (a fresh interpreter)."""
     code = "from companion import errata, theme; theme.theme(); errata.sympy_checks()"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=BOOK, env={**os.environ, "RECENCY_LIB_CACHE": str(folder)})
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        cwd=BOOK,
+        env={**os.environ, "RECENCY_LIB_CACHE": str(folder)},
+    )
 
 
-def run_page(page: str, params: dict, seeds: Path, work: Path, tag: str) -> tuple[dict[str, str], float, float]:
+def run_page(
+    page: str, params: dict, seeds: Path, work: Path, tag: str
+) -> tuple[dict[str, str], float, float]:
     """papermill of book/PAGE.ipynb with ``params`` in a fresh kernel and a fresh seeded cache: its glued
     texts, CPU seconds (this process's papermill client, the kernel and its pool workers) and wall
     seconds."""
@@ -93,8 +125,15 @@ def run_page(page: str, params: dict, seeds: Path, work: Path, tag: str) -> tupl
     os.environ["RECENCY_LIB_CACHE"] = str(cache)
     out = work / f"{tag}.ipynb"
     cpu, t0 = cpu_seconds(), time.perf_counter()
-    pm.execute_notebook(str(BOOK / f"{page}.ipynb"), str(out), parameters=params, kernel_name="python3",
-                        cwd=str(BOOK), progress_bar=False, log_output=False)
+    pm.execute_notebook(
+        str(BOOK / f"{page}.ipynb"),
+        str(out),
+        parameters=params,
+        kernel_name="python3",
+        cwd=str(BOOK),
+        progress_bar=False,
+        log_output=False,
+    )
     return glued_texts(out), cpu_seconds() - cpu, time.perf_counter() - t0
 
 
@@ -108,9 +147,13 @@ def compare(before: dict[str, str], after: dict[str, str]) -> tuple[list[str], l
             continue
         rows_a, rows_b = a.splitlines(), b.splitlines()
         if len(rows_a) > 1 and len(rows_a) == len(rows_b):
-            changed = [(x, y) for x, y in zip(rows_a, rows_b) if NUMBER.sub("#", x) != NUMBER.sub("#", y)]
+            changed = [
+                (x, y) for x, y in zip(rows_a, rows_b) if NUMBER.sub("#", x) != NUMBER.sub("#", y)
+            ]
             if changed:
-                findings += [f"{key}: {x.strip()[:160]}\n      -> {y.strip()[:160]}" for x, y in changed]
+                findings += [
+                    f"{key}: {x.strip()[:160]}\n      -> {y.strip()[:160]}" for x, y in changed
+                ]
                 continue
         elif NUMBER.sub("#", a) != NUMBER.sub("#", b):
             findings.append(f"{key}: {a[:160]!r} -> {b[:160]!r}")
@@ -121,7 +164,9 @@ def compare(before: dict[str, str], after: dict[str, str]) -> tuple[list[str], l
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trade", action="append", choices=sorted(TRADES), help="a trade to measure (default: all)")
+    ap.add_argument(
+        "--trade", action="append", choices=sorted(TRADES), help="a trade to measure (default: all)"
+    )
     ap.add_argument("--list", action="store_true", help="list the trades and exit")
     args = ap.parse_args(argv)
     if args.list:
@@ -139,15 +184,22 @@ def main(argv=None) -> int:
             page, params, what = TRADES[name]
             if page not in defaults:
                 defaults[page] = run_page(page, {}, seeds, work, f"{page}-defaults")
-                print(f"\n{page}: defaults {defaults[page][1]:.1f} CPU s, {defaults[page][2]:.1f} s wall", flush=True)
+                print(
+                    f"\n{page}: defaults {defaults[page][1]:.1f} CPU s, {defaults[page][2]:.1f} s wall",
+                    flush=True,
+                )
             base, cpu0, _ = defaults[page]
             glued, cpu, wall = run_page(page, params, seeds, work, name)
             findings, numbers = compare(base, glued)
-            print(f"\n{name}: {what}\n  -p {json.dumps(params)}: {cpu:.1f} CPU s, {wall:.1f} s wall; "
-                  f"saves {cpu0 - cpu:.1f} CPU s ({(cpu0 - cpu) / cpu0:.0%} of the page)")
+            print(
+                f"\n{name}: {what}\n  -p {json.dumps(params)}: {cpu:.1f} CPU s, {wall:.1f} s wall; "
+                f"saves {cpu0 - cpu:.1f} CPU s ({(cpu0 - cpu) / cpu0:.0%} of the page)"
+            )
             print(f"  findings changed: {len(findings)}" + "".join(f"\n    {f}" for f in findings))
-            print(f"  numbers only: {len(numbers)} ({', '.join(numbers[:12])}{', ...' if len(numbers) > 12 else ''})",
-                  flush=True)
+            print(
+                f"  numbers only: {len(numbers)} ({', '.join(numbers[:12])}{', ...' if len(numbers) > 12 else ''})",
+                flush=True,
+            )
     print("\n" + calibration())
     return 0
 

@@ -13,6 +13,7 @@
    runs PyTorch, whose float32 kernels may round differently); Definition 1's verdict as
    recency_lib computes it today.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,8 @@ import sys
 
 import numpy as np
 
-from recency_lib import SimConfig, sample_trajectories, simulate, theory
 from companion import closedforms
+from recency_lib import SimConfig, sample_trajectories, simulate, theory
 
 
 def prop1_dip(d: int, n: int, samples: int, seed: int) -> dict:
@@ -30,26 +31,41 @@ def prop1_dip(d: int, n: int, samples: int, seed: int) -> dict:
     row, sem = closedforms.last_row(res, "score", 1)
     level = float(theory.prop1_score_corrected(n, 1, d))
     first = closedforms.paired_step(res, 1, n, 2)
-    return {"d": d, "samples": samples, "profile": row / row[0] - 1.0,
-            "predicted profile": closedforms.prop1_row_rise(np.arange(1, n), d),
-            "first step / level": first.value / level, "its SE": first.se / level, "z": first.value / first.se,
-            "predicted": float(closedforms.prop1_row_rise(2, d)),
-            "key 1 / mean of keys 2..n-1": row[0] / row[1:].mean(),
-            "row / corrected Eq. (19)": row.mean() / level, "RP": (res.recency_probability[1], res.recency_probability_sem[1]),
-            "Definition 1": res.definition1[1]}
+    return {
+        "d": d,
+        "samples": samples,
+        "profile": row / row[0] - 1.0,
+        "predicted profile": closedforms.prop1_row_rise(np.arange(1, n), d),
+        "first step / level": first.value / level,
+        "its SE": first.se / level,
+        "z": first.value / first.se,
+        "predicted": float(closedforms.prop1_row_rise(2, d)),
+        "key 1 / mean of keys 2..n-1": row[0] / row[1:].mean(),
+        "row / corrected Eq. (19)": row.mean() / level,
+        "RP": (res.recency_probability[1], res.recency_probability_sem[1]),
+        "Definition 1": res.definition1[1],
+    }
 
 
 def strict_and_tied(scores: np.ndarray) -> tuple[float, float]:
     """Fractions of triples j < k < i with S_ik > S_ij exactly and with S_ik == S_ij exactly; (batch, n, n)."""
     later = tied = total = 0
     for i in range(2, scores.shape[-1]):
-        keys = scores[:, i, :i]                                     # (batch, i): keys before the diagonal
-        diff = (keys[:, None, :] - keys[:, :, None])[:, np.triu(np.ones((i, i), bool), 1)]   # S_ik - S_ij, j < k
-        later, tied, total = later + np.count_nonzero(diff > 0), tied + np.count_nonzero(diff == 0), total + diff.size
+        keys = scores[:, i, :i]  # (batch, i): keys before the diagonal
+        diff = (keys[:, None, :] - keys[:, :, None])[
+            :, np.triu(np.ones((i, i), bool), 1)
+        ]  # S_ik - S_ij, j < k
+        later, tied, total = (
+            later + np.count_nonzero(diff > 0),
+            tied + np.count_nonzero(diff == 0),
+            total + diff.size,
+        )
     return later / total, tied / total
 
 
-def float32_pipeline(d: int, n: int, layers: int, batch: int, seed: int) -> list[tuple[float, float]]:
+def float32_pipeline(
+    d: int, n: int, layers: int, batch: int, seed: int
+) -> list[tuple[float, float]]:
     """alpha = 1 through the paper's model in float32 (LayerNorm eps 1e-12, scores Y Y^T / sqrt(d),
     causal softmax, A Y; no residual): per layer the strict and tied fractions of the scores."""
     f = np.float32
@@ -80,13 +96,18 @@ def main(argv=None) -> int:
     print("1. Proposition 1: the model's second-layer row without normalization (alpha = 0)")
     for d in (16, 64, 256):
         r = prop1_dip(d, n, samples, args.seed)
-        print(f"  d = {d} ({samples:,} samples): first step / level = {r['first step / level']:.3e} "
-              f"± {r['its SE']:.1e} (z = {r['z']:.1f}); predicted d^-3/2 / 2 = {r['predicted']:.3e}; "
-              f"key 1 / mean(keys 2..{n - 1}) = {r['key 1 / mean of keys 2..n-1']:.5f}; "
-              f"row / corrected Eq. (19) = {r['row / corrected Eq. (19)']:.5f}; RP = {r['RP'][0]:.5f} ± {r['RP'][1]:.5f}; "
-              f"Definition 1: {r['Definition 1']}")
+        print(
+            f"  d = {d} ({samples:,} samples): first step / level = {r['first step / level']:.3e} "
+            f"± {r['its SE']:.1e} (z = {r['z']:.1f}); predicted d^-3/2 / 2 = {r['predicted']:.3e}; "
+            f"key 1 / mean(keys 2..{n - 1}) = {r['key 1 / mean of keys 2..n-1']:.5f}; "
+            f"row / corrected Eq. (19) = {r['row / corrected Eq. (19)']:.5f}; RP = {r['RP'][0]:.5f} ± {r['RP'][1]:.5f}; "
+            f"Definition 1: {r['Definition 1']}"
+        )
         print("    S_nj / S_n1 - 1, j = 1..n-1:", np.array2string(r["profile"], precision=5))
-        print("    prediction d^-3/2 (1 - 1/j):  ", np.array2string(r["predicted profile"], precision=5))
+        print(
+            "    prediction d^-3/2 (1 - 1/j):  ",
+            np.array2string(r["predicted profile"], precision=5),
+        )
 
     print("2. alpha = 1 (every token equals v), LayerNorm, 4 layers")
     cfg = SimConfig(alpha=1.0, n=n, d=64, layers=4, samples=20_000, seed=args.seed)
@@ -96,10 +117,12 @@ def main(argv=None) -> int:
     for layer in range(4):
         strict, tied = strict_and_tied(scores[:, layer])
         s32, t32 = f32[layer]
-        print(f"  layer {layer + 1}: book RP (tie = 1/2) {res.recency_probability[layer]:.4f} "
-              f"± {res.recency_probability_sem[layer]:.4f}; Definition 1 today: {res.definition1[layer]}; "
-              f"float64 exact compare: strict {strict:.4f}, tied {tied:.4f}; "
-              f"float32 paper pipeline: strict {s32:.4f}, tied {t32:.4f}, tie = 1/2 {s32 + t32 / 2:.4f}")
+        print(
+            f"  layer {layer + 1}: book RP (tie = 1/2) {res.recency_probability[layer]:.4f} "
+            f"± {res.recency_probability_sem[layer]:.4f}; Definition 1 today: {res.definition1[layer]}; "
+            f"float64 exact compare: strict {strict:.4f}, tied {tied:.4f}; "
+            f"float32 paper pipeline: strict {s32:.4f}, tied {t32:.4f}, tie = 1/2 {s32 + t32 / 2:.4f}"
+        )
     return 0
 
 

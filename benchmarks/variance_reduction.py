@@ -11,6 +11,7 @@ and SE falls as 1/sqrt(N): N = N_0 ((5 + 1.645) / z_0)^2 from the first run), ru
 ``--workers`` processes, and reports the z reached, the wall time of that run (imports and kernel
 load excluded, reported separately) and the same projection from the larger run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,7 @@ t_import = time.perf_counter() - t_import
 
 THEOREM1 = dict(alpha=0.0, gamma=0.0, norm="layernorm", n=10, layers=2)
 Z_TARGET = 5.0
-Z_POWER = 1.645     # one-sided 95%: aim the expected z this far above the target
+Z_POWER = 1.645  # one-sided 95%: aim the expected z this far above the target
 
 
 def main() -> None:
@@ -36,36 +37,50 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    print(f"import + kernel load: {t_import:.2f} s; {args.samples:,} sequences per d, {args.workers} workers")
+    print(
+        f"import + kernel load: {t_import:.2f} s; {args.samples:,} sequences per d, {args.workers} workers"
+    )
     ds = (4, 8, 16, 64, 256)
     with ProcessPoolExecutor(args.workers) as pool:
-        res = simulate_many([SimConfig(d=d, samples=args.samples, seed=args.seed, **THEOREM1) for d in ds],
-                            executor=pool)
+        res = simulate_many(
+            [SimConfig(d=d, samples=args.samples, seed=args.seed, **THEOREM1) for d in ds],
+            executor=pool,
+        )
         print("| d | trend plain | trend cv | factor | RP plain | RP cv | factor |")
         print("|---:|---|---|---:|---|---|---:|")
         for d, r in zip(ds, res):
-            print(f"| {d} | {r.trend_mean[1]:.3e} ± {r.trend_sem[1]:.1e} | {r.trend_cv_mean[1]:.3e} ± "
-                  f"{r.trend_cv_sem[1]:.1e} | {r.trend_sem[1] / r.trend_cv_sem[1]:.3g} | "
-                  f"{r.recency_probability[1]:.6f} ± {r.recency_probability_sem[1]:.1e} | "
-                  f"{r.recency_probability_cv[1]:.6f} ± {r.recency_probability_cv_sem[1]:.1e} | "
-                  f"{r.recency_probability_sem[1] / r.recency_probability_cv_sem[1]:.3g} |")
+            print(
+                f"| {d} | {r.trend_mean[1]:.3e} ± {r.trend_sem[1]:.1e} | {r.trend_cv_mean[1]:.3e} ± "
+                f"{r.trend_cv_sem[1]:.1e} | {r.trend_sem[1] / r.trend_cv_sem[1]:.3g} | "
+                f"{r.recency_probability[1]:.6f} ± {r.recency_probability_sem[1]:.1e} | "
+                f"{r.recency_probability_cv[1]:.6f} ± {r.recency_probability_cv_sem[1]:.1e} | "
+                f"{r.recency_probability_sem[1] / r.recency_probability_cv_sem[1]:.3g} |"
+            )
         for d, r in zip(ds, res):
             if d not in (16, 64):
                 continue
             z = r.trend_cv_mean[1] / r.trend_cv_sem[1]
             if r.trend_cv_mean[1] <= 0:
-                print(f"d = {d}: the trend is not positive at {args.samples:,} sequences (z = {z:.1f}); no projection")
+                print(
+                    f"d = {d}: the trend is not positive at {args.samples:,} sequences (z = {z:.1f}); no projection"
+                )
                 continue
             need = max(2 * 512, math.ceil(args.samples * ((Z_TARGET + Z_POWER) / z) ** 2))
             t = time.perf_counter()
-            (big,) = simulate_many([SimConfig(d=d, samples=need, seed=args.seed + 1, **THEOREM1)], executor=pool)
+            (big,) = simulate_many(
+                [SimConfig(d=d, samples=need, seed=args.seed + 1, **THEOREM1)], executor=pool
+            )
             wall = time.perf_counter() - t
             z_big = big.trend_cv_mean[1] / big.trend_cv_sem[1]
-            again = math.ceil(need * ((Z_TARGET + Z_POWER) / z_big) ** 2) if z_big > 0 else float("nan")
-            print(f"d = {d}: {need:,} sequences for z >= {Z_TARGET:g} at 95% (plain averaging would need "
-                  f"{need * (r.trend_sem[1] / r.trend_cv_sem[1]) ** 2:.2g}); ran: trend {big.trend_cv_mean[1]:.3e} ± "
-                  f"{big.trend_cv_sem[1]:.1e}, z = {z_big:.1f}, {wall:.1f} s wall on {args.workers} workers; "
-                  f"projected again from this run: {again:,} sequences")
+            again = (
+                math.ceil(need * ((Z_TARGET + Z_POWER) / z_big) ** 2) if z_big > 0 else float("nan")
+            )
+            print(
+                f"d = {d}: {need:,} sequences for z >= {Z_TARGET:g} at 95% (plain averaging would need "
+                f"{need * (r.trend_sem[1] / r.trend_cv_sem[1]) ** 2:.2g}); ran: trend {big.trend_cv_mean[1]:.3e} ± "
+                f"{big.trend_cv_sem[1]:.1e}, z = {z_big:.1f}, {wall:.1f} s wall on {args.workers} workers; "
+                f"projected again from this run: {again:,} sequences"
+            )
 
 
 if __name__ == "__main__":

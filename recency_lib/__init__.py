@@ -31,11 +31,24 @@ what the LLN drops         ``theory.drop_ratio_first_order``, ``theory.drop_rati
 control variates           ``stats.control_variate``; ``SimResult.trend_cv_mean`` and the ``*_cv_*`` fields
 =========================  ==================================================================
 """
+
 from .version import __version__
 
-__all__ = ["SimConfig", "SimResult", "simulate", "simulate_many", "sample_trajectories", "__version__"]
-_HOMES = {"SimConfig": "config", "SimResult": "result", "simulate": "engines", "simulate_many": "engines",
-          "sample_trajectories": "engines"}
+__all__ = [
+    "SimConfig",
+    "SimResult",
+    "__version__",
+    "sample_trajectories",
+    "simulate",
+    "simulate_many",
+]
+_HOMES = {
+    "SimConfig": "config",
+    "SimResult": "result",
+    "simulate": "engines",
+    "simulate_many": "engines",
+    "sample_trajectories": "engines",
+}
 
 
 def __getattr__(name: str):

@@ -14,6 +14,7 @@ Values that are not SimResults (the book's sympy checks, sequence statistics) ar
 by :func:`cached_value`, keyed by their arguments and the source of the modules named.
 Location: ``cache=``, else ``$RECENCY_LIB_CACHE``, else ``~/.cache/recency_lib``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,8 +56,11 @@ def package_files(simulation_only: bool = True) -> dict[str, Path]:
     """The package's source files by name (``recency_lib/engines.py``): its ``*.py`` and ``_kernel.c``;
     with ``simulation_only``, without :data:`NOT_SIMULATION`."""
     skip = NOT_SIMULATION if simulation_only else ()
-    return {p.relative_to(ROOT.parent).as_posix(): p for p in [*ROOT.rglob("*.py"), ROOT / "_kernel.c"]
-            if "__pycache__" not in p.parts and p.relative_to(ROOT).parts[0] not in skip}
+    return {
+        p.relative_to(ROOT.parent).as_posix(): p
+        for p in [*ROOT.rglob("*.py"), ROOT / "_kernel.c"]
+        if "__pycache__" not in p.parts and p.relative_to(ROOT).parts[0] not in skip
+    }
 
 
 def source_hash() -> str:
@@ -66,16 +70,23 @@ def source_hash() -> str:
 
 def cache_dir(path=None) -> Path:
     """The cache folder, made if missing; ValueError naming it when it cannot hold entries."""
-    folder = Path(path if path is not None else os.environ.get("RECENCY_LIB_CACHE") or
-                  Path.home() / ".cache" / "recency_lib")
+    folder = Path(
+        path
+        if path is not None
+        else os.environ.get("RECENCY_LIB_CACHE") or Path.home() / ".cache" / "recency_lib"
+    )
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ValueError(f"cache={short(str(folder))} cannot be made ({exc.strerror}); allowed: a writable folder "
-                         f"(cache= or RECENCY_LIB_CACHE)") from None
+        raise ValueError(
+            f"cache={short(str(folder))} cannot be made ({exc.strerror}); allowed: a writable folder "
+            f"(cache= or RECENCY_LIB_CACHE)"
+        ) from None
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"cache={short(str(folder))} is not writable; allowed: a writable folder (cache= or "
-                         f"RECENCY_LIB_CACHE)")
+        raise ValueError(
+            f"cache={short(str(folder))} is not writable; allowed: a writable folder (cache= or "
+            f"RECENCY_LIB_CACHE)"
+        )
     return folder
 
 
@@ -125,7 +136,9 @@ def _store(res: SimResult, path: Path) -> SimResult:
     return res
 
 
-def cached_simulate(cfg: SimConfig, *, cache=None, executor=None, refresh: bool = False) -> SimResult:
+def cached_simulate(
+    cfg: SimConfig, *, cache=None, executor=None, refresh: bool = False
+) -> SimResult:
     """``simulate(cfg)`` through the cache; ``refresh=True`` recomputes and replaces the entry."""
     if check_bool("refresh", refresh):
         path = cache_dir(cache) / f"{cache_key(cfg)}.npz"
@@ -138,7 +151,9 @@ def cached_simulate_many(configs, *, cache=None, executor=None) -> list[SimResul
     """:func:`cached_simulate` of several configs; the missing ones run together (one
     :func:`recency_lib.simulate_many`), and an entry another process is computing is waited for."""
     if isinstance(configs, (SimConfig, str)) or not hasattr(configs, "__iter__"):
-        raise ValueError(f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig objects")
+        raise ValueError(
+            f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig objects"
+        )
     configs = list(configs)
     folder = cache_dir(cache)
     paths = [folder / f"{cache_key(c)}.npz" for c in configs]
@@ -146,7 +161,7 @@ def cached_simulate_many(configs, *, cache=None, executor=None) -> list[SimResul
     missing = [k for k, r in enumerate(out) if r is None]
     if missing:
         with _locked([paths[k] for k in missing]):
-            for k in missing:                      # computed by another process meanwhile?
+            for k in missing:  # computed by another process meanwhile?
                 out[k] = _load(paths[k], configs[k])
             missing = [k for k in missing if out[k] is None]
             if missing:
@@ -166,7 +181,10 @@ def entries(cache=None) -> tuple[list[dict], int]:
             with np.load(path, allow_pickle=False) as z:
                 meta = json.loads(str(z["meta"][()]))
             cfg = SimConfig.from_dict(meta["config"])
-            if path.name == f"{cache_key(cfg)}.npz" and {k: meta["extra"].get(k) for k in _stamp()} == _stamp():
+            if (
+                path.name == f"{cache_key(cfg)}.npz"
+                and {k: meta["extra"].get(k) for k in _stamp()} == _stamp()
+            ):
                 usable.append({**meta, "config": cfg})
                 continue
         other += 1
@@ -180,11 +198,15 @@ def module_file(module: str) -> Path:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise ValueError(f"module={short(module)} is not a Python module; allowed: an importable module's name")
+        raise ValueError(
+            f"module={short(module)} is not a Python module; allowed: an importable module's name"
+        )
     return Path(spec.origin).resolve()
 
 
-def cached_value(name: str, compute, modules, *, params=None, packages=(), cache=None, refresh: bool = False):
+def cached_value(
+    name: str, compute, modules, *, params=None, packages=(), cache=None, refresh: bool = False
+):
     """``compute()`` through the cache, for a value that depends on source code and ``params`` alone:
     its key holds ``name``, ``params`` (a dict of JSON values), the source of ``modules`` (names of the
     modules whose code computes it: list every one) and of this package, the versions of the
@@ -193,10 +215,20 @@ def cached_value(name: str, compute, modules, *, params=None, packages=(), cache
     if not isinstance(name, str) or not name.replace("-", "").isalnum():
         raise ValueError(f"name={short(name)} is not allowed; allowed: letters, digits and '-'")
     modules = (modules,) if isinstance(modules, str) else tuple(modules)
-    source = _hash_files({**package_files(simulation_only=False), **{m: module_file(m) for m in modules}})
-    key = {"name": name, "params": json.loads(json.dumps(params or {}, sort_keys=True)), "source": source,
-           "python": list(sys.version_info[:2]), "packages": {p: version(p) for p in packages}}
-    path = cache_dir(cache) / f"{name}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]}.json"
+    source = _hash_files(
+        {**package_files(simulation_only=False), **{m: module_file(m) for m in modules}}
+    )
+    key = {
+        "name": name,
+        "params": json.loads(json.dumps(params or {}, sort_keys=True)),
+        "source": source,
+        "python": list(sys.version_info[:2]),
+        "packages": {p: version(p) for p in packages},
+    }
+    path = (
+        cache_dir(cache)
+        / f"{name}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]}.json"
+    )
     with _locked([path]):
         if not check_bool("refresh", refresh):
             with contextlib.suppress(Exception):
@@ -211,27 +243,60 @@ def cached_value(name: str, compute, modules, *, params=None, packages=(), cache
     return value, False
 
 
-def cached_statistic(cfg: SimConfig, statistic, *, samples: int | None = None, control_mean=None, engine=None,
-                     cache=None):
+def cached_statistic(
+    cfg: SimConfig,
+    statistic,
+    *,
+    samples: int | None = None,
+    control_mean=None,
+    engine=None,
+    cache=None,
+):
     """:func:`recency_lib.engines.sequence_statistic` through the cache. ``statistic`` must be a function
     of an importable module (or a ``functools.partial`` of one with JSON keyword arguments): its key holds
     the config, the arguments, the statistic's name and the source of its module."""
-    func, kwargs = ((statistic.func, dict(statistic.keywords)) if isinstance(statistic, functools.partial)
-                    and not statistic.args else (statistic, {}))
+    func, kwargs = (
+        (statistic.func, dict(statistic.keywords))
+        if isinstance(statistic, functools.partial) and not statistic.args
+        else (statistic, {})
+    )
     module, qual = getattr(func, "__module__", None), getattr(func, "__qualname__", "<")
     if not callable(func) or not isinstance(module, str) or "<" in qual:
-        raise ValueError(f"statistic={short(statistic)} is not allowed; allowed: a module-level function of an "
-                         f"importable module, or a functools.partial of one with keyword arguments")
+        raise ValueError(
+            f"statistic={short(statistic)} is not allowed; allowed: a module-level function of an "
+            f"importable module, or a functools.partial of one with keyword arguments"
+        )
     mean = None if control_mean is None else np.asarray(control_mean, dtype=float).tolist()
-    params = {"config": cfg.to_dict(), "samples": samples, "control_mean": mean, "engine": engine,
-              "statistic": f"{module}.{qual}", "kwargs": kwargs, "kernel": engines.kernel_name()}
+    params = {
+        "config": cfg.to_dict(),
+        "samples": samples,
+        "control_mean": mean,
+        "engine": engine,
+        "statistic": f"{module}.{qual}",
+        "kwargs": kwargs,
+        "kernel": engines.kernel_name(),
+    }
 
     def compute():
-        st = engines.sequence_statistic(cfg, statistic, samples=samples, control_mean=control_mean, engine=engine)
-        return {"samples": st.samples, "elapsed_seconds": st.elapsed_seconds,
-                **{k: None if getattr(st, k) is None else getattr(st, k).tolist()
-                   for k in ("mean", "sem", "cv_mean", "cv_sem")}}
+        st = engines.sequence_statistic(
+            cfg, statistic, samples=samples, control_mean=control_mean, engine=engine
+        )
+        return {
+            "samples": st.samples,
+            "elapsed_seconds": st.elapsed_seconds,
+            **{
+                k: None if getattr(st, k) is None else getattr(st, k).tolist()
+                for k in ("mean", "sem", "cv_mean", "cv_sem")
+            },
+        }
 
-    value, _ = cached_value("statistic", compute, (module,), params=params, packages=("numpy",), cache=cache)
-    arrays = {k: None if value[k] is None else np.asarray(value[k], dtype=float) for k in ("mean", "sem", "cv_mean", "cv_sem")}
-    return engines.SequenceStatistic(cfg, int(value["samples"]), elapsed_seconds=float(value["elapsed_seconds"]), **arrays)
+    value, _ = cached_value(
+        "statistic", compute, (module,), params=params, packages=("numpy",), cache=cache
+    )
+    arrays = {
+        k: None if value[k] is None else np.asarray(value[k], dtype=float)
+        for k in ("mean", "sem", "cv_mean", "cv_sem")
+    }
+    return engines.SequenceStatistic(
+        cfg, int(value["samples"]), elapsed_seconds=float(value["elapsed_seconds"]), **arrays
+    )

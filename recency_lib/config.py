@@ -5,6 +5,7 @@ before any work is done (the CLI turns that message into one line and exit 2). W
 *fits this machine* is a property of the run, not of the config: :func:`recency_lib.engines.simulate`
 checks it before it starts.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,23 +28,37 @@ class SimConfig:
     X' = A Y + gamma * X.
     """
 
-    alpha: float = 0.0        # anisotropy of the input embeddings, Eq. (6); 0 = isotropic, 1 = all tokens equal
-    gamma: float = 0.0        # residual weight, Eq. (20); 0 = no residual, 1 = standard residual
-    norm: str = "layernorm"   # "layernorm" (exact, no affine), "rms" (sqrt(d) x / ||x||, Eq. (21)), "none"
-    n: int = 10               # sequence length (tokens)
-    d: int = 64               # hidden size
-    layers: int = 4           # stacked attention layers
-    samples: int = 100_000    # Monte-Carlo samples (independent sequences)
-    seed: int = 0             # root seed; sample blocks draw from SeedSequence(seed) children
-    engine: str = "auto"      # "dense" (literal n x d), "gram" (exact, cost free of d), "auto" (gram when exact)
-    eps: float = 1e-12        # added to the variance inside the normalization (as the authors' code)
+    alpha: float = (
+        0.0  # anisotropy of the input embeddings, Eq. (6); 0 = isotropic, 1 = all tokens equal
+    )
+    gamma: float = 0.0  # residual weight, Eq. (20); 0 = no residual, 1 = standard residual
+    norm: str = (
+        "layernorm"  # "layernorm" (exact, no affine), "rms" (sqrt(d) x / ||x||, Eq. (21)), "none"
+    )
+    n: int = 10  # sequence length (tokens)
+    d: int = 64  # hidden size
+    layers: int = 4  # stacked attention layers
+    samples: int = 100_000  # Monte-Carlo samples (independent sequences)
+    seed: int = 0  # root seed; sample blocks draw from SeedSequence(seed) children
+    engine: str = (
+        "auto"  # "dense" (literal n x d), "gram" (exact, cost free of d), "auto" (gram when exact)
+    )
+    eps: float = 1e-12  # added to the variance inside the normalization (as the authors' code)
     # -- extensions beyond the paper (recency_lib.extensions; dense engine only; all off = the paper)
-    weights: str = "none"     # W_Q, W_K, W_V, W_O (and the FFN's): "none" (identity), "per_sample", "fixed"
-    weights_seed: int = 0     # seed of the fixed weights (weights="fixed"; the FFN's unless "per_sample")
-    heads: int = 1            # attention heads (d divisible by heads); reported scores: mean over heads
-    ffn: bool = False         # add the feed-forward block of Sec. 2.1 (random GELU MLP, width 4d, own norm)
-    rope: bool = False        # rotary position embedding on queries and keys (base 10000)
-    placement: str = "pre"    # "pre" (normalize before attention, Sec. 2.1) or "post" (after the residual)
+    weights: str = (
+        "none"  # W_Q, W_K, W_V, W_O (and the FFN's): "none" (identity), "per_sample", "fixed"
+    )
+    weights_seed: int = (
+        0  # seed of the fixed weights (weights="fixed"; the FFN's unless "per_sample")
+    )
+    heads: int = 1  # attention heads (d divisible by heads); reported scores: mean over heads
+    ffn: bool = (
+        False  # add the feed-forward block of Sec. 2.1 (random GELU MLP, width 4d, own norm)
+    )
+    rope: bool = False  # rotary position embedding on queries and keys (base 10000)
+    placement: str = (
+        "pre"  # "pre" (normalize before attention, Sec. 2.1) or "post" (after the residual)
+    )
 
     def __post_init__(self) -> None:
         # each value checked, then stored as a built-in type (numpy scalars become int/float), so
@@ -51,7 +66,10 @@ class SimConfig:
         def put(name, value):
             object.__setattr__(self, name, value)
 
-        put("alpha", check_real("alpha", self.alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]"))
+        put(
+            "alpha",
+            check_real("alpha", self.alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]"),
+        )
         put("gamma", check_real("gamma", self.gamma, allowed="a finite real number"))
         put("norm", check_choice("norm", self.norm, NORMS))
         put("n", check_int("n", self.n, 1))
@@ -68,32 +86,42 @@ class SimConfig:
         put("rope", check_bool("rope", self.rope))
         put("placement", check_choice("placement", self.placement, PLACEMENTS))
         if self.d % self.heads:
-            raise ValueError(f"heads={short(self.heads)} is not allowed with d={short(self.d)}; "
-                             f"allowed: a divisor of d (d must be divisible by heads)")
+            raise ValueError(
+                f"heads={short(self.heads)} is not allowed with d={short(self.d)}; "
+                f"allowed: a divisor of d (d must be divisible by heads)"
+            )
         if self.rope and (self.d // self.heads) % 2:
-            raise ValueError(f"rope=True is not allowed with d={short(self.d)}, heads={short(self.heads)} "
-                             f"(head size {short(self.d // self.heads)} is odd); allowed: an even head size d / heads")
+            raise ValueError(
+                f"rope=True is not allowed with d={short(self.d)}, heads={short(self.heads)} "
+                f"(head size {short(self.d // self.heads)} is odd); allowed: an even head size d / heads"
+            )
         if self.engine == "gram" and self.extended:
-            raise ValueError(f"engine='gram' is not allowed with extensions on ({', '.join(self.extensions)}); "
-                             f"allowed: engine='dense' or 'auto' (the Gram symmetry does not hold with weights, "
-                             f"heads, FFN, RoPE or post-LN)")
+            raise ValueError(
+                f"engine='gram' is not allowed with extensions on ({', '.join(self.extensions)}); "
+                f"allowed: engine='dense' or 'auto' (the Gram symmetry does not hold with weights, "
+                f"heads, FFN, RoPE or post-LN)"
+            )
 
     # -- conveniences ------------------------------------------------------------------
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "SimConfig":
+    def from_dict(cls, data: dict) -> SimConfig:
         """The config of ``to_dict`` output; ValueError for anything but a dict of known fields."""
         if not isinstance(data, dict):
-            raise ValueError(f"config={short(data)} is not a dict; allowed: a dict of SimConfig fields")
+            raise ValueError(
+                f"config={short(data)} is not a dict; allowed: a dict of SimConfig fields"
+            )
         known = {f.name for f in fields(cls)}
         unknown = [k for k in data if k not in known]
         if unknown:
-            raise ValueError(f"SimConfig: unknown field(s) {short(unknown)}; allowed: {sorted(known)}")
+            raise ValueError(
+                f"SimConfig: unknown field(s) {short(unknown)}; allowed: {sorted(known)}"
+            )
         return cls(**data)
 
-    def replace(self, **changes) -> "SimConfig":
+    def replace(self, **changes) -> SimConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
 

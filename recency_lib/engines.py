@@ -19,6 +19,7 @@ Determinism: samples are split into blocks of a size fixed by the config; block 
 ``chunk_size`` and any executor give bitwise-identical results. Blocks are enumerated lazily:
 memory does not grow with ``samples``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,33 +30,54 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Iterator
 
 import numpy as np
 
 from . import extensions
 from .config import SimConfig
-from .features import (TIE_RTOL, compiled_kernels, control_means, control_slice, controls_valid, feature_layout,
-                       kernels_for, layer_features, n_features, tril_index)
+from .features import (
+    TIE_RTOL,
+    compiled_kernels,
+    control_means,
+    control_slice,
+    controls_valid,
+    feature_layout,
+    kernels_for,
+    layer_features,
+    n_features,
+    tril_index,
+)
 from .model import layer
 from .norms import NORMS
 from .result import SimResult
-from .sampling import degrees_of_freedom, dense_tokens, gram_assemble, gram_draws, gram_width, sigma_cholesky
+from .sampling import (
+    degrees_of_freedom,
+    dense_tokens,
+    gram_assemble,
+    gram_draws,
+    gram_width,
+    sigma_cholesky,
+)
 from .stats import Moments, control_variate, merged
 from .streams import block_key
 from .validation import check_bool, check_choice, check_int, short
 from .version import __version__
 
-_MAX_TASK_BLOCKS = 256        # default tasks return at most this many blocks' moments (a few MB)
-_TASK_RESULT_BYTES = 2 ** 25  # ... and at most ~32 MB of them (long sequences: (layers, F) is large)
-_INPROCESS_TASK_BLOCKS = 32   # blocks per task without an executor (fewer tasks: less Python per block),
-_INPROCESS_RESULT_BYTES = 2 ** 22  # ... as long as their moments stay under ~4 MB (at n = 10: 32 blocks)
-_STACK_BYTES = 2 ** 20        # gram_team_moments stacks blocks' kernel sums up to this size per array
-PROCESS_BYTES = 200 * 2 ** 20  # a Python process with numpy and the compiled kernel
-MEMORY_FRACTION = 0.8          # of physical memory: the rest is the system's
+_MAX_TASK_BLOCKS = 256  # default tasks return at most this many blocks' moments (a few MB)
+_TASK_RESULT_BYTES = 2**25  # ... and at most ~32 MB of them (long sequences: (layers, F) is large)
+_INPROCESS_TASK_BLOCKS = (
+    32  # blocks per task without an executor (fewer tasks: less Python per block),
+)
+_INPROCESS_RESULT_BYTES = (
+    2**22
+)  # ... as long as their moments stay under ~4 MB (at n = 10: 32 blocks)
+_STACK_BYTES = 2**20  # gram_team_moments stacks blocks' kernel sums up to this size per array
+PROCESS_BYTES = 200 * 2**20  # a Python process with numpy and the compiled kernel
+MEMORY_FRACTION = 0.8  # of physical memory: the rest is the system's
 
 
 def resolve_engine(cfg: SimConfig) -> str:
@@ -74,11 +96,11 @@ def _per_sample(cfg: SimConfig, engine: str) -> tuple[int, int, int]:
     n, d, L = cfg.n, cfg.d, cfg.layers
     if engine == "dense" and cfg.extended:
         per = 3 * cfg.heads * n * n + 8 * n * d + 2 * L * 3 * n * (n + 1) // 2
-        return per + (L * 12 * d * d if cfg.weights == "per_sample" else 0), 2 ** 21, 1
+        return per + (L * 12 * d * d if cfg.weights == "per_sample" else 0), 2**21, 1
     if engine == "dense":
-        return n * max(n, d), 2 ** 17, 16
+        return n * max(n, d), 2**17, 16
     w, t = gram_width(cfg), n * (n + 1) // 2
-    return 3 * n * w + 3 * t + 1 + w + t, 2 ** 19, 16
+    return 3 * n * w + 3 * t + 1 + w + t, 2**19, 16
 
 
 def block_size(cfg: SimConfig, engine: str) -> int:
@@ -99,7 +121,7 @@ def run_bytes(cfg: SimConfig, engine: str, workers: int = 1) -> int:
     sample = 2 * per + (2 * cfg.layers * n_features(cfg.n) if engine == "dense" else 0)
     task = min(_MAX_TASK_BLOCKS, max(1, _TASK_RESULT_BYTES // (8 * moments)))
     running = PROCESS_BYTES + 8 * (block_size(cfg, engine) * sample + task * moments)
-    main = PROCESS_BYTES + 8 * (12 * moments + 20 * cfg.layers * cfg.n ** 2)
+    main = PROCESS_BYTES + 8 * (12 * moments + 20 * cfg.layers * cfg.n**2)
     return main + running * workers if workers > 1 else main + running - PROCESS_BYTES
 
 
@@ -108,7 +130,10 @@ def memory_limit() -> int:
     the environment variable RECENCY_LIB_MAX_MEMORY (bytes) lowers it."""
     limit = MEMORY_FRACTION * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as fh:
-        limit = min(limit, next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:")))
+        limit = min(
+            limit,
+            next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:")),
+        )
     raw = os.environ.get("RECENCY_LIB_MAX_MEMORY", "")
     if raw:
         try:
@@ -116,7 +141,9 @@ def memory_limit() -> int:
         except ValueError:
             cap = math.nan
         if not (math.isfinite(cap) and cap > 0):
-            raise ValueError(f"RECENCY_LIB_MAX_MEMORY={short(raw)} is out of range; allowed: a number of bytes > 0")
+            raise ValueError(
+                f"RECENCY_LIB_MAX_MEMORY={short(raw)} is out of range; allowed: a number of bytes > 0"
+            )
         limit = min(limit, cap)
     return int(limit)
 
@@ -140,26 +167,34 @@ def require_memory(cfg: SimConfig, engine: str, workers: int = 1) -> None:
         return
     for name in ("n", "d") if engine == "dense" else ("n",):
         low = 1 if name == "n" else 2
+
         def fits(v, name=name):
             try:
                 c = cfg.replace(**{name: v})
-            except ValueError:                   # a d that heads or RoPE do not allow: judged with one head
+            except ValueError:  # a d that heads or RoPE do not allow: judged with one head
                 c = cfg.replace(**{name: v}, heads=1, rope=False)
             return run_bytes(c, engine, workers) <= limit
 
         top = _largest(fits, getattr(cfg, name), low)
         if top >= low:
             break
-    allowed = f"{name} <= {top} with the other parameters as given" if top >= low else "fewer workers or layers"
-    raise ValueError(f"{name}={getattr(cfg, name)} needs about {need / 2 ** 30:.3g} GiB of memory ({engine} engine, "
-                     f"n={cfg.n}, d={cfg.d}, layers={cfg.layers}, {workers} worker(s)); this machine allows "
-                     f"{limit / 2 ** 30:.3g} GiB; allowed: {allowed}")
+    allowed = (
+        f"{name} <= {top} with the other parameters as given"
+        if top >= low
+        else "fewer workers or layers"
+    )
+    raise ValueError(
+        f"{name}={getattr(cfg, name)} needs about {need / 2**30:.3g} GiB of memory ({engine} engine, "
+        f"n={cfg.n}, d={cfg.d}, layers={cfg.layers}, {workers} worker(s)); this machine allows "
+        f"{limit / 2**30:.3g} GiB; allowed: {allowed}"
+    )
 
 
 # -- the kernel choice ------------------------------------------------------------------------------
 
+
 def kernel_name() -> str:
-    """"c" when the compiled kernel runs (recency_lib/_kernel.c, built by ``pip install -e .``), else
+    """ "c" when the compiled kernel runs (recency_lib/_kernel.c, built by ``pip install -e .``), else
     "numpy" (the kernel was not built, or RECENCY_LIB_KERNEL=numpy): the numpy path draws the same
     numbers (recency_lib.streams) and computes the same layers, more slowly."""
     return "numpy" if compiled_kernels() is None else "c"
@@ -175,8 +210,14 @@ def warm_up() -> None:
 
 # -- one block ------------------------------------------------------------------------------------
 
-def gram_block_moments(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray, kernel: str | None = None,
-                       features: bool = False):
+
+def gram_block_moments(
+    cfg: SimConfig,
+    chi2: np.ndarray,
+    normals: np.ndarray,
+    kernel: str | None = None,
+    features: bool = False,
+):
     """:class:`Moments` of one gram block from its raw draws (:func:`recency_lib.sampling.gram_draws`).
 
     ``kernel``: "c", "numpy" or None (the compiled one when available). Same draws -> the same numbers
@@ -185,9 +226,20 @@ def gram_block_moments(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray, ke
     """
     kernels = kernels_for(kernel)
     if kernels is None:
-        feats = stack_features(layer_steps(gram_assemble(cfg, chi2, normals), norm=cfg.norm, d=cfg.d,
-                                           gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers, centred=True),
-                               cfg.n, cfg.layers, chi2.shape[-1])
+        feats = stack_features(
+            layer_steps(
+                gram_assemble(cfg, chi2, normals),
+                norm=cfg.norm,
+                d=cfg.d,
+                gamma=cfg.gamma,
+                eps=cfg.eps,
+                layers=cfg.layers,
+                centred=True,
+            ),
+            cfg.n,
+            cfg.layers,
+            chi2.shape[-1],
+        )
         m = Moments.of(feats, control_slice(cfg.n))
         return (m, feats) if features else m
     size = chi2.shape[-1]
@@ -202,20 +254,38 @@ def _gram_sums(cfg: SimConfig, blocks: int) -> tuple[np.ndarray, ...]:
     """The compiled kernel's outputs for ``blocks`` blocks: shift, s1, s2 (blocks, layers, F) and sc
     (blocks, layers, controls)."""
     nf = n_features(cfg.n)
-    return (*(np.empty((blocks, cfg.layers, nf)) for _ in range(3)),
-            np.empty((blocks, cfg.layers, nf - control_slice(cfg.n).start)))
+    return (
+        *(np.empty((blocks, cfg.layers, nf)) for _ in range(3)),
+        np.empty((blocks, cfg.layers, nf - control_slice(cfg.n).start)),
+    )
 
 
 def _gram_call(kernels, cfg: SimConfig, chi2, normals, shift, s1, s2, sc, feats=None) -> None:
     """One block through the compiled kernel (:func:`recency_lib.kernels.gram_block`) into its sums."""
     mode = "rank_one" if cfg.alpha == 1.0 else "plain" if cfg.alpha == 0.0 else "cholesky"
-    kernels.gram_block(np.ascontiguousarray(chi2, dtype=np.float64), np.ascontiguousarray(normals, dtype=np.float64),
-                       sigma_cholesky(cfg.n, cfg.c if mode == "cholesky" else 0.0), mode, cfg.d, NORMS[cfg.norm].scales,
-                       cfg.gamma, cfg.eps, cfg.layers, TIE_RTOL, _offsets(cfg.n), shift, s1, s2, sc, feats)
+    kernels.gram_block(
+        np.ascontiguousarray(chi2, dtype=np.float64),
+        np.ascontiguousarray(normals, dtype=np.float64),
+        sigma_cholesky(cfg.n, cfg.c if mode == "cholesky" else 0.0),
+        mode,
+        cfg.d,
+        NORMS[cfg.norm].scales,
+        cfg.gamma,
+        cfg.eps,
+        cfg.layers,
+        TIE_RTOL,
+        _offsets(cfg.n),
+        shift,
+        s1,
+        s2,
+        sc,
+        feats,
+    )
 
 
-def gram_team_moments(cfgs: list[SimConfig], blocks: list[tuple[int, int]], kernel: str | None = None
-                      ) -> tuple[list[float], list[list[tuple[int, Moments]]]]:
+def gram_team_moments(
+    cfgs: list[SimConfig], blocks: list[tuple[int, int]], kernel: str | None = None
+) -> tuple[list[float], list[list[tuple[int, Moments]]]]:
     """Blocks ``blocks`` [(k, size), ...] of gram configs that share their random stream
     (:func:`stream_key`): each block's draws made once and run through every config. Returns per
     config its compute seconds (the draws' time split evenly) and its [(k, Moments), ...]: the
@@ -227,7 +297,11 @@ def gram_team_moments(cfgs: list[SimConfig], blocks: list[tuple[int, int]], kern
     # runs of blocks of one size, their sums stacked up to _STACK_BYTES per array (a worker's task of
     # 256 blocks at n = 64 would stack 50 MB per array and config; from_sums adds temporaries of that size)
     per = max(1, _STACK_BYTES // max(8 * cfg.layers * n_features(cfg.n) for cfg in cfgs))
-    runs = [blocks[i:j][p:p + per] for i, j in _equal_runs([size for _, size in blocks]) for p in range(0, j - i, per)]
+    runs = [
+        blocks[i:j][p : p + per]
+        for i, j in _equal_runs([size for _, size in blocks])
+        for p in range(0, j - i, per)
+    ]
     for run in runs:
         size = run[0][1]
         sums = [_gram_sums(cfg, len(run)) if kernels is not None else None for cfg in cfgs]
@@ -245,7 +319,12 @@ def gram_team_moments(cfgs: list[SimConfig], blocks: list[tuple[int, int]], kern
         if kernels is not None:
             for c, cfg in enumerate(cfgs):
                 t0 = time.perf_counter()
-                out[c].extend(zip((k for k, _ in run), Moments.from_sums(size, *sums[c], control_slice(cfg.n)).unstack()))
+                out[c].extend(
+                    zip(
+                        (k for k, _ in run),
+                        Moments.from_sums(size, *sums[c], control_slice(cfg.n)).unstack(),
+                    )
+                )
                 seconds[c] += time.perf_counter() - t0
     return seconds, out
 
@@ -266,28 +345,34 @@ def _offsets(n: int) -> np.ndarray:
     return out
 
 
-def block_moments(cfg: SimConfig, engine: str, block: int, size: int, kernel: str | None = None) -> Moments:
+def block_moments(
+    cfg: SimConfig, engine: str, block: int, size: int, kernel: str | None = None
+) -> Moments:
     """Run block ``block`` of ``size`` samples; moments of every per-sample feature, (layers, F).
 
     ``kernel`` ("c" | "numpy" | None = the best available) only matters for the gram engine.
     """
     if engine == "gram":
-        return gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, block), size, kernel), kernel=kernel)
+        return gram_block_moments(
+            cfg, *gram_draws(cfg, block_key(cfg.seed, block), size, kernel), kernel=kernel
+        )
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(block,)))
-    steps = dense_steps(cfg, dense_tokens(cfg, rng, size), block)   # tokens (size, n, d)
+    steps = dense_steps(cfg, dense_tokens(cfg, rng, size), block)  # tokens (size, n, d)
     return Moments.of(stack_features(steps, cfg.n, cfg.layers, size), control_slice(cfg.n))
 
 
 def stack_features(steps, n: int, layers: int, size: int) -> np.ndarray:
     """The per-sample features (size, layers, F) of :func:`recency_lib.features.layer_features` from
     ``steps``, an iterable of (layer, scores (size, n, n), attention, sq_norms (size, n))."""
-    feats = np.empty((size, layers, n_features(n)))                 # (size, layers, F)
+    feats = np.empty((size, layers, n_features(n)))  # (size, layers, F)
     for l, s, a, sq in steps:
         feats[:, l] = layer_features(s, a, sq)
     return feats
 
 
-def layer_steps(x: np.ndarray, *, norm: str, d: int, gamma: float, eps: float, layers: int, centred: bool):
+def layer_steps(
+    x: np.ndarray, *, norm: str, d: int, gamma: float, eps: float, layers: int, centred: bool
+):
     """The paper's layer (:func:`recency_lib.model.layer`) applied ``layers`` times to ``x``;
     yields (layer, scores, attention, sq_norms) of each."""
     for l in range(layers):
@@ -300,10 +385,13 @@ def dense_steps(cfg: SimConfig, x: np.ndarray, block: int):
     or the extended one when an extension beyond the paper is on."""
     if cfg.extended:
         return extensions.run_block(cfg, x, block)
-    return layer_steps(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers, centred=False)
+    return layer_steps(
+        x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=cfg.layers, centred=False
+    )
 
 
 # -- many blocks -----------------------------------------------------------------------------------
+
 
 def _block_sizes(samples: int, bsize: int, first: int, count: int) -> Iterator[tuple[int, int]]:
     """(k, size) of blocks first .. first + count - 1 of a run of ``samples`` (the last may be short)."""
@@ -341,7 +429,7 @@ def _one_blas_thread():
     limit is the process's)."""
     try:
         from threadpoolctl import threadpool_limits
-    except ImportError:                                            # pragma: no cover
+    except ImportError:  # pragma: no cover
         return contextlib.nullcontext()
     if threading.current_thread() is threading.main_thread():
         return threadpool_limits(limits=1, user_api="blas")
@@ -360,8 +448,13 @@ def _finite(a: np.ndarray) -> bool:
     return bool(np.isfinite(np.add.reduce(a, axis=None)))
 
 
-def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None,
-                  executor: Executor | None = None, progress: bool | None = None) -> list[SimResult]:
+def simulate_many(
+    configs: Iterable[SimConfig],
+    *,
+    chunk_size: int | None = None,
+    executor: Executor | None = None,
+    progress: bool | None = None,
+) -> list[SimResult]:
     """Simulate several configs, spreading whole configs and sample blocks over ``executor``.
 
     Results are identical to running each config alone with :func:`simulate`. Configs that share
@@ -372,16 +465,20 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
     ``ProcessPoolExecutor`` or a Dask client's ``get_executor()``); default: in-process.
     """
     if isinstance(configs, (SimConfig, str)) or not isinstance(configs, Iterable):
-        raise ValueError(f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig objects")
+        raise ValueError(
+            f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig objects"
+        )
     configs = list(configs)
     for i, cfg in enumerate(configs):
         if not isinstance(cfg, SimConfig):
-            raise ValueError(f"configs[{i}]={short(cfg)} is not a SimConfig; allowed: an iterable of SimConfig objects")
+            raise ValueError(
+                f"configs[{i}]={short(cfg)} is not a SimConfig; allowed: an iterable of SimConfig objects"
+            )
     if chunk_size is not None:
         chunk_size = check_int("chunk_size", chunk_size, 1)
     progress = None if progress is None else check_bool("progress", progress)
     workers = 1 if executor is None else (os.cpu_count() or 1)
-    for cfg in configs:                            # memory, before any work
+    for cfg in configs:  # memory, before any work
         require_memory(cfg, resolve_engine(cfg), workers)
     # One kernel for the whole run, chosen here (never per worker), so that results do not depend
     # on which worker has it; loaded once here, so forked workers inherit it.
@@ -389,12 +486,12 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
     if kernel == "c":
         warm_up()
     plans = [(resolve_engine(cfg), block_size(cfg, resolve_engine(cfg))) for cfg in configs]
-    teams: dict = {}                               # configs sharing a random stream, in first-seen order
+    teams: dict = {}  # configs sharing a random stream, in first-seen order
     for ci, (cfg, (engine, _)) in enumerate(zip(configs, plans)):
         teams.setdefault(stream_key(cfg) if engine == "gram" else ("dense", ci), []).append(ci)
     teams = list(teams.values())
 
-    def per_task(team) -> int:                     # blocks per task
+    def per_task(team) -> int:  # blocks per task
         cfg, (_, bsize) = configs[team[0]], plans[team[0]]
         blocks = -(-cfg.samples // bsize)
         # a task's result is one unmerged Moments of (layers, F) arrays per block and config: bound its bytes
@@ -404,19 +501,21 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
             return max(1, math.ceil(chunk_size / bsize))
         if executor is None:
             return max(1, min(_INPROCESS_TASK_BLOCKS, _INPROCESS_RESULT_BYTES // per_block))
-        return max(1, min(_MAX_TASK_BLOCKS, by_memory, math.ceil(blocks / (4 * workers))))   # balance
+        return max(
+            1, min(_MAX_TASK_BLOCKS, by_memory, math.ceil(blocks / (4 * workers)))
+        )  # balance
 
-    def tasks():                                   # (team, first block, blocks), lazily
+    def tasks():  # (team, first block, blocks), lazily
         for team in teams:
             blocks, per = -(-configs[team[0]].samples // plans[team[0]][1]), per_task(team)
             for first in range(0, blocks, per):
                 yield team, first, min(per, blocks - first)
 
-    groups: list[list[Moments | None]] = [[None, None] for _ in configs]    # even, odd blocks
-    elapsed = [0.0] * len(configs)                 # compute seconds per config, summed over its tasks
+    groups: list[list[Moments | None]] = [[None, None] for _ in configs]  # even, odd blocks
+    elapsed = [0.0] * len(configs)  # compute seconds per config, summed over its tasks
     bar = _bar(sum(c.samples for c in configs), progress)
 
-    dicts = [cfg.to_dict() for cfg in configs]     # what a task gets (once per config, not per task)
+    dicts = [cfg.to_dict() for cfg in configs]  # what a task gets (once per config, not per task)
 
     def args(team, first, count):
         engine, bsize = plans[team[0]]
@@ -425,28 +524,40 @@ def simulate_many(configs: Iterable[SimConfig], *, chunk_size: int | None = None
     def fold(team, result):
         for ci, seconds, moments in zip(team, *result):
             elapsed[ci] += seconds
-            for k, m in moments:                   # tasks are folded in submission order
+            for k, m in moments:  # tasks are folded in submission order
                 g = groups[ci]
-                g[k % 2] = m if g[k % 2] is None else g[k % 2].merge_into(m)   # m and g are ours
+                g[k % 2] = m if g[k % 2] is None else g[k % 2].merge_into(m)  # m and g are ours
                 bar.update(m.count)
-            touched = [groups[ci][p] for p in {k % 2 for k, _ in moments}]   # the groups this task changed
-            if not all(_finite(x.mean) and _finite(x.m2) for x in touched):   # overflow: stop now
+            touched = [
+                groups[ci][p] for p in {k % 2 for k, _ in moments}
+            ]  # the groups this task changed
+            if not all(_finite(x.mean) and _finite(x.m2) for x in touched):  # overflow: stop now
                 _to_result(configs[ci], *plans[ci], groups[ci], 0.0, None).check_finite()
 
-    with _one_blas_thread():                      # here as in the workers: small products
+    with _one_blas_thread():  # here as in the workers: small products
         try:
             _run(tasks, args, fold, executor, workers)
         finally:
             bar.close()
-        return [_to_result(cfg, plan[0], plan[1], g, t, kernel if plan[0] == "gram" else None).check_finite()
-                for cfg, plan, g, t in zip(configs, plans, groups, elapsed)]
+        return [
+            _to_result(
+                cfg, plan[0], plan[1], g, t, kernel if plan[0] == "gram" else None
+            ).check_finite()
+            for cfg, plan, g, t in zip(configs, plans, groups, elapsed)
+        ]
 
 
 def _bar(total: int, progress: bool | None = None):
     """tqdm's bar over ``total`` sequences on stderr, shown if ``progress`` (default :func:`_show_progress`)."""
     from tqdm import tqdm
-    return tqdm(total=total, unit="sample", file=sys.stderr, leave=False,
-                disable=not (progress if progress is not None else _show_progress(total)))
+
+    return tqdm(
+        total=total,
+        unit="sample",
+        file=sys.stderr,
+        leave=False,
+        disable=not (progress if progress is not None else _show_progress(total)),
+    )
 
 
 def _show_progress(samples: int) -> bool:
@@ -464,7 +575,7 @@ def _run(tasks, args, fold, executor, workers: int) -> None:
         for t in tasks():
             fold(t[0], _chunk(*args(*t)))
         return
-    window = 2 * workers + 2                       # bounded in-flight tasks: bounded memory
+    window = 2 * workers + 2  # bounded in-flight tasks: bounded memory
     pending: deque = deque()
 
     def submit(t):
@@ -483,8 +594,13 @@ def _run(tasks, args, fold, executor, workers: int) -> None:
             submit(t)
 
 
-def simulate(cfg: SimConfig, *, chunk_size: int | None = None, executor: Executor | None = None,
-             progress: bool | None = None) -> SimResult:
+def simulate(
+    cfg: SimConfig,
+    *,
+    chunk_size: int | None = None,
+    executor: Executor | None = None,
+    progress: bool | None = None,
+) -> SimResult:
     """Monte-Carlo means and standard errors of scores, attention and recency metrics for ``cfg``.
 
     Memory does not grow with ``cfg.samples`` (blocks are reduced to moments as they finish).
@@ -493,53 +609,73 @@ def simulate(cfg: SimConfig, *, chunk_size: int | None = None, executor: Executo
     return simulate_many([cfg], chunk_size=chunk_size, executor=executor, progress=progress)[0]
 
 
-def _to_result(cfg: SimConfig, engine: str, bsize: int, groups: list, elapsed: float, kernel: str | None) -> SimResult:
+def _to_result(
+    cfg: SimConfig, engine: str, bsize: int, groups: list, elapsed: float, kernel: str | None
+) -> SimResult:
     n, L = cfg.n, cfg.layers
     lay, ctrl = feature_layout(n), control_slice(n)
     rows, cols = tril_index(n)
     m = merged(groups)
     mean, sem = m.mean, m.sem
-    cv_mean, cv_se = mean.copy(), sem.copy()                            # plain where no control exists
-    if controls_valid(cfg):                                             # layer 1 exchangeable (not RoPE)
-        cv_mean[:, ctrl], cv_se[:, ctrl] = control_variate(groups, control_means(n))   # (layers, controls)
+    cv_mean, cv_se = mean.copy(), sem.copy()  # plain where no control exists
+    if controls_valid(cfg):  # layer 1 exchangeable (not RoPE)
+        cv_mean[:, ctrl], cv_se[:, ctrl] = control_variate(
+            groups, control_means(n)
+        )  # (layers, controls)
 
-    def square(which, fill, source):               # (layers, F) -> (layers, n, n)
+    def square(which, fill, source):  # (layers, F) -> (layers, n, n)
         out = np.full((L, n, n), fill)
         out[:, rows, cols] = source[:, lay[which]]
         return out
 
     off_i, off_j = np.tril_indices(n, -1)
-    step_i, step_j = off_i[off_j >= 1], off_j[off_j >= 1]               # 1 <= j < i, row-major
+    step_i, step_j = off_i[off_j >= 1], off_j[off_j >= 1]  # 1 <= j < i, row-major
     diag = np.arange(1, n)
 
-    def diffs(source):                             # S_ij - S_i,j-1 at [l, i, j], 1 <= j <= i
+    def diffs(source):  # S_ij - S_i,j-1 at [l, i, j], 1 <= j <= i
         out = np.full((L, n, n), np.nan)
         out[:, diag, diag] = source[:, lay["diag_step"]]
         out[:, step_i, step_j] = source[:, lay["step"]]
         return out
 
-    def row_trend(source):                         # (layers, n), NaN for rows 0 and 1
+    def row_trend(source):  # (layers, n), NaN for rows 0 and 1
         out = np.full((L, n), np.nan)
         out[:, 2:] = source[:, lay["row_trend"]]
         return out
 
-    def scalar(which, source):                     # (layers,)
+    def scalar(which, source):  # (layers,)
         return source[:, lay[which].start].copy()
 
-    return SimResult(config=cfg, engine=engine,
-        score_mean=square("score", np.nan, mean), score_sem=square("score", np.nan, sem),
-        attn_mean=square("attn", 0.0, mean), attn_sem=square("attn", 0.0, sem),
-        diff_mean=diffs(mean), diff_sem=diffs(sem),
-        recency_probability=scalar("rp", mean), recency_probability_sem=scalar("rp", sem),
-        sq_norm_mean=mean[:, lay["sq_norm"]].copy(), sq_norm_sem=sem[:, lay["sq_norm"]].copy(),
-        diff_cv_mean=diffs(cv_mean), diff_cv_sem=diffs(cv_se),
-        row_trend_mean=row_trend(mean), row_trend_sem=row_trend(sem),
-        row_trend_cv_mean=row_trend(cv_mean), row_trend_cv_sem=row_trend(cv_se),
-        trend_mean=scalar("trend", mean), trend_sem=scalar("trend", sem),
-        trend_cv_mean=scalar("trend", cv_mean), trend_cv_sem=scalar("trend", cv_se),
-        recency_probability_cv=scalar("rp", cv_mean), recency_probability_cv_sem=scalar("rp", cv_se),
-        block_size=bsize, library_version=__version__, elapsed_seconds=float(elapsed),
-        extra={"kernel": kernel} if kernel else {})
+    return SimResult(
+        config=cfg,
+        engine=engine,
+        score_mean=square("score", np.nan, mean),
+        score_sem=square("score", np.nan, sem),
+        attn_mean=square("attn", 0.0, mean),
+        attn_sem=square("attn", 0.0, sem),
+        diff_mean=diffs(mean),
+        diff_sem=diffs(sem),
+        recency_probability=scalar("rp", mean),
+        recency_probability_sem=scalar("rp", sem),
+        sq_norm_mean=mean[:, lay["sq_norm"]].copy(),
+        sq_norm_sem=sem[:, lay["sq_norm"]].copy(),
+        diff_cv_mean=diffs(cv_mean),
+        diff_cv_sem=diffs(cv_se),
+        row_trend_mean=row_trend(mean),
+        row_trend_sem=row_trend(sem),
+        row_trend_cv_mean=row_trend(cv_mean),
+        row_trend_cv_sem=row_trend(cv_se),
+        trend_mean=scalar("trend", mean),
+        trend_sem=scalar("trend", sem),
+        trend_cv_mean=scalar("trend", cv_mean),
+        trend_cv_sem=scalar("trend", cv_se),
+        recency_probability_cv=scalar("rp", cv_mean),
+        recency_probability_cv_sem=scalar("rp", cv_se),
+        block_size=bsize,
+        library_version=__version__,
+        elapsed_seconds=float(elapsed),
+        extra={"kernel": kernel} if kernel else {},
+    )
 
 
 def _block_trajectories(cfg: SimConfig, engine: str, k: int, size: int, kernel: str | None):
@@ -553,11 +689,11 @@ def _block_trajectories(cfg: SimConfig, engine: str, k: int, size: int, kernel: 
         chi2, normals = gram_draws(cfg, block_key(cfg.seed, k), size, kernel)
         kernels = kernels_for(kernel)
         if kernels is None:
-            _, f = gram_block_moments(cfg, chi2, normals, kernel=kernel, features=True)   # (B, L, F)
+            _, f = gram_block_moments(cfg, chi2, normals, kernel=kernel, features=True)  # (B, L, F)
         else:
-            f = np.empty((L, n_features(n), size))                 # the kernel's layout: (L, F, B)
+            f = np.empty((L, n_features(n), size))  # the kernel's layout: (L, F, B)
             _gram_call(kernels, cfg, chi2, normals, *(x[0] for x in _gram_sums(cfg, 1)), f)
-            f = f.transpose(2, 0, 1)                               # (B, L, F)
+            f = f.transpose(2, 0, 1)  # (B, L, F)
         s = np.full((size, L, n, n), np.nan)
         a = np.zeros((size, L, n, n))
         s[:, :, rows, cols], a[:, :, rows, cols] = f[:, :, lay["score"]], f[:, :, lay["attn"]]
@@ -572,20 +708,25 @@ def _block_trajectories(cfg: SimConfig, engine: str, k: int, size: int, kernel: 
 def _require_trajectories(cfg: SimConfig, samples: int, engine: str) -> None:
     """Before any work: the scores and attention of ``samples`` sequences (kept, then concatenated: four
     (samples, layers, n, n) arrays) must fit in memory; else ValueError with the largest that fits."""
-    per = 4 * 8 * cfg.layers * cfg.n ** 2
+    per = 4 * 8 * cfg.layers * cfg.n**2
     room = memory_limit() - run_bytes(cfg, engine)
     if samples * per > room:
-        raise ValueError(f"samples={samples} trajectories need about {samples * per / 2 ** 30:.3g} GiB of memory "
-                         f"(n={cfg.n}, layers={cfg.layers}); allowed: samples <= {max(0, room // per)} (or "
-                         f"sequence_statistic or simulate, whose memory does not grow with samples)")
+        raise ValueError(
+            f"samples={samples} trajectories need about {samples * per / 2**30:.3g} GiB of memory "
+            f"(n={cfg.n}, layers={cfg.layers}); allowed: samples <= {max(0, room // per)} (or "
+            f"sequence_statistic or simulate, whose memory does not grow with samples)"
+        )
 
 
 def _trajectory_engine(cfg: SimConfig, engine: str | None) -> str:
-    return resolve_engine(cfg) if engine is None else check_choice("engine", engine, ("dense", "gram"))
+    return (
+        resolve_engine(cfg) if engine is None else check_choice("engine", engine, ("dense", "gram"))
+    )
 
 
-def sample_trajectories(cfg: SimConfig, samples: int | None = None, engine: str | None = None,
-                        kernel: str | None = None):
+def sample_trajectories(
+    cfg: SimConfig, samples: int | None = None, engine: str | None = None, kernel: str | None = None
+):
     """Per-sample scores and attention of every layer, for illustrations and tests (small runs).
 
     Returns ``scores, attention`` of shape (samples, layers, n, n) (scores NaN and attention 0
@@ -623,8 +764,15 @@ class SequenceStatistic:
     elapsed_seconds: float = math.nan
 
 
-def sequence_statistic(cfg: SimConfig, statistic, *, samples: int | None = None, control_mean=None,
-                       engine: str | None = None, kernel: str | None = None) -> SequenceStatistic:
+def sequence_statistic(
+    cfg: SimConfig,
+    statistic,
+    *,
+    samples: int | None = None,
+    control_mean=None,
+    engine: str | None = None,
+    kernel: str | None = None,
+) -> SequenceStatistic:
     """Mean and standard error over ``samples`` sequences (default ``cfg.samples``) of a statistic of
     each sequence's matrices, streamed block by block with :func:`simulate`'s random streams (memory
     of one block; the same numbers for any machine, as simulate's).
@@ -642,8 +790,10 @@ def sequence_statistic(cfg: SimConfig, statistic, *, samples: int | None = None,
     control_variate`): unbiased, with honest standard errors.
     """
     if not callable(statistic):
-        raise ValueError(f"statistic={short(statistic)} is not allowed; allowed: a function (scores, attention) -> "
-                         f"array (B, layers, k)")
+        raise ValueError(
+            f"statistic={short(statistic)} is not allowed; allowed: a function (scores, attention) -> "
+            f"array (B, layers, k)"
+        )
     samples = check_int("samples", cfg.samples if samples is None else samples, 2)
     engine = _trajectory_engine(cfg, engine)
     bsize = block_size(cfg, engine)
@@ -652,18 +802,24 @@ def sequence_statistic(cfg: SimConfig, statistic, *, samples: int | None = None,
     if control_mean is not None:
         mu = np.asarray(control_mean, dtype=float)
         if mu.ndim > 1 or not np.all(np.isfinite(mu)):
-            raise ValueError(f"control_mean={short(control_mean)} is not allowed; allowed: a finite number or a "
-                             f"1-d array of k finite numbers")
+            raise ValueError(
+                f"control_mean={short(control_mean)} is not allowed; allowed: a finite number or a "
+                f"1-d array of k finite numbers"
+            )
     t0 = time.process_time()
-    groups: list[Moments | None] = [None, None]                 # even and odd blocks
+    groups: list[Moments | None] = [None, None]  # even and odd blocks
     with _one_blas_thread():
         width = _stream_statistic(cfg, engine, kernel, statistic, samples, bsize, mu, groups)
     plain = merged(groups)
     out = dict(mean=plain.mean, sem=plain.sem)
     if mu is not None:
         if mu.ndim == 1 and mu.shape[0] != width:
-            raise ValueError(f"control_mean has {mu.shape[0]} numbers; allowed: one, or k = {width}")
-        out["cv_mean"], out["cv_sem"] = control_variate(groups, np.broadcast_to(mu, (width,)).copy())
+            raise ValueError(
+                f"control_mean has {mu.shape[0]} numbers; allowed: one, or k = {width}"
+            )
+        out["cv_mean"], out["cv_sem"] = control_variate(
+            groups, np.broadcast_to(mu, (width,)).copy()
+        )
     return SequenceStatistic(cfg, samples, elapsed_seconds=time.process_time() - t0, **out)
 
 
@@ -676,9 +832,15 @@ def _stream_statistic(cfg, engine, kernel, statistic, samples, bsize, mu, groups
         for k, size in _block_sizes(samples, bsize, 0, -(-samples // bsize)):
             s, a, sq = _block_trajectories(cfg, engine, k, size, kernel)
             x = np.asarray(statistic(s, a, sq_norms=sq) if norms else statistic(s, a), dtype=float)
-            if x.ndim != 3 or x.shape[:2] != (size, cfg.layers) or (width is not None and x.shape[2] != width):
-                raise ValueError(f"statistic returned shape {x.shape}; allowed: (B, layers, k) = ({size}, "
-                                 f"{cfg.layers}, {width if width is not None else 'k'}) for a block of {size} sequences")
+            if (
+                x.ndim != 3
+                or x.shape[:2] != (size, cfg.layers)
+                or (width is not None and x.shape[2] != width)
+            ):
+                raise ValueError(
+                    f"statistic returned shape {x.shape}; allowed: (B, layers, k) = ({size}, "
+                    f"{cfg.layers}, {width if width is not None else 'k'}) for a block of {size} sequences"
+                )
             width = x.shape[2]
             m = Moments.of(x, controls=slice(0, width) if mu is not None else None)
             g = k % 2

@@ -33,6 +33,7 @@ stream: per-sample weights draw from ``SeedSequence(seed, spawn_key=(block, 1))`
 The recency probability is always the exact count over all C(n, 3) triples
 (:func:`recency_lib.features.recency_fraction`; compiled when the C kernel was built).
 """
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,10 @@ ROPE_BASE = 10000.0
 
 # -- weights -----------------------------------------------------------------------------------
 
-def draw_weights(rng: np.random.Generator, lead: tuple, d: int, layers: int, *, attention: bool,
-                 ffn: bool) -> list[dict]:
+
+def draw_weights(
+    rng: np.random.Generator, lead: tuple, d: int, layers: int, *, attention: bool, ffn: bool
+) -> list[dict]:
     """Per layer a dict of weights with leading shape ``lead`` (() = fixed, (batch,) = per sample).
 
     wq, wk, wv, wo: (*lead, d, d) iid N(0, 1/d) if ``attention`` else None (identity);
@@ -74,20 +77,21 @@ def draw_weights(rng: np.random.Generator, lead: tuple, d: int, layers: int, *, 
 
 @lru_cache(maxsize=8)
 def _fixed_weights(weights_seed: int, d: int, layers: int, attention: bool, ffn: bool):
-    rng = np.random.default_rng(np.random.SeedSequence(weights_seed, spawn_key=(2 ** 32 - 1,)))
+    rng = np.random.default_rng(np.random.SeedSequence(weights_seed, spawn_key=(2**32 - 1,)))
     return draw_weights(rng, (), d, layers, attention=attention, ffn=ffn)
 
 
 def block_weights(cfg: SimConfig, block: int, size: int) -> list[dict]:
     """The weights of one sample block: fixed per run or drawn from the block's extension stream."""
     attention = cfg.weights != "none"
-    if cfg.weights != "per_sample":                    # "fixed", or "none" (identity; fixed FFN if any)
+    if cfg.weights != "per_sample":  # "fixed", or "none" (identity; fixed FFN if any)
         return _fixed_weights(cfg.weights_seed, cfg.d, cfg.layers, attention, cfg.ffn)
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(block, 1)))
     return draw_weights(rng, (size,), cfg.d, cfg.layers, attention=attention, ffn=cfg.ffn)
 
 
 # -- pieces -----------------------------------------------------------------------------------
+
 
 def _norm(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
     """Norm(x) of Sec. 2.1 (LayerNorm without affine parameters, RMSNorm, or identity); (..., n, d)."""
@@ -132,8 +136,8 @@ def merge_heads(x: np.ndarray) -> np.ndarray:
 @lru_cache(maxsize=16)
 def rope_tables(n: int, dh: int, base: float = ROPE_BASE) -> tuple[np.ndarray, np.ndarray]:
     """cos, sin of the angles p * base^(-2k / dh) at positions p = 0..n-1, pairs k; (n, dh / 2) each."""
-    theta = base ** (-np.arange(0, dh, 2, dtype=np.float64) / dh)         # (dh/2,)
-    ang = np.arange(n, dtype=np.float64)[:, None] * theta[None, :]       # (n, dh/2)
+    theta = base ** (-np.arange(0, dh, 2, dtype=np.float64) / dh)  # (dh/2,)
+    ang = np.arange(n, dtype=np.float64)[:, None] * theta[None, :]  # (n, dh/2)
     return np.cos(ang), np.sin(ang)
 
 
@@ -141,7 +145,7 @@ def apply_rope(x: np.ndarray, base: float = ROPE_BASE) -> np.ndarray:
     """Rotate pairs (2k, 2k+1) of every position p by p * base^(-2k / dh); x is (..., n, dh)."""
     n, dh = x.shape[-2:]
     cos, sin = rope_tables(n, dh, base)
-    a, b = x[..., 0::2], x[..., 1::2]                                    # (..., n, dh/2)
+    a, b = x[..., 0::2], x[..., 1::2]  # (..., n, dh/2)
     out = np.empty_like(x)
     out[..., 0::2] = a * cos - b * sin
     out[..., 1::2] = a * sin + b * cos
@@ -160,16 +164,23 @@ def _proj(x: np.ndarray, w) -> np.ndarray:
 
 # -- the layer's extended parts ------------------------------------------------------------------
 
-def head_attention(y: np.ndarray, w: dict, d: int, heads: int, rope: bool) -> tuple[np.ndarray, np.ndarray]:
+
+def head_attention(
+    y: np.ndarray, w: dict, d: int, heads: int, rope: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Scores and attention of every head: Q, K = Y W_Q, Y W_K split into ``heads`` heads of size
     d / heads (RoPE on each when ``rope``), S_h = Causal(Q_h K_h^T / sqrt(d_h)), A_h = Softmax(S_h)
     (the compiled softmax when built); y (batch, n, d) -> two (batch, heads, n, n)."""
     q, k = _proj(y, w.get("wq")), _proj(y, w.get("wk"))
     dh = d // heads
-    qh, kh = (q[..., None, :, :], k[..., None, :, :]) if heads == 1 else (split_heads(q, heads), split_heads(k, heads))
-    if rope:                                                             # (batch, h, n, dh)
+    qh, kh = (
+        (q[..., None, :, :], k[..., None, :, :])
+        if heads == 1
+        else (split_heads(q, heads), split_heads(k, heads))
+    )
+    if rope:  # (batch, h, n, dh)
         qh, kh = apply_rope(qh), apply_rope(kh)
-    s_h = (qh @ np.swapaxes(kh, -1, -2)) / math.sqrt(dh)                 # (batch, h, n, n)
+    s_h = (qh @ np.swapaxes(kh, -1, -2)) / math.sqrt(dh)  # (batch, h, n, n)
     return s_h, _softmax(s_h)
 
 
@@ -177,20 +188,29 @@ def head_values(a_h: np.ndarray, y: np.ndarray, w: dict, heads: int) -> np.ndarr
     """concat_h(A_h V_h) W_O with V = Y W_V split like the queries; (batch, n, d)."""
     v = _proj(y, w.get("wv"))
     vh = v[..., None, :, :] if heads == 1 else split_heads(v, heads)
-    o = a_h @ vh                                                         # (batch, h, n, dh)
-    o = o[..., 0, :, :] if heads == 1 else merge_heads(o)                # (batch, n, d)
+    o = a_h @ vh  # (batch, h, n, dh)
+    o = o[..., 0, :, :] if heads == 1 else merge_heads(o)  # (batch, n, d)
     return _proj(o, w.get("wo"))
 
 
-def after_attention(o: np.ndarray, w: dict, *, norm: str, d: int, gamma: float, eps: float, placement: str,
-                    ffn: bool) -> np.ndarray:
+def after_attention(
+    o: np.ndarray,
+    w: dict,
+    *,
+    norm: str,
+    d: int,
+    gamma: float,
+    eps: float,
+    placement: str,
+    ffn: bool,
+) -> np.ndarray:
     """What follows the attention's residual sum O: post-LN's Norm(O), then the feed-forward block
     X' = FFN(Norm(O)) + gamma O (pre-LN) or Norm(FFN(O) + gamma O) (post-LN); (batch, n, d)."""
     if placement == "post":
         o = _norm(o, norm, d, eps)
     if ffn:
         z = _norm(o, norm, d, eps) if placement == "pre" else o
-        f = _proj(gelu(_proj(z, w["w1"])), w["w2"])                                  # (batch, n, d)
+        f = _proj(gelu(_proj(z, w["w1"])), w["w2"])  # (batch, n, d)
         o = f + gamma * o if gamma != 0.0 else f
         if placement == "post":
             o = _norm(o, norm, d, eps)
@@ -204,21 +224,30 @@ def layer(cfg: SimConfig, x: np.ndarray, w: dict, output: bool = True):
     (x_next, scores, attention, sq_norms) as :func:`recency_lib.model.layer`; ``output=False`` skips
     what only x_next needs and returns None for it."""
     seen = center(x) if NORMS[cfg.norm].centres else x
-    sq_norms = np.einsum("...i,...i->...", seen, seen)                   # (batch, n)
+    sq_norms = np.einsum("...i,...i->...", seen, seen)  # (batch, n)
     y = normalize(seen, cfg.norm, cfg.d, cfg.eps) if cfg.placement == "pre" else x
-    s_h, a_h = head_attention(y, w, cfg.d, cfg.heads, cfg.rope)           # (batch, heads, n, n)
+    s_h, a_h = head_attention(y, w, cfg.d, cfg.heads, cfg.rope)  # (batch, heads, n, n)
     s, a = (s_h[:, 0], a_h[:, 0]) if cfg.heads == 1 else (s_h.mean(axis=1), a_h.mean(axis=1))
     if not output:
         return None, s, a, sq_norms
     x_next = head_values(a_h, y, w, cfg.heads)
     if cfg.gamma != 0.0:
         x_next = x_next + cfg.gamma * x
-    x_next = after_attention(x_next, w, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps,
-                             placement=cfg.placement, ffn=cfg.ffn)
+    x_next = after_attention(
+        x_next,
+        w,
+        norm=cfg.norm,
+        d=cfg.d,
+        gamma=cfg.gamma,
+        eps=cfg.eps,
+        placement=cfg.placement,
+        ffn=cfg.ffn,
+    )
     return x_next, s, a, sq_norms
 
 
 # -- engine hooks ----------------------------------------------------------------------------------
+
 
 def run_block(cfg: SimConfig, x: np.ndarray, block: int):
     """Yield (layer, scores, attention, sq_norms) for the tokens ``x`` (batch, n, d) of ``block``.

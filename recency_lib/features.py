@@ -23,6 +23,7 @@ Indices are 0-based in code and 1-based in the book and in the paper (row i here
 i + 1). Everything here is numpy; the recency count uses the compiled routine of
 :mod:`recency_lib.kernels` when the C kernel was built (the same count, faster).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,18 +35,28 @@ import numpy as np
 
 from .validation import short
 
-TIE_RTOL = 1e-10   # differences below this (relative to the matrix's scale) are float rounding, not order
+TIE_RTOL = (
+    1e-10  # differences below this (relative to the matrix's scale) are float rounding, not order
+)
 
 
 # -- layout of the feature vector ----------------------------------------------------------------
+
 
 @lru_cache(maxsize=64)
 def feature_layout(n: int) -> dict[str, slice]:
     """Where each per-sample quantity of one layer sits in its feature vector (n tokens)."""
     t = n * (n + 1) // 2
-    sizes = {"score": t, "attn": t, "sq_norm": n, "diag_step": max(n - 1, 0),
-             "step": (n - 1) * (n - 2) // 2 if n >= 2 else 0, "row_trend": max(n - 2, 0),
-             "trend": 1, "rp": 1}
+    sizes = {
+        "score": t,
+        "attn": t,
+        "sq_norm": n,
+        "diag_step": max(n - 1, 0),
+        "step": (n - 1) * (n - 2) // 2 if n >= 2 else 0,
+        "row_trend": max(n - 2, 0),
+        "trend": 1,
+        "rp": 1,
+    }
     out, start = {}, 0
     for name, size in sizes.items():
         out[name] = slice(start, start + size)
@@ -118,6 +129,7 @@ def n_triples(n: int) -> int:
 
 # -- per-sample quantities ---------------------------------------------------------------------
 
+
 def adjacent_differences(s: np.ndarray) -> np.ndarray:
     """S[i, j] - S[i, j-1] for 1 <= j <= i (Definition 1 holds iff all are > 0); (..., n(n-1)/2)."""
     n = s.shape[-1]
@@ -182,17 +194,19 @@ def later_and_tied_counts(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, n
     return _packed_counts(kernels, s[:, rows, cols], s.shape[-1], tol)
 
 
-def _packed_counts(kernels, packed: np.ndarray, n: int, tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _packed_counts(
+    kernels, packed: np.ndarray, n: int, tol: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`later_and_tied_counts` by the compiled count, from the causal triangles already packed
     row after row, (batch, n(n+1)/2)."""
     batch = packed.shape[0]
     out = np.empty((2, batch), dtype=np.int64)
     if n < 32:
-        kernels.count_pairs(n, np.ascontiguousarray(packed.T), tol, out)   # (n(n+1)/2, batch)
+        kernels.count_pairs(n, np.ascontiguousarray(packed.T), tol, out)  # (n(n+1)/2, batch)
     else:
         one = np.empty((2, 1), dtype=np.int64)
         for b in range(batch):
-            kernels.count_pairs(n, np.ascontiguousarray(packed[b][:, None]), tol[b:b + 1], one)
+            kernels.count_pairs(n, np.ascontiguousarray(packed[b][:, None]), tol[b : b + 1], one)
             out[:, b] = one[:, 0]
     return out[0], out[1] - out[0]
 
@@ -203,9 +217,9 @@ def later_and_tied_counts_numpy(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndar
     tied = np.zeros(s.shape[0], dtype=np.int64)
     t = tol[:, None, None]
     for i in range(2, s.shape[-1]):
-        keys = s[:, i, :i]                                              # (batch, i) keys before the diagonal
-        earlier, later_key = keys[:, :, None], keys[:, None, :]         # [b, j, k] = S_ij, S_ik
-        pair = np.triu(np.ones((i, i), dtype=bool), 1)                   # j < k
+        keys = s[:, i, :i]  # (batch, i) keys before the diagonal
+        earlier, later_key = keys[:, :, None], keys[:, None, :]  # [b, j, k] = S_ij, S_ik
+        pair = np.triu(np.ones((i, i), dtype=bool), 1)  # j < k
         up = (earlier < later_key - t) & pair
         not_down = (earlier <= later_key + t) & pair
         later += np.count_nonzero(up, axis=(1, 2))
@@ -239,7 +253,9 @@ def _recency(s: np.ndarray, packed: np.ndarray | None) -> np.ndarray:
         if packed is None:
             rows, cols = tril_index(n)
             packed = s[:, rows, cols]
-        later, tied = _packed_counts(kernels, packed, n, np.ascontiguousarray(_packed_tolerance(packed)))
+        later, tied = _packed_counts(
+            kernels, packed, n, np.ascontiguousarray(_packed_tolerance(packed))
+        )
     return (later + 0.5 * tied) / total
 
 
@@ -250,10 +266,10 @@ def layer_features(s: np.ndarray, a: np.ndarray, sq_norms: np.ndarray) -> np.nda
     batch, n = s.shape[0], s.shape[-1]
     lay = feature_layout(n)
     tri, diag, off = _flat_index(n)
-    flat_s = s.reshape(batch, n * n)                                    # (batch, n^2): gathers by one index
-    out = np.empty((batch, n_features(n)))                              # (batch, F)
+    flat_s = s.reshape(batch, n * n)  # (batch, n^2): gathers by one index
+    out = np.empty((batch, n_features(n)))  # (batch, F)
     scores = out[:, lay["score"]]
-    np.take(flat_s, tri, axis=1, out=scores)                            # S[i, j], j <= i, row-major
+    np.take(flat_s, tri, axis=1, out=scores)  # S[i, j], j <= i, row-major
     np.take(a.reshape(batch, n * n), tri, axis=1, out=out[:, lay["attn"]])
     out[:, lay["sq_norm"]] = sq_norms
     # adjacent_differences(s), split into the diagonal steps and the others: the same subtractions
@@ -267,13 +283,16 @@ def layer_features(s: np.ndarray, a: np.ndarray, sq_norms: np.ndarray) -> np.nda
 
 # -- the compiled kernels, when they can run -------------------------------------------------------
 
+
 def compiled_kernels():
     """:mod:`recency_lib.kernels` when the C kernel was built from the ``_kernel.c`` beside it and the
     environment variable ``RECENCY_LIB_KERNEL`` is not ``numpy``; else None (every caller has a numpy path).
     A kernel built from another source is said once on stderr."""
     choice = os.environ.get("RECENCY_LIB_KERNEL", "")
     if choice not in ("", "c", "numpy"):
-        raise ValueError(f"RECENCY_LIB_KERNEL={short(choice)} is not allowed; allowed: 'c', 'numpy' or unset")
+        raise ValueError(
+            f"RECENCY_LIB_KERNEL={short(choice)} is not allowed; allowed: 'c', 'numpy' or unset"
+        )
     if choice == "numpy":
         return None
     try:
@@ -286,7 +305,7 @@ def compiled_kernels():
     return kernels
 
 
-_SAID: set = set()                 # what compiled_kernels has said on stderr (once each)
+_SAID: set = set()  # what compiled_kernels has said on stderr (once each)
 
 
 def kernels_for(kernel: str | None):
@@ -297,6 +316,8 @@ def kernels_for(kernel: str | None):
         raise ValueError(f"kernel={short(kernel)} is not allowed; allowed: 'c', 'numpy' or None")
     kernels = None if kernel == "numpy" else compiled_kernels()
     if kernel == "c" and kernels is None:
-        raise RuntimeError("the compiled kernel is not available (recency_lib._kernel was not built, or "
-                           "RECENCY_LIB_KERNEL=numpy)")
+        raise RuntimeError(
+            "the compiled kernel is not available (recency_lib._kernel was not built, or "
+            "RECENCY_LIB_KERNEL=numpy)"
+        )
     return kernels

@@ -6,12 +6,13 @@ notebook or a source file. :func:`atomic_write` writes a temporary file next to 
 ``os.replace``-s it into place, so a reader sees the old file or the whole new one, and an error or an
 interrupt (Ctrl-C, SIGTERM under the command line) removes the temporary.
 """
+
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .validation import short
 
@@ -22,8 +23,12 @@ def shown(path) -> str:
     return repr(text) if len(text) <= 100 else repr(f"{text[:40]}.../{Path(text).name[-56:]}")
 
 
-def check_output_path(path, name: str = "out", ours: Callable[[Path], bool] | None = None,
-                      what: str = "a file this library wrote") -> Path:
+def check_output_path(
+    path,
+    name: str = "out",
+    ours: Callable[[Path], bool] | None = None,
+    what: str = "a file this library wrote",
+) -> Path:
     """``path`` as a Path if a file may be written there, else ValueError naming it: nothing there yet,
     or a regular file that ``ours`` recognises as ``what``, in a folder that exists (or can be made)
     and is writable."""
@@ -54,7 +59,9 @@ def atomic_write(path, write: Callable, binary: bool = False) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+        with os.fdopen(
+            fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})
+        ) as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
@@ -67,7 +74,7 @@ def atomic_write(path, write: Callable, binary: bool = False) -> Path:
         os.replace(tmp, target)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.filename is None:          # a full disk: name the file
+        if isinstance(exc, OSError) and exc.filename is None:  # a full disk: name the file
             raise OSError(exc.errno, exc.strerror, str(target)) from exc
         raise
     return target

@@ -16,6 +16,7 @@ so the bias is negative and at most 1 / (3 sqrt(3) d) ~ 0.19 / d in size (larges
 alpha = 1 / sqrt(3)); it vanishes at alpha = 0 (cos is then symmetric about 0) and at alpha = 1
 (every token equals v, cos = 1 exactly). :func:`cosine_bias_second_order` evaluates the term.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,7 +28,7 @@ from .sampling import dense_tokens
 from .stats import Moments
 from .validation import check_int, short
 
-_BLOCK_FLOATS = 2 ** 20      # largest (batch, n, d) token array drawn at once (~8 MB of float64)
+_BLOCK_FLOATS = 2**20  # largest (batch, n, d) token array drawn at once (~8 MB of float64)
 
 
 def input_cosine_similarity(cfg: SimConfig, samples: int, seed: int) -> tuple[float, float]:
@@ -55,7 +56,9 @@ def input_cosine_similarity(cfg: SimConfig, samples: int, seed: int) -> tuple[fl
     if not isinstance(cfg, SimConfig):
         raise ValueError(f"cfg={short(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
     if cfg.n < 2:
-        raise ValueError(f"cfg.n={cfg.n} is out of range; allowed: n >= 2 (a pair of tokens must exist)")
+        raise ValueError(
+            f"cfg.n={cfg.n} is out of range; allowed: n >= 2 (a pair of tokens must exist)"
+        )
     samples = check_int("samples", samples, 2)
     seed = check_int("seed", seed, 0)
 
@@ -66,10 +69,10 @@ def input_cosine_similarity(cfg: SimConfig, samples: int, seed: int) -> tuple[fl
     done = 0
     while done < samples:
         size = min(batch, samples - done)
-        x = dense_tokens(cfg, rng, size)                            # (size, n, d)
-        unit = x / np.linalg.norm(x, axis=-1, keepdims=True)        # (size, n, d)
+        x = dense_tokens(cfg, rng, size)  # (size, n, d)
+        unit = x / np.linalg.norm(x, axis=-1, keepdims=True)  # (size, n, d)
         cos = np.einsum("bid,bjd->bij", unit, unit)[:, rows, cols]  # (size, pairs)
-        m = Moments.of(cos.mean(axis=1)[:, None])                   # per-sequence average
+        m = Moments.of(cos.mean(axis=1)[:, None])  # per-sequence average
         acc = m if acc is None else acc.merge(m)
         done += size
     return float(acc.mean[0]), float(acc.sem[0])

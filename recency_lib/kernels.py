@@ -14,6 +14,7 @@ AVX-512, else four, one sample per lane of a vector, so every operation works on
 the results are bitwise the same on every machine and build (its sums have one order whatever the
 group size: the C file's header says how) and differ from the numpy path by float rounding only.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,10 +26,12 @@ from . import _kernel
 
 SOURCE = Path(__file__).with_name("_kernel.c")
 if getattr(_kernel, "source_sha256", None) != hashlib.sha256(SOURCE.read_bytes()).hexdigest():
-    raise ImportError(f"the compiled kernel {Path(_kernel.__file__).name} was built from another {SOURCE.name}; "
-                      f"rebuild it with `pip install -e .` (or `python setup.py build_ext --inplace`)")
+    raise ImportError(
+        f"the compiled kernel {Path(_kernel.__file__).name} was built from another {SOURCE.name}; "
+        f"rebuild it with `pip install -e .` (or `python setup.py build_ext --inplace`)"
+    )
 
-MODES = {"plain": 0, "cholesky": 1, "rank_one": 2}   # coordinates: T, L T, or one column (alpha = 1)
+MODES = {"plain": 0, "cholesky": 1, "rank_one": 2}  # coordinates: T, L T, or one column (alpha = 1)
 
 
 def count_pairs(n: int, packed: np.ndarray, tol: np.ndarray, out: np.ndarray) -> None:
@@ -66,18 +69,39 @@ def gelu(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def gram_draws(key: tuple[int, int, int], nb: int, m: int, dof: int, chi2: np.ndarray, normals: np.ndarray) -> None:
+def gram_draws(
+    key: tuple[int, int, int], nb: int, m: int, dof: int, chi2: np.ndarray, normals: np.ndarray
+) -> None:
     """The random numbers of a gram block (:func:`recency_lib.sampling.gram_draws`), written into
     ``chi2`` (m, nb), row i with ``dof`` - i degrees of freedom, and ``normals`` (q, nb); the same
     bits as :func:`recency_lib.streams.draw_block`, a few nanoseconds per number."""
-    if not (1 <= m <= dof and chi2.shape == (m, nb) and normals.ndim == 2 and normals.shape[1] == nb):
-        raise ValueError(f"gram_draws: chi2 {chi2.shape}, normals {normals.shape} do not fit m={m}, nb={nb}, dof={dof}")
+    if not (
+        1 <= m <= dof and chi2.shape == (m, nb) and normals.ndim == 2 and normals.shape[1] == nb
+    ):
+        raise ValueError(
+            f"gram_draws: chi2 {chi2.shape}, normals {normals.shape} do not fit m={m}, nb={nb}, dof={dof}"
+        )
     _kernel.gram_draws(*key, nb, m, dof, normals.shape[0], chi2, normals)
 
 
-def gram_block(chi2: np.ndarray, normals: np.ndarray, chol: np.ndarray, mode: str, d: float, normalize: bool,
-               gamma: float, eps: float, layers: int, tie_rtol: float, offs: np.ndarray, shift: np.ndarray,
-               s1: np.ndarray, s2: np.ndarray, sc: np.ndarray, feats: np.ndarray | None) -> None:
+def gram_block(
+    chi2: np.ndarray,
+    normals: np.ndarray,
+    chol: np.ndarray,
+    mode: str,
+    d: float,
+    normalize: bool,
+    gamma: float,
+    eps: float,
+    layers: int,
+    tie_rtol: float,
+    offs: np.ndarray,
+    shift: np.ndarray,
+    s1: np.ndarray,
+    s2: np.ndarray,
+    sc: np.ndarray,
+    feats: np.ndarray | None,
+) -> None:
     """One block of the gram engine: draws in, shifted sums of every per-sample feature out.
 
     ``chi2`` (m, B) and ``normals`` (q, B) are the block's draws (:func:`recency_lib.sampling.
@@ -91,6 +115,25 @@ def gram_block(chi2: np.ndarray, normals: np.ndarray, chol: np.ndarray, mode: st
     """
     n = chol.shape[0]
     width = 1 if mode == "rank_one" else chi2.shape[0]
-    _kernel.gram_block(n, width, chi2.shape[1], chi2, normals, chol, MODES[mode], bool(normalize), float(d),
-                       float(gamma), float(eps), float(tie_rtol), int(layers), offs, shift, s1, s2, sc,
-                       np.empty(0) if feats is None else feats, feats is not None)
+    _kernel.gram_block(
+        n,
+        width,
+        chi2.shape[1],
+        chi2,
+        normals,
+        chol,
+        MODES[mode],
+        bool(normalize),
+        float(d),
+        float(gamma),
+        float(eps),
+        float(tie_rtol),
+        int(layers),
+        offs,
+        shift,
+        s1,
+        s2,
+        sc,
+        np.empty(0) if feats is None else feats,
+        feats is not None,
+    )

@@ -10,6 +10,7 @@ are far below what float64 can represent beside scores of size sqrt(d), and ther
 
 Indices are 0-based in code and 1-based in the book and in the paper.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,16 +21,18 @@ import numpy as np
 from .features import adjacent_differences, adjacent_index, recency_fraction, tril_index  # noqa: F401
 from .validation import check_int, check_level
 
-LEVEL = 0.05            # the family-wise error level of every decision
+LEVEL = 0.05  # the family-wise error level of every decision
 VERDICTS = ("holds", "violated", "undecided")
-ROUNDING_ULPS = 64      # a step below this many float64 epsilons of the scores' size is rounding, not order
+ROUNDING_ULPS = (
+    64  # a step below this many float64 epsilons of the scores' size is rounding, not order
+)
 
 
 def familywise_z(comparisons: int, level: float = LEVEL) -> float:
     """Bonferroni z for ``comparisons`` two-sided tests at family-wise error ``level``: 3.26 for the 45
     steps of one n = 10 matrix at 5 % (at z = 3 such a matrix with no order is called "violated" 6 % of
     the time)."""
-    from scipy.special import ndtri          # (scipy.stats takes ~1 s to import)
+    from scipy.special import ndtri  # (scipy.stats takes ~1 s to import)
 
     comparisons = check_int("comparisons", comparisons, 1)
     return float(-ndtri(check_level(level) / (2 * comparisons)))
@@ -61,8 +64,17 @@ class Decision:
         return self.word
 
 
-def definition1(mean, sem, *, scale: float, spread=None, level: float = LEVEL, family: int = 1, z: float | None = None,
-                estimator: str = "control variates") -> Decision:
+def definition1(
+    mean,
+    sem,
+    *,
+    scale: float,
+    spread=None,
+    level: float = LEVEL,
+    family: int = 1,
+    z: float | None = None,
+    estimator: str = "control variates",
+) -> Decision:
     """Definition 1 (S_ij > S_ik for all i >= j > k) on a mean score matrix, from its adjacent steps'
     means and standard errors (any shape; NaN entries are not steps).
 
@@ -84,7 +96,11 @@ def definition1(mean, sem, *, scale: float, spread=None, level: float = LEVEL, f
     elif not (isinstance(z, (int, float)) and math.isfinite(z) and z > 0):
         raise ValueError(f"z={z!r} is out of range; allowed: a finite number > 0")
     floor = resolution(scale)
-    tied = np.zeros(steps, bool) if spread is None else (np.asarray(spread, float)[keep] <= floor) & (np.abs(m) <= floor)
+    tied = (
+        np.zeros(steps, bool)
+        if spread is None
+        else (np.asarray(spread, float)[keep] <= floor) & (np.abs(m) <= floor)
+    )
     below = ~tied & ((e <= 0) | ((np.abs(m) <= floor) & (z * e <= floor)))
     usable = ~tied & ~below
     up = usable & (m > z * e) & (m > floor)
@@ -95,19 +111,45 @@ def definition1(mean, sem, *, scale: float, spread=None, level: float = LEVEL, f
     if down.any():
         word, reason = "violated", f"{down.sum()} of {steps} steps resolved negative {where}"
     elif tied.any():
-        word, reason = "violated", f"{tied.sum()} of {steps} steps are tied in every sample (no strict increase)"
+        word, reason = (
+            "violated",
+            f"{tied.sum()} of {steps} steps are tied in every sample (no strict increase)",
+        )
     elif up.all():
-        word, reason = "holds", f"every step resolved positive {where}; the least at z = {smallest:.1f}"
+        word, reason = (
+            "holds",
+            f"every step resolved positive {where}; the least at z = {smallest:.1f}",
+        )
     elif below.any():
-        word, reason = "undecided", (f"{below.sum()} of {steps} steps are below float64's resolution of scores of "
-                                     f"size {abs(scale):.3g} ({floor:.1e}): not decided")
+        word, reason = (
+            "undecided",
+            (
+                f"{below.sum()} of {steps} steps are below float64's resolution of scores of "
+                f"size {abs(scale):.3g} ({floor:.1e}): not decided"
+            ),
+        )
     else:
-        word, reason = "undecided", f"{steps - up.sum()} of {steps} steps not resolved {where}; the least at z = {smallest:.1f}"
-    return Decision(word, z, steps, int(up.sum()), int(down.sum()), int(below.sum()), int(tied.sum()), smallest, reason)
+        word, reason = (
+            "undecided",
+            f"{steps - up.sum()} of {steps} steps not resolved {where}; the least at z = {smallest:.1f}",
+        )
+    return Decision(
+        word,
+        z,
+        steps,
+        int(up.sum()),
+        int(down.sum()),
+        int(below.sum()),
+        int(tied.sum()),
+        smallest,
+        reason,
+    )
 
 
-def direction(rp: float, sem: float, level: float = LEVEL, family: int = 1, z: float | None = None) -> str:
-    """"recency" if the recency probability exceeds 1/2 by more than the family-wise z (of ``family``
+def direction(
+    rp: float, sem: float, level: float = LEVEL, family: int = 1, z: float | None = None
+) -> str:
+    """ "recency" if the recency probability exceeds 1/2 by more than the family-wise z (of ``family``
     comparisons at ``level``, or the ``z`` given) standard errors, "primacy" if it falls short by as much,
     else "none". The recency fraction counts a pair within rounding of a tie as a tie (one half), so a
     standard error of 0 with a fraction away from 1/2 (every sequence ordered alike) is a resolved order."""
@@ -116,6 +158,7 @@ def direction(rp: float, sem: float, level: float = LEVEL, family: int = 1, z: f
 
 
 # -- relativity ---------------------------------------------------------------------------------
+
 
 def relative_offset_table(score_mean: np.ndarray, score_sem: np.ndarray, offset: int):
     """Mean scores S[i, i - offset] along one sub-diagonal, with their SEMs and query indices.
@@ -141,10 +184,16 @@ def offset_spread(score_mean: np.ndarray, score_sem: np.ndarray, offset: int):
     hi, lo = int(np.argmax(m)), int(np.argmin(m))
     gap = float(m[hi] - m[lo])
     se = float(np.hypot(e[hi], e[lo]))
-    return gap, (gap / se if se > 0 else (0.0 if gap == 0 else math.inf)), int(i[hi]) + 1, int(i[lo]) + 1
+    return (
+        gap,
+        (gap / se if se > 0 else (0.0 if gap == 0 else math.inf)),
+        int(i[hi]) + 1,
+        int(i[lo]) + 1,
+    )
 
 
 # -- long rows -------------------------------------------------------------------------------------
+
 
 def binned_row(score_mean: np.ndarray, score_sem: np.ndarray, i: int, bins: int):
     """The mean scores of query row i (1-based) against its keys j < i, averaged over ``bins``
@@ -159,13 +208,15 @@ def binned_row(score_mean: np.ndarray, score_sem: np.ndarray, i: int, bins: int)
     s, e = np.asarray(score_mean, dtype=float), np.asarray(score_sem, dtype=float)
     n = s.shape[-1]
     if s.shape != (n, n) or e.shape != s.shape:
-        raise ValueError(f"score_mean and score_sem must both be (n, n); got {s.shape} and {e.shape}")
+        raise ValueError(
+            f"score_mean and score_sem must both be (n, n); got {s.shape} and {e.shape}"
+        )
     i = check_int("i", i, 2, n)
     bins = check_int("bins", bins, 1)
     keys = i - 1
     bins = min(int(bins), keys)
-    pos = np.arange(1, keys + 1) / i                                 # relative position of key j
-    which = np.minimum((np.arange(keys) * bins) // keys, bins - 1)   # equal-count bins in key order
+    pos = np.arange(1, keys + 1) / i  # relative position of key j
+    which = np.minimum((np.arange(keys) * bins) // keys, bins - 1)  # equal-count bins in key order
     count = np.bincount(which, minlength=bins)
     centers = np.bincount(which, pos, bins) / count
     means = np.bincount(which, s[i - 1, :keys], bins) / count

@@ -9,6 +9,7 @@ d features for the dense engine, m <= n Gram coordinates for the gram engine). `
 the *model's* hidden size, which sets the scale (the 1/sqrt(d) in the scores, the /d in the
 variance), whatever the width of the array.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,7 +33,7 @@ def normalize(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
     """
     if not NORMS[norm].scales:
         return x
-    ms = np.einsum("...i,...i->...", x, x)[..., None] / d          # (..., n, 1) mean square
+    ms = np.einsum("...i,...i->...", x, x)[..., None] / d  # (..., n, 1) mean square
     return x / np.sqrt(ms + eps)
 
 
@@ -44,10 +45,10 @@ def causal_scores(y: np.ndarray, d: int) -> np.ndarray:
 def causal_softmax(s: np.ndarray) -> np.ndarray:
     """Row-wise softmax over keys j <= i, Eq. (3); zero above the diagonal; (..., n, n)."""
     n = s.shape[-1]
-    mask = np.tri(n, dtype=bool)                                   # (n, n) lower triangle
+    mask = np.tri(n, dtype=bool)  # (n, n) lower triangle
     z = np.where(mask, s, -np.inf)
     z -= z.max(axis=-1, keepdims=True)
-    e = np.exp(z, out=np.zeros_like(z), where=mask)                # only the visible half is exponentiated
+    e = np.exp(z, out=np.zeros_like(z), where=mask)  # only the visible half is exponentiated
     e /= e.sum(axis=-1, keepdims=True)
     return e
 
@@ -62,11 +63,11 @@ def layer(x: np.ndarray, *, norm: str, d: int, gamma: float, eps: float, centred
     leaves out (weights, heads, RoPE, FFN, post-LN) is :func:`recency_lib.extensions.layer`.
     """
     seen = center(x) if (NORMS[norm].centres and not centred) else x
-    sq_norms = np.einsum("...i,...i->...", seen, seen)             # (..., n)
-    y = normalize(seen, norm, d, eps)                              # (..., n, w)
-    s = causal_scores(y, d)                                        # (..., n, n)
-    a = causal_softmax(s)                                          # (..., n, n)
-    x_next = a @ y                                                 # (..., n, w)
+    sq_norms = np.einsum("...i,...i->...", seen, seen)  # (..., n)
+    y = normalize(seen, norm, d, eps)  # (..., n, w)
+    s = causal_scores(y, d)  # (..., n, n)
+    a = causal_softmax(s)  # (..., n, n)
+    x_next = a @ y  # (..., n, w)
     if gamma != 0.0:
         x_next = x_next + gamma * x
     return x_next, s, a, sq_norms

@@ -12,6 +12,7 @@ A normalization here is ``x -> P x / sqrt(||P x||^2 / d + eps)`` (no affine para
 the centring projection (the feature mean removed) when ``centres`` and the identity otherwise, and
 no division at all when not ``scales``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,13 +22,13 @@ from dataclasses import dataclass
 class Norm:
     """One normalization of the layer's input (Eq. (2) / (21))."""
 
-    name: str            # the config value: SimConfig(norm=...)
-    label: str           # its name in prose and figures
-    short: str           # in narrow places (heatmap rows, legends)
-    centres: bool        # removes each token's mean over features first (LayerNorm); the Gram engine then
-                         # has d - 1 degrees of freedom and the closed forms see (d - 1) / d of the energy
-    scales: bool         # divides by the root mean square (LayerNorm, RMSNorm); False: the identity
-    closed_form: bool    # the corrected closed forms of Appendix A cover it (theory.corrected)
+    name: str  # the config value: SimConfig(norm=...)
+    label: str  # its name in prose and figures
+    short: str  # in narrow places (heatmap rows, legends)
+    centres: bool  # removes each token's mean over features first (LayerNorm); the Gram engine then
+    # has d - 1 degrees of freedom and the closed forms see (d - 1) / d of the energy
+    scales: bool  # divides by the root mean square (LayerNorm, RMSNorm); False: the identity
+    closed_form: bool  # the corrected closed forms of Appendix A cover it (theory.corrected)
 
     def sees(self, d):
         """Share rho of a state's squared norm that the normalization sees in expectation: (d - 1) / d
@@ -35,11 +36,16 @@ class Norm:
         return (d - 1.0) / d if self.centres else 1.0
 
 
-NORMS: dict[str, Norm] = {n.name: n for n in (
-    Norm("layernorm", "LayerNorm", "LN", centres=True, scales=True, closed_form=True),
-    Norm("rms", "RMSNorm", "RMS", centres=False, scales=True, closed_form=True),
-    Norm("none", "no normalization", "no norm.", centres=False, scales=False, closed_form=False))}
+NORMS: dict[str, Norm] = {
+    n.name: n
+    for n in (
+        Norm("layernorm", "LayerNorm", "LN", centres=True, scales=True, closed_form=True),
+        Norm("rms", "RMSNorm", "RMS", centres=False, scales=True, closed_form=True),
+        Norm(
+            "none", "no normalization", "no norm.", centres=False, scales=False, closed_form=False
+        ),
+    )
+}
 
 #: The config values, in registry order.
 NAMES: tuple[str, ...] = tuple(NORMS)
-

@@ -7,6 +7,7 @@ hatched (:data:`DIAGONAL`: after normalization S_ii = sqrt(d), far above the res
 matplotlib is an optional dependency (``pip install recency_lib[plot]``), imported only when a figure
 is drawn.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,13 +39,18 @@ HEATMAP_HEX = (
 #: How an excluded diagonal cell is drawn: a hatched square without fill.
 DIAGONAL = {"hatch": "///", "edgecolor": "0.6", "fill": False, "linewidth": 0.0}
 FORMATS = (".png", ".svg", ".pdf")
-SIGNATURE = "recency_lib plot"         # in every saved figure's metadata: what a later save may replace
+SIGNATURE = "recency_lib plot"  # in every saved figure's metadata: what a later save may replace
 
 
 def heatmap_colours() -> np.ndarray:
     """:data:`HEATMAP_HEX` as (256, 3) RGB rows in [0, 1]."""
     hexes = "".join(HEATMAP_HEX)
-    return np.array([[int(hexes[k + c:k + c + 2], 16) / 255 for c in (0, 2, 4)] for k in range(0, len(hexes), 6)])
+    return np.array(
+        [
+            [int(hexes[k + c : k + c + 2], 16) / 255 for c in (0, 2, 4)]
+            for k in range(0, len(hexes), 6)
+        ]
+    )
 
 
 def heatmap_cmap():
@@ -60,7 +66,9 @@ def colour_limits(s: np.ndarray, include_diagonal: bool = False) -> tuple[float,
     return (float(coloured.min()), float(coloured.max())) if coloured.size else (0.0, 1.0)
 
 
-def draw_heatmap(ax, s: np.ndarray, *, include_diagonal: bool = False, vmin=None, vmax=None, rasterized=False):
+def draw_heatmap(
+    ax, s: np.ndarray, *, include_diagonal: bool = False, vmin=None, vmax=None, rasterized=False
+):
     """The mean scores ``s`` (n, n) on ``ax`` by the convention: query i down, key j across, the upper
     triangle blank, the diagonal hatched and out of the colour scale unless ``include_diagonal``; the
     colour scale spans the coloured finite entries unless ``vmin``/``vmax`` are given. Returns the mesh."""
@@ -70,8 +78,15 @@ def draw_heatmap(ax, s: np.ndarray, *, include_diagonal: bool = False, vmin=None
     shown = np.tri(n, k=0 if include_diagonal else -1, dtype=bool) & np.isfinite(s)
     lo, hi = colour_limits(s, include_diagonal)
     vmin, vmax = lo if vmin is None else float(vmin), hi if vmax is None else float(vmax)
-    mesh = ax.pcolormesh(np.arange(n + 1), np.arange(n + 1), np.ma.masked_array(s, mask=~shown),
-                         cmap=heatmap_cmap(), vmin=vmin, vmax=vmax, rasterized=rasterized)
+    mesh = ax.pcolormesh(
+        np.arange(n + 1),
+        np.arange(n + 1),
+        np.ma.masked_array(s, mask=~shown),
+        cmap=heatmap_cmap(),
+        vmin=vmin,
+        vmax=vmax,
+        rasterized=rasterized,
+    )
     ax.set_xlim(0, n)
     ax.set_ylim(n, 0)
     ax.set_aspect("equal")
@@ -87,27 +102,42 @@ def plot_result(res, *, include_diagonal: bool = False):
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise ImportError("SimResult.plot() needs matplotlib: pip install 'recency_lib[plot]'") from None
+        raise ImportError(
+            "SimResult.plot() needs matplotlib: pip install 'recency_lib[plot]'"
+        ) from None
     from .stats import pm
 
     cfg = res.config
     cols = min(cfg.layers, 4)
     rows = -(-cfg.layers // cols)
     fig = Figure(figsize=(3.1 * cols, 2.9 * rows + 0.5), layout="constrained")
-    fig.suptitle(f"norm={cfg.norm}, α={cfg.alpha:g}, γ={cfg.gamma:g}, n={cfg.n}, d={cfg.d}, "
-                 f"{cfg.samples:,} sequences", fontsize=10)
+    fig.suptitle(
+        f"norm={cfg.norm}, α={cfg.alpha:g}, γ={cfg.gamma:g}, n={cfg.n}, d={cfg.d}, "
+        f"{cfg.samples:,} sequences",
+        fontsize=10,
+    )
     ticks = sorted({0, cfg.n - 1} | ({(cfg.n - 1) // 2} if cfg.n > 6 else set(range(cfg.n))))
     for layer in range(cfg.layers):
         ax = fig.add_subplot(rows, cols, layer + 1)
-        mesh = draw_heatmap(ax, np.asarray(res.score_mean[layer], dtype=float), include_diagonal=include_diagonal,
-                            rasterized=cfg.n > 40)
+        mesh = draw_heatmap(
+            ax,
+            np.asarray(res.score_mean[layer], dtype=float),
+            include_diagonal=include_diagonal,
+            rasterized=cfg.n > 40,
+        )
         ax.set_xticks([t + 0.5 for t in ticks], [str(t + 1) for t in ticks], fontsize=8)
         ax.set_yticks([t + 0.5 for t in ticks], [str(t + 1) for t in ticks], fontsize=8)
         ax.set_xlabel("key j", fontsize=9)
         if layer % cols == 0:
             ax.set_ylabel("query i", fontsize=9)
-        rp, se = float(res.recency_probability_cv[layer]), float(res.recency_probability_cv_sem[layer])
-        ax.set_title(f"layer {layer + 1}: RP {pm(rp, se)}" if math.isfinite(rp) else f"layer {layer + 1}", fontsize=9)
+        rp, se = (
+            float(res.recency_probability_cv[layer]),
+            float(res.recency_probability_cv_sem[layer]),
+        )
+        ax.set_title(
+            f"layer {layer + 1}: RP {pm(rp, se)}" if math.isfinite(rp) else f"layer {layer + 1}",
+            fontsize=9,
+        )
         fig.colorbar(mesh, ax=ax, shrink=0.85).ax.tick_params(labelsize=7)
     return fig
 
@@ -124,7 +154,9 @@ def is_plot_file(path: Path) -> bool:
 def check_plot_path(path, name: str = "plot") -> Path:
     """Before any work: a .png, .svg or .pdf path that is new or holds a figure this library saved."""
     if Path(str(path)).suffix.lower() not in FORMATS:
-        raise ValueError(f"{name}={short(str(path))} is not allowed; allowed: a path ending in .png, .svg or .pdf")
+        raise ValueError(
+            f"{name}={short(str(path))} is not allowed; allowed: a path ending in .png, .svg or .pdf"
+        )
     return check_output_path(path, name, ours=is_plot_file, what="a figure this library saved")
 
 
@@ -133,4 +165,8 @@ def save(fig, path) -> Path:
     replace it; it replaces nothing else."""
     fmt = check_plot_path(path).suffix.lower()[1:]
     key = "Software" if fmt == "png" else "Creator"
-    return atomic_write(path, lambda fh: fig.savefig(fh, format=fmt, dpi=150, metadata={key: SIGNATURE}), binary=True)
+    return atomic_write(
+        path,
+        lambda fh: fig.savefig(fh, format=fmt, dpi=150, metadata={key: SIGNATURE}),
+        binary=True,
+    )

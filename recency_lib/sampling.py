@@ -19,6 +19,7 @@ subspace). Bartlett's decomposition samples the Wishart matrix as T T^T with T l
 any square root of Sigma may replace Sigma^{1/2} (Wishart(I) is rotation invariant), and its
 Cholesky factor L keeps R = L T lower triangular.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,12 +41,12 @@ def dense_tokens(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.nda
     n, d = cfg.n, cfg.d
     scale = 1.0 / math.sqrt(d)
     if cfg.alpha == 1.0:
-        v = rng.standard_normal((batch, 1, d)) * scale             # (batch, 1, d)
-        return np.repeat(v, n, axis=1)                             # (batch, n, d)
-    eps = rng.standard_normal((batch, n, d)) * scale               # (batch, n, d)
+        v = rng.standard_normal((batch, 1, d)) * scale  # (batch, 1, d)
+        return np.repeat(v, n, axis=1)  # (batch, n, d)
+    eps = rng.standard_normal((batch, n, d)) * scale  # (batch, n, d)
     if cfg.alpha == 0.0:
         return eps
-    v = rng.standard_normal((batch, 1, d)) * scale                 # (batch, 1, d)
+    v = rng.standard_normal((batch, 1, d)) * scale  # (batch, 1, d)
     return eps + cfg.c * v
 
 
@@ -64,10 +65,10 @@ def sigma_cholesky(n: int, c: float) -> np.ndarray:
     """
     c2 = c * c
     p = 1.0 + c2 * np.arange(n + 1, dtype=np.float64)
-    low = c2 / np.sqrt(p[:-1] * p[1:])                             # column j's sub-diagonal value
+    low = c2 / np.sqrt(p[:-1] * p[1:])  # column j's sub-diagonal value
     out = np.tril(np.broadcast_to(low, (n, n)), -1)
     out[np.diag_indices(n)] = np.sqrt(p[1:] / p[:-1])
-    out.flags.writeable = False                                    # cached: shared by every block
+    out.flags.writeable = False  # cached: shared by every block
     return out
 
 
@@ -82,8 +83,9 @@ def trapezoid_index(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.tril_indices(n, -1, m)
 
 
-def gram_draws(cfg: SimConfig, key: tuple[int, int, int], batch: int, kernel: str | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
+def gram_draws(
+    cfg: SimConfig, key: tuple[int, int, int], batch: int, kernel: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The raw random numbers of one block of Gram coordinates, batch last: (chi2, normals).
 
     * chi2 (m, batch): chi-square draws with k - i degrees of freedom in row i (k = degrees of
@@ -138,7 +140,7 @@ def gram_assemble(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.n
         out[:, rows, cols] = normals.T * (1.0 / math.sqrt(d))
     if cfg.alpha == 0.0:
         return out
-    return sigma_cholesky(n, cfg.c) @ out                           # (n, n) @ (batch, n, m)
+    return sigma_cholesky(n, cfg.c) @ out  # (n, n) @ (batch, n, m)
 
 
 def gram_coordinates(cfg: SimConfig, key: tuple[int, int, int], batch: int) -> np.ndarray:

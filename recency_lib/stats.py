@@ -16,6 +16,7 @@ on the other (cross-fitting): the estimate is exactly unbiased, and its standard
 group's own spread of x - beta c. The two group estimates are combined with weights proportional
 to their sample counts; their covariance, O(1/N^2) through the betas, is neglected.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,21 +25,22 @@ from dataclasses import dataclass
 import numpy as np
 
 
-
 @dataclass
 class Moments:
     count: int
-    mean: np.ndarray        # (..., features)
-    m2: np.ndarray          # (..., features) sum of squared deviations from the mean
-    cross: np.ndarray | None = None   # (layers, controls): sum of (x_l - mean_l)(x_1 - mean_1)
-    single: bool = False    # one finite sample: m2 and cross are zeros (not pickled; skipped in merges)
+    mean: np.ndarray  # (..., features)
+    m2: np.ndarray  # (..., features) sum of squared deviations from the mean
+    cross: np.ndarray | None = None  # (layers, controls): sum of (x_l - mean_l)(x_1 - mean_1)
+    single: bool = (
+        False  # one finite sample: m2 and cross are zeros (not pickled; skipped in merges)
+    )
 
     @classmethod
-    def of(cls, x: np.ndarray, controls: slice | None = None) -> "Moments":
+    def of(cls, x: np.ndarray, controls: slice | None = None) -> Moments:
         """Two-pass moments over axis 0 (the samples); NaNs propagate (used for 'undefined').
         With ``controls``, ``x`` is (B, layers, F) and the co-moments of those feature columns (the
         last ones) with layer 1 are kept too."""
-        if x.shape[0] == 1 and np.isfinite(x).all():              # one sample (long sequences): no spread
+        if x.shape[0] == 1 and np.isfinite(x).all():  # one sample (long sequences): no spread
             zero = np.zeros(x.shape[1:])
             if controls is None:
                 return cls(1, x[0].copy(), zero, single=True)
@@ -52,8 +54,15 @@ class Moments:
         return cls(x.shape[0], mean, m2, cross)
 
     @classmethod
-    def from_sums(cls, count: int, shift: np.ndarray, s1: np.ndarray, s2: np.ndarray, sc: np.ndarray,
-                  controls: slice) -> "Moments":
+    def from_sums(
+        cls,
+        count: int,
+        shift: np.ndarray,
+        s1: np.ndarray,
+        s2: np.ndarray,
+        sc: np.ndarray,
+        controls: slice,
+    ) -> Moments:
         """Moments from shifted sums: s1 = sum (x - shift), s2 = sum (x - shift)^2 and
         sc = sum (x_l - shift_l)(x_1 - shift_1) over the controls. With the shift a sample of the
         same data (the compiled kernel uses the block's first), s1 / count is of the size of a
@@ -65,17 +74,21 @@ class Moments:
         cross = sc - s1[..., controls] * d1[..., :1, controls]
         return cls(count, shift + d1, m2, cross)
 
-    def unstack(self) -> list["Moments"]:
+    def unstack(self) -> list[Moments]:
         """Moments of blocks stacked on a first axis -> one Moments per block (views)."""
-        return [Moments(self.count, self.mean[b], self.m2[b], None if self.cross is None else self.cross[b])
-                for b in range(self.mean.shape[0])]
+        return [
+            Moments(
+                self.count, self.mean[b], self.m2[b], None if self.cross is None else self.cross[b]
+            )
+            for b in range(self.mean.shape[0])
+        ]
 
-    def merge(self, other: "Moments") -> "Moments":
+    def merge(self, other: Moments) -> Moments:
         """Chan et al. merge: exact in real arithmetic, stable in floating point. A new object; see
         :meth:`merge_into` for the in-place form (the same numbers, bit for bit)."""
         return self.copy().merge_into(other)
 
-    def merge_into(self, other: "Moments") -> "Moments":
+    def merge_into(self, other: Moments) -> Moments:
         """:meth:`merge` that overwrites this object's arrays (no new arrays of the features' size:
         at n = 512 a block's moments are ~30 MB, and allocating them anew per block costs more than
         the arithmetic). The operations and their order are those of the textbook formulas
@@ -83,11 +96,13 @@ class Moments:
         of :meth:`merge`. Returns self."""
         n_a, n_b = self.count, other.count
         n = n_a + n_b
-        delta = np.subtract(other.mean, self.mean)                       # (..., features)
-        if not other.single:     # a single sample's m2 and cross are zeros: adding them changes at
+        delta = np.subtract(other.mean, self.mean)  # (..., features)
+        if not other.single:  # a single sample's m2 and cross are zeros: adding them changes at
             self.m2 += other.m2  # most the sign of a zero (-0.0 + 0.0 = +0.0), so they are skipped
         if self.cross is not None:
-            c = slice(self.mean.shape[-1] - self.cross.shape[-1], None)   # the controls are the last columns
+            c = slice(
+                self.mean.shape[-1] - self.cross.shape[-1], None
+            )  # the controls are the last columns
             if not other.single:
                 self.cross += other.cross
             self.cross += delta[:, c] * delta[:1, c] * (n_a * n_b / n)
@@ -99,9 +114,14 @@ class Moments:
         self.single = False
         return self
 
-    def copy(self) -> "Moments":
-        return Moments(self.count, self.mean.copy(), self.m2.copy(), None if self.cross is None else self.cross.copy(),
-                       self.single)
+    def copy(self) -> Moments:
+        return Moments(
+            self.count,
+            self.mean.copy(),
+            self.m2.copy(),
+            None if self.cross is None else self.cross.copy(),
+            self.single,
+        )
 
     def __getstate__(self) -> dict:
         """Pickled without the zeros of a single sample (at n = 512 that is 20 of a block's 33 MB,
@@ -158,15 +178,17 @@ def control_variate(groups, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     est = np.zeros_like(present[0].mean[:, -nc:])
     var = np.zeros_like(est)
     for g, other in ((present[0], present[1]), (present[1], present[0])):
-        beta = _beta(other, nc)                                             # (layers, controls)
+        beta = _beta(other, nc)  # (layers, controls)
         x, c = g.mean[:, -nc:], g.mean[:1, -nc:]
         theta = x - beta * (c - mu)
         m2_x, m2_c, cross = g.m2[:, -nc:], g.m2[:1, -nc:], g.cross
-        v = np.maximum(m2_x - 2 * beta * cross + beta * beta * m2_c, 0.0) / ((g.count - 1) * g.count)
+        v = np.maximum(m2_x - 2 * beta * cross + beta * beta * m2_c, 0.0) / (
+            (g.count - 1) * g.count
+        )
         w = g.count / total
         est += w * theta
         var += w * w * v
-    est[0], var[0] = plain.mean[0, -nc:], plain.sem[0, -nc:] ** 2            # layer 1: plain (see docstring)
+    est[0], var[0] = plain.mean[0, -nc:], plain.sem[0, -nc:] ** 2  # layer 1: plain (see docstring)
     return est, np.sqrt(var)
 
 
@@ -179,7 +201,7 @@ def _beta(g: Moments, nc: int) -> np.ndarray:
 
 
 def pm(value: float, se: float) -> str:
-    """"0.6031 ± 0.0012": a value with its standard error, to the SE's two significant digits."""
+    """ "0.6031 ± 0.0012": a value with its standard error, to the SE's two significant digits."""
     if not (math.isfinite(value) and math.isfinite(se)) or se <= 0:
         return f"{value:.6g} (SE 0)" if math.isfinite(value) and se == 0 else f"{value:.4g}"
     digits = max(0, 1 - int(math.floor(math.log10(se))))

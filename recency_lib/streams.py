@@ -23,12 +23,13 @@ a Figure-1 block's time; the compiled generator draws a whole block at a few ns 
 counter-based stream makes each sample's numbers independent of how the samples are grouped into
 vector lanes, so every build still gives the same bits.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-NORMAL_ROW = 0xFFFFFFFF          #: the counter's row word for the standard normals
-MAX_PAIRS = 0x7FFFFFFF           #: pairs of tries per chi-square (never reached: a try fails with p < 0.05)
+NORMAL_ROW = 0xFFFFFFFF  #: the counter's row word for the standard normals
+MAX_PAIRS = 0x7FFFFFFF  #: pairs of tries per chi-square (never reached: a try fails with p < 0.05)
 _M32 = np.uint64(0xFFFFFFFF)
 _ONE_BITS = np.uint64(0x3FF0000000000000)
 _PHILOX_M = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
@@ -36,16 +37,34 @@ _PHILOX_W = (0x9E3779B9, 0xBB67AE85)
 _HALF_PI = 1.5707963267948966
 _LN2 = 0.6931471805599453
 _SQRT2 = 1.4142135623730951
-_SIN = (-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800, 1.0 / 6227020800.0,
-        -1.0 / 1307674368000.0, 1.0 / 355687428096000.0)      # sin x = x + x z (c0 + c1 z + ...), z = x^2
-_COS = (-1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800, 1.0 / 479001600,
-        -1.0 / 87178291200.0, 1.0 / 20922789888000.0)          # cos x = 1 + z (c0 + c1 z + ...)
-_LOG = tuple(1.0 / j for j in range(3, 24, 2))                  # atanh s = s (1 + z (c0 + c1 z + ...)), z = s^2
+_SIN = (
+    -1.0 / 6,
+    1.0 / 120,
+    -1.0 / 5040,
+    1.0 / 362880,
+    -1.0 / 39916800,
+    1.0 / 6227020800.0,
+    -1.0 / 1307674368000.0,
+    1.0 / 355687428096000.0,
+)  # sin x = x + x z (c0 + c1 z + ...), z = x^2
+_COS = (
+    -1.0 / 2,
+    1.0 / 24,
+    -1.0 / 720,
+    1.0 / 40320,
+    -1.0 / 3628800,
+    1.0 / 479001600,
+    -1.0 / 87178291200.0,
+    1.0 / 20922789888000.0,
+)  # cos x = 1 + z (c0 + c1 z + ...)
+_LOG = tuple(1.0 / j for j in range(3, 24, 2))  # atanh s = s (1 + z (c0 + c1 z + ...)), z = s^2
 
 
 def _poly8(z, z2, z4, c):
     """c0 + c1 z + ... + c7 z^7 by Estrin's scheme, as the kernel's ``poly8`` rounds it."""
-    return ((c[0] + c[1] * z) + z2 * (c[2] + c[3] * z)) + z4 * ((c[4] + c[5] * z) + z2 * (c[6] + c[7] * z))
+    return ((c[0] + c[1] * z) + z2 * (c[2] + c[3] * z)) + z4 * (
+        (c[4] + c[5] * z) + z2 * (c[6] + c[7] * z)
+    )
 
 
 def block_key(seed: int, block: int) -> tuple[int, int, int]:
@@ -61,8 +80,12 @@ def philox(counter, key: tuple[int, int]) -> list[np.ndarray]:
     k0, k1 = key
     for _ in range(10):
         p0, p1 = (c[0] & _M32) * _PHILOX_M[0], (c[2] & _M32) * _PHILOX_M[1]
-        c = [(p1 >> np.uint64(32)) ^ c[1] ^ np.uint64(k0), p1 & _M32,
-             (p0 >> np.uint64(32)) ^ c[3] ^ np.uint64(k1), p0 & _M32]
+        c = [
+            (p1 >> np.uint64(32)) ^ c[1] ^ np.uint64(k0),
+            p1 & _M32,
+            (p0 >> np.uint64(32)) ^ c[3] ^ np.uint64(k1),
+            p0 & _M32,
+        ]
         k0, k1 = (k0 + _PHILOX_W[0]) & 0xFFFFFFFF, (k1 + _PHILOX_W[1]) & 0xFFFFFFFF
     return c
 
@@ -95,18 +118,23 @@ def log(u: np.ndarray) -> np.ndarray:
 def box_muller(w: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Two standard normals from one Philox output: r = sqrt(-2 log(1 - U1)), angle 2 pi U2 split
     exactly into quarter turns q (nearest to 4 U2) and phi in [-pi/4, pi/4]; (r cos, r sin)."""
-    u1 = 1.0 - uniform52(w[0], w[1])                               # (0, 1]
-    t = uniform52(w[2], w[3]) * 4.0                                # exact
+    u1 = 1.0 - uniform52(w[0], w[1])  # (0, 1]
+    t = uniform52(w[2], w[3]) * 4.0  # exact
     r = np.sqrt(-2.0 * log(u1))
     q1, q2, q3, q4 = (t >= 0.5), (t >= 1.5), (t >= 2.5), (t >= 3.5)
-    qf = q1.astype(np.float64) + q2.astype(np.float64) + q3.astype(np.float64) + q4.astype(np.float64)
+    qf = (
+        q1.astype(np.float64)
+        + q2.astype(np.float64)
+        + q3.astype(np.float64)
+        + q4.astype(np.float64)
+    )
     phi = (t - qf) * _HALF_PI
     z = phi * phi
     z2 = z * z
     z4 = z2 * z2
     ps, pc = _poly8(z, z2, z4, _SIN), _poly8(z, z2, z4, _COS)
-    sn, cs = phi + phi * (z * ps), 1.0 + z * pc                   # sin phi, cos phi
-    a, b, d = q1 & ~q2, q2 & ~q3, q3 & ~q4                         # quarter turns 1, 2, 3 (4 is 0)
+    sn, cs = phi + phi * (z * ps), 1.0 + z * pc  # sin phi, cos phi
+    a, b, d = q1 & ~q2, q2 & ~q3, q3 & ~q4  # quarter turns 1, 2, 3 (4 is 0)
     cos_t = np.where(a, -sn, np.where(b, -cs, np.where(d, sn, cs)))
     sin_t = np.where(a, cs, np.where(b, -sn, np.where(d, -cs, sn)))
     return r * cos_t, r * sin_t
@@ -114,7 +142,12 @@ def box_muller(w: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 def _counter(t, b: np.ndarray, row, key2: int) -> list:
     """Philox counter words (t, sample, row, key2), each a scalar or an array of uint64."""
-    return [np.uint64(t) if np.isscalar(t) else t, b, np.uint64(row) if np.isscalar(row) else row, np.uint64(key2)]
+    return [
+        np.uint64(t) if np.isscalar(t) else t,
+        b,
+        np.uint64(row) if np.isscalar(row) else row,
+        np.uint64(key2),
+    ]
 
 
 def _gamma_try(x, u, dm, cc):
@@ -144,7 +177,9 @@ def chi_squares(dofs: np.ndarray, b: np.ndarray, key: tuple[int, int, int]) -> n
     alone decides then, so the decisions are the same.) All rows and samples at once here.
     """
     dofs = np.asarray(dofs, dtype=np.int64)
-    rows = np.broadcast_to(np.arange(dofs.size, dtype=np.uint64)[:, None], (dofs.size, b.size)).ravel()
+    rows = np.broadcast_to(
+        np.arange(dofs.size, dtype=np.uint64)[:, None], (dofs.size, b.size)
+    ).ravel()
     cols = np.broadcast_to(b[None, :], (dofs.size, b.size)).ravel()
     dof = np.repeat(dofs, b.size)
     out = np.zeros(dof.size)
@@ -169,7 +204,9 @@ def chi_squares(dofs: np.ndarray, b: np.ndarray, key: tuple[int, int, int]) -> n
     return out.reshape(dofs.size, b.size)
 
 
-def draw_block(key: tuple[int, int, int], nb: int, m: int, dof0: int, q: int) -> tuple[np.ndarray, np.ndarray]:
+def draw_block(
+    key: tuple[int, int, int], nb: int, m: int, dof0: int, q: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The draws of a block of ``nb`` samples, samples last: chi2 (m, nb), row i with dof0 - i
     degrees of freedom, and q standard normals (q, nb), normal 2p and 2p + 1 from pair p."""
     b = np.arange(nb, dtype=np.uint64)
@@ -177,7 +214,7 @@ def draw_block(key: tuple[int, int, int], nb: int, m: int, dof0: int, q: int) ->
     normals = np.empty((q, nb))
     pairs = (q + 1) // 2
     if pairs:
-        t = np.arange(pairs, dtype=np.uint64)[:, None]               # (pairs, 1)
+        t = np.arange(pairs, dtype=np.uint64)[:, None]  # (pairs, 1)
         z0, z1 = box_muller(philox(_counter(t, b[None, :], NORMAL_ROW, key[2]), key[:2]))
         normals[0::2] = z0
         normals[1::2] = z1[: q // 2]

@@ -4,6 +4,7 @@ Every check raises ``ValueError("{name}={value!r} is out of range; allowed: ..."
 by :func:`short`) and returns the value as a plain built-in (or a float array, for the closed forms,
 which broadcast over their arguments). The command line prints that message as one ``error:`` line.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,7 @@ import reprlib
 
 import numpy as np
 
-INT_MAX = 2 ** 63 - 1            # sizes, counts and seeds: numpy's index type
+INT_MAX = 2**63 - 1  # sizes, counts and seeds: numpy's index type
 
 _SHORT = reprlib.Repr()
 _SHORT.maxstring = _SHORT.maxother = 60
@@ -26,7 +27,9 @@ def short(value) -> str:
 
 def check_int(name: str, value, minimum: int, maximum: int = INT_MAX) -> int:
     """An integer (not a bool) in [minimum, maximum], as a plain int."""
-    allowed = f"an integer in [{minimum}, {maximum}]" if maximum < INT_MAX else f"an integer >= {minimum}"
+    allowed = (
+        f"an integer in [{minimum}, {maximum}]" if maximum < INT_MAX else f"an integer >= {minimum}"
+    )
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name}={short(value)} is not an integer; allowed: {allowed}")
     if not minimum <= value <= maximum:
@@ -34,8 +37,15 @@ def check_int(name: str, value, minimum: int, maximum: int = INT_MAX) -> int:
     return int(value)
 
 
-def check_real(name: str, value, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
-               allowed: str) -> float:
+def check_real(
+    name: str,
+    value,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    allowed: str,
+) -> float:
     """A finite real number (not a bool) in [lo, hi] ((lo, hi] with ``lo_open``), as a plain float
     (-0.0 as 0.0)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
@@ -44,7 +54,11 @@ def check_real(name: str, value, *, lo: float | None = None, hi: float | None = 
         v = float(value) + 0.0
     except OverflowError:
         v = math.inf
-    if not math.isfinite(v) or (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi):
+    if (
+        not math.isfinite(v)
+        or (lo is not None and (v <= lo if lo_open else v < lo))
+        or (hi is not None and v > hi)
+    ):
         raise ValueError(f"{name}={short(value)} is out of range; allowed: {allowed}")
     return v
 
@@ -52,7 +66,9 @@ def check_real(name: str, value, *, lo: float | None = None, hi: float | None = 
 def check_choice(name: str, value, choices) -> str:
     """One of ``choices`` (strings, or None where allowed), exactly."""
     if not (value is None or isinstance(value, str)) or value not in choices:
-        raise ValueError(f"{name}={short(value)} is not allowed; allowed: one of {', '.join(map(repr, choices))}")
+        raise ValueError(
+            f"{name}={short(value)} is not allowed; allowed: one of {', '.join(map(repr, choices))}"
+        )
     return value
 
 
@@ -72,8 +88,18 @@ def check_level(level, name: str = "level") -> float:
 
 # -- arrays (the closed forms broadcast over their arguments) -------------------------------------
 
-def bounded_array(name: str, value, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
-                  allowed: str, integers: bool = False, inf: bool = False) -> np.ndarray:
+
+def bounded_array(
+    name: str,
+    value,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    allowed: str,
+    integers: bool = False,
+    inf: bool = False,
+) -> np.ndarray:
     """Finite reals within [lo, hi] ((lo, hi] with ``lo_open``; +inf too with ``inf``), elementwise, as a
     float array."""
     if isinstance(value, (bool, np.bool_, str, bytes)):
@@ -96,12 +122,19 @@ def bounded_array(name: str, value, *, lo: float | None = None, hi: float | None
 
 def index_array(name: str, value) -> np.ndarray:
     """Token indices: integers >= 1 (1-based, as in the paper)."""
-    return bounded_array(name, value, lo=1.0, integers=True, allowed="integers >= 1 (1-based token index)")
+    return bounded_array(
+        name, value, lo=1.0, integers=True, allowed="integers >= 1 (1-based token index)"
+    )
 
 
 def d_array(value, minimum: float = 1.0, strict: bool = False) -> np.ndarray:
-    return bounded_array("d", value, lo=minimum, lo_open=strict,
-                         allowed=f"finite real numbers {'>' if strict else '>='} {minimum:g}")
+    return bounded_array(
+        "d",
+        value,
+        lo=minimum,
+        lo_open=strict,
+        allowed=f"finite real numbers {'>' if strict else '>='} {minimum:g}",
+    )
 
 
 def alpha_array(value) -> np.ndarray:

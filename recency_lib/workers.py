@@ -5,6 +5,7 @@ reaches the whole process group; the main process handles it); when the ``with``
 error or an interrupt too, queued tasks are cancelled (``shutdown(cancel_futures=True)``) and the
 workers end once their current task is done.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,8 +23,8 @@ def _start_worker() -> None:
         # dense engine to the system (which zero-fills fresh pages again at the next allocation)
         with contextlib.suppress(OSError, AttributeError):
             mallopt = ctypes.CDLL(None).mallopt
-            mallopt(-3, 1 << 30)                   # M_MMAP_THRESHOLD
-            mallopt(-1, (1 << 31) - 1)             # M_TRIM_THRESHOLD
+            mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD
+            mallopt(-1, (1 << 31) - 1)  # M_TRIM_THRESHOLD
 
 
 @contextlib.contextmanager

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-
 # Tests that execute notebooks in Jupyter kernels (papermill) or are slow by design (a fresh interpreter
 # at n = 512 on the numpy path): marked ``book`` too, so ``pytest -m "not book"`` is the library's
 # quick loop. Named here, once, by test function (module::function, parameters aside).
@@ -33,16 +32,21 @@ HEAVY = {
     "test_notebooks.py::test_a_bad_parameter_stops_the_page_in_its_first_cell_under_its_own_name",
     "test_notebooks.py::test_appendix_a_runs_with_other_parameters",
 }
-HEAVY_MODULES = {"test_empirical_page.py"}     # chapter 6 under papermill, every test
-HEAVY_FIXTURES = {"appendix",     # test_appendix_b.py: the appendix page executed by papermill
-                  "dumps",        # test_theme.py: three fresh interpreters, one importing seaborn (~7 s)
-                  "good_run"}     # test_rerun.py: a rerun of the setting template, then others into its folder
+HEAVY_MODULES = {"test_empirical_page.py"}  # chapter 6 under papermill, every test
+HEAVY_FIXTURES = {
+    "appendix",  # test_appendix_b.py: the appendix page executed by papermill
+    "dumps",  # test_theme.py: three fresh interpreters, one importing seaborn (~7 s)
+    "good_run",
+}  # test_rerun.py: a rerun of the setting template, then others into its folder
 
 
 def _is_heavy(item) -> bool:
     name = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
-    return (name in HEAVY or item.path.name in HEAVY_MODULES
-            or bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ()))))
+    return (
+        name in HEAVY
+        or item.path.name in HEAVY_MODULES
+        or bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
+    )
 
 
 def pytest_itemcollected(item):

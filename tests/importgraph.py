@@ -1,5 +1,6 @@
 """The import graph of a package, every import counted (inside functions too), for the tests that keep
 it free of cycles: recency_lib (tests/lib/test_layers.py) and the book's companion (tests/book)."""
+
 from __future__ import annotations
 
 import ast
@@ -9,8 +10,11 @@ from pathlib import Path
 
 def import_graph(root: Path, top: str) -> dict[str, set[str]]:
     """module -> the modules of the same package it imports (``root`` is the package's folder)."""
-    mods = {".".join((top, *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"): p
-            for p in root.rglob("*.py") if "__pycache__" not in p.parts}
+    mods = {
+        ".".join((top, *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"): p
+        for p in root.rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
 
     def targets(m: str, node) -> list[str]:
         if isinstance(node, ast.Import):
@@ -22,9 +26,16 @@ def import_graph(root: Path, top: str) -> dict[str, set[str]]:
             base = ".".join(parts + ([node.module] if node.module else []))
         return [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
 
-    return {m: {t for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-                if isinstance(n, (ast.Import, ast.ImportFrom)) for t in targets(m, n) if t in mods and t != m}
-            for m, p in mods.items()}
+    return {
+        m: {
+            t
+            for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+            for t in targets(m, n)
+            if t in mods and t != m
+        }
+        for m, p in mods.items()
+    }
 
 
 def cycle(root: Path, top: str) -> list[str] | None:

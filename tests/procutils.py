@@ -1,5 +1,6 @@
 """Process helpers of the fault tests, on Linux's /proc (importable from tests/lib and tests/book:
 tests/conftest.py puts this folder on sys.path)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -7,6 +7,7 @@ same). While Sphinx works, the thresholds are :data:`companion.grid.COLLECTOR_TH
 (the build's kernels use the same); the previous ones come back when the build has finished. The
 generated pages are the same: only when unreachable objects are freed changes.
 """
+
 from __future__ import annotations
 
 import gc

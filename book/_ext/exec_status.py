@@ -18,7 +18,7 @@ STATUS_WORDS = {"\u2705": "ok", "\u274c": "failed"}
 class ExecutionStatusInWords(SphinxPostTransform):
     """Replace the status emoji in every table with its word."""
 
-    default_priority = 20   # after myst-nb's ExecutionStatsPostTransform (8) has built the table
+    default_priority = 20  # after myst-nb's ExecutionStatsPostTransform (8) has built the table
 
     def run(self, **kwargs) -> None:
         for table in self.document.findall(nodes.table):

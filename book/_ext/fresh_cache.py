@@ -59,6 +59,7 @@ RUNNER = Path(__file__).with_name("run_notebook.py")
 
 # -- the book's notebooks -----------------------------------------------------------------------
 
+
 def _toc_notebooks(app: Sphinx) -> dict[str, Path]:
     """docname -> path of every notebook page of the book."""
     src = Path(app.srcdir)
@@ -81,7 +82,10 @@ def _in_toc(app: Sphinx, docname: str) -> bool:
         text = path.read_text(encoding="utf-8")
     except OSError:
         return True
-    return re.search(rf"(?m)^\s*(-\s*)?(file|root):\s*{re.escape(docname)}(\.ipynb)?\s*$", text) is not None
+    return (
+        re.search(rf"(?m)^\s*(-\s*)?(file|root):\s*{re.escape(docname)}(\.ipynb)?\s*$", text)
+        is not None
+    )
 
 
 def _cache(app: Sphinx):
@@ -103,6 +107,7 @@ def _record(cache, nb):
 
 # -- the build hooks --------------------------------------------------------------------------------
 
+
 def on_builder_inited(app: Sphinx) -> None:
     # Simulation results shared by the chapters (recency_lib.cache) live beside the execution
     # cache, keyed by config and library source; kernels inherit this variable.
@@ -114,7 +119,7 @@ def on_builder_inited(app: Sphinx) -> None:
     # outside a build (a papermill rerun) they display them too (companion.in_book).
     os.environ["COMPANION_IN_BOOK"] = "1"
     app._fresh_cache_changed = set()  # type: ignore[attr-defined]
-    app._fresh_cache_current = {}     # type: ignore[attr-defined]
+    app._fresh_cache_current = {}  # type: ignore[attr-defined]
     cache, cfg = _cache(app)
     if cache is None:
         return
@@ -128,9 +133,9 @@ def on_builder_inited(app: Sphinx) -> None:
     stamps["format"] = 3
     app._fresh_cache_stamps = (stamp_path, stamps)  # type: ignore[attr-defined]
 
-    todo = []                                               # (docname, path, notebook) without a result
-    base = Path(app.srcdir).resolve().parent                 # the repository: _config.yml, book/, _build/
-    app._fresh_cache_code = {}        # type: ignore[attr-defined]
+    todo = []  # (docname, path, notebook) without a result
+    base = Path(app.srcdir).resolve().parent  # the repository: _config.yml, book/, _build/
+    app._fresh_cache_code = {}  # type: ignore[attr-defined]
     for docname, path in _toc_notebooks(app).items():
         current = dependency_hash(path, base)
         app._fresh_cache_current[docname] = current  # type: ignore[attr-defined]
@@ -152,8 +157,8 @@ def on_builder_inited(app: Sphinx) -> None:
 
     workers = app.config.fresh_cache_workers or len(os.sched_getaffinity(0))
     if len(todo) < 2 or workers < 2:
-        return                                              # myst-nb executes it (or them) in turn
-    todo.sort(key=lambda t: -pages.get(t[0], {}).get("seconds", 60.0))   # longest first
+        return  # myst-nb executes it (or them) in turn
+    todo.sort(key=lambda t: -pages.get(t[0], {}).get("seconds", 60.0))  # longest first
     logger.info("fresh_cache: executing %d notebooks, %d at a time", len(todo), workers)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fresh_cache_") as tmp:
@@ -161,28 +166,51 @@ def on_builder_inited(app: Sphinx) -> None:
         for i, (_, path, _) in enumerate(todo):
             tasks.put((i, path, Path(tmp) / f"{i}.ipynb"))
         results: dict = {}
-        slots = [threading.Thread(target=_slot, args=(tasks, results, cfg.execution_timeout, Path(tmp) / f"slot{s}.log", t0))
-                 for s in range(min(workers, len(todo)))]
+        slots = [
+            threading.Thread(
+                target=_slot,
+                args=(tasks, results, cfg.execution_timeout, Path(tmp) / f"slot{s}.log", t0),
+            )
+            for s in range(min(workers, len(todo)))
+        ]
         for slot in slots:
             slot.start()
         for slot in slots:
             slot.join()
         for i, (docname, path, _) in enumerate(todo):
-            executed, seconds, error, start, cost = results.get(i, (None, 0.0, "not executed", 0.0, None))
+            executed, seconds, error, start, cost = results.get(
+                i, (None, 0.0, "not executed", 0.0, None)
+            )
             if executed is None:
-                logger.info("fresh_cache: %s failed (%s); it runs again while reading", docname, error)
+                logger.info(
+                    "fresh_cache: %s failed (%s); it runs again while reading", docname, error
+                )
                 continue
             from jupyter_cache.base import CacheBundleIn
 
-            cache.cache_notebook_bundle(CacheBundleIn(executed, str(path), data={"execution_seconds": seconds}),
-                                        check_validity=False, overwrite=True)
-            pages[docname].update(executed=app._fresh_cache_current[docname], code=app._fresh_cache_code[docname],
-                                  seconds=round(seconds, 2))
+            cache.cache_notebook_bundle(
+                CacheBundleIn(executed, str(path), data={"execution_seconds": seconds}),
+                check_validity=False,
+                overwrite=True,
+            )
+            pages[docname].update(
+                executed=app._fresh_cache_current[docname],
+                code=app._fresh_cache_code[docname],
+                seconds=round(seconds, 2),
+            )
             if isinstance(cost, dict) and isinstance(cost.get("seconds"), (int, float)):
                 # what its simulations cost at the page's defaults (companion.rerun's estimate of a rerun)
-                pages[docname].update(simulation_seconds=round(float(cost["seconds"]), 2),
-                                      sequences=int(cost.get("sequences") or 0))
-            logger.info("fresh_cache: executed %s in %.1f s (%.1f to %.1f s)", docname, seconds, start, start + seconds)
+                pages[docname].update(
+                    simulation_seconds=round(float(cost["seconds"]), 2),
+                    sequences=int(cost.get("sequences") or 0),
+                )
+            logger.info(
+                "fresh_cache: executed %s in %.1f s (%.1f to %.1f s)",
+                docname,
+                seconds,
+                start,
+                start + seconds,
+            )
     _write_stamps(stamp_path, stamps)
     logger.info("fresh_cache: %d notebooks executed in %.1f s", len(todo), time.perf_counter() - t0)
 
@@ -202,8 +230,9 @@ def on_build_finished(app: Sphinx, exception) -> None:
         return
     path, data = stamps
     for docname, current in app._fresh_cache_current.items():  # type: ignore[attr-defined]
-        data["pages"].setdefault(docname, {}).update(executed=current, written=current,
-                                                     code=app._fresh_cache_code[docname])  # type: ignore[attr-defined]
+        data["pages"].setdefault(docname, {}).update(
+            executed=current, written=current, code=app._fresh_cache_code[docname]
+        )  # type: ignore[attr-defined]
     _write_stamps(path, data)
 
 
@@ -213,7 +242,7 @@ def _slot(tasks: queue.Queue, results: dict, timeout, log: Path, origin: float) 
     or None, seconds, error, start in seconds after ``origin``, what its simulations cost or None). A runner that dies is replaced for the
     next notebook."""
     proc = None
-    err = open(log, "a")                                       # the runner's and its kernel's output
+    err = open(log, "a")  # the runner's and its kernel's output
     try:
         while True:
             try:
@@ -221,24 +250,46 @@ def _slot(tasks: queue.Queue, results: dict, timeout, log: Path, origin: float) 
             except queue.Empty:
                 return
             if proc is None or proc.poll() is not None:
-                proc = subprocess.Popen([sys.executable, str(RUNNER), str(timeout or -1)], cwd=path.parent, text=True,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+                proc = subprocess.Popen(
+                    [sys.executable, str(RUNNER), str(timeout or -1)],
+                    cwd=path.parent,
+                    text=True,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                )
             t0 = time.perf_counter()
             try:
                 proc.stdin.write(json.dumps({"source": str(path), "out": str(out)}) + "\n")
                 proc.stdin.flush()
                 line = proc.stdout.readline()
-            except OSError:                                    # the runner is gone
+            except OSError:  # the runner is gone
                 line = ""
             seconds = time.perf_counter() - t0
             try:
-                reply = json.loads(line) if line else {"ok": False, "error": _tail(log) or "the runner ended"}
+                reply = (
+                    json.loads(line)
+                    if line
+                    else {"ok": False, "error": _tail(log) or "the runner ended"}
+                )
             except ValueError:
                 reply = {"ok": False, "error": f"the runner answered {line[:200]!r}"}
             if reply.get("ok") and out.is_file():
-                results[i] = (nbformat.read(str(out), as_version=4), seconds, None, t0 - origin, reply.get("cost"))
+                results[i] = (
+                    nbformat.read(str(out), as_version=4),
+                    seconds,
+                    None,
+                    t0 - origin,
+                    reply.get("cost"),
+                )
             else:
-                results[i] = (None, seconds, str(reply.get("error", "no result"))[:300], t0 - origin, None)
+                results[i] = (
+                    None,
+                    seconds,
+                    str(reply.get("error", "no result"))[:300],
+                    t0 - origin,
+                    None,
+                )
     finally:
         if proc is not None:
             with contextlib.suppress(OSError):
@@ -265,7 +316,7 @@ def on_env_get_outdated(app: Sphinx, env, added, changed, removed) -> list[str]:
 
 
 def setup(app: Sphinx):
-    app.add_config_value("fresh_cache_workers", 0, "env", [int])   # 0: the CPUs this process may use
+    app.add_config_value("fresh_cache_workers", 0, "env", [int])  # 0: the CPUs this process may use
     # after myst-nb's builder-inited handler, which resolves the jupyter-cache path
     app.connect("builder-inited", on_builder_inited, priority=900)
     app.connect("env-get-outdated", on_env_get_outdated)

@@ -36,11 +36,11 @@ ENTRY = "tex-mml-chtml.js"
 
 #: What to copy from MathJax's ``es5`` folder (files or whole folders).
 SUBSET = [
-    ENTRY,                         # TeX + MathML input, CommonHTML output, menu
-    "input/tex/extensions",        # TeX packages loaded on demand (\require, autoload)
+    ENTRY,  # TeX + MathML input, CommonHTML output, menu
+    "input/tex/extensions",  # TeX packages loaded on demand (\require, autoload)
     "output/chtml/fonts/woff-v2",  # the web fonts of the CommonHTML output
-    "a11y",                        # accessibility components the menu may load
-    "sre/mathmaps/base.json",      # speech rules (menu > accessibility), English only
+    "a11y",  # accessibility components the menu may load
+    "sre/mathmaps/base.json",  # speech rules (menu > accessibility), English only
     "sre/mathmaps/en.json",
 ]
 
@@ -69,7 +69,7 @@ def _es5_dir(app: Sphinx) -> Path:
 def _version(es5: Path) -> str:
     try:
         return json.loads((es5.parent / "package.json").read_text())["version"]
-    except Exception:  # noqa: BLE001 - the version is only informative
+    except Exception:
         return "unknown"
 
 

@@ -34,7 +34,15 @@ _SPACE = re.compile(r"\s+")
 def page_text(page_html: str) -> str:
     """A page's main content as the search's summaries read it: its text (runs of white space as one
     space), inside ``<div id=...>`` for every element that has an id, in ``<div role="main">``."""
-    from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
+    from bs4 import (
+        BeautifulSoup,
+        Comment,
+        Declaration,
+        Doctype,
+        NavigableString,
+        ProcessingInstruction,
+        Tag,
+    )
 
     soup = BeautifulSoup(page_html, "html.parser")
     main = soup.select_one('[role="main"]')
@@ -54,7 +62,8 @@ def page_text(page_html: str) -> str:
                 if ident:
                     out.append("</div>")
             elif isinstance(child, NavigableString) and not isinstance(
-                    child, (Comment, Declaration, Doctype, ProcessingInstruction)):
+                child, (Comment, Declaration, Doctype, ProcessingInstruction)
+            ):
                 out.append(html.escape(_SPACE.sub(" ", str(child)), quote=False))
 
     walk(main)
@@ -81,8 +90,10 @@ def on_build_finished(app: Sphinx, exception: Exception | None) -> None:
             texts[docname] = page_text(page.read_text(encoding="utf-8"))
     target = Path(app.outdir, "_static", TEXTS)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("window.COMPANION_PAGE_TEXTS = " + json.dumps(texts, sort_keys=True) + ";\n",
-                      encoding="utf-8")
+    target.write_text(
+        "window.COMPANION_PAGE_TEXTS = " + json.dumps(texts, sort_keys=True) + ";\n",
+        encoding="utf-8",
+    )
     logger.info("offline_search: the texts of %d pages for the search's summaries", len(texts))
 
 

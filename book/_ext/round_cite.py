@@ -1,4 +1,5 @@
 """Author-year citations in round brackets: (Ba et al., 2016), Wu et al. (2025)."""
+
 import dataclasses
 
 from sphinxcontrib.bibtex.plugin import register_plugin

@@ -15,6 +15,7 @@ stopped: the next notebook starts a new one; myst-nb then executes the failed no
 reports the error. The kernel stops when stdin ends. TIMEOUT < 0: no per-cell timeout (a notebook's
 own ``execution`` metadata still wins).
 """
+
 import json
 import os
 import sys
@@ -25,10 +26,11 @@ from nbclient import NotebookClient
 
 from companion.grid import SharedKernel
 
-
 #: Asked of the kernel once a page has run: what its simulations cost (one JSON line).
-COST = ("from companion.provenance import simulation_cost as _cost\nimport json as _json\n"
-        "print(_json.dumps(_cost(globals())))")
+COST = (
+    "from companion.provenance import simulation_cost as _cost\nimport json as _json\n"
+    "print(_json.dumps(_cost(globals())))"
+)
 
 
 def execute(kernel: SharedKernel, source: Path, out: Path, timeout: float) -> SharedKernel:
@@ -37,7 +39,7 @@ def execute(kernel: SharedKernel, source: Path, out: Path, timeout: float) -> Sh
     nb = nbformat.read(str(source), as_version=4)
     cell_timeout = None if timeout < 0 else int(timeout)
     allow_errors = False
-    meta = nb.metadata.get("execution", {})                  # as jupyter-cache: the notebook's own say
+    meta = nb.metadata.get("execution", {})  # as jupyter-cache: the notebook's own say
     cell_timeout = meta.get("timeout", cell_timeout)
     allow_errors = meta.get("allow_errors", allow_errors)
     name = nb.metadata.get("kernelspec", {}).get("name", "python3")
@@ -45,34 +47,44 @@ def execute(kernel: SharedKernel, source: Path, out: Path, timeout: float) -> Sh
         kernel.close()
         kernel = SharedKernel(name)
     km = kernel.ready(source.parent)
-    client = NotebookClient(nb, km=km, timeout=cell_timeout, allow_errors=allow_errors, record_timing=False,
-                            resources={"metadata": {"path": str(source.parent)}})
+    client = NotebookClient(
+        nb,
+        km=km,
+        timeout=cell_timeout,
+        allow_errors=allow_errors,
+        record_timing=False,
+        resources={"metadata": {"path": str(source.parent)}},
+    )
     try:
         client.execute()
     finally:
-        if client.kc is not None:                             # nbclient leaves a client it did not own open
+        if client.kc is not None:  # nbclient leaves a client it did not own open
             client.kc.stop_channels()
     nbformat.write(nb, str(out))
     return kernel
 
 
 def main(timeout: str) -> int:
-    replies = os.fdopen(os.dup(1), "w", buffering=1)            # answers only on the real stdout; anything
-    os.dup2(2, 1)                                                # else printed (the kernel too) goes to stderr
+    replies = os.fdopen(os.dup(1), "w", buffering=1)  # answers only on the real stdout; anything
+    os.dup2(2, 1)  # else printed (the kernel too) goes to stderr
     kernel = SharedKernel("python3")
     try:
         for line in sys.stdin:
             request = json.loads(line)
             try:
-                kernel = execute(kernel, Path(request["source"]).resolve(), Path(request["out"]), float(timeout))
+                kernel = execute(
+                    kernel, Path(request["source"]).resolve(), Path(request["out"]), float(timeout)
+                )
                 try:
                     cost = json.loads(kernel.ask(COST))
-                except (RuntimeError, ValueError):                 # no measure: the page is still right
+                except (RuntimeError, ValueError):  # no measure: the page is still right
                     cost = None
                 replies.write(json.dumps({"ok": True, "cost": cost}) + "\n")
-            except Exception as exc:                                # noqa: BLE001 (reported, then myst-nb reruns it)
+            except Exception as exc:
                 kernel.close()
-                replies.write(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}) + "\n")
+                replies.write(
+                    json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}) + "\n"
+                )
     finally:
         kernel.close()
     return 0

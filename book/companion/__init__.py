@@ -19,6 +19,7 @@ Every page checks its parameters first, each by its own name (:mod:`~companion.p
 chapter's place in the book, whose other pages come from the book's build, with a banner saying what ran;
 ``python -m companion render NOTEBOOK`` renders an executed notebook so (:mod:`companion.rerun`).
 """
+
 import os
 
 

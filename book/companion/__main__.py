@@ -1,4 +1,5 @@
 """python -m companion rerun|render ... (companion.rerun)."""
+
 import os
 import sys
 
@@ -6,8 +7,11 @@ import sys
 # integer with a traceback: checked first, as recency_lib's command line does
 _hugepage = os.environ.get("NUMPY_MADVISE_HUGEPAGE")
 if _hugepage is not None and not _hugepage.strip().isdigit():
-    print(f"error: NUMPY_MADVISE_HUGEPAGE={_hugepage!r} (environment variable) is not allowed; allowed: 0 or 1, "
-          f"or unset", file=sys.stderr)
+    print(
+        f"error: NUMPY_MADVISE_HUGEPAGE={_hugepage!r} (environment variable) is not allowed; allowed: 0 or 1, "
+        f"or unset",
+        file=sys.stderr,
+    )
     sys.exit(2)
 
 from .rerun import main  # noqa: E402

@@ -20,15 +20,13 @@ the chapter writes the sentences around the glued words and numbers. The engines
 sample means in the control-variate fields where layer 1 is not exchangeable (RoPE,
 :func:`recency_lib.features.controls_valid`; tests/lib/test_cv_extensions.py checks the others).
 """
+
 from __future__ import annotations
 
 import os
 
 import numpy as np
 
-from . import report, statistics
-from .claims import not_relative_claim
-from . import conventions as cv
 from recency_lib.cache import cached_simulate_many
 from recency_lib.config import SimConfig
 from recency_lib.features import controls_valid
@@ -37,14 +35,25 @@ from recency_lib.result import SimResult
 from recency_lib.validation import check_int, short
 from recency_lib.workers import worker_pool
 
+from . import conventions as cv
+from . import report, statistics
+from .claims import not_relative_claim
+
 #: The anisotropy levels of the study: isotropic tokens, and the paper's showcase (the paper's Figure 1, rows 3-4).
 STUDY_ALPHAS = (0.0, 0.5)
 #: The components in the chapter's order, and the name of each in figures and tables (the words of
 #: conventions.variant_name where it has one); "{heads}" is filled in by :func:`component_label`.
 COMPONENT_LABELS = {
-    "paper": "none (the paper's model)", "rms": "RMSNorm", "fixed": "fixed weights (one network)",
-    "random": "random weights", "heads": "{heads} heads", "ffn": "FFN", "rope": "RoPE", "post": "post-LN",
-    "residual": "residual", "combined": "all parts together (one network)",
+    "paper": "none (the paper's model)",
+    "rms": "RMSNorm",
+    "fixed": "fixed weights (one network)",
+    "random": "random weights",
+    "heads": "{heads} heads",
+    "ffn": "FFN",
+    "rope": "RoPE",
+    "post": "post-LN",
+    "residual": "residual",
+    "combined": "all parts together (one network)",
 }
 #: What "one network" means: the fixed weights are one draw, from ``weights_seed``; the errors of a
 #: setting with fixed weights cover the sampling of tokens only, not the choice of network.
@@ -57,6 +66,7 @@ PROFILE_BINS = 16
 
 # -- the settings -------------------------------------------------------------------------------
 
+
 def combined_fields(heads: int) -> dict:
     """The layout of common decoders: pre-RMSNorm, RoPE, ``heads`` heads, FFN, residual, fixed weights."""
     return dict(norm="rms", rope=True, heads=heads, ffn=True, gamma=1.0, weights="fixed")
@@ -64,36 +74,69 @@ def combined_fields(heads: int) -> dict:
 
 def component_fields(heads: int) -> dict[str, dict]:
     """Each component: the SimConfig fields it changes in the paper's LayerNorm model without residual."""
-    return {"paper": {}, "rms": {"norm": "rms"}, "fixed": {"weights": "fixed"}, "random": {"weights": "per_sample"},
-            "heads": {"heads": heads}, "ffn": {"ffn": True}, "rope": {"rope": True}, "post": {"placement": "post"},
-            "residual": {"gamma": 1.0}, "combined": combined_fields(heads)}
+    return {
+        "paper": {},
+        "rms": {"norm": "rms"},
+        "fixed": {"weights": "fixed"},
+        "random": {"weights": "per_sample"},
+        "heads": {"heads": heads},
+        "ffn": {"ffn": True},
+        "rope": {"rope": True},
+        "post": {"placement": "post"},
+        "residual": {"gamma": 1.0},
+        "combined": combined_fields(heads),
+    }
 
 
 def component_label(key: str, cfg: SimConfig) -> str:
     """The name of a component in figures and tables ("RoPE", "4 heads", "all parts together", ...)."""
     if key not in COMPONENT_LABELS:
-        raise ValueError(f"key={short(key)} is not allowed; allowed: one of {sorted(COMPONENT_LABELS)}")
+        raise ValueError(
+            f"key={short(key)} is not allowed; allowed: one of {sorted(COMPONENT_LABELS)}"
+        )
     if key == "heads" and cfg.heads == 1:
         return "1 head"
     return COMPONENT_LABELS[key].format(heads=cfg.heads)
 
 
-def component_configs(samples: int, seed: int = 0, *, n: int = cv.PAPER_N, d: int = cv.PAPER_D,
-                      layers: int = cv.PAPER_LAYERS, heads: int = 4, weights_seed: int = 0,
-                      random_divisor: int = 10, alphas=STUDY_ALPHAS) -> dict[tuple[str, float], SimConfig]:
+def component_configs(
+    samples: int,
+    seed: int = 0,
+    *,
+    n: int = cv.PAPER_N,
+    d: int = cv.PAPER_D,
+    layers: int = cv.PAPER_LAYERS,
+    heads: int = 4,
+    weights_seed: int = 0,
+    random_divisor: int = 10,
+    alphas=STUDY_ALPHAS,
+) -> dict[tuple[str, float], SimConfig]:
     """(component, alpha) -> SimConfig of the component study, in the chapter's order.
 
     Drawing four d x d matrices per layer for every sequence dominates the cost of "random
     weights": that setting runs ``samples // random_divisor`` sequences (its errors are larger)."""
     samples = check_int("samples", samples, 2)
     random_divisor = check_int("random_divisor", random_divisor, 1)
-    check_int("n", n, 3)                                # the recency probability needs three tokens
+    check_int("n", n, 3)  # the recency probability needs three tokens
     out = {}
     for key, fields in component_fields(heads).items():
         count = max(2, samples // random_divisor) if key == "random" else samples
         for a in alphas:
-            out[(key, float(a))] = SimConfig(**{**dict(alpha=a, norm="layernorm", n=n, d=d, layers=layers,
-                                                       samples=count, seed=seed, weights_seed=weights_seed), **fields})
+            out[(key, float(a))] = SimConfig(
+                **{
+                    **dict(
+                        alpha=a,
+                        norm="layernorm",
+                        n=n,
+                        d=d,
+                        layers=layers,
+                        samples=count,
+                        seed=seed,
+                        weights_seed=weights_seed,
+                    ),
+                    **fields,
+                }
+            )
     return out
 
 
@@ -101,15 +144,25 @@ def check_lengths(lengths, name: str = "long_lengths") -> tuple[int, ...]:
     """The sequence lengths of a sweep: a non-empty list of integers >= 3, returned sorted and
     without repeats; ValueError naming ``name`` otherwise."""
     if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__"):
-        raise ValueError(f"{name}={short(lengths)} is not allowed; allowed: a list of integers >= 3")
+        raise ValueError(
+            f"{name}={short(lengths)} is not allowed; allowed: a list of integers >= 3"
+        )
     values = sorted({check_int(f"{name}[{k}]", v, 3) for k, v in enumerate(lengths)})
     if not values:
         raise ValueError(f"{name}=[] is empty; allowed: a list of integers >= 3")
     return tuple(values)
 
 
-def length_configs(lengths, samples: int, seed: int = 0, *, d: int = cv.PAPER_D, layers: int = cv.PAPER_LAYERS,
-                   heads: int = 4, weights_seed: int = 0) -> dict[tuple[str, int], SimConfig]:
+def length_configs(
+    lengths,
+    samples: int,
+    seed: int = 0,
+    *,
+    d: int = cv.PAPER_D,
+    layers: int = cv.PAPER_LAYERS,
+    heads: int = 4,
+    weights_seed: int = 0,
+) -> dict[tuple[str, int], SimConfig]:
     """(model, n) -> SimConfig of the length sweep: the paper's LayerNorm model and the same with the
     residual (alpha = 0.5, the exact Gram engine), and the common decoder layout at alpha = 0.5 and 0
     (dense engine, one random network).
@@ -120,16 +173,35 @@ def length_configs(lengths, samples: int, seed: int = 0, *, d: int = cv.PAPER_D,
     them cheap: a sequence of length 10 costs about 1/20,000 of one of length 512)."""
     lengths = check_lengths(lengths)
     samples = check_int("samples", samples, 2)
-    models = {"paper": dict(alpha=0.5), "residual": dict(alpha=0.5, gamma=1.0),
-              "combined": dict(alpha=0.5, **combined_fields(heads)), "combined0": dict(alpha=0.0, **combined_fields(heads))}
+    models = {
+        "paper": dict(alpha=0.5),
+        "residual": dict(alpha=0.5, gamma=1.0),
+        "combined": dict(alpha=0.5, **combined_fields(heads)),
+        "combined0": dict(alpha=0.0, **combined_fields(heads)),
+    }
     longest = max(lengths)
 
     def count(m, L):
         return exact_samples(samples, L, longest) if m in EXACT_MODELS else samples
 
-    return {(m, L): SimConfig(**{**dict(norm="layernorm", n=L, d=d, layers=layers, samples=count(m, L), seed=seed,
-                                        weights_seed=weights_seed), **models[m]})
-            for m in LENGTH_MODELS for L in lengths}
+    return {
+        (m, L): SimConfig(
+            **{
+                **dict(
+                    norm="layernorm",
+                    n=L,
+                    d=d,
+                    layers=layers,
+                    samples=count(m, L),
+                    seed=seed,
+                    weights_seed=weights_seed,
+                ),
+                **models[m],
+            }
+        )
+        for m in LENGTH_MODELS
+        for L in lengths
+    }
 
 
 #: The models of the length sweep that run on the exact Gram engine (the paper's model, no extension).
@@ -147,7 +219,11 @@ def exact_samples(samples: int, n: int, longest: int) -> int:
 def length_label(cfg: SimConfig) -> str:
     """A length-sweep model's name: "LayerNorm, α = 0.5", "LayerNorm + residual, α = 0.5",
     "all parts together (one network), α = 0" (conventions.setting_label for the paper's models)."""
-    return f"all parts together (one network), {cv.alpha_label(cfg.alpha)}" if cfg.extended else cv.setting_label(cfg)
+    return (
+        f"all parts together (one network), {cv.alpha_label(cfg.alpha)}"
+        if cfg.extended
+        else cv.setting_label(cfg)
+    )
 
 
 def run(configs, workers: int = 1, *, cache=None) -> list[SimResult]:
@@ -163,6 +239,7 @@ def run(configs, workers: int = 1, *, cache=None) -> list[SimResult]:
 
 # -- the component study: findings --------------------------------------------------------------
 
+
 def cell_count(results: dict) -> int:
     """The number of (setting, layer) cells of ``results``: the family of :func:`directions`."""
     return sum(r.config.layers for r in results.values())
@@ -172,16 +249,20 @@ def directions(results: dict) -> dict:
     """key -> the order each layer resolves (statistics.direction: "recency", "primacy", "no order
     resolved"), every (setting, layer) cell of ``results`` decided as one family."""
     k = cell_count(results)
-    return {key: tuple(statistics.direction(r, l, family=k) for l in range(1, r.config.layers + 1))
-            for key, r in results.items()}
+    return {
+        key: tuple(statistics.direction(r, l, family=k) for l in range(1, r.config.layers + 1))
+        for key, r in results.items()
+    }
 
 
 def definition1_verdicts(results: dict) -> dict:
     """key -> Definition 1 on each layer's mean scores ("holds" / "violated" / "undecided"), every
     matrix of ``results`` in one family (statistics.definition1)."""
     k = cell_count(results)
-    return {key: tuple(statistics.definition1(r, l, family=k) for l in range(1, r.config.layers + 1))
-            for key, r in results.items()}
+    return {
+        key: tuple(statistics.definition1(r, l, family=k) for l in range(1, r.config.layers + 1))
+        for key, r in results.items()
+    }
 
 
 def definition1_holds(def1: dict, alpha: float) -> list[str]:
@@ -204,9 +285,13 @@ def created_order(dirs: dict, alpha: float = 0.0, reference: str = "paper") -> l
     """Components that resolve an order (either way) at ``alpha`` in some layer where the
     ``reference`` component resolves none."""
     ref = dirs[(reference, alpha)]
-    return [key for (key, a), words in dirs.items()
-            if a == alpha and key != reference
-            and any(w != "no order resolved" and r == "no order resolved" for w, r in zip(words, ref))]
+    return [
+        key
+        for (key, a), words in dirs.items()
+        if a == alpha
+        and key != reference
+        and any(w != "no order resolved" and r == "no order resolved" for w, r in zip(words, ref))
+    ]
 
 
 def versus_reference(results: dict, alpha: float, reference: str = "paper") -> dict[str, list[str]]:
@@ -229,16 +314,21 @@ def versus_reference(results: dict, alpha: float, reference: str = "paper") -> d
 def uses_plain(results: dict) -> list[str]:
     """Components whose step estimates are plain sample means: no control variates, because their
     first layer is not exchangeable (features.controls_valid: RoPE)."""
-    return list(dict.fromkeys(key for (key, _), r in results.items() if not controls_valid(r.config)))
+    return list(
+        dict.fromkeys(key for (key, _), r in results.items() if not controls_valid(r.config))
+    )
 
 
 #: How a sentence names a component where its table label would read oddly.
-SENTENCE_LABELS = {"paper": "the paper's model", "combined": "all parts together (one random network)",
-                   "fixed": "fixed weights (one random network)"}
+SENTENCE_LABELS = {
+    "paper": "the paper's model",
+    "combined": "all parts together (one random network)",
+    "fixed": "fixed weights (one random network)",
+}
 
 
 def names(keys, results: dict) -> str:
-    """"RMSNorm, FFN and RoPE" (or "none"): component keys as a list for a sentence; a key may also
+    """ "RMSNorm, FFN and RoPE" (or "none"): component keys as a list for a sentence; a key may also
     be a (component, alpha) pair, named "RoPE at α = 0"."""
     cfg = {key: r.config for (key, _), r in results.items()}
 
@@ -259,7 +349,9 @@ def layer_orders(words) -> str:
             groups.setdefault(w, []).append(l)
     if not groups:
         return "no resolved order"
-    return "; ".join(f"{w} in layer{'s' if len(ls) > 1 else ''} {_layer_span(ls)}" for w, ls in groups.items())
+    return "; ".join(
+        f"{w} in layer{'s' if len(ls) > 1 else ''} {_layer_span(ls)}" for w, ls in groups.items()
+    )
 
 
 def _layer_span(layers: list[int]) -> str:
@@ -287,7 +379,9 @@ def summary_rows(results: dict, dirs: dict, def1: dict, alphas=STUDY_ALPHAS) -> 
         row = {"component added": component_label(key, r.config)}
         for a in alphas:
             row[f"order, {cv.alpha_label(a)}"] = layer_orders(dirs[(key, a)])
-        row[f"RP of {report.score_label(L)}, {cv.alpha_label(top)}"] = report.pm(*statistics.rp(r, L))
+        row[f"RP of {report.score_label(L)}, {cv.alpha_label(top)}"] = report.pm(
+            *statistics.rp(r, L)
+        )
         row[f"Definition 1, {report.score_label(L)}, {cv.alpha_label(top)}"] = def1[(key, top)][-1]
         rows.append(row)
     return rows
@@ -298,18 +392,37 @@ def full_rows(results: dict, dirs: dict, def1: dict) -> list[dict]:
     rows = []
     for (key, a), r in results.items():
         for l in range(1, r.config.layers + 1):
-            rows.append({"component added": component_label(key, r.config), "model": cv.variant_name(r.config),
-                         "α": f"{a:g}", "layer": str(l), "RP": report.pm(*statistics.rp(r, l)),
-                         "order": dirs[(key, a)][l - 1], "Definition 1": def1[(key, a)][l - 1]})
+            rows.append(
+                {
+                    "component added": component_label(key, r.config),
+                    "model": cv.variant_name(r.config),
+                    "α": f"{a:g}",
+                    "layer": str(l),
+                    "RP": report.pm(*statistics.rp(r, l)),
+                    "order": dirs[(key, a)][l - 1],
+                    "Definition 1": def1[(key, a)][l - 1],
+                }
+            )
     return rows
 
 
 def full_columns(results: dict) -> dict[str, list]:
     """The numbers of the component study as download columns (report.download)."""
-    return report.columns(("component", "model", "alpha", "samples", "layer", "recency_probability", "se"),
-                          ((component_label(key, r.config), cv.variant_name(r.config), a, r.config.samples, l,
-                            *statistics.rp(r, l)) for (key, a), r in results.items()
-                           for l in range(1, r.config.layers + 1)))
+    return report.columns(
+        ("component", "model", "alpha", "samples", "layer", "recency_probability", "se"),
+        (
+            (
+                component_label(key, r.config),
+                cv.variant_name(r.config),
+                a,
+                r.config.samples,
+                l,
+                *statistics.rp(r, l),
+            )
+            for (key, a), r in results.items()
+            for l in range(1, r.config.layers + 1)
+        ),
+    )
 
 
 # -- relativity ----------------------------------------------------------------------------------
@@ -323,10 +436,14 @@ def full_columns(results: dict) -> dict[str, list]:
 RELATIVITY_KEYS = ("rope", "combined")
 
 
-def relativity_configs(configs: dict, samples: int, keys=RELATIVITY_KEYS) -> dict[tuple[str, float], SimConfig]:
+def relativity_configs(
+    configs: dict, samples: int, keys=RELATIVITY_KEYS
+) -> dict[tuple[str, float], SimConfig]:
     """(component, alpha) -> the component study's setting of each of ``keys`` with ``samples`` sequences."""
     samples = check_int("samples", samples, 2)
-    return {(key, a): cfg.replace(samples=samples) for (key, a), cfg in configs.items() if key in keys}
+    return {
+        (key, a): cfg.replace(samples=samples) for (key, a), cfg in configs.items() if key in keys
+    }
 
 
 def control_mean(cfg: SimConfig):
@@ -342,10 +459,12 @@ def relativity_verdicts(stats: dict) -> dict:
 
 CHANGES, NO_CHANGE = "changes", "does not change resolvably"
 #: What the two last-layer changes of :func:`last_layer_changes` say about where a row's order lives.
-READINGS = {(NO_CHANGE, CHANGES): "follows the distance i − j, as a relative encoding's would",
-            (CHANGES, NO_CHANGE): "follows the keys' positions, not their distance",
-            (CHANGES, CHANGES): "follows neither the distance nor the keys' positions alone",
-            (NO_CHANGE, NO_CHANGE): "shows no resolved change with the query"}
+READINGS = {
+    (NO_CHANGE, CHANGES): "follows the distance i − j, as a relative encoding's would",
+    (CHANGES, NO_CHANGE): "follows the keys' positions, not their distance",
+    (CHANGES, CHANGES): "follows neither the distance nor the keys' positions alone",
+    (NO_CHANGE, NO_CHANGE): "shows no resolved change with the query",
+}
 
 
 def reading(change: dict) -> str:
@@ -373,7 +492,7 @@ def last_layer_changes(stats: dict) -> dict:
 
 
 def _decisive_layer(v) -> int:
-    L = len(v.checks) + 1                                          # checks: layers L .. 2
+    L = len(v.checks) + 1  # checks: layers L .. 2
     return L - list(v.checks).index(v.decisive)
 
 
@@ -387,10 +506,15 @@ def relativity_rows(stats: dict) -> list[dict]:
         comp, a = key
         v, ch = verdicts[key], changes[key]
         L = st.config.layers
-        rows.append({"component added": component_label(comp, st.config), "α": f"{a:g}",
-                     "not relative? (decisive $D_n - D_5$)": f"{v.word}: {v.value} (layer {_decisive_layer(v)})",
-                     f"$D_n - D_5$, layer {L} (z)": f"{report.pm(*ch['D'][:2])} ({report.z_text(ch['D'][2])})",
-                     f"$K_n - K_5$, layer {L} (z)": f"{report.pm(*ch['K'][:2])} ({report.z_text(ch['K'][2])})"})
+        rows.append(
+            {
+                "component added": component_label(comp, st.config),
+                "α": f"{a:g}",
+                "not relative? (decisive $D_n - D_5$)": f"{v.word}: {v.value} (layer {_decisive_layer(v)})",
+                f"$D_n - D_5$, layer {L} (z)": f"{report.pm(*ch['D'][:2])} ({report.z_text(ch['D'][2])})",
+                f"$K_n - K_5$, layer {L} (z)": f"{report.pm(*ch['K'][:2])} ({report.z_text(ch['K'][2])})",
+            }
+        )
     return rows
 
 
@@ -399,23 +523,43 @@ def relativity_columns(stats: dict) -> dict[str, list]:
     rows = []
     for (comp, a), st in stats.items():
         prof = statistics.distance_profiles(st)
-        rows += [(component_label(comp, st.config), a, st.samples, prof["estimator"], l, c, int(q), float(mu), float(se))
-                 for l in range(1, st.config.layers + 1) for c in ("D", "K")
-                 for q, mu, se in zip(prof["queries"], prof[c][0][l - 1], prof[c][1][l - 1])]
-    return report.columns(("component", "alpha", "samples", "estimator", "layer", "quantity", "query", "mean", "se"),
-                          rows)
+        rows += [
+            (
+                component_label(comp, st.config),
+                a,
+                st.samples,
+                prof["estimator"],
+                l,
+                c,
+                int(q),
+                float(mu),
+                float(se),
+            )
+            for l in range(1, st.config.layers + 1)
+            for c in ("D", "K")
+            for q, mu, se in zip(prof["queries"], prof[c][0][l - 1], prof[c][1][l - 1])
+        ]
+    return report.columns(
+        ("component", "alpha", "samples", "estimator", "layer", "quantity", "query", "mean", "se"),
+        rows,
+    )
 
 
 # -- across networks ------------------------------------------------------------------------------
+
 
 def network_configs(cfg: SimConfig, networks: int, samples: int) -> list[SimConfig]:
     """``cfg`` (fixed weights) on ``networks - 1`` other random networks, weights_seed + 1, + 2, ..., each
     with ``samples`` sequences (the first network is ``cfg``'s own run)."""
     if cfg.weights != "fixed":
-        raise ValueError(f"cfg.weights={cfg.weights!r} is not allowed; allowed: 'fixed' (one network per weights_seed)")
+        raise ValueError(
+            f"cfg.weights={cfg.weights!r} is not allowed; allowed: 'fixed' (one network per weights_seed)"
+        )
     networks = check_int("networks", networks, 2)
     samples = check_int("samples", samples, 2)
-    return [cfg.replace(weights_seed=cfg.weights_seed + k, samples=samples) for k in range(1, networks)]
+    return [
+        cfg.replace(weights_seed=cfg.weights_seed + k, samples=samples) for k in range(1, networks)
+    ]
 
 
 def across_networks(results, layer: int | None = None) -> dict:
@@ -431,7 +575,11 @@ def across_networks(results, layer: int | None = None) -> dict:
     K = len(results)
     if K < 2:
         raise ValueError(f"{K} result(s) given; allowed: at least 2 networks")
-    L = results[0].config.layers if layer is None else check_int("layer", layer, 1, results[0].config.layers)
+    L = (
+        results[0].config.layers
+        if layer is None
+        else check_int("layer", layer, 1, results[0].config.layers)
+    )
     rp = np.array([statistics.rp(r, L)[0] for r in results])
     se = np.array([statistics.rp(r, L)[1] for r in results])
     mean, sd = float(rp.mean()), float(rp.std(ddof=1))
@@ -440,21 +588,34 @@ def across_networks(results, layer: int | None = None) -> dict:
     tc = float(stdtrit(K - 1, 1.0 - cv.FAMILYWISE_LEVEL / 2))
     word = "recency" if t > tc else "primacy" if t < -tc else "no order resolved"
     orders = [statistics.direction(r, L, family=K) for r in results]
-    return {"layer": L, "seeds": [r.config.weights_seed for r in results],
-            "samples": [r.config.samples for r in results],
-            "rp": rp, "se": se, "orders": orders, "mean": mean, "sd": sd, "sem": float(sem), "t": t,
-            "t_threshold": tc, "word": word,
-            "spread_ratio": sd / float(np.median(se)) if np.median(se) > 0 else np.inf,
-            "counts": {w: orders.count(w) for w in ("recency", "no order resolved", "primacy")}}
+    return {
+        "layer": L,
+        "seeds": [r.config.weights_seed for r in results],
+        "samples": [r.config.samples for r in results],
+        "rp": rp,
+        "se": se,
+        "orders": orders,
+        "mean": mean,
+        "sd": sd,
+        "sem": float(sem),
+        "t": t,
+        "t_threshold": tc,
+        "word": word,
+        "spread_ratio": sd / float(np.median(se)) if np.median(se) > 0 else np.inf,
+        "counts": {w: orders.count(w) for w in ("recency", "no order resolved", "primacy")},
+    }
 
 
 def network_text(found: dict) -> str:
-    """"0.531 ± 0.017 over 5 networks (SD 0.037)": the across-networks mean of :func:`across_networks`."""
-    return (f"{report.pm(found['mean'], found['sem'])} over {report.count(len(found['rp']))} networks "
-            f"(SD {report.num(found['sd'], 2)})")
+    """ "0.531 ± 0.017 over 5 networks (SD 0.037)": the across-networks mean of :func:`across_networks`."""
+    return (
+        f"{report.pm(found['mean'], found['sem'])} over {report.count(len(found['rp']))} networks "
+        f"(SD {report.num(found['sd'], 2)})"
+    )
 
 
 # -- the paper's model on the extensions' engine -------------------------------------------------
+
 
 def identical_scores(engine_scores, layer_scores) -> bool:
     """Whether scores from an engine, (B, layers, n, n), and the same scores computed layer by layer
@@ -463,13 +624,16 @@ def identical_scores(engine_scores, layer_scores) -> bool:
     a = np.asarray(engine_scores, dtype=float)
     b = np.stack([np.asarray(s, dtype=float) for s in layer_scores], axis=1)
     if a.shape != b.shape or a.ndim != 4 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"scores have shapes {a.shape} and {b.shape} (stacked by layer); allowed: equal "
-                         f"shapes (B, layers, n, n)")
+        raise ValueError(
+            f"scores have shapes {a.shape} and {b.shape} (stacked by layer); allowed: equal "
+            f"shapes (B, layers, n, n)"
+        )
     low = np.tri(a.shape[-1], dtype=bool)
     return bool(np.array_equal(a[..., low].view(np.uint64), b[..., low].view(np.uint64)))
 
 
 # -- the length sweep ---------------------------------------------------------------------------
+
 
 def by_length(long_results: dict, model: str) -> dict[int, SimResult]:
     """n -> result of one model of the length sweep, shortest first."""
@@ -483,7 +647,9 @@ def rp_by_length(runs: dict[int, SimResult]) -> tuple[np.ndarray, np.ndarray, np
     return lengths, np.array([v for v, _ in rps]), np.array([e for _, e in rps])
 
 
-def last_query_profiles(runs: dict[int, SimResult], layer: int | None = None, bins: int = PROFILE_BINS) -> dict:
+def last_query_profiles(
+    runs: dict[int, SimResult], layer: int | None = None, bins: int = PROFILE_BINS
+) -> dict:
     """n -> (relative key position, binned mean score of the last query minus its row mean, bound on
     the SE) at 1-based ``layer`` (default: the last), for rows of different lengths on one axis
     (metrics.binned_row)."""
@@ -505,7 +671,9 @@ def late_early(r: SimResult, layer: int | None = None) -> tuple[float, float]:
 UNCHANGED = "does not change resolvably"
 
 
-def change(a: float, se_a: float, b: float, se_b: float, zc: float, words=("rises", "falls")) -> str:
+def change(
+    a: float, se_a: float, b: float, se_b: float, zc: float, words=("rises", "falls")
+) -> str:
     """How b differs from a: ``words[0]`` when b - a exceeds ``zc`` times the combined error
     sqrt(se_a^2 + se_b^2), ``words[1]`` when it falls short of minus that, else :data:`UNCHANGED`."""
     z = report.zdiff(b, se_b, a, se_a)
@@ -532,19 +700,27 @@ def length_findings(long_results: dict) -> dict[str, dict]:
         L = last.config.layers
         (g0, b0), (g1, b1) = late_early(first), late_early(last)
         positive = g0 > zc * b0 and g1 > zc * b1
-        out[m] = {"rp": change(*statistics.rp(first, L), *statistics.rp(last, L), zc),
-                  # bounds add (|a - b| <= b_a + b_b whatever the correlation): test against their sum
-                  "gap": "grows" if g1 - g0 > zc * (b0 + b1) else "shrinks" if g0 - g1 > zc * (b0 + b1)
-                  else UNCHANGED,
-                  "gaps": gap_series(runs), "factor": g0 / g1 if positive else None,
-                  "rp_values": (statistics.rp(first, L), statistics.rp(last, L))}
+        out[m] = {
+            "rp": change(*statistics.rp(first, L), *statistics.rp(last, L), zc),
+            # bounds add (|a - b| <= b_a + b_b whatever the correlation): test against their sum
+            "gap": "grows"
+            if g1 - g0 > zc * (b0 + b1)
+            else "shrinks"
+            if g0 - g1 > zc * (b0 + b1)
+            else UNCHANGED,
+            "gaps": gap_series(runs),
+            "factor": g0 / g1 if positive else None,
+            "rp_values": (statistics.rp(first, L), statistics.rp(last, L)),
+        }
     return out
 
 
 def gap_listing(found: dict) -> str:
-    """"1.03 ± 0.04 at n = 10, ..., and 0.204 ± 0.017 at n = 512": one model's gaps (:func:`length_findings`)."""
-    return report.listing([f"{report.pm(g, b)} at n = {report.count(n)}" for n, (g, b) in found["gaps"].items()],
-                          fmt=str)
+    """ "1.03 ± 0.04 at n = 10, ..., and 0.204 ± 0.017 at n = 512": one model's gaps (:func:`length_findings`)."""
+    return report.listing(
+        [f"{report.pm(g, b)} at n = {report.count(n)}" for n, (g, b) in found["gaps"].items()],
+        fmt=str,
+    )
 
 
 def length_rows(long_results: dict) -> list[dict]:
@@ -577,16 +753,31 @@ def length_columns(long_results: dict) -> dict[str, list]:
     rows = []
     for (m, n), r in long_results.items():
         label = length_label(r.config)
-        rows += [(label, n, l, "recency_probability", "", *statistics.rp(r, l)) for l in range(1, r.config.layers + 1)]
-        rows += [(label, n, r.config.layers, "binned last-query score - row mean (se: bound)", float(x), float(mu),
-                  float(b)) for x, mu, b in zip(*last_query_profiles({n: r})[n])]
+        rows += [
+            (label, n, l, "recency_probability", "", *statistics.rp(r, l))
+            for l in range(1, r.config.layers + 1)
+        ]
+        rows += [
+            (
+                label,
+                n,
+                r.config.layers,
+                "binned last-query score - row mean (se: bound)",
+                float(x),
+                float(mu),
+                float(b),
+            )
+            for x, mu, b in zip(*last_query_profiles({n: r})[n])
+        ]
     return report.columns(("model", "n", "layer", "quantity", "x", "mean", "se"), rows)
 
 
 # -- the page's findings, first ------------------------------------------------------------------
 
-def findings_rows(results: dict, long_results: dict, relativity: dict | None = None,
-                  networks: dict | None = None) -> list[dict]:
+
+def findings_rows(
+    results: dict, long_results: dict, relativity: dict | None = None, networks: dict | None = None
+) -> list[dict]:
     """The chapter's answers in one table (its first screen): each part alone and all parts together
     at the largest alpha of the study (one random network), all parts together across networks
     (``networks``: :func:`across_networks`), what happens on isotropic tokens, whether the bias of RoPE
@@ -610,8 +801,12 @@ def findings_rows(results: dict, long_results: dict, relativity: dict | None = N
     L = comb.config.layers
     together = f"{layer_orders(dirs[('combined', top)])}; RP of {report.score_label(L)}: {report.pm(*statistics.rp(comb, L))}"
     created = created_order(dirs, iso)
-    isotropic = (f"the paper's model: {layer_orders(dirs[('paper', iso)])}; an order of their own with "
-                 f"{names(created, results)}" if created else "no part resolves an order")
+    isotropic = (
+        f"the paper's model: {layer_orders(dirs[('paper', iso)])}; an order of their own with "
+        f"{names(created, results)}"
+        if created
+        else "no part resolves an order"
+    )
     found = length_findings(long_results)
     lengths = sorted({n for _, n in long_results})
     if len(lengths) > 1:
@@ -619,9 +814,11 @@ def findings_rows(results: dict, long_results: dict, relativity: dict | None = N
         if "paper" in found:
             f = found["paper"]
             g = f["gaps"]
-            parts_len.append(f"the paper's model: RP {f['rp']} ({report.pm(*f['rp_values'][0])} → "
-                             f"{report.pm(*f['rp_values'][1])}), late − early gap {f['gap']} "
-                             f"({report.pm(*g[lengths[0]])} → {report.pm(*g[lengths[-1]])})")
+            parts_len.append(
+                f"the paper's model: RP {f['rp']} ({report.pm(*f['rp_values'][0])} → "
+                f"{report.pm(*f['rp_values'][1])}), late − early gap {f['gap']} "
+                f"({report.pm(*g[lengths[0]])} → {report.pm(*g[lengths[-1]])})"
+            )
         if "combined" in found:
             parts_len.append(f"{SENTENCE_LABELS['combined']}: RP {found['combined']['rp']}")
         longer = "; ".join(parts_len)
@@ -629,36 +826,67 @@ def findings_rows(results: dict, long_results: dict, relativity: dict | None = N
         longer = "one length only: no change to test"
     a_top, a_iso = cv.alpha_label(top), cv.alpha_label(iso)
     rows = [
-        {"question": f"one part added to the paper's model, {a_top}", "answer": alone,
-         "evidence": "{numref}`fig-beyond-components`"},
-        {"question": f"all parts together, {ONE_NETWORK}, {a_top}", "answer": together,
-         "evidence": "{numref}`fig-beyond-components`"},
+        {
+            "question": f"one part added to the paper's model, {a_top}",
+            "answer": alone,
+            "evidence": "{numref}`fig-beyond-components`",
+        },
+        {
+            "question": f"all parts together, {ONE_NETWORK}, {a_top}",
+            "answer": together,
+            "evidence": "{numref}`fig-beyond-components`",
+        },
     ]
     if networks is not None:
         K = len(networks["rp"])
         c = networks["counts"]
-        across = (f"RP of {report.score_label(networks['layer'])}: {network_text(networks)}: {networks['word']} "
-                  f"across networks; recency in {report.count(c['recency'])}, primacy in "
-                  f"{report.count(c['primacy'])} of the {report.count(K)} networks")
-        rows.append({"question": f"all parts together across random networks, {a_top}", "answer": across,
-                     "evidence": "{numref}`fig-beyond-networks`"})
-    rows.append({"question": f"isotropic tokens, {a_iso}", "answer": isotropic,
-                 "evidence": "{numref}`fig-beyond-components`"})
+        across = (
+            f"RP of {report.score_label(networks['layer'])}: {network_text(networks)}: {networks['word']} "
+            f"across networks; recency in {report.count(c['recency'])}, primacy in "
+            f"{report.count(c['primacy'])} of the {report.count(K)} networks"
+        )
+        rows.append(
+            {
+                "question": f"all parts together across random networks, {a_top}",
+                "answer": across,
+                "evidence": "{numref}`fig-beyond-networks`",
+            }
+        )
+    rows.append(
+        {
+            "question": f"isotropic tokens, {a_iso}",
+            "answer": isotropic,
+            "evidence": "{numref}`fig-beyond-components`",
+        }
+    )
     if relativity:
         verdicts, changes = relativity_verdicts(relativity), last_layer_changes(relativity)
         parts_rel = []
         for key in [k for k in relativity if k[1] == top]:
             ch = changes[key]
-            parts_rel.append(f"{SENTENCE_LABELS.get(key[0]) or component_label(key[0], relativity[key].config)}: "
-                             f"{verdicts[key].word} ($D_n - D_5$ {ch['D_word']}, $K_n - K_5$ {ch['K_word']})")
-        rows.append({"question": f"is the bias relative? ({a_top})", "answer": "; ".join(parts_rel),
-                     "evidence": "{numref}`fig-beyond-contrasts`"})
-    rows.append({"question": f"last layer from n = {lengths[0]} to {lengths[-1]}", "answer": longer,
-                 "evidence": "{numref}`fig-beyond-lengths`"})
+            parts_rel.append(
+                f"{SENTENCE_LABELS.get(key[0]) or component_label(key[0], relativity[key].config)}: "
+                f"{verdicts[key].word} ($D_n - D_5$ {ch['D_word']}, $K_n - K_5$ {ch['K_word']})"
+            )
+        rows.append(
+            {
+                "question": f"is the bias relative? ({a_top})",
+                "answer": "; ".join(parts_rel),
+                "evidence": "{numref}`fig-beyond-contrasts`",
+            }
+        )
+    rows.append(
+        {
+            "question": f"last layer from n = {lengths[0]} to {lengths[-1]}",
+            "answer": longer,
+            "evidence": "{numref}`fig-beyond-lengths`",
+        }
+    )
     return rows
 
 
 # -- figures of this chapter ----------------------------------------------------------------------
+
 
 def network_panel(found: dict, ax, *, z: float = 1.0):
     """The recency probability of every network of :func:`across_networks` (points ± ``z`` SE, one per
@@ -667,10 +895,23 @@ def network_panel(found: dict, ax, *, z: float = 1.0):
     from .plotting import errorbar_points
 
     x = np.arange(len(found["rp"]))
-    ax.axhspan(found["mean"] - z * found["sem"], found["mean"] + z * found["sem"], color="0.85", linewidth=0,
-               label="mean across networks ± SE")
+    ax.axhspan(
+        found["mean"] - z * found["sem"],
+        found["mean"] + z * found["sem"],
+        color="0.85",
+        linewidth=0,
+        label="mean across networks ± SE",
+    )
     ax.axhline(found["mean"], color="0.45", linewidth=1.0)
-    errorbar_points(x, found["rp"], found["se"], ax, z=z, label="one network ± SE", color=cv.ordered_colour(0, 1))
+    errorbar_points(
+        x,
+        found["rp"],
+        found["se"],
+        ax,
+        z=z,
+        label="one network ± SE",
+        color=cv.ordered_colour(0, 1),
+    )
     ax.axhline(0.5, label="no order", **cv.REFERENCE)
     ax.set_xticks(x, [str(s) for s in found["seeds"]])
     ax.set_xlabel("weights_seed (one random network each)")

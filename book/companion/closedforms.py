@@ -29,38 +29,41 @@ known mean, 0, and correct the later layers' steps without bias; :func:`score_ro
 
 Indices are 1-based in names and docstrings (as in the paper), 0-based in array subscripts.
 """
+
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
 
 import numpy as np
 
 from recency_lib import inputs, theory
 from recency_lib.cache import cached_simulate_many, cached_value
 from recency_lib.config import SimConfig
-from .conventions import alpha_label, setting_label, variant_short
-from .settings import PROP1_FACTOR
-from .report import Markdown, curve_columns, download, is_exact, nowrap, num, pm, z_text, zscore
-from .statistics import s2_order, simulated_h
-from .verdicts import UNRESOLVED
 from recency_lib.metrics import adjacent_index
 from recency_lib.norms import NORMS
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int, check_real
 
-LAYERS = 2                    # every closed form here is about layer 1 or layer 2
-BOUND_MARK = "\u2020"         # "†": the printed SE is an upper bound (Minkowski), not an estimate
+from .conventions import alpha_label, setting_label, variant_short
+from .report import Markdown, curve_columns, download, is_exact, nowrap, num, pm, z_text, zscore
+from .settings import PROP1_FACTOR
+from .statistics import s2_order, simulated_h
+from .verdicts import UNRESOLVED
+
+LAYERS = 2  # every closed form here is about layer 1 or layer 2
+BOUND_MARK = "\u2020"  # "†": the printed SE is an upper bound (Minkowski), not an estimate
 DEFAULT_DS = (16, 64, 256)
-Z_RESOLVE = 3.0               # a ratio is reported where the simulated value is this many SE from 0
-Z_ERRATUM = 5.0               # a ratio off by more than this many SE from 1 counts as off
-FIG_ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8)   # the alphas of the paper's Figures 2 and 5 (authors' code)
+Z_RESOLVE = 3.0  # a ratio is reported where the simulated value is this many SE from 0
+Z_ERRATUM = 5.0  # a ratio off by more than this many SE from 1 counts as off
+FIG_ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8)  # the alphas of the paper's Figures 2 and 5 (authors' code)
 
 
 # -- what is measured -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -82,8 +85,17 @@ class Setting:
 
     def config(self, d: int, n: int, samples: int, seed: int) -> SimConfig:
         """The two-layer simulation of this setting (gram engine, exact for the paper's model)."""
-        return SimConfig(alpha=self.alpha, gamma=self.gamma, norm=self.norm, n=n, d=d, layers=LAYERS,
-                         samples=samples, seed=seed, engine="gram")
+        return SimConfig(
+            alpha=self.alpha,
+            gamma=self.gamma,
+            norm=self.norm,
+            n=n,
+            d=d,
+            layers=LAYERS,
+            samples=samples,
+            seed=seed,
+            engine="gram",
+        )
 
 
 @dataclass(frozen=True)
@@ -117,24 +129,29 @@ class ClosedForm:
     """A closed form the book quotes: where it comes from, what it predicts, in which settings."""
 
     key: str
-    equation: str            # e.g. "Eq. (5) = Eq. (11)"
-    version: str             # "as printed", "corrected", "as printed (= LLN)", "this module", ...
-    quantity: str            # the simulated quantity and where it is read
+    equation: str  # e.g. "Eq. (5) = Eq. (11)"
+    version: str  # "as printed", "corrected", "as printed (= LLN)", "this module", ...
+    quantity: str  # the simulated quantity and where it is read
     settings: tuple[Setting, ...]
     level: Part | None
     step: Part | None
-    source: str = "gram"     # "gram": a SimResult; "cosine": inputs.input_cosine_similarity
+    source: str = "gram"  # "gram": a SimResult; "cosine": inputs.input_cosine_similarity
 
 
 # -- reading simulated numbers ------------------------------------------------------------------------
+
 
 def profile_level(values, sems, what: str = "entries") -> Estimate:
     """Mean of a profile (one entry: its own mean and exact SE; more: SE bounded by the mean SE)."""
     values, sems = np.asarray(values, float), np.asarray(sems, float)
     if values.size == 1:
         return Estimate(float(values[0]), float(sems[0]), "one entry")
-    return Estimate(float(values.mean()), float(sems.mean()), f"mean of {values.size} {what} (SE: Minkowski bound)",
-                    bound=True)
+    return Estimate(
+        float(values.mean()),
+        float(sems.mean()),
+        f"mean of {values.size} {what} (SE: Minkowski bound)",
+        bound=True,
+    )
 
 
 def profile_step(values, sems) -> Estimate:
@@ -143,14 +160,20 @@ def profile_step(values, sems) -> Estimate:
     that is not a per-sample feature, such as the squared norms)."""
     values, sems = np.asarray(values, float), np.asarray(sems, float)
     m = values.size
-    return Estimate(float(values[-1] - values[0]) / (m - 1), float(sems[0] + sems[-1]) / (m - 1),
-                    "last minus first (SE: Minkowski bound on the two entries)", bound=True)
+    return Estimate(
+        float(values[-1] - values[0]) / (m - 1),
+        float(sems[0] + sems[-1]) / (m - 1),
+        "last minus first (SE: Minkowski bound on the two entries)",
+        bound=True,
+    )
 
 
 def last_row(res, which: str, layer: int):
     """Row n of a (layers, n, n) field over the earlier keys j < n: (means, SEs), each (n - 1,)."""
     n = res.config.n
-    return getattr(res, f"{which}_mean")[layer][n - 1, :n - 1], getattr(res, f"{which}_sem")[layer][n - 1, :n - 1]
+    return getattr(res, f"{which}_mean")[layer][n - 1, : n - 1], getattr(res, f"{which}_sem")[
+        layer
+    ][n - 1, : n - 1]
 
 
 def sq_norms(res, layer: int):
@@ -165,7 +188,7 @@ def sq_norms(res, layer: int):
 def h_profile(res, scale: float = 1.0):
     """h(j) = 1 / ||x_j^(1)|| (Eq. (40)) as scale / sqrt(E ||x_j^(1)||^2), with delta-method SEs."""
     m, se = sq_norms(res, 1)
-    return scale * m ** -0.5, scale * 0.5 * m ** -1.5 * se
+    return scale * m**-0.5, scale * 0.5 * m**-1.5 * se
 
 
 def _cv_method(layer: int) -> str:
@@ -193,7 +216,12 @@ def prop1_dip(res) -> dict[str, np.ndarray]:
     j = _keys(res.config.n)
     rise = prop1_row_rise(j, res.config.d)
     mean = values.mean()
-    return {"j": j, "sim": values / mean - 1.0, "se": sems / abs(mean), "predicted": rise - rise.mean()}
+    return {
+        "j": j,
+        "sim": values / mean - 1.0,
+        "se": sems / abs(mean),
+        "predicted": rise - rise.mean(),
+    }
 
 
 def score_row_step(res, layer: int) -> Estimate:
@@ -203,25 +231,35 @@ def score_row_step(res, layer: int) -> Estimate:
     (``row_trend_cv_*``: unbiased, exact SE; the first layer's own estimate is plain).
     """
     n = res.config.n
-    return Estimate(float(res.row_trend_cv_mean[layer][n - 1]), float(res.row_trend_cv_sem[layer][n - 1]),
-                    f"mean step of row n ({_cv_method(layer)})")
+    return Estimate(
+        float(res.row_trend_cv_mean[layer][n - 1]),
+        float(res.row_trend_cv_sem[layer][n - 1]),
+        f"mean step of row n ({_cv_method(layer)})",
+    )
 
 
 def score_trend(res, layer: int) -> Estimate:
     """Mean of all off-diagonal adjacent steps S_ij - S_i,j-1 (2 <= j < i) of S^(layer+1), the trend:
     a per-sample feature, read from its control-variate estimate (``trend_cv_*``; exact SE)."""
-    return Estimate(float(res.trend_cv_mean[layer]), float(res.trend_cv_sem[layer]),
-                    f"mean of all off-diagonal steps ({_cv_method(layer)})")
+    return Estimate(
+        float(res.trend_cv_mean[layer]),
+        float(res.trend_cv_sem[layer]),
+        f"mean of all off-diagonal steps ({_cv_method(layer)})",
+    )
 
 
 def paired_step(res, layer: int, i: int, j: int) -> Estimate:
     """One adjacent score difference S_ij - S_i,j-1 (1-based i, j), a per-sample feature read from its
     control-variate estimate (``diff_cv_*``; plain for the diagonal step j = i): exact SE."""
-    return Estimate(float(res.diff_cv_mean[layer][i - 1, j - 1]), float(res.diff_cv_sem[layer][i - 1, j - 1]),
-                    f"step S_{i},{j} - S_{i},{j - 1} ({_cv_method(layer)})")
+    return Estimate(
+        float(res.diff_cv_mean[layer][i - 1, j - 1]),
+        float(res.diff_cv_sem[layer][i - 1, j - 1]),
+        f"step S_{i},{j} - S_{i},{j - 1} ({_cv_method(layer)})",
+    )
 
 
 # -- closed forms that theory.py does not already provide ---------------------------------------------
+
 
 def layer1_offdiag_weight(alpha, d, n: int):
     """Layer-1 attention of query n on each earlier key in the LLN, Eqs. (4) and (25)-(26):
@@ -294,13 +332,17 @@ def definition1_samples(res, z: float, effect: str = "lln") -> tuple[float, int,
     """
     z = check_real("z", z, lo=0.0, lo_open=True, allowed="a finite number > 0")
     if not isinstance(effect, str) or effect not in STEP_EFFECTS:
-        raise ValueError(f"effect={effect!r} is not allowed; allowed: one of {', '.join(map(repr, STEP_EFFECTS))}")
+        raise ValueError(
+            f"effect={effect!r} is not allowed; allowed: one of {', '.join(map(repr, STEP_EFFECTS))}"
+        )
     cfg = res.config
     i, j = off_diagonal_steps(cfg.n)
     if effect == "theorem1":
         if (cfg.norm, cfg.alpha, cfg.gamma) != ("layernorm", 0.0, 0.0) or cfg.layers < 2:
-            raise ValueError(f"effect='theorem1' is not allowed for {setting_label(cfg)}, gamma = {cfg.gamma:g}; "
-                             "allowed: Theorem 1's setting (LayerNorm, alpha = gamma = 0, two layers or more)")
+            raise ValueError(
+                f"effect='theorem1' is not allowed for {setting_label(cfg)}, gamma = {cfg.gamma:g}; "
+                "allowed: Theorem 1's setting (LayerNorm, alpha = gamma = 0, two layers or more)"
+            )
         ti, tj, ts = theory.theorem1_steps(cfg.n, cfg.d)
         derived = {(int(a), int(b)): v for a, b, v in zip(ti, tj, ts)}
         step = np.array([derived[int(a), int(b)] for a, b in zip(i, j)], dtype=float)
@@ -316,12 +358,12 @@ def definition1_samples(res, z: float, effect: str = "lln") -> tuple[float, int,
 
 # -- the registry --------------------------------------------------------------------------------------
 
-T = Setting("layernorm", 0.0, 0.0)       # Theorem 1
-P = Setting("none", 0.0, 0.0)            # Proposition 1
-R = Setting("layernorm", 0.0, 1.0)       # Proposition 2
-A = Setting("layernorm", 0.5, 0.0)       # Proposition 3 (the alpha of the paper's Figure 1)
-AR = Setting("layernorm", 0.5, 1.0)      # Propositions 2 + 3
-RAW = Setting("none", 0.5, 0.0)          # raw anisotropic tokens, Eqs. (6), (22)
+T = Setting("layernorm", 0.0, 0.0)  # Theorem 1
+P = Setting("none", 0.0, 0.0)  # Proposition 1
+R = Setting("layernorm", 0.0, 1.0)  # Proposition 2
+A = Setting("layernorm", 0.5, 0.0)  # Proposition 3 (the alpha of the paper's Figure 1)
+AR = Setting("layernorm", 0.5, 1.0)  # Propositions 2 + 3
+RAW = Setting("none", 0.5, 0.0)  # raw anisotropic tokens, Eqs. (6), (22)
 
 # Settings whose closed forms are noise-limited get more than ``samples`` (:func:`configs`): Theorem 1
 # ``boost`` times (scores of order sqrt(d) e^{-sqrt d} against per-sample fluctuations of order 1), and
@@ -333,11 +375,11 @@ DEFAULT_BOOST = 8
 
 
 def _keys(n):
-    return np.arange(1, n)                # earlier keys j = 1..n-1 of query n
+    return np.arange(1, n)  # earlier keys j = 1..n-1 of query n
 
 
 def _tokens(n):
-    return np.arange(1, n + 1)            # j = 1..n
+    return np.arange(1, n + 1)  # j = 1..n
 
 
 def _mean_step(profile):
@@ -398,7 +440,9 @@ def _trend2(res):
 
 def _diag_attention(res):
     n = res.config.n
-    return Estimate(float(res.attn_mean[0][n - 1, n - 1]), float(res.attn_sem[0][n - 1, n - 1]), "one entry")
+    return Estimate(
+        float(res.attn_mean[0][n - 1, n - 1]), float(res.attn_sem[0][n - 1, n - 1]), "one entry"
+    )
 
 
 def _all_steps(step_fn):
@@ -430,107 +474,244 @@ _FIG5 = tuple(Setting("layernorm", a, 1.0) for a in FIG_ALPHAS)
 
 
 def _registry() -> tuple[ClosedForm, ...]:
-    score_step1 = lambda res: score_row_step(res, 0)          # noqa: E731
+    score_step1 = lambda res: score_row_step(res, 0)  # noqa: E731
     eq41 = {"as printed": theory.h_eq41, "corrected": theory.h_corrected}
     eq36 = {"as printed": theory.sq_norm_eq36, "corrected": theory.sq_norm_corrected}
     forms = [
         ClosedForm(
-            "eq4-attention", "Eqs. (4), (25)-(26)", "as printed (= LLN)",
-            "layer-1 attention A^(1)_{n j} of query n on the keys j < n: attn_mean[0][n-1, :n-1]", (T, A),
-            _level(ROW_LEVEL, lambda s, d, n: layer1_offdiag_weight(s.alpha, d, n), _attn_row_level),
-            _flat(ROW_STEP, _attn_row_step)),
+            "eq4-attention",
+            "Eqs. (4), (25)-(26)",
+            "as printed (= LLN)",
+            "layer-1 attention A^(1)_{n j} of query n on the keys j < n: attn_mean[0][n-1, :n-1]",
+            (T, A),
+            _level(
+                ROW_LEVEL, lambda s, d, n: layer1_offdiag_weight(s.alpha, d, n), _attn_row_level
+            ),
+            _flat(ROW_STEP, _attn_row_step),
+        ),
         ClosedForm(
-            "eq11", "Eq. (5) = Eq. (11)", "as printed (= LLN)",
-            "second-layer scores S^(2)_{n j}, j < n: score_mean[1][n-1, :n-1]; steps: trend_cv_mean[1]", (T,),
-            _level(ROW_LEVEL, lambda s, d, n: theory.theorem1_score(n, _keys(n), d), _score_row_level(1)),
-            _step(TREND, None, _trend2, _all_steps(_score2_steps))),
+            "eq11",
+            "Eq. (5) = Eq. (11)",
+            "as printed (= LLN)",
+            "second-layer scores S^(2)_{n j}, j < n: score_mean[1][n-1, :n-1]; steps: trend_cv_mean[1]",
+            (T,),
+            _level(
+                ROW_LEVEL,
+                lambda s, d, n: theory.theorem1_score(n, _keys(n), d),
+                _score_row_level(1),
+            ),
+            _step(TREND, None, _trend2, _all_steps(_score2_steps)),
+        ),
         ClosedForm(
-            "eq10", "Eq. (10)", "as printed (= LLN)",
-            "squared norm ||x_j^(1)||^2 of the layer-1 output, j = 1..n: sq_norm_mean[1]", (T,),
-            _level(TOK_LEVEL, lambda s, d, n: theory.sq_norm_eq36(_tokens(n), 0.0, 0.0, d), _norm_level(1)),
-            _step(TOK_STEP, lambda s, d, n: theory.sq_norm_eq36(_tokens(n), 0.0, 0.0, d), _norm_step(1))),
+            "eq10",
+            "Eq. (10)",
+            "as printed (= LLN)",
+            "squared norm ||x_j^(1)||^2 of the layer-1 output, j = 1..n: sq_norm_mean[1]",
+            (T,),
+            _level(
+                TOK_LEVEL,
+                lambda s, d, n: theory.sq_norm_eq36(_tokens(n), 0.0, 0.0, d),
+                _norm_level(1),
+            ),
+            _step(
+                TOK_STEP,
+                lambda s, d, n: theory.sq_norm_eq36(_tokens(n), 0.0, 0.0, d),
+                _norm_step(1),
+            ),
+        ),
     ]
     for version, value in (("as printed", _sqrt_d), ("corrected", _unit)):
-        forms.append(ClosedForm(
-            f"eq14-{version.split()[-1]}", "Eq. (14)", version,
-            "squared input norm <x_j, x_j> = ||x_j^(0)||^2 (no normalization), j = 1..n: sq_norm_mean[0]", (P,),
-            _level(TOK_LEVEL, lambda s, d, n, v=value: np.full(n, v(d)), _norm_level(0)),
-            _flat(TOK_STEP, _norm_step(0))))
-    for version, fn in (("as printed", lambda s, d, n: theory.prop1_attention(n, n, d)),
-                        ("corrected", lambda s, d, n: theory.prop1_attention_corrected(n, n, d, s.alpha))):
-        forms.append(ClosedForm(
-            f"eq15-{version.split()[-1]}", "Eq. (15)", version,
-            "layer-1 attention without normalization: level A^(1)_{n n} (attn_mean[0][n-1, n-1]); step over "
-            "the keys j < n (attn_mean[0][n-1, :n-1])", (P,),
-            Part("A^(1)_{n n}, the last query's weight on itself", lambda s, d, n, f=fn: float(f(s, d, n)),
-                 _diag_attention),
-            _flat(ROW_STEP, _attn_row_step)))
-    for version, fn in (("as printed", lambda s, d, n: theory.prop1_score(n, _keys(n), d)),
-                        ("corrected", lambda s, d, n: theory.prop1_score_corrected(n, _keys(n), d, s.alpha))):
-        forms.append(ClosedForm(
-            f"eq19-{version.split()[-1]}", "Eqs. (17)-(19)", version,
-            "second-layer scores without normalization S^(2)_{n j}, j < n: score_mean[1][n-1, :n-1]; steps: "
-            "trend_cv_mean[1]", (P,),
-            _level(ROW_LEVEL, fn, _score_row_level(1)),
-            _flat(TREND, _trend2)))
-    forms.append(ClosedForm(
-        "prop1-beyond-lln", "Prop. 1, next order", "this module (prop1_row_rise)",
-        "mean off-diagonal step of S^(2) without normalization: trend_cv_mean[1]", (P,),
-        None,
-        Part(TREND, lambda s, d, n: prop1_trend(d, n), _trend2)))
-    for version, value in (("as printed", lambda s, d: math.sqrt(d) / (1 - s.alpha)),
-                           ("corrected", lambda s, d: 1.0 / (1 - s.alpha))):
-        forms.append(ClosedForm(
-            f"eq22-{version.split()[-1]}", "Eq. (22)", version,
-            "squared norm of the raw anisotropic tokens ||x_j^(0)||^2, j = 1..n: sq_norm_mean[0] (norm 'none')",
-            (RAW,),
-            _level(TOK_LEVEL, lambda s, d, n, v=value: np.full(n, v(s, d)), _norm_level(0)),
-            _flat(TOK_STEP, _norm_step(0))))
-    for version, value in (("as printed", lambda s, d: s.alpha), ("corrected", lambda s, d: math.sqrt(d) * s.alpha)):
-        forms.append(ClosedForm(
-            f"eq23-{version.split()[-1]}", "Eq. (23)", version,
-            "layer-1 scores <y_n, y_j> / sqrt(d) = S^(1)_{n j}, j < n: score_mean[0][n-1, :n-1]", (A,),
-            _level(ROW_LEVEL, lambda s, d, n, v=value: np.full(n - 1, v(s, d)), _score_row_level(0)),
-            _flat(ROW_STEP, score_step1)))
+        forms.append(
+            ClosedForm(
+                f"eq14-{version.split()[-1]}",
+                "Eq. (14)",
+                version,
+                "squared input norm <x_j, x_j> = ||x_j^(0)||^2 (no normalization), j = 1..n: sq_norm_mean[0]",
+                (P,),
+                _level(TOK_LEVEL, lambda s, d, n, v=value: np.full(n, v(d)), _norm_level(0)),
+                _flat(TOK_STEP, _norm_step(0)),
+            )
+        )
+    for version, fn in (
+        ("as printed", lambda s, d, n: theory.prop1_attention(n, n, d)),
+        ("corrected", lambda s, d, n: theory.prop1_attention_corrected(n, n, d, s.alpha)),
+    ):
+        forms.append(
+            ClosedForm(
+                f"eq15-{version.split()[-1]}",
+                "Eq. (15)",
+                version,
+                "layer-1 attention without normalization: level A^(1)_{n n} (attn_mean[0][n-1, n-1]); step over "
+                "the keys j < n (attn_mean[0][n-1, :n-1])",
+                (P,),
+                Part(
+                    "A^(1)_{n n}, the last query's weight on itself",
+                    lambda s, d, n, f=fn: float(f(s, d, n)),
+                    _diag_attention,
+                ),
+                _flat(ROW_STEP, _attn_row_step),
+            )
+        )
+    for version, fn in (
+        ("as printed", lambda s, d, n: theory.prop1_score(n, _keys(n), d)),
+        ("corrected", lambda s, d, n: theory.prop1_score_corrected(n, _keys(n), d, s.alpha)),
+    ):
+        forms.append(
+            ClosedForm(
+                f"eq19-{version.split()[-1]}",
+                "Eqs. (17)-(19)",
+                version,
+                "second-layer scores without normalization S^(2)_{n j}, j < n: score_mean[1][n-1, :n-1]; steps: "
+                "trend_cv_mean[1]",
+                (P,),
+                _level(ROW_LEVEL, fn, _score_row_level(1)),
+                _flat(TREND, _trend2),
+            )
+        )
+    forms.append(
+        ClosedForm(
+            "prop1-beyond-lln",
+            "Prop. 1, next order",
+            "this module (prop1_row_rise)",
+            "mean off-diagonal step of S^(2) without normalization: trend_cv_mean[1]",
+            (P,),
+            None,
+            Part(TREND, lambda s, d, n: prop1_trend(d, n), _trend2),
+        )
+    )
+    for version, value in (
+        ("as printed", lambda s, d: math.sqrt(d) / (1 - s.alpha)),
+        ("corrected", lambda s, d: 1.0 / (1 - s.alpha)),
+    ):
+        forms.append(
+            ClosedForm(
+                f"eq22-{version.split()[-1]}",
+                "Eq. (22)",
+                version,
+                "squared norm of the raw anisotropic tokens ||x_j^(0)||^2, j = 1..n: sq_norm_mean[0] (norm 'none')",
+                (RAW,),
+                _level(TOK_LEVEL, lambda s, d, n, v=value: np.full(n, v(s, d)), _norm_level(0)),
+                _flat(TOK_STEP, _norm_step(0)),
+            )
+        )
+    for version, value in (
+        ("as printed", lambda s, d: s.alpha),
+        ("corrected", lambda s, d: math.sqrt(d) * s.alpha),
+    ):
+        forms.append(
+            ClosedForm(
+                f"eq23-{version.split()[-1]}",
+                "Eq. (23)",
+                version,
+                "layer-1 scores <y_n, y_j> / sqrt(d) = S^(1)_{n j}, j < n: score_mean[0][n-1, :n-1]",
+                (A,),
+                _level(
+                    ROW_LEVEL, lambda s, d, n, v=value: np.full(n - 1, v(s, d)), _score_row_level(0)
+                ),
+                _flat(ROW_STEP, score_step1),
+            )
+        )
     for version, fn in eq36.items():
-        forms.append(ClosedForm(
-            f"eq36-{version.split()[-1]}", "Eq. (36)", version,
-            "squared norm ||x_j^(1)||^2 of the layer-1 output (centred, what LayerNorm sees), j = 1..n: "
-            "sq_norm_mean[1]", (R, A, AR) if version == "as printed" else (R, AR),
-            _level(TOK_LEVEL, lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d), _norm_level(1)),
-            _step(TOK_STEP, lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d), _norm_step(1))))
+        forms.append(
+            ClosedForm(
+                f"eq36-{version.split()[-1]}",
+                "Eq. (36)",
+                version,
+                "squared norm ||x_j^(1)||^2 of the layer-1 output (centred, what LayerNorm sees), j = 1..n: "
+                "sq_norm_mean[1]",
+                (R, A, AR) if version == "as printed" else (R, AR),
+                _level(
+                    TOK_LEVEL,
+                    lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d),
+                    _norm_level(1),
+                ),
+                _step(
+                    TOK_STEP,
+                    lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d),
+                    _norm_step(1),
+                ),
+            )
+        )
     for version, fn in eq41.items():
-        forms.append(ClosedForm(
-            f"eq41-{version.split()[-1]}", "Eq. (41)", version,
-            "h(j) = 1 / ||x_j^(1)||, j = 1..n: 1 / sqrt(sq_norm_mean[1]) (delta-method SE)",
-            (R, A, AR) if version == "as printed" else (R, AR),
-            _level(TOK_LEVEL, lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d), _h_level(_unit)),
-            _step(TOK_STEP, lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d), _h_step(_unit))))
-    forms.append(ClosedForm(
-        "eq40-corrected", "Eqs. (32), (40)", "corrected (theory.score2_corrected)",
-        "second-layer scores S^(2)_{n j}, j < n, with alpha and gamma: score_mean[1][n-1, :n-1]; steps: "
-        "trend_cv_mean[1]", (R, A, AR),
-        _level(ROW_LEVEL, lambda s, d, n: theory.score2_corrected(n, _keys(n), s.alpha, s.gamma, d),
-               _score_row_level(1)),
-        _step(TREND, None, _trend2, _all_steps(_score2_steps))))
-    for key, figure, settings, fn in (("fig2", "the paper's Figure 2", _FIG2, theory.h_eq41),
-                                      ("fig5-printed", "the paper's Figure 5", _FIG5, theory.h_eq41),
-                                      ("fig5-corrected", "the paper's Figure 5", _FIG5, theory.h_corrected)):
-        forms.append(ClosedForm(
-            key, f"{figure} (Eq. (41))", "corrected (γ → g)" if key.endswith("corrected") else "as plotted",
-            "h(j) as plotted, sqrt(d) / ||x_j^(1)|| = sqrt(d / sq_norm_mean[1]), j = 1..n (delta-method SE)",
-            settings,
-            _level(TOK_LEVEL, lambda s, d, n, f=fn: math.sqrt(d) * f(_tokens(n), s.alpha, s.gamma, d),
-                   _h_level(_sqrt_d)),
-            _step(TOK_STEP, lambda s, d, n, f=fn: math.sqrt(d) * f(_tokens(n), s.alpha, s.gamma, d),
-                  _h_step(_sqrt_d))))
-    for key, version, fn in (("eq6-cosine", "LLN: cos -> alpha", lambda s, d, n: s.alpha),
-                             ("eq6-cosine-2nd", "second order (inputs.cosine_bias_second_order)",
-                              lambda s, d, n: s.alpha + float(inputs.cosine_bias_second_order(s.alpha, d)))):
-        forms.append(ClosedForm(
-            key, "Eq. (6)", version,
-            "mean cosine similarity of two raw input tokens: inputs.input_cosine_similarity", (RAW,),
-            Part("mean pairwise cosine of a sequence's tokens", fn, lambda est: est), None, source="cosine"))
+        forms.append(
+            ClosedForm(
+                f"eq41-{version.split()[-1]}",
+                "Eq. (41)",
+                version,
+                "h(j) = 1 / ||x_j^(1)||, j = 1..n: 1 / sqrt(sq_norm_mean[1]) (delta-method SE)",
+                (R, A, AR) if version == "as printed" else (R, AR),
+                _level(
+                    TOK_LEVEL,
+                    lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d),
+                    _h_level(_unit),
+                ),
+                _step(
+                    TOK_STEP,
+                    lambda s, d, n, f=fn: f(_tokens(n), s.alpha, s.gamma, d),
+                    _h_step(_unit),
+                ),
+            )
+        )
+    forms.append(
+        ClosedForm(
+            "eq40-corrected",
+            "Eqs. (32), (40)",
+            "corrected (theory.score2_corrected)",
+            "second-layer scores S^(2)_{n j}, j < n, with alpha and gamma: score_mean[1][n-1, :n-1]; steps: "
+            "trend_cv_mean[1]",
+            (R, A, AR),
+            _level(
+                ROW_LEVEL,
+                lambda s, d, n: theory.score2_corrected(n, _keys(n), s.alpha, s.gamma, d),
+                _score_row_level(1),
+            ),
+            _step(TREND, None, _trend2, _all_steps(_score2_steps)),
+        )
+    )
+    for key, figure, settings, fn in (
+        ("fig2", "the paper's Figure 2", _FIG2, theory.h_eq41),
+        ("fig5-printed", "the paper's Figure 5", _FIG5, theory.h_eq41),
+        ("fig5-corrected", "the paper's Figure 5", _FIG5, theory.h_corrected),
+    ):
+        forms.append(
+            ClosedForm(
+                key,
+                f"{figure} (Eq. (41))",
+                "corrected (γ → g)" if key.endswith("corrected") else "as plotted",
+                "h(j) as plotted, sqrt(d) / ||x_j^(1)|| = sqrt(d / sq_norm_mean[1]), j = 1..n (delta-method SE)",
+                settings,
+                _level(
+                    TOK_LEVEL,
+                    lambda s, d, n, f=fn: math.sqrt(d) * f(_tokens(n), s.alpha, s.gamma, d),
+                    _h_level(_sqrt_d),
+                ),
+                _step(
+                    TOK_STEP,
+                    lambda s, d, n, f=fn: math.sqrt(d) * f(_tokens(n), s.alpha, s.gamma, d),
+                    _h_step(_sqrt_d),
+                ),
+            )
+        )
+    for key, version, fn in (
+        ("eq6-cosine", "LLN: cos -> alpha", lambda s, d, n: s.alpha),
+        (
+            "eq6-cosine-2nd",
+            "second order (inputs.cosine_bias_second_order)",
+            lambda s, d, n: s.alpha + float(inputs.cosine_bias_second_order(s.alpha, d)),
+        ),
+    ):
+        forms.append(
+            ClosedForm(
+                key,
+                "Eq. (6)",
+                version,
+                "mean cosine similarity of two raw input tokens: inputs.input_cosine_similarity",
+                (RAW,),
+                Part("mean pairwise cosine of a sequence's tokens", fn, lambda est: est),
+                None,
+                source="cosine",
+            )
+        )
     return tuple(forms)
 
 
@@ -539,6 +720,7 @@ BY_KEY = {f.key: f for f in CLOSED_FORMS}
 
 
 # -- measuring ---------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -598,7 +780,9 @@ class Cell:
             return "closed form underflows"
         if not self.resolved:
             return f"unresolved ({nowrap(f'z = {z_text(self.z)}')}; ≈ {nowrap(num(self.samples_to_resolve, 2))} sequences)"
-        if 0 < self.ratio_se and is_exact(self.ratio, self.ratio_se):      # an SE below float rounding's scale
+        if 0 < self.ratio_se and is_exact(
+            self.ratio, self.ratio_se
+        ):  # an SE below float rounding's scale
             return f"{self.ratio:.9f} (SE < 10⁻⁹){mark}"
         return f"{nowrap(pm(self.ratio, self.ratio_se))}{mark}"
 
@@ -624,8 +808,11 @@ class Row:
     def series(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(d, ratio, SE of the ratio) of the resolved cells, ordered by d: what a figure plots."""
         cells = [c for c in self.cells if c.resolved]
-        return (np.array([c.d for c in cells], float), np.array([c.ratio for c in cells]),
-                np.array([c.ratio_se for c in cells]))
+        return (
+            np.array([c.d for c in cells], float),
+            np.array([c.ratio for c in cells]),
+            np.array([c.ratio_se for c in cells]),
+        )
 
 
 #: Off by more than the threshold at every d, and the error does not shrink as d grows: the closed form
@@ -634,10 +821,20 @@ class Row:
 OFF = "off, not shrinking"
 #: Off at every d, but shrinking like d^-p: right in the limit.
 FINITE_D = "finite-d error"
-VERDICTS = ("consistent", "converges", FINITE_D, OFF, "deviates", "mixed", "unresolved", "flat", "not flat")
+VERDICTS = (
+    "consistent",
+    "converges",
+    FINITE_D,
+    OFF,
+    "deviates",
+    "mixed",
+    "unresolved",
+    "flat",
+    "not flat",
+)
 
 
-def row_offsets(row: "Row") -> tuple[float, float]:
+def row_offsets(row: Row) -> tuple[float, float]:
     """How far a row's resolved ratios are from 1: (largest |ratio - 1|, largest |ratio - 1| in standard
     errors of the ratio, i.e. the largest |Cell.deviation|); (NaN, NaN) when no cell is resolved. A ratio
     close to 1 in size can still be far from it in standard errors: a page says both."""
@@ -663,7 +860,11 @@ def trend(cells) -> tuple[str, float]:
     e = [abs(c.ratio - 1.0) for c in res]
     s = [c.ratio_se for c in res]
     first, last = res[0], res[-1]
-    p = math.log(e[0] / max(e[-1], 2 * s[-1])) / math.log(last.d / first.d) if e[0] > 0 else math.nan
+    p = (
+        math.log(e[0] / max(e[-1], 2 * s[-1])) / math.log(last.d / first.d)
+        if e[0] > 0
+        else math.nan
+    )
     if e[-1] > e[0] + 2 * (s[0] + s[-1]):
         return "grows", p
     steady = all(e[k + 1] <= e[k] + 2 * (s[k] + s[k + 1]) for k in range(len(res) - 1))
@@ -690,18 +891,34 @@ def judge(cells, z_erratum: float = Z_ERRATUM) -> tuple[str, str, str, bool]:
     * "deviates": off wherever resolved, unresolved at the other d;
     * "mixed": any other pattern; "unresolved": resolved at no d.
     """
-    z_erratum = check_real("z_erratum", z_erratum, lo=0.0, lo_open=True, allowed="a finite number > 0")
+    z_erratum = check_real(
+        "z_erratum", z_erratum, lo=0.0, lo_open=True, allowed="a finite number > 0"
+    )
     cells = sorted(cells, key=lambda c: c.d)
     if cells[0].flat:
         off = [c for c in cells if abs(c.z) > z_erratum]
         if not off:
-            return "flat", f"consistent with 0 at every d (largest |z| = {max(abs(c.z) for c in cells):.1f})", "", False
-        return "not flat", "nonzero at " + ", ".join(f"d = {c.d} (z = {c.z:.1f})" for c in off), "", False
+            return (
+                "flat",
+                f"consistent with 0 at every d (largest |z| = {max(abs(c.z) for c in cells):.1f})",
+                "",
+                False,
+            )
+        return (
+            "not flat",
+            "nonzero at " + ", ".join(f"d = {c.d} (z = {c.z:.1f})" for c in off),
+            "",
+            False,
+        )
     res = [c for c in cells if c.resolved]
     if not res:
         return "unresolved", "the simulated value is within the resolution at every d", "", False
     word, p = trend(res)
-    how = f"; |ratio - 1| ~ d^-{p:.2f}" if word == "shrinks" else (f"; the error {word} with d" if word else "")
+    how = (
+        f"; |ratio - 1| ~ d^-{p:.2f}"
+        if word == "shrinks"
+        else (f"; the error {word} with d" if word else "")
+    )
     off = [abs(c.deviation) > z_erratum for c in res]
     ratios = ", ".join(f"{c.ratio:.4g} at d = {c.d}" for c in res)
     if not any(off):
@@ -709,17 +926,36 @@ def judge(cells, z_erratum: float = Z_ERRATUM) -> tuple[str, str, str, bool]:
     if all(off) and len(res) == len(cells):
         last = res[-1]
         if word == "shrinks":
-            return (FINITE_D, f"off by > {z_erratum:g} SE at every d, shrinking ({ratios}{how})",
-                    word, True)
-        return (OFF, f"off by > {z_erratum:g} SE at every d, not shrinking: factor "
-                f"{pm(last.ratio, last.ratio_se)} at d = {last.d} ({ratios}{how})", word, True)
+            return (
+                FINITE_D,
+                f"off by > {z_erratum:g} SE at every d, shrinking ({ratios}{how})",
+                word,
+                True,
+            )
+        return (
+            OFF,
+            f"off by > {z_erratum:g} SE at every d, not shrinking: factor "
+            f"{pm(last.ratio, last.ratio_se)} at d = {last.d} ({ratios}{how})",
+            word,
+            True,
+        )
     if all(off):
-        return "deviates", f"off by > {z_erratum:g} SE where resolved ({ratios}); unresolved elsewhere", word, False
+        return (
+            "deviates",
+            f"off by > {z_erratum:g} SE where resolved ({ratios}); unresolved elsewhere",
+            word,
+            False,
+        )
     k = off.index(False)
     e_first, e_last = abs(res[0].ratio - 1.0), abs(res[-1].ratio - 1.0)
     if not any(off[k:]) and e_last < e_first:
-        return ("converges", f"off by > {z_erratum:g} SE up to d = {res[k - 1].d}, within it from d = {res[k].d} "
-                f"({ratios}{how})", word, False)
+        return (
+            "converges",
+            f"off by > {z_erratum:g} SE up to d = {res[k - 1].d}, within it from d = {res[k].d} "
+            f"({ratios}{how})",
+            word,
+            False,
+        )
     return "mixed", f"off by > {z_erratum:g} SE at some d ({ratios}{how})", word, False
 
 
@@ -728,11 +964,17 @@ class Cost:
     """What building the table cost: settings, samples and seconds (wall and summed compute)."""
 
     configs: int
-    samples: int                # total sequences simulated (all configs)
-    cosine_samples: int         # per (alpha, d) of the cosine entries
-    wall_seconds: float         # the whole of measure(), simulations and cosines (they overlap on an executor)
-    compute_seconds: float      # simulations, summed over configs (SimResult.elapsed_seconds, as first simulated)
-    cosine_seconds: float       # cosine draws, summed (as first drawn; they are cached like the simulations)
+    samples: int  # total sequences simulated (all configs)
+    cosine_samples: int  # per (alpha, d) of the cosine entries
+    wall_seconds: (
+        float  # the whole of measure(), simulations and cosines (they overlap on an executor)
+    )
+    compute_seconds: (
+        float  # simulations, summed over configs (SimResult.elapsed_seconds, as first simulated)
+    )
+    cosine_seconds: (
+        float  # cosine draws, summed (as first drawn; they are cached like the simulations)
+    )
 
 
 @dataclass(frozen=True)
@@ -753,8 +995,13 @@ class Table:
         """One flat dict per row (for a pandas DataFrame): names, one text column per d, the verdict."""
         out = []
         for r in self.rows:
-            rec = {"key": r.form.key, "equation": r.form.equation, "version": r.form.version,
-                   "setting": r.setting.label, "part": r.part}
+            rec = {
+                "key": r.form.key,
+                "equation": r.form.equation,
+                "version": r.form.version,
+                "setting": r.setting.label,
+                "part": r.part,
+            }
             for c in r.cells:
                 rec[f"d = {c.d}"] = c.text()
             rec["verdict"] = r.verdict
@@ -770,11 +1017,16 @@ class Table:
 
     def row(self, key: str, part: str, setting: Setting | None = None) -> Row:
         """The row of closed form ``key`` and ``part`` (in ``setting``, needed when the form has several)."""
-        hits = [r for r in self.rows if r.form.key == key and r.part == part
-                and (setting is None or r.setting == setting)]
+        hits = [
+            r
+            for r in self.rows
+            if r.form.key == key and r.part == part and (setting is None or r.setting == setting)
+        ]
         if len(hits) != 1:
-            raise ValueError(f"key={key!r}, part={part!r}, setting={setting!r} matches {len(hits)} rows; "
-                             f"allowed: a key of this table with a part it has (and a setting when it has several)")
+            raise ValueError(
+                f"key={key!r}, part={part!r}, setting={setting!r} matches {len(hits)} rows; "
+                f"allowed: a key of this table with a part it has (and a setting when it has several)"
+            )
         return hits[0]
 
     def cell(self, key: str, part: str, d: int, setting: Setting | None = None) -> Cell:
@@ -796,7 +1048,9 @@ def select(keys=None) -> tuple[ClosedForm, ...]:
     keys = list(keys)
     unknown = [k for k in keys if k not in BY_KEY]
     if unknown or not keys:
-        raise ValueError(f"keys={keys!r} is not allowed; allowed: a non-empty list of {sorted(BY_KEY)}")
+        raise ValueError(
+            f"keys={keys!r} is not allowed; allowed: a non-empty list of {sorted(BY_KEY)}"
+        )
     return tuple(f for f in CLOSED_FORMS if f.key in keys)
 
 
@@ -804,7 +1058,9 @@ def _check_ds(ds) -> tuple[int, ...]:
     try:
         values = list(ds)
     except TypeError:
-        raise ValueError(f"ds={ds!r} is not allowed; allowed: a non-empty list of integers >= 4") from None
+        raise ValueError(
+            f"ds={ds!r} is not allowed; allowed: a non-empty list of integers >= 4"
+        ) from None
     if not values:
         raise ValueError(f"ds={ds!r} is not allowed; allowed: a non-empty list of integers >= 4")
     return tuple(sorted({check_int("d", v, 4) for v in values}))
@@ -817,13 +1073,21 @@ def _draw_cosine(alpha: float, n: int, d: int, samples: int, seed: int) -> list[
     return [mean, sem, time.perf_counter() - t0]
 
 
-def _timed_cosine(alpha: float, n: int, d: int, samples: int, seed: int, cache=None) -> tuple[float, float, float]:
+def _timed_cosine(
+    alpha: float, n: int, d: int, samples: int, seed: int, cache=None
+) -> tuple[float, float, float]:
     """:func:`_draw_cosine` through the on-disk cache (:func:`recency_lib.cache.cached_value`, keyed
     by the arguments, the source of ``inputs`` and what it imports, and numpy's version): (mean, sem,
     seconds when drawn). Module level, so a process pool can run it."""
     args = {"alpha": alpha, "n": n, "d": d, "samples": samples, "seed": seed}
-    value, _ = cached_value("input-cosine", partial(_draw_cosine, **args), ("recency_lib.inputs",), params=args,
-                            packages=("numpy",), cache=cache)
+    value, _ = cached_value(
+        "input-cosine",
+        partial(_draw_cosine, **args),
+        ("recency_lib.inputs",),
+        params=args,
+        packages=("numpy",),
+        cache=cache,
+    )
     return tuple(float(v) for v in value)
 
 
@@ -842,7 +1106,9 @@ def _config(setting: Setting, d: int, n: int, samples: int, seed: int, boost: in
     normalization, the default engine, PROP1_FACTOR x samples), so the two share their cached results."""
     count = setting_samples(setting, samples, boost)
     if setting == P:
-        return SimConfig(alpha=0.0, gamma=0.0, norm="none", n=n, d=d, layers=LAYERS, seed=seed, samples=count)
+        return SimConfig(
+            alpha=0.0, gamma=0.0, norm="none", n=n, d=d, layers=LAYERS, seed=seed, samples=count
+        )
     return setting.config(d, n, count, seed)
 
 
@@ -852,7 +1118,9 @@ def _check_settings(settings) -> tuple[Setting, ...] | None:
         return None
     values = list(settings) if isinstance(settings, (list, tuple)) else None
     if not values or not all(isinstance(s, Setting) for s in values):
-        raise ValueError(f"settings={settings!r} is not allowed; allowed: None or a non-empty list of closedforms.Setting")
+        raise ValueError(
+            f"settings={settings!r} is not allowed; allowed: None or a non-empty list of closedforms.Setting"
+        )
     return tuple(dict.fromkeys(values))
 
 
@@ -860,8 +1128,16 @@ def _settings_of(form: ClosedForm, settings: tuple[Setting, ...] | None) -> tupl
     return form.settings if settings is None else settings
 
 
-def configs(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0, boost: int = DEFAULT_BOOST,
-            keys=None, settings=None) -> dict[tuple[Setting, int], SimConfig]:
+def configs(
+    ds=DEFAULT_DS,
+    *,
+    n: int = 10,
+    samples: int = 100_000,
+    seed: int = 0,
+    boost: int = DEFAULT_BOOST,
+    keys=None,
+    settings=None,
+) -> dict[tuple[Setting, int], SimConfig]:
     """The simulations that hold the closed forms named by ``keys`` (all when None) to the model at each d
     in ``ds``: (Setting, d) -> the two-layer SimConfig of ``n`` tokens, root seed ``seed``, with
     :func:`setting_samples` sequences (``samples``; ``boost`` times as many in Theorem 1's setting;
@@ -874,15 +1150,29 @@ def configs(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
     boost = check_int("boost", boost, 1)
     forms = select(keys)
     settings = _check_settings(settings)
-    gram = sorted({s for f in forms if f.source == "gram" for s in _settings_of(f, settings)},
-                  key=lambda s: (s.norm, s.alpha, s.gamma))
+    gram = sorted(
+        {s for f in forms if f.source == "gram" for s in _settings_of(f, settings)},
+        key=lambda s: (s.norm, s.alpha, s.gamma),
+    )
     return {(s, d): _config(s, d, n, samples, seed, boost) for s in gram for d in ds}
 
 
-def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0, boost: int = DEFAULT_BOOST,
-            cosine_samples: int = 20_000, keys=None, executor=None, cache=None,
-            z_resolve: float = Z_RESOLVE, z_erratum: float = Z_ERRATUM, results: dict | None = None,
-            settings=None) -> Table:
+def measure(
+    ds=DEFAULT_DS,
+    *,
+    n: int = 10,
+    samples: int = 100_000,
+    seed: int = 0,
+    boost: int = DEFAULT_BOOST,
+    cosine_samples: int = 20_000,
+    keys=None,
+    executor=None,
+    cache=None,
+    z_resolve: float = Z_RESOLVE,
+    z_erratum: float = Z_ERRATUM,
+    results: dict | None = None,
+    settings=None,
+) -> Table:
     """Hold every closed form (or those named by ``keys``) to simulation at each d in ``ds``.
 
     The simulations are :func:`configs` (the same arguments); a page passes what it simulated as
@@ -897,24 +1187,54 @@ def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
     settings = _check_settings(settings)
     ds = _check_ds(ds)
     cosine_samples = check_int("cosine_samples", cosine_samples, 2)
-    z_resolve = check_real("z_resolve", z_resolve, lo=0.0, lo_open=True, allowed="a finite number > 0")
-    z_erratum = check_real("z_erratum", z_erratum, lo=0.0, lo_open=True, allowed="a finite number > 0")
+    z_resolve = check_real(
+        "z_resolve", z_resolve, lo=0.0, lo_open=True, allowed="a finite number > 0"
+    )
+    z_erratum = check_real(
+        "z_erratum", z_erratum, lo=0.0, lo_open=True, allowed="a finite number > 0"
+    )
     forms = select(keys)
-    if results is not None and (not isinstance(results, dict) or
-                                {k: getattr(v, "config", None) for k, v in results.items()} != wanted):
-        raise ValueError("results do not hold exactly the simulations of closedforms.configs(...) with these "
-                         "arguments; allowed: dict(zip(cfgs, cached_simulate_many(cfgs.values()))) for those cfgs")
+    if results is not None and (
+        not isinstance(results, dict)
+        or {k: getattr(v, "config", None) for k, v in results.items()} != wanted
+    ):
+        raise ValueError(
+            "results do not hold exactly the simulations of closedforms.configs(...) with these "
+            "arguments; allowed: dict(zip(cfgs, cached_simulate_many(cfgs.values()))) for those cfgs"
+        )
 
     t0 = time.perf_counter()
-    per_setting = {s: setting_samples(s, samples, boost) for f in forms for s in _settings_of(f, settings)}
-    cos_jobs = {(s, d): (s.alpha, n, d, cosine_samples, seed, cache) for s in sorted(
-        {s for f in forms if f.source == "cosine" for s in _settings_of(f, settings)}, key=lambda s: s.alpha)
-        for d in ds}
-    pending = {key: executor.submit(_timed_cosine, *args) for key, args in cos_jobs.items()} if executor else {}
-    sims = results if results is not None else dict(zip(wanted, cached_simulate_many(wanted.values(), cache=cache,
-                                                                                      executor=executor)))
-    drawn = {key: (pending[key].result() if key in pending else _timed_cosine(*args)) for key, args in cos_jobs.items()}
-    cosines = {key: Estimate(m, se, f"mean over {cosine_samples} sequences") for key, (m, se, _) in drawn.items()}
+    per_setting = {
+        s: setting_samples(s, samples, boost) for f in forms for s in _settings_of(f, settings)
+    }
+    cos_jobs = {
+        (s, d): (s.alpha, n, d, cosine_samples, seed, cache)
+        for s in sorted(
+            {s for f in forms if f.source == "cosine" for s in _settings_of(f, settings)},
+            key=lambda s: s.alpha,
+        )
+        for d in ds
+    }
+    pending = (
+        {key: executor.submit(_timed_cosine, *args) for key, args in cos_jobs.items()}
+        if executor
+        else {}
+    )
+    sims = (
+        results
+        if results is not None
+        else dict(
+            zip(wanted, cached_simulate_many(wanted.values(), cache=cache, executor=executor))
+        )
+    )
+    drawn = {
+        key: (pending[key].result() if key in pending else _timed_cosine(*args))
+        for key, args in cos_jobs.items()
+    }
+    cosines = {
+        key: Estimate(m, se, f"mean over {cosine_samples} sequences")
+        for key, (m, se, _) in drawn.items()
+    }
     wall = time.perf_counter() - t0
 
     rows = []
@@ -925,11 +1245,26 @@ def measure(ds=DEFAULT_DS, *, n: int = 10, samples: int = 100_000, seed: int = 0
             for name, part in (("level", f.level), ("step", f.step)):
                 if part is None:
                     continue
-                cells = tuple(Cell(d, float(part.form(s, d, n)), part.read(measured[(s, d)]), count, part.flat,
-                                   z_resolve) for d in ds)
+                cells = tuple(
+                    Cell(
+                        d,
+                        float(part.form(s, d, n)),
+                        part.read(measured[(s, d)]),
+                        count,
+                        part.flat,
+                        z_resolve,
+                    )
+                    for d in ds
+                )
                 rows.append(Row(f, s, name, cells, *judge(cells, z_erratum)))
-    cost = Cost(len(wanted), sum(c.samples for c in wanted.values()), cosine_samples, wall,
-                float(sum(r.elapsed_seconds for r in sims.values())), float(sum(t for *_, t in drawn.values())))
+    cost = Cost(
+        len(wanted),
+        sum(c.samples for c in wanted.values()),
+        cosine_samples,
+        wall,
+        float(sum(r.elapsed_seconds for r in sims.values())),
+        float(sum(t for *_, t in drawn.values())),
+    )
     return Table(tuple(rows), ds, n, samples, seed, cost, boost, sims)
 
 
@@ -943,17 +1278,14 @@ def predicted_trend(n: int, d, alpha: float = 0.0, gamma: float = 0.0):
     ``d``: a hidden size (a float back) or an array of them (an array back)."""
     i, j = off_diagonal_steps(n)
     dd = np.asarray(d, dtype=float)
-    steps = theory.score2_step_corrected(i, j, alpha, gamma, dd[..., None])      # (..., steps)
+    steps = theory.score2_step_corrected(i, j, alpha, gamma, dd[..., None])  # (..., steps)
     out = np.mean(steps, axis=-1)
     return float(out) if dd.ndim == 0 else out
-
 
 
 def eq5_trend(n: int, d):
     """Theorem 1's trend as Eq. (5) predicts it (:func:`predicted_trend` at alpha = gamma = 0)."""
     return predicted_trend(n, d)
-
-
 
 
 def eq5_smallest_step(n: int, d: float) -> float:
@@ -965,14 +1297,12 @@ def eq5_smallest_step(n: int, d: float) -> float:
     return float(np.min(theory.score2_step_corrected(ii[off] + 1, jj[off] + 1, 0.0, 0.0, d)))
 
 
-
 def trend_over_line(res: SimResult, line: float, z: float) -> str:
     """The mean step of S^(2) of ``res`` (:func:`s2_order`) over a predicted value ``line`` (e.g.
     :func:`predicted_trend`), "m ± s", or :data:`UNRESOLVED` where the step itself is within ``z``
     standard errors of 0: the one rule of every "simulated / large-d" ratio the book prints."""
     _, m, s = s2_order(res)
     return pm(m / line, s / abs(line)) if abs(zscore(m, s)) > z else UNRESOLVED
-
 
 
 @dataclass(frozen=True)
@@ -1000,39 +1330,51 @@ class HCurves:
         return out
 
 
-
 def h_curves(res: SimResult, normalize: bool = True) -> HCurves:
     """:class:`HCurves` of a simulated setting with at least two layers (h needs layer 1's output)."""
     cfg = res.config
     if cfg.layers < 2:
-        raise ValueError(f"layers={cfg.layers} is out of range; allowed: >= 2 (h(j) is read from layer 1's output)")
+        raise ValueError(
+            f"layers={cfg.layers} is out of range; allowed: >= 2 (h(j) is read from layer 1's output)"
+        )
     j = np.arange(1, cfg.n + 1)
     printed = corrected = None
     if NORMS[cfg.norm].closed_form:
-        printed = math.sqrt(cfg.d) * np.asarray(theory.h_eq41(j, cfg.alpha, cfg.gamma, cfg.d), dtype=float)
-        corrected = math.sqrt(cfg.d) * np.asarray(theory.h_corrected(j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm),
-                                                  dtype=float)
+        printed = math.sqrt(cfg.d) * np.asarray(
+            theory.h_eq41(j, cfg.alpha, cfg.gamma, cfg.d), dtype=float
+        )
+        corrected = math.sqrt(cfg.d) * np.asarray(
+            theory.h_corrected(j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm), dtype=float
+        )
     if normalize:
         sim, se = simulated_h(res, state=1)
         if printed is not None:
             printed, corrected = printed / printed[0], corrected / corrected[0]
     else:
         sim, se = h_profile(res, math.sqrt(cfg.d))
-    return HCurves(j, printed, corrected, np.asarray(sim, dtype=float), np.asarray(se, dtype=float), bool(normalize))
-
+    return HCurves(
+        j,
+        printed,
+        corrected,
+        np.asarray(sim, dtype=float),
+        np.asarray(se, dtype=float),
+        bool(normalize),
+    )
 
 
 #: How the error |ratio - 1| of a closed form moves as d grows (closedforms.trend), in words.
-TREND_WORDS = {"grows": "grows", "shrinks": "shrinks", "stalls": "neither grows nor shrinks steadily",
-               "": "is resolved at fewer than two d"}
-
+TREND_WORDS = {
+    "grows": "grows",
+    "shrinks": "shrinks",
+    "stalls": "neither grows nor shrinks steadily",
+    "": "is resolved at fewer than two d",
+}
 
 
 def trend_words(row) -> str:
     """What the error of a closed form does as d grows, for the prose: "grows", "shrinks", ...
     (``row``: a closedforms.Row; :data:`TREND_WORDS`)."""
     return TREND_WORDS[row.trend]
-
 
 
 def ratio_texts(row) -> list[str]:
@@ -1050,8 +1392,9 @@ def ratio_texts(row) -> list[str]:
     return out
 
 
-
-def ratio_series(table, key: str, part: str) -> dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def ratio_series(
+    table, key: str, part: str
+) -> dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """alpha -> (d, ratio, SE) of closed form ``key``'s ``part`` ("level" or "step") in a
     ``closedforms.Table``, one entry per setting of that form (NaN where not resolved): the data of a
     plot of simulated / closed form against d."""
@@ -1061,12 +1404,18 @@ def ratio_series(table, key: str, part: str) -> dict[float, tuple[np.ndarray, np
             continue
         a = row.setting.alpha
         if a in out:
-            raise ValueError(f"key={key!r} has several settings with alpha = {a:g}; allowed: one setting per alpha")
-        out[a] = tuple(np.array([getattr(c, f) for c in row.cells], dtype=float) for f in ("d", "ratio", "ratio_se"))
+            raise ValueError(
+                f"key={key!r} has several settings with alpha = {a:g}; allowed: one setting per alpha"
+            )
+        out[a] = tuple(
+            np.array([getattr(c, f) for c in row.cells], dtype=float)
+            for f in ("d", "ratio", "ratio_se")
+        )
     if not out:
-        raise ValueError(f"key={key!r}, part={part!r} is not in the table; allowed: a closed form and part it measured")
+        raise ValueError(
+            f"key={key!r}, part={part!r} is not in the table; allowed: a closed form and part it measured"
+        )
     return out
-
 
 
 def h_downloads(stem: str, curves: dict, table, key: str) -> tuple[Markdown, Markdown]:
@@ -1075,9 +1424,22 @@ def h_downloads(stem: str, curves: dict, table, key: str) -> tuple[Markdown, Mar
     and as sqrt(d) h(j) against j; ``stem``-ratios, simulated / closed form ``key`` of the
     ``closedforms.Table`` for its level and step against d (:func:`ratio_series`)."""
     h = curve_columns(
-        {k: v for normalized in (True, False) for a, c in curves[normalized].items()
-         for k, v in c.columns(f"{alpha_label(a)}, {'h(j)/h(1)' if normalized else 'sqrt(d) h(j)'}").items()},
-        x_name="j")
-    ratios = curve_columns({f"{part}, {alpha_label(a)}": series for part in ("level", "step")
-                                   for a, series in ratio_series(table, key, part).items()}, x_name="d")
+        {
+            k: v
+            for normalized in (True, False)
+            for a, c in curves[normalized].items()
+            for k, v in c.columns(
+                f"{alpha_label(a)}, {'h(j)/h(1)' if normalized else 'sqrt(d) h(j)'}"
+            ).items()
+        },
+        x_name="j",
+    )
+    ratios = curve_columns(
+        {
+            f"{part}, {alpha_label(a)}": series
+            for part in ("level", "step")
+            for a, series in ratio_series(table, key, part).items()
+        },
+        x_name="d",
+    )
     return download(stem, h), download(f"{stem}-ratios", ratios)

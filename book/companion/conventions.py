@@ -10,16 +10,19 @@
   simulated points; one colour per anisotropy level alpha, the same in every figure.
 * Names: the model variants ("LayerNorm + residual", ...) as a function of a :class:`SimConfig`.
 """
+
 from __future__ import annotations
 
 import math
 
-from .significance import FAMILYWISE_LEVEL, adjacent_pairs, z_for  # noqa: F401  (quoted here)
 from recency_lib.config import SimConfig
 from recency_lib.norms import NORMS
 from recency_lib.validation import check_int, check_real, short
 
+from .significance import FAMILYWISE_LEVEL, adjacent_pairs, z_for  # noqa: F401  (quoted here)
+
 # -- statistics ------------------------------------------------------------------------------------
+
 
 def definition1_z(n: int) -> float:
     """The z of a Definition-1 verdict on an n x n score matrix (all adjacent differences at once)."""
@@ -34,17 +37,18 @@ def definition1_z(n: int) -> float:
 COLUMN_PX = 760
 COLUMN_IN = COLUMN_PX / 96
 #: Font sizes in points at the figure's natural size (an SVG shown 1:1 in the column).
-FONT_PT = 10.0        # axis labels, legends, tick labels
-SMALL_PT = 9.0        # the smallest text in any figure
-TITLE_PT = 11.0       # panel titles
-RP_LABEL_PT = 11.0    # the recency-probability label of a heatmap panel
+FONT_PT = 10.0  # axis labels, legends, tick labels
+SMALL_PT = 9.0  # the smallest text in any figure
+TITLE_PT = 11.0  # panel titles
+RP_LABEL_PT = 11.0  # the recency-probability label of a heatmap panel
 
 
 def figure_size(height_ratio: float = 0.62, width: float = 1.0) -> tuple[float, float]:
     """(width, height) in inches of a figure that fills ``width`` (0 < width <= 1) of the column."""
     width = check_real("width", width, lo=0.0, lo_open=True, hi=1.0, allowed="a number in (0, 1]")
-    height_ratio = check_real("height_ratio", height_ratio, lo=0.0, lo_open=True, hi=4.0,
-                              allowed="a number in (0, 4]")
+    height_ratio = check_real(
+        "height_ratio", height_ratio, lo=0.0, lo_open=True, hi=4.0, allowed="a number in (0, 4]"
+    )
     w = COLUMN_IN * width
     return (w, w * height_ratio)
 
@@ -71,7 +75,7 @@ ALPHAS = (0.0, 0.2, 0.4, 0.5, 0.6, 0.8, 0.95, 1.0)
 #: The grid of the paper's Figures 2-5 (h(j) and the extended heatmaps).
 H_ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8)
 _ALPHA_CMAP = "viridis"
-_ALPHA_SPAN = (0.0, 0.88)     # the colour map's yellow end is too light on white: stop before it
+_ALPHA_SPAN = (0.0, 0.88)  # the colour map's yellow end is too light on white: stop before it
 
 
 def alpha_colour(alpha: float) -> tuple[float, float, float, float]:
@@ -85,7 +89,7 @@ def alpha_colour(alpha: float) -> tuple[float, float, float, float]:
 
 
 def alpha_label(alpha: float) -> str:
-    """"α = 0.5" (the way every figure and table names an anisotropy level)."""
+    """ "α = 0.5" (the way every figure and table names an anisotropy level)."""
     a = check_real("alpha", alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]")
     return f"α = {a:g}"
 
@@ -104,13 +108,20 @@ def ordered_colour(k: int, count: int) -> tuple[float, float, float, float]:
     count = check_int("count", count, 1)
     k = check_int("k", k, 0, count - 1)
     lo, hi = _ORDER_SPAN
-    return tuple(mpl.colormaps[ORDER_CMAP](lo + (hi - lo) * (k / (count - 1) if count > 1 else 0.0)))
+    return tuple(
+        mpl.colormaps[ORDER_CMAP](lo + (hi - lo) * (k / (count - 1) if count > 1 else 0.0))
+    )
 
 
 # -- names of the model variants ------------------------------------------------------------------------
 
-_EXTENSION_NAMES = {"ffn": "FFN", "rope": "RoPE", "placement=post": "post-LN",
-                    "weights=per_sample": "random weights", "weights=fixed": "fixed weights"}
+_EXTENSION_NAMES = {
+    "ffn": "FFN",
+    "rope": "RoPE",
+    "placement=post": "post-LN",
+    "weights=per_sample": "random weights",
+    "weights=fixed": "fixed weights",
+}
 
 
 def variant_name(cfg: SimConfig) -> str:
@@ -157,8 +168,12 @@ def variant_style(cfg: SimConfig) -> dict:
     if not isinstance(cfg, SimConfig):
         raise ValueError(f"cfg={short(cfg)} is not allowed; allowed: a SimConfig")
     colour = alpha_colour(cfg.alpha)
-    return {"color": colour, "marker": VARIANT_MARKERS[cfg.norm], "linestyle": "-",
-            "markerfacecolor": colour if cfg.gamma == 0.0 else "white"}
+    return {
+        "color": colour,
+        "marker": VARIANT_MARKERS[cfg.norm],
+        "linestyle": "-",
+        "markerfacecolor": colour if cfg.gamma == 0.0 else "white",
+    }
 
 
 def setting_label(cfg: SimConfig) -> str:

@@ -15,6 +15,7 @@ every trend at the section's z), :func:`cells` the numbers with their z and dire
 :func:`summary` the findings of one setting (the onset of primacy, the growth of recency),
 :func:`depth_figure` the figure. Nothing here simulates.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,16 +39,22 @@ from .statistics import rp, zscore
 #: layer-2 recency needs about 4 x 10^5; it gets 50 units, 10^6 sequences at the default 20,000, which
 #: are Proposition 1's sequences (settings.prop1_configs: the same streams, so the same layer-2 number).
 PLAN = {
-    ("none", "iso", "small", 0): (2, 0), ("none", "iso", "paper", 0): (50, 0), ("none", "show", "paper", 0): (1, 0),
-    ("layernorm", "iso", "small", 0): (1, 0.25), ("layernorm", "iso", "paper", 0): (50, 15),
+    ("none", "iso", "small", 0): (2, 0),
+    ("none", "iso", "paper", 0): (50, 0),
+    ("none", "show", "paper", 0): (1, 0),
+    ("layernorm", "iso", "small", 0): (1, 0.25),
+    ("layernorm", "iso", "paper", 0): (50, 15),
     ("layernorm", "show", "paper", 0): (1, 0.25),
-    ("none", "show", "paper", "gamma"): (2, 0), ("layernorm", "show", "paper", "gamma"): (1, 0.25),
+    ("none", "show", "paper", "gamma"): (2, 0),
+    ("layernorm", "show", "paper", "gamma"): (1, 0.25),
 }
 #: The hidden size of the small-d settings.
 SMALL_D = 16
 
 
-def settings(alpha: float, gamma: float, d: int, samples: int) -> dict[tuple[str, float, int, float], tuple[int, int]]:
+def settings(
+    alpha: float, gamma: float, d: int, samples: int
+) -> dict[tuple[str, float, int, float], tuple[int, int]]:
     """(norm, alpha, d, gamma) -> (sequences, paired sequences) of each setting of :data:`PLAN`, for the
     showcase anisotropy ``alpha``, the residual weight ``gamma`` of the two settings with the residual,
     the paper's hidden size ``d`` and ``samples`` sequences per unit (settings that coincide, e.g. at
@@ -58,9 +65,17 @@ def settings(alpha: float, gamma: float, d: int, samples: int) -> dict[tuple[str
     samples = check_int("samples", samples, 2)
     out: dict[tuple[str, float, int, float], tuple[int, int]] = {}
     for (norm, a, size, g), (k, m) in PLAN.items():
-        key = (norm, 0.0 if a == "iso" else alpha, SMALL_D if size == "small" else d, 0.0 if g == 0 else gamma)
+        key = (
+            norm,
+            0.0 if a == "iso" else alpha,
+            SMALL_D if size == "small" else d,
+            0.0 if g == 0 else gamma,
+        )
         old = out.get(key, (0, 0))
-        out[key] = (max(old[0], int(k * samples)), max(old[1], max(2, int(m * samples)) if m else 0))
+        out[key] = (
+            max(old[0], int(k * samples)),
+            max(old[1], max(2, int(m * samples)) if m else 0),
+        )
     return out
 
 
@@ -86,7 +101,9 @@ class Cell:
 def _cell(what, layer, value, se, zc) -> Cell:
     z = zscore(value, se)
     up, down = ("rises", "falls") if what == "growth" else ("recency", "primacy")
-    return Cell(what, layer, float(value), float(se), z, up if z > zc else down if z < -zc else "none")
+    return Cell(
+        what, layer, float(value), float(se), z, up if z > zc else down if z < -zc else "none"
+    )
 
 
 def family(results: dict, growth: dict) -> int:
@@ -94,8 +111,9 @@ def family(results: dict, growth: dict) -> int:
     result, and the growth steps of layers 3..L of every growth run."""
     if not results:
         raise ValueError("results={} is empty; allowed: a dict setting -> SimResult")
-    return (sum(2 * (r.config.layers - 1) for r in results.values())
-            + sum(s.config.layers - 2 for s in growth.values()))
+    return sum(2 * (r.config.layers - 1) for r in results.values()) + sum(
+        s.config.layers - 2 for s in growth.values()
+    )
 
 
 def cells(res, zc: float, stat=None) -> dict[tuple[str, int], Cell]:
@@ -111,9 +129,13 @@ def cells(res, zc: float, stat=None) -> dict[tuple[str, int], Cell]:
         out[("rp", l)] = _cell("rp", l, value - 0.5, se, zc)
     if stat is not None:
         if stat.cv_mean is None:
-            raise ValueError("stat has no control-variate estimate; allowed: sequence_statistic(..., control_mean=0.0)")
+            raise ValueError(
+                "stat has no control-variate estimate; allowed: sequence_statistic(..., control_mean=0.0)"
+            )
         for l in range(3, stat.config.layers + 1):
-            out[("growth", l)] = _cell("growth", l, stat.cv_mean[l - 1, 1], stat.cv_sem[l - 1, 1], zc)
+            out[("growth", l)] = _cell(
+                "growth", l, stat.cv_mean[l - 1, 1], stat.cv_sem[l - 1, 1], zc
+            )
     return out
 
 
@@ -134,17 +156,26 @@ class Summary:
 def summary(c: dict[tuple[str, int], Cell]) -> Summary:
     """:class:`Summary` of one setting's :func:`cells`."""
     layers = sorted({l for what, l in c if what == "trend"})
-    onset = next((l for l in layers if c[("trend", l)].direction == "primacy" and c[("rp", l)].direction == "primacy"),
-                 None)
+    onset = next(
+        (
+            l
+            for l in layers
+            if c[("trend", l)].direction == "primacy" and c[("rp", l)].direction == "primacy"
+        ),
+        None,
+    )
     steps = [x for (what, _), x in sorted(c.items()) if what == "growth"]
-    return Summary(onset, tuple(l for l in layers if c[("trend", l)].direction == "recency"),
-                   bool(steps) and all(x.direction == "rises" for x in steps),
-                   any(x.direction == "falls" for x in steps),
-                   tuple(l for l in layers if c[("rp", l)].resolved))
+    return Summary(
+        onset,
+        tuple(l for l in layers if c[("trend", l)].direction == "recency"),
+        bool(steps) and all(x.direction == "rises" for x in steps),
+        any(x.direction == "falls" for x in steps),
+        tuple(l for l in layers if c[("rp", l)].resolved),
+    )
 
 
 def label(cfg: SimConfig) -> str:
-    """"LayerNorm, α = 0, d = 64": a setting of the study in a legend or a table."""
+    """ "LayerNorm, α = 0, d = 64": a setting of the study in a legend or a table."""
     return f"{cv.setting_label(cfg)}, d = {cfg.d}"
 
 
@@ -162,7 +193,7 @@ def finding(s: Summary, layers: int) -> str:
 
 
 def short_label(cfg: SimConfig) -> str:
-    """"LN + residual, α = 0.5, d = 64": a setting in a narrow table column."""
+    """ "LN + residual, α = 0.5, d = 64": a setting in a narrow table column."""
     return f"{cv.variant_short(cfg)}, {cv.alpha_label(cfg.alpha)}, d = {cfg.d}"
 
 
@@ -177,10 +208,15 @@ def summary_rows(results: dict, growth: dict, zc: float) -> list[dict]:
     for key, res in results.items():
         L = res.config.layers
         c = cells(res, zc, growth.get(key))
-        out.append({"setting": short_label(res.config), "sequences": report.count(res.config.samples),
-                    f"trend, layer 2 → {L}": f"{_pm(c[('trend', 2)])}<br>→ {_pm(c[('trend', L)])}",
-                    f"RP, layer 2 → {L}": f"{_pm(c[('rp', 2)], 0.5)}<br>→ {_pm(c[('rp', L)], 0.5)}",
-                    "finding": finding(summary(c), L)})
+        out.append(
+            {
+                "setting": short_label(res.config),
+                "sequences": report.count(res.config.samples),
+                f"trend, layer 2 → {L}": f"{_pm(c[('trend', 2)])}<br>→ {_pm(c[('trend', L)])}",
+                f"RP, layer 2 → {L}": f"{_pm(c[('rp', 2)], 0.5)}<br>→ {_pm(c[('rp', L)], 0.5)}",
+                "finding": finding(summary(c), L),
+            }
+        )
     return out
 
 
@@ -193,11 +229,19 @@ def rows(results: dict, growth: dict, zc: float) -> list[dict]:
         c = cells(res, zc, stat)
         for l in range(2, res.config.layers + 1):
             t, r, g = c[("trend", l)], c[("rp", l)], c.get(("growth", l))
-            out.append({"setting": label(res.config), "layer": str(l),
-                        "trend": report.pm(t.value, t.se), "z (trend)": report.z_text(t.z),
-                        "RP": report.pm(r.value + 0.5, r.se), "z (RP)": report.z_text(r.z),
-                        "trend − layer before, paired": "" if g is None else
-                        f"{report.pm(g.value, g.se)} ({report.z_text(g.z)}; {report.count(stat.samples)})"})
+            out.append(
+                {
+                    "setting": label(res.config),
+                    "layer": str(l),
+                    "trend": report.pm(t.value, t.se),
+                    "z (trend)": report.z_text(t.z),
+                    "RP": report.pm(r.value + 0.5, r.se),
+                    "z (RP)": report.z_text(r.z),
+                    "trend − layer before, paired": ""
+                    if g is None
+                    else f"{report.pm(g.value, g.se)} ({report.z_text(g.z)}; {report.count(stat.samples)})",
+                }
+            )
     return out
 
 
@@ -225,17 +269,39 @@ def depth_figure(results: dict, zc: float):
             v = np.array([c[(what, l)].value for l in layers])
             e = np.array([c[(what, l)].se for l in layers])
             ok = np.array([c[(what, l)].resolved for l in layers])
-            ax.errorbar(layers, v, yerr=e, color=style["color"], linestyle=SMALL_D_LINE if cfg.d < dmax else "-",
-                        linewidth=1.2, capsize=2.5, elinewidth=1.0)
-            ax.plot(layers[ok], v[ok], linestyle="none", marker=style["marker"], markersize=5.5, color=style["color"])
-            ax.plot(layers[~ok], v[~ok], linestyle="none", marker=style["marker"], markersize=5.5,
-                    color=style["color"], markerfacecolor="white")
+            ax.errorbar(
+                layers,
+                v,
+                yerr=e,
+                color=style["color"],
+                linestyle=SMALL_D_LINE if cfg.d < dmax else "-",
+                linewidth=1.2,
+                capsize=2.5,
+                elinewidth=1.0,
+            )
+            ax.plot(
+                layers[ok],
+                v[ok],
+                linestyle="none",
+                marker=style["marker"],
+                markersize=5.5,
+                color=style["color"],
+            )
+            ax.plot(
+                layers[~ok],
+                v[~ok],
+                linestyle="none",
+                marker=style["marker"],
+                markersize=5.5,
+                color=style["color"],
+                markerfacecolor="white",
+            )
     for ax, name in zip(axes, ("recency probability − ½", "trend (mean step)")):
         ax.set_yscale("symlog", linthresh=LINTHRESH)
         low, high = ax.get_ylim()
         top = int(np.ceil(np.log10(max(abs(low), abs(high), LINTHRESH))))
-        decades = range(int(round(np.log10(LINTHRESH))), top + 1, 2)          # every other decade
-        ax.set_yticks(sorted([-(10.0 ** k) for k in decades] + [0.0] + [10.0 ** k for k in decades]))
+        decades = range(int(round(np.log10(LINTHRESH))), top + 1, 2)  # every other decade
+        ax.set_yticks(sorted([-(10.0**k) for k in decades] + [0.0] + [10.0**k for k in decades]))
         ax.set_ylim(low, high)
         ax.minorticks_off()
         plotting.reference_line(ax, 0.0)
@@ -253,6 +319,15 @@ def legend_handles(results: dict):
     out = []
     for res in results.values():
         style = cv.variant_style(res.config)
-        out.append(Line2D([], [], color=style["color"], marker=style["marker"], markersize=5.5,
-                          linestyle=SMALL_D_LINE if res.config.d < dmax else "-", label=label(res.config)))
+        out.append(
+            Line2D(
+                [],
+                [],
+                color=style["color"],
+                marker=style["marker"],
+                markersize=5.5,
+                linestyle=SMALL_D_LINE if res.config.d < dmax else "-",
+                label=label(res.config),
+            )
+        )
     return out

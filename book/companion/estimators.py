@@ -29,6 +29,7 @@ row 2 estimate the step without bias, with far less noise:
   have exactly known means; the second layer's steps minus a linear combination of all of them
   (coefficients fitted on an independent pilot run, :func:`fit_gram_controls`) keep their mean.
 """
+
 from __future__ import annotations
 
 import functools
@@ -57,25 +58,37 @@ def _with_trend(steps: np.ndarray, n: int) -> np.ndarray:
 def _layer1(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first layer's scores Z, symmetric (B, n, n), and their cosines C = Z / Z_ii (LayerNorm: Z_ii = sqrt d)."""
     if scores.shape[1] != 2:
-        raise ValueError(f"layers={scores.shape[1]} is not allowed; allowed: 2 (the second layer's scores)")
+        raise ValueError(
+            f"layers={scores.shape[1]} is not allowed; allowed: 2 (the second layer's scores)"
+        )
     z = np.nan_to_num(scores[:, 0], nan=0.0)
     z = np.tril(z) + np.swapaxes(np.tril(z, -1), -1, -2)
     return z, z / np.diagonal(z, axis1=-2, axis2=-1)[..., :1, None]
 
 
-def first_order_steps(scores: np.ndarray, attention: np.ndarray, *, d: int, gamma: float = 0.0,
-                      sq_norms: np.ndarray | None = None) -> np.ndarray:
+def first_order_steps(
+    scores: np.ndarray,
+    attention: np.ndarray,
+    *,
+    d: int,
+    gamma: float = 0.0,
+    sq_norms: np.ndarray | None = None,
+) -> np.ndarray:
     """The steps of S^(2) minus their first-order control (module docstring); (B, 2, steps + 1)."""
     root, n = math.sqrt(d), scores.shape[-1]
     z, c = _layer1(scores)
-    leak = math.exp(-root) / (1.0 + gamma * np.sqrt(sq_norms[:, 0]) / root) if gamma else np.full(z.shape[:2], math.exp(-root))
-    ewc = (leak[..., :, None] * np.tril(np.exp(z), -1)) @ c                   # (B, n, n) E W C
+    leak = (
+        math.exp(-root) / (1.0 + gamma * np.sqrt(sq_norms[:, 0]) / root)
+        if gamma
+        else np.full(z.shape[:2], math.exp(-root))
+    )
+    ewc = (leak[..., :, None] * np.tril(np.exp(z), -1)) @ c  # (B, n, n) E W C
     h = ewc + np.swapaxes(ewc, -1, -2)
     hd = np.diagonal(h, axis1=-2, axis2=-1)
     first = root * (h - c * (hd[..., :, None] + hd[..., None, :]) / 2.0)
     s2 = np.nan_to_num(scores[:, 1], nan=0.0)
     i, j = adjacent_index(n)
-    y = _steps(s2) - np.where(j < i, _steps(z) + _steps(first), 0.0)          # diagonal steps: plainly
+    y = _steps(s2) - np.where(j < i, _steps(z) + _steps(first), 0.0)  # diagonal steps: plainly
     return np.stack([_with_trend(_steps(z), n), _with_trend(y, n)], axis=1)
 
 
@@ -87,16 +100,25 @@ def second_order_steps(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
     z, c = _layer1(scores)
     w = np.tril(np.exp(z), -1)
     wc = w @ c
-    n1 = wc + np.swapaxes(wc, -1, -2)                                          # <v_i, v_j> at order eps
-    a = 2.0 * np.diagonal(wc, axis1=-2, axis2=-1)                              # |v_i|^2 at order eps
-    wcw = wc @ np.swapaxes(w, -1, -2)                                          # <v_i, v_j> at order eps^2
-    b = np.diagonal(wcw, axis1=-2, axis2=-1)                                   # |v_i|^2 at order eps^2
+    n1 = wc + np.swapaxes(wc, -1, -2)  # <v_i, v_j> at order eps
+    a = 2.0 * np.diagonal(wc, axis1=-2, axis2=-1)  # |v_i|^2 at order eps
+    wcw = wc @ np.swapaxes(w, -1, -2)  # <v_i, v_j> at order eps^2
+    b = np.diagonal(wcw, axis1=-2, axis2=-1)  # |v_i|^2 at order eps^2
     ai, aj, bi, bj = a[..., :, None], a[..., None, :], b[..., :, None], b[..., None, :]
-    x2 = wcw - n1 * (ai + aj) / 2.0 + c * (3.0 * (ai ** 2 + aj ** 2) / 8.0 - (bi + bj) / 2.0 + ai * aj / 4.0)
+    x2 = (
+        wcw
+        - n1 * (ai + aj) / 2.0
+        + c * (3.0 * (ai**2 + aj**2) / 8.0 - (bi + bj) / 2.0 + ai * aj / 4.0)
+    )
     i, j = adjacent_index(n)
     off = j < i
-    return np.stack([_with_trend(_steps(z), n)[..., np.r_[off, True]], _with_trend(_steps(x2), n)[..., np.r_[off, True]]],
-                    axis=1)
+    return np.stack(
+        [
+            _with_trend(_steps(z), n)[..., np.r_[off, True]],
+            _with_trend(_steps(x2), n)[..., np.r_[off, True]],
+        ],
+        axis=1,
+    )
 
 
 def gram_controlled_steps(scores: np.ndarray, attention: np.ndarray, *, beta, mu) -> np.ndarray:
@@ -105,7 +127,7 @@ def gram_controlled_steps(scores: np.ndarray, attention: np.ndarray, *, beta, mu
     from :func:`fit_gram_controls`; (B, 2, steps + 1), row 1 the plain steps of the first layer."""
     n = scores.shape[-1]
     rows, cols = np.tril_indices(n)
-    g = scores[:, 0][:, rows, cols]                                            # (B, n(n+1)/2)
+    g = scores[:, 0][:, rows, cols]  # (B, n(n+1)/2)
     s1, s2 = np.nan_to_num(scores[:, 0], nan=0.0), np.nan_to_num(scores[:, 1], nan=0.0)
     y = _with_trend(_steps(s2), n) - (g - np.asarray(mu)) @ np.asarray(beta)
     return np.stack([_with_trend(_steps(s1), n), y], axis=1)
@@ -133,8 +155,11 @@ def fit_gram_controls(cfg: SimConfig, samples: int = 40_000) -> dict:
 def first_order(d: int, gamma: float = 0.0):
     """:func:`first_order_steps` for hidden size ``d`` and residual weight ``gamma``, as a statistic the
     results cache can key (a functools.partial of a module-level function)."""
-    return functools.partial(first_order_steps, d=check_int("d", d, 2),
-                             gamma=check_real("gamma", gamma, lo=0.0, allowed="a number >= 0"))
+    return functools.partial(
+        first_order_steps,
+        d=check_int("d", d, 2),
+        gamma=check_real("gamma", gamma, lo=0.0, allowed="a number >= 0"),
+    )
 
 
 def gram_controlled(cfg: SimConfig, pilot: int = 40_000, *, cache=None):
@@ -142,6 +167,12 @@ def gram_controlled(cfg: SimConfig, pilot: int = 40_000, *, cache=None):
     through the results cache ``cache``, default recency_lib's: the pilot runs once per setting and source)."""
     from recency_lib.cache import cached_value
 
-    fit, _ = cached_value("gram-controls", lambda: fit_gram_controls(cfg, pilot), ("companion.estimators",),
-                          params={"config": cfg.to_dict(), "pilot": pilot}, packages=("numpy",), cache=cache)
+    fit, _ = cached_value(
+        "gram-controls",
+        lambda: fit_gram_controls(cfg, pilot),
+        ("companion.estimators",),
+        params={"config": cfg.to_dict(), "pilot": pilot},
+        packages=("numpy",),
+        cache=cache,
+    )
     return functools.partial(gram_controlled_steps, **fit)

@@ -27,6 +27,7 @@ The command that recomputes one setting with more samples is a template with ``{
 ``{gamma}``, ``{norm}``, ``{d}`` and ``{slug}`` fields (:func:`command_templates`); the page fills it in
 for the current setting, :func:`fill_command` does the same in Python.
 """
+
 from __future__ import annotations
 
 import html
@@ -45,7 +46,7 @@ from recency_lib.result import SimResult
 from recency_lib.validation import check_choice, check_int, check_real, short
 
 FORMAT = "companion.explorer/1"
-ALPHAS = tuple(round(0.1 * k, 1) for k in range(10))   # 0, 0.1, ..., 0.9
+ALPHAS = tuple(round(0.1 * k, 1) for k in range(10))  # 0, 0.1, ..., 0.9
 GAMMAS = (0.0, 1.0)
 DS = (16, 64, 256, 1024)
 #: The normalizations of recency_lib.norms, the identity first (the paper's first row)
@@ -67,29 +68,48 @@ ASSETS = Path(__file__).with_name("assets")
 
 # -- the grid ------------------------------------------------------------------------------------
 
+
 def _values(name: str, values, check) -> tuple:
     """A non-empty tuple of distinct values, each passed through ``check``."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise ValueError(f"{name}={short(values)} is not a list; allowed: a non-empty list of values")
+        raise ValueError(
+            f"{name}={short(values)} is not a list; allowed: a non-empty list of values"
+        )
     out = tuple(check(v) for v in values)
     if not out or len(set(out)) != len(out):
-        raise ValueError(f"{name}={short(values)} is not allowed; allowed: a non-empty list of distinct values")
+        raise ValueError(
+            f"{name}={short(values)} is not allowed; allowed: a non-empty list of distinct values"
+        )
     return out
 
 
 def grid_axes(*, alphas=ALPHAS, gammas=GAMMAS, ds=DS, norms=NORMS) -> dict:
     """The validated axes of the grid: alphas in [0, 1], gammas finite, ds integers >= 2, norms."""
     return {
-        "alphas": _values("alphas", alphas, lambda a: check_real("alpha", a, lo=0.0, hi=1.0,
-                                                                 allowed="a real number in [0, 1]")),
-        "gammas": _values("gammas", gammas, lambda g: check_real("gamma", g, allowed="a finite real number")),
+        "alphas": _values(
+            "alphas",
+            alphas,
+            lambda a: check_real("alpha", a, lo=0.0, hi=1.0, allowed="a real number in [0, 1]"),
+        ),
+        "gammas": _values(
+            "gammas", gammas, lambda g: check_real("gamma", g, allowed="a finite real number")
+        ),
         "ds": _values("ds", ds, lambda d: check_int("d", d, 2)),
         "norms": _values("norms", norms, lambda m: check_choice("norm", m, NORMS)),
     }
 
 
-def grid_configs(samples: int = DEFAULT_SAMPLES, seed: int = 0, *, n: int = N_TOKENS, layers: int = LAYERS,
-                 alphas=ALPHAS, gammas=GAMMAS, ds=DS, norms=NORMS) -> list[SimConfig]:
+def grid_configs(
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+    *,
+    n: int = N_TOKENS,
+    layers: int = LAYERS,
+    alphas=ALPHAS,
+    gammas=GAMMAS,
+    ds=DS,
+    norms=NORMS,
+) -> list[SimConfig]:
     """Every setting of the explorer, alpha slowest and norm fastest (the order of ``settings``).
 
     n >= 3 (the recency probability needs three tokens) and layers >= 2 (h(j) is read off the
@@ -100,8 +120,13 @@ def grid_configs(samples: int = DEFAULT_SAMPLES, seed: int = 0, *, n: int = N_TO
     check_int("n", n, 3)
     check_int("layers", layers, 2)
     ax = grid_axes(alphas=alphas, gammas=gammas, ds=ds, norms=norms)
-    return [SimConfig(alpha=a, gamma=g, norm=m, n=n, d=d, layers=layers, samples=samples, seed=seed)
-            for a in ax["alphas"] for g in ax["gammas"] for d in ax["ds"] for m in ax["norms"]]
+    return [
+        SimConfig(alpha=a, gamma=g, norm=m, n=n, d=d, layers=layers, samples=samples, seed=seed)
+        for a in ax["alphas"]
+        for g in ax["gammas"]
+        for d in ax["ds"]
+        for m in ax["norms"]
+    ]
 
 
 def label(x: float) -> str:
@@ -116,6 +141,7 @@ def setting_key(cfg: SimConfig) -> str:
 
 # -- numbers -------------------------------------------------------------------------------------
 
+
 def decimals(se: float, digits: int = 2) -> int:
     """Decimals that show ``se`` with ``digits`` significant digits (0 .. MAX_DECIMALS; the maximum
     for an SE of 0 or NaN). A value rounded to them moves by at most 1/20 of its SE (digits = 2)."""
@@ -127,12 +153,12 @@ def decimals(se: float, digits: int = 2) -> int:
 
 def scaled(values, dec: int) -> list[int]:
     """``values`` as integers in units of 10**-dec (value = k / 10**dec)."""
-    return [int(v) for v in np.rint(np.asarray(values, dtype=float) * 10.0 ** dec)]
+    return [int(v) for v in np.rint(np.asarray(values, dtype=float) * 10.0**dec)]
 
 
 def unscaled(ints, dec: int) -> np.ndarray:
     """Inverse of :func:`scaled` (what the page computes: k / 10**dec)."""
-    return np.asarray(ints, dtype=float) / 10.0 ** dec
+    return np.asarray(ints, dtype=float) / 10.0**dec
 
 
 def _smallest_se(se: np.ndarray) -> float:
@@ -166,13 +192,13 @@ def pack(ints) -> str:
         raise ValueError(f"ints={short(ints)} has negative entries; allowed: integers >= 0")
     top = max(ints, default=0)
     width = 1
-    while top >= 64 ** width:
+    while top >= 64**width:
         width += 1
     if width > 9:
         raise ValueError(f"ints has an entry {top} >= 64**9; allowed: integers < 64**9")
     chars = []
     for k in ints:
-        chars.append("".join(DIGITS64[(k // 64 ** p) % 64] for p in range(width - 1, -1, -1)))
+        chars.append("".join(DIGITS64[(k // 64**p) % 64] for p in range(width - 1, -1, -1)))
     return str(width) + "".join(chars)
 
 
@@ -180,11 +206,13 @@ def unpack(text: str) -> list[int]:
     """Inverse of :func:`pack`."""
     width, body = int(text[0]), text[1:]
     if width < 1 or len(body) % width:
-        raise ValueError(f"text={text[:20]!r}... is not a packed array; allowed: the output of pack()")
+        raise ValueError(
+            f"text={text[:20]!r}... is not a packed array; allowed: the output of pack()"
+        )
     out = []
     for start in range(0, len(body), width):
         k = 0
-        for ch in body[start:start + width]:
+        for ch in body[start : start + width]:
             k = 64 * k + DIGITS64.index(ch)
         out.append(k)
     return out
@@ -204,6 +232,7 @@ def unpack_offset(offset: int, text: str, dec: int) -> np.ndarray:
 
 # -- one setting ---------------------------------------------------------------------------------
 
+
 def setting_data(res: SimResult, reasons: list[str] | None = None) -> dict:
     """One simulated setting as a compact dict (see the module docstring for the encoding).
 
@@ -218,25 +247,35 @@ def setting_data(res: SimResult, reasons: list[str] | None = None) -> dict:
     * ``h``: ``{"dec", "m", "e", "c"}``: simulated h(j)/h(1), its SE and the corrected closed form
       (None without normalization, where the paper has no closed form), packed at ``dec``.
     """
-    from .statistics import simulated_h
     from recency_lib.theory import h_corrected
+
+    from .statistics import simulated_h
 
     cfg = res.config
     layers = []
     for l in range(cfg.layers):
-        mean, se = res.score_mean[l], res.score_sem[l]                 # (n, n)
+        mean, se = res.score_mean[l], res.score_sem[l]  # (n, n)
         dec = decimals(_smallest_se(strict_lower(se)), CELL_DIGITS)
         o_s, s = pack_offset(strict_lower(mean), dec)
         o_d, diag = pack_offset(np.diag(mean), dec)
         rp, rp_se, rp_how = res.rp(l + 1)
         rp_dec = decimals(rp_se)
         decision = res.decision(l + 1)
-        layers.append({
-            "dec": dec, "oS": o_s, "S": s, "oD": o_d, "D": diag, "E": pack(scaled(lower_triangle(se), dec)),
-            "rp": [*scaled([rp, rp_se], rp_dec), rp_dec], "rpe": rp_how,
-            "v": VERDICT_CODES[decision.word], "why": decision.reason if reasons is None else _index(reasons, decision.reason),
-            "dir": DIRECTION_CODES[res.direction(l + 1)],
-        })
+        layers.append(
+            {
+                "dec": dec,
+                "oS": o_s,
+                "S": s,
+                "oD": o_d,
+                "D": diag,
+                "E": pack(scaled(lower_triangle(se), dec)),
+                "rp": [*scaled([rp, rp_se], rp_dec), rp_dec],
+                "rpe": rp_how,
+                "v": VERDICT_CODES[decision.word],
+                "why": decision.reason if reasons is None else _index(reasons, decision.reason),
+                "dir": DIRECTION_CODES[res.direction(l + 1)],
+            }
+        )
     h, h_se = simulated_h(res, state=1)
     h_dec = decimals(_smallest_se(h_se[1:]))
     closed = None
@@ -244,8 +283,15 @@ def setting_data(res: SimResult, reasons: list[str] | None = None) -> dict:
         j = np.arange(1, cfg.n + 1)
         hc = np.asarray(h_corrected(j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm), dtype=float)
         closed = pack(scaled(hc / hc[0], h_dec))
-    return {"layers": layers,
-            "h": {"dec": h_dec, "m": pack(scaled(h, h_dec)), "e": pack(scaled(h_se, h_dec)), "c": closed}}
+    return {
+        "layers": layers,
+        "h": {
+            "dec": h_dec,
+            "m": pack(scaled(h, h_dec)),
+            "e": pack(scaled(h_se, h_dec)),
+            "c": closed,
+        },
+    }
 
 
 def diagonal_style() -> dict:
@@ -265,13 +311,16 @@ def _index(table: list, item) -> int:
 
 # -- commands ------------------------------------------------------------------------------------
 
+
 def rerun_samples(samples: int) -> int:
     """Samples suggested for a rerun of one setting: ten times the page's, at least 100,000 (the
     paper's); the SE shrinks by sqrt(rerun / samples) >= sqrt(10)."""
     return max(100_000, 10 * check_int("samples", samples, 2))
 
 
-def command_templates(samples: int, seed: int = 0, *, n: int = N_TOKENS, layers: int = LAYERS) -> dict:
+def command_templates(
+    samples: int, seed: int = 0, *, n: int = N_TOKENS, layers: int = LAYERS
+) -> dict:
     """Shell commands for one setting, with fields {alpha} {gamma} {norm} {d} {slug}:
 
     * ``cli``: the simulator's command line with :func:`rerun_samples` samples (result file + summary);
@@ -282,14 +331,20 @@ def command_templates(samples: int, seed: int = 0, *, n: int = N_TOKENS, layers:
     more = rerun_samples(samples)
     check_int("seed", seed, 0)
     common = f"--n {n} --d {{d}} --layers {layers}"
-    cli = (".venv/bin/python -m recency_lib simulate --alpha {alpha} --gamma {gamma} --norm {norm} "
-           f"{common} --samples {more} --seed {seed} --workers 2 --out {{slug}}-s{more}.json")
-    papermill = ("mkdir -p out && .venv/bin/papermill book/setting_template.ipynb out/{slug}.ipynb "
-                 "-p alpha {alpha} -p gamma {gamma} -p norm {norm} "
-                 f"-p n {n} -p d {{d}} -p layers {layers} -p samples {more} -p seed {seed} "
-                 "-p result_path {slug}.json --cwd out -k python3")
-    same = (".venv/bin/python -m recency_lib simulate --alpha {alpha} --gamma {gamma} --norm {norm} "
-            f"{common} --samples {samples} --seed {seed}")
+    cli = (
+        ".venv/bin/python -m recency_lib simulate --alpha {alpha} --gamma {gamma} --norm {norm} "
+        f"{common} --samples {more} --seed {seed} --workers 2 --out {{slug}}-s{more}.json"
+    )
+    papermill = (
+        "mkdir -p out && .venv/bin/papermill book/setting_template.ipynb out/{slug}.ipynb "
+        "-p alpha {alpha} -p gamma {gamma} -p norm {norm} "
+        f"-p n {n} -p d {{d}} -p layers {layers} -p samples {more} -p seed {seed} "
+        "-p result_path {slug}.json --cwd out -k python3"
+    )
+    same = (
+        ".venv/bin/python -m recency_lib simulate --alpha {alpha} --gamma {gamma} --norm {norm} "
+        f"{common} --samples {samples} --seed {seed}"
+    )
     return {"cli": cli, "papermill": papermill, "same": same}
 
 
@@ -298,18 +353,24 @@ _FIELD = re.compile(r"\{(alpha|gamma|norm|d|slug)\}")
 
 def fill_command(template: str, cfg: SimConfig) -> str:
     """A command template with the fields of ``cfg`` filled in (as the page does in the browser)."""
-    values = {"alpha": label(cfg.alpha), "gamma": label(cfg.gamma), "norm": cfg.norm, "d": str(cfg.d),
-              "slug": setting_key(cfg)}
+    values = {
+        "alpha": label(cfg.alpha),
+        "gamma": label(cfg.gamma),
+        "norm": cfg.norm,
+        "d": str(cfg.d),
+        "slug": setting_key(cfg),
+    }
     return _FIELD.sub(lambda m: values[m.group(1)], template)
 
 
 # -- the payload ---------------------------------------------------------------------------------
 
+
 def heatmap_lut() -> list[str]:
     """The heatmaps' colour map (:data:`recency_lib.plot.HEATMAP_HEX`, the book's) as 256 hex colours,
     dark to light."""
     hexes = "".join(HEATMAP_HEX)
-    return ["#" + hexes[k:k + 6] for k in range(0, len(hexes), 6)]
+    return ["#" + hexes[k : k + 6] for k in range(0, len(hexes), 6)]
 
 
 def explorer_data(results) -> dict:
@@ -327,45 +388,73 @@ def explorer_data(results) -> dict:
     for r in results:
         c = r.config
         if {k: getattr(c, k) for k in shape} != shape or c.extended:
-            raise ValueError(f"results mix settings: {c} differs from {first} in n, layers, samples, seed "
-                             f"or extensions; allowed: the results of one grid_configs(...) call")
+            raise ValueError(
+                f"results mix settings: {c} differs from {first} in n, layers, samples, seed "
+                f"or extensions; allowed: the results of one grid_configs(...) call"
+            )
     keys = [setting_key(r.config) for r in results]
     if len(set(keys)) != len(keys):
         raise ValueError("results contain the same setting twice; allowed: each setting once")
-    axes = {"alphas": sorted({r.config.alpha for r in results}), "gammas": sorted({r.config.gamma for r in results}),
-            "ds": sorted({r.config.d for r in results}), "norms": [m for m in NORMS if m in {r.config.norm for r in results}]}
+    axes = {
+        "alphas": sorted({r.config.alpha for r in results}),
+        "gammas": sorted({r.config.gamma for r in results}),
+        "ds": sorted({r.config.d for r in results}),
+        "norms": [m for m in NORMS if m in {r.config.norm for r in results}],
+    }
     expected = len(axes["alphas"]) * len(axes["gammas"]) * len(axes["ds"]) * len(axes["norms"])
     if expected != len(results):
-        raise ValueError(f"results hold {len(results)} settings, not the full grid of {expected}; "
-                         f"allowed: every combination of alpha, gamma, d and norm")
+        raise ValueError(
+            f"results hold {len(results)} settings, not the full grid of {expected}; "
+            f"allowed: every combination of alpha, gamma, d and norm"
+        )
     steps = shape["n"] * (shape["n"] - 1) // 2
     z_fw = familywise_z(steps, LEVEL)
-    rp_se = np.array([r.recency_probability_sem for r in results])        # (settings, layers)
+    rp_se = np.array([r.recency_probability_sem for r in results])  # (settings, layers)
     meta = {
-        "format": FORMAT, **shape,
-        "alphas": axes["alphas"], "alpha_labels": [label(a) for a in axes["alphas"]],
-        "gammas": axes["gammas"], "gamma_labels": [label(g) for g in axes["gammas"]],
-        "ds": axes["ds"], "norms": axes["norms"], "norm_labels": [NORM_LABELS[m] for m in axes["norms"]],
-        "steps": steps, "level": LEVEL, "z_fw": round(z_fw, 2), "direction_z": round(familywise_z(1, LEVEL), 2),
+        "format": FORMAT,
+        **shape,
+        "alphas": axes["alphas"],
+        "alpha_labels": [label(a) for a in axes["alphas"]],
+        "gammas": axes["gammas"],
+        "gamma_labels": [label(g) for g in axes["gammas"]],
+        "ds": axes["ds"],
+        "norms": axes["norms"],
+        "norm_labels": [NORM_LABELS[m] for m in axes["norms"]],
+        "steps": steps,
+        "level": LEVEL,
+        "z_fw": round(z_fw, 2),
+        "direction_z": round(familywise_z(1, LEVEL), 2),
         "verdicts": {v: k for k, v in VERDICT_CODES.items()},
         "directions": {v: k for k, v in DIRECTION_CODES.items()},
-        "lut": heatmap_lut(), "diagonal": diagonal_style(),
-        "commands": command_templates(shape["samples"], shape["seed"], n=shape["n"], layers=shape["layers"]),
+        "lut": heatmap_lut(),
+        "diagonal": diagonal_style(),
+        "commands": command_templates(
+            shape["samples"], shape["seed"], n=shape["n"], layers=shape["layers"]
+        ),
         "rerun_samples": rerun_samples(shape["samples"]),
-        "rp_se_median": float(f"{np.median(rp_se):.2g}"), "rp_se_max": float(f"{np.max(rp_se):.2g}"),
+        "rp_se_median": float(f"{np.median(rp_se):.2g}"),
+        "rp_se_max": float(f"{np.max(rp_se):.2g}"),
         "cpu_seconds": round(float(sum(r.elapsed_seconds for r in results)), 1),
-        "engine": results[0].engine, "kernel": results[0].extra.get("kernel"),
+        "engine": results[0].engine,
+        "kernel": results[0].extra.get("kernel"),
         "library_version": results[0].library_version,
     }
     reasons: list[str] = []
-    settings = {k: setting_data(r, reasons) for k, r in sorted(zip(keys, results), key=lambda kr: _order(kr[1].config, axes))}
+    settings = {
+        k: setting_data(r, reasons)
+        for k, r in sorted(zip(keys, results), key=lambda kr: _order(kr[1].config, axes))
+    }
     meta["reasons"] = reasons
     return {"meta": meta, "settings": settings}
 
 
 def _order(cfg: SimConfig, axes: dict) -> tuple:
-    return (axes["alphas"].index(cfg.alpha), axes["gammas"].index(cfg.gamma), axes["ds"].index(cfg.d),
-            axes["norms"].index(cfg.norm))
+    return (
+        axes["alphas"].index(cfg.alpha),
+        axes["gammas"].index(cfg.gamma),
+        axes["ds"].index(cfg.d),
+        axes["norms"].index(cfg.norm),
+    )
 
 
 def decode_layer(setting: dict, layer: int, n: int, reasons: list[str] | None = None) -> dict:
@@ -378,26 +467,39 @@ def decode_layer(setting: dict, layer: int, n: int, reasons: list[str] | None = 
     mean[np.diag_indices(n)] = unpack_offset(lay["oD"], lay["D"], dec)
     se[np.tril_indices(n)] = unpack_offset(0, lay["E"], dec)
     rp, rp_se = unscaled(lay["rp"][:2], lay["rp"][2])
-    return {"mean": mean, "se": se, "dec": dec, "rp": float(rp), "rp_se": float(rp_se), "rp_dec": lay["rp"][2],
-            "verdict": {v: k for k, v in VERDICT_CODES.items()}[lay["v"]],
-            "direction": {v: k for k, v in DIRECTION_CODES.items()}[lay["dir"]], "why": lay["why"] if reasons is None else reasons[lay["why"]],
-            "rp_estimator": lay["rpe"]}
+    return {
+        "mean": mean,
+        "se": se,
+        "dec": dec,
+        "rp": float(rp),
+        "rp_se": float(rp_se),
+        "rp_dec": lay["rp"][2],
+        "verdict": {v: k for k, v in VERDICT_CODES.items()}[lay["v"]],
+        "direction": {v: k for k, v in DIRECTION_CODES.items()}[lay["dir"]],
+        "why": lay["why"] if reasons is None else reasons[lay["why"]],
+        "rp_estimator": lay["rpe"],
+    }
 
 
 def decode_h(setting: dict) -> dict:
     """The h(j) part of a setting back as arrays: simulated mean and SE, closed form (or None)."""
     h = setting["h"]
     closed = None if h["c"] is None else unpack_offset(0, h["c"], h["dec"])
-    return {"mean": unpack_offset(0, h["m"], h["dec"]), "se": unpack_offset(0, h["e"], h["dec"]),
-            "closed": closed, "dec": h["dec"]}
+    return {
+        "mean": unpack_offset(0, h["m"], h["dec"]),
+        "se": unpack_offset(0, h["e"], h["dec"]),
+        "closed": closed,
+        "dec": h["dec"],
+    }
 
 
 def fixed(k: int, dec: int) -> str:
     """A scaled integer as the page prints it (JavaScript's (k / 10**dec).toFixed(dec))."""
-    return f"{k / 10 ** dec:.{dec}f}"
+    return f"{k / 10**dec:.{dec}f}"
 
 
 # -- the page ------------------------------------------------------------------------------------
+
 
 def json_for_script(data: dict) -> str:
     """Compact JSON that is safe inside ``<script type="application/json">``: every "<" (which can
@@ -414,8 +516,9 @@ def asset(name: str) -> str:
 def _radios(name: str, legend: str, options: list[tuple[str, str]], checked: str) -> str:
     items = "".join(
         f'<label class="rx-radio"><input type="radio" name="{name}" value="{html.escape(v)}"'
-        f'{" checked" if v == checked else ""}> {html.escape(text)}</label>'
-        for v, text in options)
+        f"{' checked' if v == checked else ''}> {html.escape(text)}</label>"
+        for v, text in options
+    )
     return f'<fieldset class="rx-field"><legend>{legend}</legend><div class="rx-radios">{items}</div></fieldset>'
 
 
@@ -423,15 +526,32 @@ def controls_html(meta: dict, start: dict) -> str:
     """The form controls (real inputs with labels): alpha slider, gamma and norm radios, d select,
     layer radios, set to ``start`` (keys alpha, gamma, d, norm, layer)."""
     ia = meta["alphas"].index(start["alpha"])
-    alpha = (f'<div class="rx-field"><label for="rx-alpha">anisotropy α = <output id="rx-alpha-out" for="rx-alpha">'
-             f'{meta["alpha_labels"][ia]}</output></label>'
-             f'<input type="range" id="rx-alpha" name="alpha" min="0" max="{len(meta["alphas"]) - 1}" step="1" '
-             f'value="{ia}" aria-valuetext="α = {meta["alpha_labels"][ia]}"></div>')
-    gamma = _radios("rx-gamma", "residual γ", [(lab, lab) for lab in meta["gamma_labels"]], label(start["gamma"]))
-    opts = "".join(f'<option value="{d}"{" selected" if d == start["d"] else ""}>{d}</option>' for d in meta["ds"])
+    alpha = (
+        f'<div class="rx-field"><label for="rx-alpha">anisotropy α = <output id="rx-alpha-out" for="rx-alpha">'
+        f"{meta['alpha_labels'][ia]}</output></label>"
+        f'<input type="range" id="rx-alpha" name="alpha" min="0" max="{len(meta["alphas"]) - 1}" step="1" '
+        f'value="{ia}" aria-valuetext="α = {meta["alpha_labels"][ia]}"></div>'
+    )
+    gamma = _radios(
+        "rx-gamma",
+        "residual γ",
+        [(lab, lab) for lab in meta["gamma_labels"]],
+        label(start["gamma"]),
+    )
+    opts = "".join(
+        f'<option value="{d}"{" selected" if d == start["d"] else ""}>{d}</option>'
+        for d in meta["ds"]
+    )
     d = f'<div class="rx-field"><label for="rx-d">hidden size d</label><select id="rx-d" name="d">{opts}</select></div>'
-    norm = _radios("rx-norm", "normalization", list(zip(meta["norms"], meta["norm_labels"])), start["norm"])
-    layer = _radios("rx-layer", "layer", [(str(l), str(l)) for l in range(1, meta["layers"] + 1)], str(start["layer"]))
+    norm = _radios(
+        "rx-norm", "normalization", list(zip(meta["norms"], meta["norm_labels"])), start["norm"]
+    )
+    layer = _radios(
+        "rx-layer",
+        "layer",
+        [(str(l), str(l)) for l in range(1, meta["layers"] + 1)],
+        str(start["layer"]),
+    )
     return f'<form class="rx-controls" id="rx-controls" aria-label="setting">{alpha}{gamma}{d}{norm}{layer}</form>'
 
 
@@ -521,9 +641,16 @@ The same numbers come from the command line shown in the README.</p></noscript>
 
 def page_weight(page: str) -> dict:
     """Bytes (UTF-8) of the explorer's HTML: total, the data block, the script and the stylesheet."""
+
     def size(s: str) -> int:
         return len(s.encode("utf8"))
 
-    m = re.search(r'<script type="application/json" id="rx-explorer-data">(.*?)</script>', page, re.S)
-    return {"total": size(page), "data": size(m.group(1)) if m else 0,
-            "script": size(asset("explorer.js")), "style": size(asset("explorer.css"))}
+    m = re.search(
+        r'<script type="application/json" id="rx-explorer-data">(.*?)</script>', page, re.S
+    )
+    return {
+        "total": size(page),
+        "data": size(m.group(1)) if m else 0,
+        "script": size(asset("explorer.js")),
+        "style": size(asset("explorer.css")),
+    }

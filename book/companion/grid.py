@@ -37,6 +37,7 @@ template's own (:data:`TEMPLATE_MINIMA`), no unknown names; ``out_dir``, ``kerne
     runs = run_grid("book/setting_template.ipynb", "out", [{"alpha": 0.2}, {"alpha": 0.4, "gamma": 1}])
     SimResult.load(runs[0].result).recency_probability
 """
+
 from __future__ import annotations
 
 import ast
@@ -45,7 +46,6 @@ import fcntl
 import hashlib
 import json
 import logging
-import math
 import os
 import shutil
 import signal
@@ -76,19 +76,22 @@ KEY_FORMAT = "companion.grid/3"
 
 # -- validation --------------------------------------------------------------------------------
 
+
 def result_file(result_path: str = "") -> Path:
     """Where the template writes its result: ``result_path``, or ``setting_result.json`` when empty
     (relative paths are relative to the working directory); checked before any work
     (:func:`recency_lib.files.check_output_path`: nothing yet or a result file of this library, in a
     writable folder; a notebook, a source file or any other file is refused, naming the path)."""
     if isinstance(result_path, bytes) or not isinstance(result_path, (str, os.PathLike)):
-        raise ValueError(f"result_path={short(result_path)} is not a path; allowed: a string (\"\" = setting_result.json)")
+        raise ValueError(
+            f'result_path={short(result_path)} is not a path; allowed: a string ("" = setting_result.json)'
+        )
     path = Path(result_path) if os.fspath(result_path) else Path("setting_result.json")
     check_output_path(path, "result_path", ours=is_result_file, what=RESULT_FILE)
     return path
 
 
-_NOTEBOOK_BYTES = 2 ** 26            # an executed setting notebook is ~0.3 MB; larger ones are not ours
+_NOTEBOOK_BYTES = 2**26  # an executed setting notebook is ~0.3 MB; larger ones are not ours
 
 
 def is_grid_notebook(path: Path) -> bool:
@@ -99,16 +102,22 @@ def is_grid_notebook(path: Path) -> bool:
             return False
         nb = json.loads(path.read_text(encoding="utf-8"))
         params = nb["metadata"]["papermill"]["parameters"]
-        return isinstance(nb.get("cells"), list) and isinstance(params, dict) and "result_path" in params
-    except Exception:                   # unreadable, not JSON, another layout: not ours
+        return (
+            isinstance(nb.get("cells"), list)
+            and isinstance(params, dict)
+            and "result_path" in params
+        )
+    except Exception:  # unreadable, not JSON, another layout: not ours
         return False
 
 
 def is_key_file(path: Path) -> bool:
     """A key sidecar of this grid: JSON with the run key and inputs of a ``companion.grid/`` format."""
     try:
-        side = json.loads(path.read_text(encoding="utf-8")) if path.stat().st_size <= 2 ** 20 else {}
-        return isinstance(side.get("key"), str) and str(side["inputs"]["format"]).startswith("companion.grid/")
+        side = json.loads(path.read_text(encoding="utf-8")) if path.stat().st_size <= 2**20 else {}
+        return isinstance(side.get("key"), str) and str(side["inputs"]["format"]).startswith(
+            "companion.grid/"
+        )
     except Exception:
         return False
 
@@ -120,11 +129,15 @@ def template_defaults(template) -> dict:
     template = _template_path(template)
     try:
         info = papermill.inspect_notebook(str(template))
-    except Exception as exc:                     # not JSON, not a notebook, ...
-        raise ValueError(f"template={short(template)} is not a readable notebook ({type(exc).__name__}); "
-                         f"allowed: a notebook with a 'parameters' cell") from None
+    except Exception as exc:  # not JSON, not a notebook, ...
+        raise ValueError(
+            f"template={short(template)} is not a readable notebook ({type(exc).__name__}); "
+            f"allowed: a notebook with a 'parameters' cell"
+        ) from None
     if not info:
-        raise ValueError(f"template={short(template)} has no parameters; allowed: a notebook with a 'parameters' cell")
+        raise ValueError(
+            f"template={short(template)} has no parameters; allowed: a notebook with a 'parameters' cell"
+        )
     out = {}
     for name, spec in info.items():
         try:
@@ -143,20 +156,26 @@ def validate_params(params: dict, template=None) -> dict:
     ``result_path`` (set by the driver) are rejected too.
     """
     if not isinstance(params, dict):
-        raise ValueError(f"params={short(params)} is not a dict; allowed: a dict of {', '.join(SETTING_PARAMS)}")
+        raise ValueError(
+            f"params={short(params)} is not a dict; allowed: a dict of {', '.join(SETTING_PARAMS)}"
+        )
     allowed = set(SETTING_PARAMS)
     if template is not None:
         defaults = template_defaults(template)
         missing = allowed - set(defaults)
         if missing:
-            raise ValueError(f"template={short(template)} lacks the parameter(s) {sorted(missing)}; "
-                             f"allowed: a template with parameters {', '.join(SETTING_PARAMS)}")
+            raise ValueError(
+                f"template={short(template)} lacks the parameter(s) {sorted(missing)}; "
+                f"allowed: a template with parameters {', '.join(SETTING_PARAMS)}"
+            )
     else:
         defaults = SimConfig().to_dict()
     unknown = [k for k in params if k not in allowed]
     if unknown:
         extra = " (set by the driver)" if set(unknown) & set(DRIVER_PARAMS) else ""
-        raise ValueError(f"unknown parameter(s) {short(unknown)}{extra}; allowed: {', '.join(SETTING_PARAMS)}")
+        raise ValueError(
+            f"unknown parameter(s) {short(unknown)}{extra}; allowed: {', '.join(SETTING_PARAMS)}"
+        )
     full = {k: params.get(k, defaults[k]) for k in SETTING_PARAMS}
     cfg = SimConfig(**full)
     for name, lo in TEMPLATE_MINIMA.items():
@@ -171,6 +190,7 @@ def config_of(params: dict) -> SimConfig:
 
 # -- names and keys ----------------------------------------------------------------------------
 
+
 def _num(x) -> str:
     """Short, exact spelling of a number: 0.2 -> "0.2", 1.0 -> "1", 0.30000000000000004 stays."""
     if isinstance(x, float):
@@ -182,8 +202,10 @@ def _num(x) -> str:
 def slug(params: dict) -> str:
     """File stem of a validated setting; every parameter appears, so distinct settings never collide."""
     p = params
-    return (f"a{_num(p['alpha'])}-g{_num(p['gamma'])}-{p['norm']}-n{p['n']}-d{p['d']}-L{p['layers']}"
-            f"-s{p['samples']}-seed{p['seed']}")
+    return (
+        f"a{_num(p['alpha'])}-g{_num(p['gamma'])}-{p['norm']}-n{p['n']}-d{p['d']}-L{p['layers']}"
+        f"-s{p['samples']}-seed{p['seed']}"
+    )
 
 
 def run_inputs(template, params: dict, kernel: str = "python3") -> dict:
@@ -211,6 +233,7 @@ def run_key(template, params: dict, kernel: str = "python3") -> str:
 
 # -- running -----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class SettingRun:
     """One setting's outputs. ``status``: "ran" (executed now) or "reused" (key matched, skipped).
@@ -231,7 +254,7 @@ class SettingRun:
 
 def _read_sidecar(path: Path) -> dict | None:
     try:
-        if not path.is_file() or path.stat().st_size > 2 ** 20:
+        if not path.is_file() or path.stat().st_size > 2**20:
             return None
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
@@ -246,7 +269,7 @@ def _sha256(path: Path) -> str | None:
             return None
         h = hashlib.sha256()
         with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(2 ** 20), b""):
+            for chunk in iter(lambda: fh.read(2**20), b""):
                 h.update(chunk)
         return h.hexdigest()
     except OSError:
@@ -270,7 +293,7 @@ def _up_to_date(side: dict | None, key: str, notebook: Path, result: Path, cfg: 
     return True
 
 
-_LIVE_KERNELS: set = set()            # kernel managers of running settings (to stop on a signal)
+_LIVE_KERNELS: set = set()  # kernel managers of running settings (to stop on a signal)
 _LIVE_LOCK = threading.Lock()
 
 
@@ -282,7 +305,7 @@ def _shutdown(km) -> None:
     try:
         if run_sync(km.is_alive)():
             run_sync(km.shutdown_kernel)(now=True)
-    except Exception:           # already gone
+    except Exception:  # already gone
         pass
 
 
@@ -318,7 +341,7 @@ class SharedKernel:
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
-        cwd = Path(cwd).resolve()                  # the kernel's folder may differ from ours
+        cwd = Path(cwd).resolve()  # the kernel's folder may differ from ours
 
         if self.km is not None and not run_sync(self.km.is_alive)():
             self.close()
@@ -327,7 +350,9 @@ class SharedKernel:
             with _LIVE_LOCK:
                 _LIVE_KERNELS.add(km)
             self.km = km
-            run_sync(km.start_kernel)(cwd=str(cwd), extra_arguments=["--IPKernelApp.log_level=ERROR"])
+            run_sync(km.start_kernel)(
+                cwd=str(cwd), extra_arguments=["--IPKernelApp.log_level=ERROR"]
+            )
         kc = self.km.client()
         kc.start_channels()
         try:
@@ -335,13 +360,17 @@ class SharedKernel:
             reply = run_sync(kc.execute_interactive)(
                 f"import os as _os, gc as _gc\n_os.chdir({str(cwd)!r})\n_gc.set_threshold(*{COLLECTOR_THRESHOLDS!r})\n"
                 "get_ipython().reset(new_session=True)",
-                store_history=False,              # a new history session: execution counts from 1 again
-                timeout=60, output_hook=lambda msg: None)
+                store_history=False,  # a new history session: execution counts from 1 again
+                timeout=60,
+                output_hook=lambda msg: None,
+            )
         finally:
             kc.stop_channels()
         if reply["content"].get("status") != "ok":
             self.close()
-            raise RuntimeError(f"the shared kernel could not be prepared for {cwd.name}: {reply['content']}")
+            raise RuntimeError(
+                f"the shared kernel could not be prepared for {cwd.name}: {reply['content']}"
+            )
         return self.km
 
     def ask(self, code: str, timeout: float = 120) -> str:
@@ -360,12 +389,16 @@ class SharedKernel:
         kc = self.km.client()
         kc.start_channels()
         try:
-            reply = run_sync(kc.execute_interactive)(code, store_history=False, timeout=timeout, output_hook=hook)
+            reply = run_sync(kc.execute_interactive)(
+                code, store_history=False, timeout=timeout, output_hook=hook
+            )
         finally:
             kc.stop_channels()
         if reply["content"].get("status") != "ok":
-            raise RuntimeError(f"the kernel could not answer: {reply['content'].get('ename')}: "
-                               f"{reply['content'].get('evalue')}")
+            raise RuntimeError(
+                f"the kernel could not answer: {reply['content'].get('ename')}: "
+                f"{reply['content'].get('evalue')}"
+            )
         return "".join(printed)
 
     def close(self) -> None:
@@ -389,8 +422,17 @@ def _shared_engine() -> str:
 
     class SharedKernelEngine(NBClientEngine):
         @classmethod
-        def execute_managed_notebook(cls, nb_man, kernel_name, log_output=False, stdout_file=None,
-                                     stderr_file=None, start_timeout=60, execution_timeout=None, **kwargs):
+        def execute_managed_notebook(
+            cls,
+            nb_man,
+            kernel_name,
+            log_output=False,
+            stdout_file=None,
+            stderr_file=None,
+            start_timeout=60,
+            execution_timeout=None,
+            **kwargs,
+        ):
             kwargs = remove_args(["input_path", "timeout", "startup_timeout"], **kwargs)
             on_cell = kwargs.pop("on_cell", None)
             if on_cell is not None:
@@ -401,10 +443,19 @@ def _shared_engine() -> str:
                     return start(cell, cell_index, **more)
 
                 nb_man.cell_start = cell_start
-            client = PapermillNotebookClient(nb_man, **merge_kwargs(
-                kwargs, timeout=execution_timeout, startup_timeout=start_timeout, kernel_name=kernel_name,
-                log=logging.getLogger("papermill"), log_output=log_output, stdout_file=stdout_file,
-                stderr_file=stderr_file))
+            client = PapermillNotebookClient(
+                nb_man,
+                **merge_kwargs(
+                    kwargs,
+                    timeout=execution_timeout,
+                    startup_timeout=start_timeout,
+                    kernel_name=kernel_name,
+                    log=logging.getLogger("papermill"),
+                    log_output=log_output,
+                    stdout_file=stdout_file,
+                    stderr_file=stderr_file,
+                ),
+            )
             try:
                 return client.execute()
             finally:
@@ -417,25 +468,41 @@ def _shared_engine() -> str:
 
 def _template_path(template) -> Path:
     if isinstance(template, bytes) or not isinstance(template, (str, os.PathLike)):
-        raise ValueError(f"template={short(template)} is not a path; allowed: a notebook with a 'parameters' cell")
+        raise ValueError(
+            f"template={short(template)} is not a path; allowed: a notebook with a 'parameters' cell"
+        )
     path = Path(template)
     if not path.is_file():
         what = "is not a file" if path.exists() else "does not exist"
-        raise ValueError(f"template={short(template)} {what}; allowed: a notebook with a 'parameters' cell")
+        raise ValueError(
+            f"template={short(template)} {what}; allowed: a notebook with a 'parameters' cell"
+        )
     return path.resolve()
 
 
 def _check_out_dir(out_dir) -> Path:
     """``out_dir`` as a Path: an existing writable folder or one that can be made (nothing is made)."""
-    if isinstance(out_dir, bytes) or not isinstance(out_dir, (str, os.PathLike)) or not os.fspath(out_dir):
-        raise ValueError(f"out_dir={short(out_dir)} is not a path; allowed: a folder (made if needed)")
+    if (
+        isinstance(out_dir, bytes)
+        or not isinstance(out_dir, (str, os.PathLike))
+        or not os.fspath(out_dir)
+    ):
+        raise ValueError(
+            f"out_dir={short(out_dir)} is not a path; allowed: a folder (made if needed)"
+        )
     path = Path(out_dir)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"out_dir={short(out_dir)} is not a folder; allowed: a folder (made if needed)")
+        raise ValueError(
+            f"out_dir={short(out_dir)} is not a folder; allowed: a folder (made if needed)"
+        )
     try:
-        check_output_path(path / ".probe", "out_dir")      # a probe of the folder: nothing is written there
+        check_output_path(
+            path / ".probe", "out_dir"
+        )  # a probe of the folder: nothing is written there
     except ValueError as exc:
-        raise ValueError(f"out_dir={short(out_dir)} cannot be written ({exc}); allowed: a writable folder") from None
+        raise ValueError(
+            f"out_dir={short(out_dir)} cannot be written ({exc}); allowed: a writable folder"
+        ) from None
     return path
 
 
@@ -444,16 +511,27 @@ def _check_run_options(kernel, force, timeout) -> tuple[str, bool, float | None]
 
     specs = KernelSpecManager().find_kernel_specs()
     if not isinstance(kernel, str) or str.__str__(kernel) not in specs:
-        raise ValueError(f"kernel={short(kernel)} is not an installed kernel; allowed: one of {sorted(specs)}")
+        raise ValueError(
+            f"kernel={short(kernel)} is not an installed kernel; allowed: one of {sorted(specs)}"
+        )
     kernel = str.__str__(kernel)
     force = check_bool("force", force)
     if timeout is not None:
-        timeout = check_real("timeout", timeout, lo=0.0, lo_open=True, allowed="None or a number of seconds > 0")
+        timeout = check_real(
+            "timeout", timeout, lo=0.0, lo_open=True, allowed="None or a number of seconds > 0"
+        )
     return kernel, force, timeout
 
 
-def run_setting(template, out_dir, params: dict, *, kernel: str = "python3", force: bool = False,
-                timeout: float | None = None) -> SettingRun:
+def run_setting(
+    template,
+    out_dir,
+    params: dict,
+    *,
+    kernel: str = "python3",
+    force: bool = False,
+    timeout: float | None = None,
+) -> SettingRun:
     """Execute ``template`` for one setting with papermill; skip when its outputs are up to date.
 
     template: the parameterized notebook; out_dir: created if needed; params: some of
@@ -498,7 +576,7 @@ def _sigterm_interrupts():
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
-        if hit and old == signal.SIG_DFL:             # cleaned up: now end as the signal says
+        if hit and old == signal.SIG_DFL:  # cleaned up: now end as the signal says
             os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -514,8 +592,16 @@ def _one_driver(out_dir: Path):
         yield
 
 
-def _papermill(shared: SharedKernel, template: Path, staged_nb: Path, params: dict, result_name: str,
-               kernel: str, timeout: float | None, staging: Path) -> None:
+def _papermill(
+    shared: SharedKernel,
+    template: Path,
+    staged_nb: Path,
+    params: dict,
+    result_name: str,
+    kernel: str,
+    timeout: float | None,
+    staging: Path,
+) -> None:
     """papermill on ``shared``'s kernel, cleared and working in ``staging`` (so the relative result
     path lands there; papermill's own ``cwd=`` would os.chdir() the whole calling process, which is
     not thread-safe); a failed or interrupted run stops that kernel."""
@@ -524,9 +610,16 @@ def _papermill(shared: SharedKernel, template: Path, staged_nb: Path, params: di
     km = shared.ready(staging)
     try:
         papermill.execute_notebook(
-            str(template), str(staged_nb), parameters={**params, "result_path": result_name},
-            kernel_name=kernel, progress_bar=False, log_output=False, execution_timeout=timeout,
-            km=km, engine_name=_shared_engine())
+            str(template),
+            str(staged_nb),
+            parameters={**params, "result_path": result_name},
+            kernel_name=kernel,
+            progress_bar=False,
+            log_output=False,
+            execution_timeout=timeout,
+            km=km,
+            engine_name=_shared_engine(),
+        )
     except BaseException:
         shared.close()
         raise
@@ -535,9 +628,16 @@ def _papermill(shared: SharedKernel, template: Path, staged_nb: Path, params: di
 def _targets(out_dir: Path, name: str) -> list[tuple[Path, object, str, str]]:
     """A setting's output files (result, notebook, key: the order they are committed in, the key
     last), each with the recogniser of the file it may replace."""
-    return [(out_dir / f"{name}.json", is_result_file, RESULT_FILE, "result"),
-            (out_dir / f"{name}.ipynb", is_grid_notebook, "an executed notebook of this grid", "notebook"),
-            (out_dir / f"{name}.key", is_key_file, "a key sidecar of this grid", "key")]
+    return [
+        (out_dir / f"{name}.json", is_result_file, RESULT_FILE, "result"),
+        (
+            out_dir / f"{name}.ipynb",
+            is_grid_notebook,
+            "an executed notebook of this grid",
+            "notebook",
+        ),
+        (out_dir / f"{name}.key", is_key_file, "a key sidecar of this grid", "key"),
+    ]
 
 
 def check_targets(out_dir: Path, name: str) -> None:
@@ -546,8 +646,10 @@ def check_targets(out_dir: Path, name: str) -> None:
     ValueError naming it (this grid replaces only what it wrote)."""
     for path, ours, kind, what in _targets(out_dir, name):
         if os.path.islink(path):
-            raise ValueError(f"{what}={shown(path)} is a symbolic link; allowed: a path to {kind} or to nothing yet "
-                             f"(this grid writes regular files and replaces only what it wrote)")
+            raise ValueError(
+                f"{what}={shown(path)} is a symbolic link; allowed: a path to {kind} or to nothing yet "
+                f"(this grid writes regular files and replaces only what it wrote)"
+            )
         check_output_path(path, what, ours=ours, what=kind)
 
 
@@ -555,7 +657,7 @@ def _commit(pairs: list[tuple[Path, Path]], backup_dir: Path) -> None:
     """Rename each staged file over its target, in order; if one rename fails, undo the ones done (a
     target that existed gets its previous file back, from a hard link kept in ``backup_dir``; one
     that did not is removed), then raise."""
-    done = []                                         # (target, backup or None, inode of the new file)
+    done = []  # (target, backup or None, inode of the new file)
     try:
         for k, (staged, target) in enumerate(pairs):
             backup = None
@@ -563,7 +665,7 @@ def _commit(pairs: list[tuple[Path, Path]], backup_dir: Path) -> None:
                 backup = backup_dir / f".previous-{k}-{target.name}"
                 try:
                     os.link(target, backup, follow_symlinks=False)
-                except OSError:                        # no hard links here: keep it by renaming
+                except OSError:  # no hard links here: keep it by renaming
                     os.rename(target, backup)
             new = os.lstat(staged)
             os.replace(staged, target)
@@ -582,8 +684,15 @@ def _commit(pairs: list[tuple[Path, Path]], backup_dir: Path) -> None:
         raise
 
 
-def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force: bool,
-                 timeout: float | None, shared: SharedKernel) -> SettingRun:
+def _run_setting(
+    template: Path,
+    out_dir: Path,
+    params: dict,
+    kernel: str,
+    force: bool,
+    timeout: float | None,
+    shared: SharedKernel,
+) -> SettingRun:
     name = slug(params)
     notebook, result, key_file = (out_dir / f"{name}{ext}" for ext in (".ipynb", ".json", ".key"))
     key = run_key(template, params, kernel)
@@ -592,36 +701,66 @@ def _run_setting(template: Path, out_dir: Path, params: dict, kernel: str, force
     side = _read_sidecar(key_file)
     if not force and _up_to_date(side, key, notebook, result, cfg):
         seconds = side.get("seconds")
-        seconds = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else float("nan")
+        seconds = (
+            float(seconds)
+            if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+            else float("nan")
+        )
         return SettingRun(name, params, notebook, result, key_file, key, "reused", seconds)
 
-    check_targets(out_dir, name)                       # before any work: what the run would replace
+    check_targets(out_dir, name)  # before any work: what the run would replace
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".staging-") as staging:
         staging = Path(staging)
-        staged_nb, staged_res, staged_key = staging / notebook.name, staging / result.name, staging / key_file.name
+        staged_nb, staged_res, staged_key = (
+            staging / notebook.name,
+            staging / result.name,
+            staging / key_file.name,
+        )
         start = time.perf_counter()
         _papermill(shared, template, staged_nb, params, result.name, kernel, timeout, staging)
         seconds = time.perf_counter() - start
         if not staged_res.is_file():
-            raise RuntimeError(f"{template.name} ran for {name} but wrote no result file "
-                               f"(expected {result.name} in its working directory)")
+            raise RuntimeError(
+                f"{template.name} ran for {name} but wrote no result file "
+                f"(expected {result.name} in its working directory)"
+            )
         try:
             SimResult.load(staged_res, config=cfg)
         except ValueError as exc:
-            raise RuntimeError(f"{template.name} wrote an invalid result for {name}: {exc}") from None
+            raise RuntimeError(
+                f"{template.name} wrote an invalid result for {name}: {exc}"
+            ) from None
         hashes = {"notebook": _sha256(staged_nb), "result": _sha256(staged_res)}
-        staged_key.write_text(json.dumps({
-            "key": key, "inputs": run_inputs(template, params, kernel), "seconds": seconds,
-            "sha256": hashes, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }, indent=1, sort_keys=True), encoding="utf-8")
-        check_targets(out_dir, name)                   # every target again, then all three or none
+        staged_key.write_text(
+            json.dumps(
+                {
+                    "key": key,
+                    "inputs": run_inputs(template, params, kernel),
+                    "seconds": seconds,
+                    "sha256": hashes,
+                    "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                },
+                indent=1,
+                sort_keys=True,
+            ),
+            encoding="utf-8",
+        )
+        check_targets(out_dir, name)  # every target again, then all three or none
         _commit([(staged_res, result), (staged_nb, notebook), (staged_key, key_file)], staging)
     return SettingRun(name, params, notebook, result, key_file, key, "ran", seconds)
 
 
-def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", force: bool = False,
-             workers: int = 1, timeout: float | None = None) -> list[SettingRun]:
+def run_grid(
+    template,
+    out_dir,
+    grid: list[dict],
+    *,
+    kernel: str = "python3",
+    force: bool = False,
+    workers: int = 1,
+    timeout: float | None = None,
+) -> list[SettingRun]:
     """:func:`run_setting` for every setting of ``grid`` (in order); returns their SettingRuns.
 
     Every setting is validated first, so one bad entry raises ValueError before anything runs;
@@ -631,7 +770,9 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
     """
     template = _template_path(template)
     if isinstance(grid, (dict, str, bytes)) or not hasattr(grid, "__iter__"):
-        raise ValueError(f"grid={short(grid)} is not allowed; allowed: a non-empty list of parameter dicts")
+        raise ValueError(
+            f"grid={short(grid)} is not allowed; allowed: a non-empty list of parameter dicts"
+        )
     grid = list(grid)
     if not grid:
         raise ValueError("grid=[] is empty; allowed: a non-empty list of parameter dicts")
@@ -643,10 +784,10 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
     dup = sorted({s for s in names if names.count(s) > 1})
     if dup:
         raise ValueError(f"grid has duplicate settings {dup}; allowed: each setting once")
-    for name in names:                             # every output of every setting, before any runs
+    for name in names:  # every output of every setting, before any runs
         check_targets(out_dir, name)
 
-    local = threading.local()                      # each worker thread keeps one kernel for its settings
+    local = threading.local()  # each worker thread keeps one kernel for its settings
     kernels: list[SharedKernel] = []
 
     def one(p):
@@ -659,7 +800,7 @@ def run_grid(template, out_dir, grid: list[dict], *, kernel: str = "python3", fo
         pool = ThreadPoolExecutor(max_workers=int(workers))
         try:
             return list(pool.map(one, full))
-        except KeyboardInterrupt:                    # stop the other settings' kernels now
+        except KeyboardInterrupt:  # stop the other settings' kernels now
             pool.shutdown(wait=False, cancel_futures=True)
             _stop_kernels()
             raise
@@ -677,7 +818,9 @@ def number_list(name: str, value) -> list[float]:
         try:
             v = ast.literal_eval(v.strip())
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raise ValueError(f"{name}={short(value)} is not a list; allowed: a non-empty list of numbers, e.g. [0.2, 0.4]") from None
+            raise ValueError(
+                f"{name}={short(value)} is not a list; allowed: a non-empty list of numbers, e.g. [0.2, 0.4]"
+            ) from None
     v = [v] if not isinstance(v, (list, tuple)) else v
     allowed = "a non-empty list of numbers, e.g. [0.2, 0.4]"
     if not v:
@@ -689,6 +832,7 @@ def number_list(name: str, value) -> list[float]:
 
 
 # -- helpers for the pages that read the results ------------------------------------------------
+
 
 def results_by_gamma(runs) -> dict[float, dict[float, SimResult]]:
     """The result files of ``runs`` (SettingRuns of one n, d, layers, norm), loaded and arranged as
@@ -713,18 +857,28 @@ def run_rows(runs, start=None) -> list[dict]:
         rel = Path(os.path.relpath(Path(path).resolve(), base.resolve())).as_posix()
         return f"{{download}}`{text} <{rel}>`"
 
-    return [{"α": f"{r.params['alpha']:g}", "γ": f"{r.params['gamma']:g}",
-             "executed notebook": link(r.notebook, "notebook"), "result file": link(r.result, "JSON"),
-             "papermill runtime": f"{num(r.seconds, 2)} s", "this build": "executed" if r.status == "ran" else "up to date"}
-            for r in runs]
+    return [
+        {
+            "α": f"{r.params['alpha']:g}",
+            "γ": f"{r.params['gamma']:g}",
+            "executed notebook": link(r.notebook, "notebook"),
+            "result file": link(r.result, "JSON"),
+            "papermill runtime": f"{num(r.seconds, 2)} s",
+            "this build": "executed" if r.status == "ran" else "up to date",
+        }
+        for r in runs
+    ]
 
 
 # -- Appendix B's parameters ---------------------------------------------------------------------------
+
 
 def residual_weights(name: str, value) -> list[float]:
     """The residual weights gamma of Appendix B's runs with the residual: :func:`number_list`, each > 0 (a
     weight 0 is the grid without the residual) and each once."""
     weights = number_list(name, value)
     if any(g <= 0 for g in weights) or len(set(weights)) != len(weights):
-        raise ValueError(f"{name}={short(value)} is not allowed; allowed: distinct residual weights > 0, e.g. [1.0]")
+        raise ValueError(
+            f"{name}={short(value)} is not allowed; allowed: distinct residual weights > 0, e.g. [1.0]"
+        )
     return weights

@@ -12,6 +12,7 @@
 
 Functions take results and never simulate.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,11 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import report
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int
 
-ROOT = Path(__file__).resolve().parents[2]          # the repository: _config.yml, CITATION.cff
+from . import report
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: _config.yml, CITATION.cff
 CONFIG = ROOT / "_config.yml"
 CITATION = ROOT / "CITATION.cff"
 REFERENCES = ROOT / "book" / "references.bib"
@@ -43,11 +45,14 @@ def findings(verdicts) -> dict[str, str]:
     by = {v.claim: v for v in verdicts}
     missing = [c for c in FINDING_CLAIMS if c not in by]
     if missing:
-        raise ValueError(f"verdicts lack {', '.join(missing)}; allowed: the list of claims.verdict_table")
+        raise ValueError(
+            f"verdicts lack {', '.join(missing)}; allowed: the list of claims.verdict_table"
+        )
     return dict(zip(("fig1", "thm1", "eq5", "corr", "prop1"), (by[c].word for c in FINDING_CLAIMS)))
 
 
 # -- the Cite section ------------------------------------------------------------------------------
+
 
 def _yaml(path) -> dict:
     import yaml
@@ -77,7 +82,7 @@ def bib_entry(key: str, path=REFERENCES) -> str:
     for k in range(text.index("{", m.start()), len(text)):
         depth += {"{": 1, "}": -1}.get(text[k], 0)
         if depth == 0:
-            return text[m.start():k + 1]
+            return text[m.start() : k + 1]
     raise ValueError(f"{Path(path).name}: the entry {key!r} is not closed")
 
 
@@ -85,16 +90,26 @@ def _bib_value(text: str) -> str:
     return str(text).replace("\u2014", "---").replace("\u2013", "--")
 
 
-def book_bibtex(version: str, url: str | None = None, citation=CITATION, key: str = "companion") -> str:
+def book_bibtex(
+    version: str, url: str | None = None, citation=CITATION, key: str = "companion"
+) -> str:
     """The book's BibTeX entry: title, authors and year of ``CITATION.cff``'s preferred citation, the
     repository's URL (:func:`repository_url` unless given) and ``version`` (recency_lib.__version__)."""
     cff = _yaml(citation).get("preferred-citation") or {}
-    authors = " and ".join("{" + _bib_value(a["name"]) + "}" if "name" in a else
-                           f"{_bib_value(a['family-names'])}, {_bib_value(a.get('given-names', ''))}".rstrip(", ")
-                           for a in cff.get("authors", []))
-    fields = {"title": _bib_value(cff.get("title", "")), "author": authors, "year": str(cff.get("year", "")),
-              "version": str(version), "url": url or repository_url(),
-              "note": "Companion to Kim et al., Findings of ACL 2026 (arXiv:2509.21042)"}
+    authors = " and ".join(
+        "{" + _bib_value(a["name"]) + "}"
+        if "name" in a
+        else f"{_bib_value(a['family-names'])}, {_bib_value(a.get('given-names', ''))}".rstrip(", ")
+        for a in cff.get("authors", [])
+    )
+    fields = {
+        "title": _bib_value(cff.get("title", "")),
+        "author": authors,
+        "year": str(cff.get("year", "")),
+        "version": str(version),
+        "url": url or repository_url(),
+        "note": "Companion to Kim et al., Findings of ACL 2026 (arXiv:2509.21042)",
+    }
     width = max(map(len, fields))
     body = ",\n".join(f"  {k.ljust(width)} = {{{v}}}" for k, v in fields.items() if v)
     return f"@software{{{key},\n{body}\n}}"
@@ -106,6 +121,7 @@ def bibtex_block(entry: str) -> report.Markdown:
 
 
 # -- Definition 1 on single sequences ------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class SingleOrder:
@@ -132,8 +148,17 @@ def single_sequence_order(stat, layer: int) -> SingleOrder:
     mean, sem = np.asarray(stat.mean)[layer - 1], np.asarray(stat.sem)[layer - 1]
     n = mean.shape[0] - 1
     rows = np.arange(3, n + 1)
-    return SingleOrder(layer, int(stat.samples), float(mean[0]), float(sem[0]), int(round(mean[0] * stat.samples)),
-                       rows, mean[rows], sem[rows], np.array([1.0 / math.factorial(i - 1) for i in rows]))
+    return SingleOrder(
+        layer,
+        int(stat.samples),
+        float(mean[0]),
+        float(sem[0]),
+        int(round(mean[0] * stat.samples)),
+        rows,
+        mean[rows],
+        sem[rows],
+        np.array([1.0 / math.factorial(i - 1) for i in rows]),
+    )
 
 
 def single_order_rows(orders) -> list[dict]:
@@ -142,13 +167,18 @@ def single_order_rows(orders) -> list[dict]:
     orders = list(orders)
     if not orders or any(o.rows.shape != orders[0].rows.shape for o in orders):
         raise ValueError("orders must be a non-empty list of SingleOrder of one setting")
-    return [{"query $i$": str(int(i)),
-             **{f"layer {o.layer}": report.pm(o.row_share[k], o.row_se[k]) for o in orders},
-             "$1/(i-1)!$": report.num(orders[0].exchangeable[k], 3)}
-            for k, i in enumerate(orders[0].rows)]
+    return [
+        {
+            "query $i$": str(int(i)),
+            **{f"layer {o.layer}": report.pm(o.row_share[k], o.row_se[k]) for o in orders},
+            "$1/(i-1)!$": report.num(orders[0].exchangeable[k], 3),
+        }
+        for k, i in enumerate(orders[0].rows)
+    ]
 
 
 # -- the dense-versus-Gram check ------------------------------------------------------------------------
+
 
 def exact_entries(res_a: SimResult, res_b: SimResult) -> dict[str, int]:
     """How many of the entries that ``claims.engines_agree`` compares without sampling noise are scores
@@ -160,7 +190,9 @@ def exact_entries(res_a: SimResult, res_b: SimResult) -> dict[str, int]:
         m1, s1 = (getattr(res_a, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
         m2, s2 = (getattr(res_b, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
         rtol = report.EXACT_RTOL
-        exact = (s1 <= rtol * np.maximum(1.0, np.abs(m1))) & (s2 <= rtol * np.maximum(1.0, np.abs(m2)))
+        exact = (s1 <= rtol * np.maximum(1.0, np.abs(m1))) & (
+            s2 <= rtol * np.maximum(1.0, np.abs(m2))
+        )
         out[key] = int(np.sum(exact))
     return out
 

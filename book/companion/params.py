@@ -18,6 +18,7 @@ rerun, a rendered page, Appendix B's runs write only elsewhere); Appendix B's ``
 ``.jupyter_cache/appendix_b`` in the build's folder (:func:`build_folder`: ``COMPANION_BUILD_DIR``, set by
 book/_ext/fresh_cache.py whatever ``--path-output`` says; outside a build the checkout's ``_build``).
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,8 +29,8 @@ from pathlib import Path
 from recency_lib.files import shown
 from recency_lib.validation import check_choice, check_int, check_real, short
 
-BOOK = Path(__file__).resolve().parents[1]          # book/
-ROOT = BOOK.parent                                  # the checkout
+BOOK = Path(__file__).resolve().parents[1]  # book/
+ROOT = BOOK.parent  # the checkout
 #: Folders of the checkout that hold sources: nothing the book runs writes into them.
 SOURCE_FOLDERS = ("book", "recency_lib", "tests", "benchmarks", ".git")
 #: The longest list a list parameter takes (a longer one is hours of work, not a setting).
@@ -41,6 +42,7 @@ _TEXT_MAX = 10_000
 
 
 # -- the rules ------------------------------------------------------------------------------------------
+
 
 def cpus() -> int:
     """The CPUs this process may use."""
@@ -68,8 +70,12 @@ def integer(lo: int, hi: int | None = None) -> Rule:
     return Rule(lambda name, v: check_int(name, v, lo, hi), f"an integer in [{lo}, {hi}]", lo)
 
 
-def real(lo: float | None = None, hi: float | None = None, lo_open: bool = False, *, allowed: str) -> Rule:
-    return Rule(lambda name, v: check_real(name, v, lo=lo, hi=hi, lo_open=lo_open, allowed=allowed), allowed)
+def real(
+    lo: float | None = None, hi: float | None = None, lo_open: bool = False, *, allowed: str
+) -> Rule:
+    return Rule(
+        lambda name, v: check_real(name, v, lo=lo, hi=hi, lo_open=lo_open, allowed=allowed), allowed
+    )
 
 
 def workers_max() -> int:
@@ -99,14 +105,16 @@ def _items(name: str, value, allowed: str) -> list:
             v = ast.literal_eval(v.strip())
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             raise ValueError(f"{name}={short(value)} is not a list; allowed: {allowed}") from None
-    if isinstance(v, numbers.Number):                     # bools too: refused by the entries' check
+    if isinstance(v, numbers.Number):  # bools too: refused by the entries' check
         v = [v]
     if not isinstance(v, (list, tuple)):
         raise ValueError(f"{name}={short(value)} is not a list; allowed: {allowed}")
     if not v:
         raise ValueError(f"{name}={short(value)} is empty; allowed: {allowed}")
     if len(v) > LIST_MAX:
-        raise ValueError(f"{name} has {len(v)} entries; allowed: {allowed}, at most {LIST_MAX} of them")
+        raise ValueError(
+            f"{name} has {len(v)} entries; allowed: {allowed}, at most {LIST_MAX} of them"
+        )
     return list(v)
 
 
@@ -122,14 +130,21 @@ def int_list(lo: int, example: str, *, distinct: bool = False) -> Rule:
     return Rule(check, allowed)
 
 
-def real_list(lo: float, hi: float | None, example: str, *, lo_open: bool = False, distinct: bool = True) -> Rule:
+def real_list(
+    lo: float, hi: float | None, example: str, *, lo_open: bool = False, distinct: bool = True
+) -> Rule:
     low = f"({lo:g}" if lo_open else f"[{lo:g}"
-    allowed = (f"a list of {'distinct ' if distinct else ''}numbers in {low}, {hi:g}], e.g. {example}" if hi is not None
-               else f"a list of {'distinct ' if distinct else ''}numbers {'>' if lo_open else '>='} {lo:g}, e.g. {example}")
+    allowed = (
+        f"a list of {'distinct ' if distinct else ''}numbers in {low}, {hi:g}], e.g. {example}"
+        if hi is not None
+        else f"a list of {'distinct ' if distinct else ''}numbers {'>' if lo_open else '>='} {lo:g}, e.g. {example}"
+    )
 
     def check(name, value):
-        out = [check_real(f"{name}[{k}]", x, lo=lo, hi=hi, lo_open=lo_open, allowed=allowed)
-               for k, x in enumerate(_items(name, value, allowed))]
+        out = [
+            check_real(f"{name}[{k}]", x, lo=lo, hi=hi, lo_open=lo_open, allowed=allowed)
+            for k, x in enumerate(_items(name, value, allowed))
+        ]
         if distinct and len(set(out)) < len(out):
             raise ValueError(f"{name}={short(value)} repeats a value; allowed: {allowed}")
         return out
@@ -140,14 +155,22 @@ def real_list(lo: float, hi: float | None, example: str, *, lo_open: bool = Fals
 def check_outside_sources(name: str, folder) -> Path:
     """``folder`` (a path) resolved, refused when it is the checkout itself or inside one of its
     :data:`SOURCE_FOLDERS` (ValueError naming ``name``)."""
-    if isinstance(folder, bytes) or not isinstance(folder, (str, os.PathLike)) or not os.fspath(folder):
+    if (
+        isinstance(folder, bytes)
+        or not isinstance(folder, (str, os.PathLike))
+        or not os.fspath(folder)
+    ):
         raise ValueError(f"{name}={short(folder)} is not a path; allowed: a folder")
     path = Path(folder).resolve()
     root = ROOT.resolve()
-    inside = path.is_relative_to(root) and (path == root or path.relative_to(root).parts[0] in SOURCE_FOLDERS)
+    inside = path.is_relative_to(root) and (
+        path == root or path.relative_to(root).parts[0] in SOURCE_FOLDERS
+    )
     if inside:
-        raise ValueError(f"{name}={shown(folder)} is not allowed; allowed: a folder outside the sources "
-                         f"({', '.join(f + '/' for f in SOURCE_FOLDERS)} and the checkout's own folder)")
+        raise ValueError(
+            f"{name}={shown(folder)} is not allowed; allowed: a folder outside the sources "
+            f"({', '.join(f + '/' for f in SOURCE_FOLDERS)} and the checkout's own folder)"
+        )
     return path
 
 
@@ -161,7 +184,9 @@ def _runs_folder(name: str, value) -> str:
     """Appendix B's runs: a folder outside the sources (relative to the working directory); empty:
     ``.jupyter_cache/appendix_b`` in :func:`build_folder`."""
     if not isinstance(value, str):
-        raise ValueError(f"{name}={short(value)} is not a path; allowed: a folder, or \"\" for the build's")
+        raise ValueError(
+            f'{name}={short(value)} is not a path; allowed: a folder, or "" for the build\'s'
+        )
     folder = value or str(build_folder() / ".jupyter_cache" / "appendix_b")
     check_outside_sources(name, folder)
     from .grid import _check_out_dir
@@ -174,15 +199,19 @@ def _template(name: str, value) -> str:
     from .grid import SETTING_PARAMS, template_defaults
 
     if not isinstance(value, str) or not value:
-        raise ValueError(f"{name}={short(value)} is not a path; allowed: a notebook with a 'parameters' cell")
+        raise ValueError(
+            f"{name}={short(value)} is not a path; allowed: a notebook with a 'parameters' cell"
+        )
     try:
         defaults = template_defaults(value)
     except ValueError as exc:
         raise ValueError(str(exc).replace("template=", f"{name}=", 1)) from None
     missing = [p for p in SETTING_PARAMS if p not in defaults]
     if missing:
-        raise ValueError(f"{name}={short(value)} lacks the parameter(s) {', '.join(missing)}; allowed: a notebook "
-                         f"with the parameters {', '.join(SETTING_PARAMS)} (setting_template.ipynb)")
+        raise ValueError(
+            f"{name}={short(value)} lacks the parameter(s) {', '.join(missing)}; allowed: a notebook "
+            f"with the parameters {', '.join(SETTING_PARAMS)} (setting_template.ipynb)"
+        )
     return value
 
 
@@ -194,6 +223,7 @@ def _result_path(name: str, value):
 
 
 # -- what relates several parameters ---------------------------------------------------------------------
+
 
 def _fits(name: str, value, workers: int = 1, **setting) -> None:
     """The page's largest setting that ``name`` sizes (``setting``: SimConfig's fields) fits this machine's
@@ -217,42 +247,81 @@ def _beyond(v: dict) -> None:
     from .beyond import combined_fields
 
     if v["d"] % 2:
-        raise ValueError(f"d={v['d']} is not allowed; allowed: an even hidden size (RoPE rotates pairs of coordinates)")
+        raise ValueError(
+            f"d={v['d']} is not allowed; allowed: an even hidden size (RoPE rotates pairs of coordinates)"
+        )
     if v["d"] % v["heads"] or (v["d"] // v["heads"]) % 2:
-        raise ValueError(f"heads={v['heads']} is not allowed with d={v['d']}; allowed: a divisor of d whose head "
-                         f"size d / heads is even (RoPE rotates pairs of coordinates)")
+        raise ValueError(
+            f"heads={v['heads']} is not allowed with d={v['d']}; allowed: a divisor of d whose head "
+            f"size d / heads is even (RoPE rotates pairs of coordinates)"
+        )
     longest = max(v["long_lengths"])
-    _fits("long_lengths", longest, v["workers"], alpha=0.5, n=longest, d=v["d"], layers=v["layers"],
-          samples=v["long_samples"], seed=v["seed"], weights_seed=v["weights_seed"], **combined_fields(v["heads"]))
+    _fits(
+        "long_lengths",
+        longest,
+        v["workers"],
+        alpha=0.5,
+        n=longest,
+        d=v["d"],
+        layers=v["layers"],
+        samples=v["long_samples"],
+        seed=v["seed"],
+        weights_seed=v["weights_seed"],
+        **combined_fields(v["heads"]),
+    )
 
 
 def _conclusion(v: dict) -> None:
-    check_int("long_n", v["long_n"], v["n"] + 1)         # the long runs are longer than n
-    _fits("long_n", v["long_n"], alpha=v["alpha"], gamma=v["gamma"], n=v["long_n"], d=v["d"], layers=v["layers"],
-          samples=v["long_samples"], seed=v["seed"])
+    check_int("long_n", v["long_n"], v["n"] + 1)  # the long runs are longer than n
+    _fits(
+        "long_n",
+        v["long_n"],
+        alpha=v["alpha"],
+        gamma=v["gamma"],
+        n=v["long_n"],
+        d=v["d"],
+        layers=v["layers"],
+        samples=v["long_samples"],
+        seed=v["seed"],
+    )
 
 
 def _empirical(v: dict) -> None:
-    _fits("depth_layers", v["depth_layers"], alpha=v["alpha"], gamma=v["gamma"], n=v["n"], d=v["d"],
-          layers=v["depth_layers"], samples=v["samples_depth"], seed=v["seed"])
+    _fits(
+        "depth_layers",
+        v["depth_layers"],
+        alpha=v["alpha"],
+        gamma=v["gamma"],
+        n=v["n"],
+        d=v["d"],
+        layers=v["depth_layers"],
+        samples=v["samples_depth"],
+        seed=v["seed"],
+    )
 
 
 def _appendix_b(v: dict) -> None:
     """The grid has at most :data:`GRID_MAX` settings; the residual grid holds an alpha below 1 (its closed
     forms, the paper's Figure 5, are drawn at the grid's alphas; at alpha = 1 every token is the same)."""
     if not any(a < 1 for a in v["alphas_residual"]):
-        raise ValueError(f"alphas_residual={short(v['alphas_residual'])} is not allowed; allowed: a list with an "
-                         f"alpha below 1 (Figure 5's closed forms are drawn at the grid's alphas)")
+        raise ValueError(
+            f"alphas_residual={short(v['alphas_residual'])} is not allowed; allowed: a list with an "
+            f"alpha below 1 (Figure 5's closed forms are drawn at the grid's alphas)"
+        )
     count = len(v["alphas_no_residual"]) + len(v["gammas_residual"]) * len(v["alphas_residual"])
     if count > GRID_MAX:
-        raise ValueError(f"alphas_no_residual, alphas_residual and gammas_residual make {count} settings; allowed: "
-                         f"at most {GRID_MAX} (len(alphas_no_residual) + len(gammas_residual) * len(alphas_residual))")
+        raise ValueError(
+            f"alphas_no_residual, alphas_residual and gammas_residual make {count} settings; allowed: "
+            f"at most {GRID_MAX} (len(alphas_no_residual) + len(gammas_residual) * len(alphas_residual))"
+        )
 
 
 def _setting_template(v: dict) -> None:
     from .grid import validate_params
 
-    validate_params({k: v[k] for k in ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed")})
+    validate_params(
+        {k: v[k] for k in ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed")}
+    )
 
 
 # -- the pages -------------------------------------------------------------------------------------------
@@ -268,62 +337,188 @@ RESIDUAL = real(0.0, lo_open=True, allowed="a residual weight > 0")
 #: two sequences at least for a standard error (every samples_*); gamma > 0 for a "with residual" run.
 PAGES: dict[str, tuple[dict[str, Rule], tuple]] = {
     "index": ({"samples": SAMPLES, "seed": SEED, "workers": WORKERS}, ()),
-    "intro": ({"samples": SAMPLES, "seed": SEED, "n": integer(3), "d": integer(2), "layers": integer(2),
-               "samples_alpha1": SAMPLES, "samples_first_order": SAMPLES}, ()),
-    "preliminaries": ({"samples": SAMPLES, "seed": SEED, "n": integer(3), "d": integer(2),
-                       "samples_engines": SAMPLES, "samples_single": SAMPLES}, ()),
-    "layernorm": ({"samples": SAMPLES, "samples_d64": SAMPLES, "samples_prop1": SAMPLES,
-                   "samples_first_order": SAMPLES, "seed": SEED, "n": integer(3), "workers": WORKERS}, ()),
-    "residual": ({"samples": SAMPLES, "samples_first_order": SAMPLES, "alpha": ALPHA, "gamma": RESIDUAL,
-                  "seed": SEED, "n": integer(3), "layers": integer(2), "workers": WORKERS}, ()),
-    "input_distribution": ({"samples": SAMPLES, "samples_isotropic": SAMPLES, "samples_first_order": SAMPLES,
-                            "samples_cosine": SAMPLES,
-                            "samples_alpha1": SAMPLES,
-                            "alphas": real_list(0.0, 0.999, "[0.2, 0.5]", lo_open=True),
-                            "gamma": RESIDUAL, "seed": SEED, "n": integer(3), "d": integer(4),
-                            "layers": integer(2), "workers": WORKERS}, ()),
-    "empirical": ({"samples": SAMPLES, "seed": SEED, "n": integer(3), "d": integer(2), "layers": integer(2),
-                   "alpha": ALPHA, "gamma": RESIDUAL, "samples_dsweep": SAMPLES, "samples_depth": SAMPLES,
-                   "depth_layers": integer(3)}, (_empirical,)),
-    "conclusion": ({"samples": SAMPLES, "seed": SEED, "n": integer(6), "d": integer(2), "layers": integer(2),
-                    "alpha": ALPHA, "gamma": real(allowed="a finite real number"), "samples_short": SAMPLES,
-                    "long_n": integer(7), "long_samples": SAMPLES}, (_conclusion,)),
-    "beyond": ({"samples": SAMPLES, "seed": SEED, "weights_seed": SEED, "d": integer(2), "n": integer(6),
-                "heads": integer(1), "layers": integer(2), "persample_divisor": integer(1),
-                "networks": integer(2, LIST_MAX), "network_samples": SAMPLES, "relative_samples": SAMPLES,
-                "workers": WORKERS, "long_samples": SAMPLES, "long_lengths": int_list(3, "[10, 32]")},
-               (_beyond,)),
+    "intro": (
+        {
+            "samples": SAMPLES,
+            "seed": SEED,
+            "n": integer(3),
+            "d": integer(2),
+            "layers": integer(2),
+            "samples_alpha1": SAMPLES,
+            "samples_first_order": SAMPLES,
+        },
+        (),
+    ),
+    "preliminaries": (
+        {
+            "samples": SAMPLES,
+            "seed": SEED,
+            "n": integer(3),
+            "d": integer(2),
+            "samples_engines": SAMPLES,
+            "samples_single": SAMPLES,
+        },
+        (),
+    ),
+    "layernorm": (
+        {
+            "samples": SAMPLES,
+            "samples_d64": SAMPLES,
+            "samples_prop1": SAMPLES,
+            "samples_first_order": SAMPLES,
+            "seed": SEED,
+            "n": integer(3),
+            "workers": WORKERS,
+        },
+        (),
+    ),
+    "residual": (
+        {
+            "samples": SAMPLES,
+            "samples_first_order": SAMPLES,
+            "alpha": ALPHA,
+            "gamma": RESIDUAL,
+            "seed": SEED,
+            "n": integer(3),
+            "layers": integer(2),
+            "workers": WORKERS,
+        },
+        (),
+    ),
+    "input_distribution": (
+        {
+            "samples": SAMPLES,
+            "samples_isotropic": SAMPLES,
+            "samples_first_order": SAMPLES,
+            "samples_cosine": SAMPLES,
+            "samples_alpha1": SAMPLES,
+            "alphas": real_list(0.0, 0.999, "[0.2, 0.5]", lo_open=True),
+            "gamma": RESIDUAL,
+            "seed": SEED,
+            "n": integer(3),
+            "d": integer(4),
+            "layers": integer(2),
+            "workers": WORKERS,
+        },
+        (),
+    ),
+    "empirical": (
+        {
+            "samples": SAMPLES,
+            "seed": SEED,
+            "n": integer(3),
+            "d": integer(2),
+            "layers": integer(2),
+            "alpha": ALPHA,
+            "gamma": RESIDUAL,
+            "samples_dsweep": SAMPLES,
+            "samples_depth": SAMPLES,
+            "depth_layers": integer(3),
+        },
+        (_empirical,),
+    ),
+    "conclusion": (
+        {
+            "samples": SAMPLES,
+            "seed": SEED,
+            "n": integer(6),
+            "d": integer(2),
+            "layers": integer(2),
+            "alpha": ALPHA,
+            "gamma": real(allowed="a finite real number"),
+            "samples_short": SAMPLES,
+            "long_n": integer(7),
+            "long_samples": SAMPLES,
+        },
+        (_conclusion,),
+    ),
+    "beyond": (
+        {
+            "samples": SAMPLES,
+            "seed": SEED,
+            "weights_seed": SEED,
+            "d": integer(2),
+            "n": integer(6),
+            "heads": integer(1),
+            "layers": integer(2),
+            "persample_divisor": integer(1),
+            "networks": integer(2, LIST_MAX),
+            "network_samples": SAMPLES,
+            "relative_samples": SAMPLES,
+            "workers": WORKERS,
+            "long_samples": SAMPLES,
+            "long_lengths": int_list(3, "[10, 32]"),
+        },
+        (_beyond,),
+    ),
     "explorer": ({"samples": SAMPLES, "seed": SEED, "workers": WORKERS}, ()),
-    "appendix_a": ({"samples": SAMPLES, "boost": integer(1), "samples_cosine": SAMPLES, "samples_paper": SAMPLES,
-                    "seed": SEED, "n": integer(3), "ds": int_list(4, "[16, 64]", distinct=True),
-                    "workers": WORKERS}, ()),
-    "appendix_b": ({"samples": SAMPLES, "seed": SEED,
-                    "alphas_no_residual": real_list(0.0, 1.0, "[0.2, 0.4]"),
-                    "alphas_residual": real_list(0.0, 1.0, "[0.0, 0.2]"),
-                    "gammas_residual": real_list(0.0, None, "[1.0]", lo_open=True),
-                    "n": integer(3), "d": integer(2), "layers": integer(2),
-                    "out_dir": Rule(_runs_folder, "a folder outside the sources, or \"\" for the build's"),
-                    "template": Rule(_template, "a notebook with the setting's parameters"),
-                    "workers": WORKERS}, (_appendix_b,)),
+    "appendix_a": (
+        {
+            "samples": SAMPLES,
+            "boost": integer(1),
+            "samples_cosine": SAMPLES,
+            "samples_paper": SAMPLES,
+            "seed": SEED,
+            "n": integer(3),
+            "ds": int_list(4, "[16, 64]", distinct=True),
+            "workers": WORKERS,
+        },
+        (),
+    ),
+    "appendix_b": (
+        {
+            "samples": SAMPLES,
+            "seed": SEED,
+            "alphas_no_residual": real_list(0.0, 1.0, "[0.2, 0.4]"),
+            "alphas_residual": real_list(0.0, 1.0, "[0.0, 0.2]"),
+            "gammas_residual": real_list(0.0, None, "[1.0]", lo_open=True),
+            "n": integer(3),
+            "d": integer(2),
+            "layers": integer(2),
+            "out_dir": Rule(_runs_folder, 'a folder outside the sources, or "" for the build\'s'),
+            "template": Rule(_template, "a notebook with the setting's parameters"),
+            "workers": WORKERS,
+        },
+        (_appendix_b,),
+    ),
     "reproducibility": ({"samples": SAMPLES, "seed": SEED}, ()),
-    "setting_template": ({"alpha": ALPHA, "gamma": real(allowed="a finite real number"),
-                          "norm": Rule(lambda name, v: check_choice(name, v, ("layernorm", "rms", "none")),
-                                       "'layernorm', 'rms' or 'none'"),
-                          "n": integer(3), "d": integer(2), "layers": integer(2), "samples": SAMPLES, "seed": SEED,
-                          "result_path": Rule(_result_path, "a result file's path")}, (_setting_template,)),
+    "setting_template": (
+        {
+            "alpha": ALPHA,
+            "gamma": real(allowed="a finite real number"),
+            "norm": Rule(
+                lambda name, v: check_choice(name, v, ("layernorm", "rms", "none")),
+                "'layernorm', 'rms' or 'none'",
+            ),
+            "n": integer(3),
+            "d": integer(2),
+            "layers": integer(2),
+            "samples": SAMPLES,
+            "seed": SEED,
+            "result_path": Rule(_result_path, "a result file's path"),
+        },
+        (_setting_template,),
+    ),
 }
 
 #: Parameters that name where a page writes, and what a rerun makes of them when they are relative or
 #: empty: a path in the rerun's own folder (companion.rerun).
-OUTPUTS = {"appendix_b": {"out_dir": "appendix_b"}, "setting_template": {"result_path": "setting_result.json"}}
+OUTPUTS = {
+    "appendix_b": {"out_dir": "appendix_b"},
+    "setting_template": {"result_path": "setting_result.json"},
+}
 
 
 def derived_sizes(page: str) -> tuple[str, ...]:
     """The derived sample sizes of ``page``: every parameter besides ``samples`` that counts sequences (rule
     :data:`SAMPLES`: ``samples_first_order``, ``long_samples``, ...), in the order of its parameters cell."""
     if page not in PAGES:
-        raise ValueError(f"page={short(page)} is not allowed; allowed: one of {', '.join(sorted(PAGES))}")
-    return tuple(name for name, rule in PAGES[page][0].items() if rule is SAMPLES and name != "samples")
+        raise ValueError(
+            f"page={short(page)} is not allowed; allowed: one of {', '.join(sorted(PAGES))}"
+        )
+    return tuple(
+        name for name, rule in PAGES[page][0].items() if rule is SAMPLES and name != "samples"
+    )
 
 
 def follow_samples(page: str, defaults: dict, given: dict) -> dict:
@@ -339,8 +534,11 @@ def follow_samples(page: str, defaults: dict, given: dict) -> dict:
     samples, default = SAMPLES("samples", given["samples"]), SAMPLES("samples", defaults["samples"])
     if samples == default:
         return {}
-    return {name: max(SAMPLES.minimum, round(SAMPLES(name, defaults[name]) * samples / default))
-            for name in names if name not in given}
+    return {
+        name: max(SAMPLES.minimum, round(SAMPLES(name, defaults[name]) * samples / default))
+        for name in names
+        if name not in given
+    }
 
 
 def check(page: str, values) -> dict:
@@ -349,11 +547,15 @@ def check(page: str, values) -> dict:
     parameters cell, then the checks that relate several: name -> the value normalized (lists as lists).
     ValueError at the first bad one, before any work."""
     if page not in PAGES:
-        raise ValueError(f"page={short(page)} is not allowed; allowed: one of {', '.join(sorted(PAGES))}")
+        raise ValueError(
+            f"page={short(page)} is not allowed; allowed: one of {', '.join(sorted(PAGES))}"
+        )
     rules, together = PAGES[page]
     missing = [name for name in rules if name not in values]
     if missing:
-        raise ValueError(f"{page}: parameter(s) {', '.join(missing)} missing; allowed: every parameter of the page")
+        raise ValueError(
+            f"{page}: parameter(s) {', '.join(missing)} missing; allowed: every parameter of the page"
+        )
     out = {name: rule(name, values[name]) for name, rule in rules.items()}
     for related in together:
         related(out)

@@ -24,42 +24,84 @@ stored by :mod:`companion.theme`); the heatmaps follow recency_lib.plot's conven
   intervals from raw observations, which a SimResult does not keep;
 * closed-form curves and reference lines: ``plot`` / ``axhline``, one line each, nothing to gain.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from . import conventions as cv
-from .report import pm
 from recency_lib.plot import colour_limits
 from recency_lib.validation import check_choice, check_int, check_real
 
-RP_GID = "recency_probability"      # gid of the RP text box, so it can be found again
-NO_ORDER_GID = "no_order"           # gid of the 0.5 reference line of recency_by_layer
-EXACT_GID = "closed_form_exact"     # gid of the ratio = 1 reference line of ratio_by_d
+from . import conventions as cv
+from .report import pm
+
+RP_GID = "recency_probability"  # gid of the RP text box, so it can be found again
+NO_ORDER_GID = "no_order"  # gid of the 0.5 reference line of recency_by_layer
+EXACT_GID = "closed_form_exact"  # gid of the ratio = 1 reference line of ratio_by_d
 DIAGONAL_GID = "excluded_diagonal"  # gid of the hatched diagonal cells
-RASTER_ABOVE_N = 40                 # heatmaps with more tokens are embedded as a bitmap in the SVG
+RASTER_ABOVE_N = 40  # heatmaps with more tokens are embedded as a bitmap in the SVG
 SHARE_MODES = ("auto", "row", "all", "none")
 
-__all__ = ["book_style", "subplots", "panels", "heatmap_subplots", "panel_axes", "glue_figure", "score_heatmap",
-           "score_grid", "h_curve", "errorbar_points", "recency_by_layer", "row_profile",
-           "recency_dots", "recency_by_length", "binned_profiles",
-           "rp_text", "pm", "closed_form", "reference_line", "upper_limits", "trend_reach",
-           "versus_d", "h_panel", "style_legend", "ratio_by_d", "d_axis", "figure1_grids", "level_and_step"]
+__all__ = [
+    "binned_profiles",
+    "book_style",
+    "closed_form",
+    "d_axis",
+    "errorbar_points",
+    "figure1_grids",
+    "glue_figure",
+    "h_curve",
+    "h_panel",
+    "heatmap_subplots",
+    "level_and_step",
+    "panel_axes",
+    "panels",
+    "pm",
+    "ratio_by_d",
+    "recency_by_layer",
+    "recency_by_length",
+    "recency_dots",
+    "reference_line",
+    "row_profile",
+    "rp_text",
+    "score_grid",
+    "score_heatmap",
+    "style_legend",
+    "subplots",
+    "trend_reach",
+    "upper_limits",
+    "versus_d",
+]
 
 
 # -- style and figures ---------------------------------------------------------------------------
 
+
 def style_rc() -> dict:
     """The matplotlib settings of the book (fonts in points at the figure's natural size)."""
     return {
-        "font.size": cv.FONT_PT, "axes.titlesize": cv.TITLE_PT, "axes.labelsize": cv.FONT_PT,
-        "xtick.labelsize": cv.SMALL_PT, "ytick.labelsize": cv.SMALL_PT, "legend.fontsize": cv.SMALL_PT,
-        "legend.title_fontsize": cv.SMALL_PT, "figure.titlesize": cv.TITLE_PT,
-        "figure.figsize": cv.figure_size(), "figure.dpi": 96, "savefig.dpi": 192,
-        "savefig.pad_inches": 0.03, "svg.fonttype": "path", "svg.hashsalt": "recency-companion",
-        "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False,
-        "axes.grid": False, "lines.linewidth": 1.6, "errorbar.capsize": 2.5,
-        "figure.facecolor": "white", "savefig.facecolor": "white",
+        "font.size": cv.FONT_PT,
+        "axes.titlesize": cv.TITLE_PT,
+        "axes.labelsize": cv.FONT_PT,
+        "xtick.labelsize": cv.SMALL_PT,
+        "ytick.labelsize": cv.SMALL_PT,
+        "legend.fontsize": cv.SMALL_PT,
+        "legend.title_fontsize": cv.SMALL_PT,
+        "figure.titlesize": cv.TITLE_PT,
+        "figure.figsize": cv.figure_size(),
+        "figure.dpi": 96,
+        "savefig.dpi": 192,
+        "savefig.pad_inches": 0.03,
+        "svg.fonttype": "path",
+        "svg.hashsalt": "recency-companion",
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "legend.frameon": False,
+        "axes.grid": False,
+        "lines.linewidth": 1.6,
+        "errorbar.capsize": 2.5,
+        "figure.facecolor": "white",
+        "savefig.facecolor": "white",
     }
 
 
@@ -74,13 +116,15 @@ def book_style() -> None:
     try:
         from IPython import get_ipython
         from matplotlib_inline.backend_inline import set_matplotlib_formats
-    except ImportError:          # plain Python: nothing to configure
+    except ImportError:  # plain Python: nothing to configure
         return
     if get_ipython() is not None:
         set_matplotlib_formats("svg")
 
 
-def subplots(nrows: int = 1, ncols: int = 1, *, height_ratio: float | None = None, width: float = 1.0, **kw):
+def subplots(
+    nrows: int = 1, ncols: int = 1, *, height_ratio: float | None = None, width: float = 1.0, **kw
+):
     """``plt.subplots`` for the page: the figure fills ``width`` of the column (conventions.COLUMN_IN)
     and lays itself out (constrained layout); ``height_ratio`` is height / width (default: square
     panels for a grid, 0.62 for a single panel). Returns (fig, axes) as ``plt.subplots``."""
@@ -142,6 +186,7 @@ def glue_figure(key: str, fig) -> None:
 
 # -- validation ------------------------------------------------------------------------------------
 
+
 def _square(name: str, m) -> np.ndarray:
     a = np.asarray(m, dtype=float)
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 1:
@@ -154,14 +199,18 @@ def _vector(name: str, v, length: int | None = None) -> np.ndarray:
     if a.ndim != 1 or a.size < 1:
         raise ValueError(f"{name} has shape {a.shape}; allowed: a non-empty 1-D array")
     if length is not None and a.size != length:
-        raise ValueError(f"{name} has length {a.size}; allowed: length {length} (same as the x values)")
+        raise ValueError(
+            f"{name} has length {a.size}; allowed: length {length} (same as the x values)"
+        )
     return a
 
 
 def _sem(name: str, v, length: int) -> np.ndarray:
     a = _vector(name, v, length)
     if np.any(a[np.isfinite(a)] < 0):
-        raise ValueError(f"{name}={a.tolist()!r} has negative entries; allowed: standard errors >= 0 (or NaN)")
+        raise ValueError(
+            f"{name}={a.tolist()!r} has negative entries; allowed: standard errors >= 0 (or NaN)"
+        )
     return a
 
 
@@ -172,12 +221,13 @@ def rp_text(rp: float, sem: float | None = None, sep: str = " ") -> str:
         return f"RP = {rp:.3f}"
     text = pm(rp, sem, min_places=3)
     if sep != " ":
-        at = " \u00d7 " if text.startswith("(") else " \u00b1 "     # "(7.2 ± 0.8)" stays whole
+        at = " \u00d7 " if text.startswith("(") else " \u00b1 "  # "(7.2 ± 0.8)" stays whole
         text = text.replace(at, sep + at[1:], 1)
     return f"RP = {text}"
 
 
 # -- heatmaps --------------------------------------------------------------------------------------
+
 
 def _colourbar(mappable, ax, *, axes=None):
     """A slim horizontal colour bar under the panel(s), two or three ticks and a shared power of ten
@@ -186,8 +236,15 @@ def _colourbar(mappable, ax, *, axes=None):
 
     fmt = ScalarFormatter(useMathText=True)
     fmt.set_powerlimits((-2, 3))
-    bar = ax.figure.colorbar(mappable, ax=axes if axes is not None else ax, location="bottom",
-                             fraction=0.05, pad=0.02, aspect=14, format=fmt)
+    bar = ax.figure.colorbar(
+        mappable,
+        ax=axes if axes is not None else ax,
+        location="bottom",
+        fraction=0.05,
+        pad=0.02,
+        aspect=14,
+        format=fmt,
+    )
     bar.locator = MaxNLocator(nbins=2, min_n_ticks=2)
     bar.update_ticks()
     bar.outline.set_linewidth(0)
@@ -196,8 +253,20 @@ def _colourbar(mappable, ax, *, axes=None):
     return bar
 
 
-def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None, title=None, cbar=True,
-                  annotate_fmt=None, include_diagonal=False, vmin=None, vmax=None, ticks="all"):
+def score_heatmap(
+    score_mean,
+    ax,
+    *,
+    recency_probability=None,
+    recency_sem=None,
+    title=None,
+    cbar=True,
+    annotate_fmt=None,
+    include_diagonal=False,
+    vmin=None,
+    vmax=None,
+    ticks="all",
+):
     """Heatmap of an (n, n) mean score matrix, as in Fig. 1, by recency_lib's heatmap convention
     (:func:`recency_lib.plot.draw_heatmap`: the colour map "rocket", as the paper's).
 
@@ -215,13 +284,20 @@ def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None,
     """
     from recency_lib.plot import draw_heatmap
 
-    s = _square("score_mean", score_mean)                          # (n, n)
+    s = _square("score_mean", score_mean)  # (n, n)
     n = s.shape[0]
     ticks = check_choice("ticks", ticks, ("all", "ends"))
     lo, hi = colour_limits(s, include_diagonal)
     vmin = lo if vmin is None else float(vmin)
     vmax = hi if vmax is None else float(vmax)
-    mesh = draw_heatmap(ax, s, include_diagonal=include_diagonal, vmin=vmin, vmax=vmax, rasterized=n > RASTER_ABOVE_N)
+    mesh = draw_heatmap(
+        ax,
+        s,
+        include_diagonal=include_diagonal,
+        vmin=vmin,
+        vmax=vmax,
+        rasterized=n > RASTER_ABOVE_N,
+    )
     for side in ("top", "right", "left", "bottom"):
         ax.spines[side].set_visible(False)
     shown_ticks = np.arange(n) if (ticks == "all" and n <= 12) else np.unique([0, n - 1])
@@ -236,15 +312,31 @@ def score_heatmap(score_mean, ax, *, recency_probability=None, recency_sem=None,
         for i, j in zip(*np.nonzero(shown)):
             value = s[i, j]
             shade = (value - vmin) / (vmax - vmin) if vmax > vmin else 0.5
-            ax.text(j + 0.5, i + 0.5, format(value, annotate_fmt), ha="center", va="center",
-                    fontsize=cv.SMALL_PT, color="black" if shade > 0.6 else "white")
+            ax.text(
+                j + 0.5,
+                i + 0.5,
+                format(value, annotate_fmt),
+                ha="center",
+                va="center",
+                fontsize=cv.SMALL_PT,
+                color="black" if shade > 0.6 else "white",
+            )
     ax.set_xlabel("key j")
     ax.set_ylabel("query i")
     if title is not None:
         ax.set_title(title)
     if recency_probability is not None:
-        ax.text(0.99, 0.99, rp_text(float(recency_probability), recency_sem, sep="\n"), transform=ax.transAxes,
-                ha="right", va="top", fontsize=cv.RP_LABEL_PT, linespacing=1.1, gid=RP_GID)
+        ax.text(
+            0.99,
+            0.99,
+            rp_text(float(recency_probability), recency_sem, sep="\n"),
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize=cv.RP_LABEL_PT,
+            linespacing=1.1,
+            gid=RP_GID,
+        )
     return ax
 
 
@@ -270,8 +362,17 @@ def _share_groups(limits: np.ndarray, share: str) -> list[list[tuple[int, int]]]
     return groups
 
 
-def score_grid(score_means, axes, *, recency_probabilities=None, recency_sems=None, row_labels=None,
-               col_labels=None, share="auto", include_diagonal=False):
+def score_grid(
+    score_means,
+    axes,
+    *,
+    recency_probabilities=None,
+    recency_sems=None,
+    row_labels=None,
+    col_labels=None,
+    share="auto",
+    include_diagonal=False,
+):
     """A grid of :func:`score_heatmap` panels: rows = settings, columns = layers (Figs. 1, 3, 4).
 
     score_means: (rows, cols, n, n). axes: (rows, cols) array of Axes (any array of the same size
@@ -292,8 +393,10 @@ def score_grid(score_means, axes, *, recency_probabilities=None, recency_sems=No
     n_rows, n_cols = sm.shape[:2]
     ax_arr = np.asarray(axes, dtype=object)
     if ax_arr.size != n_rows * n_cols:
-        raise ValueError(f"axes has shape {ax_arr.shape}; allowed: {n_rows * n_cols} Axes, "
-                         f"one per panel of score_means' (rows, cols) = {(n_rows, n_cols)}")
+        raise ValueError(
+            f"axes has shape {ax_arr.shape}; allowed: {n_rows * n_cols} Axes, "
+            f"one per panel of score_means' (rows, cols) = {(n_rows, n_cols)}"
+        )
     ax_arr = ax_arr.reshape(n_rows, n_cols)
     share = check_choice("share", share, SHARE_MODES)
 
@@ -307,11 +410,16 @@ def score_grid(score_means, axes, *, recency_probabilities=None, recency_sems=No
 
     rp = grid_of("recency_probabilities", recency_probabilities)
     rp_sem = grid_of("recency_sems", recency_sems)
-    for name, labels, size in (("row_labels", row_labels, n_rows), ("col_labels", col_labels, n_cols)):
+    for name, labels, size in (
+        ("row_labels", row_labels, n_rows),
+        ("col_labels", col_labels, n_cols),
+    ):
         if labels is not None and len(labels) != size:
             raise ValueError(f"{name} has length {len(labels)}; allowed: length {size}")
 
-    limits = np.array([[colour_limits(sm[r, c], include_diagonal) for c in range(n_cols)] for r in range(n_rows)])
+    limits = np.array(
+        [[colour_limits(sm[r, c], include_diagonal) for c in range(n_cols)] for r in range(n_rows)]
+    )
     scale = {}
     groups = _share_groups(limits, share)
     for group in groups:
@@ -322,11 +430,18 @@ def score_grid(score_means, axes, *, recency_probabilities=None, recency_sems=No
     for r in range(n_rows):
         for c in range(n_cols):
             ax = ax_arr[r, c]
-            score_heatmap(sm[r, c], ax, cbar=False, ticks="ends", include_diagonal=include_diagonal,
-                          vmin=scale[(r, c)][0], vmax=scale[(r, c)][1],
-                          recency_probability=None if rp is None else rp[r, c],
-                          recency_sem=None if rp_sem is None else rp_sem[r, c],
-                          title=col_labels[c] if (col_labels is not None and r == 0) else None)
+            score_heatmap(
+                sm[r, c],
+                ax,
+                cbar=False,
+                ticks="ends",
+                include_diagonal=include_diagonal,
+                vmin=scale[(r, c)][0],
+                vmax=scale[(r, c)][1],
+                recency_probability=None if rp is None else rp[r, c],
+                recency_sem=None if rp_sem is None else rp_sem[r, c],
+                title=col_labels[c] if (col_labels is not None and r == 0) else None,
+            )
             if c > 0:
                 ax.set_ylabel("")
             elif row_labels is not None:
@@ -351,13 +466,21 @@ def figure1_grids(results, row_labels, layers: int):
     figures."""
     results = list(results)
     layers = check_int("layers", layers, 1)
-    grid = dict(score_means=[r.score_mean for r in results], row_labels=row_labels,
-                col_labels=[f"layer {l}" for l in range(1, layers + 1)])
+    grid = dict(
+        score_means=[r.score_mean for r in results],
+        row_labels=row_labels,
+        col_labels=[f"layer {l}" for l in range(1, layers + 1)],
+    )
     book, axes = heatmap_subplots(len(results), layers)
     from .statistics import rp_layers
 
     rps = [rp_layers(r) for r in results]
-    score_grid(axes=axes, recency_probabilities=[v for v, _ in rps], recency_sems=[e for _, e in rps], **grid)
+    score_grid(
+        axes=axes,
+        recency_probabilities=[v for v, _ in rps],
+        recency_sems=[e for _, e in rps],
+        **grid,
+    )
     paper, axes = heatmap_subplots(len(results), layers)
     score_grid(axes=axes, include_diagonal=True, share="none", **grid)
     return book, paper
@@ -377,7 +500,9 @@ def h_curve(j, h, ax, *, label=None, normalize=True, kind=None, **kw):
     hh = _vector("h", h, jj.size)
     if normalize:
         if not (np.isfinite(hh[0]) and hh[0] != 0):
-            raise ValueError(f"h[0]={float(hh[0])!r} cannot normalize; allowed: finite and non-zero when normalize=True")
+            raise ValueError(
+                f"h[0]={float(hh[0])!r} cannot normalize; allowed: finite and non-zero when normalize=True"
+            )
         hh = hh / hh[0]
     style = dict(_KINDS[check_choice("kind", kind, tuple(_KINDS))])
     if kind is None:
@@ -398,7 +523,7 @@ def errorbar_points(x, mean, sem, ax, *, label=None, z=1.0, **kw):
     mm = _vector("mean", mean, xx.size)
     ee = _sem("sem", sem, xx.size)
     z = check_real("z", z, lo=0.0, lo_open=True, allowed="a finite number > 0")
-    styled = "marker" in kw or "linestyle" in kw          # e.g. conventions.variant_style(cfg)
+    styled = "marker" in kw or "linestyle" in kw  # e.g. conventions.variant_style(cfg)
     for key, value in cv.SIMULATION.items():
         if not (key == "fmt" and styled):
             kw.setdefault(key, value)
@@ -438,12 +563,18 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
         raise ValueError(f"score_sem has shape {e.shape}; allowed: {s.shape} (same as score_mean)")
     n = s.shape[0]
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 1 <= i <= n:
-        raise ValueError(f"i={i!r} is out of range; allowed: an integer in [1, {n}] (1-based query index)")
+        raise ValueError(
+            f"i={i!r} is out of range; allowed: an integer in [1, {n}] (1-based query index)"
+        )
     keys = i if include_diagonal else i - 1
     if keys < 1:
-        raise ValueError(f"i={i!r} has no off-diagonal keys; allowed: i in [2, {n}], or include_diagonal=True")
+        raise ValueError(
+            f"i={i!r} has no off-diagonal keys; allowed: i in [2, {n}], or include_diagonal=True"
+        )
     j = np.arange(1, keys + 1)
-    if not ("marker" in kw or "linestyle" in kw):        # a setting's style (conventions.variant_style) has its own
+    if not (
+        "marker" in kw or "linestyle" in kw
+    ):  # a setting's style (conventions.variant_style) has its own
         kw.setdefault("fmt", "o-")
     errorbar_points(j, s[i - 1, :keys], e[i - 1, :keys], ax, label=label, z=z, **kw)
     ax.set_xticks(j if keys <= 12 else np.unique([1, keys // 2, keys]))
@@ -453,6 +584,7 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
 
 
 # -- quantities against the hidden size (Theorem 1 and Proposition 1) ------------------------------
+
 
 def closed_form(x, y, ax, *, kind="corrected", label=None, **kw):
     """A closed form as a line in the book's style: ``kind`` "printed" (dashed, conventions.AS_PRINTED)
@@ -492,19 +624,39 @@ def trend_reach(reach, ax, *, eq5=None, colour="C0"):
     (dashed). Log-log axes. Returns ``ax``."""
     rows = sorted(reach, key=lambda r: r.d)
     if not rows:
-        raise ValueError("reach is empty; allowed: one record per hidden size (theorem1.theorem1_reach)")
+        raise ValueError(
+            "reach is empty; allowed: one record per hidden size (theorem1.theorem1_reach)"
+        )
     if eq5 is not None:
         closed_form(*eq5, ax, kind="printed", color="black", label="Eq. (5)")
     shown = [r for r in rows if r.resolved]
     hidden = [r for r in rows if not r.resolved]
     if shown:
-        errorbar_points([r.d for r in shown], [r.trend for r in shown], [r.trend_se for r in shown], ax,
-                        color=colour, label="simulated, control variates")
+        errorbar_points(
+            [r.d for r in shown],
+            [r.trend for r in shown],
+            [r.trend_se for r in shown],
+            ax,
+            color=colour,
+            label="simulated, control variates",
+        )
     if hidden:
-        upper_limits([r.d for r in hidden], [max(r.trend, 0.0) + 2 * r.trend_se for r in hidden], ax,
-                     color=colour, label="unresolved: below (+2 SE)")
-    ax.plot([r.d for r in rows], [2 * r.plain_se for r in rows], "-", color="0.6", linewidth=1.2,
-            marker=".", label="2 SE of plain averaging")
+        upper_limits(
+            [r.d for r in hidden],
+            [max(r.trend, 0.0) + 2 * r.trend_se for r in hidden],
+            ax,
+            color=colour,
+            label="unresolved: below (+2 SE)",
+        )
+    ax.plot(
+        [r.d for r in rows],
+        [2 * r.plain_se for r in rows],
+        "-",
+        color="0.6",
+        linewidth=1.2,
+        marker=".",
+        label="2 SE of plain averaging",
+    )
     d_axis(ax, [r.d for r in rows], log_y=True)
     ax.set_ylabel(r"mean step of $S^{(2)}$")
     return ax
@@ -523,19 +675,29 @@ def recency_dots(labels, rp, rp_sem, ax, *, z=1.0, show_labels=True):
     if e.shape != r.shape:
         raise ValueError(f"rp_sem has shape {e.shape}; allowed: {r.shape} (same as rp)")
     if len(labels) != r.shape[0]:
-        raise ValueError(f"labels has length {len(labels)}; allowed: one label per row of rp ({r.shape[0]})")
+        raise ValueError(
+            f"labels has length {len(labels)}; allowed: one label per row of rp ({r.shape[0]})"
+        )
     k, L = r.shape
     rows = np.arange(k)
     spread = 0.6 / max(1, L)
     z = check_real("z", z, lo=0.0, lo_open=True, allowed="a finite number > 0")
     style = {key: value for key, value in cv.SIMULATION.items() if key != "fmt"}
     for l in range(L):
-        ax.errorbar(r[:, l], rows + (l - (L - 1) / 2) * spread, xerr=z * _sem("rp_sem", e[:, l], k), marker="o",
-                    linestyle="none", color=cv.ordered_colour(l, L), label=f"layer {l + 1}", **style)
+        ax.errorbar(
+            r[:, l],
+            rows + (l - (L - 1) / 2) * spread,
+            xerr=z * _sem("rp_sem", e[:, l], k),
+            marker="o",
+            linestyle="none",
+            color=cv.ordered_colour(l, L),
+            label=f"layer {l + 1}",
+            **style,
+        )
     ax.axvline(0.5, label="no order", gid=NO_ORDER_GID, **cv.REFERENCE)
     ax.set_yticks(rows, list(labels) if show_labels else [""] * k)
     ax.tick_params(axis="y", length=0)
-    ax.set_ylim(k - 0.5, -0.5)                                        # first setting on top
+    ax.set_ylim(k - 0.5, -0.5)  # first setting on top
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel("recency probability")
     return ax
@@ -554,8 +716,18 @@ def recency_by_length(lengths, rp, rp_sem, ax, *, z=1.0):
     if e.shape != r.shape:
         raise ValueError(f"rp_sem has shape {e.shape}; allowed: {r.shape} (same as rp)")
     for l in range(L):
-        errorbar_points(x, r[:, l], e[:, l], ax, z=z, label=f"layer {l + 1}", color=cv.ordered_colour(l, L),
-                        marker="o", linestyle="-", markersize=4)
+        errorbar_points(
+            x,
+            r[:, l],
+            e[:, l],
+            ax,
+            z=z,
+            label=f"layer {l + 1}",
+            color=cv.ordered_colour(l, L),
+            marker="o",
+            linestyle="-",
+            markersize=4,
+        )
     ax.axhline(0.5, label="no order", gid=NO_ORDER_GID, **cv.REFERENCE)
     ax.set_xscale("log")
     ax.set_xticks(x, [f"{v:g}" for v in x])
@@ -575,8 +747,18 @@ def binned_profiles(profiles: dict, ax, *, z=1.0):
         raise ValueError("profiles is empty; allowed: a dict n -> (centres, means, bounds)")
     k = len(profiles)
     for c, (n, (x, m, b)) in enumerate(profiles.items()):
-        errorbar_points(x, m, b, ax, z=z, label=f"n = {n}", color=cv.ordered_colour(c, k), marker=".",
-                        linestyle="-", capsize=2)
+        errorbar_points(
+            x,
+            m,
+            b,
+            ax,
+            z=z,
+            label=f"n = {n}",
+            color=cv.ordered_colour(c, k),
+            marker=".",
+            linestyle="-",
+            capsize=2,
+        )
     ax.axhline(0.0, **cv.REFERENCE)
     ax.set_xlabel("relative key position j / n")
     ax.set_ylabel("mean score − row mean")
@@ -584,6 +766,7 @@ def binned_profiles(profiles: dict, ax, *, z=1.0):
 
 
 # -- hidden size and the key factor (Figures 1 and 2 at other d, Figures 2 and 5) -------------------
+
 
 def versus_d(ds, mean, sem, ax, *, label=None, reference=None, ylabel=None, z=1.0, **kw):
     """A quantity against the hidden size d (log axis, ticks at this call's d), points +/- z SEM joined
@@ -635,9 +818,14 @@ def style_legend(ax, kinds=("printed", "corrected", "simulation"), **kw):
     Extra keywords go to ``ax.legend``. Returns the legend."""
     from matplotlib.lines import Line2D
 
-    names = {"printed": ("Eq. (41) as printed", cv.AS_PRINTED), "corrected": ("corrected", cv.CORRECTED),
-             "simulation": ("simulation ± 1 SE", {"linestyle": "none", "marker": "o",
-                                                  "markersize": cv.SIMULATION["markersize"]})}
+    names = {
+        "printed": ("Eq. (41) as printed", cv.AS_PRINTED),
+        "corrected": ("corrected", cv.CORRECTED),
+        "simulation": (
+            "simulation ± 1 SE",
+            {"linestyle": "none", "marker": "o", "markersize": cv.SIMULATION["markersize"]},
+        ),
+    }
     handles = []
     for kind in kinds:
         if kind not in names:
@@ -699,12 +887,27 @@ def level_and_step(series: dict, *, ylabel: str):
     Returns the figure."""
     missing = [p for p in LEVEL_AND_STEP if p not in series]
     if missing:
-        raise ValueError(f"series has no {missing}; allowed: a dict with the parts {list(LEVEL_AND_STEP)}")
+        raise ValueError(
+            f"series has no {missing}; allowed: a dict with the parts {list(LEVEL_AND_STEP)}"
+        )
     fig, axes = subplots(1, 2, height_ratio=0.42, sharey=True)
     for ax, (part, title) in zip(axes, LEVEL_AND_STEP.items()):
         for a, (ds, ratio, se) in series[part].items():
-            versus_d(ds, ratio, se, ax, reference=1.0, label=cv.alpha_label(a), color=cv.alpha_colour(a), ylabel=ylabel)
+            versus_d(
+                ds,
+                ratio,
+                se,
+                ax,
+                reference=1.0,
+                label=cv.alpha_label(a),
+                color=cv.alpha_colour(a),
+                ylabel=ylabel,
+            )
         ax.set_title(title)
     axes[1].set_ylabel("")
-    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncols=len(axes[1].containers))
+    fig.legend(
+        *axes[1].get_legend_handles_labels(),
+        loc="outside lower center",
+        ncols=len(axes[1].containers),
+    )
     return fig

@@ -16,20 +16,24 @@ The functions here read such results (``SequenceStatistic``) and draw or tabulat
 simulate. Estimates are the control-variate ones where the result has them (layer 1's earlier keys
 are exchangeable, so its contrasts have mean 0), the plain means otherwise.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from . import report, statistics
-from . import conventions as cv
 from recency_lib.validation import check_int
+
+from . import conventions as cv
+from . import report, statistics
 
 #: The first query that has both keys of D and K (1-based): there D = K.
 FIRST_QUERY = statistics.FAR + 1
 #: How the two contrasts are drawn: K (fixed key positions) solid, D (fixed distances) dashed.
 STYLES = {"K": {"linestyle": "-"}, "D": {"linestyle": "--"}}
-NAMES = {"K": f"$K_i$: keys {statistics.FAR} vs 1 (fixed positions)",
-         "D": f"$D_i$: distances {statistics.NEAR} vs {statistics.FAR} (fixed distances)"}
+NAMES = {
+    "K": f"$K_i$: keys {statistics.FAR} vs 1 (fixed positions)",
+    "D": f"$D_i$: distances {statistics.NEAR} vs {statistics.FAR} (fixed distances)",
+}
 
 
 def _layer(stat, layer) -> int:
@@ -79,11 +83,18 @@ def change_rows(stats, *, last_layer_only: bool = False) -> list[dict]:
         layers = [cfg.layers] if last_layer_only else range(2, cfg.layers + 1)
         for l in layers:
             d0 = value_at(s, "D", FIRST_QUERY, l)
-            rows.append({"model": cv.variant_name(cfg), "$n$": report.count(n), "layer": str(l),
-                         f"$D_{FIRST_QUERY} = K_{FIRST_QUERY}$": report.pm(*d0),
-                         "$D_n$": report.pm(*value_at(s, "D", n, l)), "$K_n$": report.pm(*value_at(s, "K", n, l)),
-                         f"$D_n - D_{FIRST_QUERY}$ (z)": _change_cell(*change(s, "D", l)),
-                         f"$K_n - K_{FIRST_QUERY}$ (z)": _change_cell(*change(s, "K", l))})
+            rows.append(
+                {
+                    "model": cv.variant_name(cfg),
+                    "$n$": report.count(n),
+                    "layer": str(l),
+                    f"$D_{FIRST_QUERY} = K_{FIRST_QUERY}$": report.pm(*d0),
+                    "$D_n$": report.pm(*value_at(s, "D", n, l)),
+                    "$K_n$": report.pm(*value_at(s, "K", n, l)),
+                    f"$D_n - D_{FIRST_QUERY}$ (z)": _change_cell(*change(s, "D", l)),
+                    f"$K_n - K_{FIRST_QUERY}$ (z)": _change_cell(*change(s, "K", l)),
+                }
+            )
     return rows
 
 
@@ -92,10 +103,25 @@ def columns(stats) -> dict[str, list]:
     rows = []
     for s in stats:
         prof = statistics.distance_profiles(s)
-        rows += [(cv.setting_label(s.config), s.config.n, s.samples, prof["estimator"], l, key, int(q), float(mu),
-                  float(se)) for l in range(1, s.config.layers + 1) for key in ("D", "K")
-                 for q, mu, se in zip(prof["queries"], prof[key][0][l - 1], prof[key][1][l - 1])]
-    return report.columns(("setting", "n", "samples", "estimator", "layer", "quantity", "query", "mean", "se"), rows)
+        rows += [
+            (
+                cv.setting_label(s.config),
+                s.config.n,
+                s.samples,
+                prof["estimator"],
+                l,
+                key,
+                int(q),
+                float(mu),
+                float(se),
+            )
+            for l in range(1, s.config.layers + 1)
+            for key in ("D", "K")
+            for q, mu, se in zip(prof["queries"], prof[key][0][l - 1], prof[key][1][l - 1])
+        ]
+    return report.columns(
+        ("setting", "n", "samples", "estimator", "layer", "quantity", "query", "mean", "se"), rows
+    )
 
 
 def contrast_panel(stat, ax, *, z: float = 1.0, log: bool = True, first_layer: int = 2):
@@ -115,11 +141,11 @@ def contrast_panel(stat, ax, *, z: float = 1.0, log: bool = True, first_layer: i
     ax.axhline(0.0, **cv.REFERENCE)
     if log:
         ax.set_xscale("log")
-    if q[-1] - q[0] <= 10:                                         # a short row: every query
+    if q[-1] - q[0] <= 10:  # a short row: every query
         ticks = [int(t) for t in q]
     else:
         inner = (t for t in (10, 20, 50, 100, 200, 500, 1000) if 1.6 * q[0] <= t <= q[-1] / 1.6)
-        ticks = sorted({int(q[0]), int(q[-1]), *inner})             # none crowding the ends
+        ticks = sorted({int(q[0]), int(q[-1]), *inner})  # none crowding the ends
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.minorticks_off()
     ax.set_xlabel("query position $i$")
@@ -136,8 +162,18 @@ def overlay_points(stat, ax, *, z: float = 1.0, first_layer: int = 2):
         colour = cv.ordered_colour(l - 1, L)
         for key, marker in (("K", "o"), ("D", "s")):
             m, e = (x[l - 1] for x in prof[key])
-            ax.errorbar(q, m, yerr=z * e, color=colour, marker=marker, markersize=3.5, linestyle="none",
-                        markerfacecolor="white", elinewidth=0.8, capsize=0)
+            ax.errorbar(
+                q,
+                m,
+                yerr=z * e,
+                color=colour,
+                marker=marker,
+                markersize=3.5,
+                linestyle="none",
+                markerfacecolor="white",
+                elinewidth=0.8,
+                capsize=0,
+            )
     return ax
 
 
@@ -148,10 +184,25 @@ def legend_handles(layers: int, first_layer: int = 2, *, points: str | None = No
     from matplotlib.patches import Patch
 
     layers = check_int("layers", layers, 1)
-    out = [Line2D([], [], color="0.15", linewidth=1.4, label=NAMES[k], **STYLES[k]) for k in ("K", "D")]
-    out += [Patch(color=cv.ordered_colour(l - 1, layers), label=f"layer {l}") for l in range(first_layer, layers + 1)]
+    out = [
+        Line2D([], [], color="0.15", linewidth=1.4, label=NAMES[k], **STYLES[k]) for k in ("K", "D")
+    ]
+    out += [
+        Patch(color=cv.ordered_colour(l - 1, layers), label=f"layer {l}")
+        for l in range(first_layer, layers + 1)
+    ]
     if points:
-        out.append(Line2D([], [], color="0.15", marker="o", markerfacecolor="white", linestyle="none", label=points))
+        out.append(
+            Line2D(
+                [],
+                [],
+                color="0.15",
+                marker="o",
+                markerfacecolor="white",
+                linestyle="none",
+                label=points,
+            )
+        )
     return out
 
 
@@ -160,10 +211,18 @@ def same_rows(short_scores, long_scores) -> float:
     first n rows and keys of a longer one (B, layers, N, N), N >= n, over the causal triangle: 0.0 when
     the short rows are the long run's rows bit for bit (NaN above the diagonal in both is ignored)."""
     a, b = np.asarray(short_scores, dtype=float), np.asarray(long_scores, dtype=float)
-    if a.ndim != 4 or b.ndim != 4 or a.shape[:2] != b.shape[:2] or a.shape[2] != a.shape[3] \
-            or b.shape[2] != b.shape[3] or b.shape[2] < a.shape[2]:
-        raise ValueError(f"scores have shapes {a.shape} and {b.shape}; allowed: (B, layers, n, n) and "
-                         f"(B, layers, N, N) with N >= n")
+    if (
+        a.ndim != 4
+        or b.ndim != 4
+        or a.shape[:2] != b.shape[:2]
+        or a.shape[2] != a.shape[3]
+        or b.shape[2] != b.shape[3]
+        or b.shape[2] < a.shape[2]
+    ):
+        raise ValueError(
+            f"scores have shapes {a.shape} and {b.shape}; allowed: (B, layers, n, n) and "
+            f"(B, layers, N, N) with N >= n"
+        )
     n = a.shape[2]
     low = np.tri(n, dtype=bool)
     x, y = a[..., low], b[..., :n, :n][..., low]
@@ -175,14 +234,23 @@ def same_rows(short_scores, long_scores) -> float:
 def check_rows(verdict, stat) -> list[dict]:
     """The checks of claims.not_relative_claim(``stat``) as table rows, last layer first: the layer, the
     change D_n - D_5 (± SE), its z, what the check found, and beside it K_n - K_5 (± SE, z)."""
-    layers = range(stat.config.layers, 1, -1)                     # the claim's order: the last layer first
+    layers = range(stat.config.layers, 1, -1)  # the claim's order: the last layer first
     if len(verdict.checks) != len(layers):
-        raise ValueError(f"verdict has {len(verdict.checks)} checks; allowed: one per layer from 2 on "
-                         f"({len(layers)}), as claims.not_relative_claim(stat) gives")
+        raise ValueError(
+            f"verdict has {len(verdict.checks)} checks; allowed: one per layer from 2 on "
+            f"({len(layers)}), as claims.not_relative_claim(stat) gives"
+        )
     rows = []
     for l, c in zip(layers, verdict.checks):
-        rows.append({"layer": str(l), f"$D_n - D_{FIRST_QUERY}$": c.text, "z": report.z_text(c.z), "found": c.status,
-                     f"$K_n - K_{FIRST_QUERY}$ (z)": _change_cell(*change(stat, "K", l))})
+        rows.append(
+            {
+                "layer": str(l),
+                f"$D_n - D_{FIRST_QUERY}$": c.text,
+                "z": report.z_text(c.z),
+                "found": c.status,
+                f"$K_n - K_{FIRST_QUERY}$ (z)": _change_cell(*change(stat, "K", l)),
+            }
+        )
     return rows
 
 

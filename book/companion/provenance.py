@@ -4,6 +4,7 @@ the README's recipes (:func:`readme_recipes`), the one set of commands the repro
 The reproducibility page calls these and glues the tables; the cache folder and the key that
 decides which of its entries a build may use are :mod:`recency_lib.cache`'s.
 """
+
 from __future__ import annotations
 
 import platform
@@ -11,10 +12,11 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-from . import conventions as cv
-from . import report
 from recency_lib import engines
 from recency_lib.cache import entries, source_hash
+
+from . import conventions as cv
+from . import report
 
 #: The repository's README: its recipes are the commands the reproducibility page shows.
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -31,18 +33,35 @@ def readme_recipes(readme=README, sections=RECIPE_SECTIONS) -> dict[str, list[st
     out = {}
     for k, (start, title) in enumerate(heads):
         if title in sections:
-            body = text[start:heads[k + 1][0] if k + 1 < len(heads) else len(text)]
-            out[title] = [b.strip("\n") for b in re.findall(r"^```bash\n(.*?)^```", body, re.S | re.M)]
+            body = text[start : heads[k + 1][0] if k + 1 < len(heads) else len(text)]
+            out[title] = [
+                b.strip("\n") for b in re.findall(r"^```bash\n(.*?)^```", body, re.S | re.M)
+            ]
     missing = [t for t in sections if not out.get(t)]
     if missing:
-        raise ValueError(f"{Path(readme).name} has no bash block under {', '.join(map(repr, missing))}; "
-                         f"allowed: the sections {', '.join(map(repr, sections))}")
+        raise ValueError(
+            f"{Path(readme).name} has no bash block under {', '.join(map(repr, missing))}; "
+            f"allowed: the sections {', '.join(map(repr, sections))}"
+        )
     return out
 
 
 #: The packages whose versions the page lists: the library, the numerics, the book's toolchain.
-PACKAGES = ("recency_lib", "numpy", "scipy", "matplotlib", "seaborn", "pandas", "sympy", "jupyter-book",
-            "sphinx", "myst-nb", "sphinx-proof", "sphinx-book-theme", "papermill")
+PACKAGES = (
+    "recency_lib",
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "seaborn",
+    "pandas",
+    "sympy",
+    "jupyter-book",
+    "sphinx",
+    "myst-nb",
+    "sphinx-proof",
+    "sphinx-book-theme",
+    "papermill",
+)
 
 
 def software_rows(packages=PACKAGES) -> list[dict]:
@@ -55,10 +74,12 @@ def software_rows(packages=PACKAGES) -> list[dict]:
         except metadata.PackageNotFoundError:
             version = "not installed"
         rows.append({"component": name, "version": version})
-    rows += [{"component": "Python", "version": platform.python_version()},
-             {"component": "platform", "version": platform.platform()},
-             {"component": "Gram-engine kernel", "version": engines.kernel_name()},
-             {"component": "recency_lib source hash", "version": f"`{source_hash()[:16]}`"}]
+    rows += [
+        {"component": "Python", "version": platform.python_version()},
+        {"component": "platform", "version": platform.platform()},
+        {"component": "Gram-engine kernel", "version": engines.kernel_name()},
+        {"component": "recency_lib source hash", "version": f"`{source_hash()[:16]}`"},
+    ]
     return rows
 
 
@@ -87,9 +108,19 @@ def simulation_rows(entries: list[dict]) -> list[dict]:
     rows = []
     for e in entries:
         c = e["config"]
-        rows.append({"model": cv.variant_name(c), "α": f"{c.alpha:g}", "n": report.count(c.n), "d": report.count(c.d),
-                     "layers": report.count(c.layers), "sequences": report.count(c.samples), "seed": str(c.seed),
-                     "engine": _engine(e), "compute (s)": report.num(float(e.get("elapsed_seconds") or 0.0), 2)})
+        rows.append(
+            {
+                "model": cv.variant_name(c),
+                "α": f"{c.alpha:g}",
+                "n": report.count(c.n),
+                "d": report.count(c.d),
+                "layers": report.count(c.layers),
+                "sequences": report.count(c.samples),
+                "seed": str(c.seed),
+                "engine": _engine(e),
+                "compute (s)": report.num(float(e.get("elapsed_seconds") or 0.0), 2),
+            }
+        )
     return rows
 
 
@@ -103,21 +134,30 @@ def simulation_summary(entries: list[dict]) -> list[dict]:
     groups: dict[str, list[dict]] = {}
     for e in entries:
         groups.setdefault(_engine(e), []).append(e)
-    return [{"engine": name, "simulations": report.count(len(es)),
-             "sequences": report.count(sum(e["config"].samples for e in es)),
-             "compute (s)": report.num(sum(float(e.get("elapsed_seconds") or 0.0) for e in es), 3)}
-            for name, es in sorted(groups.items())]
+    return [
+        {
+            "engine": name,
+            "simulations": report.count(len(es)),
+            "sequences": report.count(sum(e["config"].samples for e in es)),
+            "compute (s)": report.num(sum(float(e.get("elapsed_seconds") or 0.0) for e in es), 3),
+        }
+        for name, es in sorted(groups.items())
+    ]
 
 
 def simulation_table(entries: list[dict], name: str = "simulations") -> report.Markdown:
     """The page's table: the summary by engine, and every simulation folded into a dropdown with its
     CSV/JSON download (``name``) when there are more than 20; "none yet" for an empty cache."""
     if not entries:
-        return report.table([{"engine": "none yet", "simulations": "0", "sequences": "0", "compute (s)": "0"}])
-    return report.table(simulation_rows(entries), summary=simulation_summary(entries), name=name,
-                        title="Every simulation")
-
-
+        return report.table(
+            [{"engine": "none yet", "simulations": "0", "sequences": "0", "compute (s)": "0"}]
+        )
+    return report.table(
+        simulation_rows(entries),
+        summary=simulation_summary(entries),
+        name=name,
+        title="Every simulation",
+    )
 
 
 # -- what a run of a page held: its simulations' cost, its verdicts, its parameters ----------------------
@@ -167,9 +207,11 @@ def simulation_cost(namespace: dict) -> dict:
 
     found = held(namespace, (SimResult, SequenceStatistic))
     seconds = [float(r.elapsed_seconds) for r in found]
-    return {"seconds": sum(s for s in seconds if math.isfinite(s)),
-            "sequences": int(sum(getattr(r, "samples", None) or r.config.samples for r in found)),
-            "results": len(found)}
+    return {
+        "seconds": sum(s for s in seconds if math.isfinite(s)),
+        "sequences": int(sum(getattr(r, "samples", None) or r.config.samples for r in found)),
+        "results": len(found),
+    }
 
 
 def verdict_settings(namespace: dict) -> list[dict]:
@@ -186,8 +228,15 @@ def verdict_settings(namespace: dict) -> list[dict]:
             s = {"norm": c.norm, "alpha": c.alpha, "gamma": c.gamma, "d": c.d}
             if s not in settings:
                 settings.append(s)
-        out.append({"claim": v.claim, "name": CLAIM_NAMES.get(v.claim, v.claim), "word": v.word,
-                    "checks": len(v.checks), "settings": settings})
+        out.append(
+            {
+                "claim": v.claim,
+                "name": CLAIM_NAMES.get(v.claim, v.claim),
+                "word": v.word,
+                "checks": len(v.checks),
+                "settings": settings,
+            }
+        )
     return out
 
 
@@ -198,5 +247,11 @@ def run_summary(namespace: dict, names) -> str:
     import json
 
     values = {name: namespace[name] for name in names if name in namespace}
-    return json.dumps({"parameters": values, "verdicts": verdict_settings(namespace),
-                       "cost": simulation_cost(namespace)}, default=str)
+    return json.dumps(
+        {
+            "parameters": values,
+            "verdicts": verdict_settings(namespace),
+            "cost": simulation_cost(namespace),
+        },
+        default=str,
+    )

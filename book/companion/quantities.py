@@ -8,6 +8,7 @@ settings of :mod:`companion.settings`), so a key reads the same on every page
 * :func:`proposition1` (d -> Gram-controlled statistic): the trend and smallest step without normalization;
 * :func:`proposition2` (d -> first-order statistic with the residual): the same with the residual.
 """
+
 from __future__ import annotations
 
 from . import report
@@ -51,7 +52,9 @@ def theorem1(first: dict) -> dict[str, str]:
     out = _steps("theorem1", first)
     ds = tuple(first)
     out.update({f"q-eq5-ratio-{c.d}": c.text for c in eq5_claim(first, ds).checks})
-    out.update({f"q-corrected-ratio-{c.d}": c.text for c in corrected_theorem1_claim(first, ds).checks})
+    out.update(
+        {f"q-corrected-ratio-{c.d}": c.text for c in corrected_theorem1_claim(first, ds).checks}
+    )
     return out
 
 

@@ -19,6 +19,7 @@ Downloads
 Sentences are not built here: a chapter's prose is written in its markdown cells and these
 functions produce only the pieces that are glued into it.
 """
+
 from __future__ import annotations
 
 import base64
@@ -33,23 +34,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from recency_lib.validation import check_int
-from .significance import real, zscore  # noqa: F401  (pages quote report.zscore)
+
+from .significance import real, zscore
 
 MINUS = "\u2212"
 PM = "\u00b1"
-_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
-SCI_BELOW = 1e-3      # magnitudes below this are written with a power of ten
-SCI_FROM = 1e5        # ... and so are magnitudes from this up
+_SUPERSCRIPT = str.maketrans(
+    "-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+)
+SCI_BELOW = 1e-3  # magnitudes below this are written with a power of ten
+SCI_FROM = 1e5  # ... and so are magnitudes from this up
 
 
 # -- numbers ----------------------------------------------------------------------------------------
+
 
 def _minus(text: str) -> str:
     return text.replace("-", MINUS)
 
 
 def power_of_ten(k: int) -> str:
-    """"10⁻⁵" for k = -5."""
+    """ "10⁻⁵" for k = -5."""
     return "10" + str(int(k)).translate(_SUPERSCRIPT)
 
 
@@ -63,7 +68,7 @@ def error_digits(se: float) -> int:
 def _decimals(se: float) -> int:
     """Decimal places that show ``se`` to :func:`error_digits` significant digits (an error whose
     leading digits are 950-999 is rounded up to the next power of ten: 0.096 -> 0.10)."""
-    mantissa, exp = f"{se:.2e}".split("e")           # three leading digits, after rounding
+    mantissa, exp = f"{se:.2e}".split("e")  # three leading digits, after rounding
     exponent = int(exp) + (1 if int(mantissa.replace(".", "")) >= 950 else 0)
     return error_digits(se) - 1 - exponent
 
@@ -92,7 +97,7 @@ def pm(mean, se, *, min_places: int = 0) -> str:
         places = max(min_places, _decimals(se), 0)
         return _minus(f"{mean:.{places}f} {PM} {se:.{places}f}")
     k = math.floor(math.log10(big))
-    m, s = mean / 10 ** k, se / 10 ** k
+    m, s = mean / 10**k, se / 10**k
     places = max(_decimals(s), 0)
     return _minus(f"({m:.{places}f} {PM} {s:.{places}f}) \u00d7 ") + power_of_ten(k)
 
@@ -124,7 +129,7 @@ def num(x, sig: int = 3) -> str:
         if x == round(x) and abs(x) >= 10 ** (sig - 1):
             return _minus(f"{x:.0f}")
         text = f"{x:.{sig}g}"
-        if "e" in text:                      # e.g. 1.2e+04 from :g; write it out
+        if "e" in text:  # e.g. 1.2e+04 from :g; write it out
             text = f"{x:.0f}"
         return _minus(text)
     mant, exp = f"{x:.{sig - 1}e}".split("e")
@@ -168,7 +173,7 @@ def duration(seconds, sig: int = 2) -> str:
         return "\u221e"
     unit, size = next(((u, f) for u, f in reversed(_UNITS) if seconds >= f), _UNITS[0])
     text = num(seconds / size, sig)
-    if text == "1" and unit in ("days", "years"):          # "1 day", not "1 days"
+    if text == "1" and unit in ("days", "years"):  # "1 day", not "1 days"
         unit = unit[:-1]
     return f"{text} {unit}"
 
@@ -190,7 +195,7 @@ def z_text(z) -> str:
 
 
 def listing(values, fmt=lambda v: f"{v:g}", empty: str = "none") -> str:
-    """"0.2, 0.4 and 0.6" (or ``empty``): a list of values glued into a sentence."""
+    """ "0.2, 0.4 and 0.6" (or ``empty``): a list of values glued into a sentence."""
     items = [fmt(v) for v in values]
     if not items:
         return empty
@@ -198,6 +203,7 @@ def listing(values, fmt=lambda v: f"{v:g}", empty: str = "none") -> str:
 
 
 # -- labels -------------------------------------------------------------------------------------------
+
 
 def score_label(layer: int, i: int | str | None = None, j: int | str | None = None) -> str:
     """The score of layer ``layer`` (1-based, the paper's S^(l)) as math: "$S^{(2)}$",
@@ -207,7 +213,7 @@ def score_label(layer: int, i: int | str | None = None, j: int | str | None = No
     return f"$S^{{({layer})}}{sub}$"
 
 
-def source(obj) -> "Markdown":
+def source(obj) -> Markdown:
     """The source code of a library function or class as a highlighted block, headed by its
     dotted name: what a chapter shows next to the equation the code implements."""
     import inspect
@@ -221,8 +227,13 @@ def source(obj) -> "Markdown":
 # -- verdict badges -------------------------------------------------------------------------------------
 
 #: Badge colour (sphinx-design) of each verdict word's first word; anything else is grey.
-BADGE_COLOURS = {"holds": "success", "contradicted": "danger", "not": "secondary",
-                 "violated": "danger", "undecided": "secondary"}
+BADGE_COLOURS = {
+    "holds": "success",
+    "contradicted": "danger",
+    "not": "secondary",
+    "violated": "danger",
+    "undecided": "secondary",
+}
 
 
 def show(key: str, value) -> None:
@@ -243,6 +254,7 @@ def glue_numbers(numbers: dict) -> None:
     for key, text in numbers.items():
         glue(key, text, display=False)
 
+
 def badge(word: str) -> str:
     """A verdict word as a MyST badge role, coloured by its first word ("holds" green,
     "contradicted" red, "open" grey; a qualified verdict such as "holds after correction" keeps
@@ -261,6 +273,7 @@ def _escape_role(text: str) -> str:
 
 
 # -- Markdown that myst-nb renders (display() it, or glue it and place it with {glue:md}) --------------
+
 
 @dataclass(frozen=True)
 class Markdown:
@@ -281,8 +294,15 @@ _NUMERIC = re.compile(r"^[\s(]*[-+\u2212]?(\d|\.\d|\u221e)")
 
 
 def _cell(value) -> str:
-    text = value if isinstance(value, str) else (num(value) if isinstance(value, numbers.Real)
-                                                 and not isinstance(value, bool) else str(value))
+    text = (
+        value
+        if isinstance(value, str)
+        else (
+            num(value)
+            if isinstance(value, numbers.Real) and not isinstance(value, bool)
+            else str(value)
+        )
+    )
     if "\n" in text:
         raise ValueError(f"table cell {text!r} has a line break; allowed: one line of markdown")
     return text.replace("|", "\\|")
@@ -296,32 +316,40 @@ def _pipe_table(columns: list[str], rows: list[list[str]], align: list[str]) -> 
 
 
 def _normalise_rows(rows, columns):
-    if isinstance(rows, dict):                            # columns -> values
+    if isinstance(rows, dict):  # columns -> values
         names = list(rows)
         lengths = {len(v) for v in rows.values()}
         if len(lengths) > 1:
-            raise ValueError(f"rows: columns have different lengths {sorted(lengths)}; allowed: equal lengths")
+            raise ValueError(
+                f"rows: columns have different lengths {sorted(lengths)}; allowed: equal lengths"
+            )
         n = lengths.pop() if lengths else 0
         rows = [{k: rows[k][r] for k in names} for r in range(n)]
     rows = list(rows)
     if not rows:
         raise ValueError("rows=[] is empty; allowed: at least one row")
     if not all(isinstance(r, dict) for r in rows):
-        raise ValueError("rows: every row must be a dict (column -> value); allowed: a list of dicts "
-                         "or a dict of columns")
+        raise ValueError(
+            "rows: every row must be a dict (column -> value); allowed: a list of dicts "
+            "or a dict of columns"
+        )
     if columns is None:
         columns = list(dict.fromkeys(k for r in rows for k in r))
     missing = [c for c in columns if any(c not in r for r in rows)]
     if missing:
-        raise ValueError(f"columns {missing} are missing from some rows; allowed: every row has every column")
+        raise ValueError(
+            f"columns {missing} are missing from some rows; allowed: every row has every column"
+        )
     return list(columns), [[_cell(r[c]) for c in columns] for r in rows]
 
 
 def _alignment(columns, cells, align):
     if align is not None:
         if len(align) != len(columns) or any(a not in "lrc" for a in align):
-            raise ValueError(f"align={align!r} is not allowed; allowed: one of 'l', 'r', 'c' per column "
-                             f"({len(columns)} columns)")
+            raise ValueError(
+                f"align={align!r} is not allowed; allowed: one of 'l', 'r', 'c' per column "
+                f"({len(columns)} columns)"
+            )
         return list(align)
     out = []
     for k in range(len(columns)):
@@ -330,8 +358,17 @@ def _alignment(columns, cells, align):
     return out
 
 
-def table(rows, columns=None, *, align: str | None = None, max_rows: int = 20, summary=None,
-          name: str | None = None, title: str = "Full table", css_class: str | None = None) -> Markdown:
+def table(
+    rows,
+    columns=None,
+    *,
+    align: str | None = None,
+    max_rows: int = 20,
+    summary=None,
+    name: str | None = None,
+    title: str = "Full table",
+    css_class: str | None = None,
+) -> Markdown:
     """A compact table as MyST markdown: no index column, math labels in ``$...$``, numbers
     right-aligned (the first column and text columns left-aligned; or ``align="lrr..."``).
 
@@ -347,26 +384,34 @@ def table(rows, columns=None, *, align: str | None = None, max_rows: int = 20, s
     full = _pipe_table(columns, cells, _alignment(columns, cells, align))
     if css_class is not None:
         if not re.fullmatch(r"[a-z][a-z0-9-]*", str(css_class)):
-            raise ValueError(f"css_class={css_class!r} is not allowed; allowed: lower-case letters, digits and '-'")
+            raise ValueError(
+                f"css_class={css_class!r} is not allowed; allowed: lower-case letters, digits and '-'"
+            )
         full = f":::{{table}}\n:class: {css_class}\n\n{full}\n:::"
     if len(cells) <= max_rows:
         return Markdown(full)
     if not name:
-        raise ValueError(f"a table of {len(cells)} rows is longer than max_rows={max_rows}; "
-                         f"allowed: pass name='...' (its download) and a summary, or raise max_rows")
+        raise ValueError(
+            f"a table of {len(cells)} rows is longer than max_rows={max_rows}; "
+            f"allowed: pass name='...' (its download) and a summary, or raise max_rows"
+        )
     parts = []
     if summary is not None:
         s_columns, s_cells = _normalise_rows(summary, None)
         parts.append(_pipe_table(s_columns, s_cells, _alignment(s_columns, s_cells, None)))
     data = {c: [r[k] for r in cells] for k, c in enumerate(columns)}
     link = download(name, data)
-    parts.append(f":::{{dropdown}} {title} ({count(len(cells))} rows)\n\n{full}\n\n{link.text}\n:::")
+    parts.append(
+        f":::{{dropdown}} {title} ({count(len(cells))} rows)\n\n{full}\n\n{link.text}\n:::"
+    )
     return Markdown("\n\n".join(parts))
 
 
 # -- downloads ------------------------------------------------------------------------------------------
 
-MAX_DOWNLOAD_BYTES = 3_000_000     # a data: URI lives in the page; larger data belongs in a reduced form
+MAX_DOWNLOAD_BYTES = (
+    3_000_000  # a data: URI lives in the page; larger data belongs in a reduced form
+)
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -387,11 +432,18 @@ def columns(names, rows) -> dict[str, list]:
 
 def _columns(data) -> dict[str, list]:
     if not isinstance(data, dict) or not data:
-        raise ValueError(f"data={type(data).__name__} is not allowed; allowed: a non-empty dict of columns")
-    cols = {str(k): [_plain(v) for v in np.asarray(col, dtype=object).ravel()] for k, col in data.items()}
+        raise ValueError(
+            f"data={type(data).__name__} is not allowed; allowed: a non-empty dict of columns"
+        )
+    cols = {
+        str(k): [_plain(v) for v in np.asarray(col, dtype=object).ravel()]
+        for k, col in data.items()
+    }
     lengths = {len(v) for v in cols.values()}
     if len(lengths) != 1:
-        raise ValueError(f"data: columns have different lengths {sorted(lengths)}; allowed: equal lengths")
+        raise ValueError(
+            f"data: columns have different lengths {sorted(lengths)}; allowed: equal lengths"
+        )
     return cols
 
 
@@ -408,8 +460,11 @@ def csv_text(data) -> str:
 def json_text(data, name: str = "") -> str:
     """Columns as JSON: {"name": ..., "columns": [...], "data": [[row], ...]} (NaN -> null)."""
     cols = _columns(data)
-    return json.dumps({"name": name, "columns": list(cols), "data": [list(r) for r in zip(*cols.values())]},
-                      allow_nan=False, separators=(",", ":"))
+    return json.dumps(
+        {"name": name, "columns": list(cols), "data": [list(r) for r in zip(*cols.values())]},
+        allow_nan=False,
+        separators=(",", ":"),
+    )
 
 
 def data_uri(text: str, mime: str) -> str:
@@ -425,17 +480,26 @@ def download(name: str, data, formats=("csv", "json")) -> Markdown:
     :data:`MAX_DOWNLOAD_BYTES` (then download a reduced form: the plotted numbers only).
     """
     if not isinstance(name, str) or not _SAFE_NAME.match(name):
-        raise ValueError(f"name={name!r} is not allowed; allowed: letters, digits, '.', '_' and '-'")
+        raise ValueError(
+            f"name={name!r} is not allowed; allowed: letters, digits, '.', '_' and '-'"
+        )
     bad = [f for f in formats if f not in ("csv", "json")]
     if bad or not formats:
         raise ValueError(f"formats={formats!r} is not allowed; allowed: 'csv' and/or 'json'")
-    files = {"csv": (csv_text(data), "text/csv"), "json": (json_text(data, name), "application/json")}
+    files = {
+        "csv": (csv_text(data), "text/csv"),
+        "json": (json_text(data, name), "application/json"),
+    }
     size = sum(len(files[f][0].encode()) for f in formats)
     if size > MAX_DOWNLOAD_BYTES:
-        raise ValueError(f"data of {name!r} is {size:,} bytes; allowed: at most {MAX_DOWNLOAD_BYTES:,} "
-                         f"(download the plotted numbers, not every sample)")
-    links = [f'<a class="data-download" download="{name}.{f}" href="{data_uri(*files[f])}">{f.upper()}</a>'
-             for f in formats]
+        raise ValueError(
+            f"data of {name!r} is {size:,} bytes; allowed: at most {MAX_DOWNLOAD_BYTES:,} "
+            f"(download the plotted numbers, not every sample)"
+        )
+    links = [
+        f'<a class="data-download" download="{name}.{f}" href="{data_uri(*files[f])}">{f.upper()}</a>'
+        for f in formats
+    ]
     return Markdown('<span class="data-downloads">Data: ' + " · ".join(links) + "</span>")
 
 
@@ -453,7 +517,9 @@ def result_columns(results, labels=None, *, layers=None, matrices: bool = True) 
     results = list(results)
     labels = list(labels) if labels is not None else [str(k) for k in range(1, len(results) + 1)]
     if len(labels) != len(results):
-        raise ValueError(f"labels has length {len(labels)}; allowed: one label per result ({len(results)})")
+        raise ValueError(
+            f"labels has length {len(labels)}; allowed: one label per result ({len(results)})"
+        )
     rows = []
     for label, res in zip(labels, results):
         cfg = res.config
@@ -462,10 +528,36 @@ def result_columns(results, labels=None, *, layers=None, matrices: bool = True) 
             layer = check_int("layer", layer, 1, cfg.layers)
             rows.append((*setting, layer, "recency_probability", "", "", *res.rp(layer)[:2]))
             if matrices:
-                rows += [(*setting, layer, "score", int(i) + 1, int(j) + 1, float(res.score_mean[layer - 1, i, j]),
-                          float(res.score_sem[layer - 1, i, j])) for i, j in zip(*np.tril_indices(cfg.n))]
-    return columns(("setting", "alpha", "gamma", "norm", "n", "d", "samples", "layer", "quantity", "i", "j", "mean",
-                    "se"), rows)
+                rows += [
+                    (
+                        *setting,
+                        layer,
+                        "score",
+                        int(i) + 1,
+                        int(j) + 1,
+                        float(res.score_mean[layer - 1, i, j]),
+                        float(res.score_sem[layer - 1, i, j]),
+                    )
+                    for i, j in zip(*np.tril_indices(cfg.n))
+                ]
+    return columns(
+        (
+            "setting",
+            "alpha",
+            "gamma",
+            "norm",
+            "n",
+            "d",
+            "samples",
+            "layer",
+            "quantity",
+            "i",
+            "j",
+            "mean",
+            "se",
+        ),
+        rows,
+    )
 
 
 def curve_columns(series: dict, x_name: str = "x") -> dict[str, list]:
@@ -477,8 +569,10 @@ def curve_columns(series: dict, x_name: str = "x") -> dict[str, list]:
         mean = np.asarray(mean, dtype=float).ravel()
         se = np.full(x.shape, np.nan) if se is None else np.asarray(se, dtype=float).ravel()
         if not (x.shape == mean.shape == se.shape):
-            raise ValueError(f"series {label!r}: x, mean and se have shapes {x.shape}, {mean.shape}, "
-                             f"{se.shape}; allowed: equal lengths")
+            raise ValueError(
+                f"series {label!r}: x, mean and se have shapes {x.shape}, {mean.shape}, "
+                f"{se.shape}; allowed: equal lengths"
+            )
         cols["series"] += [str(label)] * x.size
         cols[x_name] += x.tolist()
         cols["mean"] += mean.tolist()

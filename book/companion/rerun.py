@@ -65,6 +65,7 @@ papermill without this command has no ``companion_rerun`` record: its banner giv
 Exit status: 0, 2 for bad input, 1 for a run or render that failed (the cause on the ``error:`` line),
 130 and 143 for SIGINT and SIGTERM.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -90,10 +91,10 @@ from recency_lib.validation import short
 
 from . import params
 
-BOOK = Path(__file__).resolve().parents[1]          # book/
-ROOT = BOOK.parent                                  # the repository: _config.yml, _toc.yml
+BOOK = Path(__file__).resolve().parents[1]  # book/
+ROOT = BOOK.parent  # the repository: _config.yml, _toc.yml
 #: The largest notebook (or parameters file) read: an executed chapter is 0.2 to 3 MB.
-NOTEBOOK_MAX = 2 ** 26
+NOTEBOOK_MAX = 2**26
 LOCK = ".rerun.lock"
 STAGING = ".rerun-staging-"
 
@@ -103,6 +104,7 @@ class Terminated(Exception):
 
 
 # -- parameters ---------------------------------------------------------------------------------------
+
 
 def parameters(page) -> dict:
     """The chapter's parameters (papermill's reading of its ``parameters`` cell): name -> {type, default, help}."""
@@ -143,8 +145,10 @@ def check_parameters(page, given: dict) -> dict:
     known = defaults(page)
     unknown = [k for k in given if k not in known]
     if unknown:
-        raise ValueError(f"unknown parameter(s) {', '.join(map(short, unknown))} for {page.name}; "
-                         f"allowed: {', '.join(known)}")
+        raise ValueError(
+            f"unknown parameter(s) {', '.join(map(short, unknown))} for {page.name}; "
+            f"allowed: {', '.join(known)}"
+        )
     with contextlib.chdir(BOOK):
         return params.check(page.stem, {**known, **given})
 
@@ -159,25 +163,33 @@ def read_values(options: list[tuple[str, object]]) -> dict:
     from papermill.iorw import NoDatesSafeLoader
 
     values, named = {}, {}
-    for flag, arg in sorted(options, key=lambda o: o[0] in ("-p", "-r")):      # stable: -f/-y, then -p/-r
+    for flag, arg in sorted(
+        options, key=lambda o: o[0] in ("-p", "-r")
+    ):  # stable: -f/-y, then -p/-r
         if flag in ("-f", "-y"):
             text = _read_text(arg, "-f") if flag == "-f" else arg
             try:
                 data = yaml.load(text, Loader=NoDatesSafeLoader)
             except yaml.YAMLError as exc:
-                raise ValueError(f"{flag} {short(arg)} is not YAML ({' '.join(str(exc).split())[:200]}); "
-                                 f"allowed: a YAML mapping, e.g. \"alphas: [0.3, 0.7]\"") from None
+                raise ValueError(
+                    f"{flag} {short(arg)} is not YAML ({' '.join(str(exc).split())[:200]}); "
+                    f'allowed: a YAML mapping, e.g. "alphas: [0.3, 0.7]"'
+                ) from None
             if data is None:
                 continue
             if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
-                raise ValueError(f"{flag} {short(arg)} is not a mapping of names; allowed: a YAML mapping, "
-                                 f"e.g. \"alphas: [0.3, 0.7]\"")
+                raise ValueError(
+                    f"{flag} {short(arg)} is not a mapping of names; allowed: a YAML mapping, "
+                    f'e.g. "alphas: [0.3, 0.7]"'
+                )
             values.update(data)
         else:
             name, value = arg
             if name in named:
-                raise ValueError(f"parameter {short(name)} is given twice ({named[name]} and {flag}); allowed: "
-                                 f"each parameter once")
+                raise ValueError(
+                    f"parameter {short(name)} is given twice ({named[name]} and {flag}); allowed: "
+                    f"each parameter once"
+                )
             named[name] = flag
             values[name] = _resolve_type(value) if flag == "-p" else value
     return values
@@ -185,14 +197,17 @@ def read_values(options: list[tuple[str, object]]) -> dict:
 
 # -- files ----------------------------------------------------------------------------------------------
 
+
 def _read_bytes(path, name: str, what: str) -> bytes:
     """The bytes of ``path``, a regular file of at most :data:`NOTEBOOK_MAX` bytes (a named pipe, a device
     or a link to one is refused without blocking); ValueError naming ``name`` otherwise."""
-    allowed = f"allowed: {what} (a regular file of at most {NOTEBOOK_MAX // 2 ** 20} MB)"
+    allowed = f"allowed: {what} (a regular file of at most {NOTEBOOK_MAX // 2**20} MB)"
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)       # opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait for a writer
     except OSError as exc:
-        raise ValueError(f"{name}={shown(path)} cannot be read ({exc.strerror}); {allowed}") from None
+        raise ValueError(
+            f"{name}={shown(path)} cannot be read ({exc.strerror}); {allowed}"
+        ) from None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
@@ -210,8 +225,9 @@ def _read_text(path, name: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{name}={shown(path)} is not UTF-8 text (byte {exc.start}); allowed: a UTF-8 "
-                         f"text file") from None
+        raise ValueError(
+            f"{name}={shown(path)} is not UTF-8 text (byte {exc.start}); allowed: a UTF-8 text file"
+        ) from None
 
 
 def read_notebook(path) -> dict:
@@ -224,11 +240,13 @@ def read_notebook(path) -> dict:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"notebook={shown(path)} is not UTF-8 text (byte {exc.start}); {allowed}") from None
+        raise ValueError(
+            f"notebook={shown(path)} is not UTF-8 text (byte {exc.start}); {allowed}"
+        ) from None
     try:
         nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
-    except Exception as exc:                     # not JSON, not a notebook, another layout
+    except Exception as exc:  # not JSON, not a notebook, another layout
         why = " ".join(str(exc).split())[:160] or type(exc).__name__
         raise ValueError(f"notebook={shown(path)} is not a notebook ({why}); {allowed}") from None
     if not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
@@ -247,13 +265,17 @@ def _check_out(name: str, folder) -> Path:
     """``folder``, outside the sources, an existing folder or one that can be made (nothing is made)."""
     path = params.check_outside_sources(name, folder)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"{name}={shown(folder)} is not a folder; allowed: a folder (made if needed)")
+        raise ValueError(
+            f"{name}={shown(folder)} is not a folder; allowed: a folder (made if needed)"
+        )
     probe = path
     while not probe.exists():
         probe = probe.parent
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise ValueError(f"{name}={shown(folder)} cannot be written ({shown(probe)} is not a writable folder); "
-                         f"allowed: a writable folder")
+        raise ValueError(
+            f"{name}={shown(folder)} cannot be written ({shown(probe)} is not a writable folder); "
+            f"allowed: a writable folder"
+        )
     return path
 
 
@@ -277,8 +299,10 @@ def _commit(pairs: list[tuple[Path, Path]], staging: Path) -> None:
 
 # -- rerun ----------------------------------------------------------------------------------------------
 
-def rerun(page, out_dir, given: dict, *, render_html: bool = True, kernel: str = "python3",
-          progress=None) -> Path:
+
+def rerun(
+    page, out_dir, given: dict, *, render_html: bool = True, kernel: str = "python3", progress=None
+) -> Path:
     """Run chapter ``page`` with the parameters ``given`` into ``out_dir`` (created) and render it with the
     book around it; returns the executed notebook's path. ValueError before any work for an unknown
     parameter or a bad value, a page that is not one of the book's notebooks, or an output folder in the
@@ -287,15 +311,19 @@ def rerun(page, out_dir, given: dict, *, render_html: bool = True, kernel: str =
     (None: stderr; False: nowhere)."""
     page = Path(page).resolve()
     if page.suffix != ".ipynb" or page.parent != BOOK or not page.is_file():
-        raise ValueError(f"page={shown(page)} is not allowed; allowed: a chapter of the book, book/<name>.ipynb")
+        raise ValueError(
+            f"page={shown(page)} is not allowed; allowed: a chapter of the book, book/<name>.ipynb"
+        )
     out = _check_out("out_dir", out_dir)
     given = dict(given)
-    for name, default in params.OUTPUTS.get(page.stem, {}).items():    # what the page writes: into out
+    for name, default in params.OUTPUTS.get(
+        page.stem, {}
+    ).items():  # what the page writes: into out
         value = given.get(name, "")
         if isinstance(value, str) and not os.path.isabs(value):
             given[name] = str(out / (value or default))
     known = defaults(page)
-    followed = params.follow_samples(page.stem, known, given)        # derived sizes that follow samples
+    followed = params.follow_samples(page.stem, known, given)  # derived sizes that follow samples
     values = {**followed, **given}
     checked = check_parameters(page, values)
     check_environment()
@@ -313,12 +341,15 @@ def rerun(page, out_dir, given: dict, *, render_html: bool = True, kernel: str =
             nb = read_notebook(staged)
             nb.metadata[RUN] = run_record(page, known, given, followed, summary, seconds)
             staged.write_text(json.dumps(nb, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-            say(f"ran in {_clock(seconds)}" + ("; rendering it with the book's other pages" if render_html else ""))
+            say(
+                f"ran in {_clock(seconds)}"
+                + ("; rendering it with the book's other pages" if render_html else "")
+            )
             pairs = [(staged, out / page.name)]
             if render_html:
                 pairs += _render_site(out, staging, {page.stem: dict(nb)}, say)
             _commit(pairs, staging)
-            if not render_html:                       # a page of an earlier run must not sit beside it
+            if not render_html:  # a page of an earlier run must not sit beside it
                 (out / f"{page.stem}.html").unlink(missing_ok=True)
             (out / f"{page.stem}.failed.ipynb").unlink(missing_ok=True)
         finally:
@@ -339,8 +370,11 @@ class _Say:
 
 def _clock(seconds: float) -> str:
     seconds = int(round(seconds))
-    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else \
-        f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    return (
+        f"{seconds // 60}:{seconds % 60:02d}"
+        if seconds < 3600
+        else f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    )
 
 
 class _CellProgress:
@@ -372,19 +406,25 @@ class _CellProgress:
         if bars and now - self.last >= self.every:
             self.last = now
             percent, total = bars[-1]
-            self.say(f"[{self.done}/{self.total}] {_clock(now - self.t0)} {percent} % of a run of "
-                     f"{int(total):,} sequences")
+            self.say(
+                f"[{self.done}/{self.total}] {_clock(now - self.t0)} {percent} % of a run of "
+                f"{int(total):,} sequences"
+            )
 
     def flush(self) -> None:
         pass
 
 
 #: What the rerun's kernel is asked once the chapter has run (one JSON line: companion.provenance.run_summary).
-SUMMARY = ("from companion.provenance import run_summary as _run_summary\n"
-           "print(_run_summary(globals(), {names!r}))")
+SUMMARY = (
+    "from companion.provenance import run_summary as _run_summary\n"
+    "print(_run_summary(globals(), {names!r}))"
+)
 
 
-def _execute(page: Path, staged: Path, values: dict, kernel: str, out: Path, say: _Say) -> dict | None:
+def _execute(
+    page: Path, staged: Path, values: dict, kernel: str, out: Path, say: _Say
+) -> dict | None:
     """papermill from ``book/`` on a kernel of this process (companion.grid.SharedKernel: stopped on an
     error or an interrupt), no progress bars in the notebook, one line per cell on the terminal; a failed
     run's notebook goes to ``out/<page>.failed.ipynb``. Returns what the page held at its end
@@ -398,25 +438,36 @@ def _execute(page: Path, staged: Path, values: dict, kernel: str, out: Path, say
     env = {"RECENCY_LIB_PROGRESS": "1", "TQDM_MININTERVAL": "5"}
     old = {k: os.environ.get(k) for k in (*env, "COMPANION_IN_BOOK", "COMPANION_BUILD_DIR")}
     os.environ.update(env)
-    os.environ.pop("COMPANION_IN_BOOK", None)                # a rerun displays its figures and tables
+    os.environ.pop("COMPANION_IN_BOOK", None)  # a rerun displays its figures and tables
     os.environ.pop("COMPANION_BUILD_DIR", None)
     shared = SharedKernel(kernel)
     try:
         progress = _CellProgress(say)
-        pm.execute_notebook(str(page), str(staged), parameters=values, kernel_name=kernel, progress_bar=False,
-                            km=shared.ready(BOOK), engine_name=_shared_engine(), on_cell=progress, stderr_file=progress)
+        pm.execute_notebook(
+            str(page),
+            str(staged),
+            parameters=values,
+            kernel_name=kernel,
+            progress_bar=False,
+            km=shared.ready(BOOK),
+            engine_name=_shared_engine(),
+            on_cell=progress,
+            stderr_file=progress,
+        )
         _strip_saved(staged)
         try:
             return json.loads(shared.ask(SUMMARY.format(names=list(defaults(page)))))
-        except (RuntimeError, ValueError):                 # the page ran; only the record is the poorer
+        except (RuntimeError, ValueError):  # the page ran; only the record is the poorer
             return None
     except PapermillExecutionError:
         if staged.is_file():
-            with contextlib.suppress(OSError, ValueError):        # a notebook papermill could not finish: as it is
+            with contextlib.suppress(
+                OSError, ValueError
+            ):  # a notebook papermill could not finish: as it is
                 _strip_saved(staged)
             os.replace(staged, out / f"{page.stem}.failed.ipynb")
         raise
-    except BaseException:                         # interrupted: the cell's task dies with the kernel, unread
+    except BaseException:  # interrupted: the cell's task dies with the kernel, unread
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         raise
     finally:
@@ -435,8 +486,11 @@ def checkout_state(root: Path = ROOT) -> dict:
     """The checkout's commit (``git rev-parse HEAD``; None outside a git checkout or without git) and
     whether it has uncommitted changes (``git status --porcelain`` not empty: edits, and files that are
     neither committed nor ignored)."""
+
     def git(*args):
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60
+        )
 
     try:
         head, status = git("rev-parse", "HEAD"), git("status", "--porcelain")
@@ -444,23 +498,36 @@ def checkout_state(root: Path = ROOT) -> dict:
         return {"commit": None, "dirty": None}
     if head.returncode != 0:
         return {"commit": None, "dirty": None}
-    return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None}
+    return {
+        "commit": head.stdout.strip(),
+        "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None,
+    }
 
 
-def run_record(page: Path, known: dict, given: dict, followed: dict, summary: dict | None, seconds: float) -> dict:
+def run_record(
+    page: Path, known: dict, given: dict, followed: dict, summary: dict | None, seconds: float
+) -> dict:
     """The ``companion_rerun`` record of a run of chapter ``page``: its defaults (``known``), the values
     given and those that followed ``samples``, what ran (the kernel's values at the end, when it could
     say), the verdicts' settings, the simulations' cost, the date (UTC), the run's seconds and the
     checkout's state."""
     summary = summary if isinstance(summary, dict) else {}
-    return {"page": page.stem, "defaults": known, "given": given, "followed": sorted(followed),
-            "ran": summary.get("parameters") or {**known, **followed, **given},
-            "verdicts": summary.get("verdicts"), "cost": summary.get("cost"),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "seconds": round(seconds, 1), **checkout_state()}
+    return {
+        "page": page.stem,
+        "defaults": known,
+        "given": given,
+        "followed": sorted(followed),
+        "ran": summary.get("parameters") or {**known, **followed, **given},
+        "verdicts": summary.get("verdicts"),
+        "cost": summary.get("cost"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "seconds": round(seconds, 1),
+        **checkout_state(),
+    }
 
 
 # -- the expected time ------------------------------------------------------------------------------------
+
 
 def book_stamps(build: Path | None = None) -> dict:
     """docname -> what the book's build recorded of the page (book/_ext/fresh_cache.py's stamps: the hash
@@ -468,11 +535,15 @@ def book_stamps(build: Path | None = None) -> dict:
     empty when the book has not been built."""
     build = params.build_folder() if build is None else Path(build)
     try:
-        data = json.loads((build / ".jupyter_cache" / "fresh_cache.json").read_text(encoding="utf-8"))
+        data = json.loads(
+            (build / ".jupyter_cache" / "fresh_cache.json").read_text(encoding="utf-8")
+        )
     except (OSError, ValueError):
         return {}
     pages = data.get("pages") if isinstance(data, dict) else None
-    return {k: v for k, v in pages.items() if isinstance(v, dict)} if isinstance(pages, dict) else {}
+    return (
+        {k: v for k, v in pages.items() if isinstance(v, dict)} if isinstance(pages, dict) else {}
+    )
 
 
 def cost_factor(page: str, known: dict, values: dict) -> float:
@@ -502,16 +573,21 @@ def expected_time(page: str, known: dict, values: dict, build: Path | None = Non
     stamp = book_stamps(build).get(page, {})
     measured, wall = stamp.get("simulation_seconds"), stamp.get("seconds")
     if not isinstance(measured, (int, float)) or not isinstance(wall, (int, float)):
-        return ("expected time unknown: the book's build has not measured this page (build the book, "
-                "jupyter-book build book, for an estimate)")
+        return (
+            "expected time unknown: the book's build has not measured this page (build the book, "
+            "jupyter-book build book, for an estimate)"
+        )
     factor = cost_factor(page, known, values)
-    return (f"expected time about {duration(measured * factor + wall)}, an estimate: the book's run of this "
-            f"page at its defaults holds {duration(measured)} of simulation (compute time), × {factor:.2g} "
-            f"for this run's sequences, plus up to {duration(wall)} besides (the book's last execution of the "
-            f"page); results already cached, or spread over processes, take less")
+    return (
+        f"expected time about {duration(measured * factor + wall)}, an estimate: the book's run of this "
+        f"page at its defaults holds {duration(measured)} of simulation (compute time), × {factor:.2g} "
+        f"for this run's sequences, plus up to {duration(wall)} besides (the book's last execution of the "
+        f"page); results already cached, or spread over processes, take less"
+    )
 
 
 # -- render ---------------------------------------------------------------------------------------------
+
 
 def render(notebook, out: str | os.PathLike | None = None) -> Path:
     """``notebook`` (executed) rendered with the book around it into ``out`` (default: the notebook's
@@ -561,9 +637,17 @@ def run_chapter(nb) -> str | None:
     meta = nb.get("metadata", {}) if isinstance(nb, dict) else {}
     record, pm_meta = meta.get(RUN), meta.get("papermill")
     page = record.get("page") if isinstance(record, dict) else None
-    if not isinstance(page, str) and isinstance(pm_meta, dict) and isinstance(pm_meta.get("input_path"), str):
+    if (
+        not isinstance(page, str)
+        and isinstance(pm_meta, dict)
+        and isinstance(pm_meta.get("input_path"), str)
+    ):
         page = Path(pm_meta["input_path"]).stem
-    return page if isinstance(page, str) and page in toc_pages() and (BOOK / f"{page}.ipynb").is_file() else None
+    return (
+        page
+        if isinstance(page, str) and page in toc_pages() and (BOOK / f"{page}.ipynb").is_file()
+        else None
+    )
 
 
 def _runs_in(out: Path, runs: dict) -> dict:
@@ -593,8 +677,10 @@ def _render_site(out: Path, staging: Path, runs: dict, say: _Say) -> list[tuple[
     build = params.build_folder()
     current, missing = book_records(build, [p for p in book_pages if p not in runs])
     if missing:
-        say(f"note: {len(missing)} of the book's pages show no numbers here ({', '.join(sorted(missing))}): "
-            f"{_why_missing(missing)}; build the book (jupyter-book build book) and render again")
+        say(
+            f"note: {len(missing)} of the book's pages show no numbers here ({', '.join(sorted(missing))}): "
+            f"{_why_missing(missing)}; build the book (jupyter-book build book) and render again"
+        )
     site = staging / "site"
     with tempfile.TemporaryDirectory(prefix="companion-render-") as tmp:
         html = _build_site(Path(tmp), book_pages, runs, build, current, missing)
@@ -664,8 +750,10 @@ def _copy_cache(src: Path, dst: Path, drop) -> None:
     if not (src / "global.db").is_file():
         return
     dst.mkdir(parents=True)
-    with contextlib.closing(sqlite3.connect(f"file:{src / 'global.db'}?mode=ro", uri=True)) as db, \
-            contextlib.closing(sqlite3.connect(dst / "global.db")) as copy:
+    with (
+        contextlib.closing(sqlite3.connect(f"file:{src / 'global.db'}?mode=ro", uri=True)) as db,
+        contextlib.closing(sqlite3.connect(dst / "global.db")) as copy,
+    ):
         db.backup(copy)
     for name in ("__version__.txt", "executed", "appendix_b"):
         if (src / name).is_dir():
@@ -675,10 +763,14 @@ def _copy_cache(src: Path, dst: Path, drop) -> None:
     cache = get_cache(str(dst))
     for path in drop:
         with contextlib.suppress(KeyError):
-            cache.remove_cache(cache.match_cache_notebook(nbformat.read(str(path), as_version=4)).pk)
+            cache.remove_cache(
+                cache.match_cache_notebook(nbformat.read(str(path), as_version=4)).pk
+            )
 
 
-def _build_site(tmp: Path, book_pages: list[str], runs: dict, build: Path, current: set, missing: dict) -> Path:
+def _build_site(
+    tmp: Path, book_pages: list[str], runs: dict, build: Path, current: set, missing: dict
+) -> Path:
     """The copy of the book's project in ``tmp`` with ``runs`` in place, built executing nothing: the book's
     pages in ``current`` come from a copy of its execution cache (as in the book's build, with their
     execution times), the other notebooks are excluded from execution (the runs with their outputs, the
@@ -689,16 +781,21 @@ def _build_site(tmp: Path, book_pages: list[str], runs: dict, build: Path, curre
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     notebooks = [p for p in book_pages if (BOOK / f"{p}.ipynb").is_file()]
     execute = config.setdefault("execute", {})
-    execute["execute_notebooks"] = "cache"                       # the book's records, read, never executed
-    execute["exclude_patterns"] = sorted(f"{name}.ipynb" for name in {*runs, *(p for p in notebooks if p not in current)})
+    execute["execute_notebooks"] = "cache"  # the book's records, read, never executed
+    execute["exclude_patterns"] = sorted(
+        f"{name}.ipynb" for name in {*runs, *(p for p in notebooks if p not in current)}
+    )
     sphinx = config.setdefault("sphinx", {})
-    sphinx["local_extensions"] = {k: v for k, v in (sphinx.get("local_extensions") or {}).items()
-                                  if k != "fresh_cache"}        # it would execute and restamp pages
+    sphinx["local_extensions"] = {
+        k: v for k, v in (sphinx.get("local_extensions") or {}).items() if k != "fresh_cache"
+    }  # it would execute and restamp pages
     # The site opens from disk (file://), where a browser refuses the search's fetch of each hit's page for
     # its summary: the hits are listed with their titles only.
     sphinx.setdefault("config", {})["html_show_search_summary"] = False
     config.setdefault("html", {})["announcement"] = _announcement(runs, book_pages)
-    (tmp / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    (tmp / "_config.yml").write_text(
+        yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8"
+    )
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
     toc.setdefault("chapters", []).extend({"file": name} for name in runs if name not in book_pages)
     (tmp / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
@@ -708,33 +805,61 @@ def _build_site(tmp: Path, book_pages: list[str], runs: dict, build: Path, curre
     for sub in ("_ext", "_static"):
         shutil.copytree(BOOK / sub, book / sub, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(BOOK / "references.bib", book / "references.bib")
-    for path in BOOK.glob("*.ipynb"):                 # notebooks outside the toc: download targets only
+    for path in BOOK.glob("*.ipynb"):  # notebooks outside the toc: download targets only
         if path.stem not in book_pages:
             shutil.copy(path, book / path.name)
-    _copy_cache(build / ".jupyter_cache", tmp / "_build" / ".jupyter_cache",
-                drop=[BOOK / f"{p}.ipynb" for p in notebooks if p not in current])
+    _copy_cache(
+        build / ".jupyter_cache",
+        tmp / "_build" / ".jupyter_cache",
+        drop=[BOOK / f"{p}.ipynb" for p in notebooks if p not in current],
+    )
     for page in book_pages:
         if page in runs:
             continue
-        source = next((BOOK / f"{page}{ext}" for ext in (".ipynb", ".md") if (BOOK / f"{page}{ext}").is_file()))
+        source = next(
+
+                BOOK / f"{page}{ext}"
+                for ext in (".ipynb", ".md")
+                if (BOOK / f"{page}{ext}").is_file()
+
+        )
         if source.suffix == ".md" or page in current:
             shutil.copy(source, book / source.name)
         else:
-            _write_notebook(book / source.name, _without_build(json.loads(source.read_text(encoding="utf-8")),
-                                                              missing.get(page, "")))
+            _write_notebook(
+                book / source.name,
+                _without_build(
+                    json.loads(source.read_text(encoding="utf-8")), missing.get(page, "")
+                ),
+            )
     for name, nb in runs.items():
         _write_notebook(book / f"{name}.ipynb", _localize_downloads(as_page(nb), book))
-    proc = subprocess.run([sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
-                           "build", "book"], cwd=tmp, capture_output=True, text=True, errors="replace",
-                          env={**os.environ, "NO_COLOR": "1"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
+            "build",
+            "book",
+        ],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        env={**os.environ, "NO_COLOR": "1"},
+    )
     html = tmp / "_build" / "html"
     absent = [name for name in runs if not (html / f"{name}.html").is_file()]
     if proc.returncode != 0 or absent:
-        raise RuntimeError(f"rendering {', '.join(runs)} failed: {_cause(proc.stdout + proc.stderr)}")
+        raise RuntimeError(
+            f"rendering {', '.join(runs)} failed: {_cause(proc.stdout + proc.stderr)}"
+        )
     return html
 
 
-_DOWNLOAD = re.compile(r"\{download\}`(?P<text>[^`<]*?)<(?P<target>[^`<>]+)>`|\{download\}`(?P<bare>[^`<>]+)`")
+_DOWNLOAD = re.compile(
+    r"\{download\}`(?P<text>[^`<]*?)<(?P<target>[^`<>]+)>`|\{download\}`(?P<bare>[^`<>]+)`"
+)
 
 
 def _localize_downloads(nb: dict, book: Path) -> dict:
@@ -782,11 +907,20 @@ def _announcement(runs: dict, book_pages: list[str]) -> str:
     are the book's."""
     import html as html_module
 
-    order = sorted(runs, key=lambda name: (book_pages.index(name) if name in book_pages else len(book_pages), name))
-    links = ", ".join(f'<a href="{name}.html" style="color: inherit; text-decoration: underline">'
-                      f'{html_module.escape(_title(runs[name]) or name)}</a>' for name in order)
-    rest = ("every other page is the book's own build, at its defaults" if any(n in book_pages for n in runs)
-            else "every other page is the book's own build")
+    order = sorted(
+        runs,
+        key=lambda name: (book_pages.index(name) if name in book_pages else len(book_pages), name),
+    )
+    links = ", ".join(
+        f'<a href="{name}.html" style="color: inherit; text-decoration: underline">'
+        f"{html_module.escape(_title(runs[name]) or name)}</a>"
+        for name in order
+    )
+    rest = (
+        "every other page is the book's own build, at its defaults"
+        if any(n in book_pages for n in runs)
+        else "every other page is the book's own build"
+    )
     return f"Not the book as published: {links} ran with other parameters (see the banner there); {rest}."
 
 
@@ -808,9 +942,11 @@ def _text(source) -> str:
 def _without_build(nb: dict, why: str) -> dict:
     """A page of the book without a current build: its sources, with a note under its title that its
     numbers and figures are missing and why."""
-    note = (f"\n\n:::{{note}} Numbers missing here\nThis page is the book's source without the book's build "
-            f"({why or 'none is current'}), so its numbers, tables and figures are not shown. Build the book "
-            f"(`jupyter-book build book`) and render again.\n:::\n")
+    note = (
+        f"\n\n:::{{note}} Numbers missing here\nThis page is the book's source without the book's build "
+        f"({why or 'none is current'}), so its numbers, tables and figures are not shown. Build the book "
+        f"(`jupyter-book build book`) and render again.\n:::\n"
+    )
     _after_title(nb, note)
     return nb
 
@@ -826,7 +962,7 @@ def _after_title(nb: dict, text: str, suffix: str = "") -> None:
         source = _text(cell.get("source"))
         found = re.search(r"(?m)^#\s+.+?$", source)
         if found:
-            cell["source"] = source[:found.end()] + suffix + text + source[found.end():]
+            cell["source"] = source[: found.end()] + suffix + text + source[found.end() :]
             return
     nb.setdefault("cells", []).insert(0, nbformat.v4.new_markdown_cell(text.strip()))
 
@@ -845,6 +981,7 @@ def _commit_folder(src: Path, dst: Path) -> None:
 
 # -- a run as a page: title, banner, parameters -----------------------------------------------------------
 
+
 def as_page(nb) -> dict:
     """A run's notebook as its page shows it (a copy; the notebook itself is not changed): glued values
     placed once as in the book (:func:`_glued_only`), no progress bars, the parameters cell showing the
@@ -856,8 +993,11 @@ def as_page(nb) -> dict:
     info = run_info(nb)
     if info is not None:
         _fold_parameters(nb, info)
-        _after_title(nb, "\n\n" + banner(info, _title(nb)) + "\n",
-                     suffix=" \u2014 rerun" if info["chapter"] else " \u2014 a run")
+        _after_title(
+            nb,
+            "\n\n" + banner(info, _title(nb)) + "\n",
+            suffix=" \u2014 rerun" if info["chapter"] else " \u2014 a run",
+        )
     return nb
 
 
@@ -871,22 +1011,36 @@ def run_info(nb: dict) -> dict | None:
         info = dict(record)
     elif isinstance(pm_meta, dict) and isinstance(pm_meta.get("parameters"), dict):
         source = Path(pm_meta["input_path"]) if isinstance(pm_meta.get("input_path"), str) else None
-        info = {"page": source.stem if source else None, "given": pm_meta["parameters"], "date": pm_meta.get("end_time"),
-                "seconds": pm_meta.get("duration"), "recorded": "papermill"}
+        info = {
+            "page": source.stem if source else None,
+            "given": pm_meta["parameters"],
+            "date": pm_meta.get("end_time"),
+            "seconds": pm_meta.get("duration"),
+            "recorded": "papermill",
+        }
     else:
         return None
     known = info.get("defaults")
     if not isinstance(known, dict):
         stem = info.get("page")
-        path = BOOK / f"{stem}.ipynb" if isinstance(stem, str) and re.fullmatch(r"[\w-]+", stem) else None
+        path = (
+            BOOK / f"{stem}.ipynb"
+            if isinstance(stem, str) and re.fullmatch(r"[\w-]+", stem)
+            else None
+        )
         try:
             known = defaults(path) if path is not None and path.is_file() else {}
-        except Exception:                          # noqa: BLE001 (a source papermill cannot read: no defaults)
+        except Exception:
             known = {}
     given = info.get("given") if isinstance(info.get("given"), dict) else {}
     ran = info.get("ran") if isinstance(info.get("ran"), dict) else {}
-    info.update(defaults=known, given=given, ran={**known, **given, **ran}, chapter=chapter,
-                followed=[n for n in info.get("followed") or [] if isinstance(n, str)])
+    info.update(
+        defaults=known,
+        given=given,
+        ran={**known, **given, **ran},
+        chapter=chapter,
+        followed=[n for n in info.get("followed") or [] if isinstance(n, str)],
+    )
     return info
 
 
@@ -913,10 +1067,16 @@ def changed(info: dict) -> list[tuple[str, object, object]]:
     book's default, in the order of the parameters cell (then any other given)."""
     known, ran = info["defaults"], info["ran"]
     names = list(known) + [n for n in ran if n not in known]
-    return [(n, ran.get(n), known.get(n)) for n in names if n in ran and (n not in known or ran[n] != known[n])]
+    return [
+        (n, ran.get(n), known.get(n))
+        for n in names
+        if n in ran and (n not in known or ran[n] != known[n])
+    ]
 
 
-_PARAMETER_LINE = re.compile(r"^(?P<name>[A-Za-z_]\w*)(?P<type>\s*:\s*[^=]+?)?\s*=\s*(?P<value>.*?)(?P<comment>\s+#.*)?$")
+_PARAMETER_LINE = re.compile(
+    r"^(?P<name>[A-Za-z_]\w*)(?P<type>\s*:\s*[^=]+?)?\s*=\s*(?P<value>.*?)(?P<comment>\s+#.*)?$"
+)
 
 
 def _fold_parameters(nb: dict, info: dict) -> None:
@@ -930,20 +1090,30 @@ def _fold_parameters(nb: dict, info: dict) -> None:
     lines = []
     for line in _text(tagged[0].get("source")).splitlines():
         m = _PARAMETER_LINE.match(line)
-        if not m or m["name"] not in ran or (m["name"] in known and ran[m["name"]] == known[m["name"]]):
+        if (
+            not m
+            or m["name"] not in ran
+            or (m["name"] in known and ran[m["name"]] == known[m["name"]])
+        ):
             lines.append(line)
             continue
         note = f"book: {_literal(known[m['name']])}" if m["name"] in known else "not in the book"
         if m["name"] in info["followed"]:
             note += ", follows samples"
         comment = (m["comment"] or "").strip().lstrip("#").strip()
-        lines.append(f"{m['name']}{m['type'] or ''} = {_literal(ran[m['name']])}  # [{note}] {comment}".rstrip())
+        lines.append(
+            f"{m['name']}{m['type'] or ''} = {_literal(ran[m['name']])}  # [{note}] {comment}".rstrip()
+        )
     tagged[0]["source"] = "\n".join(lines)
-    nb["cells"] = [c for c in cells if "injected-parameters" not in (c.get("metadata", {}).get("tags") or [])]
+    nb["cells"] = [
+        c for c in cells if "injected-parameters" not in (c.get("metadata", {}).get("tags") or [])
+    ]
 
 
 _PROGRESS = re.compile(r"\d+%\|")
-_BAR = re.compile(r"(\d+)%\|[^|\r\n]*\|\s*\d+/(\d+)")        # tqdm's "41%|███   | 41000/100000": percent, total
+_BAR = re.compile(
+    r"(\d+)%\|[^|\r\n]*\|\s*\d+/(\d+)"
+)  # tqdm's "41%|███   | 41000/100000": percent, total
 
 
 def _without_progress(text: str) -> str:
@@ -978,11 +1148,13 @@ def _strip_saved(path: Path) -> None:
     """:func:`_drop_progress` on the executed notebook at ``path`` (written in its staging folder)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     _drop_progress(nb)
-    path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")   # as nbformat
+    path.write_text(
+        json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )  # as nbformat
 
 
 def _setting_words(s: dict) -> str:
-    """"LayerNorm, α = 0.3, γ = 0.5, d = 64" of a check's setting (what it has)."""
+    """ "LayerNorm, α = 0.3, γ = 0.5, d = 64" of a check's setting (what it has)."""
     names = {"layernorm": "LayerNorm", "rms": "RMSNorm", "none": "no normalization"}
     parts = [names.get(s.get("norm"), str(s.get("norm")))] if s.get("norm") else []
     for key, symbol in (("alpha", "α"), ("gamma", "γ")):
@@ -1007,9 +1179,11 @@ def _verdict_lines(verdicts) -> list[str]:
         if len(settings) > 6:
             shown_settings += f"; and {len(settings) - 6} more"
         checks = v.get("checks")
-        lines.append(f"- {v.get('name') or v.get('claim')}: *{v.get('word')}*, from {checks} "
-                     f"check{'s' if checks != 1 else ''} at "
-                     f"{shown_settings}")
+        lines.append(
+            f"- {v.get('name') or v.get('claim')}: *{v.get('word')}*, from {checks} "
+            f"check{'s' if checks != 1 else ''} at "
+            f"{shown_settings}"
+        )
     return lines
 
 
@@ -1021,8 +1195,11 @@ def banner(info: dict, title: str | None) -> str:
 
     name = title or info.get("page") or "this notebook"
     chapter = info.get("chapter")
-    lines = [f"::::{{admonition}} {'A rerun of ' + name if chapter else 'A run of ' + name}, not the book's page",
-             ":class: warning rerun-banner", ""]
+    lines = [
+        f"::::{{admonition}} {'A rerun of ' + name if chapter else 'A run of ' + name}, not the book's page",
+        ":class: warning rerun-banner",
+        "",
+    ]
     when = info.get("date")
     when = _date_words(when) if isinstance(when, str) else "at a date not recorded"
     commit = info.get("commit")
@@ -1030,27 +1207,46 @@ def banner(info: dict, title: str | None) -> str:
         source = "by papermill, outside `python -m companion rerun` (no commit recorded)"
     elif isinstance(commit, str) and commit:
         dirty = info.get("dirty")
-        state = (" with uncommitted changes" if dirty else " without uncommitted changes" if dirty is False
-                 else " (its uncommitted changes unknown)")
+        state = (
+            " with uncommitted changes"
+            if dirty
+            else " without uncommitted changes"
+            if dirty is False
+            else " (its uncommitted changes unknown)"
+        )
         source = f"from commit `{commit[:12]}` of the companion{state}"
     else:
         source = "from a checkout that is not a git repository (no commit recorded)"
     seconds = info.get("seconds")
     took = f" in {duration(seconds)}" if isinstance(seconds, (int, float)) and seconds >= 0 else ""
-    lines.append(f"This page ran {when}{took}, {source}"
-                 + (f"; it takes the place of the book's page \u201c{name}\u201d. " if chapter else ". "))
+    lines.append(
+        f"This page ran {when}{took}, {source}"
+        + (f"; it takes the place of the book's page \u201c{name}\u201d. " if chapter else ". ")
+    )
     rows = changed(info)
-    theirs, value = ("the book", "the book's value") if chapter else ("its default", "its default value")
+    theirs, value = (
+        ("the book", "the book's value") if chapter else ("its default", "its default value")
+    )
     if rows:
-        lines += [f"Its parameters differ from {'the book' if chapter else 'the notebook'}'s in:", "",
-                  f"| parameter | this run | {theirs} |", "|:---|---:|---:|"]
+        lines += [
+            f"Its parameters differ from {'the book' if chapter else 'the notebook'}'s in:",
+            "",
+            f"| parameter | this run | {theirs} |",
+            "|:---|---:|---:|",
+        ]
         for n, ran, default in rows:
             follows = "\u00a0†" if n in info["followed"] else ""
-            lines.append(f"| `{n}` | {_shown(ran)}{follows} | {_shown(default) if n in info['defaults'] else '—'} |")
+            lines.append(
+                f"| `{n}` | {_shown(ran)}{follows} | {_shown(default) if n in info['defaults'] else '—'} |"
+            )
         lines.append("")
         if any(n in info["followed"] for n, _, _ in rows):
-            lines.append("† a sample size that follows `samples`: the book's, scaled as `samples` is. ")
-        lines.append(f"Every other parameter has {value} (the parameters cell below shows them all).")
+            lines.append(
+                "† a sample size that follows `samples`: the book's, scaled as `samples` is. "
+            )
+        lines.append(
+            f"Every other parameter has {value} (the parameters cell below shows them all)."
+        )
     else:
         lines.append(f"Every parameter has {value}.")
     verdicts = info.get("verdicts")
@@ -1058,9 +1254,16 @@ def banner(info: dict, title: str | None) -> str:
         said = "Its verdicts are decided by the book's rule at this run's settings"
         if len(verdicts) <= FEW_VERDICTS:
             lines += ["", said + ":", "", *_verdict_lines(verdicts)]
-        else:                                          # the landing page's many: folded
-            lines += ["", f"{said}.", "", f":::{{dropdown}} The settings of its {len(verdicts)} verdicts", "",
-                      *_verdict_lines(verdicts), ":::"]
+        else:  # the landing page's many: folded
+            lines += [
+                "",
+                f"{said}.",
+                "",
+                f":::{{dropdown}} The settings of its {len(verdicts)} verdicts",
+                "",
+                *_verdict_lines(verdicts),
+                ":::",
+            ]
     elif chapter and info.get("recorded") != "papermill":
         lines += ["", "The settings behind its verdicts were not recorded."]
     lines.append("::::")
@@ -1068,9 +1271,9 @@ def banner(info: dict, title: str | None) -> str:
 
 
 def _date_words(text: str) -> str:
-    """"on 2026-12-05 at 11:51 UTC" of an ISO date with a time zone (the text itself if it is not one)."""
+    """ "on 2026-12-05 at 11:51 UTC" of an ISO date with a time zone (the text itself if it is not one)."""
     try:
-        when = datetime.datetime.fromisoformat(text).astimezone(datetime.timezone.utc)
+        when = datetime.datetime.fromisoformat(text).astimezone(datetime.UTC)
     except ValueError:
         return f"on {text}"
     return f"on {when:%Y-%m-%d} at {when:%H:%M} UTC"
@@ -1113,6 +1316,7 @@ def _glued_only(nb: dict) -> dict:
 
 # -- the command line -----------------------------------------------------------------------------------
 
+
 class _Options(argparse.Action):
     """Keeps every -p/-r/-y/-f in the order given: ``namespace.values`` (short flag, argument)."""
 
@@ -1137,18 +1341,44 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("rerun", help="run a chapter with other parameters, then render it")
     r.add_argument("page", help="a chapter, book/<name>.ipynb")
-    r.add_argument("out_dir", help="where the executed notebook and its page go (not in the sources)")
+    r.add_argument(
+        "out_dir", help="where the executed notebook and its page go (not in the sources)"
+    )
     r.set_defaults(values=[])
-    r.add_argument("-p", "--parameters", nargs=2, action=_Options, metavar=("NAME", "VALUE"),
-                   help="a parameter, its value read as papermill reads it")
-    r.add_argument("-r", "--parameters_raw", nargs=2, action=_Options, metavar=("NAME", "VALUE"),
-                   help="a parameter, its value a string")
-    r.add_argument("-y", "--parameters_yaml", action=_Options, metavar="YAML", help="parameters as a YAML mapping")
-    r.add_argument("-f", "--parameters_file", action=_Options, metavar="FILE", help="parameters in a YAML file")
+    r.add_argument(
+        "-p",
+        "--parameters",
+        nargs=2,
+        action=_Options,
+        metavar=("NAME", "VALUE"),
+        help="a parameter, its value read as papermill reads it",
+    )
+    r.add_argument(
+        "-r",
+        "--parameters_raw",
+        nargs=2,
+        action=_Options,
+        metavar=("NAME", "VALUE"),
+        help="a parameter, its value a string",
+    )
+    r.add_argument(
+        "-y",
+        "--parameters_yaml",
+        action=_Options,
+        metavar="YAML",
+        help="parameters as a YAML mapping",
+    )
+    r.add_argument(
+        "-f", "--parameters_file", action=_Options, metavar="FILE", help="parameters in a YAML file"
+    )
     r.add_argument("--no-render", action="store_true", help="only the executed notebook")
     h = sub.add_parser("render", help="an executed notebook as a page in the book's look")
     h.add_argument("notebook")
-    h.add_argument("--out", default=None, help="folder of the page (default: the notebook's; not in the sources)")
+    h.add_argument(
+        "--out",
+        default=None,
+        help="folder of the page (default: the notebook's; not in the sources)",
+    )
     return parser
 
 
@@ -1163,7 +1393,7 @@ def main(argv=None) -> int:
     try:
         try:
             args = parser.parse_args(argv)
-        except SystemExit as exc:                  # --help
+        except SystemExit as exc:  # --help
             return exc.code if isinstance(exc.code, int) else 0
         if args.command == "rerun":
             given = read_values(args.values)
@@ -1177,10 +1407,10 @@ def main(argv=None) -> int:
         return _fail("interrupted (SIGINT); the previous outputs are unchanged", 130)
     except Terminated:
         return _fail("terminated (SIGTERM); the previous outputs are unchanged", 143)
-    except OSError as exc:                        # a full disk, a folder that went away: the cause and the file
+    except OSError as exc:  # a full disk, a folder that went away: the cause and the file
         where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
         return _fail(f"{exc.strerror or exc}: {where} (the previous outputs are unchanged)", 1)
-    except Exception as exc:                      # papermill's execution error: the chapter's own message
+    except Exception as exc:  # papermill's execution error: the chapter's own message
         return _fail(_failure(exc, args), 2 if _is_parameter_error(exc) else 1)
     finally:
         signal.signal(signal.SIGTERM, old)
@@ -1191,8 +1421,11 @@ def _is_parameter_error(exc) -> bool:
     """A ValueError raised by the page's parameters' check (its first code cell after the parameters)."""
     from papermill.exceptions import PapermillExecutionError
 
-    return (isinstance(exc, PapermillExecutionError) and exc.ename == "ValueError"
-            and "params.check(" in (exc.source or ""))
+    return (
+        isinstance(exc, PapermillExecutionError)
+        and exc.ename == "ValueError"
+        and "params.check(" in (exc.source or "")
+    )
 
 
 def _failure(exc, args) -> str:
@@ -1202,10 +1435,14 @@ def _failure(exc, args) -> str:
         if _is_parameter_error(exc):
             return exc.evalue
         failed = Path(args.out_dir) / f"{Path(args.page).stem}.failed.ipynb"
-        return (f"{Path(args.page).name} failed in cell [{exc.exec_count}]: {exc.ename}: {exc.evalue} "
-                f"(its notebook: {failed}; the previous outputs are unchanged)")
+        return (
+            f"{Path(args.page).name} failed in cell [{exc.exec_count}]: {exc.ename}: {exc.evalue} "
+            f"(its notebook: {failed}; the previous outputs are unchanged)"
+        )
     text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text[:500]}" if not isinstance(exc, RuntimeError) else text[:500]
+    return (
+        f"{type(exc).__name__}: {text[:500]}" if not isinstance(exc, RuntimeError) else text[:500]
+    )
 
 
 def _fail(message: str, code: int) -> int:

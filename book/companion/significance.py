@@ -6,6 +6,7 @@ into a page's dependencies or a cached statistic's key.
 One family-wise error level for every decision the book draws from Monte Carlo, and the z it implies
 for a family of ``k`` comparisons decided together (Bonferroni). A single comparison is a family of one.
 """
+
 from __future__ import annotations
 
 import math

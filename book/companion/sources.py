@@ -10,6 +10,7 @@ any module concerns nearly every page; one rule for all is simpler and never sta
 under their paths relative to the folder that holds their package, so moving the checkout changes
 nothing.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,8 +30,11 @@ def package_files() -> dict[str, Path]:
         root = Path(importlib.util.find_spec(top).origin).resolve().parent
         for path in root.rglob("*"):
             rel = path.relative_to(root.parent)
-            if path.is_file() and path.suffix not in (".pyc", ".so") and not any(
-                    part == "__pycache__" or part.startswith(".") for part in rel.parts):
+            if (
+                path.is_file()
+                and path.suffix not in (".pyc", ".so")
+                and not any(part == "__pycache__" or part.startswith(".") for part in rel.parts)
+            ):
                 out[rel.as_posix()] = path
     return dict(sorted(out.items()))
 
@@ -47,7 +51,9 @@ def sources_hash(extra: dict[str, bytes] | None = None) -> str:
 def _named_notebooks(path: Path) -> list[Path]:
     """Other notebooks of the same folder that ``path``'s code names (e.g. a papermill template)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
-    code = "\n".join("".join(c.get("source", "")) for c in nb.get("cells", []) if c.get("cell_type") == "code")
+    code = "\n".join(
+        "".join(c.get("source", "")) for c in nb.get("cells", []) if c.get("cell_type") == "code"
+    )
     names = set(re.findall(r"([\w-]+\.ipynb)", code)) - {path.name}
     return sorted(p for p in (path.parent / n for n in names) if p.is_file())
 
@@ -78,7 +84,7 @@ def kernel_path() -> str:
         from recency_lib.engines import kernel_name
 
         return kernel_name()
-    except ValueError:                      # a bad RECENCY_LIB_KERNEL: every page that simulates says so
+    except ValueError:  # a bad RECENCY_LIB_KERNEL: every page that simulates says so
         return "refused"
 
 
@@ -95,8 +101,13 @@ def dependency_hash(path: Path, base: Path | None = None, environ=None) -> str:
     path = Path(path)
     base = (Path(base) if base is not None else path.parent.parent).resolve()
     environ = os.environ if environ is None else environ
-    extra = {f"env:{name}": _environment_value(name, base, environ).encode() for name in PAGE_ENVIRONMENT}
-    extra |= {f"root:{name}": (base / name).read_bytes() if (base / name).is_file() else b"" for name in ROOT_FILES}
+    extra = {
+        f"env:{name}": _environment_value(name, base, environ).encode() for name in PAGE_ENVIRONMENT
+    }
+    extra |= {
+        f"root:{name}": (base / name).read_bytes() if (base / name).is_file() else b""
+        for name in ROOT_FILES
+    }
     extra["kernel-path"] = kernel_path().encode()
     todo, seen = _named_notebooks(path), {path}
     while todo:

@@ -16,6 +16,7 @@ book's figures, tables or prose recomputes none of them).
   :func:`typical_step_se`), the order of S^(2) (:func:`s2_order`), the key factor h(j)
   (:func:`simulated_h`, :func:`h_rise`), the sequences an estimator needs (:func:`sequences_needed`).
 """
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .significance import adjacent_pairs, z_for, zscore
 from recency_lib.config import SimConfig
 from recency_lib.features import trend
 from recency_lib.metrics import adjacent_index
@@ -31,6 +31,8 @@ from recency_lib.metrics import definition1 as metrics_definition1
 from recency_lib.metrics import direction as rp_direction
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int, check_real, short
+
+from .significance import adjacent_pairs, z_for, zscore
 
 # -- per-sequence statistics -----------------------------------------------------------------------
 
@@ -51,11 +53,15 @@ def distance_contrasts(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
     Returns (B, layers, 2 (n - FAR) + 2): the D_i, the K_i, then the two differences."""
     n = scores.shape[-1]
     if n < FAR + 2:
-        raise ValueError(f"n={n} is out of range; allowed: n >= {FAR + 2} (two queries past key {FAR})")
-    i = np.arange(FAR, n)                                           # 0-based queries FAR+1 .. n
-    dist = scores[..., i, i - NEAR] - scores[..., i, i - FAR]       # (B, layers, n - FAR)
+        raise ValueError(
+            f"n={n} is out of range; allowed: n >= {FAR + 2} (two queries past key {FAR})"
+        )
+    i = np.arange(FAR, n)  # 0-based queries FAR+1 .. n
+    dist = scores[..., i, i - NEAR] - scores[..., i, i - FAR]  # (B, layers, n - FAR)
     pos = scores[..., i, FAR - 1] - scores[..., i, 0]
-    return np.concatenate([dist, pos, dist[..., -1:] - dist[..., :1], pos[..., -1:] - pos[..., :1]], axis=-1)
+    return np.concatenate(
+        [dist, pos, dist[..., -1:] - dist[..., :1], pos[..., -1:] - pos[..., :1]], axis=-1
+    )
 
 
 def trend_steps(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
@@ -65,7 +71,7 @@ def trend_steps(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
     (its earlier keys are exchangeable), so ``sequence_statistic(..., control_mean=0.0)`` uses it as
     the control variate of both columns of every layer."""
     B, L = scores.shape[:2]
-    level = np.stack([trend(scores[:, l]) for l in range(L)], axis=1)          # (B, layers)
+    level = np.stack([trend(scores[:, l]) for l in range(L)], axis=1)  # (B, layers)
     step = np.concatenate([level[:, :1], np.diff(level, axis=1)], axis=1)
     return np.stack([level, step], axis=-1)
 
@@ -79,7 +85,7 @@ def ordered_rows(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
         raise ValueError(f"scores has shape {s.shape}; allowed: (B, layers, n, n)")
     n = s.shape[-1]
     ii, jj = adjacent_index(n)
-    up = s[..., ii, jj] > s[..., ii, jj - 1]                         # (B, layers, steps)
+    up = s[..., ii, jj] > s[..., ii, jj - 1]  # (B, layers, steps)
     rows = np.ones(s.shape[:2] + (n,), dtype=bool)
     for i in range(1, n):
         rows[..., i] = np.all(up[..., ii == i], axis=-1)
@@ -92,10 +98,13 @@ def order_changes(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
     the first layer's in the same sequence (0 in layer 1). Near 0 in every layer, each sequence's recency
     probability is nearly the same in every layer. Returns (B, layers, 1)."""
     n = scores.shape[-1]
-    i, j, k = (np.array(t) for t in zip(*[(q, a, b) for q in range(n) for a in range(q) for b in range(a + 1, q)]))
+    i, j, k = (
+        np.array(t)
+        for t in zip(*[(q, a, b) for q in range(n) for a in range(q) for b in range(a + 1, q)])
+    )
     if not i.size:
         raise ValueError(f"n={n} is out of range; allowed: n >= 3 (a query with two earlier keys)")
-    order = np.sign(scores[..., i, k] - scores[..., i, j])                    # (B, layers, triples)
+    order = np.sign(scores[..., i, k] - scores[..., i, j])  # (B, layers, triples)
     return np.mean(order != order[:, :1], axis=-1, keepdims=True)
 
 
@@ -176,7 +185,9 @@ def definition1(res, layer: int, family: int = 1, estimator: str = "cv") -> str:
 
 def _estimator(estimator: str) -> str:
     if not isinstance(estimator, str) or estimator not in ESTIMATOR_NAMES:
-        raise ValueError(f"estimator={estimator!r} is not allowed; allowed: one of {', '.join(map(repr, ESTIMATOR_NAMES))}")
+        raise ValueError(
+            f"estimator={estimator!r} is not allowed; allowed: one of {', '.join(map(repr, ESTIMATOR_NAMES))}"
+        )
     return estimator
 
 
@@ -223,8 +234,12 @@ def step_tally(res: SimResult, layer: int, z: float, estimator: str = "cv") -> S
     zs = np.array([zscore(a, b) for a, b in zip(m, e)])
     k = int(np.argmin(zs))
     up, down = int(np.sum(zs > z)), int(np.sum(zs < -z))
-    return StepTally(up, down, int(zs.size) - up - down,
-                     Step(float(m[k]), float(e[k]), float(zs[k]), int(ii[k]) + 1, int(jj[k]) + 1))
+    return StepTally(
+        up,
+        down,
+        int(zs.size) - up - down,
+        Step(float(m[k]), float(e[k]), float(zs[k]), int(ii[k]) + 1, int(jj[k]) + 1),
+    )
 
 
 def smallest_step(res: SimResult, layer: int, estimator: str = "cv") -> Step:
@@ -233,7 +248,9 @@ def smallest_step(res: SimResult, layer: int, estimator: str = "cv") -> Step:
     return step_tally(res, layer, 0.0, estimator).smallest
 
 
-def step_counts(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> dict[str, int]:
+def step_counts(
+    res: SimResult, layer: int, family: int = 1, estimator: str = "cv"
+) -> dict[str, int]:
     """How the adjacent differences S_ij - S_i,j-1 of 1-based ``layer`` fall at the z of Definition 1
     (:func:`definition1`, ``family`` matrices): "steps up" (resolved > 0), "steps down" (resolved
     < 0) and "unresolved"."""
@@ -241,8 +258,9 @@ def step_counts(res: SimResult, layer: int, family: int = 1, estimator: str = "c
     return {"steps up": t.up, "steps down": t.down, "unresolved": t.unresolved}
 
 
-def definition1_tally(results, *, first_layer: int = 2, family: int | None = None,
-                      estimator: str = "cv") -> dict[str, int]:
+def definition1_tally(
+    results, *, first_layer: int = 2, family: int | None = None, estimator: str = "cv"
+) -> dict[str, int]:
     """How many of the matrices of layers ``first_layer``..L of ``results`` have Definition 1
     "holds" / "violated" / "undecided" (and "matrices": how many there are), tested as one family of
     ``family`` matrices (default: every matrix of every result, the family of
@@ -250,9 +268,17 @@ def definition1_tally(results, *, first_layer: int = 2, family: int | None = Non
     results = list(results)
     k = family if family is not None else sum(r.config.layers for r in results)
     k = check_int("family", k, 1)
-    words = [definition1(r, l, k, estimator) for r in results for l in range(first_layer, r.config.layers + 1)]
-    return {"holds": words.count("holds"), "violated": words.count("violated"),
-            "undecided": words.count("undecided"), "matrices": len(words)}
+    words = [
+        definition1(r, l, k, estimator)
+        for r in results
+        for l in range(first_layer, r.config.layers + 1)
+    ]
+    return {
+        "holds": words.count("holds"),
+        "violated": words.count("violated"),
+        "undecided": words.count("undecided"),
+        "matrices": len(words),
+    }
 
 
 @dataclass(frozen=True)
@@ -272,49 +298,80 @@ class StepEstimate:
     layer: int = 2
 
     @classmethod
-    def of_result(cls, res: SimResult, layer: int, estimator: str = "cv") -> "StepEstimate":
+    def of_result(cls, res: SimResult, layer: int, estimator: str = "cv") -> StepEstimate:
         """A result's steps of 1-based ``layer`` (control variates: layer 1's steps, mean 0 exactly)."""
         ii, jj = adjacent_index(res.config.n)
         mean, sem = res.steps(_estimator(estimator))
         cvt = estimator == "cv"
-        t = (res.trend_cv_mean if cvt else res.trend_mean)[layer - 1], (res.trend_cv_sem if cvt else res.trend_sem)[layer - 1]
-        return cls(mean[layer - 1][ii, jj], sem[layer - 1][ii, jj], float(t[0]), float(t[1]),
-                   float(np.nanmax(np.abs(res.score_mean[layer - 1]))), res.config, res.estimator_name(layer, estimator), layer)
+        t = (
+            (res.trend_cv_mean if cvt else res.trend_mean)[layer - 1],
+            (res.trend_cv_sem if cvt else res.trend_sem)[layer - 1],
+        )
+        return cls(
+            mean[layer - 1][ii, jj],
+            sem[layer - 1][ii, jj],
+            float(t[0]),
+            float(t[1]),
+            float(np.nanmax(np.abs(res.score_mean[layer - 1]))),
+            res.config,
+            res.estimator_name(layer, estimator),
+            layer,
+        )
 
     @classmethod
-    def of_statistic(cls, stat, estimator: str | None = None) -> "StepEstimate":
+    def of_statistic(cls, stat, estimator: str | None = None) -> StepEstimate:
         """The second layer of a statistic of :mod:`companion.estimators` (its steps, then its trend);
         ``estimator`` defaults to the one that module uses for the setting's normalization."""
         n = stat.config.n
-        estimator = estimator or ("Gram-matrix control variates" if stat.config.norm == "none"
-                                  else "first-order control variates")
+        estimator = estimator or (
+            "Gram-matrix control variates"
+            if stat.config.norm == "none"
+            else "first-order control variates"
+        )
         k = n * (n - 1) // 2
         scale = math.sqrt(stat.config.d) if stat.config.norm != "none" else 1.0
-        return cls(stat.mean[1][:k], stat.sem[1][:k], float(stat.mean[1][k]), float(stat.sem[1][k]), scale,
-                   stat.config.replace(samples=stat.samples), estimator, 2)
+        return cls(
+            stat.mean[1][:k],
+            stat.sem[1][:k],
+            float(stat.mean[1][k]),
+            float(stat.sem[1][k]),
+            scale,
+            stat.config.replace(samples=stat.samples),
+            estimator,
+            2,
+        )
 
     @classmethod
-    def of(cls, x, layer: int = 2) -> "StepEstimate":
+    def of(cls, x, layer: int = 2) -> StepEstimate:
         """:meth:`of_result` of a SimResult (its control-variate steps), :meth:`of_statistic` of a statistic."""
         return cls.of_result(x, layer) if isinstance(x, SimResult) else cls.of_statistic(x)
 
     def decision(self, z: float | None = None, family: int = 1):
         """Definition 1 on these steps at ``z`` (default: the family-wise z of ``family`` matrices), by
         recency_lib's one rule (recency_lib.metrics.definition1)."""
-        return metrics_definition1(self.mean, self.sem, scale=self.scale, z=z, family=family, estimator=self.estimator)
+        return metrics_definition1(
+            self.mean, self.sem, scale=self.scale, z=z, family=family, estimator=self.estimator
+        )
 
     def smallest(self) -> Step:
         """The least resolved step (the smallest z)."""
         ii, jj = adjacent_index(self.config.n)
         zs = np.array([zscore(a, b) for a, b in zip(self.mean, self.sem)])
         k = int(np.argmin(zs))
-        return Step(float(self.mean[k]), float(self.sem[k]), float(zs[k]), int(ii[k]) + 1, int(jj[k]) + 1)
+        return Step(
+            float(self.mean[k]), float(self.sem[k]), float(zs[k]), int(ii[k]) + 1, int(jj[k]) + 1
+        )
 
 
 def step_z(res: SimResult, layer: int) -> np.ndarray:
     """z-scores of the adjacent differences between two earlier keys of 1-based ``layer`` (plain means)."""
     ii, jj = earlier_steps(res.config.n)
-    return np.array([zscore(a, b) for a, b in zip(res.diff_mean[layer - 1][ii, jj], res.diff_sem[layer - 1][ii, jj])])
+    return np.array(
+        [
+            zscore(a, b)
+            for a, b in zip(res.diff_mean[layer - 1][ii, jj], res.diff_sem[layer - 1][ii, jj])
+        ]
+    )
 
 
 def pairing_gain(res: SimResult, layer: int) -> float:
@@ -347,7 +404,9 @@ def estimator_gap(res: SimResult, layer: int) -> float:
     without such a step."""
     layer = check_int("layer", layer, 1, res.config.layers)
     ii, jj = earlier_steps(res.config.n)
-    plain, cvm, se = (getattr(res, f)[layer - 1][ii, jj] for f in ("diff_mean", "diff_cv_mean", "diff_sem"))
+    plain, cvm, se = (
+        getattr(res, f)[layer - 1][ii, jj] for f in ("diff_mean", "diff_cv_mean", "diff_sem")
+    )
     ok = se > 0
     return float(np.max(np.abs(plain[ok] - cvm[ok]) / se[ok])) if np.any(ok) else math.nan
 
@@ -379,8 +438,11 @@ def s2_order(res: SimResult) -> tuple[str, float, float]:
         return "mean off-diagonal step of $S^{(2)}$", est.trend, est.trend_se
     mean, sem = getattr(res, "trend_cv_mean", None), getattr(res, "trend_cv_sem", None)
     if mean is not None and sem is not None:
-        mean, sem = np.atleast_1d(np.asarray(mean, dtype=float)), np.atleast_1d(np.asarray(sem, dtype=float))
-        k = 1 if mean.size == res.config.layers > 1 else 0          # per layer: S^(2); else the one value
+        mean, sem = (
+            np.atleast_1d(np.asarray(mean, dtype=float)),
+            np.atleast_1d(np.asarray(sem, dtype=float)),
+        )
+        k = 1 if mean.size == res.config.layers > 1 else 0  # per layer: S^(2); else the one value
         return "mean off-diagonal step of $S^{(2)}$", float(mean[k]), float(sem[k])
     value, se = rp(res, 2)
     return "RP of $S^{(2)}$ − 0.5", value - 0.5, se
@@ -436,15 +498,23 @@ def distance_profiles(stat, estimator: str = "cv") -> dict:
     mean, sem = (stat.cv_mean, stat.cv_sem) if used == "cv" else (stat.mean, stat.sem)
     m = (mean.shape[-1] - 2) // 2
     n = m + FAR
-    return {"queries": np.arange(FAR + 1, n + 1), "D": (mean[:, :m], sem[:, :m]), "K": (mean[:, m:2 * m], sem[:, m:2 * m]),
-            "D_change": (mean[:, -2], sem[:, -2]), "K_change": (mean[:, -1], sem[:, -1]), "estimator": used}
+    return {
+        "queries": np.arange(FAR + 1, n + 1),
+        "D": (mean[:, :m], sem[:, :m]),
+        "K": (mean[:, m : 2 * m], sem[:, m : 2 * m]),
+        "D_change": (mean[:, -2], sem[:, -2]),
+        "K_change": (mean[:, -1], sem[:, -1]),
+        "estimator": used,
+    }
 
 
 #: The recency probability under the book's convention and the authors' later one.
 RP_CONVENTIONS = ("tie counts ½", "strict", "strict, float32")
 
 
-def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096) -> dict[str, tuple]:
+def rp_conventions(
+    cfg: SimConfig, samples: int | None = None, batch: int = 4096
+) -> dict[str, tuple]:
     """The recency probability of every layer of ``cfg`` counted three ways, over the triples
     j < k < i (diagonal excluded), each (mean per layer, SE per layer) over ``samples`` sequences:
 
@@ -469,8 +539,10 @@ def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096
     n, L = cfg.n, cfg.layers
     total = n_triples(n)
     if total == 0:
-        raise ValueError(f"cfg.n={n} is out of range; allowed: n >= 3 (a triple j < k < i must exist)")
-    scores, _ = sample_trajectories(cfg, samples)                       # (samples, layers, n, n) float64
+        raise ValueError(
+            f"cfg.n={n} is out of range; allowed: n >= 3 (a triple j < k < i must exist)"
+        )
+    scores, _ = sample_trajectories(cfg, samples)  # (samples, layers, n, n) float64
     tie_half, strict = np.empty((samples, L)), np.empty((samples, L))
     for l in range(L):
         s = scores[:, l]
@@ -480,12 +552,16 @@ def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096
     for k, start in enumerate(range(0, samples, batch)):
         size = min(batch, samples - start)
         rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
-        x = dense_tokens(cfg, rng, size).astype(np.float32)              # (size, n, d) float32
-        for l, s, _, _ in layer_steps(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=L, centred=False):
+        x = dense_tokens(cfg, rng, size).astype(np.float32)  # (size, n, d) float32
+        for l, s, _, _ in layer_steps(
+            x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=L, centred=False
+        ):
             later, _ = later_and_tied_counts(s.astype(np.float64), np.zeros(size))
-            f32[start:start + size, l] = later / total
-    return {name: (v.mean(axis=0), v.std(axis=0, ddof=1) / math.sqrt(samples))
-            for name, v in zip(RP_CONVENTIONS, (tie_half, strict, f32))}
+            f32[start : start + size, l] = later / total
+    return {
+        name: (v.mean(axis=0), v.std(axis=0, ddof=1) / math.sqrt(samples))
+        for name, v in zip(RP_CONVENTIONS, (tie_half, strict, f32))
+    }
 
 
 def simulated_h(res: SimResult, state: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -498,8 +574,10 @@ def simulated_h(res: SimResult, state: int = 1) -> tuple[np.ndarray, np.ndarray]
     m_1 and m_j (both from the same samples); the value at j = 1 is exactly 1 with error 0.
     """
     if not (0 <= state < res.sq_norm_mean.shape[0]):
-        raise ValueError(f"state={short(state)} is out of range; allowed: 0 .. {res.sq_norm_mean.shape[0] - 1} "
-                         f"(layers={res.config.layers}; state l is the input of layer l + 1)")
+        raise ValueError(
+            f"state={short(state)} is out of range; allowed: 0 .. {res.sq_norm_mean.shape[0] - 1} "
+            f"(layers={res.config.layers}; state l is the input of layer l + 1)"
+        )
     m, s = res.sq_norm_mean[state], res.sq_norm_sem[state]
     h = np.sqrt(m[0] / m)
     sem = h * 0.5 * np.sqrt((s[0] / m[0]) ** 2 + (s / m) ** 2)

@@ -7,6 +7,7 @@ results cache keeps it (:func:`recency_lib.cache.cached_value`, keyed by seaborn
 versions and this module's code); later kernels apply the stored values, the same numbers bit for bit
 (``tests/book/test_theme.py`` compares them with a real ``set_theme``).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -18,7 +19,7 @@ COLOR_CODES = "bgrmyck"
 
 
 def _json(value):
-    if isinstance(value, Enum):                     # lines.solid_capstyle: CapStyle.round -> "round"
+    if isinstance(value, Enum):  # lines.solid_capstyle: CapStyle.round -> "round"
         return value.value
     return list(value) if isinstance(value, tuple) else value
 
@@ -32,9 +33,11 @@ def from_seaborn() -> dict:
 
     keys = set(sns.axes_style(STYLE)) | set(sns.plotting_context(CONTEXT)) | {"font.family"}
     sns.set_theme(context=CONTEXT, style=STYLE)
-    return {"rc": {k: _json(mpl.rcParams[k]) for k in sorted(keys)},
-            "cycle": [list(c) for c in mpl.rcParams["axes.prop_cycle"].by_key()["color"]],
-            "codes": {c: list(mpl.colors.to_rgb(c)) for c in COLOR_CODES}}
+    return {
+        "rc": {k: _json(mpl.rcParams[k]) for k in sorted(keys)},
+        "cycle": [list(c) for c in mpl.rcParams["axes.prop_cycle"].by_key()["color"]],
+        "codes": {c: list(mpl.colors.to_rgb(c)) for c in COLOR_CODES},
+    }
 
 
 def theme() -> dict:
@@ -44,7 +47,9 @@ def theme() -> dict:
     # module alone, and book/_ext/fresh_cache.py (which follows import statements) must not make every
     # page that only draws depend on the simulator's code through recency_lib.cache
     cache = importlib.import_module("recency_lib.cache")
-    value, _ = cache.cached_value("seaborn-theme", from_seaborn, ("companion.theme",), packages=("seaborn", "matplotlib"))
+    value, _ = cache.cached_value(
+        "seaborn-theme", from_seaborn, ("companion.theme",), packages=("seaborn", "matplotlib")
+    )
     return value
 
 

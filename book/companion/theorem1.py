@@ -16,6 +16,7 @@ no residual, two layers) or Proposition 1's (the same without normalization):
 Points (:class:`Point`) carry a simulated trend with its standard error and the setting it comes from;
 the plot functions take points and an Axes and never simulate.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,15 +24,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import plotting, report
+from recency_lib import theory
+from recency_lib.result import SimResult
+from recency_lib.theory.trends import bisect
+from recency_lib.validation import check_int, check_real
+
 from . import conventions as cv
+from . import plotting, report
 from .claims import THEOREM1_FORM_ACCURACY
 from .closedforms import eq5_trend
 from .statistics import SETTLE_Z, StepEstimate, earlier_steps, sequences_needed
-from recency_lib import theory
-from recency_lib.theory.trends import bisect
-from recency_lib.result import SimResult
-from recency_lib.validation import check_int, check_real
 
 #: The smallest d at which the derived form with LayerNorm is used (its epsilon series diverges below ~12;
 #: stated accuracy 0.5 % for d >= 16, n <= 10: THEOREM1_FORM_ACCURACY).
@@ -86,9 +88,18 @@ def statistic_points(stats: dict) -> list[Point]:
     """Points of an estimator of :mod:`companion.estimators` (``stats``: d -> SequenceStatistic; the trend is
     the last value of its second layer): the first-order control variate with LayerNorm, the Gram-matrix
     controls without normalization; sorted by d."""
-    return [Point(d, float(stats[d].mean[1, -1]), float(stats[d].sem[1, -1]), stats[d].samples,
-                  GRAM if stats[d].config.norm == "none" else FIRST_ORDER, stats[d].config.n, stats[d].config.norm)
-            for d in sorted(stats)]
+    return [
+        Point(
+            d,
+            float(stats[d].mean[1, -1]),
+            float(stats[d].sem[1, -1]),
+            stats[d].samples,
+            GRAM if stats[d].config.norm == "none" else FIRST_ORDER,
+            stats[d].config.n,
+            stats[d].config.norm,
+        )
+        for d in sorted(stats)
+    ]
 
 
 def cost_per_sequence(results) -> float:
@@ -165,7 +176,9 @@ def theorem1_reach(results: dict[int, SimResult]) -> list[Reach]:
     """Theorem 1's trend at each hidden size (settings.theorem1_configs), with control variates and
     without; the trends of all hidden sizes are tested together (z of len(results) comparisons)."""
     if not results:
-        raise ValueError("results={} is empty; allowed: a dict d -> SimResult of Theorem 1's setting")
+        raise ValueError(
+            "results={} is empty; allowed: a dict d -> SimResult of Theorem 1's setting"
+        )
     zc = cv.z_for(len(results))
     out = []
     for d in sorted(results):
@@ -173,8 +186,21 @@ def theorem1_reach(results: dict[int, SimResult]) -> list[Reach]:
         m, e = float(res.trend_cv_mean[1]), float(res.trend_cv_sem[1])
         pm_, pe = float(res.trend_mean[1]), float(res.trend_sem[1])
         zz = report.zscore(m, e)
-        out.append(Reach(d, res.config.samples, m, e, zz, pm_, pe, report.zscore(pm_, pe), eq5_trend(res.config.n, d),
-                         pe / e if e > 0 else math.nan, zz > zc))
+        out.append(
+            Reach(
+                d,
+                res.config.samples,
+                m,
+                e,
+                zz,
+                pm_,
+                pe,
+                report.zscore(pm_, pe),
+                eq5_trend(res.config.n, d),
+                pe / e if e > 0 else math.nan,
+                zz > zc,
+            )
+        )
     return out
 
 
@@ -203,9 +229,18 @@ def prop1_beyond(results: dict) -> list[Beyond]:
         n = est.config.n
         level = float(theory.prop1_score_corrected(n, 1, d))
         ii, jj = adjacent_index(n)
-        k = int(np.flatnonzero((ii == n - 1) & (jj == 1))[0])                 # S_{n,2} - S_{n,1}
-        out.append(Beyond(d, est.config.samples, est.trend, est.trend_se, report.zscore(est.trend, est.trend_se),
-                          float(est.mean[k]) / level, float(est.sem[k]) / level))
+        k = int(np.flatnonzero((ii == n - 1) & (jj == 1))[0])  # S_{n,2} - S_{n,1}
+        out.append(
+            Beyond(
+                d,
+                est.config.samples,
+                est.trend,
+                est.trend_se,
+                report.zscore(est.trend, est.trend_se),
+                float(est.mean[k]) / level,
+                float(est.sem[k]) / level,
+            )
+        )
     return out
 
 
@@ -223,7 +258,9 @@ def every_step_need(res: SimResult, z: float) -> tuple[float, float]:
     sem = res.steps("cv")[1][1][ii, jj]
     derived = pair_steps(theory.theorem1_steps(n, d))
     steps = np.array([derived[int(i) + 1, int(j) + 1] for i, j in zip(ii, jj)])
-    need = max(sequences_needed(float(e), res.config.samples, float(s), z) for e, s in zip(sem, steps))
+    need = max(
+        sequences_needed(float(e), res.config.samples, float(s), z) for e, s in zip(sem, steps)
+    )
     return need, float(steps.min())
 
 
@@ -233,12 +270,21 @@ def size_columns(ln_points: list[Point], none_points: list[Point]) -> dict:
     out = {}
     for est in dict.fromkeys(p.estimator for p in ln_points):
         sel = [p for p in ln_points if p.estimator == est]
-        out[f"÷ corrected Theorem 1, {est}"] = ([p.d for p in sel], [p.corrected_ratio[0] for p in sel],
-                                                [p.corrected_ratio[1] for p in sel])
-        out[f"÷ Eq. (5), {est}"] = ([p.d for p in sel], [p.ratio(p.eq5)[0] for p in sel],
-                                    [p.ratio(p.eq5)[1] for p in sel])
-    out["no normalization, ÷ derived"] = ([p.d for p in none_points], [p.ratio(p.derived)[0] for p in none_points],
-                                          [p.ratio(p.derived)[1] for p in none_points])
+        out[f"÷ corrected Theorem 1, {est}"] = (
+            [p.d for p in sel],
+            [p.corrected_ratio[0] for p in sel],
+            [p.corrected_ratio[1] for p in sel],
+        )
+        out[f"÷ Eq. (5), {est}"] = (
+            [p.d for p in sel],
+            [p.ratio(p.eq5)[0] for p in sel],
+            [p.ratio(p.eq5)[1] for p in sel],
+        )
+    out["no normalization, ÷ derived"] = (
+        [p.d for p in none_points],
+        [p.ratio(p.derived)[0] for p in none_points],
+        [p.ratio(p.derived)[1] for p in none_points],
+    )
     return out
 
 
@@ -248,7 +294,9 @@ def smallest_steps(d: float, n: int) -> tuple[float, float]:
     Definition 1 needs resolved."""
     n = check_int("n", n, 3)
     d = check_real("d", d, lo=float(FORM_MIN_D), allowed=f"a hidden size >= {FORM_MIN_D}")
-    none = min(float(theory.proposition1_step(i, j, d)) for i in range(3, n + 1) for j in range(2, i))
+    none = min(
+        float(theory.proposition1_step(i, j, d)) for i in range(3, n + 1) for j in range(2, i)
+    )
     return float(theory.theorem1_steps(n, d)[2].min()), none
 
 
@@ -262,6 +310,7 @@ def smallest_step_crossover(n: int = cv.PAPER_N, lo: float = 16.0, hi: float = 4
     """The hidden size above which the smallest derived step without normalization exceeds the smallest
     one with LayerNorm (:func:`smallest_steps`); compare theory.crossover_d, the same for the mean step."""
     n = check_int("n", n, 3)
+
     def gap(x: float) -> float:
         ln, none = smallest_steps(x, n)
         return math.log(ln) - math.log(none)
@@ -276,7 +325,7 @@ def row_rise(res: SimResult, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np
     correlate positively)."""
     n, d = res.config.n, res.config.d
     level = float(theory.prop1_score_corrected(n, 1, d))
-    s, e = res.score_mean[layer - 1, n - 1, :n - 1], res.score_sem[layer - 1, n - 1, :n - 1]
+    s, e = res.score_mean[layer - 1, n - 1, : n - 1], res.score_sem[layer - 1, n - 1, : n - 1]
     return np.arange(1, n), (s - s[0]) / level, np.hypot(e, e[0]) / level
 
 
@@ -305,7 +354,9 @@ def ratio_panel(points: list[Point], ax, *, eq5: bool = True, d_grid=None):
 
     pts = [p for p in points if p.d >= FORM_MIN_D and p.norm != "none"]
     if not pts:
-        raise ValueError("points has no LayerNorm point with d >= 16; allowed: Points of Theorem 1's setting")
+        raise ValueError(
+            "points has no LayerNorm point with d >= 16; allowed: Points of Theorem 1's setting"
+        )
     n = pts[0].n
     ests = list(dict.fromkeys(p.estimator for p in pts))
     ds = [p.d for p in pts]
@@ -314,28 +365,66 @@ def ratio_panel(points: list[Point], ax, *, eq5: bool = True, d_grid=None):
         sel = [p for p in pts if p.estimator == est]
         r = np.array([p.corrected_ratio for p in sel])
         kw = {"color": series[0].get_color()} if series else {}
-        bars = plotting.errorbar_points([p.d for p in sel], r[:, 0], r[:, 1], ax, marker=_MARKERS[est],
-                                        linestyle="none", **kw).containers[-1]
+        bars = plotting.errorbar_points(
+            [p.d for p in sel], r[:, 0], r[:, 1], ax, marker=_MARKERS[est], linestyle="none", **kw
+        ).containers[-1]
         if not series:
             series.append(bars.lines[0])
     ax.axhline(1.0, **cv.REFERENCE)
-    handles = [Line2D([], [], color=series[0].get_color(), marker="o", linestyle="none",
-                      label="÷ corrected Theorem 1")]
+    handles = [
+        Line2D(
+            [],
+            [],
+            color=series[0].get_color(),
+            marker="o",
+            linestyle="none",
+            label="÷ corrected Theorem 1",
+        )
+    ]
     if eq5:
-        grid = np.geomspace(min(ds), max(ds), 60) if d_grid is None else np.asarray(d_grid, dtype=float)
+        grid = (
+            np.geomspace(min(ds), max(ds), 60)
+            if d_grid is None
+            else np.asarray(d_grid, dtype=float)
+        )
         (curve,) = ax.plot(grid, theory.theorem1_trend(grid, n) / eq5_trend(n, grid), linewidth=1.0)
         for est in ests:
             sel = [p for p in pts if p.estimator == est]
             r = np.array([p.ratio(p.eq5) for p in sel])
-            plotting.errorbar_points([p.d for p in sel], r[:, 0], r[:, 1], ax, color=curve.get_color(),
-                                     marker=_MARKERS[est], markerfacecolor="white", linestyle="none")
+            plotting.errorbar_points(
+                [p.d for p in sel],
+                r[:, 0],
+                r[:, 1],
+                ax,
+                color=curve.get_color(),
+                marker=_MARKERS[est],
+                markerfacecolor="white",
+                linestyle="none",
+            )
         ax.axhline(math.e, **cv.REFERENCE)
-        ax.annotate("$e$", (min(ds), math.e), xytext=(2, 2), textcoords="offset points", va="bottom",
-                    fontsize=cv.SMALL_PT)
-        handles += [Line2D([], [], color=curve.get_color(), marker="o", markerfacecolor="white", linestyle="none",
-                           label="÷ Eq. (5)"),
-                    Line2D([], [], color=curve.get_color(), linewidth=1.0, label="corrected ÷ Eq. (5)")]
-    handles += [Line2D([], [], color="black", marker=_MARKERS[e], linestyle="none", label=e) for e in ests]
+        ax.annotate(
+            "$e$",
+            (min(ds), math.e),
+            xytext=(2, 2),
+            textcoords="offset points",
+            va="bottom",
+            fontsize=cv.SMALL_PT,
+        )
+        handles += [
+            Line2D(
+                [],
+                [],
+                color=curve.get_color(),
+                marker="o",
+                markerfacecolor="white",
+                linestyle="none",
+                label="÷ Eq. (5)",
+            ),
+            Line2D([], [], color=curve.get_color(), linewidth=1.0, label="corrected ÷ Eq. (5)"),
+        ]
+    handles += [
+        Line2D([], [], color="black", marker=_MARKERS[e], linestyle="none", label=e) for e in ests
+    ]
     ax.legend(handles=handles, loc="center right", bbox_to_anchor=(1.0, 0.33))
     plotting.d_axis(ax, ds)
     ax.set_ylabel("simulated trend ÷ formula")
@@ -349,12 +438,21 @@ def rise_panel(res: SimResult, ax, *, label: str | None = None):
     j, rise, se = row_rise(res)
     jd, derived = derived_row_rise(res.config.n, res.config.d)
     plotting.closed_form(jd, 100 * derived, ax, kind="corrected", color="black", label="derived")
-    plotting.errorbar_points(j, 100 * rise, 100 * se, ax, marker=cv.VARIANT_MARKERS[res.config.norm],
-                             linestyle="none", label=label or "simulated")
+    plotting.errorbar_points(
+        j,
+        100 * rise,
+        100 * se,
+        ax,
+        marker=cv.VARIANT_MARKERS[res.config.norm],
+        linestyle="none",
+        label=label or "simulated",
+    )
     plotting.reference_line(ax, 0.0, label="LLN: flat")
     ax.set_xticks(j)
     ax.set_xlabel("key j")
-    ax.set_ylabel(f"$(S^{{(2)}}_{{{res.config.n},j}} - S^{{(2)}}_{{{res.config.n},1}})/c_{{{res.config.n}}}$, %")
+    ax.set_ylabel(
+        f"$(S^{{(2)}}_{{{res.config.n},j}} - S^{{(2)}}_{{{res.config.n},1}})/c_{{{res.config.n}}}$, %"
+    )
     return ax
 
 
@@ -363,10 +461,19 @@ def prop1_panel(points: list[Point], ax):
     with a dotted reference at 1 (the form exact) and one at 0 (the LLN's flat row). Returns ``ax``."""
     pts = [p for p in points if p.norm == "none"]
     if not pts:
-        raise ValueError("points has no point without normalization; allowed: Points of Proposition 1's setting")
+        raise ValueError(
+            "points has no point without normalization; allowed: Points of Proposition 1's setting"
+        )
     r = np.array([p.ratio(p.derived) for p in pts])
-    plotting.errorbar_points([p.d for p in pts], r[:, 0], r[:, 1], ax, marker=cv.VARIANT_MARKERS["none"],
-                             linestyle="none", label="÷ derived")
+    plotting.errorbar_points(
+        [p.d for p in pts],
+        r[:, 0],
+        r[:, 1],
+        ax,
+        marker=cv.VARIANT_MARKERS["none"],
+        linestyle="none",
+        label="÷ derived",
+    )
     ax.axhline(1.0, **cv.REFERENCE)
     plotting.reference_line(ax, 0.0, label="LLN: flat rows")
     plotting.d_axis(ax, [p.d for p in pts])
@@ -374,35 +481,67 @@ def prop1_panel(points: list[Point], ax):
     return ax
 
 
-def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *, d_grid=None,
-                 crossover: float | None = None):
+def trends_panel(
+    ln_points: list[Point],
+    none_points: list[Point],
+    n: int,
+    ax,
+    *,
+    d_grid=None,
+    crossover: float | None = None,
+):
     """Both derived trends against d (log-log: theory.theorem1_trend from :data:`FORM_MIN_D`,
     theory.proposition1_trend) with the simulated points on them (+/- 1 SE; an unresolved point as an
     upper limit at trend + 2 SE) and the crossover ``crossover`` marked (dotted vertical line). Returns
     ``ax``."""
     n = check_int("n", n, 3)
     ds = sorted({p.d for p in (*ln_points, *none_points)} | {FORM_MIN_D})
-    grid = np.geomspace(FORM_MIN_D, max(ds), 80) if d_grid is None else np.asarray(d_grid, dtype=float)
-    (ln_line,) = ax.plot(grid, theory.theorem1_trend(grid, n), label="LayerNorm: corrected Theorem 1")
-    (none_line,) = ax.plot(grid, theory.proposition1_trend(grid, n), label="no normalization: derived")
-    for pts, colour, marker in ((ln_points, ln_line.get_color(), cv.VARIANT_MARKERS["layernorm"]),
-                                (none_points, none_line.get_color(), cv.VARIANT_MARKERS["none"])):
+    grid = (
+        np.geomspace(FORM_MIN_D, max(ds), 80) if d_grid is None else np.asarray(d_grid, dtype=float)
+    )
+    (ln_line,) = ax.plot(
+        grid, theory.theorem1_trend(grid, n), label="LayerNorm: corrected Theorem 1"
+    )
+    (none_line,) = ax.plot(
+        grid, theory.proposition1_trend(grid, n), label="no normalization: derived"
+    )
+    for pts, colour, marker in (
+        (ln_points, ln_line.get_color(), cv.VARIANT_MARKERS["layernorm"]),
+        (none_points, none_line.get_color(), cv.VARIANT_MARKERS["none"]),
+    ):
         for est in dict.fromkeys(p.estimator for p in pts):
             sel = [p for p in pts if p.estimator == est]
             shown = [p for p in sel if p.z > 2.0]
             hidden = [p for p in sel if p.z <= 2.0]
             mk = _MARKERS[est] if pts is ln_points else marker
             if shown:
-                plotting.errorbar_points([p.d for p in shown], [p.trend for p in shown], [p.se for p in shown], ax,
-                                         color=colour, marker=mk, linestyle="none",
-                                         markerfacecolor="white" if est == FIRST_ORDER else colour)
+                plotting.errorbar_points(
+                    [p.d for p in shown],
+                    [p.trend for p in shown],
+                    [p.se for p in shown],
+                    ax,
+                    color=colour,
+                    marker=mk,
+                    linestyle="none",
+                    markerfacecolor="white" if est == FIRST_ORDER else colour,
+                )
             if hidden:
-                plotting.upper_limits([p.d for p in hidden], [max(p.trend, 0.0) + 2 * p.se for p in hidden], ax,
-                                      color=colour)
+                plotting.upper_limits(
+                    [p.d for p in hidden],
+                    [max(p.trend, 0.0) + 2 * p.se for p in hidden],
+                    ax,
+                    color=colour,
+                )
     if crossover is not None and math.isfinite(crossover):
         ax.axvline(crossover, **cv.REFERENCE)
-        ax.annotate(f"$d^* = {crossover:.1f}$", (crossover, 0.5), xycoords=("data", "axes fraction"),
-                    xytext=(4, 0), textcoords="offset points", fontsize=cv.SMALL_PT)
+        ax.annotate(
+            f"$d^* = {crossover:.1f}$",
+            (crossover, 0.5),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, 0),
+            textcoords="offset points",
+            fontsize=cv.SMALL_PT,
+        )
     plotting.d_axis(ax, ds, log_y=True)
     ax.set_ylabel(r"mean step of $S^{(2)}$")
     return ax

@@ -10,23 +10,29 @@ All of a claim's comparisons are decided together at the book's family-wise erro
 (:data:`companion.conventions.FAMILYWISE_LEVEL`, Bonferroni: :func:`conventions.z_for`): a verdict is
 wrong by chance with probability at most 5 %.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from recency_lib.result import SimResult
+from recency_lib.validation import check_int
+
 from . import conventions as cv
 from . import report
 from .statistics import ESTIMATOR_NAMES, StepEstimate, definition1, rp
-from recency_lib.result import SimResult
-from recency_lib.validation import check_int
 
 # A claim is split into checks; each check finds one of four things at the claim's family-wise z (all of
 # a claim's comparisons decided together at the book's 5 % level, conventions.z_for):
 
-AS_CLAIMED = "as claimed"      # resolved the way the paper says, in full (every step; the value within its error)
-ON_AVERAGE = "on average"      # resolved the way the paper says on average only (the mean step, not every step)
-UNRESOLVED = "unresolved"      # resolved neither way
-AGAINST = "against"            # resolved against the paper (any size, whatever the paper's order of approximation)
+AS_CLAIMED = "as claimed"  # resolved the way the paper says, in full (every step; the value within its error)
+ON_AVERAGE = (
+    "on average"  # resolved the way the paper says on average only (the mean step, not every step)
+)
+UNRESOLVED = "unresolved"  # resolved neither way
+AGAINST = (
+    "against"  # resolved against the paper (any size, whatever the paper's order of approximation)
+)
 STATUSES = (AS_CLAIMED, ON_AVERAGE, UNRESOLVED, AGAINST)
 
 HOLDS = "holds"
@@ -43,7 +49,11 @@ WORDS = (HOLDS, HOLDS_IN_PART, NOT_RESOLVED, CONTRADICTED)
 RULE = (
     (lambda statuses: AGAINST in statuses, CONTRADICTED, (AGAINST,)),
     (lambda statuses: all(s == AS_CLAIMED for s in statuses), HOLDS, (AS_CLAIMED,)),
-    (lambda statuses: AS_CLAIMED in statuses or ON_AVERAGE in statuses, HOLDS_IN_PART, (ON_AVERAGE, UNRESOLVED)),
+    (
+        lambda statuses: AS_CLAIMED in statuses or ON_AVERAGE in statuses,
+        HOLDS_IN_PART,
+        (ON_AVERAGE, UNRESOLVED),
+    ),
     (lambda statuses: True, NOT_RESOLVED, (UNRESOLVED,)),
 )
 
@@ -55,7 +65,8 @@ RULE_TEXT = (
     "single step is resolved); it is **not resolved** when no check is resolved either way; it is "
     "**contradicted** when any check is resolved against the paper, however small the effect and "
     "whatever the order of the paper's approximation. The number shown is the one of the check that "
-    "decides the word, with its setting.")
+    "decides the word, with its setting."
+)
 
 
 def verdict_word(statuses) -> tuple[str, int]:
@@ -64,13 +75,14 @@ def verdict_word(statuses) -> tuple[str, int]:
     statuses = list(statuses)
     bad = [s for s in statuses if s not in STATUSES]
     if not statuses or bad:
-        raise ValueError(f"statuses={statuses!r} is not allowed; allowed: a non-empty list of {STATUSES}")
+        raise ValueError(
+            f"statuses={statuses!r} is not allowed; allowed: a non-empty list of {STATUSES}"
+        )
     for condition, word, decisive in RULE:
         if condition(statuses):
             k = next((k for k, s in enumerate(statuses) if s in decisive), 0)
             return word, k
     raise AssertionError("the rule's last row applies to any statuses")
-
 
 
 @dataclass(frozen=True)
@@ -102,8 +114,18 @@ class Check:
 #: value against a closed form (:func:`value_check`); no order, recency or primacy in one layer's recency
 #: probability, the residual weakening it, h(j) rising faster (:func:`direction_check`); a difference other than 0
 #: (:func:`nonzero_check`); two simulations that agree (claims.engines_agree).
-KINDS = ("rise", "flat", "value", "no order", "recency", "primacy", "residual weakens", "h faster", "nonzero",
-         "agree")
+KINDS = (
+    "rise",
+    "flat",
+    "value",
+    "no order",
+    "recency",
+    "primacy",
+    "residual weakens",
+    "h faster",
+    "nonzero",
+    "agree",
+)
 
 
 def about(res_or_cfg) -> dict:
@@ -156,8 +178,9 @@ def decide(claim: str, checks, target: tuple[str, str], numbers: dict | None = N
 
 # -- checks of one kind each --------------------------------------------------------------------------------
 
+
 def setting_text(res_or_cfg, estimator: str | None = "cv") -> str:
-    """"LayerNorm, α = 0, d = 64, 4,000,000 sequences, control variates": a setting as every page names it."""
+    """ "LayerNorm, α = 0, d = 64, 4,000,000 sequences, control variates": a setting as every page names it."""
     cfg = res_or_cfg.config if isinstance(res_or_cfg, SimResult) else res_or_cfg
     out = f"{cv.setting_label(cfg)}, $d = {cfg.d}$, {report.count(cfg.samples)} sequences"
     return out + (f", {ESTIMATOR_NAMES[estimator]}" if estimator else "")
@@ -186,8 +209,16 @@ def order_check(est, zc: float, what: str | None = None, expected: int = +1) -> 
     t, te = est.trend, est.trend_se
     tz = report.zscore(t, te)
     fields = dict(kind="rise", layer=layer, **about(est.config))
-    every = Check(f"{what}: every step", setting, s.mean, s.se, s.z, AS_CLAIMED,
-                  f"{report.pm(s.mean, s.se)} (smallest step)", **fields)
+    every = Check(
+        f"{what}: every step",
+        setting,
+        s.mean,
+        s.se,
+        s.z,
+        AS_CLAIMED,
+        f"{report.pm(s.mean, s.se)} (smallest step)",
+        **fields,
+    )
     if expected == 0:
         status = AGAINST if word == "holds" else AS_CLAIMED if word == "violated" else UNRESOLVED
         return Check(every.what, setting, s.mean, s.se, s.z, status, every.text, **fields)
@@ -211,40 +242,82 @@ def flat_check(res: SimResult, layer: int, zc: float, what: str | None = None) -
     from recency_lib.plot import colour_limits, heatmap_colours
 
     what = what or f"the rows of $S^{{({layer})}}$ are flat"
-    lo, hi = colour_limits(res.score_mean[layer - 1], include_diagonal=True)   # the paper's panel
+    lo, hi = colour_limits(res.score_mean[layer - 1], include_diagonal=True)  # the paper's panel
     steps = max(res.config.n - 2, 1)
     t, te = float(res.trend_cv_mean[layer - 1]), float(res.trend_cv_sem[layer - 1])
-    span = max(hi - lo, abs(t) * steps)                             # a row's change lies within the panel's range
-    level = span / len(heatmap_colours()) or 1.0                    # a panel of one value: one colour
+    span = max(hi - lo, abs(t) * steps)  # a row's change lies within the panel's range
+    level = span / len(heatmap_colours()) or 1.0  # a panel of one value: one colour
     v, ve = abs(t) * steps / level, te * steps / level
     z = report.zscore(v, ve, 1.0)
     status = AS_CLAIMED if z < -zc else AGAINST if z > zc else UNRESOLVED
-    return Check(f"{what}: colour levels along a row", setting_text(res), v, ve, z, status,
-                 report.pm(v, ve), kind="flat", layer=layer, **about(res))
+    return Check(
+        f"{what}: colour levels along a row",
+        setting_text(res),
+        v,
+        ve,
+        z,
+        status,
+        report.pm(v, ve),
+        kind="flat",
+        layer=layer,
+        **about(res),
+    )
 
 
-def value_check(value: float, se: float, predicted: float, zc: float, what: str, setting: str, **fields) -> Check:
+def value_check(
+    value: float, se: float, predicted: float, zc: float, what: str, setting: str, **fields
+) -> Check:
     """A closed form's value against simulation, as the ratio simulated / predicted: unresolved when the
     simulated value is not resolved from 0 (no ratio to speak of), as claimed when the ratio is 1 within
     its error, against when it is resolved away from 1 (the ratio is the number). ``fields``: the
     :class:`Check`'s ``layer``, ``norm``, ``alpha``, ... (its kind is "value")."""
     r, rse = value / predicted, se / abs(predicted)
     if abs(report.zscore(value, se)) <= zc:
-        return Check(what, setting, r, rse, report.zscore(value, se), UNRESOLVED, report.pm(r, rse), "value", **fields)
+        return Check(
+            what,
+            setting,
+            r,
+            rse,
+            report.zscore(value, se),
+            UNRESOLVED,
+            report.pm(r, rse),
+            "value",
+            **fields,
+        )
     z = report.zscore(r, rse, 1.0)
-    return Check(what, setting, r, rse, z, AS_CLAIMED if abs(z) <= zc else AGAINST, report.pm(r, rse), "value",
-                 **fields)
+    return Check(
+        what,
+        setting,
+        r,
+        rse,
+        z,
+        AS_CLAIMED if abs(z) <= zc else AGAINST,
+        report.pm(r, rse),
+        "value",
+        **fields,
+    )
 
 
-def direction_check(value: float, se: float, expected: int, zc: float, what: str, setting: str,
-                    reference: float = 0.0, text: str | None = None, **fields) -> Check:
+def direction_check(
+    value: float,
+    se: float,
+    expected: int,
+    zc: float,
+    what: str,
+    setting: str,
+    reference: float = 0.0,
+    text: str | None = None,
+    **fields,
+) -> Check:
     """A sign the paper states (``expected`` +1: above ``reference``, -1: below, 0: no order): the
     deviation from ``reference`` in standard errors decides; ``expected`` 0 is as claimed while nothing is
     resolved. ``fields``: the :class:`Check`'s ``kind``, ``layer``, ``norm``, ``alpha``, ..."""
     z = report.zscore(value, se, reference)
     text = text or report.pm(value, se)
     if expected == 0:
-        return Check(what, setting, value, se, z, AS_CLAIMED if abs(z) <= zc else AGAINST, text, **fields)
+        return Check(
+            what, setting, value, se, z, AS_CLAIMED if abs(z) <= zc else AGAINST, text, **fields
+        )
     if z * expected > zc:
         status = AS_CLAIMED
     elif z * expected < -zc:
@@ -259,8 +332,17 @@ def nonzero_check(value: float, se: float, zc: float, what: str, setting: str, *
     unresolved (no simulation can show that it is exactly 0). ``fields``: the :class:`Check`'s ``layer``,
     ``norm``, ``alpha``, ... (its kind is "nonzero")."""
     z = report.zscore(value, se)
-    return Check(what, setting, value, se, z, AS_CLAIMED if abs(z) > zc else UNRESOLVED, report.pm(value, se),
-                 "nonzero", **fields)
+    return Check(
+        what,
+        setting,
+        value,
+        se,
+        z,
+        AS_CLAIMED if abs(z) > zc else UNRESOLVED,
+        report.pm(value, se),
+        "nonzero",
+        **fields,
+    )
 
 
 # -- tables ----------------------------------------------------------------------------------------
@@ -268,14 +350,14 @@ def nonzero_check(value: float, se: float, zc: float, what: str, setting: str, *
 #: What each claim says, in the book's words, and where the paper says it (the landing table's second column).
 STATEMENTS = {
     "Theorem 1": "LayerNorm, isotropic tokens: for large $d$, $S^{(2)}$ has recency bias (Definition 1) "
-                 "<small>(Sec. 2.2, Theorem 1)</small>",
+    "<small>(Sec. 2.2, Theorem 1)</small>",
     "Proposition 1": "without LayerNorm, $S^{(2)}$ has no recency bias <small>(Sec. 2.2, Proposition 1)</small>",
     "Proposition 2": "with or without the residual, $S^{(2)}$ has recency bias <small>(Sec. 2.3, Proposition 2)</small>",
     "Proposition 3": r"whatever the anisotropy $\alpha < 1$, $S^{(2)}$ has recency bias <small>(Sec. 2.4, Proposition 3)</small>",
     "Eq. (5)": "the second layer's score, $S^{(2)}_{ij}$ in closed form <small>(Sec. 2.2, Eq. (5))</small>",
     "Figure 1": "no order in layer 1; without LayerNorm, rows of layer 2 uniform as drawn, then the first keys; with "
-                r"LayerNorm, no visible order at $\alpha = 0$, scores rising with $j$ for $\alpha = 0.5$, less with the "
-                "residual <small>(Sec. 3)</small>",
+    r"LayerNorm, no visible order at $\alpha = 0$, scores rising with $j$ for $\alpha = 0.5$, less with the "
+    "residual <small>(Sec. 3)</small>",
     "Figure 2": r"$h(j)$ grows slowly at $\alpha = 0$, fast for $\alpha > 0$ <small>(Sec. 3, Figure 2)</small>",
     "Figure 3": r"the paper's Figure 1 for more $\alpha$, no residual <small>(App. B, Figure 3)</small>",
     "Figure 4": r"the paper's Figure 1 for more $\alpha$, with the residual <small>(App. B, Figure 4)</small>",
@@ -285,32 +367,52 @@ STATEMENTS = {
 }
 
 #: The paper's figures and the book's pages where they are checked.
-CLAIM_NAMES = {"Figure 1": "the paper's Figure 1", "Figure 2": "the paper's Figure 2", "Figure 3": "the paper's Figure 3",
-               "Figure 4": "the paper's Figure 4", "Figure 5": "the paper's Figure 5"}
+CLAIM_NAMES = {
+    "Figure 1": "the paper's Figure 1",
+    "Figure 2": "the paper's Figure 2",
+    "Figure 3": "the paper's Figure 3",
+    "Figure 4": "the paper's Figure 4",
+    "Figure 5": "the paper's Figure 5",
+}
 
 
 def table(verdicts: list[Verdict]) -> report.Markdown:
     """The landing page's table: the claim (a link to its live check), what the paper says, the book's
     verdict (a badge), and the decisive number with what it measures and its setting."""
-    rows = [{"claim": v.link_as(CLAIM_NAMES.get(v.claim, v.claim)), "the paper says": STATEMENTS.get(v.claim, ""),
-             "verdict": report.badge(v.word),
-             "decisive number": f"{v.value}<br><small>{v.measure}</small>"} for v in verdicts]
+    rows = [
+        {
+            "claim": v.link_as(CLAIM_NAMES.get(v.claim, v.claim)),
+            "the paper says": STATEMENTS.get(v.claim, ""),
+            "verdict": report.badge(v.word),
+            "decisive number": f"{v.value}<br><small>{v.measure}</small>",
+        }
+        for v in verdicts
+    ]
     return report.table(rows, align="llll", css_class="verdict-table")
 
 
-
-def verdict_grid_rows(results, labels, *, family: int | None = None, estimator: str = "cv") -> list[dict]:
+def verdict_grid_rows(
+    results, labels, *, family: int | None = None, estimator: str = "cv"
+) -> list[dict]:
     """The table under a grid of heatmaps (Figures 1, 3, 4): one row per setting (``labels``), one
     column per layer, each cell the recency probability ± SE (on one line) over the Definition-1
     verdict of that matrix (a badge). The verdicts of all matrices are tested as one family (``family`` matrices;
     default: every matrix of the table)."""
     results, labels = list(results), list(labels)
     if not results or len(labels) != len(results):
-        raise ValueError(f"labels has length {len(labels)}; allowed: one label per result ({len(results)}, at least 1)")
+        raise ValueError(
+            f"labels has length {len(labels)}; allowed: one label per result ({len(results)}, at least 1)"
+        )
     layers = results[0].config.layers
     k = family if family is not None else sum(r.config.layers for r in results)
     k = check_int("family", k, 1)
-    return [{"setting": label,
-             **{f"layer {l}": f"{report.nowrap(report.pm(*rp(r, l)))}<br>{report.badge(definition1(r, l, k, estimator))}"
-                for l in range(1, layers + 1)}}
-            for label, r in zip(labels, results)]
+    return [
+        {
+            "setting": label,
+            **{
+                f"layer {l}": f"{report.nowrap(report.pm(*rp(r, l)))}<br>{report.badge(definition1(r, l, k, estimator))}"
+                for l in range(1, layers + 1)
+            },
+        }
+        for label, r in zip(labels, results)
+    ]

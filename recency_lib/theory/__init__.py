@@ -44,17 +44,53 @@ effect: the huge exponential is never formed). Every function is finite for d up
 beyond; values whose true size is below ~1e-308 underflow to 0, which is their correct
 rounding. All functions broadcast over their array arguments (numpy rules).
 """
-from .corrected import (h_corrected, prop1_attention_corrected, prop1_score_corrected, residual_coefficient,
-                        score2_corrected, score2_step_corrected, sq_norm_corrected)
+
+from .corrected import (
+    h_corrected,
+    prop1_attention_corrected,
+    prop1_score_corrected,
+    residual_coefficient,
+    score2_corrected,
+    score2_step_corrected,
+    sq_norm_corrected,
+)
 from .finite_d import drop_ratio_first_order, drop_ratio_gaussian, sq_norm_first_token_exact
 from .limits import lln_limit
 from .printed import h_eq41, prop1_attention, prop1_score, sq_norm_eq36, theorem1_score
-from .trends import (crossover_d, proposition1_step, proposition1_trend, q_factor,
-                     theorem1_coefficients, theorem1_step, theorem1_steps, theorem1_trend)
+from .trends import (
+    crossover_d,
+    proposition1_step,
+    proposition1_trend,
+    q_factor,
+    theorem1_coefficients,
+    theorem1_step,
+    theorem1_steps,
+    theorem1_trend,
+)
 
-__all__ = ["theorem1_score", "prop1_attention", "prop1_score", "sq_norm_eq36", "h_eq41",
-           "prop1_attention_corrected", "prop1_score_corrected", "residual_coefficient", "sq_norm_corrected",
-           "h_corrected", "score2_corrected", "score2_step_corrected", "lln_limit",
-           "sq_norm_first_token_exact", "drop_ratio_first_order", "drop_ratio_gaussian",
-           "theorem1_trend", "theorem1_step", "theorem1_coefficients", "q_factor", "proposition1_trend",
-           "proposition1_step", "theorem1_steps", "crossover_d"]
+__all__ = [
+    "crossover_d",
+    "drop_ratio_first_order",
+    "drop_ratio_gaussian",
+    "h_corrected",
+    "h_eq41",
+    "lln_limit",
+    "prop1_attention",
+    "prop1_attention_corrected",
+    "prop1_score",
+    "prop1_score_corrected",
+    "proposition1_step",
+    "proposition1_trend",
+    "q_factor",
+    "residual_coefficient",
+    "score2_corrected",
+    "score2_step_corrected",
+    "sq_norm_corrected",
+    "sq_norm_eq36",
+    "sq_norm_first_token_exact",
+    "theorem1_coefficients",
+    "theorem1_score",
+    "theorem1_step",
+    "theorem1_steps",
+    "theorem1_trend",
+]

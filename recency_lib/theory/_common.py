@@ -4,6 +4,7 @@ Notation (1-based indices, as in the paper): t = e^{-(1 - alpha) sqrt(d)} is the
 layer-1 softmax weight relative to the diagonal one, r_j = 1 / (1 + (j - 1) t) the layer-1
 attention on the diagonal, q_j = ||x_j^(1)||^2 / d, and g the weight of y_j in the residual term.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -62,5 +63,5 @@ def _residual_coefficient(alpha, gamma, d, norm):
     At alpha = 1 every token equals v (the convention of the simulator), ||v||^2 -> 1.
     """
     rho = NORMS[norm].sees(d)
-    sq0 = 1.0 / np.where(alpha < 1.0, 1.0 - alpha, 1.0)           # ||x_j^(0)||^2 / rho
+    sq0 = 1.0 / np.where(alpha < 1.0, 1.0 - alpha, 1.0)  # ||x_j^(0)||^2 / rho
     return gamma * np.sqrt(rho * sq0 / d)

@@ -3,13 +3,22 @@ law-of-large-numbers assumptions with its slips in scale fixed: Eq. (14) (<x_i, 
 sqrt(d)) and Eqs. (25)/(26)/(33) (the residual adds gamma x_j^(0) = gamma ||x_j^(0)|| y_j / sqrt(d),
 not gamma y_j). Each is checked against :func:`recency_lib.theory.lln_limit` in the tests.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..validation import alpha_array, d_array, gamma_array, index_array
 from ..norms import NORMS
-from ._common import CLOSED_FORM, _q_layer1, _r, _residual_coefficient, _t, check_norm, scalar_or_array
+from ..validation import alpha_array, d_array, gamma_array, index_array
+from ._common import (
+    CLOSED_FORM,
+    _q_layer1,
+    _r,
+    _residual_coefficient,
+    _t,
+    check_norm,
+    scalar_or_array,
+)
 
 
 def _prop1_gram(alpha):
@@ -38,8 +47,9 @@ def prop1_attention_corrected(i, j, d, alpha=0.0):
 
     i, j: token indices (integers >= 1); d: hidden size (real >= 1); alpha in [0, 1]. Broadcasts.
     """
-    i, j, d, alpha = np.broadcast_arrays(index_array("i", i), index_array("j", j), d_array(d),
-                                         alpha_array(alpha))
+    i, j, d, alpha = np.broadcast_arrays(
+        index_array("i", i), index_array("j", j), d_array(d), alpha_array(alpha)
+    )
     u, _ = _prop1_gram(alpha)
     a = np.exp(u / np.sqrt(d))
     denom = a + i - 1
@@ -61,8 +71,9 @@ def prop1_score_corrected(i, j, d, alpha=0.0):
 
     i, j: token indices (integers >= 1); d: hidden size (real >= 1); alpha in [0, 1]. Broadcasts.
     """
-    i, j, d, alpha = np.broadcast_arrays(index_array("i", i), index_array("j", j), d_array(d),
-                                         alpha_array(alpha))
+    i, j, d, alpha = np.broadcast_arrays(
+        index_array("i", i), index_array("j", j), d_array(d), alpha_array(alpha)
+    )
     u, w = _prop1_gram(alpha)
     sd = np.sqrt(d)
     a = np.exp(u / sd)
@@ -184,7 +195,7 @@ def score2_step_corrected(i, j, alpha, gamma, d, norm="layernorm"):
     one_minus_t = -np.expm1(-(1.0 - alpha) * np.sqrt(d))
     inner = (1.0 + g) * ((1.0 - alpha) * t * _r(i - 1, t) + alpha * (1.0 + g))
     q_i = _q_layer1(i - 1, alpha, g, t)
-    jm = np.maximum(j, 2.0)                               # keep the formula finite where it is masked
+    jm = np.maximum(j, 2.0)  # keep the formula finite where it is masked
     q_j, q_p = _q_layer1(jm - 1, alpha, g, t), _q_layer1(jm - 2, alpha, g, t)
     r_j, r_p = _r(jm - 1, t), _r(jm - 2, t)
     dq = (1.0 - alpha) * t * r_j * r_p * (2.0 * g + t + one_minus_t * (r_j + r_p))

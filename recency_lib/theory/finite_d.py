@@ -1,12 +1,13 @@
 """Finite-d results that need no law of large numbers: the exact first-token norm and the first-order
 size of what the LLN drops (the fluctuation factor of the layer-1 softmax), used by Appendix A.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..validation import alpha_array, bounded_array, d_array, gamma_array
 from ..norms import NORMS
+from ..validation import alpha_array, bounded_array, d_array, gamma_array
 from ._common import CLOSED_FORM, check_norm, scalar_or_array
 
 
@@ -38,11 +39,11 @@ def sq_norm_first_token_exact(alpha, gamma, d, norm="layernorm"):
     s2 = 1.0 / (d * np.where(alpha < 1.0, 1.0 - alpha, 1.0))
     if not NORMS[norm].scales:
         return scalar_or_array((1.0 + gamma) ** 2 * d * s2)
-    from scipy.special import gammaln            # lazy: scipy is slow to import
+    from scipy.special import gammaln  # lazy: scipy is slow to import
 
     k = d - 1.0 if NORMS[norm].centres else d
     mean_norm = np.sqrt(2.0 * s2) * np.exp(gammaln((k + 1.0) / 2.0) - gammaln(k / 2.0))
-    return scalar_or_array(d + 2.0 * gamma * np.sqrt(d) * mean_norm + gamma ** 2 * k * s2)
+    return scalar_or_array(d + 2.0 * gamma * np.sqrt(d) * mean_norm + gamma**2 * k * s2)
 
 
 def drop_ratio_first_order(d, norm="layernorm"):
@@ -68,10 +69,12 @@ def drop_ratio_first_order(d, norm="layernorm"):
     """
     norm = check_norm(norm, CLOSED_FORM)
     d = d_array(d, 4.0 if NORMS[norm].centres else 3.0)
-    from scipy.special import hyp0f1             # lazy: as above
+    from scipy.special import hyp0f1  # lazy: as above
 
     m = d - 1.0 if NORMS[norm].centres else d
-    return scalar_or_array(hyp0f1(m / 2.0, d / 4.0) - np.sqrt(d) / m * hyp0f1(m / 2.0 + 1.0, d / 4.0))
+    return scalar_or_array(
+        hyp0f1(m / 2.0, d / 4.0) - np.sqrt(d) / m * hyp0f1(m / 2.0 + 1.0, d / 4.0)
+    )
 
 
 def drop_ratio_gaussian(alpha, d):
@@ -89,8 +92,10 @@ def drop_ratio_gaussian(alpha, d):
 
     alpha in [0, 1); d: real >= 1 or inf. Broadcasts.
     """
-    alpha = bounded_array("alpha", alpha, lo=0.0, hi=np.nextafter(1.0, 0.0), allowed="real numbers in [0, 1)")
+    alpha = bounded_array(
+        "alpha", alpha, lo=0.0, hi=np.nextafter(1.0, 0.0), allowed="real numbers in [0, 1)"
+    )
     d = bounded_array("d", d, lo=1.0, inf=True, allowed="real numbers >= 1, or inf")
     alpha, d = np.broadcast_arrays(alpha, d)
-    s2 = (1.0 - alpha ** 2) ** 2
+    s2 = (1.0 - alpha**2) ** 2
     return scalar_or_array(np.exp(s2 / 2.0) * (1.0 - s2 / (np.sqrt(d) * (1.0 - alpha))))

@@ -2,6 +2,7 @@
 approximate, for any number of layers, norm, alpha and gamma (the reference the closed forms of
 :mod:`recency_lib.theory.printed` and :mod:`recency_lib.theory.corrected` are tested against).
 """
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,8 @@ import math
 import numpy as np
 
 from ..model import causal_softmax
-from ..validation import alpha_array, bounded_array, check_int, d_array, gamma_array, scalar
 from ..norms import NORMS
+from ..validation import alpha_array, bounded_array, check_int, d_array, gamma_array, scalar
 from ._common import check_norm
 
 
@@ -56,11 +57,13 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
     d = float(d_array(scalar("d", d), 1.0, strict=NORMS[norm].centres))
     n = check_int("n", n, 1)
     layers = check_int("layers", layers, 1)
-    eps = float(bounded_array("eps", scalar("eps", eps), lo=0.0, allowed="a finite real number >= 0"))
+    eps = float(
+        bounded_array("eps", scalar("eps", eps), lo=0.0, allowed="a finite real number >= 0")
+    )
 
     rho = NORMS[norm].sees(d)
     ones = np.ones((n, n))
-    g = rho * (ones if alpha == 1.0 else np.eye(n) + alpha / (1.0 - alpha) * ones)   # (n, n)
+    g = rho * (ones if alpha == 1.0 else np.eye(n) + alpha / (1.0 - alpha) * ones)  # (n, n)
     sd = math.sqrt(d)
     lower = np.tri(n, dtype=bool)
 
@@ -70,15 +73,15 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
     grams = np.empty((layers + 1, n, n))
     for layer in range(layers):
         grams[layer] = g
-        sq = np.diag(g).copy()                                     # (n,)
+        sq = np.diag(g).copy()  # (n,)
         sq_norms[layer] = sq
-        scale = np.ones(n) if not NORMS[norm].scales else 1.0 / np.sqrt(sq / d + eps)   # (n,) N
-        s = scale[:, None] * g * scale[None, :] / sd               # (n, n)
-        a = causal_softmax(s)                                      # (n, n)
+        scale = np.ones(n) if not NORMS[norm].scales else 1.0 / np.sqrt(sq / d + eps)  # (n,) N
+        s = scale[:, None] * g * scale[None, :] / sd  # (n, n)
+        a = causal_softmax(s)  # (n, n)
         scores[layer] = np.where(lower, s, np.nan)
         attention[layer] = a
-        m = a * scale[None, :] + gamma * np.eye(n)                 # (n, n)  A N + gamma I
+        m = a * scale[None, :] + gamma * np.eye(n)  # (n, n)  A N + gamma I
         g = m @ g @ m.T
-        g = 0.5 * (g + g.T)                                        # keep it exactly symmetric
+        g = 0.5 * (g + g.T)  # keep it exactly symmetric
     grams[layers] = g
     return {"scores": scores, "attention": attention, "sq_norms": sq_norms, "gram": grams}

@@ -2,6 +2,7 @@
 (19)), Propositions 2-3 (Eqs. (36), (41)). Where a printed form slips in scale, its docstring says so
 and names the corrected form in :mod:`recency_lib.theory.corrected`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,7 +29,9 @@ def theorem1_score(i, j, d):
     i, j, d = np.broadcast_arrays(index_array("i", i), index_array("j", j), d_array(d))
     t = np.exp(-np.sqrt(d))
     t2 = t * t
-    off = np.sqrt(d) * t * (1.0 + (j - 1) * t) / np.sqrt((1.0 + (i - 1) * t2) * (1.0 + (j - 1) * t2))
+    off = (
+        np.sqrt(d) * t * (1.0 + (j - 1) * t) / np.sqrt((1.0 + (i - 1) * t2) * (1.0 + (j - 1) * t2))
+    )
     out = np.where(i > j, off, np.where(i == j, np.sqrt(d), np.nan))
     return scalar_or_array(out)
 
@@ -46,7 +49,7 @@ def prop1_attention(i, j, d):
     """
     i, j, d = np.broadcast_arrays(index_array("i", i), index_array("j", j), d_array(d))
     t = np.exp(-np.sqrt(d))
-    denom = 1.0 + (i - 1) * t                 # (e^{sqrt d} + i - 1) / e^{sqrt d}
+    denom = 1.0 + (i - 1) * t  # (e^{sqrt d} + i - 1) / e^{sqrt d}
     out = np.where(i == j, 1.0 / denom, np.where(i > j, t / denom, 0.0))
     return scalar_or_array(out)
 
@@ -87,8 +90,9 @@ def sq_norm_eq36(j, alpha, gamma, d):
 
     j: key index (integers >= 1); alpha in [0, 1]; gamma: finite real; d: real >= 1. Broadcasts.
     """
-    j, alpha, gamma, d = np.broadcast_arrays(index_array("j", j), alpha_array(alpha),
-                                             gamma_array(gamma), d_array(d))
+    j, alpha, gamma, d = np.broadcast_arrays(
+        index_array("j", j), alpha_array(alpha), gamma_array(gamma), d_array(d)
+    )
     q = _q_layer1(j - 1, alpha, gamma, _t(alpha, d))
     return scalar_or_array(d * q)
 

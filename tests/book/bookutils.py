@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[2]
 BOOK = REPO / "book"
 HTML = REPO / "_build" / "html"
@@ -30,7 +29,11 @@ def jupyter_book_cmd() -> list[str]:
     script = Path(sys.executable).with_name("jupyter-book")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())"]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
+    ]
 
 
 @dataclasses.dataclass
@@ -52,7 +55,9 @@ class BuildResult:
         return "\n".join(self.log.splitlines()[-n:])
 
 
-def run_book(root: Path, *args: str, timeout: int = BUILD_TIMEOUT, env: dict | None = None) -> BuildResult:
+def run_book(
+    root: Path, *args: str, timeout: int = BUILD_TIMEOUT, env: dict | None = None
+) -> BuildResult:
     """Run `jupyter-book build book ARGS` in `root`; stdout+stderr without colours. ``env``: extra
     environment variables (e.g. PYTHONPATH to a copy of the package)."""
     env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1", **(env or {}))
@@ -61,13 +66,21 @@ def run_book(root: Path, *args: str, timeout: int = BUILD_TIMEOUT, env: dict | N
     start = time.perf_counter()
     proc = subprocess.run(
         [*jupyter_book_cmd(), "build", "book", *args],
-        cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, timeout=timeout,
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
     )
-    return BuildResult(proc.returncode, _ANSI.sub("", proc.stdout), time.perf_counter() - start, root)
+    return BuildResult(
+        proc.returncode, _ANSI.sub("", proc.stdout), time.perf_counter() - start, root
+    )
 
 
 # --------------------------------------------------------------------------- toc & sources
+
 
 def toc_pages(root: Path = REPO) -> list[str]:
     """Docnames (relative to book/, without suffix) of every page in _toc.yml, in order."""
@@ -123,9 +136,20 @@ def execute_page(docname: str, parameters: dict, out_dir: Path) -> list:
     unknown = set(parameters) - set(pm.inspect_notebook(str(source)))
     assert not unknown, f"{docname}: unknown parameters {sorted(unknown)}"
     out = Path(out_dir) / f"{docname}.ipynb"
-    pm.execute_notebook(str(source), str(out), parameters=parameters, kernel_name="python3", cwd=str(BOOK),
-                        progress_bar=False)
-    return [o for c in nbformat.read(out, as_version=4).cells if c.cell_type == "code" for o in c.outputs]
+    pm.execute_notebook(
+        str(source),
+        str(out),
+        parameters=parameters,
+        kernel_name="python3",
+        cwd=str(BOOK),
+        progress_bar=False,
+    )
+    return [
+        o
+        for c in nbformat.read(out, as_version=4).cells
+        if c.cell_type == "code"
+        for o in c.outputs
+    ]
 
 
 def light_template(path: Path) -> Path:
@@ -141,7 +165,8 @@ def light_template(path: Path) -> Path:
         "from recency_lib.cache import cached_simulate\n\n"
         "setting = grid.validate_params(dict(alpha=alpha, gamma=gamma, norm=norm, n=n, d=d, layers=layers,\n"
         "                                    samples=samples, seed=seed))\n"
-        "cached_simulate(grid.config_of(setting)).save(grid.result_file(result_path))")
+        "cached_simulate(grid.config_of(setting)).save(grid.result_file(result_path))"
+    )
     nb.cells = [params, body]
     nbformat.write(nb, path)
     return path
@@ -160,7 +185,6 @@ def markdown_text(path: Path) -> str:
 # --------------------------------------------------------------------------- fixtures
 
 
-
 def computed_once(tmp_path_factory, name: str, compute) -> Path:
     """A folder that ``compute(folder)`` filled once per test run, however many pytest-xdist workers
     ask: a module-scoped fixture runs once on every worker that gets one of the module's tests (the
@@ -176,10 +200,12 @@ def computed_once(tmp_path_factory, name: str, compute) -> Path:
         folder = tmp_path_factory.mktemp(name)
         compute(folder)
         return folder
-    shared = tmp_path_factory.getbasetemp().parent            # the run's base folder: popen-gw0, popen-gw1, ...
+    shared = (
+        tmp_path_factory.getbasetemp().parent
+    )  # the run's base folder: popen-gw0, popen-gw1, ...
     folder, done = shared / f"{name}-{run_id}", shared / f"{name}-{run_id}.done"
     with open(shared / f"{name}-{run_id}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)                       # released when the file is closed
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
         if not done.exists():
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir()

@@ -18,8 +18,15 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from bookutils import REPO, BuildResult, computed_once, markdown_text, page_source, run_book, toc_pages
+from bookutils import (
+    REPO,
+    BuildResult,
+    computed_once,
+    markdown_text,
+    page_source,
+    run_book,
+    toc_pages,
+)
 
 
 def pytest_generate_tests(metafunc):
@@ -52,14 +59,22 @@ def seeded_cache(tmp_path_factory):
     (bookutils.computed_once). For the tests that run pages with other parameters, in a cache of their
     own: their simulations start from nothing, the theme and the algebra are read back. Computing
     those two in an empty cache is tested by test_theme.py, test_appendix_checks.py and the cold build."""
+
     def compute(folder: Path) -> None:
         code = "from companion import errata, theme; theme.theme(); errata.sympy_checks()"
-        out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "RECENCY_LIB_CACHE": str(folder)},
-                             capture_output=True, text=True, timeout=900)
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "RECENCY_LIB_CACHE": str(folder)},
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert out.returncode == 0, out.stderr[-3000:]
 
     seeds = computed_once(tmp_path_factory, "cache-seeds", compute)
-    entries = [f for f in seeds.iterdir() if f.name.startswith(SEED_ENTRIES) and f.suffix == ".json"]
+    entries = [
+        f for f in seeds.iterdir() if f.name.startswith(SEED_ENTRIES) and f.suffix == ".json"
+    ]
     assert len(entries) == len(SEED_ENTRIES), sorted(f.name for f in seeds.iterdir())
 
     def seeded(path) -> str:
@@ -85,14 +100,14 @@ def book_build() -> BuildResult:
     import json
 
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run_id is None:                                       # one process: nothing to share
+    if run_id is None:  # one process: nothing to share
         result = run_book(REPO, "--all", "-W", "--keep-going")
         print(f"\nbook build: exit {result.returncode} in {result.seconds:.1f} s")
         return result
     (REPO / "_build").mkdir(exist_ok=True)
     record = REPO / "_build" / ".pytest-book-build.json"
     with open(REPO / "_build" / ".pytest-book-build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)                     # released when the file is closed
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
         try:
             saved = json.loads(record.read_text())
         except (OSError, ValueError):
@@ -100,8 +115,16 @@ def book_build() -> BuildResult:
         if saved.get("run") == run_id:
             return BuildResult(saved["returncode"], saved["log"], saved["seconds"], REPO)
         result = run_book(REPO, "--all", "-W", "--keep-going")
-        record.write_text(json.dumps({"run": run_id, "returncode": result.returncode, "log": result.log,
-                                      "seconds": result.seconds}))
+        record.write_text(
+            json.dumps(
+                {
+                    "run": run_id,
+                    "returncode": result.returncode,
+                    "log": result.log,
+                    "seconds": result.seconds,
+                }
+            )
+        )
     print(f"\nbook build: exit {result.returncode} in {result.seconds:.1f} s")
     return result
 
@@ -124,7 +147,9 @@ def grid_results():
     (small results shared by the tests of the closed forms, the statistics and the verdicts)."""
     from recency_lib import SimConfig, simulate_many
 
-    cfgs = [SimConfig(alpha=0.5, gamma=0.0, n=6, d=16, layers=3, samples=4000, seed=3),
-            SimConfig(alpha=0.5, gamma=1.0, n=6, d=16, layers=3, samples=4000, seed=3),
-            SimConfig(alpha=0.0, gamma=0.0, norm="none", n=6, d=16, layers=3, samples=4000, seed=3)]
+    cfgs = [
+        SimConfig(alpha=0.5, gamma=0.0, n=6, d=16, layers=3, samples=4000, seed=3),
+        SimConfig(alpha=0.5, gamma=1.0, n=6, d=16, layers=3, samples=4000, seed=3),
+        SimConfig(alpha=0.0, gamma=0.0, norm="none", n=6, d=16, layers=3, samples=4000, seed=3),
+    ]
     return simulate_many(cfgs)

@@ -3,6 +3,7 @@
 Every notebook run uses small sample sizes and a private results cache (RECENCY_LIB_CACHE in a
 temporary folder), and writes only into temporary folders.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,13 +16,12 @@ import numpy as np
 import papermill
 import psutil
 import pytest
+from bookutils import computed_once, light_template
 from papermill.exceptions import PapermillExecutionError
 
-from recency_lib import SimResult
 from companion import grid
 from companion.sources import sources_hash as source_hash
-
-from bookutils import computed_once, light_template
+from recency_lib import SimResult
 
 REPO = Path(__file__).resolve().parents[2]
 BOOK = REPO / "book"
@@ -30,8 +30,17 @@ APPENDIX = BOOK / "appendix_b.ipynb"
 SMALL = 2000
 KERNEL = "python3"
 
-TEMPLATE_DEFAULTS = {"alpha": 0.5, "gamma": 0.0, "norm": "layernorm", "n": 10, "d": 64, "layers": 4,
-                     "samples": 100_000, "seed": 0, "result_path": ""}
+TEMPLATE_DEFAULTS = {
+    "alpha": 0.5,
+    "gamma": 0.0,
+    "norm": "layernorm",
+    "n": 10,
+    "d": 64,
+    "layers": 4,
+    "samples": 100_000,
+    "seed": 0,
+    "result_path": "",
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -58,8 +67,14 @@ def _seeds_for_kernels(request, private_cache):
 def run_template(out_dir: Path, **params) -> Path:
     """papermill the template into out_dir/out.ipynb with out_dir as the working directory."""
     out = out_dir / "out.ipynb"
-    papermill.execute_notebook(str(TEMPLATE), str(out), parameters=params, kernel_name=KERNEL,
-                               cwd=str(out_dir), progress_bar=False)
+    papermill.execute_notebook(
+        str(TEMPLATE),
+        str(out),
+        parameters=params,
+        kernel_name=KERNEL,
+        cwd=str(out_dir),
+        progress_bar=False,
+    )
     return out
 
 
@@ -69,8 +84,10 @@ def code_cells(nb):
 
 def images(cell) -> int:
     """Figures a cell shows (PNG or SVG; glued ones count where they are glued)."""
-    return sum(any(k.endswith(("image/png", "image/svg+xml")) for k in o.get("data", {}))
-               for o in cell.get("outputs", []))
+    return sum(
+        any(k.endswith(("image/png", "image/svg+xml")) for k in o.get("data", {}))
+        for o in cell.get("outputs", [])
+    )
 
 
 def errors(nb) -> list:
@@ -85,7 +102,7 @@ def glued(nb) -> dict:
             meta = o.get("metadata", {}).get("scrapbook")
             if meta:
                 prefix = meta.get("mime_prefix", "")
-                out[meta["name"]] = {k[len(prefix):]: v for k, v in o["data"].items()}
+                out[meta["name"]] = {k[len(prefix) :]: v for k, v in o["data"].items()}
     return out
 
 
@@ -94,6 +111,7 @@ def glue_text(nb, key) -> str:
 
 
 # --------------------------------------------------------------------------- the template itself
+
 
 def test_template_parameters_are_typed_and_documented():
     info = papermill.inspect_notebook(str(TEMPLATE))
@@ -118,7 +136,7 @@ def test_notebooks_are_committed_clean(path):
 @pytest.mark.parametrize("alpha, gamma", [(0.0, 0.0), (0.5, 1.0)])
 def test_template_writes_its_result(tmp_path, alpha, gamma):
     params = {"alpha": alpha, "gamma": gamma, "samples": SMALL}
-    if gamma:                                  # one explicit result path, one default
+    if gamma:  # one explicit result path, one default
         params["result_path"] = "mine.json"
     out = run_template(tmp_path, **params)
     path = tmp_path / ("mine.json" if gamma else "setting_result.json")
@@ -127,8 +145,15 @@ def test_template_writes_its_result(tmp_path, alpha, gamma):
 
     res = SimResult.load(path)
     cfg = res.config
-    assert (cfg.alpha, cfg.gamma, cfg.samples, cfg.norm, cfg.n, cfg.d, cfg.layers) == \
-        (alpha, gamma, SMALL, "layernorm", 10, 64, 4)
+    assert (cfg.alpha, cfg.gamma, cfg.samples, cfg.norm, cfg.n, cfg.d, cfg.layers) == (
+        alpha,
+        gamma,
+        SMALL,
+        "layernorm",
+        10,
+        64,
+        4,
+    )
     L, n = 4, 10
     lower = np.tril(np.ones((n, n), dtype=bool))
     for name in ("score_mean", "score_sem", "attn_mean", "attn_sem"):
@@ -146,14 +171,19 @@ def test_template_writes_its_result(tmp_path, alpha, gamma):
 
     nb = nbformat.read(out, as_version=4)
     assert errors(nb) == []
-    assert sum(images(c) for c in code_cells(nb)) == 2       # heatmaps, h(j)
+    assert sum(images(c) for c in code_cells(nb)) == 2  # heatmaps, h(j)
 
 
-@pytest.mark.parametrize("param, value, message", [
-    ("alpha", 1.5, "alpha=1.5 is out of range"),
-    ("d", 1, "d=1 is out of range"),
-])
-def test_bad_parameter_fails_in_first_cell_and_writes_nothing(tmp_path, private_cache, param, value, message):
+@pytest.mark.parametrize(
+    "param, value, message",
+    [
+        ("alpha", 1.5, "alpha=1.5 is out of range"),
+        ("d", 1, "d=1 is out of range"),
+    ],
+)
+def test_bad_parameter_fails_in_first_cell_and_writes_nothing(
+    tmp_path, private_cache, param, value, message
+):
     before = sorted(private_cache.iterdir())
     with pytest.raises(PapermillExecutionError) as info:
         run_template(tmp_path, **{param: value, "samples": SMALL, "result_path": "r.json"})
@@ -164,29 +194,36 @@ def test_bad_parameter_fails_in_first_cell_and_writes_nothing(tmp_path, private_
 
     nb = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     cells = code_cells(nb)
-    injected = next(k for k, c in enumerate(cells) if "injected-parameters" in c.metadata.get("tags", []))
+    injected = next(
+        k for k, c in enumerate(cells) if "injected-parameters" in c.metadata.get("tags", [])
+    )
     failing = [k for k, c in enumerate(cells) if any(o.output_type == "error" for o in c.outputs)]
     assert failing == [injected + 1], "the first cell after the parameters must raise"
-    assert all(c.execution_count is None for c in cells[injected + 2:])
+    assert all(c.execution_count is None for c in cells[injected + 2 :])
 
 
 # --------------------------------------------------------------------------- the driver
 
+
 def test_driver_validates_before_any_work(tmp_path):
     out = tmp_path / "out"
-    for params, message in [({"alpha": 1.5}, "alpha=1.5 is out of range"),
-                            ({"d": 1}, "d=1 is out of range"),
-                            ({"norm": "batch"}, "norm='batch' is not allowed"),
-                            ({"layers": 1}, "layers=1 is out of range"),
-                            ({"n": 2}, "n=2 is out of range"),
-                            ({"z": 3}, "unknown parameter"),
-                            ({"alpah": 0.2}, "unknown parameter"),
-                            ({"result_path": "x.json"}, "set by the driver")]:
+    for params, message in [
+        ({"alpha": 1.5}, "alpha=1.5 is out of range"),
+        ({"d": 1}, "d=1 is out of range"),
+        ({"norm": "batch"}, "norm='batch' is not allowed"),
+        ({"layers": 1}, "layers=1 is out of range"),
+        ({"n": 2}, "n=2 is out of range"),
+        ({"z": 3}, "unknown parameter"),
+        ({"alpah": 0.2}, "unknown parameter"),
+        ({"result_path": "x.json"}, "set by the driver"),
+    ]:
         with pytest.raises(ValueError, match=re.escape(message)):
             grid.run_setting(TEMPLATE, out, {"samples": SMALL, **params})
         assert not out.exists(), f"{params}: nothing may be written"
     with pytest.raises(ValueError, match="alpha=1.5 is out of range"):
-        grid.run_grid(TEMPLATE, out, [{"alpha": 0.2, "samples": SMALL}, {"alpha": 1.5, "samples": SMALL}])
+        grid.run_grid(
+            TEMPLATE, out, [{"alpha": 0.2, "samples": SMALL}, {"alpha": 1.5, "samples": SMALL}]
+        )
     with pytest.raises(ValueError, match="duplicate"):
         grid.run_grid(TEMPLATE, out, [{"alpha": 0.2}, {"alpha": 0.2, "gamma": 0}])
     with pytest.raises(ValueError, match="does not exist"):
@@ -199,9 +236,14 @@ def test_a_long_parameter_comes_back_cut(tmp_path):
     cuts the values it names, also through papermill."""
     huge = "[" + "0.1, " * 20_000 + "x]"
     with pytest.raises(PapermillExecutionError) as info:
-        papermill.execute_notebook(str(APPENDIX), str(tmp_path / "out.ipynb"),
-                                   parameters={"alphas_residual": huge, "out_dir": str(tmp_path / "gen")},
-                                   kernel_name=KERNEL, cwd=str(BOOK), progress_bar=False)
+        papermill.execute_notebook(
+            str(APPENDIX),
+            str(tmp_path / "out.ipynb"),
+            parameters={"alphas_residual": huge, "out_dir": str(tmp_path / "gen")},
+            kernel_name=KERNEL,
+            cwd=str(BOOK),
+            progress_bar=False,
+        )
     assert info.value.ename == "ValueError" and "alphas_residual=" in info.value.evalue
     assert len(info.value.evalue) < 300 and len(str(info.value)) < 5000
     assert not (tmp_path / "gen").exists()
@@ -211,7 +253,9 @@ def test_result_file_refuses_what_is_not_a_result(tmp_path):
     (tmp_path / "page.ipynb").write_text("{}")
     (tmp_path / "code.py").write_text("x = 1\n")
     for name in ("page.ipynb", "code.py"):
-        with pytest.raises(ValueError, match=f"result_path=.*{name}.* not a recency_lib result file"):
+        with pytest.raises(
+            ValueError, match=f"result_path=.*{name}.* not a recency_lib result file"
+        ):
             grid.result_file(str(tmp_path / name))
     assert grid.result_file(str(tmp_path / "new.json")) == tmp_path / "new.json"
 
@@ -219,17 +263,19 @@ def test_result_file_refuses_what_is_not_a_result(tmp_path):
 def test_slug_names_every_parameter():
     p = grid.validate_params({"alpha": 0.2, "gamma": 1, "samples": 50_000}, TEMPLATE)
     assert grid.slug(p) == "a0.2-g1-layernorm-n10-d64-L4-s50000-seed0"
-    q = grid.validate_params({"alpha": 0.1 + 0.2}, TEMPLATE)         # not exactly 0.3
+    q = grid.validate_params({"alpha": 0.1 + 0.2}, TEMPLATE)  # not exactly 0.3
     assert grid.slug(q) != grid.slug(grid.validate_params({"alpha": 0.3}, TEMPLATE))
     # template defaults fill the gaps: these two are the same setting
-    assert grid.validate_params({}, TEMPLATE) == grid.validate_params({"alpha": 0.5, "gamma": 0}, TEMPLATE)
+    assert grid.validate_params({}, TEMPLATE) == grid.validate_params(
+        {"alpha": 0.5, "gamma": 0}, TEMPLATE
+    )
 
 
 def test_number_list_accepts_papermill_strings():
     assert grid.number_list("a", "[0.1, 0.3]") == [0.1, 0.3]
     assert grid.number_list("a", [0, 1]) == [0.0, 1.0]
     assert grid.number_list("a", 0.4) == [0.4]
-    for bad in ("[]", "0.1, x", [], ["a"], [float("nan")], [True], "[" * 100_000, "1e999", 10 ** 400):
+    for bad in ("[]", "0.1, x", [], ["a"], [float("nan")], [True], "[" * 100_000, "1e999", 10**400):
         with pytest.raises(ValueError, match="a=") as info:
             grid.number_list("a", bad)
         assert len(str(info.value)) < 300
@@ -242,16 +288,20 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
 
     first = grid.run_setting(template, out, params)
     assert first.status == "ran" and first.seconds > 0
-    assert first.notebook == out / f"{first.slug}.ipynb" and first.result == out / f"{first.slug}.json"
+    assert (
+        first.notebook == out / f"{first.slug}.ipynb" and first.result == out / f"{first.slug}.json"
+    )
     assert first.load().config.alpha == 0.3
     side = json.loads(first.key_file.read_text())
     assert side["key"] == first.key and side["inputs"]["params"]["alpha"] == 0.3
     stamps = {p: p.stat().st_mtime_ns for p in (first.notebook, first.result, first.key_file)}
     nb = nbformat.read(first.notebook, as_version=4)
     injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
-    assert f'result_path = "{first.slug}.json"' in injected.source   # relative: the kernel ran in the staging folder
+    assert (
+        f'result_path = "{first.slug}.json"' in injected.source
+    )  # relative: the kernel ran in the staging folder
 
-    again = grid.run_setting(template, out, params)                  # nothing changed: skipped
+    again = grid.run_setting(template, out, params)  # nothing changed: skipped
     assert again.status == "reused" and again.key == first.key and again.seconds == first.seconds
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
 
@@ -267,10 +317,10 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
     assert grid.run_key(template, again.params) != first.key
     monkeypatch.undo()
 
-    other = grid.run_setting(template, out, {**params, "seed": 1})   # a parameter changed
+    other = grid.run_setting(template, out, {**params, "seed": 1})  # a parameter changed
     assert other.status == "ran" and other.slug != first.slug
 
-    nb = nbformat.read(template, as_version=4)                       # the template changed
+    nb = nbformat.read(template, as_version=4)  # the template changed
     nb.cells.insert(1, nbformat.v4.new_markdown_cell("An edited template."))
     nbformat.write(nb, template)
     edited = grid.run_setting(template, out, params)
@@ -280,22 +330,33 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
 
     # a failing run leaves the previous outputs exactly as they were, and no partial files
     saved = {p: p.read_bytes() for p in (edited.notebook, edited.result, edited.key_file)}
-    nb.cells.insert(len(nb.cells) - 1, nbformat.v4.new_code_cell("raise RuntimeError('deliberate 4711')"))
+    nb.cells.insert(
+        len(nb.cells) - 1, nbformat.v4.new_code_cell("raise RuntimeError('deliberate 4711')")
+    )
     nbformat.write(nb, template)
     with pytest.raises(PapermillExecutionError, match="deliberate 4711"):
         grid.run_setting(template, out, params)
     assert {p: p.read_bytes() for p in saved} == saved
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [".grid.lock", *(f"{s}{e}" for s in (first.slug, other.slug) for e in (".ipynb", ".json", ".key"))])
+        [
+            ".grid.lock",
+            *(f"{s}{e}" for s in (first.slug, other.slug) for e in (".ipynb", ".json", ".key")),
+        ]
+    )
 
     fresh = tmp_path / "fresh"
     with pytest.raises(PapermillExecutionError):
         grid.run_setting(template, fresh, params)
-    assert [p.name for p in fresh.iterdir()] == [".grid.lock"], "a failed first run leaves nothing behind"
+    assert [p.name for p in fresh.iterdir()] == [".grid.lock"], (
+        "a failed first run leaves nothing behind"
+    )
 
     # every run, good or failed, stopped its kernel (nbclient does not stop a kernel it was handed)
-    kernels = [p for p in psutil.Process().children(recursive=True)
-               if "ipykernel" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE]
+    kernels = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if "ipykernel" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE
+    ]
     assert kernels == [], f"kernels left running: {[p.pid for p in kernels]}"
 
 
@@ -315,11 +376,16 @@ def appendix(tmp_path_factory, private_cache, seeded_cache):
         gen = tmp / "generated"
 
         def run(name):
-            papermill.execute_notebook(str(APPENDIX), str(tmp / name), parameters={"samples": SMALL, "out_dir": str(gen),
-                                                                                  **APPENDIX_GRID},
-                                       kernel_name=KERNEL, cwd=str(BOOK), progress_bar=False)
+            papermill.execute_notebook(
+                str(APPENDIX),
+                str(tmp / name),
+                parameters={"samples": SMALL, "out_dir": str(gen), **APPENDIX_GRID},
+                kernel_name=KERNEL,
+                cwd=str(BOOK),
+                progress_bar=False,
+            )
 
-        source_before = source_hash()          # uncached: the package's sources right now
+        source_before = source_hash()  # uncached: the package's sources right now
         run("cold.ipynb")
         stamps = {p.name: p.stat().st_mtime_ns for p in gen.iterdir()}
         run("warm.ipynb")
@@ -329,8 +395,13 @@ def appendix(tmp_path_factory, private_cache, seeded_cache):
     seeded_cache(private_cache)
     tmp = computed_once(tmp_path_factory, "appendix_b-page", compute)
     record = json.loads((tmp / "record.json").read_text())
-    return {"cold": nbformat.read(tmp / "cold.ipynb", as_version=4), "warm": nbformat.read(tmp / "warm.ipynb", as_version=4),
-            "gen": tmp / "generated", "stamps": record["stamps"], "library_edited": record["library_edited"]}
+    return {
+        "cold": nbformat.read(tmp / "cold.ipynb", as_version=4),
+        "warm": nbformat.read(tmp / "warm.ipynb", as_version=4),
+        "gen": tmp / "generated",
+        "stamps": record["stamps"],
+        "library_edited": record["library_edited"],
+    }
 
 
 FIGURES = ("ab-fig3", "ab-fig4", "ab-fig5", "ab-fig5-raw", "ab-fig5-ratio")
@@ -345,8 +416,12 @@ def test_appendix_composes_every_figure(appendix):
     assert sum(images(c) for c in code_cells(nb)) == len(FIGURES)
     for fig in ("fig-ab-3", "fig-ab-4", "fig-ab-5", "fig-ab-5-raw", "fig-ab-5-ratio"):
         assert any(f":name: {fig}" in c.source for c in nb.cells if c.cell_type == "markdown"), fig
-    streams = [o.text for c in code_cells(nb) for o in c.outputs
-               if o.output_type == "stream" and o.name == "stderr"]
+    streams = [
+        o.text
+        for c in code_cells(nb)
+        for o in c.outputs
+        if o.output_type == "stream" and o.name == "stderr"
+    ]
     assert streams == [], f"stderr on the page: {streams}"
 
 
@@ -357,7 +432,9 @@ def test_appendix_glues_every_number_it_cites(appendix):
         if c.cell_type == "markdown":
             cited |= set(re.findall(r"\{glue:text\}`([^`]+)`", c.source))
             cited |= set(re.findall(r"```\{glue:(?:md|figure)\} (\S+)", c.source))
-            cited |= set(re.findall(r"\{glue:md\}`([^`:]+)(?::\w+)?`", c.source))    # key or key:format
+            cited |= set(
+                re.findall(r"\{glue:md\}`([^`:]+)(?::\w+)?`", c.source)
+            )  # key or key:format
     keys = glued(nb)
     assert cited and all(k.startswith("ab-") for k in keys)
     assert cited <= set(keys), f"cited but not glued: {sorted(cited - set(keys))}"
@@ -373,7 +450,9 @@ def test_appendix_runs_are_linked_and_saved(appendix):
         assert nbp.with_suffix(".json").is_file() and nbp.with_suffix(".key").is_file()
         res = SimResult.load(nbp.with_suffix(".json"))
         assert res.config.samples == SMALL and res.config.gamma in (0.0, 1.0)
-    assert not [p for p in gen.iterdir() if p.name.startswith(".staging")], "staging folders left behind"
+    assert not [p for p in gen.iterdir() if p.name.startswith(".staging")], (
+        "staging folders left behind"
+    )
     table = glued(appendix["cold"])["ab-runs-table"]["text/markdown"]
     for nbp in notebooks:
         assert re.search(r"\{download\}`[^`]*<[^>]*" + re.escape(nbp.name) + ">`", table), nbp.name
@@ -383,8 +462,10 @@ def test_appendix_runs_are_linked_and_saved(appendix):
 def test_appendix_warm_skips_every_run(appendix):
     warm = appendix["warm"]
     assert errors(warm) == []
-    if appendix["library_edited"]:     # the key includes recency_lib's source: then a rerun is right
-        pytest.skip("recency_lib's sources changed while the test ran; every run was (rightly) redone")
+    if appendix["library_edited"]:  # the key includes recency_lib's source: then a rerun is right
+        pytest.skip(
+            "recency_lib's sources changed while the test ran; every run was (rightly) redone"
+        )
     assert glue_text(warm, "ab-n-ran") == "0" and glue_text(warm, "ab-n-reused") == "4"
     assert {p.name: p.stat().st_mtime_ns for p in appendix["gen"].iterdir()} == appendix["stamps"]
 
@@ -393,14 +474,29 @@ def test_results_by_gamma_and_run_rows(appendix, tmp_path):
     from pathlib import Path
 
     gen = appendix["gen"]
-    runs = [grid.SettingRun(p.stem, {"alpha": float(p.stem.split("-")[0][1:]), "gamma": float(p.stem.split("-")[1][1:])},
-                            p, p.with_suffix(".json"), p.with_suffix(".key"), "k", "reused", 1.5)
-            for p in sorted(gen.glob("*.ipynb"))]
+    runs = [
+        grid.SettingRun(
+            p.stem,
+            {"alpha": float(p.stem.split("-")[0][1:]), "gamma": float(p.stem.split("-")[1][1:])},
+            p,
+            p.with_suffix(".json"),
+            p.with_suffix(".key"),
+            "k",
+            "reused",
+            1.5,
+        )
+        for p in sorted(gen.glob("*.ipynb"))
+    ]
     by = grid.results_by_gamma(runs)
-    assert sorted(by) == [0.0, 1.0] and sorted(by[0.0]) == [0.2, 0.8] and sorted(by[1.0]) == [0.0, 0.8]
+    assert (
+        sorted(by) == [0.0, 1.0] and sorted(by[0.0]) == [0.2, 0.8] and sorted(by[1.0]) == [0.0, 0.8]
+    )
     assert all(r.config.gamma == g and r.config.alpha == a for g in by for a, r in by[g].items())
     rows = grid.run_rows(runs[:1], start=gen.parent)
-    assert rows[0]["executed notebook"] == f"{{download}}`notebook <{gen.name}/{runs[0].notebook.name}>`"
+    assert (
+        rows[0]["executed notebook"]
+        == f"{{download}}`notebook <{gen.name}/{runs[0].notebook.name}>`"
+    )
     assert rows[0]["result file"].endswith(f"<{gen.name}/{runs[0].result.name}>`")
     assert rows[0]["papermill runtime"] == "1.5 s" and rows[0]["this build"] == "up to date"
     assert Path(gen.parent / gen.name / runs[0].result.name).is_file()
@@ -408,10 +504,33 @@ def test_results_by_gamma_and_run_rows(appendix, tmp_path):
 
 # --------------------------------------------------------------------------- other parameter values
 
-@pytest.mark.parametrize("params", [
-    {"alpha": 0.3, "gamma": 0.5, "norm": "rms", "n": 4, "d": 16, "layers": 3, "samples": 1500, "seed": 2},
-    {"alpha": 0.0, "gamma": 1.0, "norm": "none", "n": 3, "d": 8, "layers": 6, "samples": 1200, "seed": 5},
-], ids=["rms-gamma0.5-L3", "none-L6"])
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {
+            "alpha": 0.3,
+            "gamma": 0.5,
+            "norm": "rms",
+            "n": 4,
+            "d": 16,
+            "layers": 3,
+            "samples": 1500,
+            "seed": 2,
+        },
+        {
+            "alpha": 0.0,
+            "gamma": 1.0,
+            "norm": "none",
+            "n": 3,
+            "d": 8,
+            "layers": 6,
+            "samples": 1200,
+            "seed": 5,
+        },
+    ],
+    ids=["rms-gamma0.5-L3", "none-L6"],
+)
 def test_template_runs_with_other_parameters(tmp_path, params):
     out = run_template(tmp_path, **params, result_path="r.json")
     nb = nbformat.read(out, as_version=4)
@@ -419,9 +538,14 @@ def test_template_runs_with_other_parameters(tmp_path, params):
     assert sum(images(c) for c in code_cells(nb)) == 2
     res = SimResult.load(tmp_path / "r.json")
     assert {k: getattr(res.config, k) for k in params} == params
-    tables = [o["data"]["text/markdown"] for c in code_cells(nb) for o in c.outputs if "text/markdown" in o.get("data", {})]
+    tables = [
+        o["data"]["text/markdown"]
+        for c in code_cells(nb)
+        for o in c.outputs
+        if "text/markdown" in o.get("data", {})
+    ]
     layer_table = next(t for t in tables if "Definition 1, plain means" in t)
-    assert layer_table.count("\n") == params["layers"] + 1          # header, rule, one row per layer
+    assert layer_table.count("\n") == params["layers"] + 1  # header, rule, one row per layer
     assert not any("nan" in t for t in tables)
 
 
@@ -429,37 +553,64 @@ def test_appendix_runs_with_other_parameters(tmp_path):
     gen = tmp_path / "runs"
     out = tmp_path / "b.ipynb"
     before = sorted(p.name for p in BOOK.iterdir())
-    papermill.execute_notebook(str(APPENDIX), str(out), kernel_name=KERNEL, cwd=str(BOOK), progress_bar=False,
-                               parameters={"samples": 1500, "seed": 4, "alphas_no_residual": "[0.3]",
-                                           "alphas_residual": [0.1, 0.3], "gammas_residual": "[0.5, 1]", "n": 5,
-                                           "d": 16, "layers": 3, "out_dir": str(gen), "workers": 3})
+    papermill.execute_notebook(
+        str(APPENDIX),
+        str(out),
+        kernel_name=KERNEL,
+        cwd=str(BOOK),
+        progress_bar=False,
+        parameters={
+            "samples": 1500,
+            "seed": 4,
+            "alphas_no_residual": "[0.3]",
+            "alphas_residual": [0.1, 0.3],
+            "gammas_residual": "[0.5, 1]",
+            "n": 5,
+            "d": 16,
+            "layers": 3,
+            "out_dir": str(gen),
+            "workers": 3,
+        },
+    )
     assert sorted(p.name for p in BOOK.iterdir()) == before, "the runs wrote into book/"
     nb = nbformat.read(out, as_version=4)
     assert errors(nb) == []
     assert glue_text(nb, "ab-n-settings") == "5" and glue_text(nb, "ab-workers") == "3"
     assert glue_text(nb, "ab-f3-a-first") == "0.3" and glue_text(nb, "ab-cost-alphas") == "0.3"
-    assert glue_text(nb, "ab-gamma") == "0.5"                        # the first weight is the one the prose quotes
+    assert glue_text(nb, "ab-gamma") == "0.5"  # the first weight is the one the prose quotes
     # the closed forms of the paper's Figure 5 are held at this grid (its alphas at that weight), not the paper's
     assert glue_text(nb, "ab-cf-alphas") == "0.1 and 0.3" and glue_text(nb, "ab-quote") == "0.1"
     assert glue_text(nb, "ab-cf-ds") == "16, 64 and 256"
     assert sorted(p.name for p in gen.glob("*.json")) == sorted(
         f"a{a}-g{g}-layernorm-n5-d16-L3-s1500-seed4.json"
-        for a, g in (("0.3", "0"), ("0.1", "0.5"), ("0.3", "0.5"), ("0.1", "1"), ("0.3", "1")))
+        for a, g in (("0.3", "0"), ("0.1", "0.5"), ("0.3", "0.5"), ("0.1", "1"), ("0.3", "1"))
+    )
     assert all("image/svg+xml" in glued(nb)[f] for f in FIGURES)
     verdicts = glued(nb)["ab-verdicts"]["text/markdown"]
-    assert verdicts.count("Figure 4 <appendix_b>") == 2 and verdicts.count("Figure 5 <appendix_b>") == 2
+    assert (
+        verdicts.count("Figure 4 <appendix_b>") == 2
+        and verdicts.count("Figure 5 <appendix_b>") == 2
+    )
     assert "0.5 × residual" in verdicts
 
 
 def test_appendix_rejects_a_bad_grid_before_any_run(tmp_path):
     gen = tmp_path / "runs"
-    for params, message in (({"layers": 1}, "layers=1 is out of range"),
-                            ({"gammas_residual": "[0, 1]"}, "gammas_residual[0]=0 is out of range"),
-                            ({"gammas_residual": "[1, 1]"}, "gammas_residual='[1, 1]' repeats a value"),
-                            ({"alphas_residual": "[1.0]"}, "alphas_residual=[1.0] is not allowed")):
+    for params, message in (
+        ({"layers": 1}, "layers=1 is out of range"),
+        ({"gammas_residual": "[0, 1]"}, "gammas_residual[0]=0 is out of range"),
+        ({"gammas_residual": "[1, 1]"}, "gammas_residual='[1, 1]' repeats a value"),
+        ({"alphas_residual": "[1.0]"}, "alphas_residual=[1.0] is not allowed"),
+    ):
         with pytest.raises(PapermillExecutionError, match=re.escape(message)):
-            papermill.execute_notebook(str(APPENDIX), str(tmp_path / "b.ipynb"), kernel_name=KERNEL, cwd=str(BOOK),
-                                       progress_bar=False, parameters={"samples": 1500, "out_dir": str(gen), **params})
+            papermill.execute_notebook(
+                str(APPENDIX),
+                str(tmp_path / "b.ipynb"),
+                kernel_name=KERNEL,
+                cwd=str(BOOK),
+                progress_bar=False,
+                parameters={"samples": 1500, "out_dir": str(gen), **params},
+            )
         assert not gen.exists()
 
 
@@ -469,21 +620,32 @@ def test_default_grid_is_the_papers():
     from companion import settings
 
     info = papermill.inspect_notebook(str(APPENDIX))
-    defaults = {k: eval(v["default"]) for k, v in info.items() if k.startswith(("alphas", "gammas"))}
-    assert defaults == {"alphas_no_residual": list(settings.FIG3_ALPHAS), "alphas_residual": list(settings.FIG4_ALPHAS),
-                        "gammas_residual": [1.0]}
+    defaults = {
+        k: eval(v["default"]) for k, v in info.items() if k.startswith(("alphas", "gammas"))
+    }
+    assert defaults == {
+        "alphas_no_residual": list(settings.FIG3_ALPHAS),
+        "alphas_residual": list(settings.FIG4_ALPHAS),
+        "gammas_residual": [1.0],
+    }
 
 
 # --------------------------------------------------------------------------- the verdict helpers
 
+
 def _runs(alphas, gamma, samples=3000, d=16):
     from recency_lib import SimConfig, simulate
 
-    return {a: simulate(SimConfig(alpha=a, gamma=gamma, n=6, d=d, layers=3, samples=samples, seed=1)) for a in alphas}
+    return {
+        a: simulate(SimConfig(alpha=a, gamma=gamma, n=6, d=d, layers=3, samples=samples, seed=1))
+        for a in alphas
+    }
 
 
 def test_residual_weights():
-    assert grid.residual_weights("g", "[0.5, 1]") == [0.5, 1.0] and grid.residual_weights("g", 1) == [1.0]
+    assert grid.residual_weights("g", "[0.5, 1]") == [0.5, 1.0] and grid.residual_weights(
+        "g", 1
+    ) == [1.0]
     for bad in ("[0, 1]", "[1, 1]", "[-1]", "[]", "x"):
         with pytest.raises(ValueError, match="g="):
             grid.residual_weights("g", bad)
@@ -505,9 +667,14 @@ def test_feature_rows_cover_every_check_of_figures_3_and_4():
         # the verdict's own word follows from the features' statuses by the same rule
         assert verdicts.verdict_word([c.status for cs in groups.values() for c in cs])[0] == v.word
         assert len(pages.check_rows(v)) == len(v.checks)
-    assert list(pages.feature_checks(claims.figure4_claim(fig4, fig3))) == [f for f, _, _ in pages.FEATURES]
-    lone = verdicts.decide("x", [verdicts.Check("something else", "s", 0.0, 1.0, 0.0, verdicts.AS_CLAIMED, "0",
-                                                "rise")], ("doc", "x"))
+    assert list(pages.feature_checks(claims.figure4_claim(fig4, fig3))) == [
+        f for f, _, _ in pages.FEATURES
+    ]
+    lone = verdicts.decide(
+        "x",
+        [verdicts.Check("something else", "s", 0.0, 1.0, 0.0, verdicts.AS_CLAIMED, "0", "rise")],
+        ("doc", "x"),
+    )
     with pytest.raises(ValueError, match="of kind 'rise'"):
         pages.feature_checks(lone)
 
@@ -524,7 +691,9 @@ def test_figure5_claim_at_any_residual_weight():
     from recency_lib import theory
 
     expected = theory.h_eq41(j, 0.4, 0.5, 16)
-    assert tab[0.4]["printed"] == pytest.approx(expected[-1] / expected[0] - 1.0)   # the forms at gamma = 0.5
+    assert tab[0.4]["printed"] == pytest.approx(
+        expected[-1] / expected[0] - 1.0
+    )  # the forms at gamma = 0.5
     assert [c.alpha for c in v.checks] == [0.4, 0.8]
     assert pages.by_alpha_text(pages.size_ratios(tab, "printed")).endswith("at α = 0.4 and 0.8")
     with pytest.raises(ValueError, match="runs of one weight"):
@@ -534,15 +703,20 @@ def test_figure5_claim_at_any_residual_weight():
 def test_misranked_pairs():
     from companion.pages import appendix_b as pages
 
-    tab = {0.6: {"sim": (0.087, 1e-4), "printed": 0.054, "corrected": 0.089},
-           0.8: {"sim": (0.079, 1e-4), "printed": 0.058, "corrected": 0.082},
-           0.0: {"sim": (0.004, 1e-4), "printed": 0.0015, "corrected": 0.0027}}
+    tab = {
+        0.6: {"sim": (0.087, 1e-4), "printed": 0.054, "corrected": 0.089},
+        0.8: {"sim": (0.079, 1e-4), "printed": 0.058, "corrected": 0.082},
+        0.0: {"sim": (0.004, 1e-4), "printed": 0.0015, "corrected": 0.0027},
+    }
     assert pages.misranked(tab, "printed") == [(0.8, 0.6)]
     assert pages.misranked(tab, "corrected") == []
     assert pages.ranking_text(pages.misranked(tab, "printed")) == "α = 0.6 below α = 0.8"
     assert pages.ranking_text([]) == "no pair"
-    close = {0.6: {"sim": (0.08, 0.01), "printed": 0.05}, 0.8: {"sim": (0.081, 0.01), "printed": 0.04}}
-    assert pages.misranked(close, "printed") == []                       # not resolved: no claim about the order
+    close = {
+        0.6: {"sim": (0.08, 0.01), "printed": 0.05},
+        0.8: {"sim": (0.081, 0.01), "printed": 0.04},
+    }
+    assert pages.misranked(close, "printed") == []  # not resolved: no claim about the order
 
 
 def test_grid_workers_reuse_their_kernel_cleared_between_runs(tmp_path, monkeypatch):
@@ -551,37 +725,56 @@ def test_grid_workers_reuse_their_kernel_cleared_between_runs(tmp_path, monkeypa
     takes its kernel down and the next run gets a new one; no kernel outlives run_grid."""
     template = light_template(tmp_path / "template.ipynb")
     nb = nbformat.read(template, as_version=4)
-    nb.cells.insert(1, nbformat.v4.new_code_cell(
-        "import os\n"
-        "assert 'leftover' not in globals(), 'the namespace of an earlier run survived'\n"
-        "leftover = os.getpid()\n"
-        "print('kernel', os.getpid(), os.path.basename(os.getcwd()))\n"
-        "if alpha == 0.5:\n"
-        "    raise RuntimeError('deliberate 815')"))
+    nb.cells.insert(
+        1,
+        nbformat.v4.new_code_cell(
+            "import os\n"
+            "assert 'leftover' not in globals(), 'the namespace of an earlier run survived'\n"
+            "leftover = os.getpid()\n"
+            "print('kernel', os.getpid(), os.path.basename(os.getcwd()))\n"
+            "if alpha == 0.5:\n"
+            "    raise RuntimeError('deliberate 815')"
+        ),
+    )
     nbformat.write(nb, template)
     monkeypatch.chdir(tmp_path)
-    out = Path("runs")                                        # relative, as the book's page passes it
-    runs = grid.run_grid(template, out, [{"alpha": a, "samples": SMALL} for a in (0.1, 0.2, 0.3)], workers=1)
+    out = Path("runs")  # relative, as the book's page passes it
+    runs = grid.run_grid(
+        template, out, [{"alpha": a, "samples": SMALL} for a in (0.1, 0.2, 0.3)], workers=1
+    )
 
     def printed(run):
         book = nbformat.read(run.notebook, as_version=4)
         cells = [c for c in book.cells if c.cell_type == "code"]
         assert [c.execution_count for c in cells] == list(range(1, len(cells) + 1))
         text = "".join(o.text for c in cells for o in c.outputs if o.get("name") == "stdout")
-        assert text.startswith("kernel ") and text.count("\n") == 1, text     # nothing else printed
+        assert text.startswith("kernel ") and text.count("\n") == 1, text  # nothing else printed
         return text.split()
 
     pids = {printed(r)[1] for r in runs}
     assert len(pids) == 1, "one worker, one kernel"
-    assert all(printed(r)[2].startswith(".staging-") for r in runs)       # each ran in its staging folder
+    assert all(
+        printed(r)[2].startswith(".staging-") for r in runs
+    )  # each ran in its staging folder
     assert [r.load().config.alpha for r in runs] == [0.1, 0.2, 0.3]
-    with pytest.raises(PapermillExecutionError, match="deliberate 815"):   # 0.5 fails, then 0.6 runs
-        grid.run_grid(template, out, [{"alpha": 0.5, "samples": SMALL}, {"alpha": 0.6, "samples": SMALL}],
-                      workers=1)
-    again = grid.run_grid(template, out, [{"alpha": 0.6, "samples": SMALL}, {"alpha": 0.7, "samples": SMALL}],
-                          workers=1)
+    with pytest.raises(PapermillExecutionError, match="deliberate 815"):  # 0.5 fails, then 0.6 runs
+        grid.run_grid(
+            template,
+            out,
+            [{"alpha": 0.5, "samples": SMALL}, {"alpha": 0.6, "samples": SMALL}],
+            workers=1,
+        )
+    again = grid.run_grid(
+        template,
+        out,
+        [{"alpha": 0.6, "samples": SMALL}, {"alpha": 0.7, "samples": SMALL}],
+        workers=1,
+    )
     assert [r.status for r in again] == ["reused", "ran"]
     assert printed(again[0])[1] not in pids, "the failed run's kernel was not reused"
-    kernels = [p for p in psutil.Process().children(recursive=True)
-               if "ipykernel" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE]
+    kernels = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if "ipykernel" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE
+    ]
     assert kernels == [], f"kernels left running: {[p.pid for p in kernels]}"

@@ -11,29 +11,59 @@ Equation numbers are the paper's; indices 1-based as in the paper. Runtime: ~15 
 checks, a few seconds of simulation (small sample counts; the gram engine's cost does not depend
 on d, so large d is cheap).
 """
+
 import math
 
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, simulate, theory
 from companion import symbolic
+from recency_lib import SimConfig, simulate, theory
 
 # -- sympy verdicts ----------------------------------------------------------------------------------
 
 EXPECTED = {
     # A.1
-    "eq7-printed": False, "eq7-fixed": True, "eq8": True, "eq9": True, "eq10": True,
-    "eq11-from-9-10": True, "eq11-increasing": True, "eq11-diagonal": True, "eq11-theory": True,
+    "eq7-printed": False,
+    "eq7-fixed": True,
+    "eq8": True,
+    "eq9": True,
+    "eq10": True,
+    "eq11-from-9-10": True,
+    "eq11-increasing": True,
+    "eq11-diagonal": True,
+    "eq11-theory": True,
     # A.2
-    "eq14-printed": False, "eq14-fixed": True, "eq15-printed": False, "eq15-fixed": True,
-    "eq17-scale": False, "eq18-printed": False, "eq19-form": True, "eq19-fixed": True,
+    "eq14-printed": False,
+    "eq14-fixed": True,
+    "eq15-printed": False,
+    "eq15-fixed": True,
+    "eq17-scale": False,
+    "eq18-printed": False,
+    "eq19-form": True,
+    "eq19-fixed": True,
     # A.3
-    "eq22-printed": False, "eq22-fixed": True, "eq23-printed": False, "eq23-fixed": True,
-    "residual-printed": False, "residual-fixed": True, "eq28-32": True, "eq32-flat": True, "eq33": True,
-    "eq34-printed": False, "eq34-fixed": True, "eq35": True, "eq36": True, "eq36-theory": True,
-    "eq38": True, "eq39-printed": False, "eq39-fixed": True, "eq39-sign": True,
-    "eq40-printed": False, "eq40-fixed": True, "eq41": True,
+    "eq22-printed": False,
+    "eq22-fixed": True,
+    "eq23-printed": False,
+    "eq23-fixed": True,
+    "residual-printed": False,
+    "residual-fixed": True,
+    "eq28-32": True,
+    "eq32-flat": True,
+    "eq33": True,
+    "eq34-printed": False,
+    "eq34-fixed": True,
+    "eq35": True,
+    "eq36": True,
+    "eq36-theory": True,
+    "eq38": True,
+    "eq39-printed": False,
+    "eq39-fixed": True,
+    "eq39-sign": True,
+    "eq40-printed": False,
+    "eq40-fixed": True,
+    "eq41": True,
 }
 
 
@@ -48,8 +78,10 @@ def checks(timed_checks):
 
 
 def test_registry_is_complete_and_well_formed(checks, timed_checks):
-    assert timed_checks[1] > 0 and [c.key for c in timed_checks[0]] == list(checks)   # run_all's order
-    assert len(checks) == len(symbolic.CHECKS)                  # keys are unique
+    assert timed_checks[1] > 0 and [c.key for c in timed_checks[0]] == list(
+        checks
+    )  # run_all's order
+    assert len(checks) == len(symbolic.CHECKS)  # keys are unique
     assert set(checks) == set(EXPECTED)
     for c in checks.values():
         assert c.section in ("A.1", "A.2", "A.3")
@@ -63,26 +95,48 @@ def test_symbolic_verdict(checks, key):
     assert checks[key].holds is EXPECTED[key], checks[key]
 
 
-def test_cached_checks_are_the_checks_and_run_only_when_their_source_changes(timed_checks, tmp_path, monkeypatch):
+def test_cached_checks_are_the_checks_and_run_only_when_their_source_changes(
+    timed_checks, tmp_path, monkeypatch
+):
     """errata.sympy_checks (the page's call) stores the verdicts keyed by the source of symbolic and
     what it imports: the second call reads them back unchanged; an edit of that source runs again."""
-    from recency_lib import cache
     from companion import errata
+    from recency_lib import cache
 
     runs = []
-    monkeypatch.setattr(errata, "_run_checks", lambda: runs.append(1) or
-                        {"checks": [c.as_row() for c in timed_checks[0]], "seconds": timed_checks[1]})
+    monkeypatch.setattr(
+        errata,
+        "_run_checks",
+        lambda: (
+            runs.append(1)
+            or {"checks": [c.as_row() for c in timed_checks[0]], "seconds": timed_checks[1]}
+        ),
+    )
     first = errata.sympy_checks(cache=tmp_path)
     again = errata.sympy_checks(cache=tmp_path)
-    assert first == (timed_checks[0], timed_checks[1], False) and again == (timed_checks[0], timed_checks[1], True)
+    assert first == (timed_checks[0], timed_checks[1], False) and again == (
+        timed_checks[0],
+        timed_checks[1],
+        True,
+    )
     assert len(runs) == 1
-    real = cache._hash_files                         # an edit of symbolic.py (or of the simulator) is in the key
-    monkeypatch.setattr(cache, "_hash_files", lambda named: real(named) + "edited" if "companion.symbolic" in named else real(named))
+    real = cache._hash_files  # an edit of symbolic.py (or of the simulator) is in the key
+    monkeypatch.setattr(
+        cache,
+        "_hash_files",
+        lambda named: real(named) + "edited" if "companion.symbolic" in named else real(named),
+    )
     assert errata.sympy_checks(cache=tmp_path)[2] is False and len(runs) == 2
     for stored in tmp_path.glob("sympy-checks-*.json"):
-        stored.write_text(stored.read_text().replace('"key": "eq7-printed"', '"kee": "eq7-printed"'))
-    assert errata.sympy_checks(cache=tmp_path) == (timed_checks[0], timed_checks[1], False)   # another layout:
-    assert len(runs) == 3                                                                      # run again
+        stored.write_text(
+            stored.read_text().replace('"key": "eq7-printed"', '"kee": "eq7-printed"')
+        )
+    assert errata.sympy_checks(cache=tmp_path) == (
+        timed_checks[0],
+        timed_checks[1],
+        False,
+    )  # another layout:
+    assert len(runs) == 3  # run again
 
 
 def test_expect_quadratic_rejects_non_quadratic():
@@ -90,10 +144,11 @@ def test_expect_quadratic_rejects_non_quadratic():
 
     x = sp.Symbol("x")
     with pytest.raises(ValueError, match="not a quadratic form"):
-        symbolic._expect_quadratic(x ** 3, {x: 1})
+        symbolic._expect_quadratic(x**3, {x: 1})
 
 
 # -- new closed forms: exact identities -------------------------------------------------------------
+
 
 def test_residual_coefficient_is_the_g_of_sq_norm_corrected():
     # At j = 1 there is no mixing: ||x_1^(1)||^2 = d (1 + g)^2 in the LLN (Eq. (36) with gamma -> g).
@@ -102,14 +157,22 @@ def test_residual_coefficient_is_the_g_of_sq_norm_corrected():
             for alpha in (0.0, 0.5, 1.0):
                 for gamma in (0.0, 1.0, 2.5):
                     g = theory.residual_coefficient(alpha, gamma, d, norm)
-                    assert theory.sq_norm_corrected(1, alpha, gamma, d, norm) == pytest.approx(d * (1 + g) ** 2, rel=1e-14)
-    assert theory.residual_coefficient(0.5, 1.0, 64, "rms") == pytest.approx(1 / math.sqrt(32), rel=1e-15)
-    assert theory.residual_coefficient(0.5, 1.0, 64) == pytest.approx(math.sqrt(63 / 64) / math.sqrt(32), rel=1e-15)
+                    assert theory.sq_norm_corrected(1, alpha, gamma, d, norm) == pytest.approx(
+                        d * (1 + g) ** 2, rel=1e-14
+                    )
+    assert theory.residual_coefficient(0.5, 1.0, 64, "rms") == pytest.approx(
+        1 / math.sqrt(32), rel=1e-15
+    )
+    assert theory.residual_coefficient(0.5, 1.0, 64) == pytest.approx(
+        math.sqrt(63 / 64) / math.sqrt(32), rel=1e-15
+    )
 
 
 def test_first_token_exact_limits():
     # "none": x_1^(1) = (1 + gamma) x_1, E||x||^2 = 1 / (1 - alpha) exactly.
-    assert theory.sq_norm_first_token_exact(0.5, 1.0, 64, "none") == pytest.approx(4 * 2.0, rel=1e-15)
+    assert theory.sq_norm_first_token_exact(0.5, 1.0, 64, "none") == pytest.approx(
+        4 * 2.0, rel=1e-15
+    )
     # gamma = 0: ||y_1||^2 = d exactly.
     assert theory.sq_norm_first_token_exact(0.3, 0.0, 64) == pytest.approx(64.0, rel=1e-15)
     # Large d: E||P x|| -> sqrt(E||P x||^2) (Jensen gap O(1/d)), so exact -> LLN d (1 + g)^2.
@@ -118,7 +181,9 @@ def test_first_token_exact_limits():
         lln = theory.sq_norm_corrected(1, 0.5, 1.0, d)
         assert abs(exact / lln - 1) < 2 / d
     # Jensen: E||P x|| < sqrt(E||P x||^2), so exact < LLN for gamma > 0.
-    assert theory.sq_norm_first_token_exact(0.5, 1.0, 64) < theory.sq_norm_corrected(1, 0.5, 1.0, 64)
+    assert theory.sq_norm_first_token_exact(0.5, 1.0, 64) < theory.sq_norm_corrected(
+        1, 0.5, 1.0, 64
+    )
 
 
 def test_drop_ratios_limits():
@@ -127,7 +192,9 @@ def test_drop_ratios_limits():
         gauss = math.exp(0.5) * (1 - 1 / math.sqrt(d))
         assert theory.drop_ratio_first_order(d) == pytest.approx(gauss, rel=2 / math.sqrt(d))
         assert theory.drop_ratio_gaussian(0.0, d) == pytest.approx(gauss, rel=1e-15)
-    assert theory.drop_ratio_gaussian(0.5, np.inf) == pytest.approx(math.exp(0.75 ** 2 / 2), rel=1e-15)
+    assert theory.drop_ratio_gaussian(0.5, np.inf) == pytest.approx(
+        math.exp(0.75**2 / 2), rel=1e-15
+    )
     # increasing in d towards the limit (the LLN's relative error does not vanish)
     r = theory.drop_ratio_first_order([16, 64, 256, 1024, 4096, 16384])
     assert np.all(np.diff(r) > 0) and r[-1] < math.exp(0.5)
@@ -148,28 +215,34 @@ def test_score2_step_corrected_matches_differences_and_is_positive():
                     assert np.array_equal(mask, (jj >= 2) & (jj <= ii))
                     # the direct difference loses ~|s| * 1e-16 / |step| relative; d <= 64 keeps that < 1e-11
                     np.testing.assert_allclose(step[mask], diff[mask], rtol=1e-11)
-                    assert np.all(step[mask] > 0)                           # Eqs. (37)-(39)
+                    assert np.all(step[mask] > 0)  # Eqs. (37)-(39)
     # alpha = gamma = 0 is Eq. (11): compare with theorem1_score's differences (d small: no cancellation)
     s11 = theory.theorem1_score(ii, jj, 4)
-    np.testing.assert_allclose(theory.score2_step_corrected(ii, jj, 0, 0, 4, "rms")[:, 1:],
-                               np.diff(s11, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(
+        theory.score2_step_corrected(ii, jj, 0, 0, 4, "rms")[:, 1:],
+        np.diff(s11, axis=1),
+        rtol=1e-12,
+    )
     # where the direct difference is 0 in float64 the stable one is still positive and finite
     far = theory.score2_step_corrected(10, np.arange(2, 10), 0.0, 0.0, 16384)
     assert np.all(far > 0) and np.all(np.isfinite(far))
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: theory.residual_coefficient(1.5, 1.0, 64), r"alpha=1\.5"),
-    (lambda: theory.residual_coefficient(0.5, 1.0, 64, norm="none"), r"norm='none'"),
-    (lambda: theory.sq_norm_first_token_exact(0.5, 1.0, 1), r"d=1\.0 .*>= 2"),
-    (lambda: theory.sq_norm_first_token_exact(0.5, np.nan, 64), r"gamma=nan"),
-    (lambda: theory.drop_ratio_first_order(3), r"d=3\.0 .*>= 4"),
-    (lambda: theory.drop_ratio_first_order(64, "none"), r"norm='none'"),
-    (lambda: theory.drop_ratio_gaussian(1.0, 64), r"alpha=1\.0 .*\[0, 1\)"),
-    (lambda: theory.drop_ratio_gaussian(0.5, 0.5), r"d=0\.5"),
-    (lambda: theory.score2_step_corrected(3, 2, 0.5, 1.0, 1.0), r"d=1\.0 .*> 1"),
-    (lambda: theory.score2_step_corrected(0, 2, 0.5, 1.0, 64), r"i=0\.0"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: theory.residual_coefficient(1.5, 1.0, 64), r"alpha=1\.5"),
+        (lambda: theory.residual_coefficient(0.5, 1.0, 64, norm="none"), r"norm='none'"),
+        (lambda: theory.sq_norm_first_token_exact(0.5, 1.0, 1), r"d=1\.0 .*>= 2"),
+        (lambda: theory.sq_norm_first_token_exact(0.5, np.nan, 64), r"gamma=nan"),
+        (lambda: theory.drop_ratio_first_order(3), r"d=3\.0 .*>= 4"),
+        (lambda: theory.drop_ratio_first_order(64, "none"), r"norm='none'"),
+        (lambda: theory.drop_ratio_gaussian(1.0, 64), r"alpha=1\.0 .*\[0, 1\)"),
+        (lambda: theory.drop_ratio_gaussian(0.5, 0.5), r"d=0\.5"),
+        (lambda: theory.score2_step_corrected(3, 2, 0.5, 1.0, 1.0), r"d=1\.0 .*> 1"),
+        (lambda: theory.score2_step_corrected(0, 2, 0.5, 1.0, 64), r"i=0\.0"),
+    ],
+)
 def test_bad_inputs(call, match):
     with pytest.raises(ValueError, match=match):
         call()
@@ -177,12 +250,14 @@ def test_bad_inputs(call, match):
 
 # -- against simulation ----------------------------------------------------------------------------------
 
-SAMPLES = 4000        # per setting; ~0.2-0.4 s each with the gram engine
-Z = 4.0               # z-score tolerance: ~20 comparisons below, P(|N(0,1)| > 4) = 6e-5 each
+SAMPLES = 4000  # per setting; ~0.2-0.4 s each with the gram engine
+Z = 4.0  # z-score tolerance: ~20 comparisons below, P(|N(0,1)| > 4) = 6e-5 each
 
 
 def sim(**kw):
-    base = dict(alpha=0.0, gamma=0.0, norm="layernorm", n=10, d=64, layers=2, samples=SAMPLES, seed=11)
+    base = dict(
+        alpha=0.0, gamma=0.0, norm="layernorm", n=10, d=64, layers=2, samples=SAMPLES, seed=11
+    )
     return simulate(SimConfig(**{**base, **kw}))
 
 
@@ -192,11 +267,11 @@ def test_eq14_eq22_token_norms(d):
     r = sim(norm="none", d=d, layers=1)
     m, e = r.sq_norm_mean[0][0], r.sq_norm_sem[0][0]
     assert abs(m - 1.0) < Z * e
-    assert (math.sqrt(d) - m) / e > 100                                   # printed Eq. (14): sqrt(d)
+    assert (math.sqrt(d) - m) / e > 100  # printed Eq. (14): sqrt(d)
     r = sim(alpha=0.5, d=d, layers=1)
     m, e = r.sq_norm_mean[0][0], r.sq_norm_sem[0][0]
     assert abs(m - (d - 1) / d / 0.5) < Z * e
-    assert (math.sqrt(d) / 0.5 - m) / e > 100                             # printed Eq. (22)
+    assert (math.sqrt(d) / 0.5 - m) / e > 100  # printed Eq. (22)
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "rms", "none"])
@@ -207,7 +282,7 @@ def test_residual_first_token_exact(norm, alpha):
     # so a pure z-score test applies at any d, including very large ones.
     for d in (16, 4096):
         r = sim(alpha=alpha, gamma=1.0, norm=norm, d=d, layers=2)
-        m, e = r.sq_norm_mean[1][0], r.sq_norm_sem[1][0]          # state fed to layer 2, first token
+        m, e = r.sq_norm_mean[1][0], r.sq_norm_sem[1][0]  # state fed to layer 2, first token
         exact = theory.sq_norm_first_token_exact(alpha, 1.0, d, norm)
         assert abs(m - exact) < Z * e, (m, e, exact)
         if norm != "none":
@@ -224,14 +299,14 @@ def test_eq15_and_eq19_corrected_without_normalization():
     r = sim(norm="none", d=d)
     a, ae = r.attn_mean[0][n - 1, n - 1], r.attn_sem[0][n - 1, n - 1]
     assert abs(a - theory.prop1_attention_corrected(n, n, d)) < Z * ae
-    assert (theory.prop1_attention(n, n, d) - a) / ae > 1000              # printed Eq. (15): ~1
+    assert (theory.prop1_attention(n, n, d) - a) / ae > 1000  # printed Eq. (15): ~1
     # Eq. (19): the LLN misses relative corrections of order 1/sqrt(d) (measured on the page with 40k
     # samples: +1.9e-3 at d = 64, +2.4e-4 at d = 1024); allow 4 SEM plus a 0.5 % LLN bound, ~20x the
     # bias at this d.
     row, row_e = r.score_mean[1][n - 1, : n - 1], r.score_sem[1][n - 1, : n - 1]
     fix = theory.prop1_score_corrected(n, 1, d)
     assert np.all(np.abs(row - fix) < Z * row_e + 0.005 * fix)
-    assert np.all(row / theory.prop1_score(n, 1, d) > 1e10)               # printed Eq. (19): e^{-32}-small
+    assert np.all(row / theory.prop1_score(n, 1, d) > 1e10)  # printed Eq. (19): e^{-32}-small
     # flat in j (Prop. 1): the largest gap between two keys is within 4 combined SEM
     hi, lo = np.argmax(row), np.argmin(row)
     assert row[hi] - row[lo] < Z * math.hypot(row_e[hi], row_e[lo])
@@ -241,16 +316,16 @@ def test_eq23_score_scale_and_score_fluctuations():
     d, n = 4096, 10
     r = sim(alpha=0.5, d=d, layers=1)
     m, e = r.score_mean[0][n - 1, 0], r.score_sem[0][n - 1, 0]
-    target = math.sqrt(d) * 0.5                                           # <y_i, y_j> = d alpha
+    target = math.sqrt(d) * 0.5  # <y_i, y_j> = d alpha
     # bias of a correlation estimate: E[cos] = alpha - alpha (1 - alpha^2) / (2 d) + O(d^-2) (delta
     # method); allow twice that on top of 4 SEM
     assert abs(m - target) < Z * e + 2 * target * (1 - 0.25) / (2 * d)
-    assert (target - 0.5) / e > 1000                                      # printed Eq. (23): score alpha
+    assert (target - 0.5) / e > 1000  # printed Eq. (23): score alpha
     # LLN step: off-diagonal scores fluctuate by O(1) at every d. For LayerNorm at alpha = 0,
     # Z = sqrt(d) cos(theta) in d - 1 dimensions has variance d / (d - 1) exactly.
     r0 = sim(alpha=0.0, d=d, layers=1)
     sd = r0.score_sem[0][n - 1, 0] * math.sqrt(SAMPLES)
-    se_sd = sd / math.sqrt(2 * (SAMPLES - 1))                             # SE of a sample SD (near-Gaussian data)
+    se_sd = sd / math.sqrt(2 * (SAMPLES - 1))  # SE of a sample SD (near-Gaussian data)
     assert abs(sd - math.sqrt(d / (d - 1))) < Z * se_sd
 
 
@@ -262,9 +337,9 @@ def test_eq10_drop_ratio_first_order():
     q, qe = r.sq_norm_mean[1], r.sq_norm_sem[1]
     lln = theory.lln_limit(0.0, 0.0, d, n, 2, "layernorm", eps=r.config.eps)["sq_norms"][1]
     ratio = (q[0] - q[-1]) / (lln[0] - lln[-1])
-    se = (qe[0] + qe[-1]) / (lln[0] - lln[-1])                            # upper bound on the SE
+    se = (qe[0] + qe[-1]) / (lln[0] - lln[-1])  # upper bound on the SE
     assert abs(ratio - theory.drop_ratio_first_order(d)) < Z * se
-    assert (ratio - 1.0) / se > 10                                        # the LLN is off by a factor
+    assert (ratio - 1.0) / se > 10  # the LLN is off by a factor
 
 
 def test_prop3_recency_visible_at_small_d():

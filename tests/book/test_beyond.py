@@ -2,45 +2,69 @@
 
 Decision functions are tested on constructed results (every branch); the settings, the worker pool
 and the table builders on small simulations with fixed seeds."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pytest
-
-from recency_lib import SimConfig, simulate
-from recency_lib.engines import sequence_statistic
-from companion import beyond, conventions as cv, report, statistics, verdicts
 from fake_results import fake
 
+from companion import beyond, report, statistics, verdicts
+from companion import conventions as cv
+from recency_lib import SimConfig, simulate
+from recency_lib.engines import sequence_statistic
 
 # -- settings ------------------------------------------------------------------------------------
 
+
 def test_component_configs_change_one_part_each():
-    cfgs = beyond.component_configs(1_000, 3, n=6, d=16, layers=3, heads=2, weights_seed=5, random_divisor=10)
+    cfgs = beyond.component_configs(
+        1_000, 3, n=6, d=16, layers=3, heads=2, weights_seed=5, random_divisor=10
+    )
     assert list(dict.fromkeys(k for k, _ in cfgs)) == list(beyond.COMPONENT_LABELS)
     assert {a for _, a in cfgs} == set(beyond.STUDY_ALPHAS)
     paper = cfgs[("paper", 0.5)]
-    assert not paper.extended and paper.norm == "layernorm" and paper.gamma == 0.0 and (paper.n, paper.d) == (6, 16)
+    assert (
+        not paper.extended
+        and paper.norm == "layernorm"
+        and paper.gamma == 0.0
+        and (paper.n, paper.d) == (6, 16)
+    )
     assert cfgs[("random", 0.5)].samples == 100 and cfgs[("ffn", 0.5)].samples == 1_000
     assert all(c.seed == 3 and c.weights_seed == 5 and c.layers == 3 for c in cfgs.values())
     for key in ("rms", "fixed", "random", "heads", "ffn", "rope", "post", "residual"):
-        changed = {f for f in ("norm", "weights", "heads", "ffn", "rope", "placement", "gamma")
-                   if getattr(cfgs[(key, 0.5)], f) != getattr(paper, f)}
+        changed = {
+            f
+            for f in ("norm", "weights", "heads", "ffn", "rope", "placement", "gamma")
+            if getattr(cfgs[(key, 0.5)], f) != getattr(paper, f)
+        }
         assert len(changed) == 1, (key, changed)
     comb = cfgs[("combined", 0.0)]
-    assert (comb.norm, comb.rope, comb.heads, comb.ffn, comb.gamma, comb.weights) == ("rms", True, 2, True, 1.0, "fixed")
+    assert (comb.norm, comb.rope, comb.heads, comb.ffn, comb.gamma, comb.weights) == (
+        "rms",
+        True,
+        2,
+        True,
+        1.0,
+        "fixed",
+    )
 
 
 def test_component_labels_use_the_words_of_the_variant_names():
     cfgs = beyond.component_configs(100, n=5, d=16, heads=4)
     for key in ("rms", "fixed", "random", "ffn", "rope", "post", "residual"):
         cfg = cfgs[(key, 0.5)]
-        assert beyond.component_label(key, cfg).removesuffix(" (one network)") in cv.variant_name(cfg), key
+        assert beyond.component_label(key, cfg).removesuffix(" (one network)") in cv.variant_name(
+            cfg
+        ), key
     # fixed weights are one draw of the network: every label of such a setting says so
     assert beyond.component_label("fixed", cfgs[("fixed", 0.5)]) == "fixed weights (one network)"
-    assert beyond.component_label("combined", cfgs[("combined", 0.5)]) == "all parts together (one network)"
+    assert (
+        beyond.component_label("combined", cfgs[("combined", 0.5)])
+        == "all parts together (one network)"
+    )
     assert "one random network" in beyond.SENTENCE_LABELS["combined"]
     assert beyond.component_label("heads", cfgs[("heads", 0.5)]) == "4 heads"
     assert beyond.component_label("heads", cfgs[("paper", 0.5)]) == "1 head"
@@ -48,10 +72,15 @@ def test_component_labels_use_the_words_of_the_variant_names():
         beyond.component_label("nope", cfgs[("paper", 0.5)])
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(samples=1), r"samples=1"), (dict(n=2), r"n=2"), (dict(random_divisor=0), r"random_divisor=0"),
-    (dict(heads=3), r"heads=3 is not allowed with d=16"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(samples=1), r"samples=1"),
+        (dict(n=2), r"n=2"),
+        (dict(random_divisor=0), r"random_divisor=0"),
+        (dict(heads=3), r"heads=3 is not allowed with d=16"),
+    ],
+)
 def test_component_configs_reject_bad_parameters(kw, match):
     with pytest.raises(ValueError, match=match):
         beyond.component_configs(**{**dict(samples=100, n=5, d=16), **kw})
@@ -59,14 +88,23 @@ def test_component_configs_reject_bad_parameters(kw, match):
 
 def test_lengths_are_checked_sorted_and_deduplicated():
     assert beyond.check_lengths([32, 10, 32]) == (10, 32)
-    for bad, match in (([], r"long_lengths=\[\] is empty"), ("[10, 32]", r"long_lengths='\[10, 32\]'"),
-                       ([10, 2], r"long_lengths\[1\]=2"), ([10, 3.5], r"long_lengths\[1\]=3\.5"), (7, r"long_lengths=7")):
+    for bad, match in (
+        ([], r"long_lengths=\[\] is empty"),
+        ("[10, 32]", r"long_lengths='\[10, 32\]'"),
+        ([10, 2], r"long_lengths\[1\]=2"),
+        ([10, 3.5], r"long_lengths\[1\]=3\.5"),
+        (7, r"long_lengths=7"),
+    ):
         with pytest.raises(ValueError, match=match):
             beyond.check_lengths(bad)
     cfgs = beyond.length_configs([12, 5], 8, d=16, layers=2, heads=2)
     assert list(cfgs) == [(m, L) for m in beyond.LENGTH_MODELS for L in (5, 12)]
     assert not cfgs[("paper", 5)].extended and cfgs[("residual", 5)].gamma == 1.0
-    assert cfgs[("combined", 12)].alpha == 0.5 and cfgs[("combined0", 12)].alpha == 0.0 and cfgs[("combined0", 12)].rope
+    assert (
+        cfgs[("combined", 12)].alpha == 0.5
+        and cfgs[("combined0", 12)].alpha == 0.0
+        and cfgs[("combined0", 12)].rope
+    )
     assert beyond.length_label(cfgs[("combined0", 12)]) == "all parts together (one network), α = 0"
     # the exact models run as many query rows at every length; the dense ones the same sequences
     assert [cfgs[("paper", L)].samples for L in (5, 12)] == [19, 8]
@@ -90,48 +128,73 @@ def test_run_on_worker_processes_gives_the_same_numbers(tmp_path):
 
 # -- findings on constructed results ----------------------------------------------------------------
 
+
 def _study(rps: dict, layers=3, n=6, se=1e-3, steps=None) -> dict:
     """(key, alpha) -> fake result with per-layer recency probabilities ``rps[(key, alpha)]``."""
     fields = beyond.component_fields(2)
     out = {}
     for (key, a), rp in rps.items():
         cfg = SimConfig(alpha=a, n=n, d=16, layers=layers, **fields[key])
-        out[(key, a)] = fake(cfg, rp=np.asarray(rp, dtype=float), rp_se=se, step=(steps or {}).get((key, a), 0.0))
+        out[(key, a)] = fake(
+            cfg, rp=np.asarray(rp, dtype=float), rp_se=se, step=(steps or {}).get((key, a), 0.0)
+        )
     return out
 
 
 def test_directions_and_the_lists_of_the_verdict():
-    res = _study({("paper", 0.0): [0.5, 0.5, 0.5], ("paper", 0.5): [0.5, 0.7, 0.7],
-                  ("rms", 0.0): [0.5, 0.5, 0.5], ("rms", 0.5): [0.5, 0.8, 0.8],
-                  ("rope", 0.0): [0.5, 0.6, 0.6], ("rope", 0.5): [0.5, 0.5, 0.501],
-                  ("post", 0.0): [0.5, 0.4, 0.3], ("post", 0.5): [0.5, 0.2, 0.2]})
+    res = _study(
+        {
+            ("paper", 0.0): [0.5, 0.5, 0.5],
+            ("paper", 0.5): [0.5, 0.7, 0.7],
+            ("rms", 0.0): [0.5, 0.5, 0.5],
+            ("rms", 0.5): [0.5, 0.8, 0.8],
+            ("rope", 0.0): [0.5, 0.6, 0.6],
+            ("rope", 0.5): [0.5, 0.5, 0.501],
+            ("post", 0.0): [0.5, 0.4, 0.3],
+            ("post", 0.5): [0.5, 0.2, 0.2],
+        }
+    )
     dirs = beyond.directions(res)
     assert beyond.cell_count(res) == 24
     assert dirs[("paper", 0.5)] == ("no order resolved", "recency", "recency")
-    assert dirs[("rope", 0.5)][-1] == "no order resolved"              # 1 SE: below the family's z
-    assert beyond.last_layer_orders(dirs, 0.5) == {"recency": ["rms"], "no order resolved": ["rope"],
-                                                   "primacy": ["post"]}
+    assert dirs[("rope", 0.5)][-1] == "no order resolved"  # 1 SE: below the family's z
+    assert beyond.last_layer_orders(dirs, 0.5) == {
+        "recency": ["rms"],
+        "no order resolved": ["rope"],
+        "primacy": ["post"],
+    }
     assert beyond.created_order(dirs, 0.0) == ["rope", "post"]
     assert beyond.versus_reference(res, 0.5) == {"higher": ["rms"], "lower": ["rope", "post"]}
     assert beyond.names(["rms", "rope", "post"], res) == "RMSNorm, RoPE and post-LN"
-    assert beyond.names([("paper", 0.0), ("rope", 0.5)], res) == "the paper's model at α = 0 and RoPE at α = 0.5"
+    assert (
+        beyond.names([("paper", 0.0), ("rope", 0.5)], res)
+        == "the paper's model at α = 0 and RoPE at α = 0.5"
+    )
     assert beyond.names([], res) == "none"
     assert beyond.uses_plain(res) == ["rope"]
 
 
 def test_definition1_verdicts_are_one_family():
     # steps of 3 SE: resolved alone (1.96), not in a family of 2 settings x 3 layers x 15 steps (z = 3.45)
-    res = _study({("paper", 0.5): [0.5] * 3, ("rms", 0.5): [0.5] * 3}, se=1e-3,
-                 steps={("paper", 0.5): 0.003, ("rms", 0.5): 0.1})
+    res = _study(
+        {("paper", 0.5): [0.5] * 3, ("rms", 0.5): [0.5] * 3},
+        se=1e-3,
+        steps={("paper", 0.5): 0.003, ("rms", 0.5): 0.1},
+    )
     def1 = beyond.definition1_verdicts(res)
     assert def1[("paper", 0.5)] == ("undecided",) * 3 and def1[("rms", 0.5)] == ("holds",) * 3
     assert beyond.definition1_holds(def1, 0.5) == ["rms"]
 
 
 def test_layer_orders_cell():
-    assert beyond.layer_orders(["no order resolved", "recency", "recency", "recency"]) == "recency in layers 2–4"
-    assert beyond.layer_orders(["no order resolved", "recency", "primacy", "primacy"]) == \
-        "recency in layer 2; primacy in layers 3, 4"
+    assert (
+        beyond.layer_orders(["no order resolved", "recency", "recency", "recency"])
+        == "recency in layers 2–4"
+    )
+    assert (
+        beyond.layer_orders(["no order resolved", "recency", "primacy", "primacy"])
+        == "recency in layer 2; primacy in layers 3, 4"
+    )
     assert beyond.layer_orders(["no order resolved"] * 2) == "no resolved order"
 
 
@@ -143,6 +206,7 @@ def test_change_words():
 
 
 # -- tables and the length sweep on small simulations ---------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def small_study():
@@ -181,9 +245,16 @@ def test_length_sweep_findings_rows_and_downloads():
     assert all(f["rp"] in ("rises", "falls", beyond.UNCHANGED) for f in found.values())
     assert all(f["gap"] in ("grows", "shrinks", beyond.UNCHANGED) for f in found.values())
     rows = beyond.length_rows(res)
-    assert len(rows) == 4 and list(rows[0]) == ["model", "RP, n = 5", "RP, n = 9", "order, n = 9",
-                                                 "RP change", "late − early, n = 5 (± SE bound)",
-                                                 "late − early, n = 9 (± SE bound)", "gap change"]
+    assert len(rows) == 4 and list(rows[0]) == [
+        "model",
+        "RP, n = 5",
+        "RP, n = 9",
+        "order, n = 9",
+        "RP change",
+        "late − early, n = 5 (± SE bound)",
+        "late − early, n = 9 (± SE bound)",
+        "gap change",
+    ]
     assert [r.config.samples for r in runs.values()] == [115, 64]
     gaps = found["paper"]["gaps"]
     assert list(gaps) == [5, 9] and gaps[9] == beyond.late_early(runs[9])
@@ -200,15 +271,26 @@ def test_length_sweep_findings_rows_and_downloads():
 @pytest.fixture(scope="module")
 def relativity_stats():
     """Chapter 7's contrasts for RoPE alone and all parts together at n = 6, small and quick."""
-    cfgs = beyond.relativity_configs(beyond.component_configs(100, 2, n=6, d=16, layers=2, heads=2), 200)
-    return {k: sequence_statistic(c, statistics.distance_contrasts, control_mean=beyond.control_mean(c))
-            for k, c in cfgs.items()}
+    cfgs = beyond.relativity_configs(
+        beyond.component_configs(100, 2, n=6, d=16, layers=2, heads=2), 200
+    )
+    return {
+        k: sequence_statistic(c, statistics.distance_contrasts, control_mean=beyond.control_mean(c))
+        for k, c in cfgs.items()
+    }
 
 
 def test_relativity_settings_and_controls(relativity_stats):
-    assert list(relativity_stats) == [(k, a) for k in beyond.RELATIVITY_KEYS for a in beyond.STUDY_ALPHAS]
-    assert all(st.samples == 200 and st.cv_mean is None for st in relativity_stats.values())   # RoPE: plain
-    assert beyond.control_mean(SimConfig(heads=2, d=16)) == 0.0 and beyond.control_mean(SimConfig(rope=True)) is None
+    assert list(relativity_stats) == [
+        (k, a) for k in beyond.RELATIVITY_KEYS for a in beyond.STUDY_ALPHAS
+    ]
+    assert all(
+        st.samples == 200 and st.cv_mean is None for st in relativity_stats.values()
+    )  # RoPE: plain
+    assert (
+        beyond.control_mean(SimConfig(heads=2, d=16)) == 0.0
+        and beyond.control_mean(SimConfig(rope=True)) is None
+    )
     with pytest.raises(ValueError, match="samples=1"):
         beyond.relativity_configs({}, 1)
 
@@ -225,13 +307,17 @@ def test_relativity_rows_changes_and_readings(relativity_stats):
             assert z == report.zscore(m, e)
             assert ch[f"{c}_word"] == (beyond.CHANGES if abs(z) > zc else beyond.NO_CHANGE)
         assert beyond.reading(ch) == beyond.READINGS[(ch["D_word"], ch["K_word"])]
-    assert beyond.reading({"D_word": beyond.NO_CHANGE, "K_word": beyond.CHANGES}).startswith("follows the distance")
+    assert beyond.reading({"D_word": beyond.NO_CHANGE, "K_word": beyond.CHANGES}).startswith(
+        "follows the distance"
+    )
     rows = beyond.relativity_rows(relativity_stats)
-    assert [r["component added"] for r in rows] == ["RoPE"] * 2 + ["all parts together (one network)"] * 2
+    assert [r["component added"] for r in rows] == ["RoPE"] * 2 + [
+        "all parts together (one network)"
+    ] * 2
     assert all(r["not relative? (decisive $D_n - D_5$)"].endswith("(layer 2)") for r in rows)
     assert list(rows[0])[-2:] == ["$D_n - D_5$, layer 2 (z)", "$K_n - K_5$, layer 2 (z)"]
     cols = beyond.relativity_columns(relativity_stats)
-    assert len(cols["mean"]) == 4 * 2 * 2 * 2                     # settings x layers x D, K x queries 5, 6
+    assert len(cols["mean"]) == 4 * 2 * 2 * 2  # settings x layers x D, K x queries 5, 6
 
 
 def test_across_networks_decides_the_mean_by_its_spread():
@@ -243,59 +329,91 @@ def test_across_networks_decides_the_mean_by_its_spread():
     with pytest.raises(ValueError, match="networks=1"):
         beyond.network_configs(cfg, 1, 50)
     # every network resolves its own order, but they disagree: no order across networks
-    spread = [fake(cfg.replace(weights_seed=k), rp=[0.5, r], rp_se=1e-3) for k, r in enumerate((0.6, 0.45, 0.58, 0.44))]
+    spread = [
+        fake(cfg.replace(weights_seed=k), rp=[0.5, r], rp_se=1e-3)
+        for k, r in enumerate((0.6, 0.45, 0.58, 0.44))
+    ]
     found = beyond.across_networks(spread)
-    assert found["seeds"] == [0, 1, 2, 3] and found["orders"] == ["recency", "primacy", "recency", "primacy"]
+    assert found["seeds"] == [0, 1, 2, 3] and found["orders"] == [
+        "recency",
+        "primacy",
+        "recency",
+        "primacy",
+    ]
     assert found["counts"] == {"recency": 2, "no order resolved": 0, "primacy": 2}
     assert found["mean"] == pytest.approx(0.5175)
     assert found["sd"] == pytest.approx(np.std([0.6, 0.45, 0.58, 0.44], ddof=1))
-    assert found["t_threshold"] == pytest.approx(3.182, abs=1e-3) and found["word"] == "no order resolved"
+    assert (
+        found["t_threshold"] == pytest.approx(3.182, abs=1e-3)
+        and found["word"] == "no order resolved"
+    )
     agree = beyond.across_networks([fake(cfg, rp=[0.5, r]) for r in (0.6, 0.61, 0.62)])
     assert agree["word"] == "recency" and agree["t"] > agree["t_threshold"]
-    assert beyond.network_text(agree) == f"{report.pm(0.61, 0.01 / np.sqrt(3))} over 3 networks (SD 0.01)"
+    assert (
+        beyond.network_text(agree)
+        == f"{report.pm(0.61, 0.01 / np.sqrt(3))} over 3 networks (SD 0.01)"
+    )
     with pytest.raises(ValueError, match="at least 2 networks"):
         beyond.across_networks(spread[:1])
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots()
     assert beyond.network_panel(found, ax) is ax and len(ax.get_xticks()) == 4
     plt.close(fig)
 
 
 def test_identical_scores_compares_the_bits():
-    from recency_lib import sample_trajectories, model, sampling
+    from recency_lib import model, sample_trajectories, sampling
 
     cfg = SimConfig(alpha=0.5, n=5, d=8, layers=2, samples=8, seed=3, engine="dense")
     scores = sample_trajectories(cfg)[0]
-    x = sampling.dense_tokens(cfg, np.random.default_rng(np.random.SeedSequence(3, spawn_key=(0,))), 8)
+    x = sampling.dense_tokens(
+        cfg, np.random.default_rng(np.random.SeedSequence(3, spawn_key=(0,))), 8
+    )
     direct = []
     for _ in range(2):
         x, s, _, _ = model.layer(x, norm="layernorm", d=8, gamma=0.0, eps=cfg.eps)
         direct.append(s)
     assert beyond.identical_scores(scores, direct)
     moved = direct[1].copy()
-    moved[2, 4, 1] = np.nextafter(moved[2, 4, 1], np.inf)            # one ulp, in the causal triangle
+    moved[2, 4, 1] = np.nextafter(moved[2, 4, 1], np.inf)  # one ulp, in the causal triangle
     assert not beyond.identical_scores(scores, [direct[0], moved])
     upper = direct[1].copy()
-    upper[2, 1, 4] += 1.0                                              # above the diagonal: not compared
+    upper[2, 1, 4] += 1.0  # above the diagonal: not compared
     assert beyond.identical_scores(scores, [direct[0], upper])
     with pytest.raises(ValueError, match="allowed: equal shapes"):
         beyond.identical_scores(scores, direct[:1])
 
 
-def test_findings_table_answers_each_question_from_the_deciding_functions(small_study, relativity_stats):
-    long = {k: simulate(c) for k, c in beyond.length_configs([5, 9], 32, 1, d=16, layers=2, heads=2).items()}
+def test_findings_table_answers_each_question_from_the_deciding_functions(
+    small_study, relativity_stats
+):
+    long = {
+        k: simulate(c)
+        for k, c in beyond.length_configs([5, 9], 32, 1, d=16, layers=2, heads=2).items()
+    }
     cfg = small_study[("combined", 0.5)].config
-    nets = beyond.across_networks([small_study[("combined", 0.5)],
-                                   *[simulate(c) for c in beyond.network_configs(cfg, 3, 100)]])
+    nets = beyond.across_networks(
+        [
+            small_study[("combined", 0.5)],
+            *[simulate(c) for c in beyond.network_configs(cfg, 3, 100)],
+        ]
+    )
     rows = beyond.findings_rows(small_study, long, relativity_stats, nets)
-    assert [r["evidence"] for r in rows] == ["{numref}`fig-beyond-components`"] * 2 + \
-        ["{numref}`fig-beyond-networks`", "{numref}`fig-beyond-components`", "{numref}`fig-beyond-contrasts`",
-         "{numref}`fig-beyond-lengths`"]
+    assert [r["evidence"] for r in rows] == ["{numref}`fig-beyond-components`"] * 2 + [
+        "{numref}`fig-beyond-networks`",
+        "{numref}`fig-beyond-components`",
+        "{numref}`fig-beyond-contrasts`",
+        "{numref}`fig-beyond-lengths`",
+    ]
     orders = beyond.last_layer_orders(beyond.directions(small_study), 0.5)
     kept = len(orders["recency"])
-    assert rows[0]["answer"].startswith(f"recency in the last layer with {kept} of {len(beyond.COMPONENT_LABELS) - 1} parts")
+    assert rows[0]["answer"].startswith(
+        f"recency in the last layer with {kept} of {len(beyond.COMPONENT_LABELS) - 1} parts"
+    )
     assert ("primacy with" in rows[0]["answer"]) == bool(orders["primacy"])
     assert "one random network" in rows[1]["question"]
     assert " ± " in rows[1]["answer"] and "$S^{(2)}$" in rows[1]["answer"]
@@ -306,9 +424,11 @@ def test_findings_table_answers_each_question_from_the_deciding_functions(small_
     found = beyond.length_findings(long)
     assert rows[5]["question"] == "last layer from n = 5 to 9"
     assert rows[5]["answer"].startswith(f"the paper's model: RP {found['paper']['rp']} (")
-    assert rows[5]["answer"].endswith(f"all parts together (one random network): RP {found['combined']['rp']}")
+    assert rows[5]["answer"].endswith(
+        f"all parts together (one random network): RP {found['combined']['rp']}"
+    )
     assert f"late − early gap {found['paper']['gap']}" in rows[5]["answer"]
     one = {k: r for k, r in long.items() if k[1] == 9}
     short = beyond.findings_rows(small_study, one)
     assert len(short) == 4 and short[-1]["answer"] == "one length only: no change to test"
-    assert report.table(rows).text.count("\n") == len(rows) + 1          # header, rule, one line per row
+    assert report.table(rows).text.count("\n") == len(rows) + 1  # header, rule, one line per row

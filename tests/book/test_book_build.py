@@ -26,11 +26,14 @@ pytestmark = pytest.mark.book
 
 # --------------------------------------------------------------------------- the real book
 
+
 def test_book_builds_without_warnings(book_build):
     assert book_build.returncode == 0, (
         f"`jupyter-book build book --all -W --keep-going` exited {book_build.returncode}.\n"
-        "Sphinx warnings/errors:\n  " + "\n  ".join(book_build.problems or ["(none)"])
-        + "\nend of the log:\n" + book_build.tail(40)
+        "Sphinx warnings/errors:\n  "
+        + "\n  ".join(book_build.problems or ["(none)"])
+        + "\nend of the log:\n"
+        + book_build.tail(40)
     )
     assert book_build.problems == [], "Sphinx warnings/errors:\n" + "\n".join(book_build.problems)
     assert re.search(r"^build succeeded\.\s*$", book_build.log, re.M), book_build.tail()
@@ -52,7 +55,7 @@ def test_no_remote_scripts_styles_or_fonts(built_book, toc_page):
         if not re.search(r"rel=[\"'](?:next|prev|canonical|author)[\"']", m.group(0))
     ]
     assert remote == [], f"{toc_page}.html loads remote resources: {remote}"
-    if "class=\"math" in text:
+    if 'class="math' in text:
         assert "_static/mathjax/tex-mml-chtml.js" in text, "math page without the local MathJax"
 
 
@@ -65,25 +68,31 @@ def test_local_mathjax_copied(built_book):
 
 # --------------------------------------------------------------------------- tiny books
 
+
 def _tiny_book(root: Path, notebooks: dict[str, list]) -> None:
     """A book in `root` with the repo's _config.yml, extensions, CSS and bibliography, and `notebooks`
     (name -> cells) as its pages; the first notebook is the root page."""
     shutil.copy(REPO / "_config.yml", root / "_config.yml")
     book = root / "book"
     book.mkdir()
-    shutil.copy(REPO / "book" / "references.bib", book / "references.bib")   # _config.yml's bibtex_bibfiles
+    shutil.copy(
+        REPO / "book" / "references.bib", book / "references.bib"
+    )  # _config.yml's bibtex_bibfiles
     for sub in ("_ext", "_static"):
         if (REPO / "book" / sub).is_dir():
-            shutil.copytree(REPO / "book" / sub, book / sub,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                REPO / "book" / sub, book / sub, ignore=shutil.ignore_patterns("__pycache__")
+            )
     names = list(notebooks)
     toc = f"format: jb-book\nroot: {names[0]}\n"
     if names[1:]:
         toc += "chapters:\n" + "".join(f"  - file: {n}\n" for n in names[1:])
     (root / "_toc.yml").write_text(toc)
     (book / "_toc.yml").symlink_to("../_toc.yml")
-    meta = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"}}
+    meta = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
     for name, cells in notebooks.items():
         nb = new_notebook(cells=cells, metadata=meta)
         for i, cell in enumerate(nb.cells):
@@ -92,10 +101,15 @@ def _tiny_book(root: Path, notebooks: dict[str, list]) -> None:
 
 
 def test_failing_notebook_fails_the_build(tmp_path, run_jupyter_book):
-    _tiny_book(tmp_path, {"boom": [
-        new_markdown_cell("# Boom"),
-        new_code_cell("raise RuntimeError('deliberate failure 8517')"),
-    ]})
+    _tiny_book(
+        tmp_path,
+        {
+            "boom": [
+                new_markdown_cell("# Boom"),
+                new_code_cell("raise RuntimeError('deliberate failure 8517')"),
+            ]
+        },
+    )
     result = run_jupyter_book(tmp_path, "--all", "-W", "--keep-going", timeout=600)
     assert result.returncode != 0, "a notebook that raises must fail the build:\n" + result.tail()
     assert "deliberate failure 8517" in result.log, result.tail()
@@ -104,7 +118,8 @@ def test_failing_notebook_fails_the_build(tmp_path, run_jupyter_book):
 def _executed(log: str) -> set[str]:
     """Pages a build executed (in parallel by fresh_cache, or by myst-nb itself)."""
     return set(re.findall(r"fresh_cache: executed (\w+) in", log)) | {
-        Path(p).stem for p in re.findall(r"(\S+\.ipynb): Executing notebook", log)}
+        Path(p).stem for p in re.findall(r"(\S+\.ipynb): Executing notebook", log)
+    }
 
 
 def _results(folder: Path) -> dict[str, int]:
@@ -112,15 +127,19 @@ def _results(folder: Path) -> dict[str, int]:
     return {p.name: p.stat().st_mtime_ns for p in folder.glob("*.npz")}
 
 
-SIMULATING_PAGE = ("from recency_lib import SimConfig\n"
-                   "from recency_lib.cache import cached_simulate\n"
-                   "from companion import conventions, report\n"
-                   "res = cached_simulate(SimConfig(alpha=0.5, n=6, d=16, layers=2, samples=2000, seed=1))\n"
-                   "print('rp', report.pm(res.recency_probability[1], res.recency_probability_sem[1]), "
-                   "'font', conventions.FONT_PT)")
+SIMULATING_PAGE = (
+    "from recency_lib import SimConfig\n"
+    "from recency_lib.cache import cached_simulate\n"
+    "from companion import conventions, report\n"
+    "res = cached_simulate(SimConfig(alpha=0.5, n=6, d=16, layers=2, samples=2000, seed=1))\n"
+    "print('rp', report.pm(res.recency_probability[1], res.recency_probability_sem[1]), "
+    "'font', conventions.FONT_PT)"
+)
 
 
-def test_library_change_reexecutes_the_pages_and_recomputes_only_simulations_it_changes(tmp_path, run_jupyter_book):
+def test_library_change_reexecutes_the_pages_and_recomputes_only_simulations_it_changes(
+    tmp_path, run_jupyter_book
+):
     """book/_ext/fresh_cache.py: every page is executed again when a file of the two packages changed
     (each chapter reaches nearly all of them: companion.sources). A style edit of the book's package
     (a font size in companion/conventions.py) recomputes no simulation (the results cache keys only what
@@ -129,7 +148,10 @@ def test_library_change_reexecutes_the_pages_and_recomputes_only_simulations_it_
     executes nothing; another results folder executes every page (a page may show where results live)."""
     root = tmp_path / "a"
     lib = root / "lib"
-    for pkg, src in (("recency_lib", REPO / "recency_lib"), ("companion", REPO / "book" / "companion")):
+    for pkg, src in (
+        ("recency_lib", REPO / "recency_lib"),
+        ("companion", REPO / "book" / "companion"),
+    ):
         shutil.copytree(src, lib / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     with open(lib / "companion" / "plotting.py", "a") as fh:
         fh.write("\nPROBE = 'plotting-1'\n")
@@ -138,13 +160,22 @@ def test_library_change_reexecutes_the_pages_and_recomputes_only_simulations_it_
         return {"PYTHONPATH": str(base / "lib"), "RECENCY_LIB_CACHE": str(base / "results")}
 
     root.mkdir(exist_ok=True)
-    _tiny_book(root, {
-        "plots": [new_markdown_cell("# Plots"),
-                  new_code_cell("from companion import plotting\nprint(plotting.PROBE)")],
-        "sims": [new_markdown_cell("# Sims"), new_code_cell(SIMULATING_PAGE)],
-        "plain": [new_markdown_cell("# Plain"),
-                  new_code_cell("import os\nprint('no library here; results in', os.environ['RECENCY_LIB_CACHE'])")],
-    })
+    _tiny_book(
+        root,
+        {
+            "plots": [
+                new_markdown_cell("# Plots"),
+                new_code_cell("from companion import plotting\nprint(plotting.PROBE)"),
+            ],
+            "sims": [new_markdown_cell("# Sims"), new_code_cell(SIMULATING_PAGE)],
+            "plain": [
+                new_markdown_cell("# Plain"),
+                new_code_cell(
+                    "import os\nprint('no library here; results in', os.environ['RECENCY_LIB_CACHE'])"
+                ),
+            ],
+        },
+    )
     html = root / "_build" / "html"
 
     first = run_jupyter_book(root, env=env(root), timeout=600)
@@ -163,8 +194,12 @@ def test_library_change_reexecutes_the_pages_and_recomputes_only_simulations_it_
     edited = run_jupyter_book(root, env=env(root), timeout=600)
     assert edited.returncode == 0, edited.tail()
     assert _executed(edited.log) == {"plots", "sims", "plain"}, edited.tail()
-    assert "plotting-2" in (html / "plots.html").read_text(), "the page still shows the old library's output"
-    assert _results(root / "results") == results, "an edit of the book's package recomputed a simulation"
+    assert "plotting-2" in (html / "plots.html").read_text(), (
+        "the page still shows the old library's output"
+    )
+    assert _results(root / "results") == results, (
+        "an edit of the book's package recomputed a simulation"
+    )
 
     conventions = lib / "companion" / "conventions.py"
     text = conventions.read_text()
@@ -183,19 +218,23 @@ def test_library_change_reexecutes_the_pages_and_recomputes_only_simulations_it_
     assert _executed(edited.log) == {"plots", "sims", "plain"}, edited.tail()
     assert len(_results(root / "results")) == 2, "the kernel edit did not recompute the simulation"
 
-    full = run_jupyter_book(root, "--all", env=env(root), timeout=600)    # a fresh Sphinx environment
+    full = run_jupyter_book(root, "--all", env=env(root), timeout=600)  # a fresh Sphinx environment
     assert full.returncode == 0, full.tail()
     assert _executed(full.log) == set(), "the cache of the current library was lost"
     assert "plotting-2" in (html / "plots.html").read_text()
 
     moved = tmp_path / "b"
-    shutil.move(root, moved)                                   # the whole checkout, built, elsewhere
+    shutil.move(root, moved)  # the whole checkout, built, elsewhere
     again = run_jupyter_book(moved, env=env(moved), timeout=600)
     assert again.returncode == 0, again.tail()
-    assert _executed(again.log) == set(), "moving the checkout executed pages again:\n" + again.tail()
+    assert _executed(again.log) == set(), (
+        "moving the checkout executed pages again:\n" + again.tail()
+    )
 
-    other = run_jupyter_book(moved, env={**env(moved), "RECENCY_LIB_CACHE": str(tmp_path / "elsewhere")}, timeout=600)
-    assert other.returncode == 0, other.tail()                  # a page may show where results live
+    other = run_jupyter_book(
+        moved, env={**env(moved), "RECENCY_LIB_CACHE": str(tmp_path / "elsewhere")}, timeout=600
+    )
+    assert other.returncode == 0, other.tail()  # a page may show where results live
     assert _executed(other.log) == {"plots", "sims", "plain"}, other.tail()
     assert str(tmp_path / "elsewhere") in (moved / "_build" / "html" / "plain.html").read_text()
 
@@ -205,32 +244,63 @@ def test_parallel_slots_reuse_their_kernel_cleared_between_pages(tmp_path, run_j
     namespace (an earlier page's variable is gone), in the book's folder, with the execution counts of
     a fresh kernel (the first page of each slot has one); with 4 pages on 2 slots, some pages share a
     kernel (the same process id)."""
-    probe = ("import os\n"
-             "assert 'leftover' not in globals(), 'an earlier page left its namespace'\n"
-             "leftover = 1\n"
-             "print('probe', os.getpid(), os.path.basename(os.getcwd()), get_ipython().execution_count)")
-    _tiny_book(tmp_path, {name: [new_markdown_cell(f"# {name}"), new_code_cell(probe)]
-                          for name in ("p1", "p2", "p3", "p4")})
-    result = run_jupyter_book(tmp_path, "--all", "-W", "--keep-going", env={"RECENCY_LIB_CACHE": str(tmp_path / "r")},
-                              timeout=600)
+    probe = (
+        "import os\n"
+        "assert 'leftover' not in globals(), 'an earlier page left its namespace'\n"
+        "leftover = 1\n"
+        "print('probe', os.getpid(), os.path.basename(os.getcwd()), get_ipython().execution_count)"
+    )
+    _tiny_book(
+        tmp_path,
+        {
+            name: [new_markdown_cell(f"# {name}"), new_code_cell(probe)]
+            for name in ("p1", "p2", "p3", "p4")
+        },
+    )
+    result = run_jupyter_book(
+        tmp_path,
+        "--all",
+        "-W",
+        "--keep-going",
+        env={"RECENCY_LIB_CACHE": str(tmp_path / "r")},
+        timeout=600,
+    )
     assert result.returncode == 0, result.tail()
     assert "fresh_cache: executing 4 notebooks, 2 at a time" in result.log, result.tail()
-    probes = [re.search(r"probe (\d+) (\S+) (\d+)", (tmp_path / "_build" / "html" / f"{p}.html").read_text()).groups()
-              for p in ("p1", "p2", "p3", "p4")]
+    probes = [
+        re.search(
+            r"probe (\d+) (\S+) (\d+)", (tmp_path / "_build" / "html" / f"{p}.html").read_text()
+        ).groups()
+        for p in ("p1", "p2", "p3", "p4")
+    ]
     assert {folder for _, folder, _ in probes} == {"book"}
-    assert len({count for *_, count in probes}) == 1, "execution counts differ from a fresh kernel's"
+    assert len({count for *_, count in probes}) == 1, (
+        "execution counts differ from a fresh kernel's"
+    )
     assert len({pid for pid, *_ in probes}) < 4, "no page ran on an earlier page's kernel"
 
 
 def test_notebooks_run_in_parallel_and_a_failure_still_fails_the_build(tmp_path, run_jupyter_book):
     """With two or more notebooks to execute, fresh_cache runs them in parallel processes; one that
     fails is executed again by myst-nb, which fails the build with the notebook's error."""
-    _tiny_book(tmp_path, {
-        "ok": [new_markdown_cell("# OK"), new_code_cell("print('fine')")],
-        "boom": [new_markdown_cell("# Boom"), new_code_cell("raise RuntimeError('deliberate failure 4410')")],
-    })
-    result = run_jupyter_book(tmp_path, "--all", "-W", "--keep-going", env={"RECENCY_LIB_CACHE": str(tmp_path / "r")},
-                              timeout=600)
+    _tiny_book(
+        tmp_path,
+        {
+            "ok": [new_markdown_cell("# OK"), new_code_cell("print('fine')")],
+            "boom": [
+                new_markdown_cell("# Boom"),
+                new_code_cell("raise RuntimeError('deliberate failure 4410')"),
+            ],
+        },
+    )
+    result = run_jupyter_book(
+        tmp_path,
+        "--all",
+        "-W",
+        "--keep-going",
+        env={"RECENCY_LIB_CACHE": str(tmp_path / "r")},
+        timeout=600,
+    )
     assert "fresh_cache: executing 2 notebooks" in result.log, result.tail()
     assert result.returncode != 0 and "deliberate failure 4410" in result.log, result.tail()
 
@@ -255,15 +325,19 @@ def setup(app):
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 '''
 
-PROBE_PAGE = ("import time\n"
-              "from companion import report\n"
-              "time.sleep(2)\n"
-              "print('probe', report.PROBE)")
+PROBE_PAGE = (
+    "import time\nfrom companion import report\ntime.sleep(2)\nprint('probe', report.PROBE)"
+)
 
 # (signal, phase, the log line that says the phase has started)
-INTERRUPTIONS = [("SIGINT", "executing", "fresh_cache: executing"), ("SIGKILL", "executing", "fresh_cache: executing"),
-                 ("SIGINT", "reading", "slow_phase: reading"), ("SIGKILL", "reading", "slow_phase: reading"),
-                 ("SIGINT", "writing", "slow_phase: writing"), ("SIGKILL", "writing", "slow_phase: writing")]
+INTERRUPTIONS = [
+    ("SIGINT", "executing", "fresh_cache: executing"),
+    ("SIGKILL", "executing", "fresh_cache: executing"),
+    ("SIGINT", "reading", "slow_phase: reading"),
+    ("SIGKILL", "reading", "slow_phase: reading"),
+    ("SIGINT", "writing", "slow_phase: writing"),
+    ("SIGKILL", "writing", "slow_phase: writing"),
+]
 
 
 def _interrupted_build(root: Path, env: dict, signame: str, marker: str) -> str:
@@ -273,10 +347,18 @@ def _interrupted_build(root: Path, env: dict, signame: str, marker: str) -> str:
 
     env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1", **env)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.Popen([*jupyter_book_cmd(), "build", "book"], cwd=root, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal, even
-                                                                            # under a shell that ignores it (`cmd &`)
+    proc = subprocess.Popen(
+        [*jupyter_book_cmd(), "build", "book"],
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # as from a terminal, even
+    # under a shell that ignores it (`cmd &`)
     lines, seen = [], threading.Event()
 
     def read():
@@ -308,7 +390,10 @@ def test_an_interrupted_build_leaves_no_stale_page(tmp_path, run_jupyter_book):
     every page showing the edited package's output (the stamp that says a page is current is written only
     once a build has written it)."""
     lib = tmp_path / "lib"
-    for pkg, src in (("recency_lib", REPO / "recency_lib"), ("companion", REPO / "book" / "companion")):
+    for pkg, src in (
+        ("recency_lib", REPO / "recency_lib"),
+        ("companion", REPO / "book" / "companion"),
+    ):
         shutil.copytree(src, lib / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     report = lib / "companion" / "report.py"
     original = report.read_text()
@@ -318,36 +403,64 @@ def test_an_interrupted_build_leaves_no_stale_page(tmp_path, run_jupyter_book):
     _tiny_book(root, {p: [new_markdown_cell(f"# {p}"), new_code_cell(PROBE_PAGE)] for p in pages})
     (root / "book" / "_ext" / "slow_phase.py").write_text(SLOW_PHASE)
     config = root / "_config.yml"
-    config.write_text(config.read_text().replace("    collector: book/_ext\n",
-                                                 "    collector: book/_ext\n    slow_phase: book/_ext\n"))
+    config.write_text(
+        config.read_text().replace(
+            "    collector: book/_ext\n", "    collector: book/_ext\n    slow_phase: book/_ext\n"
+        )
+    )
     env = {"PYTHONPATH": str(lib), "RECENCY_LIB_CACHE": str(tmp_path / "results")}
 
     def shown() -> dict[str, str]:
-        return {p: re.search(r"probe (\S+)", (root / "_build" / "html" / f"{p}.html").read_text()).group(1)
-                for p in pages}
+        return {
+            p: re.search(
+                r"probe (\S+)", (root / "_build" / "html" / f"{p}.html").read_text()
+            ).group(1)
+            for p in pages
+        }
 
     report.write_text(original + "\nPROBE = 'v0'\n")
     first = run_jupyter_book(root, env=env, timeout=600)
     assert first.returncode == 0 and shown() == dict.fromkeys(pages, "v0"), first.tail()
     for k, (signame, phase, marker) in enumerate(INTERRUPTIONS, start=1):
-        report.write_text(original + f"\nPROBE = 'v{k}'\n")       # an edit: every page is out of date
+        report.write_text(original + f"\nPROBE = 'v{k}'\n")  # an edit: every page is out of date
         log = _interrupted_build(root, {**env, "SLOW_PHASE": phase}, signame, marker)
         rebuilt = run_jupyter_book(root, env=env, timeout=600)
-        assert rebuilt.returncode == 0 and re.search(r"^build succeeded", rebuilt.log, re.M), rebuilt.tail()
+        assert rebuilt.returncode == 0 and re.search(r"^build succeeded", rebuilt.log, re.M), (
+            rebuilt.tail()
+        )
         assert shown() == dict.fromkeys(pages, f"v{k}"), (
-            f"after a build interrupted by {signame} while {phase} the pages", shown(), log[-2000:], rebuilt.tail())
+            f"after a build interrupted by {signame} while {phase} the pages",
+            shown(),
+            log[-2000:],
+            rebuilt.tail(),
+        )
 
 
-def test_a_pages_runs_land_in_the_builds_folder_whatever_path_output_says(tmp_path, run_jupyter_book):
+def test_a_pages_runs_land_in_the_builds_folder_whatever_path_output_says(
+    tmp_path, run_jupyter_book
+):
     """fresh_cache tells the pages where the build writes (COMPANION_BUILD_DIR: ``_build`` under
     --path-output), so what a page writes beside its results (Appendix B's runs, companion.params) lands
     there and never in the checkout, which a build into another folder may not be able to write."""
     root = tmp_path / "checkout"
     root.mkdir()
-    _tiny_book(root, {"runs": [new_markdown_cell("# Runs"),
-                               new_code_cell("from companion import params\nprint('runs in', params.build_folder())")]})
+    _tiny_book(
+        root,
+        {
+            "runs": [
+                new_markdown_cell("# Runs"),
+                new_code_cell(
+                    "from companion import params\nprint('runs in', params.build_folder())"
+                ),
+            ]
+        },
+    )
     out = tmp_path / "elsewhere"
-    result = run_jupyter_book(root, "--path-output", str(out), env={"RECENCY_LIB_CACHE": str(tmp_path / "r")}, timeout=600)
+    result = run_jupyter_book(
+        root, "--path-output", str(out), env={"RECENCY_LIB_CACHE": str(tmp_path / "r")}, timeout=600
+    )
     assert result.returncode == 0, result.tail()
-    assert f"runs in {out / '_build'}" in (out / "_build" / "html" / "runs.html").read_text(), result.tail()
+    assert f"runs in {out / '_build'}" in (out / "_build" / "html" / "runs.html").read_text(), (
+        result.tail()
+    )
     assert not (root / "_build").exists()

@@ -53,10 +53,18 @@ pytestmark = pytest.mark.book
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-    "--disable-default-apps", "--disable-extensions", "--no-default-browser-check",
-    "--metrics-recording-only", "--disable-domain-reliability",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--no-default-browser-check",
+    "--metrics-recording-only",
+    "--disable-domain-reliability",
     # defence in depth: no host name resolves except localhost
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
 ]
@@ -71,10 +79,10 @@ PRF_DIRECTIVE = re.compile(
 )
 CODE_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(?![ \t]*\{)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.M | re.S)
 WIDE, NARROW = {"width": 1400, "height": 900}, {"width": 390, "height": 844}
-EVIDENCE_PX = 700          # a statement box's figure or table must start within this distance
+EVIDENCE_PX = 700  # a statement box's figure or table must start within this distance
 MAX_PARAGRAPH_WORDS = 150
 MAX_BOLD_WORDS = 25
-FIRST_SCREEN_PX = 900      # the landing page's verdict table starts above this
+FIRST_SCREEN_PX = 900  # the landing page's verdict table starts above this
 MIN_IMAGE_SCALE = 0.9
 HAS_MATH = re.compile(r"\$|\\begin\{|\{math\}|\\\(|\\\[")
 RAW_TEX = ["$$", "\\begin{", "\\end{", "\\(", "\\)", "\\[", "\\]"]
@@ -101,6 +109,7 @@ def _chromium() -> str:
 
 # --------------------------------------------------------------------------- sources
 
+
 def expected_statements(text: str) -> list[dict]:
     """prf directives in a page's markdown: kind, label, numbered."""
     found = []
@@ -110,11 +119,13 @@ def expected_statements(text: str) -> list[dict]:
             for k, v in re.findall(r"^[ \t]*:([\w-]+):[ \t]*([^\n]*)$", m.group("opts"), re.M)
         )
         kind = m.group("kind")
-        found.append({
-            "kind": kind,
-            "label": opts.get("label"),
-            "numbered": kind not in PRF_UNNUMBERED and "nonumber" not in opts,
-        })
+        found.append(
+            {
+                "kind": kind,
+                "label": opts.get("label"),
+                "numbered": kind not in PRF_UNNUMBERED and "nonumber" not in opts,
+            }
+        )
     return found
 
 
@@ -124,8 +135,9 @@ def source_has_math(text: str) -> bool:
 
 # --------------------------------------------------------------------------- fixtures
 
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # noqa: D401 - silence the access log
+    def log_message(self, *args):
         pass
 
 
@@ -174,14 +186,21 @@ class PageRun:
         self.blocked, self.failed, self.bad_status, self.errors, self.console = [], [], [], [], []
         self.context = chromium.new_context(viewport=viewport, service_workers="block")
         self.context.route("**/*", self._route)
-        self.context.on("requestfailed", lambda req: self.failed.append(f"{req.url} ({req.failure})"))
-        self.context.on("response", lambda resp: resp.status >= 400 and self.bad_status.append(f"{resp.status} {resp.url}"))
+        self.context.on(
+            "requestfailed", lambda req: self.failed.append(f"{req.url} ({req.failure})")
+        )
+        self.context.on(
+            "response",
+            lambda resp: resp.status >= 400 and self.bad_status.append(f"{resp.status} {resp.url}"),
+        )
         self.page = self.context.new_page()
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
         self.page.on("console", lambda msg: msg.type == "error" and self.console.append(msg.text))
         self.page.goto(url, wait_until="load", timeout=60_000)
-        self.page.evaluate("async () => { if (window.MathJax && MathJax.startup && MathJax.startup.promise) "
-                           "await MathJax.startup.promise; }")
+        self.page.evaluate(
+            "async () => { if (window.MathJax && MathJax.startup && MathJax.startup.promise) "
+            "await MathJax.startup.promise; }"
+        )
 
     def _route(self, r):
         parts = urlsplit(r.request.url)
@@ -336,11 +355,15 @@ def browser_problems(run, toc_page: str, page_markdown) -> list[str]:
         problems.append(f"uncaught script errors: {errors}")
     if run.console:
         problems.append(f"console errors: {run.console}")
-    shown = run.page.evaluate("() => Array.from(document.querySelectorAll('div.cell.tag_parameters .cell_input, "
-                              "div.cell.tag_injected-parameters')).filter(e => e.checkVisibility() "
-                              "&& !e.closest('details:not([open])')).length")
+    shown = run.page.evaluate(
+        "() => Array.from(document.querySelectorAll('div.cell.tag_parameters .cell_input, "
+        "div.cell.tag_injected-parameters')).filter(e => e.checkVisibility() "
+        "&& !e.closest('details:not([open])')).length"
+    )
     if shown:
-        problems.append(f"{shown} parameters cell(s) shown expanded; allowed: collapsed (hide-cell or companion.js)")
+        problems.append(
+            f"{shown} parameters cell(s) shown expanded; allowed: collapsed (hide-cell or companion.js)"
+        )
     return problems
 
 
@@ -359,9 +382,13 @@ def test_page_in_browser(open_page, toc_page, page_markdown, built_book):
     test_no_script_error_for_odd_queries_and_hashes."""
     run = open_page(toc_page, WIDE)
     problems = browser_problems(run, toc_page, page_markdown)
-    layout, _ = layout_problems(open_page, toc_page, wide=run, narrow_suffix=ALL_AT_ONCE,
-                                expected=expected_content(built_book.html / f"{toc_page}.html",
-                                                          page_markdown(toc_page)))
+    layout, _ = layout_problems(
+        open_page,
+        toc_page,
+        wide=run,
+        narrow_suffix=ALL_AT_ONCE,
+        expected=expected_content(built_book.html / f"{toc_page}.html", page_markdown(toc_page)),
+    )
     problems += [f"layout: {p}" for p in layout]
     assert not problems, f"{toc_page}.html:\n  " + "\n  ".join(problems)
 
@@ -462,8 +489,15 @@ async (limits) => {
 }
 """
 
-LIMITS = {"scale": MIN_IMAGE_SCALE, "evidence": EVIDENCE_PX, "paragraph": MAX_PARAGRAPH_WORDS, "bold": MAX_BOLD_WORDS}
-PAGE_SCROLL_JS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+LIMITS = {
+    "scale": MIN_IMAGE_SCALE,
+    "evidence": EVIDENCE_PX,
+    "paragraph": MAX_PARAGRAPH_WORDS,
+    "bold": MAX_BOLD_WORDS,
+}
+PAGE_SCROLL_JS = (
+    "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+)
 NARROW_JS = r"""
 async () => {
   const art = document.querySelector('article.bd-article');
@@ -582,9 +616,11 @@ def expected_content(page: Path, markdown: str) -> dict:
     its error where the page's text has one, a table where the page has one."""
     html = page.read_text(encoding="utf8")
     text = re.sub(r"<(pre|script|style)\b.*?</\1>|<[^>]+>", " ", html, flags=re.S)
-    return {"figures": len(re.findall(r"\{glue:figure\}", markdown)),
-            "numbers": bool(re.search("\\d[ \u00a0]\u00b1[ \u00a0][\\d?\u221e]", text)),
-            "tables": "<table" in html}
+    return {
+        "figures": len(re.findall(r"\{glue:figure\}", markdown)),
+        "numbers": bool(re.search("\\d[ \u00a0]\u00b1[ \u00a0][\\d?\u221e]", text)),
+        "tables": "<table" in html,
+    }
 
 
 def fit_problems(run: PageRun, width: int, expected: dict | None) -> list[str]:
@@ -594,16 +630,25 @@ def fit_problems(run: PageRun, width: int, expected: dict | None) -> list[str]:
     if found.get("missing"):
         return ["no article.bd-article"]
     at = f"at {width} px"
-    problems = [f"{at} {what}: {found[key][:6]}" for key, what in (
-        ("wideFigures", "figures wider than the column or scrolling sideways"),
-        ("broken", "numbers with their errors broken across lines"),
-        ("unread", "a '±' the check does not read as a number with its error"),
-        ("uncued", "tables cut without a cue"),
-        ("emoji", "emoji (an empty box without an emoji font)")) if found[key]]
+    problems = [
+        f"{at} {what}: {found[key][:6]}"
+        for key, what in (
+            ("wideFigures", "figures wider than the column or scrolling sideways"),
+            ("broken", "numbers with their errors broken across lines"),
+            ("unread", "a '±' the check does not read as a number with its error"),
+            ("uncued", "tables cut without a cue"),
+            ("emoji", "emoji (an empty box without an emoji font)"),
+        )
+        if found[key]
+    ]
     if expected is not None:
-        if found["figures"] < expected["figures"] or (expected["figures"] and not found["visibleFigures"]):
-            problems.append(f"{at} {found['figures']} figures ({found['visibleFigures']} shown); "
-                            f"the source glues {expected['figures']}")
+        if found["figures"] < expected["figures"] or (
+            expected["figures"] and not found["visibleFigures"]
+        ):
+            problems.append(
+                f"{at} {found['figures']} figures ({found['visibleFigures']} shown); "
+                f"the source glues {expected['figures']}"
+            )
         if expected["numbers"] and not found["numbers"]:
             problems.append(f"{at} no number with its error found, but the page has some")
         if expected["tables"] and not found["tables"]:
@@ -611,8 +656,13 @@ def fit_problems(run: PageRun, width: int, expected: dict | None) -> list[str]:
     return problems
 
 
-def layout_problems(open_page, docname: str, wide: PageRun | None = None, narrow_suffix: str = "",
-                    expected: dict | None = None) -> tuple[list[str], dict]:
+def layout_problems(
+    open_page,
+    docname: str,
+    wide: PageRun | None = None,
+    narrow_suffix: str = "",
+    expected: dict | None = None,
+) -> tuple[list[str], dict]:
     """Everything the reader-facing checks find wrong on one page (empty when it passes), and the
     measurements at 1400x900 (on ``wide``, the page already open at that size, if given). The 390 px
     opening's URL ends in ``narrow_suffix``; a script error there is a problem too. ``expected``
@@ -622,33 +672,43 @@ def layout_problems(open_page, docname: str, wide: PageRun | None = None, narrow
     problems = []
     if found.get("missing"):
         return [f"{docname}.html has no article.bd-article"], found
-    for key, what in (("wide", f"wider than the {found['column']:.0f} px column, outside a scroll box"),
-                      ("small", f"images shown below {MIN_IMAGE_SCALE:.0%} of their natural width"),
-                      ("far", f"statement boxes without a figure or table within {EVIDENCE_PX} px"),
-                      ("long", f"paragraphs over {MAX_PARAGRAPH_WORDS} words"),
-                      ("bold", f"bold runs over {MAX_BOLD_WORDS} words")):
+    for key, what in (
+        ("wide", f"wider than the {found['column']:.0f} px column, outside a scroll box"),
+        ("small", f"images shown below {MIN_IMAGE_SCALE:.0%} of their natural width"),
+        ("far", f"statement boxes without a figure or table within {EVIDENCE_PX} px"),
+        ("long", f"paragraphs over {MAX_PARAGRAPH_WORDS} words"),
+        ("bold", f"bold runs over {MAX_BOLD_WORDS} words"),
+    ):
         if found[key]:
             problems.append(f"{what}: {found[key][:6]}")
-    if wide is None and (run.console or run.errors):      # (browser_problems reports them on a shared run)
+    if wide is None and (
+        run.console or run.errors
+    ):  # (browser_problems reports them on a shared run)
         problems.append(f"console errors: {run.console + run.errors}")
     if docname == "index":
         top = found["verdictTop"]
         if top is None or top >= FIRST_SCREEN_PX:
-            problems.append(f"the verdict table starts at {top} px; allowed: above {FIRST_SCREEN_PX} px")
+            problems.append(
+                f"the verdict table starts at {top} px; allowed: above {FIRST_SCREEN_PX} px"
+            )
     problems += fit_problems(run, WIDE["width"], expected)
     narrow = open_page(docname, NARROW, narrow_suffix)
     scroll, client = narrow.page.evaluate(PAGE_SCROLL_JS)
     found["narrow_scroll"] = scroll - client
     if scroll > client + 1:
-        problems.append(f"at 390 px the page scrolls sideways: {scroll} px of content in {client} px")
+        problems.append(
+            f"at 390 px the page scrolls sideways: {scroll} px of content in {client} px"
+        )
     phone = narrow.page.evaluate(NARROW_JS)
     if phone["hidden"]:
         problems.append(f"at 390 px table cells are hidden: {phone['hidden'][:6]}")
     problems += fit_problems(narrow, NARROW["width"], expected)
-    narrow.page.wait_for_timeout(200)                     # late script errors and requests
+    narrow.page.wait_for_timeout(200)  # late script errors and requests
     if narrow.errors or narrow.console or narrow.blocked or narrow.failed or narrow.bad_status:
-        problems.append(f"at 390 px ({docname}.html{narrow_suffix}): script errors {narrow.errors + narrow.console}, "
-                        f"requests {narrow.blocked + narrow.failed + narrow.bad_status}")
+        problems.append(
+            f"at 390 px ({docname}.html{narrow_suffix}): script errors {narrow.errors + narrow.console}, "
+            f"requests {narrow.blocked + narrow.failed + narrow.bad_status}"
+        )
     return problems, found
 
 
@@ -665,7 +725,9 @@ def test_citations_link_to_the_references_page(built_book, page_markdown):
         html = (built_book.html / f"{page}.html").read_text(encoding="utf8")
         targets = re.findall(r'href="references\.html#([^"]+)"', html)
         assert targets, f"{page}.html cites but links nothing to references.html"
-        assert set(targets) <= ids, f"{page}.html links to missing references: {sorted(set(targets) - ids)}"
+        assert set(targets) <= ids, (
+            f"{page}.html links to missing references: {sorted(set(targets) - ids)}"
+        )
         citing.append(page)
     assert len(citing) >= 2, citing
 
@@ -678,12 +740,18 @@ def test_landing_figure_enlarges_and_its_numbers_download(open_page):
     img = run.page.locator("article figure img").first
     img.click()
     assert run.page.locator(".zoom-overlay img").count() == 1
-    big = run.page.evaluate("() => document.querySelector('.zoom-overlay img').getBoundingClientRect().width")
-    assert big > run.page.evaluate("() => document.querySelector('article figure img').getBoundingClientRect().width")
+    big = run.page.evaluate(
+        "() => document.querySelector('.zoom-overlay img').getBoundingClientRect().width"
+    )
+    assert big > run.page.evaluate(
+        "() => document.querySelector('article figure img').getBoundingClientRect().width"
+    )
     run.page.keyboard.press("Escape")
     assert run.page.locator(".zoom-overlay").count() == 0
-    links = run.page.evaluate("() => Array.from(document.querySelectorAll('a.data-download'))"
-                              ".map(a => [a.getAttribute('download'), a.getAttribute('href')])")
+    links = run.page.evaluate(
+        "() => Array.from(document.querySelectorAll('a.data-download'))"
+        ".map(a => [a.getAttribute('download'), a.getAttribute('href')])"
+    )
     names = [name for name, _ in links]
     assert "figure-1.csv" in names and "figure-1.json" in names
     href = dict(links)["figure-1.csv"]
@@ -698,7 +766,12 @@ def test_landing_figure_enlarges_and_its_numbers_download(open_page):
 
 # Issue 26: Sphinx's search script, loaded on every page, searched for ?q=... and threw on pages
 # without its results box; no URL (query or hash) may raise a script error on any page.
-ODD_SUFFIXES = ("?q=x", "?q=%3Cb%3E&highlight=%E0%A4%A", "#%E0%A4%A", "?q=x#<img src=x onerror=alert(1)>")
+ODD_SUFFIXES = (
+    "?q=x",
+    "?q=%3Cb%3E&highlight=%E0%A4%A",
+    "#%E0%A4%A",
+    "?q=x#<img src=x onerror=alert(1)>",
+)
 # (consecutive suffixes differ in their query: every one is a full page load). Every suffix on the pages
 # with scripts of their own; every page, these too, opened at 390 px with one URL that holds all of them
 # at once (test_page_in_browser: the others share the theme's and Sphinx's scripts).
@@ -726,25 +799,34 @@ def test_no_script_error_for_odd_queries_and_hashes(browser, site, page):
         run.close()
     assert errors == [], f"{toc_page}.html:\n  " + "\n  ".join(errors)
 
+
 def test_figure_enlarges_on_a_phone(browser, site):
     """At 390 px a figure takes the column's width; a tap shows it at its natural width at least, in an
     overlay that scrolls sideways (the page does not); Escape closes it, and so does a tap on it."""
-    context = browser.new_context(viewport=NARROW, has_touch=True, is_mobile=True, service_workers="block")
+    context = browser.new_context(
+        viewport=NARROW, has_touch=True, is_mobile=True, service_workers="block"
+    )
     try:
         page = context.new_page()
         page.goto(site + "layernorm.html", wait_until="load", timeout=60_000)
         img = page.locator("article figure img").first
         img.scroll_into_view_if_needed()
-        shown, natural = img.evaluate("i => [i.getBoundingClientRect().width, parseFloat(i.getAttribute('width')) || i.naturalWidth]")
-        column = page.evaluate("() => { const a = document.querySelector('article.bd-article'), s = getComputedStyle(a);"
-                               " return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); }")
+        shown, natural = img.evaluate(
+            "i => [i.getBoundingClientRect().width, parseFloat(i.getAttribute('width')) || i.naturalWidth]"
+        )
+        column = page.evaluate(
+            "() => { const a = document.querySelector('article.bd-article'), s = getComputedStyle(a);"
+            " return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); }"
+        )
         assert natural > column >= shown > 0.9 * column, (shown, column, natural)
         img.tap()
         overlay = page.locator(".zoom-overlay")
         assert overlay.count() == 1
-        big = page.evaluate("() => { const o = document.querySelector('.zoom-overlay'); return {"
-                            "width: o.querySelector('img').getBoundingClientRect().width, scroll: o.scrollWidth,"
-                            "client: o.clientWidth, page: document.documentElement.scrollWidth}; }")
+        big = page.evaluate(
+            "() => { const o = document.querySelector('.zoom-overlay'); return {"
+            "width: o.querySelector('img').getBoundingClientRect().width, scroll: o.scrollWidth,"
+            "client: o.clientWidth, page: document.documentElement.scrollWidth}; }"
+        )
         assert big["width"] >= natural - 1 and big["scroll"] > big["client"], big
         assert big["page"] <= NARROW["width"], big
         page.keyboard.press("Escape")
@@ -771,7 +853,9 @@ def test_a_cut_table_fades_at_the_edge_with_more(open_page):
     assert cut and len(cut) < len(boxes), boxes
     assert all(b["mask"] != "none" and b["right"] and not b["left"] for b in cut), cut
     assert all(b["mask"] == "none" for b in boxes if not b["cut"]), boxes
-    run.page.evaluate("() => document.querySelectorAll('article .table-scroll').forEach(b => { b.scrollLeft = b.scrollWidth; })")
+    run.page.evaluate(
+        "() => document.querySelectorAll('article .table-scroll').forEach(b => { b.scrollLeft = b.scrollWidth; })"
+    )
     run.page.wait_for_timeout(100)
     ended = [b for b in run.page.evaluate(state) if b["cut"]]
     assert all(b["mask"] != "none" and b["left"] and not b["right"] for b in ended), ended
@@ -786,7 +870,9 @@ SEARCH_WAIT_JS = r"""() => {
 }"""
 
 
-@pytest.mark.parametrize("query, title", [("trend", None), ("nothing to order", "At α = 1: nothing to order")])
+@pytest.mark.parametrize(
+    "query, title", [("trend", None), ("nothing to order", "At α = 1: nothing to order")]
+)
 def test_search_from_disk_reads_cleanly(browser, built_book, query, title):
     """The search page opened from disk (file://, as the book is read offline): every result has its
     summary (the page texts of offline_search, not a fetch, which a browser refuses from file://), the
@@ -800,9 +886,14 @@ def test_search_from_disk_reads_cleanly(browser, built_book, query, title):
         try:
             run.page.wait_for_function(SEARCH_WAIT_JS, timeout=20_000)
         except PlaywrightTimeout:
-            shown = run.page.evaluate("() => (document.getElementById('search-results') || document.body).innerText")
-            pytest.fail(f"no summary (or untypeset math) under some result after 20 s; errors {run.errors + run.console}; "
-                        f"the results read:\n{shown[:1500]}", pytrace=False)
+            shown = run.page.evaluate(
+                "() => (document.getElementById('search-results') || document.body).innerText"
+            )
+            pytest.fail(
+                f"no summary (or untypeset math) under some result after 20 s; errors {run.errors + run.console}; "
+                f"the results read:\n{shown[:1500]}",
+                pytrace=False,
+            )
         found = run.page.evaluate(r"""() => ({
             titles: Array.from(document.querySelectorAll('#search-results ul.search > li > a')).map(a => a.textContent),
             summaries: Array.from(document.querySelectorAll('#search-results p.context')).map(p => p.innerText),

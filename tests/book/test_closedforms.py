@@ -10,6 +10,7 @@
   beyond the LLN (the e^{1/2}-type factor of Eq. (10)'s drop and Prop. 1's d^{-3/2} rise) are met;
 * bad input raises ValueError before any work; same seed -> identical table.
 """
+
 import math
 
 import mpmath as mp
@@ -17,8 +18,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from companion import closedforms as cf
+from companion import report, statistics, verdicts
 from recency_lib import SimConfig, simulate, simulate_many, theory
-from companion import closedforms as cf, report, statistics, verdicts
 from recency_lib.result import ARRAY_FIELDS, SimResult, expected_shape
 
 N = 10
@@ -27,13 +29,14 @@ DS = (16, 64, 256)
 
 # -- the registry -----------------------------------------------------------------------------------
 
+
 def test_registry_keys_unique_and_every_part_evaluates():
     keys = [f.key for f in cf.CLOSED_FORMS]
     assert len(keys) == len(set(keys))
     for f in cf.CLOSED_FORMS:
         assert f.settings and (f.level or f.step) and f.source in ("gram", "cosine")
         for s in f.settings:
-            s.config(16, N, 100, 0)                                # a valid simulation exists
+            s.config(16, N, 100, 0)  # a valid simulation exists
             for part in (f.level, f.step):
                 if part is None:
                     continue
@@ -46,14 +49,14 @@ def test_registry_keys_unique_and_every_part_evaluates():
 
 
 def test_select_and_row_lookup():
-    assert cf.select(["eq10", "eq11"]) == (cf.BY_KEY["eq11"], cf.BY_KEY["eq10"])   # registry order
+    assert cf.select(["eq10", "eq11"]) == (cf.BY_KEY["eq11"], cf.BY_KEY["eq10"])  # registry order
     assert cf.select(None) == cf.CLOSED_FORMS
 
 
 def mp_eq11(i, j, d):
     sd = mp.sqrt(mp.mpf(d))
-    a = mp.e ** sd
-    return sd * (a + j - 1) / mp.sqrt((a ** 2 + i - 1) * (a ** 2 + j - 1))
+    a = mp.e**sd
+    return sd * (a + j - 1) / mp.sqrt((a**2 + i - 1) * (a**2 + j - 1))
 
 
 @pytest.mark.parametrize("d", [16, 64, 256, 4096])
@@ -80,8 +83,11 @@ def test_off_diagonal_steps_are_the_trend_steps():
 def test_prop1_trend_is_the_mean_of_the_predicted_steps():
     # Brute force: E S_ij = c_i (1 + rise(j)) for j < i; the mean over all off-diagonal steps.
     for d in (16, 64):
-        steps = [theory.prop1_score_corrected(i, 1, d) * (cf.prop1_row_rise(j, d) - cf.prop1_row_rise(j - 1, d))
-                 for i, j in zip(*cf.off_diagonal_steps(N))]
+        steps = [
+            theory.prop1_score_corrected(i, 1, d)
+            * (cf.prop1_row_rise(j, d) - cf.prop1_row_rise(j - 1, d))
+            for i, j in zip(*cf.off_diagonal_steps(N))
+        ]
         assert cf.prop1_trend(d, N) == pytest.approx(np.mean(steps), rel=1e-12)
         assert cf.BY_KEY["prop1-beyond-lln"].step.form(cf.P, d, N) == cf.prop1_trend(d, N)
 
@@ -89,29 +95,40 @@ def test_prop1_trend_is_the_mean_of_the_predicted_steps():
 def test_registry_forms_are_the_theory_forms():
     d, j, k = 64, np.arange(1, N + 1), np.arange(1, N)
     by = cf.BY_KEY
-    assert by["eq11"].level.form(cf.T, d, N) == pytest.approx(np.mean(theory.theorem1_score(N, k, d)), rel=1e-14)
+    assert by["eq11"].level.form(cf.T, d, N) == pytest.approx(
+        np.mean(theory.theorem1_score(N, k, d)), rel=1e-14
+    )
     q = theory.sq_norm_eq36(j, 0.0, 0.0, d)
     assert by["eq10"].step.form(cf.T, d, N) == pytest.approx((q[-1] - q[0]) / (N - 1), rel=1e-12)
     # Eq. (4)'s layer-1 weight at alpha = 0 is the printed Eq. (15) off-diagonal weight
-    assert by["eq4-attention"].level.form(cf.T, d, N) == pytest.approx(theory.prop1_attention(N, 1, d), rel=1e-14)
+    assert by["eq4-attention"].level.form(cf.T, d, N) == pytest.approx(
+        theory.prop1_attention(N, 1, d), rel=1e-14
+    )
     # and with alpha it is the LLN layer-1 attention (Eqs. (25)-(26))
     lln = theory.lln_limit(0.5, 0.0, d, N, 1)["attention"][0][N - 1, 0]
     assert by["eq4-attention"].level.form(cf.A, d, N) == pytest.approx(lln, rel=1e-12)
     ii, jj = cf.off_diagonal_steps(N)
-    s2 = theory.score2_corrected(ii, jj, 0.5, 1.0, d) - theory.score2_corrected(ii, jj - 1, 0.5, 1.0, d)
+    s2 = theory.score2_corrected(ii, jj, 0.5, 1.0, d) - theory.score2_corrected(
+        ii, jj - 1, 0.5, 1.0, d
+    )
     assert by["eq40-corrected"].step.form(cf.AR, d, N) == pytest.approx(np.mean(s2), rel=1e-9)
     fig = by["fig5-printed"].level.form(cf.Setting("layernorm", 0.4, 1.0), d, N)
     assert fig == pytest.approx(math.sqrt(d) * np.mean(theory.h_eq41(j, 0.4, 1.0, d)), rel=1e-14)
-    assert by["eq15-corrected"].level.form(cf.P, d, N) == pytest.approx(theory.prop1_attention_corrected(N, N, d))
+    assert by["eq15-corrected"].level.form(cf.P, d, N) == pytest.approx(
+        theory.prop1_attention_corrected(N, N, d)
+    )
 
 
 def test_prop1_row_rise_shape():
     assert cf.prop1_row_rise(1, 16) == 0.0
     assert cf.prop1_row_rise(2, 16) == pytest.approx(0.5 / 64)
-    assert np.all(np.diff(cf.prop1_row_rise(np.arange(1, 20), 64)) > 0)     # rises with j, key 1 lowest
+    assert np.all(
+        np.diff(cf.prop1_row_rise(np.arange(1, 20), 64)) > 0
+    )  # rises with j, key 1 lowest
 
 
 # -- reading a SimResult ------------------------------------------------------------------------------
+
 
 def fake_result(n=4, d=16, seed=1):
     """A SimResult with distinct, known numbers in every array (no simulation)."""
@@ -119,8 +136,12 @@ def fake_result(n=4, d=16, seed=1):
     cfg = SimConfig(n=n, d=d, layers=2, samples=100)
     shape = (2, n, n)
     arrays = {name: rng.uniform(0.5, 2.0, expected_shape(cfg, name)) for name in ARRAY_FIELDS}
-    arrays.update(recency_probability=np.full(2, 0.5), recency_probability_sem=np.zeros(2),
-                  sq_norm_mean=rng.uniform(1, 2, (2, n)), sq_norm_sem=rng.uniform(0.01, 0.02, (2, n)))
+    arrays.update(
+        recency_probability=np.full(2, 0.5),
+        recency_probability_sem=np.zeros(2),
+        sq_norm_mean=rng.uniform(1, 2, (2, n)),
+        sq_norm_sem=rng.uniform(0.01, 0.02, (2, n)),
+    )
     return SimResult(config=cfg, engine="gram", block_size=16, library_version="test", **arrays)
 
 
@@ -130,31 +151,45 @@ def test_profile_level_and_step():
     lvl = cf.profile_level([1.0, 2.0, 6.0], [0.1, 0.2, 0.3])
     assert (lvl.value, lvl.se, lvl.bound) == (3.0, pytest.approx(0.2), True)
     st = cf.profile_step([1.0, 2.0, 6.0], [0.1, 0.2, 0.3])
-    assert (st.value, st.se, st.bound) == (2.5, pytest.approx(0.2), True)             # (0.1 + 0.3) / 2
+    assert (st.value, st.se, st.bound) == (2.5, pytest.approx(0.2), True)  # (0.1 + 0.3) / 2
 
 
 def test_readers_take_the_right_entries():
     res = fake_result()
     n = res.config.n
     row, sem = cf.last_row(res, "score", 1)
-    assert np.array_equal(row, res.score_mean[1][n - 1, :n - 1]) and np.array_equal(sem, res.score_sem[1][n - 1, :n - 1])
-    st = cf.score_row_step(res, 1)                        # the control-variate row trend: exact SE
-    assert (st.value, st.se, st.bound) == (res.row_trend_cv_mean[1][n - 1], res.row_trend_cv_sem[1][n - 1], False)
+    assert np.array_equal(row, res.score_mean[1][n - 1, : n - 1]) and np.array_equal(
+        sem, res.score_sem[1][n - 1, : n - 1]
+    )
+    st = cf.score_row_step(res, 1)  # the control-variate row trend: exact SE
+    assert (st.value, st.se, st.bound) == (
+        res.row_trend_cv_mean[1][n - 1],
+        res.row_trend_cv_sem[1][n - 1],
+        False,
+    )
     tr = cf.score_trend(res, 1)
     assert (tr.value, tr.se, tr.bound) == (res.trend_cv_mean[1], res.trend_cv_sem[1], False)
     ps = cf.paired_step(res, 1, n, 2)
-    assert (ps.value, ps.se, ps.bound) == (res.diff_cv_mean[1][n - 1, 1], res.diff_cv_sem[1][n - 1, 1], False)
+    assert (ps.value, ps.se, ps.bound) == (
+        res.diff_cv_mean[1][n - 1, 1],
+        res.diff_cv_sem[1][n - 1, 1],
+        False,
+    )
     h, hse = cf.h_profile(res, scale=4.0)
     m, mse = res.sq_norm_mean[1], res.sq_norm_sem[1]
-    assert np.allclose(h, 4.0 / np.sqrt(m)) and np.allclose(hse, 4.0 * 0.5 * m ** -1.5 * mse)
+    assert np.allclose(h, 4.0 / np.sqrt(m)) and np.allclose(hse, 4.0 * 0.5 * m**-1.5 * mse)
     diag = cf.BY_KEY["eq15-printed"].level.read(res)
     assert diag.value == res.attn_mean[0][n - 1, n - 1] and not diag.bound
     assert cf.BY_KEY["eq19-corrected"].step.read(res).value == res.trend_cv_mean[1]
     assert cf.BY_KEY["eq11"].step.read(res).value == res.trend_cv_mean[1]
-    assert cf.BY_KEY["eq23-corrected"].step.read(res).value == res.row_trend_cv_mean[0][n - 1]   # layer 1
-    lvl = cf.BY_KEY["eq23-corrected"].level.read(res)                                 # layer-1 scores
-    assert lvl.value == pytest.approx(res.score_mean[0][n - 1, :n - 1].mean())
-    assert cf.BY_KEY["eq14-corrected"].level.read(res).value == pytest.approx(res.sq_norm_mean[0].mean())
+    assert (
+        cf.BY_KEY["eq23-corrected"].step.read(res).value == res.row_trend_cv_mean[0][n - 1]
+    )  # layer 1
+    lvl = cf.BY_KEY["eq23-corrected"].level.read(res)  # layer-1 scores
+    assert lvl.value == pytest.approx(res.score_mean[0][n - 1, : n - 1].mean())
+    assert cf.BY_KEY["eq14-corrected"].level.read(res).value == pytest.approx(
+        res.sq_norm_mean[0].mean()
+    )
     assert cf.BY_KEY["eq10"].level.read(res).value == pytest.approx(res.sq_norm_mean[1].mean())
 
 
@@ -164,12 +199,15 @@ SEEDS = 30
 # Over 30 independent seeds the sample variance of an estimate, divided by its true variance, is
 # ~ chi2(29) / 29 (the estimates are means of 4096 samples: close to normal). A two-sided 99.9 %
 # interval is [0.43, 2.02]; an exact SE must give a ratio inside it, a bound a ratio below 2.02.
-CHI2_LO, CHI2_HI = stats.chi2.ppf(0.0005, SEEDS - 1) / (SEEDS - 1), stats.chi2.ppf(0.9995, SEEDS - 1) / (SEEDS - 1)
+CHI2_LO, CHI2_HI = (
+    stats.chi2.ppf(0.0005, SEEDS - 1) / (SEEDS - 1),
+    stats.chi2.ppf(0.9995, SEEDS - 1) / (SEEDS - 1),
+)
 
 
 def spread_ratio(estimates):
     values = np.array([e.value for e in estimates])
-    return np.var(values, ddof=1) / np.mean([e.se ** 2 for e in estimates])
+    return np.var(values, ddof=1) / np.mean([e.se**2 for e in estimates])
 
 
 @pytest.mark.parametrize("setting", [cf.T, cf.P, cf.AR])
@@ -178,15 +216,19 @@ def test_standard_errors_match_or_bound_the_spread_over_seeds(setting):
     results = [simulate(c) for c in cfgs]
     # the score steps are control-variate estimates (coefficients cross-fitted on independent block
     # groups): their SE is an estimate of the spread too, not a bound
-    exact = [("first step", [cf.paired_step(r, 1, N, 2) for r in results]),
-             ("row step", [cf.score_row_step(r, 1) for r in results]),
-             ("trend", [cf.score_trend(r, 1) for r in results]),
-             ("diagonal attention", [cf.BY_KEY["eq15-printed"].level.read(r) for r in results])]
+    exact = [
+        ("first step", [cf.paired_step(r, 1, N, 2) for r in results]),
+        ("row step", [cf.score_row_step(r, 1) for r in results]),
+        ("trend", [cf.score_trend(r, 1) for r in results]),
+        ("diagonal attention", [cf.BY_KEY["eq15-printed"].level.read(r) for r in results]),
+    ]
     for name, ests in exact:
         assert CHI2_LO < spread_ratio(ests) < CHI2_HI, name
-    bounds = [("row level", [cf.profile_level(*cf.last_row(r, "score", 1)) for r in results]),
-              ("norm step", [cf.profile_step(*cf.sq_norms(r, 1)) for r in results]),
-              ("norm level", [cf.profile_level(*cf.sq_norms(r, 1)) for r in results])]
+    bounds = [
+        ("row level", [cf.profile_level(*cf.last_row(r, "score", 1)) for r in results]),
+        ("norm step", [cf.profile_step(*cf.sq_norms(r, 1)) for r in results]),
+        ("norm level", [cf.profile_level(*cf.sq_norms(r, 1)) for r in results]),
+    ]
     for name, ests in bounds:
         assert all(e.bound for e in ests)
         if all(e.se > 0 for e in ests):
@@ -195,21 +237,33 @@ def test_standard_errors_match_or_bound_the_spread_over_seeds(setting):
 
 # -- verdicts --------------------------------------------------------------------------------------------
 
+
 def cells(ratios, ses, closed=1.0, ds=DS, flat=False):
-    return tuple(cf.Cell(d, 0.0 if flat else closed, cf.Estimate(r * (1.0 if flat else closed), s, "test"), 1000,
-                         flat) for d, r, s in zip(ds, ratios, ses))
+    return tuple(
+        cf.Cell(
+            d,
+            0.0 if flat else closed,
+            cf.Estimate(r * (1.0 if flat else closed), s, "test"),
+            1000,
+            flat,
+        )
+        for d, r, s in zip(ds, ratios, ses)
+    )
 
 
-@pytest.mark.parametrize("ratios, ses, verdict, trend, literal", [
-    ((1.5, 1.6, 1.65), (0.01,) * 3, cf.OFF, "grows", True),
-    ((1.3, 1.3, 1.3), (0.01,) * 3, cf.OFF, "stalls", True),
-    ((1.1, 1.01, 1.001), (0.001, 0.0001, 0.00001), "finite-d error", "shrinks", True),
-    ((1.0, 1.001, 0.999), (0.01,) * 3, "consistent", "", False),
-    ((1.2, 1.01, 1.001), (0.01,) * 3, "converges", "shrinks", False),
-    ((1.5, 0.0, 0.0), (0.01, 1.0, 1.0), "deviates", "", False),
-    ((1.0, 1.5, 1.0), (0.01,) * 3, "mixed", "stalls", False),
-    ((0.1, 0.1, 0.1), (1.0,) * 3, "unresolved", "", False),
-])
+@pytest.mark.parametrize(
+    "ratios, ses, verdict, trend, literal",
+    [
+        ((1.5, 1.6, 1.65), (0.01,) * 3, cf.OFF, "grows", True),
+        ((1.3, 1.3, 1.3), (0.01,) * 3, cf.OFF, "stalls", True),
+        ((1.1, 1.01, 1.001), (0.001, 0.0001, 0.00001), "finite-d error", "shrinks", True),
+        ((1.0, 1.001, 0.999), (0.01,) * 3, "consistent", "", False),
+        ((1.2, 1.01, 1.001), (0.01,) * 3, "converges", "shrinks", False),
+        ((1.5, 0.0, 0.0), (0.01, 1.0, 1.0), "deviates", "", False),
+        ((1.0, 1.5, 1.0), (0.01,) * 3, "mixed", "stalls", False),
+        ((0.1, 0.1, 0.1), (1.0,) * 3, "unresolved", "", False),
+    ],
+)
 def test_judge(ratios, ses, verdict, trend, literal):
     got = cf.judge(cells(ratios, ses))
     assert (got[0], got[2], got[3]) == (verdict, trend, literal)
@@ -219,13 +273,15 @@ def test_judge_flat_and_trend_exponent():
     assert cf.judge(cells((0.0, 1e-3, -1e-3), (1e-3,) * 3, flat=True))[0] == "flat"
     v, text, *_ = cf.judge(cells((0.0, 1.0, 0.0), (0.1,) * 3, flat=True))
     assert v == "not flat" and "d = 64" in text
-    word, p = cf.trend(cells((1.1, 1.025, 1.00625), (1e-5,) * 3))      # |r - 1| ~ d^-1
+    word, p = cf.trend(cells((1.1, 1.025, 1.00625), (1e-5,) * 3))  # |r - 1| ~ d^-1
     assert word == "shrinks" and p == pytest.approx(1.0)
 
 
 def test_cell_resolution_and_ratio():
     c = cf.Cell(64, 2.0, cf.Estimate(3.0, 0.5, "t"), 1000)
-    assert c.resolved and c.z == 6.0 and c.ratio == 1.5 and c.ratio_se == 0.25 and c.deviation == 2.0
+    assert (
+        c.resolved and c.z == 6.0 and c.ratio == 1.5 and c.ratio_se == 0.25 and c.deviation == 2.0
+    )
     low = cf.Cell(64, 2.0, cf.Estimate(1.0, 0.5, "t"), 1000)
     assert not low.resolved and math.isnan(low.ratio) and "unresolved" in low.text()
     assert low.samples_to_resolve == pytest.approx(1000 * (3 * 0.5 / 2.0) ** 2)
@@ -235,11 +291,16 @@ def test_cell_resolution_and_ratio():
 
 # -- end to end -------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def small_table(tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
-    return cf.measure(samples=10_000, cosine_samples=2_000, cache=cache,
-                      keys=["eq10", "eq14-corrected", "eq22-corrected", "eq4-attention", "eq6-cosine-2nd"]), cache
+    return cf.measure(
+        samples=10_000,
+        cosine_samples=2_000,
+        cache=cache,
+        keys=["eq10", "eq14-corrected", "eq22-corrected", "eq4-attention", "eq6-cosine-2nd"],
+    ), cache
 
 
 def test_exact_identities_agree(small_table):
@@ -261,23 +322,39 @@ def test_eq10_drop_ratio_meets_the_first_order_prediction(small_table):
     for c in row.cells[1:]:
         model = float(theory.drop_ratio_first_order(c.d))
         assert c.resolved
-        assert abs(c.ratio - model) <= 5 * c.ratio_se + 9 * math.exp(2 - math.sqrt(c.d)) * model, (c.d, c.ratio, model)
+        assert abs(c.ratio - model) <= 5 * c.ratio_se + 9 * math.exp(2 - math.sqrt(c.d)) * model, (
+            c.d,
+            c.ratio,
+            model,
+        )
     assert row.literal_erratum and row.verdict == cf.OFF == "off, not shrinking"
 
 
 def test_cost_and_determinism(small_table, tmp_path):
     table, cache = small_table
-    settings = {s for f in cf.select(["eq10", "eq14-corrected", "eq22-corrected", "eq4-attention"]) for s in f.settings}
+    settings = {
+        s
+        for f in cf.select(["eq10", "eq14-corrected", "eq22-corrected", "eq4-attention"])
+        for s in f.settings
+    }
     assert table.cost.configs == len(settings) * len(DS)
     assert table.cost.samples == sum(table.samples_of(s) for s in settings) * len(DS)
     assert table.samples_of(cf.T) == cf.DEFAULT_BOOST * 10_000 and table.samples_of(cf.A) == 10_000
     assert set(table.results) == {(s, d) for s in settings for d in DS}
     assert table.cell("eq10", "step", 64) is table.row("eq10", "step").cells[1]
-    again = cf.measure(samples=10_000, cosine_samples=2_000, cache=cache,
-                       keys=["eq10", "eq14-corrected", "eq22-corrected", "eq4-attention", "eq6-cosine-2nd"])
-    assert again.records() == table.records()                          # from the cache
-    fresh = cf.measure(samples=10_000, cosine_samples=2_000, cache=tmp_path, keys=["eq22-corrected"])
-    assert fresh.records() == [r for r in table.records() if r["key"] == "eq22-corrected"]   # recomputed
+    again = cf.measure(
+        samples=10_000,
+        cosine_samples=2_000,
+        cache=cache,
+        keys=["eq10", "eq14-corrected", "eq22-corrected", "eq4-attention", "eq6-cosine-2nd"],
+    )
+    assert again.records() == table.records()  # from the cache
+    fresh = cf.measure(
+        samples=10_000, cosine_samples=2_000, cache=tmp_path, keys=["eq22-corrected"]
+    )
+    assert fresh.records() == [
+        r for r in table.records() if r["key"] == "eq22-corrected"
+    ]  # recomputed
 
 
 @pytest.mark.slow
@@ -286,7 +363,9 @@ def test_prop1_rise_beyond_the_lln(tmp_path):
     # order d^{-1/2} (the next term is O(d^-2)): 25 % at d = 16. 1.6e6 samples give a ratio SE of
     # ~0.03 (control-variate trend), so a factor 2 either way fails the test.
     res = simulate(cf.P.config(16, N, 1_600_000, 3))
-    c = cf.Cell(16, cf.BY_KEY["prop1-beyond-lln"].step.form(cf.P, 16, N), cf.score_trend(res, 1), 1_600_000)
+    c = cf.Cell(
+        16, cf.BY_KEY["prop1-beyond-lln"].step.form(cf.P, 16, N), cf.score_trend(res, 1), 1_600_000
+    )
     assert c.resolved and abs(c.ratio - 1.0) <= 5 * c.ratio_se + 0.25, (c.ratio, c.ratio_se)
 
 
@@ -297,7 +376,13 @@ def test_cosines_on_an_executor_match_the_inline_ones(small_table, tmp_path):
 
     table, _ = small_table
     with ThreadPoolExecutor(2) as pool:
-        again = cf.measure(samples=10_000, cosine_samples=2_000, cache=tmp_path, keys=["eq6-cosine-2nd"], executor=pool)
+        again = cf.measure(
+            samples=10_000,
+            cosine_samples=2_000,
+            cache=tmp_path,
+            keys=["eq6-cosine-2nd"],
+            executor=pool,
+        )
     assert again.records() == [r for r in table.records() if r["key"] == "eq6-cosine-2nd"]
     assert again.cost.cosine_seconds > 0
 
@@ -308,11 +393,17 @@ def test_cosines_are_drawn_once_per_setting(small_table, monkeypatch):
     table, cache = small_table
     calls = []
     real = cf.inputs.input_cosine_similarity
-    monkeypatch.setattr(cf.inputs, "input_cosine_similarity", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(
+        cf.inputs, "input_cosine_similarity", lambda *a: calls.append(a) or real(*a)
+    )
     again = cf.measure(samples=10_000, cosine_samples=2_000, cache=cache, keys=["eq6-cosine-2nd"])
-    assert calls == [] and again.records() == [r for r in table.records() if r["key"] == "eq6-cosine-2nd"]
+    assert calls == [] and again.records() == [
+        r for r in table.records() if r["key"] == "eq6-cosine-2nd"
+    ]
     assert again.cost.cosine_seconds == table.cost.cosine_seconds
-    cf.measure(ds=[16], samples=10_000, cosine_samples=2_000, seed=1, cache=cache, keys=["eq6-cosine-2nd"])
+    cf.measure(
+        ds=[16], samples=10_000, cosine_samples=2_000, seed=1, cache=cache, keys=["eq6-cosine-2nd"]
+    )
     assert calls and {seed for _, _, seed in calls} == {1}
 
 
@@ -340,7 +431,9 @@ def test_h_growth_and_prop1_dip_read_the_right_entries():
 
 
 def test_setting_names_are_the_books():
-    assert cf.AR.label == "LayerNorm + residual, α = 0.5" and cf.AR.short == "LN + residual, α = 0.5"
+    assert (
+        cf.AR.label == "LayerNorm + residual, α = 0.5" and cf.AR.short == "LN + residual, α = 0.5"
+    )
     assert cf.P.label == "no normalization, α = 0"
 
 
@@ -353,12 +446,25 @@ def test_cell_text_marks_bounds_and_keeps_numbers_together():
 
 # -- bad input ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"ds": []}, "ds"), ({"ds": 16}, "ds"), ({"ds": [16, 2]}, "d"), ({"ds": [16.5]}, "d"),
-    ({"n": 2}, "n"), ({"samples": 1}, "samples"), ({"seed": -1}, "seed"), ({"cosine_samples": 0}, "cosine_samples"),
-    ({"keys": ["nope"]}, "keys"), ({"keys": []}, "keys"), ({"z_resolve": 0}, "z_resolve"),
-    ({"z_erratum": -1}, "z_erratum"), ({"boost": 0}, "boost"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"ds": []}, "ds"),
+        ({"ds": 16}, "ds"),
+        ({"ds": [16, 2]}, "d"),
+        ({"ds": [16.5]}, "d"),
+        ({"n": 2}, "n"),
+        ({"samples": 1}, "samples"),
+        ({"seed": -1}, "seed"),
+        ({"cosine_samples": 0}, "cosine_samples"),
+        ({"keys": ["nope"]}, "keys"),
+        ({"keys": []}, "keys"),
+        ({"z_resolve": 0}, "z_resolve"),
+        ({"z_erratum": -1}, "z_erratum"),
+        ({"boost": 0}, "boost"),
+    ],
+)
 def test_bad_input_raises_before_any_work(kwargs, name, tmp_path):
     cache = tmp_path / "cache"
     with pytest.raises(ValueError, match=rf"\b{name}="):
@@ -369,14 +475,15 @@ def test_bad_input_raises_before_any_work(kwargs, name, tmp_path):
 def test_row_lookup_errors(small_table):
     table, _ = small_table
     with pytest.raises(ValueError, match="key="):
-        table.row("eq4-attention", "level")                              # two settings: ambiguous
+        table.row("eq4-attention", "level")  # two settings: ambiguous
     with pytest.raises(ValueError, match="key="):
-        table.row("eq11", "level")                                       # not in this table
+        table.row("eq11", "level")  # not in this table
     with pytest.raises(ValueError, match="d="):
         table.cell("eq10", "level", 32)
 
 
 # -- the settings that are other pages' runs ----------------------------------------------------------
+
 
 def test_proposition1_setting_is_the_run_of_its_verdict():
     """Proposition 1's setting is exactly settings.prop1_configs (no normalization, PROP1_FACTOR x samples,
@@ -395,14 +502,34 @@ def test_the_forms_are_held_at_other_settings_when_asked():
     """Appendix B's closed-form section once stayed at alpha = 0 ... 0.8, gamma = 1, d = 16/64/256 whatever grid
     ran: ``settings`` holds the forms at a grid's settings instead, and the book's grid gives the book's runs."""
     grid = [cf.Setting("layernorm", a, 0.5) for a in (0.1, 0.3)]
-    got = cf.configs((16, 128), n=4, samples=400, seed=1, keys=["fig5-printed", "fig5-corrected"], settings=grid)
+    got = cf.configs(
+        (16, 128), n=4, samples=400, seed=1, keys=["fig5-printed", "fig5-corrected"], settings=grid
+    )
     assert set(got) == {(s, d) for s in grid for d in (16, 128)}
-    assert got[(grid[1], 128)] == SimConfig(alpha=0.3, gamma=0.5, norm="layernorm", n=4, d=128, layers=2, samples=400,
-                                            seed=1, engine="gram")
+    assert got[(grid[1], 128)] == SimConfig(
+        alpha=0.3,
+        gamma=0.5,
+        norm="layernorm",
+        n=4,
+        d=128,
+        layers=2,
+        samples=400,
+        seed=1,
+        engine="gram",
+    )
     sims = {k: simulate(c) for k, c in got.items()}
-    table = cf.measure((16, 128), n=4, samples=400, seed=1, keys=["fig5-printed", "fig5-corrected"], results=sims,
-                       settings=grid)
-    assert {(r.form.key, r.setting) for r in table.rows} == {(k, s) for k in ("fig5-printed", "fig5-corrected") for s in grid}
+    table = cf.measure(
+        (16, 128),
+        n=4,
+        samples=400,
+        seed=1,
+        keys=["fig5-printed", "fig5-corrected"],
+        results=sims,
+        settings=grid,
+    )
+    assert {(r.form.key, r.setting) for r in table.rows} == {
+        (k, s) for k in ("fig5-printed", "fig5-corrected") for s in grid
+    }
     assert table.ds == (16, 128)
     book = [cf.Setting("layernorm", a, 1.0) for a in cf.FIG_ALPHAS]
     assert cf.configs(keys=["fig5-corrected"], settings=book) == cf.configs(keys=["fig5-corrected"])
@@ -415,13 +542,21 @@ def test_definition1_samples_with_the_corrected_theorem1():
     """effect="theorem1" takes the corrected Theorem 1's steps (theory.theorem1_step), larger than Eq. (5)'s
     by about q(d)^2 ~ e at d = 64: with the same standard errors the count shrinks by the square of the
     step ratio (between its smallest and largest over the pairs); outside Theorem 1's setting it is refused."""
-    cfg = SimConfig(alpha=0.0, gamma=0.0, norm="layernorm", n=6, d=64, layers=2, samples=2000, seed=0)
+    cfg = SimConfig(
+        alpha=0.0, gamma=0.0, norm="layernorm", n=6, d=64, layers=2, samples=2000, seed=0
+    )
     res = simulate(cfg)
     lln = cf.definition1_samples(res, 3.0)[0]
     corr = cf.definition1_samples(res, 3.0, effect="theorem1")[0]
     i, j = cf.off_diagonal_steps(6)
-    r2 = [(theory.theorem1_step(int(a), int(b), 64) / float(theory.score2_step_corrected(a, b, 0.0, 0.0, 64))) ** 2
-          for a, b in zip(i, j)]
+    r2 = [
+        (
+            theory.theorem1_step(int(a), int(b), 64)
+            / float(theory.score2_step_corrected(a, b, 0.0, 0.0, 64))
+        )
+        ** 2
+        for a, b in zip(i, j)
+    ]
     assert min(r2) * (1 - 1e-9) <= lln / corr <= max(r2) * (1 + 1e-9)
     assert 4.0 < min(r2) and max(r2) < 9.0
     with pytest.raises(ValueError, match="effect='theorem1' is not allowed"):
@@ -433,15 +568,18 @@ def test_definition1_samples_with_the_corrected_theorem1():
 def test_figure_labels_name_the_papers_figures():
     labels = [f.equation for f in cf.CLOSED_FORMS]
     assert not [x for x in labels if "Fig." in x]
-    assert "the paper's Figure 2 (Eq. (41))" in labels and "the paper's Figure 5 (Eq. (41))" in labels
+    assert (
+        "the paper's Figure 2 (Eq. (41))" in labels and "the paper's Figure 5 (Eq. (41))" in labels
+    )
 
 
 # -- closed forms against one result ---------------------------------------------------------------------
 
+
 def test_eq5_trend_is_the_mean_step_of_eq5():
     from recency_lib import theory
 
-    n, d = 6, 4.0                                              # steps large enough for plain differences
+    n, d = 6, 4.0  # steps large enough for plain differences
     s = theory.theorem1_score(np.arange(1, n + 1)[:, None], np.arange(1, n + 1)[None, :], d)
     steps = [s[i, j] - s[i, j - 1] for i in range(n) for j in range(1, i)]
     assert cf.eq5_trend(n, d) == pytest.approx(np.mean(steps), rel=1e-9)
@@ -459,14 +597,15 @@ def test_predicted_trend_is_the_mean_corrected_step():
     assert cf.predicted_trend(n, np.array([d, d]), a, g).shape == (2,)
 
 
-
 def test_trend_over_line_is_the_ratio_or_unresolved():
     res = simulate(SimConfig(alpha=0.5, n=5, d=16, layers=2, samples=3000, seed=2))
     _, m, s = statistics.s2_order(res)
     line = cf.predicted_trend(5, 16, 0.5)
     assert cf.trend_over_line(res, line, 1.0) == report.pm(m / line, s / line)
-    assert cf.trend_over_line(res, -line, 1.0) == report.pm(-m / line, s / line)     # an SE stays >= 0
+    assert cf.trend_over_line(res, -line, 1.0) == report.pm(-m / line, s / line)  # an SE stays >= 0
     assert cf.trend_over_line(res, line, abs(m / s) + 1) == verdicts.UNRESOLVED
+
+
 def test_h_curves_normalized_and_raw(grid_results):
     ln, res, none = grid_results
     c = cf.h_curves(res)
@@ -474,18 +613,22 @@ def test_h_curves_normalized_and_raw(grid_results):
     np.testing.assert_array_equal(c.sim, h)
     np.testing.assert_array_equal(c.sim_se, se)
     j = np.arange(1, 7)
-    np.testing.assert_allclose(c.printed, theory.h_eq41(j, 0.5, 1.0, 16) / theory.h_eq41(1, 0.5, 1.0, 16))
-    np.testing.assert_allclose(c.corrected, theory.h_corrected(j, 0.5, 1.0, 16) / theory.h_corrected(1, 0.5, 1.0, 16))
+    np.testing.assert_allclose(
+        c.printed, theory.h_eq41(j, 0.5, 1.0, 16) / theory.h_eq41(1, 0.5, 1.0, 16)
+    )
+    np.testing.assert_allclose(
+        c.corrected, theory.h_corrected(j, 0.5, 1.0, 16) / theory.h_corrected(1, 0.5, 1.0, 16)
+    )
     assert c.normalized and c.printed[0] == c.corrected[0] == c.sim[0] == 1.0
     raw = cf.h_curves(res, normalize=False)
     np.testing.assert_allclose(raw.sim, np.sqrt(16 / res.sq_norm_mean[1]))
     np.testing.assert_allclose(raw.printed, 4.0 * theory.h_eq41(j, 0.5, 1.0, 16))
-    assert not raw.normalized and raw.sim_se[0] > 0          # the raw first point has its own error
+    assert not raw.normalized and raw.sim_se[0] > 0  # the raw first point has its own error
     bare = cf.h_curves(none)
     assert bare.printed is None and bare.corrected is None
     assert set(bare.columns("x")) == {"x: simulation"}
     assert set(c.columns("y")) == {"y: simulation", "y: Eq. (41) as printed", "y: corrected"}
-    report.curve_columns(c.columns("y"), x_name="j")           # a valid download
+    report.curve_columns(c.columns("y"), x_name="j")  # a valid download
     with pytest.raises(ValueError, match="layers=1 is out of range"):
         cf.h_curves(simulate_many([SimConfig(n=4, d=8, layers=1, samples=50)])[0])
 
@@ -499,7 +642,7 @@ def test_step_scale_of_theorem1(grid_results):
     assert cf.eq5_smallest_step(n, d) == pytest.approx(np.nanmin(np.diff(s2, axis=1)), rel=1e-6)
     res = grid_results[0]
     plain, cvar = statistics.typical_step_se(res, 2, "plain"), statistics.typical_step_se(res, 2)
-    assert 0 < cvar < plain                                   # the control variates shrink the error
+    assert 0 < cvar < plain  # the control variates shrink the error
     with pytest.raises(ValueError, match="n=2 is out of range"):
         cf.eq5_smallest_step(2, d)
 
@@ -507,25 +650,34 @@ def test_step_scale_of_theorem1(grid_results):
 def _row(key, alpha, part, ratios, d=(16, 64, 256)):
     """A cf.Row whose cells have the given simulated/closed ratios (SE 1 % of the value)."""
     setting = cf.Setting("layernorm", alpha, 0.0)
-    cells = tuple(cf.Cell(dd, 1.0, cf.Estimate(r, 0.01 * abs(r) if r else 1.0, "test"), 1000)
-                  for dd, r in zip(d, ratios))
+    cells = tuple(
+        cf.Cell(dd, 1.0, cf.Estimate(r, 0.01 * abs(r) if r else 1.0, "test"), 1000)
+        for dd, r in zip(d, ratios)
+    )
     return cf.Row(cf.BY_KEY[key], setting, part, cells, *cf.judge(cells))
 
 
 def test_ratio_series_texts_and_trend():
-    rows = (_row("fig2", 0.2, "level", [0.99, 1.0, 1.0]), _row("fig2", 0.2, "step", [0.92, 1.3, 1.45]),
-            _row("fig2", 0.4, "step", [0.8, 1.1, 0.0]))
+    rows = (
+        _row("fig2", 0.2, "level", [0.99, 1.0, 1.0]),
+        _row("fig2", 0.2, "step", [0.92, 1.3, 1.45]),
+        _row("fig2", 0.4, "step", [0.8, 1.1, 0.0]),
+    )
     table = cf.Table(rows, (16, 64, 256), 10, 1000, 0, None)
     series = cf.ratio_series(table, "fig2", "step")
     assert list(series) == [0.2, 0.4]
     d, ratio, se = series[0.4]
     np.testing.assert_array_equal(d, [16, 64, 256])
-    assert ratio[:2].tolist() == [0.8, 1.1] and math.isnan(ratio[2]) and math.isnan(se[2])   # 0 is unresolved
+    assert (
+        ratio[:2].tolist() == [0.8, 1.1] and math.isnan(ratio[2]) and math.isnan(se[2])
+    )  # 0 is unresolved
     assert cf.ratio_texts(rows[1]) == ["0.920 ± 0.009", "1.300 ± 0.013", "1.450 ± 0.014"]
     assert cf.ratio_texts(rows[2])[2] == "unresolved"
     assert cf.trend_words(rows[1]) == "grows"
     with pytest.raises(ValueError, match="is not in the table"):
         cf.ratio_series(table, "eq10", "level")
-    twice = cf.Table(rows + (_row("fig2", 0.4, "step", [1, 1, 1]),), (16, 64, 256), 10, 1000, 0, None)
+    twice = cf.Table(
+        rows + (_row("fig2", 0.4, "step", [1, 1, 1]),), (16, 64, 256), 10, 1000, 0, None
+    )
     with pytest.raises(ValueError, match="several settings with alpha = 0.4"):
         cf.ratio_series(twice, "fig2", "step")

@@ -1,18 +1,19 @@
 """The garbage collector's thresholds in the processes that build the book (companion.grid.
 COLLECTOR_THRESHOLDS): Sphinx's (book/_ext/collector.py, restored when the build ends) and the
 shared kernels' (the build slots and the grid run on companion.grid.SharedKernel)."""
+
 from __future__ import annotations
 
 import gc
 import sys
 
 import pytest
-
 from bookutils import BOOK
 
 sys.path.insert(0, str(BOOK / "_ext"))
-import collector  # noqa: E402
-from companion import grid  # noqa: E402
+import collector
+
+from companion import grid
 
 
 class _App:
@@ -49,8 +50,10 @@ def test_a_shared_kernel_collects_at_the_build_thresholds(tmp_path):
         try:
             texts = []
             run_sync(kc.execute_interactive)(
-                "import gc, os; print(gc.get_threshold(), os.getcwd())", timeout=60,
-                output_hook=lambda msg: texts.append(msg["content"].get("text", "")))
+                "import gc, os; print(gc.get_threshold(), os.getcwd())",
+                timeout=60,
+                output_hook=lambda msg: texts.append(msg["content"].get("text", "")),
+            )
         finally:
             kc.stop_channels()
         assert "".join(texts).strip() == f"{grid.COLLECTOR_THRESHOLDS} {tmp_path.resolve()}"

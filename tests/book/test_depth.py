@@ -4,16 +4,17 @@ estimates, on the same streams), the cells, findings, tables and figure.
 Simulations are small, with fixed seeds; the effects the findings rely on (primacy from layer 3 without
 normalization, LayerNorm's growing recency at alpha = 0.5) are tens of standard errors from the
 thresholds at these sizes."""
+
 import math
 
 import numpy as np
 import pytest
 
+from companion import conventions as cv
+from companion import depth, report, statistics
 from recency_lib import SimConfig, simulate
 from recency_lib.engines import sequence_statistic
 from recency_lib.features import trend
-from companion import conventions as cv
-from companion import depth, report, statistics
 
 
 def test_settings_scale_the_plan_and_merge_coinciding_settings():
@@ -23,7 +24,7 @@ def test_settings_scale_the_plan_and_merge_coinciding_settings():
     assert plan[("none", 0.0, 64, 0.0)] == (1_000_000, 0)
     assert plan[("none", 0.0, 16, 0.0)] == (40_000, 0)
     assert plan[("layernorm", 0.5, 64, 1.0)] == (20_000, 5_000)
-    assert plan[("none", 0.5, 64, 1.0)][1] == 0                        # growth runs: LayerNorm only
+    assert plan[("none", 0.5, 64, 1.0)][1] == 0  # growth runs: LayerNorm only
     assert all(m == 0 for (norm, *_), (_, m) in plan.items() if norm == "none")
     # at d = 16 the two isotropic sizes coincide: one setting, the larger counts
     small = depth.settings(0.3, 0.5, 16, 1_000)
@@ -33,9 +34,15 @@ def test_settings_scale_the_plan_and_merge_coinciding_settings():
     assert depth.settings(0.5, 1.0, 64, 4)[("layernorm", 0.5, 64, 0.0)] == (4, 2)
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(alpha=1.5), "alpha=1.5"), (dict(gamma=math.nan), "gamma=nan"), (dict(d=1), "d=1"),
-    (dict(samples=1), "samples=1")])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(alpha=1.5), "alpha=1.5"),
+        (dict(gamma=math.nan), "gamma=nan"),
+        (dict(d=1), "d=1"),
+        (dict(samples=1), "samples=1"),
+    ],
+)
 def test_settings_reject_bad_arguments(kw, message):
     args = dict(alpha=0.5, gamma=1.0, d=64, samples=100) | kw
     with pytest.raises(ValueError, match=message):
@@ -50,20 +57,26 @@ def test_trend_steps_levels_and_paired_differences():
     assert out.shape == (7, 4, 2)
     levels = np.stack([trend(s[:, l]) for l in range(4)], axis=1)
     np.testing.assert_array_equal(out[..., 0], levels)
-    np.testing.assert_array_equal(out[:, 0, 1], levels[:, 0])           # layer 1: the control itself
+    np.testing.assert_array_equal(out[:, 0, 1], levels[:, 0])  # layer 1: the control itself
     np.testing.assert_allclose(out[:, 1:, 1], levels[:, 1:] - levels[:, :-1])
 
 
 @pytest.fixture(scope="module")
 def small():
     """Two settings of the study, 6 layers, small: LayerNorm at alpha = 0.5 and no normalization."""
-    cfgs = {("layernorm", 0.5, 64, 0.0): SimConfig(alpha=0.5, gamma=0, norm="layernorm", n=10, d=64, layers=6,
-                                                    samples=4096, seed=3),
-            ("none", 0.5, 64, 0.0): SimConfig(alpha=0.5, gamma=0, norm="none", n=10, d=64, layers=6,
-                                               samples=4096, seed=3)}
+    cfgs = {
+        ("layernorm", 0.5, 64, 0.0): SimConfig(
+            alpha=0.5, gamma=0, norm="layernorm", n=10, d=64, layers=6, samples=4096, seed=3
+        ),
+        ("none", 0.5, 64, 0.0): SimConfig(
+            alpha=0.5, gamma=0, norm="none", n=10, d=64, layers=6, samples=4096, seed=3
+        ),
+    }
     results = {k: simulate(c) for k, c in cfgs.items()}
     k = ("layernorm", 0.5, 64, 0.0)
-    growth = {k: sequence_statistic(cfgs[k], statistics.trend_steps, samples=2048, control_mean=0.0)}
+    growth = {
+        k: sequence_statistic(cfgs[k], statistics.trend_steps, samples=2048, control_mean=0.0)
+    }
     return results, growth
 
 
@@ -84,7 +97,10 @@ def test_cells_and_findings(small):
     assert depth.family(results, growth) == 2 * 2 * 5 + 4
     ln = depth.cells(results[("layernorm", 0.5, 64, 0.0)], zc, growth[("layernorm", 0.5, 64, 0.0)])
     none = depth.cells(results[("none", 0.5, 64, 0.0)], zc)
-    assert {w for w, _ in ln} == {"trend", "rp", "growth"} and {w for w, _ in none} == {"trend", "rp"}
+    assert {w for w, _ in ln} == {"trend", "rp", "growth"} and {w for w, _ in none} == {
+        "trend",
+        "rp",
+    }
     assert sorted(l for w, l in ln if w == "growth") == [3, 4, 5, 6]
     s_ln, s_none = depth.summary(ln), depth.summary(none)
     assert s_ln.onset is None and s_ln.grows and not s_ln.fades and s_ln.recency == (2, 3, 4, 5, 6)
@@ -92,7 +108,9 @@ def test_cells_and_findings(small):
     assert depth.finding(s_ln, 6) == "recency, grows at every layer"
     assert depth.finding(s_none, 6) == "primacy from layer 3"
     c = ln[("rp", 2)]
-    assert c.value == pytest.approx(results[("layernorm", 0.5, 64, 0.0)].recency_probability_cv[1] - 0.5)
+    assert c.value == pytest.approx(
+        results[("layernorm", 0.5, 64, 0.0)].recency_probability_cv[1] - 0.5
+    )
     assert c.direction == "recency" and c.resolved and c.z > zc
 
 
@@ -120,15 +138,22 @@ def test_tables(small):
     full = depth.rows(results, growth, zc)
     assert len(full) == 2 * 5
     assert [r["layer"] for r in full[:5]] == ["2", "3", "4", "5", "6"]
-    assert full[0]["trend − layer before, paired"] == "" and "2,048" in full[1]["trend − layer before, paired"]
+    assert (
+        full[0]["trend − layer before, paired"] == ""
+        and "2,048" in full[1]["trend − layer before, paired"]
+    )
     compact = depth.summary_rows(results, growth, zc)
-    assert [r["finding"] for r in compact] == ["recency, grows at every layer", "primacy from layer 3"]
+    assert [r["finding"] for r in compact] == [
+        "recency, grows at every layer",
+        "primacy from layer 3",
+    ]
     assert compact[0]["setting"] == "LayerNorm, α = 0.5, d = 64"
     assert "<br>→" in compact[0]["RP, layer 2 → 6"]
 
 
 def test_figure_marks_resolved_values_filled(small):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -141,9 +166,14 @@ def test_figure_marks_resolved_values_filled(small):
             assert ax.get_yscale() == "symlog"
             assert list(ax.get_xticks()) == [2, 3, 4, 5, 6]
         # no normalization, layer 2: the RP is not resolved at 4,096 sequences (an open marker)
-        faces = [l.get_markerfacecolor() for l in fig.axes[0].get_lines() if l.get_linestyle() == "None"]
+        faces = [
+            l.get_markerfacecolor() for l in fig.axes[0].get_lines() if l.get_linestyle() == "None"
+        ]
         assert any(f == "white" for f in faces) and any(f != "white" for f in faces)
         handles = depth.legend_handles(results)
-        assert [h.get_label() for h in handles] == ["LayerNorm, α = 0.5, d = 64", "no normalization, α = 0.5, d = 64"]
+        assert [h.get_label() for h in handles] == [
+            "LayerNorm, α = 0.5, d = 64",
+            "no normalization, α = 0.5, d = 64",
+        ]
     finally:
         plt.close(fig)

@@ -1,6 +1,7 @@
 """Chapter 6 (book/empirical.ipynb) under papermill with parameter values other than the defaults:
 it runs, glues every number and figure its markdown cites, and rejects a bad parameter before any
 simulation. Small sample counts into a private results cache; nothing is written into book/."""
+
 from __future__ import annotations
 
 import re
@@ -8,9 +9,8 @@ import re
 import nbformat
 import papermill as pm
 import pytest
-from papermill.exceptions import PapermillExecutionError
-
 from bookutils import BOOK, page_source
+from papermill.exceptions import PapermillExecutionError
 
 PAGE = page_source("empirical")
 
@@ -21,8 +21,14 @@ def run(tmp_path, monkeypatch, seeded_cache, **params):
     before = sorted(p.name for p in BOOK.iterdir())
     out = tmp_path / "empirical.ipynb"
     try:
-        pm.execute_notebook(str(PAGE), str(out), parameters=params, kernel_name="python3", cwd=str(BOOK),
-                            progress_bar=False)
+        pm.execute_notebook(
+            str(PAGE),
+            str(out),
+            parameters=params,
+            kernel_name="python3",
+            cwd=str(BOOK),
+            progress_bar=False,
+        )
     finally:
         assert sorted(p.name for p in BOOK.iterdir()) == before, "the page wrote into book/"
     return nbformat.read(out, as_version=4)
@@ -36,14 +42,18 @@ def glued(nb) -> dict[str, dict]:
             meta = o.get("metadata", {}).get("scrapbook")
             if meta:
                 prefix = meta.get("mime_prefix", "")
-                out[meta["name"]] = {k[len(prefix):]: v for k, v in o["data"].items()}
+                out[meta["name"]] = {k[len(prefix) :]: v for k, v in o["data"].items()}
     return out
 
 
-@pytest.mark.parametrize("params", [
-    {"samples": 2_000, "samples_dsweep": 1_000, "seed": 3, "n": 4, "d": 32, "layers": 2},
-    {"samples": 1_500, "samples_dsweep": 1_500, "seed": 1, "n": 6, "d": 16, "layers": 5},
-], ids=["n4-d32-L2", "n6-d16-L5"])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"samples": 2_000, "samples_dsweep": 1_000, "seed": 3, "n": 4, "d": 32, "layers": 2},
+        {"samples": 1_500, "samples_dsweep": 1_500, "seed": 1, "n": 6, "d": 16, "layers": 5},
+    ],
+    ids=["n4-d32-L2", "n6-d16-L5"],
+)
 def test_chapter_runs_with_other_parameters(tmp_path, monkeypatch, seeded_cache, params):
     nb = run(tmp_path, monkeypatch, seeded_cache, **params)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
@@ -53,21 +63,32 @@ def test_chapter_runs_with_other_parameters(tmp_path, monkeypatch, seeded_cache,
     cited = set()
     for c in nb.cells:
         if c.cell_type == "markdown":
-            cited |= {k.split(":")[0] for k in re.findall(r"\{glue:(?:text|md)\}`([^`]+)`", c.source)}
+            cited |= {
+                k.split(":")[0] for k in re.findall(r"\{glue:(?:text|md)\}`([^`]+)`", c.source)
+            }
             cited |= set(re.findall(r"```\{glue:(?:md|figure)\} (\S+)", c.source))
     assert cited <= set(keys), f"cited but not glued: {sorted(cited - set(keys))}"
     figures = [k for k in cited if "image/svg+xml" in keys[k]]
     assert len(figures) == 8, sorted(figures)
     assert keys["empirical-d"]["text/plain"].strip("'") == str(params["d"])
     assert keys["empirical-layers"]["text/plain"].strip("'") == str(params["layers"])
-    text = " ".join(str(v.get("text/plain", "")) + str(v.get("text/markdown", "")) for v in keys.values())
+    text = " ".join(
+        str(v.get("text/plain", "")) + str(v.get("text/markdown", "")) for v in keys.values()
+    )
     assert "nan" not in text.lower().replace("nano", "")
 
 
-@pytest.mark.parametrize("param, value, message", [
-    ("n", 2, "n=2 is out of range"), ("layers", 1, "layers=1 is out of range"),
-    ("samples_dsweep", 1, "samples_dsweep=1 is out of range")])
-def test_chapter_rejects_a_bad_parameter_before_simulating(tmp_path, monkeypatch, seeded_cache, param, value, message):
+@pytest.mark.parametrize(
+    "param, value, message",
+    [
+        ("n", 2, "n=2 is out of range"),
+        ("layers", 1, "layers=1 is out of range"),
+        ("samples_dsweep", 1, "samples_dsweep=1 is out of range"),
+    ],
+)
+def test_chapter_rejects_a_bad_parameter_before_simulating(
+    tmp_path, monkeypatch, seeded_cache, param, value, message
+):
     with pytest.raises(PapermillExecutionError, match=re.escape(message)):
         run(tmp_path, monkeypatch, seeded_cache, **{"samples": 500, param: value})
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.npz"))

@@ -3,6 +3,7 @@ the HTML; and book/explorer.ipynb run through papermill at a small sample count.
 
 The browser side (controls, figures, keyboard, 390 px) is tests/book/test_explorer_browser.py.
 """
+
 from __future__ import annotations
 
 import ast
@@ -15,13 +16,13 @@ import nbformat
 import numpy as np
 import papermill as pm
 import pytest
-
 from bookutils import BOOK
-from recency_lib import SimConfig, SimResult, simulate
+
 from companion import explorer
-from recency_lib.cli import main as cli_main
 from companion.grid import validate_params
 from companion.statistics import simulated_h
+from recency_lib import SimConfig, SimResult, simulate
+from recency_lib.cli import main as cli_main
 from recency_lib.metrics import familywise_z
 from recency_lib.theory import h_corrected
 
@@ -41,12 +42,15 @@ def small_data(small_results):
 
 
 def payload_of(html: str) -> dict:
-    m = re.search(r'<script type="application/json" id="rx-explorer-data">(.*?)</script>', html, re.S)
+    m = re.search(
+        r'<script type="application/json" id="rx-explorer-data">(.*?)</script>', html, re.S
+    )
     assert m, "no data block"
     return json.loads(m.group(1))
 
 
 # -- grid ----------------------------------------------------------------------------------------
+
 
 def test_default_grid_is_the_issue_grid():
     cfgs = explorer.grid_configs()
@@ -55,18 +59,35 @@ def test_default_grid_is_the_issue_grid():
     assert {c.gamma for c in cfgs} == {0.0, 1.0}
     assert {c.d for c in cfgs} == {16, 64, 256, 1024}
     assert {c.norm for c in cfgs} == {"none", "layernorm", "rms"}
-    assert {(c.n, c.layers, c.samples, c.seed, c.engine) for c in cfgs} == {(10, 4, explorer.DEFAULT_SAMPLES, 0, "auto")}
+    assert {(c.n, c.layers, c.samples, c.seed, c.engine) for c in cfgs} == {
+        (10, 4, explorer.DEFAULT_SAMPLES, 0, "auto")
+    }
     assert len({explorer.setting_key(c) for c in cfgs}) == 240
     # alpha slowest, norm fastest
-    assert [c.norm for c in cfgs[:3]] == list(explorer.NORMS) and cfgs[23].alpha == 0.0 and cfgs[24].alpha == 0.1
+    assert (
+        [c.norm for c in cfgs[:3]] == list(explorer.NORMS)
+        and cfgs[23].alpha == 0.0
+        and cfgs[24].alpha == 0.1
+    )
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"samples": 1}, "samples"), ({"seed": -1}, "seed"), ({"n": 2}, "n"), ({"layers": 1}, "layers"),
-    ({"alphas": []}, "alphas"), ({"alphas": [0.1, 0.1]}, "alphas"), ({"alphas": [1.5]}, "alpha"),
-    ({"alphas": "0.1"}, "alphas"), ({"gammas": [math.inf]}, "gamma"), ({"ds": [1]}, "d"),
-    ({"norms": ["batchnorm"]}, "norm"), ({"samples": 2.5}, "samples"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"samples": 1}, "samples"),
+        ({"seed": -1}, "seed"),
+        ({"n": 2}, "n"),
+        ({"layers": 1}, "layers"),
+        ({"alphas": []}, "alphas"),
+        ({"alphas": [0.1, 0.1]}, "alphas"),
+        ({"alphas": [1.5]}, "alpha"),
+        ({"alphas": "0.1"}, "alphas"),
+        ({"gammas": [math.inf]}, "gamma"),
+        ({"ds": [1]}, "d"),
+        ({"norms": ["batchnorm"]}, "norm"),
+        ({"samples": 2.5}, "samples"),
+    ],
+)
 def test_grid_rejects_bad_input_naming_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=rf"^{name}="):
         explorer.grid_configs(**kwargs)
@@ -75,14 +96,36 @@ def test_grid_rejects_bad_input_naming_the_parameter(kwargs, name):
 def test_setting_key_and_labels():
     cfg = SimConfig(alpha=0.3, gamma=1.0, norm="rms", d=256)
     assert explorer.setting_key(cfg) == "a0.3-g1-d256-rms"
-    assert [explorer.label(a) for a in explorer.ALPHAS] == ["0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]
+    assert [explorer.label(a) for a in explorer.ALPHAS] == [
+        "0",
+        "0.1",
+        "0.2",
+        "0.3",
+        "0.4",
+        "0.5",
+        "0.6",
+        "0.7",
+        "0.8",
+        "0.9",
+    ]
 
 
 # -- numbers -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("se, digits, dec", [(0.0123, 2, 3), (0.0123, 1, 2), (0.5, 2, 2), (3.0, 1, 0),
-                                             (47.0, 1, 0), (0.0, 2, explorer.MAX_DECIMALS),
-                                             (math.nan, 1, explorer.MAX_DECIMALS), (1e-14, 2, explorer.MAX_DECIMALS)])
+
+@pytest.mark.parametrize(
+    "se, digits, dec",
+    [
+        (0.0123, 2, 3),
+        (0.0123, 1, 2),
+        (0.5, 2, 2),
+        (3.0, 1, 0),
+        (47.0, 1, 0),
+        (0.0, 2, explorer.MAX_DECIMALS),
+        (math.nan, 1, explorer.MAX_DECIMALS),
+        (1e-14, 2, explorer.MAX_DECIMALS),
+    ],
+)
 def test_decimals(se, digits, dec):
     assert explorer.decimals(se, digits) == dec
 
@@ -99,7 +142,9 @@ def test_rounding_moves_a_value_by_a_fraction_of_its_se():
         assert np.all(np.abs(back - x) <= frac * se * (1 + 1e-9) + 1e-12 * np.abs(x))
 
 
-@pytest.mark.parametrize("ints", [[], [0], [63], [64], [0, 1, 4095, 4096, 262143], list(range(300)), [64 ** 9 - 1]])
+@pytest.mark.parametrize(
+    "ints", [[], [0], [63], [64], [0, 1, 4095, 4096, 262143], list(range(300)), [64**9 - 1]]
+)
 def test_pack_round_trip(ints):
     text = explorer.pack(ints)
     assert explorer.unpack(text) == ints
@@ -113,7 +158,7 @@ def test_pack_rejects_what_it_cannot_store():
     with pytest.raises(ValueError, match="negative"):
         explorer.pack([3, -1])
     with pytest.raises(ValueError, match="64\\*\\*9"):
-        explorer.pack([64 ** 9])
+        explorer.pack([64**9])
     with pytest.raises(ValueError, match="not a packed array"):
         explorer.unpack("2ABC")
 
@@ -127,6 +172,7 @@ def test_pack_offset_round_trip_with_negative_values():
 
 # -- one setting ---------------------------------------------------------------------------------
 
+
 def test_setting_data_decodes_to_the_result(small_results):
     """Every stored number decodes to the simulated one within half a unit of its last digit; that
     unit is at most the smallest off-diagonal SE of the layer (cells) or a tenth of the SE (RP, h)."""
@@ -139,10 +185,14 @@ def test_setting_data_decodes_to_the_result(small_results):
             got = explorer.decode_layer(st, l, n)
             unit = 10.0 ** -got["dec"]
             assert unit <= np.min(res.score_sem[l][strict]) * (1 + 1e-9)
-            assert np.all(np.abs(got["mean"][lower] - res.score_mean[l][lower]) <= unit / 2 * (1 + 1e-9))
-            assert np.all(np.abs(got["se"][lower] - res.score_sem[l][lower]) <= unit / 2 * (1 + 1e-9))
+            assert np.all(
+                np.abs(got["mean"][lower] - res.score_mean[l][lower]) <= unit / 2 * (1 + 1e-9)
+            )
+            assert np.all(
+                np.abs(got["se"][lower] - res.score_sem[l][lower]) <= unit / 2 * (1 + 1e-9)
+            )
             assert np.all(np.isnan(got["mean"][~lower])) and np.all(np.isnan(got["se"][~lower]))
-            rp, rp_se, how = res.rp(l + 1)                   # the API's estimate, decision and direction
+            rp, rp_se, how = res.rp(l + 1)  # the API's estimate, decision and direction
             assert 10.0 ** -got["rp_dec"] <= rp_se / 10 * (1 + 1e-9) and got["rp_estimator"] == how
             assert abs(got["rp"] - rp) <= 10.0 ** -got["rp_dec"] / 2 * (1 + 1e-9)
             assert abs(got["rp_se"] - rp_se) <= 10.0 ** -got["rp_dec"] / 2 * (1 + 1e-9)
@@ -165,6 +215,7 @@ def test_setting_data_decodes_to_the_result(small_results):
 
 # -- the payload ---------------------------------------------------------------------------------
 
+
 def test_explorer_data_meta(small_results, small_data):
     meta, settings = small_data["meta"], small_data["settings"]
     assert meta["format"] == explorer.FORMAT
@@ -178,7 +229,7 @@ def test_explorer_data_meta(small_results, small_data):
     assert meta["rp_se_median"] == pytest.approx(np.median(rp_se), rel=0.05)
     assert meta["rerun_samples"] == 100_000
     assert len(meta["lut"]) == 256
-    json.dumps(small_data, allow_nan=False)                     # strict JSON
+    json.dumps(small_data, allow_nan=False)  # strict JSON
 
 
 def test_explorer_data_does_not_depend_on_the_order_of_results(small_results, small_data):
@@ -205,10 +256,15 @@ def test_the_colour_table_is_the_heatmap_convention():
     lut = explorer.heatmap_lut()
     cmap = sns.color_palette("rocket", as_cmap=True)
     assert len(lut) == 256 and all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in lut)
-    assert lut[0] == to_hex(cmap(0.0)) and lut[-1] == to_hex(cmap(1.0)) and lut[128] == to_hex(cmap(128 / 255))
+    assert (
+        lut[0] == to_hex(cmap(0.0))
+        and lut[-1] == to_hex(cmap(1.0))
+        and lut[128] == to_hex(cmap(128 / 255))
+    )
 
 
 # -- commands ------------------------------------------------------------------------------------
+
 
 def test_same_command_reproduces_the_pages_numbers(tmp_path, small_results, small_data):
     """The "same" command, run through the CLI, gives bitwise the result the page was built from."""
@@ -229,21 +285,46 @@ def test_rerun_commands_ask_for_more_samples_of_the_same_setting():
     cmds = explorer.command_templates(10_000, 0)
     cli = shlex.split(explorer.fill_command(cmds["cli"], cfg))
     opts = dict(zip(cli[4::2], cli[5::2]))
-    assert opts == {"--alpha": "0.3", "--gamma": "1", "--norm": "rms", "--n": "10", "--d": "256", "--layers": "4",
-                    "--samples": "100000", "--seed": "0", "--workers": "2", "--out": "a0.3-g1-d256-rms-s100000.json"}
+    assert opts == {
+        "--alpha": "0.3",
+        "--gamma": "1",
+        "--norm": "rms",
+        "--n": "10",
+        "--d": "256",
+        "--layers": "4",
+        "--samples": "100000",
+        "--seed": "0",
+        "--workers": "2",
+        "--out": "a0.3-g1-d256-rms-s100000.json",
+    }
     paper = shlex.split(explorer.fill_command(cmds["papermill"], cfg).split("&&", 1)[1])
-    assert paper[:4] == [".venv/bin/papermill", "book/setting_template.ipynb", "out/a0.3-g1-d256-rms.ipynb", "-p"]
+    assert paper[:4] == [
+        ".venv/bin/papermill",
+        "book/setting_template.ipynb",
+        "out/a0.3-g1-d256-rms.ipynb",
+        "-p",
+    ]
     params = {paper[k + 1]: paper[k + 2] for k in range(3, len(paper)) if paper[k] == "-p"}
     assert params.pop("result_path") == "a0.3-g1-d256-rms.json"
-    typed = validate_params({k: v if k == "norm" else ast.literal_eval(v) for k, v in params.items()},
-                            BOOK / "setting_template.ipynb")
+    typed = validate_params(
+        {k: v if k == "norm" else ast.literal_eval(v) for k, v in params.items()},
+        BOOK / "setting_template.ipynb",
+    )
     assert typed["samples"] == 100_000 and explorer.fill_command("{alpha}", cfg) == "0.3"
-    assert {k: typed[k] for k in ("alpha", "gamma", "norm", "n", "d", "layers", "seed")} == \
-        {"alpha": 0.3, "gamma": 1.0, "norm": "rms", "n": 10, "d": 256, "layers": 4, "seed": 0}
+    assert {k: typed[k] for k in ("alpha", "gamma", "norm", "n", "d", "layers", "seed")} == {
+        "alpha": 0.3,
+        "gamma": 1.0,
+        "norm": "rms",
+        "n": 10,
+        "d": 256,
+        "layers": 4,
+        "seed": 0,
+    }
     assert explorer.rerun_samples(50_000) == 500_000
 
 
 # -- the page ------------------------------------------------------------------------------------
+
 
 def test_page_html_carries_the_data_controls_and_script(small_data):
     page = explorer.page_html(small_data)
@@ -255,10 +336,15 @@ def test_page_html_carries_the_data_controls_and_script(small_data):
         assert len(re.findall(rf'<input type="radio" name="{name}"', page)) == count
     assert page.count("<option") == 2
     assert explorer.asset("explorer.js") in page and explorer.asset("explorer.css") in page
-    assert "</script" not in explorer.asset("explorer.js").lower() and "</style" not in explorer.asset("explorer.css").lower()
+    assert (
+        "</script" not in explorer.asset("explorer.js").lower()
+        and "</style" not in explorer.asset("explorer.css").lower()
+    )
     # nothing is fetched: no src/href attributes, no network APIs in the script
-    assert not re.search(r'\b(src|href)\s*=', page)
-    assert not re.search(r"\b(fetch|XMLHttpRequest|importScripts|WebSocket)\b", explorer.asset("explorer.js"))
+    assert not re.search(r"\b(src|href)\s*=", page)
+    assert not re.search(
+        r"\b(fetch|XMLHttpRequest|importScripts|WebSocket)\b", explorer.asset("explorer.js")
+    )
     weight = explorer.page_weight(page)
     assert weight["total"] >= weight["data"] + weight["script"] + weight["style"]
 
@@ -270,23 +356,37 @@ def test_data_block_cannot_be_closed_by_its_content():
 
 
 def test_start_setting_falls_back_to_the_grid(small_data):
-    page = explorer.page_html(small_data, start={"alpha": 0.9, "gamma": 1.0, "d": 1024, "norm": "rms", "layer": 9})
+    page = explorer.page_html(
+        small_data, start={"alpha": 0.9, "gamma": 1.0, "d": 1024, "norm": "rms", "layer": 9}
+    )
     init = json.loads(re.search(r"data-rx-init='([^']*)'", page).group(1).replace("&quot;", '"'))
     assert init["start"] == {"alpha": 0.0, "gamma": 1.0, "d": 16, "norm": "rms", "layer": 1}
 
 
 # -- the notebook --------------------------------------------------------------------------------
 
+
 def test_notebook_runs_with_small_samples(tmp_path, monkeypatch, seeded_cache):
     """book/explorer.ipynb through papermill at 2000 samples, one worker, a results cache without any
     simulation: the page's HTML holds the full grid at those samples and stays far below 1 MB."""
     monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
     out = tmp_path / "explorer.ipynb"
-    pm.execute_notebook(str(BOOK / "explorer.ipynb"), str(out), parameters={"samples": SMALL, "seed": 1, "workers": 1},
-                        kernel_name="python3", cwd=str(BOOK), progress_bar=False)
+    pm.execute_notebook(
+        str(BOOK / "explorer.ipynb"),
+        str(out),
+        parameters={"samples": SMALL, "seed": 1, "workers": 1},
+        kernel_name="python3",
+        cwd=str(BOOK),
+        progress_bar=False,
+    )
     nb = nbformat.read(out, as_version=4)
-    html = [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
-            if "text/html" in o.get("data", {})]
+    html = [
+        o["data"]["text/html"]
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if "text/html" in o.get("data", {})
+    ]
     assert len(html) == 1
     data = payload_of(html[0])
     assert (data["meta"]["samples"], data["meta"]["seed"]) == (SMALL, 1)
@@ -296,11 +396,26 @@ def test_notebook_runs_with_small_samples(tmp_path, monkeypatch, seeded_cache):
 
 def test_notebook_rejects_bad_workers(tmp_path):
     with pytest.raises(pm.PapermillExecutionError, match="workers=0 is out of range"):
-        pm.execute_notebook(str(BOOK / "explorer.ipynb"), str(tmp_path / "x.ipynb"), parameters={"workers": 0},
-                            kernel_name="python3", cwd=str(BOOK), progress_bar=False)
+        pm.execute_notebook(
+            str(BOOK / "explorer.ipynb"),
+            str(tmp_path / "x.ipynb"),
+            parameters={"workers": 0},
+            kernel_name="python3",
+            cwd=str(BOOK),
+            progress_bar=False,
+        )
 
 
 def test_the_diagonal_follows_the_heatmap_convention(small_data, monkeypatch):
-    assert small_data["meta"]["diagonal"] == explorer.diagonal_style() == {"angle": 45, "colour": "#999999"}
-    monkeypatch.setattr(explorer, "DIAGONAL", {**explorer.DIAGONAL, "hatch": "\\\\", "edgecolor": "red"})
-    assert explorer.diagonal_style() == {"angle": -45, "colour": "#ff0000"}    # recency_lib.plot's, whatever it is
+    assert (
+        small_data["meta"]["diagonal"]
+        == explorer.diagonal_style()
+        == {"angle": 45, "colour": "#999999"}
+    )
+    monkeypatch.setattr(
+        explorer, "DIAGONAL", {**explorer.DIAGONAL, "hatch": "\\\\", "edgecolor": "red"}
+    )
+    assert explorer.diagonal_style() == {
+        "angle": -45,
+        "colour": "#ff0000",
+    }  # recency_lib.plot's, whatever it is

@@ -10,6 +10,7 @@ error; each control changes the figures, the RP and the verdict to the values st
 setting (read back from the page's data block and decoded in Python); the pinned comparison and the
 shareable #hash; keyboard-only use; a 390 px wide screen without horizontal page scroll.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,16 +19,16 @@ import re
 
 import papermill
 import pytest
-
-from recency_lib import SimConfig
-from companion import explorer
 from bookutils import BOOK
 from test_browser import LOCAL_HOSTS, LOCAL_SCHEMES, browser, serve_directory  # noqa: F401  (browser: the shared chromium)
+
+from companion import explorer
+from recency_lib import SimConfig
 
 pytestmark = pytest.mark.book
 
 MINUS = "\u2212"
-PM = "\u00a0\u00b1\u00a0"       # the page's "±" between no-break spaces
+PM = "\u00a0\u00b1\u00a0"  # the page's "±" between no-break spaces
 # The book theme (pydata-sphinx-theme) logs this on a first visit of ANY page of the book, before
 # a colour mode is stored: <html data-mode=""> is not one of auto/light/dark. Not the explorer's.
 THEME_NOISE = ("Got invalid theme mode",)
@@ -44,7 +45,11 @@ def explorer_site(built_book):
 
 def default_samples() -> int:
     """The explorer notebook's ``samples`` parameter, as the build ran it."""
-    return int(papermill.inspect_notebook(str(BOOK / "explorer.ipynb"))["samples"]["default"].replace("_", ""))
+    return int(
+        papermill.inspect_notebook(str(BOOK / "explorer.ipynb"))["samples"]["default"].replace(
+            "_", ""
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +71,10 @@ def blocked_context(browser):  # noqa: F811
 
     context.route("**/*", route)
     context.on("requestfailed", lambda req: log["failed"].append(f"{req.url} ({req.failure})"))
-    context.on("response", lambda resp: resp.status >= 400 and log["bad_status"].append(f"{resp.status} {resp.url}"))
+    context.on(
+        "response",
+        lambda resp: resp.status >= 400 and log["bad_status"].append(f"{resp.status} {resp.url}"),
+    )
     yield context, log
     context.close()
 
@@ -80,8 +88,14 @@ def explorer_tab(blocked_context):
     page = context.new_page()
     page.errors = []
     page.on("pageerror", lambda exc: page.errors.append(f"uncaught: {exc}"))
-    page.on("console", lambda msg: msg.type == "error" and not msg.text.startswith(THEME_NOISE)
-            and page.errors.append(f"console: {msg.text}"))
+    page.on(
+        "console",
+        lambda msg: (
+            msg.type == "error"
+            and not msg.text.startswith(THEME_NOISE)
+            and page.errors.append(f"console: {msg.text}")
+        ),
+    )
     yield page
     page.close()
 
@@ -100,7 +114,9 @@ def page_of(blocked_context, explorer_tab, explorer_site):
         page.errors.clear()
         page.set_viewport_size({"width": width, "height": height})
         page.goto((url or explorer_site["http"]) + hash_, wait_until="load", timeout=60_000)
-        page.wait_for_function("() => document.querySelector('#rx-explorer.rx-ready')", timeout=30_000)
+        page.wait_for_function(
+            "() => document.querySelector('#rx-explorer.rx-ready')", timeout=30_000
+        )
         return page
 
     yield open_page, log
@@ -110,16 +126,22 @@ def page_of(blocked_context, explorer_tab, explorer_site):
 def data(explorer_site):
     """The page's data block, read from the built file (test_loads_offline_without_errors checks that
     the page holds exactly this): decoding it from the page on every test cost 0.25 s each."""
-    found = re.search(r'<script\b[^>]*\bid="rx-explorer-data"[^>]*>(.*?)</script>',
-                      explorer_site["path"].read_text(encoding="utf8"), re.S)
+    found = re.search(
+        r'<script\b[^>]*\bid="rx-explorer-data"[^>]*>(.*?)</script>',
+        explorer_site["path"].read_text(encoding="utf8"),
+        re.S,
+    )
     assert found, f"{explorer_site['path']} has no data block"
     return json.loads(found.group(1))
 
 
 # --------------------------------------------------------------------------- expectations
 
+
 def page_data(page) -> dict:
-    return page.evaluate("() => JSON.parse(document.getElementById('rx-explorer-data').textContent)")
+    return page.evaluate(
+        "() => JSON.parse(document.getElementById('rx-explorer-data').textContent)"
+    )
 
 
 def js_fixed(k: int, dec: int) -> str:
@@ -129,15 +151,19 @@ def js_fixed(k: int, dec: int) -> str:
 
 def cfg_of(meta, s) -> SimConfig:
     """The setting of a page state (indices into the grid's axes)."""
-    return SimConfig(alpha=meta["alphas"][s["ia"]], gamma=meta["gammas"][s["ig"]], d=meta["ds"][s["id"]],
-                     norm=meta["norms"][s["inorm"]])
+    return SimConfig(
+        alpha=meta["alphas"][s["ia"]],
+        gamma=meta["gammas"][s["ig"]],
+        d=meta["ds"][s["id"]],
+        norm=meta["norms"][s["inorm"]],
+    )
 
 
 def expected_view(data, s) -> dict:
     """What the page must show for state s, from the data block decoded in Python."""
     meta = data["meta"]
     cfg = cfg_of(meta, s)
-    key = explorer.setting_key(cfg)           # the page must name settings as the library does
+    key = explorer.setting_key(cfg)  # the page must name settings as the library does
     lay = data["settings"][key]["layers"][s["layer"] - 1]
     n, dec = meta["n"], lay["dec"]
     off = [lay["oS"] + k for k in explorer.unpack(lay["S"])]
@@ -152,21 +178,31 @@ def expected_view(data, s) -> dict:
             if j < i:
                 a += 1
                 # the page's Math.round((v - lo) / (hi - lo) * (len - 1)): same doubles, round half up
-                fills.append(lut[math.floor((v - lo) / (hi - lo) * (len(lut) - 1) + 0.5)] if hi > lo else lut[len(lut) >> 1])
+                fills.append(
+                    lut[math.floor((v - lo) / (hi - lo) * (len(lut) - 1) + 0.5)]
+                    if hi > lo
+                    else lut[len(lut) >> 1]
+                )
             cells.append(f"{js_fixed(v, dec)}{PM}{js_fixed(se[b], dec)}")
             b += 1
     rp = lay["rp"]
-    return {"key": f"{key}-L{s['layer']}", "fills": fills, "cells": cells,
-            "rp": f"{js_fixed(rp[0], rp[2])}{PM}{js_fixed(rp[1], rp[2])}",
-            "verdict": meta["verdicts"][lay["v"]],
-            "cli": explorer.fill_command(meta["commands"]["cli"], cfg),
-            "papermill": explorer.fill_command(meta["commands"]["papermill"], cfg),
-            "closed_form": data["settings"][key]["h"]["c"] is not None}
+    return {
+        "key": f"{key}-L{s['layer']}",
+        "fills": fills,
+        "cells": cells,
+        "rp": f"{js_fixed(rp[0], rp[2])}{PM}{js_fixed(rp[1], rp[2])}",
+        "verdict": meta["verdicts"][lay["v"]],
+        "cli": explorer.fill_command(meta["commands"]["cli"], cfg),
+        "papermill": explorer.fill_command(meta["commands"]["papermill"], cfg),
+        "closed_form": data["settings"][key]["h"]["c"] is not None,
+    }
 
 
 def expected_rp(data, s) -> tuple[float, float]:
     """The stored RP and its SE of state s, as numbers."""
-    rp = data["settings"][explorer.setting_key(cfg_of(data["meta"], s))]["layers"][s["layer"] - 1]["rp"]
+    rp = data["settings"][explorer.setting_key(cfg_of(data["meta"], s))]["layers"][s["layer"] - 1][
+        "rp"
+    ]
     return rp[0] / 10 ** rp[2], rp[1] / 10 ** rp[2]
 
 
@@ -221,6 +257,7 @@ def assert_clean(page, log):
 
 # --------------------------------------------------------------------------- tests
 
+
 @pytest.mark.parametrize("via", ["http", "file"])
 def test_loads_offline_without_errors(page_of, explorer_site, via, data):
     open_page, log = page_of
@@ -240,7 +277,7 @@ def test_each_control_changes_the_figure_and_the_rp(page_of, data, control):
     if control == "alpha":
         page.locator("#rx-alpha").fill(str(s0["ia"] + 2))
     elif control == "gamma":
-        page.get_by_role("radio", name="1", exact=True).first.check()   # the γ group comes first
+        page.get_by_role("radio", name="1", exact=True).first.check()  # the γ group comes first
     elif control == "d":
         page.get_by_label("hidden size d").select_option("1024")
     elif control == "norm":
@@ -249,7 +286,9 @@ def test_each_control_changes_the_figure_and_the_rp(page_of, data, control):
         page.locator('input[name="rx-layer"][value="4"]').check()
     s1 = state_of(page)
     changed = {k for k in s0 if s0[k] != s1[k]}
-    assert changed == {{"alpha": "ia", "gamma": "ig", "d": "id", "norm": "inorm", "layer": "layer"}[control]}
+    assert changed == {
+        {"alpha": "ia", "gamma": "ig", "d": "id", "norm": "inorm", "layer": "layer"}[control]
+    }
     after = check_shows(page, data)
     assert after["svg"] != before["svg"] and after["key"] != before["key"]
     assert_clean(page, log)
@@ -260,21 +299,38 @@ def test_compare_pin_swap_and_hash(page_of, data):
     page = open_page(hash_="#a0.3-g1-d256-rms-L3")
     assert state_of(page) == {"ia": 3, "ig": 1, "id": 2, "inorm": 2, "layer": 3}
     check_shows(page, data)
-    assert page.locator("#rx-heat-a").get_attribute("viewBox") and page.locator("#rx-heat-b").get_attribute("viewBox")
+    assert page.locator("#rx-heat-a").get_attribute("viewBox") and page.locator(
+        "#rx-heat-b"
+    ).get_attribute("viewBox")
     pinned_before = page.locator("#rx-heat-b").get_attribute("data-key")
     page.get_by_role("button", name="Keep the current setting as B").click()
-    assert page.locator("#rx-heat-b").get_attribute("data-key") == "a0.3-g1-d256-rms-L3" != pinned_before
+    assert (
+        page.locator("#rx-heat-b").get_attribute("data-key")
+        == "a0.3-g1-d256-rms-L3"
+        != pinned_before
+    )
     page.get_by_role("radio", name="none").check()
     page.get_by_role("button", name="Swap A and B").click()
-    assert state_of(page)["inorm"] == 2 and page.locator("#rx-heat-b").get_attribute("data-key") == "a0.3-g1-d256-none-L3"
+    assert (
+        state_of(page)["inorm"] == 2
+        and page.locator("#rx-heat-b").get_attribute("data-key") == "a0.3-g1-d256-none-L3"
+    )
     assert page.get_by_role("radio", name="RMSNorm").is_checked()
     check_shows(page, data)
     # RP(A) - RP(B) with the SEs in quadrature, at the digits two significant ones of that SE allow
-    a, b = (expected_rp(data, state) for state in ({"ia": 3, "ig": 1, "id": 2, "inorm": 2, "layer": 3},
-                                                    {"ia": 3, "ig": 1, "id": 2, "inorm": 0, "layer": 3}))
-    se = math.sqrt(a[1] ** 2 + b[1] ** 2)          # as the page computes it
+    a, b = (
+        expected_rp(data, state)
+        for state in (
+            {"ia": 3, "ig": 1, "id": 2, "inorm": 2, "layer": 3},
+            {"ia": 3, "ig": 1, "id": 2, "inorm": 0, "layer": 3},
+        )
+    )
+    se = math.sqrt(a[1] ** 2 + b[1] ** 2)  # as the page computes it
     dec = explorer.decimals(se, 2)
-    want = f"RP(A) {MINUS} RP(B) = {a[0] - b[0]:.{dec}f}".replace("= -", f"= {MINUS}") + f"{PM}{se:.{dec}f} ("
+    want = (
+        f"RP(A) {MINUS} RP(B) = {a[0] - b[0]:.{dec}f}".replace("= -", f"= {MINUS}")
+        + f"{PM}{se:.{dec}f} ("
+    )
     assert page.locator("#rx-diff").text_content().startswith(want)
     assert_clean(page, log)
 
@@ -286,7 +342,9 @@ def test_keyboard_only(page_of, data):
     def tab_to(predicate_js: str, limit: int = 120):
         for _ in range(limit):
             page.keyboard.press("Tab")
-            if page.evaluate(f"() => {{ const e = document.activeElement; return !!e && ({predicate_js}); }}"):
+            if page.evaluate(
+                f"() => {{ const e = document.activeElement; return !!e && ({predicate_js}); }}"
+            ):
                 return
         pytest.fail(f"Tab never reached an element with {predicate_js}")
 
@@ -320,7 +378,9 @@ def test_keyboard_only(page_of, data):
 def test_usable_at_390px(page_of, data):
     open_page, log = page_of
     page = open_page(390, 844)
-    widths = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    widths = page.evaluate(
+        "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
     assert widths[0] <= widths[1] <= 390, f"horizontal page scroll at 390 px: {widths}"
     boxes = page.evaluate("""() => Array.from(document.querySelectorAll(
         '#rx-explorer input, #rx-explorer select, #rx-explorer button, #rx-explorer svg.rx-svg, #rx-explorer pre'))
@@ -337,9 +397,23 @@ def test_usable_at_390px(page_of, data):
 
 # --------------------------------------------------------------------------- hostile URLs and controls
 
-ODD_URLS = ["?q=x", "?q=", "?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E", "?highlight=x", "?highlight=%E0%A4%A",
-            "?q=x&highlight=y#top", "#%", "#%E0%A4%A", "#<img src=x onerror=alert(1)>", "#a9-g9-d1-x-L1",
-            "#a0.3-g1-d256-rms-L99", "?q=x#a0.3-g1-d256-rms-L3", "?", "#", "?q=" + "x" * 5000]
+ODD_URLS = [
+    "?q=x",
+    "?q=",
+    "?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+    "?highlight=x",
+    "?highlight=%E0%A4%A",
+    "?q=x&highlight=y#top",
+    "#%",
+    "#%E0%A4%A",
+    "#<img src=x onerror=alert(1)>",
+    "#a9-g9-d1-x-L1",
+    "#a0.3-g1-d256-rms-L99",
+    "?q=x#a0.3-g1-d256-rms-L3",
+    "?",
+    "#",
+    "?q=" + "x" * 5000,
+]
 
 
 @pytest.mark.parametrize("suffix", ODD_URLS)
@@ -362,11 +436,19 @@ def test_the_search_page_still_searches(blocked_context, explorer_tab, explorer_
     for key in log:
         log[key].clear()
     page.errors.clear()
-    page.goto(explorer_site["http"].replace("explorer.html", "search.html") + "?q=explorer", wait_until="load")
+    page.goto(
+        explorer_site["http"].replace("explorer.html", "search.html") + "?q=explorer",
+        wait_until="load",
+    )
     # Sphinx's search shows "Searching" at once, lists the pages one by one, then says it finished
-    page.wait_for_function("() => { const h = document.querySelector('#search-results h2');"
-                           " return !!h && h.textContent.startsWith('Search Results'); }", timeout=30_000)
-    assert "search finished" in page.locator("#search-results p.search-summary").text_content().lower()
+    page.wait_for_function(
+        "() => { const h = document.querySelector('#search-results h2');"
+        " return !!h && h.textContent.startsWith('Search Results'); }",
+        timeout=30_000,
+    )
+    assert (
+        "search finished" in page.locator("#search-results p.search-summary").text_content().lower()
+    )
     assert "explorer" in page.locator("#search-results ul.search").text_content().lower()
     assert_clean(page, log)
 
@@ -378,7 +460,8 @@ def test_controls_with_unknown_values_are_ignored(page_of, data, control):
     open_page, log = page_of
     page = open_page()
     before = state_of(page)
-    page.evaluate("""(control) => {
+    page.evaluate(
+        """(control) => {
       const fire = (el) => { el.dispatchEvent(new Event("input", {bubbles: true}));
                              el.dispatchEvent(new Event("change", {bubbles: true})); };
       if (control === "d") {
@@ -391,7 +474,9 @@ def test_controls_with_unknown_values_are_ignored(page_of, data, control):
         const odd = first.cloneNode(); odd.value = control === "layer" ? "99" : "nonsense";
         first.parentNode.appendChild(odd); odd.checked = true; fire(odd);
       }
-    }""", control)
+    }""",
+        control,
+    )
     page.wait_for_timeout(100)
     assert page.errors == [], page.errors
     assert state_of(page) == before
@@ -413,16 +498,16 @@ def test_a_hash_changed_after_loading_shows_its_setting_and_a_bad_link_says_so(p
     assert state_of(page) == {"ia": 9, "ig": 1, "id": 3, "inorm": 2, "layer": 4}
     assert page.evaluate(note) is None
     check_shows(page, data)
-    page.evaluate("() => { location.hash = '#a0.95-g1-d1024-rms-L4'; }")        # not an alpha of the grid
+    page.evaluate("() => { location.hash = '#a0.95-g1-d1024-rms-L4'; }")  # not an alpha of the grid
     page.wait_for_timeout(200)
     assert state_of(page) == {"ia": 9, "ig": 1, "id": 3, "inorm": 2, "layer": 4}
     assert "#a0.95-g1-d1024-rms-L4 is not one of this grid" in page.evaluate(note)
-    page.evaluate("() => { location.hash = '#recompute'; }")                    # not a setting: nothing changes
+    page.evaluate("() => { location.hash = '#recompute'; }")  # not a setting: nothing changes
     page.wait_for_timeout(200)
     assert state_of(page)["layer"] == 4
     page.locator('input[name="rx-layer"][value="2"]').check()
     assert page.evaluate(note) is None and state_of(page)["layer"] == 2
     check_shows(page, data)
-    page = open_page(hash_="#a9-g9-d1-x-L1")                                    # a malformed link
+    page = open_page(hash_="#a9-g9-d1-x-L1")  # a malformed link
     assert "#a9-g9-d1-x-L1 is not one of this grid" in page.evaluate(note)
     assert_clean(page, log)

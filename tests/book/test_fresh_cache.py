@@ -1,18 +1,19 @@
 """book/_ext/fresh_cache.py's dependency hash of a page: the two packages' files, the notebooks the page
 names, the environment a page shows; nothing else (not where the checkout lives). The extension at work
 (edits, rebuilds, an interrupted build) is tested on a small book in test_book_build.py."""
+
 from __future__ import annotations
 
 import sys
 
 import nbformat
+from bookutils import BOOK
 from nbformat.v4 import new_code_cell, new_notebook
 
-from bookutils import BOOK
-
 sys.path.insert(0, str(BOOK / "_ext"))
-import fresh_cache  # noqa: E402
-from companion import sources  # noqa: E402
+import fresh_cache
+
+from companion import sources
 
 
 def _notebook(path, code: str):
@@ -23,12 +24,16 @@ def _notebook(path, code: str):
 def test_a_page_depends_on_every_file_of_both_packages(tmp_path, monkeypatch):
     nb = _notebook(tmp_path / "a.ipynb", "print(1)")
     files = sources.package_files()
-    assert "recency_lib/_kernel.c" in files and "companion/report.py" in files and "recency_lib/engines.py" in files
+    assert (
+        "recency_lib/_kernel.c" in files
+        and "companion/report.py" in files
+        and "recency_lib/engines.py" in files
+    )
     assert any(name.startswith("companion/assets/") for name in files)
     assert not [n for n in files if "__pycache__" in n or n.endswith((".so", ".pyc"))]
     base = fresh_cache.dependency_hash(nb, tmp_path)
     edited = dict(files)
-    edited["companion/new.py"] = nb                                       # a file that appears
+    edited["companion/new.py"] = nb  # a file that appears
     monkeypatch.setattr(sources, "package_files", lambda: edited)
     assert fresh_cache.dependency_hash(nb, tmp_path) != base
     monkeypatch.undo()
@@ -63,7 +68,7 @@ def test_the_readme_counts(tmp_path):
     """The reproducibility page shows the README's recipes: an edited README executes the pages again."""
     (tmp_path / "book").mkdir()
     page = _notebook(tmp_path / "book" / "page.ipynb", "print(1)")
-    base = fresh_cache.dependency_hash(page)                      # the book's root: the notebook's folder's parent
+    base = fresh_cache.dependency_hash(page)  # the book's root: the notebook's folder's parent
     (tmp_path / "README.md").write_text("## Rerun\n")
     edited = fresh_cache.dependency_hash(page)
     (tmp_path / "README.md").write_text("## Rerun\n\nanother recipe\n")

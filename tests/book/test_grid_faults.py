@@ -1,10 +1,10 @@
 """The papermill grid of Appendix B (companion.grid) under faults: a damaged result, dead staging
 folders, bad arguments, the driver killed mid-run (the simulator's own faults: tests/lib/test_hostile_faults.py)."""
+
 from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -12,14 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
-
 from bookutils import light_template
 from procutils import alive, children
 
 
 def temporaries(folder: Path) -> list[str]:
     """Hidden files a run leaves behind, the lock that keeps one driver per folder aside."""
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and p.name != ".grid.lock")
+    return sorted(
+        p.name for p in folder.iterdir() if p.name.startswith(".") and p.name != ".grid.lock"
+    )
 
 
 # -- the papermill grid ---------------------------------------------------------------------------------
@@ -44,14 +45,16 @@ def test_grid_reruns_a_damaged_result_and_sweeps_dead_staging(tmp_path, private_
     data = first.result.read_bytes()
     side = json.loads(first.key_file.read_text())
     cfg = grid.config_of(first.params)
-    first.result.write_bytes(data.replace(b'"engine": "gram"', b'"engine": "dense"'))   # whole but edited
+    first.result.write_bytes(
+        data.replace(b'"engine": "gram"', b'"engine": "dense"')
+    )  # whole but edited
     assert not grid._up_to_date(side, first.key, first.notebook, first.result, cfg)
     first.result.write_bytes(data)
     assert grid._up_to_date(side, first.key, first.notebook, first.result, cfg)
-    dead = out / f".staging-{first.slug}-99999-0123abcd"         # left by a driver killed outright
+    dead = out / f".staging-{first.slug}-99999-0123abcd"  # left by a driver killed outright
     dead.mkdir()
     (dead / "half.ipynb").write_text("{")
-    first.result.write_bytes(data[: len(data) // 2])            # truncated after a good run; sidecar intact
+    first.result.write_bytes(data[: len(data) // 2])  # truncated after a good run; sidecar intact
     again = grid.run_setting(template, out, params)
     assert again.status == "ran" and again.load().config == cfg
     assert not dead.exists() and temporaries(out) == []
@@ -62,9 +65,13 @@ def test_grid_bad_arguments_before_any_work(tmp_path):
 
     (tmp_path / "file").write_text("x")
     (tmp_path / "bad.ipynb").write_text("{not a notebook")
-    for kw, needle in [({"out_dir": tmp_path / "file"}, "not a folder"), ({"kernel": "nope"}, "kernel='nope'"),
-                       ({"timeout": -1}, "timeout=-1"), ({"force": "yes"}, "force='yes'"),
-                       ({"template": tmp_path / "bad.ipynb"}, "not a readable notebook")]:
+    for kw, needle in [
+        ({"out_dir": tmp_path / "file"}, "not a folder"),
+        ({"kernel": "nope"}, "kernel='nope'"),
+        ({"timeout": -1}, "timeout=-1"),
+        ({"force": "yes"}, "force='yes'"),
+        ({"template": tmp_path / "bad.ipynb"}, "not a readable notebook"),
+    ]:
         args = {"template": TEMPLATE, "out_dir": tmp_path / "o", "params": {"samples": 100}, **kw}
         with pytest.raises(ValueError, match="allowed") as info:
             grid.run_setting(args.pop("template"), args.pop("out_dir"), args.pop("params"), **args)
@@ -75,32 +82,42 @@ def test_grid_bad_arguments_before_any_work(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging(tmp_path, private_cache, sig):
     out = tmp_path / "out"
-    code = ("import sys; from companion import grid; "
-            "grid.run_setting(sys.argv[1], sys.argv[2], {'samples': 200_000_000, 'layers': 2})")
-    driver = subprocess.Popen([sys.executable, "-c", code, str(TEMPLATE), str(out)], env=os.environ.copy())
+    code = (
+        "import sys; from companion import grid; "
+        "grid.run_setting(sys.argv[1], sys.argv[2], {'samples': 200_000_000, 'layers': 2})"
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-c", code, str(TEMPLATE), str(out)], env=os.environ.copy()
+    )
     deadline = time.monotonic() + 90
     kernels = []
-    while time.monotonic() < deadline and not kernels:         # the kernel is running the simulation
+    while time.monotonic() < deadline and not kernels:  # the kernel is running the simulation
         time.sleep(0.5)
-        kernels = [k for k in children(driver.pid) if b"ipykernel" in Path(f"/proc/{k}/cmdline").read_bytes()]
+        kernels = [
+            k
+            for k in children(driver.pid)
+            if b"ipykernel" in Path(f"/proc/{k}/cmdline").read_bytes()
+        ]
     assert kernels and any(p.name.startswith(".staging-") for p in out.iterdir())
     time.sleep(2.0)
     driver.send_signal(sig)
     assert driver.wait(timeout=30) == -sig
-    deadline = time.monotonic() + 10                            # ipykernel polls its parent once a second
+    deadline = time.monotonic() + 10  # ipykernel polls its parent once a second
     while any(alive(k) for k in kernels) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not any(alive(k) for k in kernels), "the kernel outlived its driver"
     staging = [p for p in out.iterdir() if p.name.startswith(".staging-")]
     if sig == signal.SIGTERM:
-        assert staging == []                                    # cleaned up by the driver itself
-    else:                                                       # SIGKILL: no cleanup possible; the next driver
-        from companion import grid                              # removes it once it holds the folder's lock
-        with grid._one_driver(out):                             # (the dead one's lock died with it)
+        assert staging == []  # cleaned up by the driver itself
+    else:  # SIGKILL: no cleanup possible; the next driver
+        from companion import grid  # removes it once it holds the folder's lock
+
+        with grid._one_driver(out):  # (the dead one's lock died with it)
             assert not any(p.name.startswith(".staging-") for p in out.iterdir())
 
 
 # -- outputs replace only what the grid wrote, all or nothing --------------------------------------------
+
 
 def _no_papermill(*args, **kwargs):
     raise AssertionError("papermill started before the outputs were checked")
@@ -132,8 +149,12 @@ def one_run(tmp_path, private_cache, _first_run):
     shutil.copy2(root / "template.ipynb", tmp_path / "template.ipynb")
     shutil.copytree(root / "out", tmp_path / "out")
     out = tmp_path / "out"
-    run = dataclasses.replace(first, notebook=out / first.notebook.name, result=out / first.result.name,
-                              key_file=out / first.key_file.name)
+    run = dataclasses.replace(
+        first,
+        notebook=out / first.notebook.name,
+        result=out / first.result.name,
+        key_file=out / first.key_file.name,
+    )
     files = {p: p.read_bytes() for p in (run.result, run.notebook, run.key_file)}
     return tmp_path / "template.ipynb", out, dict(first.params), run, files
 
@@ -151,14 +172,19 @@ def test_grid_refuses_a_target_it_did_not_write_before_any_work(monkeypatch, one
     if kind == "folder":
         target.mkdir()
     elif kind == "foreign":
-        target.write_text('{"cells": [], "metadata": {}}' if which != "result" else '{"format": "other"}')
+        target.write_text(
+            '{"cells": [], "metadata": {}}' if which != "result" else '{"format": "other"}'
+        )
     else:
         target.symlink_to(foreign)
     monkeypatch.setattr(grid, "_papermill", _no_papermill)
     with pytest.raises(ValueError, match="allowed") as info:
         grid.run_setting(template, out, params, force=True)
     assert target.name in str(info.value) and "\n" not in str(info.value)
-    assert all(p.read_bytes() == b for p, b in files.items() if p != target) and foreign.read_text() == "a user's notes"
+    assert (
+        all(p.read_bytes() == b for p, b in files.items() if p != target)
+        and foreign.read_text() == "a user's notes"
+    )
     assert temporaries(out) == []
     with pytest.raises(ValueError, match=target.name.replace(".", r"\.")):
         grid.run_grid(template, out, [params], force=True)
@@ -172,14 +198,16 @@ def test_grid_commits_all_three_files_or_none(monkeypatch, one_run):
 
     def replace(src, dst):
         calls.append(Path(dst).name)
-        if Path(dst) == run.notebook and Path(src).parent != out:     # the commit's second rename fails
+        if (
+            Path(dst) == run.notebook and Path(src).parent != out
+        ):  # the commit's second rename fails
             raise OSError(28, "No space left on device")
         return real_replace(src, dst)
 
     monkeypatch.setattr(grid.os, "replace", replace)
     with pytest.raises(OSError, match="No space"):
         grid.run_setting(template, out, params, force=True)
-    assert {p: p.read_bytes() for p in files} == files                 # the previous result came back
+    assert {p: p.read_bytes() for p in files} == files  # the previous result came back
     assert calls[:2] == [run.result.name, run.notebook.name] and temporaries(out) == []
     monkeypatch.undo()
     assert grid.run_setting(template, out, params).status == "reused"
@@ -212,9 +240,32 @@ def test_papermill_result_path_never_replaces_a_notebook(tmp_path, private_cache
     shutil.copy(TEMPLATE, copy)
     before = copy.read_bytes()
     (tmp_path / "out").mkdir()
-    p = subprocess.run([sys.executable, "-m", "papermill", str(copy), str(tmp_path / "out" / "x.ipynb"),
-                        "--cwd", str(tmp_path / "out"), "-p", "samples", "100", "-p", "result_path",
-                        "../setting_template.ipynb", "-k", "python3", "--no-progress-bar"],
-                       capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(copy),
+            str(tmp_path / "out" / "x.ipynb"),
+            "--cwd",
+            str(tmp_path / "out"),
+            "-p",
+            "samples",
+            "100",
+            "-p",
+            "result_path",
+            "../setting_template.ipynb",
+            "-k",
+            "python3",
+            "--no-progress-bar",
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=300,
+    )
     assert p.returncode != 0 and copy.read_bytes() == before
-    assert "result_path='../setting_template.ipynb' holds a file that is not a recency_lib result file" in p.stderr
+    assert (
+        "result_path='../setting_template.ipynb' holds a file that is not a recency_lib result file"
+        in p.stderr
+    )

@@ -2,22 +2,25 @@
 estimator, Definition 1 on single sequences, and what the dense-versus-Gram check compares.
 
 Simulations are small and seeded; the effects they rely on are far from any threshold (noted where used)."""
+
 import math
 
 import numpy as np
 import pytest
 
 import recency_lib
+from companion import claims, landing, report, statistics, verdicts
 from recency_lib import SimConfig, simulate
 from recency_lib.engines import SequenceStatistic, sequence_statistic
-from companion import claims, landing, report, statistics, verdicts
 
 
 @pytest.fixture(scope="module")
 def aniso():
     # alpha = 0.5, d = 16: layer 2's steps are ~10 SE positive at 20,000 sequences; many blocks, so
     # the control variates are cross-fitted
-    return simulate(SimConfig(alpha=0.5, norm="layernorm", n=5, d=16, layers=2, samples=20_000, seed=3))
+    return simulate(
+        SimConfig(alpha=0.5, norm="layernorm", n=5, d=16, layers=2, samples=20_000, seed=3)
+    )
 
 
 def check(d, text="1.0 ± 0.1", status=verdicts.AS_CLAIMED):
@@ -26,9 +29,16 @@ def check(d, text="1.0 ± 0.1", status=verdicts.AS_CLAIMED):
 
 # -- the opening --------------------------------------------------------------------------------------
 
+
 def test_findings_read_every_word_from_the_verdicts():
-    vs = [verdicts.decide(name, [check(16, f"{name} at 16", verdicts.AGAINST), check(64, f"{name} at 64")], ("doc", "x"))
-          for name in landing.FINDING_CLAIMS]
+    vs = [
+        verdicts.decide(
+            name,
+            [check(16, f"{name} at 16", verdicts.AGAINST), check(64, f"{name} at 64")],
+            ("doc", "x"),
+        )
+        for name in landing.FINDING_CLAIMS
+    ]
     found = landing.findings(vs)
     assert found == {k: "contradicted" for k in ("fig1", "thm1", "eq5", "corr", "prop1")}
     with pytest.raises(ValueError, match="verdicts lack"):
@@ -36,6 +46,7 @@ def test_findings_read_every_word_from_the_verdicts():
 
 
 # -- the Cite section ------------------------------------------------------------------------------------
+
 
 def test_repository_url_is_read_from_the_top_level_config(tmp_path):
     assert landing.repository_url().startswith("https://")
@@ -59,7 +70,11 @@ def test_citation_file_agrees_with_the_config_and_the_version():
 def test_bib_entry_is_the_whole_entry_verbatim(tmp_path):
     entry = landing.bib_entry("kim2026layernorm")
     assert entry.startswith("@inproceedings{kim2026layernorm,") and entry.endswith("}")
-    assert entry.count("{") == entry.count("}") and "2509.21042" in entry and "Findings of the Association" in entry
+    assert (
+        entry.count("{") == entry.count("}")
+        and "2509.21042" in entry
+        and "Findings of the Association" in entry
+    )
     assert entry in landing.REFERENCES.read_text(encoding="utf-8")
     with pytest.raises(ValueError, match="not in"):
         landing.bib_entry("nobody2099")
@@ -82,13 +97,14 @@ def test_book_bibtex_takes_the_citation_file_url_and_version():
 
 # -- Definition 1 on single sequences --------------------------------------------------------------------
 
+
 def test_ordered_rows_flags_each_row_and_the_whole_matrix():
     n = 4
     s = np.full((2, 1, n, n), np.nan)
-    rows = np.tril(np.arange(n, dtype=float)[None, :].repeat(n, 0))       # rising rows
+    rows = np.tril(np.arange(n, dtype=float)[None, :].repeat(n, 0))  # rising rows
     s[0, 0][np.tri(n, dtype=bool)] = rows[np.tri(n, dtype=bool)]
     s[1, 0] = s[0, 0]
-    s[1, 0, 3, 1] = -1.0                                                 # row 4 out of order
+    s[1, 0, 3, 1] = -1.0  # row 4 out of order
     out = statistics.ordered_rows(s, np.zeros_like(s))
     assert out.shape == (2, 1, n + 1)
     assert out[0, 0].tolist() == [1.0] * (n + 1)
@@ -104,7 +120,7 @@ def test_single_sequences_of_layer_one_are_ordered_by_chance():
     assert one.rows.tolist() == [3, 4, 5] and one.samples == 6_000
     # layer 1's earlier keys are exchangeable: row i in order with probability 1/(i-1)! (within 5 SE)
     assert np.all(np.abs(one.row_share - one.exchangeable) < 5 * one.row_se + 1e-12)
-    assert two.row_share[0] > one.row_share[0]                             # recency: ~ +6 SE at row 3
+    assert two.row_share[0] > one.row_share[0]  # recency: ~ +6 SE at row 3
     assert one.count == round(one.share * 6_000) and 0 <= one.share <= one.row_share.min()
     table = landing.single_order_rows([one, two])
     assert [r["query $i$"] for r in table] == ["3", "4", "5"]
@@ -126,11 +142,17 @@ def test_single_sequence_order_of_a_constructed_statistic():
 
 # -- the engine check ----------------------------------------------------------------------------------
 
+
 def test_exact_entries_are_the_diagonal_scores_and_the_first_weight():
     cfg = SimConfig(alpha=0.5, gamma=1.0, norm="layernorm", n=4, d=8, layers=3, samples=400)
-    dense, gram = simulate(cfg.replace(engine="dense", seed=1)), simulate(cfg.replace(engine="gram", seed=2))
+    dense, gram = (
+        simulate(cfg.replace(engine="dense", seed=1)),
+        simulate(cfg.replace(engine="gram", seed=2)),
+    )
     exact = landing.exact_entries(dense, gram)
     assert exact == {"score": cfg.layers * cfg.n, "attention": cfg.layers}
     assert sum(exact.values()) == claims.engines_agree(dense, gram).numbers["exact_count"]
     se = landing.typical_score_se(gram, 2)
-    assert 0 < se < 1 and math.isnan(landing.typical_score_se(simulate(cfg.replace(n=1, samples=10)), 1))
+    assert 0 < se < 1 and math.isnan(
+        landing.typical_score_se(simulate(cfg.replace(n=1, samples=10)), 1)
+    )

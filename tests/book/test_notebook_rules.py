@@ -16,6 +16,7 @@
 
 Also: papermill runs of the exemplar pages with non-default parameter values.
 """
+
 from __future__ import annotations
 
 import ast
@@ -24,7 +25,6 @@ import re
 import nbformat
 import papermill as pm
 import pytest
-
 from bookutils import BOOK, page_source, toc_pages
 
 # every page of the book, and the setting template that papermill runs for Appendix B and for readers
@@ -34,15 +34,19 @@ PSEUDO_TEX = re.compile(r"\b[SAX]\^\(\d+\)")
 HIDDEN = {"hide-cell", "hide-input", "remove-cell", "remove-input"}
 PARAMETER_LINE = re.compile(r"^\w+: [\w\[\], |]+ = [^#]+  # [^=]+$")
 # what runs a simulation on a page: the results cache, the simulator's entry points, the book's grids
-SIMULATES = re.compile(r"\b(cached_simulate_many|cached_simulate|simulate_many|simulate|sample_trajectories|"
-                       r"rp_conventions|run_grid|run_setting|measure|sequence_statistic|cached_statistic)\(")
+SIMULATES = re.compile(
+    r"\b(cached_simulate_many|cached_simulate|simulate_many|simulate|sample_trajectories|"
+    r"rp_conventions|run_grid|run_setting|measure|sequence_statistic|cached_statistic)\("
+)
 # what shows the setting a page simulates: the config itself or the factory that writes it once
 SHOWS_SETTING = re.compile(r"\bSimConfig\(|\b\w+_configs?\(")
 
 
 def _code(cell) -> str:
     # IPython magics are not Python
-    return "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    return "\n".join(
+        line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))
+    )
 
 
 def _checks_parameters(node) -> str | None:
@@ -59,7 +63,10 @@ def _glue_or_layout(node) -> bool:
         if _checks_parameters(node):
             return True
         # glue(...) itself, or report.glue_numbers(...), which only glues what a companion.pages function returns
-        return getattr(node.value.func, "id", getattr(node.value.func, "attr", "")) in ("glue", "glue_numbers")
+        return getattr(node.value.func, "id", getattr(node.value.func, "attr", "")) in (
+            "glue",
+            "glue_numbers",
+        )
     if isinstance(node, ast.For):
         return all(_glue_or_layout(n) for n in node.body) and not node.orelse
     return False
@@ -74,10 +81,14 @@ def _parameter_check_problems(page: str, code: list) -> list[str]:
     first = code[at + 1]
     body = ast.parse(_code(first)).body
     calls = [k for k, node in enumerate(body) if _checks_parameters(node)]
-    if not HIDDEN & set(first.metadata.get("tags", [])) or [_checks_parameters(body[k]) for k in calls] != [page]:
-        return [f"the code cell after the parameters cell is not a hidden cell that checks every parameter: "
-                f"globals().update(params.check({page!r}, globals()))"]
-    if not all(isinstance(node, (ast.Import, ast.ImportFrom)) for node in body[:calls[0]]):
+    if not HIDDEN & set(first.metadata.get("tags", [])) or [
+        _checks_parameters(body[k]) for k in calls
+    ] != [page]:
+        return [
+            f"the code cell after the parameters cell is not a hidden cell that checks every parameter: "
+            f"globals().update(params.check({page!r}, globals()))"
+        ]
+    if not all(isinstance(node, (ast.Import, ast.ImportFrom)) for node in body[: calls[0]]):
         return ["the parameters' check is not the first statement after the imports of its cell"]
     return []
 
@@ -89,36 +100,58 @@ def rule_problems(page: str) -> list[str]:
         tags = cell.metadata.get("tags", [])
         if cell.cell_type == "code":
             tree = ast.parse(_code(cell))
-            defined = [type(n).__name__ for n in ast.walk(tree)
-                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))]
+            defined = [
+                type(n).__name__
+                for n in ast.walk(tree)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+            ]
             if defined:
-                problems.append(f"cell {k} defines {sorted(set(defined))}: move it into companion (or recency_lib)")
+                problems.append(
+                    f"cell {k} defines {sorted(set(defined))}: move it into companion (or recency_lib)"
+                )
             if "remove-cell" in tags and not all(_glue_or_layout(n) for n in tree.body):
                 problems.append(f"cell {k} is removed but does more than import, assign and glue")
             if "parameters" in tags:
                 if HIDDEN & set(tags):
-                    problems.append(f"cell {k}: the parameters cell is hidden ({sorted(HIDDEN & set(tags))})")
+                    problems.append(
+                        f"cell {k}: the parameters cell is hidden ({sorted(HIDDEN & set(tags))})"
+                    )
                 for line in _code(cell).splitlines():
                     if line.strip() and not PARAMETER_LINE.match(line):
-                        problems.append(f"cell {k}: parameter line {line.strip()!r} is not `name: type = value  # comment` "
-                                        "with a comment free of '='")
+                        problems.append(
+                            f"cell {k}: parameter line {line.strip()!r} is not `name: type = value  # comment` "
+                            "with a comment free of '='"
+                        )
         else:
             for m in GLUE_FIGURE.finditer(cell.source):
                 if ":name:" not in m.group(1):
-                    problems.append(f"cell {k}: a {{glue:figure}} without :name: (unnumbered figure)")
-            prose = re.sub(r"\$\$.*?\$\$|\$[^$\n]*\$|```.*?```|`[^`\n]*`", "", cell.source, flags=re.S)
+                    problems.append(
+                        f"cell {k}: a {{glue:figure}} without :name: (unnumbered figure)"
+                    )
+            prose = re.sub(
+                r"\$\$.*?\$\$|\$[^$\n]*\$|```.*?```|`[^`\n]*`", "", cell.source, flags=re.S
+            )
             if PSEUDO_TEX.search(prose):
-                problems.append(f"cell {k}: pseudo-TeX label {PSEUDO_TEX.search(prose).group(0)!r}; write math")
+                problems.append(
+                    f"cell {k}: pseudo-TeX label {PSEUDO_TEX.search(prose).group(0)!r}; write math"
+                )
     code = [c for c in nb.cells if c.cell_type == "code"]
-    if page != "setting_template":              # the grid's template checks through grid.validate_params
+    if page != "setting_template":  # the grid's template checks through grid.validate_params
         problems += _parameter_check_problems(page, code)
     if any(SIMULATES.search(_code(c)) for c in code):
-        shown = [c for c in code if not HIDDEN & set(c.metadata.get("tags", []))
-                 and SHOWS_SETTING.search(c.source) and SIMULATES.search(_code(c))
-                 and len(c.source.strip().splitlines()) <= 12]
+        shown = [
+            c
+            for c in code
+            if not HIDDEN & set(c.metadata.get("tags", []))
+            and SHOWS_SETTING.search(c.source)
+            and SIMULATES.search(_code(c))
+            and len(c.source.strip().splitlines()) <= 12
+        ]
         if not shown:
-            problems.append("the page simulates but no visible cell of at most 12 lines shows the setting it "
-                            "simulates (SimConfig(...) or a settings factory) with the call")
+            problems.append(
+                "the page simulates but no visible cell of at most 12 lines shows the setting it "
+                "simulates (SimConfig(...) or a settings factory) with the call"
+            )
     return problems
 
 
@@ -132,18 +165,57 @@ def test_notebook_follows_the_authoring_rules(page):
 
 NON_DEFAULT = {
     "index": {"samples": 3_000, "seed": 7, "workers": 1},
-    "intro": {"samples": 2_000, "seed": 1, "n": 4, "d": 16, "layers": 2, "samples_alpha1": 300, "samples_first_order": 5_000},
-    "preliminaries": {"samples": 2_000, "seed": 2, "n": 3, "d": 8, "samples_engines": 500, "samples_single": 300},
+    "intro": {
+        "samples": 2_000,
+        "seed": 1,
+        "n": 4,
+        "d": 16,
+        "layers": 2,
+        "samples_alpha1": 300,
+        "samples_first_order": 5_000,
+    },
+    "preliminaries": {
+        "samples": 2_000,
+        "seed": 2,
+        "n": 3,
+        "d": 8,
+        "samples_engines": 500,
+        "samples_single": 300,
+    },
     # the theory chapters: every parameter moved, the large runs small, one worker (in-process pool)
-    "layernorm": {"samples": 3_000, "samples_d64": 20_000, "samples_prop1": 4_000, "seed": 3, "n": 5, "workers": 1,
-                  "samples_first_order": 5_000},
-    "residual": {"samples": 2_000, "samples_first_order": 5_000, "seed": 4, "n": 4, "layers": 2, "workers": 1,
-                 "alpha": 0.3, "gamma": 0.5},
+    "layernorm": {
+        "samples": 3_000,
+        "samples_d64": 20_000,
+        "samples_prop1": 4_000,
+        "seed": 3,
+        "n": 5,
+        "workers": 1,
+        "samples_first_order": 5_000,
+    },
+    "residual": {
+        "samples": 2_000,
+        "samples_first_order": 5_000,
+        "seed": 4,
+        "n": 4,
+        "layers": 2,
+        "workers": 1,
+        "alpha": 0.3,
+        "gamma": 0.5,
+    },
     # one alpha, as papermill's -y "alphas: 0.5" gives it (a number, not a list)
-    "input_distribution": {"samples": 2_000, "samples_isotropic": 10_000, "samples_first_order": 5_000,
-                           "samples_cosine": 300,
-                           "samples_alpha1": 300, "seed": 5, "n": 4, "d": 16, "layers": 3, "workers": 1,
-                           "alphas": 0.5},
+    "input_distribution": {
+        "samples": 2_000,
+        "samples_isotropic": 10_000,
+        "samples_first_order": 5_000,
+        "samples_cosine": 300,
+        "samples_alpha1": 300,
+        "seed": 5,
+        "n": 4,
+        "d": 16,
+        "layers": 3,
+        "workers": 1,
+        "alphas": 0.5,
+    },
 }
 
 
@@ -153,16 +225,23 @@ def test_exemplar_runs_with_other_parameters(page, tmp_path, monkeypatch, seeded
     params = NON_DEFAULT[page]
     assert set(params) <= set(pm.inspect_notebook(str(page_source(page))))
     out = tmp_path / f"{page}.ipynb"
-    pm.execute_notebook(str(page_source(page)), str(out), parameters=params, kernel_name="python3",
-                        cwd=str(BOOK), progress_bar=False)
+    pm.execute_notebook(
+        str(page_source(page)),
+        str(out),
+        parameters=params,
+        kernel_name="python3",
+        cwd=str(BOOK),
+        progress_bar=False,
+    )
     nb = nbformat.read(out, as_version=4)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     glued = [o for o in outputs if "scrapbook" in o.get("metadata", {})]
     figures = [o for o in glued if any(k.endswith("image/svg+xml") for k in o.get("data", {}))]
     assert figures, f"{page}: no figure glued"
-    assert not [o for o in outputs if o.output_type == "stream" and o.get("name") == "stderr"], \
+    assert not [o for o in outputs if o.output_type == "stream" and o.get("name") == "stderr"], (
         f"{page}: warnings on stderr"
+    )
 
 
 def test_no_import_cycle_in_the_books_package():

@@ -2,16 +2,18 @@
 exclude the diagonal, shared colour scales, the RP annotation, quantities against d, the key factor h(j),
 panel layouts, the book's style (column width, fonts >= 9 pt, the style legend), and bad inputs. Nothing
 is simulated."""
+
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-from companion import conventions as cv, plotting, report  # noqa: E402
-from companion.closedforms import HCurves  # noqa: E402
+from companion import conventions as cv
+from companion import plotting, report
+from companion.closedforms import HCurves
 
 
 @pytest.fixture(autouse=True)
@@ -35,6 +37,7 @@ def texts_with_gid(ax, gid):
 
 # -- score_heatmap ---------------------------------------------------------------------------------
 
+
 def test_heatmap_returns_axes_and_excludes_diagonal_from_colour_scale():
     s = example_scores()
     fig, ax = plt.subplots()
@@ -43,14 +46,14 @@ def test_heatmap_returns_axes_and_excludes_diagonal_from_colour_scale():
     mesh = ax.collections[0]
     lower = s[np.tril_indices(6, -1)]
     assert mesh.get_clim() == (lower.min(), lower.max())
-    assert mesh.get_clim()[1] < 100.0                  # the diagonal value is not the max
+    assert mesh.get_clim()[1] < 100.0  # the diagonal value is not the max
     # masked cells: upper triangle and diagonal (21 = 15 + 6 of 36); coloured: the 15 below
     data = mesh.get_array()
     assert np.ma.count_masked(data) == 21
     assert np.ma.count(data) == 15
     hatched = [p for p in ax.patches if p.get_gid() == plotting.DIAGONAL_GID]
     assert len(hatched) == 6 and all(p.get_hatch() == "///" for p in hatched)
-    assert len(fig.axes) == 2                          # heatmap + colourbar
+    assert len(fig.axes) == 2  # heatmap + colourbar
 
 
 def test_heatmaps_use_the_simulators_convention():
@@ -60,7 +63,11 @@ def test_heatmaps_use_the_simulators_convention():
     plotting.score_heatmap(example_scores(6), ax)
     mesh = ax.collections[0]
     np.testing.assert_array_equal(mesh.cmap(np.linspace(0, 1, 256))[:, :3], heatmap_colours())
-    assert all(p.get_hatch() == DIAGONAL["hatch"] for p in ax.patches if p.get_gid() == plotting.DIAGONAL_GID)
+    assert all(
+        p.get_hatch() == DIAGONAL["hatch"]
+        for p in ax.patches
+        if p.get_gid() == plotting.DIAGONAL_GID
+    )
 
 
 def test_heatmap_ticks_are_one_based_and_axes_labelled():
@@ -70,7 +77,7 @@ def test_heatmap_ticks_are_one_based_and_axes_labelled():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["1", "2", "3", "4", "5"]
     assert ax.get_xlabel() == "key j" and ax.get_ylabel() == "query i"
     assert ax.get_title() == "layer 2"
-    assert len(fig.axes) == 1                          # no colourbar
+    assert len(fig.axes) == 1  # no colourbar
 
 
 def test_heatmap_rp_annotation():
@@ -90,7 +97,7 @@ def test_heatmap_annotations_only_on_coloured_cells():
     fig, ax = plt.subplots()
     plotting.score_heatmap(example_scores(4), ax, annotate_fmt=".2f", cbar=False)
     cell_texts = [t for t in ax.texts if t.get_gid() != plotting.RP_GID]
-    assert len(cell_texts) == 6                        # 4 * 3 / 2 strictly-lower cells
+    assert len(cell_texts) == 6  # 4 * 3 / 2 strictly-lower cells
 
 
 def test_heatmap_nan_in_lower_triangle_is_ignored_for_limits():
@@ -107,7 +114,9 @@ def test_heatmap_single_token():
     assert plotting.score_heatmap([[8.0]], ax) is ax
 
 
-@pytest.mark.parametrize("bad", [np.zeros((3, 4)), np.zeros(5), np.zeros((2, 2, 2)), np.zeros((0, 0))])
+@pytest.mark.parametrize(
+    "bad", [np.zeros((3, 4)), np.zeros(5), np.zeros((2, 2, 2)), np.zeros((0, 0))]
+)
 def test_heatmap_rejects_non_square(bad):
     fig, ax = plt.subplots()
     with pytest.raises(ValueError, match=r"score_mean has shape .*square"):
@@ -116,13 +125,23 @@ def test_heatmap_rejects_non_square(bad):
 
 # -- score_grid ------------------------------------------------------------------------------------
 
+
 def test_grid_panels_labels_and_rp():
     rows, cols, n = 2, 3, 5
-    sm = np.stack([np.stack([example_scores(n, seed=r * cols + c) for c in range(cols)]) for r in range(rows)])
+    sm = np.stack(
+        [np.stack([example_scores(n, seed=r * cols + c) for c in range(cols)]) for r in range(rows)]
+    )
     fig, axes = plt.subplots(rows, cols)
     rp = np.array([[0.5, 0.6, 0.7], [0.8, 0.9, 1.0]])
-    out = plotting.score_grid(sm, axes, recency_probabilities=rp, recency_sems=np.full((rows, cols), 0.01),
-                              row_labels=["no LN", "LN"], col_labels=["layer 1", "layer 2", "layer 3"], share="none")
+    out = plotting.score_grid(
+        sm,
+        axes,
+        recency_probabilities=rp,
+        recency_sems=np.full((rows, cols), 0.01),
+        row_labels=["no LN", "LN"],
+        col_labels=["layer 1", "layer 2", "layer 3"],
+        share="none",
+    )
     assert out.shape == (rows, cols)
     assert all(out[r, c] is axes[r, c] for r in range(rows) for c in range(cols))
     for r in range(rows):
@@ -130,28 +149,34 @@ def test_grid_panels_labels_and_rp():
             ax = out[r, c]
             lower = sm[r, c][np.tril_indices(n, -1)]
             assert ax.collections[0].get_clim() == (lower.min(), lower.max())
-            assert texts_with_gid(ax, plotting.RP_GID)[0].get_text() == f"RP = {rp[r, c]:.3f}\n\u00b1 0.010"
+            assert (
+                texts_with_gid(ax, plotting.RP_GID)[0].get_text()
+                == f"RP = {rp[r, c]:.3f}\n\u00b1 0.010"
+            )
     assert [out[0, c].get_title() for c in range(cols)] == ["layer 1", "layer 2", "layer 3"]
     assert out[1, 0].get_title() == ""
     assert out[0, 0].get_ylabel() == "no LN\nquery i" and out[1, 0].get_ylabel() == "LN\nquery i"
     assert out[0, 1].get_ylabel() == ""
     assert out[0, 0].get_xlabel() == "" and out[1, 0].get_xlabel() == "key j"
-    assert [t.get_text() for t in out[0, 0].get_xticklabels()] == ["1", "5"]       # ends only
-    assert len(fig.axes) == rows * cols * 2                # one colour bar per panel (share="none")
+    assert [t.get_text() for t in out[0, 0].get_xticklabels()] == ["1", "5"]  # ends only
+    assert len(fig.axes) == rows * cols * 2  # one colour bar per panel (share="none")
 
 
 def test_grid_accepts_one_dimensional_axes():
-    sm = np.stack([example_scores(4)] * 3)[None]           # (1, 3, 4, 4)
+    sm = np.stack([example_scores(4)] * 3)[None]  # (1, 3, 4, 4)
     fig, axes = plt.subplots(1, 3)
     assert plotting.score_grid(sm, axes).shape == (1, 3)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"recency_probabilities": np.zeros((2, 2))}, r"recency_probabilities has shape \(2, 2\)"),
-    ({"recency_sems": np.zeros(3)}, r"recency_sems has shape"),
-    ({"row_labels": ["a"]}, r"row_labels has length 1"),
-    ({"col_labels": ["a", "b"]}, r"col_labels has length 2"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"recency_probabilities": np.zeros((2, 2))}, r"recency_probabilities has shape \(2, 2\)"),
+        ({"recency_sems": np.zeros(3)}, r"recency_sems has shape"),
+        ({"row_labels": ["a"]}, r"row_labels has length 1"),
+        ({"col_labels": ["a", "b"]}, r"col_labels has length 2"),
+    ],
+)
 def test_grid_bad_inputs(kwargs, match):
     sm = np.stack([np.stack([example_scores(4)] * 3)] * 2)  # (2, 3, 4, 4)
     fig, axes = plt.subplots(2, 3)
@@ -168,6 +193,7 @@ def test_grid_bad_shapes():
 
 
 # -- curves ----------------------------------------------------------------------------------------
+
 
 def test_h_curve_normalized_and_raw():
     j = np.arange(1, 11)
@@ -203,11 +229,14 @@ def test_errorbar_points_scales_with_z():
     assert container.get_label() == "sim"
 
 
-@pytest.mark.parametrize("args, match", [
-    (([1, 2], [1.0], [0.1, 0.1]), r"mean has length 1"),
-    (([1, 2], [1.0, 2.0], [0.1]), r"sem has length 1"),
-    (([1, 2], [1.0, 2.0], [0.1, -0.1]), r"sem=.*negative"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (([1, 2], [1.0], [0.1, 0.1]), r"mean has length 1"),
+        (([1, 2], [1.0, 2.0], [0.1]), r"sem has length 1"),
+        (([1, 2], [1.0, 2.0], [0.1, -0.1]), r"sem=.*negative"),
+    ],
+)
 def test_errorbar_points_bad_inputs(args, match):
     fig, ax = plt.subplots()
     with pytest.raises(ValueError, match=match):
@@ -229,7 +258,7 @@ def test_recency_by_layer_reference_line_once():
     assert len(refs) == 1 and refs[0].get_label() == "no order" and refs[0].get_linestyle() == ":"
     np.testing.assert_allclose(refs[0].get_ydata(), [0.5, 0.5])
     assert len(ax.containers) == 2
-    np.testing.assert_allclose(ax.containers[0].lines[0].get_xdata(), [1, 2, 3])   # 1-based layers
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_xdata(), [1, 2, 3])  # 1-based layers
     assert list(ax.get_xticks()) == [1, 2, 3]
     with pytest.raises(ValueError, match=r"sem has length 2"):
         plotting.recency_by_layer([0.5, 0.6, 0.7], [0.1, 0.1], ax)
@@ -247,8 +276,15 @@ def test_row_profile():
     np.testing.assert_allclose(ax.containers[1].lines[0].get_ydata(), s[4, :5])
 
 
-@pytest.mark.parametrize("i, match", [(0, r"i=0 is out of range"), (7, r"i=7 is out of range"),
-                                      (2.0, r"i=2\.0 is out of range"), (1, r"i=1 has no off-diagonal keys")])
+@pytest.mark.parametrize(
+    "i, match",
+    [
+        (0, r"i=0 is out of range"),
+        (7, r"i=7 is out of range"),
+        (2.0, r"i=2\.0 is out of range"),
+        (1, r"i=1 has no off-diagonal keys"),
+    ],
+)
 def test_row_profile_bad_index(i, match):
     fig, ax = plt.subplots()
     with pytest.raises(ValueError, match=match):
@@ -263,29 +299,30 @@ def test_row_profile_shape_mismatch():
         plotting.row_profile(np.zeros((6, 5)), np.zeros((6, 5)), 3, ax)
 
 
-
-
 def test_rp_text_uses_the_books_number_format():
     assert plotting.rp_text(0.55450, 0.00029) == "RP = 0.55450 \u00b1 0.00029"
     assert plotting.rp_text(0.5, 0.0) == "RP = 0.5"
     assert plotting.rp_text(0.5, None) == "RP = 0.500"
     assert plotting.rp_text(0.991414, 0.000038) == "RP = 0.99141 \u00b1 0.00004"
-    assert plotting.rp_text(7.2e-5, 8e-6, sep="\n") == "RP = (7.2 \u00b1 0.8)\n\u00d7 10\u207b\u2075"
-    assert plotting.pm is report.pm                        # one format, re-exported for old callers
+    assert (
+        plotting.rp_text(7.2e-5, 8e-6, sep="\n") == "RP = (7.2 \u00b1 0.8)\n\u00d7 10\u207b\u2075"
+    )
+    assert plotting.pm is report.pm  # one format, re-exported for old callers
 
 
 # -- shared colour scales, the paper's view --------------------------------------------------------
 
+
 def test_grid_shares_a_row_scale_only_where_honest():
     base = example_scores(5)
-    similar = np.stack([base, base + 0.3])                             # same range, shifted a little
-    apart = np.stack([base, base * 0.01])                              # one range 100 times smaller
+    similar = np.stack([base, base + 0.3])  # same range, shifted a little
+    apart = np.stack([base, base * 0.01])  # one range 100 times smaller
     fig, axes = plt.subplots(2, 2)
     out = plotting.score_grid(np.stack([similar, apart]), axes)
     c00, c01 = out[0, 0].collections[0].get_clim(), out[0, 1].collections[0].get_clim()
-    assert c00 == c01                                                  # row 1: one shared scale
+    assert c00 == c01  # row 1: one shared scale
     assert out[1, 0].collections[0].get_clim() != out[1, 1].collections[0].get_clim()
-    assert len(fig.axes) == 4 + 1 + 2                                  # one bar for row 1, two for row 2
+    assert len(fig.axes) == 4 + 1 + 2  # one bar for row 1, two for row 2
     fig, axes = plt.subplots(2, 2)
     out = plotting.score_grid(np.stack([similar, apart]), axes, share="all")
     assert len({out[r, c].collections[0].get_clim() for r in range(2) for c in range(2)}) == 1
@@ -297,17 +334,20 @@ def test_heatmap_can_colour_the_diagonal_as_the_paper_did():
     s = example_scores()
     fig, ax = plt.subplots()
     plotting.score_heatmap(s, ax, include_diagonal=True)
-    assert ax.collections[0].get_clim()[1] == 100.0                   # the diagonal is on the scale
+    assert ax.collections[0].get_clim()[1] == 100.0  # the diagonal is on the scale
     assert np.ma.count(ax.collections[0].get_array()) == 21
     assert not [p for p in ax.patches if p.get_gid() == plotting.DIAGONAL_GID]
 
 
 # -- the key factor h(j) ---------------------------------------------------------------------------
 
+
 def curves(normalized=True, closed=True):
     j = np.arange(1, 6)
     h = 1 + 0.01 * (j - 1)
-    return HCurves(j, h if closed else None, 1.1 * h if closed else None, h, np.full(5, 1e-3), normalized)
+    return HCurves(
+        j, h if closed else None, 1.1 * h if closed else None, h, np.full(5, 1e-3), normalized
+    )
 
 
 def formulas(ax):
@@ -318,23 +358,31 @@ def formulas(ax):
 def test_h_panel_draws_the_kinds_it_is_asked_for():
     fig, ax = plt.subplots()
     plotting.h_panel(curves(), ax, color="C1", label="α = 0.2")
-    assert [line.get_linestyle() for line in formulas(ax)] == [cv.AS_PRINTED["linestyle"], cv.CORRECTED["linestyle"]]
+    assert [line.get_linestyle() for line in formulas(ax)] == [
+        cv.AS_PRINTED["linestyle"],
+        cv.CORRECTED["linestyle"],
+    ]
     assert ax.get_ylabel() == "h(j) / h(1)" and ax.get_xlabel() == "key j"
-    np.testing.assert_allclose(formulas(ax)[1].get_ydata(), 1.1 * (1 + 0.01 * np.arange(5)))   # drawn as given
+    np.testing.assert_allclose(
+        formulas(ax)[1].get_ydata(), 1.1 * (1 + 0.01 * np.arange(5))
+    )  # drawn as given
     assert len(ax.containers) == 1 and ax.containers[0].get_label() == "α = 0.2"
     fig, ax = plt.subplots()
     plotting.h_panel(curves(normalized=False), ax, corrected=False)
     assert [line.get_linestyle() for line in formulas(ax)] == [cv.AS_PRINTED["linestyle"]]
     assert ax.get_ylabel() == "\u221ad \u00b7 h(j)"
     fig, ax = plt.subplots()
-    plotting.h_panel(curves(closed=False), ax)             # no closed form: only the points
+    plotting.h_panel(curves(closed=False), ax)  # no closed form: only the points
     assert formulas(ax) == [] and len(ax.containers) == 1
 
 
 # -- the book's style ----------------------------------------------------------------------------------
 
+
 def _texts(fig):
-    return [t for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip() and t.get_visible()]
+    return [
+        t for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip() and t.get_visible()
+    ]
 
 
 def test_subplots_fill_the_column_and_all_text_is_at_least_9_pt():
@@ -344,13 +392,25 @@ def test_subplots_fill_the_column_and_all_text_is_at_least_9_pt():
         plotting.book_style()
         fig, axes = plotting.subplots(4, 4, height_ratio=1.15)
         assert fig.get_size_inches()[0] == pytest.approx(cv.COLUMN_IN)
-        sm = np.stack([np.stack([example_scores(10, seed=4 * r + c) for c in range(4)]) for r in range(4)])
-        plotting.score_grid(sm, axes, recency_probabilities=np.full((4, 4), 0.6), recency_sems=np.full((4, 4), 1e-3),
-                            row_labels=list("abcd"), col_labels=list("efgh"))
+        sm = np.stack(
+            [np.stack([example_scores(10, seed=4 * r + c) for c in range(4)]) for r in range(4)]
+        )
+        plotting.score_grid(
+            sm,
+            axes,
+            recency_probabilities=np.full((4, 4), 0.6),
+            recency_sems=np.full((4, 4), 1e-3),
+            row_labels=list("abcd"),
+            col_labels=list("efgh"),
+        )
         fig.canvas.draw()
         sizes = [t.get_fontsize() for t in _texts(fig)]
         assert sizes and min(sizes) >= cv.SMALL_PT
-        assert all(t.get_fontsize() >= cv.RP_LABEL_PT for ax in axes.flat for t in texts_with_gid(ax, plotting.RP_GID))
+        assert all(
+            t.get_fontsize() >= cv.RP_LABEL_PT
+            for ax in axes.flat
+            for t in texts_with_gid(ax, plotting.RP_GID)
+        )
         fig2, ax = plotting.subplots(height_ratio=0.5)
         plotting.recency_by_layer([0.5, 0.6], [0.01, 0.01], ax, label="x")
         ax.legend()
@@ -381,11 +441,19 @@ def test_a_settings_style_replaces_the_default_format_without_warnings():
     fig, ax = plt.subplots()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        plotting.recency_by_layer([0.5, 0.6], [0.01, 0.01], ax, label="x", **cv.variant_style(SimConfig(gamma=1.0)))
+        plotting.recency_by_layer(
+            [0.5, 0.6], [0.01, 0.01], ax, label="x", **cv.variant_style(SimConfig(gamma=1.0))
+        )
         plotting.errorbar_points([1, 2], [0.5, 0.6], [0.01, 0.01], ax, marker="s")
-        plotting.row_profile(example_scores(), np.full((6, 6), 0.1), 6, ax, **cv.variant_style(SimConfig(gamma=1.0)))
+        plotting.row_profile(
+            example_scores(), np.full((6, 6), 0.1), 6, ax, **cv.variant_style(SimConfig(gamma=1.0))
+        )
     line = ax.containers[0].lines[0]
-    assert line.get_marker() == "o" and line.get_markerfacecolor() == "white" and line.get_linestyle() == "-"
+    assert (
+        line.get_marker() == "o"
+        and line.get_markerfacecolor() == "white"
+        and line.get_linestyle() == "-"
+    )
 
 
 def test_style_legend_keeps_the_existing_legend():
@@ -393,13 +461,18 @@ def test_style_legend_keeps_the_existing_legend():
     ax.plot([1, 2], [1, 2], label="α = 0")
     first = ax.legend(loc="lower right")
     legend = plotting.style_legend(ax, loc="upper left")
-    assert [t.get_text() for t in legend.get_texts()] == ["Eq. (41) as printed", "corrected", "simulation ± 1 SE"]
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "Eq. (41) as printed",
+        "corrected",
+        "simulation ± 1 SE",
+    ]
     assert first in ax.artists or first in ax.get_children()
     with pytest.raises(ValueError, match="kinds="):
         plotting.style_legend(ax, kinds=("lln",))
 
 
 # -- against the hidden size ----------------------------------------------------------------------
+
 
 def test_closed_form_and_reference_line_follow_the_conventions():
     fig, ax = plt.subplots()
@@ -418,28 +491,48 @@ def test_d_axis_can_take_a_log_y_axis():
     fig, ax = plt.subplots()
     plotting.d_axis(ax, [4, 16, 64], log_y=True)
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "16", "64"] and ax.get_xlabel() == "hidden size d"
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "4",
+        "16",
+        "64",
+    ] and ax.get_xlabel() == "hidden size d"
     with pytest.raises(ValueError, match="positive hidden sizes"):
         plotting.d_axis(ax, [0, 4])
 
 
 class _Reach:
     def __init__(self, d, trend, se, resolved):
-        self.d, self.trend, self.trend_se, self.resolved, self.plain_se = d, trend, se, resolved, 100 * se
+        self.d, self.trend, self.trend_se, self.resolved, self.plain_se = (
+            d,
+            trend,
+            se,
+            resolved,
+            100 * se,
+        )
 
 
 def test_trend_reach_points_where_resolved_and_limits_where_not():
     fig, ax = plt.subplots()
-    reach = [_Reach(64, 2e-6, 2e-7, True), _Reach(16, 2e-3, 4e-5, True), _Reach(256, -1e-10, 6e-10, False)]
+    reach = [
+        _Reach(64, 2e-6, 2e-7, True),
+        _Reach(16, 2e-3, 4e-5, True),
+        _Reach(256, -1e-10, 6e-10, False),
+    ]
     out = plotting.trend_reach(reach, ax, eq5=(np.array([4.0, 256.0]), np.array([1e-2, 1e-13])))
     assert out is ax and ax.get_yscale() == "log"
     labels = ax.get_legend_handles_labels()[1]
-    assert labels == ["Eq. (5)", "2 SE of plain averaging", "simulated, control variates",
-                      "unresolved: below (+2 SE)"]
+    assert labels == [
+        "Eq. (5)",
+        "2 SE of plain averaging",
+        "simulated, control variates",
+        "unresolved: below (+2 SE)",
+    ]
     points = [c for c in ax.containers if c.get_label() == "simulated, control variates"][0]
-    assert list(points.lines[0].get_xdata()) == [16, 64]                     # sorted by d, resolved only
+    assert list(points.lines[0].get_xdata()) == [16, 64]  # sorted by d, resolved only
     limits = [c for c in ax.containers if c.get_label().startswith("unresolved")][0]
-    assert list(limits.lines[0].get_ydata()) == [pytest.approx(2 * 6e-10)]  # a negative trend counts as 0
+    assert list(limits.lines[0].get_ydata()) == [
+        pytest.approx(2 * 6e-10)
+    ]  # a negative trend counts as 0
     with pytest.raises(ValueError, match="reach is empty"):
         plotting.trend_reach([], ax)
 
@@ -447,8 +540,15 @@ def test_trend_reach_points_where_resolved_and_limits_where_not():
 def test_versus_d_log_axis_ticks_and_one_reference_line():
     fig, ax = plt.subplots()
     ds = [16, 64, 256]
-    out = plotting.versus_d(ds, [0.6, 0.55, 0.5], [0.01, 0.01, np.nan], ax, reference=0.5, label="a",
-                            ylabel="recency probability")
+    out = plotting.versus_d(
+        ds,
+        [0.6, 0.55, 0.5],
+        [0.01, 0.01, np.nan],
+        ax,
+        reference=0.5,
+        label="a",
+        ylabel="recency probability",
+    )
     plotting.versus_d(ds, [0.7, 0.6, 0.5], None, ax, reference=0.5, label="b")
     assert out is ax and ax.get_xscale() == "log"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["16", "64", "256"]
@@ -462,7 +562,6 @@ def test_versus_d_log_axis_ticks_and_one_reference_line():
 
 
 # -- chapter 7 and 8 figures ------------------------------------------------------------------------------
-
 
 
 def test_panels_hide_the_unused_cells():
@@ -479,11 +578,11 @@ def test_recency_dots_one_row_per_setting_one_dot_per_layer():
     fig, ax = plt.subplots()
     rp = np.array([[0.5, 0.7, 0.8], [0.5, 0.4, 0.3]])
     assert plotting.recency_dots(["a", "b"], rp, np.full((2, 3), 0.01), ax) is ax
-    assert len(ax.containers) == 3                                   # one series per layer
+    assert len(ax.containers) == 3  # one series per layer
     xs = [c.lines[0].get_xdata() for c in ax.containers]
     np.testing.assert_allclose(np.array(xs).T, rp)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"]
-    assert ax.get_ylim()[0] > ax.get_ylim()[1]                        # the first setting on top
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]  # the first setting on top
     assert [ln.get_gid() for ln in ax.get_lines()].count(plotting.NO_ORDER_GID) == 1
     with pytest.raises(ValueError, match="labels has length 1"):
         plotting.recency_dots(["a"], rp, np.full((2, 3), 0.01), ax)
@@ -499,8 +598,10 @@ def test_recency_by_length_and_binned_profiles():
     with pytest.raises(ValueError, match=r"rp has shape \(2, 2\)"):
         plotting.recency_by_length([10, 32, 128], np.full((2, 2), 0.6), np.full((2, 2), 0.01), ax)
     fig, ax = plt.subplots()
-    profiles = {10: (np.array([0.2, 0.6]), np.array([-0.1, 0.1]), np.array([0.01, 0.01])),
-                32: (np.array([0.2, 0.6]), np.array([-0.2, 0.2]), np.array([0.01, 0.01]))}
+    profiles = {
+        10: (np.array([0.2, 0.6]), np.array([-0.1, 0.1]), np.array([0.01, 0.01])),
+        32: (np.array([0.2, 0.6]), np.array([-0.2, 0.2]), np.array([0.01, 0.01])),
+    }
     plotting.binned_profiles(profiles, ax)
     assert [c.get_label() for c in ax.containers] == ["n = 10", "n = 32"]
     with pytest.raises(ValueError, match="profiles is empty"):
@@ -509,15 +610,16 @@ def test_recency_by_length_and_binned_profiles():
 
 # -- ratios against d (Appendix A) ----------------------------------------------------------------
 
+
 def test_ratio_by_d_draws_points_and_one_reference():
     fig, ax = plt.subplots()
     out = plotting.ratio_by_d([16, 64, 256], [1.1, 1.4, 1.5], [0.01, 0.02, 0.03], ax, label="a")
     plotting.ratio_by_d([16, 64], [0.9, 1.0], [0.01, 0.01], ax, label="b")
-    plotting.ratio_by_d([], [], [], ax)                                   # nothing resolved: only the reference
+    plotting.ratio_by_d([], [], [], ax)  # nothing resolved: only the reference
     assert out is ax
     refs = [line for line in ax.get_lines() if line.get_gid() == plotting.EXACT_GID]
     assert len(refs) == 1 and list(refs[0].get_ydata()) == [1.0, 1.0]
-    assert len(ax.containers) == 2                                        # two error-bar series
+    assert len(ax.containers) == 2  # two error-bar series
     assert ax.get_ylabel() == "simulated / closed form"
 
 
@@ -530,11 +632,14 @@ def test_d_axis_is_log2_with_integer_ticks():
     assert ax.get_xlabel() == "hidden size d"
 
 
-@pytest.mark.parametrize("call", [
-    lambda ax: plotting.ratio_by_d([16, 0], [1, 1], [0.1, 0.1], ax),
-    lambda ax: plotting.ratio_by_d([16, 64], [1], [0.1], ax),
-    lambda ax: plotting.d_axis(ax, [16, -4]),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda ax: plotting.ratio_by_d([16, 0], [1, 1], [0.1, 0.1], ax),
+        lambda ax: plotting.ratio_by_d([16, 64], [1], [0.1], ax),
+        lambda ax: plotting.d_axis(ax, [16, -4]),
+    ],
+)
 def test_ratio_plots_reject_bad_input(call):
     fig, ax = plt.subplots()
     with pytest.raises(ValueError):
@@ -543,48 +648,61 @@ def test_ratio_plots_reject_bad_input(call):
 
 # -- the figures two pages share --------------------------------------------------------------------
 
+
 def _result(n, layers, seed):
     """A stand-in for a SimResult: what figure1_grids reads of one."""
     from types import SimpleNamespace
 
     rng = np.random.default_rng(seed)
     rps = rng.uniform(0.4, 0.9, layers)
-    return SimpleNamespace(score_mean=np.stack([example_scores(n, seed + l) for l in range(layers)]),
-                           config=SimpleNamespace(layers=layers), rp=lambda layer: (rps[layer - 1], 0.002, "plain"))
+    return SimpleNamespace(
+        score_mean=np.stack([example_scores(n, seed + l) for l in range(layers)]),
+        config=SimpleNamespace(layers=layers),
+        rp=lambda layer: (rps[layer - 1], 0.002, "plain"),
+    )
 
 
 def test_figure1_grids_draws_the_books_and_the_papers_way():
     rows, layers, n = 3, 2, 5
     results = [_result(n, layers, 10 * k) for k in range(rows)]
     book, paper = plotting.figure1_grids(results, ["a", "b", "c"], layers)
-    for fig in (book, paper):                                    # heatmap_subplots' size: the column's width
-        assert tuple(fig.get_size_inches()) == pytest.approx(cv.figure_size(min(4.0, 1.15 * rows / layers)))
-    panels = [ax for ax in book.axes if ax.get_label() != "<colorbar>"][:rows * layers]
+    for fig in (book, paper):  # heatmap_subplots' size: the column's width
+        assert tuple(fig.get_size_inches()) == pytest.approx(
+            cv.figure_size(min(4.0, 1.15 * rows / layers))
+        )
+    panels = [ax for ax in book.axes if ax.get_label() != "<colorbar>"][: rows * layers]
     rp_texts = [texts_with_gid(ax, plotting.RP_GID) for ax in panels]
-    assert all(len(t) == 1 for t in rp_texts)                    # the book's: RP ± SE on every panel
+    assert all(len(t) == 1 for t in rp_texts)  # the book's: RP ± SE on every panel
     first = [ax for ax in paper.axes if ax.get_title() == "layer 1"]
     assert first and not texts_with_gid(first[0], plotting.RP_GID)  # the paper's: no RP
     assert first[0].get_ylabel().startswith("a\n")
     diagonal = [ax for ax in paper.axes if ax.collections][0].collections[0]
-    assert np.isfinite(diagonal.get_array()).sum() == n * (n + 1) // 2      # the diagonal coloured
+    assert np.isfinite(diagonal.get_array()).sum() == n * (n + 1) // 2  # the diagonal coloured
     with pytest.raises(ValueError, match="layers="):
         plotting.figure1_grids(results, ["a", "b", "c"], 0)
 
 
 def test_level_and_step_one_line_per_alpha_and_a_legend_under_both():
     ds = np.array([16.0, 64.0, 256.0])
-    series = {part: {a: (ds, 1 + a * np.arange(3), np.full(3, 0.01)) for a in (0.2, 0.8)} for part in ("level", "step")}
+    series = {
+        part: {a: (ds, 1 + a * np.arange(3), np.full(3, 0.01)) for a in (0.2, 0.8)}
+        for part in ("level", "step")
+    }
     fig = plotting.level_and_step(series, ylabel="simulated / corrected")
     left, right = fig.axes
     assert [left.get_title(), right.get_title()] == ["level", "shape (step over j)"]
     assert left.get_ylabel() == "simulated / corrected" and right.get_ylabel() == ""
     assert len(right.containers) == 2 and len(fig.legends) == 1
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == [cv.alpha_label(0.2), cv.alpha_label(0.8)]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        cv.alpha_label(0.2),
+        cv.alpha_label(0.8),
+    ]
     with pytest.raises(ValueError, match="series has no"):
         plotting.level_and_step({"level": series["level"]}, ylabel="x")
 
 
 # -- panel layouts ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("count, shape", [(1, (1, 1)), (4, (1, 4)), (6, (2, 4)), (8, (2, 4))])
 def test_panel_axes_wraps_rows_and_hides_the_rest(count, shape):

@@ -2,19 +2,20 @@
 
 Constructed statistics check every reading exactly (a bias set by distance, one set by key position);
 small simulations with fixed seeds check the link to statistics.distance_contrasts and the causality check."""
+
 from __future__ import annotations
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-from recency_lib import SimConfig, sample_trajectories  # noqa: E402
-from recency_lib.engines import SequenceStatistic, sequence_statistic  # noqa: E402
-from companion import claims, position, report, statistics, verdicts  # noqa: E402
+from companion import claims, position, report, statistics, verdicts
+from recency_lib import SimConfig, sample_trajectories
+from recency_lib.engines import SequenceStatistic, sequence_statistic
 
 
 def _stat(cfg, D, K, se=1e-3, cv=True):
@@ -31,28 +32,34 @@ CFG = SimConfig(alpha=0.5, n=9, d=16, layers=3, samples=1000)
 
 def test_a_bias_by_distance_and_one_by_key_position_are_told_apart():
     q = np.arange(5, 10)
-    relative = _stat(CFG, D=np.full(5, 0.4), K=0.4 - 0.05 * (q - 5))        # D flat: relative
-    absolute = _stat(CFG, D=0.4 / (q - 4.0), K=np.full(5, 0.4))            # K flat: key position
+    relative = _stat(CFG, D=np.full(5, 0.4), K=0.4 - 0.05 * (q - 5))  # D flat: relative
+    absolute = _stat(CFG, D=0.4 / (q - 4.0), K=np.full(5, 0.4))  # K flat: key position
     assert position.change(relative, "D") == (0.0, 1e-3)
     assert position.change(absolute, "K") == (0.0, 1e-3)
     zc = 3.0
     assert position.change_word(relative, "D", zc) == "does not change resolvably"
     assert position.change_word(relative, "K", zc) == "falls"
     assert position.change_word(absolute, "D", zc) == "falls"
-    assert position.change_word(_stat(CFG, D=[0.1] * 5, K=[0.1, 0.2, 0.3, 0.4, 0.5]), "K", zc) == "rises"
+    assert (
+        position.change_word(_stat(CFG, D=[0.1] * 5, K=[0.1, 0.2, 0.3, 0.4, 0.5]), "K", zc)
+        == "rises"
+    )
     assert position.value_at(absolute, "D", 9) == pytest.approx((0.08, 1e-3))
     assert position.value_at(absolute, "K", 5, layer=2) == (0.4, 1e-3)
     assert claims.not_relative_claim(relative).word == verdicts.NOT_RESOLVED
     assert claims.not_relative_claim(absolute).word == verdicts.HOLDS
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda s: position.value_at(s, "E", 5), "key='E' is not allowed"),
-    (lambda s: position.value_at(s, "D", 4), "query=4"),
-    (lambda s: position.value_at(s, "D", 10), "query=10"),
-    (lambda s: position.change(s, "D", layer=4), "layer=4"),
-    (lambda s: position.change(s, "X"), "key='X' is not allowed"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda s: position.value_at(s, "E", 5), "key='E' is not allowed"),
+        (lambda s: position.value_at(s, "D", 4), "query=4"),
+        (lambda s: position.value_at(s, "D", 10), "query=10"),
+        (lambda s: position.change(s, "D", layer=4), "layer=4"),
+        (lambda s: position.change(s, "X"), "key='X' is not allowed"),
+    ],
+)
 def test_bad_arguments_are_refused(call, match):
     with pytest.raises(ValueError, match=match):
         call(_stat(CFG, [0.1] * 5, [0.1] * 5))
@@ -70,8 +77,16 @@ def test_tables_family_and_download():
     b = _stat(CFG.replace(n=12, norm="none"), np.linspace(0.4, 0.0, 8), [0.4] * 8)
     rows = position.change_rows([a, b])
     assert len(rows) == 2 * 2 and [r["layer"] for r in rows] == ["2", "3"] * 2
-    assert list(rows[0]) == ["model", "$n$", "layer", "$D_5 = K_5$", "$D_n$", "$K_n$", "$D_n - D_5$ (z)",
-                             "$K_n - K_5$ (z)"]
+    assert list(rows[0]) == [
+        "model",
+        "$n$",
+        "layer",
+        "$D_5 = K_5$",
+        "$D_n$",
+        "$K_n$",
+        "$D_n - D_5$ (z)",
+        "$K_n - K_5$ (z)",
+    ]
     assert rows[2]["model"] == "no normalization" and rows[2]["$n$"] == "12"
     assert rows[0]["$K_n - K_5$ (z)"] == f"{report.pm(0.04, 1e-3)} (+40)"
     last = position.change_rows([a, b], last_layer_only=True)
@@ -91,7 +106,7 @@ def test_panels_draw_two_lines_and_a_band_per_layer():
     s = _stat(CFG, np.linspace(0.4, 0.1, 5), [0.4] * 5)
     fig, ax = plt.subplots()
     assert position.contrast_panel(s, ax) is ax
-    assert len(ax.lines) == 2 * 2 + 1 and ax.get_xscale() == "log"           # layers 2-3, K and D; zero line
+    assert len(ax.lines) == 2 * 2 + 1 and ax.get_xscale() == "log"  # layers 2-3, K and D; zero line
     assert [l.get_linestyle() for l in ax.lines[:2]] == ["-", "--"]
     assert position.overlay_points(s, ax) is ax
     handles = position.legend_handles(3, points="n = 10")
@@ -122,7 +137,9 @@ def test_on_a_simulation_the_profiles_are_the_contrasts_of_the_scores():
     st = sequence_statistic(cfg, statistics.distance_contrasts, control_mean=0.0)
     s, _ = sample_trajectories(cfg)
     d7 = (s[:, 1, 6, 5] - s[:, 1, 6, 2]).mean()
-    assert statistics.distance_profiles(st)["D"][0][1, -1] != d7              # control variates, not the plain mean
+    assert (
+        statistics.distance_profiles(st)["D"][0][1, -1] != d7
+    )  # control variates, not the plain mean
     plain = statistics.distance_profiles(st, "plain")
     assert plain["D"][0][1, -1] == pytest.approx(d7, rel=1e-12)
     m, e = position.change(st, "K", layer=2)

@@ -6,22 +6,24 @@ root to them (``book`` and ``.venv`` link to the checkout's), so what they write
 Two commands are not run here, each for its reason: ``jupyter-book build book`` is the build of the
 session (the ``built_book`` fixture runs that very command, and the reruns need it), and the paper-scale
 rerun, 10^7 sequences per setting, whose measured time the README quotes."""
+
 from __future__ import annotations
 
 import json
 import os
 import shlex
 import subprocess
-from pathlib import Path
 
 import pytest
-
 from bookutils import REPO
+
 from companion import provenance
 
 pytestmark = pytest.mark.book
 
-NOT_HERE = {"At the paper's scale": "10^7 sequences per setting: its time is measured once, in the README"}
+NOT_HERE = {
+    "At the paper's scale": "10^7 sequences per setting: its time is measured once, in the README"
+}
 
 
 def commands() -> list[tuple[str, str]]:
@@ -39,7 +41,9 @@ def commands() -> list[tuple[str, str]]:
 def test_the_recipes_are_found_and_use_the_venv():
     found = commands()
     assert len(found) >= 8, found
-    assert all(c.startswith(".venv/bin/") for _, c in found), [c for _, c in found if not c.startswith(".venv/bin/")]
+    assert all(c.startswith(".venv/bin/") for _, c in found), [
+        c for _, c in found if not c.startswith(".venv/bin/")
+    ]
 
 
 def test_every_recipe_runs_as_typed(built_book, tmp_path):
@@ -52,7 +56,9 @@ def test_every_recipe_runs_as_typed(built_book, tmp_path):
     for section, command in commands():
         if section in NOT_HERE or command.startswith(".venv/bin/jupyter-book build"):
             continue
-        done = subprocess.run(shlex.split(command), cwd=root, capture_output=True, text=True, timeout=900, env=env)
+        done = subprocess.run(
+            shlex.split(command), cwd=root, capture_output=True, text=True, timeout=900, env=env
+        )
         assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
         ran.append(command)
     assert len(ran) >= 7
@@ -60,6 +66,6 @@ def test_every_recipe_runs_as_typed(built_book, tmp_path):
     for page in ("residual", "input_distribution", "setting_template", "appendix_b"):
         assert (out / f"{page}.html").is_file(), page
         assert json.loads((out / f"{page}.ipynb").read_text())["cells"], page
-    assert (out / "a03.json").is_file()                               # the template's result file, in out/
-    assert (out / "result.json").is_file() and (out / "layers.svg").is_file()    # the command line's
+    assert (out / "a03.json").is_file()  # the template's result file, in out/
+    assert (out / "result.json").is_file() and (out / "layers.svg").is_file()  # the command line's
     assert not list((REPO / "book").glob("*.json")), "a recipe wrote into the sources"

@@ -1,6 +1,7 @@
 """Rerun a chapter and see it: papermill's --help-notebook lists every parameter of every page
 with its type and comment; `python -m companion rerun` refuses an unknown parameter before any work and
 renders a run whose notebook holds its figures; `python -m companion render` places them in the book's look."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from bookutils import BOOK, REPO, page_source, toc_pages
 
 PAGES = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"] + ["setting_template"]
@@ -42,85 +42,180 @@ def test_help_notebook_lists_every_parameter_with_its_type_and_comment(page):
 
     out = CliRunner().invoke(papermill, ["--help-notebook", str(BOOK / f"{page}.ipynb")])
     assert out.exit_code == 0 and "Unable to parse" not in out.output, out.output
-    text = " ".join(out.output.split())                               # papermill wraps long comments
+    text = " ".join(out.output.split())  # papermill wraps long comments
     for name, (kind, comment) in parameter_lines(page).items():
-        assert f" {name}: {kind} (default " in text, f"{page}: {name} missing from --help-notebook:\n{out.output}"
-        assert " ".join(comment.split())[:40] in text, f"{page}: the comment of {name} is missing:\n{out.output}"
+        assert f" {name}: {kind} (default " in text, (
+            f"{page}: {name} missing from --help-notebook:\n{out.output}"
+        )
+        assert " ".join(comment.split())[:40] in text, (
+            f"{page}: the comment of {name} is missing:\n{out.output}"
+        )
 
 
 def test_an_unknown_parameter_is_refused_before_any_work(tmp_path):
-    out = subprocess.run([*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "o"), "-p", "gammma", "0.5"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            *COMPANION,
+            "rerun",
+            str(BOOK / "residual.ipynb"),
+            str(tmp_path / "o"),
+            "-p",
+            "gammma",
+            "0.5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2 and out.stderr.count("\n") == 1
-    assert "gammma" in out.stderr and "allowed:" in out.stderr and "gamma" in out.stderr.split("allowed:")[1]
-    assert not (tmp_path / "o").exists()                              # nothing made before the check
+    assert (
+        "gammma" in out.stderr
+        and "allowed:" in out.stderr
+        and "gamma" in out.stderr.split("allowed:")[1]
+    )
+    assert not (tmp_path / "o").exists()  # nothing made before the check
 
 
 def test_a_rerun_goes_nowhere_near_the_sources(tmp_path):
-    out = subprocess.run([*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(BOOK)], capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(BOOK)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2 and "out_dir=" in out.stderr
 
 
 @pytest.mark.book
 def test_a_rerun_with_other_alpha_and_gamma_shows_its_figures(tmp_path, monkeypatch, seeded_cache):
     monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
-    args = ["-p", "alpha", "0.3", "-p", "gamma", "0.5", "-p", "samples", "2000", "-p", "samples_first_order", "20000",
-            "-p", "workers", "1"]
-    out = subprocess.run([*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "out"), *args],
-                         capture_output=True, text=True, timeout=1200)
+    args = [
+        "-p",
+        "alpha",
+        "0.3",
+        "-p",
+        "gamma",
+        "0.5",
+        "-p",
+        "samples",
+        "2000",
+        "-p",
+        "samples_first_order",
+        "20000",
+        "-p",
+        "workers",
+        "1",
+    ]
+    out = subprocess.run(
+        [*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "out"), *args],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     nb = json.loads((tmp_path / "out" / "residual.ipynb").read_text())
-    images = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
-              if o.get("output_type") == "display_data" and any(k.startswith("image/") for k in o.get("data", {}))]
+    images = [
+        o
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "display_data"
+        and any(k.startswith("image/") for k in o.get("data", {}))
+    ]
     assert images, "the executed notebook shows no figure"
     html = (tmp_path / "out" / "residual.html").read_text(encoding="utf8")
     assert len(re.findall(r"<img ", html)) >= len(images)
-    shown = re.findall(r'\\\(\\alpha\\\)</span>\s*=\s*<span class="pasted-text">([^<]*)</span>', html)
-    assert shown and set(shown) == {"0.3"}, shown                    # the prose quotes the rerun's alpha
+    shown = re.findall(
+        r'\\\(\\alpha\\\)</span>\s*=\s*<span class="pasted-text">([^<]*)</span>', html
+    )
+    assert shown and set(shown) == {"0.3"}, shown  # the prose quotes the rerun's alpha
     for src in re.findall(r'<img [^>]*src="([^"]+)"', html):
         assert (tmp_path / "out" / src).is_file(), src
 
 
-def companion(*args, env: dict | None = None, timeout: int = 300, cwd=None) -> subprocess.CompletedProcess:
+def companion(
+    *args, env: dict | None = None, timeout: int = 300, cwd=None
+) -> subprocess.CompletedProcess:
     """``python -m companion ARGS`` in a fresh interpreter."""
-    return subprocess.run([*COMPANION, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [*COMPANION, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def one_error_line(out: subprocess.CompletedProcess, code: int, starts: str) -> None:
-    assert out.returncode == code and out.stderr.count("\n") == 1 and out.stderr.startswith("error: " + starts), \
-        (out.returncode, out.stderr[-3000:])
+    assert (
+        out.returncode == code
+        and out.stderr.count("\n") == 1
+        and out.stderr.startswith("error: " + starts)
+    ), (out.returncode, out.stderr[-3000:])
 
 
 def error_after_progress(code: int, err: str, page: str, starts: str, returncode: int) -> None:
     """A run that failed once it had started: its progress lines (each "<page>: ..."), then one ``error:``
     line, the last."""
     lines = err.splitlines()
-    assert returncode == code and lines and lines[-1].startswith("error: " + starts), (returncode, err[-3000:])
+    assert returncode == code and lines and lines[-1].startswith("error: " + starts), (
+        returncode,
+        err[-3000:],
+    )
     assert all(line.startswith(f"{page}: ") for line in lines[:-1]), err[-3000:]
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` (relative name -> bytes)."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 # -- values: what they mean to papermill ----------------------------------------------------------------
 
-P_VALUES = ["010", "1:30", "1e-3", "2024-01-01", "True", "None", "-0", " 7", "1_000", "nan", "[1, 2]", "abc", "0x10"]
-Y_VALUES = ["seed: 010", "seed: 1:30", "seed: 2024-01-01", "seed: 1e-3", "alphas: 0.5", "alphas: [0.3, 0.7]",
-            "seed: 0o10", "seed: yes"]
+P_VALUES = [
+    "010",
+    "1:30",
+    "1e-3",
+    "2024-01-01",
+    "True",
+    "None",
+    "-0",
+    " 7",
+    "1_000",
+    "nan",
+    "[1, 2]",
+    "abc",
+    "0x10",
+]
+Y_VALUES = [
+    "seed: 010",
+    "seed: 1:30",
+    "seed: 2024-01-01",
+    "seed: 1e-3",
+    "alphas: 0.5",
+    "alphas: [0.3, 0.7]",
+    "seed: 0o10",
+    "seed: yes",
+]
 
 
 def papermills_parameters(monkeypatch, *flags: str) -> dict:
     """The parameters papermill's own command line passes on for ``flags`` (its execute_notebook recorded)."""
-    from click.testing import CliRunner
     import papermill.cli
+    from click.testing import CliRunner
 
     seen = {}
-    monkeypatch.setattr(papermill.cli, "execute_notebook", lambda *a, parameters=None, **k: seen.update(parameters))
-    out = CliRunner().invoke(papermill.cli.papermill, [str(BOOK / "residual.ipynb"), "unused.ipynb", *flags])
+    monkeypatch.setattr(
+        papermill.cli, "execute_notebook", lambda *a, parameters=None, **k: seen.update(parameters)
+    )
+    out = CliRunner().invoke(
+        papermill.cli.papermill, [str(BOOK / "residual.ipynb"), "unused.ipynb", *flags]
+    )
     assert out.exit_code == 0, out.output
     return seen
 
@@ -131,8 +226,11 @@ def test_a_p_value_means_what_it_means_to_papermill(text, monkeypatch):
     was "not a number": now every -p value is papermill's own reading of it."""
     from companion import rerun
 
-    ours, theirs = rerun.read_values([("-p", ("seed", text))]), papermills_parameters(monkeypatch, "-p", "seed", text)
-    assert repr(ours) == repr(theirs)                                    # nan too
+    ours, theirs = (
+        rerun.read_values([("-p", ("seed", text))]),
+        papermills_parameters(monkeypatch, "-p", "seed", text),
+    )
+    assert repr(ours) == repr(theirs)  # nan too
 
 
 @pytest.mark.parametrize("text", Y_VALUES)
@@ -146,25 +244,46 @@ def test_p_and_r_override_y_and_f_as_in_papermill(tmp_path, monkeypatch):
     from companion import rerun
 
     (tmp_path / "p.yaml").write_text("seed: 3\nn: 5\n")
-    flags = [("-p", ("seed", "4")), ("-y", "seed: 5\nalpha: 0.25"), ("-f", str(tmp_path / "p.yaml")), ("-r", ("n", "6"))]
-    theirs = papermills_parameters(monkeypatch, "-p", "seed", "4", "-y", "seed: 5\nalpha: 0.25", "-f",
-                                   str(tmp_path / "p.yaml"), "-r", "n", "6")
+    flags = [
+        ("-p", ("seed", "4")),
+        ("-y", "seed: 5\nalpha: 0.25"),
+        ("-f", str(tmp_path / "p.yaml")),
+        ("-r", ("n", "6")),
+    ]
+    theirs = papermills_parameters(
+        monkeypatch,
+        "-p",
+        "seed",
+        "4",
+        "-y",
+        "seed: 5\nalpha: 0.25",
+        "-f",
+        str(tmp_path / "p.yaml"),
+        "-r",
+        "n",
+        "6",
+    )
     assert rerun.read_values(flags) == theirs == {"seed": 4, "alpha": 0.25, "n": "6"}
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-p", "seed", "1:30"], "seed='1:30' is not an integer"),
-    (["-p", "seed", "2024-01-01"], "seed='2024-01-01' is not an integer"),
-    (["-p", "alpha", "1e-3", "-p", "n", "2"], "n=2 is out of range"),            # 1e-3 passed: a number
-    (["-p", "samples_first_order", "-3"], "samples_first_order=-3 is out of range"),
-    (["-p", "alpha", "abc"], "alpha='abc' is not a number"),
-    (["-y", "alphas: [0.3]"], "unknown parameter(s) 'alphas' for residual.ipynb"),
-    (["-y", "[1, 2]"], "-y '[1, 2]' is not a mapping"),
-    (["-y", "a: [1"], "-y 'a: [1' is not YAML"),
-    (["-p", "seed", "1", "-r", "seed", "2"], "parameter 'seed' is given twice"),
-    (["--bogus"], "unrecognized arguments: --bogus"),
-])
-def test_a_bad_value_is_one_error_line_naming_it_and_exit_2_before_any_work(tmp_path, args, message):
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-p", "seed", "1:30"], "seed='1:30' is not an integer"),
+        (["-p", "seed", "2024-01-01"], "seed='2024-01-01' is not an integer"),
+        (["-p", "alpha", "1e-3", "-p", "n", "2"], "n=2 is out of range"),  # 1e-3 passed: a number
+        (["-p", "samples_first_order", "-3"], "samples_first_order=-3 is out of range"),
+        (["-p", "alpha", "abc"], "alpha='abc' is not a number"),
+        (["-y", "alphas: [0.3]"], "unknown parameter(s) 'alphas' for residual.ipynb"),
+        (["-y", "[1, 2]"], "-y '[1, 2]' is not a mapping"),
+        (["-y", "a: [1"], "-y 'a: [1' is not YAML"),
+        (["-p", "seed", "1", "-r", "seed", "2"], "parameter 'seed' is given twice"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_a_bad_value_is_one_error_line_naming_it_and_exit_2_before_any_work(
+    tmp_path, args, message
+):
     """companion rerun once exited 1 for every bad value with "error: PapermillExecutionError: ValueError: ..."
     after papermill had started (or 0, with the wrong value run): now the page's own checks run first."""
     out = companion("rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "o"), *args, timeout=120)
@@ -172,10 +291,22 @@ def test_a_bad_value_is_one_error_line_naming_it_and_exit_2_before_any_work(tmp_
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("variable, value", [("RECENCY_LIB_KERNEL", "bogus"), ("NUMPY_MADVISE_HUGEPAGE", "x"),
-                                             ("RECENCY_LIB_MAX_MEMORY", "lots")])
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("RECENCY_LIB_KERNEL", "bogus"),
+        ("NUMPY_MADVISE_HUGEPAGE", "x"),
+        ("RECENCY_LIB_MAX_MEMORY", "lots"),
+    ],
+)
 def test_a_bad_environment_variable_is_one_error_line_naming_it(tmp_path, variable, value):
-    out = companion("rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "o"), env={variable: value}, timeout=120)
+    out = companion(
+        "rerun",
+        str(BOOK / "residual.ipynb"),
+        str(tmp_path / "o"),
+        env={variable: value},
+        timeout=120,
+    )
     one_error_line(out, 2, f"{variable}=")
     assert not (tmp_path / "o").exists()
 
@@ -187,16 +318,22 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
 
     cache = tmp_path / ".jupyter_cache"
     cache.mkdir()
-    (cache / "fresh_cache.json").write_text(json.dumps({"format": 3, "pages": {
-        "residual": {"seconds": 10.0, "simulation_seconds": 100.0}}}))
+    (cache / "fresh_cache.json").write_text(
+        json.dumps(
+            {"format": 3, "pages": {"residual": {"seconds": 10.0, "simulation_seconds": 100.0}}}
+        )
+    )
     known = rerun.defaults(BOOK / "residual.ipynb")
     values = {**known, "samples": 20_000, "samples_first_order": 80_000}
     assert rerun.cost_factor("residual", known, values) == pytest.approx(0.2)
     assert rerun.cost_factor("residual", known, {**known, "n": 20}) == pytest.approx(8.0)
     line = rerun.expected_time("residual", known, values, build=tmp_path)
-    assert line.startswith("expected time about 30 s, an estimate") and "1.7 min of simulation" in line
-    assert rerun.expected_time("layernorm", known, values, build=tmp_path).startswith("expected time unknown")
-
+    assert (
+        line.startswith("expected time about 30 s, an estimate") and "1.7 min of simulation" in line
+    )
+    assert rerun.expected_time("layernorm", known, values, build=tmp_path).startswith(
+        "expected time unknown"
+    )
 
 
 def test_a_long_simulation_reports_its_progress_on_the_terminal_and_never_on_the_page():
@@ -206,50 +343,103 @@ def test_a_long_simulation_reports_its_progress_on_the_terminal_and_never_on_the
 
     lines, now = [], [0.0]
     progress = rerun._CellProgress(lines.append, every=30.0, clock=lambda: now[0])
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# x"), nbformat.v4.new_code_cell("res = simulate(cfg)")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# x"),
+            nbformat.v4.new_code_cell("res = simulate(cfg)"),
+        ]
+    )
     progress(nb, 1)
     for t, done in ((10, 10), (31, 31), (40, 40), (62, 62)):
         now[0] = t
-        progress.write(f"\r {done}%|███       | {done}000000/100000000 [00:{t:02d}<01:00, 1e6sample/s]")
+        progress.write(
+            f"\r {done}%|███       | {done}000000/100000000 [00:{t:02d}<01:00, 1e6sample/s]"
+        )
     progress.write("UserWarning: something the page shows\n")
-    assert lines == ["[1/1] 0:00 res = simulate(cfg)", "[1/1] 0:31 31 % of a run of 100,000,000 sequences",
-                     "[1/1] 1:02 62 % of a run of 100,000,000 sequences"]
+    assert lines == [
+        "[1/1] 0:00 res = simulate(cfg)",
+        "[1/1] 0:31 31 % of a run of 100,000,000 sequences",
+        "[1/1] 1:02 62 % of a run of 100,000,000 sequences",
+    ]
 
     bar = "\r 10%|█         | 10/100 [00:01<00:09]\r 90%|█████████ | 90/100 [00:09<00:01]\r          \r"
-    page = {"cells": [{"cell_type": "code", "outputs": [
-        {"output_type": "stream", "name": "stderr", "text": bar + "UserWarning: kept\n"},
-        {"output_type": "stream", "name": "stderr", "text": [bar]},
-        {"output_type": "stream", "name": "stdout", "text": "42\n"}]}]}
+    page = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "outputs": [
+                    {
+                        "output_type": "stream",
+                        "name": "stderr",
+                        "text": bar + "UserWarning: kept\n",
+                    },
+                    {"output_type": "stream", "name": "stderr", "text": [bar]},
+                    {"output_type": "stream", "name": "stdout", "text": "42\n"},
+                ],
+            }
+        ]
+    }
     rerun._drop_progress(page)
-    assert page["cells"][0]["outputs"] == [{"output_type": "stream", "name": "stderr", "text": "UserWarning: kept\n"},
-                                           {"output_type": "stream", "name": "stdout", "text": "42\n"}]
+    assert page["cells"][0]["outputs"] == [
+        {"output_type": "stream", "name": "stderr", "text": "UserWarning: kept\n"},
+        {"output_type": "stream", "name": "stdout", "text": "42\n"},
+    ]
 
 
 # -- render: what it reads and where it writes ------------------------------------------------------------
+
 
 def test_render_reads_only_a_regular_notebook_file_without_blocking(tmp_path):
     """A named pipe blocked render until killed; a link to /dev/zero was read without limit. Every input
     that is not an executed notebook is one line naming it, exit 2, at once."""
     os.mkfifo(tmp_path / "fifo.ipynb")
     (tmp_path / "zero.ipynb").symlink_to("/dev/zero")
-    with open(tmp_path / "huge.ipynb", "wb") as fh:                      # sparse: no disk used
-        fh.truncate(2 ** 26 + 1)
+    with open(tmp_path / "huge.ipynb", "wb") as fh:  # sparse: no disk used
+        fh.truncate(2**26 + 1)
     (tmp_path / "list.ipynb").write_text("[1, 2]")
-    (tmp_path / "outputs.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "outputs": 5, "source": "",
-                                                                   "metadata": {}}], "metadata": {}, "nbformat": 4,
-                                                        "nbformat_minor": 5}))
+    (tmp_path / "outputs.ipynb").write_text(
+        json.dumps(
+            {
+                "cells": [{"cell_type": "code", "outputs": 5, "source": "", "metadata": {}}],
+                "metadata": {},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
     (tmp_path / "binary.ipynb").write_bytes(bytes(range(256)) * 4)
-    (tmp_path / "empty.ipynb").write_text(json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])))
-    for name, why in (("fifo", "is not a regular file"), ("zero", "is not a regular file"), ("huge", "has 67108865 bytes"),
-                      ("list", "is not a notebook"), ("outputs", "is not a notebook"), ("binary", "is not UTF-8 text"),
-                      ("empty", "has no outputs"), ("missing", "cannot be read (No such file or directory)")):
-        out = companion("render", str(tmp_path / f"{name}.ipynb"), "--out", str(tmp_path / "o"), timeout=60)
+    (tmp_path / "empty.ipynb").write_text(
+        json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]))
+    )
+    for name, why in (
+        ("fifo", "is not a regular file"),
+        ("zero", "is not a regular file"),
+        ("huge", "has 67108865 bytes"),
+        ("list", "is not a notebook"),
+        ("outputs", "is not a notebook"),
+        ("binary", "is not UTF-8 text"),
+        ("empty", "has no outputs"),
+        ("missing", "cannot be read (No such file or directory)"),
+    ):
+        out = companion(
+            "render", str(tmp_path / f"{name}.ipynb"), "--out", str(tmp_path / "o"), timeout=60
+        )
         one_error_line(out, 2, f"notebook='{tmp_path / name}.ipynb' {why}")
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("name, page", [("a: b", "a-b"), ("#x", "x"), ("[x]", "x"), ("new\nline", "new-line"),
-                                        ("residual", "residual"), ("..", "page"), ("_x_", "x")])
+@pytest.mark.parametrize(
+    "name, page",
+    [
+        ("a: b", "a-b"),
+        ("#x", "x"),
+        ("[x]", "x"),
+        ("new\nline", "new-line"),
+        ("residual", "residual"),
+        ("..", "page"),
+        ("_x_", "x"),
+    ],
+)
 def test_a_pages_name_is_safe_for_the_table_of_contents(name, page):
     from companion import rerun
 
@@ -261,11 +451,15 @@ def test_a_failed_render_says_why(monkeypatch):
     a build that failed so: its last lines)."""
     from companion import rerun
 
-    log = ("OSError: [Errno 28] No space left on device: '/tmp/companion-render-x/book/p.ipynb' -> "
-           "'/tmp/companion-render-x/_build/html/_sources/p.ipynb'\n\nThe above exception was the direct cause of "
-           "the following exception:\n\nTraceback (most recent call last):\n  File \"main.py\", line 528\n"
-           "RuntimeError: \n\x1b[91m=====\x1b[0m\n\nThere was an error in building your book. Look above for the cause.\n")
-    assert rerun._cause(log).startswith("OSError: [Errno 28] No space left on device: '/tmp/companion-render-x/book")
+    log = (
+        "OSError: [Errno 28] No space left on device: '/tmp/companion-render-x/book/p.ipynb' -> "
+        "'/tmp/companion-render-x/_build/html/_sources/p.ipynb'\n\nThe above exception was the direct cause of "
+        'the following exception:\n\nTraceback (most recent call last):\n  File "main.py", line 528\n'
+        "RuntimeError: \n\x1b[91m=====\x1b[0m\n\nThere was an error in building your book. Look above for the cause.\n"
+    )
+    assert rerun._cause(log).startswith(
+        "OSError: [Errno 28] No space left on device: '/tmp/companion-render-x/book"
+    )
 
 
 def test_nothing_is_rendered_into_the_sources(tmp_path):
@@ -275,7 +469,7 @@ def test_nothing_is_rendered_into_the_sources(tmp_path):
         assert result.returncode == 2 and result.stderr.startswith("error: "), result.stderr
     (tmp_path / "x.ipynb").write_text("{}")
     result = companion("render", str(tmp_path / "x.ipynb"), "--out", str(BOOK), timeout=60)
-    one_error_line(result, 2, "notebook=")                                   # the notebook is read first
+    one_error_line(result, 2, "notebook=")  # the notebook is read first
     assert files_of(BOOK) == before
 
 
@@ -290,7 +484,13 @@ def shown_alpha(out: Path) -> tuple[float, str]:
     nb = json.loads((out / "setting_template.ipynb").read_text())
     html = (out / "setting_template.html").read_text(encoding="utf8")
     cell = re.search(r'<div class="cell tag_parameters.*?</div>\s*</div>', html, re.S)
-    shown = re.search(r'<span class="n">alpha</span>.*?<span class="mf">([0-9.]+)</span>', cell.group(0), re.S) if cell else None
+    shown = (
+        re.search(
+            r'<span class="n">alpha</span>.*?<span class="mf">([0-9.]+)</span>', cell.group(0), re.S
+        )
+        if cell
+        else None
+    )
     return nb["metadata"]["papermill"]["parameters"]["alpha"], shown.group(1) if shown else None
 
 
@@ -310,7 +510,9 @@ def test_a_rerun_writes_what_the_page_writes_into_its_own_folder(good_run, tmp_p
     rerun puts a relative result_path, or the default, into its output folder."""
     out, files = good_run
     assert "setting_result.json" in files and not (BOOK / "setting_result.json").exists()
-    result = companion("rerun", TEMPLATE, str(out), "-p", "alpha", "0.3", "-p", "result_path", "r.json", *LIGHT)
+    result = companion(
+        "rerun", TEMPLATE, str(out), "-p", "alpha", "0.3", "-p", "result_path", "r.json", *LIGHT
+    )
     assert result.returncode == 0 and (out / "r.json").is_file(), result.stderr[-3000:]
     assert not list(out.glob(".rerun-staging-*"))
 
@@ -320,32 +522,72 @@ def test_a_failed_rerun_keeps_the_previous_pair_and_puts_its_notebook_beside_it(
     with its 21 KB error; now the previous notebook and page stay, and the failed notebook is beside them
     under a name that says so; a later good run takes that away."""
     out, files = good_run
-    result = companion("rerun", TEMPLATE, str(out), "-p", "alpha", "0.5", *LIGHT, env={"RECENCY_LIB_MAX_MEMORY": "1000"})
-    error_after_progress(1, result.stderr, "setting_template", "setting_template.ipynb failed in cell", result.returncode)
+    result = companion(
+        "rerun",
+        TEMPLATE,
+        str(out),
+        "-p",
+        "alpha",
+        "0.5",
+        *LIGHT,
+        env={"RECENCY_LIB_MAX_MEMORY": "1000"},
+    )
+    error_after_progress(
+        1,
+        result.stderr,
+        "setting_template",
+        "setting_template.ipynb failed in cell",
+        result.returncode,
+    )
     assert "needs about" in result.stderr and "setting_template.failed.ipynb" in result.stderr
     now = files_of(out)
     failed = json.loads(now.pop("setting_template.failed.ipynb"))
-    assert any(o.get("output_type") == "error" for c in failed["cells"] for o in c.get("outputs", []))
+    assert any(
+        o.get("output_type") == "error" for c in failed["cells"] for o in c.get("outputs", [])
+    )
     assert now == files, "the previous outputs changed"
     again = companion("rerun", TEMPLATE, str(out), "-p", "alpha", "0.4", *LIGHT)
     assert again.returncode == 0 and shown_alpha(out) == (0.4, "0.4"), again.stderr[-3000:]
     assert not (out / "setting_template.failed.ipynb").exists()
 
 
-@pytest.mark.parametrize("sig, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
-def test_an_interrupted_rerun_keeps_the_previous_pair_and_leaves_no_kernel(good_run, sig, code, word):
+@pytest.mark.parametrize(
+    "sig, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")]
+)
+def test_an_interrupted_rerun_keeps_the_previous_pair_and_leaves_no_kernel(
+    good_run, sig, code, word
+):
     """SIGTERM mid-run left a 13.8 KB partial notebook in place of the good one: now the kernel stops, the
     staging folder goes, and the previous pair stays as it was. Ctrl-C reaches the whole process group."""
     from procutils import alive, children
 
     out, files = good_run
-    proc = subprocess.Popen([*COMPANION, "rerun", TEMPLATE, str(out), "-p", "alpha", "0.6", "-p", "samples", "50000000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # Ctrl-C as a terminal's, even
-    deadline = time.monotonic() + 120                                # under a shell that ignores it (`cmd &`)
-    while not list(out.glob(".rerun-staging-*/setting_template.ipynb")) and time.monotonic() < deadline:
+    proc = subprocess.Popen(
+        [
+            *COMPANION,
+            "rerun",
+            TEMPLATE,
+            str(out),
+            "-p",
+            "alpha",
+            "0.6",
+            "-p",
+            "samples",
+            "50000000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # Ctrl-C as a terminal's, even
+    deadline = time.monotonic() + 120  # under a shell that ignores it (`cmd &`)
+    while (
+        not list(out.glob(".rerun-staging-*/setting_template.ipynb"))
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.1)
-    time.sleep(2.0)                                                   # the kernel simulates
+    time.sleep(2.0)  # the kernel simulates
     kernels = children(proc.pid)
     assert kernels and proc.poll() is None, "the rerun did not start"
     os.killpg(proc.pid, sig)
@@ -363,8 +605,15 @@ def test_two_reruns_into_one_folder_never_mix(good_run):
     showed 0.9. One writes at a time: both succeed and the pair left is one run's."""
     out, _ = good_run
     for _ in range(2):
-        procs = [subprocess.Popen([*COMPANION, "rerun", TEMPLATE, str(out), "-p", "alpha", alpha, *LIGHT],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for alpha in ("0.1", "0.9")]
+        procs = [
+            subprocess.Popen(
+                [*COMPANION, "rerun", TEMPLATE, str(out), "-p", "alpha", alpha, *LIGHT],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for alpha in ("0.1", "0.9")
+        ]
         for p in procs:
             _, err = p.communicate(timeout=300)
             assert p.returncode == 0, err[-3000:]
@@ -385,7 +634,7 @@ def test_a_render_that_fails_leaves_the_previous_page(good_run, monkeypatch, cap
 
     def full(src, dst, *args, **kwargs):
         copy(src, dst, *args, **kwargs)
-        if not Path(dst).is_relative_to(out):                          # the temporary book: room enough
+        if not Path(dst).is_relative_to(out):  # the temporary book: room enough
             return dst
         with open(dst, "r+b") as fh:
             fh.truncate(0)
@@ -411,7 +660,9 @@ def test_render_gives_any_notebook_name_a_safe_page(good_run, tmp_path):
     assert result.stdout.strip() == str(odd / "a-x-b.html") and (odd / "a-x-b.html").is_file()
 
 
-def test_a_parameter_error_raised_inside_the_page_is_still_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
+def test_a_parameter_error_raised_inside_the_page_is_still_one_line_and_exit_2(
+    monkeypatch, capsys, tmp_path
+):
     """Should a value pass the check before papermill and fail the page's own (its first cell, the same
     companion.params.check): the chapter's ValueError is the error line, exit 2; any other failure of a
     cell is exit 1 with the cell, the error and the failed notebook's path."""
@@ -421,14 +672,22 @@ def test_a_parameter_error_raised_inside_the_page_is_still_one_line_and_exit_2(m
 
     def failing(source):
         def run(*args, **kwargs):
-            raise PapermillExecutionError(2, 2, source, "ValueError", "n=2 is out of range; allowed: an integer >= 3", [])
+            raise PapermillExecutionError(
+                2, 2, source, "ValueError", "n=2 is out of range; allowed: an integer >= 3", []
+            )
+
         return run
 
-    monkeypatch.setattr(rerun, "rerun", failing('globals().update(params.check("residual", globals()))'))
+    monkeypatch.setattr(
+        rerun, "rerun", failing('globals().update(params.check("residual", globals()))')
+    )
     assert rerun.main(["rerun", "book/residual.ipynb", str(tmp_path)]) == 2
     assert capsys.readouterr().err == "error: n=2 is out of range; allowed: an integer >= 3\n"
     monkeypatch.setattr(rerun, "rerun", failing("res = simulate(cfg)"))
     assert rerun.main(["rerun", "book/residual.ipynb", str(tmp_path)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: residual.ipynb failed in cell [2]: ValueError: n=2 is out of range") and err.count("\n") == 1
+    assert (
+        err.startswith("error: residual.ipynb failed in cell [2]: ValueError: n=2 is out of range")
+        and err.count("\n") == 1
+    )
     assert f"{tmp_path / 'residual.failed.ipynb'}" in err

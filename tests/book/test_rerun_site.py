@@ -6,6 +6,7 @@ their defaults. Now the run takes its chapter's place in a copy of the book buil
 
 The rerun here is small (samples 2,000) in a results cache of its own; the book's other pages come from the
 session's build (the ``built_book`` fixture), as a reader's rerun takes them from theirs."""
+
 from __future__ import annotations
 
 import html as html_module
@@ -17,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from bookutils import BOOK, REPO, toc_pages
 
 pytestmark = pytest.mark.book
@@ -54,8 +54,10 @@ def banner_rows(page_html: str) -> dict[str, tuple[str, str]]:
     block = box.group(1)
     rows = {}
     for row in re.findall(r"<tr[^>]*>(.*?)</tr>", block, re.S):
-        cells = [" ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", c)).split())
-                 for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        cells = [
+            " ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", c)).split())
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        ]
         if cells:
             rows[cells[0]] = (cells[1], cells[2])
     return rows
@@ -67,8 +69,13 @@ def rerun_site(built_book, seeded_cache, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rerun-site")
     env = {**os.environ, "RECENCY_LIB_CACHE": seeded_cache(tmp / "cache")}
     out = tmp / "out"
-    result = subprocess.run([*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(out), *ARGS], capture_output=True,
-                            text=True, timeout=1800, env=env)
+    result = subprocess.run(
+        [*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(out), *ARGS],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == str(out / "residual.html")
     return out, result.stderr
@@ -79,15 +86,25 @@ def test_the_banner_says_what_ran_and_nothing_else(rerun_site):
     page = (out / "residual.html").read_text(encoding="utf8")
     assert re.search(r"<h1>4\. Residual connection \u2014 rerun", page)
     rows = banner_rows(page)
-    assert rows == {"samples": ("2,000", "100,000"), "samples_first_order": (f"{FIRST_ORDER:,} \u2020", "400,000"),
-                    "alpha": ("0.3", "0.5"), "gamma": ("0.5", "1.0"), "workers": ("1", "2")}
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert rows == {
+        "samples": ("2,000", "100,000"),
+        "samples_first_order": (f"{FIRST_ORDER:,} \u2020", "400,000"),
+        "alpha": ("0.3", "0.5"),
+        "gamma": ("0.5", "1.0"),
+        "workers": ("1", "2"),
+    }
+    head = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     text = text_of(page)
     assert f"from commit {head[:12]}" in text and "uncommitted changes" in text and " UTC" in text
     assert "follows samples" in text
     # the verdict on Proposition 2, with the settings that decided it: alpha 0 and the run's alpha, the run's gamma
-    assert re.search(r"Proposition 2: \w[\w ]*, from 2 checks at LayerNorm, \u03b1 = 0, \u03b3 = 0\.5, d = 64; "
-                     r"LayerNorm, \u03b1 = 0\.3, \u03b3 = 0\.5, d = 64", text.replace("\\(d\\)", "d")), text[:3000]
+    assert re.search(
+        r"Proposition 2: \w[\w ]*, from 2 checks at LayerNorm, \u03b1 = 0, \u03b3 = 0\.5, d = 64; "
+        r"LayerNorm, \u03b1 = 0\.3, \u03b3 = 0\.5, d = 64",
+        text.replace("\\(d\\)", "d"),
+    ), text[:3000]
 
 
 def test_the_parameters_dropdown_shows_the_values_that_ran(rerun_site):
@@ -95,16 +112,28 @@ def test_the_parameters_dropdown_shows_the_values_that_ran(rerun_site):
     page = (out / "residual.html").read_text(encoding="utf8")
     cell = re.search(r'<div class="cell tag_parameters.*?</pre>', page, re.S).group(0)
     code = html_module.unescape(re.sub(r"<[^>]+>", "", cell))
-    for line in ("samples: int = 2_000  # [book: 100_000]", f"samples_first_order: int = {FIRST_ORDER:_}  # [book: 400_000, "
-                 "follows samples]", "alpha: float = 0.3  # [book: 0.5]", "gamma: float = 0.5  # [book: 1.0]",
-                 "seed: int = 0  # root random seed"):
+    for line in (
+        "samples: int = 2_000  # [book: 100_000]",
+        f"samples_first_order: int = {FIRST_ORDER:_}  # [book: 400_000, follows samples]",
+        "alpha: float = 0.3  # [book: 0.5]",
+        "gamma: float = 0.5  # [book: 1.0]",
+        "seed: int = 0  # root random seed",
+    ):
         assert line in code, code
-    assert "tag_injected-parameters" not in page                  # folded into the parameters cell
+    assert "tag_injected-parameters" not in page  # folded into the parameters cell
     nb = json.loads((out / "residual.ipynb").read_text())
-    assert nb["metadata"]["papermill"]["parameters"] == {"alpha": 0.3, "gamma": 0.5, "samples": 2000, "workers": 1,
-                                                         "samples_first_order": FIRST_ORDER}
+    assert nb["metadata"]["papermill"]["parameters"] == {
+        "alpha": 0.3,
+        "gamma": 0.5,
+        "samples": 2000,
+        "workers": 1,
+        "samples_first_order": FIRST_ORDER,
+    }
     record = nb["metadata"]["companion_rerun"]
-    assert record["followed"] == ["samples_first_order"] and record["ran"]["samples_first_order"] == FIRST_ORDER
+    assert (
+        record["followed"] == ["samples_first_order"]
+        and record["ran"]["samples_first_order"] == FIRST_ORDER
+    )
 
 
 def test_the_sample_sizes_that_ran_follow_samples(rerun_site):
@@ -124,17 +153,19 @@ def test_cross_references_citations_and_numbers_are_the_books(rerun_site):
     labels = set(re.findall(r"\{(?:prf:ref|numref)\}`(?:[^`<]*<)?([\w-]+)>?`", source))
     assert {"thm-1", "def-1", "prop-3", "thm-1-corrected"} <= labels
     for label in labels:
-        assert not re.search(rf"(?<![\w-]){re.escape(label)}(?![\w-])", text), f"raw label {label!r} on the page"
+        assert not re.search(rf"(?<![\w-]){re.escape(label)}(?![\w-])", text), (
+            f"raw label {label!r} on the page"
+        )
     for role in ("{doc}", "{prf:ref}", "{numref}", "{cite", "{glue"):
         assert role not in text
     assert "residual connection of He et al. (2016):" in text and " of:" not in text
     assert "Xiong et al. (2020)" in text
     for target in set(re.findall(r'href="([\w-]+\.html)(?:#[^"]*)?"', page)):
         assert (out / target).is_file(), target
-    assert 'href="references.html#' in page                          # the citations link to the bibliography
+    assert 'href="references.html#' in page  # the citations link to the bibliography
     book = built_page("residual")
-    numbers = lambda s: re.findall(r'class="caption-number">([^<]*)<', s)   # noqa: E731
-    assert numbers(page) == numbers(book) and numbers(page)           # "Book fig. 9", "Proposition 2", ...
+    numbers = lambda s: re.findall(r'class="caption-number">([^<]*)<', s)  # noqa: E731
+    assert numbers(page) == numbers(book) and numbers(page)  # "Book fig. 9", "Proposition 2", ...
     assert re.findall(r'<span class="caption-number">(Proposition \d+)', page) == ["Proposition 2"]
 
 
@@ -146,14 +177,21 @@ def test_every_other_page_is_the_books_and_the_site_opens_offline(rerun_site):
     """The whole site is in OUT: the book's pages as the book built them (their links to chapter 4 name it a
     rerun), the search index, the static files; every page says that the site holds a rerun."""
     out, _ = rerun_site
-    assert (out / "searchindex.js").is_file() and (out / "search.html").is_file() and (out / "_static").is_dir()
+    assert (
+        (out / "searchindex.js").is_file()
+        and (out / "search.html").is_file()
+        and (out / "_static").is_dir()
+    )
     index = (out / "searchindex.js").read_text(encoding="utf8")
-    assert "Residual connection \u2014 rerun" in json.dumps(json.loads(index[index.index("(") + 1:index.rindex(")")]),
-                                                             ensure_ascii=False)
+    assert "Residual connection \u2014 rerun" in json.dumps(
+        json.loads(index[index.index("(") + 1 : index.rindex(")")]), ensure_ascii=False
+    )
     for name in toc_pages():
         page = (out / f"{name}.html").read_text(encoding="utf8")
-        assert "Not the book as published" in announcement(page) and 'href="residual.html"' in announcement(page)
-        if name in ("residual", "reproducibility"):                  # the rerun; the book's execution table
+        assert "Not the book as published" in announcement(
+            page
+        ) and 'href="residual.html"' in announcement(page)
+        if name in ("residual", "reproducibility"):  # the rerun; the book's execution table
             continue
         assert article(page).replace(" \u2014 rerun", "") == article(built_page(name)), name
         for src in re.findall(r'<img [^>]*src="([^"]+)"', page):
@@ -163,14 +201,20 @@ def test_every_other_page_is_the_books_and_the_site_opens_offline(rerun_site):
 def test_no_progress_in_the_page_and_the_terminal_shows_it(rerun_site):
     out, err = rerun_site
     nb = json.loads((out / "residual.ipynb").read_text())
-    streams = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", [])
-                      if o.get("output_type") == "stream")
+    streams = "".join(
+        "".join(o.get("text", ""))
+        for c in nb["cells"]
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "stream"
+    )
     assert "%|" not in streams and "%|" not in (out / "residual.html").read_text(encoding="utf8")
     lines = err.splitlines()
     assert lines[0].startswith("residual: expected time about ") and "an estimate" in lines[0]
     steps = [line for line in lines if re.match(r"residual: \[\d+/\d+\] \d+:\d\d ", line)]
     code_cells = sum(c["cell_type"] == "code" for c in nb["cells"])
-    assert len(steps) == code_cells and steps[-1].startswith(f"residual: [{code_cells}/{code_cells}]")
+    assert len(steps) == code_cells and steps[-1].startswith(
+        f"residual: [{code_cells}/{code_cells}]"
+    )
     assert any(line.startswith("residual: ran in ") for line in lines)
 
 
@@ -179,26 +223,39 @@ def test_another_chapter_rerun_into_the_folder_keeps_the_first(rerun_site, tmp_p
     the announcement names both."""
     out, _ = rerun_site
     before = (out / "residual.html").read_text(encoding="utf8")
-    result = subprocess.run([*COMPANION, "rerun", str(BOOK / "reproducibility.ipynb"), str(out), "-p", "seed", "3"],
-                            capture_output=True, text=True, timeout=900,
-                            env={**os.environ, "RECENCY_LIB_CACHE": str(tmp_path / "cache")})
+    result = subprocess.run(
+        [*COMPANION, "rerun", str(BOOK / "reproducibility.ipynb"), str(out), "-p", "seed", "3"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "RECENCY_LIB_CACHE": str(tmp_path / "cache")},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     after = (out / "residual.html").read_text(encoding="utf8")
     assert banner_rows(after) == banner_rows(before) and text_of(after) == text_of(before)
     repro = (out / "reproducibility.html").read_text(encoding="utf8")
     assert banner_rows(repro) == {"seed": ("3", "0")}
-    assert 'href="residual.html"' in announcement(repro) and 'href="reproducibility.html"' in announcement(repro)
+    assert 'href="residual.html"' in announcement(
+        repro
+    ) and 'href="reproducibility.html"' in announcement(repro)
 
 
-def test_a_book_without_a_current_build_is_shown_without_numbers_never_as_the_rerun(rerun_site, tmp_path):
+def test_a_book_without_a_current_build_is_shown_without_numbers_never_as_the_rerun(
+    rerun_site, tmp_path
+):
     """Rendered against a build folder that holds no build of the book: every other page is its source with
     a note that its numbers are missing (and the terminal says so), the rerun keeps its own."""
     out, _ = rerun_site
     copy = tmp_path / "out"
     copy.mkdir()
     (copy / "residual.ipynb").write_bytes((out / "residual.ipynb").read_bytes())
-    result = subprocess.run([*COMPANION, "render", str(copy / "residual.ipynb")], capture_output=True, text=True,
-                            timeout=900, env={**os.environ, "COMPANION_BUILD_DIR": str(tmp_path / "nobuild")})
+    result = subprocess.run(
+        [*COMPANION, "render", str(copy / "residual.ipynb")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COMPANION_BUILD_DIR": str(tmp_path / "nobuild")},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "note: 12 of the book's pages show no numbers here" in result.stderr
     assert "no build of the book in" in result.stderr
@@ -206,7 +263,9 @@ def test_a_book_without_a_current_build_is_shown_without_numbers_never_as_the_re
     assert "Numbers missing here" in layernorm and "3. LayerNorm" in layernorm
     page = (copy / "residual.html").read_text(encoding="utf8")
     assert banner_rows(page) == banner_rows((out / "residual.html").read_text(encoding="utf8"))
-    assert "Numbers missing here" not in text_of(page) and 'class="caption-number">Book fig.' in page
+    assert (
+        "Numbers missing here" not in text_of(page) and 'class="caption-number">Book fig.' in page
+    )
 
 
 def test_the_rerun_page_in_a_browser_offline(rerun_site):
@@ -231,28 +290,43 @@ def test_the_rerun_page_in_a_browser_offline(rerun_site):
         return r.abort()
 
     with playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium if Path(chromium).is_file() else shutil.which("chromium"),
-                                     args=["--no-sandbox", "--disable-gpu"])
+        browser = pw.chromium.launch(
+            executable_path=chromium if Path(chromium).is_file() else shutil.which("chromium"),
+            args=["--no-sandbox", "--disable-gpu"],
+        )
         try:
             for width in (1400, 390):
                 page = browser.new_page(viewport={"width": width, "height": 900})
                 page.on("pageerror", lambda e: errors.append(str(e)))
                 page.route("**/*", route)
                 page.goto((out / "residual.html").as_uri())
-                page.wait_for_function("document.querySelectorAll('mjx-container').length > 20", timeout=30_000)
-                assert page.evaluate("[...document.images].filter(i => !i.complete || !i.naturalWidth).length") == 0
+                page.wait_for_function(
+                    "document.querySelectorAll('mjx-container').length > 20", timeout=30_000
+                )
+                assert (
+                    page.evaluate(
+                        "[...document.images].filter(i => !i.complete || !i.naturalWidth).length"
+                    )
+                    == 0
+                )
                 assert page.evaluate("document.documentElement.scrollWidth") <= width, width
                 assert page.locator(".rerun-banner").is_visible()
                 page.locator("div.cell.tag_parameters details summary").first.click()
                 shown = page.locator("div.cell.tag_parameters pre").first.inner_text()
-                assert "alpha: float = 0.3" in shown and f"samples_first_order: int = {FIRST_ORDER:_}" in shown
+                assert (
+                    "alpha: float = 0.3" in shown
+                    and f"samples_first_order: int = {FIRST_ORDER:_}" in shown
+                )
                 page.close()
             page = browser.new_page()
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.route("**/*", route)
             page.goto((out / "search.html").as_uri() + "?q=rerun")
             page.wait_for_selector("#search-results li", timeout=30_000)
-            assert "4. Residual connection \u2014 rerun" in page.locator("#search-results").inner_text()
+            assert (
+                "4. Residual connection \u2014 rerun"
+                in page.locator("#search-results").inner_text()
+            )
         finally:
             browser.close()
     assert outside == [] and errors == []

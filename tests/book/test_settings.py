@@ -1,28 +1,41 @@
 """companion.settings: the settings of the paper's claims, written once, so the chapters and the landing
 page run the same configs and share their cached results."""
+
 import pytest
 
+from companion import conventions as cv
+from companion import settings
 from recency_lib import SimConfig
-from companion import conventions as cv, settings
 
 
 def test_figure1_is_the_papers_four_models():
     rows = settings.fig1_configs(1_000, 3)
-    assert [(c.norm, c.alpha, c.gamma) for c in rows] == [("none", 0.0, 0.0), ("layernorm", 0.0, 0.0),
-                                                          ("layernorm", 0.5, 0.0), ("layernorm", 0.5, 1.0)]
-    assert {(c.n, c.d, c.layers, c.samples, c.seed) for c in rows} == {(cv.PAPER_N, cv.PAPER_D, cv.PAPER_LAYERS,
-                                                                        1_000, 3)}
+    assert [(c.norm, c.alpha, c.gamma) for c in rows] == [
+        ("none", 0.0, 0.0),
+        ("layernorm", 0.0, 0.0),
+        ("layernorm", 0.5, 0.0),
+        ("layernorm", 0.5, 1.0),
+    ]
+    assert {(c.n, c.d, c.layers, c.samples, c.seed) for c in rows} == {
+        (cv.PAPER_N, cv.PAPER_D, cv.PAPER_LAYERS, 1_000, 3)
+    }
     other = settings.fig1_configs(1_000, 3, n=5, d=16, layers=2, alpha=0.3, gamma=0.5)
-    assert other[3] == SimConfig(alpha=0.3, gamma=0.5, norm="layernorm", n=5, d=16, layers=2, samples=1_000, seed=3)
-    assert other[0] == SimConfig(alpha=0, gamma=0, norm="none", n=5, d=16, layers=2, samples=1_000, seed=3)
+    assert other[3] == SimConfig(
+        alpha=0.3, gamma=0.5, norm="layernorm", n=5, d=16, layers=2, samples=1_000, seed=3
+    )
+    assert other[0] == SimConfig(
+        alpha=0, gamma=0, norm="none", n=5, d=16, layers=2, samples=1_000, seed=3
+    )
 
 
 def test_settings_share_the_large_isotropic_runs():
     th = settings.theorem1_configs(1_000, 3)
     assert sorted(th) == list(settings.THEOREM1_DS) and th[32].samples == 1_000
-    assert th[16].samples == settings.D16_FACTOR * 1_000                               # Definition 1 at d = 16
+    assert th[16].samples == settings.D16_FACTOR * 1_000  # Definition 1 at d = 16
     iso = settings.isotropic_configs(settings.LARGE_FACTOR * 1_000, 3)
-    assert th[64] == iso[0.0] and th[64].samples == settings.LARGE_FACTOR * 1_000       # one run, one cache entry
+    assert (
+        th[64] == iso[0.0] and th[64].samples == settings.LARGE_FACTOR * 1_000
+    )  # one run, one cache entry
     assert iso[1.0] == iso[0.0].replace(gamma=1.0) and iso[0.0].layers == 2
     assert list(settings.isotropic_configs(1_000, 3, gamma=0.5)) == [0.0, 0.5]
     assert settings.theorem1_configs(1_000, 3, large_samples=5_000)[64].samples == 5_000
@@ -37,6 +50,8 @@ def test_the_landing_table_runs_the_chapters_settings():
     got = settings.study_configs(1_000, 3)
     assert got["fig1"] == settings.fig1_configs(1_000, 3)
     assert got["isotropic"][0.0] == got["theorem1"][cv.PAPER_D]
-    assert set(got["alpha1"]) == set(settings.FIG4_ALPHAS) and set(settings.FIG3_ALPHAS) <= set(got["alpha0"])
-    assert got["alpha0"][0.5] == got["fig1"][2]                                       # Figure 1's showcase row
-    assert got["relative"] == got["fig1"][2]                                          # chapter 7's check
+    assert set(got["alpha1"]) == set(settings.FIG4_ALPHAS) and set(settings.FIG3_ALPHAS) <= set(
+        got["alpha0"]
+    )
+    assert got["alpha0"][0.5] == got["fig1"][2]  # Figure 1's showcase row
+    assert got["relative"] == got["fig1"][2]  # chapter 7's check

@@ -1,5 +1,6 @@
 """The book's Sphinx extensions for the reader offline: the page texts of the search's summaries
 (book/_ext/offline_search.py) and the execution table's status in words (book/_ext/exec_status.py)."""
+
 from __future__ import annotations
 
 import json
@@ -7,12 +8,11 @@ import re
 import sys
 
 import pytest
-
 from bookutils import BOOK, toc_pages
 
 sys.path.insert(0, str(BOOK / "_ext"))
-import exec_status  # noqa: E402
-import offline_search  # noqa: E402
+import exec_status
+import offline_search
 
 PAGE = """<html><body><nav id="nav">menu</nav>
 <main role="main"><article>
@@ -26,8 +26,10 @@ PAGE = """<html><body><nav id="nav">menu</nav>
 
 def test_page_text_keeps_the_text_and_the_anchors_of_the_main_content():
     text = offline_search.page_text(PAGE)
-    assert text == ('<div role="main"> <div id="intro">Intro The trend of \\(S^{(2)}\\) is 0.5 ± 0.1 &amp; rises.  '
-                    '<div id="deeper">More &lt;here&gt;.</div></div> </div>'), text
+    assert text == (
+        '<div role="main"> <div id="intro">Intro The trend of \\(S^{(2)}\\) is 0.5 ± 0.1 &amp; rises.  '
+        '<div id="deeper">More &lt;here&gt;.</div></div> </div>'
+    ), text
     assert offline_search.page_text("<html><body><p>no main</p></body></html>") == ""
 
 
@@ -43,17 +45,20 @@ def test_built_site_has_the_search_texts_and_the_status_words(built_book):
     texts = (built_book.html / "_static" / offline_search.TEXTS).read_text(encoding="utf8")
     prefix = "window.COMPANION_PAGE_TEXTS = "
     assert texts.startswith(prefix)
-    pages = json.loads(texts[len(prefix):].rstrip().rstrip(";"))
+    pages = json.loads(texts[len(prefix) :].rstrip().rstrip(";"))
     assert set(toc_pages()) <= set(pages)
-    assert all(pages[p].startswith('<div role="main">') and len(pages[p]) > 200 for p in toc_pages()), \
-        {p: len(pages[p]) for p in toc_pages()}
+    assert all(
+        pages[p].startswith('<div role="main">') and len(pages[p]) > 200 for p in toc_pages()
+    ), {p: len(pages[p]) for p in toc_pages()}
     search = (built_book.html / "search.html").read_text(encoding="utf8")
-    assert re.search(rf'src="_static/{re.escape(offline_search.TEXTS)}(\?v=\w+)?"', search), "no page texts"
+    assert re.search(rf'src="_static/{re.escape(offline_search.TEXTS)}(\?v=\w+)?"', search), (
+        "no page texts"
+    )
     assert "_static/mathjax/tex-mml-chtml.js" in search, "no MathJax on the search page"
     repro = (built_book.html / "reproducibility.html").read_text(encoding="utf8")
     assert not set(exec_status.STATUS_WORDS) & set(repro)
-    table = repro[repro.index("<th class=\"head\"><p>Status</p></th>"):]
-    table = table[:table.index("</table>")]
+    table = repro[repro.index('<th class="head"><p>Status</p></th>') :]
+    table = table[: table.index("</table>")]
     statuses = re.findall(r"<td><p>(?:<abbr[^>]*>)?([^<]*)(?:</abbr>)?</p></td>\s*</tr>", table)
     chapters = [p for p in toc_pages() if (BOOK / f"{p}.ipynb").is_file()]
     assert len(statuses) >= len(chapters) and set(statuses) == {"ok"}, statuses

@@ -2,6 +2,7 @@
 
 Points, needs, tallies and plots on constructed results (every branch); the per-sequence statistic and the
 crossings on small computations with fixed inputs."""
+
 from __future__ import annotations
 
 import math
@@ -11,12 +12,12 @@ import numpy as np
 import pytest
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
+from fake_results import fake
 
-from recency_lib import SimConfig, simulate, theory  # noqa: E402
-from recency_lib.engines import SequenceStatistic  # noqa: E402
-from companion import claims, closedforms, report, settings, theorem1  # noqa: E402
-from fake_results import fake  # noqa: E402
+from companion import claims, closedforms, report, settings, theorem1
+from recency_lib import SimConfig, simulate, theory
+from recency_lib.engines import SequenceStatistic
 
 
 def thm(d, n=10, samples=100_000, **kw):
@@ -31,15 +32,24 @@ def stat(d, trend, se, n=10, samples=200_000, norm="layernorm"):
     """A statistic of companion.estimators' shape: every step of layer 2 and its trend equal to ``trend``."""
     cfg = SimConfig(alpha=0.0, norm=norm, n=n, d=d, layers=2, samples=samples)
     k = n * (n - 1) // 2 + 1
-    return SequenceStatistic(cfg, samples, mean=np.array([[0.0] * k, [trend] * k]), sem=np.array([[1e-3] * k, [se] * k]),
-                             elapsed_seconds=1.5)
+    return SequenceStatistic(
+        cfg,
+        samples,
+        mean=np.array([[0.0] * k, [trend] * k]),
+        sem=np.array([[1e-3] * k, [se] * k]),
+        elapsed_seconds=1.5,
+    )
 
 
 # -- points ------------------------------------------------------------------------------------------
 
+
 def test_corrected_ratio_is_the_verdicts_number():
     """The page's ratio to the corrected form prints exactly as claims.corrected_theorem1_claim's check."""
-    th = {d: stat(d, 1.02 * theory.theorem1_trend(d, 10), 0.03 * theory.theorem1_trend(d, 10)) for d in (16, 32, 64)}
+    th = {
+        d: stat(d, 1.02 * theory.theorem1_trend(d, 10), 0.03 * theory.theorem1_trend(d, 10))
+        for d in (16, 32, 64)
+    }
     verdict = claims.corrected_theorem1_claim(th)
     by_d = {c.d: c for c in verdict.checks}
     for p in theorem1.statistic_points(th):
@@ -47,7 +57,10 @@ def test_corrected_ratio_is_the_verdicts_number():
 
 
 def test_eq5_ratio_is_the_verdicts_number():
-    th = {d: stat(d, 2.5 * closedforms.eq5_trend(10, d), 0.1 * closedforms.eq5_trend(10, d)) for d in (16, 32, 64)}
+    th = {
+        d: stat(d, 2.5 * closedforms.eq5_trend(10, d), 0.1 * closedforms.eq5_trend(10, d))
+        for d in (16, 32, 64)
+    }
     verdict = claims.eq5_claim(th)
     by_d = {c.d: c for c in verdict.checks}
     for p in theorem1.statistic_points(th):
@@ -57,9 +70,13 @@ def test_eq5_ratio_is_the_verdicts_number():
 def test_points_read_the_right_fields():
     pts = theorem1.statistic_points({4: stat(4, 0.01, 1e-3), 16: stat(16, 0.002, 1e-5)})
     assert pts[1].z == pytest.approx(200.0)
-    assert math.isnan(pts[0].derived)                                        # the form is not used below d = 16
+    assert math.isnan(pts[0].derived)  # the form is not used below d = 16
     fo = theorem1.statistic_points({128: stat(128, 4.45e-9, 1e-11), 64: stat(64, 2.3e-6, 6e-9)})
-    assert [p.d for p in fo] == [64, 128] and fo[1].trend == 4.45e-9 and fo[1].estimator == theorem1.FIRST_ORDER
+    assert (
+        [p.d for p in fo] == [64, 128]
+        and fo[1].trend == 4.45e-9
+        and fo[1].estimator == theorem1.FIRST_ORDER
+    )
     assert fo[1].samples == 200_000 and fo[1].se == 1e-11
     gram = theorem1.statistic_points({16: stat(16, 1e-4, 1e-6, norm="none")})[0]
     assert gram.estimator == theorem1.GRAM and gram.norm == "none"
@@ -67,7 +84,7 @@ def test_points_read_the_right_fields():
 
 
 def test_cost_per_sequence_pools_the_runs():
-    a, b = thm(16, samples=1000), thm(64, samples=3000)         # fake: 2 s each
+    a, b = thm(16, samples=1000), thm(64, samples=3000)  # fake: 2 s each
     assert theorem1.cost_per_sequence([a, b]) == pytest.approx(4.0 / 4000)
     assert theorem1.cost_per_sequence([stat(64, 1.0, 1.0, samples=500)]) == pytest.approx(1.5 / 500)
     assert math.isnan(theorem1.cost_per_sequence([]))
@@ -75,15 +92,21 @@ def test_cost_per_sequence_pools_the_runs():
 
 # -- what it takes ------------------------------------------------------------------------------------
 
+
 def test_needs_use_the_measured_trend_else_the_derived_one():
-    th = {8: thm(8, trend=0.0, trend_se=1e-3), 64: thm(64, trend=2.4e-6, trend_se=2e-7),
-          128: thm(128, trend=0.0, trend_se=7e-8)}
+    th = {
+        8: thm(8, trend=0.0, trend_se=1e-3),
+        64: thm(64, trend=2.4e-6, trend_se=2e-7),
+        128: thm(128, trend=0.0, trend_se=7e-8),
+    }
     reach = theorem1.theorem1_reach(th)
     need = theorem1.needs(reach, 10)
     assert need[64].source == "measured" and need[64].effect == 2.4e-6
-    assert need[128].source == "derived" and need[128].effect == pytest.approx(theory.theorem1_trend(128, 10))
+    assert need[128].source == "derived" and need[128].effect == pytest.approx(
+        theory.theorem1_trend(128, 10)
+    )
     assert need[128].cv == pytest.approx(100_000 * (5 * 7e-8 / theory.theorem1_trend(128, 10)) ** 2)
-    assert need[8].source == "none" and math.isnan(need[8].cv)      # unresolved below the form's range
+    assert need[8].source == "none" and math.isnan(need[8].cv)  # unresolved below the form's range
 
 
 def test_every_step_need_takes_the_hardest_step():
@@ -109,15 +132,29 @@ def test_row_rise_against_the_derived_one():
 
 # -- figures -------------------------------------------------------------------------------------
 
+
 def _ln_points():
     return theorem1.statistic_points(
-        {d: stat(d, theory.theorem1_trend(d, 10), 0.002 * theory.theorem1_trend(d, 10)) for d in (16, 32, 64, 128)})
+        {
+            d: stat(d, theory.theorem1_trend(d, 10), 0.002 * theory.theorem1_trend(d, 10))
+            for d in (16, 32, 64, 128)
+        }
+    )
 
 
 def _none_points():
-    return theorem1.statistic_points({d: stat(d, theory.proposition1_trend(d, 10), 0.1 * theory.proposition1_trend(d, 10),
-                                              norm="none") for d in (16, 64)}
-                                     | {256: stat(256, 1e-7, 2e-7, norm="none")})
+    return theorem1.statistic_points(
+        {
+            d: stat(
+                d,
+                theory.proposition1_trend(d, 10),
+                0.1 * theory.proposition1_trend(d, 10),
+                norm="none",
+            )
+            for d in (16, 64)
+        }
+        | {256: stat(256, 1e-7, 2e-7, norm="none")}
+    )
 
 
 def test_ratio_and_prop1_panels_draw():
@@ -139,10 +176,13 @@ def test_trends_panel_marks_the_crossing_and_limits():
     fig, ax = plt.subplots()
     theorem1.trends_panel(_ln_points(), _none_points(), 10, ax, crossover=theory.crossover_d(10))
     assert ax.get_yscale() == "log"
-    assert any(abs(line.get_xdata()[0] - theory.crossover_d(10)) < 1e-9 for line in ax.get_lines()
-               if len(line.get_xdata()) == 2)
+    assert any(
+        abs(line.get_xdata()[0] - theory.crossover_d(10)) < 1e-9
+        for line in ax.get_lines()
+        if len(line.get_xdata()) == 2
+    )
     uplims = [c for c in ax.containers if getattr(c, "has_yerr", False) and c.lines[1]]
-    assert uplims                                      # the unresolved d = 256 point is an upper limit
+    assert uplims  # the unresolved d = 256 point is an upper limit
     plt.close(fig)
 
 
@@ -153,17 +193,21 @@ def test_rise_panel_and_size_columns():
     assert ax.get_xlabel() == "key j"
     plt.close(fig)
     cols = theorem1.size_columns(_ln_points(), _none_points())
-    assert set(cols) == {f"÷ corrected Theorem 1, {theorem1.FIRST_ORDER}", f"÷ Eq. (5), {theorem1.FIRST_ORDER}",
-                         "no normalization, ÷ derived"}
+    assert set(cols) == {
+        f"÷ corrected Theorem 1, {theorem1.FIRST_ORDER}",
+        f"÷ Eq. (5), {theorem1.FIRST_ORDER}",
+        "no normalization, ÷ derived",
+    }
     assert cols["no normalization, ÷ derived"][0] == [16, 64, 256]
     assert report.curve_columns(cols, "d")
 
 
 # -- the reach of the estimators, Proposition 1 beyond the LLN ------------------------------------------
 
+
 def test_theorem1_reach_on_constructed_results():
-    a = thm(16, trend=2e-3, trend_se=2e-5)                     # 100 SE: resolved
-    b = thm(256, trend=1e-10, trend_se=1e-9)                   # unresolved
+    a = thm(16, trend=2e-3, trend_se=2e-5)  # 100 SE: resolved
+    b = thm(256, trend=1e-10, trend_se=1e-9)  # unresolved
     r16, r256 = theorem1.theorem1_reach({256: b, 16: a})
     assert (r16.d, r16.resolved, r16.trend, r16.z) == (16, True, 2e-3, pytest.approx(100.0))
     assert r16.vr_trend == pytest.approx(10.0) and r16.plain_se == pytest.approx(2e-4)

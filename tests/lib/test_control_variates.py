@@ -9,6 +9,7 @@ chi^2_39 / 39; the bounds are its 0.05% and 99.95% quantiles (ratio in [0.57, 1.
 SE fails one of the few checks with probability ~0.1% or less (the seeds are fixed: a run that
 passes keeps passing).
 """
+
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -30,6 +31,7 @@ def same(a: SimResult, b: SimResult) -> bool:
 
 
 # -- the estimator on synthetic data with a known answer -----------------------------------------
+
 
 def _synthetic_groups(rng, rho, sizes=(4000, 3500), mean_x=0.0):
     """Two groups of (c, x) pairs: a control c ("layer 1") with mean exactly 0 and x ("layer 2")
@@ -54,7 +56,9 @@ def test_estimator_unbiased_and_its_se_matches_the_spread(rho):
     est, se = np.array(est), np.array(se)
     assert abs(est.mean() - 0.3) < Z * se.mean() / np.sqrt(SEEDS)
     assert CHI2_LO < est.std(ddof=1) / se.mean() < CHI2_HI
-    np.testing.assert_allclose(np.mean(se) / np.mean(plain_se), np.sqrt(1 - rho * rho), rtol=0.05, atol=0.002)
+    np.testing.assert_allclose(
+        np.mean(se) / np.mean(plain_se), np.sqrt(1 - rho * rho), rtol=0.05, atol=0.002
+    )
 
 
 def test_estimator_falls_back_to_plain_with_one_group_or_a_constant_control():
@@ -63,19 +67,24 @@ def test_estimator_falls_back_to_plain_with_one_group_or_a_constant_control():
     e, s = control_variate([a, None], np.zeros(1))
     assert e[1, 0] == a.mean[1, 0] and s[1, 0] == a.sem[1, 0]
     x = rng.standard_normal((50, 2, 1))
-    x[:, 0] = 0.0                                              # the control never moves (alpha = 1)
+    x[:, 0] = 0.0  # the control never moves (alpha = 1)
     g1, g2 = Moments.of(x[:25], slice(0, 1)), Moments.of(x[25:], slice(0, 1))
     e, s = control_variate([g1, g2], np.zeros(1))
     both = merged([g1, g2])
     np.testing.assert_allclose(e[1, 0], both.mean[1, 0], rtol=1e-15)
-    np.testing.assert_allclose(s[1, 0], both.sem[1, 0], rtol=0.05)   # two groups' SEs vs pooled: O(1/N)
+    np.testing.assert_allclose(
+        s[1, 0], both.sem[1, 0], rtol=0.05
+    )  # two groups' SEs vs pooled: O(1/N)
 
 
 def test_in_place_merge_is_bitwise_the_merge_and_leaves_its_argument_alone():
     """merge_into (the engines' fold: no new feature-sized arrays per block) gives merge's numbers
     bit for bit; merged() never changes the groups it is given (control_variate reuses them)."""
     rng = np.random.default_rng(3)
-    blocks = [Moments.of(rng.standard_normal((k, 3, 5)) * 10.0 ** rng.integers(-3, 4), slice(2, 5)) for k in (1, 7, 2, 33)]
+    blocks = [
+        Moments.of(rng.standard_normal((k, 3, 5)) * 10.0 ** rng.integers(-3, 4), slice(2, 5))
+        for k in (1, 7, 2, 33)
+    ]
     pure, acc = blocks[0], blocks[0].copy()
     for b in blocks[1:]:
         before = (b.mean.copy(), b.m2.copy(), b.cross.copy())
@@ -87,9 +96,14 @@ def test_in_place_merge_is_bitwise_the_merge_and_leaves_its_argument_alone():
     kept = [b.mean.copy() for b in blocks]
     merged(blocks)
     assert all(np.array_equal(k, b.mean) for k, b in zip(kept, blocks))
-    one = rng.standard_normal((1, 3, 5))                          # a one-sample block (long sequences)
+    one = rng.standard_normal((1, 3, 5))  # a one-sample block (long sequences)
     m = Moments.of(one, slice(2, 5))
-    assert np.array_equal(m.mean, one[0]) and not m.m2.any() and not m.cross.any() and m.cross.shape == (3, 3)
+    assert (
+        np.array_equal(m.mean, one[0])
+        and not m.m2.any()
+        and not m.cross.any()
+        and m.cross.shape == (3, 3)
+    )
 
 
 def test_single_sample_blocks_travel_without_their_zeros_and_merge_as_with_them():
@@ -103,11 +117,20 @@ def test_single_sample_blocks_travel_without_their_zeros_and_merge_as_with_them(
     assert one.single and not Moments.of(rng.standard_normal((2, 4, 300)), slice(100, 300)).single
     back = pickle.loads(pickle.dumps(one))
     assert back.single and np.array_equal(back.mean, one.mean)
-    assert not back.m2.any() and back.m2.shape == one.m2.shape and back.cross.shape == one.cross.shape
-    assert len(pickle.dumps(one)) < 0.4 * len(pickle.dumps(one.copy().merge_into(one)))   # the zeros stay home
+    assert (
+        not back.m2.any() and back.m2.shape == one.m2.shape and back.cross.shape == one.cross.shape
+    )
+    assert len(pickle.dumps(one)) < 0.4 * len(
+        pickle.dumps(one.copy().merge_into(one))
+    )  # the zeros stay home
     sizes = [1, 1, 3, 1, 2, 1, 1]
-    blocks = [Moments.of(rng.standard_normal((k, 4, 300)) * 10.0 ** rng.integers(-3, 4), slice(100, 300)) for k in sizes]
-    plain = [Moments(b.count, b.mean.copy(), b.m2.copy(), b.cross.copy()) for b in blocks]   # single=False
+    blocks = [
+        Moments.of(rng.standard_normal((k, 4, 300)) * 10.0 ** rng.integers(-3, 4), slice(100, 300))
+        for k in sizes
+    ]
+    plain = [
+        Moments(b.count, b.mean.copy(), b.m2.copy(), b.cross.copy()) for b in blocks
+    ]  # single=False
     fast, slow = blocks[0].copy(), plain[0].copy()
     for b, p in zip(blocks[1:], plain[1:]):
         fast, slow = fast.merge_into(pickle.loads(pickle.dumps(b))), slow.merge_into(p)
@@ -119,8 +142,16 @@ def test_single_sample_blocks_travel_without_their_zeros_and_merge_as_with_them(
 
 # -- the simulator: known values, agreement, honest errors -------------------------------------------
 
-@pytest.mark.parametrize("kw", [dict(alpha=0.0, norm="layernorm"), dict(alpha=0.5, gamma=1.0, norm="rms"),
-                                dict(alpha=0.8, norm="none"), dict(alpha=1.0)])
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(alpha=0.0, norm="layernorm"),
+        dict(alpha=0.5, gamma=1.0, norm="rms"),
+        dict(alpha=0.8, norm="none"),
+        dict(alpha=1.0),
+    ],
+)
 def test_first_layer_controls_sit_at_their_known_means(kw):
     """Layer 1: every off-diagonal step, row trend and the trend at 0, the recency probability at
     1/2, within Z standard errors (exchangeable tokens); the cv fields of layer 1 are the plain ones."""
@@ -128,12 +159,18 @@ def test_first_layer_controls_sit_at_their_known_means(kw):
     steps = r.diff_mean[0][np.tril_indices(8, -1)]
     sems = r.diff_sem[0][np.tril_indices(8, -1)]
     keep = np.isfinite(steps)
-    for mean, sem, known in ((steps[keep], sems[keep], 0.0), (r.row_trend_mean[0, 2:], r.row_trend_sem[0, 2:], 0.0),
-                             (r.trend_mean[:1], r.trend_sem[:1], 0.0),
-                             (r.recency_probability[:1], r.recency_probability_sem[:1], 0.5)):
+    for mean, sem, known in (
+        (steps[keep], sems[keep], 0.0),
+        (r.row_trend_mean[0, 2:], r.row_trend_sem[0, 2:], 0.0),
+        (r.trend_mean[:1], r.trend_sem[:1], 0.0),
+        (r.recency_probability[:1], r.recency_probability_sem[:1], 0.5),
+    ):
         assert np.all(np.abs(mean - known) <= Z * sem + 1e-12), (mean, sem)
-    for plain, cv in (("diff_mean", "diff_cv_mean"), ("trend_mean", "trend_cv_mean"),
-                      ("recency_probability", "recency_probability_cv")):
+    for plain, cv in (
+        ("diff_mean", "diff_cv_mean"),
+        ("trend_mean", "trend_cv_mean"),
+        ("recency_probability", "recency_probability_cv"),
+    ):
         assert np.array_equal(getattr(r, plain)[0], getattr(r, cv)[0], equal_nan=True)
 
 
@@ -142,11 +179,17 @@ def test_cv_and_plain_agree_where_both_resolve_and_cv_is_sharper():
     and recency probability of layers 2-4 differ by less than Z times their combined SE; the cv SEs
     of the off-diagonal steps and of the trend are smaller than the plain ones."""
     r = simulate(SimConfig(alpha=0.5, n=10, d=64, layers=4, samples=40_000, seed=2))
-    for mean, sem, cv, cvse in (("diff_mean", "diff_sem", "diff_cv_mean", "diff_cv_sem"),
-                                ("trend_mean", "trend_sem", "trend_cv_mean", "trend_cv_sem"),
-                                ("row_trend_mean", "row_trend_sem", "row_trend_cv_mean", "row_trend_cv_sem"),
-                                ("recency_probability", "recency_probability_sem", "recency_probability_cv",
-                                 "recency_probability_cv_sem")):
+    for mean, sem, cv, cvse in (
+        ("diff_mean", "diff_sem", "diff_cv_mean", "diff_cv_sem"),
+        ("trend_mean", "trend_sem", "trend_cv_mean", "trend_cv_sem"),
+        ("row_trend_mean", "row_trend_sem", "row_trend_cv_mean", "row_trend_cv_sem"),
+        (
+            "recency_probability",
+            "recency_probability_sem",
+            "recency_probability_cv",
+            "recency_probability_cv_sem",
+        ),
+    ):
         a, ea, b, eb = (np.asarray(getattr(r, k))[1:] for k in (mean, sem, cv, cvse))
         fin = np.isfinite(a)
         assert np.all(np.abs(a[fin] - b[fin]) < Z * np.hypot(ea[fin], eb[fin])), mean
@@ -157,8 +200,14 @@ def test_cv_and_plain_agree_where_both_resolve_and_cv_is_sharper():
     assert np.all(r.trend_cv_sem[1:] < r.trend_sem[1:])
 
 
-@pytest.mark.parametrize("kw", [dict(alpha=0.0, norm="layernorm", d=16), dict(alpha=0.0, norm="layernorm", d=64),
-                                dict(alpha=0.5, gamma=1.0, d=64)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(alpha=0.0, norm="layernorm", d=16),
+        dict(alpha=0.0, norm="layernorm", d=64),
+        dict(alpha=0.5, gamma=1.0, d=64),
+    ],
+)
 def test_reported_cv_se_matches_the_spread_over_seeds(kw):
     """40 independent runs (seeds 0..39): the standard deviation of the cv estimates of the layer-2
     and layer-3 trend and recency probability over the runs, divided by their mean reported SE, lies
@@ -166,8 +215,11 @@ def test_reported_cv_se_matches_the_spread_over_seeds(kw):
     here, so an SE that were the plain one, or that ignored the fitted coefficient, would fail)."""
     cfgs = [SimConfig(n=10, layers=3, samples=6_000, seed=s, **kw) for s in range(SEEDS)]
     res = simulate_many(cfgs)
-    for est, se in (("trend_cv_mean", "trend_cv_sem"), ("recency_probability_cv", "recency_probability_cv_sem")):
-        e = np.array([getattr(r, est)[1:] for r in res])                         # (seeds, 2 layers)
+    for est, se in (
+        ("trend_cv_mean", "trend_cv_sem"),
+        ("recency_probability_cv", "recency_probability_cv_sem"),
+    ):
+        e = np.array([getattr(r, est)[1:] for r in res])  # (seeds, 2 layers)
         s = np.array([getattr(r, se)[1:] for r in res])
         ratio = e.std(axis=0, ddof=1) / s.mean(axis=0)
         assert np.all((CHI2_LO < ratio) & (ratio < CHI2_HI)), (est, ratio)
@@ -175,9 +227,16 @@ def test_reported_cv_se_matches_the_spread_over_seeds(kw):
 
 def test_dense_and_gram_cv_estimates_agree():
     cfg = SimConfig(alpha=0.3, gamma=1.0, n=7, d=24, layers=3, samples=8_000)
-    dense, gram = simulate(cfg.replace(engine="dense", seed=1)), simulate(cfg.replace(engine="gram", seed=2))
-    for mean, sem in (("diff_cv_mean", "diff_cv_sem"), ("trend_cv_mean", "trend_cv_sem"),
-                      ("row_trend_cv_mean", "row_trend_cv_sem"), ("recency_probability_cv", "recency_probability_cv_sem")):
+    dense, gram = (
+        simulate(cfg.replace(engine="dense", seed=1)),
+        simulate(cfg.replace(engine="gram", seed=2)),
+    )
+    for mean, sem in (
+        ("diff_cv_mean", "diff_cv_sem"),
+        ("trend_cv_mean", "trend_cv_sem"),
+        ("row_trend_cv_mean", "row_trend_cv_sem"),
+        ("recency_probability_cv", "recency_probability_cv_sem"),
+    ):
         a, ea, b, eb = (np.asarray(getattr(x, k)) for x in (dense, gram) for k in (mean, sem))
         fin = np.isfinite(a)
         assert np.array_equal(fin, np.isfinite(b))
@@ -208,9 +267,13 @@ def test_cv_fields_match_a_direct_cross_fit_of_the_per_sample_features():
     feats = []
     for k in range(6):
         size = min(bsize, cfg.samples - k * bsize)
-        feats.append(gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, k), size), features=True)[1])
+        feats.append(
+            gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, k), size), features=True)[
+                1
+            ]
+        )
     ctrl, mu = control_slice(cfg.n), control_means(cfg.n)
-    even, odd = (np.concatenate(feats[p::2])[:, :, ctrl] for p in (0, 1))       # (B, layers, controls)
+    even, odd = (np.concatenate(feats[p::2])[:, :, ctrl] for p in (0, 1))  # (B, layers, controls)
     est = np.zeros_like(even[0])
     for g, other in ((even, odd), (odd, even)):
         oc = other - other.mean(0)
@@ -226,7 +289,7 @@ def test_round_trip_keeps_the_cv_fields_and_version_1_files_are_refused(tmp_path
         back = SimResult.load(r.save(tmp_path / name))
         assert same(back, r) and back.definition1 == r.definition1
     old = r.to_dict()
-    old["format"] = "recency_lib.SimResult/1"          # version 1 had no trends: the cache recomputes it
+    old["format"] = "recency_lib.SimResult/1"  # version 1 had no trends: the cache recomputes it
     for k in list(ARRAYS)[10:]:
         del old[k]
     with pytest.raises(ValueError, match="not a readable"):
@@ -246,6 +309,10 @@ def test_rope_first_layer_is_not_exchangeable_so_no_controls_are_used():
     assert not controls_valid(cfg) and controls_valid(cfg.replace(rope=False, heads=2, ffn=True))
     r = simulate(cfg)
     assert abs(r.trend_mean[0] / r.trend_sem[0]) > 5
-    for plain, cv in (("trend_mean", "trend_cv_mean"), ("trend_sem", "trend_cv_sem"),
-                      ("diff_mean", "diff_cv_mean"), ("recency_probability", "recency_probability_cv")):
+    for plain, cv in (
+        ("trend_mean", "trend_cv_mean"),
+        ("trend_sem", "trend_cv_sem"),
+        ("diff_mean", "diff_cv_mean"),
+        ("recency_probability", "recency_probability_cv"),
+    ):
         assert np.array_equal(getattr(r, plain), getattr(r, cv), equal_nan=True), cv

@@ -10,6 +10,7 @@ tests/lib/test_control_variates.py). Fixed or per-sample projections, several he
 after layer 1's scores) and post-LN apply one map to every token alike and keep it: checked here on
 simulations, together with what a valid control must do, stay within a few SE of the plain mean.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,12 @@ from recency_lib import SimConfig, simulate
 from recency_lib.features import controls_valid
 
 BASE = dict(alpha=0.5, n=8, d=32, layers=2, samples=4_000, seed=2)
-KEEP = {"fixed weights": dict(weights="fixed"), "random weights": dict(weights="per_sample"),
-        "heads and FFN": dict(heads=4, ffn=True), "post-LN": dict(placement="post")}
+KEEP = {
+    "fixed weights": dict(weights="fixed"),
+    "random weights": dict(weights="per_sample"),
+    "heads and FFN": dict(heads=4, ffn=True),
+    "post-LN": dict(placement="post"),
+}
 # 4 settings x 2 quantities tested at |z| < 4: a false alarm has probability ~5e-4.
 Z_LAYER1 = 4.0
 # A valid control moves the estimate by at most about one SE of the plain mean:
@@ -43,9 +48,14 @@ def test_extensions_without_rope_keep_the_layer1_means(runs):
 
 def test_their_corrected_estimates_stay_near_the_plain_ones(runs):
     for name, res in runs.items():
-        for cv_mean, plain, plain_se in ((res.recency_probability_cv[1], res.recency_probability[1],
-                                          res.recency_probability_sem[1]),
-                                         (res.trend_cv_mean[1], res.trend_mean[1], res.trend_sem[1])):
+        for cv_mean, plain, plain_se in (
+            (
+                res.recency_probability_cv[1],
+                res.recency_probability[1],
+                res.recency_probability_sem[1],
+            ),
+            (res.trend_cv_mean[1], res.trend_mean[1], res.trend_sem[1]),
+        ):
             assert abs(cv_mean - plain) / plain_se < SHIFT_Z, name
         assert res.recency_probability_cv_sem[1] <= res.recency_probability_sem[1] * 1.05, name
 

@@ -1,4 +1,5 @@
 """The compiled causal softmax (the dense engine's extended layer, chapter 8) against the numpy one."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,19 +11,29 @@ from recency_lib.model import causal_softmax
 pytestmark = pytest.mark.skipif(compiled_kernels() is None, reason="the C kernel was not built")
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (3, 7, 7), (2, 4, 10, 10), (1, 2, 129, 129), (1, 512, 512)])
+@pytest.mark.parametrize(
+    "shape", [(1, 1), (3, 7, 7), (2, 4, 10, 10), (1, 2, 129, 129), (1, 512, 512)]
+)
 def test_the_compiled_softmax_is_numpys_to_rounding(shape):
     s = np.random.default_rng(sum(shape)).standard_normal(shape) * 8
     got, ref = compiled_kernels().causal_softmax(s), causal_softmax(s)
     assert got.shape == ref.shape
     np.testing.assert_allclose(got, ref, rtol=2e-15, atol=1e-300)
-    assert np.array_equal(got == 0, ref == 0)                 # zero above the diagonal, nowhere else
+    assert np.array_equal(got == 0, ref == 0)  # zero above the diagonal, nowhere else
     np.testing.assert_allclose(got.sum(axis=-1), 1.0, rtol=4e-15)
 
 
 def test_nan_and_infinite_scores_give_numpys_rows():
-    s = np.array([[[1.0, 5.0, 5.0, 0.0], [np.nan, 2.0, 0.0, 0.0], [-np.inf, 0.0, 3.0, 0.0],
-                   [-np.inf, np.inf, 1.0, 2.0]]])
+    s = np.array(
+        [
+            [
+                [1.0, 5.0, 5.0, 0.0],
+                [np.nan, 2.0, 0.0, 0.0],
+                [-np.inf, 0.0, 3.0, 0.0],
+                [-np.inf, np.inf, 1.0, 2.0],
+            ]
+        ]
+    )
     with np.errstate(invalid="ignore"):
         ref = causal_softmax(s)
     got = compiled_kernels().causal_softmax(s)

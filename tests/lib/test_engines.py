@@ -9,6 +9,7 @@ correlated, many of them exact ties at alpha = 1); at |z| < 4.5 a correct engine
 probability ~0.1 at most (all seeds are fixed, so a run that passes keeps passing). Measured:
 largest |z| 3.46, and 0.02% of |z| above 3 (0.27% expected for independent normal z).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -32,7 +33,9 @@ Z = 4.5
 HAVE_KERNEL = compiled_kernels() is not None
 REPO = Path(__file__).resolve().parents[2]
 # CI builds the C kernel (pip install -e .): there, a missing kernel fails these tests instead of skipping them
-needs_kernel = pytest.mark.skipif(not HAVE_KERNEL and not os.environ.get("CI"), reason="the C kernel was not built")
+needs_kernel = pytest.mark.skipif(
+    not HAVE_KERNEL and not os.environ.get("CI"), reason="the C kernel was not built"
+)
 
 
 def same(a: SimResult, b: SimResult) -> bool:
@@ -48,12 +51,19 @@ def numpy_kernel(monkeypatch):
 
 # -- the cross-engine grid ---------------------------------------------------------------------
 
+
 def _grid():
     """Every (alpha, gamma, norm) at n = 10, d = 16; every d in {2, 3, 64} and n in {1, 2} with each
     norm (alpha, gamma cycling through the other values); n = 12 > d - 1 = 7 with each norm."""
-    out = [dict(alpha=a, gamma=g, norm=nm, n=10, d=16)
-           for a, g, nm in itertools.product((0.0, 0.5, 0.8, 1.0), (0.0, 1.0), ("layernorm", "rms", "none"))]
-    cycle = itertools.cycle([(0.0, 1.0), (0.5, 0.0), (0.8, 1.0), (1.0, 0.0), (0.5, 1.0), (0.8, 0.0)])
+    out = [
+        dict(alpha=a, gamma=g, norm=nm, n=10, d=16)
+        for a, g, nm in itertools.product(
+            (0.0, 0.5, 0.8, 1.0), (0.0, 1.0), ("layernorm", "rms", "none")
+        )
+    ]
+    cycle = itertools.cycle(
+        [(0.0, 1.0), (0.5, 0.0), (0.8, 1.0), (1.0, 0.0), (0.5, 1.0), (0.8, 0.0)]
+    )
     for d, nm in itertools.product((2, 3, 64), ("layernorm", "rms", "none")):
         a, g = next(cycle)
         out.append(dict(alpha=a, gamma=g, norm=nm, n=10, d=d))
@@ -86,7 +96,7 @@ def _z_scores(a, ea, b, eb):
 
 
 def test_grid_covers_the_listed_cases():
-    seen = lambda key: {c[key] for c in GRID}                      # noqa: E731
+    seen = lambda key: {c[key] for c in GRID}  # noqa: E731
     assert seen("alpha") == {0.0, 0.5, 0.8, 1.0} and seen("gamma") == {0.0, 1.0}
     assert seen("norm") == {"layernorm", "rms", "none"}
     assert {2, 3, 16, 64} <= seen("d") and {1, 2, 10} <= seen("n")
@@ -101,12 +111,19 @@ def test_dense_and_gram_agree_in_distribution(params):
     gram = simulate(cfg.replace(engine="gram", seed=202))
     assert dense.engine == "dense" and gram.engine == "gram"
     worst = {}
-    for mean, sem in (("score_mean", "score_sem"), ("attn_mean", "attn_sem"),
-                      ("sq_norm_mean", "sq_norm_sem"), ("recency_probability", "recency_probability_sem"),
-                      ("diff_cv_mean", "diff_cv_sem"), ("trend_cv_mean", "trend_cv_sem"),
-                      ("row_trend_cv_mean", "row_trend_cv_sem"),
-                      ("recency_probability_cv", "recency_probability_cv_sem")):
-        z = _z_scores(getattr(dense, mean), getattr(dense, sem), getattr(gram, mean), getattr(gram, sem))
+    for mean, sem in (
+        ("score_mean", "score_sem"),
+        ("attn_mean", "attn_sem"),
+        ("sq_norm_mean", "sq_norm_sem"),
+        ("recency_probability", "recency_probability_sem"),
+        ("diff_cv_mean", "diff_cv_sem"),
+        ("trend_cv_mean", "trend_cv_sem"),
+        ("row_trend_cv_mean", "row_trend_cv_sem"),
+        ("recency_probability_cv", "recency_probability_cv_sem"),
+    ):
+        z = _z_scores(
+            getattr(dense, mean), getattr(dense, sem), getattr(gram, mean), getattr(gram, sem)
+        )
         worst[mean] = float(z.max()) if z.size else 0.0
     assert max(worst.values()) < Z, worst
 
@@ -120,10 +137,11 @@ def test_grid_would_catch_a_wrong_sampler(monkeypatch):
     monkeypatch.setattr(sampling, "degrees_of_freedom", lambda c: c.d)
     wrong = simulate(cfg.replace(engine="gram", seed=202))
     z = _z_scores(dense.score_mean, dense.score_sem, wrong.score_mean, wrong.score_sem)
-    assert z.max() > 2 * Z                                          # ~9.8: far outside the tolerance
+    assert z.max() > 2 * Z  # ~9.8: far outside the tolerance
 
 
 # -- the sampler ----------------------------------------------------------------------------------
+
 
 def test_sigma_cholesky():
     for n, c in [(1, 0.3), (10, 1.0), (7, 50.0), (3, 1e-9), (12, 2.0)]:
@@ -132,8 +150,18 @@ def test_sigma_cholesky():
         np.testing.assert_allclose(chol @ chol.T, np.eye(n) + c * c, rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(alpha=0.5), dict(alpha=1.0), dict(n=12, d=8),
-                                dict(n=12, d=8, norm="rms", alpha=0.3), dict(n=1), dict(d=2, n=4)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(alpha=0.5),
+        dict(alpha=1.0),
+        dict(n=12, d=8),
+        dict(n=12, d=8, norm="rms", alpha=0.3),
+        dict(n=1),
+        dict(d=2, n=4),
+    ],
+)
 def test_gram_coordinates_are_lower_trapezoidal(kw):
     cfg = SimConfig(**kw)
     chi2, normals = gram_draws(cfg, block_key(0, 0), 7)
@@ -150,10 +178,21 @@ def test_gram_coordinates_are_lower_trapezoidal(kw):
 
 # -- the compiled kernel and the numpy path (model.layer) on identical draws ---------------------
 
-KERNEL_CASES = [dict(), dict(alpha=0.5, gamma=1.0), dict(norm="none"), dict(norm="rms", alpha=0.8, gamma=-0.7),
-                dict(alpha=1.0), dict(alpha=1.0, gamma=1.0, norm="none"), dict(n=12, d=8, alpha=0.3, gamma=0.5),
-                dict(n=2), dict(n=1), dict(n=3, d=2, alpha=0.5, gamma=1.0, norm="none"), dict(d=4096, alpha=0.5),
-                dict(n=17, d=5, alpha=0.8, gamma=1.0, layers=6), dict(n=40, d=16, alpha=0.5, layers=2)]
+KERNEL_CASES = [
+    dict(),
+    dict(alpha=0.5, gamma=1.0),
+    dict(norm="none"),
+    dict(norm="rms", alpha=0.8, gamma=-0.7),
+    dict(alpha=1.0),
+    dict(alpha=1.0, gamma=1.0, norm="none"),
+    dict(n=12, d=8, alpha=0.3, gamma=0.5),
+    dict(n=2),
+    dict(n=1),
+    dict(n=3, d=2, alpha=0.5, gamma=1.0, norm="none"),
+    dict(d=4096, alpha=0.5),
+    dict(n=17, d=5, alpha=0.8, gamma=1.0, layers=6),
+    dict(n=40, d=16, alpha=0.5, layers=2),
+]
 
 
 def _close(a, b, rtol):
@@ -165,17 +204,19 @@ def _close(a, b, rtol):
 
 
 @needs_kernel
-@pytest.mark.parametrize("kw", KERNEL_CASES, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items()) or "default")
+@pytest.mark.parametrize(
+    "kw", KERNEL_CASES, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items()) or "default"
+)
 def test_compiled_kernel_matches_the_numpy_path_on_the_same_draws(kw):
     """The kernel writes out its multiply-adds as fma and sums in its own order: agreement to ~1e-15
     of each array's scale (measured; 1e-12 allowed); M2 and the co-moments to 1e-9 of their scale
     (cancellation in features that are nearly constant, e.g. the LayerNorm diagonal)."""
     cfg = SimConfig(**kw)
-    draws = gram_draws(cfg, block_key(4, 0), 333)         # odd size: a partial tile too
+    draws = gram_draws(cfg, block_key(4, 0), 333)  # odd size: a partial tile too
     m_np, f_np = gram_block_moments(cfg, *draws, kernel="numpy", features=True)
     m_nb, f_nb = gram_block_moments(cfg, *draws, kernel="c", features=True)
     assert f_np.shape == f_nb.shape == (333, cfg.layers, f_np.shape[-1])
-    _close(f_np, f_nb, 1e-12)                                      # every per-sample feature
+    _close(f_np, f_nb, 1e-12)  # every per-sample feature
     _close(m_np.mean, m_nb.mean, 1e-12)
     _close(m_np.m2, m_nb.m2, 1e-9)
     _close(m_np.cross, m_nb.cross, 1e-9)
@@ -186,11 +227,17 @@ def _random_configs(count: int, seed: int):
     n up to 64, layers up to 6 and d from 2 to 4096, with a random block size."""
     rng = np.random.default_rng(seed)
     for _ in range(count):
-        yield SimConfig(norm=str(rng.choice(["layernorm", "rms", "none"])),
-                        gamma=float(rng.choice([0.0, 1.0, rng.uniform(-1, 1)])),
-                        alpha=float(rng.choice([0.0, 1.0, rng.uniform(0, 1)])),
-                        n=int(rng.choice([1, 2, 3, 4, 7, 10, 16, 31, 48, 64])), layers=int(rng.integers(1, 7)),
-                        d=int(rng.choice([2, 5, 64, 4096]))), int(rng.integers(1, 70))
+        yield (
+            SimConfig(
+                norm=str(rng.choice(["layernorm", "rms", "none"])),
+                gamma=float(rng.choice([0.0, 1.0, rng.uniform(-1, 1)])),
+                alpha=float(rng.choice([0.0, 1.0, rng.uniform(0, 1)])),
+                n=int(rng.choice([1, 2, 3, 4, 7, 10, 16, 31, 48, 64])),
+                layers=int(rng.integers(1, 7)),
+                d=int(rng.choice([2, 5, 64, 4096])),
+            ),
+            int(rng.integers(1, 70)),
+        )
 
 
 @needs_kernel
@@ -216,7 +263,9 @@ def test_the_compiled_kernel_is_the_one_that_runs():
         pytest.skip("the C kernel was not built (no C compiler at install time?)")
     from recency_lib.engines import kernel_name
 
-    assert os.environ.get("RECENCY_LIB_KERNEL", "").lower() != "numpy", "RECENCY_LIB_KERNEL=numpy is set"
+    assert os.environ.get("RECENCY_LIB_KERNEL", "").lower() != "numpy", (
+        "RECENCY_LIB_KERNEL=numpy is set"
+    )
     assert kernel_name() == "c", "recency_lib._kernel did not load: the numpy path would run"
     assert simulate(SimConfig(n=4, d=8, layers=2, samples=64)).extra["kernel"] == "c"
 
@@ -228,8 +277,16 @@ def test_simulate_with_either_kernel_agrees_to_rounding(monkeypatch):
     monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")
     ref = simulate(cfg)
     assert fast.extra["kernel"] == "c" and ref.extra["kernel"] == "numpy"
-    for k in ("score_mean", "attn_mean", "diff_mean", "sq_norm_mean", "recency_probability", "diff_cv_mean",
-              "trend_cv_mean", "recency_probability_cv"):
+    for k in (
+        "score_mean",
+        "attn_mean",
+        "diff_mean",
+        "sq_norm_mean",
+        "recency_probability",
+        "diff_cv_mean",
+        "trend_cv_mean",
+        "recency_probability_cv",
+    ):
         _close(getattr(ref, k), getattr(fast, k), 1e-11)
 
 
@@ -239,7 +296,7 @@ def test_streamed_moments_equal_a_two_pass_computation_over_many_blocks(engine):
     two-pass mean and std of the same per-sample features (sample_trajectories draws the same blocks)."""
     cfg = SimConfig(alpha=0.5, gamma=1.0, n=5, d=16, layers=3, seed=12, engine=engine)
     bsize = block_size(cfg, engine)
-    cfg = cfg.replace(samples=22 * bsize + 37)                     # 23 blocks, the last one short
+    cfg = cfg.replace(samples=22 * bsize + 37)  # 23 blocks, the last one short
     r = simulate(cfg, chunk_size=3 * bsize)
     s, a = sample_trajectories(cfg)
     assert s.shape[0] == cfg.samples
@@ -248,23 +305,30 @@ def test_streamed_moments_equal_a_two_pass_computation_over_many_blocks(engine):
     # standard error (~1e-14) is rounding noise that two summation orders need not reproduce
     for mean, sem, x in (("score_mean", "score_sem", s), ("attn_mean", "attn_sem", a)):
         np.testing.assert_allclose(getattr(r, mean), x.mean(0), rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(getattr(r, sem), x.std(0, ddof=1) / np.sqrt(n), rtol=1e-9, atol=1e-13)
-    steps = s[:, :, :, 1:] - s[:, :, :, :-1]                        # [b, l, i, j - 1] = S_ij - S_i,j-1
+        np.testing.assert_allclose(
+            getattr(r, sem), x.std(0, ddof=1) / np.sqrt(n), rtol=1e-9, atol=1e-13
+        )
+    steps = s[:, :, :, 1:] - s[:, :, :, :-1]  # [b, l, i, j - 1] = S_ij - S_i,j-1
     for l in range(cfg.layers):
         for i in range(1, cfg.n):
             x = steps[:, l, i, :i]
-            np.testing.assert_allclose(r.diff_mean[l, i, 1:i + 1], x.mean(0), rtol=1e-10, atol=1e-14)
-            np.testing.assert_allclose(r.diff_sem[l, i, 1:i + 1], x.std(0, ddof=1) / np.sqrt(n), rtol=1e-8,
-                                       atol=1e-13)
+            np.testing.assert_allclose(
+                r.diff_mean[l, i, 1 : i + 1], x.mean(0), rtol=1e-10, atol=1e-14
+            )
+            np.testing.assert_allclose(
+                r.diff_sem[l, i, 1 : i + 1], x.std(0, ddof=1) / np.sqrt(n), rtol=1e-8, atol=1e-13
+            )
 
 
 # -- determinism: chunking, executors, grids ---------------------------------------------------
 
-CFGS = [SimConfig(alpha=0.5, gamma=1.0, n=6, d=16, layers=3, samples=3_000, seed=7),
-        SimConfig(alpha=0.0, norm="none", n=5, d=9, layers=2, samples=2_500, seed=8),
-        SimConfig(alpha=1.0, norm="rms", n=4, d=32, layers=2, samples=1_000, seed=9),
-        SimConfig(alpha=0.8, n=12, d=8, layers=3, samples=1_500, seed=10),
-        SimConfig(alpha=0.3, gamma=0.5, n=7, d=12, layers=2, samples=900, seed=11, engine="dense")]
+CFGS = [
+    SimConfig(alpha=0.5, gamma=1.0, n=6, d=16, layers=3, samples=3_000, seed=7),
+    SimConfig(alpha=0.0, norm="none", n=5, d=9, layers=2, samples=2_500, seed=8),
+    SimConfig(alpha=1.0, norm="rms", n=4, d=32, layers=2, samples=1_000, seed=9),
+    SimConfig(alpha=0.8, n=12, d=8, layers=3, samples=1_500, seed=10),
+    SimConfig(alpha=0.3, gamma=0.5, n=7, d=12, layers=2, samples=900, seed=11, engine="dense"),
+]
 
 
 def test_simulate_many_with_a_process_pool_equals_each_config_alone():
@@ -282,9 +346,18 @@ def test_configs_sharing_a_stream_run_together_and_equal_runs_alone():
     when run together); each result is still bitwise that of the config run alone."""
     from recency_lib.engines import stream_key
 
-    fig1 = [SimConfig(n=6, d=16, layers=3, samples=2_500, seed=4, **kw) for kw in
-            (dict(alpha=0.0, norm="none"), dict(alpha=0.0), dict(alpha=0.5), dict(alpha=0.5, gamma=1.0))]
-    assert len({stream_key(c) for c in fig1[1:]}) == 1 and stream_key(fig1[0]) != stream_key(fig1[1])
+    fig1 = [
+        SimConfig(n=6, d=16, layers=3, samples=2_500, seed=4, **kw)
+        for kw in (
+            dict(alpha=0.0, norm="none"),
+            dict(alpha=0.0),
+            dict(alpha=0.5),
+            dict(alpha=0.5, gamma=1.0),
+        )
+    ]
+    assert len({stream_key(c) for c in fig1[1:]}) == 1 and stream_key(fig1[0]) != stream_key(
+        fig1[1]
+    )
     alone = [simulate(c) for c in fig1]
     with ProcessPoolExecutor(2) as pool:
         together = simulate_many(fig1, executor=pool, chunk_size=700)
@@ -306,15 +379,19 @@ def test_thread_pool_in_a_fresh_process_does_not_deadlock():
     """A thread pool as the first thing a process runs: threadpoolctl's scan of the loaded libraries
     in one worker thread used to deadlock against the other's first import of numpy.random (hung 3
     of 3 times in the Figure-1 benchmark). Worker threads leave BLAS's limit alone now."""
-    code = ("from concurrent.futures import ThreadPoolExecutor\n"
-            "from recency_lib import SimConfig, simulate_many\n"
-            "cfgs = [SimConfig(n=6, d=16, layers=2, samples=3_000, seed=s, alpha=0.5) for s in (1, 2)]\n"
-            "with ThreadPoolExecutor(2) as pool:\n"
-            "    res = simulate_many(cfgs, executor=pool, chunk_size=512)\n"
-            "print(repr([float(r.recency_probability[-1]) for r in res]))\n"
-            "print(repr([float(r.recency_probability[-1]) for r in simulate_many(cfgs)]))\n")
+    code = (
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from recency_lib import SimConfig, simulate_many\n"
+        "cfgs = [SimConfig(n=6, d=16, layers=2, samples=3_000, seed=s, alpha=0.5) for s in (1, 2)]\n"
+        "with ThreadPoolExecutor(2) as pool:\n"
+        "    res = simulate_many(cfgs, executor=pool, chunk_size=512)\n"
+        "print(repr([float(r.recency_probability[-1]) for r in res]))\n"
+        "print(repr([float(r.recency_probability[-1]) for r in simulate_many(cfgs)]))\n"
+    )
     for _ in range(3):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        )
         assert out.returncode == 0, out.stderr
         threaded, serial = out.stdout.splitlines()
         assert threaded == serial
@@ -326,13 +403,15 @@ def test_numpy_kernel_is_bitwise_reproducible_too(numpy_kernel):
     assert ref.extra["kernel"] == "numpy"
     for chunk in (1, 513, 10**9):
         assert same(simulate(cfg, chunk_size=chunk), ref)
-    with ProcessPoolExecutor(2) as pool:                           # the kernel travels with the task
+    with ProcessPoolExecutor(2) as pool:  # the kernel travels with the task
         assert same(simulate(cfg, executor=pool, chunk_size=600), ref)
 
 
 def test_block_size_depends_on_config_and_engine_only():
     cfg = SimConfig(n=10, d=64)
-    assert block_size(cfg, "gram") == block_size(cfg.replace(samples=7, seed=3, d=4096), "gram") == 512
+    assert (
+        block_size(cfg, "gram") == block_size(cfg.replace(samples=7, seed=3, d=4096), "gram") == 512
+    )
     assert block_size(cfg, "dense") == 128
     for n in (1, 3, 10, 40, 200):
         for e in ("gram", "dense"):
@@ -341,7 +420,7 @@ def test_block_size_depends_on_config_and_engine_only():
 
 
 def test_sample_trajectories_are_what_simulate_averages():
-    cfg = SimConfig(alpha=0.5, gamma=1.0, n=8, d=16, layers=3, samples=1_300, seed=4)   # 3 blocks
+    cfg = SimConfig(alpha=0.5, gamma=1.0, n=8, d=16, layers=3, samples=1_300, seed=4)  # 3 blocks
     r = simulate(cfg)
     s, a = sample_trajectories(cfg)
     assert s.shape == (1_300, 3, 8, 8)
@@ -351,21 +430,32 @@ def test_sample_trajectories_are_what_simulate_averages():
 
 # -- memory: bounded, whatever the number of samples -------------------------------------------------
 
+
 def _peak_rss_mb(cfg: SimConfig, env: dict | None = None) -> float:
     """Peak RSS (MB) of a fresh interpreter that imports recency_lib, warms the kernel up and
     simulates ``cfg``."""
-    code = ("import resource, sys; from recency_lib import SimConfig, simulate; "
-            "from recency_lib.engines import warm_up; warm_up(); "
-            f"simulate(SimConfig(**{cfg.to_dict()!r})); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, **(env or {})}, timeout=600)
+    code = (
+        "import resource, sys; from recency_lib import SimConfig, simulate; "
+        "from recency_lib.engines import warm_up; warm_up(); "
+        f"simulate(SimConfig(**{cfg.to_dict()!r})); "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+    )
     return int(out.stdout.split()[-1]) / 1024
 
 
 @pytest.mark.parametrize("path", ["compiled", "numpy"])
-@pytest.mark.parametrize("engine, n, few, many", [("gram", 10, 10_000, 200_000), ("gram", 128, 16, 320),
-                                                  ("dense", 128, 16, 320)])
+@pytest.mark.parametrize(
+    "engine, n, few, many",
+    [("gram", 10, 10_000, 200_000), ("gram", 128, 16, 320), ("dense", 128, 16, 320)],
+)
 def test_memory_does_not_grow_with_samples(path, engine, n, few, many):
     """Peak RSS of a run with 20 times the samples of another stays within 10% + 20 MB of it (blocks
     are enumerated lazily and reduced to moments as they finish). 1 layer, d = 64. At n = 128 a
@@ -408,8 +498,8 @@ def test_blocks_are_enumerated_lazily(monkeypatch):
         return [0.0] * len(cfg_dicts), [[] for _ in cfg_dicts]
 
     monkeypatch.setattr(engines, "_chunk", first_tasks)
-    monkeypatch.setenv("RECENCY_LIB_MAX_HOURS", "1e12")           # the budget would refuse such a run
-    engines.warm_up()                                              # loading the kernel allocates too
+    monkeypatch.setenv("RECENCY_LIB_MAX_HOURS", "1e12")  # the budget would refuse such a run
+    engines.warm_up()  # loading the kernel allocates too
     tracemalloc.start()
     try:
         with pytest.raises(Stop):
@@ -419,7 +509,7 @@ def test_blocks_are_enumerated_lazily(monkeypatch):
         tracemalloc.stop()
     per = engines._INPROCESS_TASK_BLOCKS
     assert calls[:2] == [(0, per), (per, per)]
-    assert peak < 2**20, peak                                      # a list of the blocks would take ~100 TB
+    assert peak < 2**20, peak  # a list of the blocks would take ~100 TB
 
 
 def test_numpy_path_at_long_sequences(monkeypatch):
@@ -444,8 +534,12 @@ def test_dask_executor_gives_identical_results(processes):
     pytest.importorskip("dask")
     distributed = pytest.importorskip("distributed")
     serial = simulate_many(CFGS)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=processes, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         dasked = simulate_many(CFGS, executor=client.get_executor(), chunk_size=800)
         assert len(client.scheduler_info()["workers"]) == 2
     for a, b in zip(serial, dasked):
@@ -454,9 +548,17 @@ def test_dask_executor_gives_identical_results(processes):
 
 # -- large d and the paper's closed forms --------------------------------------------------------
 
+
 @pytest.mark.parametrize("d", [1024, 4096])
-@pytest.mark.parametrize("kw", [dict(alpha=0.0), dict(alpha=0.5, gamma=1.0), dict(alpha=0.8, norm="rms"),
-                                dict(alpha=0.5, norm="none", gamma=1.0)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(alpha=0.0),
+        dict(alpha=0.5, gamma=1.0),
+        dict(alpha=0.8, norm="rms"),
+        dict(alpha=0.5, norm="none", gamma=1.0),
+    ],
+)
 def test_large_d_stays_finite(d, kw):
     r = simulate(SimConfig(n=10, d=d, layers=4, samples=1_000, seed=2, **kw))
     rows, cols = np.tril_indices(10)
@@ -476,14 +578,17 @@ def test_theorem1_eq5_at_large_d(d):
     th = pytest.importorskip("recency_lib.theory")
     if not hasattr(th, "theorem1_score"):
         pytest.skip("recency_lib.theory.theorem1_score is not there yet")
-    r = simulate(SimConfig(alpha=0.0, gamma=0.0, norm="layernorm", n=10, d=d, layers=2,
-                           samples=20_000, seed=1))
+    r = simulate(
+        SimConfig(
+            alpha=0.0, gamma=0.0, norm="layernorm", n=10, d=d, layers=2, samples=20_000, seed=1
+        )
+    )
     i, j = np.tril_indices(10)
     expect = th.theorem1_score(i + 1, j + 1, d)
     mean, sem = r.score_mean[1][i, j], r.score_sem[1][i, j]
     off = i > j
     assert np.all(np.abs(mean[off] - expect[off]) < Z * sem[off])
-    np.testing.assert_allclose(mean[~off], expect[~off], rtol=1e-9)   # eps = 1e-12: 1e-12 relative
+    np.testing.assert_allclose(mean[~off], expect[~off], rtol=1e-9)  # eps = 1e-12: 1e-12 relative
 
 
 def test_long_rows_dense_and_gram_recency_probabilities_agree():
@@ -493,12 +598,18 @@ def test_long_rows_dense_and_gram_recency_probabilities_agree():
     cfg = SimConfig(alpha=0.5, n=40, d=16, layers=3, samples=400)
     dense = simulate(cfg.replace(engine="dense", seed=11))
     gram = simulate(cfg.replace(engine="gram", seed=12))
-    z = _z_scores(dense.recency_probability, dense.recency_probability_sem,
-                  gram.recency_probability, gram.recency_probability_sem)
+    z = _z_scores(
+        dense.recency_probability,
+        dense.recency_probability_sem,
+        gram.recency_probability,
+        gram.recency_probability_sem,
+    )
     assert z.max() < Z, z
     for r in (dense, gram):
         assert abs(r.recency_probability[0] - 0.5) < Z * r.recency_probability_sem[0]
-        assert r.recency_probability[2] - 0.5 > Z * r.recency_probability_sem[2]   # recency by layer 3
+        assert (
+            r.recency_probability[2] - 0.5 > Z * r.recency_probability_sem[2]
+        )  # recency by layer 3
 
 
 @pytest.mark.parametrize("stack_bytes", [None, 1])
@@ -520,7 +631,9 @@ def test_team_blocks_equal_block_by_block(kernel, stack_bytes, monkeypatch):
     for cfg, got in zip(cfgs, out):
         assert [k for k, _ in got] == [0, 1, 2, 3]
         for (k, size), (_, m) in zip(blocks, got):
-            want = gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, k), size, kernel), kernel=kernel)
+            want = gram_block_moments(
+                cfg, *gram_draws(cfg, block_key(cfg.seed, k), size, kernel), kernel=kernel
+            )
             assert m.count == want.count == size
             for a, b in ((m.mean, want.mean), (m.m2, want.m2), (m.cross, want.cross)):
                 assert a.shape == b.shape and a.tobytes() == b.tobytes()
@@ -542,10 +655,16 @@ def test_in_process_tasks_hold_a_few_mb_of_moments(monkeypatch):
     monkeypatch.setattr(engines, "_chunk", spy)
     for n, samples in ((10, 40_000), (64, 3_000)):
         counts.clear()
-        simulate_many([SimConfig(n=n, d=64, layers=4, samples=samples, alpha=a, gamma=g)
-                       for a, g in ((0.0, 0.0), (0.5, 0.0), (0.5, 1.0))])
+        simulate_many(
+            [
+                SimConfig(n=n, d=64, layers=4, samples=samples, alpha=a, gamma=g)
+                for a, g in ((0.0, 0.0), (0.5, 0.0), (0.5, 1.0))
+            ]
+        )
         per_block = 3 * 24 * 4 * n_features(n)
         most = max(c for _, c in counts)
         assert all(team == 3 for team, _ in counts)
         assert most * per_block <= engines._INPROCESS_RESULT_BYTES or most == 1
-        assert most == min(engines._INPROCESS_TASK_BLOCKS, engines._INPROCESS_RESULT_BYTES // per_block)
+        assert most == min(
+            engines._INPROCESS_TASK_BLOCKS, engines._INPROCESS_RESULT_BYTES // per_block
+        )

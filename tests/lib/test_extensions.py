@@ -1,4 +1,5 @@
 """Issue #7: extensions beyond the paper (recency_lib.extensions)."""
+
 import json
 import subprocess
 import sys
@@ -6,24 +7,33 @@ import sys
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, simulate
+from recency_lib import SimConfig, extensions, simulate
 from recency_lib.engines import block_moments, block_size, resolve_engine, stack_features
-from recency_lib.features import control_slice
-from recency_lib import extensions
 from recency_lib.extensions import apply_rope, merge_heads, split_heads
+from recency_lib.features import control_slice
 from recency_lib.model import layer
 from recency_lib.sampling import dense_tokens
 from recency_lib.stats import Moments
 
-ARRAYS = ("score_mean", "score_sem", "attn_mean", "attn_sem", "diff_mean", "diff_sem",
-          "recency_probability", "recency_probability_sem", "sq_norm_mean", "sq_norm_sem")
+ARRAYS = (
+    "score_mean",
+    "score_sem",
+    "attn_mean",
+    "attn_sem",
+    "diff_mean",
+    "diff_sem",
+    "recency_probability",
+    "recency_probability_sem",
+    "sq_norm_mean",
+    "sq_norm_sem",
+)
 
 # Frozen before the extensions existed (git 22e012a): dense engine, alpha=0.3, gamma=1, n=6, d=8,
 # layers=2, samples=300, seed=5 -> the result arrays. The file was written on another machine, so it is
 # compared to a few ulps (BLAS may round differently on another CPU: 4e-16 was seen), never bitwise;
 # bitwise identity is checked within one machine below.
 FROZEN_CFG = dict(alpha=0.3, gamma=1.0, n=6, d=8, layers=2, samples=300, seed=5, engine="dense")
-FROZEN_ULPS = 16     # of each array's largest magnitude
+FROZEN_ULPS = 16  # of each array's largest magnitude
 
 
 def assert_close_in_ulps(actual, expected, ulps, name):
@@ -72,8 +82,11 @@ def test_old_dicts_and_to_dict():
     for k in ("weights", "weights_seed", "heads", "ffn", "rope", "placement"):
         assert k in d
     assert SimConfig.from_dict(d) == cfg
-    old = {k: v for k, v in SimConfig().to_dict().items()
-           if k not in ("weights", "weights_seed", "heads", "ffn", "rope", "placement")}
+    old = {
+        k: v
+        for k, v in SimConfig().to_dict().items()
+        if k not in ("weights", "weights_seed", "heads", "ffn", "rope", "placement")
+    }
     assert SimConfig.from_dict(old) == SimConfig()
 
 
@@ -86,8 +99,10 @@ def test_identity_weights_equal_base_layer():
         base = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, centred=False)
         for w in (dict(wq=eye, wk=eye, wv=eye, wo=eye, w1=None, w2=None), {}):
             ext = extensions.layer(cfg, x, w)
-            for b, e in zip(base, ext):                    # the extended path's softmax is the compiled one
-                np.testing.assert_allclose(e, b, rtol=1e-13, atol=1e-13)      # when built: equal to rounding
+            for b, e in zip(base, ext):  # the extended path's softmax is the compiled one
+                np.testing.assert_allclose(
+                    e, b, rtol=1e-13, atol=1e-13
+                )  # when built: equal to rounding
 
 
 def test_one_head_split_equals_single_head_and_shapes():
@@ -102,6 +117,7 @@ def test_one_head_split_equals_single_head_and_shapes():
 def test_rope_identical_tokens_relative():
     cfg = SimConfig(alpha=1.0, n=9, d=16, layers=1, rope=True, samples=4, engine="dense")
     from recency_lib.engines import sample_trajectories
+
     s, _ = sample_trajectories(cfg, samples=4)
     for b in range(4):
         S = s[b, 0]
@@ -115,14 +131,17 @@ def test_rope_identical_tokens_relative():
     assert np.array_equal(r[:, 0], x[:, 0])
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(d=10, heads=3), "heads=3"),
-    (dict(d=9, rope=True), "rope=True"),
-    (dict(placement="middle"), "placement='middle'"),
-    (dict(weights="random"), "weights='random'"),
-    (dict(engine="gram", ffn=True), "engine='gram'"),
-    (dict(heads=0), "heads=0"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(d=10, heads=3), "heads=3"),
+        (dict(d=9, rope=True), "rope=True"),
+        (dict(placement="middle"), "placement='middle'"),
+        (dict(weights="random"), "weights='random'"),
+        (dict(engine="gram", ffn=True), "engine='gram'"),
+        (dict(heads=0), "heads=0"),
+    ],
+)
 def test_bad_inputs(kw, match):
     with pytest.raises(ValueError, match=match):
         SimConfig(**kw)
@@ -134,8 +153,18 @@ def test_auto_picks_dense_with_extensions():
 
 
 def test_determinism_across_chunk_sizes():
-    cfg = SimConfig(n=6, d=8, layers=2, samples=70, heads=2, rope=True, ffn=True, weights="per_sample",
-                    gamma=1.0, norm="rms")
+    cfg = SimConfig(
+        n=6,
+        d=8,
+        layers=2,
+        samples=70,
+        heads=2,
+        rope=True,
+        ffn=True,
+        weights="per_sample",
+        gamma=1.0,
+        norm="rms",
+    )
     a, b = simulate(cfg, chunk_size=1), simulate(cfg, chunk_size=1000)
     for name in ARRAYS:
         assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True)
@@ -150,10 +179,11 @@ def test_long_sequence_bounded_memory():
         "r = simulate(SimConfig(n=256, d=256, layers=4, samples=4, heads=4, rope=True, ffn=True,"
         " weights='fixed', gamma=1.0, norm='rms'))\n"
         "assert r.score_mean.shape == (4, 256, 256)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=80)
     assert out.returncode == 0, out.stderr
-    assert int(out.stdout.split()[-1]) < 1_000_000          # KiB: < 1 GB peak RSS
+    assert int(out.stdout.split()[-1]) < 1_000_000  # KiB: < 1 GB peak RSS
 
 
 def test_gelu_is_the_exact_erf_form():
@@ -183,7 +213,10 @@ def test_last_layer_without_output_gives_the_same_scores():
     x = np.random.default_rng(8).standard_normal((3, 6, 8))
     rng = np.random.default_rng(9)
     w = {k: rng.standard_normal((8, 8)) / np.sqrt(8) for k in ("wq", "wk", "wv", "wo")}
-    w["w1"], w["w2"] = rng.standard_normal((8, 32)) / np.sqrt(8), rng.standard_normal((32, 8)) / np.sqrt(32)
+    w["w1"], w["w2"] = (
+        rng.standard_normal((8, 32)) / np.sqrt(8),
+        rng.standard_normal((32, 8)) / np.sqrt(32),
+    )
     cfg = SimConfig(norm="rms", n=6, d=8, gamma=1.0, eps=1e-12, heads=2, rope=True, ffn=True)
     full, short = extensions.layer(cfg, x, w), extensions.layer(cfg, x, w, output=False)
     assert short[0] is None
@@ -204,7 +237,7 @@ def test_executor_tasks_bounded_by_result_memory(monkeypatch):
 
     class Recording(ThreadPoolExecutor):
         def submit(self, fn, *args):
-            seen.append(args[-1])                         # blocks in this task
+            seen.append(args[-1])  # blocks in this task
             return super().submit(fn, *args)
 
     cfg = cfg.replace(samples=12 * bsize)

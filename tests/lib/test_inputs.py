@@ -7,6 +7,7 @@ So the test against alpha allows z <= 5 plus that bound, and the test of the exp
 d large enough that the O(d^-2) remainder (~1/d^2 ~ 1.5e-5 at d = 256) is far below the
 standard error (~2e-4).
 """
+
 import math
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 from recency_lib import SimConfig
 from recency_lib.inputs import MAX_BIAS_TIMES_D, cosine_bias_second_order, input_cosine_similarity
 
-Z = 5.0          # |z| above this has probability ~6e-7 per test under the null
+Z = 5.0  # |z| above this has probability ~6e-7 per test under the null
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.2, 0.5, 0.8, 0.95])
@@ -34,26 +35,30 @@ def test_second_order_bias_is_resolved_and_right(alpha):
     d = 64
     mean, sem = input_cosine_similarity(SimConfig(alpha=alpha, n=10, d=d), samples=20_000, seed=3)
     bias = float(cosine_bias_second_order(alpha, d))
-    assert abs(bias) > 4 * sem                                    # the effect is visible...
-    assert abs(mean - (alpha + bias)) < Z * sem + 4.0 / d ** 2, (mean, alpha + bias, sem)  # ...and explained
+    assert abs(bias) > 4 * sem  # the effect is visible...
+    assert abs(mean - (alpha + bias)) < Z * sem + 4.0 / d**2, (
+        mean,
+        alpha + bias,
+        sem,
+    )  # ...and explained
 
 
 def test_alpha_zero_is_centred_and_alpha_one_is_exact():
     m0, s0 = input_cosine_similarity(SimConfig(alpha=0.0, n=4, d=32), samples=5000, seed=0)
-    assert abs(m0) < Z * s0                                       # cos is symmetric about 0
+    assert abs(m0) < Z * s0  # cos is symmetric about 0
     m1, s1 = input_cosine_similarity(SimConfig(alpha=1.0, n=4, d=32), samples=50, seed=0)
-    assert m1 == pytest.approx(1.0, abs=1e-12) and s1 < 1e-12     # every token equals v
+    assert m1 == pytest.approx(1.0, abs=1e-12) and s1 < 1e-12  # every token equals v
 
 
 def test_sem_shrinks_like_one_over_sqrt_samples():
     cfg = SimConfig(alpha=0.5, n=5, d=16)
     _, s1 = input_cosine_similarity(cfg, samples=2000, seed=1)
     _, s2 = input_cosine_similarity(cfg, samples=8000, seed=1)
-    assert 0.35 < s2 / s1 < 0.65                                  # ~0.5, with slack for noise in the SEM
+    assert 0.35 < s2 / s1 < 0.65  # ~0.5, with slack for noise in the SEM
 
 
 def test_deterministic_and_block_independent():
-    cfg = SimConfig(alpha=0.4, n=3, d=4096)                       # several blocks of the sampler
+    cfg = SimConfig(alpha=0.4, n=3, d=4096)  # several blocks of the sampler
     a = input_cosine_similarity(cfg, samples=300, seed=5)
     b = input_cosine_similarity(cfg, samples=300, seed=5)
     assert a == b
@@ -70,13 +75,16 @@ def test_bias_formula_values():
     assert np.all(grid <= 0) and np.min(grid) >= -MAX_BIAS_TIMES_D - 1e-15
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(samples=1, seed=0), "samples"),
-    (dict(samples=2.5, seed=0), "samples"),
-    (dict(samples=True, seed=0), "samples"),
-    (dict(samples=10, seed=-1), "seed"),
-    (dict(samples=10, seed="0"), "seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(samples=1, seed=0), "samples"),
+        (dict(samples=2.5, seed=0), "samples"),
+        (dict(samples=True, seed=0), "samples"),
+        (dict(samples=10, seed=-1), "seed"),
+        (dict(samples=10, seed="0"), "seed"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         input_cosine_similarity(SimConfig(n=3, d=8), **kwargs)

@@ -15,6 +15,7 @@ compiler picks, and that differs between builds (it did before this test too).
 Each build is a module of its own, and GELU, the softmax and the draws are called on each module
 directly: nothing here compares a build with itself through ``recency_lib.kernels._kernel``.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -36,10 +37,24 @@ from recency_lib.streams import block_key
 
 REPO = Path(__file__).resolve().parents[2]
 X86 = platform.machine() in ("x86_64", "AMD64")
-V3_FLAGS = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}   # what x86-64-v3 needs
+V3_FLAGS = {
+    "avx",
+    "avx2",
+    "bmi1",
+    "bmi2",
+    "f16c",
+    "fma",
+    "abm",
+    "movbe",
+    "xsave",
+}  # what x86-64-v3 needs
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(compiled_kernels() is None and not os.environ.get("CI"), reason="the C kernel was not built")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        compiled_kernels() is None and not os.environ.get("CI"), reason="the C kernel was not built"
+    ),
+]
 
 
 def _cpu_flags() -> set[str]:
@@ -57,7 +72,9 @@ def _base_flags() -> list[str]:
     import ast
 
     for node in ast.parse((REPO / "setup.py").read_text()).body:
-        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["BASE"]:
+        if isinstance(node, ast.Assign) and [
+            t.id for t in node.targets if isinstance(t, ast.Name)
+        ] == ["BASE"]:
             return list(ast.literal_eval(node.value))
     raise AssertionError("setup.py has no BASE flags")
 
@@ -71,8 +88,22 @@ def _build(tmp_path: Path, name: str, flags: list[str]):
         pytest.skip("no C compiler")
     out = tmp_path / name / f"_kernel{sysconfig.get_config_var('EXT_SUFFIX')}"
     out.parent.mkdir()
-    subprocess.run([cc, *_base_flags(), *flags, "-fPIC", "-shared", f"-I{sysconfig.get_paths()['include']}",
-                    str(REPO / "recency_lib" / "_kernel.c"), "-o", str(out)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            cc,
+            *_base_flags(),
+            *flags,
+            "-fPIC",
+            "-shared",
+            f"-I{sysconfig.get_paths()['include']}",
+            str(REPO / "recency_lib" / "_kernel.c"),
+            "-o",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     spec = importlib.util.spec_from_file_location("_kernel", out)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -94,8 +125,12 @@ def _outputs(module, monkeypatch) -> list[bytes]:
     monkeypatch.setattr(kernels, "_kernel", module)
     got = []
     cases = [(10, 512, 64), (10, 37, 64), (10, 512, 5), (7, 36, 64), (13, 101, 64), (128, 21, 16)]
-    settings = [dict(alpha=0.0, norm="none"), dict(alpha=0.5, gamma=1.0), dict(alpha=0.5, gamma=-0.4, norm="rms"),
-                dict(alpha=1.0, norm="rms")]
+    settings = [
+        dict(alpha=0.0, norm="none"),
+        dict(alpha=0.5, gamma=1.0),
+        dict(alpha=0.5, gamma=-0.4, norm="rms"),
+        dict(alpha=1.0, norm="rms"),
+    ]
     for i, (n, size, d) in enumerate(cases):
         for kw in settings:
             cfg = SimConfig(n=n, d=d, layers=3, samples=size, **kw)
@@ -119,17 +154,23 @@ def _outputs(module, monkeypatch) -> list[bytes]:
             m, f = gram_block_moments(cfg, chi2, normals, kernel="c", features=True)
         got.append(_bytes(m.mean, m.m2, m.cross, f, canonical_nan=True))
     # the generator alone, GELU and the causal softmax, called on the module itself
-    for key, nb, m_rows, dof, q in (((1, 2, 3), 37, 10, 63, 45), ((9, 8, 7), 512, 1, 64, 0), ((4, 4, 4), 5, 3, 3, 3)):
+    for key, nb, m_rows, dof, q in (
+        ((1, 2, 3), 37, 10, 63, 45),
+        ((9, 8, 7), 512, 1, 64, 0),
+        ((4, 4, 4), 5, 3, 3, 3),
+    ):
         chi2, normals = np.empty((m_rows, nb)), np.empty((q, nb))
         module.gram_draws(*key, nb, m_rows, dof, q, chi2, normals)
         got.append(_bytes(chi2, normals))
-    x = np.concatenate([np.random.default_rng(0).standard_normal(1001) * 10, [40.0, -40.0, 0.0, -0.0, 1e-300]])
+    x = np.concatenate(
+        [np.random.default_rng(0).standard_normal(1001) * 10, [40.0, -40.0, 0.0, -0.0, 1e-300]]
+    )
     y = np.empty_like(x)
     module.gelu(x.size, x, y)
     got.append(_bytes(y))
     for n in (3, 7, 37, 100):
         s = np.random.default_rng(n).standard_normal((2, 3, n, n)) * 5
-        s[1, 2, -1, -1] = 800.0                                   # an exponent argument below -706
+        s[1, 2, -1, -1] = 800.0  # an exponent argument below -706
         y = np.empty_like(s)
         module.causal_softmax(6, n, s, y)
         got.append(_bytes(y))
@@ -142,14 +183,20 @@ def _check(other, installed, monkeypatch):
     assert len(theirs) == len(ours) and not bad, f"outputs {bad} of {len(ours)} differ"
 
 
-@pytest.mark.skipif(not X86 or not V3_FLAGS <= _cpu_flags(), reason="needs an x86-64 CPU with AVX2 and FMA")
+@pytest.mark.skipif(
+    not X86 or not V3_FLAGS <= _cpu_flags(), reason="needs an x86-64 CPU with AVX2 and FMA"
+)
 @pytest.mark.parametrize("tile", [8, 3])
 def test_avx2_build_gives_the_installed_bits(tmp_path, monkeypatch, tile):
     """-O3 -march=x86-64-v3 (the AVX2 path: 4 lanes, the count's compares as vectors, no mask
     registers), with the default 8 groups per tile and with 3 (odd: full tiles start on either
     vector of partial sums)."""
     installed = kernels._kernel
-    _check(_build(tmp_path, f"v3_{tile}", ["-O3", "-march=x86-64-v3", f"-DTILE_GROUPS={tile}"]), installed, monkeypatch)
+    _check(
+        _build(tmp_path, f"v3_{tile}", ["-O3", "-march=x86-64-v3", f"-DTILE_GROUPS={tile}"]),
+        installed,
+        monkeypatch,
+    )
 
 
 @pytest.mark.skipif(not X86, reason="x86-64 only")
@@ -161,7 +208,11 @@ def test_baseline_x86_64_build_gives_the_installed_bits(tmp_path, monkeypatch):
     optimiser may change bits here, needs the FMA instructions that only the -O3 AVX2 builds above
     (and the installed one) have."""
     installed = kernels._kernel
-    _check(_build(tmp_path, "x86_64", ["-O1", "-march=x86-64", "-DTILE_GROUPS=3"]), installed, monkeypatch)
+    _check(
+        _build(tmp_path, "x86_64", ["-O1", "-march=x86-64", "-DTILE_GROUPS=3"]),
+        installed,
+        monkeypatch,
+    )
 
 
 CROSS_CC, QEMU = shutil.which("aarch64-linux-gnu-gcc"), shutil.which("qemu-aarch64")
@@ -172,9 +223,24 @@ def _harness(tmp_path, name: str, cc: str, flags: list[str], runner: list[str]) 
     setup.py's flags and ``flags``, run (under ``runner``): what it prints."""
     exe = tmp_path / name
     src = Path(__file__).with_name("kernel_harness.c")
-    done = subprocess.run([cc, *_base_flags(), *flags, "-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections",
-                           f"-I{sysconfig.get_paths()['include']}", str(src), "-o", str(exe), "-lm"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            cc,
+            *_base_flags(),
+            *flags,
+            "-ffunction-sections",
+            "-fdata-sections",
+            "-Wl,--gc-sections",
+            f"-I{sysconfig.get_paths()['include']}",
+            str(src),
+            "-o",
+            str(exe),
+            "-lm",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = subprocess.run([*runner, str(exe)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -182,8 +248,10 @@ def _harness(tmp_path, name: str, cc: str, flags: list[str], runner: list[str]) 
     return out.stdout
 
 
-@pytest.mark.skipif(not X86 or CROSS_CC is None or QEMU is None,
-                    reason="needs an x86-64 machine with aarch64-linux-gnu-gcc and qemu-aarch64 (.ci/run installs them)")
+@pytest.mark.skipif(
+    not X86 or CROSS_CC is None or QEMU is None,
+    reason="needs an x86-64 machine with aarch64-linux-gnu-gcc and qemu-aarch64 (.ci/run installs them)",
+)
 def test_arm64_build_gives_the_native_bits(tmp_path):
     """The kernel for 64-bit ARM (-march=armv8-a: 4 lanes, each vector two NEON registers, the NEON
     fma and sqrt), cross-compiled and run under qemu, gives every byte that the same C driver built
@@ -191,7 +259,13 @@ def test_arm64_build_gives_the_native_bits(tmp_path):
     and the general one, LayerNorm or none, residual or not, partial tiles, w < n, long rows), and
     the vector fma and sqrt round as the C library's fma and sqrt on edge values. The driver cannot
     load into Python on the other CPU; it includes _kernel.c, so both run the kernel's own code."""
-    native = _harness(tmp_path, "native", (sysconfig.get_config_var("CC") or "cc").split()[0], ["-march=native"], [])
+    native = _harness(
+        tmp_path,
+        "native",
+        (sysconfig.get_config_var("CC") or "cc").split()[0],
+        ["-march=native"],
+        [],
+    )
     arm = _harness(tmp_path, "arm64", CROSS_CC, ["-march=armv8-a", "-static"], [QEMU])
     assert native.count("\nblock ") == 5
     assert arm == native, f"arm64:\n{arm}\nnative:\n{native}"

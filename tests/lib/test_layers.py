@@ -1,6 +1,7 @@
 """The simulator stands alone: importing it loads none of the book's machinery, no module of it
 imports the book's package, and (in CI's venv with only the simulator installed) its tests run
 against the installed package with nothing of the book present."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -14,13 +15,27 @@ import pytest
 import recency_lib
 from recency_lib import cache
 
-HEAVY = ("matplotlib", "seaborn", "sympy", "pandas", "myst_nb", "papermill", "nbclient", "nbformat", "IPython")
+HEAVY = (
+    "matplotlib",
+    "seaborn",
+    "sympy",
+    "pandas",
+    "myst_nb",
+    "papermill",
+    "nbclient",
+    "nbformat",
+    "IPython",
+)
 
 
 def test_importing_the_simulator_loads_no_book_machinery():
-    code = ("import sys; import recency_lib, recency_lib.cache, recency_lib.cli; "
-            f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys; import recency_lib, recency_lib.cache, recency_lib.cli; "
+        f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == ""
 
 
@@ -29,19 +44,32 @@ def test_no_module_of_the_simulator_imports_the_book():
 
     for path in cache.ROOT.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
-            assert not [m for m in names if m.split(".")[0] in ("companion", "myst_nb", "papermill")], path
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            assert not [
+                m for m in names if m.split(".")[0] in ("companion", "myst_nb", "papermill")
+            ], path
 
 
-@pytest.mark.skipif(os.environ.get("RECENCY_LIB_ALONE") != "1",
-                    reason="CI's simulator-only venv sets RECENCY_LIB_ALONE=1 (.ci/run)")
+@pytest.mark.skipif(
+    os.environ.get("RECENCY_LIB_ALONE") != "1",
+    reason="CI's simulator-only venv sets RECENCY_LIB_ALONE=1 (.ci/run)",
+)
 def test_only_the_simulator_is_installed_and_it_is_the_installed_one():
     assert importlib.util.find_spec("companion") is None
-    assert all(importlib.util.find_spec(m) is None for m in ("matplotlib", "sympy", "papermill", "myst_nb"))
+    assert all(
+        importlib.util.find_spec(m) is None for m in ("matplotlib", "sympy", "papermill", "myst_nb")
+    )
     repo = Path(__file__).resolve().parents[2]
     # the installed package (site-packages, wherever the venv is), not the checkout's recency_lib/ folder
-    assert not Path(recency_lib.__file__).resolve().is_relative_to(repo / "recency_lib"), recency_lib.__file__
+    assert not Path(recency_lib.__file__).resolve().is_relative_to(repo / "recency_lib"), (
+        recency_lib.__file__
+    )
 
 
 def test_no_import_cycle_in_the_simulator():

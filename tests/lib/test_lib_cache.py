@@ -1,4 +1,5 @@
 """recency_lib.cache: results are reused only for the same config, simulation source and kernel."""
+
 import numpy as np
 import pytest
 
@@ -22,14 +23,16 @@ def test_second_call_reads_the_file_and_returns_the_same_numbers(tmp_path, monke
     many = cached_simulate_many([CFG, CFG], cache=tmp_path)
     for r in (again, *many):
         assert np.array_equal(r.score_mean, first.score_mean, equal_nan=True)
-        assert np.array_equal(r.recency_probability_sem, first.recency_probability_sem, equal_nan=True)
+        assert np.array_equal(
+            r.recency_probability_sem, first.recency_probability_sem, equal_nan=True
+        )
 
 
 def test_key_changes_with_config_source_and_kernel(monkeypatch):
     keys = {cache_key(CFG), cache_key(CFG.replace(seed=4)), cache_key(CFG.replace(samples=65))}
     assert len(keys) == 3
     base = cache_key(CFG)
-    monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")        # the numpy reference kernel
+    monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")  # the numpy reference kernel
     assert engines.kernel_name() == "numpy" and cache_key(CFG) != base
     monkeypatch.undo()
     assert cache_key(CFG) == base
@@ -76,15 +79,19 @@ def test_an_entry_for_another_config_or_build_is_never_served(tmp_path, monkeypa
     first = cached_simulate(CFG, cache=tmp_path)
     other = cached_simulate(CFG.replace(seed=4), cache=tmp_path)
     a, b = (tmp_path / f"{cache_key(c)}.npz" for c in (CFG, CFG.replace(seed=4)))
-    a.write_bytes(b.read_bytes())                         # another config's entry under this one's name
+    a.write_bytes(b.read_bytes())  # another config's entry under this one's name
     again = cached_simulate(CFG, cache=tmp_path)
-    assert again.config == CFG and np.array_equal(again.score_mean, first.score_mean, equal_nan=True)
-    assert cache.counts["bad"] >= 1 and not np.array_equal(other.score_mean, first.score_mean, equal_nan=True)
-    res = SimResult.load(a)                                # an entry stamped by another source
+    assert again.config == CFG and np.array_equal(
+        again.score_mean, first.score_mean, equal_nan=True
+    )
+    assert cache.counts["bad"] >= 1 and not np.array_equal(
+        other.score_mean, first.score_mean, equal_nan=True
+    )
+    res = SimResult.load(a)  # an entry stamped by another source
     res.extra["source_hash"] = "another build"
     res._write(a)
     monkeypatch.setattr(engines, "simulate_many", lambda cfgs, **kw: [first])
-    assert cached_simulate(CFG, cache=tmp_path) is first   # recomputed, not served
+    assert cached_simulate(CFG, cache=tmp_path) is first  # recomputed, not served
 
 
 @pytest.mark.parametrize("junk", [b"{not json", b"", b"PK\x03\x04truncated zip"])
@@ -99,7 +106,7 @@ def test_unreadable_entry_is_recomputed(tmp_path, junk):
 
 @pytest.mark.parametrize("suffix", [".json", ".npz"])
 def test_both_file_formats_round_trip_losslessly(tmp_path, suffix):
-    res = cached_simulate(CFG.replace(alpha=1.0), cache=tmp_path)   # NaN and exact ties inside
+    res = cached_simulate(CFG.replace(alpha=1.0), cache=tmp_path)  # NaN and exact ties inside
     path = res.save(tmp_path / f"r{suffix}")
     back = type(res).load(path)
     assert back.config == res.config and back.engine == res.engine and back.extra == res.extra
@@ -107,7 +114,9 @@ def test_both_file_formats_round_trip_losslessly(tmp_path, suffix):
     for name in ("score_mean", "score_sem", "diff_mean", "recency_probability", "sq_norm_sem"):
         assert np.array_equal(getattr(back, name), getattr(res, name), equal_nan=True), name
     assert (path.stat().st_mode & 0o777) == 0o644
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp files left
+    assert [
+        p.name for p in tmp_path.iterdir() if p.name.startswith(".")
+    ] == []  # no temp files left
 
 
 def test_refresh_recomputes(tmp_path, monkeypatch):
@@ -135,11 +144,14 @@ def test_two_processes_compute_a_missing_entry_once(tmp_path):
         res = cached_simulate_many([cfg], cache={str(tmp_path)!r})[0]
         print(len(calls), repr(float(res.recency_probability[1])))
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300)[0].split() for p in procs]
     assert all(p.returncode == 0 for p in procs)
-    assert sorted(int(o[0]) for o in outs) == [0, 1]               # one computed, one loaded
-    assert outs[0][1] == outs[1][1]                                # the same numbers
+    assert sorted(int(o[0]) for o in outs) == [0, 1]  # one computed, one loaded
+    assert outs[0][1] == outs[1][1]  # the same numbers
 
 
 def test_cached_value_is_computed_once_per_source(tmp_path, monkeypatch):
@@ -153,13 +165,21 @@ def test_cached_value_is_computed_once_per_source(tmp_path, monkeypatch):
         return {"verdicts": [True, False], "seconds": 1.5}
 
     mod = "recency_lib.theory.corrected"
-    assert cache.cached_value("v", compute, (mod,), cache=tmp_path) == ({"verdicts": [True, False], "seconds": 1.5}, False)
-    assert cache.cached_value("v", compute, mod, cache=tmp_path) == ({"verdicts": [True, False], "seconds": 1.5}, True)
+    assert cache.cached_value("v", compute, (mod,), cache=tmp_path) == (
+        {"verdicts": [True, False], "seconds": 1.5},
+        False,
+    )
+    assert cache.cached_value("v", compute, mod, cache=tmp_path) == (
+        {"verdicts": [True, False], "seconds": 1.5},
+        True,
+    )
     assert len(calls) == 1
-    cache.cached_value("v", compute, (mod,), packages=("numpy",), cache=tmp_path)       # versions in the key
-    cache.cached_value("w", compute, (mod,), cache=tmp_path)                            # another name
+    cache.cached_value(
+        "v", compute, (mod,), packages=("numpy",), cache=tmp_path
+    )  # versions in the key
+    cache.cached_value("w", compute, (mod,), cache=tmp_path)  # another name
     assert len(calls) == 3
-    for params in ({"seed": 1}, {"seed": 2}, {"seed": 2}):                                  # its arguments
+    for params in ({"seed": 1}, {"seed": 2}, {"seed": 2}):  # its arguments
         cache.cached_value("w", compute, (mod,), params=params, cache=tmp_path)
     assert len(calls) == 5
     entry = next(p for p in tmp_path.glob("v-*.json") if '"numpy"' not in p.read_text())
@@ -168,18 +188,31 @@ def test_cached_value_is_computed_once_per_source(tmp_path, monkeypatch):
         assert cache.cached_value("v", compute, (mod,), cache=tmp_path)[1] is False
     assert cache.cached_value("v", compute, (mod,), cache=tmp_path, refresh=True)[1] is False
     edit = _edited_copy(tmp_path / "copy", monkeypatch)
-    edit("theory/corrected.py")                                # the package's source is in a value's key
+    edit("theory/corrected.py")  # the package's source is in a value's key
     assert cache.cached_value("v", compute, (mod,), cache=tmp_path)[1] is False
     assert len(calls) == 5 + 3 + 1 + 1
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # no temp files left
+    assert [
+        p.name for p in tmp_path.iterdir() if p.name.startswith(".")
+    ] == []  # no temp files left
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"name": "a/b"}, "name"), ({"name": 3}, "name"), ({"modules": ("no_such_module",)}, "module"),
-    ({"refresh": "yes"}, "refresh"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"name": "a/b"}, "name"),
+        ({"name": 3}, "name"),
+        ({"modules": ("no_such_module",)}, "module"),
+        ({"refresh": "yes"}, "refresh"),
+    ],
+)
 def test_cached_value_rejects_bad_input_before_work(tmp_path, kwargs, name):
-    args = {"name": "v", "compute": lambda: 1, "modules": ("recency_lib.theory",), "cache": tmp_path, **kwargs}
+    args = {
+        "name": "v",
+        "compute": lambda: 1,
+        "modules": ("recency_lib.theory",),
+        "cache": tmp_path,
+        **kwargs,
+    }
     with pytest.raises(ValueError, match=name):
         cache.cached_value(args.pop("name"), args.pop("compute"), args.pop("modules"), **args)
     assert [p for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []
@@ -228,8 +261,14 @@ def test_a_kernel_older_than_its_source_is_not_run_and_never_fills_the_cache(tmp
     original = source.read_bytes()
 
     def run() -> tuple[dict, str]:
-        out = subprocess.run([sys.executable, "-c", STALE_PROBE, str(tmp_path / "cache")], capture_output=True, cwd=tmp_path,
-                             text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(copy.parent)})
+        out = subprocess.run(
+            [sys.executable, "-c", STALE_PROBE, str(tmp_path / "cache")],
+            capture_output=True,
+            cwd=tmp_path,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PYTHONPATH": str(copy.parent)},
+        )
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout), out.stderr
 
@@ -239,7 +278,7 @@ def test_a_kernel_older_than_its_source_is_not_run_and_never_fills_the_cache(tmp
     assert err.count("built from another _kernel.c") == 1 and "pip install -e ." in err, err
     assert stale["rp"] == stale["direct"]
 
-    source.write_bytes(original)                                   # the module matches its source again
+    source.write_bytes(original)  # the module matches its source again
     fresh, err = run()
     assert err == "", err
     assert fresh["kernel"] == fresh["stamp"] == "c" and fresh["key"] != stale["key"], fresh

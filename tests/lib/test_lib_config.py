@@ -1,4 +1,5 @@
 """SimConfig validation: every bad input is refused at construction with a clear message."""
+
 import math
 
 import numpy as np
@@ -7,12 +8,25 @@ import pytest
 from recency_lib import SimConfig
 
 BAD = [
-    ("alpha", -0.1, "alpha=-0.1"), ("alpha", 1.5, "alpha=1.5"), ("alpha", math.nan, "alpha=nan"),
-    ("alpha", "0.5", "alpha='0.5'"), ("gamma", math.nan, "gamma=nan"), ("gamma", math.inf, "gamma=inf"),
-    ("gamma", -math.inf, "gamma=-inf"), ("n", 0, "n=0"), ("n", 2.5, "n=2.5"), ("n", 10.0, "n=10.0"),
-    ("d", 1, "d=1"), ("d", True, "d=True"), ("layers", 0, "layers=0"), ("samples", 1, "samples=1"),
-    ("norm", "batchnorm", "norm='batchnorm'"), ("seed", -1, "seed=-1"), ("engine", "gpu", "engine='gpu'"),
-    ("eps", -1e-3, "eps=-0.001"), ("eps", math.nan, "eps=nan"),
+    ("alpha", -0.1, "alpha=-0.1"),
+    ("alpha", 1.5, "alpha=1.5"),
+    ("alpha", math.nan, "alpha=nan"),
+    ("alpha", "0.5", "alpha='0.5'"),
+    ("gamma", math.nan, "gamma=nan"),
+    ("gamma", math.inf, "gamma=inf"),
+    ("gamma", -math.inf, "gamma=-inf"),
+    ("n", 0, "n=0"),
+    ("n", 2.5, "n=2.5"),
+    ("n", 10.0, "n=10.0"),
+    ("d", 1, "d=1"),
+    ("d", True, "d=True"),
+    ("layers", 0, "layers=0"),
+    ("samples", 1, "samples=1"),
+    ("norm", "batchnorm", "norm='batchnorm'"),
+    ("seed", -1, "seed=-1"),
+    ("engine", "gpu", "engine='gpu'"),
+    ("eps", -1e-3, "eps=-0.001"),
+    ("eps", math.nan, "eps=nan"),
 ]
 
 

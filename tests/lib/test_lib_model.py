@@ -1,4 +1,5 @@
 """The layer's pieces, and the exactness of running it on Gram coordinates."""
+
 import math
 
 import numpy as np
@@ -15,14 +16,16 @@ def rng():
 def test_layernorm_matches_definition(rng):
     x = rng.normal(size=(3, 5, 16))
     y = normalize(center(x), "layernorm", d=16, eps=0.0)
-    ref = (x - x.mean(-1, keepdims=True)) / x.std(-1, keepdims=True)    # biased variance
+    ref = (x - x.mean(-1, keepdims=True)) / x.std(-1, keepdims=True)  # biased variance
     np.testing.assert_allclose(y, ref, rtol=1e-12)
 
 
 def test_rms_is_sqrt_d_x_over_norm(rng):
     x = rng.normal(size=(4, 6, 9))
     y = normalize(x, "rms", d=9, eps=0.0)
-    np.testing.assert_allclose(y, math.sqrt(9) * x / np.linalg.norm(x, axis=-1, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(
+        y, math.sqrt(9) * x / np.linalg.norm(x, axis=-1, keepdims=True), rtol=1e-12
+    )
     assert normalize(x, "none", d=9, eps=0.0) is x
 
 
@@ -43,7 +46,9 @@ def test_causal_softmax_rows(rng):
     assert np.all(a[:, 0, 0] == 1.0)
     # matches a direct softmax over the visible keys of the last row
     row = s[0, 5]
-    np.testing.assert_allclose(a[0, 5], np.exp(row - row.max()) / np.exp(row - row.max()).sum(), rtol=1e-12)
+    np.testing.assert_allclose(
+        a[0, 5], np.exp(row - row.max()) / np.exp(row - row.max()).sum(), rtol=1e-12
+    )
     # huge scores stay finite (max subtraction)
     assert np.all(np.isfinite(causal_softmax(s * 1e6)))
 
@@ -56,7 +61,7 @@ def test_gram_coordinates_reproduce_dense_trajectory(rng, norm, gamma):
     x = rng.normal(size=(1, n, d)) / math.sqrt(d) + 0.4 * rng.normal(size=(1, 1, d))
     seen = center(x) if norm == "layernorm" else x
     gram = seen[0] @ seen[0].T
-    r = np.linalg.cholesky(gram + 0 * np.eye(n))[None]               # (1, n, n) with R R^T = gram
+    r = np.linalg.cholesky(gram + 0 * np.eye(n))[None]  # (1, n, n) with R R^T = gram
     xd, xr = x, r
     for _ in range(layers):
         xd, sd, ad, qd = layer(xd, norm=norm, d=d, gamma=gamma, eps=1e-12, centred=False)

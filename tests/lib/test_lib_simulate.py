@@ -3,6 +3,7 @@
 Statistical tolerances are z-scores against the Monte-Carlo standard error. With a few hundred
 comparisons per test, |z| < 4.5 has a family-wise false-alarm rate below 0.2%.
 """
+
 import math
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -11,8 +12,8 @@ import numpy as np
 import pytest
 
 from recency_lib import SimConfig, SimResult, simulate, simulate_many
-from recency_lib.metrics import adjacent_differences, recency_fraction
 from recency_lib.engines import sample_trajectories
+from recency_lib.metrics import adjacent_differences, recency_fraction
 from recency_lib.result import ARRAY_FIELDS as ARRAYS
 
 Z = 4.5
@@ -47,6 +48,7 @@ def test_process_pool_identical_to_serial_and_uses_both_workers(small):
 def _pid(_):
     import os
     import time
+
     time.sleep(0.05)
     return os.getpid()
 
@@ -89,8 +91,9 @@ def test_summary_means_match_per_sample_trajectories(small):
     s, a = sample_trajectories(cfg)
     np.testing.assert_allclose(r.score_mean, s.mean(0), rtol=1e-10, equal_nan=True)
     # floor 1e-13: the LayerNorm diagonal's standard error (~1e-14) is rounding noise
-    np.testing.assert_allclose(r.score_sem, s.std(0, ddof=1) / math.sqrt(700), rtol=1e-8, atol=1e-13,
-                               equal_nan=True)
+    np.testing.assert_allclose(
+        r.score_sem, s.std(0, ddof=1) / math.sqrt(700), rtol=1e-8, atol=1e-13, equal_nan=True
+    )
     np.testing.assert_allclose(r.attn_mean, a.mean(0), rtol=1e-10, atol=1e-15)
     rp = np.stack([recency_fraction(s[:, l]) for l in range(cfg.layers)], 1)
     np.testing.assert_allclose(r.recency_probability, rp.mean(0), rtol=1e-12)
@@ -104,7 +107,7 @@ def test_recency_fraction_by_brute_force():
         hits = [s[b, i, k] > s[b, i, j] for i in range(7) for k in range(i) for j in range(k)]
         ref.append(np.mean(hits))
     np.testing.assert_allclose(recency_fraction(s), ref)
-    inc = np.tile(np.arange(7.0), (7, 1))                      # every row increasing in j
+    inc = np.tile(np.arange(7.0), (7, 1))  # every row increasing in j
     assert recency_fraction(inc[None])[0] == 1.0 and np.all(adjacent_differences(inc) > 0)
     assert recency_fraction(-inc[None])[0] == 0.0 and not np.all(adjacent_differences(-inc) > 0)
     assert np.isnan(recency_fraction(np.zeros((3, 2, 2)))).all()
@@ -123,7 +126,9 @@ def test_layernorm_diagonal_is_sqrt_d(engine):
 def test_no_norm_first_layer_diagonal_is_expected_square_norm(engine):
     """Without normalization S^(1)_ii = ||x_i||^2 / sqrt(d), E||x_i||^2 = 1 + c^2 (Eq. (6))."""
     for alpha in (0.0, 0.5):
-        cfg = SimConfig(alpha=alpha, norm="none", n=4, d=16, layers=1, samples=20_000, engine=engine)
+        cfg = SimConfig(
+            alpha=alpha, norm="none", n=4, d=16, layers=1, samples=20_000, engine=engine
+        )
         r = simulate(cfg)
         expect = (1 + alpha / (1 - alpha)) / 4.0
         z = (np.diagonal(r.score_mean[0]) - expect) / np.diagonal(r.score_sem[0])
@@ -187,10 +192,15 @@ def test_bad_keyword_arguments(small):
 
 def test_the_familywise_z_keeps_a_matrix_without_order_from_being_called_violated():
     from recency_lib.metrics import familywise_z
+
     assert abs(familywise_z(45) - 3.26) < 0.01
-    words = [simulate(SimConfig(alpha=0.0, n=10, d=64, layers=1, samples=4_000, seed=s)).decision(1).word
-             for s in range(100)]                       # layer 1 has no order: "violated" is a false call
-    assert words.count("holds") == 0 and words.count("violated") <= 12   # at most 5 % expected (binomial)
+    words = [
+        simulate(SimConfig(alpha=0.0, n=10, d=64, layers=1, samples=4_000, seed=s)).decision(1).word
+        for s in range(100)
+    ]  # layer 1 has no order: "violated" is a false call
+    assert (
+        words.count("holds") == 0 and words.count("violated") <= 12
+    )  # at most 5 % expected (binomial)
     r = simulate(SimConfig(alpha=0.0, n=10, d=64, layers=2, samples=4_000, seed=0))
     assert r.decision(1).z == pytest.approx(familywise_z(45)) and r.decision(1).steps == 45
     assert r.decision(1, family=4).z == pytest.approx(familywise_z(180))
@@ -212,22 +222,21 @@ def _brute_later_and_tied(s, tol):
 
 @pytest.mark.parametrize("compiled", [True, False])
 def test_later_and_tied_counts_exact_with_ties_nans_and_both_paths(monkeypatch, compiled):
-    from recency_lib.features import compiled_kernels
-    from recency_lib.features import later_and_tied_counts
+    from recency_lib.features import compiled_kernels, later_and_tied_counts
 
     if not compiled:
-        monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")      # numpy row-by-row path
-    elif compiled_kernels() is None and not os.environ.get("CI"):     # CI builds the C kernel
+        monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")  # numpy row-by-row path
+    elif compiled_kernels() is None and not os.environ.get("CI"):  # CI builds the C kernel
         pytest.skip("the C kernel was not built")
     rng = np.random.default_rng(4)
     for n in (3, 4, 9, 23):
         s = rng.normal(size=(6, n, n))
-        s[1] = np.round(s[1])                                  # many exact ties
-        s[2] = 1.5                                             # all tied: no order
+        s[1] = np.round(s[1])  # many exact ties
+        s[2] = 1.5  # all tied: no order
         s[3] = np.round(2 * s[3]) / 2
-        s[4, n - 1, 0] = np.nan                                # a NaN is never ordered nor tied
-        s[5] = np.tile(np.arange(n, dtype=float), (n, 1))      # perfect recency: C(n, 3) pairs
-        tol = np.array([1e-9, 1e-9, 1e-9, 0.6, 1e-9, 1e-9])   # row 3: differences of 0.5 are ties
+        s[4, n - 1, 0] = np.nan  # a NaN is never ordered nor tied
+        s[5] = np.tile(np.arange(n, dtype=float), (n, 1))  # perfect recency: C(n, 3) pairs
+        tol = np.array([1e-9, 1e-9, 1e-9, 0.6, 1e-9, 1e-9])  # row 3: differences of 0.5 are ties
         later, tied = later_and_tied_counts(s, tol)
         ref_later, ref_tied = _brute_later_and_tied(s, tol)
         np.testing.assert_array_equal(later, ref_later)
@@ -238,7 +247,7 @@ def test_later_and_tied_counts_exact_with_ties_nans_and_both_paths(monkeypatch, 
 
 def test_recency_fraction_counts_ties_as_half():
     n = 6
-    assert recency_fraction(np.full((2, n, n), 3.0)).tolist() == [0.5, 0.5]     # all tied: no order
+    assert recency_fraction(np.full((2, n, n), 3.0)).tolist() == [0.5, 0.5]  # all tied: no order
     s = np.tile(np.array([0.0, 1.0, 1.0, 2.0, 2.0, 2.0]), (n, 1))[None]
     ref = []
     for i in range(2, n):
@@ -255,22 +264,26 @@ def test_binned_row_means_bounds_and_errors():
     n = 9
     s = np.tile(np.arange(n, dtype=float), (n, 1))
     e = np.full((n, n), 0.5)
-    c, m, b = binned_row(s, e, 9, 4)                           # keys 0..7 -> pairs
+    c, m, b = binned_row(s, e, 9, 4)  # keys 0..7 -> pairs
     np.testing.assert_allclose(m, [0.5, 2.5, 4.5, 6.5])
     np.testing.assert_allclose(c, (np.array([0.5, 2.5, 4.5, 6.5]) + 1) / 9)
     np.testing.assert_allclose(b, 0.5)
-    c, m, b = binned_row(s, e, 3, 10)                          # fewer keys than bins: one key per bin
+    c, m, b = binned_row(s, e, 3, 10)  # fewer keys than bins: one key per bin
     np.testing.assert_allclose(m, [0.0, 1.0])
     # the bound really bounds: simulate correlated entries and compare with the SE of the bin mean
     rng = np.random.default_rng(7)
-    x = rng.normal(size=(4000, 1)) + 0.3 * rng.normal(size=(4000, 6))    # strongly correlated keys
+    x = rng.normal(size=(4000, 1)) + 0.3 * rng.normal(size=(4000, 6))  # strongly correlated keys
     sem = x.std(0, ddof=1) / np.sqrt(len(x))
     true = x.mean(1).std(ddof=1) / np.sqrt(len(x))
     big_s, big_e = np.zeros((7, 7)), np.zeros((7, 7))
     big_s[6, :6], big_e[6, :6] = x.mean(0), sem
     _, _, bound = binned_row(big_s, big_e, 7, 1)
     assert true <= bound[0]
-    for kw, needle in [(dict(i=1, bins=2), "i=1"), (dict(i=10, bins=2), "i=10"), (dict(i=5, bins=0), "bins=0")]:
+    for kw, needle in [
+        (dict(i=1, bins=2), "i=1"),
+        (dict(i=10, bins=2), "i=10"),
+        (dict(i=5, bins=0), "bins=0"),
+    ]:
         with pytest.raises(ValueError, match=needle):
             binned_row(s, e, **kw)
 
@@ -281,15 +294,21 @@ def test_order_fraction_direction_spread_and_late_minus_early():
 
     diff = np.array([[1.0, -1.0, 0.0, np.nan], [2.0, 2.0, 2.0, 2.0]])
     np.testing.assert_array_equal(order_fraction(diff, 1e-9, axis=1), [(1 + 0.5) / 4, 1.0])
-    assert [direction(0.6, 0.01), direction(0.4, 0.01), direction(0.515, 0.01)] == ["recency", "primacy", "none"]
-    assert direction(0.5, 0.0) == "none" and direction(1.0, 0.0) == "recency"   # every sequence ordered alike
+    assert [direction(0.6, 0.01), direction(0.4, 0.01), direction(0.515, 0.01)] == [
+        "recency",
+        "primacy",
+        "none",
+    ]
+    assert (
+        direction(0.5, 0.0) == "none" and direction(1.0, 0.0) == "recency"
+    )  # every sequence ordered alike
     with pytest.raises(ValueError, match="level=0"):
         direction(0.6, 0.01, level=0)
-    m = np.arange(25.0).reshape(5, 5)                   # S[i, i-1] = 5i + i - 1: grows with i
+    m = np.arange(25.0).reshape(5, 5)  # S[i, i-1] = 5i + i - 1: grows with i
     e = np.full((5, 5), 0.5)
     gap, zz, ihi, ilo = offset_spread(m, e, 1)
     assert (gap, ihi, ilo) == (18.0, 5, 2) and zz == pytest.approx(18.0 / np.hypot(0.5, 0.5))
     assert offset_spread(np.ones((4, 4)), np.zeros((4, 4)), 2)[:2] == (0.0, 0.0)
-    row = np.tile(np.arange(9.0), (9, 1))               # last row: keys 0..7 score 0..7
+    row = np.tile(np.arange(9.0), (9, 1))  # last row: keys 0..7 score 0..7
     d, bound = late_minus_early(row, np.full((9, 9), 0.1), 9)
     assert d == pytest.approx(6.5 - 0.5) and bound == pytest.approx(0.2)

@@ -1,5 +1,6 @@
 """engines.sequence_statistic: a statistic of every sequence, streamed with simulate's random streams,
 with plain and control-variate estimates that agree with the simulator's own fields."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,10 +14,10 @@ CFG = SimConfig(alpha=0.3, gamma=1.0, norm="layernorm", n=6, d=16, layers=3, sam
 
 def trend(scores, attention):
     """The mean step S_ij - S_i,j-1 between earlier keys (2 <= j < i, 1-based), per sequence and layer."""
-    steps = np.diff(scores, axis=-1)                              # [.., i, j-1] = S_ij - S_i,j-1
+    steps = np.diff(scores, axis=-1)  # [.., i, j-1] = S_ij - S_i,j-1
     n = scores.shape[-1]
-    i, j = np.nonzero(np.tril(np.ones((n, n - 1), dtype=bool), -2))   # off-diagonal steps only
-    return steps[..., i, j].mean(axis=-1, keepdims=True)          # (B, layers, 1)
+    i, j = np.nonzero(np.tril(np.ones((n, n - 1), dtype=bool), -2))  # off-diagonal steps only
+    return steps[..., i, j].mean(axis=-1, keepdims=True)  # (B, layers, 1)
 
 
 def test_the_trend_statistic_is_the_simulators_trend():
@@ -26,16 +27,18 @@ def test_the_trend_statistic_is_the_simulators_trend():
     np.testing.assert_allclose(st.sem[:, 0], res.trend_sem, rtol=1e-7)
     np.testing.assert_allclose(st.cv_mean[:, 0], res.trend_cv_mean, rtol=1e-7, atol=1e-15)
     np.testing.assert_allclose(st.cv_sem[:, 0], res.trend_cv_sem, rtol=1e-6)
-    assert st.cv_sem[1, 0] < st.sem[1, 0]                          # the control helps in layer 2
+    assert st.cv_sem[1, 0] < st.sem[1, 0]  # the control helps in layer 2
     assert st.samples == CFG.samples and st.config == CFG
 
 
 def test_the_same_sequences_as_sample_trajectories():
     cfg = CFG.replace(samples=700)
     scores, attn = sample_trajectories(cfg)
-    st = sequence_statistic(cfg, lambda s, a: s[:, :, -1, :1])     # S_n1 of every layer
+    st = sequence_statistic(cfg, lambda s, a: s[:, :, -1, :1])  # S_n1 of every layer
     np.testing.assert_allclose(st.mean[:, 0], scores[:, :, -1, 0].mean(axis=0), rtol=1e-12)
-    np.testing.assert_allclose(st.sem[:, 0], scores[:, :, -1, 0].std(axis=0, ddof=1) / np.sqrt(700), rtol=1e-9)
+    np.testing.assert_allclose(
+        st.sem[:, 0], scores[:, :, -1, 0].std(axis=0, ddof=1) / np.sqrt(700), rtol=1e-9
+    )
 
 
 def test_the_dense_engine_gives_the_same_law():
@@ -46,14 +49,17 @@ def test_the_dense_engine_gives_the_same_law():
     assert np.all(np.abs(z) < 4.5), z
 
 
-@pytest.mark.parametrize("kwargs, needle", [
-    (dict(statistic="trend"), "statistic="),
-    (dict(statistic=lambda s, a: s[:, 0]), "statistic returned shape"),
-    (dict(statistic=trend, control_mean=[0.0, 0.0]), "control_mean has 2 numbers"),
-    (dict(statistic=trend, control_mean=float("nan")), "control_mean="),
-    (dict(statistic=trend, samples=1), "samples=1"),
-    (dict(statistic=trend, engine="fast"), "engine='fast'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        (dict(statistic="trend"), "statistic="),
+        (dict(statistic=lambda s, a: s[:, 0]), "statistic returned shape"),
+        (dict(statistic=trend, control_mean=[0.0, 0.0]), "control_mean has 2 numbers"),
+        (dict(statistic=trend, control_mean=float("nan")), "control_mean="),
+        (dict(statistic=trend, samples=1), "samples=1"),
+        (dict(statistic=trend, engine="fast"), "engine='fast'"),
+    ],
+)
 def test_bad_arguments_are_clear_errors(kwargs, needle):
     kwargs = {"statistic": trend, **kwargs}
     with pytest.raises(ValueError, match="allowed") as info:
@@ -74,7 +80,9 @@ def test_a_statistic_that_asks_for_them_gets_the_states_squared_norms(engine):
     np.testing.assert_allclose(st.sem, res.sq_norm_sem, rtol=1e-6)
 
 
-def test_a_long_statistic_shows_its_progress_where_asked_and_the_numbers_do_not_change(monkeypatch, capfd):
+def test_a_long_statistic_shows_its_progress_where_asked_and_the_numbers_do_not_change(
+    monkeypatch, capfd
+):
     """As simulate's: a bar on stderr with RECENCY_LIB_PROGRESS=1 (a rerun relays it to the terminal), none
     with 0; the numbers bit for bit the same."""
     cfg = CFG.replace(samples=100_000)

@@ -7,6 +7,7 @@ tests/book/test_appendix_checks.py.
 Equation numbers refer to the paper (Kim et al., "LayerNorm Induces Recency Bias in Transformer
 Decoders"). Indices are 1-based, as in the paper.
 """
+
 import math
 
 import mpmath as mp
@@ -24,7 +25,7 @@ IDX = [1, 2, 3, 10, 100]
 # exp(-(1 - alpha) sqrt(d)), whose relative error is about |argument| * 1.1e-16 <= 1.1e-13 at
 # d = 1e6 (sqrt(d) = 1000). 1e-12 leaves a margin of ~10 over that worst case.
 RTOL = 1e-12
-TINY = 1e-300   # reference values below this underflow in float64; the code must give ~0 too
+TINY = 1e-300  # reference values below this underflow in float64; the code must give ~0 too
 
 mp.mp.dps = 60
 
@@ -39,10 +40,11 @@ def assert_close_to_reference(got, ref):
 
 # -- literal high-precision transcriptions of the printed equations -------------------------------
 
+
 def mp_eq11(i, j, d):
     sd = mp.sqrt(mp.mpf(d))
-    a = mp.e ** sd
-    return sd * (a + j - 1) / mp.sqrt((a ** 2 + i - 1) * (a ** 2 + j - 1))
+    a = mp.e**sd
+    return sd * (a + j - 1) / mp.sqrt((a**2 + i - 1) * (a**2 + j - 1))
 
 
 def mp_eq15(i, j, d):
@@ -60,16 +62,18 @@ def _mp_eq36_parts(j, alpha, gamma, d):
     """sqrt(d), D_j and the bracket of Eqs. (36) and (41), in mpmath."""
     alpha, gamma, d = mp.mpf(alpha), mp.mpf(gamma), mp.mpf(d)
     sd = mp.sqrt(d)
-    dj = mp.e ** sd + mp.e ** (alpha * sd) * (j - 1)
-    top = (dj ** 2 * (gamma ** 2 + 2 * alpha * gamma + alpha)
-           + dj * (1 - alpha) * (2 * gamma * mp.e ** sd + mp.e ** (alpha * sd))
-           + (1 - alpha) * (mp.e ** (2 * sd) - mp.e ** (sd + sd * alpha)))
+    dj = mp.e**sd + mp.e ** (alpha * sd) * (j - 1)
+    top = (
+        dj**2 * (gamma**2 + 2 * alpha * gamma + alpha)
+        + dj * (1 - alpha) * (2 * gamma * mp.e**sd + mp.e ** (alpha * sd))
+        + (1 - alpha) * (mp.e ** (2 * sd) - mp.e ** (sd + sd * alpha))
+    )
     return sd, dj, top
 
 
 def mp_eq36(j, alpha, gamma, d):
     sd, dj, top = _mp_eq36_parts(j, alpha, gamma, d)
-    return mp.mpf(d) * top / dj ** 2
+    return mp.mpf(d) * top / dj**2
 
 
 def mp_eq41(j, alpha, gamma, d):
@@ -81,7 +85,7 @@ def mp_layer1_gram(n, alpha, g, d):
     """Gram of x^(1) by brute force in mpmath: C Gy C^T with the weights of Eqs. (25)-(26)."""
     alpha, d = mp.mpf(alpha), mp.mpf(d)
     sd = mp.sqrt(d)
-    a, b = mp.e ** sd, mp.e ** (alpha * sd)
+    a, b = mp.e**sd, mp.e ** (alpha * sd)
     c = mp.zeros(n, n)
     for row in range(n):
         den = a + row * b
@@ -93,6 +97,7 @@ def mp_layer1_gram(n, alpha, g, d):
 
 
 # -- accuracy against the printed equations, all d ------------------------------------------------
+
 
 @pytest.mark.parametrize("d", DS)
 def test_theorem1_score_matches_eq11_high_precision(d):
@@ -114,11 +119,13 @@ def test_prop1_printed_match_eqs_15_and_19(d):
 def test_sq_norm_eq36_and_h_eq41_match_printed(d):
     for alpha in ALPHAS:
         for gamma in GAMMAS:
-            for j in [1, 2, 3, 10, 100, 10 ** 6]:
-                assert_close_to_reference(theory.sq_norm_eq36(j, alpha, gamma, d),
-                                          mp_eq36(j, alpha, gamma, d))
-                assert_close_to_reference(theory.h_eq41(j, alpha, gamma, d),
-                                          mp_eq41(j, alpha, gamma, d))
+            for j in [1, 2, 3, 10, 100, 10**6]:
+                assert_close_to_reference(
+                    theory.sq_norm_eq36(j, alpha, gamma, d), mp_eq36(j, alpha, gamma, d)
+                )
+                assert_close_to_reference(
+                    theory.h_eq41(j, alpha, gamma, d), mp_eq41(j, alpha, gamma, d)
+                )
 
 
 @pytest.mark.parametrize("d", [1, 4, 64, 1024])
@@ -136,9 +143,15 @@ def test_direct_float64_evaluation_where_it_is_safe(d):
         for gamma in [0.0, 1.0]:
             for j in [1, 2, 10, 100]:
                 dj = a + b * (j - 1)
-                direct = d * (dj ** 2 * (gamma ** 2 + 2 * alpha * gamma + alpha)
-                              + dj * (1 - alpha) * (2 * gamma * a + b)
-                              + (1 - alpha) * (a * a - a * b)) / dj ** 2
+                direct = (
+                    d
+                    * (
+                        dj**2 * (gamma**2 + 2 * alpha * gamma + alpha)
+                        + dj * (1 - alpha) * (2 * gamma * a + b)
+                        + (1 - alpha) * (a * a - a * b)
+                    )
+                    / dj**2
+                )
                 assert theory.sq_norm_eq36(j, alpha, gamma, d) == pytest.approx(direct, rel=RTOL)
 
 
@@ -152,11 +165,18 @@ def test_corrected_forms_match_brute_force_gram(d):
             g = mp.mpf(gamma) * mp.sqrt(1 / ((1 - mp.mpf(alpha)) * mp.mpf(d)))
             gram = mp_layer1_gram(n, alpha, g, d)
             for i in range(1, n + 1):
-                assert_close_to_reference(theory.sq_norm_corrected(i, alpha, gamma, d, "rms"),
-                                          gram[i - 1, i - 1])
+                assert_close_to_reference(
+                    theory.sq_norm_corrected(i, alpha, gamma, d, "rms"), gram[i - 1, i - 1]
+                )
                 for j in range(1, i):
-                    ref = mp.sqrt(d) * gram[i - 1, j - 1] / mp.sqrt(gram[i - 1, i - 1] * gram[j - 1, j - 1])
-                    assert_close_to_reference(theory.score2_corrected(i, j, alpha, gamma, d, "rms"), ref)
+                    ref = (
+                        mp.sqrt(d)
+                        * gram[i - 1, j - 1]
+                        / mp.sqrt(gram[i - 1, i - 1] * gram[j - 1, j - 1])
+                    )
+                    assert_close_to_reference(
+                        theory.score2_corrected(i, j, alpha, gamma, d, "rms"), ref
+                    )
 
 
 @pytest.mark.parametrize("d", DS)
@@ -167,24 +187,37 @@ def test_prop1_corrected_high_precision(d):
         sd = mp.sqrt(mp.mpf(d))
         a = mp.e ** (u / sd)
         for i in IDX:
-            assert_close_to_reference(theory.prop1_attention_corrected(i, i, d, alpha), a / (a + i - 1))
-            assert_close_to_reference(theory.prop1_score_corrected(i, i, d, alpha),
-                                      (u * (a * a + i - 1) / (a + i - 1) ** 2 + w) / sd)
+            assert_close_to_reference(
+                theory.prop1_attention_corrected(i, i, d, alpha), a / (a + i - 1)
+            )
+            assert_close_to_reference(
+                theory.prop1_score_corrected(i, i, d, alpha),
+                (u * (a * a + i - 1) / (a + i - 1) ** 2 + w) / sd,
+            )
             for j in range(1, i):
-                assert_close_to_reference(theory.prop1_attention_corrected(i, j, d, alpha), 1 / (a + i - 1))
-                assert_close_to_reference(theory.prop1_score_corrected(i, j, d, alpha),
-                                          (u / (a + i - 1) + w) / sd)
+                assert_close_to_reference(
+                    theory.prop1_attention_corrected(i, j, d, alpha), 1 / (a + i - 1)
+                )
+                assert_close_to_reference(
+                    theory.prop1_score_corrected(i, j, d, alpha), (u / (a + i - 1) + w) / sd
+                )
 
 
 # -- stability -------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("d", DS)
 def test_everything_finite(d):
     i = np.arange(1, 51)[:, None]
     j = np.arange(1, 51)[None, :]
     lower = np.broadcast_to(i >= j, (50, 50))
-    for f in (theory.theorem1_score, theory.prop1_score, theory.prop1_attention,
-              theory.prop1_attention_corrected, theory.prop1_score_corrected):
+    for f in (
+        theory.theorem1_score,
+        theory.prop1_score,
+        theory.prop1_attention,
+        theory.prop1_attention_corrected,
+        theory.prop1_score_corrected,
+    ):
         v = f(i, j, d)
         assert np.all(np.isfinite(v[i > j]) if f is theory.prop1_score else np.isfinite(v[lower]))
     for alpha in ALPHAS:
@@ -218,6 +251,7 @@ def test_lln_limit_finite_at_large_d(norm, gamma, alpha):
 
 # -- shapes, broadcasting, diagonal conventions ---------------------------------------------------
 
+
 def test_broadcasting_and_masking():
     n, d = 7, 64.0
     i, j = np.arange(1, n + 1)[:, None], np.arange(1, n + 1)[None, :]
@@ -234,6 +268,7 @@ def test_broadcasting_and_masking():
 
 # -- monotonicity (the paper's claims) ------------------------------------------------------------
 
+
 @pytest.mark.parametrize("d", [1, 4, 16, 64, 256])
 def test_theorem1_score_increasing_in_j(d):
     # Up to d = 256 the increments (order e^{-2 sqrt d} relative, >= 1e-14) exceed float spacing.
@@ -241,7 +276,7 @@ def test_theorem1_score_increasing_in_j(d):
     i, j = np.arange(1, n + 1)[:, None], np.arange(1, n + 1)[None, :]
     s = theory.theorem1_score(i, j, d)
     for row in range(1, n):
-        assert np.all(np.diff(s[row, : row + 1]) > 0), row          # includes the diagonal step
+        assert np.all(np.diff(s[row, : row + 1]) > 0), row  # includes the diagonal step
 
 
 @pytest.mark.parametrize("d", [1, 4, 16, 64])
@@ -264,6 +299,7 @@ def test_prop1_corrected_is_flat_in_j():
 
 # -- known limits ----------------------------------------------------------------------------------
 
+
 def test_theorem1_large_d_limit():
     # Eq. (5) = sqrt(d) e^{-sqrt d} (1 + (j-1) t) / sqrt((1 + (i-1) t^2)(1 + (j-1) t^2)), t = e^{-sqrt d}:
     # the ratio to sqrt(d) e^{-sqrt d} is within (j - 1) t of 1 (plus rounding).
@@ -272,12 +308,14 @@ def test_theorem1_large_d_limit():
         t = math.exp(-math.sqrt(d))
         ratio = theory.theorem1_score(i, j, d) / (math.sqrt(d) * t)
         assert abs(ratio - 1) <= (j - 1) * t + 4e-16
-    assert theory.theorem1_score(10, 9, 1e6) == 0.0         # sqrt(d) e^{-sqrt d} ~ 1e-431: underflow
+    assert theory.theorem1_score(10, 9, 1e6) == 0.0  # sqrt(d) e^{-sqrt d} ~ 1e-431: underflow
 
 
 def test_theorem1_d1_value():
     e = math.e
-    assert theory.theorem1_score(3, 2, 1) == pytest.approx((e + 1) / math.sqrt((e * e + 2) * (e * e + 1)), rel=1e-15)
+    assert theory.theorem1_score(3, 2, 1) == pytest.approx(
+        (e + 1) / math.sqrt((e * e + 2) * (e * e + 1)), rel=1e-15
+    )
 
 
 def test_eq36_special_values():
@@ -287,10 +325,14 @@ def test_eq36_special_values():
     for d in [1, 64, 1e6]:
         for gamma in GAMMAS:
             for alpha in ALPHAS:
-                assert theory.sq_norm_eq36(1, alpha, gamma, d) == pytest.approx(d * (1 + gamma) ** 2, rel=1e-15)
-            assert theory.sq_norm_eq36(np.arange(1, 9), 1.0, gamma, d) == pytest.approx(d * (1 + gamma) ** 2, rel=1e-15)
+                assert theory.sq_norm_eq36(1, alpha, gamma, d) == pytest.approx(
+                    d * (1 + gamma) ** 2, rel=1e-15
+                )
+            assert theory.sq_norm_eq36(np.arange(1, 9), 1.0, gamma, d) == pytest.approx(
+                d * (1 + gamma) ** 2, rel=1e-15
+            )
             far = theory.sq_norm_eq36(1e300, 0.5, gamma, 4.0)
-            assert far == pytest.approx(4.0 * (0.5 * gamma ** 2 + 0.5 * (1 + gamma) ** 2), rel=1e-14)
+            assert far == pytest.approx(4.0 * (0.5 * gamma**2 + 0.5 * (1 + gamma) ** 2), rel=1e-14)
 
 
 def test_h_flat_at_huge_d():
@@ -329,10 +371,15 @@ def test_lln_layer2_equals_eq5(norm, d):
 def test_lln_none_matches_prop1_corrected(d):
     out = theory.lln_limit(0.3, 0.0, d, 10, 2, "none")
     lower = np.tri(10, dtype=bool)
-    np.testing.assert_allclose(out["attention"][0], theory.prop1_attention_corrected(*ALL_IJ, d, 0.3),
-                               rtol=1e-13, atol=1e-16)
-    np.testing.assert_allclose(out["scores"][1][lower],
-                               theory.prop1_score_corrected(*ALL_IJ, d, 0.3)[lower], rtol=1e-13)
+    np.testing.assert_allclose(
+        out["attention"][0],
+        theory.prop1_attention_corrected(*ALL_IJ, d, 0.3),
+        rtol=1e-13,
+        atol=1e-16,
+    )
+    np.testing.assert_allclose(
+        out["scores"][1][lower], theory.prop1_score_corrected(*ALL_IJ, d, 0.3)[lower], rtol=1e-13
+    )
 
 
 @pytest.mark.parametrize("d", [64, 1024])
@@ -358,10 +405,14 @@ def test_lln_layer1_sq_norms_and_scores_match_corrected(norm, d):
     for alpha in [0.0, 0.2, 0.5, 0.8, 1.0]:
         for gamma in [0.0, 1.0, 2.5]:
             out = theory.lln_limit(alpha, gamma, d, 10, 2, norm)
-            np.testing.assert_allclose(out["sq_norms"][1], theory.sq_norm_corrected(j, alpha, gamma, d, norm),
-                                       rtol=1e-13)
-            np.testing.assert_allclose(out["scores"][1][lower],
-                                       theory.score2_corrected(*ALL_IJ, alpha, gamma, d, norm)[lower], rtol=1e-13)
+            np.testing.assert_allclose(
+                out["sq_norms"][1], theory.sq_norm_corrected(j, alpha, gamma, d, norm), rtol=1e-13
+            )
+            np.testing.assert_allclose(
+                out["scores"][1][lower],
+                theory.score2_corrected(*ALL_IJ, alpha, gamma, d, norm)[lower],
+                rtol=1e-13,
+            )
 
 
 @pytest.mark.parametrize("d", [64, 1024])
@@ -369,7 +420,9 @@ def test_eq36_agrees_with_lln_only_without_residual(d):
     j = np.arange(1, 11)
     for alpha in [0.0, 0.2, 0.4, 0.6, 0.8]:
         out0 = theory.lln_limit(alpha, 0.0, d, 10, 2, "rms")
-        np.testing.assert_allclose(out0["sq_norms"][1], theory.sq_norm_eq36(j, alpha, 0.0, d), rtol=1e-13)
+        np.testing.assert_allclose(
+            out0["sq_norms"][1], theory.sq_norm_eq36(j, alpha, 0.0, d), rtol=1e-13
+        )
         out1 = theory.lln_limit(alpha, 1.0, d, 10, 2, "rms")
         printed = theory.sq_norm_eq36(j, alpha, 1.0, d)
         # Eq. (36) at gamma = 1 is ~4 d (residual weight 1); the model's residual weight is
@@ -377,15 +430,18 @@ def test_eq36_agrees_with_lln_only_without_residual(d):
         assert np.all(np.abs(printed / out1["sq_norms"][1] - 1) > 0.6)
         # ... and the difference is exactly the substitution gamma -> gamma / sqrt(d (1 - alpha)).
         g = 1.0 / math.sqrt(d * (1 - alpha))
-        np.testing.assert_allclose(out1["sq_norms"][1], theory.sq_norm_eq36(j, alpha, g, d), rtol=1e-13)
+        np.testing.assert_allclose(
+            out1["sq_norms"][1], theory.sq_norm_eq36(j, alpha, g, d), rtol=1e-13
+        )
 
 
 def test_lln_alpha_one_all_tokens_equal():
     out = theory.lln_limit(1.0, 0.0, 64, 6, 3, "layernorm")
     lower = np.tri(6, dtype=bool)
     np.testing.assert_allclose(out["scores"][:, lower], 8.0, rtol=1e-15)
-    np.testing.assert_allclose(out["attention"][0][lower], (1 / np.arange(1, 7))[:, None].repeat(6, 1)[lower],
-                               rtol=1e-15)
+    np.testing.assert_allclose(
+        out["attention"][0][lower], (1 / np.arange(1, 7))[:, None].repeat(6, 1)[lower], rtol=1e-15
+    )
 
 
 def test_lln_none_first_layer_diagonal_is_one_over_sqrt_d():
@@ -402,7 +458,9 @@ def test_lln_layernorm_centring_and_eps():
     eps = 0.01
     out = theory.lln_limit(0.0, 0.0, d, 4, 1, "layernorm", eps=eps)
     sq = (d - 1) / d
-    np.testing.assert_allclose(np.diag(out["scores"][0]), sq / (sq / d + eps) / math.sqrt(d), rtol=1e-14)
+    np.testing.assert_allclose(
+        np.diag(out["scores"][0]), sq / (sq / d + eps) / math.sqrt(d), rtol=1e-14
+    )
 
 
 def test_lln_recency_in_later_layers():
@@ -416,31 +474,35 @@ def test_lln_recency_in_later_layers():
 
 # -- bad inputs ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: theory.theorem1_score(2, 1, 0.5), r"d=0\.5 .*>= 1"),
-    (lambda: theory.theorem1_score(2, 1, np.inf), r"d=inf"),
-    (lambda: theory.theorem1_score(2, 1, [64, np.nan]), r"d=nan"),
-    (lambda: theory.theorem1_score(0, 1, 64), r"i=0\.0 .*integers >= 1"),
-    (lambda: theory.theorem1_score(2, 1.5, 64), r"j=1\.5 .*integers >= 1"),
-    (lambda: theory.theorem1_score("two", 1, 64), r"i='two' is not a number"),
-    (lambda: theory.theorem1_score(True, 1, 64), r"i=True is not a number"),
-    (lambda: theory.prop1_attention(2, -1, 64), r"j=-1\.0"),
-    (lambda: theory.prop1_score(2, 1, -3), r"d=-3\.0"),
-    (lambda: theory.prop1_attention_corrected(2, 1, 64, alpha=1.5), r"alpha=1\.5 .*\[0, 1\]"),
-    (lambda: theory.prop1_score_corrected(2, 1, 64, alpha=-0.1), r"alpha=-0\.1"),
-    (lambda: theory.sq_norm_eq36(1, 0.5, np.inf, 64), r"gamma=inf .*finite"),
-    (lambda: theory.h_eq41(1, 0.5, 1.0, 0.0), r"d=0\.0"),
-    (lambda: theory.h_corrected(1, 0.5, 1.0, 1.0), r"d=1\.0 .*> 1"),
-    (lambda: theory.h_corrected(1, 0.5, 1.0, 64, norm="none"), r"norm='none'"),
-    (lambda: theory.score2_corrected(3, 1, 0.5, 1.0, 64, norm="batch"), r"norm='batch'"),
-    (lambda: theory.lln_limit(0.5, 0.0, 64, 0, 2), r"n=0 .*>= 1"),
-    (lambda: theory.lln_limit(0.5, 0.0, 64, 4.0, 2), r"n=4\.0 is not an integer"),
-    (lambda: theory.lln_limit(0.5, 0.0, 64, 4, 0), r"layers=0"),
-    (lambda: theory.lln_limit([0.1, 0.2], 0.0, 64, 4, 2), r"alpha=\[0\.1, 0\.2\] has shape"),
-    (lambda: theory.lln_limit(0.5, 0.0, 1, 4, 2), r"d=1\.0 .*> 1"),
-    (lambda: theory.lln_limit(0.5, 0.0, 64, 4, 2, eps=-1), r"eps=-1"),
-    (lambda: theory.lln_limit(0.5, 0.0, 64, 4, 2, norm="LN"), r"norm='LN'"),
-])
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: theory.theorem1_score(2, 1, 0.5), r"d=0\.5 .*>= 1"),
+        (lambda: theory.theorem1_score(2, 1, np.inf), r"d=inf"),
+        (lambda: theory.theorem1_score(2, 1, [64, np.nan]), r"d=nan"),
+        (lambda: theory.theorem1_score(0, 1, 64), r"i=0\.0 .*integers >= 1"),
+        (lambda: theory.theorem1_score(2, 1.5, 64), r"j=1\.5 .*integers >= 1"),
+        (lambda: theory.theorem1_score("two", 1, 64), r"i='two' is not a number"),
+        (lambda: theory.theorem1_score(True, 1, 64), r"i=True is not a number"),
+        (lambda: theory.prop1_attention(2, -1, 64), r"j=-1\.0"),
+        (lambda: theory.prop1_score(2, 1, -3), r"d=-3\.0"),
+        (lambda: theory.prop1_attention_corrected(2, 1, 64, alpha=1.5), r"alpha=1\.5 .*\[0, 1\]"),
+        (lambda: theory.prop1_score_corrected(2, 1, 64, alpha=-0.1), r"alpha=-0\.1"),
+        (lambda: theory.sq_norm_eq36(1, 0.5, np.inf, 64), r"gamma=inf .*finite"),
+        (lambda: theory.h_eq41(1, 0.5, 1.0, 0.0), r"d=0\.0"),
+        (lambda: theory.h_corrected(1, 0.5, 1.0, 1.0), r"d=1\.0 .*> 1"),
+        (lambda: theory.h_corrected(1, 0.5, 1.0, 64, norm="none"), r"norm='none'"),
+        (lambda: theory.score2_corrected(3, 1, 0.5, 1.0, 64, norm="batch"), r"norm='batch'"),
+        (lambda: theory.lln_limit(0.5, 0.0, 64, 0, 2), r"n=0 .*>= 1"),
+        (lambda: theory.lln_limit(0.5, 0.0, 64, 4.0, 2), r"n=4\.0 is not an integer"),
+        (lambda: theory.lln_limit(0.5, 0.0, 64, 4, 0), r"layers=0"),
+        (lambda: theory.lln_limit([0.1, 0.2], 0.0, 64, 4, 2), r"alpha=\[0\.1, 0\.2\] has shape"),
+        (lambda: theory.lln_limit(0.5, 0.0, 1, 4, 2), r"d=1\.0 .*> 1"),
+        (lambda: theory.lln_limit(0.5, 0.0, 64, 4, 2, eps=-1), r"eps=-1"),
+        (lambda: theory.lln_limit(0.5, 0.0, 64, 4, 2, norm="LN"), r"norm='LN'"),
+    ],
+)
 def test_bad_inputs(call, match):
     with pytest.raises(ValueError, match=match):
         call()

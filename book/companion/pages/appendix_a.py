@@ -1,9 +1,11 @@
 """Appendix A (``book/appendix_a.ipynb``): its figures with their data, and the numbers its prose cites."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
 from recency_lib import theory
 
 from .. import closedforms, conventions, plotting, report, symbolic
@@ -28,22 +30,40 @@ def lln_figure(*, table) -> None:
         style = dict(color=conventions.alpha_colour(alpha), marker="o")
         for ax, part in ((ax_size, "level"), (ax_step, "step")):
             data = table.row("fig2", part, setting).series()
-            plotting.ratio_by_d(*data, ax, label=conventions.alpha_label(alpha) if part == "step" else None, **style)
+            plotting.ratio_by_d(
+                *data, ax, label=conventions.alpha_label(alpha) if part == "step" else None, **style
+            )
             series[f"h(j) {part}, {conventions.alpha_label(alpha)}"] = data
-        ax_step.axhline(float(theory.drop_ratio_gaussian(alpha, float("inf"))), color=style["color"], linestyle=":", linewidth=1.0)
+        ax_step.axhline(
+            float(theory.drop_ratio_gaussian(alpha, float("inf"))),
+            color=style["color"],
+            linestyle=":",
+            linewidth=1.0,
+        )
     for setting in (closedforms.T, closedforms.A):
         data = table.row("eq4-attention", "level", setting).series()
-        plotting.ratio_by_d(*data, ax_size, color=conventions.alpha_colour(setting.alpha), marker="s",
-                            label=f"attention, {conventions.alpha_label(setting.alpha)}")
+        plotting.ratio_by_d(
+            *data,
+            ax_size,
+            color=conventions.alpha_colour(setting.alpha),
+            marker="s",
+            label=f"attention, {conventions.alpha_label(setting.alpha)}",
+        )
         series[f"layer-1 attention, {conventions.alpha_label(setting.alpha)}"] = data
     for ax, title in ((ax_size, "size"), (ax_step, "$j$-dependence")):
         plotting.d_axis(ax, table.ds)
         ax.set_title(title)
     ax_step.set_ylabel("")
     ax_size.legend(loc="upper left")
-    fig.legend(*ax_step.get_legend_handles_labels(), loc="outside lower center", ncol=len(conventions.H_ALPHAS))
+    fig.legend(
+        *ax_step.get_legend_handles_labels(),
+        loc="outside lower center",
+        ncol=len(conventions.H_ALPHAS),
+    )
     plotting.glue_figure("aa-fig-lln", fig)
-    _glue_data("aa-fig-lln-data", report.download("appendix-a-lln", report.curve_columns(series, "d")))
+    _glue_data(
+        "aa-fig-lln-data", report.download("appendix-a-lln", report.curve_columns(series, "d"))
+    )
 
 
 def theorem1_figure(*, table, eq5) -> None:
@@ -55,20 +75,46 @@ def theorem1_figure(*, table, eq5) -> None:
     drop = table.row("eq10", "step").series()
     plotting.ratio_by_d(*drop, ax_norm, label="simulated", marker="o", linestyle="none", **t_style)
     grid = np.geomspace(table.ds[0], table.ds[-1], 60)
-    ax_norm.plot(grid, theory.drop_ratio_first_order(grid), label="first order", **conventions.CORRECTED, **t_style)
-    ax_norm.axhline(float(theory.drop_ratio_gaussian(0.0, float("inf"))), label="$e^{1/2}$", **conventions.REFERENCE)
+    ax_norm.plot(
+        grid,
+        theory.drop_ratio_first_order(grid),
+        label="first order",
+        **conventions.CORRECTED,
+        **t_style,
+    )
+    ax_norm.axhline(
+        float(theory.drop_ratio_gaussian(0.0, float("inf"))),
+        label="$e^{1/2}$",
+        **conventions.REFERENCE,
+    )
     level, step = table.row("eq11", "level").series(), ratio_by_d(eq5)
-    plotting.ratio_by_d(*level, ax_score, label="size", marker="D", markerfacecolor="white", **t_style)
+    plotting.ratio_by_d(
+        *level, ax_score, label="size", marker="D", markerfacecolor="white", **t_style
+    )
     plotting.ratio_by_d(*step, ax_score, label="mean step", marker="D", **t_style)
-    for ax, title, ticks in ((ax_norm, "drop of $\\Vert x_j^{(1)}\\Vert^2$, Eq. (10)", table.ds),
-                             (ax_score, "$S^{(2)}$, Eq. (5)", sorted({*table.ds, *step[0].astype(int)}))):
+    for ax, title, ticks in (
+        (ax_norm, "drop of $\\Vert x_j^{(1)}\\Vert^2$, Eq. (10)", table.ds),
+        (ax_score, "$S^{(2)}$, Eq. (5)", sorted({*table.ds, *step[0].astype(int)})),
+    ):
         plotting.d_axis(ax, ticks)
         ax.set_title(title)
         ax.legend(loc="best")
     ax_score.set_ylabel("")
     plotting.glue_figure("aa-fig-thm1", fig)
-    _glue_data("aa-fig-thm1-data", report.download("appendix-a-theorem-1", report.curve_columns(
-        {"drop of ||x_j||^2 / Eq. (10)": drop, "S2 size / Eq. (5)": level, "S2 mean step / Eq. (5)": step}, "d")))
+    _glue_data(
+        "aa-fig-thm1-data",
+        report.download(
+            "appendix-a-theorem-1",
+            report.curve_columns(
+                {
+                    "drop of ||x_j||^2 / Eq. (10)": drop,
+                    "S2 size / Eq. (5)": level,
+                    "S2 mean step / Eq. (5)": step,
+                },
+                "d",
+            ),
+        ),
+    )
 
 
 def prop1_figure(*, dip, n) -> None:
@@ -77,15 +123,32 @@ def prop1_figure(*, dip, n) -> None:
     fig, ax = plotting.subplots(height_ratio=0.45)
     p_style = dict(color=conventions.alpha_colour(0.0))
     plotting.errorbar_points(dip["j"], dip["sim"], dip["se"], ax, label="simulated", **p_style)
-    ax.plot(dip["j"], dip["predicted"], label="next order beyond the LLN", **conventions.CORRECTED, **p_style)
+    ax.plot(
+        dip["j"],
+        dip["predicted"],
+        label="next order beyond the LLN",
+        **conventions.CORRECTED,
+        **p_style,
+    )
     ax.axhline(0.0, label="LLN: flat (corrected Eq. (19))", **conventions.REFERENCE)
     ax.set_xticks(dip["j"])
     ax.set_xlabel("key $j$")
     ax.set_ylabel(f"$S^{{(2)}}_{{{n},j}}$ / row mean $-$ 1")
     ax.legend(loc="lower right")
     plotting.glue_figure("aa-fig-prop1", fig)
-    _glue_data("aa-fig-prop1-data", report.download("appendix-a-proposition-1", report.curve_columns(
-        {"simulated": (dip["j"], dip["sim"], dip["se"]), "next order": (dip["j"], dip["predicted"], None)}, "j")))
+    _glue_data(
+        "aa-fig-prop1-data",
+        report.download(
+            "appendix-a-proposition-1",
+            report.curve_columns(
+                {
+                    "simulated": (dip["j"], dip["sim"], dip["se"]),
+                    "next order": (dip["j"], dip["predicted"], None),
+                },
+                "j",
+            ),
+        ),
+    )
 
 
 def fig5_figure(*, fig5_results, n, d_fig5) -> None:
@@ -97,8 +160,14 @@ def fig5_figure(*, fig5_results, n, d_fig5) -> None:
     curves = {}
     for alpha in conventions.H_ALPHAS:
         colour = conventions.alpha_colour(alpha)
-        plotting.h_curve(j, theory.h_corrected(j, alpha, 1.0, d_fig5), ax, kind="corrected", color=colour,
-                         label=conventions.alpha_label(alpha))
+        plotting.h_curve(
+            j,
+            theory.h_corrected(j, alpha, 1.0, d_fig5),
+            ax,
+            kind="corrected",
+            color=colour,
+            label=conventions.alpha_label(alpha),
+        )
         plotting.h_curve(j, theory.h_eq41(j, alpha, 1.0, d_fig5), ax, kind="printed", color=colour)
         growth, bound = closedforms.h_growth(fig5_results[alpha])
         plotting.errorbar_points(j, growth, bound, ax, color=colour)
@@ -106,7 +175,10 @@ def fig5_figure(*, fig5_results, n, d_fig5) -> None:
     ax.set_xticks(j)
     ax.legend(loc="upper left", ncol=2)
     plotting.glue_figure("aa-fig-fig5", fig)
-    _glue_data("aa-fig-fig5-data", report.download("appendix-a-figure-5", report.curve_columns(curves, "j")))
+    _glue_data(
+        "aa-fig-fig5-data",
+        report.download("appendix-a-figure-5", report.curve_columns(curves, "j")),
+    )
 
 
 # -- the numbers the prose cites ----------------------------------------------------------------------
@@ -115,9 +187,13 @@ def fig5_figure(*, fig5_results, n, d_fig5) -> None:
 def checks_by_d(verdict) -> dict[int, object]:
     """d -> check of a verdict decided one check per hidden size (claims.theorem1_claim, eq5_claim,
     corrected_theorem1_claim, proposition1_claim), sorted by d."""
-    if any(c.d is None for c in verdict.checks) or len({c.d for c in verdict.checks}) != len(verdict.checks):
-        raise ValueError(f"verdict {verdict.claim!r} has no hidden size per check; allowed: a verdict of "
-                         "claims.theorem1_claim, eq5_claim, corrected_theorem1_claim or proposition1_claim")
+    if any(c.d is None for c in verdict.checks) or len({c.d for c in verdict.checks}) != len(
+        verdict.checks
+    ):
+        raise ValueError(
+            f"verdict {verdict.claim!r} has no hidden size per check; allowed: a verdict of "
+            "claims.theorem1_claim, eq5_claim, corrected_theorem1_claim or proposition1_claim"
+        )
     return {c.d: c for c in sorted(verdict.checks, key=lambda c: c.d)}
 
 
@@ -129,18 +205,25 @@ def ratio_by_d(verdict) -> tuple:
 
 
 def _at_ds(texts_by_d: dict) -> str:
-    """"1.84 ± 0.02, 2.38 ± 0.08 and 2.66 ± 0.25 at $d$ = 16, 32 and 64"."""
+    """ "1.84 ± 0.02, 2.38 ± 0.08 and 2.66 ± 0.25 at $d$ = 16, 32 and 64"."""
     return f"{listing(list(texts_by_d.values()), fmt=str)} at $d$ = {listing(list(texts_by_d))}"
 
 
 def order_reach(verdict) -> str:
     """What Theorem 1's order checks (claims.theorem1_claim) resolve at each d, in words (markdown):
     "every adjacent step at $d$ = 16; the mean step only at $d$ = 64"."""
-    words = {AS_CLAIMED: "every adjacent step", ON_AVERAGE: "the mean step only",
-             UNRESOLVED: "neither every step nor the mean step", AGAINST: "a step or the mean against the claim"}
+    words = {
+        AS_CLAIMED: "every adjacent step",
+        ON_AVERAGE: "the mean step only",
+        UNRESOLVED: "neither every step nor the mean step",
+        AGAINST: "a step or the mean against the claim",
+    }
     by = checks_by_d(verdict)
-    parts = [f"{words[status]} at $d$ = {listing([d for d, c in by.items() if c.status == status])}"
-             for status in words if any(c.status == status for c in by.values())]
+    parts = [
+        f"{words[status]} at $d$ = {listing([d for d, c in by.items() if c.status == status])}"
+        for status in words
+        if any(c.status == status for c in by.values())
+    ]
     return "; ".join(parts)
 
 
@@ -151,7 +234,9 @@ def norm_versus_scores(table, eq5) -> str:
     In the LLN the drop carries all of the scores' order; a larger trend ratio is the part it misses."""
     by = checks_by_d(eq5)
     shared = [d for d in table.ds if d in by]
-    parts = [f"{by[d].text} against {table.cell('eq10', 'step', d).text()} at $d$ = {d}" for d in shared]
+    parts = [
+        f"{by[d].text} against {table.cell('eq10', 'step', d).text()} at $d$ = {d}" for d in shared
+    ]
     return listing(parts, fmt=str, empty="—")
 
 
@@ -160,20 +245,43 @@ def steps_below_one(table, key: str = "fig2", z: float | None = None) -> str:
     (one row per alpha, part "step") is resolved *below* the LLN's, ratio more than ``z`` SE under 1 (default
     closedforms.Z_ERRATUM): "at $d$ = 16 for α = 0.2, 0.4 and 0.6, at $d$ = 64 for α = 0.8" ("nowhere")."""
     z = closedforms.Z_ERRATUM if z is None else z
-    rows = sorted((r for r in table.rows if r.form.key == key and r.part == "step"), key=lambda r: r.setting.alpha)
+    rows = sorted(
+        (r for r in table.rows if r.form.key == key and r.part == "step"),
+        key=lambda r: r.setting.alpha,
+    )
     if not rows:
-        raise ValueError(f"key={key!r} has no step rows in this table; allowed: a closed form with a step part")
+        raise ValueError(
+            f"key={key!r} has no step rows in this table; allowed: a closed form with a step part"
+        )
     parts = []
     for d in table.ds:
-        alphas = [r.setting.alpha for r in rows for c in r.cells if c.d == d and c.resolved and c.deviation < -z]
+        alphas = [
+            r.setting.alpha
+            for r in rows
+            for c in r.cells
+            if c.d == d and c.resolved and c.deviation < -z
+        ]
         if alphas:
             parts.append(f"at $d$ = {d} for α = {listing(alphas)}")
     return listing(parts, fmt=str, empty="nowhere")
 
 
-def page_numbers(table, checks, found, *, theorem1, eq5, corrected, prop1, th: dict,
-                 n: int, workers: int, sympy_seconds: float, sympy_cached: bool,
-                 wall_seconds: float) -> dict[str, object]:
+def page_numbers(
+    table,
+    checks,
+    found,
+    *,
+    theorem1,
+    eq5,
+    corrected,
+    prop1,
+    th: dict,
+    n: int,
+    workers: int,
+    sympy_seconds: float,
+    sympy_cached: bool,
+    wall_seconds: float,
+) -> dict[str, object]:
     """glue key -> text (or :class:`~companion.report.Markdown`, for text with math, placed with
     ``{glue:md}``) of every number Appendix A's prose cites (book/appendix_a.ipynb glues them all at
     once): hidden sizes, closed-form ratios with their Monte-Carlo error at the ends of the d range, the
@@ -190,51 +298,71 @@ def page_numbers(table, checks, found, *, theorem1, eq5, corrected, prop1, th: d
     need, def1_i, def1_j = closedforms.definition1_samples(th[d_def1], z_def1, effect="theorem1")
     need_lln = closedforms.definition1_samples(th[d_def1], z_def1)[0]
     kinds = summary(found)
-    cosine_lln = [c.text() if c.resolved else "unresolved" for c in table.row("eq6-cosine", "level").cells]
-    out = {"aa-ds": listing(ds), "aa-d0": str(d0), "aa-d1": str(d1), "aa-dmax": str(dmax),
-           "aa-n-errata": count(len(found)), "aa-d-fig5": str(d_fig5),
-           "aa-errata-counts": summary_text(kinds), "aa-n-printed": count(sum(kinds[k] for k in PRINTED)),
-           "aa-n-biases": count(kinds[BIAS]), "aa-n-beyond": count(kinds[BEYOND]),
-           # Theorem 1: the norm drop of Eq. (10), the score of Eq. (5) and the book's verdicts
-           "aa-eq10-level-err": num(abs(cell("eq10", "level", dmax).ratio - 1.0), 2),
-           "aa-eq10-step-max": cell("eq10", "step", dmax).text(),
-           "aa-R-max": num(float(theory.drop_ratio_first_order(dmax)), 4),
-           "aa-eq11-level-0": cell("eq11", "level", d0).text(),
-           "aa-eq4-0": cell("eq4-attention", "level", dmax, closedforms.T).text(),
-           "aa-eq4-5": cell("eq4-attention", "level", dmax, closedforms.A).text(),
-           "aa-samples-t": count(table.samples_of(closedforms.T)),
-           "aa-norm-vs-trend": Markdown(norm_versus_scores(table, eq5)),
-           "aa-eq5-trends": Markdown(_at_ds({d: c.text for d, c in checks_by_d(eq5).items()})),
-           "aa-thm1-reach": Markdown(order_reach(theorem1)),
-           "aa-steps-below": Markdown(steps_below_one(table)),
-           # Definition 1 at the paper's d: what resolving every step would take
-           "aa-n-pairs": count(conventions.adjacent_pairs(n)), "aa-z-def1": num(z_def1, 3),
-           "aa-level": percent(conventions.FAMILYWISE_LEVEL), "aa-def1-d": str(d_def1),
-           "aa-def1-samples": count(th[d_def1].config.samples), "aa-def1-need": num(need, 2),
-           "aa-def1-lln": num(need_lln / need, 2) if math.isfinite(need) and need > 0 else "—",
-           "aa-def1-i": str(def1_i), "aa-def1-j": str(def1_j), "aa-def1-j0": str(def1_j - 1),
-           # Proposition 1
-           "aa-eq14-max": cell("eq14-printed", "level", dmax).text(),
-           "aa-eq15-max": cell("eq15-printed", "level", dmax).text(),
-           "aa-eq19p-max": cell("eq19-printed", "level", dmax).text(),
-           "aa-eq19c-max": cell("eq19-corrected", "level", dmax).text(),
-           "aa-prop1-step-0": cell("eq19-corrected", "step", d0).text(),
-           "aa-prop1-step-1": cell("eq19-corrected", "step", d1).text(),
-           "aa-prop1-ratio-0": cell("prop1-beyond-lln", "step", d0).text(),
-           "aa-samples-p": count(table.samples_of(closedforms.P)),
-           # Propositions 2 and 3, the paper's Figure 5, Eq. (6)
-           "aa-eq36p-max": cell("eq36-printed", "level", dmax, closedforms.AR).text(),
-           "aa-eq41c-max": cell("eq41-corrected", "level", dmax, closedforms.AR).text(),
-           "aa-eq41c-step-max": cell("eq41-corrected", "step", dmax, closedforms.AR).text(),
-           "aa-eq6-verdict": table.row("eq6-cosine-2nd", "level").verdict,
-           "aa-eq6-lln": listing(cosine_lln, fmt=str), "aa-cosine-samples": count(table.cost.cosine_samples),
-           # what this build cost
-           "aa-z-resolve": num(closedforms.Z_RESOLVE), "aa-z-erratum": num(closedforms.Z_ERRATUM),
-           "aa-n-sequences": count(table.cost.samples), "aa-n-configs": count(table.cost.configs),
-           "aa-sim-seconds": f"{num(table.cost.compute_seconds, 2)} s", "aa-sympy-seconds": f"{num(sympy_seconds, 2)} s",
-           "aa-n-checks": count(len(checks)),
-           "aa-sympy-source": "read their verdicts from the cache" if sympy_cached else "ran them",
-           "aa-workers": count(workers), "aa-wall-seconds": f"{num(wall_seconds, 2)} s"}
+    cosine_lln = [
+        c.text() if c.resolved else "unresolved" for c in table.row("eq6-cosine", "level").cells
+    ]
+    out = {
+        "aa-ds": listing(ds),
+        "aa-d0": str(d0),
+        "aa-d1": str(d1),
+        "aa-dmax": str(dmax),
+        "aa-n-errata": count(len(found)),
+        "aa-d-fig5": str(d_fig5),
+        "aa-errata-counts": summary_text(kinds),
+        "aa-n-printed": count(sum(kinds[k] for k in PRINTED)),
+        "aa-n-biases": count(kinds[BIAS]),
+        "aa-n-beyond": count(kinds[BEYOND]),
+        # Theorem 1: the norm drop of Eq. (10), the score of Eq. (5) and the book's verdicts
+        "aa-eq10-level-err": num(abs(cell("eq10", "level", dmax).ratio - 1.0), 2),
+        "aa-eq10-step-max": cell("eq10", "step", dmax).text(),
+        "aa-R-max": num(float(theory.drop_ratio_first_order(dmax)), 4),
+        "aa-eq11-level-0": cell("eq11", "level", d0).text(),
+        "aa-eq4-0": cell("eq4-attention", "level", dmax, closedforms.T).text(),
+        "aa-eq4-5": cell("eq4-attention", "level", dmax, closedforms.A).text(),
+        "aa-samples-t": count(table.samples_of(closedforms.T)),
+        "aa-norm-vs-trend": Markdown(norm_versus_scores(table, eq5)),
+        "aa-eq5-trends": Markdown(_at_ds({d: c.text for d, c in checks_by_d(eq5).items()})),
+        "aa-thm1-reach": Markdown(order_reach(theorem1)),
+        "aa-steps-below": Markdown(steps_below_one(table)),
+        # Definition 1 at the paper's d: what resolving every step would take
+        "aa-n-pairs": count(conventions.adjacent_pairs(n)),
+        "aa-z-def1": num(z_def1, 3),
+        "aa-level": percent(conventions.FAMILYWISE_LEVEL),
+        "aa-def1-d": str(d_def1),
+        "aa-def1-samples": count(th[d_def1].config.samples),
+        "aa-def1-need": num(need, 2),
+        "aa-def1-lln": num(need_lln / need, 2) if math.isfinite(need) and need > 0 else "—",
+        "aa-def1-i": str(def1_i),
+        "aa-def1-j": str(def1_j),
+        "aa-def1-j0": str(def1_j - 1),
+        # Proposition 1
+        "aa-eq14-max": cell("eq14-printed", "level", dmax).text(),
+        "aa-eq15-max": cell("eq15-printed", "level", dmax).text(),
+        "aa-eq19p-max": cell("eq19-printed", "level", dmax).text(),
+        "aa-eq19c-max": cell("eq19-corrected", "level", dmax).text(),
+        "aa-prop1-step-0": cell("eq19-corrected", "step", d0).text(),
+        "aa-prop1-step-1": cell("eq19-corrected", "step", d1).text(),
+        "aa-prop1-ratio-0": cell("prop1-beyond-lln", "step", d0).text(),
+        "aa-samples-p": count(table.samples_of(closedforms.P)),
+        # Propositions 2 and 3, the paper's Figure 5, Eq. (6)
+        "aa-eq36p-max": cell("eq36-printed", "level", dmax, closedforms.AR).text(),
+        "aa-eq41c-max": cell("eq41-corrected", "level", dmax, closedforms.AR).text(),
+        "aa-eq41c-step-max": cell("eq41-corrected", "step", dmax, closedforms.AR).text(),
+        "aa-eq6-verdict": table.row("eq6-cosine-2nd", "level").verdict,
+        "aa-eq6-lln": listing(cosine_lln, fmt=str),
+        "aa-cosine-samples": count(table.cost.cosine_samples),
+        # what this build cost
+        "aa-z-resolve": num(closedforms.Z_RESOLVE),
+        "aa-z-erratum": num(closedforms.Z_ERRATUM),
+        "aa-n-sequences": count(table.cost.samples),
+        "aa-n-configs": count(table.cost.configs),
+        "aa-sim-seconds": f"{num(table.cost.compute_seconds, 2)} s",
+        "aa-sympy-seconds": f"{num(sympy_seconds, 2)} s",
+        "aa-n-checks": count(len(checks)),
+        "aa-sympy-source": "read their verdicts from the cache" if sympy_cached else "ran them",
+        "aa-workers": count(workers),
+        "aa-wall-seconds": f"{num(wall_seconds, 2)} s",
+    }
     for name, v in (("thm1", theorem1), ("eq5", eq5), ("corrected", corrected), ("prop1", prop1)):
         out[f"aa-{name}-word"], out[f"aa-{name}-value"] = v.word, v.value
         out[f"aa-{name}-measure"] = Markdown(v.measure)

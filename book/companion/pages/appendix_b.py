@@ -1,4 +1,5 @@
 """Appendix B (``book/appendix_b.ipynb``): its numbers, and the features of the paper's Figures 3-5."""
+
 from __future__ import annotations
 
 import math
@@ -35,12 +36,21 @@ def figure34_numbers(*, d, fig3, fig4, gamma4, layers, n, samples, v5, verdicts)
         out[key] = verdict.word
         out[f"{key}-value"] = verdict.value
         out[f"{key}-measure"] = report.Markdown(verdict.measure)
-    out["ab-fig3-data"] = report.download("figure-3", report.result_columns(list(fig3.values()), [conventions.alpha_label(a) for a in fig3]))
-    out["ab-fig4-data"] = report.download("figure-4", report.result_columns(list(fig4.values()), [conventions.alpha_label(a) for a in fig4]))
-    costs = {a: statistics.rp_gap(fig3[a], fig4[a], layers) for a in fig4 if a in fig3}   # RP without - with
+    out["ab-fig3-data"] = report.download(
+        "figure-3",
+        report.result_columns(list(fig3.values()), [conventions.alpha_label(a) for a in fig3]),
+    )
+    out["ab-fig4-data"] = report.download(
+        "figure-4",
+        report.result_columns(list(fig4.values()), [conventions.alpha_label(a) for a in fig4]),
+    )
+    costs = {
+        a: statistics.rp_gap(fig3[a], fig4[a], layers) for a in fig4 if a in fig3
+    }  # RP without - with
     out["ab-cost-values"] = report.listing([report.pm(*c) for c in costs.values()], fmt=str)
     out["ab-cost-alphas"] = report.listing(list(costs))
     return out
+
 
 def figure5_numbers(*, curves, forms, gamma4, v5) -> dict[str, str]:
     """Appendix B's Figure 5: the closed forms against simulation (printed and corrected key factor) at the
@@ -53,10 +63,14 @@ def figure5_numbers(*, curves, forms, gamma4, v5) -> dict[str, str]:
     out["ab-quote"] = f"{quote:g}"
     out["ab-cf-alphas"] = report.listing(alphas)
     out["ab-cf-ds"] = report.listing(forms.ds)
-    out["ab-corrected-trend"] = closedforms.trend_words(forms.row("fig5-corrected", "step", setting))
+    out["ab-corrected-trend"] = closedforms.trend_words(
+        forms.row("fig5-corrected", "step", setting)
+    )
     for form in ("printed", "corrected"):
         for part in ("level", "step"):
-            out[f"ab-{form}-{part}"] = report.listing(closedforms.ratio_texts(forms.row(f"fig5-{form}", part, setting)), fmt=str)
+            out[f"ab-{form}-{part}"] = report.listing(
+                closedforms.ratio_texts(forms.row(f"fig5-{form}", part, setting)), fmt=str
+            )
     level_off, level_z = closedforms.row_offsets(forms.row("fig5-corrected", "level", setting))
     out["ab-corrected-level-off"] = report.percent(level_off)
     out["ab-corrected-level-z"] = report.num(level_z, 2)
@@ -67,7 +81,9 @@ def figure5_numbers(*, curves, forms, gamma4, v5) -> dict[str, str]:
     out["ab-v5-corrected-off"] = report.percent(max(abs(r - 1.0) for r, _ in corrected.values()))
     out["ab-v5-printed-rank"] = ranking_text(misranked(h_table, "printed"))
     out["ab-v5-corrected-rank"] = ranking_text(misranked(h_table, "corrected"))
-    out["ab-fig5-data"], out["ab-fig5-ratio-data"] = closedforms.h_downloads("figure-5", curves, forms, "fig5-corrected")
+    out["ab-fig5-data"], out["ab-fig5-ratio-data"] = closedforms.h_downloads(
+        "figure-5", curves, forms, "fig5-corrected"
+    )
     return out
 
 
@@ -75,24 +91,30 @@ def runs_numbers(*, by_gamma, runs, samples, settings, workers) -> dict[str, str
     """The grid's papermill runs: the table of runs, how many settings ran or were reused, on how many
     kernels, the fastest and slowest run, and the compute 10^7 sequences per setting would take."""
     seconds = sorted(r.seconds for r in runs)
-    cpu_per_sequence = sum(r.elapsed_seconds for g in by_gamma.values() for r in g.values()) / (len(runs) * samples)
-    return {"ab-n-settings": report.count(len(runs)),
-            "ab-n-ran": report.count(sum(r.status == "ran" for r in runs)),
-            "ab-n-reused": report.count(sum(r.status == "reused" for r in runs)),
-            "ab-workers": report.count(min(workers, len(settings))),
-            "ab-run-min": report.num(seconds[0], 2),
-            "ab-run-max": report.num(seconds[-1], 2),
-            "ab-cpu-1e7": report.num(cpu_per_sequence * 10 ** 7 * len(runs) / 60, 2),
-            "ab-runs-table": report.table(grid.run_rows(runs))}
+    cpu_per_sequence = sum(r.elapsed_seconds for g in by_gamma.values() for r in g.values()) / (
+        len(runs) * samples
+    )
+    return {
+        "ab-n-settings": report.count(len(runs)),
+        "ab-n-ran": report.count(sum(r.status == "ran" for r in runs)),
+        "ab-n-reused": report.count(sum(r.status == "reused" for r in runs)),
+        "ab-workers": report.count(min(workers, len(settings))),
+        "ab-run-min": report.num(seconds[0], 2),
+        "ab-run-max": report.num(seconds[-1], 2),
+        "ab-cpu-1e7": report.num(cpu_per_sequence * 10**7 * len(runs) / 60, 2),
+        "ab-runs-table": report.table(grid.run_rows(runs)),
+    }
 
 
 # -- the features of the paper's Figures 3-5 ----------------------------------------------------------
 
 #: The features of the paper's Figures 3 and 4 (claims.figure3_claim, figure4_claim): each a name, the
 #: ``Check.kind`` of its checks and the sign it expects (0: no order, +1: above the reference).
-FEATURES = (("no order in layer 1", "no order", 0),
-            ("recency from layer 2 on", "recency", +1),
-            ("weaker with the residual", "residual weakens", +1))
+FEATURES = (
+    ("no order in layer 1", "no order", 0),
+    ("recency from layer 2 on", "recency", +1),
+    ("weaker with the residual", "residual weakens", +1),
+)
 
 
 def feature_checks(verdict) -> dict[str, list]:
@@ -103,7 +125,9 @@ def feature_checks(verdict) -> dict[str, list]:
     out: dict[str, list] = {name: [] for name, _, _ in FEATURES}
     for c in verdict.checks:
         if c.kind not in names:
-            raise ValueError(f"check {c.what!r} is of kind {c.kind!r}; allowed: one of {sorted(names)}")
+            raise ValueError(
+                f"check {c.what!r} is of kind {c.kind!r}; allowed: one of {sorted(names)}"
+            )
         out[names[c.kind]].append(c)
     return {name: cs for name, cs in out.items() if cs}
 
@@ -127,28 +151,43 @@ def feature_rows(verdict) -> list[dict]:
     rows = []
     for f, cs in feature_checks(verdict).items():
         c = closest_call(f, cs)
-        rows.append({"feature": f, "checks": report.count(len(cs)), "found": report.badge(words[f]),
-                     "closest call": f"{report.nowrap(c.text)} ({report.nowrap(f'z = {report.z_text(c.z)}')})"
-                                     f"<br><small>{c.what}</small>"})
+        rows.append(
+            {
+                "feature": f,
+                "checks": report.count(len(cs)),
+                "found": report.badge(words[f]),
+                "closest call": f"{report.nowrap(c.text)} ({report.nowrap(f'z = {report.z_text(c.z)}')})"
+                f"<br><small>{c.what}</small>",
+            }
+        )
     return rows
 
 
 def check_rows(verdict) -> list[dict]:
     """Every check of ``verdict`` as a table row: what, the number, its z, what it found."""
-    return [{"check": c.what, "number": c.text, "$z$": report.z_text(c.z), "found": c.status} for c in verdict.checks]
+    return [
+        {"check": c.what, "number": c.text, "$z$": report.z_text(c.z), "found": c.status}
+        for c in verdict.checks
+    ]
 
 
 def size_ratios(table: dict, form: str) -> dict[float, tuple[float, float]]:
     """alpha > 0 -> the simulated rise of h(j) over closed form ``form``'s ("printed" or "corrected"), with
     its SE (``table``: a Figure 2 or 5 verdict's ``numbers["table"]``): a size the figure draws, a finding
     of Appendix A rather than the figure's claim."""
-    return {a: (t["sim"][0] / t[form], t["sim"][1] / abs(t[form])) for a, t in sorted(table.items()) if a > 0}
+    return {
+        a: (t["sim"][0] / t[form], t["sim"][1] / abs(t[form]))
+        for a, t in sorted(table.items())
+        if a > 0
+    }
 
 
 def by_alpha_text(ratios: dict) -> str:
-    """"2.350 ± 0.008, 1.9822 ± 0.0029 and 1.6144 ± 0.0013 at α = 0.2, 0.4 and 0.6": values by α."""
-    return (f"{report.listing([report.pm(*ratios[a]) for a in sorted(ratios)], fmt=str)} "
-            f"at α = {report.listing(sorted(ratios))}")
+    """ "2.350 ± 0.008, 1.9822 ± 0.0029 and 1.6144 ± 0.0013 at α = 0.2, 0.4 and 0.6": values by α."""
+    return (
+        f"{report.listing([report.pm(*ratios[a]) for a in sorted(ratios)], fmt=str)} "
+        f"at α = {report.listing(sorted(ratios))}"
+    )
 
 
 def misranked(table: dict, form: str, z: float = 3.0) -> list[tuple[float, float]]:
@@ -159,7 +198,7 @@ def misranked(table: dict, form: str, z: float = 3.0) -> list[tuple[float, float
     alphas = sorted(table)
     out = []
     for i, a in enumerate(alphas):
-        for b in alphas[i + 1:]:
+        for b in alphas[i + 1 :]:
             (sa, ea), (sb, eb) = table[a]["sim"], table[b]["sim"]
             if abs(sa - sb) <= z * math.hypot(ea, eb):
                 continue
@@ -170,5 +209,7 @@ def misranked(table: dict, form: str, z: float = 3.0) -> list[tuple[float, float
 
 
 def ranking_text(pairs) -> str:
-    """"α = 0.6 below α = 0.8" for :func:`misranked`'s pairs (a, b): the form puts b below a ("no pair")."""
-    return report.listing([f"α = {hi:g} below α = {lo:g}" for lo, hi in pairs], fmt=str, empty="no pair")
+    """ "α = 0.6 below α = 0.8" for :func:`misranked`'s pairs (a, b): the form puts b below a ("no pair")."""
+    return report.listing(
+        [f"α = {hi:g} below α = {lo:g}" for lo, hi in pairs], fmt=str, empty="no pair"
+    )

@@ -1,4 +1,5 @@
 """Chapter 8 (``book/beyond.ipynb``): its numbers and its longer figures."""
+
 from __future__ import annotations
 
 from .. import beyond, conventions, plotting, report
@@ -18,8 +19,9 @@ def length_numbers(*, layers, lengths, long_results, long_samples, n) -> dict[st
     out["beyond-long-min"] = report.count(lengths[0])
     out["beyond-long-max"] = report.count(lengths[-1])
     out["beyond-long-samples"] = report.count(long_samples)
-    exact_counts = [f"{report.count(r.config.samples)} at n = {report.count(L)}"
-                    for L, r in paper_runs.items()]
+    exact_counts = [
+        f"{report.count(r.config.samples)} at n = {report.count(L)}" for L, r in paper_runs.items()
+    ]
     out["beyond-long-exact"] = report.listing(exact_counts, fmt=str)
     per_sequence = longest.elapsed_seconds / longest.config.samples
     out["beyond-cost"] = report.num(per_sequence, 2)
@@ -38,6 +40,7 @@ def length_numbers(*, layers, lengths, long_results, long_samples, n) -> dict[st
     lengths_data = report.download("beyond-lengths", beyond.length_columns(long_results))
     out["beyond-fig-lengths-data"] = lengths_data
     return out
+
 
 def relative_numbers(*, rel, relative_samples, top) -> dict[str, str]:
     """Chapter 8's position-or-distance check with RoPE and the combined decoder: the contrasts D and K,
@@ -58,6 +61,7 @@ def relative_numbers(*, rel, relative_samples, top) -> dict[str, str]:
     out["beyond-rel-comb-dchange"] = report.pm(*both["D"][:2])
     out["beyond-rel-comb-k"] = both["K_word"]
     return out
+
 
 def network_numbers(*, found_nets, network_samples, networks) -> dict[str, str]:
     """Chapter 8's random networks: how many, their sequences, the mean recency and its t test."""
@@ -98,11 +102,14 @@ def component_numbers(*, configs, def1, dirs, results, samples, weights_seed) ->
     out["beyond-cells"] = report.count(beyond.cell_count(results))
     out["beyond-level"] = report.percent(conventions.FAMILYWISE_LEVEL)
     out["beyond-zc"] = report.num(conventions.z_for(beyond.cell_count(results)), 3)
-    out["beyond-fig-components-data"] = report.download("beyond-components", beyond.full_columns(results))
+    out["beyond-fig-components-data"] = report.download(
+        "beyond-components", beyond.full_columns(results)
+    )
     return out
 
 
 # -- figures -------------------------------------------------------------------------------------------
+
 
 def components_figure(*, results, layers) -> None:
     """Figure ``beyond-fig-components``: the recency probability of every layer of every setting of the
@@ -113,8 +120,9 @@ def components_figure(*, results, layers) -> None:
         labels, rp, se = beyond.rp_matrix(results, a)
         plotting.recency_dots(labels, rp, se, ax, show_labels=ax is axes[0])
         ax.set_title(conventions.alpha_label(a))
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center",
-               ncols=min(layers + 1, 6))
+    fig.legend(
+        *axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=min(layers + 1, 6)
+    )
     plotting.glue_figure("beyond-fig-components", fig)
 
 
@@ -123,14 +131,14 @@ def length_figures(*, long_results, lengths, layers) -> None:
     model of :data:`companion.beyond.LENGTH_MODELS`) and ``beyond-fig-profiles`` (the last query's
     binned mean scores in the last layer, one curve per length)."""
     models = beyond.LENGTH_MODELS
-    fig, axes = plotting.panels(len(models), max_cols=2, panel_ratio=0.75, sharex=True,
-                                sharey=True)
+    fig, axes = plotting.panels(len(models), max_cols=2, panel_ratio=0.75, sharex=True, sharey=True)
     for ax, m in zip(axes, models):
         runs = beyond.by_length(long_results, m)
         plotting.recency_by_length(*beyond.rp_by_length(runs), ax)
         ax.set_title(beyond.length_label(next(iter(runs.values())).config))
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center",
-               ncols=min(layers + 1, 6))
+    fig.legend(
+        *axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=min(layers + 1, 6)
+    )
     plotting.glue_figure("beyond-fig-lengths", fig)
 
     fig, axes = plotting.panels(len(models), max_cols=2, panel_ratio=0.75, sharex=True)
@@ -138,6 +146,7 @@ def length_figures(*, long_results, lengths, layers) -> None:
         runs = beyond.by_length(long_results, m)
         plotting.binned_profiles(beyond.last_query_profiles(runs), ax)
         ax.set_title(beyond.length_label(next(iter(runs.values())).config))
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center",
-               ncols=min(len(lengths), 6))
+    fig.legend(
+        *axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=min(len(lengths), 6)
+    )
     plotting.glue_figure("beyond-fig-profiles", fig)

@@ -1,4 +1,5 @@
 """Chapter 7 (``book/conclusion.ipynb``): its numbers."""
+
 from __future__ import annotations
 
 from .. import conventions, position, report
@@ -14,7 +15,9 @@ def contrast_numbers(*, layers, n, samples, stat, verdict) -> dict[str, str]:
     out["concl-value"] = verdict.value
     out["concl-value-z"] = report.z_text(verdict.decisive.z)
     out["concl-setting"] = report.Markdown(setting_text(stat.config))
-    out["concl-fig-contrasts-data"] = report.download("conclusion-contrasts", position.columns([stat]))
+    out["concl-fig-contrasts-data"] = report.download(
+        "conclusion-contrasts", position.columns([stat])
+    )
     out["concl-layers"] = report.count(layers)
     out["concl-samples"] = report.count(samples)
     out["concl-n"] = report.count(n)

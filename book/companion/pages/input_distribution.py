@@ -1,7 +1,9 @@
 """Chapter 5 (``book/input_distribution.ipynb``): its numbers, table rows and longer figures."""
+
 from __future__ import annotations
 
 import numpy as np
+
 from recency_lib import inputs
 
 from .. import closedforms, conventions, plotting, report, statistics
@@ -18,12 +20,20 @@ def proposition3_numbers(*, alphas, by, rp_by, gamma, p3, ratio, samples, zc) ->
     out["inputdist-samples"] = report.count(samples)
     out["inputdist-samples-iso"] = report.count(by[0.0][0.0].samples)
     out["inputdist-samples-rp0"] = report.count(rp_by[0.0][0.0].config.samples)
-    out["inputdist-fig-alpha-data"] = report.download("proposition-3", report.curve_columns(
-        {**{f"trend, gamma = {g:g}": statistics.trends(r) for g, r in by.items()},
-         **{f"RP, gamma = {g:g}": statistics.rps(r) for g, r in rp_by.items()}}, "alpha"))
+    out["inputdist-fig-alpha-data"] = report.download(
+        "proposition-3",
+        report.curve_columns(
+            {
+                **{f"trend, gamma = {g:g}": statistics.trends(r) for g, r in by.items()},
+                **{f"RP, gamma = {g:g}": statistics.rps(r) for g, r in rp_by.items()},
+            },
+            "alpha",
+        ),
+    )
     for g, key in ((0.0, "g0"), (gamma, "res")):
-        out[f"inputdist-holds-{key}"] = report.listing([a for a in sorted(by[g]) if
-                                                       StepEstimate.of(by[g][a]).decision(zc).word == "holds"])
+        out[f"inputdist-holds-{key}"] = report.listing(
+            [a for a in sorted(by[g]) if StepEstimate.of(by[g][a]).decision(zc).word == "holds"]
+        )
         out[f"inputdist-r0-{key}"] = ratio[g][0.0]
     out["inputdist-p3-word"] = p3[0.0].word
     out["inputdist-p3-zc"] = report.num(zc, 3)
@@ -40,22 +50,41 @@ def eq6_numbers(*, cos, cos_ds, d, n, samples_cosine) -> dict[str, str]:
     dev = {a: (m - a, s) for a, (m, s) in cos[d].items() if not report.is_exact(m, s)}
     zc = conventions.z_for(max(1, len(dev)))
     eq6_alpha = max(dev, key=lambda a: abs(dev[a][0]))
-    eq6_second = {a: (m - a - inputs.cosine_bias_second_order(a, d)) / s for a, (m, s) in cos[d].items() if s > 0}
+    eq6_second = {
+        a: (m - a - inputs.cosine_bias_second_order(a, d)) / s
+        for a, (m, s) in cos[d].items()
+        if s > 0
+    }
     out["inputdist-n"] = report.count(n)
     out["inputdist-d"] = report.count(d)
     out["inputdist-cos-samples"] = report.count(samples_cosine)
-    out["inputdist-fig-cos-data"] = report.download("eq6-cosine", report.curve_columns(
-        {f"d = {dd}": (sorted(cos[dd]), [cos[dd][a][0] for a in sorted(cos[dd])], [cos[dd][a][1] for a in sorted(cos[dd])])
-         for dd in cos_ds}, "alpha"))
+    out["inputdist-fig-cos-data"] = report.download(
+        "eq6-cosine",
+        report.curve_columns(
+            {
+                f"d = {dd}": (
+                    sorted(cos[dd]),
+                    [cos[dd][a][0] for a in sorted(cos[dd])],
+                    [cos[dd][a][1] for a in sorted(cos[dd])],
+                )
+                for dd in cos_ds
+            },
+            "alpha",
+        ),
+    )
     out["inputdist-eq6-zc"] = report.num(zc, 3)
     out["inputdist-eq6-value"] = report.pm(*dev[eq6_alpha])
     out["inputdist-eq6-alpha"] = f"{eq6_alpha:g}"
     out["inputdist-eq6-z"] = report.z_text(report.zscore(*dev[eq6_alpha]))
-    out["inputdist-eq6-pred"] = f"{inputs.cosine_bias_second_order(eq6_alpha, d):.4f}".replace("-", "−")
+    out["inputdist-eq6-pred"] = f"{inputs.cosine_bias_second_order(eq6_alpha, d):.4f}".replace(
+        "-", "−"
+    )
     out["inputdist-eq6-pred-z"] = report.num(abs(eq6_second[eq6_alpha]), 2)
     out["inputdist-eq6-maxz"] = report.num(max(abs(z) for z in eq6_second.values()), 3)
     out["inputdist-eq6-noisy"] = report.count(len(eq6_second))
-    out["inputdist-eq6-against"] = report.count(sum(abs(report.zscore(m, s)) > zc for m, s in dev.values()))
+    out["inputdist-eq6-against"] = report.count(
+        sum(abs(report.zscore(m, s)) > zc for m, s in dev.values())
+    )
     return out
 
 
@@ -70,9 +99,18 @@ def tail_numbers(*, alphas, by, tail) -> dict[str, str]:
         _, m, s = statistics.s2_order(tail[a])
         out[f"inputdist-t{key}"] = report.pm(m, s)
         out[f"inputdist-q{key}"] = report.pm(m / (1 - a), s / (1 - a))
-    out["inputdist-dir-tail"] = report.listing(sorted({statistics.order_word(*statistics.s2_order(r)[1:], conventions.z_for(2))
-                                                      for r in tail.values()}), str)
-    out["inputdist-z-tail"] = report.listing([report.z_text(report.zscore(*statistics.s2_order(tail[a])[1:])) for a in tail], str)
+    out["inputdist-dir-tail"] = report.listing(
+        sorted(
+            {
+                statistics.order_word(*statistics.s2_order(r)[1:], conventions.z_for(2))
+                for r in tail.values()
+            }
+        ),
+        str,
+    )
+    out["inputdist-z-tail"] = report.listing(
+        [report.z_text(report.zscore(*statistics.s2_order(tail[a])[1:])) for a in tail], str
+    )
     return out
 
 
@@ -81,21 +119,29 @@ def closed_form_numbers(*, by, closed, ratio) -> dict[str, str]:
     the level and step ratios per d and their sample size; the grid's step over its line (``ratio``)."""
     levels = closed.row("eq40-corrected", "level", closedforms.A).cells
     steps = closed.row("eq40-corrected", "step", closedforms.A).cells
-    return {"inputdist-level-ratio": report.listing([c.text() for c in levels], str),
-            "inputdist-step-ratio": report.listing([c.text() for c in steps], str),
-            "inputdist-step-ds": report.listing([c.d for c in steps]),
-            "inputdist-cf-samples": report.count(closed.samples_of(closedforms.A)),
-            "inputdist-acc-g0": report.listing([ratio[0.0][a] for a in sorted(by[0.0])], str),
-            "inputdist-acc-alphas": report.listing(sorted(by[0.0]))}
+    return {
+        "inputdist-level-ratio": report.listing([c.text() for c in levels], str),
+        "inputdist-step-ratio": report.listing([c.text() for c in steps], str),
+        "inputdist-step-ds": report.listing([c.d for c in steps]),
+        "inputdist-cf-samples": report.count(closed.samples_of(closedforms.A)),
+        "inputdist-acc-g0": report.listing([ratio[0.0][a] for a in sorted(by[0.0])], str),
+        "inputdist-acc-alphas": report.listing(sorted(by[0.0])),
+    }
 
 
 # -- the rows of the page's tables -------------------------------------------------------------------
 
+
 def step_ratios(*, by, d, n, zc) -> dict:
     """gamma -> alpha -> the mean step of S^(2) over its large-d line (closedforms.predicted_trend) as
     "m ± s", or "unresolved" where the step's |z| is at most ``zc``."""
-    return {g: {a: closedforms.trend_over_line(r, closedforms.predicted_trend(n, d, a, g), zc) for a, r in results.items()}
-            for g, results in by.items()}
+    return {
+        g: {
+            a: closedforms.trend_over_line(r, closedforms.predicted_trend(n, d, a, g), zc)
+            for a, r in results.items()
+        }
+        for g, results in by.items()
+    }
 
 
 def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
@@ -106,13 +152,20 @@ def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
     def step(g, a):
         return f"{report.nowrap(report.pm(*statistics.s2_order(by[g][a])[1:]))}<br>({report.nowrap(ratio[g][a])})"
 
-    return [{"α": report.num(a), "Definition 1": StepEstimate.of(by[0.0][a]).decision(zc).word,
-             "mean step of $S^{(2)}$ (÷ large-$d$ line)": step(0.0, a),
-             f"{res_name}: Definition 1": StepEstimate.of(by[gamma][a]).decision(zc).word, "mean step (÷ line)": step(gamma, a)}
-            for a in sorted(by[0.0])]
+    return [
+        {
+            "α": report.num(a),
+            "Definition 1": StepEstimate.of(by[0.0][a]).decision(zc).word,
+            "mean step of $S^{(2)}$ (÷ large-$d$ line)": step(0.0, a),
+            f"{res_name}: Definition 1": StepEstimate.of(by[gamma][a]).decision(zc).word,
+            "mean step (÷ line)": step(gamma, a),
+        }
+        for a in sorted(by[0.0])
+    ]
 
 
 # -- figures -------------------------------------------------------------------------------------------
+
 
 def cosine_figure(*, cos, cos_ds, d) -> None:
     """Figure ``inputdist-fig-cos``. Left: the mean cosine of two raw tokens against α at each d of
@@ -125,8 +178,13 @@ def cosine_figure(*, cos, cos_ds, d) -> None:
         a, dev, se = statistics.cosine_deviations(cos[dd])
         plotting.errorbar_points(a, a + dev, se, left, label=f"d = {dd}", color=f"C{k}")
         plotting.errorbar_points(a, dd * dev, dd * se, right, label=f"d = {dd}", color=f"C{k}")
-    plotting.closed_form(fine, d * inputs.cosine_bias_second_order(fine, d), right, color="black",
-                         label="$-\\alpha(1-\\alpha^2)/2$")
+    plotting.closed_form(
+        fine,
+        d * inputs.cosine_bias_second_order(fine, d),
+        right,
+        color="black",
+        label="$-\\alpha(1-\\alpha^2)/2$",
+    )
     plotting.reference_line(right, 0.0)
     left.set_xlabel("α")
     left.set_ylabel("mean cosine of two tokens")
@@ -144,10 +202,26 @@ def alpha_figure(*, by, rp_by, alphas, n, d) -> None:
     fig, (left, right) = plotting.subplots(1, 2, height_ratio=0.45)
     fine = np.linspace(0, max(alphas), 60)
     for k, (g, results) in enumerate(by.items()):
-        style = {**conventions.variant_style(results[0.0].config), "color": f"C{k}", "linestyle": "none"}   # points; the line is the prediction
-        plotting.errorbar_points(*statistics.trends(results), left, label=conventions.variant_short(results[0.0].config), **style)
-        plotting.closed_form(fine, [closedforms.predicted_trend(n, d, a, g) for a in fine], left, color=f"C{k}")
-        plotting.errorbar_points(*statistics.rps(rp_by[g]), right, label=conventions.variant_short(results[0.0].config), **style)
+        style = {
+            **conventions.variant_style(results[0.0].config),
+            "color": f"C{k}",
+            "linestyle": "none",
+        }  # points; the line is the prediction
+        plotting.errorbar_points(
+            *statistics.trends(results),
+            left,
+            label=conventions.variant_short(results[0.0].config),
+            **style,
+        )
+        plotting.closed_form(
+            fine, [closedforms.predicted_trend(n, d, a, g) for a in fine], left, color=f"C{k}"
+        )
+        plotting.errorbar_points(
+            *statistics.rps(rp_by[g]),
+            right,
+            label=conventions.variant_short(results[0.0].config),
+            **style,
+        )
     left.set_yscale("log")
     left.set_xlabel("α")
     left.set_ylabel("mean step of $S^{(2)}$")
