@@ -53,6 +53,7 @@ from .features import (
 )
 from .model import layer
 from .norms import NORMS
+from .progress import Progress
 from .result import SimResult
 from .sampling import (
     degrees_of_freedom,
@@ -513,7 +514,7 @@ def simulate_many(
 
     groups: list[list[Moments | None]] = [[None, None] for _ in configs]  # even, odd blocks
     elapsed = [0.0] * len(configs)  # compute seconds per config, summed over its tasks
-    bar = _bar(sum(c.samples for c in configs), progress)
+    bar = Progress(sum(c.samples for c in configs), progress)
 
     dicts = [cfg.to_dict() for cfg in configs]  # what a task gets (once per config, not per task)
 
@@ -545,28 +546,6 @@ def simulate_many(
             ).check_finite()
             for cfg, plan, g, t in zip(configs, plans, groups, elapsed)
         ]
-
-
-def _bar(total: int, progress: bool | None = None):
-    """tqdm's bar over ``total`` sequences on stderr, shown if ``progress`` (default :func:`_show_progress`)."""
-    from tqdm import tqdm
-
-    return tqdm(
-        total=total,
-        unit="sample",
-        file=sys.stderr,
-        leave=False,
-        disable=not (progress if progress is not None else _show_progress(total)),
-    )
-
-
-def _show_progress(samples: int) -> bool:
-    """The default of ``progress``: a bar on a terminal for runs of 10^6 sequences or more;
-    ``RECENCY_LIB_PROGRESS=1`` shows it anywhere (a notebook's stderr, e.g. a papermill rerun), ``0`` never."""
-    forced = os.environ.get("RECENCY_LIB_PROGRESS", "")
-    if forced in ("0", "1"):
-        return forced == "1" and samples >= 10**5
-    return sys.stderr.isatty() and samples >= 10**6
 
 
 def _run(tasks, args, fold, executor, workers: int) -> None:
@@ -828,7 +807,7 @@ def _stream_statistic(cfg, engine, kernel, statistic, samples, bsize, mu, groups
     (even or odd blocks, in block order); returns k, the statistic's width."""
     width = None
     norms = "sq_norms" in inspect.signature(statistic).parameters
-    with _bar(samples) as bar:
+    with Progress(samples) as bar:
         for k, size in _block_sizes(samples, bsize, 0, -(-samples // bsize)):
             s, a, sq = _block_trajectories(cfg, engine, k, size, kernel)
             x = np.asarray(statistic(s, a, sq_norms=sq) if norms else statistic(s, a), dtype=float)
