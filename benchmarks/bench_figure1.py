@@ -47,7 +47,7 @@ def _child(spec: dict) -> dict:
     from concurrent.futures import ProcessPoolExecutor
 
     from recency_lib import SimConfig, simulate_many
-    from recency_lib.engines import kernel_name, warm_up
+    from recency_lib.kernels import kernel_name, warm_up
 
     load_kernel(spec.get("kernel_path"))
     warm_up()

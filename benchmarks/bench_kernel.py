@@ -37,9 +37,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import calibration, compile_kernel
 
-from recency_lib import SimConfig
+from recency_lib import SimConfig, kernels
 from recency_lib.engines import gram_block_moments, warm_up
-from recency_lib.features import TIE_RTOL, compiled_kernels
+from recency_lib.rounding import TIE_RTOL
 from recency_lib.sampling import degrees_of_freedom, gram_draws
 from recency_lib.streams import block_key
 
@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     global kernels
     kernels = (
-        compiled_kernels()
+        kernels.load()
     )  # recency_lib.kernels (its import fails where _kernel was not built)
     if kernels is None:
         print(

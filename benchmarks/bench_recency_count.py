@@ -20,8 +20,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import calibration
 
+from recency_lib import kernels
 from recency_lib.features import (
-    compiled_kernels,
     later_and_tied_counts,
     later_and_tied_counts_numpy,
 )
@@ -39,7 +39,7 @@ def best(fn, reps: int) -> float:
 
 def main() -> int:
     print(calibration())
-    compiled = compiled_kernels() is not None
+    compiled = kernels.load() is not None
     for n, batch in ((10, 512), (64, 64), (128, 16), (256, 4), (512, 4)):
         s = np.random.default_rng(n).standard_normal((batch, n, n))
         s[0] = np.round(4 * s[0])  # ties

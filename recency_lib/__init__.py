@@ -47,7 +47,7 @@ _HOMES = {
     "SimResult": "result",
     "simulate": "engines",
     "simulate_many": "engines",
-    "sample_trajectories": "engines",
+    "sample_trajectories": "trajectories",
 }
 
 

@@ -642,7 +642,7 @@ typedef struct {
     const double *chi2, *normals;   /* (m, nb) and (q, nb): the block's draws, samples last */
     const double *chol;             /* (n, n) Cholesky factor of Sigma (MODE_CHOL) */
     int mode, normalize;
-    double d, gamma, eps, tie_rtol;
+    double d, gamma, eps, tie_rtol, gain;   /* gain: recency_lib.norms.Norm.gain(d) */
     int64_t layers;
     int64_t o_attn, o_sq, o_diag, o_step, o_row, o_trend, o_rp, nf;   /* feature layout */
     /* output, (layers, nf) and (layers, nc); feats (layers, nf, nb) or NULL */
@@ -744,6 +744,8 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
     vd *restrict f = k->f;
     vd small[2 * SMALL];                                /* row maxima and one row of x' when short */
     vd *restrict mx = n <= SMALL ? small : k->aux, *restrict acc = n <= SMALL ? small + SMALL : k->aux + n;
+    const vd gain = splat(k->gain);
+    const int scaled = k->gain != 1.0;                 /* (read once: vector stores may alias k->gain) */
     if (k->normalize) {                                 /* ||x_i||^2 and y_i = Norm(x_i), Eq. (2) */
         const vd *restrict x = k->x;
         vd *restrict y = k->y;
@@ -755,6 +757,7 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
             for (int64_t c = 1; c < row_len(i, w); c++) sq = vfma(xi[c], xi[c], sq);
             f[o_sq + i] = sq;
             vd inv = splat(1.0) / vsqrt(sq * inv_d + eps);
+            if (scaled) inv = inv * gain;
             UNROLL
             for (int64_t c = 0; c < row_len(i, w); c++) y[row_start(i, w) + c] = xi[c] * inv;
         }
@@ -1201,8 +1204,8 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
     Block k = {0};
     long long n, w, nb, layers;
     int mode, normalize, want_feats;
-    if (!PyArg_ParseTuple(args, "LLLOOOiiddddLOOOOOOp", &n, &w, &nb, &o_chi2, &o_normals, &o_chol, &mode,
-                          &normalize, &k.d, &k.gamma, &k.eps, &k.tie_rtol, &layers, &o_offs, &o_shift, &o_s1,
+    if (!PyArg_ParseTuple(args, "LLLOOOiidddddLOOOOOOp", &n, &w, &nb, &o_chi2, &o_normals, &o_chol, &mode,
+                          &normalize, &k.gain, &k.d, &k.gamma, &k.eps, &k.tie_rtol, &layers, &o_offs, &o_shift, &o_s1,
                           &o_s2, &o_sc, &o_feats, &want_feats))
         return NULL;
     if (n < 1 || w < 1 || w > n || nb < 1 || layers < 1 || mode < 0 || mode > 2 || !(k.d > 0)) {

@@ -1,17 +1,12 @@
-"""On-disk results cache: simulate once, reuse everywhere, never serve a stale or another config's result.
+"""On-disk results cache: simulate once, reuse everywhere, never serve a stale or another config's.
 
-An entry ``<key>.npz`` is a :class:`SimResult`. Its key hashes the config, the kernel path ("c" or
-"numpy": the two agree only to rounding) and :func:`source_hash`, the bytes of the files a simulation
-runs: every module of this package but those that only show results (:data:`NOT_SIMULATION`: the command
-line, the figures, the closed forms) and the C kernel's source (whose compiled module must match it,
-:mod:`recency_lib.kernels`). So an edit of the simulator recomputes, and an edit of a figure, of
-``plot.py`` or of the book recomputes nothing. An entry is served only when it loads and its own
-metadata names the same config, source hash and kernel; anything else is recomputed and replaced.
-Entries are written atomically; a process that needs an entry another one is computing waits for it
-(a lock file per entry) instead of computing it twice.
-
-Values that are not SimResults (the book's sympy checks, sequence statistics) are cached the same way
-by :func:`cached_value`, keyed by their arguments and the source of the modules named.
+An entry ``<key>.npz`` is a :class:`SimResult`, keyed by the config, the kernel path ("c" or
+"numpy": they agree to rounding only) and :func:`source_hash`, the files a simulation runs (not
+:data:`NOT_SIMULATION`: the decisions and the level, files, figures, command line, closed forms), so
+an edit of the simulator recomputes and an edit of a figure or of the book recomputes nothing. An
+entry is served only when it loads and its own metadata names the same config, source and kernel.
+Entries are written atomically; a lock file per entry makes a second process wait, not recompute.
+Other values (sequence statistics, the book's sympy checks) go through :func:`cached_value`.
 Location: ``cache=``, else ``$RECENCY_LIB_CACHE``, else ``~/.cache/recency_lib``.
 """
 
@@ -31,36 +26,42 @@ from pathlib import Path
 
 import numpy as np
 
-from . import engines
+from . import engines, kernels, trajectories
 from .config import SimConfig
 from .files import atomic_write
 from .result import SimResult
 from .validation import check_bool, short
 
 ROOT = Path(__file__).resolve().parent
-#: What no simulation runs: their edits keep every results key.
-NOT_SIMULATION = ("__main__.py", "cli.py", "plot.py", "theory")
-#: What the cache did in this process: "served", "computed" and "bad" (an entry that could not be served).
+#: What no simulation runs (deciding, showing, storing): their edits keep every results key.
+NOT_SIMULATION = (
+    *("__main__.py", "cli.py", "plot.py", "theory", "metrics.py", "result.py", "files.py"),
+    *("cache.py", "progress.py", "workers.py", "inputs.py"),
+)
+#: What the cache did in this process: "served", "computed" and "bad" (an entry not served).
 counts: Counter = Counter()
 
 
 def _hash_files(named: dict[str, Path]) -> str:
-    """sha256 over files, each under its name (never its absolute path: moving the checkout changes nothing)."""
+    """sha256 over files, each under its name (not its path: moving the checkout changes nothing)."""
     h = hashlib.sha256()
     for name in sorted(named):
         h.update(name.encode() + b"\0" + named[name].read_bytes())
     return h.hexdigest()
 
 
-def package_files(simulation_only: bool = True) -> dict[str, Path]:
-    """The package's source files by name (``recency_lib/engines.py``): its ``*.py`` and ``_kernel.c``;
-    with ``simulation_only``, without :data:`NOT_SIMULATION`."""
-    skip = NOT_SIMULATION if simulation_only else ()
-    return {
-        p.relative_to(ROOT.parent).as_posix(): p
-        for p in [*ROOT.rglob("*.py"), ROOT / "_kernel.c"]
-        if "__pycache__" not in p.parts and p.relative_to(ROOT).parts[0] not in skip
-    }
+def package_files(root: Path | None = None, skip=NOT_SIMULATION) -> dict[str, Path]:
+    """The source files of the package folder ``root`` (default: this one) by name
+    (``recency_lib/engines.py``), compiled, cached and hidden files aside, without ``skip``."""
+    root = ROOT if root is None else root
+    out = {}
+    for path in root.rglob("*"):
+        rel = path.relative_to(root)
+        hidden = any(part == "__pycache__" or part.startswith(".") for part in rel.parts)
+        if path.is_file() and path.suffix not in (".pyc", ".so") and not hidden:
+            if rel.parts[0] not in skip:
+                out[f"{root.name}/{rel.as_posix()}"] = path
+    return dict(sorted(out.items()))
 
 
 def source_hash() -> str:
@@ -92,7 +93,7 @@ def cache_dir(path=None) -> Path:
 
 def _stamp() -> dict:
     """What an entry records of the build that made it, and must match to be served."""
-    return {"source_hash": source_hash(), "kernel_path": engines.kernel_name()}
+    return {"source_hash": source_hash(), "kernel_path": kernels.kernel_name()}
 
 
 def cache_key(cfg: SimConfig) -> str:
@@ -191,32 +192,32 @@ def entries(cache=None) -> tuple[list[dict], int]:
     return usable, other
 
 
-def module_file(module: str) -> Path:
-    """The source file of the importable ``module`` (ValueError naming it otherwise)."""
+def module_files(module: str) -> dict[str, Path]:
+    """The source of the importable ``module`` by name: its file, or every file of a package."""
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise ValueError(
-            f"module={short(module)} is not a Python module; allowed: an importable module's name"
-        )
-    return Path(spec.origin).resolve()
+        raise ValueError(f"module={short(module)} is not allowed; allowed: an importable module")
+    if spec.submodule_search_locations:  # a package
+        return package_files(Path(spec.origin).resolve().parent, ())
+    return {module: Path(spec.origin).resolve()}
 
 
 def cached_value(
     name: str, compute, modules, *, params=None, packages=(), cache=None, refresh: bool = False
 ):
     """``compute()`` through the cache, for a value that depends on source code and ``params`` alone:
-    its key holds ``name``, ``params`` (a dict of JSON values), the source of ``modules`` (names of the
-    modules whose code computes it: list every one) and of this package, the versions of the
+    its key holds ``name``, ``params`` (a dict of JSON values), the source of ``modules`` (every
+    module or package whose code computes it, beyond the simulation's own files), the versions of the
     distributions ``packages``, and Python's version. ``compute`` takes no argument and returns a JSON
     value. Returns ``(value, hit)``, ``hit`` True when it came from the file."""
     if not isinstance(name, str) or not name.replace("-", "").isalnum():
         raise ValueError(f"name={short(name)} is not allowed; allowed: letters, digits and '-'")
     modules = (modules,) if isinstance(modules, str) else tuple(modules)
     source = _hash_files(
-        {**package_files(simulation_only=False), **{m: module_file(m) for m in modules}}
+        {k: v for m in modules for k, v in module_files(m).items()} | package_files()
     )
     key = {
         "name": name,
@@ -274,11 +275,11 @@ def cached_statistic(
         "engine": engine,
         "statistic": f"{module}.{qual}",
         "kwargs": kwargs,
-        "kernel": engines.kernel_name(),
+        "kernel": kernels.kernel_name(),
     }
 
     def compute():
-        st = engines.sequence_statistic(
+        st = trajectories.sequence_statistic(
             cfg, statistic, samples=samples, control_mean=control_mean, engine=engine
         )
         return {
@@ -297,6 +298,6 @@ def cached_statistic(
         k: None if value[k] is None else np.asarray(value[k], dtype=float)
         for k in ("mean", "sem", "cv_mean", "cv_sem")
     }
-    return engines.SequenceStatistic(
+    return trajectories.SequenceStatistic(
         cfg, int(value["samples"]), elapsed_seconds=float(value["elapsed_seconds"]), **arrays
     )

@@ -41,8 +41,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import kernels
 from .config import SimConfig
-from .features import compiled_kernels
 from .model import causal_softmax, center, normalize
 from .norms import NORMS
 
@@ -101,16 +101,16 @@ def _norm(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
 def _softmax(s: np.ndarray) -> np.ndarray:
     """:func:`recency_lib.model.causal_softmax`, computed by the compiled kernel when it was built
     (:func:`recency_lib.kernels.causal_softmax`, within 1e-15 of numpy's)."""
-    kernels = compiled_kernels()
-    return causal_softmax(s) if kernels is None else kernels.causal_softmax(s)
+    compiled = kernels.load()
+    return causal_softmax(s) if compiled is None else compiled.causal_softmax(s)
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
     """GELU(x) = x Phi(x), the exact (erf) form: the compiled kernel's (:func:`recency_lib.kernels.gelu`,
     within 1e-14 relative of the exact value) when it was built, else
     :func:`gelu_reference`."""
-    kernels = compiled_kernels()
-    return gelu_reference(x) if kernels is None else kernels.gelu(x)
+    compiled = kernels.load()
+    return gelu_reference(x) if compiled is None else compiled.gelu(x)
 
 
 def gelu_reference(x: np.ndarray) -> np.ndarray:

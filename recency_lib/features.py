@@ -1,44 +1,23 @@
-"""Per-sample quantities of one layer: the numbers every engine reduces to means and standard errors.
+"""Per-sample quantities of one layer: what every engine reduces to means and standard errors.
 
-One sample of one layer gives a score matrix S (Eq. (1)), its causal softmax A (Eq. (3)) and the
-squared norms of the state fed to the layer (Eq. (36)). :func:`layer_features` turns them into one
-flat feature vector, laid out by :func:`feature_layout`:
-
-* ``score``, ``attn``: the causal (lower) triangle of S and A, row-major (``np.tril_indices``);
-* ``sq_norm``: ||x_j||^2 as the normalization sees it;
-* ``diag_step``: S_ii - S_i,i-1 (query i against its own key);
-* ``step``: the off-diagonal adjacent steps S_ij - S_i,j-1, 1 <= j < i (Definition 1 needs every
-  step of both kinds to be positive);
-* ``row_trend``: per row i >= 2, the mean off-diagonal step (S_i,i-1 - S_i0) / (i - 1);
-* ``trend``: the mean of all off-diagonal steps of the sample;
-* ``rp``: the recency fraction, the share of key pairs j < k < i (diagonal excluded) with
-  S_ik > S_ij, a tie counting one half.
-
-The last four (``step`` through ``rp``, :func:`control_slice`) have a known mean in the first
-layer, whatever alpha, gamma, norm, d and n: the tokens are exchangeable there, so two
-off-diagonal keys of one query have one law (mean step 0, recency fraction 1/2,
-:func:`control_means`). The engines use them as control variates (:mod:`recency_lib.stats`).
-
-Indices are 0-based in code and 1-based in the book and in the paper (row i here is the paper's
-i + 1). Everything here is numpy; the recency count uses the compiled routine of
-:mod:`recency_lib.kernels` when the C kernel was built (the same count, faster).
+One sample of one layer gives its scores S (Eq. (1)), attention A (Eq. (3)) and the squared norms
+the normalization sees (Eq. (36)). :func:`layer_features` lays them out in one flat vector
+(:func:`feature_layout`): the causal triangles of S and A, the squared norms, the diagonal steps
+S_ii - S_i,i-1, the other adjacent steps S_ij - S_i,j-1, the row trends, the trend (the mean
+off-diagonal step) and the recency fraction (pairs j < k < i with S_ik > S_ij, a tie counting 1/2).
+The last four have known layer-1 means (:func:`control_means`: its tokens are exchangeable), so
+the engines use them as control variates. Indices are 0-based here, 1-based in the paper.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import sys
 from functools import lru_cache
 
 import numpy as np
 
-from .validation import short
-
-TIE_RTOL = (
-    1e-10  # differences below this (relative to the matrix's scale) are float rounding, not order
-)
-
+from . import kernels
+from .rounding import TIE_RTOL
 
 # -- layout of the feature vector ----------------------------------------------------------------
 
@@ -81,6 +60,16 @@ def controls_valid(cfg) -> bool:
     already orders keys (S_ij depends on i - j). Without it the engines report plain estimates in
     the control-variate fields."""
     return not cfg.rope
+
+
+@lru_cache(maxsize=64)
+def kernel_offsets(n: int) -> np.ndarray:
+    """The C kernel's view of :func:`feature_layout`: where attn .. rp start, then F."""
+    lay = feature_layout(n)
+    names = ("attn", "sq_norm", "diag_step", "step", "row_trend", "trend", "rp")
+    out = np.array([lay[k].start for k in names] + [n_features(n)], dtype=np.int64)
+    out.flags.writeable = False
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -153,15 +142,6 @@ def trend(s: np.ndarray) -> np.ndarray:
     return (s[..., i, i - 1] - s[..., i, 0]).sum(axis=-1) / ((n - 1) * (n - 2) // 2)
 
 
-def order_fraction(diff: np.ndarray, tol, axis: int = -1) -> np.ndarray:
-    """Along ``axis`` of ``diff`` (later-key score minus earlier-key score, one entry per pair): the
-    fraction with diff > tol, a tie (|diff| <= tol) counting one half, NaN counting as neither.
-    ``tol`` broadcasts against ``diff``. The recency fraction's rule on differences."""
-    later = np.count_nonzero(diff > tol, axis=axis)
-    tied = np.count_nonzero(np.abs(diff) <= tol, axis=axis)
-    return (later + 0.5 * tied) / diff.shape[axis]
-
-
 def tie_tolerance(s: np.ndarray) -> np.ndarray:
     """Per sample, TIE_RTOL times the largest |score| of the causal triangle (at least TIE_RTOL):
     differences within it are float rounding, not order. ``s`` is (batch, n, n); returns (batch,)."""
@@ -187,26 +167,24 @@ def later_and_tied_counts(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, n
     """
     s = np.asarray(s, dtype=np.float64)
     tol = np.ascontiguousarray(tol, dtype=np.float64)
-    kernels = compiled_kernels()
-    if kernels is None:
+    compiled = kernels.load()
+    if compiled is None:
         return later_and_tied_counts_numpy(s, tol)
     rows, cols = tril_index(s.shape[-1])
-    return _packed_counts(kernels, s[:, rows, cols], s.shape[-1], tol)
+    return _packed_counts(compiled, s[:, rows, cols], s.shape[-1], tol)
 
 
-def _packed_counts(
-    kernels, packed: np.ndarray, n: int, tol: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def _packed_counts(compiled, packed: np.ndarray, n: int, tol: np.ndarray):
     """:func:`later_and_tied_counts` by the compiled count, from the causal triangles already packed
     row after row, (batch, n(n+1)/2)."""
     batch = packed.shape[0]
     out = np.empty((2, batch), dtype=np.int64)
     if n < 32:
-        kernels.count_pairs(n, np.ascontiguousarray(packed.T), tol, out)  # (n(n+1)/2, batch)
+        compiled.count_pairs(n, np.ascontiguousarray(packed.T), tol, out)  # (n(n+1)/2, batch)
     else:
         one = np.empty((2, 1), dtype=np.int64)
         for b in range(batch):
-            kernels.count_pairs(n, np.ascontiguousarray(packed[b][:, None]), tol[b : b + 1], one)
+            compiled.count_pairs(n, np.ascontiguousarray(packed[b][:, None]), tol[b : b + 1], one)
             out[:, b] = one[:, 0]
     return out[0], out[1] - out[0]
 
@@ -246,16 +224,15 @@ def _recency(s: np.ndarray, packed: np.ndarray | None) -> np.ndarray:
     total = n_triples(n)
     if total == 0:
         return np.full(s.shape[0], np.nan)
-    kernels = compiled_kernels()
-    if kernels is None:
+    compiled = kernels.load()
+    if compiled is None:
         later, tied = later_and_tied_counts_numpy(s, tie_tolerance(s))
     else:
         if packed is None:
             rows, cols = tril_index(n)
             packed = s[:, rows, cols]
-        later, tied = _packed_counts(
-            kernels, packed, n, np.ascontiguousarray(_packed_tolerance(packed))
-        )
+        tol = np.ascontiguousarray(_packed_tolerance(packed))
+        later, tied = _packed_counts(compiled, packed, n, tol)
     return (later + 0.5 * tied) / total
 
 
@@ -279,45 +256,3 @@ def layer_features(s: np.ndarray, a: np.ndarray, sq_norms: np.ndarray) -> np.nda
     out[:, lay["trend"].start] = trend(s)
     out[:, lay["rp"].start] = _recency(s, scores)
     return out
-
-
-# -- the compiled kernels, when they can run -------------------------------------------------------
-
-
-def compiled_kernels():
-    """:mod:`recency_lib.kernels` when the C kernel was built from the ``_kernel.c`` beside it and the
-    environment variable ``RECENCY_LIB_KERNEL`` is not ``numpy``; else None (every caller has a numpy path).
-    A kernel built from another source is said once on stderr."""
-    choice = os.environ.get("RECENCY_LIB_KERNEL", "")
-    if choice not in ("", "c", "numpy"):
-        raise ValueError(
-            f"RECENCY_LIB_KERNEL={short(choice)} is not allowed; allowed: 'c', 'numpy' or unset"
-        )
-    if choice == "numpy":
-        return None
-    try:
-        from . import kernels
-    except ImportError as exc:
-        if "built from another" in str(exc) and "stale" not in _SAID:
-            print(f"recency_lib: {exc}; running the numpy path meanwhile", file=sys.stderr)
-            _SAID.add("stale")
-        return None
-    return kernels
-
-
-_SAID: set = set()  # what compiled_kernels has said on stderr (once each)
-
-
-def kernels_for(kernel: str | None):
-    """The compiled kernels a call asks for: ``kernel`` "numpy" -> None (the numpy path), "c" ->
-    :mod:`recency_lib.kernels` (RuntimeError when it cannot run here), None -> what runs here
-    (:func:`compiled_kernels`)."""
-    if kernel not in ("c", "numpy", None):
-        raise ValueError(f"kernel={short(kernel)} is not allowed; allowed: 'c', 'numpy' or None")
-    kernels = None if kernel == "numpy" else compiled_kernels()
-    if kernel == "c" and kernels is None:
-        raise RuntimeError(
-            "the compiled kernel is not available (recency_lib._kernel was not built, or "
-            "RECENCY_LIB_KERNEL=numpy)"
-        )
-    return kernels

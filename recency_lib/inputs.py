@@ -91,8 +91,3 @@ def cosine_bias_second_order(alpha, d):
         raise ValueError(f"d={short(d)} is out of range; allowed: real numbers > 0")
     out = -a * (1.0 - a * a) / (2.0 * dd)
     return out[()] if out.ndim == 0 else out
-
-
-# The largest |second-order bias| over alpha in [0, 1]: alpha (1 - alpha^2) / 2 peaks at
-# alpha = 1 / sqrt(3) with value 1 / (3 sqrt(3)); divide by d.
-MAX_BIAS_TIMES_D = 1.0 / (3.0 * math.sqrt(3.0))

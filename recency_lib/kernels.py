@@ -1,139 +1,110 @@
-"""The compiled kernel: the gram engine's block kernel and the recency count, written in C.
+"""The compiled kernel (``_kernel.c``), its Python face, and the choice between it and numpy.
 
-The C source is ``_kernel.c`` next to this file; ``pip install -e .`` compiles it (setup.py) into
-the extension module ``recency_lib._kernel``, which records the sha256 of the source it was built from.
-Importing this module fails with ImportError when that module was not built (no C compiler at install
-time) or was built from another ``_kernel.c``; every caller then takes the numpy path
-(:func:`recency_lib.features.compiled_kernels`, :func:`recency_lib.engines.kernel_name`).
-
-:func:`gram_block` is the one optimised twin of the paper's layer (:func:`recency_lib.model.layer`
-plus :func:`recency_lib.features.layer_features`): it runs one block of samples, given as the raw
-draws of :func:`recency_lib.sampling.gram_draws`, through every layer and reduces each per-sample
-feature to sums on the fly. It walks the block in groups of eight samples where the CPU has
-AVX-512, else four, one sample per lane of a vector, so every operation works on a group at once;
-the results are bitwise the same on every machine and build (its sums have one order whatever the
-group size: the C file's header says how) and differ from the numpy path by float rounding only.
+``pip install -e .`` compiles ``_kernel.c`` into ``recency_lib._kernel`` (setup.py), which records
+the sha256 of the source it was built from. :func:`load` gives this module when that kernel runs
+here, else None: every caller then takes its numpy twin (the same numbers up to rounding, about 30
+times slower). The kernel walks a block V samples at a time, one per vector lane (V = 8 with
+AVX-512, else 4), and its sums have one order whatever V: the same bits on every machine.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from . import _kernel
+from .norms import NORMS
+from .rounding import TIE_RTOL
+from .validation import short
+
+try:
+    from . import _kernel
+except ImportError:  # not built (no compiler at install time)
+    _kernel = None
 
 SOURCE = Path(__file__).with_name("_kernel.c")
-if getattr(_kernel, "source_sha256", None) != hashlib.sha256(SOURCE.read_bytes()).hexdigest():
-    raise ImportError(
-        f"the compiled kernel {Path(_kernel.__file__).name} was built from another {SOURCE.name}; "
-        f"rebuild it with `pip install -e .` (or `python setup.py build_ext --inplace`)"
-    )
+#: The kernel was built from another ``_kernel.c`` (an edit or a pull without a rebuild).
+STALE = (
+    _kernel is not None and _kernel.source_sha256 != hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+)
+MODES = {"plain": 0, "cholesky": 1, "rank_one": 2}  # coordinates: T, L T, or one column
+_said: set = set()
 
-MODES = {"plain": 0, "cholesky": 1, "rank_one": 2}  # coordinates: T, L T, or one column (alpha = 1)
+
+def load(kernel: str | None = None):
+    """This module if the compiled kernel runs: ``kernel`` "c" (RuntimeError if it cannot), None
+    (when built, unless ``RECENCY_LIB_KERNEL=numpy``); None for "numpy" or when it cannot run."""
+    if kernel not in ("c", "numpy", None):
+        raise ValueError(f"kernel={short(kernel)} is not allowed; allowed: 'c', 'numpy' or None")
+    choice = os.environ.get("RECENCY_LIB_KERNEL", "")
+    if choice not in ("", "c", "numpy"):
+        raise ValueError(
+            f"RECENCY_LIB_KERNEL={short(choice)} is not allowed; allowed: 'c', 'numpy' or unset"
+        )
+    if STALE and "stale" not in _said:
+        _said.add("stale")
+        print(
+            f"recency_lib: the compiled kernel was built from another {SOURCE.name}; running the "
+            "numpy path meanwhile (rebuild it with `pip install -e .`)",
+            file=sys.stderr,
+        )
+    runs = _kernel is not None and not STALE and choice != "numpy"
+    if kernel == "c" and not runs:
+        raise RuntimeError(
+            "the compiled kernel is not available (not built, stale, or numpy chosen)"
+        )
+    return sys.modules[__name__] if runs and kernel != "numpy" else None
+
+
+def kernel_name() -> str:
+    """ "c" when the compiled kernel runs, else "numpy"."""
+    return "numpy" if load() is None else "c"
 
 
 def count_pairs(n: int, packed: np.ndarray, tol: np.ndarray, out: np.ndarray) -> None:
-    """Recency count of the score matrices of W samples at once (samples last).
-
-    ``packed`` (n(n+1)/2, W): the lower triangles, row i starting at i(i+1)/2; ``tol`` (W,) the tie
-    tolerances. Writes ``out[0, b]``, the number of triples j < k < i with S_ij < S_ik - tol (the
-    later key scores higher), and ``out[1, b]``, the number with S_ij <= S_ik + tol (higher or
-    tied). A NaN score fails both comparisons. The naive triple loop, vectorised over the samples
-    when there are several, over a row's earlier keys when there is one.
-    """
+    """The recency count of W score matrices, packed lower triangles (n(n+1)/2, W): out[0, b]
+    counts j < k < i with S_ij < S_ik - tol[b], out[1, b] those with S_ij <= S_ik + tol[b]."""
     _kernel.count_pairs(n, packed.shape[1], packed, tol, out)
 
 
 def causal_softmax(s: np.ndarray) -> np.ndarray:
-    """:func:`recency_lib.model.causal_softmax` of score matrices s (..., n, n): the row softmax over
-    keys j <= i, 0 above the diagonal, NaN rows as numpy makes them; with the kernel's exp and a
-    fixed sum order (same bits on every build, within ~1e-16 relative of numpy's)."""
+    """:func:`recency_lib.model.causal_softmax` with the kernel's exp (within ~1e-16 of numpy's)."""
     s = np.ascontiguousarray(s, dtype=np.float64)
     n = s.shape[-1]
-    if s.ndim < 2 or s.shape[-2] != n:
-        raise ValueError(f"causal_softmax: s has shape {s.shape}; allowed: (..., n, n)")
     out = np.empty_like(s)
     _kernel.causal_softmax(s.size // (n * n) if n else 0, n, s, out)
     return out
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
-    """GELU(x) = x Phi(x) of every element (float64; a new array of x's shape): erfc by a Chebyshev
-    series of degree 36 and the kernel's exp, within 1e-14 relative of the exact value (the C file's
-    GELU section; coefficients from tests/lib/test_gelu.py)."""
+    """GELU(x) = x Phi(x), within 1e-14 relative (a Chebyshev series for erfc; see ``_kernel.c``)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     out = np.empty_like(x)
     _kernel.gelu(x.size, x, out)
     return out
 
 
-def gram_draws(
-    key: tuple[int, int, int], nb: int, m: int, dof: int, chi2: np.ndarray, normals: np.ndarray
-) -> None:
-    """The random numbers of a gram block (:func:`recency_lib.sampling.gram_draws`), written into
-    ``chi2`` (m, nb), row i with ``dof`` - i degrees of freedom, and ``normals`` (q, nb); the same
-    bits as :func:`recency_lib.streams.draw_block`, a few nanoseconds per number."""
-    if not (
-        1 <= m <= dof and chi2.shape == (m, nb) and normals.ndim == 2 and normals.shape[1] == nb
-    ):
-        raise ValueError(
-            f"gram_draws: chi2 {chi2.shape}, normals {normals.shape} do not fit m={m}, nb={nb}, dof={dof}"
-        )
+def gram_draws(key, nb: int, m: int, dof: int, chi2: np.ndarray, normals: np.ndarray) -> None:
+    """A gram block's random numbers into chi2 (m, nb) and normals (q, nb): the same bits as
+    :func:`recency_lib.streams.draw_block`."""
     _kernel.gram_draws(*key, nb, m, dof, normals.shape[0], chi2, normals)
 
 
-def gram_block(
-    chi2: np.ndarray,
-    normals: np.ndarray,
-    chol: np.ndarray,
-    mode: str,
-    d: float,
-    normalize: bool,
-    gamma: float,
-    eps: float,
-    layers: int,
-    tie_rtol: float,
-    offs: np.ndarray,
-    shift: np.ndarray,
-    s1: np.ndarray,
-    s2: np.ndarray,
-    sc: np.ndarray,
-    feats: np.ndarray | None,
-) -> None:
-    """One block of the gram engine: draws in, shifted sums of every per-sample feature out.
-
-    ``chi2`` (m, B) and ``normals`` (q, B) are the block's draws (:func:`recency_lib.sampling.
-    gram_draws`, C-contiguous float64); ``chol`` (n, n) the Cholesky factor of Sigma (read if
-    ``mode`` is "cholesky"); ``mode`` "plain" (alpha = 0), "cholesky" (0 < alpha < 1) or "rank_one"
-    (alpha = 1). ``offs`` = (attn, sq_norm, diag_step, step, row_trend, trend, rp, F) offsets of
-    :func:`recency_lib.features.feature_layout` (int64). Writes, per layer l and feature r:
-    ``shift[l, r]`` (the block's first sample's value), ``s1``/``s2`` the sums of (x - shift) and
-    its square, and ``sc[l, c]`` the sum of (x_l - shift_l)(x_1 - shift_1) over the control
-    features c (from ``step`` on); with ``feats`` (layers, F, B), also every feature.
-    """
-    n = chol.shape[0]
+def gram_block(cfg, chi2, normals, chol, offsets, shift, s1, s2, sc, feats=None) -> None:
+    """One gram block of ``cfg`` through every layer, the twin of
+    :func:`recency_lib.engines.gram_features` on the same draws; ``chol``: the Cholesky factor of
+    Sigma, ``offsets``: :func:`recency_lib.features.kernel_offsets`. Writes, per layer l and feature
+    r, ``shift[l, r]`` (the block's first sample), ``s1``/``s2`` the sums of (x - shift) and its
+    square, ``sc[l, c]`` the sums of (x_l - shift_l)(x_1 - shift_1) over the controls c, and every
+    feature into ``feats`` (layers, F, B) if given."""
+    mode = "rank_one" if cfg.alpha == 1.0 else "plain" if cfg.alpha == 0.0 else "cholesky"
+    norm = NORMS[cfg.norm]
     width = 1 if mode == "rank_one" else chi2.shape[0]
-    _kernel.gram_block(
-        n,
-        width,
-        chi2.shape[1],
-        chi2,
-        normals,
-        chol,
-        MODES[mode],
-        bool(normalize),
-        float(d),
-        float(gamma),
-        float(eps),
-        float(tie_rtol),
-        int(layers),
-        offs,
-        shift,
-        s1,
-        s2,
-        sc,
-        np.empty(0) if feats is None else feats,
-        feats is not None,
-    )
+    sizes = (cfg.n, width, chi2.shape[1])
+    setting = (chol, MODES[mode], norm.scales, norm.gain(cfg.d), float(cfg.d), float(cfg.gamma))
+    setting += (float(cfg.eps), TIE_RTOL, cfg.layers, offsets)
+    out = (shift, s1, s2, sc, np.empty(0) if feats is None else feats, feats is not None)
+    _kernel.gram_block(*sizes, chi2, normals, *setting, *out)

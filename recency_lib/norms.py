@@ -1,39 +1,51 @@
-"""The normalizations, each defined once: name, display names, the layer's operation, the closed forms' case.
+"""The normalizations, each defined once: what it does to a token, and its names.
 
-Every part of the package (and the book) that depends on the normalization reads it from
-:data:`NORMS`: the config's allowed values, the layer (:func:`recency_lib.model.layer`), the Gram
-engine (centring removes one degree of freedom; the compiled kernel scales or not), the closed forms
-(:mod:`recency_lib.theory`: the share of the state's energy the normalization sees), the figures'
-names and the explorer. Adding a normalization is one entry here, plus its operation in the compiled
-kernel (``_kernel.c``) if it is neither centring nor root-mean-square scaling, plus its closed form in
-``theory/corrected.py`` if it has one.
+A normalization maps a token x (the layer's input, Eq. (2) / (21)) to
 
-A normalization here is ``x -> P x / sqrt(||P x||^2 / d + eps)`` (no affine parameters), where P is
-the centring projection (the feature mean removed) when ``centres`` and the identity otherwise, and
-no division at all when not ``scales``.
+    y = gain(d) * P x / sqrt(||P x||^2 / d + eps)
+
+with P the centring projection (the feature mean removed) when ``centres``, else the identity, and
+no division at all when not ``scales``. Everything that depends on the normalization reads it from
+:data:`NORMS`: the config, the dense layer, the Gram engine (centring removes a degree of freedom;
+the kernel scales by the gain), the closed forms, the size of the scores, the names in figures and
+every list of choices (command line, the book's parameters and explorer).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class Norm:
-    """One normalization of the layer's input (Eq. (2) / (21))."""
-
     name: str  # the config value: SimConfig(norm=...)
     label: str  # its name in prose and figures
     short: str  # in narrow places (heatmap rows, legends)
-    centres: bool  # removes each token's mean over features first (LayerNorm); the Gram engine then
-    # has d - 1 degrees of freedom and the closed forms see (d - 1) / d of the energy
-    scales: bool  # divides by the root mean square (LayerNorm, RMSNorm); False: the identity
-    closed_form: bool  # the corrected closed forms of Appendix A cover it (theory.corrected)
+    centres: bool  # removes each token's mean over features first (LayerNorm)
+    scales: bool  # divides by the root mean square (LayerNorm, RMSNorm)
+    scale_to: float | None = None  # the norm ||y|| it scales to; None: sqrt(d)
+    closed_form: bool = False  # the corrected closed forms of Appendix A cover it (theory)
 
-    def sees(self, d):
-        """Share rho of a state's squared norm that the normalization sees in expectation: (d - 1) / d
-        after centring (E ||P x||^2 = (d - 1) / d E ||x||^2 for isotropic x), else 1."""
+    def gain(self, d: float) -> float:
+        """The factor after the division by the root mean square: 1 unless ``scale_to``."""
+        return 1.0 if self.scale_to is None else self.scale_to / math.sqrt(d)
+
+    def sq_norm(self, d: float) -> float:
+        """||y||^2 of a normalized token (eps aside): gain^2 d."""
+        return self.gain(d) ** 2 * d
+
+    def score_scale(self, d: float) -> float:
+        """The size of the diagonal scores ||y||^2 / sqrt(d); 1 without a normalization."""
+        return self.sq_norm(d) / math.sqrt(d) if self.scales else 1.0
+
+    def sees(self, d: float) -> float:
+        """The share of an isotropic state's squared norm it sees: (d - 1) / d after centring."""
         return (d - 1.0) / d if self.centres else 1.0
+
+    def dof(self, d: int) -> int:
+        """Dimension of the space it sees: d - 1 after centring (the Gram engine's Wishart)."""
+        return d - 1 if self.centres else d
 
 
 NORMS: dict[str, Norm] = {
@@ -41,9 +53,7 @@ NORMS: dict[str, Norm] = {
     for n in (
         Norm("layernorm", "LayerNorm", "LN", centres=True, scales=True, closed_form=True),
         Norm("rms", "RMSNorm", "RMS", centres=False, scales=True, closed_form=True),
-        Norm(
-            "none", "no normalization", "no norm.", centres=False, scales=False, closed_form=False
-        ),
+        Norm("none", "no normalization", "no norm.", centres=False, scales=False),
     )
 }
 

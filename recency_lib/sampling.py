@@ -1,23 +1,12 @@
-"""Random inputs of the paper's model.
+"""Random inputs of the paper's model, two exact ways.
 
-Two exact ways to draw the same distribution of attention scores:
-
-* :func:`dense_tokens` draws the literal embeddings of Eq. (6), an (n, d) matrix per sample.
-* :func:`gram_draws` / :func:`gram_assemble` draw an (n, m) matrix R, m = min(n, k) <= n, whose
-  Gram matrix R R^T has the same law as the Gram matrix of what the normalization sees (the
-  centred embeddings X P for LayerNorm, X itself otherwise). The layer only ever uses inner
-  products, so running it on R gives the same scores and attention as running it on X (see
-  ``design`` in the README and the book's Preliminaries chapter). The raw draws are batch last,
-  the layout of the compiled kernel (:mod:`recency_lib.kernels`), which builds the coordinates
-  itself; :func:`gram_assemble` builds them batch first for the numpy path.
-
-Why it works: feature t of all n tokens, (x_1t, ..., x_nt), is N(0, Sigma / d) with
-Sigma = I + c^2 11^T and c^2 = alpha / (1 - alpha), independently over t. Hence X = Sigma^{1/2} G
-with G iid N(0, 1/d), and X X^T = Sigma^{1/2} (G G^T) Sigma^{1/2} with G G^T ~ Wishart_n(k, I / d),
-k = d (or k = d - 1 after LayerNorm's centring, which projects every row onto a (d-1)-dim
-subspace). Bartlett's decomposition samples the Wishart matrix as T T^T with T lower triangular;
-any square root of Sigma may replace Sigma^{1/2} (Wishart(I) is rotation invariant), and its
-Cholesky factor L keeps R = L T lower triangular.
+:func:`dense_tokens` draws the embeddings of Eq. (6), (n, d) per sample. :func:`gram_draws` and
+:func:`gram_assemble` draw R (n, m), m <= n, whose Gram matrix R R^T has the law of the Gram matrix
+the normalization sees; the layer uses inner products only, so R gives the same scores. Why: feature
+t of the n tokens is N(0, Sigma / d), Sigma = I + c^2 11^T, c^2 = alpha / (1 - alpha), independently
+over t; so X X^T = Sigma^{1/2} W Sigma^{1/2} with W ~ Wishart_n(k, I / d), k = d (d - 1 after
+centring). Bartlett's decomposition draws W = T T^T, T lower triangular; the Cholesky factor L of
+Sigma may replace Sigma^{1/2} (Wishart(I) is rotation invariant), keeping R = L T lower triangular.
 """
 
 from __future__ import annotations
@@ -27,9 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import streams
+from . import kernels, streams
 from .config import SimConfig
-from .features import kernels_for
 from .norms import NORMS
 
 
@@ -51,18 +39,14 @@ def dense_tokens(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.nda
 
 
 def degrees_of_freedom(cfg: SimConfig) -> int:
-    """Dimension of the space the normalization sees: d - 1 after centring, else d."""
-    return cfg.d - 1 if NORMS[cfg.norm].centres else cfg.d
+    """Dimension of the space the normalization sees (:meth:`recency_lib.norms.Norm.dof`)."""
+    return NORMS[cfg.norm].dof(cfg.d)
 
 
 @lru_cache(maxsize=64)
 def sigma_cholesky(n: int, c: float) -> np.ndarray:
-    """Lower-triangular L with L L^T = Sigma = I + c^2 11^T (n x n), in closed form.
-
-    With p_j = 1 + j c^2: L_jj = sqrt(p_{j+1} / p_j), L_ij = c^2 / sqrt(p_j p_{j+1}) (i > j).
-    Check: sum_{k<j} c^4 / (p_k p_{k+1}) = c^2 (1 - 1 / p_j) telescopes, so every entry of
-    L L^T is 1 + c^2 on the diagonal and c^2 off it.
-    """
+    """Lower-triangular L with L L^T = I + c^2 11^T (n x n), in closed form: with p_j = 1 + j c^2,
+    L_jj = sqrt(p_{j+1} / p_j) and L_ij = c^2 / sqrt(p_j p_{j+1}) (i > j); the sums telescope."""
     c2 = c * c
     p = 1.0 + c2 * np.arange(n + 1, dtype=np.float64)
     low = c2 / np.sqrt(p[:-1] * p[1:])  # column j's sub-diagonal value
@@ -83,56 +67,35 @@ def trapezoid_index(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.tril_indices(n, -1, m)
 
 
-def gram_draws(
-    cfg: SimConfig, key: tuple[int, int, int], batch: int, kernel: str | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The raw random numbers of one block of Gram coordinates, batch last: (chi2, normals).
-
-    * chi2 (m, batch): chi-square draws with k - i degrees of freedom in row i (k = degrees of
-      freedom, m = :func:`gram_width`); for alpha = 1 one row with k degrees of freedom.
-    * normals (count, batch): standard normals for the strictly-lower entries j < min(i, m),
-      rows in the row-major order of :func:`trapezoid_index` (count = 0 for alpha = 1).
-
-    ``key``: the block's three 32-bit key words (:func:`recency_lib.streams.block_key`); every
-    number is a fixed function of the key and of its place (sample, row, index), made by the
-    counter-based generator of :mod:`recency_lib.streams`. ``kernel`` "c" draws them in the compiled
-    kernel, "numpy" with the numpy twin, None with the kernel when it was built: the same bits
-    either way (tested), so a block's stream does not depend on the machine.
-    """
+def gram_draws(cfg: SimConfig, key: tuple[int, int, int], batch: int, kernel: str | None = None):
+    """The random numbers of one block, batch last: chi2 (m, batch), row i with k - i degrees of
+    freedom (k = :func:`degrees_of_freedom`; one row at alpha = 1), and the standard normals
+    (count, batch) of the strictly-lower entries in :func:`trapezoid_index` order. Each number is a
+    fixed function of the block's ``key`` and its place (:mod:`recency_lib.streams`), drawn by the
+    compiled kernel or its numpy twin: the same bits either way."""
     n = cfg.n
     k = degrees_of_freedom(cfg)
-    m = 1 if cfg.alpha == 1.0 else min(n, k)
+    m = gram_width(cfg)
     count = 0 if cfg.alpha == 1.0 else trapezoid_index(n, m)[0].size
-    kernels = kernels_for(kernel)
-    if kernels is None:
+    compiled = kernels.load(kernel)
+    if compiled is None:
         return streams.draw_block(key, batch, m, k, count)
     chi2, normals = np.empty((m, batch)), np.empty((count, batch))
-    kernels.gram_draws(key, batch, m, k, chi2, normals)
+    compiled.gram_draws(key, batch, m, k, chi2, normals)
     return chi2, normals
 
 
 def gram_assemble(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.ndarray:
-    """Gram coordinates R (batch, n, m) from :func:`gram_draws`; row i is zero beyond column i.
-
-    R R^T (per sample) has the law of the Gram matrix the normalization sees (module docstring):
-
-    * alpha = 1: every token is v, so R is one column, sqrt(chi^2_k / d) in every row.
-    * otherwise R = L T with L the Cholesky factor of Sigma (:func:`sigma_cholesky`) and T the
-      n x m lower-trapezoidal Bartlett factor of Wishart_n(k, I / d): T_ii = sqrt(chi^2_{k-i} / d)
-      (0-based i < m), T_ij ~ N(0, 1/d) for j < min(i, m). For n <= k this is Bartlett's
-      decomposition; for n > k it is the LQ decomposition of an n x k Gaussian matrix G (its
-      first k rows are T_k Q with T_k Bartlett's factor and Q a Haar rotation; the other n - k
-      rows times Q^T stay iid Gaussian, independent of T_k). L W L^T has the law of
-      Sigma^{1/2} W Sigma^{1/2} because Wishart(I) is invariant under rotations and
-      L = Sigma^{1/2} O with O orthogonal. The Cholesky factor keeps R lower-trapezoidal, and so
-      does every layer (causal attention mixes row i only with rows j <= i); the kernel uses that.
-    """
+    """Gram coordinates R = L T (batch, n, m) from :func:`gram_draws`: T is the lower-trapezoidal
+    Bartlett factor of Wishart_n(k, I / d), T_ii = sqrt(chi^2_{k-i} / d), T_ij ~ N(0, 1/d) (for
+    n > k, the LQ factor of an n x k Gaussian matrix); L = :func:`sigma_cholesky`. At alpha = 1
+    every token is v: one column, sqrt(chi^2_k / d). Row i is zero beyond column i."""
     n, d = cfg.n, cfg.d
     batch = chi2.shape[-1]
     if cfg.alpha == 1.0:
         return np.broadcast_to(np.sqrt(chi2[0] / d)[:, None, None], (batch, n, 1)).copy()
     m = chi2.shape[0]
-    out = np.zeros((batch, n, m))
+    out = np.zeros((batch, n, m))  # (batch, n, m) T
     diag = np.arange(m)
     out[:, diag, diag] = np.sqrt(chi2.T / d)
     rows, cols = trapezoid_index(n, m)
@@ -144,5 +107,5 @@ def gram_assemble(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.n
 
 
 def gram_coordinates(cfg: SimConfig, key: tuple[int, int, int], batch: int) -> np.ndarray:
-    """The Gram coordinates (batch, n, m) of one block: :func:`gram_assemble` of :func:`gram_draws`."""
+    """The Gram coordinates (batch, n, m) of one block: :func:`gram_assemble` of its draws."""
     return gram_assemble(cfg, *gram_draws(cfg, key, batch))

@@ -34,7 +34,7 @@ static int block_case(int64_t n, int64_t d, int64_t layers, int64_t nb, int norm
     free(out); free(todo);
 
     Block k = {0};
-    k.n = n; k.w = w; k.nb = nb; k.layers = layers; k.mode = MODE_PLAIN; k.normalize = normalize;
+    k.n = n; k.w = w; k.nb = nb; k.layers = layers; k.mode = MODE_PLAIN; k.normalize = normalize; k.gain = 1.0;
     k.d = (double)d; k.gamma = gamma; k.eps = 1e-12; k.tie_rtol = 1e-12;
     k.o_attn = t; k.o_sq = 2 * t; k.o_diag = lay.o_diag; k.o_step = lay.o_step; k.o_row = lay.o_row;
     k.o_trend = lay.o_trend; k.o_rp = lay.o_rp; k.nf = nf;

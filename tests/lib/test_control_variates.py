@@ -256,7 +256,10 @@ def test_cv_estimates_bitwise_identical_for_any_chunk_size_and_executor(engine):
 def test_cv_fields_match_a_direct_cross_fit_of_the_per_sample_features():
     """The streamed cv estimate equals the cross-fitted estimator computed from the per-sample
     features of the even and the odd blocks directly (two-pass numpy)."""
-    from recency_lib.engines import block_size, gram_block_moments
+    from blocks import gram_block
+
+    from recency_lib import kernels
+    from recency_lib.engines import block_size
     from recency_lib.sampling import gram_draws
     from recency_lib.streams import block_key
 
@@ -267,11 +270,8 @@ def test_cv_fields_match_a_direct_cross_fit_of_the_per_sample_features():
     feats = []
     for k in range(6):
         size = min(bsize, cfg.samples - k * bsize)
-        feats.append(
-            gram_block_moments(cfg, *gram_draws(cfg, block_key(cfg.seed, k), size), features=True)[
-                1
-            ]
-        )
+        draws = gram_draws(cfg, block_key(cfg.seed, k), size)
+        feats.append(gram_block(cfg, *draws, kernels.kernel_name())[1])
     ctrl, mu = control_slice(cfg.n), control_means(cfg.n)
     even, odd = (np.concatenate(feats[p::2])[:, :, ctrl] for p in (0, 1))  # (B, layers, controls)
     est = np.zeros_like(even[0])

@@ -22,15 +22,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, SimResult, simulate, simulate_many
-from recency_lib.engines import block_size, gram_block_moments, sample_trajectories
-from recency_lib.features import compiled_kernels
+from recency_lib import SimConfig, SimResult, kernels, simulate, simulate_many
+from blocks import gram_block
+
+from recency_lib.engines import block_size, gram_block_moments
+from recency_lib.trajectories import sample_trajectories
 from recency_lib.result import ARRAY_FIELDS as ARRAYS
 from recency_lib.sampling import gram_assemble, gram_draws, gram_width, sigma_cholesky
 from recency_lib.streams import block_key
 
 Z = 4.5
-HAVE_KERNEL = compiled_kernels() is not None
+HAVE_KERNEL = kernels.load() is not None
 REPO = Path(__file__).resolve().parents[2]
 # CI builds the C kernel (pip install -e .): there, a missing kernel fails these tests instead of skipping them
 needs_kernel = pytest.mark.skipif(
@@ -213,8 +215,8 @@ def test_compiled_kernel_matches_the_numpy_path_on_the_same_draws(kw):
     (cancellation in features that are nearly constant, e.g. the LayerNorm diagonal)."""
     cfg = SimConfig(**kw)
     draws = gram_draws(cfg, block_key(4, 0), 333)  # odd size: a partial tile too
-    m_np, f_np = gram_block_moments(cfg, *draws, kernel="numpy", features=True)
-    m_nb, f_nb = gram_block_moments(cfg, *draws, kernel="c", features=True)
+    m_np, f_np = gram_block(cfg, *draws, "numpy")
+    m_nb, f_nb = gram_block(cfg, *draws, "c")
     assert f_np.shape == f_nb.shape == (333, cfg.layers, f_np.shape[-1])
     _close(f_np, f_nb, 1e-12)  # every per-sample feature
     _close(m_np.mean, m_nb.mean, 1e-12)
@@ -248,8 +250,8 @@ def test_compiled_kernel_matches_the_numpy_path_on_random_configs():
     differences) and the co-moments to 1e-12 (measured 3e-14)."""
     for i, (cfg, size) in enumerate(_random_configs(24, seed=77)):
         draws = gram_draws(cfg, block_key(i, 0), size)
-        m_np, f_np = gram_block_moments(cfg, *draws, kernel="numpy", features=True)
-        m_c, f_c = gram_block_moments(cfg, *draws, kernel="c", features=True)
+        m_np, f_np = gram_block(cfg, *draws, "numpy")
+        m_c, f_c = gram_block(cfg, *draws, "c")
         _close(f_np, f_c, 1e-13)
         _close(m_np.mean, m_c.mean, 1e-13)
         _close(m_np.m2, m_c.m2, 1e-10)
@@ -261,7 +263,7 @@ def test_the_compiled_kernel_is_the_one_that_runs():
     it could not be built, except on CI (the CI variable set), where a missing kernel is a failure."""
     if not HAVE_KERNEL and not os.environ.get("CI"):
         pytest.skip("the C kernel was not built (no C compiler at install time?)")
-    from recency_lib.engines import kernel_name
+    from recency_lib.kernels import kernel_name
 
     assert os.environ.get("RECENCY_LIB_KERNEL", "").lower() != "numpy", (
         "RECENCY_LIB_KERNEL=numpy is set"
@@ -491,13 +493,13 @@ def test_blocks_are_enumerated_lazily(monkeypatch):
 
     calls = []
 
-    def first_tasks(cfg_dicts, engine, kernel, bsize, first, count):
+    def first_tasks(plans, first, count):
         calls.append((first, count))
         if len(calls) == 3:
             raise Stop
-        return [0.0] * len(cfg_dicts), [[] for _ in cfg_dicts]
+        return [0.0] * len(plans), [[] for _ in plans]
 
-    monkeypatch.setattr(engines, "_chunk", first_tasks)
+    monkeypatch.setattr(engines, "run_task", first_tasks)
     monkeypatch.setenv("RECENCY_LIB_MAX_HOURS", "1e12")  # the budget would refuse such a run
     engines.warm_up()  # loading the kernel allocates too
     tracemalloc.start()
@@ -507,7 +509,7 @@ def test_blocks_are_enumerated_lazily(monkeypatch):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    per = engines._INPROCESS_TASK_BLOCKS
+    per = engines.TASK_BLOCKS
     assert calls[:2] == [(0, per), (per, per)]
     assert peak < 2**20, peak  # a list of the blocks would take ~100 TB
 
@@ -615,19 +617,19 @@ def test_long_rows_dense_and_gram_recency_probabilities_agree():
 @pytest.mark.parametrize("stack_bytes", [None, 1])
 @pytest.mark.parametrize("kernel", [pytest.param("c", marks=needs_kernel), "numpy"])
 def test_team_blocks_equal_block_by_block(kernel, stack_bytes, monkeypatch):
-    """gram_team_moments (the tasks' path: draws once per block, the blocks of one size reduced
-    together, up to _STACK_BYTES of sums at a time; 1: one block at a time) gives, per config and
+    """run_task (the tasks' path: draws once per block, the blocks of one size reduced
+    together, up to STACK_BYTES of sums at a time; 1: one block at a time) gives, per config and
     block, the bits of gram_block_moments on that block's draws; the last, shorter block included,
     and configs that share the stream but not alpha or gamma."""
     from recency_lib import engines
-    from recency_lib.engines import gram_team_moments
 
     if stack_bytes is not None:
-        monkeypatch.setattr(engines, "_STACK_BYTES", stack_bytes)
+        monkeypatch.setattr(engines, "STACK_BYTES", stack_bytes)
     base = dict(n=7, d=16, layers=3, samples=3 * 128 + 50, norm="layernorm")
     cfgs = [SimConfig(alpha=0.0, **base), SimConfig(alpha=0.4, gamma=1.0, **base)]
-    blocks = [(k, min(128, cfgs[0].samples - k * 128)) for k in range(4)]
-    _, out = gram_team_moments(cfgs, blocks, kernel)
+    plans = [engines.Plan(cfg, "gram", 128, kernel) for cfg in cfgs]
+    blocks = plans[0].sizes(0, 4)
+    _, out = engines.run_task(plans, 0, 4)
     for cfg, got in zip(cfgs, out):
         assert [k for k, _ in got] == [0, 1, 2, 3]
         for (k, size), (_, m) in zip(blocks, got):
@@ -646,13 +648,13 @@ def test_in_process_tasks_hold_a_few_mb_of_moments(monkeypatch):
     from recency_lib.features import n_features
 
     counts = []
-    real = engines._chunk
+    real = engines.run_task
 
-    def spy(cfg_dicts, engine, kernel, bsize, first, count):
-        counts.append((len(cfg_dicts), count))
-        return real(cfg_dicts, engine, kernel, bsize, first, count)
+    def spy(plans, first, count):
+        counts.append((len(plans), count))
+        return real(plans, first, count)
 
-    monkeypatch.setattr(engines, "_chunk", spy)
+    monkeypatch.setattr(engines, "run_task", spy)
     for n, samples in ((10, 40_000), (64, 3_000)):
         counts.clear()
         simulate_many(
@@ -664,7 +666,5 @@ def test_in_process_tasks_hold_a_few_mb_of_moments(monkeypatch):
         per_block = 3 * 24 * 4 * n_features(n)
         most = max(c for _, c in counts)
         assert all(team == 3 for team, _ in counts)
-        assert most * per_block <= engines._INPROCESS_RESULT_BYTES or most == 1
-        assert most == min(
-            engines._INPROCESS_TASK_BLOCKS, engines._INPROCESS_RESULT_BYTES // per_block
-        )
+        assert most * per_block <= engines.TASK_BYTES or most == 1
+        assert most == min(engines.TASK_BLOCKS, engines.TASK_BYTES // per_block)

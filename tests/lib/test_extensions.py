@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from recency_lib import SimConfig, extensions, simulate
-from recency_lib.engines import block_moments, block_size, resolve_engine, stack_features
+from recency_lib.engines import block_moments, block_size, resolve_engine
+from recency_lib.features import layer_features, n_features
 from recency_lib.extensions import apply_rope, merge_heads, split_heads
 from recency_lib.features import control_slice
 from recency_lib.model import layer
@@ -65,11 +66,11 @@ def test_extensions_off_bitwise_identical_to_the_base_layer_on_this_machine():
     m = block_moments(cfg, "dense", 1, bsize)
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(1,)))
     x = dense_tokens(cfg, rng, bsize)
-    steps = []
+    feats = np.empty((bsize, cfg.layers, n_features(cfg.n)))
     for l in range(cfg.layers):
         x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
-        steps.append((l, s, a, sq))
-    ref = Moments.of(stack_features(steps, cfg.n, cfg.layers, bsize), control_slice(cfg.n))
+        feats[:, l] = layer_features(s, a, sq)
+    ref = Moments.of(feats, control_slice(cfg.n))
     assert m.count == ref.count == bsize
     assert np.array_equal(m.mean, ref.mean, equal_nan=True)
     assert np.array_equal(m.m2, ref.m2, equal_nan=True)
@@ -116,7 +117,7 @@ def test_one_head_split_equals_single_head_and_shapes():
 
 def test_rope_identical_tokens_relative():
     cfg = SimConfig(alpha=1.0, n=9, d=16, layers=1, rope=True, samples=4, engine="dense")
-    from recency_lib.engines import sample_trajectories
+    from recency_lib.trajectories import sample_trajectories
 
     s, _ = sample_trajectories(cfg, samples=4)
     for b in range(4):
@@ -232,7 +233,7 @@ def test_executor_tasks_bounded_by_result_memory(monkeypatch):
 
     cfg = SimConfig(n=12, d=8, layers=2, samples=40, rope=True, engine="dense")
     bsize = engines.block_size(cfg, "dense")
-    monkeypatch.setattr(engines, "_TASK_RESULT_BYTES", 2 * 24 * cfg.layers * n_features(cfg.n))
+    monkeypatch.setattr(engines, "POOL_TASK_BYTES", 2 * 24 * cfg.layers * n_features(cfg.n))
     seen = []
 
     class Recording(ThreadPoolExecutor):

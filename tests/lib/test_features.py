@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
+from recency_lib import kernels
 from recency_lib.features import (
-    compiled_kernels,
     control_means,
     control_slice,
     feature_layout,
@@ -96,7 +96,7 @@ def _brute_later_and_tied(s, tol):
 def test_recency_count_equals_a_naive_loop(path, n, monkeypatch):
     if path == "numpy":
         monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")
-    elif compiled_kernels() is None and not os.environ.get("CI"):  # CI builds the C kernel
+    elif kernels.load() is None and not os.environ.get("CI"):  # CI builds the C kernel
         pytest.skip("the C kernel was not built")
     rng = np.random.default_rng(n)
     s = rng.standard_normal((7, n, n))
@@ -150,7 +150,7 @@ def test_layer_features_are_the_named_functions_bit_for_bit(path, n, monkeypatch
         tril_index,
     )
 
-    if path == "c" and compiled_kernels() is None:
+    if path == "c" and kernels.load() is None:
         pytest.skip("the C kernel was not built")
     if path == "numpy":
         monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")

@@ -15,11 +15,11 @@ import mpmath as mp
 import numpy as np
 import pytest
 
+from recency_lib import kernels
 from recency_lib.extensions import gelu, gelu_reference
-from recency_lib.features import compiled_kernels
 
 KERNEL_C = Path(__file__).resolve().parents[2] / "recency_lib" / "_kernel.c"
-needs_c = pytest.mark.skipif(compiled_kernels() is None, reason="the C kernel was not built")
+needs_c = pytest.mark.skipif(kernels.load() is None, reason="the C kernel was not built")
 
 
 def erfcx_chebyshev(deg: int = 36, tmax: float = 27.0) -> list[float]:

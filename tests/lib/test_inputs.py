@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 
 from recency_lib import SimConfig
-from recency_lib.inputs import MAX_BIAS_TIMES_D, cosine_bias_second_order, input_cosine_similarity
+from recency_lib.inputs import cosine_bias_second_order, input_cosine_similarity
+
+# the largest |second-order bias| over alpha: alpha (1 - alpha^2) / 2 peaks at 1 / sqrt(3)
+MAX_BIAS_TIMES_D = 1.0 / (3.0 * np.sqrt(3.0))
 
 Z = 5.0  # |z| above this has probability ~6e-7 per test under the null
 

@@ -30,8 +30,7 @@ import numpy as np
 import pytest
 
 from recency_lib import SimConfig, kernels
-from recency_lib.engines import gram_block_moments
-from recency_lib.features import compiled_kernels
+from blocks import gram_block
 from recency_lib.sampling import gram_draws
 from recency_lib.streams import block_key
 
@@ -52,7 +51,7 @@ V3_FLAGS = {
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        compiled_kernels() is None and not os.environ.get("CI"), reason="the C kernel was not built"
+        kernels.load() is None and not os.environ.get("CI"), reason="the C kernel was not built"
     ),
 ]
 
@@ -135,12 +134,12 @@ def _outputs(module, monkeypatch) -> list[bytes]:
         for kw in settings:
             cfg = SimConfig(n=n, d=d, layers=3, samples=size, **kw)
             chi2, normals = gram_draws(cfg, block_key(1000 * n + size, i), size)
-            m, f = gram_block_moments(cfg, chi2, normals, kernel="c", features=True)
+            m, f = gram_block(cfg, chi2, normals, "c")
             got.append(_bytes(chi2, normals, m.mean, m.m2, m.cross, f))
     # scores in the thousands (some exponent arguments below -706, others not, in one group)
     cfg = SimConfig(n=10, d=64, layers=4, samples=512, alpha=0.5, norm="none")
     chi2, normals = gram_draws(cfg, block_key(5, 0), 512)
-    m, f = gram_block_moments(cfg, chi2 * 1e4, normals * 100.0, kernel="c", features=True)
+    m, f = gram_block(cfg, chi2 * 1e4, normals * 100.0, "c")
     assert np.isfinite(f).all() and (f[:, :, 55:110] == 0).any()
     got.append(_bytes(m.mean, m.m2, m.cross, f))
     # NaN, infinities, zeros and a tiny chi-square among the draws (NaN patterns aside)
@@ -151,7 +150,7 @@ def _outputs(module, monkeypatch) -> list[bytes]:
         normals[0, 3:6] = [np.nan, np.inf, -np.inf]
         chi2[-1, 7] = 1e-300
         with np.errstate(all="ignore"):
-            m, f = gram_block_moments(cfg, chi2, normals, kernel="c", features=True)
+            m, f = gram_block(cfg, chi2, normals, "c")
         got.append(_bytes(m.mean, m.m2, m.cross, f, canonical_nan=True))
     # the generator alone, GELU and the causal softmax, called on the module itself
     for key, nb, m_rows, dof, q in (

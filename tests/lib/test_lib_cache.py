@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, SimResult, cache, engines
+from recency_lib import SimConfig, SimResult, cache, engines, kernels
 from recency_lib.cache import cache_key, cached_simulate, cached_simulate_many
 
 CFG = SimConfig(alpha=0.5, n=4, d=8, layers=2, samples=64, seed=3)
@@ -33,7 +33,7 @@ def test_key_changes_with_config_source_and_kernel(monkeypatch):
     assert len(keys) == 3
     base = cache_key(CFG)
     monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")  # the numpy reference kernel
-    assert engines.kernel_name() == "numpy" and cache_key(CFG) != base
+    assert kernels.kernel_name() == "numpy" and cache_key(CFG) != base
     monkeypatch.undo()
     assert cache_key(CFG) == base
     monkeypatch.setattr(cache, "source_hash", lambda: "edited")
@@ -58,11 +58,18 @@ def _edited_copy(tmp_path, monkeypatch):
 
 
 def test_figure_command_line_and_theory_edits_keep_every_results_key(tmp_path, monkeypatch):
-    """Restyling SimResult.plot(), the command line or the closed forms recomputes no simulation, and
-    the book's package is not part of the key at all."""
+    """Restyling SimResult.plot(), the command line, the closed forms or the decisions (the level
+    lives in metrics.py) recomputes no simulation; the book's package is not part of the key."""
     edit = _edited_copy(tmp_path, monkeypatch)
     base = cache.source_hash()
-    for name in ("plot.py", "cli.py", "__main__.py", "theory/corrected.py"):
+    for name in (
+        "plot.py",
+        "cli.py",
+        "__main__.py",
+        "theory/corrected.py",
+        "metrics.py",
+        "result.py",
+    ):
         assert edit(name) == base, name
     assert not any("companion" in name for name in cache.package_files())
 
@@ -188,7 +195,9 @@ def test_cached_value_is_computed_once_per_source(tmp_path, monkeypatch):
         assert cache.cached_value("v", compute, (mod,), cache=tmp_path)[1] is False
     assert cache.cached_value("v", compute, (mod,), cache=tmp_path, refresh=True)[1] is False
     edit = _edited_copy(tmp_path / "copy", monkeypatch)
-    edit("theory/corrected.py")  # the package's source is in a value's key
+    edit("plot.py")  # no simulation runs it: the value is served
+    assert cache.cached_value("v", compute, (mod,), cache=tmp_path)[1] is True
+    edit("model.py")  # the simulation's source is in a value's key
     assert cache.cached_value("v", compute, (mod,), cache=tmp_path)[1] is False
     assert len(calls) == 5 + 3 + 1 + 1
     assert [
@@ -230,7 +239,7 @@ STALE_PROBE = """
 import json, sys
 from recency_lib import SimConfig, simulate
 from recency_lib.cache import cache_key, cached_simulate, counts
-from recency_lib.engines import kernel_name
+from recency_lib.kernels import kernel_name
 
 cfg = SimConfig(alpha=0.5, n=6, d=16, layers=2, samples=2000, seed=1)
 cached = [cached_simulate(cfg, cache=sys.argv[1]) for _ in range(2)]
@@ -240,7 +249,7 @@ print(json.dumps({"kernel": kernel_name(), "key": cache_key(cfg), "stamp": cache
 """
 
 
-@pytest.mark.skipif(engines.kernel_name() != "c", reason="the C kernel was not built")
+@pytest.mark.skipif(kernels.kernel_name() != "c", reason="the C kernel was not built")
 def test_a_kernel_older_than_its_source_is_not_run_and_never_fills_the_cache(tmp_path):
     """An edit of _kernel.c without a rebuild (a `git pull` without a reinstall): the compiled module,
     which records the hash of the source it was built from, is not run; the numpy path runs, says so

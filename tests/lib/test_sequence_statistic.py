@@ -1,4 +1,4 @@
-"""engines.sequence_statistic: a statistic of every sequence, streamed with simulate's random streams,
+"""trajectories.sequence_statistic: a statistic of every sequence, streamed with simulate's random streams,
 with plain and control-variate estimates that agree with the simulator's own fields."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from recency_lib import SimConfig, simulate
-from recency_lib.engines import sample_trajectories, sequence_statistic
+from recency_lib.trajectories import sample_trajectories, sequence_statistic
 
 CFG = SimConfig(alpha=0.3, gamma=1.0, norm="layernorm", n=6, d=16, layers=3, samples=3000, seed=5)
 
