@@ -43,7 +43,7 @@ counts: Counter = Counter()
 
 
 def _hash_files(named: dict[str, Path]) -> str:
-    """sha256 over files, each under its name (not its path: moving the checkout changes nothing)."""
+    """sha256 over files, each under its name (not its path: moving the checkout keeps it)."""
     h = hashlib.sha256()
     for name in sorted(named):
         h.update(name.encode() + b"\0" + named[name].read_bytes())
@@ -71,16 +71,14 @@ def source_hash() -> str:
 
 def cache_dir(path=None) -> Path:
     """The cache folder, made if missing; ValueError naming it when it cannot hold entries."""
-    folder = Path(
-        path
-        if path is not None
-        else os.environ.get("RECENCY_LIB_CACHE") or Path.home() / ".cache" / "recency_lib"
-    )
+    default = os.environ.get("RECENCY_LIB_CACHE") or Path.home() / ".cache" / "recency_lib"
+    folder = Path(default if path is None else path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(
-            f"cache={short(str(folder))} cannot be made ({exc.strerror}); allowed: a writable folder "
+            f"cache={short(str(folder))} cannot be made ({exc.strerror}); "
+            "allowed: a writable folder "
             f"(cache= or RECENCY_LIB_CACHE)"
         ) from None
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -106,8 +104,8 @@ def cache_key(cfg: SimConfig) -> str:
 
 @contextlib.contextmanager
 def _locked(paths):
-    """Exclusive locks (``<entry>.lock``) on the entries about to be computed, taken in sorted order so
-    two processes never wait on each other in a cycle; a killed holder releases its lock."""
+    """Exclusive locks (``<entry>.lock``) on the entries about to be computed, taken in sorted order
+    so two processes never wait on each other in a cycle; a killed holder releases its lock."""
     with contextlib.ExitStack() as stack:
         for p in sorted(set(paths)):
             fh = stack.enter_context(open(p.with_name(p.name + ".lock"), "a"))
@@ -174,7 +172,7 @@ def cached_simulate_many(configs, *, cache=None, executor=None) -> list[SimResul
 
 def entries(cache=None) -> tuple[list[dict], int]:
     """The metadata of every entry this build would serve (its "config" a SimConfig), in file order,
-    and the number of other files in the folder (other builds' entries, anything else; locks aside)."""
+    and the number of other files in the folder (other builds' entries, anything; not locks)."""
     usable, other = [], 0
     for path in sorted(p for p in cache_dir(cache).iterdir() if not p.name.endswith(".lock")):
         meta = None
@@ -208,11 +206,11 @@ def module_files(module: str) -> dict[str, Path]:
 def cached_value(
     name: str, compute, modules, *, params=None, packages=(), cache=None, refresh: bool = False
 ):
-    """``compute()`` through the cache, for a value that depends on source code and ``params`` alone:
-    its key holds ``name``, ``params`` (a dict of JSON values), the source of ``modules`` (every
-    module or package whose code computes it, beyond the simulation's own files), the versions of the
-    distributions ``packages``, and Python's version. ``compute`` takes no argument and returns a JSON
-    value. Returns ``(value, hit)``, ``hit`` True when it came from the file."""
+    """``compute()`` through the cache, for a value that depends on source code and ``params``
+    alone: its key holds ``name``, ``params`` (a dict of JSON values), the source of ``modules``
+    (every module or package whose code computes it, beyond the simulation's own files), the
+    versions of the distributions ``packages``, and Python's version. ``compute`` takes no argument
+    and returns a JSON value. Returns ``(value, hit)``, ``hit`` True when it came from the file."""
     if not isinstance(name, str) or not name.replace("-", "").isalnum():
         raise ValueError(f"name={short(name)} is not allowed; allowed: letters, digits and '-'")
     modules = (modules,) if isinstance(modules, str) else tuple(modules)
@@ -244,18 +242,10 @@ def cached_value(
     return value, False
 
 
-def cached_statistic(
-    cfg: SimConfig,
-    statistic,
-    *,
-    samples: int | None = None,
-    control_mean=None,
-    engine=None,
-    cache=None,
-):
-    """:func:`recency_lib.engines.sequence_statistic` through the cache. ``statistic`` must be a function
-    of an importable module (or a ``functools.partial`` of one with JSON keyword arguments): its key holds
-    the config, the arguments, the statistic's name and the source of its module."""
+def cached_statistic(cfg, statistic, *, samples=None, control_mean=None, engine=None, cache=None):
+    """:func:`recency_lib.trajectories.sequence_statistic` through the cache, keyed by the config,
+    the arguments and ``statistic``'s name and module source (a module-level function, or a
+    ``functools.partial`` of one with JSON keyword arguments)."""
     func, kwargs = (
         (statistic.func, dict(statistic.keywords))
         if isinstance(statistic, functools.partial) and not statistic.args

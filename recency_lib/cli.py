@@ -1,11 +1,10 @@
 """Command line: ``python -m recency_lib simulate --alpha 0.5 --gamma 1 ... --out result.json``.
 
-Every input is checked before any work (the options, the config, ``--workers``, the output paths, the
-memory the run needs). A bad input prints one ``error:`` line and exits 2; a failure of the machine
-(a full disk) one line naming the file and exit 1; Ctrl-C and SIGTERM stop the workers, leave the
-previous result file as it was and exit 130 / 143. ``RECENCY_LIB_DEBUG=1`` shows the traceback of an
-unexpected error.
-"""
+Every input is checked before any work (the options, the config, ``--workers``, the output paths,
+the memory the run needs). A bad input prints one ``error:`` line and exits 2; a failure of the
+machine (a full disk) one line naming the file and exit 1; Ctrl-C and SIGTERM stop the workers,
+leave the previous result file as it was and exit 130 / 143. ``RECENCY_LIB_DEBUG=1`` shows the
+traceback of an unexpected error."""
 
 from __future__ import annotations
 
@@ -41,90 +40,51 @@ def _parser() -> argparse.ArgumentParser:
     from .metrics import LEVEL
     from .norms import NAMES
 
-    d = SimConfig()
-    p = _Parser(
-        prog=PROG,
-        allow_abbrev=False,
-        description="Simulate the paper's model and decide Definition 1.",
-        epilog=f"The options of a command: {PROG} simulate --help",
-    )
+    p = _Parser(prog=PROG, allow_abbrev=False, description="Simulate the paper's model.")
+    p.epilog = f"The options of a command: {PROG} simulate --help"
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="simulate")
-    s = sub.add_parser(
-        "simulate",
-        allow_abbrev=False,
-        help="run one setting and print its summary",
-        description="Run one setting, print per layer its recency probability and the Definition-1 "
-        "decision (family-wise at --level), and optionally write the result and a figure.",
+    s = sub.add_parser("simulate", allow_abbrev=False, help="run one setting, print its summary")
+    s.description = (
+        "Run one setting, print per layer its recency probability and the Definition-1 decision "
+        "(family-wise at --level), and optionally write the result and a figure."
     )
     s.prog = f"{PROG} simulate"
-    for name, kind, text in (
-        ("alpha", float, "anisotropy in [0, 1], Eq. (6)"),
-        ("gamma", float, "residual weight, Eq. (20)"),
-        ("norm", str, f"one of {', '.join(NAMES)}"),
-        ("n", int, "tokens"),
-        ("d", int, "hidden size"),
-        ("layers", int, "layers"),
-        ("samples", int, "Monte-Carlo sequences"),
-        ("seed", int, "root seed"),
-        ("engine", str, f"one of {', '.join(ENGINES)}"),
-        ("eps", float, "normalization epsilon"),
+    paper = s.add_argument_group("the paper's model")
+    beyond = s.add_argument_group("beyond the paper (all off by default: the paper's model)")
+    for group, name, kind, text in (
+        (paper, "alpha", float, "anisotropy in [0, 1], Eq. (6)"),
+        (paper, "gamma", float, "residual weight, Eq. (20)"),
+        (paper, "norm", str, f"one of {', '.join(NAMES)}"),
+        (paper, "n", int, "tokens"),
+        (paper, "d", int, "hidden size"),
+        (paper, "layers", int, "layers"),
+        (paper, "samples", int, "Monte-Carlo sequences"),
+        (paper, "seed", int, "root seed"),
+        (paper, "engine", str, f"one of {', '.join(ENGINES)}"),
+        (paper, "eps", float, "normalization epsilon"),
+        (beyond, "weights", str, f"W_Q,K,V,O: one of {', '.join(WEIGHTS)}"),
+        (beyond, "weights_seed", int, "seed of fixed weights"),
+        (beyond, "heads", int, "attention heads, a divisor of d"),
+        (beyond, "ffn", bool, "add the feed-forward block (GELU, width 4d)"),
+        (beyond, "rope", bool, "rotary position embedding on queries and keys"),
+        (beyond, "placement", str, f"one of {', '.join(PLACEMENTS)}"),
     ):
-        s.add_argument(
-            f"--{name}", type=kind, default=getattr(d, name), help=f"{text} (default %(default)s)"
-        )
-    x = s.add_argument_group("beyond the paper (all off by default: the paper's model)")
-    x.add_argument(
-        "--weights",
-        default=d.weights,
-        help=f"W_Q,K,V,O: one of {', '.join(WEIGHTS)} (default %(default)s)",
-    )
-    x.add_argument(
-        "--weights-seed",
-        type=int,
-        default=d.weights_seed,
-        help="seed of fixed weights (default %(default)s)",
-    )
-    x.add_argument(
-        "--heads",
-        type=int,
-        default=d.heads,
-        help="attention heads, a divisor of d (default %(default)s)",
-    )
-    x.add_argument("--ffn", action="store_true", help="add the feed-forward block (GELU, width 4d)")
-    x.add_argument(
-        "--rope", action="store_true", help="rotary position embedding on queries and keys"
-    )
-    x.add_argument(
-        "--placement",
-        default=d.placement,
-        help=f"one of {', '.join(PLACEMENTS)} (default %(default)s)",
-    )
-    s.add_argument(
-        "--level",
-        type=float,
-        default=LEVEL,
-        help="family-wise error level of the decisions (default %(default)s)",
-    )
-    s.add_argument(
-        "--chunk-size", type=int, default=None, help="samples per task (never changes the result)"
-    )
-    s.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help=f"processes, 1 to {_cpus()} here (default %(default)s)",
-    )
-    s.add_argument(
-        "--out",
-        default=None,
-        help="write the result here (JSON; a .npz path: binary): a new file or a "
-        "result file of this library, replaced only by a run that succeeded",
-    )
-    s.add_argument(
-        "--plot",
-        default=None,
-        help="draw every layer's mean scores here (.png, .svg or .pdf; needs matplotlib)",
-    )
+        option = "--" + name.replace("_", "-")
+        if kind is bool:
+            group.add_argument(option, action="store_true", help=text)
+        else:
+            default = getattr(SimConfig(), name)
+            group.add_argument(
+                option, type=kind, default=default, help=f"{text} (default {default})"
+            )
+    for option, kind, default, text in (
+        ("--level", float, LEVEL, f"family-wise error level of the decisions (default {LEVEL})"),
+        ("--chunk-size", int, None, "samples per task (never changes the result)"),
+        ("--workers", int, 1, f"processes, 1 to {_cpus()} here (default 1)"),
+        ("--out", str, None, "write the result here (JSON; .npz: binary), replacing only a result"),
+        ("--plot", str, None, "draw every layer's mean scores here (.png, .svg, .pdf; matplotlib)"),
+    ):
+        s.add_argument(option, type=kind, default=default, help=text)
     return p
 
 
@@ -136,8 +96,11 @@ def _run(argv) -> int:
     hugepage = os.environ.get("NUMPY_MADVISE_HUGEPAGE")  # numpy reads it as it is imported
     if hugepage is not None and not hugepage.strip().isdigit():
         raise ValueError(
-            f"NUMPY_MADVISE_HUGEPAGE={hugepage!r} (environment variable) is not allowed; allowed: 0 or 1, or unset"
+            f"NUMPY_MADVISE_HUGEPAGE={hugepage!r} (environment variable) is not allowed; "
+            "allowed: 0 or 1, or unset"
         )
+    from dataclasses import fields
+
     from .config import SimConfig
     from .engines import require_memory, resolve_engine, simulate
     from .files import check_output_path
@@ -145,24 +108,7 @@ def _run(argv) -> int:
     from .validation import check_int, check_level
 
     a = _parser().parse_args(argv)
-    cfg = SimConfig(
-        alpha=a.alpha,
-        gamma=a.gamma,
-        norm=a.norm,
-        n=a.n,
-        d=a.d,
-        layers=a.layers,
-        samples=a.samples,
-        seed=a.seed,
-        engine=a.engine,
-        eps=a.eps,
-        weights=a.weights,
-        weights_seed=a.weights_seed,
-        heads=a.heads,
-        ffn=a.ffn,
-        rope=a.rope,
-        placement=a.placement,
-    )
+    cfg = SimConfig(**{f.name: getattr(a, f.name) for f in fields(SimConfig)})
     workers = check_int("workers", a.workers, 1, _cpus())
     level = check_level(a.level)
     if a.chunk_size is not None:
@@ -175,7 +121,8 @@ def _run(argv) -> int:
         check_plot_path(a.plot)
         if importlib.util.find_spec("matplotlib") is None:
             raise ValueError(
-                f"plot={a.plot!r} needs matplotlib; allowed: pip install 'recency_lib[plot]', or no --plot"
+                f"plot={a.plot!r} needs matplotlib; allowed: pip install 'recency_lib[plot]', "
+                "or no --plot"
             )
     require_memory(cfg, resolve_engine(cfg), workers)
     if workers > 1:
@@ -197,7 +144,7 @@ def _run(argv) -> int:
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 bad input, 1 failure, 128 + signal)."""
+    """Run the command line; the exit status: 0 ok, 2 bad input, 1 failure, 128 + a signal."""
 
     def terminate(signum, frame):
         raise _Terminated()
@@ -215,7 +162,7 @@ def main(argv=None) -> int:
         return _fail("terminated (SIGTERM); no partial file left", 143)
     except OSError as exc:
         return _fail(
-            f"{exc.strerror or exc}: {exc.filename or ''} (the previous file, if any, is unchanged)",
+            f"{exc.strerror or exc}: {exc.filename or ''} (the previous file is unchanged)",
             1,
         )
     except Exception as exc:  # a bug: one line, the traceback on request

@@ -1,9 +1,6 @@
-"""Simulation configuration: one frozen dataclass, validated when it is made.
+"""SimConfig: one frozen dataclass, every value checked by name when it is made.
 
-Every invalid value raises ``ValueError`` naming the parameter, the value and what is allowed,
-before any work is done (the CLI turns that message into one line and exit 2). Whether a run
-*fits this machine* is a property of the run, not of the config: :func:`recency_lib.engines.simulate`
-checks it before it starts.
+Whether a run fits this machine is a property of the run, checked by :func:`recency_lib.simulate`.
 """
 
 from __future__ import annotations
@@ -11,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
-from .norms import NAMES as NORMS
+from .norms import NORMS
 from .validation import check_bool, check_choice, check_int, check_real, short
 
 ENGINES = ("auto", "dense", "gram")
@@ -21,57 +18,37 @@ PLACEMENTS = ("pre", "post")
 
 @dataclass(frozen=True)
 class SimConfig:
-    """The paper's simulation (Sec. 3): random tokens through stacked causal attention layers.
-
-    Tokens follow Eq. (6): x_i = eps_i + sqrt(alpha / (1 - alpha)) * v, eps_i, v ~ N(0, I_d / d).
-    One layer (Eqs. (1)-(2) and (20)): Y = Norm(X); S = causal(Y Y^T / sqrt(d)); A = softmax(S);
-    X' = A Y + gamma * X.
+    """The paper's simulation (Sec. 3): tokens x_i = eps_i + sqrt(alpha / (1 - alpha)) v (Eq. (6))
+    through stacked layers Y = Norm(X), S = causal(Y Y^T / sqrt(d)), X' = softmax(S) Y + gamma X.
     """
 
-    alpha: float = (
-        0.0  # anisotropy of the input embeddings, Eq. (6); 0 = isotropic, 1 = all tokens equal
-    )
-    gamma: float = 0.0  # residual weight, Eq. (20); 0 = no residual, 1 = standard residual
-    norm: str = (
-        "layernorm"  # "layernorm" (exact, no affine), "rms" (sqrt(d) x / ||x||, Eq. (21)), "none"
-    )
-    n: int = 10  # sequence length (tokens)
+    alpha: float = 0.0  # anisotropy, Eq. (6): 0 isotropic, 1 all tokens equal
+    gamma: float = 0.0  # residual weight, Eq. (20): 0 none, 1 the standard residual
+    norm: str = "layernorm"  # a name of recency_lib.norms.NORMS
+    n: int = 10  # tokens
     d: int = 64  # hidden size
     layers: int = 4  # stacked attention layers
-    samples: int = 100_000  # Monte-Carlo samples (independent sequences)
-    seed: int = 0  # root seed; sample blocks draw from SeedSequence(seed) children
-    engine: str = (
-        "auto"  # "dense" (literal n x d), "gram" (exact, cost free of d), "auto" (gram when exact)
-    )
-    eps: float = 1e-12  # added to the variance inside the normalization (as the authors' code)
-    # -- extensions beyond the paper (recency_lib.extensions; dense engine only; all off = the paper)
-    weights: str = (
-        "none"  # W_Q, W_K, W_V, W_O (and the FFN's): "none" (identity), "per_sample", "fixed"
-    )
-    weights_seed: int = (
-        0  # seed of the fixed weights (weights="fixed"; the FFN's unless "per_sample")
-    )
-    heads: int = 1  # attention heads (d divisible by heads); reported scores: mean over heads
-    ffn: bool = (
-        False  # add the feed-forward block of Sec. 2.1 (random GELU MLP, width 4d, own norm)
-    )
+    samples: int = 100_000  # Monte-Carlo sequences
+    seed: int = 0  # root seed: block k draws from SeedSequence(seed, spawn_key=(k,))
+    engine: str = "auto"  # "dense" (n x d), "gram" (exact, cost free of d), "auto"
+    eps: float = 1e-12  # added to the mean square in the normalization
+    # beyond the paper (recency_lib.extensions, dense engine only; all off: the paper's model)
+    weights: str = "none"  # W_Q, W_K, W_V, W_O: "none" (identity), "per_sample", "fixed"
+    weights_seed: int = 0  # seed of fixed weights (and of the FFN's unless per sample)
+    heads: int = 1  # attention heads (a divisor of d); scores reported: their mean
+    ffn: bool = False  # the feed-forward block of Sec. 2.1 (GELU, width 4d, its own norm)
     rope: bool = False  # rotary position embedding on queries and keys (base 10000)
-    placement: str = (
-        "pre"  # "pre" (normalize before attention, Sec. 2.1) or "post" (after the residual)
-    )
+    placement: str = "pre"  # the norm before attention ("pre") or after the residual ("post")
 
     def __post_init__(self) -> None:
-        # each value checked, then stored as a built-in type (numpy scalars become int/float), so
-        # equal configs hash and serialise identically
+        # stored as built-in types (numpy scalars become int/float): equal configs hash alike
         def put(name, value):
             object.__setattr__(self, name, value)
 
-        put(
-            "alpha",
-            check_real("alpha", self.alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]"),
-        )
+        alpha = check_real("alpha", self.alpha, lo=0.0, hi=1.0, allowed="a real number in [0, 1]")
+        put("alpha", alpha)
         put("gamma", check_real("gamma", self.gamma, allowed="a finite real number"))
-        put("norm", check_choice("norm", self.norm, NORMS))
+        put("norm", check_choice("norm", self.norm, tuple(NORMS)))
         put("n", check_int("n", self.n, 1))
         put("d", check_int("d", self.d, 2))
         put("layers", check_int("layers", self.layers, 1))
@@ -93,7 +70,7 @@ class SimConfig:
         if self.rope and (self.d // self.heads) % 2:
             raise ValueError(
                 f"rope=True is not allowed with d={short(self.d)}, heads={short(self.heads)} "
-                f"(head size {short(self.d // self.heads)} is odd); allowed: an even head size d / heads"
+                f"(head size {short(self.d // self.heads)} is odd); allowed: an even d / heads"
             )
         if self.engine == "gram" and self.extended:
             raise ValueError(
@@ -102,7 +79,6 @@ class SimConfig:
                 f"heads, FFN, RoPE or post-LN)"
             )
 
-    # -- conveniences ------------------------------------------------------------------
     def to_dict(self) -> dict:
         return asdict(self)
 

@@ -76,8 +76,9 @@ def simulate(cfg: SimConfig, *, chunk_size=None, executor=None, progress=None) -
 
 
 def simulate_many(configs, *, chunk_size=None, executor: Executor | None = None, progress=None):
-    """:func:`simulate` of several configs; those that share their random stream (:func:`stream_key`,
-    e.g. Figure 1's LayerNorm settings) run block by block together, each block drawn once."""
+    """:func:`simulate` of several configs; those that share their random stream
+    (:func:`stream_key`, e.g. Figure 1's LayerNorm settings) run block by block together, each block
+    drawn once."""
     if isinstance(configs, SimConfig | str) or not hasattr(configs, "__iter__"):
         raise ValueError(
             f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig"
@@ -109,7 +110,7 @@ def simulate_many(configs, *, chunk_size=None, executor: Executor | None = None,
     return [to_result(p, g, s).check_finite() for p, g, s in zip(plans, groups, seconds)]
 
 
-# -- plan -------------------------------------------------------------------------------------------
+# -- plan ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ def block_size(cfg: SimConfig, engine: str) -> int:
     """Samples per random-stream block: a power of two up to 4096 fixed by (n, d, layers, engine),
     never by ``samples`` or the executor, so a run with more samples extends one with fewer."""
     per, target, smallest = _per_sample(cfg, engine)
-    b = 2 ** int(math.floor(math.log2(max(1, target // per))))
+    b = 2 ** math.floor(math.log2(max(1, target // per)))
     return int(min(4096, max(smallest, b)))
 
 
@@ -173,7 +174,7 @@ def stream_key(cfg: SimConfig) -> tuple:
     return (cfg.seed, cfg.n, degrees_of_freedom(cfg), cfg.alpha == 1.0, cfg.samples)
 
 
-# -- memory -----------------------------------------------------------------------------------------
+# -- memory ----------------------------------------------------------------------------------------
 
 
 def run_bytes(cfg: SimConfig, engine: str, workers: int = 1) -> int:
@@ -232,7 +233,7 @@ def _fits(cfg, engine, workers, limit, name, value) -> bool:
 
 
 def _largest(fits, cfg, name) -> int | None:
-    """The largest value of ``name`` up to the config's with fits(value) (fits falls as it grows)."""
+    """The largest value of ``name`` up to the config's that fits (None: not even the least)."""
     low, top = (1 if name == "n" else 2), getattr(cfg, name)
     if not fits(low):
         return None
@@ -242,12 +243,13 @@ def _largest(fits, cfg, name) -> int | None:
     return low
 
 
-# -- one block --------------------------------------------------------------------------------------
+# -- one block -------------------------------------------------------------------------------------
 
 
 def gram_features(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.ndarray:
     """The numpy twin of the C kernel's gram block (``_kernel.c``), step by step: the per-sample
-    features (B, layers, F) of one block from its draws (:func:`recency_lib.sampling.gram_draws`)."""
+    features (B, layers, F) of one block from its draws (:func:`recency_lib.sampling.gram_draws`).
+    """
     x = gram_assemble(cfg, chi2, normals)  # (B, n, m) R = L T: the kernel's coordinates()
     feats = np.empty((chi2.shape[-1], cfg.layers, n_features(cfg.n)))  # (B, layers, F)
     for l in range(cfg.layers):  # the kernel's layer(): Eqs. (1)-(3), (20) on R
@@ -258,7 +260,8 @@ def gram_features(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.n
 
 def dense_features(cfg: SimConfig, k: int, size: int) -> np.ndarray:
     """The per-sample features (size, layers, F) of dense block ``k``: Eq. (6)'s tokens through the
-    paper's layer (:mod:`recency_lib.model`), or the extended one (:mod:`recency_lib.extensions`)."""
+    paper's layer (:mod:`recency_lib.model`), or the extended one (:mod:`recency_lib.extensions`).
+    """
     rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
     x = dense_tokens(cfg, rng, size)  # (size, n, d)
     feats = np.empty((size, cfg.layers, n_features(cfg.n)))
@@ -278,7 +281,7 @@ def _layers(x, cfg):
 
 
 def kernel_sums(cfg: SimConfig, blocks: int) -> tuple[np.ndarray, ...]:
-    """Empty outputs of ``blocks`` kernel calls: shift, s1, s2 (blocks, layers, F), sc (controls)."""
+    """Outputs of ``blocks`` kernel calls: shift, s1, s2 (blocks, layers, F) and sc (controls)."""
     nf, c = n_features(cfg.n), control_slice(cfg.n)
     return (
         *(np.empty((blocks, cfg.layers, nf)) for _ in range(3)),
@@ -287,13 +290,13 @@ def kernel_sums(cfg: SimConfig, blocks: int) -> tuple[np.ndarray, ...]:
 
 
 def kernel_block(cfg: SimConfig, chi2, normals, sums, feats=None) -> None:
-    """One gram block through the C kernel (:func:`recency_lib.kernels.gram_block`) into ``sums``."""
+    """One gram block through the C kernel (:func:`kernels.gram_block`) into ``sums``."""
     chol = sigma_cholesky(cfg.n, cfg.c if 0.0 < cfg.alpha < 1.0 else 0.0)
     kernels.gram_block(cfg, chi2, normals, chol, kernel_offsets(cfg.n), *sums, feats)
 
 
 def gram_block_moments(cfg: SimConfig, chi2, normals, kernel: str | None = None) -> Moments:
-    """:class:`Moments` of one gram block from its draws, by the C kernel or :func:`gram_features`."""
+    """:class:`Moments` of one gram block from its draws: the C kernel or :func:`gram_features`."""
     if kernels.load(kernel) is None:
         return Moments.of(gram_features(cfg, chi2, normals), control_slice(cfg.n))
     sums = [a[0] for a in kernel_sums(cfg, 1)]
@@ -310,12 +313,12 @@ def block_moments(cfg: SimConfig, engine: str, k: int, size: int, kernel=None) -
     return Moments.of(dense_features(cfg, k, size), control_slice(cfg.n))
 
 
-# -- many blocks ------------------------------------------------------------------------------------
+# -- many blocks -----------------------------------------------------------------------------------
 
 
 def tasks(plans: list[Plan], chunk: int | None, pooled: bool, workers: int):
-    """(team, plans of the team, first block, blocks): runs of consecutive blocks of the configs that
-    share a random stream (one config for the dense engine), lazily, in config order."""
+    """(team, plans of the team, first block, blocks): runs of consecutive blocks of the configs
+    that share a random stream (one config for the dense engine), lazily, in config order."""
     teams: dict = {}
     for c, p in enumerate(plans):
         teams.setdefault(stream_key(p.cfg) if p.engine == "gram" else ("dense", c), []).append(c)
@@ -430,7 +433,7 @@ def warm_up() -> None:
         gram_block_moments(cfg, *gram_draws(cfg, (0, 0, 0), 4, "c"), "c")
 
 
-# -- the result -------------------------------------------------------------------------------------
+# -- the result ------------------------------------------------------------------------------------
 
 
 def to_result(p: Plan, groups: list, seconds: float) -> SimResult:

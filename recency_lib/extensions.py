@@ -1,37 +1,15 @@
-"""Beyond the paper: the full decoder layer of Sec. 2.1 with the parts the paper leaves out.
+"""Beyond the paper: the full decoder layer of Sec. 2.1, with the parts the paper leaves out.
 
-The paper's simulation (:mod:`recency_lib.model`) drops every learnable parameter. Sec. 2.1 writes
-the full single-head pre-LN layer as
+    Y = Norm(X);  Q, K, V = Y W_Q, Y W_K, Y W_V;  A = Softmax(Causal(Q K^T / sqrt(d)));
+    O = (A V) W_O + gamma X;  X' = FFN(Norm(O)) + gamma O
 
-    Y = Norm(X);  Q = Y W_Q, K = Y W_K, V = Y W_V;  S = Causal(Q K^T / sqrt(d));  A = Softmax(S);
-    O = (A V) W_O + X;  X' = FFN(Norm(O)) + O,
-
-and its Limitations name multi-head attention and RoPE as not analysed. This module adds, each
-switchable on its own (:class:`recency_lib.config.SimConfig` fields; all off = the paper's model,
-which then never reaches this module). :func:`layer` is that full layer, built from the paper's
-pieces (:mod:`recency_lib.model`) and the parts below:
-
-* ``weights``: W_Q, W_K, W_V, W_O iid N(0, 1/d) (initialisation scale), fresh per sample
-  ("per_sample") or one draw per run ("fixed", from ``weights_seed``); "none" = identity.
-* ``heads``: h heads of size d_h = d / h on the split columns of Q, K, V, scores Q_h K_h^T / sqrt(d_h),
-  outputs concatenated then projected by W_O. Reported scores and attention: the MEAN over heads
-  (the recency probability and Definition 1 are computed on these averaged scores).
-* ``ffn``: the block FFN(Norm(O)) of Sec. 2.1: GELU(Z W_1) W_2, W_1 (d x 4d) iid N(0, 1/d),
-  W_2 (4d x d) iid N(0, 1/(4d)); its weights are fresh per sample when weights="per_sample", else
-  one draw per run from ``weights_seed`` (also when weights="none": an FFN without weights does not
-  exist; drawing them per sample costs 2 * 4 d^2 normals per layer and sample). Its own normalization
-  (same kind as the attention's, no affine parameters).
-* ``rope``: rotary embedding of queries and keys inside each head, base 10000, pairs (2k, 2k+1)
-  rotated by angle p * 10000^(-2k / d_h) at 0-based position p.
-* ``placement="post"``: post-LN, X' = Norm(gamma X + Attn(X)), then Norm(gamma O + FFN(O)).
-
-Residual weights: both residual branches use the config's ``gamma`` (the paper's Eq. (20) weight;
-gamma = 1 is the standard residual). Randomness of the extensions never touches the tokens'
-stream: per-sample weights draw from ``SeedSequence(seed, spawn_key=(block, 1))``, fixed ones from
-``SeedSequence(weights_seed, spawn_key=(2**32 - 1,))``.
-
-The recency probability is always the exact count over all C(n, 3) triples
-(:func:`recency_lib.features.recency_fraction`; compiled when the C kernel was built).
+Each part is a :class:`~recency_lib.config.SimConfig` switch (all off: the paper's model, which
+never reaches this module): ``weights`` (W iid N(0, 1/d), fresh per sample or one draw per run),
+``heads`` (scores and attention reported as their mean over heads), ``ffn`` (GELU(Z W_1) W_2, width
+4d, its weights per run unless per sample), ``rope`` (base 10000, pairs (2k, 2k+1) rotated by
+p 10000^(-2k / d_h)) and ``placement="post"`` (Norm after each residual sum). Their randomness
+never touches the tokens' stream: per-sample weights draw from SeedSequence(seed, spawn_key=(block,
+1)), fixed ones from SeedSequence(weights_seed, spawn_key=(2**32 - 1,)).
 """
 
 from __future__ import annotations
@@ -94,21 +72,18 @@ def block_weights(cfg: SimConfig, block: int, size: int) -> list[dict]:
 
 
 def _norm(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
-    """Norm(x) of Sec. 2.1 (LayerNorm without affine parameters, RMSNorm, or identity); (..., n, d)."""
+    """Norm(x) of Sec. 2.1 (:mod:`recency_lib.norms`), centring included; (..., n, d)."""
     return normalize(center(x) if NORMS[norm].centres else x, norm, d, eps)
 
 
 def _softmax(s: np.ndarray) -> np.ndarray:
-    """:func:`recency_lib.model.causal_softmax`, computed by the compiled kernel when it was built
-    (:func:`recency_lib.kernels.causal_softmax`, within 1e-15 of numpy's)."""
+    """:func:`recency_lib.model.causal_softmax`, by the compiled kernel when it runs."""
     compiled = kernels.load()
     return causal_softmax(s) if compiled is None else compiled.causal_softmax(s)
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
-    """GELU(x) = x Phi(x), the exact (erf) form: the compiled kernel's (:func:`recency_lib.kernels.gelu`,
-    within 1e-14 relative of the exact value) when it was built, else
-    :func:`gelu_reference`."""
+    """GELU(x) = x Phi(x), exact (erf) form: the compiled kernel's, else :func:`gelu_reference`."""
     compiled = kernels.load()
     return gelu_reference(x) if compiled is None else compiled.gelu(x)
 
@@ -128,14 +103,16 @@ def split_heads(x: np.ndarray, heads: int) -> np.ndarray:
 
 
 def merge_heads(x: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`split_heads`: (..., heads, n, d_h) -> (..., n, heads * d_h) (concatenation)."""
+    """Inverse of :func:`split_heads`: (..., heads, n, d_h) -> (..., n, heads * d_h)
+    (concatenation)."""
     *lead, h, n, dh = x.shape
     return np.moveaxis(x, -3, -2).reshape(*lead, n, h * dh)
 
 
 @lru_cache(maxsize=16)
 def rope_tables(n: int, dh: int, base: float = ROPE_BASE) -> tuple[np.ndarray, np.ndarray]:
-    """cos, sin of the angles p * base^(-2k / dh) at positions p = 0..n-1, pairs k; (n, dh / 2) each."""
+    """cos, sin of the angles p * base^(-2k / dh) at positions p = 0..n-1, pairs k; (n, dh / 2)
+    each."""
     theta = base ** (-np.arange(0, dh, 2, dtype=np.float64) / dh)  # (dh/2,)
     ang = np.arange(n, dtype=np.float64)[:, None] * theta[None, :]  # (n, dh/2)
     return np.cos(ang), np.sin(ang)
@@ -153,8 +130,8 @@ def apply_rope(x: np.ndarray, base: float = ROPE_BASE) -> np.ndarray:
 
 
 def _proj(x: np.ndarray, w) -> np.ndarray:
-    """x @ w for x (batch, n, d_in); w None (identity), (d_in, d_out) or per sample (batch, d_in, d_out).
-    A shared w is applied as one (batch n, d_in) x (d_in, d_out) product (one BLAS call)."""
+    """x @ w for x (batch, n, d_in); w None (identity), (d_in, d_out) or per sample (batch, d_in,
+    d_out). A shared w is applied as one (batch n, d_in) x (d_in, d_out) product (one BLAS call)."""
     if w is None:
         return x
     if w.ndim == 2:
@@ -173,11 +150,10 @@ def head_attention(
     (the compiled softmax when built); y (batch, n, d) -> two (batch, heads, n, n)."""
     q, k = _proj(y, w.get("wq")), _proj(y, w.get("wk"))
     dh = d // heads
-    qh, kh = (
-        (q[..., None, :, :], k[..., None, :, :])
-        if heads == 1
-        else (split_heads(q, heads), split_heads(k, heads))
-    )
+    if heads == 1:
+        qh, kh = q[..., None, :, :], k[..., None, :, :]
+    else:
+        qh, kh = split_heads(q, heads), split_heads(k, heads)
     if rope:  # (batch, h, n, dh)
         qh, kh = apply_rope(qh), apply_rope(kh)
     s_h = (qh @ np.swapaxes(kh, -1, -2)) / math.sqrt(dh)  # (batch, h, n, n)
@@ -193,36 +169,25 @@ def head_values(a_h: np.ndarray, y: np.ndarray, w: dict, heads: int) -> np.ndarr
     return _proj(o, w.get("wo"))
 
 
-def after_attention(
-    o: np.ndarray,
-    w: dict,
-    *,
-    norm: str,
-    d: int,
-    gamma: float,
-    eps: float,
-    placement: str,
-    ffn: bool,
-) -> np.ndarray:
+def after_attention(cfg: SimConfig, o: np.ndarray, w: dict) -> np.ndarray:
     """What follows the attention's residual sum O: post-LN's Norm(O), then the feed-forward block
     X' = FFN(Norm(O)) + gamma O (pre-LN) or Norm(FFN(O) + gamma O) (post-LN); (batch, n, d)."""
-    if placement == "post":
-        o = _norm(o, norm, d, eps)
-    if ffn:
-        z = _norm(o, norm, d, eps) if placement == "pre" else o
+    post = cfg.placement == "post"
+    if post:
+        o = _norm(o, cfg.norm, cfg.d, cfg.eps)
+    if cfg.ffn:
+        z = o if post else _norm(o, cfg.norm, cfg.d, cfg.eps)
         f = _proj(gelu(_proj(z, w["w1"])), w["w2"])  # (batch, n, d)
-        o = f + gamma * o if gamma != 0.0 else f
-        if placement == "post":
-            o = _norm(o, norm, d, eps)
+        o = f + cfg.gamma * o if cfg.gamma != 0.0 else f
+        if post:
+            o = _norm(o, cfg.norm, cfg.d, cfg.eps)
     return o
 
 
 def layer(cfg: SimConfig, x: np.ndarray, w: dict, output: bool = True):
-    """The full layer of Sec. 2.1 with the switches of ``cfg`` and the weights ``w`` (the pieces above):
-    Norm, per-head attention (scores and attention reported as the mean over heads), values and W_O,
-    the residual, then :func:`after_attention`. ``x`` (batch, n, d) is the literal state. Returns
-    (x_next, scores, attention, sq_norms) as :func:`recency_lib.model.layer`; ``output=False`` skips
-    what only x_next needs and returns None for it."""
+    """The full layer of Sec. 2.1 with ``cfg``'s switches and the weights ``w`` on the state ``x``
+    (batch, n, d): (x_next, scores, attention, sq_norms) as :func:`recency_lib.model.layer`, the
+    scores and attention averaged over heads; ``output=False``: x_next is not computed (None)."""
     seen = center(x) if NORMS[cfg.norm].centres else x
     sq_norms = np.einsum("...i,...i->...", seen, seen)  # (batch, n)
     y = normalize(seen, cfg.norm, cfg.d, cfg.eps) if cfg.placement == "pre" else x
@@ -233,20 +198,7 @@ def layer(cfg: SimConfig, x: np.ndarray, w: dict, output: bool = True):
     x_next = head_values(a_h, y, w, cfg.heads)
     if cfg.gamma != 0.0:
         x_next = x_next + cfg.gamma * x
-    x_next = after_attention(
-        x_next,
-        w,
-        norm=cfg.norm,
-        d=cfg.d,
-        gamma=cfg.gamma,
-        eps=cfg.eps,
-        placement=cfg.placement,
-        ffn=cfg.ffn,
-    )
-    return x_next, s, a, sq_norms
-
-
-# -- engine hooks ----------------------------------------------------------------------------------
+    return after_attention(cfg, x_next, w), s, a, sq_norms
 
 
 def run_block(cfg: SimConfig, x: np.ndarray, block: int):

@@ -44,7 +44,7 @@ def feature_layout(n: int) -> dict[str, slice]:
 
 
 def n_features(n: int) -> int:
-    """Length of one layer's feature vector for n tokens (memory: 8 bytes each per mean, M2, ...)."""
+    """Length F of one layer's feature vector for n tokens."""
     return feature_layout(n)["rp"].stop
 
 
@@ -54,10 +54,10 @@ def control_slice(n: int) -> slice:
 
 
 def controls_valid(cfg) -> bool:
-    """Whether the first layer's tokens are exchangeable, so that :func:`control_means` are its exact
-    means: true for the paper's model and for weights, heads, FFN and post-LN (one map applied to
-    every token alike); false with RoPE, which rotates each token by its position, so that layer 1
-    already orders keys (S_ij depends on i - j). Without it the engines report plain estimates in
+    """Whether the first layer's tokens are exchangeable, so that :func:`control_means` are its
+    exact means: true for the paper's model and for weights, heads, FFN and post-LN (one map applied
+    to every token alike); false with RoPE, which rotates each token by its position, so that layer
+    1 already orders keys (S_ij depends on i - j). Without it the engines report plain estimates in
     the control-variate fields."""
     return not cfg.rope
 
@@ -99,9 +99,9 @@ def adjacent_index(n: int) -> tuple[np.ndarray, np.ndarray]:
 @lru_cache(maxsize=64)
 def _flat_index(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Positions in a row-major (n, n) matrix, for :func:`layer_features`' gathers (one index array
-    instead of two): the causal triangle (:func:`tril_index`),
-    the diagonal steps' later entries (i, i) for i >= 1 and the off-diagonal steps' (i, j) for
-    1 <= j < i, row-major as :func:`adjacent_index` orders them (the earlier entry is one before)."""
+    instead of two): the causal triangle (:func:`tril_index`), the diagonal steps' later entries (i,
+    i) for i >= 1 and the off-diagonal steps' (i, j) for 1 <= j < i, row-major as
+    :func:`adjacent_index` orders them (the earlier entry is one before)."""
     rows, cols = tril_index(n)
     i, j = adjacent_index(n)
     diagonal = i == j
@@ -133,8 +133,8 @@ def row_trends(s: np.ndarray) -> np.ndarray:
 
 
 def trend(s: np.ndarray) -> np.ndarray:
-    """Mean of all off-diagonal steps S[i, j] - S[i, j-1], 1 <= j < i: a row's steps add up to
-    S[i, i-1] - S[i, 0], so this is their sum over rows i >= 2 over (n - 1)(n - 2)/2; NaN if n < 3."""
+    """Mean of the off-diagonal steps S[i, j] - S[i, j-1], 1 <= j < i (a row's add up to S[i, i-1] -
+    S[i, 0]); NaN if n < 3."""
     n = s.shape[-1]
     if n < 3:
         return np.full(s.shape[:-2], np.nan)
@@ -144,7 +144,7 @@ def trend(s: np.ndarray) -> np.ndarray:
 
 def tie_tolerance(s: np.ndarray) -> np.ndarray:
     """Per sample, TIE_RTOL times the largest |score| of the causal triangle (at least TIE_RTOL):
-    differences within it are float rounding, not order. ``s`` is (batch, n, n); returns (batch,)."""
+    differences within it are float rounding, not order. ``s`` (batch, n, n) -> (batch,)."""
     rows, cols = tril_index(s.shape[-1])
     return _packed_tolerance(s[:, rows, cols])
 
@@ -156,15 +156,9 @@ def _packed_tolerance(packed: np.ndarray) -> np.ndarray:
 
 
 def later_and_tied_counts(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per sample, the numbers of triples j < k < i with S[i, j] < S[i, k] - tol (the later key
-    scores higher) and with S[i, k] - tol <= S[i, j] <= S[i, k] + tol (tied); two (batch,) int64
-    arrays. A NaN score is neither. ``s`` is (batch, n, n), ``tol`` (batch,).
-
-    The compiled count of :func:`recency_lib.kernels.count_pairs` when the C kernel was built, else
-    :func:`later_and_tied_counts_numpy`; both compare the same numbers, so they agree exactly.
-    Memory O(batch n^2) either way. Long rows (n >= 32) are counted sample by sample, where the
-    compiled loop runs along the keys of a row; short ones all samples at once.
-    """
+    """Per sample (``s`` (batch, n, n), ``tol`` (batch,)), the triples j < k < i with S_ij < S_ik -
+    tol (the later key higher) and those tied within tol; NaN is neither. The compiled count, or
+    :func:`later_and_tied_counts_numpy`: the same comparisons, the same counts."""
     s = np.asarray(s, dtype=np.float64)
     tol = np.ascontiguousarray(tol, dtype=np.float64)
     compiled = kernels.load()
@@ -175,8 +169,8 @@ def later_and_tied_counts(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, n
 
 
 def _packed_counts(compiled, packed: np.ndarray, n: int, tol: np.ndarray):
-    """:func:`later_and_tied_counts` by the compiled count, from the causal triangles already packed
-    row after row, (batch, n(n+1)/2)."""
+    """:func:`later_and_tied_counts` of packed triangles (batch, n(n+1)/2), by the kernel: all
+    samples at once for short rows, sample by sample (along a row's keys) from n = 32."""
     batch = packed.shape[0]
     out = np.empty((2, batch), dtype=np.int64)
     if n < 32:
@@ -206,14 +200,8 @@ def later_and_tied_counts_numpy(s: np.ndarray, tol: np.ndarray) -> tuple[np.ndar
 
 
 def recency_fraction(s: np.ndarray) -> np.ndarray:
-    """Per sample, P(S[i, k] > S[i, j]) + P(tie) / 2 over the triples j < k < i; (batch,).
-
-    The fraction of key pairs in which the later key scores higher, a tie counting one half (the
-    Mann-Whitney convention), so 0.5 = no order, also when every score is tied; 1 = perfect recency,
-    0 = perfect primacy; the diagonal is excluded. A tie is a difference within
-    :func:`tie_tolerance` (float rounding cannot order it); a NaN difference counts as neither.
-    NaN when n < 3 (no triple exists). ``s`` is (batch, n, n).
-    """
+    """Per sample, the share of triples j < k < i with S[i, k] > S[i, j], a tie (within
+    :func:`tie_tolerance`) counting 1/2: 0.5 no order, 1 perfect recency; NaN if n < 3; (batch,)."""
     return _recency(s, None)
 
 
@@ -237,8 +225,8 @@ def _recency(s: np.ndarray, packed: np.ndarray | None) -> np.ndarray:
 
 
 def layer_features(s: np.ndarray, a: np.ndarray, sq_norms: np.ndarray) -> np.ndarray:
-    """The feature vectors (batch, F) of one layer (module docstring, :func:`feature_layout`) from its
-    scores ``s`` and attention ``a`` (batch, n, n) and squared norms (batch, n). The one numpy
+    """The feature vectors (batch, F) of one layer (module docstring, :func:`feature_layout`) from
+    its scores ``s`` and attention ``a`` (batch, n, n) and squared norms (batch, n). The one numpy
     statement of what the compiled kernel computes on the fly."""
     batch, n = s.shape[0], s.shape[-1]
     lay = feature_layout(n)

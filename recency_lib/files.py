@@ -1,11 +1,6 @@
-"""Files the library writes: checked before any work, replaced atomically, only our own.
-
-:func:`check_output_path` runs before a simulation starts: the path must hold nothing yet or a file
-that ``ours(path)`` recognises as one this library wrote (a result file, a figure), never a folder, a
-notebook or a source file. :func:`atomic_write` writes a temporary file next to the target and
-``os.replace``-s it into place, so a reader sees the old file or the whole new one, and an error or an
-interrupt (Ctrl-C, SIGTERM under the command line) removes the temporary.
-"""
+"""Files the library writes: checked before any work (nothing there yet, or a file of ours:
+:func:`check_output_path`), then replaced atomically (:func:`atomic_write`: a reader sees the old
+file or the whole new one; an error or interrupt leaves no temporary)."""
 
 from __future__ import annotations
 
@@ -29,9 +24,9 @@ def check_output_path(
     ours: Callable[[Path], bool] | None = None,
     what: str = "a file this library wrote",
 ) -> Path:
-    """``path`` as a Path if a file may be written there, else ValueError naming it: nothing there yet,
-    or a regular file that ``ours`` recognises as ``what``, in a folder that exists (or can be made)
-    and is writable."""
+    """``path`` as a Path if a file may be written there, else ValueError naming it: nothing there
+    yet, or a regular file that ``ours`` recognises as ``what``, in a folder that exists (or can be
+    made) and is writable."""
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path) or "\0" in os.fspath(path):
         raise ValueError(f"{name}={short(path)} is not a path; allowed: a path to a file")
     p = Path(path)
@@ -52,9 +47,9 @@ def check_output_path(
 
 
 def atomic_write(path, write: Callable, binary: bool = False) -> Path:
-    """``write(file_object)`` into a temporary file beside ``path``, then ``os.replace`` it over ``path``
-    (a symlink is written through to its target). On any error or interrupt the temporary is removed
-    and the old file is untouched. Returns the path written."""
+    """``write(file_object)`` into a temporary file beside ``path``, then ``os.replace`` it over
+    ``path`` (a symlink is written through to its target). On any error or interrupt the temporary
+    is removed and the old file is untouched. Returns the path written."""
     target = Path(path).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

@@ -80,7 +80,7 @@ def causal_softmax(s: np.ndarray) -> np.ndarray:
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
-    """GELU(x) = x Phi(x), within 1e-14 relative (a Chebyshev series for erfc; see ``_kernel.c``)."""
+    """GELU(x) = x Phi(x), within 1e-14 relative (erfc by a Chebyshev series, ``_kernel.c``)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     out = np.empty_like(x)
     _kernel.gelu(x.size, x, out)

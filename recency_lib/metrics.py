@@ -4,9 +4,9 @@
 the book, its explorer): every adjacent step of a mean score matrix is tested at the Bonferroni z
 that keeps the chance of any false call at :data:`LEVEL` for the matrices decided together. A step
 below float64's resolution of the scores (:func:`recency_lib.rounding.resolution`) is never decided:
-at large d the true steps (about sqrt(d) e^{-2 sqrt d}) are. :func:`sign` decides any other estimate.
-This module is outside the results cache's key: changing the level recomputes no simulation.
-"""
+at large d the true steps (about sqrt(d) e^{-2 sqrt d}) are. :func:`sign` decides any other
+estimate. This module is outside the results cache's key: changing the level recomputes no
+simulation."""
 
 from __future__ import annotations
 
@@ -102,14 +102,15 @@ def definition1(
         )
     else:
         word = "undecided"
-        reason = f"{steps - up.sum()} of {steps} steps not resolved {where}; the least at z = {least:.1f}"
+        open_steps = steps - up.sum()
+        reason = f"{open_steps} of {steps} steps not resolved {where}; the least at z = {least:.1f}"
     counts = (int(up.sum()), int(down.sum()), int(below.sum()), int(tied.sum()))
     return Decision(word, z, steps, *counts, least, reason)
 
 
 def direction(rp: float, sem: float, level=LEVEL, family=1, z=None) -> str:
     """ "recency", "primacy" or "none": the recency probability against 1/2 at the family-wise z of
-    ``family`` comparisons (or ``z``). Ties count one half, so a zero error away from 1/2 resolves."""
+    ``family`` comparisons (or ``z``). Ties count 1/2, so a zero error away from 1/2 resolves."""
     z = familywise_z(family, level) if z is None else z
     return {1: "recency", -1: "primacy", 0: "none"}[sign(rp, sem, z, 0.5)]
 
@@ -147,8 +148,8 @@ def binned_row(score_mean: np.ndarray, score_sem: np.ndarray, i: int, bins: int)
 
 
 def late_minus_early(score_mean: np.ndarray, score_sem: np.ndarray, i: int) -> tuple[float, float]:
-    """Mean score of the last quarter of row i's keys minus that of the first quarter (1-based query i,
-    keys j < i), and an upper bound on its standard error (sum of the two quarters' bounds from
+    """Mean score of the last quarter of row i's keys minus that of the first quarter (1-based query
+    i, keys j < i), and an upper bound on its standard error (sum of the two quarters' bounds from
     :func:`binned_row`). Positive: later keys score higher."""
     _, means, bound = binned_row(score_mean, score_sem, i, 4)
     return float(means[-1] - means[0]), float(bound[-1] + bound[0])

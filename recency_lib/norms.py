@@ -4,11 +4,9 @@ A normalization maps a token x (the layer's input, Eq. (2) / (21)) to
 
     y = gain(d) * P x / sqrt(||P x||^2 / d + eps)
 
-with P the centring projection (the feature mean removed) when ``centres``, else the identity, and
-no division at all when not ``scales``. Everything that depends on the normalization reads it from
-:data:`NORMS`: the config, the dense layer, the Gram engine (centring removes a degree of freedom;
-the kernel scales by the gain), the closed forms, the size of the scores, the names in figures and
-every list of choices (command line, the book's parameters and explorer).
+with P the centring projection when ``centres`` (else the identity), no division when not
+``scales``. Everything else reads :data:`NORMS`: the config, both engines and the kernel, the closed
+forms, the size of the scores, the names in figures and every list of choices.
 """
 
 from __future__ import annotations

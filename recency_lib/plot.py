@@ -1,11 +1,7 @@
-"""The heatmap convention of every figure of mean scores, and the one-call figure of a result.
-
-The book's heatmaps, its explorer's colour table and :meth:`SimResult.plot` all read the convention
-here: the colour map :data:`HEATMAP_HEX` (seaborn's "rocket", the paper's, as 256 colours dark to
-light), the upper triangle blank (causal mask) and the diagonal left out of the colour scale and
-hatched (:data:`DIAGONAL`: after normalization S_ii = sqrt(d), far above the rest of its row).
-matplotlib is an optional dependency (``pip install recency_lib[plot]``), imported only when a figure
-is drawn.
+"""The heatmap convention of every figure of mean scores (the book's, its explorer's and
+:meth:`SimResult.plot`'s): seaborn's "rocket" colour map as 256 colours (:data:`HEATMAP_HEX`), the
+upper triangle blank, the diagonal hatched and out of the colour scale (:data:`DIAGONAL`: after a
+normalization S_ii = sqrt(d), far above its row). matplotlib is imported only to draw.
 """
 
 from __future__ import annotations
@@ -44,13 +40,7 @@ SIGNATURE = "recency_lib plot"  # in every saved figure's metadata: what a later
 
 def heatmap_colours() -> np.ndarray:
     """:data:`HEATMAP_HEX` as (256, 3) RGB rows in [0, 1]."""
-    hexes = "".join(HEATMAP_HEX)
-    return np.array(
-        [
-            [int(hexes[k + c : k + c + 2], 16) / 255 for c in (0, 2, 4)]
-            for k in range(0, len(hexes), 6)
-        ]
-    )
+    return np.frombuffer(bytes.fromhex(HEATMAP_HEX), dtype=np.uint8).reshape(-1, 3) / 255
 
 
 def heatmap_cmap():
@@ -61,32 +51,23 @@ def heatmap_cmap():
 
 
 def colour_limits(s: np.ndarray, include_diagonal: bool = False) -> tuple[float, float]:
-    """The range a heatmap of ``s`` (n, n) spans: its finite entries with j < i (j <= i with the diagonal)."""
+    """The range a heatmap of ``s`` (n, n) spans: its finite entries j < i (j <= i: diagonal)."""
     coloured = s[np.tri(len(s), k=0 if include_diagonal else -1, dtype=bool) & np.isfinite(s)]
     return (float(coloured.min()), float(coloured.max())) if coloured.size else (0.0, 1.0)
 
 
-def draw_heatmap(
-    ax, s: np.ndarray, *, include_diagonal: bool = False, vmin=None, vmax=None, rasterized=False
-):
-    """The mean scores ``s`` (n, n) on ``ax`` by the convention: query i down, key j across, the upper
-    triangle blank, the diagonal hatched and out of the colour scale unless ``include_diagonal``; the
-    colour scale spans the coloured finite entries unless ``vmin``/``vmax`` are given. Returns the mesh."""
+def draw_heatmap(ax, s, *, include_diagonal=False, vmin=None, vmax=None, rasterized=False):
+    """The mean scores ``s`` (n, n) on ``ax`` by the convention (query i down, key j across), the
+    colour scale over :func:`colour_limits` unless ``vmin``/``vmax``. Returns the mesh."""
     import matplotlib.patches as patches
 
     n = s.shape[0]
     shown = np.tri(n, k=0 if include_diagonal else -1, dtype=bool) & np.isfinite(s)
     lo, hi = colour_limits(s, include_diagonal)
     vmin, vmax = lo if vmin is None else float(vmin), hi if vmax is None else float(vmax)
-    mesh = ax.pcolormesh(
-        np.arange(n + 1),
-        np.arange(n + 1),
-        np.ma.masked_array(s, mask=~shown),
-        cmap=heatmap_cmap(),
-        vmin=vmin,
-        vmax=vmax,
-        rasterized=rasterized,
-    )
+    edges, masked = np.arange(n + 1), np.ma.masked_array(s, mask=~shown)
+    mesh = ax.pcolormesh(edges, edges, masked, cmap=heatmap_cmap(), vmin=vmin, vmax=vmax)
+    mesh.set_rasterized(rasterized)
     ax.set_xlim(0, n)
     ax.set_ylim(n, 0)
     ax.set_aspect("equal")
@@ -97,8 +78,8 @@ def draw_heatmap(
 
 
 def plot_result(res, *, include_diagonal: bool = False):
-    """A matplotlib Figure of every layer of ``res``: the mean scores by the convention, each titled with
-    its recency probability and standard error (control variates), up to four panels a row."""
+    """A Figure of every layer of ``res`` by the convention, four panels a row, each titled with its
+    recency probability."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -119,25 +100,16 @@ def plot_result(res, *, include_diagonal: bool = False):
     ticks = sorted({0, cfg.n - 1} | ({(cfg.n - 1) // 2} if cfg.n > 6 else set(range(cfg.n))))
     for layer in range(cfg.layers):
         ax = fig.add_subplot(rows, cols, layer + 1)
-        mesh = draw_heatmap(
-            ax,
-            np.asarray(res.score_mean[layer], dtype=float),
-            include_diagonal=include_diagonal,
-            rasterized=cfg.n > 40,
-        )
+        s = np.asarray(res.score_mean[layer], dtype=float)
+        mesh = draw_heatmap(ax, s, include_diagonal=include_diagonal, rasterized=cfg.n > 40)
         ax.set_xticks([t + 0.5 for t in ticks], [str(t + 1) for t in ticks], fontsize=8)
         ax.set_yticks([t + 0.5 for t in ticks], [str(t + 1) for t in ticks], fontsize=8)
         ax.set_xlabel("key j", fontsize=9)
         if layer % cols == 0:
             ax.set_ylabel("query i", fontsize=9)
-        rp, se = (
-            float(res.recency_probability_cv[layer]),
-            float(res.recency_probability_cv_sem[layer]),
-        )
-        ax.set_title(
-            f"layer {layer + 1}: RP {pm(rp, se)}" if math.isfinite(rp) else f"layer {layer + 1}",
-            fontsize=9,
-        )
+        rp, se = res.recency_probability_cv[layer], res.recency_probability_cv_sem[layer]
+        rp_text = f": RP {pm(float(rp), float(se))}" if math.isfinite(rp) else ""
+        ax.set_title(f"layer {layer + 1}{rp_text}", fontsize=9)
         fig.colorbar(mesh, ax=ax, shrink=0.85).ax.tick_params(labelsize=7)
     return fig
 
@@ -152,17 +124,18 @@ def is_plot_file(path: Path) -> bool:
 
 
 def check_plot_path(path, name: str = "plot") -> Path:
-    """Before any work: a .png, .svg or .pdf path that is new or holds a figure this library saved."""
+    """Before any work: a .png, .svg or .pdf path, new or holding a figure this library saved."""
     if Path(str(path)).suffix.lower() not in FORMATS:
         raise ValueError(
-            f"{name}={short(str(path))} is not allowed; allowed: a path ending in .png, .svg or .pdf"
+            f"{name}={short(str(path))} is not allowed; "
+            "allowed: a path ending in .png, .svg or .pdf"
         )
     return check_output_path(path, name, ours=is_plot_file, what="a figure this library saved")
 
 
 def save(fig, path) -> Path:
-    """Write ``fig`` to ``path`` atomically (format from the suffix), signed so that a later save may
-    replace it; it replaces nothing else."""
+    """Write ``fig`` to ``path`` atomically (format from the suffix), signed so that a later save
+    may replace it; it replaces nothing else."""
     fmt = check_plot_path(path).suffix.lower()[1:]
     key = "Software" if fmt == "png" else "Creator"
     return atomic_write(

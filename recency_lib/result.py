@@ -108,7 +108,7 @@ class SimResult:
     def samples(self) -> int:
         return self.config.samples
 
-    # -- decisions ----------------------------------------------------------------------------------
+    # -- decisions ------------------------------------------------------------------------------
     def steps(self, estimator: str = "cv") -> tuple[np.ndarray, np.ndarray]:
         """The adjacent steps' (mean, sem), (layers, n, n): "cv" (control variates) or "plain"."""
         if check_choice("estimator", estimator, tuple(ESTIMATORS)) == "cv":
@@ -198,7 +198,7 @@ class SimResult:
             save(fig, path)
         return fig
 
-    # -- files --------------------------------------------------------------------------------------
+    # -- files ----------------------------------------------------------------------------------
     def _meta(self) -> dict:
         meta = {name: getattr(self, name) for name in _META}
         elapsed = None if math.isnan(self.elapsed_seconds) else self.elapsed_seconds
@@ -325,5 +325,8 @@ def overflow_message(cfg: SimConfig, layer: int) -> str:
             f"allowed: layers <= {max(1, layer)}, or norm={scaling}"
         )
     if cfg.eps == 0.0:
-        return f"eps=0.0: {where} (a state with zero variance divides 0 by 0); allowed: eps > 0 (e.g. 1e-12)"
+        return (
+            f"eps=0.0: {where} (a state with zero variance divides 0 by 0); "
+            "allowed: eps > 0 (e.g. 1e-12)"
+        )
     return f"{where}; allowed: a config whose states stay finite"

@@ -1,20 +1,11 @@
 """Streaming means and standard errors, and control variates with known means.
 
-Each sample block yields :class:`Moments`: the count, the mean and M2 (sum of squared deviations
-from the mean) of every feature, and the co-moment of each control feature of every layer with
-the same feature of the first layer. Blocks are merged with the parallel update of Chan, Golub
-and LeVeque (1979), always in block order, so the result does not depend on how blocks were
-grouped into chunks or spread over workers.
-
-Control variates (:func:`control_variate`). For a feature x of layer l and its control c (the same
-feature in layer 1, whose mean mu is known exactly, see :func:`recency_lib.features.
-control_means`), x - beta (c - mu) has the mean of x for any fixed beta, and the smallest variance
-at beta = Cov(x, c) / Var(c). Fitting beta on the same samples would bias the estimate by O(1/N)
-and make its standard error optimistic, so the samples are split in two groups by block parity
-(even and odd blocks, independent random streams) and each group is corrected with the beta fitted
-on the other (cross-fitting): the estimate is exactly unbiased, and its standard error is the
-group's own spread of x - beta c. The two group estimates are combined with weights proportional
-to their sample counts; their covariance, O(1/N^2) through the betas, is neglected.
+Each block yields :class:`Moments` (count, mean, M2 of every feature, and each control feature's
+co-moment with layer 1's), merged by Chan, Golub and LeVeque's update (1979) in block order, so
+chunks and workers never change a bit. Control variates (:func:`control_variate`): x - beta (c -
+mu), c layer 1's value of the feature with known mean mu, keeps x's mean for a fixed beta; beta is
+fitted on the other half of the blocks (even against odd: cross-fitting), so the estimate stays
+unbiased and its standard error honest.
 """
 
 from __future__ import annotations
@@ -31,15 +22,12 @@ class Moments:
     mean: np.ndarray  # (..., features)
     m2: np.ndarray  # (..., features) sum of squared deviations from the mean
     cross: np.ndarray | None = None  # (layers, controls): sum of (x_l - mean_l)(x_1 - mean_1)
-    single: bool = (
-        False  # one finite sample: m2 and cross are zeros (not pickled; skipped in merges)
-    )
+    single: bool = False  # one finite sample: m2 and cross are zeros (not pickled, not added)
 
     @classmethod
     def of(cls, x: np.ndarray, controls: slice | None = None) -> Moments:
-        """Two-pass moments over axis 0 (the samples); NaNs propagate (used for 'undefined').
-        With ``controls``, ``x`` is (B, layers, F) and the co-moments of those feature columns (the
-        last ones) with layer 1 are kept too."""
+        """Two-pass moments over axis 0 (the samples); with ``controls``, ``x`` is (B, layers, F)
+        and those last columns' co-moments with layer 1 are kept too."""
         if x.shape[0] == 1 and np.isfinite(x).all():  # one sample (long sequences): no spread
             zero = np.zeros(x.shape[1:])
             if controls is None:
@@ -54,21 +42,10 @@ class Moments:
         return cls(x.shape[0], mean, m2, cross)
 
     @classmethod
-    def from_sums(
-        cls,
-        count: int,
-        shift: np.ndarray,
-        s1: np.ndarray,
-        s2: np.ndarray,
-        sc: np.ndarray,
-        controls: slice,
-    ) -> Moments:
-        """Moments from shifted sums: s1 = sum (x - shift), s2 = sum (x - shift)^2 and
-        sc = sum (x_l - shift_l)(x_1 - shift_1) over the controls. With the shift a sample of the
-        same data (the compiled kernel uses the block's first), s1 / count is of the size of a
-        standard deviation and the subtractions below lose no more than a few digits of 16.
-        Arrays (layers, F), or (blocks, layers, F) for several blocks of ``count`` samples at once
-        (:meth:`unstack` splits them; the same numbers, element by element)."""
+    def from_sums(cls, count, shift, s1, s2, sc, controls: slice) -> Moments:
+        """Moments from the kernel's shifted sums s1 = sum (x - shift), s2 = sum (x - shift)^2,
+        sc = sum (x_l - shift_l)(x_1 - shift_1) (shift: a sample, so little is cancelled); arrays
+        (layers, F), or (blocks, layers, F) for blocks of ``count`` samples (:meth:`unstack`)."""
         d1 = s1 / count
         m2 = np.maximum(s2 - s1 * d1, 0.0)
         cross = sc - s1[..., controls] * d1[..., :1, controls]
@@ -76,33 +53,23 @@ class Moments:
 
     def unstack(self) -> list[Moments]:
         """Moments of blocks stacked on a first axis -> one Moments per block (views)."""
-        return [
-            Moments(
-                self.count, self.mean[b], self.m2[b], None if self.cross is None else self.cross[b]
-            )
-            for b in range(self.mean.shape[0])
-        ]
+        cross = [None] * len(self.mean) if self.cross is None else self.cross
+        return [Moments(self.count, *a) for a in zip(self.mean, self.m2, cross)]
 
     def merge(self, other: Moments) -> Moments:
-        """Chan et al. merge: exact in real arithmetic, stable in floating point. A new object; see
-        :meth:`merge_into` for the in-place form (the same numbers, bit for bit)."""
+        """Chan et al.'s merge into a new object (:meth:`merge_into`: in place, the same bits)."""
         return self.copy().merge_into(other)
 
     def merge_into(self, other: Moments) -> Moments:
-        """:meth:`merge` that overwrites this object's arrays (no new arrays of the features' size:
-        at n = 512 a block's moments are ~30 MB, and allocating them anew per block costs more than
-        the arithmetic). The operations and their order are those of the textbook formulas
-        mean + delta n_b / n and (m2_a + m2_b) + delta^2 n_a n_b / n, so the result is bitwise that
-        of :meth:`merge`. Returns self."""
+        """Merge ``other`` into this object's arrays (no allocation per block): mean + delta n_b / n
+        and (m2_a + m2_b) + delta^2 n_a n_b / n, in that order. Returns self."""
         n_a, n_b = self.count, other.count
         n = n_a + n_b
         delta = np.subtract(other.mean, self.mean)  # (..., features)
-        if not other.single:  # a single sample's m2 and cross are zeros: adding them changes at
-            self.m2 += other.m2  # most the sign of a zero (-0.0 + 0.0 = +0.0), so they are skipped
+        if not other.single:  # (adding a single sample's zeros could flip the sign of a zero)
+            self.m2 += other.m2
         if self.cross is not None:
-            c = slice(
-                self.mean.shape[-1] - self.cross.shape[-1], None
-            )  # the controls are the last columns
+            c = slice(self.mean.shape[-1] - self.cross.shape[-1], None)  # the last columns
             if not other.single:
                 self.cross += other.cross
             self.cross += delta[:, c] * delta[:1, c] * (n_a * n_b / n)
@@ -115,17 +82,11 @@ class Moments:
         return self
 
     def copy(self) -> Moments:
-        return Moments(
-            self.count,
-            self.mean.copy(),
-            self.m2.copy(),
-            None if self.cross is None else self.cross.copy(),
-            self.single,
-        )
+        cross = None if self.cross is None else self.cross.copy()
+        return Moments(self.count, self.mean.copy(), self.m2.copy(), cross, self.single)
 
     def __getstate__(self) -> dict:
-        """Pickled without the zeros of a single sample (at n = 512 that is 20 of a block's 33 MB,
-        sent from a worker process to the main one for every sample)."""
+        """Pickled without a single sample's zeros (most of a block's bytes at n = 512)."""
         state = dict(self.__dict__)
         if self.single:
             state["m2"] = self.m2.shape
@@ -146,7 +107,7 @@ class Moments:
 
 
 def merged(groups) -> Moments:
-    """The moments of all samples of ``groups`` (a list of Moments or None, merged in list order)."""
+    """The moments of all samples of ``groups`` (Moments or None), merged in order."""
     out = None
     for g in groups:
         if g is not None:
@@ -155,19 +116,15 @@ def merged(groups) -> Moments:
 
 
 def control_variate(groups, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Cross-fitted control-variate estimates and standard errors of the controls, (layers, controls).
+    """Cross-fitted control-variate estimates and standard errors, (layers, controls).
 
-    ``groups``: the two :class:`Moments` of the even and odd blocks (either may be None: a run of
-    one block); ``mu``: the exact layer-1 means of the controls. For group B with the coefficient
-    beta_A = C_A / M2_A[layer 1] of group A (0 where M2_A[layer 1] = 0, e.g. at alpha = 1):
+    ``groups``: the even and odd blocks' :class:`Moments`; ``mu``: layer 1's exact means. Group B,
+    corrected with group A's beta_A = C_A / M2_A[layer 1]:
 
         theta_B = mean_B[l] - beta_A (mean_B[1] - mu),
         se_B^2  = (M2_B[l] - 2 beta_A C_B[l] + beta_A^2 M2_B[1]) / ((N_B - 1) N_B),
 
-    and the two are combined as (N_A theta_A + N_B theta_B) / N with se^2 = (N_A^2 se_A^2 +
-    N_B^2 se_B^2) / N^2. With one group only (or one of fewer than 2 samples), beta = 0: the plain
-    mean and standard error of all samples. Layer 1 itself gets its plain estimate (its corrected
-    estimate would be mu exactly, which teaches nothing).
+    combined in proportion to N_A and N_B. One group only: the plain estimates; layer 1: plain.
     """
     nc = mu.shape[0]
     plain = merged(groups)
@@ -182,13 +139,12 @@ def control_variate(groups, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x, c = g.mean[:, -nc:], g.mean[:1, -nc:]
         theta = x - beta * (c - mu)
         m2_x, m2_c, cross = g.m2[:, -nc:], g.m2[:1, -nc:], g.cross
-        v = np.maximum(m2_x - 2 * beta * cross + beta * beta * m2_c, 0.0) / (
-            (g.count - 1) * g.count
-        )
+        spread = np.maximum(m2_x - 2 * beta * cross + beta * beta * m2_c, 0.0)
+        v = spread / ((g.count - 1) * g.count)
         w = g.count / total
         est += w * theta
         var += w * w * v
-    est[0], var[0] = plain.mean[0, -nc:], plain.sem[0, -nc:] ** 2  # layer 1: plain (see docstring)
+    est[0], var[0] = plain.mean[0, -nc:], plain.sem[0, -nc:] ** 2  # layer 1: plain
     return est, np.sqrt(var)
 
 
@@ -204,5 +160,5 @@ def pm(value: float, se: float) -> str:
     """ "0.6031 ± 0.0012": a value with its standard error, to the SE's two significant digits."""
     if not (math.isfinite(value) and math.isfinite(se)) or se <= 0:
         return f"{value:.6g} (SE 0)" if math.isfinite(value) and se == 0 else f"{value:.4g}"
-    digits = max(0, 1 - int(math.floor(math.log10(se))))
+    digits = max(0, 1 - math.floor(math.log10(se)))
     return f"{value:.{digits}f} ± {se:.{digits}f}"

@@ -1,30 +1,20 @@
-"""The random numbers of the gram engine, in numpy: the reference twin of the compiled generator.
+"""The gram engine's random numbers in numpy: the twin of the compiled generator, bit for bit.
 
-A gram block's draws (:func:`recency_lib.sampling.gram_draws`) are a fixed function of the block's
-key (three 32-bit words from ``SeedSequence(seed, spawn_key=(block,))``) and of each number's
-place: sample b of the block, coordinate row i, and the try or pair index t. The compiled kernel
-(``_kernel.c``, "the random numbers of a block") computes them lane by lane; this module computes
-the same bits with numpy, for machines without a compiler and as the reference the tests compare
-the kernel with. Three steps:
+A block's draws are a fixed function of its key (three 32-bit words of ``SeedSequence(seed,
+spawn_key=(block,))``) and of each number's place (sample b, coordinate row i, try t), so they do
+not depend on how samples are grouped into vector lanes. Three steps, each one IEEE operation at a
+time so that numpy and C round alike:
 
-1. **Bits**: Philox4x32-10 (Salmon, Moraes, Dror and Shaw, "Parallel random numbers: as easy as 1,
-   2, 3", SC 2011), a counter-based generator: 128 bits from a 128-bit counter (t, b, row, key2)
-   and a 64-bit key (key0, key1). row is i for the chi-square of coordinate row i and
-   :data:`NORMAL_ROW` for the standard normals.
-2. **Uniforms and normals**: U = 52 random bits / 2^52 in [0, 1); Box-Muller on (1 - U1, U2), with
-   log, sin and cos written as polynomials (:func:`log`, :func:`box_muller`) so that numpy and C
-   round identically (every step is one IEEE operation: +, -, *, /, sqrt).
-3. **Chi-squares**: chi^2_k = 2 Gamma(k / 2) by Marsaglia and Tsang's rejection method ("A simple
-   method for generating gamma variables", ACM TOMS 26, 2000) for k >= 2; the square of a normal
-   for k = 1.
-
-Why not numpy's own generator: its normals and gamma variates cost 13 and 25 ns each here, half of
-a Figure-1 block's time; the compiled generator draws a whole block at a few ns per number, and a
-counter-based stream makes each sample's numbers independent of how the samples are grouped into
-vector lanes, so every build still gives the same bits.
+1. bits: Philox4x32-10 (Salmon et al., SC 2011), 128 bits of a counter (t, b, row, key2) under a
+   64-bit key; row i for the chi-square of coordinate row i, :data:`NORMAL_ROW` for the normals;
+2. normals: Box-Muller on 52-bit uniforms, log, sin and cos as polynomials;
+3. chi-squares: 2 Gamma(k / 2) by Marsaglia and Tsang (ACM TOMS 26, 2000); at k = 1 a squared
+   normal.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -37,26 +27,8 @@ _PHILOX_W = (0x9E3779B9, 0xBB67AE85)
 _HALF_PI = 1.5707963267948966
 _LN2 = 0.6931471805599453
 _SQRT2 = 1.4142135623730951
-_SIN = (
-    -1.0 / 6,
-    1.0 / 120,
-    -1.0 / 5040,
-    1.0 / 362880,
-    -1.0 / 39916800,
-    1.0 / 6227020800.0,
-    -1.0 / 1307674368000.0,
-    1.0 / 355687428096000.0,
-)  # sin x = x + x z (c0 + c1 z + ...), z = x^2
-_COS = (
-    -1.0 / 2,
-    1.0 / 24,
-    -1.0 / 720,
-    1.0 / 40320,
-    -1.0 / 3628800,
-    1.0 / 479001600,
-    -1.0 / 87178291200.0,
-    1.0 / 20922789888000.0,
-)  # cos x = 1 + z (c0 + c1 z + ...)
+_SIN = tuple((-1) ** (k + 1) / math.factorial(2 * k + 3) for k in range(8))  # sin x = x + x z P(z)
+_COS = tuple((-1) ** (k + 1) / math.factorial(2 * k + 2) for k in range(8))  # cos x = 1 + z P(z)
 _LOG = tuple(1.0 / j for j in range(3, 24, 2))  # atanh s = s (1 + z (c0 + c1 z + ...)), z = s^2
 
 
@@ -96,9 +68,9 @@ def uniform52(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
 
 
 def log(u: np.ndarray) -> np.ndarray:
-    """log u for positive normal numbers: u = 2^e m with m in [sqrt(1/2), sqrt(2)), and
-    log m = 2 atanh(s) = 2 s (1 + s^2/3 + ... + s^22/23), s = (m - 1) / (m + 1) (|s| < 0.172:
-    truncation < 1e-18 relative), the polynomial by Estrin's scheme. The kernel's ``vlog`` op for op."""
+    """log u for positive normal numbers: u = 2^e m with m in [sqrt(1/2), sqrt(2)), and log m = 2
+    atanh(s) = 2 s (1 + s^2/3 + ... + s^22/23), s = (m - 1) / (m + 1) (|s| < 0.172: truncation <
+    1e-18 relative), the polynomial by Estrin's scheme. The kernel's ``vlog`` op for op."""
     bits = np.ascontiguousarray(u, dtype=np.float64).view(np.int64)
     e = ((bits >> 52) - 1023).astype(np.float64)
     m = ((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000).view(np.float64)

@@ -56,14 +56,13 @@ def block_matrices(p: Plan, k: int, size: int):
     return s, a, np.ascontiguousarray(f[:, :, lay["sq_norm"]])
 
 
+ENGINES, KERNELS = ("dense", "gram"), ("c", "numpy")
+
+
 def _plan(cfg: SimConfig, keep: int, engine, kernel) -> Plan:
     """How :func:`block_matrices` runs ``cfg``; the matrices of ``keep`` sequences must fit."""
-    if engine is None:
-        engine = resolve_engine(cfg)
-    check_choice("engine", engine, ("dense", "gram"))
-    kernel = (
-        kernels.kernel_name() if kernel is None else check_choice("kernel", kernel, ("c", "numpy"))
-    )
+    engine = check_choice("engine", resolve_engine(cfg) if engine is None else engine, ENGINES)
+    kernel = check_choice("kernel", kernels.kernel_name() if kernel is None else kernel, KERNELS)
     per, room = 4 * 8 * cfg.layers * cfg.n**2, memory_limit() - run_bytes(cfg, engine)
     if keep * per > room:
         raise ValueError(

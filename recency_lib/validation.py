@@ -1,8 +1,6 @@
-"""Checks of the values a user types: one message format for the whole library.
-
-Every check raises ``ValueError("{name}={value!r} is out of range; allowed: ...")`` (long values cut
-by :func:`short`) and returns the value as a plain built-in (or a float array, for the closed forms,
-which broadcast over their arguments). The command line prints that message as one ``error:`` line.
+"""Checks of the values a user types, one message format: ``ValueError("{name}={value!r} is out of
+range; allowed: ...")``; each returns the value as a plain built-in (a float array for the closed
+forms, which broadcast). The command line prints the message as one ``error:`` line.
 """
 
 from __future__ import annotations
@@ -27,9 +25,9 @@ def short(value) -> str:
 
 def check_int(name: str, value, minimum: int, maximum: int = INT_MAX) -> int:
     """An integer (not a bool) in [minimum, maximum], as a plain int."""
-    allowed = (
-        f"an integer in [{minimum}, {maximum}]" if maximum < INT_MAX else f"an integer >= {minimum}"
-    )
+    allowed = f"an integer >= {minimum}"
+    if maximum < INT_MAX:
+        allowed = f"an integer in [{minimum}, {maximum}]"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name}={short(value)} is not an integer; allowed: {allowed}")
     if not minimum <= value <= maximum:
@@ -37,15 +35,7 @@ def check_int(name: str, value, minimum: int, maximum: int = INT_MAX) -> int:
     return int(value)
 
 
-def check_real(
-    name: str,
-    value,
-    *,
-    lo: float | None = None,
-    hi: float | None = None,
-    lo_open: bool = False,
-    allowed: str,
-) -> float:
+def check_real(name: str, value, *, lo=None, hi=None, lo_open=False, allowed: str) -> float:
     """A finite real number (not a bool) in [lo, hi] ((lo, hi] with ``lo_open``), as a plain float
     (-0.0 as 0.0)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
@@ -90,18 +80,10 @@ def check_level(level, name: str = "level") -> float:
 
 
 def bounded_array(
-    name: str,
-    value,
-    *,
-    lo: float | None = None,
-    hi: float | None = None,
-    lo_open: bool = False,
-    allowed: str,
-    integers: bool = False,
-    inf: bool = False,
-) -> np.ndarray:
-    """Finite reals within [lo, hi] ((lo, hi] with ``lo_open``; +inf too with ``inf``), elementwise, as a
-    float array."""
+    name, value, *, lo=None, hi=None, lo_open=False, allowed, integers=False, inf=False
+):
+    """Finite reals within [lo, hi] ((lo, hi] with ``lo_open``; +inf too with ``inf``), elementwise,
+    as a float array."""
     if isinstance(value, (bool, np.bool_, str, bytes)):
         raise ValueError(f"{name}={short(value)} is not a number; allowed: {allowed}")
     try:

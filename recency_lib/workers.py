@@ -1,9 +1,5 @@
-"""A process pool for :func:`recency_lib.simulate` that stops cleanly.
-
-``with worker_pool(2) as pool: simulate(cfg, executor=pool)``. The workers ignore SIGINT (a Ctrl-C
-reaches the whole process group; the main process handles it); when the ``with`` block ends, by an
-error or an interrupt too, queued tasks are cancelled (``shutdown(cancel_futures=True)``) and the
-workers end once their current task is done.
+"""``with worker_pool(2) as pool: simulate(cfg, executor=pool)``: a process pool that stops cleanly
+(its workers ignore SIGINT, which the main process handles; queued tasks are cancelled on exit).
 """
 
 from __future__ import annotations
@@ -19,8 +15,8 @@ def _start_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
-        # glibc's malloc keeps freed blocks for reuse instead of returning every large temporary of the
-        # dense engine to the system (which zero-fills fresh pages again at the next allocation)
+        # glibc's malloc keeps freed blocks for reuse instead of returning every large temporary of
+        # the dense engine to the system (which zero-fills fresh pages again at the next allocation)
         with contextlib.suppress(OSError, AttributeError):
             mallopt = ctypes.CDLL(None).mallopt
             mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD

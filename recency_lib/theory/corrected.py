@@ -44,8 +44,6 @@ def prop1_attention_corrected(i, j, d, alpha=0.0):
     with a = e^{u / sqrt(d)} = e^{1 / sqrt(d)} instead of the printed e^{sqrt(d)}. For large d,
     a -> 1: the first layer attends almost uniformly, the opposite of Eq. (15)'s near-identity.
     The result does not depend on alpha < 1.
-
-    i, j: token indices (integers >= 1); d: hidden size (real >= 1); alpha in [0, 1]. Broadcasts.
     """
     i, j, d, alpha = np.broadcast_arrays(
         index_array("i", i), index_array("j", j), d_array(d), alpha_array(alpha)
@@ -68,8 +66,6 @@ def prop1_score_corrected(i, j, d, alpha=0.0):
 
     NaN above the diagonal. Still constant in j for i > j (Prop. 1's conclusion stands: no
     recency bias), but of size ~1 / (sqrt(d) i), not the printed 1 / (e^{sqrt d} + i - 1).
-
-    i, j: token indices (integers >= 1); d: hidden size (real >= 1); alpha in [0, 1]. Broadcasts.
     """
     i, j, d, alpha = np.broadcast_arrays(
         index_array("i", i), index_array("j", j), d_array(d), alpha_array(alpha)
@@ -90,9 +86,6 @@ def residual_coefficient(alpha, gamma, d, norm="layernorm"):
     y = sqrt(d) x / ||x|| gives g = gamma ||x_j^(0)|| / sqrt(d) = gamma sqrt(rho / (d (1 - alpha)))
     (rho = (d - 1) / d for LayerNorm, else 1; gamma sqrt(rho / d) at alpha = 1). This is the g
     used by :func:`sq_norm_corrected` and :func:`score2_corrected`.
-
-    alpha in [0, 1]; gamma: finite real; d: real >= 1 (> 1 for LayerNorm); norm: "layernorm" or
-    "rms". Broadcasts.
     """
     norm = check_norm(norm, CLOSED_FORM)
     alpha, gamma = alpha_array(alpha), gamma_array(gamma)
@@ -113,9 +106,6 @@ def sq_norm_corrected(j, alpha, gamma, d, norm="layernorm"):
 
     For LayerNorm this is ||P x_j^(1)||^2, what the next LayerNorm sees (P removes the feature
     mean). Equals ``lln_limit(...)["sq_norms"][1]``.
-
-    j: key index (integers >= 1); alpha in [0, 1]; gamma: finite real; d: real >= 1 (> 1 for
-    LayerNorm); norm: "layernorm" or "rms". Broadcasts.
     """
     norm = check_norm(norm, CLOSED_FORM)
     j, alpha, gamma = index_array("j", j), alpha_array(alpha), gamma_array(gamma)
@@ -132,9 +122,6 @@ def h_corrected(j, alpha, gamma, d, norm="layernorm"):
     Same as :func:`h_eq41` at gamma = 0 (up to LayerNorm's (d - 1)/d, which only enters through
     the residual). For gamma != 0 the residual's weight is gamma sqrt(rho / (d (1 - alpha))), not
     gamma, so at d = 64 the residual flattens h(j) far less than Eq. (41) says.
-
-    j: key index (integers >= 1); alpha in [0, 1]; gamma: finite real; d: real >= 1 (> 1 for
-    LayerNorm); norm: "layernorm" or "rms". Broadcasts.
     """
     return scalar_or_array(1.0 / np.sqrt(np.asarray(sq_norm_corrected(j, alpha, gamma, d, norm))))
 
@@ -150,7 +137,8 @@ def _score2_inputs(i, j, alpha, gamma, d, norm):
 
 
 def score2_corrected(i, j, alpha, gamma, d, norm="layernorm"):
-    """Second-layer score S^(2)_ij for any alpha, gamma in the LLN limit (corrected Eqs. (28)-(32), (40)).
+    """Second-layer score S^(2)_ij for any alpha, gamma in the LLN limit (corrected Eqs. (28)-(32),
+    (40)).
 
     With the layer-1 weights of Eqs. (25)-(26) and the residual weight g of
     :func:`sq_norm_corrected`, the inner product (i > j) does not depend on j (as Eq. (32) says):
@@ -159,9 +147,6 @@ def score2_corrected(i, j, alpha, gamma, d, norm="layernorm"):
 
     and S^(2)_ij = sqrt(d) <x_i, x_j> / (||x_i|| ||x_j||) = g(i) h(j) (Eq. (40)). sqrt(d) on the
     diagonal, NaN above it. At alpha = gamma = 0 this is Eq. (11).
-
-    i, j: token indices (integers >= 1); alpha in [0, 1]; gamma: finite real; d: real >= 1
-    (> 1 for LayerNorm); norm: "layernorm" or "rms". Broadcasts.
     """
     i, j, alpha, gamma, d, g, t = _score2_inputs(i, j, alpha, gamma, d, norm)
     inner = (1.0 + g) * ((1.0 - alpha) * t * _r(i - 1, t) + alpha * (1.0 + g))
@@ -174,23 +159,18 @@ def score2_corrected(i, j, alpha, gamma, d, norm="layernorm"):
 def score2_step_corrected(i, j, alpha, gamma, d, norm="layernorm"):
     """Adjacent difference S^(2)_ij - S^(2)_i,j-1 of :func:`score2_corrected`, without cancellation.
 
-    The smallest of these steps is the recency effect that Definition 1 needs to resolve. Taking
-    the difference of two :func:`score2_corrected` values loses every digit once the step is below
-    ~1e-16 of the score (d >~ 1500 at alpha = 0); here it is computed from
+    A difference of two :func:`score2_corrected` values loses every digit from d ~ 1500; here
 
-        S_ij = sqrt(d) inner_i / sqrt(q_i q_j)   (i > j; inner_i = <x_i, x_j> / d, free of j, Eq. (32))
-        q_{j-1} - q_j = (1 - alpha) t r_j r_{j-1} [2 g + t + (1 - t)(r_j + r_{j-1})]   (all terms >= 0)
+        S_ij = sqrt(d) inner_i / sqrt(q_i q_j)   (i > j; inner_i = <x_i, x_j> / d: free of j)
+        q_{j-1} - q_j = (1 - alpha) t r_j r_{j-1} [2 g + t + (1 - t)(r_j + r_{j-1})]   (terms >= 0)
 
     (q = ||x^(1)||^2 / d, t and r as in :func:`sq_norm_corrected`), so for 2 <= j < i
 
-        S_ij - S_i,j-1 = sqrt(d) inner_i / sqrt(q_i) * (q_{j-1} - q_j) / (sqrt(q_j q_{j-1}) (sqrt(q_j) + sqrt(q_{j-1}))),
+        S_ij - S_i,j-1 = sqrt(d) inner_i / sqrt(q_i) * (q_{j-1} - q_j)
+                         / (sqrt(q_j q_{j-1}) (sqrt(q_j) + sqrt(q_{j-1}))),
 
-    and for j = i the diagonal step sqrt(d) - S_i,i-1 (no cancellation: S_ii = sqrt(d) dominates).
-    NaN for j < 2 or j > i. Positive for alpha < 1, gamma >= 0 (Eqs. (37)-(39)).
-
-    i, j: token indices (integers >= 1); alpha in [0, 1]; gamma: finite real; d: real >= 1 (> 1 for
-    LayerNorm); norm: "layernorm" or "rms". Broadcasts.
-    """
+    and for j = i the diagonal step sqrt(d) - S_i,i-1; NaN for j < 2 or j > i. Positive for
+    alpha < 1, gamma >= 0 (Eqs. (37)-(39))."""
     i, j, alpha, gamma, d, g, t = _score2_inputs(i, j, alpha, gamma, d, norm)
     one_minus_t = -np.expm1(-(1.0 - alpha) * np.sqrt(d))
     inner = (1.0 + g) * ((1.0 - alpha) * t * _r(i - 1, t) + alpha * (1.0 + g))

@@ -1,6 +1,6 @@
-"""Finite-d results that need no law of large numbers: the exact first-token norm and the first-order
-size of what the LLN drops (the fluctuation factor of the layer-1 softmax), used by Appendix A.
-"""
+"""Finite-d results that need no law of large numbers: the exact first-token norm and the
+first-order size of what the LLN drops (the fluctuation factor of the layer-1 softmax), used by
+Appendix A."""
 
 from __future__ import annotations
 
@@ -14,25 +14,10 @@ from ._common import CLOSED_FORM, check_norm, scalar_or_array
 def sq_norm_first_token_exact(alpha, gamma, d, norm="layernorm"):
     """E ||x_1^(1)||^2 at finite d, EXACTLY (no law of large numbers; eps of the norm neglected).
 
-    The first token attends only to itself (A_11 = 1), so x_1^(1) = y_1 + gamma x_1^(0) and what
-    the next normalization sees is P x_1^(1) = y_1 + gamma P x_1 (P = centring for LayerNorm,
-    identity otherwise). With y_1 = sqrt(d) P x_1 / ||P x_1||:
-
-        ||P x_1^(1)||^2 = (sqrt(d) + gamma ||P x_1||)^2,
-        E = d + 2 gamma sqrt(d) E||P x_1|| + gamma^2 E||P x_1||^2.
-
-    Each token of Eq. (6) is N(0, s^2 I_d) with s^2 = 1 / (d (1 - alpha)) (s^2 = 1/d at
-    alpha = 1, where the token is v), so ||P x_1||^2 = s^2 chi^2_k with k = d - 1 (LayerNorm) or
-    d, and E||P x_1|| = s sqrt(2) Gamma((k + 1)/2) / Gamma(k/2). For norm "none" there is no y:
-    x_1^(1) = (1 + gamma) x_1 and E = (1 + gamma)^2 d s^2.
-
-    This isolates the residual coefficient of Eqs. (25)/(26)/(33) from every approximation: in the
-    LLN it is d (1 + g)^2 with g = :func:`residual_coefficient`; the printed coefficients give
-    d (1 + kappa)^2 with kappa = sqrt(d) gamma ||x||, d gamma or gamma.
-
-    alpha in [0, 1]; gamma: finite real; d: real >= 2; norm: "layernorm", "rms" or "none".
-    Broadcasts.
-    """
+    The first token attends only to itself, so P x_1^(1) = y_1 + gamma P x_1 and, with ||y_1||^2 =
+    d, E = d + 2 gamma sqrt(d) E||P x_1|| + gamma^2 E||P x_1||^2, where ||P x_1||^2 = s^2 chi^2_k,
+    s^2 = 1 / (d (1 - alpha)), k = d - 1 (LayerNorm) or d. Without a norm: (1 + gamma)^2 d s^2. It
+    isolates the residual coefficient of Eqs. (25)/(26)/(33) from every approximation."""
     norm = check_norm(norm)
     alpha, gamma, d = alpha_array(alpha), gamma_array(gamma), d_array(d, 2.0)
     alpha, gamma, d = np.broadcast_arrays(alpha, gamma, d)
@@ -43,16 +28,18 @@ def sq_norm_first_token_exact(alpha, gamma, d, norm="layernorm"):
 
     k = d - 1.0 if NORMS[norm].centres else d
     mean_norm = np.sqrt(2.0 * s2) * np.exp(gammaln((k + 1.0) / 2.0) - gammaln(k / 2.0))
-    return scalar_or_array(d + 2.0 * gamma * np.sqrt(d) * mean_norm + gamma**2 * k * s2)
+    y2 = NORMS[norm].sq_norm(d)  # ||y_1||^2: d for LayerNorm and RMSNorm
+    return scalar_or_array(y2 + 2.0 * gamma * np.sqrt(y2) * mean_norm + gamma**2 * k * s2)
 
 
 def drop_ratio_first_order(d, norm="layernorm"):
-    """Simulated / LLN size of the drop ||x_1^(1)||^2 - ||x_j^(1)||^2 at alpha = gamma = 0, to first order.
+    """Simulated / LLN size of the drop ||x_1^(1)||^2 - ||x_j^(1)||^2 at alpha = gamma = 0, to first
+    order.
 
     The LLN (Eqs. (9)-(10)) sets the off-diagonal layer-1 scores Z_jk = <y_j, y_k> / sqrt(d) to 0.
-    They are not small: Z = sqrt(d) u with u the cosine of two independent uniform directions in
-    m = d - 1 (LayerNorm) or d dimensions, so Z -> N(0, 1) and does not shrink with d. To first order
-    in the off-diagonal weights w_k = e^{Z_jk - sqrt d},
+    They are not small: Z = sqrt(d) u with u the cosine of two independent uniform directions in m =
+    d - 1 (LayerNorm) or d dimensions, so Z -> N(0, 1) and does not shrink with d. To first order in
+    the off-diagonal weights w_k = e^{Z_jk - sqrt d},
 
         E ||x_j||^2 = d - 2 sum_k E[w_k (d - sqrt(d) Z_jk)],
 
@@ -60,13 +47,10 @@ def drop_ratio_first_order(d, norm="layernorm"):
 
         R(d) = E[e^Z] - E[Z e^Z] / sqrt(d) = 0F1(; m/2; d/4) - (sqrt(d) / m) 0F1(; m/2 + 1; d/4),
 
-    (E[e^{t u}] = 0F1(; m/2; t^2/4) is the moment generating function of u) while the LLN drop is
-    2 (j - 1) d e^{-sqrt d} (R = 1). R(d) -> e^{1/2} (1 - 1/sqrt(d)) -> e^{1/2}: the relative error
-    of the LLN's j-dependence does NOT vanish as d grows. Neglected: terms of second order in
-    (j - 1) e^{-sqrt d}, relative size ~ (j - 1) e^{2 - sqrt d} (small for d >= 64).
-
-    d: real >= 3 (>= 4 for LayerNorm); norm: "layernorm" or "rms". Broadcasts.
-    """
+    (E[e^{t u}] = 0F1(; m/2; t^2/4) is the moment generating function of u) while the LLN drop is 2
+    (j - 1) d e^{-sqrt d} (R = 1). R(d) -> e^{1/2} (1 - 1/sqrt(d)) -> e^{1/2}: the relative error of
+    the LLN's j-dependence does NOT vanish as d grows. Neglected: terms of second order in (j - 1)
+    e^{-sqrt d}, relative size ~ (j - 1) e^{2 - sqrt d} (small for d >= 64)."""
     norm = check_norm(norm, CLOSED_FORM)
     d = d_array(d, 4.0 if NORMS[norm].centres else 3.0)
     from scipy.special import hyp0f1  # lazy: as above
@@ -78,19 +62,18 @@ def drop_ratio_first_order(d, norm="layernorm"):
 
 
 def drop_ratio_gaussian(alpha, d):
-    """Gaussian approximation of the same ratio for any alpha < 1 (see :func:`drop_ratio_first_order`).
+    """Gaussian approximation of the same ratio for any alpha < 1 (see
+    :func:`drop_ratio_first_order`).
 
     With S_jk = sqrt(d) alpha + xi (Eq. (23) corrected), first order in the off-diagonal weights
     gives E[drop] / LLN drop = E[e^xi] - E[xi e^xi] / (sqrt(d) (1 - alpha)). Approximating xi by
     N(0, sigma^2), sigma^2 = (1 - alpha^2)^2 (the large-d variance of sqrt(d) times a sample
     correlation coefficient with true correlation alpha):
 
-        R(alpha, d) = e^{sigma^2 / 2} (1 - sigma^2 / (sqrt(d) (1 - alpha)))  ->  e^{(1 - alpha^2)^2 / 2}.
+        R(alpha, d) = e^{sigma^2 / 2} (1 - sigma^2 / (sqrt(d) (1 - alpha)))  (-> e^{sigma^2 / 2})
 
     d = inf gives the limit. An approximation (the O(1/sqrt(d)) bias of xi and higher orders in
     e^{-(1 - alpha) sqrt d} are neglected); the simulation is the reference.
-
-    alpha in [0, 1); d: real >= 1 or inf. Broadcasts.
     """
     alpha = bounded_array(
         "alpha", alpha, lo=0.0, hi=np.nextafter(1.0, 0.0), allowed="real numbers in [0, 1)"

@@ -27,25 +27,9 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
                     M   = A N + gamma I                          (X' = A Y + gamma X = M X)
                     G  <- M G M^T
 
-    rho = (d - 1) / d for "layernorm", else 1. LayerNorm sees the centred state P x; the
-    centring removes the feature mean, an O(1/d) part of ||x||^2, so in the limit LayerNorm is the
-    RMS map sqrt(d) x / ||x|| of Eq. (21). The recursion tracks the centred Gram exactly in
-    expectation (Y is centred, so P x' = A Y + gamma P x), which is where rho comes from; it only
-    matters through the residual and eps.
-
-    It is the consistent version of the paper's approximations: layer 2 reproduces Eq. (5)/(11)
-    (LayerNorm, alpha = gamma = 0), :func:`prop1_score_corrected` (norm "none", gamma = 0) and
-    :func:`sq_norm_corrected` / :func:`score2_corrected` (any alpha, gamma). It neglects the O(1)
-    fluctuations of the off-diagonal scores (see the module docstring).
-
-    Args:
-        alpha: anisotropy in [0, 1] (Eq. (6)); alpha = 1 means every token equals v.
-        gamma: residual weight (finite real; Eq. (20)).
-        d: hidden size, real >= 1 (> 1 for LayerNorm, whose centring zeroes a single feature).
-        n: tokens, integer >= 1.  layers: integer >= 1.
-        norm: "layernorm", "rms" or "none".  eps: >= 0, added to the mean square (as in LayerNorm).
-
-    Returns dict with
+    rho = (d - 1) / d for LayerNorm (it sees the centred state). Layer 2 reproduces Eq. (5)/(11),
+    :func:`prop1_score_corrected` and :func:`score2_corrected`; the O(1) fluctuations of the
+    off-diagonal scores are neglected. Returns a dict with
         "scores":    (layers, n, n) S^(l), NaN above the diagonal
         "attention": (layers, n, n) A^(l), 0 above the diagonal
         "sq_norms":  (layers, n)    ||x_j^(l-1)||^2 of the state fed to layer l (||P x||^2 for LN)
@@ -75,7 +59,10 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
         grams[layer] = g
         sq = np.diag(g).copy()  # (n,)
         sq_norms[layer] = sq
-        scale = np.ones(n) if not NORMS[norm].scales else 1.0 / np.sqrt(sq / d + eps)  # (n,) N
+        spec = NORMS[norm]
+        scale = np.ones(n) if not spec.scales else 1.0 / np.sqrt(sq / d + eps)  # (n,) N
+        if spec.scale_to is not None:
+            scale = scale * spec.gain(d)
         s = scale[:, None] * g * scale[None, :] / sd  # (n, n)
         a = causal_softmax(s)  # (n, n)
         scores[layer] = np.where(lower, s, np.nan)

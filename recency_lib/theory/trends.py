@@ -36,14 +36,15 @@ def _log_factorials(r: np.ndarray) -> np.ndarray:
 def _log_pochhammer(b: np.ndarray, r: np.ndarray) -> np.ndarray:
     """log (b)_r for r = 0 .. R-1 (rising factorials), (R, len(b))."""
     return np.concatenate(
-        [np.zeros((1,) + b.shape), np.cumsum(np.log(b[None, :] + r[:-1]), axis=0)], axis=0
+        [np.zeros((1, *b.shape)), np.cumsum(np.log(b[None, :] + r[:-1]), axis=0)], axis=0
     )
 
 
 def sphere_moment(p: int, k: int, d) -> np.ndarray:
     """U_{p,k}(d) = E[u^p e^{k sqrt(d) u}], u the cosine of two independent uniform unit vectors in
-    d - 1 dimensions (the centred subspace LayerNorm maps to). From E[e^{t u}] = 0F1(; (d-1)/2; t^2/4),
-    differentiated p times in t (all terms positive, summed in log space). p in 0..4, k in 0..3."""
+    d - 1 dimensions (the centred subspace LayerNorm maps to). From E[e^{t u}] = 0F1(; (d-1)/2;
+    t^2/4), differentiated p times in t (all terms positive, summed in log space). p in 0..4, k in
+    0..3."""
     d = d_array(d, 4.0)
     shape, d = d.shape, np.atleast_1d(d).ravel()
     m = d - 1.0
@@ -76,8 +77,9 @@ def sphere_moment(p: int, k: int, d) -> np.ndarray:
 
 
 def q_factor(d) -> np.ndarray:
-    """q(d) = E[e^Z (1 - u^2)] = ((d - 2) / (d - 1)) 0F1(; (d + 1) / 2; d / 4) (Z = sqrt(d) u): q(d)^2 is the
-    exact eps^2 coefficient of every step of S^(2) over sqrt(d); q = e^{1/2} (1 - 7 / (4 d) + O(d^-2))."""
+    """q(d) = E[e^Z (1 - u^2)] = ((d - 2) / (d - 1)) 0F1(; (d + 1) / 2; d / 4) (Z = sqrt(d) u):
+    q(d)^2 is the exact eps^2 coefficient of every step of S^(2) over sqrt(d); q = e^{1/2} (1 - 7 /
+    (4 d) + O(d^-2))."""
     d = d_array(d, 4.0)
     shape, d = d.shape, np.atleast_1d(d).ravel()
     m = d - 1.0
@@ -124,7 +126,8 @@ def _groups(d: np.ndarray, order: int) -> dict:
 
 
 def theorem1_coefficients(d, n: int = 10, order: int = 4):
-    """(c2, c3, c4) with trend = sqrt(d) (c2 eps^2 + c3 eps^3 + c4 eps^4), eps = e^{-sqrt d}; c2 = q(d)^2."""
+    """(c2, c3, c4) with trend = sqrt(d) (c2 eps^2 + c3 eps^3 + c4 eps^4), eps = e^{-sqrt d}; c2 =
+    q(d)^2."""
     n = check_int("n", n, 3)
     order = check_int("order", order, 2, 4)
     d = d_array(d, 4.0)
@@ -150,10 +153,10 @@ def log_theorem1_trend(d, n: int = 10, order: int = 4) -> np.ndarray:
 
 
 def theorem1_trend(d, n: int = 10, order: int = 4):
-    """The mean step of S^(2) between earlier keys WITH LayerNorm (alpha = gamma = 0, two layers, n tokens):
-    sqrt(d) eps^2 [q(d)^2 + eps c3 + eps^2 c4] (module docstring), ``order`` the highest power of eps kept
-    (2, 3 or 4). Within 0.5 % of simulation for d >= 16, n <= 10; NaN where the truncated series is not
-    positive (small d, where it diverges). Broadcasts over d (>= 4)."""
+    """The mean step of S^(2) between earlier keys WITH LayerNorm (alpha = gamma = 0, two layers, n
+    tokens): sqrt(d) eps^2 [q(d)^2 + eps c3 + eps^2 c4] (module docstring), ``order`` the highest
+    power of eps kept (2, 3 or 4). Within 0.5 % of simulation for d >= 16, n <= 10; NaN where the
+    truncated series is not positive (small d, where it diverges). Broadcasts over d (>= 4)."""
     out = np.exp(log_theorem1_trend(d, n, order))
     return float(out) if out.ndim == 0 else out
 
@@ -168,8 +171,8 @@ def theorem1_step(i: int, j: int, d, order: int = 4):
 
 
 def theorem1_steps(n: int, d: float, order: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`theorem1_step` of every pair 2 <= j < i <= n at one d, the d-dependent terms computed once:
-    (i, j, steps), each (pairs,), the same numbers as pair by pair."""
+    """:func:`theorem1_step` of every pair 2 <= j < i <= n at one d, the d-dependent terms computed
+    once: (i, j, steps), each (pairs,), the same numbers as pair by pair."""
     i, j = _pairs(check_int("n", n, 3))
     d = np.float64(check_real("d", d, lo=4.0, allowed="one finite real number >= 4"))
     return i, j, _theorem1_steps(i, j, d, check_int("order", order, 2, 4))
@@ -200,7 +203,7 @@ def _prop1_steps(i, j, d):
 
 
 def proposition1_step(i: int, j: int, d):
-    """E[S^(2)_ij - S^(2)_i,j-1] without normalization for one pair 2 <= j < i (1-based); positive."""
+    """E[S^(2)_ij - S^(2)_i,j-1] without normalization, one pair 2 <= j < i (1-based); positive."""
     i, j = check_int("i", i, 3), check_int("j", j, 2)
     if j >= i:
         raise ValueError(f"j={j} is out of range; allowed: 2 <= j < i = {i}")
@@ -209,9 +212,10 @@ def proposition1_step(i: int, j: int, d):
 
 
 def proposition1_trend(d, n: int = 10):
-    """The mean step of S^(2) between earlier keys WITHOUT normalization (alpha = gamma = 0, two layers, n
-    tokens): the mean over the pairs of [(Phi_{j-1} - Phi_j) / (a + i - 1) - E_i / (j (j - 1))] / sqrt(d)
-    (module docstring), about K_n / d^2. Within the simulation's errors for d >= 8. Broadcasts over d (>= 4)."""
+    """The mean step of S^(2) between earlier keys WITHOUT normalization (alpha = gamma = 0, two
+    layers, n tokens): the mean over the pairs of [(Phi_{j-1} - Phi_j) / (a + i - 1) - E_i / (j (j -
+    1))] / sqrt(d) (module docstring), about K_n / d^2. Within the simulation's errors for d >= 8.
+    Broadcasts over d (>= 4)."""
     n = check_int("n", n, 3)
     d = d_array(d, 4.0)
     pi, pj = _pairs(n)
@@ -220,8 +224,9 @@ def proposition1_trend(d, n: int = 10):
 
 
 def crossover_d(n: int = 10, lo: float = 16.0, hi: float = 400.0) -> float:
-    """The hidden size d* at which :func:`theorem1_trend` equals :func:`proposition1_trend` (bisection on
-    the log ratio): below it LayerNorm's trend is the larger, above it the un-normalized one."""
+    """The hidden size d* at which :func:`theorem1_trend` equals :func:`proposition1_trend`
+    (bisection on the log ratio): below it LayerNorm's trend is the larger, above it the
+    un-normalized one."""
     n = check_int("n", n, 3)
     return bisect(
         lambda x: float(log_theorem1_trend(x, n) - np.log(proposition1_trend(x, n))),
