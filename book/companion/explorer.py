@@ -205,11 +205,9 @@ def explorer_data(results) -> dict:
     first = results[0]
     shape = {k: getattr(first.config, k) for k in ("n", "layers", "samples", "seed")}
     axes = {
-        "alphas": sorted({r.config.alpha for r in results}),
-        "gammas": sorted({r.config.gamma for r in results}),
-        "ds": sorted({r.config.d for r in results}),
-        "norms": [m for m in NORMS if m in {r.config.norm for r in results}],
+        f"{k}s": sorted({getattr(r.config, k) for r in results}) for k in ("alpha", "gamma", "d")
     }
+    axes["norms"] = [m for m in NORMS if m in {r.config.norm for r in results}]  # registry order
     steps = shape["n"] * (shape["n"] - 1) // 2
     rp_se = np.array([r.recency_probability_sem for r in results])  # (settings, layers)
     meta = {

@@ -20,7 +20,7 @@ RP_GID = "recency_probability"  # gid of a heatmap's RP label
 NO_ORDER_GID = "no_order"  # gid of the 0.5 "no order" line
 EXACT_GID = "closed_form_exact"  # gid of ratio_by_d's line at 1
 RASTER_ABOVE_N = 40  # heatmaps with more tokens are embedded as a bitmap in the SVG
-_KINDS = {"printed": conventions.AS_PRINTED, "corrected": conventions.CORRECTED, None: {}}
+_KINDS = {"printed": conventions.AS_PRINTED, "corrected": conventions.CORRECTED}
 
 
 # -- style and figures ---------------------------------------------------------------------------
@@ -300,16 +300,13 @@ def figure1_grids(results, row_labels, layers: int):
 # -- curves ----------------------------------------------------------------------------------------
 
 
-def h_curve(j, h, ax, *, label=None, normalize=True, kind=None, **kw):
-    """h(j) against the key j (Figs. 2 and 5), divided by its first value unless not ``normalize``;
-    ``kind`` "printed" (dashed) or "corrected" (solid), else points on a line. Returns ``ax``."""
+def h_curve(j, h, ax, *, label=None, normalize=True, kind="corrected", **kw):
+    """h(j) against the key j (Figs. 2 and 5), divided by its first value unless not ``normalize``,
+    as :func:`closed_form` draws it. Returns ``ax``."""
     j, h = np.asarray(j, dtype=float), np.asarray(h, dtype=float)
     if normalize:
         h = h / h[0]
-    style = dict(_KINDS[check_choice("kind", kind, tuple(_KINDS))])
-    if kind is None:
-        style.update(marker="o", markersize=3)
-    ax.plot(j, h, label=label, **(style | kw))
+    closed_form(j, h, ax, kind=kind, label=label, **kw)
     ax.set_xlabel("key j")
     ax.set_ylabel(f"h(j) / h({j[0]:g})" if normalize else "h(j)")
     return ax
@@ -366,7 +363,7 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
 
 def closed_form(x, y, ax, *, kind="corrected", label=None, **kw):
     """A closed form as a line, ``kind`` "printed" (dashed) or "corrected" (solid)."""
-    style = _KINDS[check_choice("kind", kind, ("printed", "corrected"))]
+    style = _KINDS[check_choice("kind", kind, tuple(_KINDS))]
     ax.plot(x, y, label=label, **(style | kw))
     return ax
 
