@@ -1,16 +1,6 @@
-"""What the landing page, the introduction and the preliminaries compute beyond the verdicts.
-
-* :func:`findings`: the verdict words the landing page states in its opening sentences (its numbers are
-  :mod:`companion.quantities`', the chapters' own);
-* :func:`repository_url`, :func:`bib_entry`, :func:`book_bibtex`: the landing page's Cite section, from
-  ``_config.yml`` (the repository's URL, the one place to change it), ``book/references.bib`` (the
-  paper) and ``CITATION.cff`` (the book's title, authors and year), with the simulator's version;
-* statistics.ordered_rows (a statistic for ``recency_lib.engines.sequence_statistic``) and
-  :func:`single_sequence_order`: how often a single sequence's own score matrix satisfies Definition 1;
-* :func:`exact_entries`, :func:`typical_score_se`: what the dense-versus-Gram check compares, and at
-  which precision.
-
-Functions take results and never simulate.
+"""What the landing page and the preliminaries compute beside the verdicts: the opening's verdict
+words, the Cite section (from ``_config.yml``, ``book/references.bib`` and ``CITATION.cff``),
+Definition 1 on single sequences, and what the dense-versus-Gram check compares.
 """
 
 from __future__ import annotations
@@ -23,7 +13,6 @@ from pathlib import Path
 import numpy as np
 
 from recency_lib.result import SimResult
-from recency_lib.validation import check_int
 
 from . import report
 
@@ -32,23 +21,20 @@ CONFIG = ROOT / "_config.yml"
 CITATION = ROOT / "CITATION.cff"
 REFERENCES = ROOT / "book" / "references.bib"
 
-
-# -- the opening sentences of the landing page -----------------------------------------------------
-
-#: The claims the landing page's opening sentences quote, by the verdict's claim name.
-FINDING_CLAIMS = ("Figure 1", "Theorem 1", "Eq. (5)", "Theorem 1, corrected", "Proposition 1")
+#: The claims of the landing page's opening, by the glue key's suffix.
+FINDING_CLAIMS = {
+    "fig1": "Figure 1",
+    "thm1": "Theorem 1",
+    "eq5": "Eq. (5)",
+    "corr": "Theorem 1, corrected",
+    "prop1": "Proposition 1",
+}
 
 
 def findings(verdicts) -> dict[str, str]:
-    """glue key suffix -> the verdict word of each claim of :data:`FINDING_CLAIMS` ("fig1", "thm1", "eq5",
-    "corr", "prop1"), what the landing page's opening states."""
-    by = {v.claim: v for v in verdicts}
-    missing = [c for c in FINDING_CLAIMS if c not in by]
-    if missing:
-        raise ValueError(
-            f"verdicts lack {', '.join(missing)}; allowed: the list of claims.verdict_table"
-        )
-    return dict(zip(("fig1", "thm1", "eq5", "corr", "prop1"), (by[c].word for c in FINDING_CLAIMS)))
+    """The glue key's suffix -> the verdict word of each claim of :data:`FINDING_CLAIMS`."""
+    by = {v.claim: v.word for v in verdicts}
+    return {key: by[claim] for key, claim in FINDING_CLAIMS.items()}
 
 
 # -- the Cite section ------------------------------------------------------------------------------
@@ -57,11 +43,7 @@ def findings(verdicts) -> dict[str, str]:
 def _yaml(path) -> dict:
     import yaml
 
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} is not a YAML mapping")
-    return data
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
 
 
 def repository_url(config=CONFIG) -> str:
@@ -73,7 +55,7 @@ def repository_url(config=CONFIG) -> str:
 
 
 def bib_entry(key: str, path=REFERENCES) -> str:
-    """The BibTeX entry ``key`` of ``path`` (book/references.bib), verbatim."""
+    """The BibTeX entry ``key`` of ``path``, verbatim."""
     text = Path(path).read_text(encoding="utf-8")
     m = re.search(r"@\w+\{" + re.escape(key) + r",", text)
     if not m:
@@ -93,8 +75,8 @@ def _bib_value(text: str) -> str:
 def book_bibtex(
     version: str, url: str | None = None, citation=CITATION, key: str = "companion"
 ) -> str:
-    """The book's BibTeX entry: title, authors and year of ``CITATION.cff``'s preferred citation, the
-    repository's URL (:func:`repository_url` unless given) and ``version`` (recency_lib.__version__)."""
+    """The book's BibTeX entry: ``CITATION.cff``'s preferred citation, the repository's URL
+    (:func:`repository_url` unless given) and ``version``."""
     cff = _yaml(citation).get("preferred-citation") or {}
     authors = " and ".join(
         "{" + _bib_value(a["name"]) + "}"
@@ -120,15 +102,14 @@ def bibtex_block(entry: str) -> report.Markdown:
     return report.Markdown(f"```bibtex\n{entry}\n```")
 
 
-# -- Definition 1 on single sequences ------------------------------------------------------------------
+# -- Definition 1 on single sequences --------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class SingleOrder:
-    """How often one sequence's own score matrix of one layer has recency bias (:func:`single_sequence_order`):
-    ``share`` ± ``se`` of the ``samples`` sequences, ``count`` of them, and per query ``rows`` (1-based
-    i = 3..n) the share whose row i is in order (± SE), beside ``exchangeable``, 1/(i - 1)!: the chance
-    that i - 1 exchangeable keys come in increasing order."""
+    """The ``share`` ± ``se`` (``count``) of ``samples`` sequences whose own score matrix of
+    ``layer`` is in order, and per query ``rows`` (i = 3..n) the share whose row i is, beside
+    ``exchangeable`` = 1/(i - 1)!, the chance for i - 1 exchangeable keys."""
 
     layer: int
     samples: int
@@ -142,18 +123,16 @@ class SingleOrder:
 
 
 def single_sequence_order(stat, layer: int) -> SingleOrder:
-    """:class:`SingleOrder` of 1-based ``layer`` from ``stat``, a SequenceStatistic of statistics.ordered_rows."""
-    layers = stat.config.layers
-    layer = check_int("layer", layer, 1, layers)
-    mean, sem = np.asarray(stat.mean)[layer - 1], np.asarray(stat.sem)[layer - 1]
-    n = mean.shape[0] - 1
-    rows = np.arange(3, n + 1)
+    """:class:`SingleOrder` of the 1-based ``layer`` of a SequenceStatistic of
+    statistics.ordered_rows (per layer: the whole matrix, then each row)."""
+    mean, sem = np.asarray(stat.mean)[layer - 1], np.asarray(stat.sem)[layer - 1]  # (n + 1,)
+    rows = np.arange(3, mean.shape[0])
     return SingleOrder(
         layer,
         int(stat.samples),
         float(mean[0]),
         float(sem[0]),
-        int(round(mean[0] * stat.samples)),
+        round(float(mean[0]) * stat.samples),
         rows,
         mean[rows],
         sem[rows],
@@ -162,47 +141,40 @@ def single_sequence_order(stat, layer: int) -> SingleOrder:
 
 
 def single_order_rows(orders) -> list[dict]:
-    """The table of several :class:`SingleOrder` (one per layer, same setting): per query i, the share of
-    sequences whose row i is in order in each layer, and 1/(i - 1)!."""
-    orders = list(orders)
-    if not orders or any(o.rows.shape != orders[0].rows.shape for o in orders):
-        raise ValueError("orders must be a non-empty list of SingleOrder of one setting")
+    """The table of several layers' :class:`SingleOrder`: per query i, the share of sequences whose
+    row i is in order in each layer, and 1/(i - 1)!."""
+    first = orders[0]
     return [
         {
             "query $i$": str(int(i)),
             **{f"layer {o.layer}": report.pm(o.row_share[k], o.row_se[k]) for o in orders},
-            "$1/(i-1)!$": report.num(orders[0].exchangeable[k], 3),
+            "$1/(i-1)!$": report.num(first.exchangeable[k], 3),
         }
-        for k, i in enumerate(orders[0].rows)
+        for k, i in enumerate(first.rows)
     ]
 
 
-# -- the dense-versus-Gram check ------------------------------------------------------------------------
+# -- the dense-versus-Gram check -------------------------------------------------------------------
 
 
 def exact_entries(res_a: SimResult, res_b: SimResult) -> dict[str, int]:
-    """How many of the entries that ``claims.engines_agree`` compares without sampling noise are scores
-    ("score": the diagonal, sqrt(d) after normalization) and attention weights ("attention": A_11 = 1),
-    by the same rule (an SE of float rounding in both results)."""
+    """How many of the entries claims.engines_agree compares without sampling noise (an SE of float
+    rounding in both results) are scores (the diagonal) and attention weights (A_11 = 1)."""
     lower = np.tri(res_a.config.n, dtype=bool)
-    out = {}
-    for name, key in (("score", "score"), ("attn", "attention")):
-        m1, s1 = (getattr(res_a, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
-        m2, s2 = (getattr(res_b, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
-        rtol = report.EXACT_RTOL
-        exact = (s1 <= rtol * np.maximum(1.0, np.abs(m1))) & (
-            s2 <= rtol * np.maximum(1.0, np.abs(m2))
-        )
-        out[key] = int(np.sum(exact))
-    return out
+
+    def exact(res, name):  # (layers, entries)
+        mean, se = getattr(res, f"{name}_mean")[:, lower], getattr(res, f"{name}_sem")[:, lower]
+        return se <= report.EXACT_RTOL * np.maximum(1.0, np.abs(mean))
+
+    return {
+        key: int(np.sum(exact(res_a, name) & exact(res_b, name)))
+        for name, key in (("score", "score"), ("attn", "attention"))
+    }
 
 
 def typical_score_se(res: SimResult, layer: int) -> float:
-    """The median standard error of the off-diagonal mean scores of 1-based ``layer``: the precision of a
-    comparison of mean scores. NaN when n < 2."""
-    layer = check_int("layer", layer, 1, res.config.layers)
-    n = res.config.n
-    lower = np.tri(n, k=-1, dtype=bool)
+    """The median SE of the off-diagonal mean scores of the 1-based ``layer`` (NaN when n < 2)."""
+    lower = np.tri(res.config.n, k=-1, dtype=bool)
     if not np.any(lower):
         return math.nan
     return float(np.median(res.score_sem[layer - 1][lower]))

@@ -1,11 +1,7 @@
-"""seaborn's theme for the book's figures, without importing seaborn in every kernel.
-
-The figures use seaborn's "paper" context and its "ticks" style (:func:`companion.plotting.book_style`);
-the heatmaps' colour map is recency_lib's convention (:mod:`recency_lib.plot`). Importing seaborn brings scipy.stats and pandas into every
-kernel that draws: the pages, Appendix B's papermill runs and every rerun. What ``seaborn.set_theme`` sets is plain data, so seaborn itself computes it once and the
-results cache keeps it (:func:`recency_lib.cache.cached_value`, keyed by seaborn's and matplotlib's
-versions and this module's code); later kernels apply the stored values, the same numbers bit for bit
-(``tests/book/test_theme.py`` compares them with a real ``set_theme``).
+"""seaborn's theme for the book's figures without importing seaborn in every kernel: what
+``seaborn.set_theme(context="paper", style="ticks")`` sets is plain data, computed once by seaborn
+and kept in the results cache (keyed by seaborn's and matplotlib's versions);
+tests/book/test_theme.py holds it equal to a real ``set_theme``.
 """
 
 from __future__ import annotations
@@ -25,9 +21,8 @@ def _json(value):
 
 
 def from_seaborn() -> dict:
-    """Import seaborn, apply ``set_theme(context=CONTEXT, style=STYLE)`` and read back what it set, as
-    JSON values: ``rc`` (the rcParams of its style and context, the colour cycle left out),
-    ``cycle`` (the colour cycle's RGB triples) and ``codes`` (the one-letter colours)."""
+    """What ``set_theme`` sets, as JSON: ``rc`` (its rcParams but the colour cycle), ``cycle`` (the
+    cycle's RGB triples) and ``codes`` (the one-letter colours)."""
     import matplotlib as mpl
     import seaborn as sns
 
@@ -41,11 +36,9 @@ def from_seaborn() -> dict:
 
 
 def theme() -> dict:
-    """:func:`from_seaborn`'s values, from the results cache (computed there once per seaborn and
-    matplotlib version)."""
-    # the cache by name, not by an import statement: the theme depends on seaborn, matplotlib and this
-    # module alone, and book/_ext/fresh_cache.py (which follows import statements) must not make every
-    # page that only draws depend on the simulator's code through recency_lib.cache
+    """:func:`from_seaborn`'s values, from the results cache."""
+    # imported by name: book/_ext/fresh_cache.py follows import statements, and a page that only
+    # draws must not depend on the simulator's code through recency_lib.cache
     cache = importlib.import_module("recency_lib.cache")
     value, _ = cache.cached_value(
         "seaborn-theme", from_seaborn, ("companion.theme",), packages=("seaborn", "matplotlib")
@@ -55,8 +48,7 @@ def theme() -> dict:
 
 def apply(rc: dict | None = None) -> None:
     """What ``seaborn.set_theme(context=CONTEXT, style=STYLE, rc=rc)`` does to matplotlib, from
-    :func:`theme`: the rcParams, the colour cycle, the one-letter colours and the registration of the
-    colour map its ``image.cmap`` names, "rocket" (recency_lib's heatmap convention); then ``rc`` on top."""
+    :func:`theme`, with the colour map its ``image.cmap`` names ("rocket", recency_lib's)."""
     import matplotlib as mpl
     from cycler import cycler
 

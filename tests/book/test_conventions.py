@@ -1,4 +1,5 @@
-"""companion.conventions: one threshold rule, one geometry, one colour per alpha, one name per model."""
+"""companion.conventions: one threshold rule, one geometry, one colour per alpha, one name per
+model."""
 
 import pytest
 from scipy.stats import norm
@@ -28,8 +29,6 @@ def test_figures_fit_the_column():
         pytest.approx(cv.COLUMN_IN / 2),
     )
     assert min(cv.FONT_PT, cv.SMALL_PT, cv.TITLE_PT, cv.RP_LABEL_PT) >= 9
-    with pytest.raises(ValueError, match="width=1.5"):
-        cv.figure_size(width=1.5)
 
 
 def test_one_colour_per_alpha():
@@ -38,8 +37,6 @@ def test_one_colour_per_alpha():
     assert cv.alpha_colour(0.5) == cv.alpha_colour(0.5) == colours[cv.ALPHAS.index(0.5)]
     assert set(cv.H_ALPHAS) <= set(cv.ALPHAS)
     assert cv.alpha_label(0.5) == "α = 0.5"
-    with pytest.raises(ValueError, match="alpha=1.5"):
-        cv.alpha_colour(1.5)
 
 
 @pytest.mark.parametrize(
@@ -67,8 +64,6 @@ def test_variant_style_and_line_styles():
     assert cv.variant_style(SimConfig(norm="none"))["marker"] != cv.variant_style(ln)["marker"]
     assert cv.AS_PRINTED["linestyle"] == "--" and cv.CORRECTED["linestyle"] == "-"
     assert cv.SIMULATION["fmt"] == "o"
-    with pytest.raises(ValueError, match="a SimConfig"):
-        cv.variant_name({"norm": "none"})
 
 
 def test_leak():
@@ -81,7 +76,3 @@ def test_ordered_series_get_their_own_colours():
     assert len(set(colours)) == 6
     assert not set(colours) & {cv.alpha_colour(a) for a in cv.ALPHAS}  # never mistaken for an alpha
     assert cv.ordered_colour(0, 1) == colours[0]  # a single series: the first colour
-    with pytest.raises(ValueError, match="k=6"):
-        cv.ordered_colour(6, 6)
-    with pytest.raises(ValueError, match="count=0"):
-        cv.ordered_colour(0, 0)

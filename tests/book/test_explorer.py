@@ -1,7 +1,7 @@
 """companion.explorer: the grid, the compact payload (rounding, packing, decoding), the commands,
-the HTML; and book/explorer.ipynb run through papermill at a small sample count.
-
-The browser side (controls, figures, keyboard, 390 px) is tests/book/test_explorer_browser.py.
+the HTML; and book/explorer.ipynb run through papermill at a small sample count. The decoding the
+page does in the browser is written here in Python (:func:`decode_layer`, :func:`fill_command`),
+and tests/book/test_explorer_browser.py holds the page to it.
 """
 
 from __future__ import annotations
@@ -29,11 +29,90 @@ from recency_lib.theory import h_corrected
 SMALL = 2000
 
 
+# -- what the page does in the browser, in Python ------------------------------------------------
+
+
+def unscaled(ints, dec: int) -> np.ndarray:
+    """Inverse of explorer.scaled (what the page computes: k / 10**dec)."""
+    return np.asarray(ints, dtype=float) / 10.0**dec
+
+
+def unpack(text: str) -> list[int]:
+    """Inverse of explorer.pack."""
+    width, body = int(text[0]), text[1:]
+    assert len(body) % width == 0, f"{text[:20]!r}... is not a packed array"
+    out = []
+    for start in range(0, len(body), width):
+        k = 0
+        for ch in body[start : start + width]:
+            k = 64 * k + explorer.DIGITS64.index(ch)
+        out.append(k)
+    return out
+
+
+def unpack_offset(offset: int, text: str, dec: int) -> np.ndarray:
+    """Inverse of explorer.pack_offset: the rounded values."""
+    return unscaled([offset + k for k in unpack(text)], dec)
+
+
+def fixed(k: int, dec: int) -> str:
+    """A scaled integer as the page prints it (JavaScript's (k / 10**dec).toFixed(dec))."""
+    return f"{k / 10**dec:.{dec}f}"
+
+
+def fill_command(template: str, cfg: SimConfig) -> str:
+    """A command template with the fields of ``cfg`` filled in, as the page does."""
+    values = {
+        "alpha": explorer.label(cfg.alpha),
+        "gamma": explorer.label(cfg.gamma),
+        "norm": cfg.norm,
+        "d": str(cfg.d),
+        "slug": explorer.setting_key(cfg),
+    }
+    return re.sub(r"\{(alpha|gamma|norm|d|slug)\}", lambda m: values[m.group(1)], template)
+
+
+def decode_layer(setting: dict, layer: int, n: int, reasons: list[str]) -> dict:
+    """One layer of a setting back as arrays (what the page draws): (n, n) mean and SE with NaN
+    above the diagonal, the RP and its SE, the verdict and direction words."""
+    lay = setting["layers"][layer]
+    dec = lay["dec"]
+    mean, se = np.full((n, n), np.nan), np.full((n, n), np.nan)
+    mean[np.tril_indices(n, -1)] = unpack_offset(lay["oS"], lay["S"], dec)
+    mean[np.diag_indices(n)] = unpack_offset(lay["oD"], lay["D"], dec)
+    se[np.tril_indices(n)] = unpack_offset(0, lay["E"], dec)
+    rp, rp_se = unscaled(lay["rp"][:2], lay["rp"][2])
+    return {
+        "mean": mean,
+        "se": se,
+        "dec": dec,
+        "rp": float(rp),
+        "rp_se": float(rp_se),
+        "rp_dec": lay["rp"][2],
+        "verdict": {v: k for k, v in explorer.VERDICT_CODES.items()}[lay["v"]],
+        "direction": {v: k for k, v in explorer.DIRECTION_CODES.items()}[lay["dir"]],
+        "why": reasons[lay["why"]],
+        "rp_estimator": lay["rpe"],
+    }
+
+
+def decode_h(setting: dict) -> dict:
+    """The h(j) part of a setting back as arrays: simulated mean and SE, closed form (or None)."""
+    h = setting["h"]
+    closed = None if h["c"] is None else unpack_offset(0, h["c"], h["dec"])
+    return {
+        "mean": unpack_offset(0, h["m"], h["dec"]),
+        "se": unpack_offset(0, h["e"], h["dec"]),
+        "closed": closed,
+        "dec": h["dec"],
+    }
+
+
 @pytest.fixture(scope="module")
 def small_results():
     """Every norm at two alphas, both gammas, two d's: 24 settings of 2000 samples (~1 s)."""
-    cfgs = explorer.grid_configs(SMALL, 3, alphas=(0.0, 0.5), ds=(16, 64))
-    return [simulate(c) for c in cfgs]
+    cfgs = explorer.grid_configs(SMALL, 3)
+    return [simulate(c) for c in cfgs if c.alpha in (0.0, 0.5) and c.d in (16, 64)]
 
 
 @pytest.fixture(scope="module")
@@ -69,28 +148,6 @@ def test_default_grid_is_the_issue_grid():
         and cfgs[23].alpha == 0.0
         and cfgs[24].alpha == 0.1
     )
-
-
-@pytest.mark.parametrize(
-    "kwargs, name",
-    [
-        ({"samples": 1}, "samples"),
-        ({"seed": -1}, "seed"),
-        ({"n": 2}, "n"),
-        ({"layers": 1}, "layers"),
-        ({"alphas": []}, "alphas"),
-        ({"alphas": [0.1, 0.1]}, "alphas"),
-        ({"alphas": [1.5]}, "alpha"),
-        ({"alphas": "0.1"}, "alphas"),
-        ({"gammas": [math.inf]}, "gamma"),
-        ({"ds": [1]}, "d"),
-        ({"norms": ["batchnorm"]}, "norm"),
-        ({"samples": 2.5}, "samples"),
-    ],
-)
-def test_grid_rejects_bad_input_naming_the_parameter(kwargs, name):
-    with pytest.raises(ValueError, match=rf"^{name}="):
-        explorer.grid_configs(**kwargs)
 
 
 def test_setting_key_and_labels():
@@ -138,7 +195,7 @@ def test_rounding_moves_a_value_by_a_fraction_of_its_se():
     x = rng.normal(0, 30, 2000)
     for digits, frac in ((1, 0.5), (2, 0.05)):
         dec = np.array([explorer.decimals(s, digits) for s in se])
-        back = np.array([explorer.unscaled(explorer.scaled([v], k), k)[0] for v, k in zip(x, dec)])
+        back = np.array([unscaled(explorer.scaled([v], k), k)[0] for v, k in zip(x, dec)])
         assert np.all(np.abs(back - x) <= frac * se * (1 + 1e-9) + 1e-12 * np.abs(x))
 
 
@@ -147,27 +204,18 @@ def test_rounding_moves_a_value_by_a_fraction_of_its_se():
 )
 def test_pack_round_trip(ints):
     text = explorer.pack(ints)
-    assert explorer.unpack(text) == ints
+    assert unpack(text) == ints
     width = int(text[0])
     assert len(text) == 1 + width * len(ints)
     assert width == max(1, math.ceil(math.log(max(ints, default=0) + 1, 64) - 1e-12))
     assert re.fullmatch(r"[1-9][A-Za-z0-9_-]*", text)
 
 
-def test_pack_rejects_what_it_cannot_store():
-    with pytest.raises(ValueError, match="negative"):
-        explorer.pack([3, -1])
-    with pytest.raises(ValueError, match="64\\*\\*9"):
-        explorer.pack([64**9])
-    with pytest.raises(ValueError, match="not a packed array"):
-        explorer.unpack("2ABC")
-
-
 def test_pack_offset_round_trip_with_negative_values():
     v = np.array([-1.23456, 0.5, 7.25, -0.0004])
     off, text = explorer.pack_offset(v, 3)
     assert off == -1235
-    np.testing.assert_allclose(explorer.unpack_offset(off, text, 3), np.round(v, 3), atol=1e-12)
+    np.testing.assert_allclose(unpack_offset(off, text, 3), np.round(v, 3), atol=1e-12)
 
 
 # -- one setting ---------------------------------------------------------------------------------
@@ -175,14 +223,16 @@ def test_pack_offset_round_trip_with_negative_values():
 
 def test_setting_data_decodes_to_the_result(small_results):
     """Every stored number decodes to the simulated one within half a unit of its last digit; that
-    unit is at most the smallest off-diagonal SE of the layer (cells) or a tenth of the SE (RP, h)."""
+    unit is at most the smallest off-diagonal SE of the layer (cells) or a tenth of the SE (RP,
+    h)."""
     for res in small_results:
-        st = explorer.setting_data(res)
+        reasons = []
+        st = explorer.setting_data(res, reasons)
         n = res.config.n
         lower = np.tril(np.ones((n, n), dtype=bool))
         strict = np.tril(np.ones((n, n), dtype=bool), -1)
         for l in range(res.config.layers):
-            got = explorer.decode_layer(st, l, n)
+            got = decode_layer(st, l, n, reasons)
             unit = 10.0 ** -got["dec"]
             assert unit <= np.min(res.score_sem[l][strict]) * (1 + 1e-9)
             assert np.all(
@@ -200,7 +250,7 @@ def test_setting_data_decodes_to_the_result(small_results):
             assert got["verdict"] == decision.word and got["why"] == decision.reason
             assert got["direction"] == res.direction(l + 1)
         h, h_se = simulated_h(res, state=1)
-        hd = explorer.decode_h(st)
+        hd = decode_h(st)
         unit = 10.0 ** -hd["dec"]
         assert unit <= np.min(h_se[1:]) / 10 * (1 + 1e-9)
         np.testing.assert_allclose(hd["mean"], h, rtol=0, atol=unit / 2 * (1 + 1e-9))
@@ -237,18 +287,6 @@ def test_explorer_data_does_not_depend_on_the_order_of_results(small_results, sm
     assert explorer.explorer_data(shuffled) == small_data
 
 
-def test_explorer_data_rejects_what_is_not_one_grid(small_results):
-    with pytest.raises(ValueError, match="empty"):
-        explorer.explorer_data([])
-    with pytest.raises(ValueError, match="full grid"):
-        explorer.explorer_data(small_results[:-1])
-    with pytest.raises(ValueError, match="same setting twice"):
-        explorer.explorer_data(small_results + small_results[:1])
-    other = simulate(small_results[0].config.replace(samples=SMALL + 1))
-    with pytest.raises(ValueError, match="mix settings"):
-        explorer.explorer_data([other] + small_results[1:])
-
-
 def test_the_colour_table_is_the_heatmap_convention():
     import seaborn as sns
     from matplotlib.colors import to_hex
@@ -269,11 +307,11 @@ def test_the_colour_table_is_the_heatmap_convention():
 def test_same_command_reproduces_the_pages_numbers(tmp_path, small_results, small_data):
     """The "same" command, run through the CLI, gives bitwise the result the page was built from."""
     res = small_results[7]
-    cmd = explorer.fill_command(small_data["meta"]["commands"]["same"], res.config)
+    cmd = fill_command(small_data["meta"]["commands"]["same"], res.config)
     argv = shlex.split(cmd)
     assert argv[:4] == [".venv/bin/python", "-m", "recency_lib", "simulate"]
     out = tmp_path / "same.json"
-    assert cli_main(argv[3:] + ["--out", str(out)]) == 0
+    assert cli_main([*argv[3:], "--out", str(out)]) == 0
     again = SimResult.load(out)
     assert again.config == res.config
     np.testing.assert_array_equal(again.score_mean, res.score_mean)
@@ -283,7 +321,7 @@ def test_same_command_reproduces_the_pages_numbers(tmp_path, small_results, smal
 def test_rerun_commands_ask_for_more_samples_of_the_same_setting():
     cfg = SimConfig(alpha=0.3, gamma=1.0, norm="rms", d=256, samples=10_000, seed=0)
     cmds = explorer.command_templates(10_000, 0)
-    cli = shlex.split(explorer.fill_command(cmds["cli"], cfg))
+    cli = shlex.split(fill_command(cmds["cli"], cfg))
     opts = dict(zip(cli[4::2], cli[5::2]))
     assert opts == {
         "--alpha": "0.3",
@@ -297,7 +335,7 @@ def test_rerun_commands_ask_for_more_samples_of_the_same_setting():
         "--workers": "2",
         "--out": "a0.3-g1-d256-rms-s100000.json",
     }
-    paper = shlex.split(explorer.fill_command(cmds["papermill"], cfg).split("&&", 1)[1])
+    paper = shlex.split(fill_command(cmds["papermill"], cfg).split("&&", 1)[1])
     assert paper[:4] == [
         ".venv/bin/papermill",
         "book/setting_template.ipynb",
@@ -310,7 +348,7 @@ def test_rerun_commands_ask_for_more_samples_of_the_same_setting():
         {k: v if k == "norm" else ast.literal_eval(v) for k, v in params.items()},
         BOOK / "setting_template.ipynb",
     )
-    assert typed["samples"] == 100_000 and explorer.fill_command("{alpha}", cfg) == "0.3"
+    assert typed["samples"] == 100_000 and fill_command("{alpha}", cfg) == "0.3"
     assert {k: typed[k] for k in ("alpha", "gamma", "norm", "n", "d", "layers", "seed")} == {
         "alpha": 0.3,
         "gamma": 1.0,
@@ -367,8 +405,8 @@ def test_start_setting_falls_back_to_the_grid(small_data):
 
 
 def test_notebook_runs_with_small_samples(tmp_path, monkeypatch, seeded_cache):
-    """book/explorer.ipynb through papermill at 2000 samples, one worker, a results cache without any
-    simulation: the page's HTML holds the full grid at those samples and stays far below 1 MB."""
+    """book/explorer.ipynb through papermill at 2000 samples, one worker, a results cache without
+    any simulation: the page's HTML holds the full grid at those samples and stays far below 1 MB."""
     monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
     out = tmp_path / "explorer.ipynb"
     pm.execute_notebook(

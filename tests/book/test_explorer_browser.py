@@ -21,6 +21,7 @@ import papermill
 import pytest
 from bookutils import BOOK
 from test_browser import LOCAL_HOSTS, LOCAL_SCHEMES, browser, serve_directory  # noqa: F401  (browser: the shared chromium)
+from test_explorer import fill_command, fixed, unpack
 
 from companion import explorer
 from recency_lib import SimConfig
@@ -145,7 +146,7 @@ def page_data(page) -> dict:
 
 
 def js_fixed(k: int, dec: int) -> str:
-    s = explorer.fixed(k, dec)
+    s = fixed(k, dec)
     return MINUS + s[1:] if s.startswith("-") else s
 
 
@@ -166,9 +167,9 @@ def expected_view(data, s) -> dict:
     key = explorer.setting_key(cfg)  # the page must name settings as the library does
     lay = data["settings"][key]["layers"][s["layer"] - 1]
     n, dec = meta["n"], lay["dec"]
-    off = [lay["oS"] + k for k in explorer.unpack(lay["S"])]
-    diag = [lay["oD"] + k for k in explorer.unpack(lay["D"])]
-    se = explorer.unpack(lay["E"])
+    off = [lay["oS"] + k for k in unpack(lay["S"])]
+    diag = [lay["oD"] + k for k in unpack(lay["D"])]
+    se = unpack(lay["E"])
     lo, hi = min(off), max(off)
     lut = meta["lut"]
     fills, cells, a, b = [], [], 0, 0
@@ -192,8 +193,8 @@ def expected_view(data, s) -> dict:
         "cells": cells,
         "rp": f"{js_fixed(rp[0], rp[2])}{PM}{js_fixed(rp[1], rp[2])}",
         "verdict": meta["verdicts"][lay["v"]],
-        "cli": explorer.fill_command(meta["commands"]["cli"], cfg),
-        "papermill": explorer.fill_command(meta["commands"]["papermill"], cfg),
+        "cli": fill_command(meta["commands"]["cli"], cfg),
+        "papermill": fill_command(meta["commands"]["papermill"], cfg),
         "closed_form": data["settings"][key]["h"]["c"] is not None,
     }
 
