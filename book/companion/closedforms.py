@@ -62,7 +62,7 @@ class Setting:
         )
 
 
-# The paper's Figure 1, row by row: Propositions 1, Theorem 1, Proposition 3, Propositions 2 + 3
+# The paper's Figure 1, row by row: Proposition 1, Theorem 1, Proposition 3, Propositions 2 + 3
 P, T, A, AR = (Setting(c.norm, c.alpha, c.gamma) for c in book_settings.fig1_configs())
 R = replace(T, gamma=AR.gamma)  # Proposition 2: Theorem 1's setting with the residual
 RAW = replace(P, alpha=A.alpha)  # the raw anisotropic tokens of Eqs. (6), (22)
@@ -175,8 +175,7 @@ def score_row_step(res, layer: int) -> Estimate:
 
 
 def score_trend(res, layer: int) -> Estimate:
-    """The mean of the steps S_ij − S_i,j−1, 2 <= j < i, of S^(layer+1): the trend (control
-    variates)."""
+    """The trend of S^(layer+1), its mean step S_ij − S_i,j−1, 2 <= j < i (control variates)."""
     return Estimate(float(res.trend_cv_mean[layer]), float(res.trend_cv_sem[layer]))
 
 

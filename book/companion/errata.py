@@ -136,8 +136,8 @@ ERRATA: tuple[Erratum, ...] = (
     Erratum(
         "residual",
         "(25)–(41), the paper's Figure 5",
-        r"the residual as a weight on $y_j$ ($\sqrt d\gamma\lVert x_j\rVert$, $d\gamma$, $\gamma$), "
-        r"while Eq. (20) adds $\gamma x_j$",
+        r"the residual as a weight on $y_j$ ($\sqrt d\gamma\lVert x_j\rVert$, $d\gamma$, "
+        r"$\gamma$), while Eq. (20) adds $\gamma x_j$",
         r"$\gamma x_j^{(0)}$ in units of $y_j$: $g = \gamma\lVert x_j^{(0)}\rVert/\sqrt d$",
         checks=("residual-printed",),
         forms=("eq36-printed", "eq41-printed", "fig5-printed"),
@@ -263,7 +263,7 @@ def find(table: Table, checks) -> list[Found]:
 
 
 def _factor(row: Row) -> str:
-    """The measured value of a row as the errata table shows it, with the d where it was measured."""
+    """The measured value of a row as the errata table shows it, with the d of the measurement."""
     if row.cells[0].flat:
         c = _most_resolved(row)
         mark = BOUND_MARK if c.sim.bound else ""
@@ -408,7 +408,7 @@ def verdict_rows(table: Table) -> list[dict]:
 
 
 def summary(found: list[Found]) -> dict[str, int]:
-    """How many errata of each kind (every kind, and :data:`UNEXPLAINED` only when there are any)."""
+    """How many errata of each kind (every kind; :data:`UNEXPLAINED` only when there are any)."""
     counts = {k: sum(f.erratum.kind == k for f in found) for k in KINDS}
     if not counts[UNEXPLAINED]:
         del counts[UNEXPLAINED]
@@ -544,9 +544,9 @@ def _run_checks() -> dict:
 
 
 def sympy_checks(cache=None) -> tuple[list, float, bool]:
-    """Every sympy check of :mod:`companion.symbolic`, run only when their code changed (the
-    verdicts are cached by the source of symbolic and what it imports, and sympy's and numpy's
-    versions): (the checks, the seconds they took when they ran, whether they came from the cache)."""
+    """Every sympy check of :mod:`companion.symbolic`, run only when their code changed (cached by
+    the source of symbolic and what it imports, and sympy's and numpy's versions): (the checks,
+    the seconds they took when they ran, whether they came from the cache)."""
     from recency_lib import cache as results_cache
 
     from .symbolic import AlgebraStep

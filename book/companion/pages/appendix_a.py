@@ -130,8 +130,7 @@ def fig5_figure(*, fig5_results, n, d_fig5) -> None:
 
 
 def checks_by_d(verdict) -> dict[int, object]:
-    """d -> check of a verdict decided one check per hidden size (claims.theorem1_claim, eq5_claim,
-    corrected_theorem1_claim, proposition1_claim), sorted by d."""
+    """d -> check of a verdict of one check per hidden size (e.g. claims.eq5_claim), by d."""
     return {c.d: c for c in sorted(verdict.checks, key=lambda c: c.d)}
 
 

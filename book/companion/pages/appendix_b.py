@@ -186,7 +186,7 @@ def by_alpha_text(ratios: dict) -> str:
 
 def misranked(table: dict, form: str, z: float = 3.0) -> list[tuple[float, float]]:
     """Pairs (a, b), a < b in the simulated rise of h, resolved by more than ``z`` SE, that closed
-    form ``form`` ranks the other way (``table``: a Figure 2 or 5 verdict's ``numbers["table"]``)."""
+    form ``form`` ranks the other way (``table``: a Figure 2 or 5 verdict's numbers["table"])."""
     alphas = sorted(table)
     out = []
     for i, a in enumerate(alphas):
