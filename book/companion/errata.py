@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 from recency_lib import theory
 
-from .closedforms import BOUND_MARK, FINITE_D, OFF, VERDICTS, Row, Table, trend
+from .closedforms import BOUND_MARK, FINITE_D, OFF, VERDICTS, Row, Table, measure, trend
 from .report import count, listing, nowrap, num, pm, z_text
 
 #: Verdicts of a measured row that count as evidence of an erratum (closedforms.judge).
@@ -187,7 +187,6 @@ ERRATA: tuple[Erratum, ...] = (
         kind=BIAS,
     ),
 )
-BY_KEY = {e.key: e for e in ERRATA}
 
 
 # -- finding the errata of a run ------------------------------------------------------------------
@@ -437,10 +436,8 @@ def paper_errata(
     """The errata Appendix A finds at its defaults (the same arguments), for the pages that quote
     their counts: (:func:`summary`, the errata found), from the results cache and the cached sympy
     checks (or ``checks``)."""
-    from . import closedforms as cf
-
     args = dict(n=n, samples=samples, seed=seed, boost=boost, cosine_samples=cosine_samples)
-    table = cf.measure(ds, **args, cache=cache, executor=executor)
+    table = measure(ds, **args, cache=cache, executor=executor)
     found = find(table, sympy_checks(cache=cache)[0] if checks is None else checks)
     return summary(found), found
 
