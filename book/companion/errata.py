@@ -1,63 +1,32 @@
 """The errata of the paper's Appendix A: what is printed, what is right, and the evidence for it.
 
-Two kinds of evidence decide an erratum, both computed when the book is built:
-
-* **algebra**: a sympy check of :mod:`companion.symbolic` that a printed step is right comes out
-  False (the check of the corrected step next to it comes out True);
-* **simulation**: rows of a :class:`companion.closedforms.Table` whose ratio simulated / closed
-  form differs from 1 by more than the threshold at every d and does not shrink as d grows
-  (verdict :data:`closedforms.OFF`, "off, not shrinking"), or whose closed form says "flat" (no
-  dependence on the key j) while the simulated steps are resolved away from 0 (verdict "not flat").
-
-Each erratum is of one kind (:data:`KINDS`). Four are errors in print (:data:`PRINTED`), told apart by
-what went wrong: a **typographical slip** (a step false as printed whose intent the steps around it
-make plain), a **scale error** (a quantity printed at the wrong power of d), a **model mismatch** (the
-algebra treats another model than the one the paper defines) and a **wrong mechanism** (the printed
-reasoning credits the effect to something the model does not do). The other two are about the
-approximation: an **approximation bias** (the algebra is right, but the law of large numbers it starts
-from misses a factor that does not vanish as d grows), or an **effect beyond the approximation** (a
-form the LLN makes exactly flat, whose next order the simulation resolves: right in the limit, not an
-error in print). :func:`summary` counts them by kind.
-
-Rows that are off at every d but shrink like d^-p (verdict "finite-d error") are approximations
-that become right as d grows; they are counted and listed apart (:func:`finite_d_rows`).
-
-:data:`ERRATA` holds the known errata: their text (printed / right, markdown with math), their kind
-and which checks and rows are their evidence. Which of them the book shows is decided by the evidence
-of the run, never by this list (:func:`find`): an entry without failing evidence is left out, and a
-measured row with an evidence verdict that no entry claims gets a row of its own (kind
-:data:`UNEXPLAINED`). The functions below turn the findings into the rows of the book's tables (cells
-already formatted, math as ``$...$``) and into download columns.
-
-Equation numbers are the paper's; indices 1-based as in the paper.
+An erratum is shown only when a build finds evidence for it (:func:`find`): a sympy check of its
+printed step that fails (:mod:`companion.symbolic`), or measured rows of the closed-form table
+(:mod:`companion.closedforms`) with an evidence verdict. Each is of one kind (:data:`KINDS`): four
+kinds of error in print (:data:`PRINTED`), an approximation bias of the LLN, or an effect beyond it.
+The functions below turn the findings into the rows of the book's tables.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
 
 from recency_lib import theory
 
-from .closedforms import BOUND_MARK, FINITE_D, OFF, VERDICTS, Row, Table, trend
+from .closedforms import BOUND_MARK, FINITE_D, OFF, VERDICTS, Row, Table, measure, trend
 from .report import count, listing, nowrap, num, pm, z_text
-
-if TYPE_CHECKING:  # sympy is slow to import; the checks arrive already run
-    from .symbolic import Check
 
 #: Verdicts of a measured row that count as evidence of an erratum (closedforms.judge).
 EVIDENCE_VERDICTS = (OFF, "not flat")
 
-#: The kinds of an erratum (module doc), in the order the book lists them.
-TYPO = "typographical slip"
-SCALE = "scale error"
-MISMATCH = "model mismatch"
-MECHANISM = "wrong mechanism"
-BIAS = "approximation bias"
-BEYOND = "beyond the approximation"
-UNEXPLAINED = "not yet explained"
+TYPO = "typographical slip"  # false as printed, its intent plain from the steps around it
+SCALE = "scale error"  # a quantity printed at the wrong power of d
+MISMATCH = "model mismatch"  # the algebra treats another model than the paper defines
+MECHANISM = "wrong mechanism"  # the effect credited to something the model does not do
+BIAS = "approximation bias"  # right algebra on an LLN that misses a factor as d grows
+BEYOND = "beyond the approximation"  # flat in the LLN, while simulation resolves the next order
+UNEXPLAINED = "not yet explained"  # evidence that no entry of ERRATA claims
 PRINTED = (TYPO, SCALE, MISMATCH, MECHANISM)
 KINDS = (*PRINTED, BIAS, BEYOND, UNEXPLAINED)
 #: Each kind in prose: (one, several).
@@ -77,15 +46,10 @@ PART_NAMES = {"level": "size", "step": "$j$-dependence"}
 
 @dataclass(frozen=True)
 class Erratum:
-    """One erratum of Appendix A and the evidence that can show it.
-
-    ``kind``: one of :data:`KINDS` (module doc);
-    ``checks``: keys of sympy checks (companion.symbolic) of the printed step, False = evidence;
-    ``forms``: keys of closed forms (companion.closedforms) whose rows with an evidence verdict
-    (:data:`EVIDENCE_VERDICTS`) are evidence, restricted to ``parts`` and, with ``residual`` True /
-    False, to settings with / without a residual connection; ``prefer``: the part whose rows give the
-    measured factor shown (when there are any).
-    """
+    """One erratum of Appendix A and the evidence that can show it: ``checks``, keys of sympy checks
+    of the printed step (False = evidence); ``forms``, keys of closed forms whose evidence rows of
+    ``parts`` (and with / without a residual when ``residual`` is True / False) are evidence;
+    ``prefer``: the part whose rows give the measured factor shown."""
 
     key: str
     equations: str
@@ -100,7 +64,6 @@ class Erratum:
     kind: str = TYPO
 
     def claims(self, row: Row) -> bool:
-        """Is ``row`` (an evidence row) evidence of this erratum?"""
         if row.form.key not in self.forms or row.part not in self.parts:
             return False
         return self.residual is None or (row.setting.gamma != 0.0) == self.residual
@@ -113,7 +76,6 @@ ERRATA: tuple[Erratum, ...] = (
         r"$(e^{\sqrt d}+i-1)$ twice in the denominator",
         r"second factor $e^{\sqrt d}+j-1$",
         checks=("eq7-printed",),
-        kind=TYPO,
     ),
     Erratum(
         "eq14",
@@ -174,31 +136,24 @@ ERRATA: tuple[Erratum, ...] = (
     Erratum(
         "residual",
         "(25)–(41), the paper's Figure 5",
-        r"the residual as a weight on $y_j$ ($\sqrt d\gamma\lVert x_j\rVert$, $d\gamma$, $\gamma$), while Eq. (20) adds $\gamma x_j$",
+        r"the residual as a weight on $y_j$ ($\sqrt d\gamma\lVert x_j\rVert$, $d\gamma$, "
+        r"$\gamma$), while Eq. (20) adds $\gamma x_j$",
         r"$\gamma x_j^{(0)}$ in units of $y_j$: $g = \gamma\lVert x_j^{(0)}\rVert/\sqrt d$",
         checks=("residual-printed",),
         forms=("eq36-printed", "eq41-printed", "fig5-printed"),
         residual=True,
         kind=MISMATCH,
     ),
-    Erratum(
-        "eq34", "(34)", r"stray factors $d$", "without them", checks=("eq34-printed",), kind=TYPO
-    ),
+    Erratum("eq34", "(34)", r"stray factors $d$", "without them", checks=("eq34-printed",)),
     Erratum(
         "eq39",
         "(39)",
         r"$2\gamma e + e^{\alpha\sqrt d}$",
         r"$2\gamma e^{\sqrt d} + e^{\alpha\sqrt d}$",
         checks=("eq39-printed",),
-        kind=TYPO,
     ),
     Erratum(
-        "eq40",
-        "(40)",
-        r"prefactor $d$",
-        r"$\sqrt d$ (a row constant)",
-        checks=("eq40-printed",),
-        kind=TYPO,
+        "eq40", "(40)", r"prefactor $d$", r"$\sqrt d$ (a row constant)", checks=("eq40-printed",)
     ),
     Erratum(
         "lln-attention",
@@ -213,8 +168,8 @@ ERRATA: tuple[Erratum, ...] = (
         "lln-steps",
         "(10), (36), (40), (41), the paper's Figures 2, 5",
         r"the $j$-dependence of the LLN forms",
-        r"$\times$ a factor that does not go to 1 as $d$ grows (for $h(j)$ it tends to $e^{(1-\alpha^2)^2/2}$; "
-        r"below 1 at small $d$ and large $\alpha$)",
+        r"$\times$ a factor that does not go to 1 as $d$ grows (for $h(j)$ it tends to "
+        r"$e^{(1-\alpha^2)^2/2}$; below 1 at small $d$ and large $\alpha$)",
         forms=(
             "eq10",
             "eq11",
@@ -232,27 +187,9 @@ ERRATA: tuple[Erratum, ...] = (
         kind=BIAS,
     ),
 )
-BY_KEY = {e.key: e for e in ERRATA}
 
 
-# -- finding the errata of a run -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Found:
-    """An erratum with the evidence of this run: the failing sympy checks and the measured rows."""
-
-    erratum: Erratum
-    failed: tuple[Check, ...]
-    rows: tuple[Row, ...]
-
-    @property
-    def representative(self) -> Row | None:
-        """The row whose factor is shown: among the rows of the preferred part (else all), the one
-        farthest from the closed form at its largest resolved d (largest |log ratio|; for flat
-        forms, largest |z|)."""
-        rows = [r for r in self.rows if r.part == self.erratum.prefer] or list(self.rows)
-        return max(rows, key=_distance, default=None)
+# -- finding the errata of a run ------------------------------------------------------------------
 
 
 def _last_resolved(row: Row):
@@ -261,49 +198,55 @@ def _last_resolved(row: Row):
 
 
 def _most_resolved(row: Row):
-    """For a flat form: the cell farthest from 0 in standard errors."""
+    """For a flat form: the cell farthest from 0 in SEs."""
     return max(row.cells, key=lambda c: abs(c.z))
 
 
 def _distance(row: Row) -> float:
+    """How far a row is from its closed form: |log ratio| at its largest resolved d (flat: |z|)."""
     if row.cells[0].flat:
         return abs(_most_resolved(row).z)
     cell = _last_resolved(row)
     return abs(math.log(abs(cell.ratio))) if cell is not None and cell.ratio != 0 else 0.0
 
 
-def evidence_rows(table: Table) -> list[Row]:
-    """The measured rows that are evidence of an erratum (:data:`EVIDENCE_VERDICTS`)."""
-    return [r for r in table.rows if r.verdict in EVIDENCE_VERDICTS]
+@dataclass(frozen=True)
+class Found:
+    """An erratum with the evidence of this run: the failing sympy checks and the measured rows."""
+
+    erratum: Erratum
+    failed: tuple
+    rows: tuple[Row, ...]
+
+    @property
+    def representative(self) -> Row | None:
+        """The row whose factor is shown: the farthest of the preferred part's rows (else all)."""
+        rows = [r for r in self.rows if r.part == self.erratum.prefer] or list(self.rows)
+        return max(rows, key=_distance, default=None)
 
 
 def find(table: Table, checks) -> list[Found]:
-    """The errata this run shows, in the order of the appendix.
-
-    ``checks``: the sympy checks that ran (a list of :class:`companion.symbolic.Check`, or a dict
-    key -> Check). An entry of :data:`ERRATA` is shown when one of its checks failed or one of its
-    rows has an evidence verdict; each evidence row goes to the first entry that claims it, and an
-    evidence row that no entry claims becomes an erratum of its own (its closed form and part).
-    """
-    by_key = checks if isinstance(checks, dict) else {c.key: c for c in checks}
-    rows = evidence_rows(table)
-    claimed: set[int] = set()
+    """The errata this run shows, in the order of the appendix. ``checks``: the sympy checks that
+    ran (symbolic.AlgebraStep). An entry of :data:`ERRATA` is shown when one of its checks failed
+    or one of its rows has an evidence verdict; each evidence row goes to the first entry that
+    claims it, and one that no entry claims becomes an erratum of its own (:data:`UNEXPLAINED`)."""
+    by_key = {c.key: c for c in checks}
+    loose = [r for r in table.rows if r.verdict in EVIDENCE_VERDICTS]
     found = []
     for e in ERRATA:
-        mine = [r for k, r in enumerate(rows) if k not in claimed and e.claims(r)]
-        claimed |= {k for k, r in enumerate(rows) if any(r is m for m in mine)}
+        mine = tuple(r for r in loose if e.claims(r))
+        loose = [r for r in loose if r not in mine]
         failed = tuple(by_key[c] for c in e.checks if c in by_key and not by_key[c].holds)
         if failed or mine:
-            found.append(Found(e, failed, tuple(mine)))
-    loose: dict[tuple[str, str], list[Row]] = {}
-    for k, r in enumerate(rows):
-        if k not in claimed:
-            loose.setdefault((r.form.key, r.part), []).append(r)
-    for (key, part), group in loose.items():
-        form = group[0].form
+            found.append(Found(e, failed, mine))
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for r in loose:
+        groups.setdefault((r.form.key, r.part), []).append(r)
+    for (key, part), rows in groups.items():
+        form = rows[0].form
         e = Erratum(
             f"{key}-{part}",
-            form.equation.replace("Eqs. ", "").replace("Eq. ", ""),
+            compact_equations([form]),
             f"{form.version}: {PART_NAMES[part]}",
             "off by the measured factor (no description yet)",
             forms=(key,),
@@ -311,38 +254,34 @@ def find(table: Table, checks) -> list[Found]:
             prefer=part,
             kind=UNEXPLAINED,
         )
-        found.append(Found(e, (), tuple(group)))
+        found.append(Found(e, (), tuple(rows)))
     return found
 
 
-# -- the book's tables -------------------------------------------------------------------------------
+# -- the book's tables ----------------------------------------------------------------------------
 
 
 def _factor(row: Row) -> str:
-    """The measured value of a row as the errata table shows it, with the d where it was measured."""
+    """The measured value of a row as the errata table shows it, with the d of the measurement."""
     if row.cells[0].flat:
         c = _most_resolved(row)
         mark = BOUND_MARK if c.sim.bound else ""
-        return f"step {nowrap(pm(c.sim.value, c.sim.se))}{mark}, $z = {z_text(c.z)}$<br><small>$d$ = {c.d}</small>"
+        step = f"step {nowrap(pm(c.sim.value, c.sim.se))}{mark}, $z = {z_text(c.z)}$"
+        return f"{step}<br><small>$d$ = {c.d}</small>"
     c = _last_resolved(row)
     mark = BOUND_MARK if c.sim.bound else ""
     grows = f"; error {AS_D_GROWS[row.trend]} with $d$" if row.trend else ""
     return f"{nowrap(pm(c.ratio, c.ratio_se))}{mark}<br><small>$d$ = {c.d}{grows}</small>"
 
 
-def compact_equations(labels) -> str:
-    """ "(10), (36), (41), the paper's Figures 2, 5" from closed-form labels such as "Eq. (10)", "the
-    paper's Figure 2 (Eq. (41))"."""
-    eqs, figs = set(), set()
-    for label in labels:
-        eqs |= {int(k) for k in re.findall(r"\((\d+)\)", label)}
-        figs |= {int(k) for k in re.findall(r"Figure (\d+)", label)}
-    parts = [", ".join(f"({k})" for k in sorted(eqs))] if eqs else []
+def compact_equations(forms) -> str:
+    """ "(10), (36), (41), the paper's Figures 2, 5": the equations and figures of closed forms."""
+    eqs = sorted({k for f in forms for k in f.numbers})
+    figs = sorted({k for f in forms for k in f.figures})
+    parts = [", ".join(f"({k})" for k in eqs)] if eqs else []
     if figs:
-        parts.append(
-            ("the paper's Figure " if len(figs) == 1 else "the paper's Figures ")
-            + ", ".join(str(k) for k in sorted(figs))
-        )
+        figures = "the paper's Figure " if len(figs) == 1 else "the paper's Figures "
+        parts.append(figures + ", ".join(str(k) for k in figs))
     return ", ".join(parts)
 
 
@@ -350,20 +289,18 @@ def _equations(f: Found) -> str:
     """The "Eq." cell: the erratum's equations, or those of its evidence rows (label_from_rows)."""
     if not (f.erratum.label_from_rows and f.rows):
         return f.erratum.equations
-    return compact_equations(r.form.equation for r in f.rows)
+    return compact_equations([r.form for r in f.rows])
 
 
 def errata_rows(found: list[Found], kind=None) -> list[dict]:
-    """One row per erratum (of ``kind``, one of :data:`KINDS` or a tuple of them, e.g. :data:`PRINTED`,
-    in the order of :data:`KINDS`, with a "kind" column; all when None): equation, as printed, what is
-    right, what found it (sympy, simulation or both), and the measured value (simulated / printed, or the
-    simulated step of a form printed flat) ± SE with the d where it was measured and how the error moves
-    as d grows."""
+    """One row per erratum of ``kind`` (one of :data:`KINDS`, a tuple of them, or None: all; with a
+    "kind" column when several), in the order of :data:`KINDS`: its equations, as printed, what is
+    right, what found it and the measured value (simulated / printed, or a flat form's step)."""
     kinds = KINDS if kind is None else (kind,) if isinstance(kind, str) else tuple(kind)
-    bad = [k for k in kinds if k not in KINDS]
-    if bad or not kinds:
+    if not kinds or any(k not in KINDS for k in kinds):
+        allowed = ", ".join(map(repr, KINDS))
         raise ValueError(
-            f"kind={kind!r} is not allowed; allowed: None, one of {', '.join(map(repr, KINDS))} or a tuple of them"
+            f"kind={kind!r} is not allowed; allowed: None, one of {allowed} or a tuple of them"
         )
     out = []
     for f in sorted(
@@ -371,10 +308,9 @@ def errata_rows(found: list[Found], kind=None) -> list[dict]:
     ):
         e, rep = f.erratum, f.representative
         by = "both" if (f.failed and f.rows) else ("sympy" if f.failed else "simulation")
-        row = {"kind": KIND_WORDS[e.kind][0]} if len(kinds) > 1 else {}
         out.append(
             {
-                **row,
+                **({"kind": KIND_WORDS[e.kind][0]} if len(kinds) > 1 else {}),
                 "Eq.": _equations(f),
                 "as printed": e.printed,
                 "right": e.right,
@@ -390,15 +326,21 @@ def _cells(row: Row, ds) -> dict:
     return {f"$d$ = {d}": by_d[d].text() for d in ds}
 
 
+def _names(row: Row) -> dict:
+    return {
+        "closed form": f"{row.form.equation}, {row.form.version}",
+        "setting": row.setting.short,
+        "part": PART_NAMES[row.part],
+    }
+
+
 def evidence_detail_rows(found: list[Found], ds) -> list[dict]:
     """Every measured row behind the errata table: erratum, closed form, setting, part, each d."""
     return [
         {
             "entry": _equations(f),
             "kind": f.erratum.kind,
-            "closed form": f"{r.form.equation}, {r.form.version}",
-            "setting": r.setting.short,
-            "part": PART_NAMES[r.part],
+            **_names(r),
             **_cells(r, ds),
             "verdict": r.verdict,
         }
@@ -408,26 +350,20 @@ def evidence_detail_rows(found: list[Found], ds) -> list[dict]:
 
 
 def finite_d_rows(table: Table) -> list[dict]:
-    """The rows off by more than the erratum threshold at every d whose error shrinks with d."""
-    out = []
-    for r in table.rows:
-        if r.verdict != FINITE_D:
-            continue
-        p = trend(r.cells)[1]
-        out.append(
-            {
-                "closed form": f"{r.form.equation}, {r.form.version}",
-                "setting": r.setting.short,
-                "part": PART_NAMES[r.part],
-                **_cells(r, table.ds),
-                "error $\\propto d^{-p}$, $p$": num(p, 2),
-            }
-        )
-    return out
+    """The rows off at every d whose error shrinks with d, with its exponent."""
+    return [
+        {
+            **_names(r),
+            **_cells(r, table.ds),
+            "error $\\propto d^{-p}$, $p$": num(trend(r.cells)[1], 2),
+        }
+        for r in table.rows
+        if r.verdict == FINITE_D
+    ]
 
 
 def ratio_rows(table: Table) -> list[dict]:
-    """The full table: every closed form, setting and part, the ratio (or flat test) at each d, the verdict."""
+    """The full table: every closed form, setting and part, each d, the verdict."""
     return [
         {
             "closed form": r.form.equation,
@@ -447,8 +383,8 @@ VERDICT_MEANINGS = {
     "consistent": "within the threshold of 1 wherever resolved",
     "converges": "off at the smallest $d$ only, closer at the largest",
     "finite-d error": "off at every $d$, shrinking like $d^{-p}$: right in the limit",
-    OFF: "off at every $d$, not shrinking: the form misses a factor (an error in print, or the bias of the LLN; "
-    "the book's corrected forms keep the latter)",
+    OFF: "off at every $d$, not shrinking: the form misses a factor (an error in print, or the "
+    "bias of the LLN; the book's corrected forms keep the latter)",
     "deviates": "off wherever resolved, unresolved elsewhere",
     "mixed": "off at some $d$, not at others",
     "unresolved": "the simulated value is within the noise at every $d$",
@@ -457,22 +393,21 @@ VERDICT_MEANINGS = {
 }
 
 
+def verdict_counts(table: Table) -> dict[str, int]:
+    """How many rows got each verdict (in closedforms.VERDICTS order, those that occur)."""
+    return {v: n for v in VERDICTS if (n := sum(r.verdict == v for r in table.rows))}
+
+
 def verdict_rows(table: Table) -> list[dict]:
-    """The verdicts of the full table, counted, with what each means: the full table's summary."""
+    """The verdicts of the full table, counted, with what each means."""
     return [
         {"verdict": v, "rows": count(k), "meaning": VERDICT_MEANINGS[v]}
         for v, k in verdict_counts(table).items()
     ]
 
 
-def verdict_counts(table: Table) -> dict[str, int]:
-    """How many rows got each verdict (closedforms.VERDICTS order, only those that occur)."""
-    return {v: n for v in VERDICTS if (n := sum(r.verdict == v for r in table.rows))}
-
-
 def summary(found: list[Found]) -> dict[str, int]:
-    """How many of the errata ``found`` are of each kind: every kind of :data:`KINDS` but
-    :data:`UNEXPLAINED` (also when 0), and that one when there are any."""
+    """How many errata of each kind (every kind; :data:`UNEXPLAINED` only when there are any)."""
     counts = {k: sum(f.erratum.kind == k for f in found) for k in KINDS}
     if not counts[UNEXPLAINED]:
         del counts[UNEXPLAINED]
@@ -480,10 +415,7 @@ def summary(found: list[Found]) -> dict[str, int]:
 
 
 def summary_text(counts: dict[str, int]) -> str:
-    """ "4 typographical slips, 3 scale errors, ... and 1 effect beyond the approximation" from :func:`summary`."""
-    unknown = [k for k in counts if k not in KINDS]
-    if unknown:
-        raise ValueError(f"counts has kind(s) {unknown!r}; allowed: {', '.join(map(repr, KINDS))}")
+    """ "4 typographical slips, 3 scale errors, ... and 1 effect beyond the approximation"."""
     return listing(
         [f"{count(k)} {KIND_WORDS[kind][k != 1]}" for kind, k in counts.items()], fmt=str
     )
@@ -501,83 +433,66 @@ def paper_errata(
     cache=None,
     executor=None,
 ) -> tuple[dict[str, int], list[Found]]:
-    """The paper's errata as Appendix A finds them at its defaults (the same arguments), for a page that quotes
-    their counts (the landing page, the README's numbers): the closed-form table (closedforms.measure, through
-    the results cache: every run is one that Appendix A and the chapters already simulated), the sympy checks
-    (:func:`sympy_checks`, cached by their source; or ``checks`` when given), :func:`find`. Returns
-    (:func:`summary` counts by kind, the errata found); :func:`summary_text` words the counts."""
-    from . import closedforms as cf
-
-    table = cf.measure(
-        ds,
-        n=n,
-        samples=samples,
-        seed=seed,
-        boost=boost,
-        cosine_samples=cosine_samples,
-        cache=cache,
-        executor=executor,
-    )
-    if checks is None:
-        checks = sympy_checks(cache=cache)[0]
-    found = find(table, checks)
+    """The errata Appendix A finds at its defaults (the same arguments), for the pages that quote
+    their counts: (:func:`summary`, the errata found), from the results cache and the cached sympy
+    checks (or ``checks``)."""
+    args = dict(n=n, samples=samples, seed=seed, boost=boost, cosine_samples=cosine_samples)
+    table = measure(ds, **args, cache=cache, executor=executor)
+    found = find(table, sympy_checks(cache=cache)[0] if checks is None else checks)
     return summary(found), found
 
 
 def summary_rows(table: Table, checks, found: list[Found]) -> list[dict]:
     """The page's first table: what was checked and what came out, in a few counts."""
-    checks = list(checks.values()) if isinstance(checks, dict) else list(checks)
     counts = verdict_counts(table)
-    forms = len({r.form.key for r in table.rows})
-    ds = ", ".join(str(d) for d in table.ds)
     right = sum(counts.get(v, 0) for v in ("consistent", "converges", "flat"))
-    other = sum(counts.get(v, 0) for v in ("deviates", "mixed"))
-    algebra = [f for f in found if f.failed]
-    sims = [f for f in found if f.rows]
-    return [
-        {
-            "checked": "algebra steps, by sympy",
-            "count": count(len(checks)),
-            "outcome": f"{count(sum(not c.holds for c in checks))} printed steps fail; "
-            f"{count(sum(c.holds for c in checks))} claims hold",
-        },
-        {
-            "checked": f"closed forms against simulation, $d$ = {ds}",
-            "count": count(forms),
-            "outcome": f"{count(len(table.rows))} rows (size and $j$-dependence, per setting)",
-        },
-        {
-            "checked": "the paper's errata (this page's tables)",
-            "count": count(len(found)),
-            "outcome": f"{summary_text(summary(found))}; {count(len(algebra))} found by algebra, "
-            f"{count(len(sims))} by simulation",
-        },
-        {
-            "checked": "rows off at every $d$, not shrinking",
-            "count": count(counts.get(OFF, 0)),
-            "outcome": "the form misses a factor: an error in print, or the LLN's bias (also in corrected forms)",
-        },
-        {
-            "checked": "rows off at every $d$, shrinking",
-            "count": count(counts.get(FINITE_D, 0)),
-            "outcome": "finite-$d$ errors: right in the limit",
-        },
-        {
-            "checked": "rows right within the resolution",
-            "count": count(right),
-            "outcome": "consistent, converging, or flat as predicted",
-        },
-        {
-            "checked": "rows with another pattern or unresolved",
-            "count": count(other + counts.get("unresolved", 0) + counts.get("not flat", 0)),
-            "outcome": "off where resolved, unresolved elsewhere; or a flat form that is not flat",
-        },
-    ]
+    other = sum(counts.get(v, 0) for v in ("deviates", "mixed", "unresolved", "not flat"))
+    failing = sum(not c.holds for c in checks)
+    by_algebra, by_simulation = sum(bool(f.failed) for f in found), sum(bool(f.rows) for f in found)
+    rows = (
+        (
+            "algebra steps, by sympy",
+            len(checks),
+            f"{count(failing)} printed steps fail; {count(len(checks) - failing)} claims hold",
+        ),
+        (
+            f"closed forms against simulation, $d$ = {', '.join(str(d) for d in table.ds)}",
+            len({r.form.key for r in table.rows}),
+            f"{count(len(table.rows))} rows (size and $j$-dependence, per setting)",
+        ),
+        (
+            "the paper's errata (this page's tables)",
+            len(found),
+            f"{summary_text(summary(found))}; {count(by_algebra)} found by algebra, "
+            f"{count(by_simulation)} by simulation",
+        ),
+        (
+            "rows off at every $d$, not shrinking",
+            counts.get(OFF, 0),
+            "the form misses a factor: an error in print, or the LLN's bias (also in corrected "
+            "forms)",
+        ),
+        (
+            "rows off at every $d$, shrinking",
+            counts.get(FINITE_D, 0),
+            "finite-$d$ errors: right in the limit",
+        ),
+        (
+            "rows right within the resolution",
+            right,
+            "consistent, converging, or flat as predicted",
+        ),
+        (
+            "rows with another pattern or unresolved",
+            other,
+            "off where resolved, unresolved elsewhere; or a flat form that is not flat",
+        ),
+    )
+    return [{"checked": what, "count": count(k), "outcome": outcome} for what, k, outcome in rows]
 
 
 def check_rows(checks, section: str) -> list[dict]:
     """The sympy checks of one section of the appendix ("A.1", "A.2", "A.3") as table rows."""
-    checks = list(checks.values()) if isinstance(checks, dict) else list(checks)
     return [
         {
             "Eqs.": c.equations,
@@ -591,20 +506,15 @@ def check_rows(checks, section: str) -> list[dict]:
 
 
 def residual_coefficient_rows(res) -> list[dict]:
-    """The residual coefficient tested without approximation (Eqs. (25), (26), (33)).
-
-    The first token attends only to itself, so ||x_1^(1)||^2 = (sqrt(d) + gamma ||x_1^(0)||)^2 exactly,
-    with a mean known in closed form (theory.sq_norm_first_token_exact). A candidate coefficient
-    kappa of y_1 predicts d (1 + kappa)^2 in the LLN. Rows: the exact mean and each candidate
-    (the corrected g, and the printed gamma, d gamma, sqrt(d) gamma ||x||), with the simulated mean
-    of ``res`` (a residual setting) divided by each prediction.
-    """
+    """The residual weight tested without approximation (Eqs. (25), (26), (33)): the first token
+    attends only to itself, so E‖x_1^(1)‖² is known exactly (theory.sq_norm_first_token_exact); a
+    weight κ of y_1 predicts d (1 + κ)² in the LLN. Rows: the exact mean and each candidate (the
+    corrected g; the printed γ, dγ, √dγ‖x‖), with the simulated mean of ``res`` over each."""
     cfg = res.config
     d, a, g = cfg.d, cfg.alpha, cfg.gamma
     m, se = float(res.sq_norm_mean[1][0]), float(res.sq_norm_sem[1][0])
-    predicted = {
-        "exact mean, no approximation": float(theory.sq_norm_first_token_exact(a, g, d, cfg.norm))
-    }
+    exact = float(theory.sq_norm_first_token_exact(a, g, d, cfg.norm))
+    predicted = {"exact mean, no approximation": exact}
     for name, kappa in (
         (r"$g$ (corrected)", float(theory.residual_coefficient(a, g, d, cfg.norm))),
         (r"$\gamma$ (Eq. (33))", g),
@@ -623,35 +533,26 @@ def residual_coefficient_rows(res) -> list[dict]:
 
 
 def _run_checks() -> dict:
-    """Every sympy check as JSON (its rows) with the seconds they took."""
+    """Every sympy check as JSON, with the seconds they took."""
     from . import symbolic
 
-    checks, seconds = symbolic.run_all_timed()
-    return {"checks": [c.as_row() for c in checks], "seconds": seconds}
+    steps, seconds = symbolic.run_all_timed()
+    return {"checks": [asdict(s) for s in steps], "seconds": seconds}
 
 
-def sympy_checks(cache=None, refresh: bool = False) -> tuple[list[Check], float, bool]:
-    """Every sympy check of :mod:`companion.symbolic` (``run_all``), run only when their source
-    changed: the verdicts are stored by :func:`recency_lib.cache.cached_value`, keyed by the source
-    of ``symbolic`` and every module it imports (``theory``, ``model``, ...) and the versions of
-    sympy and numpy, so an edit of any of them runs the checks again. Returns the checks, the
-    seconds they took when they ran, and whether they came from the cache."""
+def sympy_checks(cache=None) -> tuple[list, float, bool]:
+    """Every sympy check of :mod:`companion.symbolic`, run only when their code changed (cached by
+    the source of symbolic and what it imports, and sympy's and numpy's versions): (the checks,
+    the seconds they took when they ran, whether they came from the cache)."""
     from recency_lib import cache as results_cache
 
-    from .symbolic import Check
+    from .symbolic import AlgebraStep
 
-    def fetch(again):
-        stored, hit = results_cache.cached_value(
-            "sympy-checks",
-            _run_checks,
-            ("companion.symbolic",),
-            packages=("sympy", "numpy"),
-            cache=cache,
-            refresh=again,
-        )
-        return [Check(**row) for row in stored["checks"]], float(stored["seconds"]), hit
-
-    try:
-        return fetch(refresh)
-    except (KeyError, TypeError, ValueError):  # an entry of another layout: run the checks again
-        return fetch(True)
+    stored, hit = results_cache.cached_value(
+        "sympy-checks",
+        _run_checks,
+        ("companion.symbolic",),
+        packages=("sympy", "numpy"),
+        cache=cache,
+    )
+    return [AlgebraStep(**row) for row in stored["checks"]], float(stored["seconds"]), hit

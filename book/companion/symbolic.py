@@ -1,1086 +1,775 @@
-"""Symbolic (sympy) checks of the algebra in the paper's Appendix A, one claim per check.
+"""Sympy checks of the algebra of the paper's Appendix A, one claim per check (:data:`CHECKS`).
 
-Each check function returns a :class:`Check`: which equations, the claim in words, how it was
-checked, and ``holds`` (True/False, computed by sympy when the function runs). A claim about a
-printed equation is phrased as "the printed form is right", so a typo shows up as ``False`` and
-the corrected form next to it as ``True``. Nothing is hard-coded: the book page
-(``book/appendix_a.ipynb``) shows the verdicts live, and ``tests/book/test_appendix_checks.py`` pins
-them, so a regression in :mod:`recency_lib.theory` or here fails CI.
-
-Notation (the paper's, 1-based indices, i = query, j = key):
-
-* a = e^{sqrt d}, b = e^{alpha sqrt d}: the layer-1 softmax weights of the diagonal and of an
-  off-diagonal key under the law of large numbers (LLN), D_j = a + (j - 1) b (Eqs. (25)-(26));
-* <y_k, y_l> = d ((1 - alpha) delta_kl + alpha): the LLN Gram matrix of the normalized tokens
-  (Eq. (23) with its scale fixed); alpha = 0 in Theorem 1;
-* g: the weight of y_j in the residual term (printed as sqrt(d) gamma ||x||, d gamma, gamma;
-  correctly gamma ||x_j^(0)|| / sqrt(d), see :func:`recency_lib.theory.residual_coefficient`).
-
-"Equal" means ``sympy.cancel(lhs - rhs) == 0`` for rational expressions in the positive symbols
-(a, b, d, alpha, g, ...), checked for every pair i > j up to n = 5 tokens where the equation is
-indexed; identities in a symbolic index are stated as such. Checks that tie a closed form in
-:mod:`recency_lib.theory` to the derivation evaluate both at several points to 30 digits; checks
-of a scale (Eqs. (17), (22), (40)) also hold the formula against the simulator itself
-(:func:`recency_lib.model.layer`, :func:`recency_lib.sampling.sigma_cholesky`), so they fail if
-either side is wrong.
+A claim about a printed step reads "the printed form is right", so a typo comes out False and the
+corrected form beside it True. Notation (the paper's, 1-based, i = query, j = key): a = e^√d,
+b = e^{α√d}, D_j = a + (j − 1) b (Eqs. (25)–(26)); under the LLN ⟨y_k, y_l⟩ = d((1 − α)δ_kl + α);
+g is the residual weight of y_j. "Equal" means sympy.cancel(lhs − rhs) == 0, for every pair
+i > j ≤ N where the equation is indexed.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 import sympy as sp
 
+from recency_lib import theory
 from recency_lib.model import layer
 from recency_lib.sampling import sigma_cholesky
-from recency_lib.theory import (
-    h_eq41,
-    prop1_attention_corrected,
-    prop1_score_corrected,
-    residual_coefficient,
-    sq_norm_corrected,
-    sq_norm_eq36,
-    theorem1_score,
-)
-from recency_lib.validation import check_int
 
-N_TOKENS = 5  # sequence length of the symbolic checks (identities are checked for all i > j <= 5)
-NUM_RTOL = (
-    1e-12  # float64 closed form vs 30-digit sympy value (the closed forms are good to ~1e-13)
-)
+N = 5  # tokens: the identities are checked for every pair i > j <= N
+NUM_RTOL = 1e-12  # float64 closed form vs its 30-digit sympy value (good to ~1e-13)
+a, b, d, alpha, g, c2 = sp.symbols("a b d alpha g c2", positive=True)  # c2 = c² of Eq. (6)
+PAIRS = [(i, j) for i in range(2, N + 1) for j in range(1, i)]  # n >= i > j >= 1
 
 
 @dataclass(frozen=True)
-class Check:
-    key: str  # short id, e.g. "eq7-printed"
-    section: str  # "A.1" (Theorem 1), "A.2" (Proposition 1), "A.3" (Propositions 2 and 3)
-    equations: str  # the paper's equation numbers, e.g. "(7)"
-    claim: str  # what is claimed (True = the claim holds)
-    method: str  # how it was checked
-    holds: bool  # the verdict, computed when the check ran
+class AlgebraStep:
+    """A claim about a step of Appendix A and its sympy verdict ``holds``."""
 
-    def as_row(self) -> dict:
-        return {
-            "key": self.key,
-            "section": self.section,
-            "equations": self.equations,
-            "claim": self.claim,
-            "method": self.method,
-            "holds": self.holds,
-        }
+    key: str  # e.g. "eq7-printed"
+    section: str  # "A.1", "A.2" or "A.3"
+    equations: str  # the paper's numbers, e.g. "(7)"
+    claim: str
+    method: str
+    holds: bool
 
 
 def _zero(expr) -> bool:
     return sp.cancel(sp.together(expr)) == 0
 
 
-def _all_zero(exprs) -> bool:
-    return all(_zero(e) for e in exprs)
+def _zero_for_pairs(expr_of) -> bool:
+    return all(_zero(expr_of(i, j)) for i, j in PAIRS)
 
 
-@lru_cache(maxsize=1)
-def _sym():
-    a, b, d, alpha, g = sp.symbols("a b d alpha g", positive=True)
-    return a, b, d, alpha, g
-
-
-def _pairs(n=N_TOKENS):
-    """(i, j) with n >= i > j >= 1 (1-based)."""
-    return [(i, j) for i in range(2, n + 1) for j in range(1, i)]
-
-
-# -- the LLN Gram matrix of layer 1, symbolically ----------------------------------------------------
-
-
-def symbolic_layer1_gram(n: int, residual: bool = True):
-    """Gram matrix of x^(1) divided by d, symbolically, under the paper's LLN assumptions.
-
-    Assumes <y_k, y_k> = d and <y_k, y_l> = d alpha (k != l) (Eq. (23) with its scale fixed),
-    layer-1 weights A_jj = a / D_j, A_jk = b / D_j (k < j), D_j = a + (j - 1) b (Eqs. (25)-(26);
-    a = e^{sqrt d}, b = e^{alpha sqrt d}), and x_j^(1) = sum_k A_jk y_k + g y_j (g = 0 without
-    residual). The checks below use it for Eqs. (9)-(10), (28)-(36), term by term.
-
-    Returns (G, symbols) with G an (n, n) sympy Matrix and symbols a dict of the sympy symbols
-    "a", "b", "alpha", "g".
-    """
-    n = check_int("n", n, 1)
-    a, b, alpha, g = sp.symbols("a b alpha g", positive=True)
-    gg = g if residual else sp.Integer(0)
-    c = sp.zeros(n, n)  # x^(1) = C Y
-    for row in range(n):
-        denom = a + row * b
-        for col in range(row):
-            c[row, col] = b / denom
-        c[row, row] = a / denom + gg
-    gram_y = (1 - alpha) * sp.eye(n) + alpha * sp.ones(n, n)  # <y_k, y_l> / d
-    return c * gram_y * c.T, {"a": a, "b": b, "alpha": alpha, "g": g}
-
-
-# -- A.1: Theorem 1 -------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def _generic_layer1(n=N_TOKENS):
-    """<x_i^(1), x_j^(1)> for a GENERIC symmetric Gram matrix G of the y's (no LLN), weights of Eq. (4).
-
-    Returns (X, G, a): X = C G C^T with C_ii = a / (a + i - 1), C_ik = 1 / (a + i - 1) (k < i).
-    """
-    a = _sym()[0]
-    G = sp.Matrix(n, n, lambda k, l: sp.Symbol(f"G_{min(k, l) + 1}{max(k, l) + 1}"))
-    C = sp.zeros(n, n)
-    for r in range(n):
-        for c in range(r):
-            C[r, c] = 1 / (a + r)
-        C[r, r] = a / (a + r)
-    return C * G * C.T, G, a
-
-
-def _eq7_numerator(G, a, i, j):
-    """(a y_i + sum_{k<i} y_k) . (a y_j + sum_{l<j} y_l) for the Gram matrix G (1-based i, j)."""
-    left = {i - 1: a, **{k: 1 for k in range(i - 1)}}
-    right = {j - 1: a, **{l: 1 for l in range(j - 1)}}
-    return sum(cl * cr * G[k, l] for k, cl in left.items() for l, cr in right.items())
-
-
-def check_eq7_printed() -> Check:
-    X, G, a = _generic_layer1()
-    ok = _all_zero(
-        _eq7_numerator(G, a, i, j) / ((a + i - 1) * (a + i - 1)) - X[i - 1, j - 1]
-        for i, j in _pairs()
-    )
-    return Check(
-        "eq7-printed",
-        "A.1",
-        "(7)",
-        "Eq. (7) as printed, denominator (e^√d+i−1)(e^√d+i−1), equals ⟨x_i, x_j⟩ for i > j",
-        "sympy, generic Gram matrix of the y's, all i > j ≤ 5",
-        ok,
-    )
-
-
-def check_eq7_fixed() -> Check:
-    X, G, a = _generic_layer1()
-    ok = _all_zero(
-        _eq7_numerator(G, a, i, j) / ((a + i - 1) * (a + j - 1)) - X[i - 1, j - 1]
-        for i, j in _pairs()
-    )
-    return Check(
-        "eq7-fixed",
-        "A.1",
-        "(7)",
-        "Eq. (7) with denominator (e^√d+i−1)(e^√d+j−1) equals ⟨x_i, x_j⟩ for i > j",
-        "sympy, generic Gram matrix of the y's, all i > j ≤ 5",
-        ok,
-    )
-
-
-def check_eq8() -> Check:
-    X, G, a = _generic_layer1()
-    exprs = []
-    for i, j in _pairs():
-        num = (
-            a**2 * G[i - 1, j - 1]
-            + a * sum(G[i - 1, l] for l in range(j - 1))
-            + a * sum(G[j - 1, k] for k in range(i - 1))
-            + sum(G[k, l] for k in range(i - 1) for l in range(j - 1))
-        )
-        exprs.append(num / ((a + i - 1) * (a + j - 1)) - X[i - 1, j - 1])
-    return Check(
-        "eq8",
-        "A.1",
-        "(8)",
-        "Eq. (8) is the expansion of ⟨x_i, x_j⟩ (no approximation yet)",
-        "sympy, generic Gram matrix of the y's, all i > j ≤ 5",
-        _all_zero(exprs),
-    )
-
-
-def _lln_gram_alpha0():
-    """LLN Gram of x^(1) / d at alpha = 0, no residual (from :func:`symbolic_layer1_gram`)."""
-
-    gram, s = symbolic_layer1_gram(N_TOKENS, residual=False)
-    a = _sym()[0]
-    return gram.subs({s["alpha"]: 0, s["b"]: 1}).subs(s["a"], a), a
-
-
-def check_eq9() -> Check:
-    gram, a = _lln_gram_alpha0()
-    ok = _all_zero(
-        gram[i - 1, j - 1] - (a + j - 1) / ((a + i - 1) * (a + j - 1)) for i, j in _pairs()
-    )
-    return Check(
-        "eq9",
-        "A.1",
-        "(9)",
-        "⟨x_i, x_j⟩ = d(e^√d+j−1)/((e^√d+i−1)(e^√d+j−1)) under ⟨y_k, y_l⟩ = d δ_kl",
-        "sympy: C (d I) Cᵀ, all i > j ≤ 5",
-        ok,
-    )
-
-
-def check_eq10() -> Check:
-    gram, a = _lln_gram_alpha0()
-    ok = _all_zero(
-        gram[i - 1, i - 1] - (a**2 + i - 1) / (a + i - 1) ** 2 for i in range(1, N_TOKENS + 1)
-    )
-    return Check(
-        "eq10",
-        "A.1",
-        "(10)",
-        "‖x_i‖² = d(e^{2√d}+i−1)/(e^√d+i−1)² under ⟨y_k, y_l⟩ = d δ_kl",
-        "sympy: C (d I) Cᵀ, all i ≤ 5",
-        ok,
-    )
-
-
-def _eq11(a, d, i, j):
-    return sp.sqrt(d) * (a + j - 1) / sp.sqrt((a**2 + i - 1) * (a**2 + j - 1))
-
-
-def check_eq11_from_9_10() -> Check:
-    a, _, d, _, _ = _sym()
-    exprs = []
-    for i, j in _pairs():
-        ip = d * (a + j - 1) / ((a + i - 1) * (a + j - 1))  # Eq. (9)
-        ni, nj = (d * (a**2 + k - 1) / (a + k - 1) ** 2 for k in (i, j))  # Eq. (10)
-        s = d * ip / (sp.sqrt(d) * sp.sqrt(ni) * sp.sqrt(nj))  # middle of Eq. (11)
-        exprs.append(s**2 - _eq11(a, d, i, j) ** 2)  # both sides positive
-    return Check(
-        "eq11-from-9-10",
-        "A.1",
-        "(9)–(11), (5)",
-        "S⁽²⁾_ij = √d⟨x_i,x_j⟩/(‖x_i‖‖x_j‖) with (9), (10) gives Eq. (11) = Eq. (5)",
-        "sympy (squares of positive sides), all i > j ≤ 5",
-        _all_zero(exprs),
-    )
+def _close(value, ref) -> bool:
+    return abs(float(value) / float(ref) - 1) < NUM_RTOL
 
 
 def _positive_polynomial(expr, *gens) -> bool:
-    """True if expr is a non-zero polynomial in gens (all >= 0) with positive coefficients only."""
-    poly = sp.Poly(sp.expand(expr), *gens)
-    coeffs = poly.coeffs()
+    """A non-zero polynomial in ``gens`` (all >= 0) with only positive coefficients?"""
+    coeffs = sp.Poly(sp.expand(expr), *gens).coeffs()
     return bool(coeffs) and all(c.is_positive for c in coeffs)
 
 
-def check_eq11_increasing() -> Check:
-    """d/dj log S = 1/(a+j-1) - 1/(2(a^2+j-1)) = (2a^2 + j - 1 - a) / (2 (a+j-1)(a^2+j-1)).
+def _mix(off, extra=0) -> sp.Matrix:
+    """Layer-1 mixing C (x^(1) = C y): weight a on the key itself and ``off`` on each earlier key,
+    normalized per row, plus ``extra`` on the diagonal (the residual)."""
+    c = sp.zeros(N, N)
+    for r in range(N):
+        for k in range(r):
+            c[r, k] = off / (a + r * off)
+        c[r, r] = a / (a + r * off) + extra
+    return c
 
-    With a = 1 + u (u > 0 for d > 0) and j = 1 + m (m >= 0, real) numerator and denominator are
-    polynomials with positive coefficients, so S strictly increases in j.
-    """
-    a, _, d, _, _ = _sym()
+
+# -- A.1: Theorem 1 --------------------------------------------------------------------------------
+
+
+@cache
+def _generic():
+    """(X, G): X = C G Cᵀ = ⟨x_i, x_j⟩ for a generic symmetric Gram matrix G of the y's (no LLN)."""
+    G = sp.Matrix(N, N, lambda k, l: sp.Symbol(f"G_{min(k, l) + 1}{max(k, l) + 1}"))
+    return _mix(1) * G * _mix(1).T, G
+
+
+def _eq7(printed: bool) -> bool:
+    X, G = _generic()
+
+    def weights(i):  # a y_i + sum_{k<i} y_k as a row of coefficients
+        return sp.Matrix([[1] * (i - 1) + [a] + [0] * (N - i)])
+
+    def expr(i, j):
+        denominator = (a + i - 1) * (a + (i if printed else j) - 1)
+        return (weights(i) * G * weights(j).T)[0] / denominator - X[i - 1, j - 1]
+
+    return _zero_for_pairs(expr)
+
+
+def _eq8(i, j):
+    X, G = _generic()
+    numerator = (
+        a**2 * G[i - 1, j - 1]
+        + a * sum(G[i - 1, l] for l in range(j - 1))
+        + a * sum(G[j - 1, k] for k in range(i - 1))
+        + sum(G[k, l] for k in range(i - 1) for l in range(j - 1))
+    )
+    return numerator / ((a + i - 1) * (a + j - 1)) - X[i - 1, j - 1]
+
+
+def _gram_alpha0():
+    """⟨x_i, x_j⟩ / d at α = 0 without residual: C I Cᵀ."""
+    return _mix(1) * _mix(1).T
+
+
+def _eq11(i, j):
+    return sp.sqrt(d) * (a + j - 1) / sp.sqrt((a**2 + i - 1) * (a**2 + j - 1))
+
+
+def _eq11_from_9_10(i, j):
+    inner = d * (a + j - 1) / ((a + i - 1) * (a + j - 1))  # Eq. (9)
+    ni, nj = (d * (a**2 + k - 1) / (a + k - 1) ** 2 for k in (i, j))  # Eq. (10)
+    s = d * inner / (sp.sqrt(d) * sp.sqrt(ni) * sp.sqrt(nj))  # middle of Eq. (11)
+    return s**2 - _eq11(i, j) ** 2  # both sides positive
+
+
+def _eq11_increasing() -> bool:
+    """∂_j log S as a ratio of polynomials in u = a − 1 > 0, m = j − 1 >= 0, coefficients > 0."""
     i, j = sp.symbols("i j", positive=True)
     u, m = sp.symbols("u m", nonnegative=True)
-    s = _eq11(a, d, i, j)
-    num, den = sp.fraction(sp.together(sp.simplify(sp.diff(sp.log(s), j))))
-    num = sp.expand(num.subs(a, 1 + u).subs(j, 1 + m))
-    den = sp.expand(den.subs(a, 1 + u).subs(j, 1 + m))
-    ok = (
+    num, den = sp.fraction(sp.together(sp.simplify(sp.diff(sp.log(_eq11(i, j)), j))))
+    num, den = (sp.expand(x.subs(a, 1 + u).subs(j, 1 + m)) for x in (num, den))
+    return (
         _positive_polynomial(num, u, m)
         and _positive_polynomial(den, u, m)
         and sp.Poly(num, u, m).coeff_monomial(1) != 0
     )
-    return Check(
-        "eq11-increasing",
-        "A.1",
-        "(11)",
-        "Eq. (11) strictly increases in j for fixed i (any d > 0)",
-        "sympy: ∂_j log S as a ratio of polynomials in u = e^√d − 1 > 0, m = j − 1 ≥ 0 with "
-        "positive coefficients",
-        ok,
-    )
 
 
-def check_eq11_diagonal_step() -> Check:
-    """S_ii = sqrt(d) > S_{i,i-1}: (a + i - 2)^2 < (a^2 + i - 1)(a^2 + i - 2) for a > 1, i >= 2."""
-    a = _sym()[0]
+def _eq11_diagonal() -> bool:
+    """S_ii = √d > S_{i,i−1}: (a + i − 2)² < (a² + i − 1)(a² + i − 2) for a > 1, i >= 2."""
     u, m = sp.symbols("u m", nonnegative=True)
     i = 2 + m
     gap = (a**2 + i - 1) * (a**2 + i - 2) - (a + i - 2) ** 2
-    ok = _positive_polynomial(gap.subs(a, 1 + u), u, m)
-    return Check(
-        "eq11-diagonal",
-        "A.1",
-        "(5), (11)",
-        "S⁽²⁾_ii = √d exceeds S⁽²⁾_{i,i−1} (the last step of Definition 1)",
-        "sympy: (S_ii² − S_{i,i−1}²)·(positive) is a polynomial in u = e^√d − 1 > 0, m = i − 2 ≥ 0 "
-        "with positive coefficients",
-        ok,
-    )
+    return _positive_polynomial(gap.subs(a, 1 + u), u, m)
 
 
-def check_eq11_theory() -> Check:
-
-    a, _, d, _, _ = _sym()
-    ok = True
-    for dv in (4, 64, 400):
-        for i, j in _pairs():
-            ref = _eq11(a, d, i, j).subs({a: sp.exp(sp.sqrt(dv)), d: dv}).evalf(30)
-            ok &= abs(float(theorem1_score(i, j, dv)) / float(ref) - 1) < NUM_RTOL
-    return Check(
-        "eq11-theory",
-        "A.1",
-        "(11)",
-        "theory.theorem1_score evaluates Eq. (11)",
-        "30-digit sympy value vs float64 at d ∈ {4, 64, 400}, all i > j ≤ 5",
-        bool(ok),
-    )
-
-
-# -- A.2: Proposition 1 -----------------------------------------------------------------------------
-
-
-def _expect_quadratic(expr, variances):
-    """E[expr] for a quadratic form expr in independent zero-mean variables with the given variances."""
-    poly = sp.Poly(sp.expand(expr), *variances)
-    out = sp.Integer(0)
-    for powers, coeff in poly.terms():
-        if sum(powers) != 2:
-            raise ValueError(f"expr={expr!r} is not a quadratic form in {list(variances)}")
-        if 2 in powers:  # a square: its variance
-            out += coeff * variances[list(variances)[powers.index(2)]]
-        # a product of two different independent zero-mean variables has expectation 0
-    return out
-
-
-@lru_cache(maxsize=1)
-def _token_moments():
-    """E<x_i, x_j> for x = eps + c v, eps, v ~ N(0, I_d / d) (Eq. (6)): d times the per-coordinate moment.
-
-    Returns (same, other, c2): E<x_i, x_i>, E<x_i, x_j> (i != j) as expressions in d and c2 = c^2.
-    """
-    d = _sym()[2]
-    c2 = sp.Symbol("c2", positive=True)
-    e1, e2, v = sp.symbols("e1 e2 v")  # one coordinate of eps_i, eps_j, v
-    var = {e1: 1 / d, e2: 1 / d, v: 1 / d}
-    c = sp.sqrt(c2)
-    same = sp.simplify(d * _expect_quadratic((e1 + c * v) ** 2, var))
-    other = sp.simplify(d * _expect_quadratic((e1 + c * v) * (e2 + c * v), var))
-    return same, other, c2
-
-
-def check_eq14_printed() -> Check:
-    same, _, c2 = _token_moments()
-    d = _sym()[2]
-    return Check(
-        "eq14-printed",
-        "A.2",
-        "(14)",
-        "⟨x_i, x_i⟩ → √d for x_i ~ N(0, I_d/d) (as printed)",
-        "sympy: E⟨x_i, x_i⟩ = d·E[x_it²] (independent Gaussian coordinates)",
-        _zero(same.subs(c2, 0) - sp.sqrt(d)),
-    )
-
-
-def check_eq14_fixed() -> Check:
-    same, other, c2 = _token_moments()
-    alpha = _sym()[3]
-    c2a = alpha / (1 - alpha)
-    ok = (
-        _zero(same.subs(c2, 0) - 1)
-        and _zero(same.subs(c2, c2a) - 1 / (1 - alpha))
-        and _zero(other.subs(c2, 0))
-    )
-    return Check(
-        "eq14-fixed",
-        "A.2",
-        "(14)",
-        "⟨x_i, x_i⟩ → 1 (1/(1−α) with anisotropy), ⟨x_i, x_j⟩ → 0 for i ≠ j",
-        "sympy: E⟨x_i, x_j⟩ = d·E[x_it x_jt] (independent Gaussian coordinates)",
-        ok,
-    )
-
-
-def _softmax_diag(score_diag, score_off, i):
-    return sp.exp(score_diag) / (sp.exp(score_diag) + (i - 1) * sp.exp(score_off))
-
-
-def check_eq15_printed() -> Check:
-    """Eq. (15) from Eq. (13) with the printed Eq. (14): diagonal score sqrt(d)/sqrt(d) = 1, not sqrt(d)."""
-    d = _sym()[2]
-    ok = all(
-        _zero(
-            _softmax_diag(sp.sqrt(d) / sp.sqrt(d), 0, i)
-            - sp.exp(sp.sqrt(d)) / (sp.exp(sp.sqrt(d)) + i - 1)
+def _eq11_theory() -> bool:
+    return all(
+        _close(
+            theory.theorem1_score(i, j, dv),
+            _eq11(i, j).subs({a: sp.exp(sp.sqrt(dv)), d: dv}).evalf(30),
         )
-        for i in range(2, N_TOKENS + 1)
-    )
-    return Check(
-        "eq15-printed",
-        "A.2",
-        "(13)–(15)",
-        "Eq. (15) follows from Eq. (13) with the printed Eq. (14) (⟨x_i, x_i⟩ = √d)",
-        "sympy: softmax of the scores ⟨x_i,x_k⟩/√d, i ≤ 5",
-        ok,
+        for dv in (4, 64, 400)
+        for i, j in PAIRS
     )
 
 
-def check_eq15_fixed() -> Check:
+# -- A.2: Proposition 1 ----------------------------------------------------------------------------
 
-    d = _sym()[2]
-    a = sp.exp(1 / sp.sqrt(d))
-    ok = all(
-        _zero(_softmax_diag(1 / sp.sqrt(d), 0, i) - a / (a + i - 1)) for i in range(2, N_TOKENS + 1)
-    )
+
+@cache
+def _token_moments():
+    """(E⟨x_i, x_i⟩, E⟨x_i, x_j⟩) in d and c2 for x = ε + c v, ε, v ~ N(0, I/d) (Eq. (6))."""
+    e1, e2, v = sp.symbols("e1 e2 v")  # one coordinate of ε_i, ε_j, v: independent, variance 1/d
+
+    def d_times_mean(quadratic):  # only the squares have a mean (1/d each)
+        terms = sp.Poly(sp.expand(quadratic), e1, e2, v).terms()
+        return sp.simplify(d * sum(coeff / d for powers, coeff in terms if 2 in powers))
+
+    c = sp.sqrt(c2)
+    return d_times_mean((e1 + c * v) ** 2), d_times_mean((e1 + c * v) * (e2 + c * v))
+
+
+def _eq14_fixed() -> bool:
+    same, other = _token_moments()
+    anisotropic = same.subs(c2, alpha / (1 - alpha)) - 1 / (1 - alpha)
+    return _zero(same.subs(c2, 0) - 1) and _zero(anisotropic) and _zero(other.subs(c2, 0))
+
+
+def _softmax_diag(score_diag, i):
+    """The diagonal weight of row i when every earlier key scores 0."""
+    return sp.exp(score_diag) / (sp.exp(score_diag) + i - 1)
+
+
+def _eq15_printed() -> bool:
+    """The printed Eq. (14) gives the diagonal score √d/√d = 1, not √d."""
+    e = sp.exp(sp.sqrt(d))
+    rows = range(2, N + 1)
+    return all(_zero(_softmax_diag(sp.sqrt(d) / sp.sqrt(d), i) - e / (e + i - 1)) for i in rows)
+
+
+def _eq15_fixed() -> bool:
+    e = sp.exp(1 / sp.sqrt(d))
+    ok = all(_zero(_softmax_diag(1 / sp.sqrt(d), i) - e / (e + i - 1)) for i in range(2, N + 1))
     for dv in (4, 64, 1024):
-        for i in range(1, N_TOKENS + 1):
+        for i in range(1, N + 1):
             for j in range(1, i + 1):
                 s = 1 / sp.sqrt(sp.Integer(dv))
                 ref = (sp.exp(s) if i == j else 1) / (sp.exp(s) + i - 1)
-                ok &= (
-                    abs(float(prop1_attention_corrected(i, j, dv)) / float(ref.evalf(30)) - 1)
-                    < NUM_RTOL
-                )
-    return Check(
-        "eq15-fixed",
-        "A.2",
-        "(15)",
-        "with ⟨x_i, x_i⟩ = 1: A_ii = a/(a+i−1), A_ij = 1/(a+i−1), a = e^{1/√d} "
-        "(theory.prop1_attention_corrected)",
-        "sympy softmax; 30-digit values vs float64 at d ∈ {4, 64, 1024}",
-        bool(ok),
-    )
+                ok &= _close(theory.prop1_attention_corrected(i, j, dv), ref.evalf(30))
+    return bool(ok)
 
 
-def _prop1_layer2(n=N_TOKENS):
-    """<x_i^(1), x_j^(1)> without normalization for <x_k, x_l> = u delta_kl + w and weights (a, 1) / (a + i - 1)."""
-    a = sp.Symbol("A", positive=True)  # the diagonal softmax weight, whatever its value
-    u, w = sp.symbols("u w", nonnegative=True)
-    C = sp.zeros(n, n)
-    for r in range(n):
-        for c in range(r):
-            C[r, c] = 1 / (a + r)
-        C[r, r] = a / (a + r)
-    gram = C * (u * sp.eye(n) + w * sp.ones(n, n)) * C.T
-    return gram, a, u, w
+U, W = sp.symbols("u w", nonnegative=True)
 
 
-def _model_layers(gram0: np.ndarray, d: float, norm: str):
-    """The simulator's layer (:func:`recency_lib.model.layer`) applied twice to tokens whose Gram
-    matrix is exactly ``gram0`` (its Cholesky factor as coordinates); returns x^(1) (n, n) and the
-    second layer's scores S^(2) (n, n)."""
-    x0 = np.linalg.cholesky(gram0)[None]  # (1, n, n), rows' Gram = gram0
-    x1, *_ = layer(x0, norm=norm, d=d, gamma=0.0, eps=0.0, centred=True)
-    _, s2, _, _ = layer(x1, norm=norm, d=d, gamma=0.0, eps=0.0, centred=True)
-    return x1[0], s2[0]
+@cache
+def _prop1_gram():
+    """⟨x_i^(1), x_j^(1)⟩ without normalization for ⟨x_k, x_l⟩ = u δ_kl + w (weight a on itself)."""
+    return _mix(1) * (U * sp.eye(N) + W * sp.ones(N, N)) * _mix(1).T
 
 
 def _model_scores_match(prefactor, norm: str) -> bool:
-    """Do the simulator's layer-2 scores equal prefactor(d) <x_i, x_j> / (norms) for i >= j, at
-    d in {4, 64, 1024} and anisotropy alpha in {0, 1/2} (LLN Gram (1 - alpha) I + alpha 11^T)?
-    The norms are ||x_i|| ||x_j|| with normalization, 1 without."""
+    """The simulator's layer (model.layer) run twice on tokens with Gram matrix (1 − α)I + α11ᵀ:
+    are its S^(2)_ij (i >= j) prefactor(d) ⟨x_i, x_j⟩ / (‖x_i‖ ‖x_j‖), the norms 1 without
+    normalization?"""
     ok = True
+    lower = np.tril_indices(N)
     for dv in (4.0, 64.0, 1024.0):
-        for alpha in (0.0, 0.5):
-            gram0 = (1 - alpha) * np.eye(N_TOKENS) + alpha
-            x1, s2 = _model_layers(gram0, dv, norm)
-            inner = x1 @ x1.T
+        for av in (0.0, 0.5):
+            x0 = np.linalg.cholesky((1 - av) * np.eye(N) + av)[None]  # (1, n, n)
+            x1, *_ = layer(x0, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
+            _, s2, _, _ = layer(x1, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
+            inner = x1[0] @ x1[0].T
             norms = np.sqrt(np.outer(np.diag(inner), np.diag(inner))) if norm != "none" else 1.0
-            lower = np.tril_indices(N_TOKENS)
-            ok &= bool(
-                np.allclose((prefactor(dv) * inner / norms)[lower], s2[lower], rtol=1e-12, atol=0)
-            )
+            want = (prefactor(dv) * inner / norms)[lower]
+            ok &= bool(np.allclose(want, s2[0][lower], rtol=1e-12, atol=0))
     return ok
 
 
-def check_eq17_scale() -> Check:
-    """Eq. (17) writes S^(2) = <x_i^(1), x_j^(1)>; the model's scores (Eq. (12)) divide by sqrt(d)."""
-    return Check(
-        "eq17-scale",
-        "A.2",
-        "(12), (17)",
-        "S⁽²⁾_ij = ⟨x_i⁽¹⁾, x_j⁽¹⁾⟩ without the 1/√d of Eq. (12) (as printed in (17))",
-        "the simulator's layer (recency_lib.model.layer, no normalization) run twice on tokens with "
-        "Gram matrix (1−α)I + α11ᵀ, d ∈ {4, 64, 1024}, α ∈ {0, ½}: its S⁽²⁾ vs ⟨x_i⁽¹⁾, x_j⁽¹⁾⟩",
-        _model_scores_match(lambda d: 1.0, "none"),
-    )
-
-
-def check_eq18_printed() -> Check:
-    """Eq. (18) from (17) with <x_k, x_l> = s delta_kl: the numerator is s (E + j - 1), printed (E + j - 1)."""
-    gram, A, u, w = _prop1_layer2()
-    d = _sym()[2]
-    s_printed = sp.sqrt(d)  # Eq. (14) as printed
-    ok = all(
-        _zero(
-            gram[i - 1, j - 1].subs({u: s_printed, w: 0})
-            - (A + j - 1) / ((A + i - 1) * (A + j - 1))
-        )
-        for i, j in _pairs()
-    )
-    return Check(
-        "eq18-printed",
-        "A.2",
-        "(17)–(18)",
-        "Eq. (18) follows from (17) with the printed ⟨x_k, x_k⟩ = √d",
-        "sympy, all i > j ≤ 5",
-        ok,
-    )
-
-
-def check_eq19_slips_cancel() -> Check:
-    gram, A, u, w = _prop1_layer2()
-    d = _sym()[2]
-    ok = all(
-        _zero(gram[i - 1, j - 1].subs({u: sp.sqrt(d), w: 0}) / sp.sqrt(d) - 1 / (A + i - 1))
-        for i, j in _pairs()
-    )
-    return Check(
-        "eq19-form",
-        "A.2",
-        "(14), (17)–(19)",
-        "with the printed (14) and the 1/√d restored, S⁽²⁾_ij = 1/(E+i−1) as (19) prints "
-        "(the two slips cancel in form)",
-        "sympy, all i > j ≤ 5",
-        ok,
-    )
-
-
-def check_eq19_fixed() -> Check:
-
-    gram, A, u, w = _prop1_layer2()
-    d = _sym()[2]
-    ok = True
-    for i, j in _pairs():
-        s = gram[i - 1, j - 1] / sp.sqrt(d)
-        ok &= _zero(s - (u / (A + i - 1) + w) / sp.sqrt(d))  # flat in j
+def _eq19_fixed() -> bool:
+    gram = _prop1_gram()
+    ok = _zero_for_pairs(lambda i, j: (gram[i - 1, j - 1] - (U / (a + i - 1) + W)) / sp.sqrt(d))
     for dv in (4, 64, 1024):
-        for alpha in (sp.Integer(0), sp.Rational(1, 2)):
-            av = sp.exp(1 / sp.sqrt(sp.Integer(dv)))
-            for i, j in _pairs():
-                ref = (1 / (av + i - 1) + alpha / (1 - alpha)) / sp.sqrt(dv)
-                got = float(prop1_score_corrected(i, j, dv, float(alpha)))
-                ok &= abs(got / float(ref.evalf(30)) - 1) < NUM_RTOL
-    return Check(
-        "eq19-fixed",
-        "A.2",
-        "(19)",
-        "corrected S⁽²⁾_ij = (1/(a+i−1) + c²)/√d, a = e^{1/√d}, the same for every j < i "
-        "(theory.prop1_score_corrected)",
-        "sympy with ⟨x_k, x_l⟩ = δ_kl + c²; 30-digit values vs float64, d ∈ {4, 64, 1024}, α ∈ {0, ½}",
-        bool(ok),
-    )
+        for av in (sp.Integer(0), sp.Rational(1, 2)):
+            e = sp.exp(1 / sp.sqrt(sp.Integer(dv)))
+            for i, j in PAIRS:
+                ref = (1 / (e + i - 1) + av / (1 - av)) / sp.sqrt(dv)
+                ok &= _close(theory.prop1_score_corrected(i, j, dv, float(av)), ref.evalf(30))
+    return bool(ok)
 
 
-# -- A.3: Propositions 2 and 3 ------------------------------------------------------------------------
+# -- A.3: Propositions 2 and 3 ---------------------------------------------------------------------
 
 
 def _eq22_holds(claimed) -> bool:
-    """E||x_i^(0)||^2 = claimed(d, alpha), derived from Eq. (6) in sympy AND read off the sampler the
-    gram engine uses (sigma_cholesky: L L^T = Sigma, whose diagonal is E||x_i||^2) at d in
-    {4, 64, 1024} and alpha in {0.3, 0.5, 0.8}?"""
-    same, _, c2 = _token_moments()
-    d, alpha = _sym()[2], _sym()[3]
-    ok = _zero(same.subs(c2, alpha / (1 - alpha)) - claimed(d, alpha))
+    """E‖x_i^(0)‖² = claimed(d, α) in sympy, and as the diagonal of the sampler's Σ
+    (sampling.sigma_cholesky: L Lᵀ = Σ) at d ∈ {4, 64, 1024}, α ∈ {0.3, 0.5, 0.8}?"""
+    ok = _zero(_token_moments()[0].subs(c2, alpha / (1 - alpha)) - claimed(d, alpha))
     for av in (0.3, 0.5, 0.8):
-        chol = sigma_cholesky(N_TOKENS, float(np.sqrt(av / (1 - av))))
+        chol = sigma_cholesky(N, float(np.sqrt(av / (1 - av))))
         for dv in (4, 64, 1024):
             want = float(claimed(sp.Integer(dv), sp.Rational(str(av))))
             ok &= bool(np.allclose(np.diag(chol @ chol.T), want, rtol=1e-12, atol=0))
     return bool(ok)
 
 
-def check_eq22_printed() -> Check:
-    return Check(
-        "eq22-printed",
-        "A.3",
-        "(22)",
-        "‖x_i‖² → √d/(1−α) (as printed)",
-        "sympy: E‖x_i‖² = d·E[x_it²], c² = α/(1−α); and the sampler's Σ_ii (sampling.sigma_cholesky) "
-        "at d ∈ {4, 64, 1024}, α ∈ {0.3, ½, 0.8}",
-        _eq22_holds(lambda d, a: sp.sqrt(d) / (1 - a)),
-    )
+def _y_inner():
+    """⟨y_i, y_j⟩ = d ⟨x_i, x_j⟩ / ‖x‖² in the LLN (y = √d x/‖x‖), c² = α/(1 − α)."""
+    same, other = _token_moments()
+    return (d * other / same).subs(c2, alpha / (1 - alpha))
 
 
-def check_eq22_fixed() -> Check:
-    return Check(
-        "eq22-fixed",
-        "A.3",
-        "(22)",
-        "‖x_i⁽⁰⁾‖² → 1/(1−α)",
-        "sympy: E‖x_i‖² = d·E[x_it²], c² = α/(1−α); and the sampler's Σ_ii (sampling.sigma_cholesky) "
-        "at d ∈ {4, 64, 1024}, α ∈ {0.3, ½, 0.8}",
-        _eq22_holds(lambda d, a: 1 / (1 - a)),
-    )
+GAMMA, NX = sp.symbols("gamma nx", positive=True)  # nx = ‖x_j^(0)‖
 
 
-def _y_inner(c2):
-    """<y_i, y_j> = d <x_i, x_j> / ||x||^2 in the LLN (y = sqrt(d) x / ||x||)."""
-    same, other, c2s = _token_moments()
-    d = _sym()[2]
-    return d * other.subs(c2s, c2) / same.subs(c2s, c2)
-
-
-def check_eq23_printed() -> Check:
-    d, alpha = _sym()[2], _sym()[3]
-    return Check(
-        "eq23-printed",
-        "A.3",
-        "(23)",
-        "⟨y_i, y_j⟩ → √d·α for i ≠ j (as printed)",
-        "sympy: LLN values of ⟨x_i, x_j⟩, y = √d x/‖x‖",
-        _zero(_y_inner(alpha / (1 - alpha)) - sp.sqrt(d) * alpha),
-    )
-
-
-def check_eq23_fixed() -> Check:
-    d, alpha = _sym()[2], _sym()[3]
-    ok = _zero(_y_inner(alpha / (1 - alpha)) - d * alpha)
-    # ... which is the scale Eq. (25) uses: off-diagonal score <y_i, y_j>/sqrt(d) = sqrt(d) alpha, weight e^{alpha sqrt d}
-    ok &= _zero(_y_inner(alpha / (1 - alpha)) / sp.sqrt(d) - sp.sqrt(d) * alpha)
-    return Check(
-        "eq23-fixed",
-        "A.3",
-        "(23), (25)",
-        "⟨y_i, y_j⟩ → dα, i.e. off-diagonal score √d·α: the weight e^{√dα} that (25) uses",
-        "sympy: LLN values of ⟨x_i, x_j⟩, y = √d x/‖x‖",
-        bool(ok),
-    )
-
-
-def _residual_coefficients():
-    """(correct g, printed ones) for gamma x_j = coefficient * y_j with y = sqrt(d) x / ||x||."""
-    d, alpha = _sym()[2], _sym()[3]
-    gamma, nx = sp.symbols("gamma nx", positive=True)  # nx = ||x_j^(0)||
-    # gamma x = k y = k sqrt(d) x / ||x||  <=>  gamma = k sqrt(d) / ||x||
+def _residual_weight():
+    """k with γ x_j = k y_j, y_j = √d x_j/‖x_j‖."""
     k = sp.Symbol("k")
-    g = sp.solve(sp.Eq(gamma, k * sp.sqrt(d) / nx), k)[0]
-    printed = {"(25)": sp.sqrt(d) * gamma * nx, "(26)–(32)": d * gamma, "(33)–(36)": gamma}
-    return g, printed, gamma, nx, d, alpha
+    return sp.solve(sp.Eq(GAMMA, k * sp.sqrt(d) / NX), k)[0]
 
 
-def check_residual_printed() -> Check:
-    g, printed, gamma, nx, d, alpha = _residual_coefficients()
-    ok = any(_zero(p - g) for p in printed.values())
-    return Check(
-        "residual-printed",
-        "A.3",
-        "(25), (26), (33)",
-        "a printed residual weight of y_j (√dγ‖x‖, dγ or γ) is right",
-        "sympy: solve γ x_j = k y_j with y_j = √d x_j/‖x_j‖",
-        bool(ok),
-    )
+def _residual_printed() -> bool:
+    printed = (sp.sqrt(d) * GAMMA * NX, d * GAMMA, GAMMA)  # Eqs. (25), (26)–(32), (33)–(36)
+    return any(_zero(p - _residual_weight()) for p in printed)
 
 
-def check_residual_fixed() -> Check:
-
-    g, printed, gamma, nx, d, alpha = _residual_coefficients()
-    target = gamma / sp.sqrt(d * (1 - alpha))
-    ok = _zero(g.subs(nx, 1 / sp.sqrt(1 - alpha)) - target)
+def _residual_fixed() -> bool:
+    target = GAMMA / sp.sqrt(d * (1 - alpha))
+    ok = _zero(_residual_weight().subs(NX, 1 / sp.sqrt(1 - alpha)) - target)
     for dv in (4, 64, 4096):
         for av in (0.0, 0.5):
-            ref = target.subs({gamma: 1, d: dv, alpha: sp.Rational(str(av))}).evalf(30)
-            ok &= abs(float(residual_coefficient(av, 1.0, dv, "rms")) / float(ref) - 1) < NUM_RTOL
-            ok &= (
-                abs(
-                    float(residual_coefficient(av, 1.0, dv, "layernorm"))
-                    / float(ref * sp.sqrt(sp.Rational(dv - 1, dv)))
-                    - 1
-                )
-                < NUM_RTOL
-            )
-    return Check(
-        "residual-fixed",
-        "A.3",
-        "(25), (26), (33)",
-        "the residual weight of y_j is g = γ‖x_j⁽⁰⁾‖/√d = γ/√(d(1−α)) (× √((d−1)/d) for LayerNorm; "
-        "theory.residual_coefficient)",
-        "sympy; 30-digit values vs float64, d ∈ {4, 64, 4096}",
-        bool(ok),
-    )
-
-
-@lru_cache(maxsize=1)
-def _lln_gram_residual():
-    """LLN Gram of x^(1) / d with residual weight g (:func:`symbolic_layer1_gram`), symbols unified."""
-
-    gram, s = symbolic_layer1_gram(N_TOKENS, residual=True)
-    a, b, _, alpha, g = _sym()
-    return gram.subs({s["a"]: a, s["b"]: b, s["alpha"]: alpha, s["g"]: g})
-
-
-def _offdiag_steps(i, j):
-    """The printed right-hand sides of Eqs. (28)-(32) divided by d, with d gamma -> g."""
-    a, b, _, alpha, g = _sym()
-    di, dj = a + (i - 1) * b, a + (j - 1) * b
-    gi, gj = g * di + a, g * dj + a
-    eq28 = (
-        alpha * gi * gj
-        + alpha * b * gi * (j - 1)
-        + alpha * b * gj * (i - 2)
-        + b * gj
-        + b**2 * (j - 1)
-        + alpha * b**2 * (i - 2) * (j - 1)
-    ) / (di * dj)
-    eq29 = (
-        (j - 1) * (alpha * b * gi + b**2 + alpha * b**2 * (i - 2))
-        + gj * (alpha * gi + alpha * b * (i - 2) + b)
-    ) / (di * dj)
-    eq30 = (b * (j - 1) + g * dj + a) * (alpha * gi + b + alpha * b * (i - 2)) / (di * dj)
-    eq31 = dj * (1 + g) * (alpha * gi + b + alpha * b * (i - 2)) / (di * dj)
-    eq32 = (1 + g) * (alpha * gi + b + alpha * b * (i - 2)) / di
-    return {"(28)": eq28, "(29)": eq29, "(30)": eq30, "(31)": eq31, "(32)": eq32}
-
-
-def check_eqs28_to_32() -> Check:
-    gram = _lln_gram_residual()
-    ok = all(
-        _zero(expr - gram[i - 1, j - 1])
-        for i, j in _pairs()
-        for expr in _offdiag_steps(i, j).values()
-    )
-    return Check(
-        "eq28-32",
-        "A.3",
-        "(27)–(32)",
-        "each of Eqs. (28)–(32) equals ⟨x_i, x_j⟩/d for i > j (reading dγ as the residual weight g)",
-        "sympy vs C Gy Cᵀ, ⟨y_k,y_l⟩ = d((1−α)δ_kl + α), all i > j ≤ 5",
-        ok,
-    )
-
-
-def check_eq32_free_of_j() -> Check:
-    gram = _lln_gram_residual()
-    ok = all(_zero(gram[i - 1, j - 1] - gram[i - 1, 0]) for i, j in _pairs())
-    return Check(
-        "eq32-flat",
-        "A.3",
-        "(32)",
-        "⟨x_i, x_j⟩ does not depend on j < i (so only ‖x_j‖ orders a row)",
-        "sympy, all i > j ≤ 5",
-        ok,
-    )
-
-
-def _eq34_to_36(m, g, dd):
-    """Printed right-hand sides of Eqs. (34), (35), (36) / d, and (34) without its stray d's (m = j - 1)."""
-    a, b, _, alpha, _ = _sym()
-    D = a + m * b
-    eq34 = (
-        (g * D + a) ** 2
-        + 2 * dd * alpha * (g * D + a) * dd * b * m
-        + b**2 * m
-        + dd * alpha * b**2 * (m - 1) * m
-    ) / D**2
-    eq34_fixed = (
-        (g * D + a) ** 2 + 2 * alpha * (g * D + a) * b * m + b**2 * m + alpha * b**2 * (m - 1) * m
-    ) / D**2
-    eq35 = (
-        (g * D + a) ** 2
-        + 2 * (g * D + a) * alpha * (D - a)
-        + b * (D - a)
-        + alpha * (D - a - b) * (D - a)
-    ) / D**2
-    eq36 = (
-        D**2 * (g**2 + 2 * alpha * g + alpha)
-        + D * (1 - alpha) * (2 * g * a + b)
-        + (1 - alpha) * (a**2 - a * b)
-    ) / D**2
-    return {"(34)": eq34, "(34) fixed": eq34_fixed, "(35)": eq35, "(36)": eq36}
-
-
-def _diag_check(which) -> bool:
-    gram = _lln_gram_residual()
-    g, d = _sym()[4], _sym()[2]
-    ok = True
-    for j in range(1, N_TOKENS + 1):
-        ok &= _zero(_eq34_to_36(j - 1, g, d)[which] - gram[j - 1, j - 1])
+            ref = target.subs({GAMMA: 1, d: dv, alpha: sp.Rational(str(av))}).evalf(30)
+            ok &= _close(theory.residual_coefficient(av, 1.0, dv, "rms"), ref)
+            layernorm = ref * sp.sqrt(sp.Rational(dv - 1, dv))
+            ok &= _close(theory.residual_coefficient(av, 1.0, dv, "layernorm"), layernorm)
     return bool(ok)
 
 
-def check_eq33() -> Check:
-    return Check(
-        "eq33",
-        "A.3",
-        "(33)",
-        "Eq. (33) is ‖x_j‖² with γ in the role of the residual weight g (internally consistent)",
-        "sympy: (33) = C Gy Cᵀ diagonal, j ≤ 5",
-        _diag_check("(34) fixed"),
+@cache
+def _gram_residual():
+    """⟨x_i, x_j⟩ / d under the LLN with residual weight g: C Gy Cᵀ."""
+    gram_y = (1 - alpha) * sp.eye(N) + alpha * sp.ones(N, N)
+    return _mix(b, g) * gram_y * _mix(b, g).T
+
+
+def _eqs28_to_32(i, j):
+    """The printed right-hand sides of Eqs. (28)–(32) / d, reading dγ as g."""
+    di, dj = a + (i - 1) * b, a + (j - 1) * b
+    gi, gj = g * di + a, g * dj + a
+    last = alpha * gi + b + alpha * b * (i - 2)
+    return (
+        (
+            alpha * gi * gj
+            + alpha * b * gi * (j - 1)
+            + alpha * b * gj * (i - 2)
+            + b * gj
+            + b**2 * (j - 1)
+            + alpha * b**2 * (i - 2) * (j - 1)
+        )
+        / (di * dj),
+        (
+            (j - 1) * (alpha * b * gi + b**2 + alpha * b**2 * (i - 2))
+            + gj * (alpha * gi + alpha * b * (i - 2) + b)
+        )
+        / (di * dj),
+        (b * (j - 1) + g * dj + a) * last / (di * dj),
+        dj * (1 + g) * last / (di * dj),
+        (1 + g) * last / di,
     )
 
 
-def check_eq34_printed() -> Check:
-    return Check(
-        "eq34-printed",
-        "A.3",
-        "(34)",
-        "Eq. (34) as printed (factors d in 2dα(…)d e^{α√d} and dα e^{2α√d}) equals ‖x_j‖²/d",
-        "sympy, j ≤ 5",
-        _diag_check("(34)"),
+def _eq36_bracket(D):
+    """The numerator of Eq. (36) / d (the radicand of Eq. (41)) at D = D_j."""
+    return (
+        D**2 * (g**2 + 2 * alpha * g + alpha)
+        + D * (1 - alpha) * (2 * g * a + b)
+        + (1 - alpha) * (a**2 - a * b)
     )
 
 
-def check_eq34_fixed() -> Check:
-    return Check(
-        "eq34-fixed",
-        "A.3",
-        "(34)",
-        "Eq. (34) without the stray factors d equals ‖x_j‖²/d",
-        "sympy, j ≤ 5",
-        _diag_check("(34) fixed"),
-    )
+def _q(D):
+    """Eq. (36) / d at D = D_j."""
+    return _eq36_bracket(D) / D**2
 
 
-def check_eq35() -> Check:
-    return Check(
-        "eq35", "A.3", "(35)", "Eq. (35) equals ‖x_j‖²/d", "sympy, j ≤ 5", _diag_check("(35)")
-    )
+def _norm_steps(m) -> dict:
+    """The printed Eqs. (34), (35), (36) / d, and (34) without its stray d's (m = j − 1)."""
+    D = a + m * b
+    return {
+        "(34)": (
+            (g * D + a) ** 2
+            + 2 * d * alpha * (g * D + a) * d * b * m
+            + b**2 * m
+            + d * alpha * b**2 * (m - 1) * m
+        )
+        / D**2,
+        "(34) fixed": (
+            (g * D + a) ** 2
+            + 2 * alpha * (g * D + a) * b * m
+            + b**2 * m
+            + alpha * b**2 * (m - 1) * m
+        )
+        / D**2,
+        "(35)": (
+            (g * D + a) ** 2
+            + 2 * (g * D + a) * alpha * (D - a)
+            + b * (D - a)
+            + alpha * (D - a - b) * (D - a)
+        )
+        / D**2,
+        "(36)": _q(D),
+    }
 
 
-def check_eq36() -> Check:
-    a, b, d, alpha, g = _sym()
+def _is_diagonal(which: str) -> bool:
+    """Is the step ``which`` of :func:`_norm_steps` ‖x_j‖²/d for every j <= N?"""
+    gram = _gram_residual()
+    return all(_zero(_norm_steps(j - 1)[which] - gram[j - 1, j - 1]) for j in range(1, N + 1))
+
+
+def _eq36() -> bool:
     m = sp.Symbol("m", nonnegative=True)
-    ok = _diag_check("(36)") and _zero(_eq34_to_36(m, g, d)["(35)"] - _eq34_to_36(m, g, d)["(36)"])
-    return Check(
-        "eq36",
-        "A.3",
-        "(35)–(36)",
-        "Eq. (36) equals ‖x_j‖²/d, and (35) = (36) for symbolic j",
-        "sympy, j ≤ 5 and symbolic m = j − 1",
-        bool(ok),
-    )
+    return _is_diagonal("(36)") and _zero(_norm_steps(m)["(35)"] - _norm_steps(m)["(36)"])
 
 
-def check_eq36_theory() -> Check:
-    """theory.sq_norm_eq36 evaluates (36); theory.sq_norm_corrected is (36) with gamma -> g."""
+def _lln_values(dv, av, j=None) -> dict:
+    """Substitutions of a, b, α, d (and D_j for key j) at hidden size dv and anisotropy av."""
+    al = sp.Rational(str(av))
+    out = {a: sp.exp(sp.sqrt(dv)), b: sp.exp(al * sp.sqrt(dv)), alpha: al, d: dv}
+    return out if j is None else {**out, D_J: out[a] + (j - 1) * out[b]}
 
-    a, b, d, alpha, g = _sym()
+
+def _eq36_theory() -> bool:
     ok = True
     for dv in (4, 64, 1024):
         for av in (0.0, 0.5, 0.8):
             for gv in (0.0, 1.0):
                 for j in (1, 2, 5):
-                    al = sp.Rational(str(av))
-                    sub = {a: sp.exp(sp.sqrt(dv)), b: sp.exp(al * sp.sqrt(dv)), alpha: al, d: dv}
-                    e36 = dv * _eq34_to_36(j - 1, g, d)["(36)"].subs(sub)
-                    ref = e36.subs(g, gv).evalf(30)
-                    ok &= abs(float(sq_norm_eq36(j, av, gv, dv)) / float(ref) - 1) < NUM_RTOL
-                    gc = float(residual_coefficient(av, gv, dv, "layernorm"))
+                    e36 = dv * _q(a + (j - 1) * b).subs(_lln_values(dv, av))
+                    ok &= _close(theory.sq_norm_eq36(j, av, gv, dv), e36.subs(g, gv).evalf(30))
+                    gc = float(theory.residual_coefficient(av, gv, dv, "layernorm"))
                     ref = e36.subs(g, sp.Float(gc, 30)).evalf(30)
-                    ok &= (
-                        abs(float(sq_norm_corrected(j, av, gv, dv, "layernorm")) / float(ref) - 1)
-                        < NUM_RTOL
-                    )
-    return Check(
-        "eq36-theory",
-        "A.3",
-        "(36)",
-        "theory.sq_norm_eq36 evaluates (36); theory.sq_norm_corrected is (36) with γ → g",
-        "30-digit sympy values vs float64, d ∈ {4, 64, 1024}, α ∈ {0, ½, 0.8}, γ ∈ {0, 1}",
-        bool(ok),
+                    ok &= _close(theory.sq_norm_corrected(j, av, gv, dv, "layernorm"), ref)
+    return bool(ok)
+
+
+D_J = sp.Symbol("D_j", positive=True)
+D_NEXT = D_J + b  # D_{j+1}
+
+
+def _eq38() -> bool:
+    eq38 = (1 - alpha) * (2 * g * a + b) * (1 / D_NEXT - 1 / D_J) + (1 - alpha) * (a**2 - a * b) * (
+        1 / D_NEXT**2 - 1 / D_J**2
     )
+    return _zero(_q(D_NEXT) - _q(D_J) - eq38)
 
 
-def _q(D, g):
-    """Eq. (36) / d as a function of D = D_j."""
-    a, b, _, alpha, _ = _sym()
-    return (
-        D**2 * (g**2 + 2 * alpha * g + alpha)
-        + D * (1 - alpha) * (2 * g * a + b)
-        + (1 - alpha) * (a**2 - a * b)
-    ) / D**2
-
-
-def _eq39(Dj, g, first_factor):
-    a, b, _, alpha, _ = _sym()
-    Dn = Dj + b
-    return (1 - alpha) * first_factor * (-b / (Dj * Dn)) + (1 - alpha) * (a**2 - a * b) * (
-        -b * (2 * Dj + b) / (Dj**2 * Dn**2)
+def _eq39(first_factor) -> bool:
+    """Eq. (39) / d with ``first_factor`` equals ‖x_{j+1}‖² − ‖x_j‖² / d?"""
+    eq39 = (1 - alpha) * first_factor * (-b / (D_J * D_NEXT)) + (1 - alpha) * (a**2 - a * b) * (
+        -b * (2 * D_J + b) / (D_J**2 * D_NEXT**2)
     )
+    return _zero(_q(D_NEXT) - _q(D_J) - eq39)
 
 
-def check_eq38() -> Check:
-    a, b, _, alpha, g = _sym()
-    Dj = sp.Symbol("D_j", positive=True)
-    Dn = Dj + b
-    eq38 = (1 - alpha) * (2 * g * a + b) * (1 / Dn - 1 / Dj) + (1 - alpha) * (a**2 - a * b) * (
-        1 / Dn**2 - 1 / Dj**2
-    )
-    return Check(
-        "eq38",
-        "A.3",
-        "(37)–(38)",
-        "Eq. (38) (÷ d) equals ‖x_{j+1}‖² − ‖x_j‖² from (36), D_{j+1} = D_j + e^{α√d}",
-        "sympy, symbolic D_j",
-        _zero(_q(Dn, g) - _q(Dj, g) - eq38),
-    )
-
-
-def check_eq39_printed() -> Check:
-    a, b, _, alpha, g = _sym()
-    Dj = sp.Symbol("D_j", positive=True)
-    e = sp.E
-    ok = _zero(_q(Dj + b, g) - _q(Dj, g) - _eq39(Dj, g, 2 * g * e + b))
-    return Check(
-        "eq39-printed",
-        "A.3",
-        "(39)",
-        "Eq. (39) as printed (first factor 2γe + e^{α√d}) equals ‖x_{j+1}‖² − ‖x_j‖² (÷ d)",
-        "sympy, symbolic D_j",
-        ok,
-    )
-
-
-def check_eq39_fixed() -> Check:
-    a, b, _, alpha, g = _sym()
-    Dj = sp.Symbol("D_j", positive=True)
-    ok = _zero(_q(Dj + b, g) - _q(Dj, g) - _eq39(Dj, g, 2 * g * a + b))
-    return Check(
-        "eq39-fixed",
-        "A.3",
-        "(39)",
-        "Eq. (39) with 2γe^{√d} + e^{α√d} equals ‖x_{j+1}‖² − ‖x_j‖² (÷ d)",
-        "sympy, symbolic D_j",
-        ok,
-    )
-
-
-def check_eq39_negative() -> Check:
-    """Both terms of (39) are negative for 0 <= alpha < 1, g >= 0: substitute 1 - alpha = p > 0, a = b (1 + u)."""
-    b = _sym()[1]
-    p, u, Dj = sp.symbols("p u D_j", positive=True)
+def _eq39_negative() -> bool:
+    """Both terms of (39) < 0 for 0 <= α < 1, g >= 0: 1 − α = p > 0, a = b (1 + u), u > 0."""
+    p, u = sp.symbols("p u", positive=True)
     g0 = sp.Symbol("g0", nonnegative=True)
-    a = b * (1 + u)  # a > b  <=>  alpha < 1
-    Dn = Dj + b
-    t1 = p * (2 * g0 * a + b) * (-b / (Dj * Dn))
-    t2 = p * (a**2 - a * b) * (-b * (2 * Dj + b) / (Dj**2 * Dn**2))
-    ok = bool(sp.simplify(t1).is_negative) and bool(sp.factor(t2).is_negative)
-    return Check(
-        "eq39-sign",
-        "A.3",
-        "(39)",
-        "both terms of (the fixed) Eq. (39) are < 0 for 0 ≤ α < 1 and residual weight ≥ 0, "
-        "so ‖x_j‖ strictly decreases in j",
-        "sympy sign with positive symbols: 1 − α = p > 0, e^√d = e^{α√d}(1 + u), u > 0",
-        ok,
-    )
+    a_ = b * (1 + u)
+    t1 = p * (2 * g0 * a_ + b) * (-b / (D_J * D_NEXT))
+    t2 = p * (a_**2 - a_ * b) * (-b * (2 * D_J + b) / (D_J**2 * D_NEXT**2))
+    return bool(sp.simplify(t1).is_negative) and bool(sp.factor(t2).is_negative)
 
 
-_EQ40_METHOD = (
-    "the simulator's layer (recency_lib.model.layer, y = √d x/‖x‖) run twice on tokens with Gram "
-    "matrix (1−α)I + α11ᵀ, d ∈ {4, 64, 1024}, α ∈ {0, ½}: its S⁽²⁾ vs the formula on its x⁽¹⁾"
-)
-
-
-def check_eq40_printed() -> Check:
-    return Check(
-        "eq40-printed",
-        "A.3",
-        "(40)",
-        "S⁽²⁾_ij = d⟨x_i,x_j⟩/(‖x_i‖‖x_j‖) (as printed in (40) and before (33))",
-        _EQ40_METHOD,
-        _model_scores_match(lambda d: d, "rms"),
-    )
-
-
-def check_eq40_fixed() -> Check:
-    return Check(
-        "eq40-fixed",
-        "A.3",
-        "(40), (11)",
-        "S⁽²⁾_ij = √d⟨x_i,x_j⟩/(‖x_i‖‖x_j‖) (as in (11)); the prefactor is a row constant",
-        _EQ40_METHOD,
-        _model_scores_match(np.sqrt, "rms"),
-    )
-
-
-def check_eq41() -> Check:
-
-    a, b, d, alpha, g = _sym()
-    Dj = sp.Symbol("D_j", positive=True)
-    inner = (
-        Dj**2 * (g**2 + 2 * alpha * g + alpha)
-        + Dj * (1 - alpha) * (2 * g * a + b)
-        + (1 - alpha) * (a**2 - a * b)
-    )
-    h41 = Dj / (sp.sqrt(d) * sp.sqrt(inner))
-    ok = _zero(h41**2 - 1 / (d * _q(Dj, g)))
+def _eq41() -> bool:
+    h41 = D_J / (sp.sqrt(d) * sp.sqrt(_eq36_bracket(D_J)))
+    ok = _zero(h41**2 - 1 / (d * _q(D_J)))
     for dv in (4, 64, 1024):
         for av in (0.0, 0.5):
             for gv in (0.0, 1.0):
                 for j in (1, 3, 7):
-                    al = sp.Rational(str(av))
-                    sub = {
-                        a: sp.exp(sp.sqrt(dv)),
-                        b: sp.exp(al * sp.sqrt(dv)),
-                        alpha: al,
-                        d: dv,
-                        g: gv,
-                        Dj: sp.exp(sp.sqrt(dv)) + (j - 1) * sp.exp(al * sp.sqrt(dv)),
-                    }
-                    ok &= (
-                        abs(float(h_eq41(j, av, gv, dv)) / float(h41.subs(sub).evalf(30)) - 1)
-                        < NUM_RTOL
-                    )
-    return Check(
+                    ref = h41.subs({**_lln_values(dv, av, j), g: gv}).evalf(30)
+                    ok &= _close(theory.h_eq41(j, av, gv, dv), ref)
+    return bool(ok)
+
+
+# -- the registry ----------------------------------------------------------------------------------
+
+
+class Derivation(NamedTuple):
+    """A sympy derivation that decides the claim of an :class:`AlgebraStep` (``decide()``)."""
+
+    key: str
+    equations: str
+    claim: str
+    method: str
+    decide: Callable[[], bool]
+
+    def run(self, section: str) -> AlgebraStep:
+        return AlgebraStep(self.key, section, *self[1:4], bool(self.decide()))
+
+
+GENERIC = "sympy, generic Gram matrix of the y's, all i > j ≤ 5"
+ALL_PAIRS = "sympy, all i > j ≤ 5"
+MOMENTS = "sympy: LLN values of ⟨x_i, x_j⟩, y = √d x/‖x‖"
+EQ22 = (
+    "sympy: E‖x_i‖² = d·E[x_it²], c² = α/(1−α); and the sampler's Σ_ii (sampling.sigma_cholesky) "
+    "at d ∈ {4, 64, 1024}, α ∈ {0.3, ½, 0.8}"
+)
+RESIDUAL = "sympy: solve γ x_j = k y_j with y_j = √d x_j/‖x_j‖"
+DIAGONAL = "sympy, j ≤ 5"
+SYMBOLIC_D = "sympy, symbolic D_j"
+MODEL = (
+    "the simulator's layer (recency_lib.model.layer{}) run twice on tokens with Gram matrix "
+    "(1−α)I + α11ᵀ, d ∈ {{4, 64, 1024}}, α ∈ {{0, ½}}: its S⁽²⁾ vs {}"
+)
+EQ40 = MODEL.format(", y = √d x/‖x‖", "the formula on its x⁽¹⁾")
+
+A1 = (  # A.1: Theorem 1
+    Derivation(
+        "eq7-printed",
+        "(7)",
+        "Eq. (7) as printed, denominator (e^√d+i−1)(e^√d+i−1), equals ⟨x_i, x_j⟩ for i > j",
+        GENERIC,
+        lambda: _eq7(printed=True),
+    ),
+    Derivation(
+        "eq7-fixed",
+        "(7)",
+        "Eq. (7) with denominator (e^√d+i−1)(e^√d+j−1) equals ⟨x_i, x_j⟩ for i > j",
+        GENERIC,
+        lambda: _eq7(printed=False),
+    ),
+    Derivation(
+        "eq8",
+        "(8)",
+        "Eq. (8) is the expansion of ⟨x_i, x_j⟩ (no approximation yet)",
+        GENERIC,
+        lambda: _zero_for_pairs(_eq8),
+    ),
+    Derivation(
+        "eq9",
+        "(9)",
+        "⟨x_i, x_j⟩ = d(e^√d+j−1)/((e^√d+i−1)(e^√d+j−1)) under ⟨y_k, y_l⟩ = d δ_kl",
+        "sympy: C (d I) Cᵀ, all i > j ≤ 5",
+        lambda: _zero_for_pairs(
+            lambda i, j: _gram_alpha0()[i - 1, j - 1] - (a + j - 1) / ((a + i - 1) * (a + j - 1))
+        ),
+    ),
+    Derivation(
+        "eq10",
+        "(10)",
+        "‖x_i‖² = d(e^{2√d}+i−1)/(e^√d+i−1)² under ⟨y_k, y_l⟩ = d δ_kl",
+        "sympy: C (d I) Cᵀ, all i ≤ 5",
+        lambda: all(
+            _zero(_gram_alpha0()[i - 1, i - 1] - (a**2 + i - 1) / (a + i - 1) ** 2)
+            for i in range(1, N + 1)
+        ),
+    ),
+    Derivation(
+        "eq11-from-9-10",
+        "(9)–(11), (5)",
+        "S⁽²⁾_ij = √d⟨x_i,x_j⟩/(‖x_i‖‖x_j‖) with (9), (10) gives Eq. (11) = Eq. (5)",
+        "sympy (squares of positive sides), all i > j ≤ 5",
+        lambda: _zero_for_pairs(_eq11_from_9_10),
+    ),
+    Derivation(
+        "eq11-increasing",
+        "(11)",
+        "Eq. (11) strictly increases in j for fixed i (any d > 0)",
+        "sympy: ∂_j log S as a ratio of polynomials in u = e^√d − 1 > 0, m = j − 1 ≥ 0 with "
+        "positive coefficients",
+        _eq11_increasing,
+    ),
+    Derivation(
+        "eq11-diagonal",
+        "(5), (11)",
+        "S⁽²⁾_ii = √d exceeds S⁽²⁾_{i,i−1} (the last step of Definition 1)",
+        "sympy: (S_ii² − S_{i,i−1}²)·(positive) is a polynomial in u = e^√d − 1 > 0, m = i − 2 ≥ 0 "
+        "with positive coefficients",
+        _eq11_diagonal,
+    ),
+    Derivation(
+        "eq11-theory",
+        "(11)",
+        "theory.theorem1_score evaluates Eq. (11)",
+        "30-digit sympy value vs float64 at d ∈ {4, 64, 400}, all i > j ≤ 5",
+        _eq11_theory,
+    ),
+)
+
+A2 = (  # A.2: Proposition 1
+    Derivation(
+        "eq14-printed",
+        "(14)",
+        "⟨x_i, x_i⟩ → √d for x_i ~ N(0, I_d/d) (as printed)",
+        "sympy: E⟨x_i, x_i⟩ = d·E[x_it²] (independent Gaussian coordinates)",
+        lambda: _zero(_token_moments()[0].subs(c2, 0) - sp.sqrt(d)),
+    ),
+    Derivation(
+        "eq14-fixed",
+        "(14)",
+        "⟨x_i, x_i⟩ → 1 (1/(1−α) with anisotropy), ⟨x_i, x_j⟩ → 0 for i ≠ j",
+        "sympy: E⟨x_i, x_j⟩ = d·E[x_it x_jt] (independent Gaussian coordinates)",
+        _eq14_fixed,
+    ),
+    Derivation(
+        "eq15-printed",
+        "(13)–(15)",
+        "Eq. (15) follows from Eq. (13) with the printed Eq. (14) (⟨x_i, x_i⟩ = √d)",
+        "sympy: softmax of the scores ⟨x_i,x_k⟩/√d, i ≤ 5",
+        _eq15_printed,
+    ),
+    Derivation(
+        "eq15-fixed",
+        "(15)",
+        "with ⟨x_i, x_i⟩ = 1: A_ii = a/(a+i−1), A_ij = 1/(a+i−1), a = e^{1/√d} "
+        "(theory.prop1_attention_corrected)",
+        "sympy softmax; 30-digit values vs float64 at d ∈ {4, 64, 1024}",
+        _eq15_fixed,
+    ),
+    Derivation(
+        "eq17-scale",
+        "(12), (17)",
+        "S⁽²⁾_ij = ⟨x_i⁽¹⁾, x_j⁽¹⁾⟩ without the 1/√d of Eq. (12) (as printed in (17))",
+        MODEL.format(", no normalization", "⟨x_i⁽¹⁾, x_j⁽¹⁾⟩"),
+        lambda: _model_scores_match(lambda dv: 1.0, "none"),
+    ),
+    Derivation(
+        "eq18-printed",
+        "(17)–(18)",
+        "Eq. (18) follows from (17) with the printed ⟨x_k, x_k⟩ = √d",
+        ALL_PAIRS,
+        lambda: _zero_for_pairs(
+            lambda i, j: (
+                _prop1_gram()[i - 1, j - 1].subs({U: sp.sqrt(d), W: 0})
+                - (a + j - 1) / ((a + i - 1) * (a + j - 1))
+            )
+        ),
+    ),
+    Derivation(
+        "eq19-form",
+        "(14), (17)–(19)",
+        "with the printed (14) and the 1/√d restored, S⁽²⁾_ij = 1/(E+i−1) as (19) prints "
+        "(the two slips cancel in form)",
+        ALL_PAIRS,
+        lambda: _zero_for_pairs(
+            lambda i, j: (
+                _prop1_gram()[i - 1, j - 1].subs({U: sp.sqrt(d), W: 0}) / sp.sqrt(d)
+                - 1 / (a + i - 1)
+            )
+        ),
+    ),
+    Derivation(
+        "eq19-fixed",
+        "(19)",
+        "corrected S⁽²⁾_ij = (1/(a+i−1) + c²)/√d, a = e^{1/√d}, the same for every j < i "
+        "(theory.prop1_score_corrected)",
+        "sympy with ⟨x_k, x_l⟩ = δ_kl + c²; 30-digit values vs float64, d ∈ {4, 64, 1024}, "
+        "α ∈ {0, ½}",
+        _eq19_fixed,
+    ),
+)
+
+A3 = (  # A.3: Propositions 2 and 3
+    Derivation(
+        "eq22-printed",
+        "(22)",
+        "‖x_i‖² → √d/(1−α) (as printed)",
+        EQ22,
+        lambda: _eq22_holds(lambda dd, al: sp.sqrt(dd) / (1 - al)),
+    ),
+    Derivation(
+        "eq22-fixed",
+        "(22)",
+        "‖x_i⁽⁰⁾‖² → 1/(1−α)",
+        EQ22,
+        lambda: _eq22_holds(lambda dd, al: 1 / (1 - al)),
+    ),
+    Derivation(
+        "eq23-printed",
+        "(23)",
+        "⟨y_i, y_j⟩ → √d·α for i ≠ j (as printed)",
+        MOMENTS,
+        lambda: _zero(_y_inner() - sp.sqrt(d) * alpha),
+    ),
+    Derivation(
+        "eq23-fixed",
+        "(23), (25)",
+        "⟨y_i, y_j⟩ → dα, i.e. off-diagonal score √d·α: the weight e^{√dα} that (25) uses",
+        MOMENTS,
+        lambda: (
+            _zero(_y_inner() - d * alpha) and _zero(_y_inner() / sp.sqrt(d) - sp.sqrt(d) * alpha)
+        ),
+    ),
+    Derivation(
+        "residual-printed",
+        "(25), (26), (33)",
+        "a printed residual weight of y_j (√dγ‖x‖, dγ or γ) is right",
+        RESIDUAL,
+        _residual_printed,
+    ),
+    Derivation(
+        "residual-fixed",
+        "(25), (26), (33)",
+        "the residual weight of y_j is g = γ‖x_j⁽⁰⁾‖/√d = γ/√(d(1−α)) (× √((d−1)/d) for LayerNorm; "
+        "theory.residual_coefficient)",
+        "sympy; 30-digit values vs float64, d ∈ {4, 64, 4096}",
+        _residual_fixed,
+    ),
+    Derivation(
+        "eq28-32",
+        "(27)–(32)",
+        "each of Eqs. (28)–(32) equals ⟨x_i, x_j⟩/d for i > j "
+        "(reading dγ as the residual weight g)",
+        "sympy vs C Gy Cᵀ, ⟨y_k,y_l⟩ = d((1−α)δ_kl + α), all i > j ≤ 5",
+        lambda: all(
+            _zero(step - _gram_residual()[i - 1, j - 1])
+            for i, j in PAIRS
+            for step in _eqs28_to_32(i, j)
+        ),
+    ),
+    Derivation(
+        "eq32-flat",
+        "(32)",
+        "⟨x_i, x_j⟩ does not depend on j < i (so only ‖x_j‖ orders a row)",
+        ALL_PAIRS,
+        lambda: _zero_for_pairs(
+            lambda i, j: _gram_residual()[i - 1, j - 1] - _gram_residual()[i - 1, 0]
+        ),
+    ),
+    Derivation(
+        "eq33",
+        "(33)",
+        "Eq. (33) is ‖x_j‖² with γ in the role of the residual weight g (internally consistent)",
+        "sympy: (33) = C Gy Cᵀ diagonal, j ≤ 5",
+        lambda: _is_diagonal("(34) fixed"),
+    ),
+    Derivation(
+        "eq34-printed",
+        "(34)",
+        "Eq. (34) as printed (factors d in 2dα(…)d e^{α√d} and dα e^{2α√d}) equals ‖x_j‖²/d",
+        DIAGONAL,
+        lambda: _is_diagonal("(34)"),
+    ),
+    Derivation(
+        "eq34-fixed",
+        "(34)",
+        "Eq. (34) without the stray factors d equals ‖x_j‖²/d",
+        DIAGONAL,
+        lambda: _is_diagonal("(34) fixed"),
+    ),
+    Derivation("eq35", "(35)", "Eq. (35) equals ‖x_j‖²/d", DIAGONAL, lambda: _is_diagonal("(35)")),
+    Derivation(
+        "eq36",
+        "(35)–(36)",
+        "Eq. (36) equals ‖x_j‖²/d, and (35) = (36) for symbolic j",
+        "sympy, j ≤ 5 and symbolic m = j − 1",
+        _eq36,
+    ),
+    Derivation(
+        "eq36-theory",
+        "(36)",
+        "theory.sq_norm_eq36 evaluates (36); theory.sq_norm_corrected is (36) with γ → g",
+        "30-digit sympy values vs float64, d ∈ {4, 64, 1024}, α ∈ {0, ½, 0.8}, γ ∈ {0, 1}",
+        _eq36_theory,
+    ),
+    Derivation(
+        "eq38",
+        "(37)–(38)",
+        "Eq. (38) (÷ d) equals ‖x_{j+1}‖² − ‖x_j‖² from (36), D_{j+1} = D_j + e^{α√d}",
+        SYMBOLIC_D,
+        _eq38,
+    ),
+    Derivation(
+        "eq39-printed",
+        "(39)",
+        "Eq. (39) as printed (first factor 2γe + e^{α√d}) equals ‖x_{j+1}‖² − ‖x_j‖² (÷ d)",
+        SYMBOLIC_D,
+        lambda: _eq39(2 * g * sp.E + b),
+    ),
+    Derivation(
+        "eq39-fixed",
+        "(39)",
+        "Eq. (39) with 2γe^{√d} + e^{α√d} equals ‖x_{j+1}‖² − ‖x_j‖² (÷ d)",
+        SYMBOLIC_D,
+        lambda: _eq39(2 * g * a + b),
+    ),
+    Derivation(
+        "eq39-sign",
+        "(39)",
+        "both terms of (the fixed) Eq. (39) are < 0 for 0 ≤ α < 1 and residual weight ≥ 0, "
+        "so ‖x_j‖ strictly decreases in j",
+        "sympy sign with positive symbols: 1 − α = p > 0, e^√d = e^{α√d}(1 + u), u > 0",
+        _eq39_negative,
+    ),
+    Derivation(
+        "eq40-printed",
+        "(40)",
+        "S⁽²⁾_ij = d⟨x_i,x_j⟩/(‖x_i‖‖x_j‖) (as printed in (40) and before (33))",
+        EQ40,
+        lambda: _model_scores_match(lambda dv: dv, "rms"),
+    ),
+    Derivation(
+        "eq40-fixed",
+        "(40), (11)",
+        "S⁽²⁾_ij = √d⟨x_i,x_j⟩/(‖x_i‖‖x_j‖) (as in (11)); the prefactor is a row constant",
+        EQ40,
+        lambda: _model_scores_match(np.sqrt, "rms"),
+    ),
+    Derivation(
         "eq41",
-        "A.3",
         "(40)–(41)",
         "h(j) of Eq. (41) is 1/‖x_j‖ = (Eq. (36))^{−1/2} (theory.h_eq41)",
         "sympy; 30-digit values vs float64, d ∈ {4, 64, 1024}",
-        bool(ok),
-    )
-
-
-# -- registry -----------------------------------------------------------------------------------
-
-CHECKS = (
-    check_eq7_printed,
-    check_eq7_fixed,
-    check_eq8,
-    check_eq9,
-    check_eq10,
-    check_eq11_from_9_10,
-    check_eq11_increasing,
-    check_eq11_diagonal_step,
-    check_eq11_theory,
-    check_eq14_printed,
-    check_eq14_fixed,
-    check_eq15_printed,
-    check_eq15_fixed,
-    check_eq17_scale,
-    check_eq18_printed,
-    check_eq19_slips_cancel,
-    check_eq19_fixed,
-    check_eq22_printed,
-    check_eq22_fixed,
-    check_eq23_printed,
-    check_eq23_fixed,
-    check_residual_printed,
-    check_residual_fixed,
-    check_eqs28_to_32,
-    check_eq32_free_of_j,
-    check_eq33,
-    check_eq34_printed,
-    check_eq34_fixed,
-    check_eq35,
-    check_eq36,
-    check_eq36_theory,
-    check_eq38,
-    check_eq39_printed,
-    check_eq39_fixed,
-    check_eq39_negative,
-    check_eq40_printed,
-    check_eq40_fixed,
-    check_eq41,
+        _eq41,
+    ),
 )
 
-
-def run_all() -> list[Check]:
-    """Run every check (a few seconds); the list is in the order of the appendix."""
-    return [f() for f in CHECKS]
+CHECKS: dict[str, tuple[Derivation, ...]] = {"A.1": A1, "A.2": A2, "A.3": A3}
 
 
-def run_all_timed() -> tuple[list[Check], float]:
-    """:func:`run_all` and the seconds it took (module level, so a process pool can run it beside
-    the simulations)."""
+def run_all_timed() -> tuple[list[AlgebraStep], float]:
+    """Every check, in the order of the appendix, and the seconds they took."""
     t0 = time.perf_counter()
-    checks = run_all()
-    return checks, time.perf_counter() - t0
-
-
-def by_key(checks) -> dict[str, Check]:
-    return {c.key: c for c in checks}
+    steps = [c.run(section) for section, checks in CHECKS.items() for c in checks]
+    return steps, time.perf_counter() - t0

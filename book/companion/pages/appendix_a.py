@@ -1,4 +1,4 @@
-"""Appendix A (``book/appendix_a.ipynb``): its figures with their data, and the numbers its prose cites."""
+"""Appendix A (``book/appendix_a.ipynb``): its figures and their data, and its prose's numbers."""
 
 from __future__ import annotations
 
@@ -8,21 +8,22 @@ import numpy as np
 
 from recency_lib import theory
 
-from .. import closedforms, conventions, plotting, report, symbolic
+from .. import closedforms, conventions, plotting, report
 from ..errata import BEYOND, BIAS, PRINTED, summary, summary_text
 from ..report import Markdown, count, listing, num, percent
 from ..verdicts import AGAINST, AS_CLAIMED, ON_AVERAGE, UNRESOLVED
 
 
-def _glue_data(key: str, data: str) -> None:
-    from myst_nb import glue
-
-    glue(key, data, display=False)
+def _glue_figure(key: str, fig, stem: str, series: dict, x_name: str) -> None:
+    """Glue ``fig`` as ``key`` and its data (report.curve_columns of ``series``) as ``key``-data."""
+    plotting.glue_figure(key, fig)
+    data = report.download(stem, report.curve_columns(series, x_name))
+    report.glue_numbers({f"{key}-data": data})
 
 
 def lln_figure(*, table) -> None:
-    """Figure ``aa-fig-lln`` and its data: the large-d forms of h(j) (size and j-dependence, each α of
-    :data:`conventions.H_ALPHAS`) and of the layer-1 attention, simulated / closed form against d."""
+    """Figure ``aa-fig-lln``: simulated / LLN form against d of h(j) (size and j-dependence, each α
+    of conventions.H_ALPHAS) and of the layer-1 attention."""
     fig, (ax_size, ax_step) = plotting.subplots(1, 2, height_ratio=0.5, sharey=True)
     series = {}
     for alpha in conventions.H_ALPHAS:
@@ -30,63 +31,40 @@ def lln_figure(*, table) -> None:
         style = dict(color=conventions.alpha_colour(alpha), marker="o")
         for ax, part in ((ax_size, "level"), (ax_step, "step")):
             data = table.row("fig2", part, setting).series()
-            plotting.ratio_by_d(
-                *data, ax, label=conventions.alpha_label(alpha) if part == "step" else None, **style
-            )
+            label = conventions.alpha_label(alpha) if part == "step" else None
+            plotting.ratio_by_d(*data, ax, label=label, **style)
             series[f"h(j) {part}, {conventions.alpha_label(alpha)}"] = data
-        ax_step.axhline(
-            float(theory.drop_ratio_gaussian(alpha, float("inf"))),
-            color=style["color"],
-            linestyle=":",
-            linewidth=1.0,
-        )
+        limit = float(theory.drop_ratio_gaussian(alpha, float("inf")))
+        ax_step.axhline(limit, color=style["color"], linestyle=":", linewidth=1.0)
     for setting in (closedforms.T, closedforms.A):
         data = table.row("eq4-attention", "level", setting).series()
-        plotting.ratio_by_d(
-            *data,
-            ax_size,
-            color=conventions.alpha_colour(setting.alpha),
-            marker="s",
-            label=f"attention, {conventions.alpha_label(setting.alpha)}",
-        )
+        label = f"attention, {conventions.alpha_label(setting.alpha)}"
+        colour = conventions.alpha_colour(setting.alpha)
+        plotting.ratio_by_d(*data, ax_size, color=colour, marker="s", label=label)
         series[f"layer-1 attention, {conventions.alpha_label(setting.alpha)}"] = data
     for ax, title in ((ax_size, "size"), (ax_step, "$j$-dependence")):
         plotting.d_axis(ax, table.ds)
         ax.set_title(title)
     ax_step.set_ylabel("")
     ax_size.legend(loc="upper left")
-    fig.legend(
-        *ax_step.get_legend_handles_labels(),
-        loc="outside lower center",
-        ncol=len(conventions.H_ALPHAS),
-    )
-    plotting.glue_figure("aa-fig-lln", fig)
-    _glue_data(
-        "aa-fig-lln-data", report.download("appendix-a-lln", report.curve_columns(series, "d"))
-    )
+    handles = ax_step.get_legend_handles_labels()
+    fig.legend(*handles, loc="outside lower center", ncol=len(conventions.H_ALPHAS))
+    _glue_figure("aa-fig-lln", fig, "appendix-a-lln", series, "d")
 
 
 def theorem1_figure(*, table, eq5) -> None:
-    """Figure ``aa-fig-thm1`` and its data. Left: the drop of ||x_j^(1)||^2 simulated / Eq. (10) against
-    d beside its first-order form and e^(1/2); right: S^(2)'s size and mean step / Eq. (5)
-    (``eq5``: claims.eq5_claim of Theorem 1's runs)."""
+    """Figure ``aa-fig-thm1``. Left: the drop of ‖x_j^(1)‖² simulated / Eq. (10) against d beside
+    its first-order form and e^(1/2); right: S^(2)'s size and mean step / Eq. (5) (``eq5``:
+    claims.eq5_claim)."""
     fig, (ax_norm, ax_score) = plotting.subplots(1, 2, height_ratio=0.45)
     t_style = dict(color=conventions.alpha_colour(0.0))
     drop = table.row("eq10", "step").series()
     plotting.ratio_by_d(*drop, ax_norm, label="simulated", marker="o", linestyle="none", **t_style)
     grid = np.geomspace(table.ds[0], table.ds[-1], 60)
-    ax_norm.plot(
-        grid,
-        theory.drop_ratio_first_order(grid),
-        label="first order",
-        **conventions.CORRECTED,
-        **t_style,
-    )
-    ax_norm.axhline(
-        float(theory.drop_ratio_gaussian(0.0, float("inf"))),
-        label="$e^{1/2}$",
-        **conventions.REFERENCE,
-    )
+    first_order = theory.drop_ratio_first_order(grid)
+    ax_norm.plot(grid, first_order, label="first order", **conventions.CORRECTED, **t_style)
+    limit = float(theory.drop_ratio_gaussian(0.0, float("inf")))
+    ax_norm.axhline(limit, label="$e^{1/2}$", **conventions.REFERENCE)
     level, step = table.row("eq11", "level").series(), ratio_by_d(eq5)
     plotting.ratio_by_d(
         *level, ax_score, label="size", marker="D", markerfacecolor="white", **t_style
@@ -100,118 +78,72 @@ def theorem1_figure(*, table, eq5) -> None:
         ax.set_title(title)
         ax.legend(loc="best")
     ax_score.set_ylabel("")
-    plotting.glue_figure("aa-fig-thm1", fig)
-    _glue_data(
-        "aa-fig-thm1-data",
-        report.download(
-            "appendix-a-theorem-1",
-            report.curve_columns(
-                {
-                    "drop of ||x_j||^2 / Eq. (10)": drop,
-                    "S2 size / Eq. (5)": level,
-                    "S2 mean step / Eq. (5)": step,
-                },
-                "d",
-            ),
-        ),
-    )
+    series = {
+        "drop of ||x_j||^2 / Eq. (10)": drop,
+        "S2 size / Eq. (5)": level,
+        "S2 mean step / Eq. (5)": step,
+    }
+    _glue_figure("aa-fig-thm1", fig, "appendix-a-theorem-1", series, "d")
 
 
 def prop1_figure(*, dip, n) -> None:
-    """Figure ``aa-fig-prop1`` and its data: the last row of S^(2) without normalization relative to its
-    mean (``dip``: closedforms.prop1_dip) beside the next order beyond the law of large numbers."""
+    """Figure ``aa-fig-prop1``: row n of S^(2) without normalization over its mean (``dip``:
+    closedforms.prop1_dip) beside the next order beyond the LLN."""
     fig, ax = plotting.subplots(height_ratio=0.45)
     p_style = dict(color=conventions.alpha_colour(0.0))
     plotting.errorbar_points(dip["j"], dip["sim"], dip["se"], ax, label="simulated", **p_style)
-    ax.plot(
-        dip["j"],
-        dip["predicted"],
-        label="next order beyond the LLN",
-        **conventions.CORRECTED,
-        **p_style,
-    )
+    label = "next order beyond the LLN"
+    ax.plot(dip["j"], dip["predicted"], label=label, **conventions.CORRECTED, **p_style)
     ax.axhline(0.0, label="LLN: flat (corrected Eq. (19))", **conventions.REFERENCE)
     ax.set_xticks(dip["j"])
     ax.set_xlabel("key $j$")
     ax.set_ylabel(f"$S^{{(2)}}_{{{n},j}}$ / row mean $-$ 1")
     ax.legend(loc="lower right")
-    plotting.glue_figure("aa-fig-prop1", fig)
-    _glue_data(
-        "aa-fig-prop1-data",
-        report.download(
-            "appendix-a-proposition-1",
-            report.curve_columns(
-                {
-                    "simulated": (dip["j"], dip["sim"], dip["se"]),
-                    "next order": (dip["j"], dip["predicted"], None),
-                },
-                "j",
-            ),
-        ),
-    )
+    series = {
+        "simulated": (dip["j"], dip["sim"], dip["se"]),
+        "next order": (dip["j"], dip["predicted"], None),
+    }
+    _glue_figure("aa-fig-prop1", fig, "appendix-a-proposition-1", series, "j")
 
 
 def fig5_figure(*, fig5_results, n, d_fig5) -> None:
-    """Figure ``aa-fig-fig5`` and its data: the growth of h(j) with the residual at each α of
-    :data:`conventions.H_ALPHAS` (``fig5_results``: α -> SimResult at d = ``d_fig5``) beside Eq. (41) as
-    printed and corrected."""
+    """Figure ``aa-fig-fig5``: the growth of h(j) with the residual at each α of
+    conventions.H_ALPHAS (``fig5_results``: α -> SimResult at d = ``d_fig5``) beside Eq. (41)
+    as printed and corrected."""
     j = np.arange(1, n + 1)
     fig, ax = plotting.subplots(height_ratio=0.5)
     curves = {}
     for alpha in conventions.H_ALPHAS:
-        colour = conventions.alpha_colour(alpha)
-        plotting.h_curve(
-            j,
-            theory.h_corrected(j, alpha, 1.0, d_fig5),
-            ax,
-            kind="corrected",
-            color=colour,
-            label=conventions.alpha_label(alpha),
-        )
+        colour, label = conventions.alpha_colour(alpha), conventions.alpha_label(alpha)
+        corrected = theory.h_corrected(j, alpha, 1.0, d_fig5)
+        plotting.h_curve(j, corrected, ax, kind="corrected", color=colour, label=label)
         plotting.h_curve(j, theory.h_eq41(j, alpha, 1.0, d_fig5), ax, kind="printed", color=colour)
         growth, bound = closedforms.h_growth(fig5_results[alpha])
         plotting.errorbar_points(j, growth, bound, ax, color=colour)
-        curves[f"simulated, {conventions.alpha_label(alpha)}"] = (j, growth, bound)
+        curves[f"simulated, {label}"] = (j, growth, bound)
     ax.set_xticks(j)
     ax.legend(loc="upper left", ncol=2)
-    plotting.glue_figure("aa-fig-fig5", fig)
-    _glue_data(
-        "aa-fig-fig5-data",
-        report.download("appendix-a-figure-5", report.curve_columns(curves, "j")),
-    )
+    _glue_figure("aa-fig-fig5", fig, "appendix-a-figure-5", curves, "j")
 
 
-# -- the numbers the prose cites ----------------------------------------------------------------------
+# -- the numbers the prose cites ------------------------------------------------------------------
 
 
 def checks_by_d(verdict) -> dict[int, object]:
-    """d -> check of a verdict decided one check per hidden size (claims.theorem1_claim, eq5_claim,
-    corrected_theorem1_claim, proposition1_claim), sorted by d."""
-    if any(c.d is None for c in verdict.checks) or len({c.d for c in verdict.checks}) != len(
-        verdict.checks
-    ):
-        raise ValueError(
-            f"verdict {verdict.claim!r} has no hidden size per check; allowed: a verdict of "
-            "claims.theorem1_claim, eq5_claim, corrected_theorem1_claim or proposition1_claim"
-        )
+    """d -> check of a verdict of one check per hidden size (e.g. claims.eq5_claim), by d."""
     return {c.d: c for c in sorted(verdict.checks, key=lambda c: c.d)}
 
 
 def ratio_by_d(verdict) -> tuple:
-    """(d, ratio, SE) of a verdict of value checks per hidden size (claims.eq5_claim,
-    corrected_theorem1_claim), sorted by d, leaving out the unresolved ones: what a figure plots."""
+    """(d, ratio, SE) of a verdict's resolved checks per hidden size, sorted by d: what a figure
+    plots."""
     got = [(d, c.value, c.se) for d, c in checks_by_d(verdict).items() if c.status != UNRESOLVED]
     return tuple(np.array([g[k] for g in got], dtype=float) for k in range(3))
 
 
-def _at_ds(texts_by_d: dict) -> str:
-    """ "1.84 ± 0.02, 2.38 ± 0.08 and 2.66 ± 0.25 at $d$ = 16, 32 and 64"."""
-    return f"{listing(list(texts_by_d.values()), fmt=str)} at $d$ = {listing(list(texts_by_d))}"
-
-
 def order_reach(verdict) -> str:
-    """What Theorem 1's order checks (claims.theorem1_claim) resolve at each d, in words (markdown):
-    "every adjacent step at $d$ = 16; the mean step only at $d$ = 64"."""
+    """What Theorem 1's order checks resolve at each d: "every adjacent step at $d$ = 16; the mean
+    step only at $d$ = 64"."""
     words = {
         AS_CLAIMED: "every adjacent step",
         ON_AVERAGE: "the mean step only",
@@ -220,39 +152,33 @@ def order_reach(verdict) -> str:
     }
     by = checks_by_d(verdict)
     parts = [
-        f"{words[status]} at $d$ = {listing([d for d, c in by.items() if c.status == status])}"
-        for status in words
+        f"{word} at $d$ = {listing([d for d, c in by.items() if c.status == status])}"
+        for status, word in words.items()
         if any(c.status == status for c in by.values())
     ]
     return "; ".join(parts)
 
 
 def norm_versus_scores(table, eq5) -> str:
-    """Finding 7 of the second audit, live (markdown): at each d that the closed-form table and Eq. (5)'s
-    verdict share, the simulated trend of S^(2) over Eq. (5)'s (eq5's check) against the simulated drop of
-    ||x_j^(1)||^2 over Eq. (10)'s (the table): "1.84 ± 0.02 against 1.0940 ± 0.0004 at $d$ = 16, ...".
-    In the LLN the drop carries all of the scores' order; a larger trend ratio is the part it misses."""
+    """At each d of both, the simulated trend of S^(2) over Eq. (5)'s (``eq5``'s check) against the
+    drop of ‖x_j^(1)‖² over Eq. (10)'s (the table): "1.84 ± 0.02 against 1.0940 ± 0.0004 at $d$ =
+    16, ..."."""
     by = checks_by_d(eq5)
-    shared = [d for d in table.ds if d in by]
     parts = [
-        f"{by[d].text} against {table.cell('eq10', 'step', d).text()} at $d$ = {d}" for d in shared
+        f"{by[d].text} against {table.cell('eq10', 'step', d).text()} at $d$ = {d}"
+        for d in table.ds
+        if d in by
     ]
     return listing(parts, fmt=str, empty="—")
 
 
-def steps_below_one(table, key: str = "fig2", z: float | None = None) -> str:
-    """Finding 9 of the second audit, live (markdown): where the simulated j-dependence of closed form ``key``
-    (one row per alpha, part "step") is resolved *below* the LLN's, ratio more than ``z`` SE under 1 (default
-    closedforms.Z_ERRATUM): "at $d$ = 16 for α = 0.2, 0.4 and 0.6, at $d$ = 64 for α = 0.8" ("nowhere")."""
-    z = closedforms.Z_ERRATUM if z is None else z
+def steps_below_one(table, key: str = "fig2", z: float = closedforms.Z_ERRATUM) -> str:
+    """Where the simulated step of closed form ``key`` (one row per α) is resolved more than ``z``
+    SE below its LLN value: "at $d$ = 16 for α = 0.2 and 0.4, at $d$ = 64 for α = 0.8"."""
     rows = sorted(
         (r for r in table.rows if r.form.key == key and r.part == "step"),
         key=lambda r: r.setting.alpha,
     )
-    if not rows:
-        raise ValueError(
-            f"key={key!r} has no step rows in this table; allowed: a closed form with a step part"
-        )
     parts = []
     for d in table.ds:
         alphas = [
@@ -282,32 +208,27 @@ def page_numbers(
     sympy_cached: bool,
     wall_seconds: float,
 ) -> dict[str, object]:
-    """glue key -> text (or :class:`~companion.report.Markdown`, for text with math, placed with
-    ``{glue:md}``) of every number Appendix A's prose cites (book/appendix_a.ipynb glues them all at
-    once): hidden sizes, closed-form ratios with their Monte-Carlo error at the ends of the d range, the
-    sympy verdicts, the errata by kind (errata.summary), the book's verdicts on Theorem 1, Eq. (5), the
-    corrected Theorem 1 and Proposition 1 (``theorem1``, ``eq5``, ``corrected``, ``prop1``: the claims
-    functions' Verdicts on the landing page's runs), what Definition 1 at the paper's d would take with
-    layer-1 control variates (``th``: d -> SimResult of settings.theorem1_configs), the cost of this build."""
+    """glue key -> text (or Markdown) of every number Appendix A's prose cites: the table's hidden
+    sizes and ratios, the sympy verdicts, the errata by kind, the book's verdicts on Theorem 1,
+    Eq. (5), the corrected Theorem 1 and Proposition 1 (claims' Verdicts), what Definition 1 at
+    the paper's d would take with layer-1 control variates (``th``: d -> SimResult of
+    settings.theorem1_configs), and the cost of this build."""
     ds = table.ds
     d0, d1, dmax = ds[0], ds[min(1, len(ds) - 1)], ds[-1]
-    d_fig5 = conventions.PAPER_D if conventions.PAPER_D in ds else d1
     cell = table.cell
     d_def1 = conventions.PAPER_D if conventions.PAPER_D in th else max(th)
     z_def1 = conventions.definition1_z(n)
     need, def1_i, def1_j = closedforms.definition1_samples(th[d_def1], z_def1, effect="theorem1")
     need_lln = closedforms.definition1_samples(th[d_def1], z_def1)[0]
     kinds = summary(found)
-    cosine_lln = [
-        c.text() if c.resolved else "unresolved" for c in table.row("eq6-cosine", "level").cells
-    ]
+    cosines = table.row("eq6-cosine", "level").cells
     out = {
         "aa-ds": listing(ds),
         "aa-d0": str(d0),
         "aa-d1": str(d1),
         "aa-dmax": str(dmax),
         "aa-n-errata": count(len(found)),
-        "aa-d-fig5": str(d_fig5),
+        "aa-d-fig5": str(conventions.PAPER_D if conventions.PAPER_D in ds else d1),
         "aa-errata-counts": summary_text(kinds),
         "aa-n-printed": count(sum(kinds[k] for k in PRINTED)),
         "aa-n-biases": count(kinds[BIAS]),
@@ -321,7 +242,10 @@ def page_numbers(
         "aa-eq4-5": cell("eq4-attention", "level", dmax, closedforms.A).text(),
         "aa-samples-t": count(table.samples_of(closedforms.T)),
         "aa-norm-vs-trend": Markdown(norm_versus_scores(table, eq5)),
-        "aa-eq5-trends": Markdown(_at_ds({d: c.text for d, c in checks_by_d(eq5).items()})),
+        "aa-eq5-trends": Markdown(
+            f"{listing([c.text for c in checks_by_d(eq5).values()], fmt=str)} "
+            f"at $d$ = {listing(list(checks_by_d(eq5)))}"
+        ),
         "aa-thm1-reach": Markdown(order_reach(theorem1)),
         "aa-steps-below": Markdown(steps_below_one(table)),
         # Definition 1 at the paper's d: what resolving every step would take
@@ -349,7 +273,7 @@ def page_numbers(
         "aa-eq41c-max": cell("eq41-corrected", "level", dmax, closedforms.AR).text(),
         "aa-eq41c-step-max": cell("eq41-corrected", "step", dmax, closedforms.AR).text(),
         "aa-eq6-verdict": table.row("eq6-cosine-2nd", "level").verdict,
-        "aa-eq6-lln": listing(cosine_lln, fmt=str),
+        "aa-eq6-lln": listing([c.text() if c.resolved else "unresolved" for c in cosines], fmt=str),
         "aa-cosine-samples": count(table.cost.cosine_samples),
         # what this build cost
         "aa-z-resolve": num(closedforms.Z_RESOLVE),
@@ -362,13 +286,13 @@ def page_numbers(
         "aa-sympy-source": "read their verdicts from the cache" if sympy_cached else "ran them",
         "aa-workers": count(workers),
         "aa-wall-seconds": f"{num(wall_seconds, 2)} s",
+        "aa-eq5-d": str(eq5.decisive.d),
     }
     for name, v in (("thm1", theorem1), ("eq5", eq5), ("corrected", corrected), ("prop1", prop1)):
         out[f"aa-{name}-word"], out[f"aa-{name}-value"] = v.word, v.value
         out[f"aa-{name}-measure"] = Markdown(v.measure)
-    out["aa-eq5-d"] = str(eq5.decisive.d)
     for k in range(3):
         out[f"aa-eq10-step-{k}"] = cell("eq10", "step", ds[min(k, len(ds) - 1)]).text()
-    for key, c in symbolic.by_key(checks).items():
-        out[f"aa-chk-{key}"] = "✓ true" if c.holds else "✗ false"
+    for c in checks:
+        out[f"aa-chk-{c.key}"] = "✓ true" if c.holds else "✗ false"
     return out

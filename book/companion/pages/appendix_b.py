@@ -1,86 +1,85 @@
-"""Appendix B (``book/appendix_b.ipynb``): its numbers, and the features of the paper's Figures 3-5."""
+"""Appendix B (``book/appendix_b.ipynb``): its numbers, and the features of Figures 3-5."""
 
 from __future__ import annotations
 
 import math
 
 from .. import closedforms, conventions, grid, report, statistics
+from ..report import count, listing, pm
 from ..verdicts import verdict_word
 
 
 def figure34_numbers(*, d, fig3, fig4, gamma4, layers, n, samples, v5, verdicts) -> dict[str, str]:
-    """Appendix B's Figures 3 and 4: the setting, the estimator, the figures' data and the verdicts'
-    numbers."""
-    out = {}
-    out["ab-n"] = report.count(n)
-    out["ab-d"] = report.count(d)
-    out["ab-samples"] = report.count(samples)
-    out["ab-layers"] = report.count(layers)
-    out["ab-gamma"] = f"{gamma4:g}"
-    out["ab-estimator"] = statistics.estimator_name()
+    """Appendix B's Figures 3 and 4: the setting, the estimator, the data and the verdicts."""
+    out = {
+        "ab-n": count(n),
+        "ab-d": count(d),
+        "ab-samples": count(samples),
+        "ab-layers": count(layers),
+        "ab-gamma": f"{gamma4:g}",
+        "ab-estimator": statistics.estimator_name(),
+        "ab-level": report.percent(conventions.FAMILYWISE_LEVEL),
+    }
     for key, results, verdict in (("ab-f3", fig3, verdicts[0]), ("ab-f4", fig4, verdicts[1])):
-        first, last = list(results)[0], list(results)[-1]
+        first, last = next(iter(results)), list(results)[-1]
         tally = statistics.definition1_tally(results.values())
-        out[f"{key}-a-first"] = f"{first:g}"
-        out[f"{key}-a-last"] = f"{last:g}"
-        out[f"{key}-rpL-first"] = report.pm(*statistics.rp(results[first], layers))
-        out[f"{key}-rpL-last"] = report.pm(*statistics.rp(results[last], layers))
-        out[f"{key}-l1z"] = report.num(max(abs(statistics.rp_z(r, 1)) for r in results.values()), 2)
-        out[f"{key}-holds"] = report.count(tally["holds"])
-        out[f"{key}-violated"] = report.count(tally["violated"])
-        out[f"{key}-matrices"] = report.count(tally["matrices"])
-        out[f"{key}-z"] = report.num(verdict.numbers["z_threshold"], 3)
+        layer1_z = max(abs(statistics.rp_z(r, 1)) for r in results.values())
+        out |= {
+            f"{key}-a-first": f"{first:g}",
+            f"{key}-a-last": f"{last:g}",
+            f"{key}-rpL-first": pm(*statistics.rp(results[first], layers)),
+            f"{key}-rpL-last": pm(*statistics.rp(results[last], layers)),
+            f"{key}-l1z": report.num(layer1_z, 2),
+            f"{key}-holds": count(tally["holds"]),
+            f"{key}-violated": count(tally["violated"]),
+            f"{key}-matrices": count(tally["matrices"]),
+            f"{key}-z": report.num(verdict.numbers["z_threshold"], 3),
+        }
         for k, word in enumerate(feature_words(verdict).values()):
             out[f"{key}-feature{k}"] = word
     for key, verdict in (("ab-v3", verdicts[0]), ("ab-v4", verdicts[1]), ("ab-v5", v5[gamma4])):
         out[key] = verdict.word
         out[f"{key}-value"] = verdict.value
         out[f"{key}-measure"] = report.Markdown(verdict.measure)
-    out["ab-fig3-data"] = report.download(
-        "figure-3",
-        report.result_columns(list(fig3.values()), [conventions.alpha_label(a) for a in fig3]),
-    )
-    out["ab-fig4-data"] = report.download(
-        "figure-4",
-        report.result_columns(list(fig4.values()), [conventions.alpha_label(a) for a in fig4]),
-    )
-    costs = {
-        a: statistics.rp_gap(fig3[a], fig4[a], layers) for a in fig4 if a in fig3
-    }  # RP without - with
-    out["ab-cost-values"] = report.listing([report.pm(*c) for c in costs.values()], fmt=str)
-    out["ab-cost-alphas"] = report.listing(list(costs))
+    for key, name, results in (("ab-fig3", "figure-3", fig3), ("ab-fig4", "figure-4", fig4)):
+        labels = [conventions.alpha_label(a) for a in results]
+        data = report.result_columns(list(results.values()), labels)
+        out[f"{key}-data"] = report.download(name, data)
+    costs = [
+        statistics.rp_gap(fig3[a], fig4[a], layers) for a in fig4 if a in fig3
+    ]  # without - with
+    out["ab-cost-values"] = listing([pm(*c) for c in costs], fmt=str)
+    out["ab-cost-alphas"] = listing([a for a in fig4 if a in fig3])
     return out
 
 
 def figure5_numbers(*, curves, forms, gamma4, v5) -> dict[str, str]:
-    """Appendix B's Figure 5: the closed forms against simulation (printed and corrected key factor) at the
-    settings ``forms`` holds (the grid's alphas at the residual weight ``gamma4``), and Eq. (5)'s verdict
-    numbers. The prose quotes one alpha: the least above 0 (0.2 in the paper's grid), else the least."""
-    out = {}
+    """Appendix B's Figure 5: the closed forms against simulation at the settings of ``forms`` (the
+    grid's alphas at the residual weight ``gamma4``), and the verdict's numbers. The prose quotes
+    one alpha: the least above 0, else the least."""
     alphas = sorted({row.setting.alpha for row in forms.rows if row.setting.gamma == gamma4})
     quote = next((a for a in alphas if a > 0), alphas[0])
     setting = closedforms.Setting("layernorm", quote, gamma4)
-    out["ab-quote"] = f"{quote:g}"
-    out["ab-cf-alphas"] = report.listing(alphas)
-    out["ab-cf-ds"] = report.listing(forms.ds)
-    out["ab-corrected-trend"] = closedforms.trend_words(
-        forms.row("fig5-corrected", "step", setting)
-    )
-    for form in ("printed", "corrected"):
-        for part in ("level", "step"):
-            out[f"ab-{form}-{part}"] = report.listing(
-                closedforms.ratio_texts(forms.row(f"fig5-{form}", part, setting)), fmt=str
-            )
     level_off, level_z = closedforms.row_offsets(forms.row("fig5-corrected", "level", setting))
-    out["ab-corrected-level-off"] = report.percent(level_off)
-    out["ab-corrected-level-z"] = report.num(level_z, 2)
     h_table = v5[gamma4].numbers["table"]
     printed, corrected = size_ratios(h_table, "printed"), size_ratios(h_table, "corrected")
-    out["ab-v5-all"] = by_alpha_text(printed)
-    out["ab-v5-corrected"] = by_alpha_text(corrected)
-    out["ab-v5-corrected-off"] = report.percent(max(abs(r - 1.0) for r, _ in corrected.values()))
-    out["ab-v5-printed-rank"] = ranking_text(misranked(h_table, "printed"))
-    out["ab-v5-corrected-rank"] = ranking_text(misranked(h_table, "corrected"))
+    out = {
+        "ab-quote": f"{quote:g}",
+        "ab-cf-alphas": listing(alphas),
+        "ab-cf-ds": listing(forms.ds),
+        "ab-corrected-trend": closedforms.trend_words(forms.row("fig5-corrected", "step", setting)),
+        "ab-corrected-level-off": report.percent(level_off),
+        "ab-corrected-level-z": report.num(level_z, 2),
+        "ab-v5-all": by_alpha_text(printed),
+        "ab-v5-corrected": by_alpha_text(corrected),
+        "ab-v5-corrected-off": report.percent(max(abs(r - 1.0) for r, _ in corrected.values())),
+        "ab-v5-printed-rank": ranking_text(misranked(h_table, "printed")),
+        "ab-v5-corrected-rank": ranking_text(misranked(h_table, "corrected")),
+    }
+    for form in ("printed", "corrected"):
+        for part in ("level", "step"):
+            ratios = closedforms.ratio_texts(forms.row(f"fig5-{form}", part, setting))
+            out[f"ab-{form}-{part}"] = listing(ratios, fmt=str)
     out["ab-fig5-data"], out["ab-fig5-ratio-data"] = closedforms.h_downloads(
         "figure-5", curves, forms, "fig5-corrected"
     )
@@ -88,17 +87,16 @@ def figure5_numbers(*, curves, forms, gamma4, v5) -> dict[str, str]:
 
 
 def runs_numbers(*, by_gamma, runs, samples, settings, workers) -> dict[str, str]:
-    """The grid's papermill runs: the table of runs, how many settings ran or were reused, on how many
-    kernels, the fastest and slowest run, and the compute 10^7 sequences per setting would take."""
+    """The grid's papermill runs: how many ran or were reused, on how many kernels, the fastest and
+    slowest, and the compute 10^7 sequences per setting would take."""
     seconds = sorted(r.seconds for r in runs)
-    cpu_per_sequence = sum(r.elapsed_seconds for g in by_gamma.values() for r in g.values()) / (
-        len(runs) * samples
-    )
+    cpu = sum(r.elapsed_seconds for g in by_gamma.values() for r in g.values())
+    cpu_per_sequence = cpu / (len(runs) * samples)
     return {
-        "ab-n-settings": report.count(len(runs)),
-        "ab-n-ran": report.count(sum(r.status == "ran" for r in runs)),
-        "ab-n-reused": report.count(sum(r.status == "reused" for r in runs)),
-        "ab-workers": report.count(min(workers, len(settings))),
+        "ab-n-settings": count(len(runs)),
+        "ab-n-ran": count(sum(r.status == "ran" for r in runs)),
+        "ab-n-reused": count(sum(r.status == "reused" for r in runs)),
+        "ab-workers": count(min(workers, len(settings))),
         "ab-run-min": report.num(seconds[0], 2),
         "ab-run-max": report.num(seconds[-1], 2),
         "ab-cpu-1e7": report.num(cpu_per_sequence * 10**7 * len(runs) / 60, 2),
@@ -106,10 +104,10 @@ def runs_numbers(*, by_gamma, runs, samples, settings, workers) -> dict[str, str
     }
 
 
-# -- the features of the paper's Figures 3-5 ----------------------------------------------------------
+# -- the features of the paper's Figures 3-5 ------------------------------------------------------
 
-#: The features of the paper's Figures 3 and 4 (claims.figure3_claim, figure4_claim): each a name, the
-#: ``Check.kind`` of its checks and the sign it expects (0: no order, +1: above the reference).
+#: The features of the paper's Figures 3 and 4: a name, the ``Check.kind`` of its checks and the
+#: sign it expects (0: no order, +1: above the reference).
 FEATURES = (
     ("no order in layer 1", "no order", 0),
     ("recency from layer 2 on", "recency", +1),
@@ -118,9 +116,8 @@ FEATURES = (
 
 
 def feature_checks(verdict) -> dict[str, list]:
-    """feature name -> the checks of ``verdict`` (a Figure 3 or 4 verdict) that test it (by their kind), in
-    the order of :data:`FEATURES` (the checks in the verdict's order); only the features it has. A check of
-    another kind is a ValueError (a new kind of check needs a row in :data:`FEATURES`)."""
+    """feature name -> the checks of a Figure 3 or 4 verdict that test it, in the order of
+    :data:`FEATURES` (only the features it has)."""
     names = {kind: name for name, kind, _ in FEATURES}
     out: dict[str, list] = {name: [] for name, _, _ in FEATURES}
     for c in verdict.checks:
@@ -133,31 +130,31 @@ def feature_checks(verdict) -> dict[str, list]:
 
 
 def closest_call(feature: str, checks):
-    """The check of ``feature`` nearest to a change of its status: the largest |z| for "no order", the
-    smallest z for an order the paper expects."""
+    """The check of ``feature`` nearest to a change of its status: the largest |z| for "no order",
+    the smallest z for an order the paper expects."""
     expected = {name: sign for name, _, sign in FEATURES}[feature]
     return max(checks, key=lambda c: abs(c.z)) if expected == 0 else min(checks, key=lambda c: c.z)
 
 
 def feature_words(verdict) -> dict[str, str]:
-    """feature -> the verdict word its checks earn on their own, by the book's one rule (verdicts.verdict_word)."""
+    """feature -> the verdict word its checks earn on their own (verdicts.verdict_word)."""
     return {f: verdict_word([c.status for c in cs])[0] for f, cs in feature_checks(verdict).items()}
 
 
 def feature_rows(verdict) -> list[dict]:
-    """One table row per feature of a Figure 3 or 4 verdict: the feature, how many checks test it, the word
-    they earn (a badge) and the closest call (its number, z and what it is)."""
+    """One table row per feature of a Figure 3 or 4 verdict: how many checks test it, the word they
+    earn (a badge) and the closest call."""
     words = feature_words(verdict)
     rows = []
     for f, cs in feature_checks(verdict).items():
         c = closest_call(f, cs)
+        call = f"{report.nowrap(c.text)} ({report.nowrap(f'z = {report.z_text(c.z)}')})"
         rows.append(
             {
                 "feature": f,
-                "checks": report.count(len(cs)),
+                "checks": count(len(cs)),
                 "found": report.badge(words[f]),
-                "closest call": f"{report.nowrap(c.text)} ({report.nowrap(f'z = {report.z_text(c.z)}')})"
-                f"<br><small>{c.what}</small>",
+                "closest call": f"{call}<br><small>{c.what}</small>",
             }
         )
     return rows
@@ -172,9 +169,8 @@ def check_rows(verdict) -> list[dict]:
 
 
 def size_ratios(table: dict, form: str) -> dict[float, tuple[float, float]]:
-    """alpha > 0 -> the simulated rise of h(j) over closed form ``form``'s ("printed" or "corrected"), with
-    its SE (``table``: a Figure 2 or 5 verdict's ``numbers["table"]``): a size the figure draws, a finding
-    of Appendix A rather than the figure's claim."""
+    """alpha > 0 -> the simulated rise of h(j) over closed form ``form``'s ("printed" or
+    "corrected"), with its SE (``table``: a Figure 2 or 5 verdict's ``numbers["table"]``)."""
     return {
         a: (t["sim"][0] / t[form], t["sim"][1] / abs(t[form]))
         for a, t in sorted(table.items())
@@ -183,18 +179,14 @@ def size_ratios(table: dict, form: str) -> dict[float, tuple[float, float]]:
 
 
 def by_alpha_text(ratios: dict) -> str:
-    """ "2.350 ± 0.008, 1.9822 ± 0.0029 and 1.6144 ± 0.0013 at α = 0.2, 0.4 and 0.6": values by α."""
-    return (
-        f"{report.listing([report.pm(*ratios[a]) for a in sorted(ratios)], fmt=str)} "
-        f"at α = {report.listing(sorted(ratios))}"
-    )
+    """ "2.350 ± 0.008, 1.9822 ± 0.0029 and 1.6144 ± 0.0013 at α = 0.2, 0.4 and 0.6"."""
+    values = listing([pm(*ratios[a]) for a in sorted(ratios)], fmt=str)
+    return f"{values} at α = {listing(sorted(ratios))}"
 
 
 def misranked(table: dict, form: str, z: float = 3.0) -> list[tuple[float, float]]:
-    """Pairs of anisotropy levels (a, b) that closed form ``form`` ("printed" or "corrected") ranks against
-    the simulation by the rise of h (``table``: a Figure 2 or 5 verdict's ``numbers["table"]``): the
-    simulated rise of a is below b's, resolved by more than ``z`` SE of the difference, while the form puts a
-    above b (or the other way). Each pair with a < b in the simulated order."""
+    """Pairs (a, b), a < b in the simulated rise of h, resolved by more than ``z`` SE, that closed
+    form ``form`` ranks the other way (``table``: a Figure 2 or 5 verdict's numbers["table"])."""
     alphas = sorted(table)
     out = []
     for i, a in enumerate(alphas):
@@ -209,7 +201,5 @@ def misranked(table: dict, form: str, z: float = 3.0) -> list[tuple[float, float
 
 
 def ranking_text(pairs) -> str:
-    """ "α = 0.6 below α = 0.8" for :func:`misranked`'s pairs (a, b): the form puts b below a ("no pair")."""
-    return report.listing(
-        [f"α = {hi:g} below α = {lo:g}" for lo, hi in pairs], fmt=str, empty="no pair"
-    )
+    """ "α = 0.6 below α = 0.8" for :func:`misranked`'s pairs (the form puts b below a)."""
+    return listing([f"α = {hi:g} below α = {lo:g}" for lo, hi in pairs], fmt=str, empty="no pair")
