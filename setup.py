@@ -1,15 +1,11 @@
 """Build step of recency_lib: the C kernel (recency_lib/_kernel.c -> recency_lib._kernel).
 
-Everything else about the package is in pyproject.toml. ``pip install -e .`` (or ``pip install .``)
-compiles the kernel with the system's C compiler for this machine's CPU. Flags: -O3 and
--march=native for speed; -ffp-contract=off (never fuse a multiply and an add behind the code's
-back: the source writes out every fma it wants) and no -ffast-math, so every sample's arithmetic
-is the same sequence of IEEE operations on any CPU and the results are bitwise reproducible across
-machines. If the compiler rejects -march=native, the kernel is built without it; if it cannot be
-built at all, the install still succeeds and recency_lib runs its numpy path (slower, same law;
-``recency_lib.engines.kernel_name()`` says which runs). The module records the sha256 of the source
-it was compiled from; a module older than ``_kernel.c`` (an edit or a ``git pull`` without a rebuild)
-is not run: the numpy path runs and says so once on stderr.
+Everything else is in pyproject.toml. ``pip install -e .`` compiles the kernel for this CPU with
+-O3 -march=native, -ffp-contract=off and no -ffast-math: every sample's arithmetic is one fixed
+sequence of IEEE operations, so results are bitwise the same on every machine. Without
+-march=native if the compiler rejects it; without the kernel if it cannot be built (recency_lib
+then runs its numpy path; ``recency_lib.kernels.kernel_name()`` says which runs). The module
+records the sha256 of its source: a kernel older than ``_kernel.c`` is not run.
 """
 
 import hashlib
@@ -49,13 +45,13 @@ class BuildKernel(build_ext):
                 last = exc
         self.failed.append(ext)
         print(
-            f"recency_lib: the C kernel was not built ({last}); recency_lib will run its numpy path",
+            f"recency_lib: the C kernel was not built ({last}); recency_lib runs its numpy path",
             file=sys.stderr,
         )
 
 
 SOURCE = Path(__file__).with_name("recency_lib") / "_kernel.c"
-# the module carries the hash of the source it was built from (recency_lib.kernels checks it at import)
+# the module carries the hash of the source it was built from (recency_lib.kernels checks it)
 SHA256 = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
 
 setup(

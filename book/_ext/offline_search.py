@@ -71,7 +71,7 @@ def page_text(page_html: str) -> str:
 
 
 def on_html_page_context(app: Sphinx, pagename, templatename, context, doctree) -> None:
-    """On the search page: MathJax as a page with math gets it (sphinx.ext.mathjax), and the texts."""
+    """On the search page: MathJax as any page with math gets it, and the page texts."""
     if pagename != "search" or app.builder.format != "html":
         return
     if app.config.mathjax3_config:
