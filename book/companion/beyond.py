@@ -1,12 +1,7 @@
-"""Chapter 8, "Beyond the paper": its settings, findings and tables.
-
-The paper's LayerNorm model with the parts of a decoder it leaves out (:mod:`recency_lib.extensions`),
-one at a time and all together, on random networks at initialisation scale; a sweep over the length
-n; the study across networks; and chapter 7's relativity contrasts with RoPE. Every finding is
-decided here at the book's family-wise level; the page runs the simulations.
-"""
-
-from __future__ import annotations
+"""Chapter 8, "Beyond the paper": the paper's LayerNorm model with the parts of a decoder it leaves
+out (:mod:`recency_lib.extensions`), on random networks at initialisation scale; the length sweep;
+the study across networks; chapter 7's contrasts with RoPE. Its settings, findings (at the book's
+family-wise level) and tables; the page runs the simulations."""
 
 import os
 
@@ -89,8 +84,8 @@ def component_configs(
     random_divisor: int = 10,
     alphas=STUDY_ALPHAS,
 ) -> dict[tuple[str, float], SimConfig]:
-    """(component, alpha) -> SimConfig of the component study. Random weights draw four d x d
-    matrices per layer and sequence: that setting runs ``samples // random_divisor`` sequences."""
+    """(component, alpha) -> SimConfig; random weights (four d x d draws per layer and sequence) run
+    ``samples // random_divisor`` sequences."""
     base = dict(norm="layernorm", n=n, d=d, layers=layers, seed=seed, weights_seed=weights_seed)
     out = {}
     for key, (_, fields) in components(heads).items():
@@ -110,10 +105,9 @@ def length_configs(
     heads: int = 4,
     weights_seed: int = 0,
 ) -> dict[tuple[str, int], SimConfig]:
-    """(model, n) -> SimConfig of the length sweep: the paper's LayerNorm model with and without the
-    residual (alpha = 0.5, exact Gram engine) and the common decoder at alpha = 0.5 and 0 (dense).
-    The dense models run ``samples`` sequences; the exact ones as many query rows as the longest n,
-    ``samples * longest // n`` (cheap on the Gram engine)."""
+    """(model, n) -> SimConfig: the paper's LayerNorm model without and with the residual (alpha =
+    0.5, the exact Gram engine, as many query rows as the longest n: ``samples * longest // n``
+    sequences) and the common decoder at alpha = 0.5 and 0 (dense, ``samples`` sequences)."""
     lengths = sorted(set(lengths))
     models = {
         "paper": dict(alpha=0.5),
@@ -138,7 +132,7 @@ def length_label(cfg: SimConfig) -> str:
 
 
 def run(configs, workers: int = 1, *, cache=None) -> list[SimResult]:
-    """``cached_simulate_many(configs)`` on ``workers`` processes (the numbers do not depend on it)."""
+    """``cached_simulate_many(configs)`` on ``workers`` processes (the same numbers)."""
     workers = check_int("workers", workers, 1)
     configs = list(configs)
     if workers == 1:
@@ -147,7 +141,7 @@ def run(configs, workers: int = 1, *, cache=None) -> list[SimResult]:
         return cached_simulate_many(configs, cache=cache, executor=pool)
 
 
-# -- the component study ----------------------------------------------------------------------------
+# -- the component study --------------------------------------------------------------------------
 
 
 def cell_count(results: dict) -> int:
@@ -193,8 +187,8 @@ def created_order(dirs: dict, alpha: float) -> list[str]:
 
 
 def versus_paper(results: dict, alpha: float) -> dict[str, list[str]]:
-    """ "higher" / "lower": components whose last-layer RP at ``alpha`` differs resolvably from the
-    paper's model's, all differences one family."""
+    """ "higher" / "lower": components whose last-layer RP at ``alpha`` is resolvably above / below
+    the paper's model's, all differences one family."""
     ref = results[("paper", alpha)]
     others = [(key, r) for (key, a), r in results.items() if a == alpha and key != "paper"]
     zc = cv.z_for(len(others))
@@ -212,7 +206,8 @@ def names(keys, results: dict) -> str:
 
 
 def layer_orders(words) -> str:
-    """ "recency in layers 2–4", "recency in layer 2; primacy in layers 3, 4", "no resolved order"."""
+    """A setting's orders by layer: "recency in layers 2–4", "recency in layer 2; primacy in layers
+    3, 4", or "no resolved order"."""
     groups: dict[str, list[int]] = {}
     for l, w in enumerate(words, start=1):
         if w != NO_ORDER:
@@ -237,8 +232,7 @@ def rp_matrix(results: dict, alpha: float) -> tuple[list[str], np.ndarray, np.nd
 
 
 def summary_rows(results: dict, dirs: dict, def1: dict) -> list[dict]:
-    """Per component: its orders by layer at each alpha, and the last layer's RP and Definition 1
-    at the largest."""
+    """Per component: its orders at each alpha; RP and Definition 1 of the last layer at the top."""
     top = max(STUDY_ALPHAS)
     rows = []
     for key in dict.fromkeys(k for k, _ in results):
@@ -272,14 +266,12 @@ def full_rows(results: dict, dirs: dict, def1: dict) -> list[dict]:
 
 def full_columns(results: dict) -> dict[str, list]:
     """The numbers of the component study as download columns."""
-    rows = [
-        (component_label(key, r.config), cv.variant_name(r.config), a, r.config.samples, l)
-        + statistics.rp(r, l)
-        for (key, a), r in results.items()
-        for l in range(1, r.config.layers + 1)
-    ]
-    names_ = ("component", "model", "alpha", "samples", "layer", "recency_probability", "se")
-    return report.columns(names_, rows)
+    rows = []
+    for (key, a), r in results.items():
+        setting = (component_label(key, r.config), cv.variant_name(r.config), a, r.config.samples)
+        rows += [(*setting, l, *statistics.rp(r, l)) for l in range(1, r.config.layers + 1)]
+    header = ("component", "model", "alpha", "samples", "layer", "recency_probability", "se")
+    return report.columns(header, rows)
 
 
 # -- relativity: chapter 7's contrasts (position.py) with RoPE alone and all parts together ------
@@ -297,7 +289,7 @@ READINGS = {
 
 
 def relativity_configs(configs: dict, samples: int) -> dict[tuple[str, float], SimConfig]:
-    """(component, alpha) -> the study's setting of each of :data:`RELATIVITY_KEYS`, ``samples`` each."""
+    """(component, alpha) -> the study's setting of :data:`RELATIVITY_KEYS`, ``samples`` each."""
     return {k: c.replace(samples=samples) for k, c in configs.items() if k[0] in RELATIVITY_KEYS}
 
 
@@ -308,7 +300,7 @@ def control_mean(cfg: SimConfig):
 
 def last_layer_changes(stats: dict) -> dict:
     """key -> {"D": (change, SE, z), "K": ..., "D_word", "K_word", "z_threshold"}: D_n - D_5 and
-    K_n - K_5 in the last layer, all 2 x len(stats) one family (:data:`CHANGES` or unchanged)."""
+    K_n - K_5 in the last layer, :data:`CHANGES` or unchanged, all of them one family."""
     zc = cv.z_for(2 * len(stats))
     out = {}
     for key, st in stats.items():
@@ -327,8 +319,7 @@ def reading(change: dict) -> str:
 
 
 def relativity_rows(stats: dict) -> list[dict]:
-    """Per result: claims.not_relative_claim with its decisive number and layer, and the last
-    layer's changes of D and K (:func:`last_layer_changes`)."""
+    """Per result: claims.not_relative_claim (its decisive layer), the last layer's changes."""
     changes = last_layer_changes(stats)
     rows = []
     for (comp, a), st in stats.items():
@@ -367,10 +358,9 @@ def network_configs(cfg: SimConfig, networks: int, samples: int) -> list[SimConf
 
 
 def across_networks(results) -> dict:
-    """The last layer's RP on several networks (one SimResult per weights_seed): per network its
-    RP, SE and order (the networks one family); across them the mean, SD, SE of the mean and its
-    Student t against 0.5 (K - 1 degrees of freedom), decided at the book's level; "spread_ratio":
-    the SD over the median SE of one network (how much more the network matters than the tokens)."""
+    """The last layer's RP on K networks (one SimResult per weights_seed): per network, RP, SE and
+    order (one family); across them, the mean, SD, SE of the mean and its Student t against 0.5
+    (K - 1 degrees of freedom) decided at the book's level, and the SD over the median SE."""
     from scipy.special import stdtrit
 
     results = list(results)
@@ -404,8 +394,7 @@ def network_text(found: dict) -> str:
 
 
 def network_panel(found: dict, ax, *, z: float = 1.0):
-    """Each network's RP (± ``z`` SE), the mean across networks ± ``z`` SE (a band) and the dotted
-    "no order" line. Returns ``ax``."""
+    """Each network's RP (± ``z`` SE), the mean across them (a band), "no order". Returns ``ax``."""
     from .plotting import errorbar_points
 
     x = np.arange(len(found["rp"]))
@@ -422,8 +411,8 @@ def network_panel(found: dict, ax, *, z: float = 1.0):
 
 
 def identical_scores(engine_scores, layer_scores) -> bool:
-    """Whether an engine's scores (B, layers, n, n) and the same computed layer by layer (one
-    (B, n, n) array per layer) are the same floats, bit for bit, in the causal triangle."""
+    """Whether an engine's scores (B, layers, n, n) and the same layer by layer ((B, n, n) each) are
+    the same floats, bit for bit, in the causal triangle."""
     a, b = np.asarray(engine_scores), np.stack(layer_scores, axis=1)
     low = np.tri(a.shape[-1], dtype=bool)
     return a.shape == b.shape and np.array_equal(
@@ -445,26 +434,22 @@ def rp_by_length(runs: dict[int, SimResult]) -> tuple[np.ndarray, np.ndarray, np
 
 
 def last_query_profile(r: SimResult) -> tuple:
-    """(relative key position, binned mean score of the last query minus its row mean, bound on
-    the SE) in the last layer (metrics.binned_row)."""
+    """(relative key position, binned score of the last query minus its mean, SE bound)."""
     L = r.config.layers
     x, m, b = binned_row(r.score_mean[L - 1], r.score_sem[L - 1], r.config.n, PROFILE_BINS)
     return x, m - m.mean(), b
 
 
 def late_early(r: SimResult) -> tuple[float, float]:
-    """The last query's mean score on the last quarter of keys minus the first quarter, last layer,
-    and a bound on its SE (metrics.late_minus_early)."""
+    """The last query's mean score on its last quarter of keys minus its first, ± an SE bound."""
     L = r.config.layers
     return late_minus_early(r.score_mean[L - 1], r.score_sem[L - 1], r.config.n)
 
 
 def length_findings(long_results: dict) -> dict[str, dict]:
-    """Per model, from the shortest to the longest n, in the last layer: how the RP changes ("rp":
-    "rises" / "falls" / unchanged) and the late − early gap ("gap": "grows" / "shrinks" / unchanged,
-    against the sum of its SE bounds, conservative), all 2 x models one family; "rp_values" at both
-    ends, "gaps" (n -> gap, SE bound), and "factor", the shortest n's gap over the longest's (None
-    unless both are resolved above 0)."""
+    """Per model, from the shortest n to the longest, last layer: "rp" (rises / falls / unchanged),
+    "gap", the late − early gap (grows / shrinks / unchanged), all of them one family; "rp_values"
+    at both ends, "gaps" (n -> gap), "factor" (shortest over longest gap, None unless both > 0)."""
     models = list(dict.fromkeys(m for m, _ in long_results))
     zc = cv.z_for(2 * len(models))
     out = {}
@@ -493,8 +478,8 @@ def gap_listing(found: dict) -> str:
 
 
 def length_rows(long_results: dict) -> list[dict]:
-    """Per model: the last layer's RP at the shortest and longest n, its order at the longest (every
-    cell of the sweep one family), its change, and the late − early gap at both with its change."""
+    """Per model: the last layer's RP at the shortest and longest n, its order at the longest, the
+    late − early gap at both, and their changes (:func:`length_findings`)."""
     k, found = cell_count(long_results), length_findings(long_results)
     rows = []
     for m in found:
@@ -518,7 +503,7 @@ def length_columns(long_results: dict) -> dict[str, list]:
     """RP per model, n and layer, and the last query's binned profile, as download columns."""
     what = "binned last-query score - row mean (se: bound)"
     rows = []
-    for (m, n), r in long_results.items():
+    for (_, n), r in long_results.items():
         label, L = length_label(r.config), r.config.layers
         rows += [
             (label, n, l, "recency_probability", "", *statistics.rp(r, l)) for l in range(1, L + 1)
@@ -565,11 +550,9 @@ def _longer(long_results: dict) -> str:
 
 
 def findings_rows(results: dict, long_results: dict, relativity=None, networks=None) -> list[dict]:
-    """The chapter's answers in one table, each decided by the functions above, with the figure
-    that shows the evidence: each part alone and all together at the largest alpha, all together
-    across ``networks`` (:func:`across_networks`), isotropic tokens, whether the bias is relative
-    (``relativity``: key -> SequenceStatistic of the contrasts), and the change with n. Rows whose
-    input is not given are left out."""
+    """The chapter's answers in one table, each with the figure of its evidence: the parts alone and
+    together, across ``networks`` (:func:`across_networks`), on isotropic tokens, whether the bias
+    is ``relativity``'s, and the change with n (rows without their input are left out)."""
     top, iso = max(STUDY_ALPHAS), min(STUDY_ALPHAS)
     a_top, a_iso = cv.alpha_label(top), cv.alpha_label(iso)
     dirs = directions(results)

@@ -1,13 +1,9 @@
-"""Chapter 6's depth study: the order of every layer of a deeper stack, with and without LayerNorm,
-and whether LayerNorm's recency grows from layer to layer.
+"""Chapter 6's depth study: the order of every layer of a deeper stack, with and without
+LayerNorm, from each layer's control-variate trend and recency probability, and whether LayerNorm's
+recency grows: the trend's step from one layer to the next, paired within each sequence
+(``sequence_statistic(cfg, statistics.trend_steps, control_mean=0.0)``)."""
 
-Per layer: the control-variate trend (``trend_cv_mean``) and the recency probability. The growth from
-one layer to the next is paired within each sequence (a SimResult keeps no covariance between layers):
-``sequence_statistic(cfg, statistics.trend_steps, control_mean=0.0)``. Nothing here simulates.
-"""
-
-from __future__ import annotations
-
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,12 +15,11 @@ from . import report
 from .position import _sign
 from .statistics import rp, zscore
 
-#: (norm, alpha, d, residual) -> (sequences of the run, of the paired growth run), in units of the
-#: page's ``samples_depth`` (0: no growth run). "iso": alpha = 0, "show": the page's alpha; "small": d =
-#: :data:`SMALL_D`, "paper": the page's d; "gamma": the page's residual weight. The sizes resolve every
-#: trend at the section's z. LayerNorm at alpha = 0, d = 64: its layer-2 trend needs about 8 x 10^5
-#: sequences for 90 % power. No normalization at alpha = 0, d = 64 gets 10^6 sequences at the default
-#: 20,000: Proposition 1's runs (settings.prop1_configs), so the same layer-2 number.
+#: (norm, alpha, d, residual) -> (sequences of the run, of the paired growth run; 0: none) in units
+#: of the page's ``samples_depth``: "iso" alpha = 0, "show" the page's alpha, "small" d = 16,
+#: "paper" the page's d, "gamma" its residual weight. The sizes resolve every trend at the section's
+#: z (LayerNorm at alpha = 0, d = 64 needs about 8 x 10^5 sequences); no normalization at alpha = 0,
+#: d = 64 runs Proposition 1's 10^6 sequences (settings.prop1_configs) at the default 20,000.
 PLAN = {
     ("none", "iso", "small", 0): (2, 0),
     ("none", "iso", "paper", 0): (50, 0),
@@ -35,20 +30,15 @@ PLAN = {
     ("none", "show", "paper", "gamma"): (2, 0),
     ("layernorm", "show", "paper", "gamma"): (1, 0.25),
 }
-SMALL_D = 16
 
 
 def settings(alpha: float, gamma: float, d: int, samples: int) -> dict[tuple, tuple[int, int]]:
-    """(norm, alpha, d, gamma) -> (sequences, paired sequences) of :data:`PLAN`; settings that
-    coincide (d = 16) keep the larger counts; a growth run has at least 2 sequences."""
+    """(norm, alpha, d, gamma) -> (sequences, paired sequences) of :data:`PLAN`; coinciding
+    settings (at d = 16) keep the larger counts; a growth run has at least 2 sequences."""
+    values = {"iso": 0.0, "show": alpha, "small": 16, "paper": d, 0: 0.0, "gamma": gamma}
     out: dict[tuple, tuple[int, int]] = {}
-    for (norm, a, size, g), (k, m) in PLAN.items():
-        key = (
-            norm,
-            0.0 if a == "iso" else alpha,
-            SMALL_D if size == "small" else d,
-            0.0 if g == 0 else gamma,
-        )
+    for (norm, *setting), (k, m) in PLAN.items():
+        key = (norm, *(values[x] for x in setting))
         old = out.get(key, (0, 0))
         paired = max(2, int(m * samples)) if m else 0
         out[key] = (max(old[0], int(k * samples)), max(old[1], paired))
@@ -57,9 +47,9 @@ def settings(alpha: float, gamma: float, d: int, samples: int) -> dict[tuple, tu
 
 @dataclass(frozen=True)
 class Cell:
-    """One number of the study: ``what`` ("trend", "rp": RP - 1/2, or "growth") of 1-based ``layer``,
-    ``value`` ± ``se``, its ``z`` and the ``direction`` it resolves ("recency" / "primacy", for growth
-    "rises" / "falls", or "none")."""
+    """One number of the study: ``what`` ("trend", "rp": RP - 1/2, or "growth") of ``layer``,
+    ``value`` ± ``se``, its ``z`` and the ``direction`` it resolves: "recency" / "primacy" (for
+    growth "rises" / "falls") or "none"."""
 
     what: str
     layer: int
@@ -87,8 +77,8 @@ def family(results: dict, growth: dict) -> int:
 
 
 def cells(res, zc: float, stat=None) -> dict[tuple[str, int], Cell]:
-    """(what, layer) -> :class:`Cell`: trend and RP - 1/2 of layers 2..L of ``res`` and, with ``stat``
-    (statistics.trend_steps, control_mean 0), the growth from layer 3 on; decided at ``zc``."""
+    """(what, layer) -> :class:`Cell`: trend and RP - 1/2 of layers 2..L of ``res`` and, with
+    ``stat`` (statistics.trend_steps), the growth from layer 3 on; decided at ``zc``."""
     out = {}
     for l in range(2, res.config.layers + 1):
         out[("trend", l)] = _cell("trend", l, res.trend_cv_mean[l - 1], res.trend_cv_sem[l - 1], zc)
@@ -153,7 +143,7 @@ def _pm(cell: Cell, shift: float = 0.0) -> str:
 
 
 def summary_rows(results: dict, growth: dict, zc: float) -> list[dict]:
-    """The compact table: per setting, its sequences, trend and RP in layer 2 → the last, finding."""
+    """The compact table: per setting, sequences, trend and RP in layer 2 → the last, finding."""
     out = []
     for key, res in results.items():
         cfg, L = res.config, res.config.layers
@@ -229,7 +219,7 @@ def depth_figure(results: dict, zc: float):
         ax.set_yscale("symlog", linthresh=LINTHRESH)
         low, high = ax.get_ylim()
         top = int(np.ceil(np.log10(max(abs(low), abs(high), LINTHRESH))))
-        decades = range(int(round(np.log10(LINTHRESH))), top + 1, 2)  # every other decade
+        decades = range(round(math.log10(LINTHRESH)), top + 1, 2)  # every other decade
         ax.set_yticks(sorted([-(10.0**k) for k in decades] + [0.0] + [10.0**k for k in decades]))
         ax.set_ylim(low, high)
         ax.minorticks_off()

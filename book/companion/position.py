@@ -1,12 +1,7 @@
-"""Chapter 7's "position or distance?": where in a row the induced order lives.
-
-Read from ``sequence_statistic(cfg, statistics.distance_contrasts, control_mean=0.0)``: per query i,
-D_i = S_{i,i-1} - S_{i,i-4} (two keys at fixed distances) and K_i = S_{i,4} - S_{i,1} (two keys at
-fixed positions), each a log-ratio of two attention weights. A bias that depends on i - j alone keeps
-D_i flat; at i = 5 both compare the same keys (D_5 = K_5). Nothing here simulates.
-"""
-
-from __future__ import annotations
+"""Chapter 7's "position or distance?", from ``sequence_statistic(cfg,
+statistics.distance_contrasts, control_mean=0.0)``: per query i, D_i = S_{i,i-1} - S_{i,i-4} (keys
+at fixed distances) and K_i = S_{i,4} - S_{i,1} (keys at fixed positions). A bias that depends on
+i - j alone keeps D_i flat; at i = 5 both compare the same keys (D_5 = K_5)."""
 
 import numpy as np
 
@@ -22,6 +17,7 @@ NAMES = {
     "D": f"$D_i$: distances {statistics.NEAR} vs {statistics.FAR} (fixed distances)",
 }
 CHANGE_WORDS = {1: "rises", -1: "falls", 0: "does not change resolvably"}
+_OPEN = dict(markersize=3.5, linestyle="none", markerfacecolor="white", elinewidth=0.8, capsize=0)
 
 
 def _sign(z: float, zc: float) -> int:
@@ -30,14 +26,14 @@ def _sign(z: float, zc: float) -> int:
 
 
 def value_at(stat, key: str, query: int, layer: int | None = None) -> tuple[float, float]:
-    """(mean, SE) of D_i (``key`` "D") or K_i ("K") at 1-based ``query`` and ``layer`` (default last)."""
+    """(mean, SE) of D_i (``key`` "D") or K_i ("K") at 1-based ``query`` and ``layer``."""
     l = layer or stat.config.layers
     m, e = statistics.distance_profiles(stat)[key]
     return float(m[l - 1, query - FIRST_QUERY]), float(e[l - 1, query - FIRST_QUERY])
 
 
 def change(stat, key: str, layer: int | None = None) -> tuple[float, float]:
-    """(mean, SE) of D_n - D_5 or K_n - K_5, paired within each sequence, at ``layer`` (default last)."""
+    """(mean, SE) of D_n - D_5 or K_n - K_5, paired within each sequence, at ``layer``."""
     l = layer or stat.config.layers
     m, e = statistics.distance_profiles(stat)[f"{key}_change"]
     return float(m[l - 1]), float(e[l - 1])
@@ -54,7 +50,7 @@ def change_text(m: float, e: float) -> str:
 
 
 def family(stats) -> int:
-    """The tests of :func:`change_rows` decided together: D and K in every layer from 2 on."""
+    """The changes of :func:`change_rows` decided together: D and K of every layer from 2 on."""
     return sum(2 * (s.config.layers - 1) for s in stats)
 
 
@@ -95,7 +91,7 @@ def contrast_rows(stat) -> list[tuple]:
 
 
 def columns(stats) -> dict[str, list]:
-    """D_i and K_i of every result, layer and query as download columns (report.download)."""
+    """D_i and K_i of every result, layer and query as download columns."""
     rows = [
         (cv.setting_label(s.config), s.config.n, s.samples, *r)
         for s in stats
@@ -137,18 +133,7 @@ def overlay_points(stat, ax, *, z: float = 1.0, first_layer: int = 2):
         colour = cv.ordered_colour(l - 1, L)
         for key, marker in (("K", "o"), ("D", "s")):
             m, e = (x[l - 1] for x in prof[key])
-            ax.errorbar(
-                prof["queries"],
-                m,
-                yerr=z * e,
-                color=colour,
-                marker=marker,
-                markersize=3.5,
-                linestyle="none",
-                markerfacecolor="white",
-                elinewidth=0.8,
-                capsize=0,
-            )
+            ax.errorbar(prof["queries"], m, yerr=z * e, color=colour, marker=marker, **_OPEN)
     return ax
 
 
@@ -172,8 +157,8 @@ def legend_handles(layers: int, first_layer: int = 2, *, points: str | None = No
 
 
 def same_rows(short_scores, long_scores) -> float:
-    """The largest |difference| between the scores of a short run (B, layers, n, n) and the first n
-    rows and keys of a longer one, over the causal triangle: 0.0 when they are the same floats."""
+    """The largest |difference| of the scores of a short run (B, layers, n, n) and the first n rows
+    and keys of a longer one, over the causal triangle: 0.0 when they are the same floats."""
     a, b = np.asarray(short_scores), np.asarray(long_scores)
     n = a.shape[2]
     low = np.tri(n, dtype=bool)
@@ -182,7 +167,7 @@ def same_rows(short_scores, long_scores) -> float:
 
 
 def check_rows(verdict, stat) -> list[dict]:
-    """The checks of claims.not_relative_claim(``stat``) as rows, last layer first, with K beside D."""
+    """The checks of claims.not_relative_claim(``stat``), last layer first, with K beside D."""
     layers = range(stat.config.layers, 1, -1)  # the claim's order
     return [
         {

@@ -1,12 +1,9 @@
 """Chapter 3 (book/layernorm.ipynb): how large Theorem 1's effect is, and where two trends cross.
 
-At each hidden size d, in Theorem 1's setting (or Proposition 1's, without normalization): the
-simulated trend of S^(2) (the mean step between two earlier keys, from the strongest estimator of each
-setting, :mod:`companion.estimators`), the book's derived trends (theory.theorem1_trend,
-theory.proposition1_trend), Eq. (5)'s, and what resolving the trend costs. Nothing here simulates.
+At each hidden size d: the simulated trend of S^(2) (the mean step between two earlier keys), the
+book's derived trends (theory.theorem1_trend, theory.proposition1_trend), Eq. (5)'s, and what
+resolving the trend costs. Nothing here simulates.
 """
-
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass
@@ -72,8 +69,8 @@ class Point:
 
 
 def statistic_points(stats: dict) -> list[Point]:
-    """Points of d -> a statistic of :mod:`companion.estimators` (the last value of its second
-    layer is the trend), sorted by d."""
+    """Points of d -> a statistic of :mod:`companion.estimators` (its trend: the last value of
+    layer 2), sorted by d."""
     return [
         Point(
             d,
@@ -89,7 +86,7 @@ def statistic_points(stats: dict) -> list[Point]:
 
 
 def cost_per_sequence(results) -> float:
-    """Compute seconds per sequence pooled over the timed SimResults of ``results`` (NaN if none)."""
+    """Compute seconds per sequence, pooled over the timed SimResults of ``results``."""
     timed = [r for r in results if math.isfinite(r.elapsed_seconds) and r.elapsed_seconds > 0]
     if not timed:
         return math.nan
@@ -143,39 +140,20 @@ def theorem1_reach(results: dict[int, SimResult]) -> list[Reach]:
     return out
 
 
-@dataclass(frozen=True)
-class Beyond:
-    """Proposition 1 beyond the LLN at one d: the trend of S^(2) and the first step of row n,
-    S_{n,2} - S_{n,1}, over the row's corrected Eq. (19) level."""
-
-    d: int
-    samples: int
-    trend: float
-    trend_se: float
-    z: float
-    first: float
-    first_se: float
-
-
-def prop1_beyond(results: dict) -> list[Beyond]:
-    """:class:`Beyond` per d (d -> the Gram-controlled statistic, or a SimResult)."""
-    out = []
-    for d, x in sorted(results.items()):
-        est = StepEstimate.of(x)
-        n = est.config.n
-        level = float(theory.prop1_score_corrected(n, 1, d))
-        ii, jj = adjacent_index(n)
-        k = int(np.flatnonzero((ii == n - 1) & (jj == 1))[0])  # S_{n,2} - S_{n,1}
-        z = report.zscore(est.trend, est.trend_se)
-        first, first_se = float(est.mean[k]) / level, float(est.sem[k]) / level
-        out.append(Beyond(d, est.config.samples, est.trend, est.trend_se, z, first, first_se))
-    return out
+def first_step(x) -> tuple[float, float]:
+    """S_{n,2} - S_{n,1} of layer 2 over the row's corrected Eq. (19) level, ± SE (``x``: a
+    Gram-controlled statistic or a SimResult without normalization)."""
+    est = StepEstimate.of(x)
+    n = est.config.n
+    level = float(theory.prop1_score_corrected(n, 1, est.config.d))
+    ii, jj = adjacent_index(n)
+    k = int(np.flatnonzero((ii == n - 1) & (jj == 1))[0])
+    return float(est.mean[k]) / level, float(est.sem[k]) / level
 
 
 def every_step_need(res: SimResult, z: float) -> tuple[float, float]:
-    """(sequences at which layer-1 control variates put every step between earlier keys of E S^(2)
-    ``z`` SE from 0, the smallest derived step), the corrected Theorem 1's steps as the effects;
-    NaN without LayerNorm or below :data:`FORM_MIN_D`."""
+    """(sequences at which layer-1 control variates put every step between earlier keys ``z`` SE
+    from 0, the smallest step), the corrected Theorem 1's steps the effects (NaN below d = 16)."""
     d, n = res.config.d, res.config.n
     if d < FORM_MIN_D or res.config.norm != "layernorm":
         return math.nan, math.nan
@@ -184,9 +162,8 @@ def every_step_need(res: SimResult, z: float) -> tuple[float, float]:
     ii, jj = earlier_steps(n)
     steps = np.array([derived[int(a) + 1, int(b) + 1] for a, b in zip(ii, jj)])
     sem = res.steps("cv")[1][1][ii, jj]
-    samples = res.config.samples
-    need = max(sequences_needed(float(e), samples, float(v), z) for e, v in zip(sem, steps))
-    return need, float(steps.min())
+    need = [sequences_needed(float(e), res.config.samples, float(v), z) for e, v in zip(sem, steps)]
+    return max(need), float(steps.min())
 
 
 def series(points, pair) -> tuple[list, list, list]:
@@ -196,8 +173,8 @@ def series(points, pair) -> tuple[list, list, list]:
 
 
 def size_columns(ln_points: list[Point], none_points: list[Point]) -> dict:
-    """The size figure's data for report.curve_columns: simulated / corrected Theorem 1 and / Eq. (5)
-    per estimator; without normalization, simulated / derived."""
+    """The size figure's curves: simulated / corrected Theorem 1 and / Eq. (5) per estimator, and
+    without normalization simulated / derived."""
     out = {}
     for est in dict.fromkeys(p.estimator for p in ln_points):
         sel = [p for p in ln_points if p.estimator == est]
@@ -220,12 +197,12 @@ def smallest_step_crossover(n: int = cv.PAPER_N) -> float:
     return bisect(gap, 16.0, 400.0, rtol=1e-9)
 
 
-def row_rise(res: SimResult, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(keys j = 1..n-1, (S_nj - S_n1) / c_n, SE) of the last row of ``layer``, relative to the
-    corrected Eq. (19) level c_n; the SEs combined as if independent (an upper bound)."""
+def row_rise(res: SimResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys j = 1..n-1, (S_nj - S_n1) / c_n, SE bound) of the last row, c_n the corrected Eq. (19)
+    level."""
     n, d = res.config.n, res.config.d
     level = float(theory.prop1_score_corrected(n, 1, d))
-    s, e = res.score_mean[layer - 1, n - 1, : n - 1], res.score_sem[layer - 1, n - 1, : n - 1]
+    s, e = res.score_mean[1, n - 1, : n - 1], res.score_sem[1, n - 1, : n - 1]
     return np.arange(1, n), (s - s[0]) / level, np.hypot(e, e[0]) / level
 
 
@@ -237,11 +214,11 @@ def derived_row_rise(n: int, d: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def trend_grids(dmax: float, points: int = 60) -> tuple[np.ndarray, np.ndarray]:
-    """The d grids of the trend figure: Eq. (5) from 4, the corrected Theorem 1 from 16, to ``dmax``."""
+    """The d grids of Eq. (5) (from 4) and the corrected Theorem 1 (from 16) up to ``dmax``."""
     return np.geomspace(4, dmax, points), np.geomspace(FORM_MIN_D, dmax, points)
 
 
-# -- figures ------------------------------------------------------------------------------------------
+# -- figures ---------------------------------------------------------------------------------------
 
 
 def _by_estimator(points: list[Point]) -> dict[str, list[Point]]:
@@ -250,9 +227,8 @@ def _by_estimator(points: list[Point]) -> dict[str, list[Point]]:
 
 
 def ratio_panel(points: list[Point], ax):
-    """Simulated / corrected Theorem 1 against d (filled, ± 1 SE with the form's accuracy folded
-    in), simulated / Eq. (5) (open) and the corrected form / Eq. (5) (a line tending to e), one
-    marker per estimator, LayerNorm from :data:`FORM_MIN_D`. Returns ``ax``."""
+    """Simulated / corrected Theorem 1 (filled) and / Eq. (5) (open) against d, one marker per
+    estimator, and the corrected form / Eq. (5), a line tending to e. Returns ``ax``."""
     from matplotlib.lines import Line2D
 
     pts = [p for p in points if p.d >= FORM_MIN_D and p.norm != "none"]
@@ -290,8 +266,8 @@ def ratio_panel(points: list[Point], ax):
 
 
 def rise_panel(res: SimResult, ax):
-    """The simulated rise of row n over key 1 relative to the corrected Eq. (19) level, in per cent
-    (± its SE bound), the derived rise and the LLN's flat row. Returns ``ax``."""
+    """The rise of row n over key 1 in per cent of its level (:func:`row_rise`), simulated and
+    derived, and the LLN's flat row. Returns ``ax``."""
     j, rise, se = row_rise(res)
     n = res.config.n
     jd, derived = derived_row_rise(n, res.config.d)
@@ -308,8 +284,8 @@ def rise_panel(res: SimResult, ax):
 
 
 def prop1_panel(points: list[Point], ax):
-    """Simulated / derived trend without normalization against d, ± 1 SE, with references at 1 (the
-    form exact) and 0 (the LLN's flat row). Returns ``ax``."""
+    """Simulated / derived trend without normalization against d, with references at 1 and at 0
+    (the LLN's flat row). Returns ``ax``."""
     pts = [p for p in points if p.norm == "none"]
     r = np.array([p.ratio(p.derived) for p in pts])
     marker = cv.VARIANT_MARKERS["none"]
@@ -324,8 +300,8 @@ def prop1_panel(points: list[Point], ax):
 
 
 def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *, crossover=None):
-    """Both derived trends against d (log-log) with the simulated points on them (± 1 SE; an
-    unresolved point as an upper limit at trend + 2 SE) and the ``crossover`` marked. Returns ``ax``."""
+    """Both derived trends against d (log-log), the simulated points on them (unresolved: an upper
+    limit at trend + 2 SE) and the ``crossover`` marked. Returns ``ax``."""
     ds = sorted({p.d for p in (*ln_points, *none_points)} | {FORM_MIN_D})
     grid = np.geomspace(FORM_MIN_D, max(ds), 80)
     label = "LayerNorm: corrected Theorem 1"

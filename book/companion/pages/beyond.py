@@ -1,7 +1,5 @@
 """Chapter 8 (``book/beyond.ipynb``): its numbers and its longer figures."""
 
-from __future__ import annotations
-
 from recency_lib.features import controls_valid
 
 from .. import beyond, conventions, plotting, report
@@ -107,9 +105,6 @@ def length_numbers(*, layers, lengths, long_results, long_samples, n) -> dict[st
             "beyond-lengths", beyond.length_columns(long_results)
         ),
     }
-
-
-# -- figures -------------------------------------------------------------------------------------------
 
 
 def _legend_and_glue(key: str, fig, axes, cols: int) -> None:

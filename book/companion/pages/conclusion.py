@@ -1,7 +1,5 @@
 """Chapter 7 (``book/conclusion.ipynb``): its numbers."""
 
-from __future__ import annotations
-
 from .. import conventions, position, report
 from ..claims import not_relative_claim
 from ..report import count, num, pm

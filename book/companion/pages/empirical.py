@@ -1,7 +1,5 @@
 """Chapter 6 (``book/empirical.ipynb``): its numbers, table rows and longer figures."""
 
-from __future__ import annotations
-
 import math
 
 from .. import closedforms, conventions, depth, plotting, report, statistics
@@ -195,9 +193,6 @@ def depth_numbers(*, results: dict, growth: dict, zc: float, alpha, gamma, d) ->
     return out
 
 
-# -- the rows of the page's tables -------------------------------------------------------------------
-
-
 def h_rows(*, d, h_results, h_zc, n, table) -> list[dict]:
     """Figure 2's table per alpha: the simulated h(n)/h(1) - 1 against Eq. (41) (``table``) and the
     mean step of S^(2) over its large-d line ("unresolved" at |z| <= ``h_zc``)."""
@@ -213,9 +208,6 @@ def h_rows(*, d, h_results, h_zc, n, table) -> list[dict]:
         }
         for a, t in table.items()
     ]
-
-
-# -- figures -------------------------------------------------------------------------------------------
 
 
 def dsweep_figures(*, configs, ds, by_d, layers, labels) -> None:

@@ -1,7 +1,5 @@
 """Chapter 5 (``book/input_distribution.ipynb``): its numbers, table rows and longer figures."""
 
-from __future__ import annotations
-
 import numpy as np
 
 from recency_lib import inputs
@@ -45,9 +43,9 @@ def proposition3_numbers(*, alphas, by, rp_by, gamma, p3, ratio, samples, zc) ->
 
 
 def eq6_numbers(*, cos, cos_ds, d, n, samples_cosine) -> dict[str, str]:
-    """The mean cosine of two tokens, Eq. (6) (``cos``: d -> alpha -> (mean, SE)): the figure's data;
-    at the page's d, the alphas whose shortfall from alpha is resolved (one family), the largest one
-    and the second-order prediction there, and how far the points sit from that prediction."""
+    """The mean cosine of two tokens, Eq. (6) (``cos``: d -> alpha -> (mean, SE)): the data; at the
+    page's d, the alphas whose shortfall from alpha is resolved (one family), the largest one and
+    the second-order prediction there, and how far the points sit from that prediction."""
     dev = {a: (m - a, s) for a, (m, s) in cos[d].items() if not report.is_exact(m, s)}
     zc = conventions.z_for(max(1, len(dev)))
     top = max(dev, key=lambda a: abs(dev[a][0]))
@@ -116,11 +114,8 @@ def closed_form_numbers(*, by, closed, ratio) -> dict[str, str]:
     }
 
 
-# -- the rows of the page's tables -------------------------------------------------------------------
-
-
 def step_ratios(*, by, d, n, zc) -> dict:
-    """gamma -> alpha -> the mean step of S^(2) over its large-d line, "unresolved" at |z| <= ``zc``."""
+    """gamma -> alpha -> the mean step of S^(2) over its large-d line (or "unresolved")."""
     return {
         g: {
             a: closedforms.trend_over_line(r, closedforms.predicted_trend(n, d, a, g), zc)
@@ -148,9 +143,6 @@ def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
         }
         for a in sorted(by[0.0])
     ]
-
-
-# -- figures -------------------------------------------------------------------------------------------
 
 
 def cosine_figure(*, cos, cos_ds, d) -> None:

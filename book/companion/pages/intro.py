@@ -1,7 +1,5 @@
 """Chapter 1 (``book/intro.ipynb``): its numbers."""
 
-from __future__ import annotations
-
 from recency_lib import theory
 
 from .. import closedforms, conventions, report, statistics
@@ -44,9 +42,9 @@ def intro_numbers(*, results, conv, conv_torch, thm1, tied, torch_eps) -> dict[s
 
 
 def order_numbers(*, iso, changes) -> dict[str, str]:
-    """Why LayerNorm's column barely moves at alpha = 0 (``iso``: Figure 1's second row; ``changes``:
-    statistics.order_changes): the plain RP of every layer, the share of comparisons that differ
-    from layer 1's in layer 2 and the last, and the control variates' cut of the last SE."""
+    """Why LayerNorm's column barely moves at alpha = 0 (``iso``: Figure 1's second row): the plain
+    RP of every layer, the share of comparisons that differ from layer 1's in layer 2 and the last
+    (``changes``: statistics.order_changes), and the control variates' cut of the last SE."""
     L = iso.config.layers
     plain = [pm(iso.recency_probability[l], iso.recency_probability_sem[l]) for l in range(L)]
     return {

@@ -1,7 +1,5 @@
 """Chapter 3 (``book/layernorm.ipynb``): its numbers, table rows and longer figures."""
 
-from __future__ import annotations
-
 import math
 
 import numpy as np
@@ -126,10 +124,10 @@ def second_order_numbers(*, second, n) -> dict[str, str]:
 
 
 def proposition1_numbers(
-    *, beyond, first_pred, n, none, p1, rise_d, samples_prop1, vp1
+    *, controlled, first_pred, n, none, p1, rise_d, samples_prop1, vp1
 ) -> dict[str, str]:
-    """Proposition 1: the figure's data, the verdict ``vp1`` and its checks per d, the first step
-    of row n against its derived value (``beyond``: theorem1.prop1_beyond), and K_n."""
+    """Proposition 1: the figure's data, the verdict ``vp1`` and its checks per d, the first step of
+    row n (theorem1.first_step of ``controlled``) against its derived value, and K_n."""
     d, last, keys = none.config.d, n - 1, np.arange(1, n)
     k_n = 2 * (sum(1 / k for k in range(1, n + 1)) + 1 / n - 2) / ((n - 1) * (n - 2))
     rise = f"d {rise_d}: rise over key 1 / level"
@@ -156,9 +154,9 @@ def proposition1_numbers(
     for c in vp1.checks:
         out[f"layernorm-p1-s{c.d}"] = pm(c.value, c.se)
         out[f"layernorm-p1-sz{c.d}"] = z_text(c.z)
-    for b in beyond:
-        out[f"layernorm-p1-first{b.d}"] = pm(b.first, b.first_se)
-        out[f"layernorm-p1-first{b.d}-pred"] = num(first_pred[b.d], 3)
+    for d, x in controlled.items():
+        out[f"layernorm-p1-first{d}"] = pm(*theorem1.first_step(x))
+        out[f"layernorm-p1-first{d}-pred"] = num(first_pred[d], 3)
     return out
 
 
@@ -208,9 +206,6 @@ def crossover_numbers(
     return out
 
 
-# -- the rows of the page's tables -------------------------------------------------------------------
-
-
 def reach_rows(*, reach, th) -> list[dict]:
     """Theorem 1's reach per d: the trend with its z and plain z, the SE cut, the RP's z and the
     sequences a z of statistics.SETTLE_Z needs († where derived)."""
@@ -232,19 +227,19 @@ def reach_rows(*, reach, th) -> list[dict]:
     return rows
 
 
-def prop1_beyond_rows(*, beyond, first_pred, none_points) -> list[dict]:
+def prop1_beyond_rows(*, controlled, first_pred, none_points) -> list[dict]:
     """Proposition 1 carried further, per d: the trend, its ratio to the derived one, and the first
-    step over the level beside its derived value."""
+    step over the level (theorem1.first_step) beside its derived value."""
     return [
         {
-            "$d$": count(b.d),
-            "trend of $S^{(2)}$": pm(b.trend, b.trend_se),
-            "$z$": z_text(b.z),
+            "$d$": count(p.d),
+            "trend of $S^{(2)}$": pm(p.trend, p.se),
+            "$z$": z_text(p.z),
             "÷ derived": pm(*p.ratio(p.derived)),
-            "first step ÷ level": pm(b.first, b.first_se),
-            "derived": num(first_pred[b.d], 2),
+            "first step ÷ level": pm(*theorem1.first_step(controlled[p.d])),
+            "derived": num(first_pred[p.d], 2),
         }
-        for b, p in zip(beyond, none_points)
+        for p in none_points
     ]
 
 
@@ -290,9 +285,6 @@ def size_rows(ln_points) -> list[dict]:
         }
         for p in ln_points
     ]
-
-
-# -- figures -------------------------------------------------------------------------------------------
 
 
 def prop1_figure(*, none, p1, n, rise_d) -> None:

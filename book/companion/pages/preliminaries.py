@@ -1,7 +1,5 @@
 """Chapter 2 (``book/preliminaries.ipynb``): its numbers and table rows."""
 
-from __future__ import annotations
-
 from statistics import NormalDist
 
 import numpy as np
@@ -13,7 +11,7 @@ from ..report import count, num, pm, z_text
 
 
 def engine_numbers(*, agree, dense, engines, gram) -> dict[str, str]:
-    """The engine check: the dense and Gram engines' agreement (``agree``) and the exact equalities."""
+    """The engine check: the two engines' agreement (``agree``) and the exact equalities."""
     found = agree.numbers
     exact = landing.exact_entries(dense, gram)  # diagonal scores, A_11 = 1
     score_se = (landing.typical_score_se(dense, 2), landing.typical_score_se(gram, 2))

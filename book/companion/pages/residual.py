@@ -1,7 +1,5 @@
 """Chapter 4 (``book/residual.ipynb``): its numbers, table rows and longer figures."""
 
-from __future__ import annotations
-
 import math
 
 from recency_lib import theory
@@ -14,8 +12,8 @@ from ..report import count, num, pm, z_text
 def residual_numbers(
     *, alpha, iso, gamma, ln0, ln_a, n, res0, res_a, samples, verdict
 ) -> dict[str, str]:
-    """The settings and sequences, Definition 1 and the trends with the residual, the verdict and
-    the figure's data; ``iso``: gamma (0 and ``gamma``) -> the first-order statistic at alpha = 0."""
+    """The settings, Definition 1 and the trends with the residual, the verdict and the figure's
+    data; ``iso``: gamma (0 and ``gamma``) -> the first-order statistic at alpha = 0."""
     runs = (ln0, ln_a, res_a, res0)
     labels = [conventions.setting_label(r.config) for r in runs]
     out = {
@@ -54,9 +52,6 @@ def closed_form_numbers(*, alpha, closed, d, gamma) -> dict[str, str]:
         "residual-gamma": num(gamma),
         "residual-dgamma": num(d * gamma),
     }
-
-
-# -- the rows of the page's tables -------------------------------------------------------------------
 
 
 def settings_rows(settings) -> list[dict]:
@@ -118,9 +113,6 @@ def size_rows(*, d, sizes) -> list[dict]:
             }
         )
     return rows
-
-
-# -- figures -------------------------------------------------------------------------------------------
 
 
 def residual_figure(*, ln0, ln_a, res_a, res0, n) -> None:
