@@ -30,7 +30,6 @@ SENTENCE_LABELS = {
 }
 #: Fixed weights are one draw from ``weights_seed``: their errors cover the tokens, not the network.
 ONE_NETWORK = "one random network"
-LENGTH_MODELS = ("paper", "residual", "combined", "combined0")
 #: Bins of relative key position in the last query's profile.
 PROFILE_BINS = 16
 NO_ORDER = "no order resolved"
@@ -117,10 +116,10 @@ def length_configs(
     }
     base = dict(norm="layernorm", d=d, layers=layers, seed=seed, weights_seed=weights_seed)
     out = {}
-    for m in LENGTH_MODELS:
+    for m, fields in models.items():
         for n in lengths:
             count = samples * lengths[-1] // n if m in ("paper", "residual") else samples
-            out[(m, n)] = SimConfig(**{**base, "n": n, "samples": count, **models[m]})
+            out[(m, n)] = SimConfig(**{**base, "n": n, "samples": count, **fields})
     return out
 
 
@@ -423,9 +422,12 @@ def identical_scores(engine_scores, layer_scores) -> bool:
 # -- the length sweep ---------------------------------------------------------------------------
 
 
-def by_length(long_results: dict, model: str) -> dict[int, SimResult]:
-    """n -> result of one model of the length sweep, shortest first."""
-    return dict(sorted((n, r) for (m, n), r in long_results.items() if m == model))
+def by_model(long_results: dict) -> dict[str, dict[int, SimResult]]:
+    """model -> n -> result of the length sweep (models in the sweep's order, shortest n first)."""
+    out = {}
+    for (m, n), r in sorted(long_results.items(), key=lambda item: item[0][1]):
+        out.setdefault(m, {})[n] = r
+    return out
 
 
 def rp_by_length(runs: dict[int, SimResult]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -450,11 +452,10 @@ def length_findings(long_results: dict) -> dict[str, dict]:
     """Per model, from the shortest n to the longest, last layer: "rp" (rises / falls / unchanged),
     "gap", the late − early gap (grows / shrinks / unchanged), all of them one family; "rp_values"
     at both ends, "gaps" (n -> gap), "factor" (shortest over longest gap, None unless both > 0)."""
-    models = list(dict.fromkeys(m for m, _ in long_results))
+    models = by_model(long_results)
     zc = cv.z_for(2 * len(models))
     out = {}
-    for m in models:
-        runs = by_length(long_results, m)
+    for m, runs in models.items():
         first, last = runs[min(runs)], runs[max(runs)]
         L = last.config.layers
         (g0, b0), (g1, b1) = late_early(first), late_early(last)
@@ -480,21 +481,17 @@ def gap_listing(found: dict) -> str:
 def length_rows(long_results: dict) -> list[dict]:
     """Per model: the last layer's RP at the shortest and longest n, its order at the longest, the
     late − early gap at both, and their changes (:func:`length_findings`)."""
-    k, found = cell_count(long_results), length_findings(long_results)
+    k, models = cell_count(long_results), by_model(long_results)
     rows = []
-    for m in found:
-        rs = by_length(long_results, m)
-        ends = list(dict.fromkeys((min(rs), max(rs))))
-        last = rs[ends[-1]]
-        L = last.config.layers
+    for m, f in length_findings(long_results).items():
+        ends = list(dict.fromkeys((min(models[m]), max(models[m]))))  # one length: one column
+        last = models[m][ends[-1]]
         row = {"model": length_label(last.config)}
-        row.update({f"RP, n = {n}": report.pm(*statistics.rp(rs[n], L)) for n in ends})
-        row[f"order, n = {ends[-1]}"] = statistics.direction(last, L, family=k)
-        row["RP change"] = found[m]["rp"]
-        row.update(
-            {f"late − early, n = {n} (± SE bound)": report.pm(*late_early(rs[n])) for n in ends}
-        )
-        row["gap change"] = found[m]["gap"]
+        row |= {f"RP, n = {n}": report.pm(*rp) for n, rp in zip(ends, f["rp_values"])}
+        row[f"order, n = {ends[-1]}"] = statistics.direction(last, last.config.layers, family=k)
+        row["RP change"] = f["rp"]
+        row |= {f"late − early, n = {n} (± SE bound)": report.pm(*f["gaps"][n]) for n in ends}
+        row["gap change"] = f["gap"]
         rows.append(row)
     return rows
 

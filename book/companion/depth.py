@@ -81,14 +81,13 @@ def cells(res, zc: float, stat=None) -> dict[tuple[str, int], Cell]:
     ``stat`` (statistics.trend_steps), the growth from layer 3 on; decided at ``zc``."""
     out = {}
     for l in range(2, res.config.layers + 1):
-        out[("trend", l)] = _cell("trend", l, res.trend_cv_mean[l - 1], res.trend_cv_sem[l - 1], zc)
-        value, se = rp(res, l)
+        trend, (value, se) = (res.trend_cv_mean[l - 1], res.trend_cv_sem[l - 1]), rp(res, l)
+        out[("trend", l)] = _cell("trend", l, *trend, zc)
         out[("rp", l)] = _cell("rp", l, value - 0.5, se, zc)
     if stat is not None:
         for l in range(3, stat.config.layers + 1):
-            out[("growth", l)] = _cell(
-                "growth", l, stat.cv_mean[l - 1, 1], stat.cv_sem[l - 1, 1], zc
-            )
+            growth = (stat.cv_mean[l - 1, 1], stat.cv_sem[l - 1, 1])  # layer l minus layer l - 1
+            out[("growth", l)] = _cell("growth", l, *growth, zc)
     return out
 
 
@@ -235,15 +234,9 @@ def legend_handles(results: dict):
     from matplotlib.lines import Line2D
 
     dmax = max(r.config.d for r in results.values())
-    return [
-        Line2D(
-            [],
-            [],
-            color=cv.variant_style(r.config)["color"],
-            marker=cv.variant_style(r.config)["marker"],
-            markersize=5.5,
-            linestyle=_line(r.config, dmax),
-            label=label(r.config),
-        )
-        for r in results.values()
-    ]
+    out = []
+    for r in results.values():
+        style = {k: cv.variant_style(r.config)[k] for k in ("color", "marker")}
+        line = dict(markersize=5.5, linestyle=_line(r.config, dmax), label=label(r.config))
+        out.append(Line2D([], [], **style, **line))
+    return out

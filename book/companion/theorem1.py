@@ -235,25 +235,22 @@ def ratio_panel(points: list[Point], ax):
     n, ds, by_est = pts[0].n, [p.d for p in pts], _by_estimator(pts)
     kw = {}  # the first estimator's colour, for all of them
     for est, sel in by_est.items():
-        r = np.array([p.corrected_ratio for p in sel])
-        ax_ = plotting.errorbar_points(
-            [p.d for p in sel], r[:, 0], r[:, 1], ax, marker=_MARKERS[est], linestyle="none", **kw
-        )
-        kw = kw or {"color": ax_.containers[-1].lines[0].get_color()}
+        mk = dict(marker=_MARKERS[est], linestyle="none")
+        plotting.errorbar_points(*series(sel, lambda p: p.corrected_ratio), ax, **mk, **kw)
+        kw = kw or {"color": ax.containers[-1].lines[0].get_color()}
     ax.axhline(1.0, **cv.REFERENCE)
     grid = np.geomspace(min(ds), max(ds), 60)
     (curve,) = ax.plot(grid, theory.theorem1_trend(grid, n) / eq5_trend(n, grid), linewidth=1.0)
-    c5, open_ = curve.get_color(), dict(markerfacecolor="white", linestyle="none")
+    c5, hollow = curve.get_color(), dict(markerfacecolor="white", linestyle="none")
     for est, sel in by_est.items():
-        r = np.array([p.ratio(p.eq5) for p in sel])
-        ds_ = [p.d for p in sel]
-        plotting.errorbar_points(ds_, r[:, 0], r[:, 1], ax, color=c5, marker=_MARKERS[est], **open_)
+        mk = dict(color=c5, marker=_MARKERS[est], **hollow)
+        plotting.errorbar_points(*series(sel, lambda p: p.ratio(p.eq5)), ax, **mk)
     ax.axhline(math.e, **cv.REFERENCE)
     at = dict(xytext=(2, 2), textcoords="offset points", va="bottom", fontsize=cv.SMALL_PT)
     ax.annotate("$e$", (min(ds), math.e), **at)
     handles = [
         Line2D([], [], marker="o", linestyle="none", label="÷ corrected Theorem 1", **kw),
-        Line2D([], [], color=c5, marker="o", label="÷ Eq. (5)", **open_),
+        Line2D([], [], color=c5, marker="o", label="÷ Eq. (5)", **hollow),
         Line2D([], [], color=c5, linewidth=1.0, label="corrected ÷ Eq. (5)"),
     ]
     handles += [
@@ -287,11 +284,8 @@ def prop1_panel(points: list[Point], ax):
     """Simulated / derived trend without normalization against d, with references at 1 and at 0
     (the LLN's flat row). Returns ``ax``."""
     pts = [p for p in points if p.norm == "none"]
-    r = np.array([p.ratio(p.derived) for p in pts])
-    marker = cv.VARIANT_MARKERS["none"]
-    plotting.errorbar_points(
-        [p.d for p in pts], r[:, 0], r[:, 1], ax, marker=marker, linestyle="none", label="÷ derived"
-    )
+    style = dict(marker=cv.VARIANT_MARKERS["none"], linestyle="none", label="÷ derived")
+    plotting.errorbar_points(*series(pts, lambda p: p.ratio(p.derived)), ax, **style)
     ax.axhline(1.0, **cv.REFERENCE)
     plotting.reference_line(ax, 0.0, label="LLN: flat rows")
     plotting.d_axis(ax, [p.d for p in pts])
@@ -314,17 +308,9 @@ def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *
             shown, hidden = [p for p in sel if p.z > 2.0], [p for p in sel if p.z <= 2.0]
             mk = _MARKERS[est] if pts is ln_points else cv.VARIANT_MARKERS["none"]
             face = "white" if est == FIRST_ORDER else colour
+            style = dict(color=colour, marker=mk, linestyle="none", markerfacecolor=face)
             if shown:
-                plotting.errorbar_points(
-                    [p.d for p in shown],
-                    [p.trend for p in shown],
-                    [p.se for p in shown],
-                    ax,
-                    color=colour,
-                    marker=mk,
-                    linestyle="none",
-                    markerfacecolor=face,
-                )
+                plotting.errorbar_points(*series(shown, lambda p: (p.trend, p.se)), ax, **style)
             if hidden:
                 bound = [max(p.trend, 0.0) + 2 * p.se for p in hidden]
                 plotting.upper_limits([p.d for p in hidden], bound, ax, color=colour)

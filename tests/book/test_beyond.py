@@ -77,7 +77,9 @@ def test_component_configs_reject_what_the_simulator_cannot_run():
 
 def test_length_sweep_settings_sorted_and_deduplicated():
     cfgs = beyond.length_configs([12, 5, 12], 8, d=16, layers=2, heads=2)
-    assert list(cfgs) == [(m, L) for m in beyond.LENGTH_MODELS for L in (5, 12)]
+    models = ("paper", "residual", "combined", "combined0")
+    assert list(cfgs) == [(m, L) for m in models for L in (5, 12)]
+    assert list(beyond.by_model(cfgs)) == list(models)
     assert not cfgs[("paper", 5)].extended and cfgs[("residual", 5)].gamma == 1.0
     assert (
         cfgs[("combined", 12)].alpha == 0.5
@@ -198,14 +200,14 @@ def test_tables_of_the_component_study(small_study):
 def test_length_sweep_findings_rows_and_downloads():
     cfgs = beyond.length_configs([5, 9], 64, 1, d=16, layers=2, heads=2)
     res = {k: simulate(c) for k, c in cfgs.items()}
-    runs = beyond.by_length(res, "paper")
+    runs = beyond.by_model(res)["paper"]
     assert list(runs) == [5, 9]
     lengths, rp, se = beyond.rp_by_length(runs)
     assert lengths.tolist() == [5.0, 9.0] and rp.shape == (2, 2)
     x, m, b = beyond.last_query_profile(runs[9])
     assert x.size == 8 and abs(m.mean()) < 1e-12 and np.all(b > 0)  # 8 keys: 8 bins of 16
     found = beyond.length_findings(res)
-    assert set(found) == set(beyond.LENGTH_MODELS)
+    assert list(found) == ["paper", "residual", "combined", "combined0"]
     assert all(f["rp"] in ("rises", "falls", beyond.UNCHANGED) for f in found.values())
     assert all(f["gap"] in ("grows", "shrinks", beyond.UNCHANGED) for f in found.values())
     rows = beyond.length_rows(res)

@@ -77,7 +77,7 @@ def length_numbers(*, layers, lengths, long_results, long_samples, n) -> dict[st
     sequence, and what the paper's model does from the shortest n to the longest."""
     paper = beyond.length_findings(long_results)["paper"]
     longest = long_results[("combined", lengths[-1])]
-    exact = beyond.by_length(long_results, "paper")
+    exact = beyond.by_model(long_results)["paper"]
     changed = paper["factor"] is not None and paper["gap"] != beyond.UNCHANGED
     both = (paper["rp"], paper["gap"]) == ("rises", "shrinks")
     return {
@@ -125,7 +125,7 @@ def components_figure(*, results, layers) -> None:
 def length_figures(*, long_results, lengths, layers) -> None:
     """Figures ``beyond-fig-lengths`` (the RP of every layer against n) and ``beyond-fig-profiles``
     (the last query's binned scores, one curve per n), one panel per model."""
-    runs = [beyond.by_length(long_results, m) for m in beyond.LENGTH_MODELS]
+    runs = list(beyond.by_model(long_results).values())
     titles = [beyond.length_label(next(iter(r.values())).config) for r in runs]
     shape = dict(max_cols=2, panel_ratio=0.75, sharex=True)
     fig, axes = plotting.panels(len(runs), sharey=True, **shape)

@@ -25,7 +25,8 @@ def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str
         "Eq. (5)": (grid, closedforms.eq5_trend(n, grid), None),
         "corrected Theorem 1": (form_grid, theory.theorem1_trend(form_grid, n), None),
     }
-    sorted_ = [count(round(one_by_one.mean[l, 0] * one_by_one.samples)) for l in (1, 0)]
+    # sequences whose S of layer 2 (and of layer 1) satisfies Definition 1, at one d
+    ordered = [count(round(one_by_one.mean[l, 0] * one_by_one.samples)) for l in (1, 0)]
     d1 = one_by_one.config.d
     out = {
         "layernorm-samples": count(samples),
@@ -37,8 +38,8 @@ def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str
         ),
         "layernorm-dmax-resolved": report.listing([r.d for r in reach if r.resolved][-1:]),
         "layernorm-cost": num(cost * 1e6, 2) + " µs",
-        f"layernorm-sorted-{d1}": sorted_[0],
-        f"layernorm-sorted-{d1}-l1": sorted_[1],
+        f"layernorm-sorted-{d1}": ordered[0],
+        f"layernorm-sorted-{d1}-l1": ordered[1],
         "layernorm-accuracy": report.percent(THEOREM1_FORM_ACCURACY),
     }
     for d, res in th.items():
