@@ -105,7 +105,7 @@ def test_run_on_worker_processes_gives_the_same_numbers(tmp_path):
         beyond.run(cfgs, 0, cache=tmp_path / "c")
 
 
-# -- findings on constructed results ----------------------------------------------------------------
+# -- findings on constructed results ---------------------------------------------------------------
 
 
 def _study(rps: dict, layers=3, n=6, se=1e-3, steps=None) -> dict:
@@ -150,7 +150,8 @@ def test_directions_and_the_lists_of_the_verdict():
 
 
 def test_definition1_verdicts_are_one_family():
-    # steps of 3 SE: resolved alone (1.96), not in a family of 2 settings x 3 layers x 15 steps (z = 3.45)
+    # steps of 3 SE: resolved alone (1.96), not in a family of 2 settings x 3 layers x 15 steps
+    # (z = 3.45)
     res = _study(
         {("paper", 0.5): [0.5] * 3, ("rms", 0.5): [0.5] * 3},
         se=1e-3,
@@ -172,7 +173,7 @@ def test_layer_orders_cell():
     assert beyond.layer_orders(["no order resolved"] * 2) == "no resolved order"
 
 
-# -- tables and the length sweep on small simulations ---------------------------------------------------
+# -- tables and the length sweep on small simulations ----------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +203,7 @@ def test_length_sweep_findings_rows_and_downloads():
     res = {k: simulate(c) for k, c in cfgs.items()}
     runs = beyond.by_model(res)["paper"]
     assert list(runs) == [5, 9]
-    lengths, rp, se = beyond.rp_by_length(runs)
+    lengths, rp, _ = beyond.rp_by_length(runs)
     assert lengths.tolist() == [5.0, 9.0] and rp.shape == (2, 2)
     x, m, b = beyond.last_query_profile(runs[9])
     assert x.size == 8 and abs(m.mean()) < 1e-12 and np.all(b > 0)  # 8 keys: 8 bins of 16
@@ -265,7 +266,7 @@ def test_relativity_rows_changes_and_readings(relativity_stats):
     )
     changes = beyond.last_layer_changes(relativity_stats)
     zc = cv.z_for(2 * len(relativity_stats))
-    for key, ch in changes.items():
+    for ch in changes.values():
         assert ch["z_threshold"] == zc
         for c in ("D", "K"):
             m, e, z = ch[c]

@@ -1,9 +1,9 @@
-"""companion.depth: the settings of the depth study, its per-sequence statistic (against simulate's own
-estimates, on the same streams), the cells, findings, tables and figure.
+"""companion.depth: the settings of the depth study, its per-sequence statistic (against simulate's
+own estimates, on the same streams), the cells, findings, tables and figure.
 
-Simulations are small, with fixed seeds; the effects the findings rely on (primacy from layer 3 without
-normalization, LayerNorm's growing recency at alpha = 0.5) are tens of standard errors from the
-thresholds at these sizes."""
+Simulations are small, with fixed seeds; the effects the findings rely on (primacy from layer 3
+without normalization, LayerNorm's growing recency at alpha = 0.5) are tens of standard errors
+from the thresholds at these sizes."""
 
 import math
 

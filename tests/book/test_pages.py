@@ -1,10 +1,9 @@
-"""companion.pages: the chapters' own helpers, on constructed results. The number functions produce a key
-for every hidden size they are given and none for one they are not (a page whose d list is edited still
-runs); the papermill runs of the pages (test_notebooks.py, test_notebook_rules.py) glue what the prose
-cites."""
+"""companion.pages: the chapters' own helpers, on constructed results. The number functions produce
+a key for every hidden size they are given and none for one they are not (a page whose d list is
+edited still runs); the papermill runs of the pages (test_notebooks.py, test_notebook_rules.py)
+glue what the prose cites."""
 
 import numpy as np
-import pytest
 from fake_results import fake, thm
 
 from companion import claims, theorem1

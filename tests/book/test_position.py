@@ -1,7 +1,8 @@
 """companion.position: chapter 7's position-or-distance study, read from sequence statistics.
 
-Constructed statistics check every reading exactly (a bias set by distance, one set by key position);
-small simulations with fixed seeds check the link to statistics.distance_contrasts and the causality check."""
+Constructed statistics check every reading exactly (a bias set by distance, one set by key
+position); small simulations with fixed seeds check the link to statistics.distance_contrasts and
+the causality check."""
 
 from __future__ import annotations
 
@@ -98,14 +99,14 @@ def test_tables_family_and_download():
 
 def test_panels_draw_two_lines_and_a_band_per_layer():
     s = _stat(CFG, np.linspace(0.4, 0.1, 5), [0.4] * 5)
-    fig, ax = plt.subplots()
+    _, ax = plt.subplots()
     assert position.contrast_panel(s, ax) is ax
     assert len(ax.lines) == 2 * 2 + 1 and ax.get_xscale() == "log"  # layers 2-3, K and D; zero line
     assert [l.get_linestyle() for l in ax.lines[:2]] == ["-", "--"]
     assert position.overlay_points(s, ax) is ax
     handles = position.legend_handles(3, points="n = 10")
     assert [h.get_label() for h in handles][2:] == ["layer 2", "layer 3", "n = 10"]
-    fig2, ax2 = plt.subplots()
+    _, ax2 = plt.subplots()
     position.contrast_panel(s, ax2, log=False, first_layer=1)
     assert len(ax2.lines) == 3 * 2 + 1 and ax2.get_xscale() == "linear"
     plt.close("all")

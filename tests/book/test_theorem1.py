@@ -1,7 +1,7 @@
 """companion.theorem1: chapter 3's helpers for the size of Theorem 1's effect and the crossover.
 
-Points, needs, tallies and plots on constructed results (every branch); the per-sequence statistic and the
-crossings on small computations with fixed inputs."""
+Points, needs, tallies and plots on constructed results (every branch); the per-sequence
+statistic and the crossings on small computations with fixed inputs."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def none_res(d, n=10, **kw):
 
 
 def stat(d, trend, se, n=10, samples=200_000, norm="layernorm"):
-    """A statistic of companion.estimators' shape: every step of layer 2 and its trend equal to ``trend``."""
+    """A statistic of companion.estimators' shape: every step of layer 2 and its trend ``trend``."""
     cfg = SimConfig(alpha=0.0, norm=norm, n=n, d=d, layers=2, samples=samples)
     k = n * (n - 1) // 2 + 1
     return SequenceStatistic(
@@ -41,11 +41,11 @@ def stat(d, trend, se, n=10, samples=200_000, norm="layernorm"):
     )
 
 
-# -- points ------------------------------------------------------------------------------------------
+# -- points ----------------------------------------------------------------------------------------
 
 
 def test_corrected_ratio_is_the_verdicts_number():
-    """The page's ratio to the corrected form prints exactly as claims.corrected_theorem1_claim's check."""
+    """The page's ratio to the corrected form prints as claims.corrected_theorem1_claim's check."""
     th = {
         d: stat(d, 1.02 * theory.theorem1_trend(d, 10), 0.03 * theory.theorem1_trend(d, 10))
         for d in (16, 32, 64)
@@ -89,7 +89,7 @@ def test_cost_per_sequence_pools_the_runs():
     assert math.isnan(theorem1.cost_per_sequence([]))
 
 
-# -- what it takes ------------------------------------------------------------------------------------
+# -- what it takes ---------------------------------------------------------------------------------
 
 
 def test_needs_use_the_measured_trend_else_the_derived_one():
@@ -123,7 +123,7 @@ def test_row_rise_against_the_derived_one():
     j, rise, se = theorem1.row_rise(res)
     assert j.tolist() == [1, 2, 3, 4] and rise == pytest.approx([0.0, 0.01, 0.015, 0.02])
     assert se[0] == pytest.approx(math.sqrt(2) * 1e-3 / c)
-    jd, derived = theorem1.derived_row_rise(5, 16)
+    _, derived = theorem1.derived_row_rise(5, 16)
     assert derived[0] == 0.0 and np.all(np.diff(derived) > 0)
     assert derived[1] * c == pytest.approx(theory.proposition1_step(5, 2, 16))
 
@@ -196,7 +196,7 @@ def test_rise_panel_and_size_columns():
     assert report.curve_columns(cols, "d")
 
 
-# -- the reach of the estimators, Proposition 1 beyond the LLN ------------------------------------------
+# -- the reach of the estimators, Proposition 1 beyond the LLN -------------------------------------
 
 
 def test_theorem1_reach_on_constructed_results():
@@ -209,8 +209,9 @@ def test_theorem1_reach_on_constructed_results():
 
 
 def test_theorem1_reach_resolves_d16_with_control_variates():
-    # d = 16, 20,000 sequences: the control-variate trend is ~25 SE above 0 (Eq. (5) x ~1.9), the plain
-    # one ~3 SE; the variance reduction is ~8.6 (benchmarks/variance_reduction.py), tested loosely
+    # d = 16, 20,000 sequences: the control-variate trend is ~25 SE above 0 (Eq. (5) x ~1.9), the
+    # plain one ~3 SE; the variance reduction is ~8.6 (benchmarks/variance_reduction.py), tested
+    # loosely
     res = simulate(settings.theorem1_configs(20_000, 4, ds=(16,))[16])
     (r,) = theorem1.theorem1_reach({16: res})
     assert r.resolved and r.z > 10 and 4 < r.vr_trend < 20 and r.plain_z < r.z
