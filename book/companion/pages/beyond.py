@@ -56,8 +56,7 @@ def network_numbers(*, found_nets, network_samples, networks) -> dict[str, str]:
 
 
 def relative_numbers(*, rel, relative_samples, top) -> dict[str, str]:
-    """The relativity check: the changes of D and K with RoPE alone ("rope") and all parts
-    together ("comb"), and what they say."""
+    """The relativity check: D and K with RoPE alone ("rope") and all parts together ("comb")."""
     changes = beyond.last_layer_changes(rel)
     out = {
         "beyond-rel-samples": count(relative_samples),
@@ -123,8 +122,7 @@ def components_figure(*, results, layers) -> None:
 
 
 def length_figures(*, long_results, lengths, layers) -> None:
-    """Figures ``beyond-fig-lengths`` (the RP of every layer against n) and ``beyond-fig-profiles``
-    (the last query's binned scores, one curve per n), one panel per model."""
+    """Figures ``beyond-fig-lengths`` (RP against n) and ``beyond-fig-profiles``, by model."""
     runs = list(beyond.by_model(long_results).values())
     titles = [beyond.length_label(next(iter(r.values())).config) for r in runs]
     shape = dict(max_cols=2, panel_ratio=0.75, sharex=True)

@@ -99,8 +99,7 @@ def figure2_numbers(
 
 
 def figure1_numbers(*, fig1_verdict, names, results) -> dict[str, str]:
-    """The paper's Figure 1: the data, how many features the verdict checks and how each came out,
-    the family-wise z, the decisive value and setting."""
+    """The paper's Figure 1: the data, and the features its verdict checks and how they came out."""
     status = [c.status for c in fig1_verdict.checks]
     counts = [f"{count(status.count(s))} {s}" for s in STATUSES if s in status]
     return {
@@ -211,8 +210,7 @@ def h_rows(*, d, h_results, h_zc, n, table) -> list[dict]:
 
 
 def dsweep_figures(*, configs, ds, by_d, layers, labels) -> None:
-    """Figures ``empirical-dsweep`` (the RP of layer 2 and the last against d, one line per setting
-    of ``configs``) and ``empirical-dsweep-maps`` (the last layer's mean scores, setting x d)."""
+    """Figures ``empirical-dsweep`` (RP against d) and ``empirical-dsweep-maps`` (setting x d)."""
     fig, axes = plotting.subplots(1, 2, height_ratio=0.42, sharey=True)
     for ax, layer in zip(axes, (2, layers)):
         for k, cfg in enumerate(configs):
@@ -240,8 +238,7 @@ def dsweep_figures(*, configs, ds, by_d, layers, labels) -> None:
 
 
 def figure2_figures(*, curves, forms) -> None:
-    """Figures ``empirical-fig2`` and ``empirical-fig2-raw`` (the simulated h(j) of each α beside
-    Eq. (41), normalized to j = 1 and raw) and ``empirical-fig2-ratio`` (simulated / Eq. (41))."""
+    """Figures ``empirical-fig2`` (h(j) / h(1)), ``-raw`` (h(j)) and ``-ratio`` (÷ Eq. (41))."""
     for key, normalized in (("empirical-fig2", True), ("empirical-fig2-raw", False)):
         fig, ax = plotting.subplots(height_ratio=0.5)
         for a, c in curves[normalized].items():

@@ -146,8 +146,7 @@ def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
 
 
 def cosine_figure(*, cos, cos_ds, d) -> None:
-    """Figure ``inputdist-fig-cos``: the mean cosine of two tokens against α at each d (left), and
-    d × its deviation from α beside the second-order bias -α(1-α²)/2 (right)."""
+    """Figure ``inputdist-fig-cos``: the mean cosine of two tokens, and d × its deviation from α."""
     fig, (left, right) = plotting.subplots(1, 2, height_ratio=0.45)
     left.plot([0, 1], [0, 1], color="black", linewidth=1.0, label="$y = \\alpha$")
     fine = np.linspace(0, 1, 101)
@@ -170,8 +169,7 @@ def cosine_figure(*, cos, cos_ds, d) -> None:
 
 
 def alpha_figure(*, by, rp_by, alphas, n, d) -> None:
-    """Figure ``inputdist-fig-alpha``: per residual weight, the mean step of S^(2) against α with
-    its predicted line (left, log scale) and the RP of S^(2) (right, from ``rp_by``)."""
+    """Figure ``inputdist-fig-alpha``: the mean step (``by``) and the RP (``rp_by``) against α."""
     fig, (left, right) = plotting.subplots(1, 2, height_ratio=0.45)
     fine = np.linspace(0, max(alphas), 60)
     for k, (g, results) in enumerate(by.items()):

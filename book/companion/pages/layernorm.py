@@ -162,8 +162,7 @@ def proposition1_numbers(
 
 
 def size_numbers(*, ln_points, n, none_points, vc) -> dict[str, str]:
-    """The size of Theorem 1's effect: the figure's data, the verdict ``vc`` and, at each d of its
-    checks, the factors of the form."""
+    """The size of Theorem 1's effect: the figure's data, the verdict ``vc``, the form's factors."""
     columns = report.curve_columns(theorem1.size_columns(ln_points, none_points), "d")
     out = {
         "layernorm-fig-size-data": report.download("theorem-1-size", columns),
@@ -208,8 +207,7 @@ def crossover_numbers(
 
 
 def reach_rows(*, reach, th) -> list[dict]:
-    """Theorem 1's reach per d: the trend with its z and plain z, the SE cut, the RP's z and the
-    sequences a z of statistics.SETTLE_Z needs († where derived)."""
+    """Theorem 1's reach per d (theorem1.Reach; † where the effect is the derived one)."""
     settle = num(statistics.SETTLE_Z)
     rows = []
     for r in reach:
@@ -229,8 +227,7 @@ def reach_rows(*, reach, th) -> list[dict]:
 
 
 def prop1_beyond_rows(*, controlled, first_pred, none_points) -> list[dict]:
-    """Proposition 1 carried further, per d: the trend, its ratio to the derived one, and the first
-    step over the level (theorem1.first_step) beside its derived value."""
+    """Proposition 1 carried further, per d: the trend and the first step (theorem1.first_step)."""
     return [
         {
             "$d$": count(p.d),
@@ -273,8 +270,7 @@ def scale_rows(*, n, none) -> list[dict]:
 
 
 def size_rows(ln_points) -> list[dict]:
-    """The size of Theorem 1's effect per d: the trend with its z and its ratios to the corrected
-    Theorem 1 and to Eq. (5)."""
+    """The size of Theorem 1's effect per d: the trend over the corrected form and over Eq. (5)."""
     return [
         {
             "$d$": count(p.d),

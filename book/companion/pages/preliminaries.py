@@ -35,8 +35,7 @@ def engine_numbers(*, agree, dense, engines, gram) -> dict[str, str]:
 def definition1_numbers(
     *, aniso, d, iso, n, none, orders, panels, samples, single
 ) -> dict[str, str]:
-    """The Definition-1 section: the setting, the family-wise z, the intersection-union test and
-    the least resolved steps."""
+    """The Definition-1 section: the setting, the z of the tests and the least resolved steps."""
     labels = [conventions.setting_label(r.config) for r in (aniso, none)]
     step = statistics.smallest_step(aniso, 2)  # control variates, as the verdict
     plain = statistics.smallest_step(aniso, 2, "plain")
@@ -73,8 +72,7 @@ def definition1_numbers(
 
 
 def engine_rows(*, dense, gram, n) -> list[dict]:
-    """The two engines side by side: the last row of S^(2) key by key and the RP of layers 1-3, each
-    with the z of their difference ("—" where both are exact)."""
+    """The two engines side by side: the last row of S^(2), the RP of layers 1-3, their z."""
     pairs = {}
     for j in range(1, n + 1):  # the last row of S^(2), 1-based key j
         a, b = (

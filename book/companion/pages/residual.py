@@ -116,8 +116,7 @@ def size_rows(*, d, sizes) -> list[dict]:
 
 
 def residual_figure(*, ln0, ln_a, res_a, res0, n) -> None:
-    """Figure ``residual-fig``: the last row of the mean S^(2) of the anisotropic LayerNorm model
-    without and with the residual (left); the RP of every layer of all four settings (right)."""
+    """Figure ``residual-fig``: the last row of the mean S^(2), and the RP of every layer."""
     fig, (left, right) = plotting.subplots(1, 2, height_ratio=0.42)
     for res in (ln_a, res_a):
         style = conventions.variant_style(res.config)
