@@ -1,10 +1,9 @@
-"""companion.pages: the chapters' own helpers, on constructed results. The number functions produce a key
-for every hidden size they are given and none for one they are not (a page whose d list is edited still
-runs); the papermill runs of the pages (test_notebooks.py, test_notebook_rules.py) glue what the prose
-cites."""
+"""companion.pages: the chapters' own helpers, on constructed results. The number functions produce
+a key for every hidden size they are given and none for one they are not (a page whose d list is
+edited still runs); the papermill runs of the pages (test_notebooks.py, test_notebook_rules.py)
+glue what the prose cites."""
 
 import numpy as np
-import pytest
 from fake_results import fake, thm
 
 from companion import claims, theorem1
@@ -27,7 +26,6 @@ def test_theorem1_numbers_follow_the_hidden_sizes_given():
     out = pages_layernorm.theorem1_numbers(
         th=th,
         reach=reach,
-        need=theorem1.needs(reach, 10),
         one_by_one=one,
         n=10,
         samples=100,
@@ -58,13 +56,11 @@ def test_size_numbers_take_their_ds_from_the_verdict():
 
 def test_residual_weakening():
     cfg = SimConfig(alpha=0.5, layers=3)
-    got = pages_residual.residual_weakening(
+    got = pages_residual.weakening_rows(
         fake(cfg, rp=[0.5, 0.7, 0.8], rp_se=0.003), fake(cfg, rp=[0.5, 0.6, 0.65], rp_se=0.004)
     )
-    assert [w.layer for w in got] == [2, 3]
+    assert [w["layer"] for w in got] == ["2", "3"]
+    assert got[0]["RP without − with"] == "0.100 ± 0.005" and got[0]["$z$"] == "+20"
     assert (
-        got[0].difference == pytest.approx(0.1)
-        and got[0].se == pytest.approx(0.005)
-        and got[0].z == pytest.approx(20)
+        got[0]["share of the excess over 0.5 kept"] == got[1]["share of the excess over 0.5 kept"]
     )
-    assert got[0].kept == pytest.approx(0.5) and got[1].kept == pytest.approx(0.5)

@@ -1,7 +1,5 @@
 """Chapter 2 (``book/preliminaries.ipynb``): its numbers and table rows."""
 
-from __future__ import annotations
-
 from statistics import NormalDist
 
 import numpy as np
@@ -9,107 +7,93 @@ import numpy as np
 from recency_lib import theory
 
 from .. import conventions, landing, report, statistics
+from ..report import count, num, pm, z_text
 
 
 def engine_numbers(*, agree, dense, engines, gram) -> dict[str, str]:
-    """Chapter 2's engine check: the dense and Gram engines' agreement (count, largest z, family-wise z,
-    verdict) and the exact equalities."""
-    out = {}
-    out["prelim-engine-samples"] = report.count(engines[0].samples)
-    out["prelim-level"] = report.percent(conventions.FAMILYWISE_LEVEL)
-    out["prelim-engine-count"] = report.count(agree.numbers["count"])
-    out["prelim-engine-maxz"] = report.num(agree.numbers["max_abs_z"], 2)
-    out["prelim-engine-zc"] = report.num(agree.numbers["z_threshold"], 3)
-    out["prelim-engine-verdict"] = agree.word
-    out["prelim-engine-exact"] = report.count(agree.numbers["exact_count"])
+    """The engine check: the two engines' agreement (``agree``) and the exact equalities."""
+    found = agree.numbers
     exact = landing.exact_entries(dense, gram)  # diagonal scores, A_11 = 1
-    out["prelim-engine-exact-scores"] = report.count(exact["score"])
-    out["prelim-engine-exact-attn"] = report.count(exact["attention"])
-    out["prelim-engine-gap"] = report.num(agree.numbers["exact_gap"], 2)
     score_se = (landing.typical_score_se(dense, 2), landing.typical_score_se(gram, 2))
-    out["prelim-engine-se"] = report.num(max(score_se), 1)
-    out["prelim-engine-reach"] = report.num(
-        agree.numbers["z_threshold"] * float(np.hypot(*score_se)), 1
-    )
-    out["prelim-thm1-form"] = report.num(
-        theory.theorem1_trend(conventions.PAPER_D, conventions.PAPER_N), 2
-    )
-    return out
+    return {
+        "prelim-engine-samples": count(engines[0].samples),
+        "prelim-level": report.percent(conventions.FAMILYWISE_LEVEL),
+        "prelim-engine-count": count(found["count"]),
+        "prelim-engine-maxz": num(found["max_abs_z"], 2),
+        "prelim-engine-zc": num(found["z_threshold"], 3),
+        "prelim-engine-verdict": agree.word,
+        "prelim-engine-exact": count(found["exact_count"]),
+        "prelim-engine-exact-scores": count(exact["score"]),
+        "prelim-engine-exact-attn": count(exact["attention"]),
+        "prelim-engine-gap": num(found["exact_gap"], 2),
+        "prelim-engine-se": num(max(score_se), 1),
+        "prelim-engine-reach": num(found["z_threshold"] * float(np.hypot(*score_se)), 1),
+        "prelim-thm1-form": num(theory.theorem1_trend(conventions.PAPER_D, conventions.PAPER_N), 2),
+    }
 
 
 def definition1_numbers(
     *, aniso, d, iso, n, none, orders, panels, samples, single
 ) -> dict[str, str]:
-    """Chapter 2's Definition-1 section: the setting, the family-wise z, the intersection-union test and the
-    smallest steps per model."""
-    out = {}
-    out["prelim-samples"] = report.count(samples)
-    out["prelim-n"] = report.count(n)
-    out["prelim-d"] = report.count(d)
-    out["prelim-m"] = report.count(conventions.adjacent_pairs(n))
-    out["prelim-zc"] = report.num(conventions.definition1_z(n), 3)
-    out["prelim-iut-z"] = report.num(NormalDist().inv_cdf(1 - conventions.FAMILYWISE_LEVEL), 3)
-    out["prelim-def1-data"] = report.download(
-        "definition-1",
-        report.result_columns(
-            [aniso, none],
-            [conventions.setting_label(aniso.config), conventions.setting_label(none.config)],
-        ),
-    )
+    """The Definition-1 section: the setting, the z of the tests and the least resolved steps."""
+    labels = [conventions.setting_label(r.config) for r in (aniso, none)]
     step = statistics.smallest_step(aniso, 2)  # control variates, as the verdict
-    out["prelim-def1-min-ln5"] = report.pm(step.mean, step.se)
-    out["prelim-def1-minz-ln5"] = report.z_text(step.z)
-    out["prelim-def1-min-i"] = report.count(step.i)
-    out["prelim-def1-min-j"] = report.count(step.j)
     plain = statistics.smallest_step(aniso, 2, "plain")
-    out["prelim-def1-min-plain"] = report.pm(plain.mean, plain.se)
-    out["prelim-def1-minz-plain"] = report.z_text(plain.z)
-    out["prelim-def1-ln5"] = statistics.definition1(aniso, 2)
-    out["prelim-def1-l1"] = statistics.definition1(aniso, 1)
-    out["prelim-def1-none"] = statistics.definition1(none, panels[2][1])
-    out["prelim-pairing"] = report.num(statistics.pairing_gain(aniso, 2), 2)
-    out["prelim-cv-gain"] = report.num(statistics.cv_gain(aniso, 2), 2)
-    out["prelim-cv-gap"] = report.num(statistics.estimator_gap(aniso, 2), 2)
     z1 = statistics.step_z(iso, 1)
-    out["prelim-l1-minz"] = report.z_text(z1.min())
-    out["prelim-l1-maxz"] = report.z_text(z1.max())
-    out["prelim-l1-verdict"] = statistics.definition1(iso, 1)
-    out["prelim-single-samples"] = report.count(single.samples)
-    out["prelim-single-count"] = report.count(orders[1].count)
-    out["prelim-single-count-l1"] = report.count(orders[0].count)
-    return out
-
-
-# -- the rows of the page's tables -------------------------------------------------------------------
+    return {
+        "prelim-samples": count(samples),
+        "prelim-n": count(n),
+        "prelim-d": count(d),
+        "prelim-m": count(conventions.adjacent_pairs(n)),
+        "prelim-zc": num(conventions.definition1_z(n), 3),
+        "prelim-iut-z": num(NormalDist().inv_cdf(1 - conventions.FAMILYWISE_LEVEL), 3),
+        "prelim-def1-data": report.download(
+            "definition-1", report.result_columns([aniso, none], labels)
+        ),
+        "prelim-def1-min-ln5": pm(step.mean, step.se),
+        "prelim-def1-minz-ln5": z_text(step.z),
+        "prelim-def1-min-i": count(step.i),
+        "prelim-def1-min-j": count(step.j),
+        "prelim-def1-min-plain": pm(plain.mean, plain.se),
+        "prelim-def1-minz-plain": z_text(plain.z),
+        "prelim-def1-ln5": statistics.definition1(aniso, 2),
+        "prelim-def1-l1": statistics.definition1(aniso, 1),
+        "prelim-def1-none": statistics.definition1(none, panels[2][1]),
+        "prelim-pairing": num(statistics.pairing_gain(aniso, 2), 2),
+        "prelim-cv-gain": num(statistics.cv_gain(aniso, 2), 2),
+        "prelim-cv-gap": num(statistics.estimator_gap(aniso, 2), 2),
+        "prelim-l1-minz": z_text(z1.min()),
+        "prelim-l1-maxz": z_text(z1.max()),
+        "prelim-l1-verdict": statistics.definition1(iso, 1),
+        "prelim-single-samples": count(single.samples),
+        "prelim-single-count": count(orders[1].count),
+        "prelim-single-count-l1": count(orders[0].count),
+    }
 
 
 def engine_rows(*, dense, gram, n) -> list[dict]:
-    """The dense and Gram engines side by side: the last row of S^(2) key by key and the recency
-    probability of layers 1-3, each with the z of their difference ("—" where both are exact)."""
-    rows = []
+    """The two engines side by side: the last row of S^(2), the RP of layers 1-3, their z."""
+    pairs = {}
     for j in range(1, n + 1):  # the last row of S^(2), 1-based key j
-        a, sa = dense.score_mean[1, n - 1, j - 1], dense.score_sem[1, n - 1, j - 1]
-        b, sb = gram.score_mean[1, n - 1, j - 1], gram.score_sem[1, n - 1, j - 1]
-        noisy = not (report.is_exact(a, sa) and report.is_exact(b, sb))
-        rows.append(
-            {
-                "quantity": report.score_label(2, n, j),
-                "dense": report.pm(a, sa),
-                "Gram": report.pm(b, sb),
-                "z": report.z_text(report.zdiff(a, sa, b, sb)) if noisy else "—",
-            }
+        a, b = (
+            (r.score_mean[1, n - 1, j - 1], r.score_sem[1, n - 1, j - 1]) for r in (dense, gram)
         )
+        pairs[report.score_label(2, n, j)] = (a, b, report.is_exact(*a) and report.is_exact(*b))
     for l in range(1, 4):
-        a, b = statistics.rp(dense, l), statistics.rp(gram, l)
-        rows.append(
-            {
-                "quantity": f"RP of {report.score_label(l)}",
-                "dense": report.pm(*a),
-                "Gram": report.pm(*b),
-                "z": report.z_text(report.zdiff(*a, *b)),
-            }
+        pairs[f"RP of {report.score_label(l)}"] = (
+            statistics.rp(dense, l),
+            statistics.rp(gram, l),
+            False,
         )
-    return rows
+    return [
+        {
+            "quantity": q,
+            "dense": pm(*a),
+            "Gram": pm(*b),
+            "z": "—" if exact else z_text(report.zdiff(*a, *b)),
+        }
+        for q, (a, b, exact) in pairs.items()
+    ]
 
 
 def definition1_rows(configs, results) -> list[dict]:
