@@ -112,10 +112,6 @@ def test_the_second_order_coefficient_is_the_step_at_large_d():
     assert np.all(so.mean[1, :-1] / so.sem[1, :-1] > 5)  # every coefficient resolved positive
 
 
-def test_bad_settings_are_refused():
-    with pytest.raises(ValueError, match="layers=3"):
-        sequence_statistic(ln(16).replace(layers=3), estimators.first_order(16))
+def test_the_gram_controls_refuse_a_normalization():
     with pytest.raises(ValueError, match="norm='none'"):
         estimators.fit_gram_controls(ln(16))
-    with pytest.raises(ValueError, match="gamma"):
-        estimators.first_order(16, -1.0)

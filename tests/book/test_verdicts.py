@@ -36,16 +36,11 @@ def test_the_verdict_rule(statuses, word, decisive):
     assert verdicts.verdict_word(statuses) == (word, decisive)
 
 
-def test_the_rule_refuses_unknown_statuses():
-    for bad in ([], ["holds"], [A, "maybe"]):
-        with pytest.raises(ValueError, match="allowed"):
-            verdicts.verdict_word(bad)
-
-
 def test_every_word_is_reachable_and_stated_once():
     words = {verdicts.verdict_word(s)[0] for s in ([A], [O], [U], [X])}
-    assert words == set(verdicts.WORDS)
-    assert all(f"**{w}**" in verdicts.RULE_TEXT for w in verdicts.WORDS)
+    assert words == {"holds", "holds in part", "not resolved", "contradicted"} == set(verdicts.WORDS)
+    assert all(f"**{w}**" in verdicts.RULE_TEXT for w in words)
+    assert "at the book's 5 % family-wise error" in verdicts.RULE_TEXT  # the level, as glued
 
 
 # -- the kinds of check ------------------------------------------------------------------------------------
@@ -133,7 +128,6 @@ def test_a_check_says_what_it_is_about_in_fields():
     )
     assert (c.kind, c.layer, c.alpha, c.d) == ("recency", 3, 0.4, None)
     assert verdicts.nonzero_check(0.1, 0.01, 3.0, "w", "s", layer=4).kind == "nonzero"
-    assert {"rise", "flat", "value", "nonzero"} <= set(verdicts.KINDS)
 
 
 # -- tables ------------------------------------------------------------------------------------------------
@@ -162,5 +156,3 @@ def test_verdict_grid_rows_and_tally_use_one_family(grid_results):
     assert (
         tally["holds"] >= 2
     )  # alpha = 0.5 without residual: recency tens of SE above zero at d = 16
-    with pytest.raises(ValueError, match="labels has length 1"):
-        verdicts.verdict_grid_rows(grid_results, ["a"])
