@@ -13,24 +13,10 @@ from recency_lib import theory
 from recency_lib.result import SimResult
 
 from . import conventions as cv
-from . import report, settings
+from . import report, settings, verdicts
 from .closedforms import eq5_trend
 from .statistics import FAR, StepEstimate, distance_contrasts, distance_profiles, h_rise, rp, rp_gap
-from .verdicts import (
-    AGAINST,
-    AS_CLAIMED,
-    Check,
-    Verdict,
-    about,
-    comparisons_of_order,
-    decide,
-    direction_check,
-    flat_check,
-    nonzero_check,
-    order_check,
-    setting_text,
-    value_check,
-)
+from .verdicts import AGAINST, AS_CLAIMED, Check, Verdict, about, decide, setting_text
 
 #: The stated accuracy of the corrected Theorem 1 (theory.theorem1_trend) for d >= 16, n <= 10.
 THEOREM1_FORM_ACCURACY = 0.005
@@ -45,8 +31,8 @@ def _paper_d_first(ds, results: dict) -> list:
 def _order_claim(claim: str, target, items, expected: int = +1, **numbers) -> Verdict:
     """Definition 1 on E S^(2) of each of ``items`` (results or statistics), one family."""
     ests = [StepEstimate.of(x) for x in items]
-    zc = cv.z_for(len(ests) * comparisons_of_order(ests[0].config.n))
-    checks = [order_check(est, zc, expected=expected) for est in ests]
+    zc = cv.z_for(len(ests) * verdicts.comparisons_of_order(ests[0].config.n))
+    checks = [verdicts.order_check(est, zc, expected=expected) for est in ests]
     return decide(claim, checks, target, {"z_threshold": zc, **numbers})
 
 
@@ -65,14 +51,12 @@ def proposition1_claim(results: dict, ds=settings.PROP1_DS) -> Verdict:
 
 
 def proposition2_claim(isotropic, with_order: SimResult) -> Verdict:
-    """Proposition 2 (with the residual: recency bias) at alpha = 0 (``isotropic``, the
-    first-order statistic or a result) and alpha = 0.5 (Figure 1, row 4)."""
+    """Proposition 2 (the residual keeps the bias) at alpha = 0 (``isotropic``) and 0.5."""
     return _order_claim("Proposition 2", ("prf:ref", "prop-2"), [isotropic, with_order])
 
 
 def proposition3_claim(results: dict) -> Verdict:
-    """Proposition 3 (any alpha < 1: recency bias) at each alpha < 1 of ``results``
-    (at alpha = 0 the first-order statistic), the smallest first."""
+    """Proposition 3 (any alpha < 1: recency bias) at each alpha < 1, the smallest first."""
     alphas = sorted(a for a in results if a < 1.0)
     items = [results[a] for a in alphas]
     return _order_claim("Proposition 3", ("prf:ref", "prop-3"), items, alphas=alphas)
@@ -90,20 +74,18 @@ def _trend_claim(claim, target, results, ds, what, form, accuracy=0.0) -> Verdic
         se = math.hypot(est.trend_se, accuracy * p)
         setting = f"{setting_text(est.config, None)}, {est.estimator}"
         fields = dict(layer=2, **about(est.config))
-        checks.append(value_check(est.trend, se, p, zc, what, setting, **fields))
+        checks.append(verdicts.value_check(est.trend, se, p, zc, what, setting, **fields))
     return decide(claim, checks, target, {"z_threshold": zc})
 
 
 def eq5_claim(results: dict, ds=settings.EQ5_DS) -> Verdict:
-    """Eq. (5) where it matters for Theorem 1: its mean step between earlier keys
-    (closedforms.eq5_trend) against the simulated one."""
+    """Eq. (5)'s mean step between earlier keys (closedforms.eq5_trend) against simulation."""
     what = "simulated ÷ Eq. (5), mean step of $S^{(2)}$"
     return _trend_claim("Eq. (5)", ("doc", "layernorm"), results, ds, what, eq5_trend)
 
 
 def corrected_theorem1_claim(results: dict, ds=settings.EQ5_DS) -> Verdict:
-    """The corrected Theorem 1 (theory.theorem1_trend) against the simulations of
-    :func:`eq5_claim`, within its stated accuracy."""
+    """The corrected Theorem 1 (theory.theorem1_trend) on :func:`eq5_claim`'s simulations."""
     what = "simulated ÷ corrected Theorem 1, mean step of $S^{(2)}$"
     form = lambda n, d: float(theory.theorem1_trend(d, n))  # noqa: E731
     target = ("prf:ref", "thm-1-corrected")
@@ -114,57 +96,55 @@ def corrected_theorem1_claim(results: dict, ds=settings.EQ5_DS) -> Verdict:
 def _rp_check(res: SimResult, layer: int, expected: int, zc: float, what: str, kind: str) -> Check:
     """The recency probability of 1-based ``layer`` against 1/2 (verdicts.direction_check)."""
     fields = dict(reference=0.5, kind=kind, layer=layer, **about(res))
-    return direction_check(*rp(res, layer), expected, zc, what, setting_text(res, None), **fields)
+    setting = setting_text(res, None)
+    return verdicts.direction_check(*rp(res, layer), expected, zc, what, setting, **fields)
 
 
 def _weakens(without: SimResult, with_: SimResult, layer: int, zc: float, what: str) -> Check:
     """The residual lowers the recency probability of 1-based ``layer``: RP without - with > 0."""
     gap, se = rp_gap(without, with_, layer)
     fields = dict(kind="residual weakens", layer=layer, **about(with_))
-    return direction_check(gap, se, +1, zc, what, setting_text(with_, None), **fields)
+    return verdicts.direction_check(gap, se, +1, zc, what, setting_text(with_, None), **fields)
 
 
 def figure1_claim(rows: list[SimResult]) -> Verdict:
-    """Figure 1 as the paper describes it (Sec. 3), from settings.fig1_configs' four
-    results: rows rising from layer 2 on at alpha = 0.5 (the showcase, first); no order in layer
-    1; without normalization rows flat as drawn, then primacy; at alpha = 0 no visible order;
-    weaker with the residual."""
+    """Figure 1 as the paper reads it (Sec. 3), from settings.fig1_configs' results:
+    the rows rise from layer 2 at alpha = 0.5 (first); no order in layer 1; without normalization
+    rows flat as drawn, then primacy; at alpha = 0 no visible order; weaker with the residual."""
     none, iso, aniso, resid = rows
     L = aniso.config.layers
     later, deep = range(2, L + 1), range(3, L + 1)
-    orders = len(later) * comparisons_of_order(aniso.config.n)
+    orders = len(later) * verdicts.comparisons_of_order(aniso.config.n)
     zc = cv.z_for(orders + 4 + 1 + len(deep) + 2 * len(later))
     a5, g5 = f"{aniso.config.alpha:g}", f"{resid.config.gamma:g}"
     checks = [
-        order_check((aniso, l), zc, f"LayerNorm, α = {a5}: the rows of $S^{{({l})}}$ rise")
+        verdicts.order_check((aniso, l), zc, f"LayerNorm, α = {a5}: the rows of $S^{{({l})}}$ rise")
         for l in later
     ]
     for r in rows:
         what = f"{cv.variant_short(r.config)}, α = {r.config.alpha:g}: no order in layer 1 (RP)"
         checks.append(_rp_check(r, 1, 0, zc, what, "no order"))
     what = "no normalization: the rows of $S^{(2)}$ look uniform off the diagonal"
-    checks.append(flat_check(none, 2, zc, what))
+    checks.append(verdicts.flat_check(none, 2, zc, what))
     for l in deep:
         what = f"no normalization: primacy in layer {l} (RP)"
         checks.append(_rp_check(none, l, -1, zc, what, "primacy"))
-    checks += [
-        flat_check(iso, l, zc, f"LayerNorm, α = 0: no visible order in layer {l}") for l in later
-    ]
+    for l in later:
+        what = f"LayerNorm, α = 0: no visible order in layer {l}"
+        checks.append(verdicts.flat_check(iso, l, zc, what))
     for l in later:
         what = f"the residual (γ = {g5}) weakens the order of layer {l} (RP without − with)"
         checks.append(_weakens(aniso, resid, l, zc, what))
     return decide("Figure 1", checks, ("doc", "empirical"), {"z_threshold": zc})
 
 
-def _rise(h) -> float:
-    h = np.asarray(h, dtype=float)
+def _rise(h: np.ndarray) -> float:
     return float(h[-1] / h[0] - 1.0)
 
 
 def _h_checks(results: dict[float, SimResult], gamma: float) -> tuple[list[Check], float, dict]:
-    """The paper's reading of h(j) (Sec. 3: slow at alpha = 0, rapid for alpha > 0):
-    the rise h(n)/h(1) - 1 at every other alpha exceeds the smallest alpha's; and per alpha the
-    simulated rise (value, SE), Eq. (41)'s and the corrected form's."""
+    """Sec. 3's reading of h(j): its rise h(n)/h(1) - 1 at every other alpha exceeds the
+    smallest alpha's; and per alpha the simulated rise (value, SE), Eq. (41)'s and the corrected."""
     tab = {}
     for a, res in sorted(results.items()):
         cfg = res.config
@@ -182,7 +162,8 @@ def _h_checks(results: dict[float, SimResult], gamma: float) -> tuple[list[Check
         (r, e), res = tab[a]["sim"], results[a]
         what = f"$h(j)$ rises faster at α = {a:g} than at α = {ref:g} (rise of $h$, difference)"
         setting, fields = setting_text(res, None), dict(kind="h faster", **about(res))
-        checks.append(direction_check(r - r0, math.hypot(e, e0), +1, zc, what, setting, **fields))
+        gap, se = r - r0, math.hypot(e, e0)
+        checks.append(verdicts.direction_check(gap, se, +1, zc, what, setting, **fields))
     return checks, zc, tab
 
 
@@ -227,8 +208,7 @@ def figure3_claim(results: dict[float, SimResult]) -> Verdict:
 
 
 def figure4_claim(results: dict[float, SimResult], without_residual: dict) -> Verdict:
-    """Figure 4: as Figure 3 with the residual, which lowers the last layer's RP at
-    every alpha > 0 of both grids."""
+    """Figure 3's checks with the residual, which lowers the last layer's RP at each alpha > 0."""
     L = next(iter(results.values())).config.layers
     common = [a for a in sorted(results) if a > 0 and a in without_residual]
     zc = cv.z_for(len(results) * L + len(common))
@@ -251,7 +231,7 @@ def not_relative_claim(stat) -> Verdict:
     for l in layers:
         v, e = (float(x[l - 1]) for x in prof["D_change"])
         what = f"$D_n - D_{{{FAR + 1}}}$ of layer {l}"
-        checks.append(nonzero_check(v, e, zc, what, setting, layer=l, **about(cfg)))
+        checks.append(verdicts.nonzero_check(v, e, zc, what, setting, layer=l, **about(cfg)))
     numbers = {"z_threshold": zc, "profiles": prof}
     return decide("the bias is not relative", checks, ("doc", "conclusion"), numbers)
 
@@ -292,8 +272,7 @@ def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:
 
 
 def verdict_table(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, cache=None, executor=None):
-    """The verdict on every claim of verdicts.STATEMENTS, in order: the chapters' calls
-    on settings.study_configs through the results cache (``executor`` runs what is missing)."""
+    """Every claim's verdict in STATEMENTS' order, by the chapters' calls through the cache."""
     from companion import estimators
     from recency_lib.cache import cached_simulate_many, cached_statistic
 

@@ -1,8 +1,6 @@
-"""The strongest sound estimators of the steps of E S^(2), the numbers Theorem 1 and Propositions
-1-3 rest on: per-sequence statistics (recency_lib.engines.sequence_statistic) of a two-layer run,
-(B, layers, n, n) -> (B, 2, k). Row 2 holds, per sequence, the second layer's adjacent steps minus
-a control of mean exactly 0 (then their trend, the mean step between earlier keys); row 1 the first
-layer's own steps. Plain means of row 2 are then unbiased with far less noise.
+"""The strongest sound estimators of the steps of E S^(2) (Theorem 1, Propositions 1-3):
+per-sequence statistics of a two-layer run, (B, 2, n, n) -> (B, 2, k): row 2 the second layer's
+steps minus a control of mean exactly 0 (then their trend), row 1 the first layer's own steps.
 """
 
 from __future__ import annotations
@@ -81,9 +79,8 @@ def second_order_steps(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
 
 
 def gram_controlled_steps(scores: np.ndarray, attention: np.ndarray, *, beta, mu) -> np.ndarray:
-    """No normalization (Proposition 1): the steps of S^(2) and their trend minus (G - mu) beta, G
-    the first layer's scores (the Gram matrix / sqrt d, lower triangle), mu = E G exactly and beta
-    from :func:`fit_gram_controls`."""
+    """No normalization (Proposition 1): the steps of S^(2) and their trend minus
+    (G - mu) beta, G the first layer's scores (lower triangle), mu = E G, beta fitted."""
     n = scores.shape[-1]
     rows, cols = np.tril_indices(n)
     g = scores[:, 0][:, rows, cols]  # (B, n(n+1)/2)
@@ -93,9 +90,8 @@ def gram_controlled_steps(scores: np.ndarray, attention: np.ndarray, *, beta, mu
 
 
 def fit_gram_controls(cfg: SimConfig, samples: int = 40_000) -> dict:
-    """{"beta", "mu"} of :func:`gram_controlled_steps` for ``cfg``: beta a least-squares fit on a
-    pilot run of seed ``cfg.seed + 1`` (independent, so the estimate stays unbiased), mu the
-    scores' exact means (delta_ij + alpha / (1 - alpha)) / sqrt d."""
+    """{"beta", "mu"} for ``cfg``: beta a least-squares fit on a pilot run of seed
+    ``cfg.seed + 1`` (independent: no bias), mu = (delta_ij + alpha / (1 - alpha)) / sqrt d."""
     if cfg.norm != "none" or cfg.layers != 2 or cfg.alpha >= 1.0:
         raise ValueError(f"cfg={cfg!r} is not allowed; allowed: norm='none', layers=2, alpha < 1")
     n = cfg.n
@@ -109,14 +105,12 @@ def fit_gram_controls(cfg: SimConfig, samples: int = 40_000) -> dict:
 
 
 def first_order(d: int, gamma: float = 0.0):
-    """:func:`first_order_steps` at hidden size ``d`` and residual weight ``gamma``, as a statistic
-    the results cache can key."""
+    """The cache-keyable :func:`first_order_steps` at ``d`` and residual weight ``gamma``."""
     return functools.partial(first_order_steps, d=int(d), gamma=float(gamma))
 
 
 def gram_controlled(cfg: SimConfig, pilot: int = 40_000, *, cache=None):
-    """:func:`gram_controlled_steps` with its coefficients fitted once per setting and source
-    (:func:`fit_gram_controls` through the results cache)."""
+    """The cache-keyable :func:`gram_controlled_steps`, fitted once per setting and source."""
     from recency_lib.cache import cached_value
 
     fit, _ = cached_value(

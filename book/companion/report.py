@@ -54,10 +54,9 @@ def is_exact(value, se) -> bool:
 
 
 def pm(mean, se, *, min_places: int = 0) -> str:
-    """A Monte-Carlo estimate with its standard error, the book's one format: the error to one or
-    two significant digits and the mean to the same places (at least ``min_places``), with a
-    shared power of ten outside [10⁻³, 10⁵): "0.5231 ± 0.0012", "(7.2 ± 0.8) × 10⁻⁵". An exact
-    value (:func:`is_exact`) prints the number alone."""
+    """The book's one format of an estimate and its standard error: the error to one or
+    two significant digits, the mean to the same places (at least ``min_places``), a shared power
+    of ten outside [10⁻³, 10⁵): "0.5231 ± 0.0012", "(7.2 ± 0.8) × 10⁻⁵"; an exact value alone."""
     mean, se = float(mean), float(se)
     if not math.isfinite(mean):
         return num(mean)
@@ -78,8 +77,7 @@ def pm(mean, se, *, min_places: int = 0) -> str:
 
 
 def num(x, sig: int = 3) -> str:
-    """A number without an error, to ``sig`` significant digits: "0.0312", "1.2 × 10⁻⁷"; an
-    integer-valued float below 10⁵ without decimals ("64")."""
+    """A number to ``sig`` significant digits: "0.0312", "1.2 × 10⁻⁷", "64" (an integer as such)."""
     x = float(x)
     if math.isnan(x):
         return "nan"
@@ -167,8 +165,7 @@ def source(obj) -> Markdown:
 
 
 def show(key: str, value) -> None:
-    """Glue ``value`` under ``key`` for the page to place; outside the book's build (a papermill
-    rerun) display it as well."""
+    """Glue ``value`` under ``key``; outside the book's build (a rerun) display it too."""
     from myst_nb import glue
 
     from . import in_book
@@ -189,8 +186,7 @@ BADGE_COLOURS = {"holds": "success", "contradicted": "danger", "violated": "dang
 
 
 def badge(word: str) -> str:
-    """A verdict word as a MyST badge coloured by its first word; a qualified word ("holds after
-    correction") is drawn as an outline."""
+    """A verdict word as a MyST badge coloured by its first word (qualified: outlined)."""
     first = word.split()[0].rstrip(",;:")
     colour = BADGE_COLOURS.get(first, "secondary")
     style = colour if word.strip() == first else f"{colour}-line"
@@ -258,10 +254,9 @@ def table(
     title: str = "Full table",
     css_class: str | None = None,
 ) -> Markdown:
-    """A compact MyST table of ``rows`` (dicts column -> cell, or a dict of columns; cells are
-    markdown, bare numbers go through :func:`num`), aligned by ``align`` ("lrc" per column) or by
-    content. Longer than ``max_rows``: ``summary`` (rows) and the full table folded in a dropdown
-    titled ``title``, with a download named ``name``. ``css_class``: a class on the table."""
+    """A MyST table of ``rows`` (dicts column -> cell, or a dict of columns; numbers via
+    :func:`num`), aligned by ``align`` ("lrc" per column) or by content. Over ``max_rows``: the
+    ``summary`` rows, then the full table in a dropdown ``title`` with a download ``name``."""
     columns, cells = _cells(rows, columns)
     full = _pipe_table(columns, cells, align)
     if css_class is not None:
@@ -300,8 +295,7 @@ def columns(names, rows) -> dict[str, list]:
 
 
 def download(name: str, data) -> Markdown:
-    """Links that download ``data`` (a dict of equal-length columns) as ``<name>.csv`` and
-    ``<name>.json``, embedded in the page as ``data:`` URIs (offline, on any host)."""
+    """Links that download ``data`` (equal-length columns) as CSV and JSON ``data:`` URIs."""
     cols = {
         str(k): [_plain(v) for v in np.asarray(c, dtype=object).ravel()] for k, c in data.items()
     }
@@ -328,9 +322,8 @@ def download(name: str, data) -> Markdown:
 
 
 def result_columns(results, labels=None, *, layers=None, matrices: bool = True) -> dict:
-    """The numbers behind a figure of results (a list, or a dict label -> SimResult) as download
-    columns: per (setting, 1-based layer) the recency probability, then (``matrices``) every mean
-    score of the causal triangle with its SE and 1-based i, j; ``layers`` default all."""
+    """Download columns of results (a list, or a dict label -> result): per setting and
+    1-based layer (``layers``: all) the RP, then (``matrices``) each mean score ± SE at (i, j)."""
     if isinstance(results, dict):
         labels, results = list(results), list(results.values())
     results = list(results)
@@ -351,8 +344,7 @@ def result_columns(results, labels=None, *, layers=None, matrices: bool = True) 
 
 
 def curve_columns(series: dict, x_name: str = "x") -> dict[str, list]:
-    """Download columns of plotted curves: ``series`` maps a label to (x, mean, se), se None for a
-    closed form; one row per point."""
+    """Download columns of curves: label -> (x, mean, se), se None for a closed form."""
     cols = {"series": [], x_name: [], "mean": [], "se": []}
     for label, (x, mean, se) in series.items():
         x = np.asarray(x, dtype=float).ravel()

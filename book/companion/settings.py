@@ -53,37 +53,24 @@ def fig1_configs(
     alpha: float = 0.5,
     gamma: float = 1.0,
 ) -> list[SimConfig]:
-    """The paper's Figure 1, one setting per row: no normalization, LayerNorm at alpha = 0, at
-    ``alpha`` and at ``alpha`` with the residual of weight ``gamma``."""
+    """Figure 1's rows: no normalization; LayerNorm at alpha = 0, at ``alpha``, with residual."""
     ln = "layernorm"
     models = [("none", 0.0, 0.0), (ln, 0.0, 0.0), (ln, alpha, 0.0), (ln, alpha, gamma)]
     return [_config(a, g, samples, seed, n, d, layers, norm) for norm, a, g in models]
 
 
 def isotropic_configs(
-    large_samples: int = LARGE_FACTOR * cv.PAPER_SAMPLES,
-    seed: int = 0,
-    *,
-    n: int = cv.PAPER_N,
-    d: int = cv.PAPER_D,
-    gamma: float = 1.0,
+    large_samples=LARGE_FACTOR * cv.PAPER_SAMPLES, seed=0, *, n=cv.PAPER_N, d=cv.PAPER_D, gamma=1.0
 ) -> dict[float, SimConfig]:
-    """LayerNorm, two layers, alpha = 0, without (Theorem 1) and with the residual of weight
-    ``gamma`` (Proposition 2), keyed by gamma: one random stream, so each block is drawn once."""
+    """LayerNorm, alpha = 0, two layers, with and without the residual: one random stream."""
     return {g: _config(0.0, g, large_samples, seed, n, d) for g in (0.0, gamma)}
 
 
 def theorem1_configs(
-    samples: int = cv.PAPER_SAMPLES,
-    seed: int = 0,
-    *,
-    ds=THEOREM1_DS,
-    n: int = cv.PAPER_N,
-    large_samples: int | None = None,
+    samples=cv.PAPER_SAMPLES, seed=0, *, ds=THEOREM1_DS, n=cv.PAPER_N, large_samples=None
 ) -> dict[int, SimConfig]:
-    """Theorem 1's setting at each d of ``ds``, ``samples`` each; d = 16 gets FACTORS["d16"] times
-    as many and the paper's d ``large_samples`` (default LARGE_FACTOR times as many: the
-    :func:`isotropic_configs` run)."""
+    """Theorem 1's setting at each d of ``ds``; d = 16 gets FACTORS["d16"] times the
+    ``samples``, the paper's d ``large_samples`` (default: the :func:`isotropic_configs` run)."""
     large = large_samples or LARGE_FACTOR * samples
     counts = {16: FACTORS["d16"] * samples, cv.PAPER_D: large}
     return {d: _config(0.0, 0.0, counts.get(d, samples), seed, n, d) for d in sorted(set(ds))}
@@ -98,23 +85,16 @@ def first_order_configs(
     gamma: float = 0.0,
     first_order_samples: int | None = None,
 ) -> dict[int, SimConfig]:
-    """Theorem 1's setting (with the residual of weight ``gamma``: Proposition 2's) at each d of
-    ``ds``: the runs of the first-order control variate, ``first_order_samples`` each (default
-    FACTORS["samples_first_order"] x ``samples``)."""
+    """Theorem 1's setting (gamma > 0: Proposition 2's) for the first-order control
+    variate, ``first_order_samples`` each (default FACTORS["samples_first_order"] x ``samples``)."""
     count = first_order_samples or FACTORS["samples_first_order"] * samples
     return {d: _config(0.0, gamma, count, seed, n, d) for d in sorted(set(ds))}
 
 
 def prop1_configs(
-    samples: int = cv.PAPER_SAMPLES,
-    seed: int = 0,
-    *,
-    ds=PROP1_DS,
-    n: int = cv.PAPER_N,
-    prop1_samples: int | None = None,
+    samples=cv.PAPER_SAMPLES, seed=0, *, ds=PROP1_DS, n=cv.PAPER_N, prop1_samples=None
 ) -> dict[int, SimConfig]:
-    """Proposition 1 beyond the LLN: no normalization, isotropic tokens, two layers, at each d of
-    ``ds``, ``prop1_samples`` each (default PROP1_FACTOR x ``samples``)."""
+    """Proposition 1 beyond the LLN (no normalization, two layers) at each d of ``ds``."""
     count = prop1_samples or PROP1_FACTOR * samples
     return {d: _config(0.0, 0.0, count, seed, n, d, norm="none") for d in sorted(set(ds))}
 
@@ -148,9 +128,9 @@ def relative_config(
 
 
 def study_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0) -> dict[str, object]:
-    """Every setting behind the landing table, the chapters' own: "fig1" (a list), "theorem1",
-    "first_order", "first_order_residual" and "prop1" (d -> cfg), "alpha0" / "alpha1" (alpha ->
-    cfg, without / with the residual), "isotropic" (gamma -> cfg) and "relative"."""
+    """Every setting behind the landing table, the chapters' own, by name: "fig1",
+    "theorem1", "first_order", "first_order_residual", "prop1", "alpha0", "alpha1", "isotropic",
+    "relative"."""
     grid0 = sorted(set(PROP3_ALPHAS) | set(cv.H_ALPHAS))
     return {
         "fig1": fig1_configs(samples, seed),

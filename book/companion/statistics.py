@@ -27,9 +27,8 @@ NEAR, FAR = 1, 4
 
 
 def distance_contrasts(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
-    """Chapter 7's (B, layers, 2 (n - FAR) + 2): D_i and K_i of each query i = FAR + 1 .. n, then
-    D_n - D_{FAR+1} and K_n - K_{FAR+1}. A bias of i - j alone keeps D_i constant, one of the key's
-    position K_i."""
+    """Chapter 7's (B, layers, 2 (n - FAR) + 2): D_i and K_i of queries i > FAR, then
+    D_n - D_{FAR+1} and K_n - K_{FAR+1} (a bias of i - j alone keeps D_i constant)."""
     n = scores.shape[-1]
     if n < FAR + 2:
         raise ValueError(f"n={n} is out of range; allowed: n >= {FAR + 2}")
@@ -41,8 +40,7 @@ def distance_contrasts(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
 
 
 def trend_steps(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
-    """(B, layers, 2): each layer's trend (features.trend) and its change from the layer before;
-    layer 1 repeats its trend, the control (mean 0) of both columns."""
+    """(B, layers, 2): each layer's trend and its change from the last (layer 1: its trend)."""
     L = scores.shape[1]
     level = np.stack([trend(scores[:, l]) for l in range(L)], axis=1)  # (B, layers)
     step = np.concatenate([level[:, :1], np.diff(level, axis=1)], axis=1)
@@ -50,8 +48,7 @@ def trend_steps(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
 
 
 def ordered_rows(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
-    """(B, layers, n + 1): 1 where the sequence's own matrix meets Definition 1, then 1 for each
-    strictly increasing row i = 1..n; else 0."""
+    """(B, layers, n + 1): 1 where the sequence's matrix meets Definition 1, then per row."""
     n = scores.shape[-1]
     ii, jj = adjacent_index(n)
     up = scores[..., ii, jj] > scores[..., ii, jj - 1]  # (B, layers, steps)
@@ -62,8 +59,7 @@ def ordered_rows(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
 
 
 def order_changes(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
-    """(B, layers, 1): the share of the recency probability's comparisons (S_ik against S_ij,
-    j < k < i) whose outcome differs from layer 1's in the same sequence."""
+    """(B, layers, 1): the share of comparisons S_ik vs S_ij (j < k < i) unlike layer 1's."""
     n = scores.shape[-1]
     triples = [(q, a, b) for q in range(n) for a in range(q) for b in range(a + 1, q)]
     i, j, k = (np.array(t) for t in zip(*triples))
@@ -72,8 +68,8 @@ def order_changes(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
 
 
 def distance_profiles(stat, estimator: str = "cv") -> dict:
-    """The (mean, SE) per layer of a :func:`distance_contrasts` statistic ("D", "K", "D_change",
-    "K_change"), its "queries" (1-based i) and the "estimator" read ("cv" if asked and there)."""
+    """(mean, SE) per layer of "D", "K", "D_change", "K_change" of a
+    :func:`distance_contrasts` statistic, its "queries" (1-based) and the "estimator" read."""
     used = "cv" if estimator == "cv" and stat.cv_mean is not None else "plain"
     mean, sem = (stat.cv_mean, stat.cv_sem) if used == "cv" else (stat.mean, stat.sem)
     m = (mean.shape[-1] - 2) // 2
@@ -97,8 +93,7 @@ ORDER_WORDS = {1: "recency", -1: "primacy", 0: "no order resolved"}
 
 
 def sign(value: float, se: float, z: float, reference: float = 0.0) -> int:
-    """+1 when ``value`` lies more than ``z`` SE above ``reference``, -1 below, else 0 (not
-    resolved); a zero ``se`` resolves any difference (:func:`zscore`)."""
+    """+1 if ``value`` is over ``z`` SE above ``reference``, -1 below, else 0 (SE 0: any gap)."""
     dev = zscore(value, se, reference)
     return 1 if dev > z else -1 if dev < -z else 0
 
@@ -109,8 +104,8 @@ def order_word(value: float, se: float, z: float = SETTLE_Z) -> str:
 
 
 def sequences_needed(se: float, samples: int, effect: float, z: float = SETTLE_Z) -> float:
-    """Sequences at which a true ``effect`` lies ``z`` standard errors from 0, for an estimator of
-    standard error ``se`` at ``samples`` sequences (SE ~ 1 / sqrt(sequences)); inf for no effect."""
+    """Sequences at which a true ``effect`` lies ``z`` SE from 0, for an estimator of SE
+    ``se`` at ``samples`` sequences (SE ~ 1 / sqrt(sequences)); inf for no effect."""
     return samples * (z * se / effect) ** 2 if effect else math.inf
 
 
@@ -161,8 +156,7 @@ def estimator_name(estimator: str = "cv") -> str:
 
 
 def definition1(res, layer: int, family: int = 1, estimator: str = "cv") -> str:
-    """Definition 1's word on 1-based ``layer`` at the z of ``family`` matrices, the steps by
-    ``estimator``; a statistic of companion.estimators: its second layer, its own estimator."""
+    """Definition 1's word on ``layer`` at ``family``'s z (of a statistic: its layer 2)."""
     if not isinstance(res, SimResult):
         return StepEstimate.of(res).decision(family=family).word
     return res.decision(layer, family=family, estimator=estimator).word
@@ -191,9 +185,8 @@ class StepTally:
 
 @dataclass(frozen=True)
 class StepEstimate:
-    """The adjacent steps of one mean score matrix (``adjacent_index`` order), ``mean`` ± ``sem``,
-    their ``trend`` (the mean step between earlier keys), the scores' ``scale`` (what float64
-    resolves), the ``estimator`` in words."""
+    """The steps of one mean score matrix (``adjacent_index`` order), their ``trend``
+    (the mean step between earlier keys) and the scores' ``scale`` (what float64 resolves)."""
 
     mean: np.ndarray
     sem: np.ndarray
@@ -210,9 +203,8 @@ class StepEstimate:
         layer = check_int("layer", layer, 1, res.config.layers)
         ii, jj = adjacent_index(res.config.n)
         mean, sem = res.steps(estimator)
-        cv = estimator == "cv"
-        t = (res.trend_cv_mean if cv else res.trend_mean)[layer - 1]
-        te = (res.trend_cv_sem if cv else res.trend_sem)[layer - 1]
+        field = "trend_cv" if estimator == "cv" else "trend"
+        t, te = (getattr(res, f"{field}_{k}")[layer - 1] for k in ("mean", "sem"))
         scale = float(np.nanmax(np.abs(res.score_mean[layer - 1])))
         name = res.estimator_name(layer, estimator)
         m, e = mean[layer - 1][ii, jj], sem[layer - 1][ii, jj]
@@ -273,8 +265,7 @@ def step_counts(res: SimResult, layer: int, family: int = 1, estimator: str = "c
 
 
 def definition1_tally(results, *, first_layer: int = 2, family=None, estimator="cv") -> dict:
-    """How many matrices of layers ``first_layer``..L hold, violate or leave undecided Definition
-    1, and how many there are, as one family (default: every matrix, as verdict_grid_rows)."""
+    """Definition 1's words (and "matrices") in layers ``first_layer``.., one family."""
     results = list(results)
     k = family or sum(r.config.layers for r in results)
     words = [
@@ -311,8 +302,7 @@ def _median_ratio(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def pairing_gain(res: SimResult, layer: int) -> float:
-    """How much pairing helps: the median over the steps between earlier keys of the SE of two
-    independent scores over that of the paired difference."""
+    """The median over the earlier-key steps of independent SE / paired SE."""
     ii, jj = earlier_steps(res.config.n)
     s = res.score_sem[layer - 1]
     return _median_ratio(np.hypot(s[ii, jj], s[ii, jj - 1]), res.diff_sem[layer - 1][ii, jj])
@@ -324,16 +314,14 @@ def cv_gain(res: SimResult, layer: int) -> float:
 
 
 def estimator_gap(res: SimResult, layer: int) -> float:
-    """The largest gap between the plain and the control-variate mean of a step between earlier
-    keys, in plain standard errors (both estimate the same mean)."""
+    """The largest |plain - control-variate mean| of a step between earlier keys, in plain SE."""
     plain, cvm, se = _earlier(res, layer, "diff_mean", "diff_cv_mean", "diff_sem")
     ok = se > 0
     return float(np.max(np.abs(plain[ok] - cvm[ok]) / se[ok])) if np.any(ok) else math.nan
 
 
 def typical_step_se(res: SimResult, layer: int, estimator: str = "cv") -> float:
-    """The median SE of the steps between earlier keys of 1-based ``layer`` by ``estimator``:
-    what a step must exceed (times z) to be resolved."""
+    """The median SE by ``estimator`` of the steps between earlier keys of ``layer``."""
     ii, jj = earlier_steps(res.config.n)
     return float(np.median(res.steps(estimator)[1][layer - 1][ii, jj])) if ii.size else math.nan
 
@@ -347,8 +335,7 @@ def trends(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def s2_order(res) -> tuple[str, float, float]:
-    """The book's evidence of order among the earlier keys of S^(2): (what, value, SE), positive
-    for recency: the control-variate trend of a SimResult or statistic (:class:`StepEstimate`)."""
+    """(what, value, SE) of the order among S^(2)'s earlier keys: its trend (> 0: recency)."""
     est = StepEstimate.of(res)
     return "mean off-diagonal step of $S^{(2)}$", est.trend, est.trend_se
 
@@ -357,17 +344,15 @@ def s2_order(res) -> tuple[str, float, float]:
 
 
 def first_key_excess(res: SimResult, layer: int) -> tuple[float, float]:
-    """n A_{n,1} - 1 and its SE: how much more attention the last query gives the first key in
-    1-based ``layer`` than uniform attention would. Positive: primacy in weights."""
+    """n A_{n,1} - 1 and its SE: the last query's excess attention to key 1 (> 0: primacy)."""
     n = res.config.n
     a, se = res.attn_mean[layer - 1, n - 1, 0], res.attn_sem[layer - 1, n - 1, 0]
     return float(n * a - 1.0), float(n * se)
 
 
 def simulated_h(res: SimResult, state: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """h(j) = 1 / ||x_j^(state)|| (Eq. (40)-(41)) normalized to 1 at j = 1, sqrt(m_1 / m_j) from
-    m_j = E ||x_j||^2 (``sq_norm_mean``; state 1 feeds layer 2), and its delta-method SE (which
-    ignores the covariance of m_1 and m_j)."""
+    """h(j) = 1 / ||x_j^(state)|| (Eq. (40)-(41)) relative to j = 1, from m_j =
+    E ||x_j||^2, and its delta-method SE (ignoring the covariance of m_1 and m_j)."""
     m, s = res.sq_norm_mean[state], res.sq_norm_sem[state]
     h = np.sqrt(m[0] / m)
     sem = h * 0.5 * np.sqrt((s[0] / m[0]) ** 2 + (s / m) ** 2)
@@ -382,8 +367,7 @@ def h_rise(res: SimResult) -> tuple[float, float]:
 
 
 def cosine_deviations(cosines: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(alphas, mean cosine - alpha, SE), sorted, from ``cosines``: alpha -> (mean, SE) of the input
-    tokens' cosine similarity (Eq. (6) claims 0, up to -alpha (1 - alpha^2) / (2d))."""
+    """(alphas, mean cosine - alpha, SE) from alpha -> (mean, SE): Eq. (6) claims 0."""
     keys = sorted(cosines)
     a = np.array(keys, dtype=float)
     m, e = (np.array([cosines[x][k] for x in keys], dtype=float) for k in (0, 1))
@@ -395,11 +379,9 @@ RP_CONVENTIONS = ("tie counts ½", "strict", "strict, float32")
 
 
 def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096) -> dict:
-    """The RP of every layer of ``cfg`` counted three ways, each (mean, SE) per layer over
-    ``samples`` sequences (default ``cfg.samples``): "tie counts ½" (the book's: a tie within
-    float rounding counts 1/2), "strict" (ties count 0) and "strict, float32" (the authors' later
-    code: the model in float32, its own tokens in batches of ``batch``, strict ">" without any
-    tolerance). They differ where scores tie, e.g. at alpha = 1."""
+    """The RP of each layer of ``cfg`` (mean, SE per layer) over ``samples`` sequences
+    counted three ways: "tie counts ½" (the book's), "strict" (a tie counts 0) and "strict,
+    float32" (the authors' later code: the model in float32 on its own tokens, no tolerance)."""
     from recency_lib.engines import layer_steps, sample_trajectories
     from recency_lib.features import later_and_tied_counts, n_triples, tie_tolerance
     from recency_lib.sampling import dense_tokens

@@ -1,9 +1,5 @@
-"""The book's one verdict rule, the checks a claim is split into, and the landing page's table.
-
-Each check (:class:`Check`) finds one of :data:`STATUSES` at its claim's family-wise z;
-:data:`RULE` turns the statuses into the verdict word and picks the decisive check, whose number
-every page quotes. The claims themselves are :mod:`companion.claims`.
-"""
+"""The book's one verdict rule (:data:`RULE`: the statuses of a claim's checks give
+its word and its decisive check), the checks (:class:`Check`) and the landing page's table."""
 
 from __future__ import annotations
 
@@ -57,10 +53,9 @@ def verdict_word(statuses) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class Check:
-    """One check of a claim: ``what`` is measured (markdown), its ``setting``, the estimate
-    ``value`` ± ``se``, its ``z`` against what would change the ``status``, and ``text``, the number
-    as printed; then what it is about, for code that groups checks: its ``kind`` ("rise", "flat",
-    "value", "nonzero", "agree", or what an RP check finds), 1-based ``layer`` and the model."""
+    """One check of a claim: ``what`` is measured, its ``setting``, ``value`` ± ``se``, its
+    ``z`` against what would change its ``status``, ``text`` (the number as printed); then what it
+    is about: its ``kind`` ("rise", "flat", "value", ...), 1-based ``layer`` and the model."""
 
     what: str
     setting: str
@@ -85,8 +80,7 @@ def about(res_or_cfg) -> dict:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The verdict on one claim: the ``word``, its ``checks`` and the ``decisive`` one, the live
-    check's ``target`` (role, target), and the raw ``numbers`` behind it."""
+    """One claim's verdict: its word, checks, decisive check, live check ``target``, ``numbers``."""
 
     claim: str
     word: str
@@ -134,11 +128,10 @@ def comparisons_of_order(n: int) -> int:
 
 
 def order_check(est, zc: float, what: str | None = None, expected: int = +1) -> Check:
-    """Definition 1 on a mean score matrix from its steps ``est`` (a StepEstimate, or ``(res,
-    layer)``), every step at ``zc``. ``expected`` +1 (rows rise): every step up -> as claimed (the
-    smallest step is the number); a step down, or the trend down -> against; else the trend up
-    -> on average, or unresolved. ``expected`` 0 (no recency bias): every step up -> against, a
-    step down -> as claimed, else unresolved."""
+    """Definition 1 from the steps ``est`` (a StepEstimate, or ``(res, layer)``) at
+    ``zc``. ``expected`` +1 (rows rise): every step up -> as claimed (the smallest step is the
+    number); a step or the trend down -> against; the trend up -> on average; else unresolved.
+    ``expected`` 0: every step up -> against, a step down -> as claimed, else unresolved."""
     if isinstance(est, tuple):
         est = StepEstimate.of_result(*est)
     what = what or f"the rows of $S^{{({est.layer})}}$ rise"
@@ -161,10 +154,9 @@ def order_check(est, zc: float, what: str | None = None, expected: int = +1) -> 
 
 
 def flat_check(res: SimResult, layer: int, zc: float, what: str | None = None) -> Check:
-    """The rows of 1-based ``layer`` look flat off the diagonal in the paper's figure: the change
-    along the longest row between earlier keys, (n - 2) mean steps, in levels of the panel's colour
-    scale (its range, the diagonal included; recency_lib.plot.heatmap_colours). Below one level at
-    ``zc`` SE -> as claimed (drawn in one colour), above -> against (visible), else unresolved."""
+    """The rows of 1-based ``layer`` look flat in the paper's figure: a row's change
+    between earlier keys ((n - 2) mean steps) in levels of the panel's colour scale; below one level
+    at ``zc`` SE -> as claimed, above -> against (visible), else unresolved."""
     from recency_lib.plot import colour_limits, heatmap_colours
 
     what = what or f"the rows of $S^{{({layer})}}$ are flat"
@@ -181,9 +173,8 @@ def flat_check(res: SimResult, layer: int, zc: float, what: str | None = None) -
 
 
 def value_check(value, se, predicted, zc: float, what: str, setting: str, **fields) -> Check:
-    """A closed form against simulation, as the ratio simulated / predicted (the number):
-    unresolved while the simulated value is not resolved from 0, as claimed when the ratio is 1
-    within its error, else against. ``fields``: the :class:`Check`'s ``layer``, model, ..."""
+    """A closed form against simulation as the ratio simulated / predicted: unresolved
+    while the value is not resolved from 0, as claimed when the ratio is 1 within its error."""
     r, rse = value / predicted, se / abs(predicted)
     if not sign(value, se, zc):
         z, status = report.zscore(value, se), UNRESOLVED
@@ -205,8 +196,7 @@ def direction_check(value, se, expected, zc, what, setting, reference=0.0, **fie
 
 
 def nonzero_check(value, se, zc: float, what: str, setting: str, **fields) -> Check:
-    """A difference the paper says is not zero: resolved from 0 -> as claimed, else unresolved (no
-    simulation can show that it is exactly 0)."""
+    """A difference the paper says is not zero: as claimed if resolved, else unresolved."""
     status = AS_CLAIMED if sign(value, se, zc) else UNRESOLVED
     z, text = report.zscore(value, se), report.pm(value, se)
     return Check(what, setting, value, se, z, status, text, "nonzero", **fields)
@@ -247,8 +237,7 @@ CLAIM_NAMES = {f"Figure {k}": f"the paper's Figure {k}" for k in range(1, 6)}
 
 
 def table(verdicts: list[Verdict]) -> report.Markdown:
-    """The landing page's table: the claim (a link to its live check), what the paper says, the
-    verdict (a badge), and the decisive number with what it measures and its setting."""
+    """The landing table: the claim (linked), what the paper says, the badge, the number."""
     rows = [
         {
             "claim": v.link_as(CLAIM_NAMES.get(v.claim, v.claim)),
@@ -262,9 +251,8 @@ def table(verdicts: list[Verdict]) -> report.Markdown:
 
 
 def verdict_grid_rows(results, labels, *, family: int | None = None, estimator="cv") -> list:
-    """The table under a grid of heatmaps (Figures 1, 3, 4): one row per setting (``labels``), one
-    column per layer, each cell the RP ± SE over the matrix's Definition-1 badge, all matrices one
-    family (default: every matrix of the table)."""
+    """The table under a grid of heatmaps: per setting (``labels``) and layer the RP
+    ± SE over the matrix's Definition-1 badge, one family (default: every matrix)."""
     results = list(results)
     k = family or sum(r.config.layers for r in results)
 

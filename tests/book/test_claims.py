@@ -16,7 +16,7 @@ def valid(word: str) -> bool:
     return word in ("holds", "holds in part", "not resolved", "contradicted")
 
 
-# -- the claims: the same evidence, the same word ----------------------------------------------------------
+# -- the claims: the same evidence, the same word --------------------------------------------------
 
 
 def test_theorem1():
@@ -80,13 +80,13 @@ def test_eq5_and_the_corrected_theorem1_on_the_trend():
     assert claims.eq5_claim({d: thm(d, trend=0.0, trend_se=1.0)}).word == "not resolved"
 
 
-# -- on simulations ---------------------------------------------------------------------------------------
+# -- on simulations --------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def fig1():
-    # 20,000 sequences: the features of Figure 1 are resolved by tens of SE (row 3's smallest step of
-    # S^(2) is ~5 SE, every RP in rows 3-4 > 20 SE from 0.5); layer 1 has no order by symmetry.
+    # 20,000 sequences: the features of Figure 1 are resolved by tens of SE (row 3's smallest step
+    # of S^(2) is ~5 SE, every RP in rows 3-4 > 20 SE from 0.5); layer 1 has no order by symmetry.
     return simulate_many(settings.fig1_configs(20_000, 3))
 
 
@@ -118,9 +118,9 @@ def test_verdict_table_covers_every_claim(tmp_path):
         table[2].startswith("| {prf:ref}`Theorem 1 <thm-1>` |")
         and "{doc}`the paper's Figure 1 <empirical>`" in table[7]
     )
-    # 4 (Figure 1) + 5 + 5 (the alpha grids without the two Figure-1 settings) simulated once each; the
-    # rest are sequence statistics: the first-order control variate at d = 16, 32, 64, 128 and with the
-    # residual at 64, the Gram controls at d = 16, 64, 256, chapter 7's contrasts
+    # 4 (Figure 1) + 5 + 5 (the alpha grids without the two Figure-1 settings) simulated once each;
+    # the rest are sequence statistics: the first-order control variate at d = 16, 32, 64, 128 and
+    # with the residual at 64, the Gram controls at d = 16, 64, 256, chapter 7's contrasts
     assert len(list(tmp_path.glob("*.npz"))) == 14
     assert len(list(tmp_path.glob("statistic-*.json"))) == 4 + 1 + 3 + 1
     assert (
@@ -128,7 +128,7 @@ def test_verdict_table_covers_every_claim(tmp_path):
     )  # the pilots' fits, in the same cache
 
 
-# -- the relativity check (chapter 7) --------------------------------------------------------------------
+# -- the relativity check (chapter 7) --------------------------------------------------------------
 
 
 def test_not_relative_on_what_the_softmax_sees():

@@ -13,7 +13,7 @@ import pytest
 from companion import report
 from recency_lib import SimConfig, simulate
 
-# -- numbers ----------------------------------------------------------------------------------------
+# -- numbers ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -117,7 +117,7 @@ def test_badges_by_first_word():
     )  # not a tooltip
 
 
-# -- tables -----------------------------------------------------------------------------------------
+# -- tables ----------------------------------------------------------------------------------------
 
 
 def test_table_is_a_pipe_table_without_index_and_numbers_right_aligned():
@@ -157,7 +157,7 @@ def test_long_table_becomes_summary_dropdown_and_download():
     assert 'download="long.csv"' in rest and rest.rstrip().endswith(":::")
 
 
-# -- downloads --------------------------------------------------------------------------------------
+# -- downloads -------------------------------------------------------------------------------------
 
 
 def _decode(link: str, name: str) -> str:

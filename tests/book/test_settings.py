@@ -1,5 +1,5 @@
-"""companion.settings: the settings of the paper's claims, written once, so the chapters and the landing
-page run the same configs and share their cached results."""
+"""companion.settings: the settings of the paper's claims, written once, so the chapters and the
+landing page run the same configs and share their cached results."""
 
 import papermill
 import pytest
