@@ -43,7 +43,7 @@ def test_every_word_is_reachable_and_stated_once():
         words == {"holds", "holds in part", "not resolved", "contradicted"} == set(verdicts.WORDS)
     )
     assert all(f"**{w}**" in verdicts.RULE_TEXT for w in words)
-    assert "at the book's 5 % family-wise error" in verdicts.RULE_TEXT  # the level, as glued
+    assert f"the book's {report.percent(cv.FAMILYWISE_LEVEL)} family-wise" in verdicts.RULE_TEXT
 
 
 # -- the kinds of check ----------------------------------------------------------------------------
