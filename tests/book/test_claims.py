@@ -13,10 +13,10 @@ from recency_lib import SimConfig, simulate, simulate_many
 
 
 def valid(word: str) -> bool:
-    return word in verdicts.WORDS
+    return word in ("holds", "holds in part", "not resolved", "contradicted")
 
 
-# -- the claims: the same evidence, the same word ----------------------------------------------------------
+# -- the claims: the same evidence, the same word --------------------------------------------------
 
 
 def test_theorem1():
@@ -24,7 +24,7 @@ def test_theorem1():
     assert (
         v.word == "holds in part" and v.value == "(2.00 ± 0.20) × 10⁻⁶" and "$d = 64$" in v.measure
     )
-    assert v.link == "{prf:ref}`Theorem 1 <thm-1>`"
+    assert v.link_as("Theorem 1") == "{prf:ref}`Theorem 1 <thm-1>`"
     assert claims.theorem1_claim({16: thm(16, step=0.1), 64: thm(64, step=0.1)}).word == "holds"
     assert claims.theorem1_claim({16: thm(16), 64: thm(64)}).word == "not resolved"
     assert (
@@ -63,8 +63,6 @@ def test_propositions_2_and_3_get_the_theorem_1_word_for_the_same_evidence():
     )
     assert got.word == "holds in part" and "α = 0," in got.measure
     assert claims.proposition3_claim({0.5: mk(0.5, 0.0, step=-0.1)}).word == "contradicted"
-    with pytest.raises(ValueError, match="alpha < 1"):
-        claims.proposition3_claim({1.0: mk(1.0, 0.0)})
 
 
 def test_eq5_and_the_corrected_theorem1_on_the_trend():
@@ -82,13 +80,13 @@ def test_eq5_and_the_corrected_theorem1_on_the_trend():
     assert claims.eq5_claim({d: thm(d, trend=0.0, trend_se=1.0)}).word == "not resolved"
 
 
-# -- on simulations ---------------------------------------------------------------------------------------
+# -- on simulations --------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def fig1():
-    # 20,000 sequences: the features of Figure 1 are resolved by tens of SE (row 3's smallest step of
-    # S^(2) is ~5 SE, every RP in rows 3-4 > 20 SE from 0.5); layer 1 has no order by symmetry.
+    # 20,000 sequences: the features of Figure 1 are resolved by tens of SE (row 3's smallest step
+    # of S^(2) is ~5 SE, every RP in rows 3-4 > 20 SE from 0.5); layer 1 has no order by symmetry.
     return simulate_many(settings.fig1_configs(20_000, 3))
 
 
@@ -96,8 +94,6 @@ def test_figure1_reproduced(fig1):
     v = claims.figure1_claim(fig1)
     assert v.word == "holds", [(c.what, c.status) for c in v.checks]
     assert v.decisive.what.startswith("LayerNorm, α = 0.5: the rows of $S^{(2)}$ rise")
-    with pytest.raises(ValueError, match="rows has length 3"):
-        claims.figure1_claim(fig1[:3])
 
 
 def test_engines_agree():
@@ -110,8 +106,6 @@ def test_engines_agree():
     assert v.word == "holds" and v.numbers["count"] > 20 and v.numbers["exact_count"] >= 5
     off = fake(cfg.replace(engine="gram"), score=50.0)
     assert claims.engines_agree(off, fake(cfg.replace(engine="dense"))).word == "contradicted"
-    with pytest.raises(ValueError, match="different settings"):
-        claims.engines_agree(dense, simulate(cfg.replace(alpha=0.2, samples=100)))
 
 
 def test_verdict_table_covers_every_claim(tmp_path):
@@ -124,9 +118,9 @@ def test_verdict_table_covers_every_claim(tmp_path):
         table[2].startswith("| {prf:ref}`Theorem 1 <thm-1>` |")
         and "{doc}`the paper's Figure 1 <empirical>`" in table[7]
     )
-    # 4 (Figure 1) + 5 + 5 (the alpha grids without the two Figure-1 settings) simulated once each; the
-    # rest are sequence statistics: the first-order control variate at d = 16, 32, 64, 128 and with the
-    # residual at 64, the Gram controls at d = 16, 64, 256, chapter 7's contrasts
+    # 4 (Figure 1) + 5 + 5 (the alpha grids without the two Figure-1 settings) simulated once each;
+    # the rest are sequence statistics: the first-order control variate at d = 16, 32, 64, 128 and
+    # with the residual at 64, the Gram controls at d = 16, 64, 256, chapter 7's contrasts
     assert len(list(tmp_path.glob("*.npz"))) == 14
     assert len(list(tmp_path.glob("statistic-*.json"))) == 4 + 1 + 3 + 1
     assert (
@@ -134,7 +128,7 @@ def test_verdict_table_covers_every_claim(tmp_path):
     )  # the pilots' fits, in the same cache
 
 
-# -- the relativity check (chapter 7) --------------------------------------------------------------------
+# -- the relativity check (chapter 7) --------------------------------------------------------------
 
 
 def test_not_relative_on_what_the_softmax_sees():

@@ -1,5 +1,5 @@
-"""One value per quantity: a number the book quotes on several pages is glued on each under its ``q-`` key
-(companion.quantities), and every page of the built book shows the same text for it."""
+"""One value per quantity: a number the book quotes on several pages is glued on each under its
+``q-`` key (companion.quantities), and every page of the built book shows the same text for it."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def test_at_renames_the_quantities_of_one_hidden_size():
 
 
 def glued_quantities(cache, path) -> dict[str, str]:
-    """``q-`` key -> text of the executed page ``path`` (its current version in the build's execution cache)."""
+    """``q-`` key -> text of the executed page ``path`` (its current version in the build's
+    execution cache)."""
     _, nb = cache.merge_match_into_file(str(path))
     out = {}
     for cell in nb.cells:

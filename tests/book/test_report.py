@@ -13,7 +13,7 @@ import pytest
 from companion import report
 from recency_lib import SimConfig, simulate
 
-# -- numbers ----------------------------------------------------------------------------------------
+# -- numbers ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -45,11 +45,7 @@ def test_pm_special_values():
     assert report.pm(0.5, 0.02, min_places=4) == "0.5000 ± 0.0200"
     assert report.pm(np.float64(0.5), np.float32(0.01)) == "0.500 ± 0.010"
     assert report.pm(math.nan, 0.1) == "nan"
-    assert report.pm(0.5, math.nan) == "0.5 ± ?"
-    with pytest.raises(ValueError, match=r"se=-0\.1 is out of range"):
-        report.pm(0.5, -0.1)
-    with pytest.raises(ValueError, match=r"mean='a' is not a number"):
-        report.pm("a", 0.1)
+    assert report.pm(0.5, math.nan) == "0.5 ± ?" and report.pm(0.5, math.inf) == "0.5 ± ∞"
 
 
 @pytest.mark.parametrize(
@@ -84,8 +80,7 @@ def test_counts_percent_z():
     assert report.zscore(0.5, 0.0, 0.5) == 0.0
     assert report.zdiff(1.0, 0.3, 0.5, 0.4) == pytest.approx(1.0)
     assert report.listing([0.2, 0.4, 0.6]) == "0.2, 0.4 and 0.6" and report.listing([]) == "none"
-    with pytest.raises(ValueError, match=r"k=1\.5 is not an integer"):
-        report.count(1.5)
+    assert report.listing([0.2]) == "0.2"
 
 
 @pytest.mark.parametrize(
@@ -107,12 +102,6 @@ def test_duration(seconds, text):
     assert report.duration(seconds) == text
 
 
-def test_duration_rejects_negative_and_nan():
-    for bad in (-1.0, math.nan):
-        with pytest.raises(ValueError, match="seconds="):
-            report.duration(bad)
-
-
 def test_score_label_is_real_math():
     assert report.score_label(2) == "$S^{(2)}$"
     assert report.score_label(2, 10, 1) == "$S^{(2)}_{10,1}$"
@@ -126,11 +115,9 @@ def test_badges_by_first_word():
     assert (
         report.badge("holds; too small") == "{bdg-success-line}`holds\\; too small`"
     )  # not a tooltip
-    with pytest.raises(ValueError, match="non-empty verdict word"):
-        report.badge(" ")
 
 
-# -- tables -----------------------------------------------------------------------------------------
+# -- tables ----------------------------------------------------------------------------------------
 
 
 def test_table_is_a_pipe_table_without_index_and_numbers_right_aligned():
@@ -151,20 +138,12 @@ def test_table_from_columns_and_explicit_alignment():
     t = report.table({"a": ["x", "y"], "b": [1.5, 2.0]}, align="lc")
     assert t.text.splitlines()[1] == "|:---|:---:|"
     assert "| y | 2 |" in t.text
-    with pytest.raises(ValueError, match="align="):
-        report.table({"a": ["x"]}, align="lr")
-    with pytest.raises(ValueError, match="different lengths"):
-        report.table({"a": ["x"], "b": [1, 2]})
     with pytest.raises(ValueError, match="line break"):
         report.table([{"a": "x\ny"}])
-    with pytest.raises(ValueError, match="missing from some rows"):
-        report.table([{"a": 1}, {"b": 2}])
     styled = report.table({"a": ["x"]}, css_class="verdict-table").text
     assert styled.startswith(":::{table}\n:class: verdict-table\n\n| a |") and styled.endswith(
         ":::"
     )
-    with pytest.raises(ValueError, match="css_class="):
-        report.table({"a": ["x"]}, css_class="Bad Class")
 
 
 def test_long_table_becomes_summary_dropdown_and_download():
@@ -178,7 +157,7 @@ def test_long_table_becomes_summary_dropdown_and_download():
     assert 'download="long.csv"' in rest and rest.rstrip().endswith(":::")
 
 
-# -- downloads --------------------------------------------------------------------------------------
+# -- downloads -------------------------------------------------------------------------------------
 
 
 def _decode(link: str, name: str) -> str:
@@ -203,14 +182,9 @@ def test_download_embeds_csv_and_json():
     assert js["data"][0] == [1, 0.5, "a"] and js["data"][2][1] is None
 
 
-def test_download_keeps_full_precision_and_rejects_bad_input():
-    link = report.download("p", {"v": [1 / 3]}, formats=("csv",)).text
-    assert float(_decode(link, "p.csv").splitlines()[1]) == 1 / 3
-    assert "p.json" not in link
-    with pytest.raises(ValueError, match=r"name='a b' is not allowed"):
-        report.download("a b", {"v": [1]})
-    with pytest.raises(ValueError, match="formats="):
-        report.download("p", {"v": [1]}, formats=("xml",))
+def test_download_keeps_full_precision_and_refuses_a_large_page():
+    link = report.download("p", {"v": [1 / 3, math.inf]}).text
+    assert _decode(link, "p.csv").splitlines()[1:] == [repr(1 / 3), "inf"]
     with pytest.raises(ValueError, match="at most"):
         report.download("big", {"v": np.zeros(400_000)})
 
@@ -248,15 +222,11 @@ def test_source_shows_library_code():
         and "def layer(" in text
         and "````python" in text
     )
-    with pytest.raises(ValueError, match="a function or class"):
-        report.source(42)
 
 
 def test_nowrap_keeps_a_number_on_one_line():
     text = report.pm(7.2e-5, 8e-6)
     assert " " not in report.nowrap(text) and report.nowrap(text).replace("\u00a0", " ") == text
-    with pytest.raises(ValueError, match="text="):
-        report.nowrap(3.0)
 
 
 def test_glue_numbers_glues_every_key_without_display(monkeypatch):

@@ -1,7 +1,9 @@
-"""companion.settings: the settings of the paper's claims, written once, so the chapters and the landing
-page run the same configs and share their cached results."""
+"""companion.settings: the settings of the paper's claims, written once, so the chapters and the
+landing page run the same configs and share their cached results."""
 
+import papermill
 import pytest
+from bookutils import REPO
 
 from companion import conventions as cv
 from companion import settings
@@ -31,7 +33,7 @@ def test_figure1_is_the_papers_four_models():
 def test_settings_share_the_large_isotropic_runs():
     th = settings.theorem1_configs(1_000, 3)
     assert sorted(th) == list(settings.THEOREM1_DS) and th[32].samples == 1_000
-    assert th[16].samples == settings.D16_FACTOR * 1_000  # Definition 1 at d = 16
+    assert th[16].samples == settings.FACTORS["d16"] * 1_000  # Definition 1 at d = 16
     iso = settings.isotropic_configs(settings.LARGE_FACTOR * 1_000, 3)
     assert (
         th[64] == iso[0.0] and th[64].samples == settings.LARGE_FACTOR * 1_000
@@ -42,7 +44,7 @@ def test_settings_share_the_large_isotropic_runs():
     p1 = settings.prop1_configs(1_000, 3)
     assert sorted(p1) == list(settings.PROP1_DS) and p1[16].samples == settings.PROP1_FACTOR * 1_000
     assert settings.prop1_configs(1_000, 3, prop1_samples=7)[16].samples == 7
-    with pytest.raises(ValueError, match="large_samples=1"):
+    with pytest.raises(ValueError, match="samples=1 is out of range"):
         settings.isotropic_configs(1)
 
 
@@ -55,3 +57,15 @@ def test_the_landing_table_runs_the_chapters_settings():
     )
     assert got["alpha0"][0.5] == got["fig1"][2]  # Figure 1's showcase row
     assert got["relative"] == got["fig1"][2]  # chapter 7's check
+
+
+def test_the_notebooks_state_the_derived_sizes_of_the_table():
+    """A page's parameter cell states its derived sample sizes as numbers (papermill needs
+    literals): each is settings.FACTORS[name] times the page's ``samples``."""
+    seen = set()
+    for page in sorted((REPO / "book").glob("*.ipynb")):
+        params = {k: v["default"] for k, v in papermill.inspect_notebook(str(page)).items()}
+        for name in settings.FACTORS.keys() & params.keys():
+            assert int(params[name]) == settings.FACTORS[name] * int(params["samples"]), page.name
+            seen.add(name)
+    assert seen == settings.FACTORS.keys() - {"d16"}  # d = 16 is no parameter of its own

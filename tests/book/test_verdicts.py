@@ -1,5 +1,6 @@
-"""companion.verdicts: the one rule (every class of evidence gets its word), the checks a claim is split
-into (every branch, on constructed results), what a check is about, and the tables of verdicts."""
+"""companion.verdicts: the one rule (every class of evidence gets its word), the checks a claim is
+split into (every branch, on constructed results), what a check is about, and the tables of
+verdicts."""
 
 import dataclasses
 
@@ -13,7 +14,7 @@ from companion import report, statistics, verdicts
 A, O, U, X = verdicts.AS_CLAIMED, verdicts.ON_AVERAGE, verdicts.UNRESOLVED, verdicts.AGAINST
 
 
-# -- the one rule ----------------------------------------------------------------------------------------
+# -- the one rule ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -36,19 +37,16 @@ def test_the_verdict_rule(statuses, word, decisive):
     assert verdicts.verdict_word(statuses) == (word, decisive)
 
 
-def test_the_rule_refuses_unknown_statuses():
-    for bad in ([], ["holds"], [A, "maybe"]):
-        with pytest.raises(ValueError, match="allowed"):
-            verdicts.verdict_word(bad)
-
-
 def test_every_word_is_reachable_and_stated_once():
     words = {verdicts.verdict_word(s)[0] for s in ([A], [O], [U], [X])}
-    assert words == set(verdicts.WORDS)
-    assert all(f"**{w}**" in verdicts.RULE_TEXT for w in verdicts.WORDS)
+    assert (
+        words == {"holds", "holds in part", "not resolved", "contradicted"} == set(verdicts.WORDS)
+    )
+    assert all(f"**{w}**" in verdicts.RULE_TEXT for w in words)
+    assert f"the book's {report.percent(cv.FAMILYWISE_LEVEL)} family-wise" in verdicts.RULE_TEXT
 
 
-# -- the kinds of check ------------------------------------------------------------------------------------
+# -- the kinds of check ----------------------------------------------------------------------------
 
 
 def test_order_check_classes():
@@ -64,7 +62,8 @@ def test_order_check_classes():
     assert verdicts.order_check((thm(64), 2), zc).status == U
     assert verdicts.order_check((thm(64, trend=-2e-6, trend_se=2e-7), 2), zc).status == X
     assert verdicts.order_check((thm(64, step=-0.1), 2), zc).status == X  # a step resolved negative
-    # expected 0 (the paper says: no recency bias): every step a rise is against it, a fall is for it
+    # expected 0 (the paper says: no recency bias): every step a rise is against it, a fall is for
+    # it
     assert verdicts.order_check((thm(64, step=0.1), 2), zc, expected=0).status == X
     assert verdicts.order_check((thm(64, step=-0.1), 2), zc, expected=0).status == A
     assert verdicts.order_check((thm(64), 2), zc, expected=0).status == U
@@ -76,9 +75,9 @@ def test_flat_value_direction_and_nonzero_checks():
 
 
 def test_flat_is_judged_on_the_colour_scale_the_figure_draws():
-    """The change along a row, (n - 2) mean steps, in the 256 levels of the panel's colour scale (its
-    range, diagonal included): as claimed below one level, against above, unresolved at it; more
-    sequences (a smaller SE) never turn a step too small to be drawn against the claim."""
+    """The change along a row, (n - 2) mean steps, in the 256 levels of the panel's colour scale
+    (its range, diagonal included): as claimed below one level, against above, unresolved at it;
+    more sequences (a smaller SE) never turn a step too small to be drawn against the claim."""
     zc = 3.0
 
     def panel(trend, trend_se, diagonal=1.0 + 2.56):  # off-diagonal 1.0: range 2.56, a level 0.01
@@ -133,10 +132,9 @@ def test_a_check_says_what_it_is_about_in_fields():
     )
     assert (c.kind, c.layer, c.alpha, c.d) == ("recency", 3, 0.4, None)
     assert verdicts.nonzero_check(0.1, 0.01, 3.0, "w", "s", layer=4).kind == "nonzero"
-    assert {"rise", "flat", "value", "nonzero"} <= set(verdicts.KINDS)
 
 
-# -- tables ------------------------------------------------------------------------------------------------
+# -- tables ----------------------------------------------------------------------------------------
 
 
 def test_verdict_grid_rows_and_tally_use_one_family(grid_results):
@@ -162,5 +160,3 @@ def test_verdict_grid_rows_and_tally_use_one_family(grid_results):
     assert (
         tally["holds"] >= 2
     )  # alpha = 0.5 without residual: recency tens of SE above zero at d = 16
-    with pytest.raises(ValueError, match="labels has length 1"):
-        verdicts.verdict_grid_rows(grid_results, ["a"])
