@@ -3,6 +3,7 @@ out (:mod:`recency_lib.extensions`), on random networks at initialisation scale;
 the study across networks; chapter 7's contrasts with RoPE. Its settings, findings (at the book's
 family-wise level) and tables; the page runs the simulations."""
 
+import math
 import os
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from recency_lib.cache import cached_simulate_many
 from recency_lib.config import SimConfig
 from recency_lib.features import controls_valid
-from recency_lib.metrics import binned_row, late_minus_early
+from recency_lib.metrics import binned_row, late_minus_early, sign
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int
 from recency_lib.workers import worker_pool
@@ -18,7 +19,6 @@ from recency_lib.workers import worker_pool
 from . import conventions as cv
 from . import position, report, statistics
 from .claims import not_relative_claim
-from .position import _sign
 
 #: Isotropic tokens and the paper's showcase anisotropy.
 STUDY_ALPHAS = (0.0, 0.5)
@@ -193,8 +193,8 @@ def versus_paper(results: dict, alpha: float) -> dict[str, list[str]]:
     zc = cv.z_for(len(others))
     out = {1: [], -1: [], 0: []}
     for key, r in others:
-        z = report.zdiff(*statistics.rp(r, r.config.layers), *statistics.rp(ref, ref.config.layers))
-        out[_sign(z, zc)].append(key)
+        (m, e), (m0, e0) = statistics.rp(r, r.config.layers), statistics.rp(ref, ref.config.layers)
+        out[sign(m - m0, math.hypot(e, e0), zc)].append(key)
     return {"higher": out[1], "lower": out[-1]}
 
 
@@ -308,7 +308,7 @@ def last_layer_changes(stats: dict) -> dict:
             m, e = position.change(st, c)
             z = report.zscore(m, e)
             out[key][c] = (m, e, z)
-            out[key][f"{c}_word"] = CHANGES if _sign(z, zc) else UNCHANGED
+            out[key][f"{c}_word"] = CHANGES if sign(m, e, zc) else UNCHANGED
     return out
 
 
@@ -380,7 +380,7 @@ def across_networks(results) -> dict:
         "sem": float(sem),
         "t": t,
         "t_threshold": tc,
-        "word": {1: "recency", -1: "primacy", 0: NO_ORDER}[_sign(t, tc)],
+        "word": {1: "recency", -1: "primacy", 0: NO_ORDER}[sign(mean, sem, tc, 0.5)],
         "spread_ratio": sd / float(np.median(se)) if np.median(se) > 0 else np.inf,
         "counts": {w: orders.count(w) for w in ORDERS},
     }
@@ -460,11 +460,11 @@ def length_findings(long_results: dict) -> dict[str, dict]:
         L = last.config.layers
         (g0, b0), (g1, b1) = late_early(first), late_early(last)
         rps = (statistics.rp(first, L), statistics.rp(last, L))
-        rp_z = report.zdiff(*rps[1], *rps[0])
+        rp_change = (rps[1][0] - rps[0][0], math.hypot(rps[1][1], rps[0][1]))
         out[m] = {
-            "rp": {1: "rises", -1: "falls", 0: UNCHANGED}[_sign(rp_z, zc)],
+            "rp": {1: "rises", -1: "falls", 0: UNCHANGED}[sign(*rp_change, zc)],
             # SE bounds add (|a - b| <= b_a + b_b whatever the correlation): test against their sum
-            "gap": {1: "grows", -1: "shrinks", 0: UNCHANGED}[_sign(g1 - g0, zc * (b0 + b1))],
+            "gap": {1: "grows", -1: "shrinks", 0: UNCHANGED}[sign(g1 - g0, b0 + b1, zc)],
             "gaps": {n: late_early(r) for n, r in runs.items()},
             "factor": g0 / g1 if g0 > zc * b0 and g1 > zc * b1 else None,
             "rp_values": rps,

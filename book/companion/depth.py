@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from recency_lib.config import SimConfig
+from recency_lib.metrics import sign
 
 from . import conventions as cv
 from . import report
-from .position import _sign
 from .statistics import rp, zscore
 
 #: (norm, alpha, d, residual) -> (sequences of the run, of the paired growth run; 0: none) in units
@@ -66,7 +66,7 @@ class Cell:
 def _cell(what, layer, value, se, zc) -> Cell:
     z = zscore(value, se)
     up, down = ("rises", "falls") if what == "growth" else ("recency", "primacy")
-    word = {1: up, -1: down, 0: "none"}[_sign(z, zc)]
+    word = {1: up, -1: down, 0: "none"}[sign(value, se, zc)]
     return Cell(what, layer, float(value), float(se), z, word)
 
 

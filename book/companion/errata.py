@@ -551,7 +551,7 @@ def sympy_checks(cache=None) -> tuple[list, float, bool]:
     stored, hit = results_cache.cached_value(
         "sympy-checks",
         _run_checks,
-        ("companion.symbolic",),
+        ("companion.symbolic", "recency_lib.theory"),  # (and the simulation's own files)
         packages=("sympy", "numpy"),
         cache=cache,
     )

@@ -11,8 +11,8 @@ import math
 import numpy as np
 
 from recency_lib.config import SimConfig
-from recency_lib.engines import sample_trajectories
-from recency_lib.metrics import adjacent_index
+from recency_lib.features import adjacent_index
+from recency_lib.trajectories import sample_trajectories
 
 
 def _steps(s: np.ndarray) -> np.ndarray:

@@ -5,6 +5,8 @@ i - j alone keeps D_i flat; at i = 5 both compare the same keys (D_5 = K_5)."""
 
 import numpy as np
 
+from recency_lib.metrics import sign
+
 from . import conventions as cv
 from . import report, statistics
 
@@ -18,11 +20,6 @@ NAMES = {
 }
 CHANGE_WORDS = {1: "rises", -1: "falls", 0: "does not change resolvably"}
 _OPEN = dict(markersize=3.5, linestyle="none", markerfacecolor="white", elinewidth=0.8, capsize=0)
-
-
-def _sign(z: float, zc: float) -> int:
-    """+1 above ``zc``, -1 below ``-zc``, else 0: the up/down/none decision of the chapters."""
-    return int(z > zc) - int(z < -zc)
 
 
 def value_at(stat, key: str, query: int, layer: int | None = None) -> tuple[float, float]:
@@ -41,7 +38,7 @@ def change(stat, key: str, layer: int | None = None) -> tuple[float, float]:
 
 def change_word(stat, key: str, zc: float, layer: int | None = None) -> str:
     """How D_i or K_i changes from query 5 to the last, decided at ``zc``: :data:`CHANGE_WORDS`."""
-    return CHANGE_WORDS[_sign(report.zscore(*change(stat, key, layer)), zc)]
+    return CHANGE_WORDS[sign(*change(stat, key, layer), zc)]
 
 
 def change_text(m: float, e: float) -> str:

@@ -817,11 +817,7 @@ def _build_site(
         if page in runs:
             continue
         source = next(
-
-                BOOK / f"{page}{ext}"
-                for ext in (".ipynb", ".md")
-                if (BOOK / f"{page}{ext}").is_file()
-
+            BOOK / f"{page}{ext}" for ext in (".ipynb", ".md") if (BOOK / f"{page}{ext}").is_file()
         )
         if source.suffix == ".md" or page in current:
             shutil.copy(source, book / source.name)

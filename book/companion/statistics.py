@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from recency_lib.config import SimConfig
-from recency_lib.features import trend
-from recency_lib.metrics import adjacent_index
+from recency_lib.features import adjacent_index, trend
 from recency_lib.metrics import definition1 as metrics_definition1
+from recency_lib.metrics import sign
 from recency_lib.norms import NORMS
 from recency_lib.result import ESTIMATORS, SimResult
 from recency_lib.validation import check_choice, check_int
@@ -90,12 +90,6 @@ SETTLE_Z = 5.0
 
 #: The order a sign resolves, in words.
 ORDER_WORDS = {1: "recency", -1: "primacy", 0: "no order resolved"}
-
-
-def sign(value: float, se: float, z: float, reference: float = 0.0) -> int:
-    """+1 if ``value`` is over ``z`` SE above ``reference``, -1 below, else 0 (SE 0: any gap)."""
-    dev = zscore(value, se, reference)
-    return 1 if dev > z else -1 if dev < -z else 0
 
 
 def order_word(value: float, se: float, z: float = SETTLE_Z) -> str:
@@ -382,9 +376,10 @@ def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096
     """The RP of each layer of ``cfg`` (mean, SE per layer) over ``samples`` sequences
     counted three ways: "tie counts ½" (the book's), "strict" (a tie counts 0) and "strict,
     float32" (the authors' later code: the model in float32 on its own tokens, no tolerance)."""
-    from recency_lib.engines import layer_steps, sample_trajectories
     from recency_lib.features import later_and_tied_counts, n_triples, tie_tolerance
+    from recency_lib.model import layer
     from recency_lib.sampling import dense_tokens
+    from recency_lib.trajectories import sample_trajectories
 
     samples = cfg.samples if samples is None else samples
     n, L = cfg.n, cfg.layers
@@ -400,10 +395,8 @@ def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096
         size = min(batch, samples - start)
         rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(k,)))
         x = dense_tokens(cfg, rng, size).astype(np.float32)  # (size, n, d)
-        steps = layer_steps(
-            x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, layers=L, centred=False
-        )
-        for l, s, _, _ in steps:
+        for l in range(L):
+            x, s, _, _ = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps)
             later, _ = later_and_tied_counts(s.astype(np.float64), np.zeros(size))
             f32[start : start + size, l] = later / total
     return {

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recency_lib import theory
-from recency_lib.metrics import adjacent_index
+from recency_lib.features import adjacent_index
 from recency_lib.result import SimResult
 from recency_lib.theory.trends import bisect
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from recency_lib.metrics import sign
 from recency_lib.result import SimResult
 
 from . import conventions as cv
 from . import report
 from .significance import FAMILYWISE_LEVEL
-from .statistics import StepEstimate, definition1, estimator_name, rp, sign
+from .statistics import StepEstimate, definition1, estimator_name, rp
 
 AS_CLAIMED = "as claimed"  # resolved the way the paper says, in full
 ON_AVERAGE = "on average"  # the way the paper says on average only (the mean step, not every step)

@@ -14,7 +14,7 @@ from fake_results import fake
 from companion import beyond, claims, report, statistics, verdicts
 from companion import conventions as cv
 from recency_lib import SimConfig, simulate
-from recency_lib.engines import sequence_statistic
+from recency_lib.trajectories import sequence_statistic
 
 # -- settings ------------------------------------------------------------------------------------
 

@@ -132,7 +132,7 @@ def test_verdict_table_covers_every_claim(tmp_path):
 
 
 def test_not_relative_on_what_the_softmax_sees():
-    from recency_lib.engines import sequence_statistic
+    from recency_lib.trajectories import sequence_statistic
 
     cfg = settings.relative_config(20_000, 4)
     v = claims.not_relative_claim(

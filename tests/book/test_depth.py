@@ -13,7 +13,7 @@ import pytest
 from companion import conventions as cv
 from companion import depth, report, statistics
 from recency_lib import SimConfig, simulate
-from recency_lib.engines import sequence_statistic
+from recency_lib.trajectories import sequence_statistic
 from recency_lib.features import trend
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from companion import estimators
 from recency_lib import SimConfig
-from recency_lib.engines import sequence_statistic
+from recency_lib.trajectories import sequence_statistic
 from recency_lib.metrics import familywise_z
 
 LEVEL = 1e-3

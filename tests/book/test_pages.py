@@ -10,7 +10,7 @@ from companion import claims, theorem1
 from companion.pages import layernorm as pages_layernorm
 from companion.pages import residual as pages_residual
 from recency_lib import SimConfig
-from recency_lib.engines import SequenceStatistic
+from recency_lib.trajectories import SequenceStatistic
 
 
 def test_theorem1_numbers_follow_the_hidden_sizes_given():

@@ -16,7 +16,7 @@ import pytest
 
 from companion import claims, position, report, statistics, verdicts
 from recency_lib import SimConfig, sample_trajectories
-from recency_lib.engines import SequenceStatistic, sequence_statistic
+from recency_lib.trajectories import SequenceStatistic, sequence_statistic
 
 
 def _stat(cfg, D, K, se=1e-3, cv=True):
@@ -49,17 +49,6 @@ def test_a_bias_by_distance_and_one_by_key_position_are_told_apart():
     assert position.value_at(absolute, "K", 5, layer=2) == (0.4, 1e-3)
     assert claims.not_relative_claim(relative).word == verdicts.NOT_RESOLVED
     assert claims.not_relative_claim(absolute).word == verdicts.HOLDS
-
-
-def test_sign_is_the_one_up_down_none_decision():
-    assert [position._sign(z, 2.0) for z in (3.0, 2.0, 0.0, -2.0, -3.0, float("nan"))] == [
-        1,
-        0,
-        0,
-        0,
-        -1,
-        0,
-    ]
 
 
 def test_plain_estimates_are_used_without_control_variates():

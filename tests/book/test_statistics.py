@@ -15,8 +15,8 @@ from fake_results import thm
 from companion import conventions as cv
 from companion import estimators, report, settings, statistics, verdicts
 from recency_lib import SimConfig, cache, simulate, simulate_many
-from recency_lib.engines import sequence_statistic
-from recency_lib.metrics import adjacent_index
+from recency_lib.trajectories import sequence_statistic
+from recency_lib.features import adjacent_index
 
 CFG = SimConfig(alpha=0.5, n=7, d=16, layers=3, samples=1_500, seed=4)
 
@@ -58,7 +58,7 @@ def test_the_key_follows_config_samples_control_and_the_statistic(tmp_path):
 def test_its_module_imports_nothing_of_the_books_style_or_text():
     import ast
 
-    tree = ast.parse(cache.module_file("companion.statistics").read_text())
+    tree = ast.parse(cache.module_files("companion.statistics")["companion.statistics"].read_text())
     book = {
         n.module
         for n in ast.walk(tree)

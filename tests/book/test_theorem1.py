@@ -17,7 +17,7 @@ from fake_results import fake
 
 from companion import claims, closedforms, report, settings, statistics, theorem1
 from recency_lib import SimConfig, simulate, theory
-from recency_lib.engines import SequenceStatistic
+from recency_lib.trajectories import SequenceStatistic
 
 
 def thm(d, n=10, samples=100_000, **kw):

@@ -74,3 +74,11 @@ def test_the_rule_on_constructed_steps():
     assert definition1([1.0, 2.0], [0.1, 0.1], scale=8, family=10).z == pytest.approx(
         familywise_z(20)
     )
+
+
+def test_sign_is_the_one_up_down_none_decision():
+    from recency_lib.metrics import sign
+
+    values = (3.0, 2.0, 0.0, -2.0, -3.0, float("nan"))
+    assert [sign(v, 1.0, 2.0) for v in values] == [1, 0, 0, 0, -1, 0]
+    assert [sign(0.6, 0.0, 2.0, 0.5), sign(0.5, 0.0, 2.0, 0.5)] == [1, 0]  # a zero error resolves

@@ -5,7 +5,8 @@ import math
 import numpy as np
 
 from recency_lib import theory
-from recency_lib.metrics import adjacent_index, resolution
+from recency_lib.features import adjacent_index
+from recency_lib.rounding import resolution
 
 from .. import closedforms, plotting, report, significance, statistics, theorem1
 from ..claims import THEOREM1_FORM_ACCURACY
@@ -73,7 +74,7 @@ def first_order_numbers(*, first, v1, th, n) -> dict[str, str]:
     """Theorem 1's verdict (``v1`` on ``first``: d -> the first-order statistic): per d the steps
     resolved up, Definition 1, the least resolved steps, the median SE of a step between earlier
     keys, the compute and (where ``th`` ran too) the gain over layer-1 control variates; and the d
-    from which float64 stops resolving the steps (recency_lib.metrics.resolution)."""
+    from which float64 stops resolving the steps (recency_lib.rounding.resolution)."""
     zc1 = v1.numbers["z_threshold"]
     words = {"holds": "holds", "violated": "is violated", "undecided": "is undecided"}
     ii, jj = adjacent_index(n)
