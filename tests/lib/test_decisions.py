@@ -1,8 +1,10 @@
-"""The one Definition-1 rule (recency_lib.metrics.definition1): family-wise, and honest at float64's limit.
+"""The one Definition-1 rule (recency_lib.metrics.definition1): family-wise,
+and honest at float64's limit.
 
-At large d the true steps of S^(2) (about sqrt(d) e^{-2 sqrt d}) are far below what float64 resolves beside
-scores of size sqrt(d); there a step whose standard error is 0, or whose mean and error are below the
-rounding of the scores, is never decided, and the API and the command line say "undecided" and why."""
+At large d the true steps of S^(2) (about sqrt(d) e^{-2 sqrt d}) are far below what float64 resolves
+beside scores of size sqrt(d); there a step whose standard error is 0, or whose mean and error are
+below the rounding of the scores, is never decided, and the API and the command line say
+"undecided" and why."""
 
 from __future__ import annotations
 
