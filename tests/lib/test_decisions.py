@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from recency_lib import SimConfig, cli, simulate
-from recency_lib.metrics import definition1, familywise_z, resolution
+from recency_lib.metrics import definition1, familywise_z
+from recency_lib.rounding import resolution
 
 LARGE = [
     dict(alpha=a, gamma=g, norm=m, n=n, d=d)
