@@ -4,10 +4,11 @@
 
 In a fresh interpreter with an empty results cache, with the page's default settings
 (:mod:`companion.beyond`): the component study (20 settings) and the length sweep (16 settings),
-each on ``--workers`` processes (timed apart here to show where the time goes), then the rest of the page (papermill on the warm
-cache: imports, loading the results, figures, tables). Prints the wall time of each part and the compute seconds of
-every setting (summed over workers, from ``SimResult.elapsed_seconds``), most expensive first, and
-what a sequence of each costs. Timings on a shared machine vary: compare runs made together.
+each on ``--workers`` processes (timed apart here to show where the time goes), then the rest of the
+page (papermill on the warm cache: imports, loading the results, figures, tables). Prints the wall
+time of each part and the compute seconds of every setting (summed over workers, from
+``SimResult.elapsed_seconds``), most expensive first, and what a sequence of each costs. Timings on
+a shared machine vary: compare runs made together.
 """
 
 from __future__ import annotations
@@ -97,8 +98,8 @@ def main(argv=None) -> int:
             },
         )
         print(
-            f"imports and kernel load: {r['import_s']:.1f} s; peak PSS {r['peak_pss_mb']:.0f} MB; load average "
-            f"{r['load_before']:.1f} -> {r['load_after']:.1f}"
+            f"imports and kernel load: {r['import_s']:.1f} s; peak PSS {r['peak_pss_mb']:.0f} MB; "
+            f"load average {r['load_before']:.1f} -> {r['load_after']:.1f}"
         )
         for part, wall in r["parts"].items():
             compute = sum(s["seconds"] for s in r["settings"] if s["part"] == part)
@@ -109,12 +110,13 @@ def main(argv=None) -> int:
         for s in sorted(r["settings"], key=lambda s: -s["seconds"]):
             per = 1e3 * s["seconds"] / s["samples"]
             print(
-                f"  {s['part']:15s} {' / '.join(s['key']):22s} {s['engine']:5s} n={s['n']:<4d} {s['samples']:>6d} seq "
-                f"{s['seconds']:7.2f} s  ({per:.2f} ms per sequence)"
+                f"  {s['part']:15s} {' / '.join(s['key']):22s} {s['engine']:5s} n={s['n']:<4d} "
+                f"{s['samples']:>6d} seq {s['seconds']:7.2f} s  ({per:.2f} ms per sequence)"
             )
         warm = _page(cache, args.workers)
         print(
-            f"the page on a warm results cache (papermill: kernel start, imports, figures, tables): {warm:.1f} s"
+            "the page on a warm results cache (papermill: kernel start, imports, figures, "
+            f"tables): {warm:.1f} s"
         )
     return 0
 

@@ -1,7 +1,8 @@
-"""What the book and the test suite cost: cold build, unchanged rebuild, a plotting edit, per-chapter
-execution times, and the test suite (quick loop and full).
+"""What the book and the test suite cost: cold build, unchanged rebuild, a plotting edit,
+per-chapter execution times, and the test suite (quick loop and full).
 
-    python benchmarks/bench_build.py [--runs 3] [--tests] [--json out.json] [--commit REV] [--march ARCH]
+    python benchmarks/bench_build.py [--runs 3] [--tests] [--json out.json]
+                                     [--commit REV] [--march ARCH]
 
 Every run works in a fresh clone of this repository's HEAD (commit it first: uncommitted changes are
 not measured), or of ``--commit REV`` (an earlier commit, measured on the same machine in the same
@@ -57,8 +58,9 @@ from _measure import calibration, compile_kernel  # noqa: E402
 
 def _env(clone: Path) -> dict:
     bindir = str(Path(sys.executable).parent)
-    # PYTHONDONTWRITEBYTECODE dropped, as .ci/run does: with it every process compiles its imports and
-    # pytest rewrites the asserts of every test module again (~5 s per worker for the collection)
+    # PYTHONDONTWRITEBYTECODE dropped, as .ci/run does: with it every process compiles its imports
+    # and pytest rewrites the asserts of every test module again
+    # (~5 s per worker for the collection)
     env = {
         k: v
         for k, v in os.environ.items()
@@ -113,8 +115,8 @@ def _clone(tmp: Path, k: int, commit: str = "HEAD", march: str | None = None) ->
         cwd=dest,
         check=True,
     )
-    # the clone's C kernel (the built file is not in git); not timed: as `pip install -e .` builds it,
-    # or with the clone's setup.py flags and -march=MARCH (--march)
+    # the clone's C kernel (the built file is not in git); not timed: as `pip install -e .` builds
+    # it, or with the clone's setup.py flags and -march=MARCH (--march)
     if march is None:
         subprocess.run(
             [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
@@ -212,7 +214,10 @@ def _load() -> str:
 
 
 def _summary(values: list[float]) -> str:
-    return f"median {statistics.median(values):.1f} s (min {min(values):.1f}, max {max(values):.1f}, {len(values)} runs)"
+    return (
+        f"median {statistics.median(values):.1f} s "
+        f"(min {min(values):.1f}, max {max(values):.1f}, {len(values)} runs)"
+    )
 
 
 def main(argv=None) -> dict:
@@ -248,7 +253,8 @@ def main(argv=None) -> dict:
         ap.error(f"--commit {args.commit!r} is not a commit of {REPO}")
     head = done.stdout.strip()
     print(
-        f"bench_build: commit {head}, kernel -march={args.march or 'native'}, {os.cpu_count()} CPUs; {calibration()}",
+        f"bench_build: commit {head}, kernel -march={args.march or 'native'}, "
+        f"{os.cpu_count()} CPUs; {calibration()}",
         flush=True,
     )
     out: dict = {
@@ -273,7 +279,8 @@ def main(argv=None) -> dict:
             if k == 0:
                 out["simulations"] = _simulations(clone)
             print(
-                f"cold build {k + 1}: {seconds:.1f} s, {_run.cpu:.0f} CPU s (load {before} -> {_load()})",
+                f"cold build {k + 1}: {seconds:.1f} s, {_run.cpu:.0f} CPU s "
+                f"(load {before} -> {_load()})",
                 flush=True,
             )
         for k in range(args.runs):
@@ -310,14 +317,16 @@ def main(argv=None) -> dict:
             "chapters": _chapter_seconds(clone),
         }
         print(
-            f"{plotting.relative_to(clone)} edited: {seconds:.1f} s, pages executed again: {redone}",
+            f"{plotting.relative_to(clone)} edited: {seconds:.1f} s, "
+            f"pages executed again: {redone}",
             flush=True,
         )
         if args.tests:
             clone = _clone(
                 Path(tmp), args.runs, head, args.march
             )  # cold: no book build, no results cache yet
-            # the quick loop twice: in the new clone (nothing compiled yet), then as a developer repeats it
+            # the quick loop twice: in the new clone (nothing compiled yet),
+            # then as a developer repeats it
             for name, cmd in (
                 ("tests_not_book", ["-m", "not book"]),
                 ("tests_not_book_again", ["-m", "not book"]),
@@ -356,9 +365,10 @@ def main(argv=None) -> dict:
                     "failed": failed,
                     "files": _durations(log),
                 }
+                again = " (again)" if name.endswith("again") else ""
                 print(
-                    f"pytest {' '.join(cmd) or '(all)'}{' (again)' if name.endswith('again') else ''}: {seconds:.1f} s, {_run.cpu:.0f} CPU s, exit {code}: {tail} "
-                    f"(load {before} -> {_load()})",
+                    f"pytest {' '.join(cmd) or '(all)'}{again}: {seconds:.1f} s, "
+                    f"{_run.cpu:.0f} CPU s, exit {code}: {tail} (load {before} -> {_load()})",
                     flush=True,
                 )
                 for path, secs in list(out[name]["files"].items())[:12]:
@@ -381,22 +391,26 @@ def main(argv=None) -> dict:
         key=lambda p: -statistics.median(c.get(p, float("nan")) for c in out["chapters"]),
     )
     print(
-        "per-chapter execution (s; cold: median over the cold builds; warm: after the plotting edit, every"
+        "per-chapter execution (s; cold: median over the cold builds; "
+        "warm: after the plotting edit, every"
     )
     print("simulation read from the results cache; chapters run two at a time):")
     warm = out["plotting_edit"]["chapters"]
     for page in pages:
         again = f"{warm[page]:6.1f}" if page in out["plotting_edit"]["pages"] else "     -"
         print(
-            f"  {page:20s} {statistics.median(c.get(page, float('nan')) for c in out['chapters']):6.1f} {again}"
+            f"  {page:20s} "
+            f"{statistics.median(c.get(page, float('nan')) for c in out['chapters']):6.1f} {again}"
         )
     print(
-        f"  {'(sum)':20s} {sum(statistics.median(c.get(p, 0.0) for c in out['chapters']) for p in pages):6.1f} "
+        f"  {'(sum)':20s} "
+        f"{sum(statistics.median(c.get(p, 0.0) for c in out['chapters']) for p in pages):6.1f} "
         f"{sum(warm[p] for p in out['plotting_edit']['pages']):6.1f}"
     )
     sims = out["simulations"]
     print(
-        "simulations of the first cold build (compute seconds the results cache recorded; pages run two at a time):"
+        "simulations of the first cold build "
+        "(compute seconds the results cache recorded; pages run two at a time):"
     )
     for engine, e in sorted(sims["engines"].items(), key=lambda kv: -kv[1]["seconds"]):
         print(f"  {engine:10s} {e['count']:4d} entries {e['seconds']:7.1f} s")

@@ -124,9 +124,10 @@ def main(argv=None) -> int:
                 c = table.cost
                 walls[name].append(wall)
                 print(
-                    f"run {run + 1} {name:9s}: wall {wall:6.1f} s; compute: simulations {c.compute_seconds:.1f} s, "
-                    f"cosines {c.cosine_seconds:.1f} s, sympy {sympy_s:.1f} s; CPU {cpu:6.1f} s; {c.configs} configs, "
-                    f"{c.samples:,} sequences; load {l0:.1f} -> {l1:.1f}"
+                    f"run {run + 1} {name:9s}: wall {wall:6.1f} s; compute: simulations "
+                    f"{c.compute_seconds:.1f} s, cosines {c.cosine_seconds:.1f} s, sympy "
+                    f"{sympy_s:.1f} s; CPU {cpu:6.1f} s; {c.configs} configs, {c.samples:,} "
+                    f"sequences; load {l0:.1f} -> {l1:.1f}"
                 )
     for name, values in walls.items():
         print(f"median wall, {name}: {statistics.median(values):.1f} s")
@@ -134,7 +135,8 @@ def main(argv=None) -> int:
         for r in table.rows:
             cells = " | ".join(c.text() for c in r.cells)
             print(
-                f"{r.form.key:16s} {r.setting.short:24s} {r.part:5s} | {cells} | {r.verdict} {r.trend}"
+                f"{r.form.key:16s} {r.setting.short:24s} {r.part:5s} | {cells} | {r.verdict} "
+                f"{r.trend}"
             )
     return 0
 

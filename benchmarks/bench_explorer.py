@@ -1,5 +1,5 @@
-"""What the explorer page (book/explorer.ipynb) costs a build: its 240-setting grid cold (empty results
-cache) and warm (every setting cached), the payload, the HTML and its weight.
+"""What the explorer page (book/explorer.ipynb) costs a build: its 240-setting grid cold
+(empty results cache) and warm (every setting cached), the payload, the HTML and its weight.
 
     python benchmarks/bench_explorer.py [--samples 10000] [--runs 3] [--workers 2]
 
@@ -37,7 +37,7 @@ def _child(samples: int, workers: int, cache: str) -> dict:
 
     from companion import explorer
     from recency_lib.cache import cached_simulate_many
-    from recency_lib.kernels import warm_up
+    from recency_lib.engines import warm_up
 
     warm_up()
     out = {"import_s": time.perf_counter() - t0}
@@ -64,7 +64,7 @@ def _child(samples: int, workers: int, cache: str) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--samples",
         type=int,
@@ -104,8 +104,9 @@ def main(argv=None) -> int:
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0] if k.endswith("_s")}
     w = runs[0]["weight"]
     print(
-        f"explorer grid: 240 settings x {args.samples:,} samples, ProcessPoolExecutor({args.workers}), "
-        f"{args.runs} runs (median); load average {load0[0]:.1f} -> {os.getloadavg()[0]:.1f}"
+        f"explorer grid: 240 settings x {args.samples:,} samples, "
+        f"ProcessPoolExecutor({args.workers}), {args.runs} runs (median); load average "
+        f"{load0[0]:.1f} -> {os.getloadavg()[0]:.1f}"
     )
     print(f"  import + kernel load   {med['import_s']:6.2f} s")
     print(
@@ -116,7 +117,8 @@ def main(argv=None) -> int:
     print(f"  payload / HTML         {med['data_s']:6.2f} s / {med['html_s']:.2f} s")
     print(f"  whole child            {med['total_s']:6.2f} s wall, {med['total_cpu_s']:6.1f} s CPU")
     print(
-        f"  RP standard error      max {runs[0]['rp_se_max']:.2g}, median {runs[0]['rp_se_median']:.2g}"
+        f"  RP standard error      max {runs[0]['rp_se_max']:.2g}, "
+        f"median {runs[0]['rp_se_median']:.2g}"
     )
     print(
         f"  page weight            {w['total'] / 1000:.0f} kB (data {w['data'] / 1000:.0f} kB, "

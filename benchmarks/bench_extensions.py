@@ -59,9 +59,10 @@ def main(argv=None) -> int:
     samples = 10_000 if args.full else 1_000
     r = run_child(script, {"config": dict(COMBINED, n=256, d=256, samples=samples)})
     print(
-        f"combined layout, n = 256, d = 256, {samples:.0e} sequences, 2 workers: {r['wall_s']:.1f} s "
-        f"(+ {r['import_s']:.1f} s imports), peak PSS {r['peak_pss_mb']:.0f} MB; layer-4 recency probability "
-        f"{r['rp'][0]:.4f} ± {r['rp'][1]:.4f}",
+        f"combined layout, n = 256, d = 256, {samples:.0e} sequences, 2 workers: "
+        f"{r['wall_s']:.1f} s (+ {r['import_s']:.1f} s imports), "
+        f"peak PSS {r['peak_pss_mb']:.0f} MB; "
+        f"layer-4 recency probability {r['rp'][0]:.4f} ± {r['rp'][1]:.4f}",
         flush=True,
     )
     for n in (10, 64, 256, 512):

@@ -15,8 +15,8 @@ computes). Three measurements, each in fresh interpreters:
   the parent (interpreter start to exit), ``--runs`` times; the import + kernel load part beside it.
 * cold start, two workers: the same with a ``ProcessPoolExecutor(2)`` (pool start included).
 * warm, one core, AVX2 build: the first measurement with the kernel compiled for AVX2 (setup.py's
-  flags and -march=x86-64-v3, into a temporary folder; bench_kernel.avx2_build) and loaded in place of
-  the installed one: what a reader's AVX2 machine runs (left out with --no-avx2 or without AVX2).
+  flags and -march=x86-64-v3, into a temporary folder; bench_kernel.avx2_build) and loaded in place
+  of the installed one: what a reader's AVX2 machine runs (left out with --no-avx2 or without AVX2).
 
 Targets: compute <= 0.35 s warm on one core, <= 1 s in a fresh process. Peak memory is
 the PSS of the whole process tree. ``kernel=`` in the output says which kernel ran ("c", or "numpy"
@@ -47,7 +47,8 @@ def _child(spec: dict) -> dict:
     from concurrent.futures import ProcessPoolExecutor
 
     from recency_lib import SimConfig, simulate_many
-    from recency_lib.kernels import kernel_name, warm_up
+    from recency_lib.engines import warm_up
+    from recency_lib.kernels import kernel_name
 
     load_kernel(spec.get("kernel_path"))
     warm_up()
@@ -95,8 +96,9 @@ def main(argv=None) -> int:
                     script, dict(samples=args.samples, runs=args.runs, workers=1, kernel_path=path)
                 )
                 print(
-                    f"warm, one core, AVX2 build: wall {summary(avx2['walls'])}; CPU {summary(avx2['cpus'])}; "
-                    f"CPU ratio AVX2 / installed {statistics.median(avx2['cpus']) / statistics.median(warm['cpus']):.2f}",
+                    f"warm, one core, AVX2 build: wall {summary(avx2['walls'])}; CPU "
+                    f"{summary(avx2['cpus'])}; CPU ratio AVX2 / installed "
+                    f"{statistics.median(avx2['cpus']) / statistics.median(warm['cpus']):.2f}",
                     flush=True,
                 )
                 assert avx2["rp"] == warm["rp"], (
@@ -109,17 +111,18 @@ def main(argv=None) -> int:
             for _ in range(args.runs)
         ]
         print(
-            f"cold start, {workers} worker{'s' * (workers > 1)}: whole process {summary([c['process_wall_s'] for c in cold])}"
-            f", of which import + kernel load {statistics.median(c['import_s'] for c in cold):.2f} s and the "
-            f"workload {statistics.median(c['walls'][0] for c in cold):.2f} s (medians); peak PSS "
+            f"cold start, {workers} worker{'s' * (workers > 1)}: whole process "
+            f"{summary([c['process_wall_s'] for c in cold])}, of which import + kernel load "
+            f"{statistics.median(c['import_s'] for c in cold):.2f} s and the workload "
+            f"{statistics.median(c['walls'][0] for c in cold):.2f} s (medians); peak PSS "
             f"{max(c['peak_pss_mb'] for c in cold):.0f} MB",
             flush=True,
         )
     compute = statistics.median(warm["walls"])
     print(
-        f"headline: Figure 1 (4 x {args.samples:.0e} sequences, n = 10, d = 64, 4 layers) {compute:.2f} s of "
-        f"compute on one core after warm-up (target 0.35 s); cold start as above (target 1 s). "
-        f"Layer-4 recency probabilities {warm['rp']}. {calibration()}"
+        f"headline: Figure 1 (4 x {args.samples:.0e} sequences, n = 10, d = 64, 4 layers) "
+        f"{compute:.2f} s of compute on one core after warm-up (target 0.35 s); cold start as "
+        f"above (target 1 s). Layer-4 recency probabilities {warm['rp']}. {calibration()}"
     )
     return 0
 

@@ -56,10 +56,11 @@ def main(argv=None) -> int:
     per = r["per_config_s"]
     by_d = {d: sum(per[i * len(FIG1) : (i + 1) * len(FIG1)]) for i, d in enumerate(DS)}
     print(
-        f"full set (d in {DS} x 4 settings x {args.samples:.0e}, {args.workers} workers): whole process "
-        f"{r['process_wall_s']:.1f} s wall (of which import + kernel load {r['import_s']:.1f} s), CPU "
-        f"{r['cpu_s']:.1f} s in all processes; peak PSS {r['peak_pss_mb']:.0f} MB (RSS {r['peak_rss_mb']:.0f} MB); "
-        f"targets 120 s, 300 MB; load {r['load_before']:.1f} -> {r['load_after']:.1f}"
+        f"full set (d in {DS} x 4 settings x {args.samples:.0e}, {args.workers} workers): whole "
+        f"process {r['process_wall_s']:.1f} s wall (of which import + kernel load "
+        f"{r['import_s']:.1f} s), CPU {r['cpu_s']:.1f} s in all processes; peak PSS "
+        f"{r['peak_pss_mb']:.0f} MB (RSS {r['peak_rss_mb']:.0f} MB); targets 120 s, 300 MB; load "
+        f"{r['load_before']:.1f} -> {r['load_after']:.1f}"
     )
     print(
         "compute seconds per d (4 settings, summed over workers): "

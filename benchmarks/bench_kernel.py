@@ -6,11 +6,11 @@ Setting: alpha = 0.5, gamma = 1, LayerNorm, d = 64, 4 layers, blocks of 512 sequ
 block at n = 10). Each line is the minimum over ``--rounds`` interleaved rounds of CPU (process)
 time, which other load on a shared machine inflates least, in ns per sequence and layer:
 
-1. a whole block at n = 10: seeding (the block's key), draws (the compiled generator, its numpy twin,
-   and for reference the same numbers of normals and chi-squares from numpy's own Generator, what
-   the engine used before), the compiled C kernel (draws -> moments), the same through the numpy path
-   (:func:`recency_lib.model.layer` + :mod:`recency_lib.features`), and the recency count alone (the
-   kernel's count routine on the block's packed scores);
+1. a whole block at n = 10: seeding (the block's key), draws (the compiled generator, its numpy
+   twin, and for reference the same numbers of normals and chi-squares from numpy's own Generator,
+   what the engine used before), the compiled C kernel (draws -> moments), the same through the
+   numpy path (:func:`recency_lib.model.layer` + :mod:`recency_lib.features`), and the recency count
+   alone (the kernel's count routine on the block's packed scores);
 2. the kernel at other lengths: n = 10 runs code specialised for it (every loop unrolled), n = 9
    and 11 the general code, so their difference is what the specialisation buys; longer n shows
    how the cost per sequence grows (the layer ~ n^3 multiply-adds, the recency count ~ n^3 / 6).
@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import calibration, compile_kernel
 
 from recency_lib import SimConfig, kernels
-from recency_lib.engines import gram_block_moments, warm_up
+from recency_lib.engines import gram_block_moments, kernel_block, kernel_sums, warm_up
+from recency_lib.features import n_features
 from recency_lib.rounding import TIE_RTOL
 from recency_lib.sampling import degrees_of_freedom, gram_draws
 from recency_lib.streams import block_key
@@ -46,7 +47,6 @@ from recency_lib.streams import block_key
 CFG = SimConfig(alpha=0.5, gamma=1.0, norm="layernorm", n=10, d=64, layers=4)
 B = 512
 REPO = Path(__file__).resolve().parents[1]
-kernels = None  # recency_lib.kernels, set by main()
 
 
 def avx2_build(workdir: str):
@@ -74,7 +74,8 @@ def on(module, fn):
 
 
 def best_of(fns: dict, rounds: int) -> dict:
-    """{name: min over rounds of CPU ns per sequence-layer}; fns: name -> (callable, sequence-layers per call)."""
+    """{name: min over rounds of CPU ns per sequence-layer}; fns: name -> (callable,
+    sequence-layers per call)."""
     best = {k: float("inf") for k in fns}
     for fn, _ in fns.values():
         fn()
@@ -102,14 +103,16 @@ def numpy_generator_draws(cfg: SimConfig, size: int):
 def packed_scores(cfg: SimConfig, draws) -> tuple[np.ndarray, np.ndarray]:
     """The last layer's scores of a block as the count routine reads them: lower triangles packed
     row after row, samples last, (n(n+1)/2, B); and the tie tolerances (B,)."""
-    _, f = gram_block_moments(cfg, *draws, kernel="c", features=True)  # (B, layers, F)
+    f = np.empty((cfg.layers, n_features(cfg.n), draws[0].shape[-1]))  # (layers, F, B)
+    kernel_block(cfg, *draws, [a[0] for a in kernel_sums(cfg, 1)], f)
     t = cfg.n * (cfg.n + 1) // 2
-    s = np.ascontiguousarray(f[:, -1, :t].T)
+    s = np.ascontiguousarray(f[-1, :t])
     return s, TIE_RTOL * np.maximum(1.0, np.abs(s).max(axis=0))
 
 
 def table(rows: dict, builds: dict, rounds: int) -> None:
-    """rows: label -> (fn, per, compiled?); a compiled row is measured once per build, the others once."""
+    """rows: label -> (fn, per, compiled?); a compiled row is measured once per build,
+    the others once."""
     fns = {}
     for label, (fn, per, compiled) in rows.items():
         for b, module in (
@@ -118,7 +121,7 @@ def table(rows: dict, builds: dict, rounds: int) -> None:
             fns[label, b] = (on(module, fn), per)
     best = best_of(fns, rounds)
     print("   " + "".join(f"{b:>12s}" for b in builds))
-    for label, (_, _, compiled) in rows.items():
+    for label in rows:
         cells = [best[label, b] if (label, b) in best else None for b in builds]
         print(
             "   "
@@ -132,13 +135,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--no-avx2", action="store_true", help="measure the installed build only")
     args = ap.parse_args(argv)
-    global kernels
-    kernels = (
-        kernels.load()
-    )  # recency_lib.kernels (its import fails where _kernel was not built)
-    if kernels is None:
+    if kernels.load() is None:
         print(
-            "the C kernel was not built (or RECENCY_LIB_KERNEL=numpy): no compiled kernel to measure"
+            "the C kernel was not built (or RECENCY_LIB_KERNEL=numpy): "
+            "no compiled kernel to measure"
         )
         return 0
     warm_up()

@@ -1,16 +1,17 @@
-"""How long does the Figure-1 workload take the way the authors compute it (PyTorch, dense), beside recency_lib?
+"""How long does the Figure-1 workload take the way the authors compute it (PyTorch,
+dense), beside recency_lib?
 
     python benchmarks/bench_torch.py [--runs 3] [--samples 100000] [--threads 2]
                                      [--torch-python PATH] [--no-avx2]
 
-The authors' public simulation (github.com/starmpcc/layernorm_recency_bias, concept/simulation.ipynb)
-draws the whole batch of literal (B, n, d) float32 embeddings at once with torch.randn, runs the
-layer as dense batched matrix products (LayerNorm without affine parameters, eps 1e-12; scores
-Y Y^T / sqrt(d) plus an additive -inf mask; softmax; A Y; x added for the residual), keeps every
-layer's scores, and computes the recency probability by comparing all (B, n, n, n) key pairs. This
-file does the same computation, written here from that description, for the four Figure-1 settings
-(n = 10, d = 64, 4 layers, 10^5 sequences each, mean scores and recency probability of every
-layer), on the CPU with ``--threads`` intra-op threads.
+The authors' public simulation (github.com/starmpcc/layernorm_recency_bias,
+concept/simulation.ipynb) draws the whole batch of literal (B, n, d) float32 embeddings at once with
+torch.randn, runs the layer as dense batched matrix products (LayerNorm without affine parameters,
+eps 1e-12; scores Y Y^T / sqrt(d) plus an additive -inf mask; softmax; A Y; x added for the
+residual), keeps every layer's scores, and computes the recency probability by comparing all
+(B, n, n, n) key pairs. This file does the same computation, written here from that description,
+for the four Figure-1 settings (n = 10, d = 64, 4 layers, 10^5 sequences each, mean scores and
+recency probability of every layer), on the CPU with ``--threads`` intra-op threads.
 
 Side by side, in one run: each round starts, one after the other and each in a fresh interpreter,
 the authors' way (torch, from ``--torch-python``: an interpreter with torch installed, by default
@@ -54,7 +55,8 @@ FIG1 = [
 
 
 def dense_float32(torch, alpha, gamma, norm, n, d, layers, batch, generator):
-    """Mean scores (layers, n, n) and recency probability (layers,) of one setting, whole batch at once."""
+    """Mean scores (layers, n, n) and recency probability (layers,) of one setting,
+    whole batch at once."""
     c = math.sqrt(alpha / (1 - alpha)) if alpha < 1 else None
     tokens = torch.randn(batch, n, d, generator=generator)
     if alpha > 0:
@@ -100,7 +102,8 @@ def _child(spec: dict) -> dict:
         version = torch.__version__
     else:
         from recency_lib import SimConfig, simulate_many
-        from recency_lib.kernels import kernel_name, warm_up
+        from recency_lib.engines import warm_up
+        from recency_lib.kernels import kernel_name
 
         load_kernel(
             spec.get("kernel_path")
@@ -135,7 +138,7 @@ def _avx2_kernel(workdir: str) -> str | None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--samples", type=int, default=100_000)
     ap.add_argument(
@@ -153,7 +156,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if subprocess.run([args.torch_python, "-c", "import torch"], capture_output=True).returncode:
         print(
-            f"torch is not installed for {args.torch_python}: nothing to measure (pip install torch to compare)"
+            f"torch is not installed for {args.torch_python}: "
+            "nothing to measure (pip install torch to compare)"
         )
         return 0
     script = str(Path(__file__).resolve())
@@ -203,18 +207,20 @@ def main(argv=None) -> int:
         )
         walls = [c["process_wall_s"] for c in got[k]]
         print(
-            f"{label}: whole process median {m['process_wall_s']:.2f} s (min {min(walls):.2f}, max {max(walls):.2f}, "
-            f"{len(walls)} runs), of which import {m['import_s']:.2f} s, workload wall {m['wall']:.2f} s / CPU "
-            f"{m['cpu']:.2f} s; peak RSS {max(c['max_rss_mb'] for c in got[k]):.0f} MB; layer-4 recency "
-            f"probabilities {got[k][0]['rp']}",
+            f"{label}: whole process median {m['process_wall_s']:.2f} s (min {min(walls):.2f}, max "
+            f"{max(walls):.2f}, {len(walls)} runs), of which import {m['import_s']:.2f} s, "
+            f"workload wall {m['wall']:.2f} s / CPU {m['cpu']:.2f} s; peak RSS "
+            f"{max(c['max_rss_mb'] for c in got[k]):.0f} MB; layer-4 recency probabilities "
+            f"{got[k][0]['rp']}",
             flush=True,
         )
     for k in sides:
         if k != "torch":
+            rss = max(c["max_rss_mb"] for c in got["torch"]) / max(c["max_rss_mb"] for c in got[k])
             print(
-                f"ratio torch / {k}: whole process {med['torch']['process_wall_s'] / med[k]['process_wall_s']:.1f}x, "
-                f"workload wall {med['torch']['wall'] / med[k]['wall']:.1f}x, "
-                f"peak RSS {max(c['max_rss_mb'] for c in got['torch']) / max(c['max_rss_mb'] for c in got[k]):.0f}x"
+                f"ratio torch / {k}: whole process "
+                f"{med['torch']['process_wall_s'] / med[k]['process_wall_s']:.1f}x, workload wall "
+                f"{med['torch']['wall'] / med[k]['wall']:.1f}x, peak RSS {rss:.0f}x"
             )
     print(calibration())
     return 0

@@ -2,13 +2,14 @@
 
     python benchmarks/bench_trades.py [--trade NAME ...] [--list]
 
-Issue 27 asks for the cold build at ~0.6 of its time, and every simulation left is near its floor, so
-the rest could only come from smaller studies. This measures such trades before anyone makes them.
-Each trade is a page and parameter values other than its defaults (papermill ``-p``: what a reader's
-rerun would use). The page runs twice from book/, each time in a fresh kernel and a fresh results
-cache (seeded with the theme and the sympy checks only, which no trade touches): once with its
-defaults, once with the trade. Printed per trade: the CPU seconds of the run (papermill here, the kernel and
-its pool workers), the default's minus the trade's, and every glued text that changed, split into
+Issue 27 asks for the cold build at ~0.6 of its time, and every simulation left is near its floor,
+so the rest could only come from smaller studies. This measures such trades before anyone makes
+them. Each trade is a page and parameter values other than its defaults (papermill ``-p``: what a
+reader's rerun would use). The page runs twice from book/, each time in a fresh kernel and a fresh
+results cache (seeded with the theme and the sympy checks only, which no trade touches): once with
+its defaults, once with the trade. Printed per trade: the CPU seconds of the run (papermill here,
+the kernel and its pool workers), the default's minus the trade's, and every glued text
+that changed, split into
 
 * **findings**: the words changed (a verdict, an order, a setting named in a finding, a table's
   words), numbers aside: what the book would say differently;
@@ -81,7 +82,8 @@ PREFIX = "application/papermill.record/"
 
 
 def glued_texts(notebook: Path) -> dict[str, str]:
-    """Glue key -> its text (markdown or plain) in an executed notebook; figures and downloads out."""
+    """Glue key -> its text (markdown or plain) in an executed notebook;
+    figures and downloads out."""
     import nbformat
 
     out = {}
@@ -115,9 +117,9 @@ def seed_cache(folder: Path) -> None:
 def run_page(
     page: str, params: dict, seeds: Path, work: Path, tag: str
 ) -> tuple[dict[str, str], float, float]:
-    """papermill of book/PAGE.ipynb with ``params`` in a fresh kernel and a fresh seeded cache: its glued
-    texts, CPU seconds (this process's papermill client, the kernel and its pool workers) and wall
-    seconds."""
+    """papermill of book/PAGE.ipynb with ``params`` in a fresh kernel and a fresh seeded cache: its
+    glued texts, CPU seconds (this process's papermill client, the kernel and its pool workers)
+    and wall seconds."""
     import papermill as pm
 
     cache = work / f"cache-{tag}"
@@ -185,7 +187,8 @@ def main(argv=None) -> int:
             if page not in defaults:
                 defaults[page] = run_page(page, {}, seeds, work, f"{page}-defaults")
                 print(
-                    f"\n{page}: defaults {defaults[page][1]:.1f} CPU s, {defaults[page][2]:.1f} s wall",
+                    f"\n{page}: defaults {defaults[page][1]:.1f} CPU s, {defaults[page][2]:.1f} s "
+                    "wall",
                     flush=True,
                 )
             base, cpu0, _ = defaults[page]
@@ -197,7 +200,8 @@ def main(argv=None) -> int:
             )
             print(f"  findings changed: {len(findings)}" + "".join(f"\n    {f}" for f in findings))
             print(
-                f"  numbers only: {len(numbers)} ({', '.join(numbers[:12])}{', ...' if len(numbers) > 12 else ''})",
+                f"  numbers only: {len(numbers)} "
+                f"({', '.join(numbers[:12])}{', ...' if len(numbers) > 12 else ''})",
                 flush=True,
             )
     print("\n" + calibration())

@@ -1,4 +1,5 @@
-"""Does Proposition 1's flat row hold beyond the LLN, and how do ties count at alpha = 1? Prints a report.
+"""Does Proposition 1's flat row hold beyond the LLN, and how do ties count at
+alpha = 1? Prints a report.
 
     python benchmarks/prop1_and_ties.py [--samples 4000000] [--seed 11] [--quick]
 
@@ -28,7 +29,7 @@ from recency_lib import SimConfig, sample_trajectories, simulate, theory
 
 def prop1_dip(d: int, n: int, samples: int, seed: int) -> dict:
     res = simulate(closedforms.P.config(d, n, samples, seed))
-    row, sem = closedforms.last_row(res, "score", 1)
+    row, _sem = closedforms.last_row(res, "score", 1)
     level = float(theory.prop1_score_corrected(n, 1, d))
     first = closedforms.paired_step(res, 1, n, 2)
     return {
@@ -48,7 +49,8 @@ def prop1_dip(d: int, n: int, samples: int, seed: int) -> dict:
 
 
 def strict_and_tied(scores: np.ndarray) -> tuple[float, float]:
-    """Fractions of triples j < k < i with S_ik > S_ij exactly and with S_ik == S_ij exactly; (batch, n, n)."""
+    """Fractions of triples j < k < i with S_ik > S_ij exactly and with S_ik == S_ij exactly;
+    (batch, n, n)."""
     later = tied = total = 0
     for i in range(2, scores.shape[-1]):
         keys = scores[:, i, :i]  # (batch, i): keys before the diagonal
@@ -85,7 +87,7 @@ def float32_pipeline(
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=int, default=4_000_000)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--quick", action="store_true", help="200,000 samples (a smoke run)")
@@ -99,9 +101,9 @@ def main(argv=None) -> int:
         print(
             f"  d = {d} ({samples:,} samples): first step / level = {r['first step / level']:.3e} "
             f"± {r['its SE']:.1e} (z = {r['z']:.1f}); predicted d^-3/2 / 2 = {r['predicted']:.3e}; "
-            f"key 1 / mean(keys 2..{n - 1}) = {r['key 1 / mean of keys 2..n-1']:.5f}; "
-            f"row / corrected Eq. (19) = {r['row / corrected Eq. (19)']:.5f}; RP = {r['RP'][0]:.5f} ± {r['RP'][1]:.5f}; "
-            f"Definition 1: {r['Definition 1']}"
+            f"key 1 / mean(keys 2..{n - 1}) = {r['key 1 / mean of keys 2..n-1']:.5f}; row / "
+            f"corrected Eq. (19) = {r['row / corrected Eq. (19)']:.5f}; RP = {r['RP'][0]:.5f} ± "
+            f"{r['RP'][1]:.5f}; Definition 1: {r['Definition 1']}"
         )
         print("    S_nj / S_n1 - 1, j = 1..n-1:", np.array2string(r["profile"], precision=5))
         print(
@@ -118,10 +120,11 @@ def main(argv=None) -> int:
         strict, tied = strict_and_tied(scores[:, layer])
         s32, t32 = f32[layer]
         print(
-            f"  layer {layer + 1}: book RP (tie = 1/2) {res.recency_probability[layer]:.4f} "
-            f"± {res.recency_probability_sem[layer]:.4f}; Definition 1 today: {res.definition1[layer]}; "
-            f"float64 exact compare: strict {strict:.4f}, tied {tied:.4f}; "
-            f"float32 paper pipeline: strict {s32:.4f}, tied {t32:.4f}, tie = 1/2 {s32 + t32 / 2:.4f}"
+            f"  layer {layer + 1}: book RP (tie = 1/2) {res.recency_probability[layer]:.4f} ± "
+            f"{res.recency_probability_sem[layer]:.4f}; Definition 1 today: "
+            f"{res.definition1[layer]}; float64 exact compare: strict {strict:.4f}, tied "
+            f"{tied:.4f}; float32 paper pipeline: strict {s32:.4f}, tied {t32:.4f}, tie = 1/2 "
+            f"{s32 + t32 / 2:.4f}"
         )
     return 0
 

@@ -38,7 +38,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     print(
-        f"import + kernel load: {t_import:.2f} s; {args.samples:,} sequences per d, {args.workers} workers"
+        f"import + kernel load: {t_import:.2f} s; {args.samples:,} sequences per d, {args.workers} "
+        "workers"
     )
     ds = (4, 8, 16, 64, 256)
     with ProcessPoolExecutor(args.workers) as pool:
@@ -50,8 +51,8 @@ def main() -> None:
         print("|---:|---|---|---:|---|---|---:|")
         for d, r in zip(ds, res):
             print(
-                f"| {d} | {r.trend_mean[1]:.3e} ± {r.trend_sem[1]:.1e} | {r.trend_cv_mean[1]:.3e} ± "
-                f"{r.trend_cv_sem[1]:.1e} | {r.trend_sem[1] / r.trend_cv_sem[1]:.3g} | "
+                f"| {d} | {r.trend_mean[1]:.3e} ± {r.trend_sem[1]:.1e} | {r.trend_cv_mean[1]:.3e} "
+                f"± {r.trend_cv_sem[1]:.1e} | {r.trend_sem[1] / r.trend_cv_sem[1]:.3g} | "
                 f"{r.recency_probability[1]:.6f} ± {r.recency_probability_sem[1]:.1e} | "
                 f"{r.recency_probability_cv[1]:.6f} ± {r.recency_probability_cv_sem[1]:.1e} | "
                 f"{r.recency_probability_sem[1] / r.recency_probability_cv_sem[1]:.3g} |"
@@ -62,7 +63,8 @@ def main() -> None:
             z = r.trend_cv_mean[1] / r.trend_cv_sem[1]
             if r.trend_cv_mean[1] <= 0:
                 print(
-                    f"d = {d}: the trend is not positive at {args.samples:,} sequences (z = {z:.1f}); no projection"
+                    f"d = {d}: the trend is not positive at {args.samples:,} sequences (z = "
+                    f"{z:.1f}); no projection"
                 )
                 continue
             need = max(2 * 512, math.ceil(args.samples * ((Z_TARGET + Z_POWER) / z) ** 2))
@@ -76,10 +78,11 @@ def main() -> None:
                 math.ceil(need * ((Z_TARGET + Z_POWER) / z_big) ** 2) if z_big > 0 else float("nan")
             )
             print(
-                f"d = {d}: {need:,} sequences for z >= {Z_TARGET:g} at 95% (plain averaging would need "
-                f"{need * (r.trend_sem[1] / r.trend_cv_sem[1]) ** 2:.2g}); ran: trend {big.trend_cv_mean[1]:.3e} ± "
-                f"{big.trend_cv_sem[1]:.1e}, z = {z_big:.1f}, {wall:.1f} s wall on {args.workers} workers; "
-                f"projected again from this run: {again:,} sequences"
+                f"d = {d}: {need:,} sequences for z >= {Z_TARGET:g} at 95% (plain averaging would "
+                f"need {need * (r.trend_sem[1] / r.trend_cv_sem[1]) ** 2:.2g}); ran: trend "
+                f"{big.trend_cv_mean[1]:.3e} ± {big.trend_cv_sem[1]:.1e}, z = {z_big:.1f}, "
+                f"{wall:.1f} s wall on {args.workers} workers; projected again from this run: "
+                f"{again:,} sequences"
             )
 
 

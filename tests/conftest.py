@@ -1,16 +1,16 @@
-"""What every test shares: which tests are heavy (marked ``book``, so that ``pytest -m "not book"`` is
-the simulator's quick loop) and the order two workers run them in. The simulator's tests are in
-tests/lib/ (they need only recency_lib and the test tools: CI runs them in a venv with nothing else);
-the book's in tests/book/ (fixtures there).
+"""What every test shares: which tests are heavy (marked ``book``, so that ``pytest -m "not book"``
+is the simulator's quick loop) and the order two workers run them in. The simulator's tests are in
+tests/lib/ (they need only recency_lib and the test tools: CI runs them in a venv with nothing
+else); the book's in tests/book/ (fixtures there).
 """
 
 from __future__ import annotations
 
 import pytest
 
-# Tests that execute notebooks in Jupyter kernels (papermill) or are slow by design (a fresh interpreter
-# at n = 512 on the numpy path): marked ``book`` too, so ``pytest -m "not book"`` is the library's
-# quick loop. Named here, once, by test function (module::function, parameters aside).
+# Tests that execute notebooks in Jupyter kernels (papermill) or are slow by design (a fresh
+# interpreter at n = 512 on the numpy path): marked ``book`` too, so ``pytest -m "not book"`` is the
+# library's quick loop. Named here, once, by test function (module::function, parameters aside).
 HEAVY = {
     "test_notebook_rules.py::test_exemplar_runs_with_other_parameters",
     "test_explorer.py::test_notebook_runs_with_small_samples",

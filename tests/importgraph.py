@@ -1,5 +1,6 @@
-"""The import graph of a package, every import counted (inside functions too), for the tests that keep
-it free of cycles: recency_lib (tests/lib/test_layers.py) and the book's companion (tests/book)."""
+"""The import graph of a package, every import counted (inside functions too), for the tests that
+keep it free of cycles: recency_lib (tests/lib/test_layers.py) and the book's
+companion (tests/book)."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def toc_pages(root: Path = REPO) -> list[str]:
                     rel = Path(hit).relative_to(book).as_posix()
                     if rel.endswith(SOURCE_SUFFIXES):
                         pages.append(strip(rel))
-            for key, value in node.items():
+            for value in node.values():
                 if isinstance(value, (list, dict)):
                     walk(value)
         elif isinstance(node, list):
@@ -127,8 +127,8 @@ def page_source(docname: str, root: Path = REPO) -> Path:
 
 
 def execute_page(docname: str, parameters: dict, out_dir: Path) -> list:
-    """Run a chapter through papermill from book/ with ``parameters`` (into ``out_dir``, never over the
-    source) and return the outputs of its code cells (errors raise PapermillExecutionError)."""
+    """Run a chapter through papermill from book/ with ``parameters`` (into ``out_dir``, never over
+    the source) and return the outputs of its code cells (errors raise PapermillExecutionError)."""
     import nbformat
     import papermill as pm
 
@@ -153,9 +153,10 @@ def execute_page(docname: str, parameters: dict, out_dir: Path) -> list:
 
 
 def light_template(path: Path) -> Path:
-    """A template for the driver's own tests: the real template's parameters cell, then one cell that
-    simulates and writes the result file. Keys, reuse, staging and failures are the driver's logic;
-    the real template's imports and figures (two thirds of a run) are tested on the template itself."""
+    """A template for the driver's own tests: the real template's parameters cell, then one cell
+    that simulates and writes the result file. Keys, reuse, staging and failures are the driver's
+    logic; the real template's imports and figures (two thirds of a run) are tested on
+    the template itself."""
     import nbformat
 
     nb = nbformat.read(BOOK / "setting_template.ipynb", as_version=4)
@@ -163,7 +164,8 @@ def light_template(path: Path) -> Path:
     body = nbformat.v4.new_code_cell(
         "from companion import grid\n"
         "from recency_lib.cache import cached_simulate\n\n"
-        "setting = grid.validate_params(dict(alpha=alpha, gamma=gamma, norm=norm, n=n, d=d, layers=layers,\n"
+        "setting = grid.validate_params("
+        "dict(alpha=alpha, gamma=gamma, norm=norm, n=n, d=d, layers=layers,\n"
         "                                    samples=samples, seed=seed))\n"
         "cached_simulate(grid.config_of(setting)).save(grid.result_file(result_path))"
     )
@@ -188,10 +190,10 @@ def markdown_text(path: Path) -> str:
 def computed_once(tmp_path_factory, name: str, compute) -> Path:
     """A folder that ``compute(folder)`` filled once per test run, however many pytest-xdist workers
     ask: a module-scoped fixture runs once on every worker that gets one of the module's tests (the
-    Appendix-B page under papermill ran twice, 24 s each). The first worker to get here computes into
-    a folder beside the workers' own temporary folders, under an flock, and marks it done; the others
-    wait for the lock and reuse it. A computation that failed leaves no mark: the next one starts
-    again from an empty folder. Without xdist, a temporary folder of this session."""
+    Appendix-B page under papermill ran twice, 24 s each). The first worker to get here computes
+    into a folder beside the workers' own temporary folders, under an flock, and marks it done; the
+    others wait for the lock and reuse it. A computation that failed leaves no mark: the next one
+    starts again from an empty folder. Without xdist, a temporary folder of this session."""
     import fcntl
     import shutil
 

@@ -54,11 +54,12 @@ SEED_ENTRIES = ("seaborn-theme-", "sympy-checks-")
 
 @pytest.fixture(scope="session")
 def seeded_cache(tmp_path_factory):
-    """``seeded(path)``: a new results cache at ``path`` holding only the SEED_ENTRIES, as a string for
-    RECENCY_LIB_CACHE. The entries are computed once per test run, in a fresh interpreter
-    (bookutils.computed_once). For the tests that run pages with other parameters, in a cache of their
-    own: their simulations start from nothing, the theme and the algebra are read back. Computing
-    those two in an empty cache is tested by test_theme.py, test_appendix_checks.py and the cold build."""
+    """``seeded(path)``: a new results cache at ``path`` holding only the SEED_ENTRIES, as a string
+    for RECENCY_LIB_CACHE. The entries are computed once per test run, in a fresh interpreter
+    (bookutils.computed_once). For the tests that run pages with other parameters, in a cache of
+    their own: their simulations start from nothing, the theme and the algebra are read back.
+    Computing those two in an empty cache is tested by test_theme.py, test_appendix_checks.py
+    and the cold build."""
 
     def compute(folder: Path) -> None:
         code = "from companion import errata, theme; theme.theme(); errata.sympy_checks()"

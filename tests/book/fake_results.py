@@ -1,10 +1,10 @@
-"""Constructed simulation results with chosen numbers, for the tests of the verdicts, the claims and the
-chapters' modules: every branch of a decision without a simulation."""
+"""Constructed simulation results with chosen numbers, for the tests of the verdicts, the claims and
+the chapters' modules: every branch of a decision without a simulation."""
 
 import numpy as np
 
 from recency_lib import SimConfig, SimResult
-from recency_lib.metrics import adjacent_index
+from recency_lib.features import adjacent_index
 
 
 def fake(
@@ -18,8 +18,8 @@ def fake(
     trend=None,
     trend_se=None,
 ) -> SimResult:
-    """A SimResult with chosen numbers: every layer's RP, every adjacent difference, every score, and
-    the control-variate trend (default: RP - 1/2 with the RP's SE, so an RP above 1/2 reads as
+    """A SimResult with chosen numbers: every layer's RP, every adjacent difference, every score,
+    and the control-variate trend (default: RP - 1/2 with the RP's SE, so an RP above 1/2 reads as
     recency in both). Control-variate steps and RPs equal the plain ones."""
     L, n = cfg.layers, cfg.n
     lower = np.tri(n, dtype=bool)
@@ -70,5 +70,6 @@ def fake(
 
 
 def thm(d, **kw):
-    """A constructed result in Theorem 1's setting (LayerNorm, alpha = 0, two layers) at hidden size ``d``."""
+    """A constructed result in Theorem 1's setting (LayerNorm, alpha = 0, two layers) at
+    hidden size ``d``."""
     return fake(SimConfig(alpha=0.0, norm="layernorm", n=10, d=d, layers=2), **kw)

@@ -21,7 +21,7 @@ import pytest
 from companion import symbolic
 from recency_lib import SimConfig, simulate, theory
 
-# -- sympy verdicts ----------------------------------------------------------------------------------
+# -- sympy verdicts --------------------------------------------------------------------------------
 
 EXPECTED = {
     # A.1
@@ -97,7 +97,8 @@ def test_cached_checks_are_the_checks_and_run_only_when_their_source_changes(
     timed_checks, tmp_path, monkeypatch
 ):
     """errata.sympy_checks (the page's call) stores the verdicts keyed by the source of symbolic and
-    what it imports: the second call reads them back unchanged; an edit of that source runs again."""
+    what it imports: the second call reads them back unchanged; an edit of that
+    source runs again."""
     from companion import errata
     from recency_lib import cache
 
@@ -117,11 +118,12 @@ def test_cached_checks_are_the_checks_and_run_only_when_their_source_changes(
     assert errata.sympy_checks(cache=tmp_path)[2] is False and len(runs) == 2
 
 
-# -- new closed forms: exact identities -------------------------------------------------------------
+# -- new closed forms: exact identities ------------------------------------------------------------
 
 
 def test_residual_coefficient_is_the_g_of_sq_norm_corrected():
-    # At j = 1 there is no mixing: ||x_1^(1)||^2 = d (1 + g)^2 in the LLN (Eq. (36) with gamma -> g).
+    # At j = 1 there is no mixing: ||x_1^(1)||^2 = d (1 + g)^2 in the LLN
+    # (Eq. (36) with gamma -> g).
     for norm in ("layernorm", "rms"):
         for d in (4, 64, 4096):
             for alpha in (0.0, 0.5, 1.0):
@@ -183,10 +185,12 @@ def test_score2_step_corrected_matches_differences_and_is_positive():
                     diff[:, 1:] = s[:, 1:] - s[:, :-1]
                     mask = ~np.isnan(step)
                     assert np.array_equal(mask, (jj >= 2) & (jj <= ii))
-                    # the direct difference loses ~|s| * 1e-16 / |step| relative; d <= 64 keeps that < 1e-11
+                    # the direct difference loses ~|s| * 1e-16 / |step| relative;
+                    # d <= 64 keeps that < 1e-11
                     np.testing.assert_allclose(step[mask], diff[mask], rtol=1e-11)
                     assert np.all(step[mask] > 0)  # Eqs. (37)-(39)
-    # alpha = gamma = 0 is Eq. (11): compare with theorem1_score's differences (d small: no cancellation)
+    # alpha = gamma = 0 is Eq. (11): compare with theorem1_score's differences
+    # (d small: no cancellation)
     s11 = theory.theorem1_score(ii, jj, 4)
     np.testing.assert_allclose(
         theory.score2_step_corrected(ii, jj, 0, 0, 4, "rms")[:, 1:],
@@ -218,7 +222,7 @@ def test_bad_inputs(call, match):
         call()
 
 
-# -- against simulation ----------------------------------------------------------------------------------
+# -- against simulation ----------------------------------------------------------------------------
 
 SAMPLES = 4000  # per setting; ~0.2-0.4 s each with the gram engine
 Z = 4.0  # z-score tolerance: ~20 comparisons below, P(|N(0,1)| > 4) = 6e-5 each
@@ -233,7 +237,8 @@ def sim(**kw):
 
 @pytest.mark.parametrize("d", [64, 4096])
 def test_eq14_eq22_token_norms(d):
-    # E||x^(0)||^2 is EXACT (no LLN): 1 / (1 - alpha) raw, (d - 1) / (d (1 - alpha)) centred. Pure z test.
+    # E||x^(0)||^2 is EXACT (no LLN): 1 / (1 - alpha) raw, (d - 1) / (d (1 - alpha))
+    # centred. Pure z test.
     r = sim(norm="none", d=d, layers=1)
     m, e = r.sq_norm_mean[0][0], r.sq_norm_sem[0][0]
     assert abs(m - 1.0) < Z * e
@@ -256,23 +261,25 @@ def test_residual_first_token_exact(norm, alpha):
         exact = theory.sq_norm_first_token_exact(alpha, 1.0, d, norm)
         assert abs(m - exact) < Z * e, (m, e, exact)
         if norm != "none":
-            # the printed coefficients (gamma in Eq. (33), d gamma in Eq. (26)) predict d (1 + kappa)^2,
-            # hundreds of SEM away (the closest, kappa = gamma at d = 16, alpha = 0.5, is ~800 SEM)
+            # the printed coefficients (gamma in Eq. (33), d gamma in Eq. (26)) predict
+            # d (1 + kappa)^2, hundreds of SEM away (the closest, kappa = gamma at d = 16,
+            # alpha = 0.5, is ~800 SEM)
             for kappa in (1.0, d * 1.0):
                 assert abs(m - d * (1 + kappa) ** 2) / e > 100
 
 
 def test_eq15_and_eq19_corrected_without_normalization():
-    # Without normalization the layer-1 scores deviate from the LLN by O(1/d) (<x_j, x_k> ~ N(0, 1/d)),
-    # so the corrected Eq. (15) is exact up to O(1/d^2) relative, far below the SEM: pure z test.
+    # Without normalization the layer-1 scores deviate from the LLN by O(1/d)
+    # (<x_j, x_k> ~ N(0, 1/d)), so the corrected Eq. (15) is exact up to O(1/d^2) relative,
+    # far below the SEM: pure z test.
     d, n = 1024, 10
     r = sim(norm="none", d=d)
     a, ae = r.attn_mean[0][n - 1, n - 1], r.attn_sem[0][n - 1, n - 1]
     assert abs(a - theory.prop1_attention_corrected(n, n, d)) < Z * ae
     assert (theory.prop1_attention(n, n, d) - a) / ae > 1000  # printed Eq. (15): ~1
-    # Eq. (19): the LLN misses relative corrections of order 1/sqrt(d) (measured on the page with 40k
-    # samples: +1.9e-3 at d = 64, +2.4e-4 at d = 1024); allow 4 SEM plus a 0.5 % LLN bound, ~20x the
-    # bias at this d.
+    # Eq. (19): the LLN misses relative corrections of order 1/sqrt(d) (measured on the page with
+    # 40k samples: +1.9e-3 at d = 64, +2.4e-4 at d = 1024); allow 4 SEM plus a 0.5 % LLN
+    # bound, ~20x the bias at this d.
     row, row_e = r.score_mean[1][n - 1, : n - 1], r.score_sem[1][n - 1, : n - 1]
     fix = theory.prop1_score_corrected(n, 1, d)
     assert np.all(np.abs(row - fix) < Z * row_e + 0.005 * fix)
@@ -301,7 +308,8 @@ def test_eq23_score_scale_and_score_fluctuations():
 
 def test_eq10_drop_ratio_first_order():
     # alpha = gamma = 0, d = 256: the simulated drop ||x_1||^2 - ||x_n||^2 is R(d) times Eq. (10)'s,
-    # R = theory.drop_ratio_first_order (second-order terms ~ (n - 1) e^{2 - sqrt d} ~ 1e-5, negligible).
+    # R = theory.drop_ratio_first_order (second-order terms ~ (n - 1) e^{2 - sqrt d} ~ 1e-5,
+    # negligible).
     d, n = 256, 10
     r = sim(d=d)
     q, qe = r.sq_norm_mean[1], r.sq_norm_sem[1]
@@ -313,8 +321,9 @@ def test_eq10_drop_ratio_first_order():
 
 
 def test_prop3_recency_visible_at_small_d():
-    # alpha = 0.5: predicted steps ~ e^{-(1 - alpha) sqrt d} are resolvable at d = 16, 64: the recency
-    # probability of layer 2 is far above 0.5 (> 10 SEM; the page measures ~60-130 SEM at 10k samples).
+    # alpha = 0.5: predicted steps ~ e^{-(1 - alpha) sqrt d} are resolvable at d = 16, 64: the
+    # recency probability of layer 2 is far above 0.5 (> 10 SEM; the page measures ~60-130
+    # SEM at 10k samples).
     for d in (16, 64):
         r = sim(alpha=0.5, d=d)
         assert (r.recency_probability[1] - 0.5) / r.recency_probability_sem[1] > 10

@@ -70,8 +70,8 @@ def test_local_mathjax_copied(built_book):
 
 
 def _tiny_book(root: Path, notebooks: dict[str, list]) -> None:
-    """A book in `root` with the repo's _config.yml, extensions, CSS and bibliography, and `notebooks`
-    (name -> cells) as its pages; the first notebook is the root page."""
+    """A book in `root` with the repo's _config.yml, extensions, CSS and bibliography,
+    and `notebooks` (name -> cells) as its pages; the first notebook is the root page."""
     shutil.copy(REPO / "_config.yml", root / "_config.yml")
     book = root / "book"
     book.mkdir()
@@ -123,7 +123,8 @@ def _executed(log: str) -> set[str]:
 
 
 def _results(folder: Path) -> dict[str, int]:
-    """The results cache's entries (file name -> modification time): a recomputed simulation rewrites one."""
+    """The results cache's entries (file name -> modification time): a recomputed
+    simulation rewrites one."""
     return {p.name: p.stat().st_mtime_ns for p in folder.glob("*.npz")}
 
 
@@ -140,12 +141,13 @@ SIMULATING_PAGE = (
 def test_library_change_reexecutes_the_pages_and_recomputes_only_simulations_it_changes(
     tmp_path, run_jupyter_book
 ):
-    """book/_ext/fresh_cache.py: every page is executed again when a file of the two packages changed
-    (each chapter reaches nearly all of them: companion.sources). A style edit of the book's package
-    (a font size in companion/conventions.py) recomputes no simulation (the results cache keys only what
-    a simulation runs); an edit of the simulator's kernel recomputes the simulation; no edit, no
-    execution; a fresh Sphinx environment (--all) keeps the current results; moving the whole checkout
-    executes nothing; another results folder executes every page (a page may show where results live)."""
+    """book/_ext/fresh_cache.py: every page is executed again when a file of the two packages
+    changed (each chapter reaches nearly all of them: companion.sources). A style edit of the book's
+    package (a font size in companion/conventions.py) recomputes no simulation (the results cache
+    keys only what a simulation runs); an edit of the simulator's kernel recomputes the simulation;
+    no edit, no execution; a fresh Sphinx environment (--all) keeps the current results; moving the
+    whole checkout executes nothing; another results folder executes every page (a page may show
+    where results live)."""
     root = tmp_path / "a"
     lib = root / "lib"
     for pkg, src in (
@@ -171,7 +173,8 @@ def test_library_change_reexecutes_the_pages_and_recomputes_only_simulations_it_
             "plain": [
                 new_markdown_cell("# Plain"),
                 new_code_cell(
-                    "import os\nprint('no library here; results in', os.environ['RECENCY_LIB_CACHE'])"
+                    "import os\nprint('no library here; results in', "
+                    "os.environ['RECENCY_LIB_CACHE'])"
                 ),
             ],
         },
@@ -241,9 +244,9 @@ def test_library_change_reexecutes_the_pages_and_recomputes_only_simulations_it_
 
 def test_parallel_slots_reuse_their_kernel_cleared_between_pages(tmp_path, run_jupyter_book):
     """fresh_cache's slots run several pages on one kernel each: every page starts with an empty
-    namespace (an earlier page's variable is gone), in the book's folder, with the execution counts of
-    a fresh kernel (the first page of each slot has one); with 4 pages on 2 slots, some pages share a
-    kernel (the same process id)."""
+    namespace (an earlier page's variable is gone), in the book's folder, with the execution counts
+    of a fresh kernel (the first page of each slot has one); with 4 pages on 2 slots, some pages
+    share a kernel (the same process id)."""
     probe = (
         "import os\n"
         "assert 'leftover' not in globals(), 'an earlier page left its namespace'\n"
@@ -307,8 +310,9 @@ def test_notebooks_run_in_parallel_and_a_failure_still_fails_the_build(tmp_path,
 
 # --------------------------------------------------------------------------- interrupted builds
 
-SLOW_PHASE = '''"""The tiny book's probe of a build's phases: with SLOW_PHASE=reading (or writing) every page takes
-a second longer to read (or to write), so that a test can interrupt a build in that phase."""
+SLOW_PHASE = '''"""The tiny book's probe of a build's phases: with SLOW_PHASE=reading (or
+writing) every page takes a second longer to read (or to write), so that a test can interrupt a
+build in that phase."""
 import os
 import time
 
@@ -341,8 +345,9 @@ INTERRUPTIONS = [
 
 
 def _interrupted_build(root: Path, env: dict, signame: str, marker: str) -> str:
-    """`jupyter-book build book` in ``root``, its whole process group sent ``signame`` (as a terminal's
-    Ctrl-C reaches every process of the foreground job) once ``marker`` is in its output; its log."""
+    """`jupyter-book build book` in ``root``, its whole process group sent ``signame`` (as a
+    terminal's Ctrl-C reaches every process of the foreground job) once ``marker`` is in
+    its output; its log."""
     from bookutils import _ANSI, jupyter_book_cmd
 
     env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1", **env)
@@ -385,10 +390,10 @@ def _interrupted_build(root: Path, env: dict, signame: str, marker: str) -> str:
 
 
 def test_an_interrupted_build_leaves_no_stale_page(tmp_path, run_jupyter_book):
-    """book/_ext/fresh_cache.py: a build interrupted by SIGINT or SIGKILL while it executes, reads or writes
-    the pages of an edit of the book's package is followed by a build that ends "build succeeded" with
-    every page showing the edited package's output (the stamp that says a page is current is written only
-    once a build has written it)."""
+    """book/_ext/fresh_cache.py: a build interrupted by SIGINT or SIGKILL while it executes, reads
+    or writes the pages of an edit of the book's package is followed by a build that ends "build
+    succeeded" with every page showing the edited package's output (the stamp that says a page is
+    current is written only once a build has written it)."""
     lib = tmp_path / "lib"
     for pkg, src in (
         ("recency_lib", REPO / "recency_lib"),
@@ -440,8 +445,9 @@ def test_a_pages_runs_land_in_the_builds_folder_whatever_path_output_says(
     tmp_path, run_jupyter_book
 ):
     """fresh_cache tells the pages where the build writes (COMPANION_BUILD_DIR: ``_build`` under
-    --path-output), so what a page writes beside its results (Appendix B's runs, companion.params) lands
-    there and never in the checkout, which a build into another folder may not be able to write."""
+    --path-output), so what a page writes beside its results (Appendix B's runs, companion.params)
+    lands there and never in the checkout, which a build into another folder may not
+    be able to write."""
     root = tmp_path / "checkout"
     root.mkdir()
     _tiny_book(

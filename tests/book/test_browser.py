@@ -237,8 +237,10 @@ async (rawTex) => {
   }
   const imgs = Array.from(document.images);
   for (const img of imgs) { if (img.loading === 'lazy') img.loading = 'eager'; }
-  await Promise.all(imgs.map(img => img.complete ? null :
-      new Promise(res => { img.addEventListener('load', res); img.addEventListener('error', res); })));
+  await Promise.all(imgs.map(img => img.complete ? null : new Promise(res => {
+    img.addEventListener('load', res);
+    img.addEventListener('error', res);
+  })));
   const brokenImages = imgs.filter(img => !(img.complete && img.naturalWidth > 0))
       .map(img => img.getAttribute('src'));
 
@@ -362,7 +364,8 @@ def browser_problems(run, toc_page: str, page_markdown) -> list[str]:
     )
     if shown:
         problems.append(
-            f"{shown} parameters cell(s) shown expanded; allowed: collapsed (hide-cell or companion.js)"
+            f"{shown} parameters cell(s) shown expanded; "
+            "allowed: collapsed (hide-cell or companion.js)"
         )
     return problems
 
@@ -374,11 +377,11 @@ def toc_pages():
 
 
 def test_page_in_browser(open_page, toc_page, page_markdown, built_book):
-    """Both sets of checks of the module docstring on one opening of the page at 1400 px, plus one at
-    390 px for the sideways scroll: a page load with its MathJax typesetting is most of a check's
+    """Both sets of checks of the module docstring on one opening of the page at 1400 px, plus one
+    at 390 px for the sideways scroll: a page load with its MathJax typesetting is most of a check's
     cost, so the checks share them. The 390 px opening is also the odd-URL check (the URL
-    carries ALL_AT_ONCE: a query and a hash that once made the theme's or Sphinx's scripts throw); the
-    pages with scripts of their own get every odd URL on its own in
+    carries ALL_AT_ONCE: a query and a hash that once made the theme's or Sphinx's scripts throw);
+    the pages with scripts of their own get every odd URL on its own in
     test_no_script_error_for_odd_queries_and_hashes."""
     run = open_page(toc_page, WIDE)
     problems = browser_problems(run, toc_page, page_markdown)
@@ -399,12 +402,15 @@ LAYOUT_JS = r"""
 async (limits) => {
   const imgs = Array.from(document.images);
   for (const img of imgs) { if (img.loading === 'lazy') img.loading = 'eager'; }
-  await Promise.all(imgs.map(img => img.complete ? null :
-      new Promise(res => { img.addEventListener('load', res); img.addEventListener('error', res); })));
+  await Promise.all(imgs.map(img => img.complete ? null : new Promise(res => {
+    img.addEventListener('load', res);
+    img.addEventListener('error', res);
+  })));
   const art = document.querySelector('article.bd-article');
   if (!art) return {missing: true};
   const cs = getComputedStyle(art), box = art.getBoundingClientRect();
-  const left = box.left + parseFloat(cs.paddingLeft), right = box.right - parseFloat(cs.paddingRight);
+  const left = box.left + parseFloat(cs.paddingLeft);
+  const right = box.right - parseFloat(cs.paddingRight);
   const column = right - left;
   // shown on the page: laid out, and not inside a closed <details> (a dropdown or a hidden cell,
   // whose content Chromium still lays out) unless it is that details' summary
@@ -416,14 +422,21 @@ async (limits) => {
   };
   const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
       (el.classList.length ? '.' + Array.from(el.classList).slice(0, 3).join('.') : '');
-  const where = el => { const h = []; for (let p = el; p && p !== art && h.length < 4; p = p.parentElement) h.unshift(name(p)); return h.join(' > '); };
+  const where = el => {
+    const h = [];
+    for (let p = el; p && p !== art && h.length < 4; p = p.parentElement) h.unshift(name(p));
+    return h.join(' > ');
+  };
 
-  // 1. nothing wider than the column, unless a scroll (or clipping) container inside the column holds it
+  // 1. nothing wider than the column, unless a scroll (or clipping) container inside the column
+  //    holds it
   const SCROLL = new Set(['auto', 'scroll', 'hidden', 'clip']);
   const inside = r => r.left >= left - 1 && r.right <= right + 1;
   const held = el => {
     for (let p = el.parentElement; p && p !== art; p = p.parentElement) {
-      if (SCROLL.has(getComputedStyle(p).overflowX) && inside(p.getBoundingClientRect())) return true;
+      if (SCROLL.has(getComputedStyle(p).overflowX) && inside(p.getBoundingClientRect())) {
+        return true;
+      }
     }
     return false;
   };
@@ -433,18 +446,22 @@ async (limits) => {
     const r = el.getBoundingClientRect();
     if (inside(r) || held(el)) continue;
     if (wide.some(w => w.el.contains(el))) continue;
-    wide.push({el, text: `${where(el)} (${Math.round(r.left - left)}..${Math.round(r.right - left)} px of ${Math.round(column)})`});
+    const span = `${Math.round(r.left - left)}..${Math.round(r.right - left)}`;
+    wide.push({el, text: `${where(el)} (${span} px of ${Math.round(column)})`});
   }
 
   // 2. images at (nearly) their natural size: the width they declare (an image drawn at twice the
-  //    resolution for the column says so in its width attribute), else their pixel width. Shrinking
-  //    an image to the column is what made the old 1392 px figures unreadable, so it does not count.
+  //    resolution for the column says so in its width attribute), else their pixel width.
+  //    Shrinking an image to the column is what made the old 1392 px figures unreadable, so it
+  //    does not count.
   const small = [];
   for (const img of art.querySelectorAll('img')) {
     if (!visible(img) || !img.naturalWidth) continue;
     const shown = img.getBoundingClientRect().width;
     const natural = parseFloat(img.getAttribute('width')) || img.naturalWidth;
-    if (shown < limits.scale * natural) small.push(`${img.getAttribute('src')}: ${Math.round(shown)} of ${Math.round(natural)} px`);
+    if (shown < limits.scale * natural) {
+      small.push(`${img.getAttribute('src')}: ${Math.round(shown)} of ${Math.round(natural)} px`);
+    }
   }
 
   // 3. statement boxes followed by their evidence
@@ -456,14 +473,17 @@ async (limits) => {
     const num = b.querySelector(':scope > p.admonition-title span.caption-number');
     if (!num || !KINDS.some(k => b.classList.contains(k)) || !visible(b)) continue;
     const bottom = b.getBoundingClientRect().bottom;
-    const next = evidence.filter(el => b.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING)
+    const next = evidence
+        .filter(el => b.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING)
         .map(el => el.getBoundingClientRect().top - bottom);
     const gap = next.length ? Math.min(...next) : Infinity;
-    if (!(gap <= limits.evidence)) far.push(`${num.textContent.trim()}: ${Number.isFinite(gap) ? Math.round(gap) + ' px' : 'no figure or table after it'}`);
+    const distance = Number.isFinite(gap) ? Math.round(gap) + ' px' : 'no figure or table after it';
+    if (!(gap <= limits.evidence)) far.push(`${num.textContent.trim()}: ${distance}`);
   }
 
-  // 4. paragraphs and bold runs: words of the visible text, a formula counting as one word (counted over
-  //    the whole text, so a word split over elements, "(" + a number in its span + ",", is one word)
+  // 4. paragraphs and bold runs: words of the visible text, a formula counting as one word
+  //    (counted over the whole text, so a word split over elements, "(" + a number in its span +
+  //    ",", is one word)
   const words = el => {
     let text = '';
     const walk = node => {
@@ -476,15 +496,17 @@ async (limits) => {
     walk(el);
     return text.split(/\s+/).filter(Boolean).length;
   };
+  const excerpt = ([w, el]) => `${w} words: ${el.textContent.trim().slice(0, 60)}`;
   const long = Array.from(art.querySelectorAll('p')).filter(visible).map(p => [words(p), p])
-      .filter(([w]) => w > limits.paragraph).map(([w, p]) => `${w} words: ${p.textContent.trim().slice(0, 60)}`);
+      .filter(([w]) => w > limits.paragraph).map(excerpt);
   const bold = Array.from(art.querySelectorAll('strong, b')).filter(visible).map(b => [words(b), b])
-      .filter(([w]) => w > limits.bold).map(([w, b]) => `${w} words: ${b.textContent.trim().slice(0, 60)}`);
+      .filter(([w]) => w > limits.bold).map(excerpt);
 
   // 5. the verdict table (a table with a "verdict" column) and where it starts on the page
   const verdictTable = Array.from(art.querySelectorAll('table')).find(t =>
       Array.from(t.querySelectorAll('th')).some(th => /verdict/i.test(th.textContent)));
-  const verdictTop = verdictTable ? verdictTable.getBoundingClientRect().top + window.scrollY : null;
+  const verdictTop =
+      verdictTable ? verdictTable.getBoundingClientRect().top + window.scrollY : null;
   return {column, wide: wide.map(w => w.text), small, far, long, bold, verdictTop};
 }
 """
@@ -505,7 +527,8 @@ async () => {
   const open = el => !el.closest('details:not([open])');
   const hidden = Array.from(art.querySelectorAll('table td, table th')).filter(open)
       .filter(c => !c.checkVisibility() || c.getBoundingClientRect().width < 1)
-      .map(c => (c.closest('table').className || 'table') + ': ' + c.textContent.trim().slice(0, 30));
+      .map(c =>
+          (c.closest('table').className || 'table') + ': ' + c.textContent.trim().slice(0, 30));
   return {hidden};
 }
 """
@@ -522,14 +545,22 @@ async () => {
   document.querySelectorAll('details:not([open])').forEach(d => { d.open = true; });
   const imgs = Array.from(document.images);
   for (const img of imgs) { if (img.loading === 'lazy') img.loading = 'eager'; }
-  await Promise.all(imgs.map(img => img.complete ? null :
-      new Promise(res => { img.addEventListener('load', res); img.addEventListener('error', res); })));
-  await new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));   // resize observers
+  await Promise.all(imgs.map(img => img.complete ? null : new Promise(res => {
+    img.addEventListener('load', res);
+    img.addEventListener('error', res);
+  })));
+  // resize observers
+  await new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
   const cs = getComputedStyle(art), box = art.getBoundingClientRect();
-  const left = box.left + parseFloat(cs.paddingLeft), right = box.right - parseFloat(cs.paddingRight);
+  const left = box.left + parseFloat(cs.paddingLeft);
+  const right = box.right - parseFloat(cs.paddingRight);
   const shown = el => el.checkVisibility() && el.getBoundingClientRect().width > 0;
   const scrolls = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
-  const ancestors = el => { const a = []; for (let p = el.parentElement; p && p !== art; p = p.parentElement) a.push(p); return a; };
+  const ancestors = el => {
+    const a = [];
+    for (let p = el.parentElement; p && p !== art; p = p.parentElement) a.push(p);
+    return a;
+  };
   const src = el => (el.getAttribute('src') || '').split('/').pop().slice(0, 24);
 
   // (a) figures: within the column, in no box that scrolls sideways
@@ -539,18 +570,23 @@ async () => {
     const r = img.getBoundingClientRect();
     return r.left < left - 1 || r.right > right + 1 ||
         ancestors(img).some(a => scrolls(a) && a.scrollWidth > a.clientWidth + 1);
-  }).map(img => `${src(img)}: ${Math.round(img.getBoundingClientRect().width)} px in ${Math.round(right - left)}`);
+  }).map(img => {
+    const width = Math.round(img.getBoundingClientRect().width);
+    return `${src(img)}: ${width} px in ${Math.round(right - left)}`;
+  });
 
   // (b) numbers with their errors, each on one line
   const S = '[ \\u00a0]', DIG = '\\d+(?:[.,]\\d+)*', SUP = '[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+';
-  const NUMBER = new RegExp(`\\(?[−+-]?${DIG}${S}±${S}(?:${DIG}|\\?|∞)\\)?(?:${S}×${S}10${SUP})?`, 'g');
+  const NUMBER = new RegExp(
+      `\\(?[−+-]?${DIG}${S}±${S}(?:${DIG}|\\?|∞)\\)?(?:${S}×${S}10${SUP})?`, 'g');
   const SKIP = 'script, style, pre, code, textarea, mjx-container, .math, svg';
   const blockOf = el => { for (let p = el; p && p !== art; p = p.parentElement) {
       if (!getComputedStyle(p).display.startsWith('inline')) return p; } return art; };
   const blocks = new Set();
   const walker = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    if (n.nodeValue.includes('±') && !n.parentElement.closest(SKIP) && shown(n.parentElement)) blocks.add(blockOf(n.parentElement));
+    const el = n.parentElement;
+    if (n.nodeValue.includes('±') && !el.closest(SKIP) && shown(el)) blocks.add(blockOf(el));
   }
   let numbers = 0;
   const broken = [], unread = [];
@@ -562,7 +598,11 @@ async () => {
       if (n.parentElement.closest(SKIP)) continue;
       nodes.push(n); starts.push(text.length); text += n.nodeValue;
     }
-    const at = offset => { let i = starts.length - 1; while (i > 0 && starts[i] > offset) i--; return [nodes[i], offset - starts[i]]; };
+    const at = offset => {
+      let i = starts.length - 1;
+      while (i > 0 && starts[i] > offset) i--;
+      return [nodes[i], offset - starts[i]];
+    };
     const covered = new Set();
     for (const m of text.matchAll(NUMBER)) {
       numbers++;
@@ -572,11 +612,14 @@ async () => {
       const [endNode, endOffset] = at(m.index + m[0].length - 1);
       range.setEnd(endNode, endOffset + 1);
       const rects = Array.from(range.getClientRects()).filter(r => r.width > 0 && r.height > 0);
-      const top = Math.max(...rects.map(r => r.top)), bottom = Math.min(...rects.map(r => r.bottom));
+      const top = Math.max(...rects.map(r => r.top));
+      const bottom = Math.min(...rects.map(r => r.bottom));
       if (rects.length && top >= bottom - 1) broken.push(m[0]);
     }
     for (let k = text.indexOf('±'); k >= 0; k = text.indexOf('±', k + 1)) {
-      if (!covered.has(k) && /\d[ \u00a0]$/.test(text.slice(0, k))) unread.push(text.slice(Math.max(0, k - 20), k + 20));
+      if (!covered.has(k) && /\d[ \u00a0]$/.test(text.slice(0, k))) {
+        unread.push(text.slice(Math.max(0, k - 20), k + 20));
+      }
     }
   }
 
@@ -584,36 +627,43 @@ async () => {
   const tables = Array.from(art.querySelectorAll('table')).filter(shown);
   const cut = [], uncued = [];
   for (const table of tables) {
-    const head = Array.from(table.querySelectorAll('th')).slice(0, 4).map(th => th.textContent.trim()).join('|').slice(0, 50);
+    const head = Array.from(table.querySelectorAll('th')).slice(0, 4)
+        .map(th => th.textContent.trim()).join('|').slice(0, 50);
     const scroller = ancestors(table).find(scrolls);
     const r = (scroller || table).getBoundingClientRect();
-    if (r.left < left - 1 || r.right > right + 1) { uncued.push(`${head}: wider than the column`); continue; }
+    if (r.left < left - 1 || r.right > right + 1) {
+      uncued.push(`${head}: wider than the column`);
+      continue;
+    }
     if (!scroller || scroller.scrollWidth <= scroller.clientWidth + 1) continue;
     cut.push(head);
     const st = getComputedStyle(scroller);
     const cue = [st.maskImage, st.webkitMaskImage, st.boxShadow, st.backgroundImage]
         .some(v => v && v !== 'none');
-    if (!cue) uncued.push(`${head}: cut at ${scroller.clientWidth} of ${scroller.scrollWidth} px, no cue`);
+    const widths = `${scroller.clientWidth} of ${scroller.scrollWidth} px`;
+    if (!cue) uncued.push(`${head}: cut at ${widths}, no cue`);
   }
 
   // (d) emoji (drawn as an empty box without an emoji font)
   const emoji = [];
   const ew = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let n = ew.nextNode(); n; n = ew.nextNode()) {
-    if (/\p{Emoji_Presentation}|\uFE0F/u.test(n.nodeValue) && !n.parentElement.closest('script, style') && shown(n.parentElement)) {
+    const el = n.parentElement;
+    if (/\p{Emoji_Presentation}|\uFE0F/u.test(n.nodeValue) && !el.closest('script, style') &&
+        shown(el)) {
       emoji.push(n.nodeValue.trim().slice(0, 30));
     }
   }
-  return {figures: figures.length, visibleFigures: visibleFigures.length, wideFigures, numbers, broken, unread,
-          tables: tables.length, cut, uncued, emoji};
+  return {figures: figures.length, visibleFigures: visibleFigures.length, wideFigures, numbers,
+          broken, unread, tables: tables.length, cut, uncued, emoji};
 }
 """
 
 
 def expected_content(page: Path, markdown: str) -> dict:
-    """What FIT_JS must find on a page (its built HTML ``page``, its source's ``markdown``), so that its
-    checks cannot pass on nothing: as many figures as the source glues ({glue:figure}), a number with
-    its error where the page's text has one, a table where the page has one."""
+    """What FIT_JS must find on a page (its built HTML ``page``, its source's ``markdown``), so that
+    its checks cannot pass on nothing: as many figures as the source glues ({glue:figure}),
+    a number with its error where the page's text has one, a table where the page has one."""
     html = page.read_text(encoding="utf8")
     text = re.sub(r"<(pre|script|style)\b.*?</\1>|<[^>]+>", " ", html, flags=re.S)
     return {
@@ -706,15 +756,16 @@ def layout_problems(
     narrow.page.wait_for_timeout(200)  # late script errors and requests
     if narrow.errors or narrow.console or narrow.blocked or narrow.failed or narrow.bad_status:
         problems.append(
-            f"at 390 px ({docname}.html{narrow_suffix}): script errors {narrow.errors + narrow.console}, "
+            f"at 390 px ({docname}.html{narrow_suffix}): script errors "
+            f"{narrow.errors + narrow.console}, "
             f"requests {narrow.blocked + narrow.failed + narrow.bad_status}"
         )
     return problems, found
 
 
 def test_citations_link_to_the_references_page(built_book, page_markdown):
-    """The references page exists, lists the paper, and every page that cites ({cite:t}, {cite:p}) links
-    each citation to an entry of it."""
+    """The references page exists, lists the paper, and every page that cites ({cite:t}, {cite:p})
+    links each citation to an entry of it."""
     refs = (built_book.html / "references.html").read_text(encoding="utf8")
     assert "LayerNorm Induces Recency Bias in Transformer Decoders" in refs
     ids = set(re.findall(r'id="([^"]+)"', refs))
@@ -733,7 +784,8 @@ def test_citations_link_to_the_references_page(built_book, page_markdown):
 
 
 def test_landing_figure_enlarges_and_its_numbers_download(open_page):
-    """Click to enlarge (companion.js) and the data: URI downloads (report.download) work in a browser."""
+    """Click to enlarge (companion.js) and the data: URI downloads (report.download)
+    work in a browser."""
     import base64
 
     run = open_page("index")
@@ -772,18 +824,18 @@ ODD_SUFFIXES = (
     "#%E0%A4%A",
     "?q=x#<img src=x onerror=alert(1)>",
 )
-# (consecutive suffixes differ in their query: every one is a full page load). Every suffix on the pages
-# with scripts of their own; every page, these too, opened at 390 px with one URL that holds all of them
-# at once (test_page_in_browser: the others share the theme's and Sphinx's scripts).
+# (consecutive suffixes differ in their query: every one is a full page load). Every suffix on the
+# pages with scripts of their own; every page, these too, opened at 390 px with one URL that holds
+# all of them at once (test_page_in_browser: the others share the theme's and Sphinx's scripts).
 EVERY_SUFFIX_PAGES = {"index", "explorer", "layernorm"}
 ALL_AT_ONCE = "?q=%3Cb%3E&highlight=%E0%A4%A#<img src=x onerror=alert(1)>%E0%A4%A"
 
 
 @pytest.mark.parametrize("page", sorted(EVERY_SUFFIX_PAGES))
 def test_no_script_error_for_odd_queries_and_hashes(browser, site, page):
-    """Each odd URL loaded in turn in one browser context (every suffix changes the query, so each is
-    a full load that runs every script again), on the pages with scripts of their own; every other
-    page gets ALL_AT_ONCE in test_page_in_browser's 390 px opening."""
+    """Each odd URL loaded in turn in one browser context (every suffix changes the query, so each
+    is a full load that runs every script again), on the pages with scripts of their own;
+    every other page gets ALL_AT_ONCE in test_page_in_browser's 390 px opening."""
     assert page in toc_pages(), page
     toc_page, suffixes = page, ODD_SUFFIXES
     run = PageRun(browser, site + f"{toc_page}.html{suffixes[0]}", WIDE)
@@ -801,8 +853,9 @@ def test_no_script_error_for_odd_queries_and_hashes(browser, site, page):
 
 
 def test_figure_enlarges_on_a_phone(browser, site):
-    """At 390 px a figure takes the column's width; a tap shows it at its natural width at least, in an
-    overlay that scrolls sideways (the page does not); Escape closes it, and so does a tap on it."""
+    """At 390 px a figure takes the column's width; a tap shows it at its natural width at least, in
+    an overlay that scrolls sideways (the page does not); Escape closes it,
+    and so does a tap on it."""
     context = browser.new_context(
         viewport=NARROW, has_touch=True, is_mobile=True, service_workers="block"
     )
@@ -812,10 +865,12 @@ def test_figure_enlarges_on_a_phone(browser, site):
         img = page.locator("article figure img").first
         img.scroll_into_view_if_needed()
         shown, natural = img.evaluate(
-            "i => [i.getBoundingClientRect().width, parseFloat(i.getAttribute('width')) || i.naturalWidth]"
+            "i => [i.getBoundingClientRect().width, "
+            "parseFloat(i.getAttribute('width')) || i.naturalWidth]"
         )
         column = page.evaluate(
-            "() => { const a = document.querySelector('article.bd-article'), s = getComputedStyle(a);"
+            "() => { const a = document.querySelector('article.bd-article'), "
+            "s = getComputedStyle(a);"
             " return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); }"
         )
         assert natural > column >= shown > 0.9 * column, (shown, column, natural)
@@ -839,22 +894,26 @@ def test_figure_enlarges_on_a_phone(browser, site):
 
 
 def test_a_cut_table_fades_at_the_edge_with_more(open_page):
-    """A table wider than the column (the conclusion's contrasts at 1400 px) scrolls in its box, whose
-    right edge fades while there is more to the right; scrolled to the end, the left edge fades instead.
-    A table that fits does not fade."""
+    """A table wider than the column (the conclusion's contrasts at 1400 px) scrolls in its box,
+    whose right edge fades while there is more to the right; scrolled to the end, the left edge
+    fades instead. A table that fits does not fade."""
     run = open_page("conclusion", WIDE)
-    state = r"""() => Array.from(document.querySelectorAll('article table')).filter(t => t.checkVisibility()).map(t => {
+    state = r"""() => Array.from(document.querySelectorAll('article table'))
+      .filter(t => t.checkVisibility()).map(t => {
         const box = t.parentElement, st = getComputedStyle(box);
-        return {cut: box.scrollWidth > box.clientWidth + 1, mask: st.maskImage || st.webkitMaskImage,
-                right: box.classList.contains('cut-right'), left: box.classList.contains('cut-left')};
-    })"""
+        return {cut: box.scrollWidth > box.clientWidth + 1,
+                mask: st.maskImage || st.webkitMaskImage,
+                right: box.classList.contains('cut-right'),
+                left: box.classList.contains('cut-left')};
+      })"""
     boxes = run.page.evaluate(state)
     cut = [b for b in boxes if b["cut"]]
     assert cut and len(cut) < len(boxes), boxes
     assert all(b["mask"] != "none" and b["right"] and not b["left"] for b in cut), cut
     assert all(b["mask"] == "none" for b in boxes if not b["cut"]), boxes
     run.page.evaluate(
-        "() => document.querySelectorAll('article .table-scroll').forEach(b => { b.scrollLeft = b.scrollWidth; })"
+        "() => document.querySelectorAll('article .table-scroll')"
+        ".forEach(b => { b.scrollLeft = b.scrollWidth; })"
     )
     run.page.wait_for_timeout(100)
     ended = [b for b in run.page.evaluate(state) if b["cut"]]
@@ -875,8 +934,9 @@ SEARCH_WAIT_JS = r"""() => {
 )
 def test_search_from_disk_reads_cleanly(browser, built_book, query, title):
     """The search page opened from disk (file://, as the book is read offline): every result has its
-    summary (the page texts of offline_search, not a fetch, which a browser refuses from file://), the
-    summaries' math is typeset, a result's title shows a formula as text, and no raw TeX is left."""
+    summary (the page texts of offline_search, not a fetch, which a browser refuses from file://),
+    the summaries' math is typeset, a result's title shows a formula as text,
+    and no raw TeX is left."""
     from urllib.parse import quote
 
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -890,18 +950,20 @@ def test_search_from_disk_reads_cleanly(browser, built_book, query, title):
                 "() => (document.getElementById('search-results') || document.body).innerText"
             )
             pytest.fail(
-                f"no summary (or untypeset math) under some result after 20 s; errors {run.errors + run.console}; "
-                f"the results read:\n{shown[:1500]}",
+                "no summary (or untypeset math) under some result after 20 s; errors "
+                f"{run.errors + run.console}; the results read:\n{shown[:1500]}",
                 pytrace=False,
             )
         found = run.page.evaluate(r"""() => ({
-            titles: Array.from(document.querySelectorAll('#search-results ul.search > li > a')).map(a => a.textContent),
-            summaries: Array.from(document.querySelectorAll('#search-results p.context')).map(p => p.innerText),
+            titles: Array.from(document.querySelectorAll('#search-results ul.search > li > a'))
+              .map(a => a.textContent),
+            summaries: Array.from(document.querySelectorAll('#search-results p.context'))
+              .map(p => p.innerText),
             typeset: document.querySelectorAll('#search-results p.context mjx-container').length,
             text: document.getElementById('search-results').innerText})""")
         assert len(found["summaries"]) == len(found["titles"]) >= 1, found["titles"]
         assert all(s.strip(". ") for s in found["summaries"]), found["summaries"]
-        raw = [t for t in RAW_TEX + ["\\alpha", "^{", "_{"] if t in found["text"]]
+        raw = [t for t in [*RAW_TEX, "\\alpha", "^{", "_{"] if t in found["text"]]
         assert not raw, f"raw TeX {raw} in the results: {found['text'][:1500]}"
         if title is None:
             assert found["typeset"] >= 1, found["summaries"]

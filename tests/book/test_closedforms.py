@@ -27,7 +27,7 @@ N = 10
 DS = (16, 64, 256)
 
 
-# -- the registry -----------------------------------------------------------------------------------
+# -- the registry ----------------------------------------------------------------------------------
 
 
 def test_registry_keys_unique_and_every_part_evaluates():
@@ -73,8 +73,8 @@ def mp_eq11(i, j, d):
 def test_eq11_mean_step_matches_high_precision_differences(d):
     # The registry computes Eq. (11)'s mean step over all rows (the trend) from
     # theory.score2_step_corrected (no cancellation). Reference: 60-digit differences of the printed
-    # Eq. (11), averaged over the (N - 1)(N - 2)/2 off-diagonal steps. Float64 rounding of a few dozen
-    # operations: 1e-12 relative leaves a wide margin.
+    # Eq. (11), averaged over the (N - 1)(N - 2)/2 off-diagonal steps. Float64 rounding of a few
+    # dozen operations: 1e-12 relative leaves a wide margin.
     mp.mp.dps = 60
     steps = [mp_eq11(i, j, d) - mp_eq11(i, j - 1, d) for i in range(3, N + 1) for j in range(2, i)]
     ref = mp.fsum(steps) / len(steps)
@@ -137,14 +137,13 @@ def test_prop1_row_rise_shape():
     )  # rises with j, key 1 lowest
 
 
-# -- reading a SimResult ------------------------------------------------------------------------------
+# -- reading a SimResult ---------------------------------------------------------------------------
 
 
 def fake_result(n=4, d=16, seed=1):
     """A SimResult with distinct, known numbers in every array (no simulation)."""
     rng = np.random.default_rng(seed)
     cfg = SimConfig(n=n, d=d, layers=2, samples=100)
-    shape = (2, n, n)
     arrays = {name: rng.uniform(0.5, 2.0, expected_shape(cfg, name)) for name in ARRAY_FIELDS}
     arrays.update(
         recency_probability=np.full(2, 0.5),
@@ -203,7 +202,7 @@ def test_readers_take_the_right_entries():
     assert cf.BY_KEY["eq10"].level.read(res).value == pytest.approx(res.sq_norm_mean[1].mean())
 
 
-# -- standard errors are honest --------------------------------------------------------------------------
+# -- standard errors are honest --------------------------------------------------------------------
 
 SEEDS = 30
 # Over 30 independent seeds the sample variance of an estimate, divided by its true variance, is
@@ -245,7 +244,7 @@ def test_standard_errors_match_or_bound_the_spread_over_seeds(setting):
             assert spread_ratio(ests) < CHI2_HI, name
 
 
-# -- verdicts --------------------------------------------------------------------------------------------
+# -- verdicts --------------------------------------------------------------------------------------
 
 
 def cells(ratios, ses, closed=1.0, ds=DS, flat=False):
@@ -298,11 +297,12 @@ def test_cell_resolution_and_ratio():
     assert under.underflow and not under.resolved and under.text() == "closed form underflows"
 
 
-# -- end to end -------------------------------------------------------------------------------------------
+# -- end to end ------------------------------------------------------------------------------------
 
 
 def records(table, key=None):
-    """The rows of a table as text (its key, setting, part, cells, verdict), of closed form ``key``."""
+    """The rows of a table as text (its key, setting, part, cells, verdict),
+    of closed form ``key``."""
     return [
         (r.form.key, r.setting, r.part, [c.text() for c in r.cells], r.verdict, r.trend)
         for r in table.rows
@@ -374,9 +374,9 @@ def test_cost_and_determinism(small_table, tmp_path):
 
 @pytest.mark.slow
 def test_prop1_rise_beyond_the_lln(tmp_path):
-    # prop1_row_rise predicts the mean off-diagonal step of a no-norm S^(2) (prop1_trend) to relative
-    # order d^{-1/2} (the next term is O(d^-2)): 25 % at d = 16. 1.6e6 samples give a ratio SE of
-    # ~0.03 (control-variate trend), so a factor 2 either way fails the test.
+    # prop1_row_rise predicts the mean off-diagonal step of a no-norm S^(2) (prop1_trend) to
+    # relative order d^{-1/2} (the next term is O(d^-2)): 25 % at d = 16. 1.6e6 samples give a ratio
+    # SE of ~0.03 (control-variate trend), so a factor 2 either way fails the test.
     res = simulate(cf.P.config(16, N, 1_600_000, 3))
     c = cf.Cell(
         16, cf.BY_KEY["prop1-beyond-lln"].step.form(cf.P, 16, N), cf.score_trend(res, 1), 1_600_000
@@ -454,7 +454,7 @@ def test_cell_text_marks_bounds_and_keeps_numbers_together():
     assert flat.text().endswith("(z\u00a0=\u00a0+5.0)")
 
 
-# -- bad input ---------------------------------------------------------------------------------------------
+# -- bad input -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -492,13 +492,14 @@ def test_row_lookup_errors(small_table):
         table.cell("eq10", "level", 32)
 
 
-# -- the settings that are other pages' runs ----------------------------------------------------------
+# -- the settings that are other pages' runs -------------------------------------------------------
 
 
 def test_proposition1_setting_is_the_run_of_its_verdict():
-    """Proposition 1's setting is exactly settings.prop1_configs (no normalization, PROP1_FACTOR x samples,
-    the default engine), so the table and the verdict on Proposition 1 share one run per d; Theorem 1's
-    setting keeps boost x samples on the gram engine (the closed-form tables of chapters 3 and 6)."""
+    """Proposition 1's setting is exactly settings.prop1_configs (no normalization, PROP1_FACTOR x
+    samples, the default engine), so the table and the verdict on Proposition 1 share one run per d;
+    Theorem 1's setting keeps boost x samples on the gram engine (the closed-form tables of
+    chapters 3 and 6)."""
     from companion import settings
 
     got = cf.configs((16, 64), n=5, samples=300, seed=2, boost=3, keys=["eq19-corrected", "eq10"])
@@ -509,8 +510,9 @@ def test_proposition1_setting_is_the_run_of_its_verdict():
 
 
 def test_the_forms_are_held_at_other_settings_when_asked():
-    """Appendix B's closed-form section once stayed at alpha = 0 ... 0.8, gamma = 1, d = 16/64/256 whatever grid
-    ran: ``settings`` holds the forms at a grid's settings instead, and the book's grid gives the book's runs."""
+    """Appendix B's closed-form section once stayed at alpha = 0 ... 0.8, gamma = 1, d = 16/64/256
+    whatever grid ran: ``settings`` holds the forms at a grid's settings instead, and the book's
+    grid gives the book's runs."""
     grid = [cf.Setting("layernorm", a, 0.5) for a in (0.1, 0.3)]
     got = cf.configs(
         (16, 128), n=4, samples=400, seed=1, keys=["fig5-printed", "fig5-corrected"], settings=grid
@@ -549,9 +551,10 @@ def test_the_forms_are_held_at_other_settings_when_asked():
 
 
 def test_definition1_samples_with_the_corrected_theorem1():
-    """effect="theorem1" takes the corrected Theorem 1's steps (theory.theorem1_step), larger than Eq. (5)'s
-    by about q(d)^2 ~ e at d = 64: with the same standard errors the count shrinks by the square of the
-    step ratio (between its smallest and largest over the pairs); outside Theorem 1's setting it is refused."""
+    """effect="theorem1" takes the corrected Theorem 1's steps (theory.theorem1_step), larger than
+    Eq. (5)'s by about q(d)^2 ~ e at d = 64: with the same standard errors the count shrinks by the
+    square of the step ratio (between its smallest and largest over the pairs); outside Theorem 1's
+    setting it is refused."""
     cfg = SimConfig(
         alpha=0.0, gamma=0.0, norm="layernorm", n=6, d=64, layers=2, samples=2000, seed=0
     )
@@ -583,7 +586,7 @@ def test_figure_labels_name_the_papers_figures():
     )
 
 
-# -- closed forms against one result ---------------------------------------------------------------------
+# -- closed forms against one result ---------------------------------------------------------------
 
 
 def test_eq5_trend_is_the_mean_step_of_eq5():
@@ -617,7 +620,7 @@ def test_trend_over_line_is_the_ratio_or_unresolved():
 
 
 def test_h_curves_normalized_and_raw(grid_results):
-    ln, res, none = grid_results
+    _ln, res, none = grid_results
     c = cf.h_curves(res)
     h, se = statistics.simulated_h(res)
     np.testing.assert_array_equal(c.sim, h)
@@ -647,8 +650,8 @@ def test_step_scale_of_theorem1(grid_results):
     n, d = 6, 16
     i, j = np.meshgrid(np.arange(1, n + 1), np.arange(1, n + 1), indexing="ij")
     s2 = np.where(i > j, theory.score2_corrected(i, j, 0.0, 0.0, d), np.nan)
-    # the smallest step between earlier keys, without cancellation, against plain differences (d = 16:
-    # the steps are far above float rounding)
+    # the smallest step between earlier keys, without cancellation, against plain differences
+    # (d = 16: the steps are far above float rounding)
     assert cf.eq5_smallest_step(n, d) == pytest.approx(np.nanmin(np.diff(s2, axis=1)), rel=1e-6)
     res = grid_results[0]
     plain, cvar = statistics.typical_step_se(res, 2, "plain"), statistics.typical_step_se(res, 2)
@@ -687,7 +690,7 @@ def test_ratio_series_texts_and_trend():
     with pytest.raises(ValueError, match="is not in the table"):
         cf.ratio_series(table, "eq10", "level")
     twice = cf.Table(
-        rows + (_row("fig2", 0.4, "step", [1, 1, 1]),), (16, 64, 256), 10, 1000, 0, None
+        (*rows, _row("fig2", 0.4, "step", [1, 1, 1])), (16, 64, 256), 10, 1000, 0, None
     )
-    with pytest.raises(ValueError, match="several settings with alpha = 0.4"):
+    with pytest.raises(ValueError, match=r"several settings with alpha = 0\.4"):
         cf.ratio_series(twice, "fig2", "step")

@@ -1,4 +1,5 @@
-"""Tests of companion.errata: which errata a run shows is decided by its evidence, never by the list.
+"""Tests of companion.errata: which errata a run shows is decided by its evidence,
+never by the list.
 
 * hand-made tables (rows with chosen ratios, judged by closedforms.judge) and hand-made sympy
   verdicts: an entry appears exactly when a check of it fails or one of its rows has an evidence
@@ -170,8 +171,9 @@ def test_check_rows_by_section():
 
 
 def test_residual_coefficient_rows_against_simulation():
-    # The first token's E||x_1^(1)||^2 is exact (theory.sq_norm_first_token_exact): simulated / exact
-    # within 4 SE (one comparison; P(|N(0,1)| > 4) = 6e-5). The printed coefficients are far off.
+    # The first token's E||x_1^(1)||^2 is exact (theory.sq_norm_first_token_exact): simulated /
+    # exact within 4 SE (one comparison; P(|N(0,1)| > 4) = 6e-5). The printed
+    # coefficients are far off.
     res = simulate(
         SimConfig(alpha=0.5, gamma=1.0, norm="layernorm", n=4, d=64, layers=2, samples=4000, seed=5)
     )
@@ -187,7 +189,7 @@ def test_residual_coefficient_rows_against_simulation():
     assert math.isfinite(value) and len(rows) == 5
 
 
-# -- the kinds of erratum --------------------------------------------------------------------------------
+# -- the kinds of erratum --------------------------------------------------------------------------
 
 
 def test_every_entry_has_a_kind_and_the_summary_counts_them():
@@ -237,7 +239,8 @@ def test_every_entry_has_a_kind_and_the_summary_counts_them():
 
 
 def test_no_row_verdict_says_erratum():
-    # the book's corrected forms can be "off, not shrinking" too (they keep the LLN): no row is an "erratum"
+    # the book's corrected forms can be "off, not shrinking" too (they keep the LLN):
+    # no row is an "erratum"
     assert "erratum" not in cf.VERDICTS and cf.OFF in errata.EVIDENCE_VERDICTS
     assert set(errata.VERDICT_MEANINGS) == set(cf.VERDICTS)
     corrected = row("fig5-corrected", cf.Setting("layernorm", 0.6, 1.0), "step", GROWS)
@@ -256,7 +259,8 @@ def test_live_sentences_of_the_page():
 
 
 def verdict(claim, by_d):
-    """A verdict with one check per d (d -> (status, value, text)), the paper's d first as claims orders them."""
+    """A verdict with one check per d (d -> (status, value, text)), the paper's d first as
+    claims orders them."""
     ds = sorted(by_d, key=lambda d: (d != 64, d))
     checks = [
         verdicts.Check("what", f"d = {d}", by_d[d][1], 0.1, 5.0, by_d[d][0], by_d[d][2], d=d)
@@ -282,7 +286,7 @@ def test_verdict_sentences_read_the_checks_by_d():
             32: (verdicts.UNRESOLVED, 2.4, "2.4 ± 1"),
         },
     )
-    d, ratio, se = pages_appendix_a.ratio_by_d(eq5)
+    d, ratio, _se = pages_appendix_a.ratio_by_d(eq5)
     assert d.tolist() == [16.0, 64.0] and ratio.tolist() == [1.83, 2.66]
     rows = [row("eq10", cf.T, "step", (1.09, 1.44, 1.55))]
     text = pages_appendix_a.norm_versus_scores(table(rows), eq5)
@@ -290,8 +294,8 @@ def test_verdict_sentences_read_the_checks_by_d():
 
 
 def test_paper_errata_defaults_are_appendix_a_defaults():
-    """errata.paper_errata (for the landing page's counts) finds what Appendix A shows: its defaults are the
-    page's parameters."""
+    """errata.paper_errata (for the landing page's counts) finds what Appendix A shows: its defaults
+    are the page's parameters."""
     import ast
     import inspect
     from pathlib import Path

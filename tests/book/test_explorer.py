@@ -406,7 +406,8 @@ def test_start_setting_falls_back_to_the_grid(small_data):
 
 def test_notebook_runs_with_small_samples(tmp_path, monkeypatch, seeded_cache):
     """book/explorer.ipynb through papermill at 2000 samples, one worker, a results cache without
-    any simulation: the page's HTML holds the full grid at those samples and stays far below 1 MB."""
+    any simulation: the page's HTML holds the full grid at those samples and
+    stays far below 1 MB."""
     monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
     out = tmp_path / "explorer.ipynb"
     pm.execute_notebook(

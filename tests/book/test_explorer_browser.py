@@ -1,14 +1,15 @@
 """The explorer page in a real headless browser with the network blocked (reuses the browser
-fixture of tests/book/test_browser.py: Debian's chromium driven by playwright, every request to another
-host aborted and recorded).
+fixture of tests/book/test_browser.py: Debian's chromium driven by playwright, every request to
+another host aborted and recorded).
 
 The page is the full build's (conftest.built_book: the explorer at its default samples, served from
 _build/html), opened in one browser context per module: its pages share the context's HTTP cache (a
-load takes ~0.3 s instead of ~0.8 s in a new context), and the explorer keeps nothing in storage (its
-state lives in the URL's hash). Checked: the page loads over http and from disk with no request leaving the machine and no console
-error; each control changes the figures, the RP and the verdict to the values stored for that
-setting (read back from the page's data block and decoded in Python); the pinned comparison and the
-shareable #hash; keyboard-only use; a 390 px wide screen without horizontal page scroll.
+load takes ~0.3 s instead of ~0.8 s in a new context), and the explorer keeps nothing in storage
+(its state lives in the URL's hash). Checked: the page loads over http and from disk with no request
+leaving the machine and no console error; each control changes the figures, the RP and the verdict
+to the values stored for that setting (read back from the page's data block and decoded in Python);
+the pinned comparison and the shareable #hash; keyboard-only use; a 390 px wide screen without
+horizontal page scroll.
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ def default_samples() -> int:
 
 @pytest.fixture(scope="module")
 def blocked_context(browser):  # noqa: F811
-    """One context of the shared chromium for the module (module docstring), in which every request to
-    another host is aborted and recorded: (context, log) with log = {"blocked", "failed", "bad_status"}."""
+    """One context of the shared chromium for the module (module docstring), in which every request
+    to another host is aborted and recorded: (context, log) with log = {"blocked",
+    "failed", "bad_status"}."""
     from urllib.parse import urlsplit
 
     log = {"blocked": [], "failed": [], "bad_status": []}
@@ -83,8 +85,8 @@ def blocked_context(browser):  # noqa: F811
 @pytest.fixture(scope="module")
 def explorer_tab(blocked_context):
     """One page (tab) of the module's context, reused by every test: a new page costs a renderer
-    start (~0.7 s a load), a navigation in the same one ~0.3 s. Every opening is still a full load of
-    the document (from about:blank), so each test starts with the page's scripts run afresh."""
+    start (~0.7 s a load), a navigation in the same one ~0.3 s. Every opening is still a full load
+    of the document (from about:blank), so each test starts with the page's scripts run afresh."""
     context, _ = blocked_context
     page = context.new_page()
     page.errors = []
@@ -125,8 +127,8 @@ def page_of(blocked_context, explorer_tab, explorer_site):
 
 @pytest.fixture(scope="module")
 def data(explorer_site):
-    """The page's data block, read from the built file (test_loads_offline_without_errors checks that
-    the page holds exactly this): decoding it from the page on every test cost 0.25 s each."""
+    """The page's data block, read from the built file (test_loads_offline_without_errors checks
+    that the page holds exactly this): decoding it from the page on every test cost 0.25 s each."""
     found = re.search(
         r'<script\b[^>]*\bid="rx-explorer-data"[^>]*>(.*?)</script>',
         explorer_site["path"].read_text(encoding="utf8"),
@@ -178,7 +180,8 @@ def expected_view(data, s) -> dict:
             v = off[a] if j < i else diag[i]
             if j < i:
                 a += 1
-                # the page's Math.round((v - lo) / (hi - lo) * (len - 1)): same doubles, round half up
+                # the page's Math.round((v - lo) / (hi - lo) * (len - 1)):
+                # same doubles, round half up
                 fills.append(
                     lut[math.floor((v - lo) / (hi - lo) * (len(lut) - 1) + 0.5)]
                     if hi > lo
@@ -213,14 +216,17 @@ SHOWN_JS = r"""
   const heat = q('#rx-heatmap');
   return {
     key: heat.getAttribute('data-key'),
-    fills: Array.from(heat.querySelectorAll('.rx-cells rect:not(.rx-diag)')).map(r => r.getAttribute('fill')),
+    fills: Array.from(heat.querySelectorAll('.rx-cells rect:not(.rx-diag)'))
+      .map(r => r.getAttribute('fill')),
     svg: heat.innerHTML,
-    cells: Array.from(q('#rx-table').querySelectorAll('td')).map(td => td.textContent).filter(t => t),
+    cells: Array.from(q('#rx-table').querySelectorAll('td'))
+      .map(td => td.textContent).filter(t => t),
     rp: q('#rx-rp').textContent, verdict: q('#rx-verdict').textContent,
     cli: q('#rx-cmd-cli').textContent, papermill: q('#rx-cmd-papermill').textContent,
     hPoints: q('#rx-hchart').querySelectorAll('circle.rx-sim').length - 1,
     closedForm: !!q('#rx-hchart polyline.rx-theory'),
-    marker: [q('#rx-rp-marker').getAttribute('data-alpha'), +q('#rx-rp-marker').getAttribute('data-layer')],
+    marker: [q('#rx-rp-marker').getAttribute('data-alpha'),
+             +q('#rx-rp-marker').getAttribute('data-layer')],
     hash: window.location.hash,
   };
 }
@@ -384,8 +390,12 @@ def test_usable_at_390px(page_of, data):
     )
     assert widths[0] <= widths[1] <= 390, f"horizontal page scroll at 390 px: {widths}"
     boxes = page.evaluate("""() => Array.from(document.querySelectorAll(
-        '#rx-explorer input, #rx-explorer select, #rx-explorer button, #rx-explorer svg.rx-svg, #rx-explorer pre'))
-        .map(e => { const r = e.getBoundingClientRect(); return [e.id || e.name || e.tagName, r.left, r.right, r.width]; })""")
+        '#rx-explorer input, #rx-explorer select, #rx-explorer button, ' +
+        '#rx-explorer svg.rx-svg, #rx-explorer pre'))
+        .map(e => {
+          const r = e.getBoundingClientRect();
+          return [e.id || e.name || e.tagName, r.left, r.right, r.width];
+        })""")
     outside = [b for b in boxes if b[1] < 0 or b[2] > 390]
     assert not outside, f"elements beyond the 390 px screen: {outside}"
     heat = next(b for b in boxes if b[0] == "rx-heatmap")
@@ -396,7 +406,7 @@ def test_usable_at_390px(page_of, data):
     assert_clean(page, log)
 
 
-# --------------------------------------------------------------------------- hostile URLs and controls
+# ------------------------------------------------------------------------ hostile URLs and controls
 
 ODD_URLS = [
     "?q=x",
@@ -420,8 +430,9 @@ ODD_URLS = [
 @pytest.mark.parametrize("suffix", ODD_URLS)
 def test_no_script_error_for_any_query_or_hash(page_of, explorer_site, suffix, data):
     """Sphinx's search script (loaded on every page) searched for ?q=... and threw on a page without
-    its results box ("Cannot read properties of null (reading 'appendChild')"); every URL loads clean."""
-    open_page, log = page_of
+    its results box ("Cannot read properties of null (reading 'appendChild')");
+    every URL loads clean."""
+    open_page, _log = page_of
     page = open_page(url=explorer_site["http"] + suffix)
     page.wait_for_timeout(300)
     assert page.errors == [], page.errors
@@ -429,8 +440,8 @@ def test_no_script_error_for_any_query_or_hash(page_of, explorer_site, suffix, d
 
 
 def test_the_search_page_still_searches(blocked_context, explorer_tab, explorer_site):
-    """The fix of Sphinx's search script for pages without a results box leaves the search page's own
-    search working: it finishes and lists the explorer."""
+    """The fix of Sphinx's search script for pages without a results box leaves the search page's
+    own search working: it finishes and lists the explorer."""
     _, log = blocked_context
     page = explorer_tab
     page.goto("about:blank")
@@ -458,7 +469,7 @@ def test_the_search_page_still_searches(blocked_context, explorer_tab, explorer_
 def test_controls_with_unknown_values_are_ignored(page_of, data, control):
     """A <select> given an unknown option threw "Cannot read properties of undefined (reading
     'layers')"; a control whose value the data does not know now leaves the setting as it was."""
-    open_page, log = page_of
+    open_page, _log = page_of
     page = open_page()
     before = state_of(page)
     page.evaluate(
@@ -467,7 +478,8 @@ def test_controls_with_unknown_values_are_ignored(page_of, data, control):
                              el.dispatchEvent(new Event("change", {bubbles: true})); };
       if (control === "d") {
         const sel = document.getElementById("rx-d"), opt = document.createElement("option");
-        opt.value = "12345"; opt.textContent = "12345"; sel.appendChild(opt); sel.value = "12345"; fire(sel);
+        opt.value = "12345"; opt.textContent = "12345"; sel.appendChild(opt);
+        sel.value = "12345"; fire(sel);
       } else if (control === "alpha") {
         const r = document.getElementById("rx-alpha"); r.max = "999"; r.value = "500"; fire(r);
       } else {
@@ -485,14 +497,17 @@ def test_controls_with_unknown_values_are_ignored(page_of, data, control):
 
 
 def test_a_hash_changed_after_loading_shows_its_setting_and_a_bad_link_says_so(page_of, data):
-    """The page once read its hash only when it loaded: an address edited afterwards (or a link followed
-    on the page) left the old setting on screen, and a link to a setting the grid lacks silently became
-    the default one. Now a new setting's hash shows that setting; a setting's hash that is not in the grid
-    (or malformed) keeps the setting and says so under the controls until a control is used; another
-    anchor (a section's) changes nothing."""
+    """The page once read its hash only when it loaded: an address edited afterwards (or a link
+    followed on the page) left the old setting on screen, and a link to a setting the grid lacks
+    silently became the default one. Now a new setting's hash shows that setting; a setting's hash
+    that is not in the grid (or malformed) keeps the setting and says so under the controls until a
+    control is used; another anchor (a section's) changes nothing."""
     open_page, log = page_of
     page = open_page(hash_="#a0.3-g1-d256-rms-L3")
-    note = "() => { const n = document.getElementById('rx-link-note'); return n.hidden ? null : n.textContent; }"
+    note = (
+        "() => { const n = document.getElementById('rx-link-note'); "
+        "return n.hidden ? null : n.textContent; }"
+    )
     assert page.evaluate(note) is None
     page.evaluate("() => { location.hash = '#a0.9-g1-d1024-rms-L4'; }")
     page.wait_for_function("() => window.rxExplorer.state().layer === 4")

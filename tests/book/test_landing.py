@@ -1,7 +1,9 @@
-"""companion.landing: the landing page's opening and Cite section, Definition 1's steps with the verdicts'
-estimator, Definition 1 on single sequences, and what the dense-versus-Gram check compares.
+"""companion.landing: the landing page's opening and Cite section, Definition 1's steps with the
+verdicts' estimator, Definition 1 on single sequences, and what the dense-versus-Gram
+check compares.
 
-Simulations are small and seeded; the effects they rely on are far from any threshold (noted where used)."""
+Simulations are small and seeded; the effects they rely on are far from any threshold
+(noted where used)."""
 
 import math
 
@@ -27,7 +29,7 @@ def check(d, text="1.0 ± 0.1", status=verdicts.AS_CLAIMED):
     return verdicts.Check("what", f"LayerNorm, $d = {d}$", 1.0, 0.1, 10.0, status, text, d=d)
 
 
-# -- the opening --------------------------------------------------------------------------------------
+# -- the opening -----------------------------------------------------------------------------------
 
 
 def test_findings_read_every_word_from_the_verdicts():
@@ -43,19 +45,20 @@ def test_findings_read_every_word_from_the_verdicts():
     assert found == {k: "contradicted" for k in ("fig1", "thm1", "eq5", "corr", "prop1")}
 
 
-# -- the Cite section ------------------------------------------------------------------------------------
+# -- the Cite section ------------------------------------------------------------------------------
 
 
 def test_repository_url_is_read_from_the_top_level_config(tmp_path):
     assert landing.repository_url().startswith("https://")
     bad = tmp_path / "_config.yml"
     bad.write_text("repository:\n  url: ftp://example.org\n")
-    with pytest.raises(ValueError, match="repository.url"):
+    with pytest.raises(ValueError, match=r"repository\.url"):
         landing.repository_url(bad)
 
 
 def test_citation_file_agrees_with_the_config_and_the_version():
-    """_config.yml is the one place of the repository's URL; CITATION.cff must follow it (and the version)."""
+    """_config.yml is the one place of the repository's URL; CITATION.cff must follow it
+    (and the version)."""
     cff = landing._yaml(landing.CITATION)
     assert cff["repository-code"] == landing.repository_url()
     assert cff["preferred-citation"]["url"] == landing.repository_url()
@@ -90,7 +93,7 @@ def test_book_bibtex_takes_the_citation_file_url_and_version():
     assert isinstance(block, report.Markdown) and block.text.startswith("```bibtex\n")
 
 
-# -- Definition 1 on single sequences --------------------------------------------------------------------
+# -- Definition 1 on single sequences --------------------------------------------------------------
 
 
 def test_ordered_rows_flags_each_row_and_the_whole_matrix():
@@ -111,7 +114,8 @@ def test_single_sequences_of_layer_one_are_ordered_by_chance():
     stat = sequence_statistic(cfg, statistics.ordered_rows, samples=6_000)
     one, two = landing.single_sequence_order(stat, 1), landing.single_sequence_order(stat, 2)
     assert one.rows.tolist() == [3, 4, 5] and one.samples == 6_000
-    # layer 1's earlier keys are exchangeable: row i in order with probability 1/(i-1)! (within 5 SE)
+    # layer 1's earlier keys are exchangeable: row i in order with probability
+    # 1/(i-1)! (within 5 SE)
     assert np.all(np.abs(one.row_share - one.exchangeable) < 5 * one.row_se + 1e-12)
     assert two.row_share[0] > one.row_share[0]  # recency: ~ +6 SE at row 3
     assert one.count == round(one.share * 6_000) and 0 <= one.share <= one.row_share.min()
@@ -129,7 +133,7 @@ def test_single_sequence_order_of_a_constructed_statistic():
     assert o.row_share.tolist() == [0.5] and math.isclose(o.exchangeable[0], 0.5)
 
 
-# -- the engine check ----------------------------------------------------------------------------------
+# -- the engine check ------------------------------------------------------------------------------
 
 
 def test_exact_entries_are_the_diagonal_scores_and_the_first_weight():

@@ -1,11 +1,11 @@
 """The authoring rules of book/AUTHORING.md on every notebook, read from source.
 
-* no function, class or lambda defined in a notebook (the book's package has them, tested): the visible
-  cells show how a figure's data is made, the functions they call are companion's;
-* cells tagged remove-cell hold only imports, assignments and glue(...) calls (loops of them too) and the
-  parameters' check;
-* the code cell after the parameters cell is hidden and checks every parameter first, by its own name
-  (``globals().update(params.check(PAGE, globals()))``, companion.params);
+* no function, class or lambda defined in a notebook (the book's package has them, tested):
+  the visible cells show how a figure's data is made, the functions they call are companion's;
+* cells tagged remove-cell hold only imports, assignments and glue(...) calls (loops of them too)
+  and the parameters' check;
+* the code cell after the parameters cell is hidden and checks every parameter first, by its own
+  name (``globals().update(params.check(PAGE, globals()))``, companion.params);
 * the parameters cell is shown (no hide or remove tag), one typed and commented line per parameter
   (papermill --help-notebook prints those comments; it drops a line whose comment holds "=");
 * a page that simulates shows its work: a visible code cell of at most 12 lines with the setting it
@@ -27,13 +27,15 @@ import papermill as pm
 import pytest
 from bookutils import BOOK, page_source, toc_pages
 
-# every page of the book, and the setting template that papermill runs for Appendix B and for readers
+# every page of the book, and the setting template that papermill runs for
+# Appendix B and for readers
 NOTEBOOKS = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"] + ["setting_template"]
 GLUE_FIGURE = re.compile(r"^```\{glue:figure\}[^\n]*\n((?::[\w-]+:[^\n]*\n)*)", re.M)
 PSEUDO_TEX = re.compile(r"\b[SAX]\^\(\d+\)")
 HIDDEN = {"hide-cell", "hide-input", "remove-cell", "remove-input"}
 PARAMETER_LINE = re.compile(r"^\w+: [\w\[\], |]+ = [^#]+  # [^=]+$")
-# what runs a simulation on a page: the results cache, the simulator's entry points, the book's grids
+# what runs a simulation on a page: the results cache, the simulator's entry points,
+# the book's grids
 SIMULATES = re.compile(
     r"\b(cached_simulate_many|cached_simulate|simulate_many|simulate|sample_trajectories|"
     r"rp_conventions|run_grid|run_setting|measure|sequence_statistic|cached_statistic)\("
@@ -50,7 +52,8 @@ def _code(cell) -> str:
 
 
 def _checks_parameters(node) -> str | None:
-    """The page named by a statement ``globals().update(params.check(PAGE, globals()))``, else None."""
+    """The page named by a statement ``globals().update(params.check(PAGE, globals()))``,
+    else None."""
     code = ast.unparse(node) if isinstance(node, ast.Expr) else ""
     m = re.fullmatch(r"globals\(\)\.update\(params\.check\('(\w+)', globals\(\)\)\)", code)
     return m.group(1) if m else None
@@ -62,7 +65,8 @@ def _glue_or_layout(node) -> bool:
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         if _checks_parameters(node):
             return True
-        # glue(...) itself, or report.glue_numbers(...), which only glues what a companion.pages function returns
+        # glue(...) itself, or report.glue_numbers(...), which only glues what a companion.pages
+        # function returns
         return getattr(node.value.func, "id", getattr(node.value.func, "attr", "")) in (
             "glue",
             "glue_numbers",
@@ -85,8 +89,8 @@ def _parameter_check_problems(page: str, code: list) -> list[str]:
         _checks_parameters(body[k]) for k in calls
     ] != [page]:
         return [
-            f"the code cell after the parameters cell is not a hidden cell that checks every parameter: "
-            f"globals().update(params.check({page!r}, globals()))"
+            "the code cell after the parameters cell is not a hidden cell that checks every "
+            f"parameter: globals().update(params.check({page!r}, globals()))"
         ]
     if not all(isinstance(node, (ast.Import, ast.ImportFrom)) for node in body[: calls[0]]):
         return ["the parameters' check is not the first statement after the imports of its cell"]
@@ -107,7 +111,8 @@ def rule_problems(page: str) -> list[str]:
             ]
             if defined:
                 problems.append(
-                    f"cell {k} defines {sorted(set(defined))}: move it into companion (or recency_lib)"
+                    f"cell {k} defines {sorted(set(defined))}: "
+                    "move it into companion (or recency_lib)"
                 )
             if "remove-cell" in tags and not all(_glue_or_layout(n) for n in tree.body):
                 problems.append(f"cell {k} is removed but does more than import, assign and glue")
@@ -119,8 +124,8 @@ def rule_problems(page: str) -> list[str]:
                 for line in _code(cell).splitlines():
                     if line.strip() and not PARAMETER_LINE.match(line):
                         problems.append(
-                            f"cell {k}: parameter line {line.strip()!r} is not `name: type = value  # comment` "
-                            "with a comment free of '='"
+                            f"cell {k}: parameter line {line.strip()!r} is not "
+                            "`name: type = value  # comment` with a comment free of '='"
                         )
         else:
             for m in GLUE_FIGURE.finditer(cell.source):

@@ -14,8 +14,8 @@ import papermill as pm
 import pytest
 from bookutils import BOOK, execute_page, page_source, toc_pages
 
-# pages whose papermill behaviour has dedicated tests: tests/book/test_appendix_b.py (grids of its own),
-# tests/book/test_explorer.py (an HTML explorer, no figure)
+# pages whose papermill behaviour has dedicated tests: tests/book/test_appendix_b.py (grids of its
+# own), tests/book/test_explorer.py (an HTML explorer, no figure)
 DEDICATED = {"appendix_b", "explorer"}
 
 NOTEBOOKS = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"]
@@ -44,11 +44,11 @@ def test_notebook_is_clean_and_parameterised(page):
 def test_every_page_runs_under_papermill_with_other_parameters():
     """Every notebook of the book has a papermill run at small sample counts with parameter values
     other than its defaults, which checks that it runs, glues figures and writes nothing to stderr:
-    chapters 1-5 in tests/book/test_notebook_rules.py, chapter 6 in tests/book/test_empirical_page.py,
-    chapters 7-8, the reproducibility page and Appendix A here, Appendix B in
-    tests/book/test_appendix_b.py, the explorer in tests/book/test_explorer.py. (A run at the defaults with
-    only the samples cut would execute each page once more for nothing: the full build executes
-    every page at its defaults.) A new page must join one of those lists."""
+    chapters 1-5 in tests/book/test_notebook_rules.py, chapter 6 in
+    tests/book/test_empirical_page.py, chapters 7-8, the reproducibility page and Appendix A here,
+    Appendix B in tests/book/test_appendix_b.py, the explorer in tests/book/test_explorer.py. (A run
+    at the defaults with only the samples cut would execute each page once more for nothing:
+    the full build executes every page at its defaults.) A new page must join one of those lists."""
     from test_notebook_rules import NON_DEFAULT
 
     covered = set(NON_DEFAULT) | set(OTHER_PARAMETERS) | {"appendix_a", "empirical"} | DEDICATED
@@ -58,7 +58,7 @@ def test_every_page_runs_under_papermill_with_other_parameters():
     )
 
 
-# -- chapters 7, 8 and the reproducibility page with parameter values other than the defaults ----------
+# -- chapters 7, 8 and the reproducibility page with parameter values other than the defaults ------
 
 
 def _glued(outputs) -> dict[str, str]:
@@ -142,9 +142,9 @@ def test_closing_pages_run_with_other_parameters(page, tmp_path, monkeypatch, se
         )
 
 
-# A bad value of any page's parameter stops the page in its first hidden cell (the parameters' check),
-# under the parameter's own name, before anything is simulated. The first nine are the cases that were
-# refused late (after other cells had simulated) or under an internal name.
+# A bad value of any page's parameter stops the page in its first hidden cell (the parameters'
+# check), under the parameter's own name, before anything is simulated. The first nine are the cases
+# that were refused late (after other cells had simulated) or under an internal name.
 FIRST_CELL = [
     ("beyond", {"long_samples": 0}, "long_samples=0 is out of range"),
     ("input_distribution", {"samples_alpha1": 1}, "samples_alpha1=1 is out of range"),
@@ -206,9 +206,9 @@ APPENDIX_A = {
 
 
 def test_appendix_a_runs_with_other_parameters(tmp_path, monkeypatch, seeded_cache):
-    """Other hidden sizes (two, none of them the paper's 64, given as papermill's -p passes a list: its
-    string), a shorter sequence, one worker, another seed: every glued number and figure is still
-    produced, nothing is written to stderr."""
+    """Other hidden sizes (two, none of them the paper's 64, given as papermill's -p passes a list:
+    its string), a shorter sequence, one worker, another seed: every glued number and figure is
+    still produced, nothing is written to stderr."""
     monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     path = page_source("appendix_a")

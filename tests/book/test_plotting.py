@@ -59,7 +59,7 @@ def test_heatmap_returns_axes_and_excludes_diagonal_from_colour_scale():
 def test_heatmaps_use_the_simulators_convention():
     from recency_lib.plot import DIAGONAL, heatmap_colours
 
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.score_heatmap(example_scores(6), ax)
     mesh = ax.collections[0]
     np.testing.assert_array_equal(mesh.cmap(np.linspace(0, 1, 256))[:, :3], heatmap_colours())
@@ -79,14 +79,14 @@ def test_heatmap_ticks_are_one_based_and_axes_labelled():
 
 
 def test_heatmap_rp_annotation():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.score_heatmap(example_scores(), ax, recency_probability=0.73214, recency_sem=0.00123)
     (box,) = texts_with_gid(ax, plotting.RP_GID)
     assert box.get_text() == "RP = 0.7321\n\u00b1 0.0012"
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.score_heatmap(example_scores(), ax, recency_probability=0.5)
     assert texts_with_gid(ax, plotting.RP_GID)[0].get_text() == "RP = 0.500"
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.score_heatmap(example_scores(), ax)
     assert texts_with_gid(ax, plotting.RP_GID) == []
 
@@ -94,14 +94,14 @@ def test_heatmap_rp_annotation():
 def test_heatmap_nan_in_lower_triangle_is_ignored_for_limits():
     s = example_scores()
     s[3, 1] = np.nan
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.score_heatmap(s, ax)
     lower = s[np.tril_indices(6, -1)]
     assert ax.collections[0].get_clim() == (np.nanmin(lower), np.nanmax(lower))
 
 
 def test_heatmap_single_token():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     assert plotting.score_heatmap([[8.0]], ax) is ax
 
 
@@ -146,7 +146,7 @@ def test_grid_panels_labels_and_rp():
 
 def test_grid_accepts_one_dimensional_axes():
     sm = np.stack([example_scores(4)] * 3)[None]  # (1, 3, 4, 4)
-    fig, axes = plt.subplots(1, 3)
+    _fig, axes = plt.subplots(1, 3)
     assert plotting.score_grid(sm, axes).shape == (1, 3)
 
 
@@ -156,7 +156,7 @@ def test_grid_accepts_one_dimensional_axes():
 def test_h_curve_normalized_and_raw():
     j = np.arange(1, 11)
     h = 0.1 + 0.01 * j
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     assert plotting.h_curve(j, h, ax, label="alpha=0.5") is ax
     (line,) = ax.get_lines()
     np.testing.assert_allclose(line.get_ydata(), h / h[0])
@@ -167,7 +167,7 @@ def test_h_curve_normalized_and_raw():
 
 
 def test_errorbar_points_scales_with_z():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     x, m, e = np.arange(1, 5), np.array([1.0, 2, 3, 4]), np.array([0.1, 0.2, 0.1, 0.3])
     assert plotting.errorbar_points(x, m, e, ax, label="sim", z=2.0) is ax
     (container,) = ax.containers
@@ -178,7 +178,7 @@ def test_errorbar_points_scales_with_z():
 
 
 def test_recency_by_layer_reference_line_once():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     assert plotting.recency_by_layer([0.5, 0.7, 0.8], [0.01, 0.01, 0.02], ax, label="LN") is ax
     plotting.recency_by_layer([0.5, 0.55, 0.6], [0.01, 0.01, 0.02], ax, label="LN+res")
     refs = [ln for ln in ax.get_lines() if ln.get_gid() == plotting.NO_ORDER_GID]
@@ -192,7 +192,7 @@ def test_recency_by_layer_reference_line_once():
 def test_row_profile():
     s = example_scores(6)
     e = np.abs(example_scores(6, seed=1)) * 0.01
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     assert plotting.row_profile(s, e, 5, ax, label="row 5") is ax
     (container,) = ax.containers
     np.testing.assert_allclose(container.lines[0].get_xdata(), [1, 2, 3, 4])
@@ -231,7 +231,7 @@ def test_grid_shares_a_row_scale_only_where_honest():
 
 def test_heatmap_can_colour_the_diagonal_as_the_paper_did():
     s = example_scores()
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.score_heatmap(s, ax, include_diagonal=True)
     assert ax.collections[0].get_clim()[1] == 100.0  # the diagonal is on the scale
     assert np.ma.count(ax.collections[0].get_array()) == 21
@@ -255,7 +255,7 @@ def formulas(ax):
 
 
 def test_h_panel_draws_the_kinds_it_is_asked_for():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.h_panel(curves(), ax, color="C1", label="α = 0.2")
     assert [line.get_linestyle() for line in formulas(ax)] == [
         cv.AS_PRINTED["linestyle"],
@@ -266,16 +266,16 @@ def test_h_panel_draws_the_kinds_it_is_asked_for():
         formulas(ax)[1].get_ydata(), 1.1 * (1 + 0.01 * np.arange(5))
     )  # drawn as given
     assert len(ax.containers) == 1 and ax.containers[0].get_label() == "α = 0.2"
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.h_panel(curves(normalized=False), ax, corrected=False)
     assert [line.get_linestyle() for line in formulas(ax)] == [cv.AS_PRINTED["linestyle"]]
     assert ax.get_ylabel() == "\u221ad \u00b7 h(j)"
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.h_panel(curves(closed=False), ax)  # no closed form: only the points
     assert formulas(ax) == [] and len(ax.containers) == 1
 
 
-# -- the book's style ----------------------------------------------------------------------------------
+# -- the book's style ------------------------------------------------------------------------------
 
 
 def _texts(fig):
@@ -318,7 +318,7 @@ def test_subplots_fill_the_column_and_all_text_is_at_least_9_pt():
 
 
 def test_curve_kinds_follow_the_conventions():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.h_curve([1, 2, 3], [1.0, 1.1, 1.2], ax, kind="printed")
     plotting.h_curve([1, 2, 3], [1.0, 1.1, 1.2], ax, kind="corrected")
     assert [ln.get_linestyle() for ln in ax.get_lines()] == ["--", "-"]
@@ -327,7 +327,7 @@ def test_curve_kinds_follow_the_conventions():
 
 
 def test_glue_figure_closes_the_figure():
-    fig, ax = plt.subplots()
+    fig, _ax = plt.subplots()
     plotting.glue_figure("test-figure", fig)
     assert not plt.fignum_exists(fig.number)
 
@@ -337,7 +337,7 @@ def test_a_settings_style_replaces_the_default_format_without_warnings():
 
     from recency_lib import SimConfig
 
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         plotting.recency_by_layer(
@@ -356,7 +356,7 @@ def test_a_settings_style_replaces_the_default_format_without_warnings():
 
 
 def test_style_legend_keeps_the_existing_legend():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     ax.plot([1, 2], [1, 2], label="α = 0")
     first = ax.legend(loc="lower right")
     legend = plotting.style_legend(ax, loc="upper left")
@@ -372,7 +372,7 @@ def test_style_legend_keeps_the_existing_legend():
 
 
 def test_closed_form_and_reference_line_follow_the_conventions():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     assert plotting.closed_form([1, 2, 3], [3, 2, 1], ax, kind="printed", label="Eq. (5)") is ax
     plotting.reference_line(ax, 0.0, label="no order")
     line, ref = ax.get_lines()
@@ -383,7 +383,7 @@ def test_closed_form_and_reference_line_follow_the_conventions():
 
 
 def test_d_axis_can_take_a_log_y_axis():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.d_axis(ax, [4, 16, 64], log_y=True)
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert [t.get_text() for t in ax.get_xticklabels()] == [
@@ -405,7 +405,7 @@ class _Reach:
 
 
 def test_trend_reach_points_where_resolved_and_limits_where_not():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     reach = [
         _Reach(64, 2e-6, 2e-7, True),
         _Reach(16, 2e-3, 4e-5, True),
@@ -420,16 +420,16 @@ def test_trend_reach_points_where_resolved_and_limits_where_not():
         "simulated, control variates",
         "unresolved: below (+2 SE)",
     ]
-    points = [c for c in ax.containers if c.get_label() == "simulated, control variates"][0]
+    points = next(c for c in ax.containers if c.get_label() == "simulated, control variates")
     assert list(points.lines[0].get_xdata()) == [16, 64]  # sorted by d, resolved only
-    limits = [c for c in ax.containers if c.get_label().startswith("unresolved")][0]
+    limits = next(c for c in ax.containers if c.get_label().startswith("unresolved"))
     assert list(limits.lines[0].get_ydata()) == [
         pytest.approx(2 * 6e-10)
     ]  # a negative trend counts as 0
 
 
 def test_versus_d_log_axis_ticks_and_one_reference_line():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     ds = [16, 64, 256]
     out = plotting.versus_d(
         ds,
@@ -448,7 +448,7 @@ def test_versus_d_log_axis_ticks_and_one_reference_line():
     assert [t.get_text() for t in ax.legend().get_texts()] == ["a", "b"]
 
 
-# -- chapter 7 and 8 figures ------------------------------------------------------------------------------
+# -- chapter 7 and 8 figures -----------------------------------------------------------------------
 
 
 def test_panels_hide_the_unused_cells():
@@ -460,7 +460,7 @@ def test_panels_hide_the_unused_cells():
 
 
 def test_recency_dots_one_row_per_setting_one_dot_per_layer():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     rp = np.array([[0.5, 0.7, 0.8], [0.5, 0.4, 0.3]])
     assert plotting.recency_dots(["a", "b"], rp, np.full((2, 3), 0.01), ax) is ax
     assert len(ax.containers) == 3  # one series per layer
@@ -472,11 +472,11 @@ def test_recency_dots_one_row_per_setting_one_dot_per_layer():
 
 
 def test_recency_by_length_and_binned_profiles():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.recency_by_length([10, 32, 128], np.full((3, 2), 0.6), np.full((3, 2), 0.01), ax)
     assert ax.get_xscale() == "log" and len(ax.containers) == 2
     assert [t.get_text() for t in ax.get_xticklabels()] == ["10", "32", "128"]
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     profiles = {
         10: (np.array([0.2, 0.6]), np.array([-0.1, 0.1]), np.array([0.01, 0.01])),
         32: (np.array([0.2, 0.6]), np.array([-0.2, 0.2]), np.array([0.01, 0.01])),
@@ -489,7 +489,7 @@ def test_recency_by_length_and_binned_profiles():
 
 
 def test_ratio_by_d_draws_points_and_one_reference():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     out = plotting.ratio_by_d([16, 64, 256], [1.1, 1.4, 1.5], [0.01, 0.02, 0.03], ax, label="a")
     plotting.ratio_by_d([16, 64], [0.9, 1.0], [0.01, 0.01], ax, label="b")
     plotting.ratio_by_d([], [], [], ax)  # nothing resolved: only the reference
@@ -501,7 +501,7 @@ def test_ratio_by_d_draws_points_and_one_reference():
 
 
 def test_d_axis_is_log2_with_integer_ticks():
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plotting.ratio_by_d([16, 64, 256], [1.0, 1.0, 1.0], [0.1, 0.1, 0.1], ax)
     plotting.d_axis(ax, [16, 64, 256])
     assert ax.get_xscale() == "log"
@@ -509,7 +509,7 @@ def test_d_axis_is_log2_with_integer_ticks():
     assert ax.get_xlabel() == "hidden size d"
 
 
-# -- the figures two pages share --------------------------------------------------------------------
+# -- the figures two pages share -------------------------------------------------------------------
 
 
 def _result(n, layers, seed):
@@ -539,7 +539,7 @@ def test_figure1_grids_draws_the_books_and_the_papers_way():
     first = [ax for ax in paper.axes if ax.get_title() == "layer 1"]
     assert first and not texts_with_gid(first[0], plotting.RP_GID)  # the paper's: no RP
     assert first[0].get_ylabel().startswith("a\n")
-    diagonal = [ax for ax in paper.axes if ax.collections][0].collections[0]
+    diagonal = next(ax for ax in paper.axes if ax.collections).collections[0]
     assert np.isfinite(diagonal.get_array()).sum() == n * (n + 1) // 2  # the diagonal coloured
 
 

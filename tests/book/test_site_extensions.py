@@ -1,5 +1,6 @@
 """The book's Sphinx extensions for the reader offline: the page texts of the search's summaries
-(book/_ext/offline_search.py) and the execution table's status in words (book/_ext/exec_status.py)."""
+(book/_ext/offline_search.py) and the execution table's status in words
+(book/_ext/exec_status.py)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ PAGE = """<html><body><nav id="nav">menu</nav>
 def test_page_text_keeps_the_text_and_the_anchors_of_the_main_content():
     text = offline_search.page_text(PAGE)
     assert text == (
-        '<div role="main"> <div id="intro">Intro The trend of \\(S^{(2)}\\) is 0.5 ± 0.1 &amp; rises.  '
+        '<div role="main"> <div id="intro">Intro The trend of \\(S^{(2)}\\) is 0.5 ± 0.1 &amp; '
+        "rises.  "
         '<div id="deeper">More &lt;here&gt;.</div></div> </div>'
     ), text
     assert offline_search.page_text("<html><body><p>no main</p></body></html>") == ""

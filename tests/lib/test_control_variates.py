@@ -140,7 +140,7 @@ def test_single_sample_blocks_travel_without_their_zeros_and_merge_as_with_them(
     assert fast.count == slow.count == sum(sizes)
 
 
-# -- the simulator: known values, agreement, honest errors -------------------------------------------
+# -- the simulator: known values, agreement, honest errors -----------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -154,7 +154,8 @@ def test_single_sample_blocks_travel_without_their_zeros_and_merge_as_with_them(
 )
 def test_first_layer_controls_sit_at_their_known_means(kw):
     """Layer 1: every off-diagonal step, row trend and the trend at 0, the recency probability at
-    1/2, within Z standard errors (exchangeable tokens); the cv fields of layer 1 are the plain ones."""
+    1/2, within Z standard errors (exchangeable tokens); the cv fields of layer 1
+    are the plain ones."""
     r = simulate(SimConfig(n=8, d=16, layers=2, samples=20_000, seed=5, **kw))
     steps = r.diff_mean[0][np.tril_indices(8, -1)]
     sems = r.diff_sem[0][np.tril_indices(8, -1)]
@@ -301,10 +302,10 @@ def test_round_trip_keeps_the_cv_fields_and_version_1_files_are_refused(tmp_path
 
 
 def test_rope_first_layer_is_not_exchangeable_so_no_controls_are_used():
-    """With RoPE the first layer already orders keys (S_ij depends on i - j), so its steps do not have
-    mean 0 and would bias the control-variate estimate: the engines report plain estimates then.
-    The layer-1 trend is resolved away from 0 here by many SEs (checked: |z| > 5), which is what a
-    control with an assumed mean of 0 would have carried into every later layer."""
+    """With RoPE the first layer already orders keys (S_ij depends on i - j), so its steps do not
+    have mean 0 and would bias the control-variate estimate: the engines report plain estimates
+    then. The layer-1 trend is resolved away from 0 here by many SEs (checked: |z| > 5),
+    which is what a control with an assumed mean of 0 would have carried into every later layer."""
     cfg = SimConfig(alpha=0.5, n=8, d=16, layers=2, samples=4_000, seed=2, rope=True)
     assert not controls_valid(cfg) and controls_valid(cfg.replace(rope=False, heads=2, ffn=True))
     r = simulate(cfg)

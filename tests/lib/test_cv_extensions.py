@@ -6,9 +6,10 @@ recency probability (``features.control_means``). Those means follow from the ex
 layer 1's earlier keys: for a query i, swapping the tokens at two earlier positions j, k < i swaps
 S_ij and S_ik and changes nothing else. RoPE breaks it (a key is rotated by its own position; the
 engines then report plain estimates, ``features.controls_valid``, tested in
-tests/lib/test_control_variates.py). Fixed or per-sample projections, several heads, the FFN (it acts
-after layer 1's scores) and post-LN apply one map to every token alike and keep it: checked here on
-simulations, together with what a valid control must do, stay within a few SE of the plain mean.
+tests/lib/test_control_variates.py). Fixed or per-sample projections, several heads, the FFN (it
+acts after layer 1's scores) and post-LN apply one map to every token alike and keep it: checked
+here on simulations, together with what a valid control must do, stay
+within a few SE of the plain mean.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def test_their_corrected_estimates_stay_near_the_plain_ones(runs):
 
 def test_with_rope_and_alpha_above_zero_layer1_has_an_order():
     """Why RoPE gets no controls: layer 1 itself prefers nearby keys (its recency probability is
-    tens of SE above 1/2 here, measured ~60), so the assumed mean 1/2 would bias every later layer."""
+    tens of SE above 1/2 here, measured ~60), so the assumed mean 1/2 would bias
+    every later layer."""
     res = simulate(SimConfig(**{**BASE, "samples": 2_000}, rope=True))
     rp, se = (float(res.recency_probability[0]), float(res.recency_probability_sem[0]))
     assert (rp - 0.5) / se > 10

@@ -1,8 +1,10 @@
-"""The one Definition-1 rule (recency_lib.metrics.definition1): family-wise, and honest at float64's limit.
+"""The one Definition-1 rule (recency_lib.metrics.definition1): family-wise,
+and honest at float64's limit.
 
-At large d the true steps of S^(2) (about sqrt(d) e^{-2 sqrt d}) are far below what float64 resolves beside
-scores of size sqrt(d); there a step whose standard error is 0, or whose mean and error are below the
-rounding of the scores, is never decided, and the API and the command line say "undecided" and why."""
+At large d the true steps of S^(2) (about sqrt(d) e^{-2 sqrt d}) are far below what float64 resolves
+beside scores of size sqrt(d); there a step whose standard error is 0, or whose mean and error are
+below the rounding of the scores, is never decided, and the API and the command line say
+"undecided" and why."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import numpy as np
 import pytest
 
 from recency_lib import SimConfig, cli, simulate
-from recency_lib.metrics import definition1, familywise_z, resolution
+from recency_lib.metrics import definition1, familywise_z
+from recency_lib.rounding import resolution
 
 LARGE = [
     dict(alpha=a, gamma=g, norm=m, n=n, d=d)

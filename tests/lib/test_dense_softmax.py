@@ -1,4 +1,5 @@
-"""The compiled causal softmax (the dense engine's extended layer, chapter 8) against the numpy one."""
+"""The compiled causal softmax (the dense engine's extended layer, chapter 8)
+against the numpy one."""
 
 from __future__ import annotations
 

@@ -21,20 +21,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from recency_lib import SimConfig, SimResult, kernels, simulate, simulate_many
 from blocks import gram_block
 
+from recency_lib import SimConfig, SimResult, kernels, simulate, simulate_many
 from recency_lib.engines import block_size, gram_block_moments
-from recency_lib.trajectories import sample_trajectories
 from recency_lib.result import ARRAY_FIELDS as ARRAYS
 from recency_lib.sampling import gram_assemble, gram_draws, gram_width, sigma_cholesky
 from recency_lib.streams import block_key
+from recency_lib.trajectories import sample_trajectories
 
 Z = 4.5
 HAVE_KERNEL = kernels.load() is not None
 REPO = Path(__file__).resolve().parents[2]
-# CI builds the C kernel (pip install -e .): there, a missing kernel fails these tests instead of skipping them
+# CI builds the C kernel (pip install -e .): there, a missing kernel fails these tests
+# instead of skipping them
 needs_kernel = pytest.mark.skipif(
     not HAVE_KERNEL and not os.environ.get("CI"), reason="the C kernel was not built"
 )
@@ -131,7 +131,8 @@ def test_dense_and_gram_agree_in_distribution(params):
 
 
 def test_grid_would_catch_a_wrong_sampler(monkeypatch):
-    """Sanity of the test's power: LayerNorm with d instead of d - 1 degrees of freedom is caught."""
+    """Sanity of the test's power: LayerNorm with d instead of d - 1 degrees of
+    freedom is caught."""
     from recency_lib import sampling
 
     cfg = SimConfig(alpha=0.5, gamma=1.0, norm="layernorm", n=10, d=3, layers=4, samples=3_000)
@@ -259,8 +260,9 @@ def test_compiled_kernel_matches_the_numpy_path_on_random_configs():
 
 
 def test_the_compiled_kernel_is_the_one_that_runs():
-    """``pip install -e .`` compiles the C kernel; the engines then run it, and say so. Skipped where
-    it could not be built, except on CI (the CI variable set), where a missing kernel is a failure."""
+    """``pip install -e .`` compiles the C kernel; the engines then run it, and say so. Skipped
+    where it could not be built, except on CI (the CI variable set), where a missing
+    kernel is a failure."""
     if not HAVE_KERNEL and not os.environ.get("CI"):
         pytest.skip("the C kernel was not built (no C compiler at install time?)")
     from recency_lib.kernels import kernel_name
@@ -295,7 +297,8 @@ def test_simulate_with_either_kernel_agrees_to_rounding(monkeypatch):
 @pytest.mark.parametrize("engine", ["gram", "dense"])
 def test_streamed_moments_equal_a_two_pass_computation_over_many_blocks(engine):
     """Means and standard errors merged over 23 blocks (in two groups, Chan et al.) equal numpy's
-    two-pass mean and std of the same per-sample features (sample_trajectories draws the same blocks)."""
+    two-pass mean and std of the same per-sample features (sample_trajectories draws
+    the same blocks)."""
     cfg = SimConfig(alpha=0.5, gamma=1.0, n=5, d=16, layers=3, seed=12, engine=engine)
     bsize = block_size(cfg, engine)
     cfg = cfg.replace(samples=22 * bsize + 37)  # 23 blocks, the last one short
@@ -384,7 +387,8 @@ def test_thread_pool_in_a_fresh_process_does_not_deadlock():
     code = (
         "from concurrent.futures import ThreadPoolExecutor\n"
         "from recency_lib import SimConfig, simulate_many\n"
-        "cfgs = [SimConfig(n=6, d=16, layers=2, samples=3_000, seed=s, alpha=0.5) for s in (1, 2)]\n"
+        "cfgs = [SimConfig(n=6, d=16, layers=2, samples=3_000, seed=s, alpha=0.5) "
+        "for s in (1, 2)]\n"
         "with ThreadPoolExecutor(2) as pool:\n"
         "    res = simulate_many(cfgs, executor=pool, chunk_size=512)\n"
         "print(repr([float(r.recency_probability[-1]) for r in res]))\n"
@@ -430,7 +434,7 @@ def test_sample_trajectories_are_what_simulate_averages():
     np.testing.assert_allclose(r.attn_mean, a.mean(0), rtol=1e-12, atol=1e-15)
 
 
-# -- memory: bounded, whatever the number of samples -------------------------------------------------
+# -- memory: bounded, whatever the number of samples -----------------------------------------------
 
 
 def _peak_rss_mb(cfg: SimConfig, env: dict | None = None) -> float:
@@ -473,8 +477,8 @@ def test_memory_does_not_grow_with_samples(path, engine, n, few, many):
 @pytest.mark.parametrize("path", ["compiled", "numpy"])
 @pytest.mark.parametrize("engine", ["gram", "dense"])
 def test_memory_at_n512_is_bounded_on_every_path(path, engine):
-    """A block at n = 512 (16 samples, 1 layer, d = 64) stays below 1 GB with the C kernel and on the
-    numpy path (whose recency count works row by row, never on all C(n, 3) triples at once)."""
+    """A block at n = 512 (16 samples, 1 layer, d = 64) stays below 1 GB with the C kernel and on
+    the numpy path (whose recency count works row by row, never on all C(n, 3) triples at once)."""
     if path == "compiled" and not HAVE_KERNEL and not os.environ.get("CI"):
         pytest.skip("the C kernel was not built")
     env = {"RECENCY_LIB_KERNEL": "numpy"} if path == "numpy" else None

@@ -9,9 +9,8 @@ import pytest
 
 from recency_lib import SimConfig, extensions, simulate
 from recency_lib.engines import block_moments, block_size, resolve_engine
-from recency_lib.features import layer_features, n_features
 from recency_lib.extensions import apply_rope, merge_heads, split_heads
-from recency_lib.features import control_slice
+from recency_lib.features import control_slice, layer_features, n_features
 from recency_lib.model import layer
 from recency_lib.sampling import dense_tokens
 from recency_lib.stats import Moments
@@ -30,9 +29,9 @@ ARRAYS = (
 )
 
 # Frozen before the extensions existed (git 22e012a): dense engine, alpha=0.3, gamma=1, n=6, d=8,
-# layers=2, samples=300, seed=5 -> the result arrays. The file was written on another machine, so it is
-# compared to a few ulps (BLAS may round differently on another CPU: 4e-16 was seen), never bitwise;
-# bitwise identity is checked within one machine below.
+# layers=2, samples=300, seed=5 -> the result arrays. The file was written on another machine, so it
+# is compared to a few ulps (BLAS may round differently on another CPU: 4e-16 was seen),
+# never bitwise; bitwise identity is checked within one machine below.
 FROZEN_CFG = dict(alpha=0.3, gamma=1.0, n=6, d=8, layers=2, samples=300, seed=5, engine="dense")
 FROZEN_ULPS = 16  # of each array's largest magnitude
 
@@ -188,8 +187,9 @@ def test_long_sequence_bounded_memory():
 
 
 def test_gelu_is_the_exact_erf_form():
-    """GELU(x) = x Phi(x), against Phi from the normal distribution of scipy.stats (its own cdf code:
-    agreement to rounding, 1e-12 allowed; 1 + erf cancels for x < 0, hence the absolute floor)."""
+    """GELU(x) = x Phi(x), against Phi from the normal distribution of scipy.stats (its own cdf
+    code: agreement to rounding, 1e-12 allowed; 1 + erf cancels for x < 0,
+    hence the absolute floor)."""
     from scipy.stats import norm
 
     from recency_lib.extensions import gelu

@@ -1,6 +1,6 @@
-"""Result files: a lossless round trip; a write replaces only a file this library wrote, atomically, and an
-interrupt leaves the old file and no temporary; a file read back is checked for its keys, shapes and
-dtypes, and anything else is a ValueError naming the file."""
+"""Result files: a lossless round trip; a write replaces only a file this library wrote, atomically,
+and an interrupt leaves the old file and no temporary; a file read back is checked for its keys,
+shapes and dtypes, and anything else is a ValueError naming the file."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_a_file_this_library_did_not_write_is_never_replaced(tmp_path, res, name
     path = tmp_path / name
     path.write_bytes(content)
     with pytest.raises(
-        ValueError, match="is not a recency_lib result file|is not a figure this library saved"
+        ValueError, match=r"is not a recency_lib result file|is not a figure this library saved"
     ):
         res.save(path)
     assert path.read_bytes() == content
@@ -82,8 +82,8 @@ def test_an_interrupt_during_a_write_leaves_the_old_file_and_no_temporary(tmp_pa
 
 
 def _mutations():
-    """Edits of a result's JSON form that no save writes: a key gone, a shape changed, a dtype changed,
-    another format, a config that is not one."""
+    """Edits of a result's JSON form that no save writes: a key gone, a shape changed,
+    a dtype changed, another format, a config that is not one."""
     return st.one_of(
         st.sampled_from(list(ARRAY_FIELDS)).map(lambda k: ("drop", k)),
         st.sampled_from(list(ARRAY_FIELDS)).map(lambda k: ("shape", k)),
@@ -144,7 +144,7 @@ def test_a_result_for_another_config_is_refused_when_a_config_is_asked_for(tmp_p
         (tmp_path / "j.npz").write_bytes(junk)
         (tmp_path / "j.json").write_bytes(junk)
         for p in (tmp_path / "j.npz", tmp_path / "j.json"):
-            with pytest.raises(ValueError, match="j.npz|j.json"):
+            with pytest.raises(ValueError, match=r"j\.npz|j\.json"):
                 SimResult.load(p)
 
 

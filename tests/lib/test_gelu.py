@@ -1,8 +1,9 @@
-"""The compiled GELU (chapter 8's feed-forward block): its coefficients, its accuracy, its edge cases.
+"""The compiled GELU (chapter 8's feed-forward block): its coefficients,
+its accuracy, its edge cases.
 
-The kernel evaluates erfc(t) = exp(-t^2) E(t) with E a Chebyshev series in w = 1 / (1 + t); this file
-generates the series (:func:`erfcx_chebyshev`, the provenance of the table in ``_kernel.c``) and holds
-the result to the exact GELU computed by mpmath.
+The kernel evaluates erfc(t) = exp(-t^2) E(t) with E a Chebyshev series in w = 1 / (1 + t); this
+file generates the series (:func:`erfcx_chebyshev`, the provenance of the table in ``_kernel.c``)
+and holds the result to the exact GELU computed by mpmath.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ needs_c = pytest.mark.skipif(kernels.load() is None, reason="the C kernel was no
 
 def erfcx_chebyshev(deg: int = 36, tmax: float = 27.0) -> list[float]:
     """Chebyshev coefficients c_0..c_deg of E(t) = exp(t^2) erfc(t) as a function of w = 1 / (1 + t)
-    on t in [0, tmax], i.e. w in [1 / (1 + tmax), 1] mapped to [-1, 1]: the interpolant at the deg + 1
-    Chebyshev nodes, computed with mpmath at 50 digits and rounded to doubles (E ~ sum' c_k T_k)."""
+    on t in [0, tmax], i.e. w in [1 / (1 + tmax), 1] mapped to [-1, 1]: the interpolant at the
+    deg + 1 Chebyshev nodes, computed with mpmath at 50 digits and rounded to doubles
+    (E ~ sum' c_k T_k)."""
     with mp.workdps(50):
         count = deg + 1
         lo, hi = 1 / mp.mpf(1 + tmax), mp.mpf(1)
@@ -55,7 +57,8 @@ def _exact(x: np.ndarray) -> np.ndarray:
 
 
 def test_the_kernels_table_is_the_chebyshev_interpolant():
-    """The coefficients in _kernel.c are those :func:`erfcx_chebyshev` computes (to the last bit)."""
+    """The coefficients in _kernel.c are those :func:`erfcx_chebyshev` computes
+    (to the last bit)."""
     src = KERNEL_C.read_text()
     deg = int(re.search(r"#define ERFCX_DEG (\d+)", src).group(1))
     tmax = float(re.search(r"#define ERFCX_TMAX ([0-9.]+)", src).group(1))
@@ -69,7 +72,8 @@ def test_the_kernels_table_is_the_chebyshev_interpolant():
 @needs_c
 def test_gelu_is_within_1e_14_of_the_exact_value():
     """Relative error against mpmath over [-37.5, 38] (|GELU| down to 1e-301) and at random points;
-    the scipy form loses ~1e-8 relative in the far negative tail (1 + erf cancels), this does not."""
+    the scipy form loses ~1e-8 relative in the far negative tail (1 + erf cancels),
+    this does not."""
     x = np.concatenate(
         [np.linspace(-37.5, 38, 3021), np.random.default_rng(1).standard_normal(2000) * 3]
     )

@@ -2,9 +2,9 @@
 
 Statistical tests compare the Monte-Carlo mean with its target in units of its standard error
 (z-scores). The target is alpha only up to a finite-d bias, -alpha (1 - alpha^2) / (2 d) + O(d^-2)
-(second-order expansion, see the module docstring): its size is at most 1 / (3 sqrt(3) d) ~ 0.19 / d.
-So the test against alpha allows z <= 5 plus that bound, and the test of the expansion itself uses
-d large enough that the O(d^-2) remainder (~1/d^2 ~ 1.5e-5 at d = 256) is far below the
+(second-order expansion, see the module docstring): its size is at most 1 / (3 sqrt(3) d)
+~ 0.19 / d. So the test against alpha allows z <= 5 plus that bound, and the test of the expansion
+itself uses d large enough that the O(d^-2) remainder (~1/d^2 ~ 1.5e-5 at d = 256) is far below the
 standard error (~2e-4).
 """
 

@@ -6,11 +6,12 @@ flags, with 8 and with 3 groups per tile, and the x86-64 baseline (SSE2) give by
 installed build gives (``-march=native``: 8 lanes where AVX-512 exists): the gram block's moments
 and features (the specialised n = 10 code, partial tiles, n = 13, a trapezoid d < n, long rows that
 sum group by group, scores large enough for the exponentials' careful path), the random numbers,
-GELU and the causal softmax. A 64-bit ARM build (NEON), which cannot be loaded here, is cross-compiled
-with a C driver of the kernel (kernel_harness.c) and run under qemu: its draws and moments are those
-of the same driver built for this machine. Inputs with NaN and infinities are compared with every NaN made one
-pattern: which NaN an operation returns (its sign, its payload) follows the operand order that the
-compiler picks, and that differs between builds (it did before this test too).
+GELU and the causal softmax. A 64-bit ARM build (NEON), which cannot be loaded here, is
+cross-compiled with a C driver of the kernel (kernel_harness.c) and run under qemu: its draws and
+moments are those of the same driver built for this machine. Inputs with NaN and infinities are
+compared with every NaN made one pattern: which NaN an operation returns (its sign, its payload)
+follows the operand order that the compiler picks, and that differs between builds
+(it did before this test too).
 
 Each build is a module of its own, and GELU, the softmax and the draws are called on each module
 directly: nothing here compares a build with itself through ``recency_lib.kernels._kernel``.
@@ -28,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from blocks import gram_block
 
 from recency_lib import SimConfig, kernels
-from blocks import gram_block
 from recency_lib.sampling import gram_draws
 from recency_lib.streams import block_key
 
@@ -249,7 +250,8 @@ def _harness(tmp_path, name: str, cc: str, flags: list[str], runner: list[str]) 
 
 @pytest.mark.skipif(
     not X86 or CROSS_CC is None or QEMU is None,
-    reason="needs an x86-64 machine with aarch64-linux-gnu-gcc and qemu-aarch64 (.ci/run installs them)",
+    reason="needs an x86-64 machine with aarch64-linux-gnu-gcc and qemu-aarch64 "
+    "(.ci/run installs them)",
 )
 def test_arm64_build_gives_the_native_bits(tmp_path):
     """The kernel for 64-bit ARM (-march=armv8-a: 4 lanes, each vector two NEON registers, the NEON

@@ -66,7 +66,8 @@ def test_only_the_simulator_is_installed_and_it_is_the_installed_one():
         importlib.util.find_spec(m) is None for m in ("matplotlib", "sympy", "papermill", "myst_nb")
     )
     repo = Path(__file__).resolve().parents[2]
-    # the installed package (site-packages, wherever the venv is), not the checkout's recency_lib/ folder
+    # the installed package (site-packages, wherever the venv is),
+    # not the checkout's recency_lib/ folder
     assert not Path(recency_lib.__file__).resolve().is_relative_to(repo / "recency_lib"), (
         recency_lib.__file__
     )

@@ -244,19 +244,20 @@ from recency_lib.kernels import kernel_name
 cfg = SimConfig(alpha=0.5, n=6, d=16, layers=2, samples=2000, seed=1)
 cached = [cached_simulate(cfg, cache=sys.argv[1]) for _ in range(2)]
 direct = simulate(cfg)
-print(json.dumps({"kernel": kernel_name(), "key": cache_key(cfg), "stamp": cached[0].extra["kernel_path"],
-                  "computed": counts["computed"], "rp": cached[1].rp(2)[0], "direct": direct.rp(2)[0]}))
+print(json.dumps({"kernel": kernel_name(), "key": cache_key(cfg),
+                  "stamp": cached[0].extra["kernel_path"], "computed": counts["computed"],
+                  "rp": cached[1].rp(2)[0], "direct": direct.rp(2)[0]}))
 """
 
 
 @pytest.mark.skipif(kernels.kernel_name() != "c", reason="the C kernel was not built")
 def test_a_kernel_older_than_its_source_is_not_run_and_never_fills_the_cache(tmp_path):
-    """An edit of _kernel.c without a rebuild (a `git pull` without a reinstall): the compiled module,
-    which records the hash of the source it was built from, is not run; the numpy path runs, says so
-    once on stderr with the command that rebuilds the kernel, and its results are cached under the
-    numpy path's key. Once the module matches its source again (here: the source restored, as a rebuild
-    would make it match), the same call is computed by the kernel under another key, and the cached
-    result is the direct simulation's, bit for bit."""
+    """An edit of _kernel.c without a rebuild (a `git pull` without a reinstall): the compiled
+    module, which records the hash of the source it was built from, is not run; the numpy path runs,
+    says so once on stderr with the command that rebuilds the kernel, and its results are cached
+    under the numpy path's key. Once the module matches its source again (here: the source restored,
+    as a rebuild would make it match), the same call is computed by the kernel under another key,
+    and the cached result is the direct simulation's, bit for bit."""
     import json
     import os
     import shutil

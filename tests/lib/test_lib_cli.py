@@ -264,9 +264,9 @@ def test_a_bad_environment_variable_is_one_line_naming_it(name, value):
 def test_out_on_a_full_disk_is_one_line_naming_the_path_and_keeps_the_old_file(
     tmp_path, monkeypatch, capsys
 ):
-    """--out on a disk that fills up while the result is written: one error line with the cause and the
-    path, exit 1, the previous result file unchanged and no temporary file left (the disk is made full
-    by the write's fsync failing with ENOSPC, as a full disk reports it)."""
+    """--out on a disk that fills up while the result is written: one error line with the cause and
+    the path, exit 1, the previous result file unchanged and no temporary file left (the disk is
+    made full by the write's fsync failing with ENOSPC, as a full disk reports it)."""
     import errno
     import os
 

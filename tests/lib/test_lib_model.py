@@ -34,7 +34,8 @@ def test_normalised_diagonal_scores_are_sqrt_d(rng):
         x = rng.normal(size=(2, 7, 32)) / math.sqrt(32)
         seen = center(x) if norm == "layernorm" else x
         s = causal_scores(normalize(seen, norm, 32, 1e-12), 32)
-        # ||y||^2 / sqrt(d) = d * ms / (ms + eps) / sqrt(d): sqrt(d) up to the eps term (~1e-11 relative)
+        # ||y||^2 / sqrt(d) = d * ms / (ms + eps) / sqrt(d): sqrt(d) up to the eps
+        # term (~1e-11 relative)
         np.testing.assert_allclose(np.diagonal(s, axis1=-2, axis2=-1), math.sqrt(32), rtol=1e-9)
 
 
@@ -56,7 +57,8 @@ def test_causal_softmax_rows(rng):
 @pytest.mark.parametrize("norm", ["layernorm", "rms", "none"])
 @pytest.mark.parametrize("gamma", [0.0, 1.0, -0.7])
 def test_gram_coordinates_reproduce_dense_trajectory(rng, norm, gamma):
-    """Any R with R R^T equal to the Gram matrix the model sees gives the same scores, every layer."""
+    """Any R with R R^T equal to the Gram matrix the model sees gives the same scores,
+    every layer."""
     n, d, layers = 6, 20, 4
     x = rng.normal(size=(1, n, d)) / math.sqrt(d) + 0.4 * rng.normal(size=(1, 1, d))
     seen = center(x) if norm == "layernorm" else x

@@ -138,7 +138,8 @@ def test_no_norm_first_layer_diagonal_is_expected_square_norm(engine):
 @pytest.mark.parametrize("norm", ["layernorm", "rms", "none"])
 @pytest.mark.parametrize("alpha", [0.0, 0.5])
 def test_first_layer_has_no_order(norm, alpha):
-    """Tokens are exchangeable, so layer-1 recency probability is 0.5 and off-diagonal means equal."""
+    """Tokens are exchangeable, so layer-1 recency probability is 0.5 and
+    off-diagonal means equal."""
     r = simulate(SimConfig(alpha=alpha, norm=norm, n=8, d=16, layers=1, samples=20_000, seed=3))
     assert abs(r.recency_probability[0] - 0.5) < Z * r.recency_probability_sem[0]
     off = r.diff_mean[0][np.tril_indices(8, -1)]
@@ -164,7 +165,8 @@ def test_anisotropy_with_layernorm_gives_recency_and_residual_weakens_it():
 
 
 def test_without_norm_deep_layers_prefer_early_tokens():
-    """Sec. 3, row 1 of Fig. 1: no normalization -> primacy (recency probability < 0.5) by layer 3."""
+    """Sec. 3, row 1 of Fig. 1: no normalization -> primacy (recency probability < 0.5)
+    by layer 3."""
     r = simulate(SimConfig(alpha=0.0, norm="none", n=10, d=64, layers=4, samples=20_000, seed=5))
     assert np.all(0.5 - r.recency_probability[2:] > Z * r.recency_probability_sem[2:])
     assert r.definition1[2] == "violated"

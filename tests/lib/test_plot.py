@@ -1,6 +1,6 @@
-"""SimResult.plot() and simulate --plot: every layer's mean scores with its recency probability, drawn by
-the book's heatmap convention, legible for 1 to 8 layers and n up to 64; figures written only over
-figures this library wrote."""
+"""SimResult.plot() and simulate --plot: every layer's mean scores with its recency probability,
+drawn by the book's heatmap convention, legible for 1 to 8 layers and n up to 64; figures written
+only over figures this library wrote."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_saved_figures_carry_the_signature_and_replace_only_their_own(mpl, tmp_p
     foreign = tmp_path / "photo.png"
     foreign.write_bytes(b"\x89PNG not ours")
     with pytest.raises(
-        ValueError, match="is not a recency_lib result file|is not a figure this library saved"
+        ValueError, match=r"is not a recency_lib result file|is not a figure this library saved"
     ):
         res.plot(foreign)
     assert foreign.read_bytes() == b"\x89PNG not ours"
@@ -88,8 +88,8 @@ def test_without_matplotlib_plot_is_a_clear_error(tmp_path):
 
 
 def test_the_heatmap_convention_is_the_books(mpl):
-    """One convention: seaborn's "rocket" (to 8 bits per channel), the diagonal hatched and out of the
-    colour scale; the panels of SimResult.plot() use it."""
+    """One convention: seaborn's "rocket" (to 8 bits per channel), the diagonal hatched and out of
+    the colour scale; the panels of SimResult.plot() use it."""
     sns = pytest.importorskip("seaborn")
     rocket = np.array(sns.color_palette("rocket", as_cmap=True).colors)
     assert (

@@ -1,5 +1,5 @@
-"""trajectories.sequence_statistic: a statistic of every sequence, streamed with simulate's random streams,
-with plain and control-variate estimates that agree with the simulator's own fields."""
+"""trajectories.sequence_statistic: a statistic of every sequence, streamed with simulate's random
+streams, with plain and control-variate estimates that agree with the simulator's own fields."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ CFG = SimConfig(alpha=0.3, gamma=1.0, norm="layernorm", n=6, d=16, layers=3, sam
 
 
 def trend(scores, attention):
-    """The mean step S_ij - S_i,j-1 between earlier keys (2 <= j < i, 1-based), per sequence and layer."""
+    """The mean step S_ij - S_i,j-1 between earlier keys (2 <= j < i, 1-based),
+    per sequence and layer."""
     steps = np.diff(scores, axis=-1)  # [.., i, j-1] = S_ij - S_i,j-1
     n = scores.shape[-1]
     i, j = np.nonzero(np.tril(np.ones((n, n - 1), dtype=bool), -2))  # off-diagonal steps only
@@ -33,7 +34,7 @@ def test_the_trend_statistic_is_the_simulators_trend():
 
 def test_the_same_sequences_as_sample_trajectories():
     cfg = CFG.replace(samples=700)
-    scores, attn = sample_trajectories(cfg)
+    scores, _attn = sample_trajectories(cfg)
     st = sequence_statistic(cfg, lambda s, a: s[:, :, -1, :1])  # S_n1 of every layer
     np.testing.assert_allclose(st.mean[:, 0], scores[:, :, -1, 0].mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(
@@ -83,8 +84,8 @@ def test_a_statistic_that_asks_for_them_gets_the_states_squared_norms(engine):
 def test_a_long_statistic_shows_its_progress_where_asked_and_the_numbers_do_not_change(
     monkeypatch, capfd
 ):
-    """As simulate's: a bar on stderr with RECENCY_LIB_PROGRESS=1 (a rerun relays it to the terminal), none
-    with 0; the numbers bit for bit the same."""
+    """As simulate's: a bar on stderr with RECENCY_LIB_PROGRESS=1 (a rerun relays it to the
+    terminal), none with 0; the numbers bit for bit the same."""
     cfg = CFG.replace(samples=100_000)
     shown = {}
     for flag in ("1", "0"):

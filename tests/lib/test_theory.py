@@ -72,7 +72,7 @@ def _mp_eq36_parts(j, alpha, gamma, d):
 
 
 def mp_eq36(j, alpha, gamma, d):
-    sd, dj, top = _mp_eq36_parts(j, alpha, gamma, d)
+    _sd, dj, top = _mp_eq36_parts(j, alpha, gamma, d)
     return mp.mpf(d) * top / dj**2
 
 
@@ -301,8 +301,8 @@ def test_prop1_corrected_is_flat_in_j():
 
 
 def test_theorem1_large_d_limit():
-    # Eq. (5) = sqrt(d) e^{-sqrt d} (1 + (j-1) t) / sqrt((1 + (i-1) t^2)(1 + (j-1) t^2)), t = e^{-sqrt d}:
-    # the ratio to sqrt(d) e^{-sqrt d} is within (j - 1) t of 1 (plus rounding).
+    # Eq. (5) = sqrt(d) e^{-sqrt d} (1 + (j-1) t) / sqrt((1 + (i-1) t^2)(1 + (j-1) t^2)),
+    # t = e^{-sqrt d}: the ratio to sqrt(d) e^{-sqrt d} is within (j - 1) t of 1 (plus rounding).
     i, j = 10, 9
     for d in [16, 64, 1024, 1e4]:
         t = math.exp(-math.sqrt(d))
@@ -336,7 +336,8 @@ def test_eq36_special_values():
 
 
 def test_h_flat_at_huge_d():
-    # t = e^{-(1 - alpha) sqrt d} underflows at d = 1e6 (alpha <= 0.8): h(j) = 1 / (sqrt(d) (1 + gamma)).
+    # t = e^{-(1 - alpha) sqrt d} underflows at d = 1e6 (alpha <= 0.8):
+    # h(j) = 1 / (sqrt(d) (1 + gamma)).
     for alpha in [0.0, 0.4, 0.8]:
         for gamma in [0.0, 1.0]:
             h = theory.h_eq41(np.arange(1, 20), alpha, gamma, 1e6)
@@ -344,7 +345,8 @@ def test_h_flat_at_huge_d():
 
 
 def test_prop1_corrected_tends_to_uniform():
-    # a = e^{1/sqrt d} = 1 + 1/sqrt d + ..., so A_ij = 1/i + O(1/(i sqrt d)); at d = 1e6 within 1e-3/i.
+    # a = e^{1/sqrt d} = 1 + 1/sqrt d + ..., so A_ij = 1/i + O(1/(i sqrt d));
+    # at d = 1e6 within 1e-3/i.
     for i in [2, 5, 10]:
         a = theory.prop1_attention_corrected(i, np.arange(1, i + 1), 1e6)
         assert np.all(np.abs(a - 1 / i) <= 1.01e-3 / i)
@@ -426,7 +428,8 @@ def test_eq36_agrees_with_lln_only_without_residual(d):
         out1 = theory.lln_limit(alpha, 1.0, d, 10, 2, "rms")
         printed = theory.sq_norm_eq36(j, alpha, 1.0, d)
         # Eq. (36) at gamma = 1 is ~4 d (residual weight 1); the model's residual weight is
-        # 1 / sqrt(d (1 - alpha)), so the true value is ~d: more than 60 % off (d >= 64, alpha <= 0.8).
+        # 1 / sqrt(d (1 - alpha)), so the true value is ~d: more than 60 % off
+        # (d >= 64, alpha <= 0.8).
         assert np.all(np.abs(printed / out1["sq_norms"][1] - 1) > 0.6)
         # ... and the difference is exactly the substitution gamma -> gamma / sqrt(d (1 - alpha)).
         g = 1.0 / math.sqrt(d * (1 - alpha))

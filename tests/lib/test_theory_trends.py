@@ -1,5 +1,5 @@
-"""recency_lib.theory.trends: Theorem 1's and Proposition 1's trends beyond the LLN, against their limits,
-their own structure and control-variate simulations."""
+"""recency_lib.theory.trends: Theorem 1's and Proposition 1's trends beyond the LLN, against their
+limits, their own structure and control-variate simulations."""
 
 from __future__ import annotations
 
