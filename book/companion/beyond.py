@@ -16,8 +16,7 @@ from recency_lib.result import SimResult
 from recency_lib.validation import check_int
 from recency_lib.workers import worker_pool
 
-from . import conventions as cv
-from . import position, report, statistics
+from . import conventions, position, report, statistics
 from .claims import not_relative_claim
 
 #: Isotropic tokens and the paper's showcase anisotropy.
@@ -75,9 +74,9 @@ def component_configs(
     samples: int,
     seed: int = 0,
     *,
-    n: int = cv.PAPER_N,
-    d: int = cv.PAPER_D,
-    layers: int = cv.PAPER_LAYERS,
+    n: int = conventions.PAPER_N,
+    d: int = conventions.PAPER_D,
+    layers: int = conventions.PAPER_LAYERS,
     heads: int = 4,
     weights_seed: int = 0,
     random_divisor: int = 10,
@@ -99,8 +98,8 @@ def length_configs(
     samples: int,
     seed: int = 0,
     *,
-    d: int = cv.PAPER_D,
-    layers: int = cv.PAPER_LAYERS,
+    d: int = conventions.PAPER_D,
+    layers: int = conventions.PAPER_LAYERS,
     heads: int = 4,
     weights_seed: int = 0,
 ) -> dict[tuple[str, int], SimConfig]:
@@ -126,8 +125,8 @@ def length_configs(
 def length_label(cfg: SimConfig) -> str:
     """ "LayerNorm + residual, α = 0.5", "all parts together (one network), α = 0"."""
     if cfg.extended:
-        return f"all parts together (one network), {cv.alpha_label(cfg.alpha)}"
-    return cv.setting_label(cfg)
+        return f"all parts together (one network), {conventions.alpha_label(cfg.alpha)}"
+    return conventions.setting_label(cfg)
 
 
 def run(configs, workers: int = 1, *, cache=None) -> list[SimResult]:
@@ -190,7 +189,7 @@ def versus_paper(results: dict, alpha: float) -> dict[str, list[str]]:
     the paper's model's, all differences one family."""
     ref = results[("paper", alpha)]
     others = [(key, r) for (key, a), r in results.items() if a == alpha and key != "paper"]
-    zc = cv.z_for(len(others))
+    zc = conventions.z_for(len(others))
     out = {1: [], -1: [], 0: []}
     for key, r in others:
         (m, e), (m0, e0) = statistics.rp(r, r.config.layers), statistics.rp(ref, ref.config.layers)
@@ -236,10 +235,10 @@ def summary_rows(results: dict, dirs: dict, def1: dict) -> list[dict]:
     rows = []
     for key in dict.fromkeys(k for k, _ in results):
         r = results[(key, top)]
-        S, at = report.score_label(r.config.layers), cv.alpha_label(top)
+        S, at = report.score_label(r.config.layers), conventions.alpha_label(top)
         row = {"component added": component_label(key, r.config)}
         for a in STUDY_ALPHAS:
-            row[f"order, {cv.alpha_label(a)}"] = layer_orders(dirs[(key, a)])
+            row[f"order, {conventions.alpha_label(a)}"] = layer_orders(dirs[(key, a)])
         row[f"RP of {S}, {at}"] = report.pm(*statistics.rp(r, r.config.layers))
         row[f"Definition 1, {S}, {at}"] = def1[(key, top)][-1]
         rows.append(row)
@@ -251,7 +250,7 @@ def full_rows(results: dict, dirs: dict, def1: dict) -> list[dict]:
     return [
         {
             "component added": component_label(key, r.config),
-            "model": cv.variant_name(r.config),
+            "model": conventions.variant_name(r.config),
             "α": f"{a:g}",
             "layer": str(l),
             "RP": report.pm(*statistics.rp(r, l)),
@@ -267,7 +266,12 @@ def full_columns(results: dict) -> dict[str, list]:
     """The numbers of the component study as download columns."""
     rows = []
     for (key, a), r in results.items():
-        setting = (component_label(key, r.config), cv.variant_name(r.config), a, r.config.samples)
+        setting = (
+            component_label(key, r.config),
+            conventions.variant_name(r.config),
+            a,
+            r.config.samples,
+        )
         rows += [(*setting, l, *statistics.rp(r, l)) for l in range(1, r.config.layers + 1)]
     header = ("component", "model", "alpha", "samples", "layer", "recency_probability", "se")
     return report.columns(header, rows)
@@ -300,7 +304,7 @@ def control_mean(cfg: SimConfig):
 def last_layer_changes(stats: dict) -> dict:
     """key -> {"D": (change, SE, z), "K": ..., "D_word", "K_word", "z_threshold"}: D_n - D_5 and
     K_n - K_5 in the last layer, :data:`CHANGES` or unchanged, all of them one family."""
-    zc = cv.z_for(2 * len(stats))
+    zc = conventions.z_for(2 * len(stats))
     out = {}
     for key, st in stats.items():
         out[key] = {"z_threshold": zc}
@@ -368,7 +372,7 @@ def across_networks(results) -> dict:
     mean, sd = float(rp.mean()), float(rp.std(ddof=1))
     sem = sd / np.sqrt(K)
     t = report.zscore(mean, sem, 0.5)
-    tc = float(stdtrit(K - 1, 1.0 - cv.FAMILYWISE_LEVEL / 2))
+    tc = float(stdtrit(K - 1, 1.0 - conventions.FAMILYWISE_LEVEL / 2))
     orders = [statistics.direction(r, L, family=K) for r in results]
     return {
         "layer": L,
@@ -400,9 +404,9 @@ def network_panel(found: dict, ax, *, z: float = 1.0):
     band = (found["mean"] - z * found["sem"], found["mean"] + z * found["sem"])
     ax.axhspan(*band, color="0.85", linewidth=0, label="mean across networks ± SE")
     ax.axhline(found["mean"], color="0.45", linewidth=1.0)
-    colour = cv.ordered_colour(0, 1)
+    colour = conventions.ordered_colour(0, 1)
     errorbar_points(x, found["rp"], found["se"], ax, z=z, label="one network ± SE", color=colour)
-    ax.axhline(0.5, label="no order", **cv.REFERENCE)
+    ax.axhline(0.5, label="no order", **conventions.REFERENCE)
     ax.set_xticks(x, [str(s) for s in found["seeds"]])
     ax.set_xlabel("weights_seed (one random network each)")
     ax.set_ylabel(f"RP of layer {found['layer']}")
@@ -453,7 +457,7 @@ def length_findings(long_results: dict) -> dict[str, dict]:
     "gap", the late − early gap (grows / shrinks / unchanged), all of them one family; "rp_values"
     at both ends, "gaps" (n -> gap), "factor" (shortest over longest gap, None unless both > 0)."""
     models = by_model(long_results)
-    zc = cv.z_for(2 * len(models))
+    zc = conventions.z_for(2 * len(models))
     out = {}
     for m, runs in models.items():
         first, last = runs[min(runs)], runs[max(runs)]
@@ -551,7 +555,7 @@ def findings_rows(results: dict, long_results: dict, relativity=None, networks=N
     together, across ``networks`` (:func:`across_networks`), on isotropic tokens, whether the bias
     is ``relativity``'s, and the change with n (rows without their input are left out)."""
     top, iso = max(STUDY_ALPHAS), min(STUDY_ALPHAS)
-    a_top, a_iso = cv.alpha_label(top), cv.alpha_label(iso)
+    a_top, a_iso = conventions.alpha_label(top), conventions.alpha_label(iso)
     dirs = directions(results)
     comb = results[("combined", top)]
     L = comb.config.layers

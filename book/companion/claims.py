@@ -12,8 +12,7 @@ import numpy as np
 from recency_lib import theory
 from recency_lib.result import SimResult
 
-from . import conventions as cv
-from . import report, settings, verdicts
+from . import conventions, report, settings, verdicts
 from .closedforms import eq5_trend
 from .statistics import FAR, StepEstimate, distance_contrasts, distance_profiles, h_rise, rp, rp_gap
 from .verdicts import AGAINST, AS_CLAIMED, Check, Verdict, about, decide, setting_text
@@ -24,14 +23,14 @@ THEOREM1_FORM_ACCURACY = 0.005
 
 def _paper_d_first(ds, results: dict) -> list:
     """The d of ``ds`` that ``results`` holds (else all of its own), the paper's d first."""
-    found = sorted((d for d in ds if d in results), key=lambda d: (d != cv.PAPER_D, d))
+    found = sorted((d for d in ds if d in results), key=lambda d: (d != conventions.PAPER_D, d))
     return found or sorted(results)
 
 
 def _order_claim(claim: str, target, items, expected: int = +1, **numbers) -> Verdict:
     """Definition 1 on E S^(2) of each of ``items`` (results or statistics), one family."""
     ests = [StepEstimate.of(x) for x in items]
-    zc = cv.z_for(len(ests) * verdicts.comparisons_of_order(ests[0].config.n))
+    zc = conventions.z_for(len(ests) * verdicts.comparisons_of_order(ests[0].config.n))
     checks = [verdicts.order_check(est, zc, expected=expected) for est in ests]
     return decide(claim, checks, target, {"z_threshold": zc, **numbers})
 
@@ -66,7 +65,7 @@ def _trend_claim(claim, target, results, ds, what, form, accuracy=0.0) -> Verdic
     """The simulated trend of S^(2) at each d of ``ds`` over ``form(n, d)`` (value
     checks; ``accuracy``: the form's relative accuracy, folded into the error)."""
     ds = _paper_d_first(ds, results)
-    zc = cv.z_for(len(ds))
+    zc = conventions.z_for(len(ds))
     checks = []
     for d in ds:
         est = StepEstimate.of(results[d])
@@ -115,14 +114,15 @@ def figure1_claim(rows: list[SimResult]) -> Verdict:
     L = aniso.config.layers
     later, deep = range(2, L + 1), range(3, L + 1)
     orders = len(later) * verdicts.comparisons_of_order(aniso.config.n)
-    zc = cv.z_for(orders + 4 + 1 + len(deep) + 2 * len(later))
+    zc = conventions.z_for(orders + 4 + 1 + len(deep) + 2 * len(later))
     a5, g5 = f"{aniso.config.alpha:g}", f"{resid.config.gamma:g}"
     checks = [
         verdicts.order_check((aniso, l), zc, f"LayerNorm, α = {a5}: the rows of $S^{{({l})}}$ rise")
         for l in later
     ]
     for r in rows:
-        what = f"{cv.variant_short(r.config)}, α = {r.config.alpha:g}: no order in layer 1 (RP)"
+        model = conventions.variant_short(r.config)
+        what = f"{model}, α = {r.config.alpha:g}: no order in layer 1 (RP)"
         checks.append(_rp_check(r, 1, 0, zc, what, "no order"))
     what = "no normalization: the rows of $S^{(2)}$ look uniform off the diagonal"
     checks.append(verdicts.flat_check(none, 2, zc, what))
@@ -155,7 +155,7 @@ def _h_checks(results: dict[float, SimResult], gamma: float) -> tuple[list[Check
             "corrected": _rise(theory.h_corrected(j, a, gamma, cfg.d, cfg.norm)),
         }
     ref, *pos = sorted(tab)
-    zc = cv.z_for(len(pos))
+    zc = conventions.z_for(len(pos))
     r0, e0 = tab[ref]["sim"]
     checks = []
     for a in pos:
@@ -203,7 +203,7 @@ def _grid_checks(results: dict[float, SimResult], zc: float) -> list[Check]:
 def figure3_claim(results: dict[float, SimResult]) -> Verdict:
     """Figure 3 (no residual): recency from layer 2 on at alpha > 0, none in layer 1."""
     L = next(iter(results.values())).config.layers
-    zc = cv.z_for(len(results) * L)
+    zc = conventions.z_for(len(results) * L)
     return decide("Figure 3", _grid_checks(results, zc), ("doc", "appendix_b"), {"z_threshold": zc})
 
 
@@ -211,7 +211,7 @@ def figure4_claim(results: dict[float, SimResult], without_residual: dict) -> Ve
     """Figure 3's checks with the residual, which lowers the last layer's RP at each alpha > 0."""
     L = next(iter(results.values())).config.layers
     common = [a for a in sorted(results) if a > 0 and a in without_residual]
-    zc = cv.z_for(len(results) * L + len(common))
+    zc = conventions.z_for(len(results) * L + len(common))
     checks = _grid_checks(results, zc)
     for a in common:
         what = f"α = {a:g}: the residual weakens layer {L} (RP without − with)"
@@ -225,7 +225,7 @@ def not_relative_claim(stat) -> Verdict:
     prof = distance_profiles(stat)
     cfg = stat.config
     layers = list(range(cfg.layers, 1, -1))
-    zc = cv.z_for(len(layers))
+    zc = conventions.z_for(len(layers))
     setting = setting_text(cfg.replace(samples=stat.samples))
     checks = []
     for l in layers:
@@ -250,7 +250,7 @@ def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:
         zs.append((m1 - m2)[~exact] / np.hypot(s1, s2)[~exact])
         gaps.append(np.abs(m1 - m2)[exact])
     z, gap = np.concatenate(zs), np.concatenate(gaps)
-    zc = cv.z_for(max(1, z.size))
+    zc = conventions.z_for(max(1, z.size))
     worst = float(np.max(np.abs(z))) if z.size else 0.0
     numbers = {
         "count": int(z.size),
@@ -271,7 +271,9 @@ def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:
     return decide("engines agree", [check], ("doc", "preliminaries"), numbers)
 
 
-def verdict_table(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, cache=None, executor=None):
+def verdict_table(
+    samples: int = conventions.PAPER_SAMPLES, seed: int = 0, *, cache=None, executor=None
+):
     """Every claim's verdict in STATEMENTS' order, by the chapters' calls through the cache."""
     from companion import estimators
     from recency_lib.cache import cached_simulate_many, cached_statistic
@@ -290,16 +292,16 @@ def verdict_table(samples: int = cv.PAPER_SAMPLES, seed: int = 0, *, cache=None,
     first1 = stats("first_order_residual", lambda c: estimators.first_order(c.d, c.gamma))
     p1 = stats("prop1", lambda c: estimators.gram_controlled(c, cache=cache))
     relative = cached_statistic(cfgs["relative"], distance_contrasts, control_mean=0.0, cache=cache)
-    p3 = {**{a: a0[a] for a in settings.PROP3_ALPHAS if a > 0}, 0.0: first[cv.PAPER_D]}
+    p3 = {**{a: a0[a] for a in settings.PROP3_ALPHAS if a > 0}, 0.0: first[conventions.PAPER_D]}
     residual = {a: a1[a] for a in settings.FIG4_ALPHAS}
     return [
         theorem1_claim(first),
         proposition1_claim(p1),
-        proposition2_claim(first1[cv.PAPER_D], fig1[3]),
+        proposition2_claim(first1[conventions.PAPER_D], fig1[3]),
         proposition3_claim(p3),
         eq5_claim(first),
         figure1_claim(fig1),
-        figure2_claim({a: a0[a] for a in cv.H_ALPHAS}),
+        figure2_claim({a: a0[a] for a in conventions.H_ALPHAS}),
         figure3_claim({a: a0[a] for a in settings.FIG3_ALPHAS}),
         figure4_claim(residual, a0),
         figure5_claim(residual),

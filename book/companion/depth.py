@@ -11,8 +11,7 @@ import numpy as np
 from recency_lib.config import SimConfig
 from recency_lib.metrics import sign
 
-from . import conventions as cv
-from . import report
+from . import conventions, report
 from .statistics import rp, zscore
 
 #: (norm, alpha, d, residual) -> (sequences of the run, of the paired growth run; 0: none) in units
@@ -122,7 +121,7 @@ def summary(c: dict[tuple[str, int], Cell]) -> Summary:
 
 def label(cfg: SimConfig) -> str:
     """ "LayerNorm, α = 0, d = 64"."""
-    return f"{cv.setting_label(cfg)}, d = {cfg.d}"
+    return f"{conventions.setting_label(cfg)}, d = {cfg.d}"
 
 
 def finding(s: Summary, layers: int) -> str:
@@ -147,7 +146,9 @@ def summary_rows(results: dict, growth: dict, zc: float) -> list[dict]:
     for key, res in results.items():
         cfg, L = res.config, res.config.layers
         c = cells(res, zc, growth.get(key))
-        short = f"{cv.variant_short(cfg)}, {cv.alpha_label(cfg.alpha)}, d = {cfg.d}"
+        short = (
+            f"{conventions.variant_short(cfg)}, {conventions.alpha_label(cfg.alpha)}, d = {cfg.d}"
+        )
         out.append(
             {
                 "setting": short,
@@ -203,7 +204,7 @@ def depth_figure(results: dict, zc: float):
     dmax = max(r.config.d for r in results.values())
     for res in results.values():
         cfg, c = res.config, cells(res, zc)
-        style = cv.variant_style(cfg)
+        style = conventions.variant_style(cfg)
         colour, layers = style["color"], np.arange(2, cfg.layers + 1)
         for ax, what in zip(axes, ("rp", "trend")):
             v = np.array([c[(what, l)].value for l in layers])
@@ -236,7 +237,7 @@ def legend_handles(results: dict):
     dmax = max(r.config.d for r in results.values())
     out = []
     for r in results.values():
-        style = {k: cv.variant_style(r.config)[k] for k in ("color", "marker")}
+        style = {k: conventions.variant_style(r.config)[k] for k in ("color", "marker")}
         line = dict(markersize=5.5, linestyle=_line(r.config, dmax), label=label(r.config))
         out.append(Line2D([], [], **style, **line))
     return out

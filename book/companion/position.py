@@ -7,8 +7,7 @@ import numpy as np
 
 from recency_lib.metrics import sign
 
-from . import conventions as cv
-from . import report, statistics
+from . import conventions, report, statistics
 
 #: The first query that has both keys of D and K (1-based): there D = K.
 FIRST_QUERY = statistics.FAR + 1
@@ -59,7 +58,7 @@ def change_rows(stats, *, last_layer_only: bool = False) -> list[dict]:
         for l in [cfg.layers] if last_layer_only else range(2, cfg.layers + 1):
             rows.append(
                 {
-                    "model": cv.variant_name(cfg),
+                    "model": conventions.variant_name(cfg),
                     "$n$": report.count(n),
                     "layer": str(l),
                     f"$D_{q} = K_{q}$": report.pm(*value_at(s, "D", q, l)),
@@ -90,7 +89,7 @@ def contrast_rows(stat) -> list[tuple]:
 def columns(stats) -> dict[str, list]:
     """D_i and K_i of every result, layer and query as download columns."""
     rows = [
-        (cv.setting_label(s.config), s.config.n, s.samples, *r)
+        (conventions.setting_label(s.config), s.config.n, s.samples, *r)
         for s in stats
         for r in contrast_rows(s)
     ]
@@ -103,12 +102,12 @@ def contrast_panel(stat, ax, *, z: float = 1.0, log: bool = True, first_layer: i
     prof = statistics.distance_profiles(stat)
     L, q = stat.config.layers, prof["queries"]
     for l in range(first_layer, L + 1):
-        colour = cv.ordered_colour(l - 1, L)
+        colour = conventions.ordered_colour(l - 1, L)
         for key in ("K", "D"):
             m, e = (x[l - 1] for x in prof[key])
             ax.plot(q, m, color=colour, linewidth=1.4, **STYLES[key])
             ax.fill_between(q, m - z * e, m + z * e, color=colour, alpha=0.25, linewidth=0)
-    ax.axhline(0.0, **cv.REFERENCE)
+    ax.axhline(0.0, **conventions.REFERENCE)
     if log:
         ax.set_xscale("log")
     if q[-1] - q[0] <= 10:  # a short row: every query
@@ -127,7 +126,7 @@ def overlay_points(stat, ax, *, z: float = 1.0, first_layer: int = 2):
     prof = statistics.distance_profiles(stat)
     L = stat.config.layers
     for l in range(first_layer, L + 1):
-        colour = cv.ordered_colour(l - 1, L)
+        colour = conventions.ordered_colour(l - 1, L)
         for key, marker in (("K", "o"), ("D", "s")):
             m, e = (x[l - 1] for x in prof[key])
             ax.errorbar(prof["queries"], m, yerr=z * e, color=colour, marker=marker, **_OPEN)
@@ -144,7 +143,7 @@ def legend_handles(layers: int, first_layer: int = 2, *, points: str | None = No
         Line2D([], [], color="0.15", linewidth=1.4, label=NAMES[k], **STYLES[k]) for k in ("K", "D")
     ]
     out += [
-        Patch(color=cv.ordered_colour(l - 1, layers), label=f"layer {l}")
+        Patch(color=conventions.ordered_colour(l - 1, layers), label=f"layer {l}")
         for l in range(first_layer, layers + 1)
     ]
     if points:

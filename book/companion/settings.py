@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from recency_lib.config import SimConfig
 
-from . import conventions as cv
+from . import conventions
 
 #: The derived sample sizes, as factors of ``samples``, under the name of the notebook parameter
 #: that states each as a number (tests/book/test_settings.py holds the two equal).
@@ -32,9 +32,9 @@ PROP1_DS = (16, 64, 256)
 
 #: Anisotropy levels: Proposition 3's (the book's grid without alpha = 1, where every score ties),
 #: the paper's Figure 3 (no residual) and Figures 4-5 (with the residual).
-PROP3_ALPHAS = tuple(a for a in cv.ALPHAS if a < 1.0)
-FIG3_ALPHAS = tuple(a for a in cv.H_ALPHAS if a > 0)
-FIG4_ALPHAS = cv.H_ALPHAS
+PROP3_ALPHAS = tuple(a for a in conventions.ALPHAS if a < 1.0)
+FIG3_ALPHAS = tuple(a for a in conventions.H_ALPHAS if a > 0)
+FIG4_ALPHAS = conventions.H_ALPHAS
 
 
 def _config(alpha, gamma, samples, seed, n, d, layers=2, norm="layernorm") -> SimConfig:
@@ -44,12 +44,12 @@ def _config(alpha, gamma, samples, seed, n, d, layers=2, norm="layernorm") -> Si
 
 
 def fig1_configs(
-    samples: int = cv.PAPER_SAMPLES,
+    samples: int = conventions.PAPER_SAMPLES,
     seed: int = 0,
     *,
-    n: int = cv.PAPER_N,
-    d: int = cv.PAPER_D,
-    layers: int = cv.PAPER_LAYERS,
+    n: int = conventions.PAPER_N,
+    d: int = conventions.PAPER_D,
+    layers: int = conventions.PAPER_LAYERS,
     alpha: float = 0.5,
     gamma: float = 1.0,
 ) -> list[SimConfig]:
@@ -60,28 +60,38 @@ def fig1_configs(
 
 
 def isotropic_configs(
-    large_samples=LARGE_FACTOR * cv.PAPER_SAMPLES, seed=0, *, n=cv.PAPER_N, d=cv.PAPER_D, gamma=1.0
+    large_samples=LARGE_FACTOR * conventions.PAPER_SAMPLES,
+    seed=0,
+    *,
+    n=conventions.PAPER_N,
+    d=conventions.PAPER_D,
+    gamma=1.0,
 ) -> dict[float, SimConfig]:
     """LayerNorm, alpha = 0, two layers, with and without the residual: one random stream."""
     return {g: _config(0.0, g, large_samples, seed, n, d) for g in (0.0, gamma)}
 
 
 def theorem1_configs(
-    samples=cv.PAPER_SAMPLES, seed=0, *, ds=THEOREM1_DS, n=cv.PAPER_N, large_samples=None
+    samples=conventions.PAPER_SAMPLES,
+    seed=0,
+    *,
+    ds=THEOREM1_DS,
+    n=conventions.PAPER_N,
+    large_samples=None,
 ) -> dict[int, SimConfig]:
     """Theorem 1's setting at each d of ``ds``; d = 16 gets FACTORS["d16"] times the
     ``samples``, the paper's d ``large_samples`` (default: the :func:`isotropic_configs` run)."""
     large = large_samples or LARGE_FACTOR * samples
-    counts = {16: FACTORS["d16"] * samples, cv.PAPER_D: large}
+    counts = {16: FACTORS["d16"] * samples, conventions.PAPER_D: large}
     return {d: _config(0.0, 0.0, counts.get(d, samples), seed, n, d) for d in sorted(set(ds))}
 
 
 def first_order_configs(
-    samples: int = cv.PAPER_SAMPLES,
+    samples: int = conventions.PAPER_SAMPLES,
     seed: int = 0,
     *,
     ds=FIRST_ORDER_DS,
-    n: int = cv.PAPER_N,
+    n: int = conventions.PAPER_N,
     gamma: float = 0.0,
     first_order_samples: int | None = None,
 ) -> dict[int, SimConfig]:
@@ -92,7 +102,12 @@ def first_order_configs(
 
 
 def prop1_configs(
-    samples=cv.PAPER_SAMPLES, seed=0, *, ds=PROP1_DS, n=cv.PAPER_N, prop1_samples=None
+    samples=conventions.PAPER_SAMPLES,
+    seed=0,
+    *,
+    ds=PROP1_DS,
+    n=conventions.PAPER_N,
+    prop1_samples=None,
 ) -> dict[int, SimConfig]:
     """Proposition 1 beyond the LLN (no normalization, two layers) at each d of ``ds``."""
     count = prop1_samples or PROP1_FACTOR * samples
@@ -102,24 +117,24 @@ def prop1_configs(
 def alpha_configs(
     alphas,
     gamma: float,
-    samples: int = cv.PAPER_SAMPLES,
+    samples: int = conventions.PAPER_SAMPLES,
     seed: int = 0,
     *,
-    n: int = cv.PAPER_N,
-    d: int = cv.PAPER_D,
-    layers: int = cv.PAPER_LAYERS,
+    n: int = conventions.PAPER_N,
+    d: int = conventions.PAPER_D,
+    layers: int = conventions.PAPER_LAYERS,
 ) -> dict[float, SimConfig]:
     """LayerNorm at each anisotropy level of ``alphas`` (Proposition 3, Figures 2-5)."""
     return {float(a): _config(a, gamma, samples, seed, n, d, layers) for a in alphas}
 
 
 def relative_config(
-    samples: int = cv.PAPER_SAMPLES,
+    samples: int = conventions.PAPER_SAMPLES,
     seed: int = 0,
     *,
-    n: int = cv.PAPER_N,
-    d: int = cv.PAPER_D,
-    layers: int = cv.PAPER_LAYERS,
+    n: int = conventions.PAPER_N,
+    d: int = conventions.PAPER_D,
+    layers: int = conventions.PAPER_LAYERS,
     alpha: float = 0.5,
     gamma: float = 0.0,
 ) -> SimConfig:
@@ -127,16 +142,18 @@ def relative_config(
     return _config(alpha, gamma, samples, seed, n, d, layers)
 
 
-def study_configs(samples: int = cv.PAPER_SAMPLES, seed: int = 0) -> dict[str, object]:
+def study_configs(samples: int = conventions.PAPER_SAMPLES, seed: int = 0) -> dict[str, object]:
     """Every setting behind the landing table, the chapters' own, by name: "fig1",
     "theorem1", "first_order", "first_order_residual", "prop1", "alpha0", "alpha1", "isotropic",
     "relative"."""
-    grid0 = sorted(set(PROP3_ALPHAS) | set(cv.H_ALPHAS))
+    grid0 = sorted(set(PROP3_ALPHAS) | set(conventions.H_ALPHAS))
     return {
         "fig1": fig1_configs(samples, seed),
         "theorem1": theorem1_configs(samples, seed),
         "first_order": first_order_configs(samples, seed),
-        "first_order_residual": first_order_configs(samples, seed, ds=(cv.PAPER_D,), gamma=1.0),
+        "first_order_residual": first_order_configs(
+            samples, seed, ds=(conventions.PAPER_D,), gamma=1.0
+        ),
         "alpha0": alpha_configs(grid0, 0.0, samples, seed),
         "alpha1": alpha_configs(FIG4_ALPHAS, 1.0, samples, seed),
         "isotropic": isotropic_configs(LARGE_FACTOR * samples, seed),

@@ -15,8 +15,7 @@ from recency_lib.features import adjacent_index
 from recency_lib.result import SimResult
 from recency_lib.theory.trends import bisect
 
-from . import conventions as cv
-from . import plotting, report
+from . import conventions, plotting, report
 from .claims import THEOREM1_FORM_ACCURACY
 from .closedforms import eq5_trend
 from .statistics import StepEstimate, earlier_steps, sequences_needed
@@ -118,7 +117,7 @@ class Reach:
 
 def theorem1_reach(results: dict[int, SimResult]) -> list[Reach]:
     """:class:`Reach` at each d of settings.theorem1_configs, all d one family."""
-    zc = cv.z_for(len(results))
+    zc = conventions.z_for(len(results))
     out = []
     for d, res in sorted(results.items()):
         m, e = float(res.trend_cv_mean[1]), float(res.trend_cv_sem[1])
@@ -184,7 +183,7 @@ def size_columns(ln_points: list[Point], none_points: list[Point]) -> dict:
     return out
 
 
-def smallest_step_crossover(n: int = cv.PAPER_N) -> float:
+def smallest_step_crossover(n: int = conventions.PAPER_N) -> float:
     """The d above which the smallest derived step between earlier keys without normalization
     exceeds LayerNorm's (theory.crossover_d is the same for the mean step)."""
     pairs = [(i, j) for i in range(3, n + 1) for j in range(2, i)]
@@ -238,15 +237,15 @@ def ratio_panel(points: list[Point], ax):
         mk = dict(marker=_MARKERS[est], linestyle="none")
         plotting.errorbar_points(*series(sel, lambda p: p.corrected_ratio), ax, **mk, **kw)
         kw = kw or {"color": ax.containers[-1].lines[0].get_color()}
-    ax.axhline(1.0, **cv.REFERENCE)
+    ax.axhline(1.0, **conventions.REFERENCE)
     grid = np.geomspace(min(ds), max(ds), 60)
     (curve,) = ax.plot(grid, theory.theorem1_trend(grid, n) / eq5_trend(n, grid), linewidth=1.0)
     c5, hollow = curve.get_color(), dict(markerfacecolor="white", linestyle="none")
     for est, sel in by_est.items():
         mk = dict(color=c5, marker=_MARKERS[est], **hollow)
         plotting.errorbar_points(*series(sel, lambda p: p.ratio(p.eq5)), ax, **mk)
-    ax.axhline(math.e, **cv.REFERENCE)
-    at = dict(xytext=(2, 2), textcoords="offset points", va="bottom", fontsize=cv.SMALL_PT)
+    ax.axhline(math.e, **conventions.REFERENCE)
+    at = dict(xytext=(2, 2), textcoords="offset points", va="bottom", fontsize=conventions.SMALL_PT)
     ax.annotate("$e$", (min(ds), math.e), **at)
     handles = [
         Line2D([], [], marker="o", linestyle="none", label="÷ corrected Theorem 1", **kw),
@@ -269,7 +268,7 @@ def rise_panel(res: SimResult, ax):
     n = res.config.n
     jd, derived = derived_row_rise(n, res.config.d)
     plotting.closed_form(jd, 100 * derived, ax, kind="corrected", color="black", label="derived")
-    marker = cv.VARIANT_MARKERS[res.config.norm]
+    marker = conventions.VARIANT_MARKERS[res.config.norm]
     plotting.errorbar_points(
         j, 100 * rise, 100 * se, ax, marker=marker, linestyle="none", label="simulated"
     )
@@ -284,9 +283,9 @@ def prop1_panel(points: list[Point], ax):
     """Simulated / derived trend without normalization against d, with references at 1 and at 0
     (the LLN's flat row). Returns ``ax``."""
     pts = [p for p in points if p.norm == "none"]
-    style = dict(marker=cv.VARIANT_MARKERS["none"], linestyle="none", label="÷ derived")
+    style = dict(marker=conventions.VARIANT_MARKERS["none"], linestyle="none", label="÷ derived")
     plotting.errorbar_points(*series(pts, lambda p: p.ratio(p.derived)), ax, **style)
-    ax.axhline(1.0, **cv.REFERENCE)
+    ax.axhline(1.0, **conventions.REFERENCE)
     plotting.reference_line(ax, 0.0, label="LLN: flat rows")
     plotting.d_axis(ax, [p.d for p in pts])
     ax.set_ylabel("simulated trend ÷ derived")
@@ -306,7 +305,7 @@ def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *
         colour = line.get_color()
         for est, sel in _by_estimator(pts).items():
             shown, hidden = [p for p in sel if p.z > 2.0], [p for p in sel if p.z <= 2.0]
-            mk = _MARKERS[est] if pts is ln_points else cv.VARIANT_MARKERS["none"]
+            mk = _MARKERS[est] if pts is ln_points else conventions.VARIANT_MARKERS["none"]
             face = "white" if est == FIRST_ORDER else colour
             style = dict(color=colour, marker=mk, linestyle="none", markerfacecolor=face)
             if shown:
@@ -315,9 +314,11 @@ def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *
                 bound = [max(p.trend, 0.0) + 2 * p.se for p in hidden]
                 plotting.upper_limits([p.d for p in hidden], bound, ax, color=colour)
     if crossover is not None and math.isfinite(crossover):
-        ax.axvline(crossover, **cv.REFERENCE)
+        ax.axvline(crossover, **conventions.REFERENCE)
         at = dict(xycoords=("data", "axes fraction"), xytext=(4, 0), textcoords="offset points")
-        ax.annotate(f"$d^* = {crossover:.1f}$", (crossover, 0.5), fontsize=cv.SMALL_PT, **at)
+        ax.annotate(
+            f"$d^* = {crossover:.1f}$", (crossover, 0.5), fontsize=conventions.SMALL_PT, **at
+        )
     plotting.d_axis(ax, ds, log_y=True)
     ax.set_ylabel(r"mean step of $S^{(2)}$")
     return ax

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from recency_lib.metrics import sign
 from recency_lib.result import SimResult
 
-from . import conventions as cv
-from . import report
+from . import conventions, report
 from .significance import FAMILYWISE_LEVEL
 from .statistics import StepEstimate, definition1, estimator_name, rp
 
@@ -119,13 +118,13 @@ def decide(claim: str, checks, target: tuple[str, str], numbers: dict | None = N
 def setting_text(res_or_cfg, estimator: str | None = "cv") -> str:
     """ "LayerNorm, α = 0, $d = 64$, 4,000,000 sequences, control variates"."""
     cfg = res_or_cfg.config if isinstance(res_or_cfg, SimResult) else res_or_cfg
-    out = f"{cv.setting_label(cfg)}, $d = {cfg.d}$, {report.count(cfg.samples)} sequences"
+    out = f"{conventions.setting_label(cfg)}, $d = {cfg.d}$, {report.count(cfg.samples)} sequences"
     return out + (f", {estimator_name(estimator)}" if estimator else "")
 
 
 def comparisons_of_order(n: int) -> int:
     """Comparisons an order check decides at once: every adjacent step, and the mean step."""
-    return cv.adjacent_pairs(n) + 1
+    return conventions.adjacent_pairs(n) + 1
 
 
 def order_check(est, zc: float, what: str | None = None, expected: int = +1) -> Check:

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from fake_results import fake
 
-from companion import beyond, claims, report, statistics, verdicts
-from companion import conventions as cv
+from companion import beyond, claims, conventions, report, statistics, verdicts
 from recency_lib import SimConfig, simulate
 from recency_lib.trajectories import sequence_statistic
 
@@ -56,9 +55,9 @@ def test_component_labels_use_the_words_of_the_variant_names():
     cfgs = beyond.component_configs(100, n=5, d=16, heads=4)
     for key in ("rms", "fixed", "random", "ffn", "rope", "post", "residual"):
         cfg = cfgs[(key, 0.5)]
-        assert beyond.component_label(key, cfg).removesuffix(" (one network)") in cv.variant_name(
-            cfg
-        ), key
+        assert beyond.component_label(key, cfg).removesuffix(
+            " (one network)"
+        ) in conventions.variant_name(cfg), key
     # fixed weights are one draw of the network: every label of such a setting says so
     assert beyond.component_label("fixed", cfgs[("fixed", 0.5)]) == "fixed weights (one network)"
     assert (
@@ -265,7 +264,7 @@ def test_relativity_rows_changes_and_readings(relativity_stats):
         claims.not_relative_claim(st).word in verdicts.WORDS for st in relativity_stats.values()
     )
     changes = beyond.last_layer_changes(relativity_stats)
-    zc = cv.z_for(2 * len(relativity_stats))
+    zc = conventions.z_for(2 * len(relativity_stats))
     for ch in changes.values():
         assert ch["z_threshold"] == zc
         for c in ("D", "K"):

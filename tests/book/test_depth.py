@@ -10,11 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from companion import conventions as cv
-from companion import depth, report, statistics
+from companion import conventions, depth, report, statistics
 from recency_lib import SimConfig, simulate
-from recency_lib.trajectories import sequence_statistic
 from recency_lib.features import trend
+from recency_lib.trajectories import sequence_statistic
 
 
 def test_settings_scale_the_plan_and_merge_coinciding_settings():
@@ -78,7 +77,7 @@ def test_the_statistic_reproduces_simulates_trend_on_the_same_streams(small):
 
 def test_cells_and_findings(small):
     results, growth = small
-    zc = cv.z_for(depth.family(results, growth))
+    zc = conventions.z_for(depth.family(results, growth))
     assert depth.family(results, growth) == 2 * 2 * 5 + 4
     ln = depth.cells(results[("layernorm", 0.5, 64, 0.0)], zc, growth[("layernorm", 0.5, 64, 0.0)])
     none = depth.cells(results[("none", 0.5, 64, 0.0)], zc)
@@ -107,7 +106,7 @@ def test_a_cell_with_no_spread_is_resolved_by_its_sign():
 
 def test_tables(small):
     results, growth = small
-    zc = cv.z_for(depth.family(results, growth))
+    zc = conventions.z_for(depth.family(results, growth))
     full = depth.rows(results, growth, zc)
     assert len(full) == 2 * 5
     assert [r["layer"] for r in full[:5]] == ["2", "3", "4", "5", "6"]
@@ -131,7 +130,7 @@ def test_figure_marks_resolved_values_filled(small):
     import matplotlib.pyplot as plt
 
     results, growth = small
-    zc = cv.z_for(depth.family(results, growth))
+    zc = conventions.z_for(depth.family(results, growth))
     fig = depth.depth_figure(results, zc)
     try:
         assert len(fig.axes) == 2

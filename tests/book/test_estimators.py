@@ -14,8 +14,8 @@ import pytest
 
 from companion import estimators
 from recency_lib import SimConfig
-from recency_lib.trajectories import sequence_statistic
 from recency_lib.metrics import familywise_z
+from recency_lib.trajectories import sequence_statistic
 
 LEVEL = 1e-3
 

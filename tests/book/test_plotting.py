@@ -11,8 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from companion import conventions as cv
-from companion import plotting
+from companion import conventions, plotting
 from companion.closedforms import HCurves
 
 
@@ -258,8 +257,8 @@ def test_h_panel_draws_the_kinds_it_is_asked_for():
     _fig, ax = plt.subplots()
     plotting.h_panel(curves(), ax, color="C1", label="α = 0.2")
     assert [line.get_linestyle() for line in formulas(ax)] == [
-        cv.AS_PRINTED["linestyle"],
-        cv.CORRECTED["linestyle"],
+        conventions.AS_PRINTED["linestyle"],
+        conventions.CORRECTED["linestyle"],
     ]
     assert ax.get_ylabel() == "h(j) / h(1)" and ax.get_xlabel() == "key j"
     np.testing.assert_allclose(
@@ -268,7 +267,7 @@ def test_h_panel_draws_the_kinds_it_is_asked_for():
     assert len(ax.containers) == 1 and ax.containers[0].get_label() == "α = 0.2"
     _fig, ax = plt.subplots()
     plotting.h_panel(curves(normalized=False), ax, corrected=False)
-    assert [line.get_linestyle() for line in formulas(ax)] == [cv.AS_PRINTED["linestyle"]]
+    assert [line.get_linestyle() for line in formulas(ax)] == [conventions.AS_PRINTED["linestyle"]]
     assert ax.get_ylabel() == "\u221ad \u00b7 h(j)"
     _fig, ax = plt.subplots()
     plotting.h_panel(curves(closed=False), ax)  # no closed form: only the points
@@ -290,7 +289,7 @@ def test_subplots_fill_the_column_and_all_text_is_at_least_9_pt():
     with mpl.rc_context():
         plotting.book_style()
         fig, axes = plotting.subplots(4, 4, height_ratio=1.15)
-        assert fig.get_size_inches()[0] == pytest.approx(cv.COLUMN_IN)
+        assert fig.get_size_inches()[0] == pytest.approx(conventions.COLUMN_IN)
         sm = np.stack(
             [np.stack([example_scores(10, seed=4 * r + c) for c in range(4)]) for r in range(4)]
         )
@@ -304,9 +303,9 @@ def test_subplots_fill_the_column_and_all_text_is_at_least_9_pt():
         )
         fig.canvas.draw()
         sizes = [t.get_fontsize() for t in _texts(fig)]
-        assert sizes and min(sizes) >= cv.SMALL_PT
+        assert sizes and min(sizes) >= conventions.SMALL_PT
         assert all(
-            t.get_fontsize() >= cv.RP_LABEL_PT
+            t.get_fontsize() >= conventions.RP_LABEL_PT
             for ax in axes.flat
             for t in texts_with_gid(ax, plotting.RP_GID)
         )
@@ -314,7 +313,7 @@ def test_subplots_fill_the_column_and_all_text_is_at_least_9_pt():
         plotting.recency_by_layer([0.5, 0.6], [0.01, 0.01], ax, label="x")
         ax.legend()
         fig2.canvas.draw()
-        assert min(t.get_fontsize() for t in _texts(fig2)) >= cv.SMALL_PT
+        assert min(t.get_fontsize() for t in _texts(fig2)) >= conventions.SMALL_PT
 
 
 def test_curve_kinds_follow_the_conventions():
@@ -341,11 +340,19 @@ def test_a_settings_style_replaces_the_default_format_without_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         plotting.recency_by_layer(
-            [0.5, 0.6], [0.01, 0.01], ax, label="x", **cv.variant_style(SimConfig(gamma=1.0))
+            [0.5, 0.6],
+            [0.01, 0.01],
+            ax,
+            label="x",
+            **conventions.variant_style(SimConfig(gamma=1.0)),
         )
         plotting.errorbar_points([1, 2], [0.5, 0.6], [0.01, 0.01], ax, marker="s")
         plotting.row_profile(
-            example_scores(), np.full((6, 6), 0.1), 6, ax, **cv.variant_style(SimConfig(gamma=1.0))
+            example_scores(),
+            np.full((6, 6), 0.1),
+            6,
+            ax,
+            **conventions.variant_style(SimConfig(gamma=1.0)),
         )
     line = ax.containers[0].lines[0]
     assert (
@@ -455,7 +462,7 @@ def test_panels_hide_the_unused_cells():
     fig, axes = plotting.panels(5, max_cols=3)
     assert len(axes) == 5 and all(ax.get_visible() for ax in axes)
     assert sum(ax.get_visible() for ax in fig.axes) == 5 and len(fig.axes) == 6
-    assert fig.get_size_inches()[0] == pytest.approx(cv.COLUMN_IN)
+    assert fig.get_size_inches()[0] == pytest.approx(conventions.COLUMN_IN)
     assert len(plotting.panels(1)[1]) == 1
 
 
@@ -531,7 +538,7 @@ def test_figure1_grids_draws_the_books_and_the_papers_way():
     book, paper = plotting.figure1_grids(results, ["a", "b", "c"], layers)
     for fig in (book, paper):  # heatmap_subplots' size: the column's width
         assert tuple(fig.get_size_inches()) == pytest.approx(
-            cv.figure_size(min(4.0, 1.15 * rows / layers))
+            conventions.figure_size(min(4.0, 1.15 * rows / layers))
         )
     panels = [ax for ax in book.axes if ax.get_label() != "<colorbar>"][: rows * layers]
     rp_texts = [texts_with_gid(ax, plotting.RP_GID) for ax in panels]
@@ -555,8 +562,8 @@ def test_level_and_step_one_line_per_alpha_and_a_legend_under_both():
     assert left.get_ylabel() == "simulated / corrected" and right.get_ylabel() == ""
     assert len(right.containers) == 2 and len(fig.legends) == 1
     assert [t.get_text() for t in fig.legends[0].get_texts()] == [
-        cv.alpha_label(0.2),
-        cv.alpha_label(0.8),
+        conventions.alpha_label(0.2),
+        conventions.alpha_label(0.8),
     ]
 
 
@@ -569,11 +576,15 @@ def test_panel_axes_wraps_rows_and_hides_the_rest(count, shape):
     assert len(axes) == count and all(ax.get_visible() for ax in axes)
     shown = [ax for ax in fig.axes if ax.get_visible()]
     assert len(fig.axes) == shape[0] * shape[1] and len(shown) == count
-    assert fig.get_figwidth() == pytest.approx(cv.COLUMN_IN)
+    assert fig.get_figwidth() == pytest.approx(conventions.COLUMN_IN)
 
 
 def test_heatmap_subplots_are_capped_in_height():
     fig, axes = plotting.heatmap_subplots(4, 4)
-    assert axes.shape == (4, 4) and fig.get_figheight() == pytest.approx(1.15 * cv.COLUMN_IN)
+    assert axes.shape == (4, 4) and fig.get_figheight() == pytest.approx(
+        1.15 * conventions.COLUMN_IN
+    )
     fig, axes = plotting.heatmap_subplots(12, 2)
-    assert axes.shape == (12, 2) and fig.get_figheight() == pytest.approx(4.0 * cv.COLUMN_IN)
+    assert axes.shape == (12, 2) and fig.get_figheight() == pytest.approx(
+        4.0 * conventions.COLUMN_IN
+    )

@@ -5,8 +5,7 @@ import papermill
 import pytest
 from bookutils import REPO
 
-from companion import conventions as cv
-from companion import settings
+from companion import conventions, settings
 from recency_lib import SimConfig
 
 
@@ -19,7 +18,7 @@ def test_figure1_is_the_papers_four_models():
         ("layernorm", 0.5, 1.0),
     ]
     assert {(c.n, c.d, c.layers, c.samples, c.seed) for c in rows} == {
-        (cv.PAPER_N, cv.PAPER_D, cv.PAPER_LAYERS, 1_000, 3)
+        (conventions.PAPER_N, conventions.PAPER_D, conventions.PAPER_LAYERS, 1_000, 3)
     }
     other = settings.fig1_configs(1_000, 3, n=5, d=16, layers=2, alpha=0.3, gamma=0.5)
     assert other[3] == SimConfig(
@@ -51,7 +50,7 @@ def test_settings_share_the_large_isotropic_runs():
 def test_the_landing_table_runs_the_chapters_settings():
     got = settings.study_configs(1_000, 3)
     assert got["fig1"] == settings.fig1_configs(1_000, 3)
-    assert got["isotropic"][0.0] == got["theorem1"][cv.PAPER_D]
+    assert got["isotropic"][0.0] == got["theorem1"][conventions.PAPER_D]
     assert set(got["alpha1"]) == set(settings.FIG4_ALPHAS) and set(settings.FIG3_ALPHAS) <= set(
         got["alpha0"]
     )

@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 from fake_results import thm
 
-from companion import conventions as cv
-from companion import estimators, report, settings, statistics, verdicts
+from companion import conventions, estimators, report, settings, statistics, verdicts
 from recency_lib import SimConfig, cache, simulate, simulate_many
-from recency_lib.trajectories import sequence_statistic
 from recency_lib.features import adjacent_index
+from recency_lib.trajectories import sequence_statistic
 
 CFG = SimConfig(alpha=0.5, n=7, d=16, layers=3, samples=1_500, seed=4)
 
@@ -203,16 +202,16 @@ def test_definition1_takes_the_estimator(grid_results):
         assert [statistics.definition1(res, l, 2, est) for l in (1, 2, 3)] == [
             res.decision(l, family=2, estimator=est).word for l in (1, 2, 3)
         ]
-    assert res.decision(2, family=2).z == cv.z_for(2 * cv.adjacent_pairs(6))
+    assert res.decision(2, family=2).z == conventions.z_for(2 * conventions.adjacent_pairs(6))
 
 
 def test_step_counts_partition_the_steps_and_agree_with_definition1(grid_results):
     for res in grid_results:
         for l in (1, 2, 3):
             c = statistics.step_counts(res, l, family=3)
-            assert sum(c.values()) == cv.adjacent_pairs(6)
+            assert sum(c.values()) == conventions.adjacent_pairs(6)
             word = statistics.definition1(res, l, 3)
-            assert (word == "holds") == (c["steps up"] == cv.adjacent_pairs(6))
+            assert (word == "holds") == (c["steps up"] == conventions.adjacent_pairs(6))
             if c["steps down"]:
                 assert word == "violated"
 
@@ -274,7 +273,7 @@ def test_step_tally_counts_the_control_variate_steps():
 
 
 def test_smallest_step_uses_the_verdicts_estimator(aniso):
-    zc = cv.z_for(verdicts.comparisons_of_order(aniso.config.n))
+    zc = conventions.z_for(verdicts.comparisons_of_order(aniso.config.n))
     verdict_check = verdicts.order_check((aniso, 2), zc)
     assert verdict_check.status == verdicts.AS_CLAIMED  # smallest step ~ +10 SE
     step = statistics.smallest_step(aniso, 2)

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from fake_results import thm
 
-from companion import conventions as cv
-from companion import report, statistics, verdicts
+from companion import conventions, report, statistics, verdicts
 
 A, O, U, X = verdicts.AS_CLAIMED, verdicts.ON_AVERAGE, verdicts.UNRESOLVED, verdicts.AGAINST
 
@@ -43,14 +42,17 @@ def test_every_word_is_reachable_and_stated_once():
         words == {"holds", "holds in part", "not resolved", "contradicted"} == set(verdicts.WORDS)
     )
     assert all(f"**{w}**" in verdicts.RULE_TEXT for w in words)
-    assert f"the book's {report.percent(cv.FAMILYWISE_LEVEL)} family-wise" in verdicts.RULE_TEXT
+    assert (
+        f"the book's {report.percent(conventions.FAMILYWISE_LEVEL)} family-wise"
+        in verdicts.RULE_TEXT
+    )
 
 
 # -- the kinds of check ----------------------------------------------------------------------------
 
 
 def test_order_check_classes():
-    zc = cv.z_for(2 * verdicts.comparisons_of_order(10))
+    zc = conventions.z_for(2 * verdicts.comparisons_of_order(10))
     assert verdicts.order_check((thm(64, step=0.1), 2), zc).status == A  # every step resolved
     c = verdicts.order_check((thm(64, trend=2e-6, trend_se=2e-7), 2), zc)  # only the mean: 10 SE
     assert (
