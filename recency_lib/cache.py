@@ -180,10 +180,8 @@ def entries(cache=None) -> tuple[list[dict], int]:
             with np.load(path, allow_pickle=False) as z:
                 meta = json.loads(str(z["meta"][()]))
             cfg = SimConfig.from_dict(meta["config"])
-            if (
-                path.name == f"{cache_key(cfg)}.npz"
-                and {k: meta["extra"].get(k) for k in _stamp()} == _stamp()
-            ):
+            stamp = {k: meta["extra"].get(k) for k in _stamp()}
+            if path.name == f"{cache_key(cfg)}.npz" and stamp == _stamp():
                 usable.append({**meta, "config": cfg})
                 continue
         other += 1
@@ -246,11 +244,9 @@ def cached_statistic(cfg, statistic, *, samples=None, control_mean=None, engine=
     """:func:`recency_lib.trajectories.sequence_statistic` through the cache, keyed by the config,
     the arguments and ``statistic``'s name and module source (a module-level function, or a
     ``functools.partial`` of one with JSON keyword arguments)."""
-    func, kwargs = (
-        (statistic.func, dict(statistic.keywords))
-        if isinstance(statistic, functools.partial) and not statistic.args
-        else (statistic, {})
-    )
+    func, kwargs = statistic, {}
+    if isinstance(statistic, functools.partial) and not statistic.args:
+        func, kwargs = statistic.func, dict(statistic.keywords)
     module, qual = getattr(func, "__module__", None), getattr(func, "__qualname__", "<")
     if not callable(func) or not isinstance(module, str) or "<" in qual:
         raise ValueError(
@@ -258,36 +254,21 @@ def cached_statistic(cfg, statistic, *, samples=None, control_mean=None, engine=
             f"importable module, or a functools.partial of one with keyword arguments"
         )
     mean = None if control_mean is None else np.asarray(control_mean, dtype=float).tolist()
-    params = {
-        "config": cfg.to_dict(),
-        "samples": samples,
-        "control_mean": mean,
-        "engine": engine,
-        "statistic": f"{module}.{qual}",
-        "kwargs": kwargs,
-        "kernel": kernels.kernel_name(),
-    }
+    params = {"config": cfg.to_dict(), "samples": samples, "control_mean": mean, "engine": engine}
+    params |= {"statistic": f"{module}.{qual}", "kwargs": kwargs, "kernel": kernels.kernel_name()}
+    fields = ("mean", "sem", "cv_mean", "cv_sem")
 
     def compute():
-        st = trajectories.sequence_statistic(
-            cfg, statistic, samples=samples, control_mean=control_mean, engine=engine
-        )
-        return {
-            "samples": st.samples,
-            "elapsed_seconds": st.elapsed_seconds,
-            **{
-                k: None if getattr(st, k) is None else getattr(st, k).tolist()
-                for k in ("mean", "sem", "cv_mean", "cv_sem")
-            },
-        }
+        kw = {"samples": samples, "control_mean": control_mean, "engine": engine}
+        st = trajectories.sequence_statistic(cfg, statistic, **kw)
+        arrays = {k: None if getattr(st, k) is None else getattr(st, k).tolist() for k in fields}
+        return {"samples": st.samples, "elapsed_seconds": st.elapsed_seconds, **arrays}
 
     value, _ = cached_value(
         "statistic", compute, (module,), params=params, packages=("numpy",), cache=cache
     )
-    arrays = {
-        k: None if value[k] is None else np.asarray(value[k], dtype=float)
-        for k in ("mean", "sem", "cv_mean", "cv_sem")
-    }
+    arrays = {k: None if value[k] is None else np.asarray(value[k], dtype=float) for k in fields}
+    seconds = float(value["elapsed_seconds"])
     return trajectories.SequenceStatistic(
-        cfg, int(value["samples"]), elapsed_seconds=float(value["elapsed_seconds"]), **arrays
+        cfg, int(value["samples"]), elapsed_seconds=seconds, **arrays
     )

@@ -161,17 +161,12 @@ def main(argv=None) -> int:
     except _Terminated:
         return _fail("terminated (SIGTERM); no partial file left", 143)
     except OSError as exc:
-        return _fail(
-            f"{exc.strerror or exc}: {exc.filename or ''} (the previous file is unchanged)",
-            1,
-        )
+        return _fail(f"{exc.strerror or exc}: {exc.filename or ''} (the previous file is kept)", 1)
     except Exception as exc:  # a bug: one line, the traceback on request
         if os.environ.get("RECENCY_LIB_DEBUG"):
             raise
-        return _fail(
-            f"internal error {type(exc).__name__}: {exc} (RECENCY_LIB_DEBUG=1 shows the traceback)",
-            1,
-        )
+        debug = "RECENCY_LIB_DEBUG=1 shows the traceback"
+        return _fail(f"internal error {type(exc).__name__}: {exc} ({debug})", 1)
     finally:
         signal.signal(signal.SIGTERM, old)
 

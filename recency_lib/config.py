@@ -104,18 +104,14 @@ class SimConfig:
     @property
     def extensions(self) -> tuple[str, ...]:
         """Names of the extensions beyond the paper that are on (empty for the paper's model)."""
-        on = []
-        if self.weights != "none":
-            on.append(f"weights={self.weights}")
-        if self.heads != 1:
-            on.append(f"heads={self.heads}")
-        if self.ffn:
-            on.append("ffn")
-        if self.rope:
-            on.append("rope")
-        if self.placement != "pre":
-            on.append(f"placement={self.placement}")
-        return tuple(on)
+        on = {
+            f"weights={self.weights}": self.weights != "none",
+            f"heads={self.heads}": self.heads != 1,
+            "ffn": self.ffn,
+            "rope": self.rope,
+            f"placement={self.placement}": self.placement != "pre",
+        }
+        return tuple(name for name, active in on.items() if active)
 
     @property
     def extended(self) -> bool:

@@ -213,7 +213,7 @@ def require_memory(cfg: SimConfig, engine: str, workers: int = 1) -> None:
     if need <= limit:
         return
     for name in ("n", "d") if engine == "dense" else ("n",):
-        fits = _largest(lambda v, name=name: _fits(cfg, engine, workers, limit, name, v), cfg, name)
+        fits = _largest(cfg, name, lambda c: run_bytes(c, engine, workers) <= limit)
         if fits is not None:
             break
     allowed = f"{name} <= {fits} with the other parameters as given" if fits else "fewer workers"
@@ -224,22 +224,22 @@ def require_memory(cfg: SimConfig, engine: str, workers: int = 1) -> None:
     )
 
 
-def _fits(cfg, engine, workers, limit, name, value) -> bool:
-    try:
-        c = cfg.replace(**{name: value})
-    except ValueError:  # a d that heads or RoPE do not allow: judged with one head
-        c = cfg.replace(**{name: value}, heads=1, rope=False)
-    return run_bytes(c, engine, workers) <= limit
+def _largest(cfg: SimConfig, name: str, fits) -> int | None:
+    """The largest value of ``name`` up to the config's with which ``fits(config)`` (bisection; a
+    d that heads or RoPE refuse is judged with one head), None if not even the least fits."""
 
+    def fit(value):
+        try:
+            return fits(cfg.replace(**{name: value}))
+        except ValueError:
+            return fits(cfg.replace(**{name: value}, heads=1, rope=False))
 
-def _largest(fits, cfg, name) -> int | None:
-    """The largest value of ``name`` up to the config's that fits (None: not even the least)."""
     low, top = (1 if name == "n" else 2), getattr(cfg, name)
-    if not fits(low):
+    if not fit(low):
         return None
     while top > low:
         mid = (low + top + 1) // 2
-        low, top = (mid, top) if fits(mid) else (low, mid - 1)
+        low, top = (mid, top) if fit(mid) else (low, mid - 1)
     return low
 
 

@@ -54,11 +54,8 @@ def control_slice(n: int) -> slice:
 
 
 def controls_valid(cfg) -> bool:
-    """Whether the first layer's tokens are exchangeable, so that :func:`control_means` are its
-    exact means: true for the paper's model and for weights, heads, FFN and post-LN (one map applied
-    to every token alike); false with RoPE, which rotates each token by its position, so that layer
-    1 already orders keys (S_ij depends on i - j). Without it the engines report plain estimates in
-    the control-variate fields."""
+    """Whether layer 1's tokens are exchangeable (:func:`control_means` its exact means): not with
+    RoPE, which rotates each token by its position (then the fields hold plain estimates)."""
     return not cfg.rope
 
 

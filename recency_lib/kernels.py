@@ -27,9 +27,8 @@ except ImportError:  # not built (no compiler at install time)
 
 SOURCE = Path(__file__).with_name("_kernel.c")
 #: The kernel was built from another ``_kernel.c`` (an edit or a pull without a rebuild).
-STALE = (
-    _kernel is not None and _kernel.source_sha256 != hashlib.sha256(SOURCE.read_bytes()).hexdigest()
-)
+SOURCE_SHA256 = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+STALE = _kernel is not None and _kernel.source_sha256 != SOURCE_SHA256
 MODES = {"plain": 0, "cholesky": 1, "rank_one": 2}  # coordinates: T, L T, or one column
 _said: set = set()
 
@@ -46,11 +45,8 @@ def load(kernel: str | None = None):
         )
     if STALE and "stale" not in _said:
         _said.add("stale")
-        print(
-            f"recency_lib: the compiled kernel was built from another {SOURCE.name}; running the "
-            "numpy path meanwhile (rebuild it with `pip install -e .`)",
-            file=sys.stderr,
-        )
+        stale = f"the compiled kernel was built from another {SOURCE.name}"
+        print(f"recency_lib: {stale}; the numpy path runs (`pip install -e .`)", file=sys.stderr)
     runs = _kernel is not None and not STALE and choice != "numpy"
     if kernel == "c" and not runs:
         raise RuntimeError(

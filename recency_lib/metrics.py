@@ -119,22 +119,11 @@ def direction(rp: float, sem: float, level=LEVEL, family=1, z=None) -> str:
 
 
 def binned_row(score_mean: np.ndarray, score_sem: np.ndarray, i: int, bins: int):
-    """The mean scores of query row i (1-based) against its keys j < i, averaged over ``bins``
-    consecutive bins of (nearly) equal size in key order, i.e. of relative position j / i, for
-    comparing rows of different lengths.
-
-    Returns (centers, means, sem_bound), each (bins',) with bins' = min(bins, i - 1), where
-    ``sem_bound`` is the average of the entries' standard errors: an upper bound on the standard
-    error of the bin's mean (Minkowski: sd of an average <= average of the sds, whatever the
-    correlations between the entries, which a SimResult does not store).
-    """
+    """Row i's (1-based) mean scores over its keys j < i in ``bins`` equal-count bins of relative
+    position j / i: (centers, means, bounds), each (min(bins, i - 1),); a bound, the mean of the
+    entries' standard errors, bounds the bin's (whatever their correlations)."""
     s, e = np.asarray(score_mean, dtype=float), np.asarray(score_sem, dtype=float)
-    n = s.shape[-1]
-    if s.shape != (n, n) or e.shape != s.shape:
-        raise ValueError(
-            f"score_mean and score_sem must both be (n, n); got {s.shape} and {e.shape}"
-        )
-    i = check_int("i", i, 2, n)
+    i = check_int("i", i, 2, s.shape[-1])
     bins = check_int("bins", bins, 1)
     keys = i - 1
     bins = min(int(bins), keys)
@@ -148,8 +137,7 @@ def binned_row(score_mean: np.ndarray, score_sem: np.ndarray, i: int, bins: int)
 
 
 def late_minus_early(score_mean: np.ndarray, score_sem: np.ndarray, i: int) -> tuple[float, float]:
-    """Mean score of the last quarter of row i's keys minus that of the first quarter (1-based query
-    i, keys j < i), and an upper bound on its standard error (sum of the two quarters' bounds from
-    :func:`binned_row`). Positive: later keys score higher."""
+    """Row i's last quarter of keys minus its first (1-based; positive: later keys score higher),
+    and a bound on its standard error (the two quarters' bounds added)."""
     _, means, bound = binned_row(score_mean, score_sem, i, 4)
     return float(means[-1] - means[0]), float(bound[-1] + bound[0])

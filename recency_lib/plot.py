@@ -137,9 +137,7 @@ def save(fig, path) -> Path:
     """Write ``fig`` to ``path`` atomically (format from the suffix), signed so that a later save
     may replace it; it replaces nothing else."""
     fmt = check_plot_path(path).suffix.lower()[1:]
-    key = "Software" if fmt == "png" else "Creator"
+    signed = {"Software" if fmt == "png" else "Creator": SIGNATURE}
     return atomic_write(
-        path,
-        lambda fh: fig.savefig(fh, format=fmt, dpi=150, metadata={key: SIGNATURE}),
-        binary=True,
+        path, lambda fh: fig.savefig(fh, format=fmt, dpi=150, metadata=signed), True
     )

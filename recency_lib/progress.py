@@ -17,7 +17,7 @@ import time
 _RUNS = itertools.count(1)
 
 
-def _shown(total: int, progress: bool | None) -> bool:
+def _bar_wanted(total: int, progress: bool | None) -> bool:
     if progress is not None:
         return progress
     forced = os.environ.get("RECENCY_LIB_PROGRESS", "")
@@ -35,8 +35,10 @@ class Progress:
         self.total, self.done, self.start, self.said = total, 0, time.monotonic(), 0.0
         self.run = f"{os.getpid()}-{next(_RUNS)}"
         self.file = os.environ.get("RECENCY_LIB_PROGRESS_FILE") or None
-        shown = _shown(total, progress)
-        self.bar = tqdm(total=total, unit="sample", file=sys.stderr, leave=False, disable=not shown)
+        wanted = _bar_wanted(total, progress)
+        self.bar = tqdm(
+            total=total, unit="sample", file=sys.stderr, leave=False, disable=not wanted
+        )
 
     def update(self, k: int) -> None:
         self.done += k

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .rounding import is_exact
+
 
 @dataclass
 class Moments:
@@ -156,9 +158,66 @@ def _beta(g: Moments, nc: int) -> np.ndarray:
     return np.where(np.isfinite(beta), beta, 0.0)
 
 
-def pm(value: float, se: float) -> str:
-    """ "0.6031 ± 0.0012": a value with its standard error, to the SE's two significant digits."""
-    if not (math.isfinite(value) and math.isfinite(se)) or se <= 0:
-        return f"{value:.6g} (SE 0)" if math.isfinite(value) and se == 0 else f"{value:.4g}"
-    digits = max(0, 1 - math.floor(math.log10(se)))
-    return f"{value:.{digits}f} ± {se:.{digits}f}"
+# -- the one format of a number, and of an estimate with its error -------------------------------
+
+MINUS, PM = "\u2212", "\u00b1"
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+SCI_BELOW, SCI_FROM = 1e-3, 1e5  # magnitudes outside [SCI_BELOW, SCI_FROM) get a power of ten
+
+
+def minus(text: str) -> str:
+    """``text`` with the typographic minus sign."""
+    return text.replace("-", MINUS)
+
+
+def power_of_ten(k: int) -> str:
+    """ "10⁻⁵" for k = -5."""
+    return "10" + str(int(k)).translate(_SUPERSCRIPT)
+
+
+def _decimals(se: float) -> int:
+    """Decimal places that show ``se`` to one or two significant digits (the Particle Data Group's
+    rule: two when its leading digits are 100-354, one for 355-949, 950-999 rounds up to 1.0)."""
+    mantissa, exp = f"{se:.2e}".split("e")
+    lead = int(mantissa.replace(".", ""))
+    digits = 2 if lead < 355 or lead >= 950 else 1
+    return digits - 1 - int(exp) - (1 if lead >= 950 else 0)
+
+
+def pm(mean, se, *, min_places: int = 0) -> str:
+    """An estimate and its standard error, the error to one or two significant digits and the mean
+    to the same places (at least ``min_places``), a shared power of ten outside [10⁻³, 10⁵):
+    "0.5231 ± 0.0012", "(7.2 ± 0.8) × 10⁻⁵"; an exact value (:func:`is_exact`) alone."""
+    mean, se = float(mean), float(se)
+    if not math.isfinite(mean):
+        return num(mean)
+    if math.isnan(se) or math.isinf(se):
+        return f"{num(mean)} {PM} {'?' if math.isnan(se) else '∞'}"
+    if is_exact(mean, se):
+        return num(mean)
+    big = max(abs(mean), se)
+    if SCI_BELOW <= big < SCI_FROM:
+        places = max(min_places, _decimals(se), 0)
+        return minus(f"{mean:.{places}f} {PM} {se:.{places}f}")
+    k = math.floor(math.log10(big))
+    m, s = mean / 10**k, se / 10**k
+    places = max(_decimals(s), 0)
+    return minus(f"({m:.{places}f} {PM} {s:.{places}f}) × ") + power_of_ten(k)
+
+
+def num(x, sig: int = 3) -> str:
+    """A number to ``sig`` significant digits: "0.0312", "1.2 × 10⁻⁷", "64" (an integer as such)."""
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return ("" if x > 0 else MINUS) + "∞"
+    if x == 0:
+        return "0"
+    if SCI_BELOW <= abs(x) < SCI_FROM:
+        if x == round(x) and abs(x) >= 10 ** (sig - 1):
+            return minus(f"{x:.0f}")
+        text = f"{x:.{sig}g}"
+        return minus(f"{x:.0f}" if "e" in text else text)  # 1.2e+04 from :g, written out
+    mant, exp = f"{x:.{sig - 1}e}".split("e")
+    return minus(mant) + " × " + power_of_ten(int(exp))

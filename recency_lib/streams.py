@@ -68,9 +68,8 @@ def uniform52(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
 
 
 def log(u: np.ndarray) -> np.ndarray:
-    """log u for positive normal numbers: u = 2^e m with m in [sqrt(1/2), sqrt(2)), and log m = 2
-    atanh(s) = 2 s (1 + s^2/3 + ... + s^22/23), s = (m - 1) / (m + 1) (|s| < 0.172: truncation <
-    1e-18 relative), the polynomial by Estrin's scheme. The kernel's ``vlog`` op for op."""
+    """log u (u > 0 normal): u = 2^e m, log m = 2 atanh((m - 1) / (m + 1)) by its series to degree
+    23 (truncation < 1e-18), Estrin's scheme: the kernel's ``vlog`` op for op."""
     bits = np.ascontiguousarray(u, dtype=np.float64).view(np.int64)
     e = ((bits >> 52) - 1023).astype(np.float64)
     m = ((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000).view(np.float64)
@@ -88,8 +87,8 @@ def log(u: np.ndarray) -> np.ndarray:
 
 
 def box_muller(w: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Two standard normals from one Philox output: r = sqrt(-2 log(1 - U1)), angle 2 pi U2 split
-    exactly into quarter turns q (nearest to 4 U2) and phi in [-pi/4, pi/4]; (r cos, r sin)."""
+    """Two standard normals from one Philox output: r = sqrt(-2 log(1 - U1)) times cos and sin of
+    2 pi U2, split exactly into quarter turns and phi in [-pi/4, pi/4]."""
     u1 = 1.0 - uniform52(w[0], w[1])  # (0, 1]
     t = uniform52(w[2], w[3]) * 4.0  # exact
     r = np.sqrt(-2.0 * log(u1))
@@ -136,18 +135,10 @@ def _gamma_try(x, u, dm, cc):
 
 
 def chi_squares(dofs: np.ndarray, b: np.ndarray, key: tuple[int, int, int]) -> np.ndarray:
-    """chi^2 draws (len(dofs), len(b)): row i with ``dofs[i]`` degrees of freedom (counter row word
-    i), for the samples ``b`` (uint64).
-
-    dof = 1: the square of the first normal of Philox call 0. dof >= 2: 2 Gamma(dof / 2) by
-    Marsaglia-Tsang with dm = dof / 2 - 1/3: a try takes x normal and u uniform in (0, 1], and with
-    v = (1 + x / sqrt(9 dm))^3 > 1e-300 it accepts when u < 1 - 0.0331 x^4 (the squeeze) or
-    log u < x^2/2 + dm - dm v + dm log v, giving 2 dm v. (A v <= 1e-300 fails the log test anyway:
-    its right side is below -400 there.) Tries come in pairs: Philox call 2t gives the two normals
-    (Box-Muller) of tries 2t and 2t + 1, call 2t + 1 their two uniforms. Each sample keeps its
-    first accepted try. (The kernel skips the logs when no pending lane needs them; the squeeze
-    alone decides then, so the decisions are the same.) All rows and samples at once here.
-    """
+    """chi^2 draws (len(dofs), len(b)), row i with ``dofs[i]`` degrees of freedom, for the samples
+    ``b``: Marsaglia-Tsang tries in pairs (Philox call 2t: the normals of tries 2t and 2t + 1, call
+    2t + 1 their uniforms), each sample keeping its first accepted try, as the kernel's
+    ``gamma_pair`` (the squared first normal at dof = 1)."""
     dofs = np.asarray(dofs, dtype=np.int64)
     rows = np.broadcast_to(
         np.arange(dofs.size, dtype=np.uint64)[:, None], (dofs.size, b.size)

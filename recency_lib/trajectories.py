@@ -59,10 +59,13 @@ def block_matrices(p: Plan, k: int, size: int):
 ENGINES, KERNELS = ("dense", "gram"), ("c", "numpy")
 
 
-def _plan(cfg: SimConfig, keep: int, engine, kernel) -> Plan:
-    """How :func:`block_matrices` runs ``cfg``; the matrices of ``keep`` sequences must fit."""
+def _plan(cfg: SimConfig, samples: int, engine, kernel, keep_all: bool) -> Plan:
+    """How :func:`block_matrices` runs ``samples`` sequences of ``cfg``; the matrices kept at once
+    (all, or a block's) must fit in memory."""
     engine = check_choice("engine", resolve_engine(cfg) if engine is None else engine, ENGINES)
     kernel = check_choice("kernel", kernels.kernel_name() if kernel is None else kernel, KERNELS)
+    block = block_size(cfg, engine)
+    keep = samples if keep_all else min(samples, block)
     per, room = 4 * 8 * cfg.layers * cfg.n**2, memory_limit() - run_bytes(cfg, engine)
     if keep * per > room:
         raise ValueError(
@@ -70,14 +73,15 @@ def _plan(cfg: SimConfig, keep: int, engine, kernel) -> Plan:
             f"(n={cfg.n}, layers={cfg.layers}); allowed: samples <= {max(0, room // per)} (or "
             "sequence_statistic or simulate, whose memory does not grow with samples)"
         )
-    return Plan(cfg, engine, block_size(cfg, engine), kernel if engine == "gram" else "numpy")
+    run = cfg.replace(samples=max(2, samples))
+    return Plan(run, engine, block, kernel if engine == "gram" else "numpy")
 
 
 def sample_trajectories(cfg: SimConfig, samples=None, engine=None, kernel=None):
     """Scores and attention (samples, layers, n, n) of the first ``samples`` sequences (default
     ``cfg.samples``): their plain means equal :func:`simulate`'s to rounding."""
     samples = check_int("samples", cfg.samples if samples is None else samples, 1)
-    p = _plan(cfg.replace(samples=max(2, samples)), samples, engine, kernel)
+    p = _plan(cfg, samples, engine, kernel, keep_all=True)
     blocks = p.sizes(0, -(-samples // p.block))
     scores, attn = zip(*(block_matrices(p, k, size)[:2] for k, size in blocks))
     return np.concatenate(scores)[:samples], np.concatenate(attn)[:samples]
@@ -120,8 +124,7 @@ def sequence_statistic(
             f"control_mean={short(control_mean)} is not allowed; allowed: a finite number or a "
             "1-d array of k finite numbers"
         )
-    p = _plan(cfg.replace(samples=samples), 0, engine, kernel)
-    _plan(cfg, min(samples, p.block), engine, kernel)  # one block's matrices must fit
+    p = _plan(cfg, samples, engine, kernel, keep_all=False)
     norms = "sq_norms" in inspect.signature(statistic).parameters
     t0, groups, width = time.process_time(), [None, None], None  # even and odd blocks
     with _one_blas_thread(), Progress(samples) as bar:

@@ -16,82 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from recency_lib.rounding import EXACT_RTOL, is_exact  # noqa: F401  (quoted by pages)
+from recency_lib.stats import MINUS, PM, minus, num, pm, power_of_ten  # noqa: F401
+
 from .significance import zscore
 
-MINUS, PM, NBSP = "\u2212", "\u00b1", "\u00a0"
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-SCI_BELOW, SCI_FROM = 1e-3, 1e5  # magnitudes outside [SCI_BELOW, SCI_FROM) get a power of ten
-
-# An SE below this fraction of the value (at least 1) is float rounding, not noise: far above
-# float64's 1e-16, far below a noisy simulated value (Theorem 1's trend at d = 256 is ~1e-9).
-EXACT_RTOL = 1e-12
-
-
-# -- numbers ---------------------------------------------------------------------------------------
-
-
-def _minus(text: str) -> str:
-    return text.replace("-", MINUS)
-
-
-def power_of_ten(k: int) -> str:
-    """ "10⁻⁵" for k = -5."""
-    return "10" + str(int(k)).translate(_SUPERSCRIPT)
-
-
-def _decimals(se: float) -> int:
-    """Decimal places that show ``se`` to one or two significant digits (the Particle Data Group's
-    rule: two when its leading digits are 100-354, one for 355-949, 950-999 rounds up to 1.0)."""
-    mantissa, exp = f"{se:.2e}".split("e")
-    lead = int(mantissa.replace(".", ""))
-    digits = 2 if lead < 355 or lead >= 950 else 1
-    return digits - 1 - int(exp) - (1 if lead >= 950 else 0)
-
-
-def is_exact(value, se) -> bool:
-    """True when ``se`` is zero or float rounding (<= EXACT_RTOL * max(1, |value|))."""
-    return float(se) <= EXACT_RTOL * max(1.0, abs(float(value)))
-
-
-def pm(mean, se, *, min_places: int = 0) -> str:
-    """The book's one format of an estimate and its standard error: the error to one or
-    two significant digits, the mean to the same places (at least ``min_places``), a shared power
-    of ten outside [10⁻³, 10⁵): "0.5231 ± 0.0012", "(7.2 ± 0.8) × 10⁻⁵"; an exact value alone."""
-    mean, se = float(mean), float(se)
-    if not math.isfinite(mean):
-        return num(mean)
-    if math.isnan(se):
-        return f"{num(mean)} {PM} ?"
-    if math.isinf(se):
-        return f"{num(mean)} {PM} \u221e"
-    if is_exact(mean, se):
-        return num(mean)
-    big = max(abs(mean), se)
-    if SCI_BELOW <= big < SCI_FROM:
-        places = max(min_places, _decimals(se), 0)
-        return _minus(f"{mean:.{places}f} {PM} {se:.{places}f}")
-    k = math.floor(math.log10(big))
-    m, s = mean / 10**k, se / 10**k
-    places = max(_decimals(s), 0)
-    return _minus(f"({m:.{places}f} {PM} {s:.{places}f}) \u00d7 ") + power_of_ten(k)
-
-
-def num(x, sig: int = 3) -> str:
-    """A number to ``sig`` significant digits: "0.0312", "1.2 × 10⁻⁷", "64" (an integer as such)."""
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return ("" if x > 0 else MINUS) + "\u221e"
-    if x == 0:
-        return "0"
-    if SCI_BELOW <= abs(x) < SCI_FROM:
-        if x == round(x) and abs(x) >= 10 ** (sig - 1):
-            return _minus(f"{x:.0f}")
-        text = f"{x:.{sig}g}"
-        return _minus(f"{x:.0f}" if "e" in text else text)  # 1.2e+04 from :g, written out
-    mant, exp = f"{x:.{sig - 1}e}".split("e")
-    return _minus(mant) + " \u00d7 " + power_of_ten(int(exp))
+NBSP = "\u00a0"
 
 
 def nowrap(text: str) -> str:
@@ -101,7 +31,7 @@ def nowrap(text: str) -> str:
 
 def count(k) -> str:
     """An integer count with thousands separators: "100,000"."""
-    return _minus(f"{int(k):,}")
+    return minus(f"{int(k):,}")
 
 
 def percent(fraction, sig: int = 2) -> str:
@@ -136,7 +66,7 @@ def z_text(z) -> str:
     if math.isinf(z):
         return ("+" if z > 0 else MINUS) + "\u221e"
     text = f"{z:+.1f}" if abs(z) < 9.95 else f"{z:+.0f}"
-    return "0.0" if text in ("+0.0", "-0.0") else _minus(text)
+    return "0.0" if text in ("+0.0", "-0.0") else minus(text)
 
 
 def listing(values, fmt=lambda v: f"{v:g}", empty: str = "none") -> str:
