@@ -212,7 +212,7 @@ def run_inputs(template, params: dict, kernel: str = "python3") -> dict:
     """Everything a run's outputs depend on (what the key hashes), the simulator's kernel path among them
     (recency_lib.engines.kernel_name: "c", or "numpy" while the compiled kernel is missing or older than its
     source; the two agree only to rounding, so a rebuilt kernel runs the grid again)."""
-    from recency_lib.engines import kernel_name
+    from recency_lib.kernels import kernel_name
 
     return {
         "format": KEY_FORMAT,

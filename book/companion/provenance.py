@@ -12,7 +12,7 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-from recency_lib import engines
+from recency_lib import kernels
 from recency_lib.cache import entries, source_hash
 
 from . import conventions as cv
@@ -77,7 +77,7 @@ def software_rows(packages=PACKAGES) -> list[dict]:
     rows += [
         {"component": "Python", "version": platform.python_version()},
         {"component": "platform", "version": platform.platform()},
-        {"component": "Gram-engine kernel", "version": engines.kernel_name()},
+        {"component": "Gram-engine kernel", "version": kernels.kernel_name()},
         {"component": "recency_lib source hash", "version": f"`{source_hash()[:16]}`"},
     ]
     return rows
@@ -202,7 +202,7 @@ def simulation_cost(namespace: dict) -> dict:
     whether this run computed it or read it back from the results cache), ``sequences`` and ``results``."""
     import math
 
-    from recency_lib.engines import SequenceStatistic
+    from recency_lib.trajectories import SequenceStatistic
     from recency_lib.result import SimResult
 
     found = held(namespace, (SimResult, SequenceStatistic))

@@ -129,9 +129,9 @@ def check_environment() -> None:
     the variable): which kernel runs, where results are cached, the memory a run may take."""
     from recency_lib.cache import cache_dir
     from recency_lib.engines import memory_limit
-    from recency_lib.features import compiled_kernels
+    from recency_lib.kernels import load
 
-    compiled_kernels()
+    load()
     cache_dir()
     memory_limit()
 

@@ -81,7 +81,7 @@ def kernel_path() -> str:
     the compiled kernel is missing, switched off or older than its source. Rebuilding the kernel changes
     no source file, but what the pages compute and show (the reproducibility page names it)."""
     try:
-        from recency_lib.engines import kernel_name
+        from recency_lib.kernels import kernel_name
 
         return kernel_name()
     except ValueError:  # a bad RECENCY_LIB_KERNEL: every page that simulates says so
