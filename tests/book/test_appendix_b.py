@@ -276,7 +276,7 @@ def test_number_list_accepts_papermill_strings():
     assert grid.number_list("a", [0, 1]) == [0.0, 1.0]
     assert grid.number_list("a", 0.4) == [0.4]
     for bad in ("[]", "0.1, x", [], ["a"], [float("nan")], [True], "[" * 100_000, "1e999", 10**400):
-        with pytest.raises(ValueError, match="a=") as info:
+        with pytest.raises(ValueError, match=r"^a(\[0\])?=") as info:  # the list, or its entry
             grid.number_list("a", bad)
         assert len(str(info.value)) < 300
 
@@ -647,7 +647,7 @@ def test_residual_weights():
         "g", 1
     ) == [1.0]
     for bad in ("[0, 1]", "[1, 1]", "[-1]", "[]", "x"):
-        with pytest.raises(ValueError, match="g="):
+        with pytest.raises(ValueError, match=r"^g(\[0\])?="):
             grid.residual_weights("g", bad)
 
 

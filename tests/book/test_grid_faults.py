@@ -43,14 +43,12 @@ def test_grid_reruns_a_damaged_result_and_sweeps_dead_staging(tmp_path, private_
     first = grid.run_setting(template, out, params)
     assert first.status == "ran" and grid.run_setting(template, out, params).status == "reused"
     data = first.result.read_bytes()
-    side = json.loads(first.key_file.read_text())
     cfg = grid.config_of(first.params)
-    first.result.write_bytes(
-        data.replace(b'"engine": "gram"', b'"engine": "dense"')
-    )  # whole but edited
-    assert not grid._up_to_date(side, first.key, first.notebook, first.result, cfg)
+    edited = data.replace(b'"engine": "gram"', b'"engine": "dense"')  # whole but edited
+    first.result.write_bytes(edited)
+    assert grid._reusable(first.key_file, first.key, cfg) is None
     first.result.write_bytes(data)
-    assert grid._up_to_date(side, first.key, first.notebook, first.result, cfg)
+    assert grid._reusable(first.key_file, first.key, cfg) is not None
     dead = out / f".staging-{first.slug}-99999-0123abcd"  # left by a driver killed outright
     dead.mkdir()
     (dead / "half.ipynb").write_text("{")
@@ -112,7 +110,7 @@ def test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging(tmp_path, pr
     else:  # SIGKILL: no cleanup possible; the next driver
         from companion import grid  # removes it once it holds the folder's lock
 
-        with grid._one_driver(out):  # (the dead one's lock died with it)
+        with grid.one_writer(out):  # (the dead one's lock died with it)
             assert not any(p.name.startswith(".staging-") for p in out.iterdir())
 
 
@@ -177,7 +175,7 @@ def test_grid_refuses_a_target_it_did_not_write_before_any_work(monkeypatch, one
         )
     else:
         target.symlink_to(foreign)
-    monkeypatch.setattr(grid, "_papermill", _no_papermill)
+    monkeypatch.setattr(grid, "run_notebook", _no_papermill)
     with pytest.raises(ValueError, match="allowed") as info:
         grid.run_setting(template, out, params, force=True)
     assert target.name in str(info.value) and "\n" not in str(info.value)

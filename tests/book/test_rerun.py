@@ -227,7 +227,7 @@ def test_a_p_value_means_what_it_means_to_papermill(text, monkeypatch):
     from companion import rerun
 
     ours, theirs = (
-        rerun.read_values([("-p", ("seed", text))]),
+        rerun.read_values(p=[("seed", text)]),
         papermills_parameters(monkeypatch, "-p", "seed", text),
     )
     assert repr(ours) == repr(theirs)  # nan too
@@ -237,19 +237,14 @@ def test_a_p_value_means_what_it_means_to_papermill(text, monkeypatch):
 def test_a_y_value_means_what_it_means_to_papermill(text, monkeypatch):
     from companion import rerun
 
-    assert rerun.read_values([("-y", text)]) == papermills_parameters(monkeypatch, "-y", text)
+    assert rerun.read_values(y=[text]) == papermills_parameters(monkeypatch, "-y", text)
 
 
 def test_p_and_r_override_y_and_f_as_in_papermill(tmp_path, monkeypatch):
     from companion import rerun
 
     (tmp_path / "p.yaml").write_text("seed: 3\nn: 5\n")
-    flags = [
-        ("-p", ("seed", "4")),
-        ("-y", "seed: 5\nalpha: 0.25"),
-        ("-f", str(tmp_path / "p.yaml")),
-        ("-r", ("n", "6")),
-    ]
+    flags = dict(p=[("seed", "4")], y=["seed: 5\nalpha: 0.25"], f=[str(tmp_path / "p.yaml")])
     theirs = papermills_parameters(
         monkeypatch,
         "-p",
@@ -263,7 +258,10 @@ def test_p_and_r_override_y_and_f_as_in_papermill(tmp_path, monkeypatch):
         "n",
         "6",
     )
-    assert rerun.read_values(flags) == theirs == {"seed": 4, "alpha": 0.25, "n": "6"}
+    ours = rerun.read_values(**flags, r=[("n", "6")])
+    assert ours == theirs == {"seed": 4, "alpha": 0.25, "n": "6"}
+    later = ["-y", "n: 1", "-f", str(tmp_path / "p.yaml")]  # every -f first, whatever the order
+    assert rerun.read_values(y=["n: 1"], f=[later[3]]) == papermills_parameters(monkeypatch, *later)
 
 
 @pytest.mark.parametrize(
@@ -312,9 +310,9 @@ def test_a_bad_environment_variable_is_one_error_line_naming_it(tmp_path, variab
 
 
 def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
-    """The estimate: the compute time the book's run of the page holds, times the share of sequences, plus the
-    page's time besides; a page the build never measured says so."""
-    from companion import rerun
+    """The estimate: the compute time the book's run of the page holds, times the share of sequences,
+    plus the page's time besides; a page the build never measured says so."""
+    from companion import params, rerun
 
     cache = tmp_path / ".jupyter_cache"
     cache.mkdir()
@@ -323,7 +321,7 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
             {"format": 3, "pages": {"residual": {"seconds": 10.0, "simulation_seconds": 100.0}}}
         )
     )
-    known = rerun.defaults(BOOK / "residual.ipynb")
+    known = params.defaults(BOOK / "residual.ipynb")
     values = {**known, "samples": 20_000, "samples_first_order": 80_000}
     assert rerun.cost_factor("residual", known, values) == pytest.approx(0.2)
     assert rerun.cost_factor("residual", known, {**known, "n": 20}) == pytest.approx(8.0)
@@ -336,53 +334,33 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
     )
 
 
-def test_a_long_simulation_reports_its_progress_on_the_terminal_and_never_on_the_page():
-    """Within a cell the kernel's progress bars (read from its stderr) become a line at most every 30 s;
-    the page and the saved notebook keep the cell's other stderr text and lose every bar."""
+def test_a_long_simulation_reports_its_progress_on_the_terminal(tmp_path):
+    """Within a cell, the kernel's progress events (recency_lib.progress: a JSON line each) become a
+    line at most every 30 s; an event still being written waits for its end. The kernel draws no bar
+    (test_rerun_site.py: none on the page)."""
     from companion import rerun
 
-    lines, now = [], [0.0]
-    progress = rerun._CellProgress(lines.append, every=30.0, clock=lambda: now[0])
-    nb = nbformat.v4.new_notebook(
-        cells=[
-            nbformat.v4.new_markdown_cell("# x"),
-            nbformat.v4.new_code_cell("res = simulate(cfg)"),
-        ]
-    )
-    progress(nb, 1)
-    for t, done in ((10, 10), (31, 31), (40, 40), (62, 62)):
+    lines, now, events = [], [0.0], tmp_path / "events.jsonl"
+    progress = rerun._Progress(lines.append, events, 1, every=30.0, clock=lambda: now[0])
+    progress.start(nbformat.v4.new_markdown_cell("# x"))
+    progress.start(nbformat.v4.new_code_cell("res = simulate(cfg)"))
+    progress.poll()  # nothing simulated yet: no file
+
+    def event(text: str, t: float) -> None:
         now[0] = t
-        progress.write(
-            f"\r {done}%|███       | {done}000000/100000000 [00:{t:02d}<01:00, 1e6sample/s]"
-        )
-    progress.write("UserWarning: something the page shows\n")
+        with open(events, "a") as fh:
+            fh.write(text)
+        progress.poll()
+
+    for t in (10, 31, 40, 62):
+        event(json.dumps({"run": "1-1", "done": t * 10**6, "total": 10**8, "seconds": t}) + "\n", t)
+    event('{"run": "1-1", "done": 99000000, ', 100)
+    event('"total": 100000000, "seconds": 100}\n', 101)
     assert lines == [
         "[1/1] 0:00 res = simulate(cfg)",
         "[1/1] 0:31 31 % of a run of 100,000,000 sequences",
         "[1/1] 1:02 62 % of a run of 100,000,000 sequences",
-    ]
-
-    bar = "\r 10%|█         | 10/100 [00:01<00:09]\r 90%|█████████ | 90/100 [00:09<00:01]\r          \r"
-    page = {
-        "cells": [
-            {
-                "cell_type": "code",
-                "outputs": [
-                    {
-                        "output_type": "stream",
-                        "name": "stderr",
-                        "text": bar + "UserWarning: kept\n",
-                    },
-                    {"output_type": "stream", "name": "stderr", "text": [bar]},
-                    {"output_type": "stream", "name": "stdout", "text": "42\n"},
-                ],
-            }
-        ]
-    }
-    rerun._drop_progress(page)
-    assert page["cells"][0]["outputs"] == [
-        {"output_type": "stream", "name": "stderr", "text": "UserWarning: kept\n"},
-        {"output_type": "stream", "name": "stdout", "text": "42\n"},
+        "[1/1] 1:41 99 % of a run of 100,000,000 sequences",
     ]
 
 
@@ -661,33 +639,17 @@ def test_render_gives_any_notebook_name_a_safe_page(good_run, tmp_path):
 
 
 def test_a_parameter_error_raised_inside_the_page_is_still_one_line_and_exit_2(
-    monkeypatch, capsys, tmp_path
+    good_run, monkeypatch, capsys
 ):
-    """Should a value pass the check before papermill and fail the page's own (its first cell, the same
-    companion.params.check): the chapter's ValueError is the error line, exit 2; any other failure of a
-    cell is exit 1 with the cell, the error and the failed notebook's path."""
-    from papermill.exceptions import PapermillExecutionError
-
+    """Should a value pass the check before papermill and fail the page's own (its first code cell
+    after the parameters): the page's ValueError is the error line, exit 2, the previous outputs stay
+    and the failed notebook is beside them. A later cell's failure is exit 1 (the test above)."""
     from companion import rerun
 
-    def failing(source):
-        def run(*args, **kwargs):
-            raise PapermillExecutionError(
-                2, 2, source, "ValueError", "n=2 is out of range; allowed: an integer >= 3", []
-            )
-
-        return run
-
-    monkeypatch.setattr(
-        rerun, "rerun", failing('globals().update(params.check("residual", globals()))')
-    )
-    assert rerun.main(["rerun", "book/residual.ipynb", str(tmp_path)]) == 2
-    assert capsys.readouterr().err == "error: n=2 is out of range; allowed: an integer >= 3\n"
-    monkeypatch.setattr(rerun, "rerun", failing("res = simulate(cfg)"))
-    assert rerun.main(["rerun", "book/residual.ipynb", str(tmp_path)]) == 1
+    out, files = good_run
+    monkeypatch.setattr(rerun.params, "check", lambda page, values: dict(values))  # lets all pass
+    code = rerun.main(["rerun", TEMPLATE, str(out), "-p", "n", "2", "-p", "samples", "500"])
     err = capsys.readouterr().err
-    assert (
-        err.startswith("error: residual.ipynb failed in cell [2]: ValueError: n=2 is out of range")
-        and err.count("\n") == 1
-    )
-    assert f"{tmp_path / 'residual.failed.ipynb'}" in err
+    error_after_progress(2, err, "setting_template", "n=2 is out of range", code)
+    now = files_of(out)
+    assert now.pop("setting_template.failed.ipynb") and now == files
