@@ -305,8 +305,8 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
     assert again.status == "reused" and again.key == first.key and again.seconds == first.seconds
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
 
-    # the library's source is part of the key, and so is the simulator's kernel path: a kernel rebuilt
-    # after a run on the numpy path (a kernel older than its source) runs the grid again
+    # the library's source is part of the key, and so is the simulator's kernel path: a kernel
+    # rebuilt after a run on the numpy path (a kernel older than its source) runs the grid again
     monkeypatch.setattr(grid, "sources_hash", lambda: "edited")
     assert grid.run_key(template, again.params) != first.key
     monkeypatch.undo()
@@ -720,9 +720,9 @@ def test_misranked_pairs():
 
 
 def test_grid_workers_reuse_their_kernel_cleared_between_runs(tmp_path, monkeypatch):
-    """run_grid runs a worker's settings on one kernel: each run starts with an empty namespace, in its
-    own staging folder (the relative result path lands), with execution counts from 1; a failing run
-    takes its kernel down and the next run gets a new one; no kernel outlives run_grid."""
+    """run_grid runs a worker's settings on one kernel: each run starts with an empty namespace, in
+    its own staging folder (the relative result path lands), with execution counts from 1; a failing
+    run takes its kernel down and the next run gets a new one; no kernel outlives run_grid."""
     template = light_template(tmp_path / "template.ipynb")
     nb = nbformat.read(template, as_version=4)
     nb.cells.insert(
