@@ -28,39 +28,29 @@ from functools import lru_cache
 from pathlib import Path
 
 from recency_lib.config import SimConfig
-from recency_lib.files import check_output_path, shown
+from recency_lib.files import check_output_path
 from recency_lib.result import RESULT_FILE, SimResult, is_result_file
 from recency_lib.validation import check_bool, check_int, check_real, short
 
-from .params import RESIDUAL_WEIGHTS, real_list
-from .params import defaults as notebook_defaults
+from .params import (
+    RESIDUAL_WEIGHTS,
+    SETTING_PARAMS,
+    check_out_dir,
+    real_list,
+    template_path,
+    validate_params,
+)
+from .params import result_file as result_file  # the setting template's
+from .params import template_defaults as template_defaults
 from .sources import sources_hash
 
-#: The template's parameters that make a setting (SimConfig's but engine and eps).
-SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed")
-#: The template needs three tokens (the recency probability) and two layers (h(j) is read from the
-#: first layer's output, Definition 1 matters from layer 2 on).
-TEMPLATE_MINIMA = {"n": 3, "layers": 2}
 KEY_FORMAT = "companion.grid/3"
-_TEMPLATE = f"a notebook with the parameters {', '.join(SETTING_PARAMS)} (setting_template.ipynb)"
-
 #: Appendix B's lists: finite numbers, and residual weights > 0 (each also from papermill's string).
 number_list = real_list(None, None, "[0.2, 0.4]", distinct=False)
 residual_weights = RESIDUAL_WEIGHTS
 
 
 # -- checks ----------------------------------------------------------------------------------------
-
-
-def result_file(result_path: str = "") -> Path:
-    """Where the template writes its result: ``result_path`` ("": setting_result.json), nothing
-    there yet or a result file of this library, in a writable folder (ValueError naming it
-    otherwise)."""
-    if not isinstance(result_path, (str, os.PathLike)):
-        allowed = 'a string ("" = setting_result.json)'
-        raise ValueError(f"result_path={short(result_path)} is not a path; allowed: {allowed}")
-    path = Path(os.fspath(result_path) or "setting_result.json")
-    return check_output_path(path, "result_path", ours=is_result_file, what=RESULT_FILE)
 
 
 def _json(path: Path, limit: int):
@@ -94,80 +84,9 @@ def is_key_file(path: Path) -> bool:
         return False
 
 
-def _template_path(template) -> Path:
-    if not isinstance(template, (str, os.PathLike)):
-        raise ValueError(f"template={short(template)} is not a path; allowed: {_TEMPLATE}")
-    path = Path(template)
-    if not path.is_file():
-        what = "is not a file" if path.exists() else "does not exist"
-        raise ValueError(f"template={shown(template)} {what}; allowed: {_TEMPLATE}")
-    return path.resolve()
-
-
-def template_defaults(template) -> dict:
-    """The template's parameters and defaults: a notebook with the :data:`SETTING_PARAMS`, else a
-    ValueError naming ``template``."""
-    path = _template_path(template)
-    try:
-        found = notebook_defaults(path)
-    except Exception as exc:  # not JSON, not a notebook, ...
-        why = type(exc).__name__
-        raise ValueError(
-            f"template={shown(template)} is not a readable notebook ({why}); allowed: {_TEMPLATE}"
-        ) from None
-    missing = [p for p in SETTING_PARAMS if p not in found]
-    if missing:
-        raise ValueError(
-            f"template={shown(template)} lacks the parameter(s) {', '.join(missing)}; "
-            f"allowed: {_TEMPLATE}"
-        )
-    return found
-
-
-def validate_params(params: dict, template=None) -> dict:
-    """One setting, complete and normalized: the missing parameters from the template's defaults (or
-    SimConfig's), every value by SimConfig's rules and :data:`TEMPLATE_MINIMA`, no other names."""
-    if not isinstance(params, dict):
-        allowed = f"a dict of {', '.join(SETTING_PARAMS)}"
-        raise ValueError(f"params={short(params)} is not a dict; allowed: {allowed}")
-    unknown = [k for k in params if k not in SETTING_PARAMS]
-    if unknown:
-        extra = " (set by the driver)" if "result_path" in unknown else ""
-        raise ValueError(
-            f"unknown parameter(s) {short(unknown)}{extra}; allowed: {', '.join(SETTING_PARAMS)}"
-        )
-    defaults = template_defaults(template) if template is not None else SimConfig().to_dict()
-    cfg = SimConfig(**{k: params.get(k, defaults[k]) for k in SETTING_PARAMS})
-    for name, lo in TEMPLATE_MINIMA.items():
-        check_int(name, getattr(cfg, name), lo)
-    return {k: getattr(cfg, k) for k in SETTING_PARAMS}
-
-
 def config_of(params: dict) -> SimConfig:
     """The SimConfig of a validated setting."""
     return SimConfig(**{k: params[k] for k in SETTING_PARAMS})
-
-
-def check_out_dir(out_dir, name: str = "out_dir") -> Path:
-    """``out_dir`` as a Path: a writable folder or one that can be made (nothing is made)."""
-    if not isinstance(out_dir, (str, os.PathLike)) or not os.fspath(out_dir):
-        raise ValueError(
-            f"{name}={short(out_dir)} is not a path; allowed: a folder (made if needed)"
-        )
-    path = Path(out_dir)
-    if path.exists() and not path.is_dir():
-        raise ValueError(
-            f"{name}={shown(out_dir)} is not a folder; allowed: a folder (made if needed)"
-        )
-    probe = path.resolve()
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise ValueError(
-            f"{name}={shown(out_dir)} cannot be written ({shown(probe)} is not a writable folder); "
-            f"allowed: a writable folder"
-        )
-    return path
 
 
 def _check_run_options(kernel, force, timeout) -> tuple[str, bool, float | None]:
@@ -185,19 +104,14 @@ def _check_run_options(kernel, force, timeout) -> tuple[str, bool, float | None]
 
 
 def check_targets(out_dir: Path, name: str) -> None:
-    """Each output of setting ``name`` is nothing yet or a file of its own kind, never a symbolic
-    link, a folder or another file (ValueError naming it: the grid replaces only what it wrote)."""
+    """Each output of setting ``name`` is nothing yet or a file of its own kind, never a folder or
+    another file (ValueError naming it: the grid replaces only what it wrote)."""
     for ext, what, ours, kind in (
         (".json", "result", is_result_file, RESULT_FILE),
         (".ipynb", "notebook", is_grid_notebook, "an executed notebook of this grid"),
         (".key", "key", is_key_file, "a key sidecar of this grid"),
     ):
         path = out_dir / f"{name}{ext}"
-        if path.is_symlink():
-            raise ValueError(
-                f"{what}={shown(path)} is a symbolic link; allowed: a path to {kind} or to "
-                f"nothing yet (this grid writes regular files and replaces only what it wrote)"
-            )
         check_output_path(path, what, ours=ours, what=kind)
 
 
@@ -458,8 +372,7 @@ def _sigterm_interrupts():
 
 @dataclass(frozen=True)
 class SettingRun:
-    """One setting's outputs; ``status`` "ran" or "reused"; ``seconds``: its papermill run's wall
-    time."""
+    """One setting's outputs; ``status`` "ran" or "reused"; ``seconds``: its papermill run's."""
 
     slug: str
     params: dict
@@ -502,8 +415,7 @@ def _run_setting(template, out_dir, params, kernel, force, timeout, shared) -> S
     key, cfg = run_key(template, params, kernel), config_of(params)
     side = None if force else _reusable(key_file, key, cfg)
     if side is not None:
-        seconds = side.get("seconds")
-        seconds = float(seconds) if type(seconds) in (int, float) else float("nan")
+        seconds = side.get("seconds", float("nan"))
         return SettingRun(name, params, notebook, result, key_file, key, "reused", seconds)
     check_targets(out_dir, name)
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".staging-") as staging:
@@ -512,17 +424,11 @@ def _run_setting(template, out_dir, params, kernel, force, timeout, shared) -> S
         parameters = {**params, "result_path": result.name}  # relative: in the staging folder
         run_notebook(shared, template, staged[1], parameters, staging, execution_timeout=timeout)
         seconds = time.perf_counter() - start
-        if not staged[0].is_file():
-            raise RuntimeError(
-                f"{template.name} ran for {name} but wrote no result file "
-                f"(expected {result.name} in its working directory)"
-            )
         try:
             SimResult.load(staged[0], config=cfg)
-        except ValueError as exc:
-            raise RuntimeError(
-                f"{template.name} wrote an invalid result for {name}: {exc}"
-            ) from None
+        except (OSError, ValueError) as exc:  # none written, or not this setting's
+            why = f"no valid result file {result.name} ({exc})"
+            raise RuntimeError(f"{template.name} ran for {name} but wrote {why}") from None
         side = {
             "key": key,
             "inputs": run_inputs(template, params, kernel),
@@ -553,7 +459,7 @@ def run_grid(
     ``timeout``: seconds per cell (None: no limit). A failed notebook raises papermill's
     PapermillExecutionError and leaves the previous outputs as they were.
     """
-    template = _template_path(template)
+    template = template_path(template)
     if not isinstance(grid, (list, tuple)) or not grid:
         allowed = "a non-empty list of parameter dicts"
         raise ValueError(f"grid={short(grid)} is not allowed; allowed: {allowed}")

@@ -13,8 +13,10 @@ import os
 import re
 from pathlib import Path
 
-from recency_lib.files import shown
+from recency_lib.config import SimConfig
+from recency_lib.files import check_output_path, shown
 from recency_lib.norms import NAMES as NORMS
+from recency_lib.result import RESULT_FILE, is_result_file
 from recency_lib.validation import INT_MAX, check_choice, check_int, check_real, short
 
 BOOK = Path(__file__).resolve().parents[1]  # book/
@@ -146,6 +148,28 @@ def check_outside_sources(name: str, folder) -> Path:
     return path
 
 
+def check_out_dir(out_dir, name: str = "out_dir") -> Path:
+    """``out_dir`` as a Path: a writable folder or one that can be made (nothing is made)."""
+    if not isinstance(out_dir, (str, os.PathLike)) or not os.fspath(out_dir):
+        raise ValueError(
+            f"{name}={short(out_dir)} is not a path; allowed: a folder (made if needed)"
+        )
+    path = Path(out_dir)
+    if path.exists() and not path.is_dir():
+        raise ValueError(
+            f"{name}={shown(out_dir)} is not a folder; allowed: a folder (made if needed)"
+        )
+    probe = path.resolve()
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{name}={shown(out_dir)} cannot be written ({shown(probe)} is not a writable folder); "
+            f"allowed: a writable folder"
+        )
+    return path
+
+
 def build_folder() -> Path:
     """The build's folder (``COMPANION_BUILD_DIR``, set by book/_ext/fresh_cache.py), else
     ``_build``."""
@@ -155,8 +179,6 @@ def build_folder() -> Path:
 def _runs_folder(name: str, value) -> str:
     """Appendix B's runs: a folder outside the sources; empty: ``.jupyter_cache/appendix_b`` of the
     build's folder."""
-    from .grid import check_out_dir
-
     if not isinstance(value, str):
         raise ValueError(
             f'{name}={short(value)} is not a path; allowed: a folder, or "" for the build\'s'
@@ -167,18 +189,84 @@ def _runs_folder(name: str, value) -> str:
     return folder
 
 
-def _template(name: str, value):
-    from .grid import template_defaults
+def _passes(check):
+    """A rule that keeps the value once ``check(value)`` passes (it names the parameter itself)."""
 
-    template_defaults(value)  # ValueError naming the parameter, which is ``template``
-    return value
+    def rule(name: str, value):
+        check(value)
+        return value
+
+    return rule
 
 
-def _result_path(name: str, value):
-    from .grid import result_file
+# -- the setting template's parameters (Appendix B's grid) ---------------------------------------
 
-    result_file(value)
-    return value
+#: The template's parameters that make a setting (SimConfig's but engine and eps).
+SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed")
+#: The template needs three tokens (the recency probability) and two layers (h(j) is read from the
+#: first layer's output, Definition 1 matters from layer 2 on).
+TEMPLATE_MINIMA = {"n": 3, "layers": 2}
+_TEMPLATE = f"a notebook with the parameters {', '.join(SETTING_PARAMS)} (setting_template.ipynb)"
+
+
+def template_path(template) -> Path:
+    if not isinstance(template, (str, os.PathLike)):
+        raise ValueError(f"template={short(template)} is not a path; allowed: {_TEMPLATE}")
+    path = Path(template)
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise ValueError(f"template={shown(template)} {what}; allowed: {_TEMPLATE}")
+    return path.resolve()
+
+
+def template_defaults(template) -> dict:
+    """The template's parameters and defaults: a notebook with the :data:`SETTING_PARAMS`, else a
+    ValueError naming ``template``."""
+    path = template_path(template)
+    try:
+        found = defaults(path)
+    except Exception as exc:  # not JSON, not a notebook, ...
+        why = type(exc).__name__
+        raise ValueError(
+            f"template={shown(template)} is not a readable notebook ({why}); allowed: {_TEMPLATE}"
+        ) from None
+    missing = [p for p in SETTING_PARAMS if p not in found]
+    if missing:
+        raise ValueError(
+            f"template={shown(template)} lacks the parameter(s) {', '.join(missing)}; "
+            f"allowed: {_TEMPLATE}"
+        )
+    return found
+
+
+def validate_params(params: dict, template=None) -> dict:
+    """One setting, complete and normalized: the missing parameters from the template's defaults (or
+    SimConfig's), every value by SimConfig's rules and :data:`TEMPLATE_MINIMA`, no other names."""
+    if not isinstance(params, dict):
+        allowed = f"a dict of {', '.join(SETTING_PARAMS)}"
+        raise ValueError(f"params={short(params)} is not a dict; allowed: {allowed}")
+    unknown = [k for k in params if k not in SETTING_PARAMS]
+    if unknown:
+        extra = " (set by the driver)" if "result_path" in unknown else ""
+        raise ValueError(
+            f"unknown parameter(s) {short(unknown)}{extra}; allowed: {', '.join(SETTING_PARAMS)}"
+        )
+    defaults = template_defaults(template) if template is not None else SimConfig().to_dict()
+    cfg = SimConfig(**{k: params.get(k, defaults[k]) for k in SETTING_PARAMS})
+    for name, lo in TEMPLATE_MINIMA.items():
+        check_int(name, getattr(cfg, name), lo)
+    return {k: getattr(cfg, k) for k in SETTING_PARAMS}
+
+
+def result_file(result_path: str = "") -> Path:
+    """Where the template writes its result: ``result_path`` ("": setting_result.json), nothing
+    there yet or a result file of this library, in a writable folder (ValueError naming it
+    otherwise)."""
+    if not isinstance(result_path, (str, os.PathLike)):
+        allowed = 'a string ("" = setting_result.json)'
+        raise ValueError(f"result_path={short(result_path)} is not a path; allowed: {allowed}")
+    path = Path(os.fspath(result_path) or "setting_result.json")
+    return check_output_path(path, "result_path", ours=is_result_file, what=RESULT_FILE)
 
 
 # -- what relates several parameters ---------------------------------------------------------------
@@ -252,8 +340,6 @@ def _appendix_b(v: dict) -> None:
 
 
 def _setting_template(v: dict) -> None:
-    from .grid import SETTING_PARAMS, validate_params
-
     validate_params({k: v[k] for k in SETTING_PARAMS})
 
 
@@ -289,9 +375,9 @@ RULES = {
     "alphas_residual": real_list(0.0, 1.0, "[0.0, 0.2]"),
     "gammas_residual": RESIDUAL_WEIGHTS,
     "out_dir": _runs_folder,
-    "template": _template,
+    "template": _passes(template_defaults),
     "norm": lambda name, v: check_choice(name, v, NORMS),
-    "result_path": _result_path,
+    "result_path": _passes(result_file),
 }
 
 #: page -> (its own rules before RULES, a check of several parameters or None). Chapter 7's

@@ -172,11 +172,8 @@ def held(namespace: dict, kinds: tuple[type, ...]) -> list:
         seen.add(id(value))
         if isinstance(value, kinds):
             out.append(value)
-        elif isinstance(value, dict):
-            for v in list(value.values()):
-                visit(v, depth + 1)
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            for v in list(value):
+        elif isinstance(value, (dict, list, tuple, set, frozenset)):
+            for v in list(value.values() if isinstance(value, dict) else value):
                 visit(v, depth + 1)
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             for f in dataclasses.fields(value):
@@ -213,20 +210,10 @@ def verdict_settings(namespace: dict) -> list[dict]:
 
     out = []
     for v in held(namespace, (Verdict,)):
-        settings = []
-        for c in v.checks:
-            s = {"norm": c.norm, "alpha": c.alpha, "gamma": c.gamma, "d": c.d}
-            if s not in settings:
-                settings.append(s)
-        out.append(
-            {
-                "claim": v.claim,
-                "name": CLAIM_NAMES.get(v.claim, v.claim),
-                "word": v.word,
-                "checks": len(v.checks),
-                "settings": settings,
-            }
-        )
+        distinct = dict.fromkeys((c.norm, c.alpha, c.gamma, c.d) for c in v.checks)  # in order
+        settings = [dict(zip(("norm", "alpha", "gamma", "d"), s)) for s in distinct]
+        name, checks = CLAIM_NAMES.get(v.claim, v.claim), len(v.checks)
+        out.append(dict(claim=v.claim, name=name, word=v.word, checks=checks, settings=settings))
     return out
 
 
@@ -235,12 +222,6 @@ def run_summary(namespace: dict, names) -> str:
     parameters ``names``, its verdicts and its simulations' cost."""
     import json
 
-    values = {name: namespace[name] for name in names if name in namespace}
-    return json.dumps(
-        {
-            "parameters": values,
-            "verdicts": verdict_settings(namespace),
-            "cost": simulation_cost(namespace),
-        },
-        default=str,
-    )
+    summary = {"parameters": {name: namespace[name] for name in names if name in namespace}}
+    summary.update(verdicts=verdict_settings(namespace), cost=simulation_cost(namespace))
+    return json.dumps(summary, default=str)
