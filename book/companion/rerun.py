@@ -532,7 +532,7 @@ def _build_site(project: Path, book_pages: list[str], runs: dict, build, current
     _copy_cache(build / ".jupyter_cache", project / "_build" / ".jupyter_cache")
     for page in book_pages:
         if page in stale:
-            nb = json.loads((BOOK / f"{page}.ipynb").read_text(encoding="utf-8"))
+            nb = nbformat.read(str(BOOK / f"{page}.ipynb"), as_version=4)
             _write_notebook(book / f"{page}.ipynb", _without_build(nb, missing.get(page, "")))
         elif page not in runs:
             source = BOOK / f"{page}.ipynb" if page in notebooks else BOOK / f"{page}.md"
@@ -572,18 +572,13 @@ def _localize_downloads(nb: dict, book: Path) -> dict:
         text = match["text"].strip() if match["target"] else path.name
         return f"{{download}}`{text} <_linked/{folder.name}/{path.name}>`"
 
-    def fix(value):
-        if isinstance(value, list):
-            return [fix(v) for v in value]
-        return _DOWNLOAD.sub(local, value) if isinstance(value, str) else value
-
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "markdown":
-            cell["source"] = fix(cell["source"])
+    for cell in nb.cells:  # nbformat's: every text a string
+        if cell.cell_type == "markdown":
+            cell.source = _DOWNLOAD.sub(local, cell.source)
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             for key in [k for k in data if k.endswith("text/markdown")]:
-                data[key] = fix(data[key])
+                data[key] = _DOWNLOAD.sub(local, data[key])
     return nb
 
 
@@ -595,7 +590,7 @@ def _announcement(runs: dict, book_pages: list[str]) -> str:
     """The line at the top of every page of the site: which pages are runs (links to them)."""
 
     def link(name: str) -> str:
-        title = _title(json.loads(runs[name].read_text(encoding="utf-8"))) or name
+        title = _title(nbformat.read(str(runs[name]), as_version=4)) or name
         style = "color: inherit; text-decoration: underline"
         return f'<a href="{name}.html" style="{style}">{html.escape(title)}</a>'
 
@@ -607,15 +602,11 @@ def _announcement(runs: dict, book_pages: list[str]) -> str:
     )
 
 
-def _text(source) -> str:
-    return "".join(source) if isinstance(source, list) else str(source or "")
-
-
 def _title(nb) -> str | None:
     """The text of the notebook's first heading ("4. Residual connection"), or None."""
-    for cell in nb.get("cells", []):
-        found = re.search(r"(?m)^#\s+(.+?)\s*$", _text(cell.get("source")))
-        if cell.get("cell_type") == "markdown" and found:
+    for cell in nb.cells:
+        found = re.search(r"(?m)^#\s+(.+?)\s*$", cell.source)
+        if cell.cell_type == "markdown" and found:
             return found.group(1)
     return None
 
@@ -623,13 +614,12 @@ def _title(nb) -> str | None:
 def _after_title(nb: dict, text: str, suffix: str = "") -> dict:
     """``text`` (markdown) inserted after the notebook's first heading (``suffix`` appended to the
     heading); before everything when there is none."""
-    for cell in nb["cells"]:
-        source = _text(cell.get("source"))
-        found = re.search(r"(?m)^#\s+.+?$", source)
-        if cell["cell_type"] == "markdown" and found:
-            cell["source"] = source[: found.end()] + suffix + text + source[found.end() :]
+    for cell in nb.cells:
+        found = re.search(r"(?m)^#\s+.+?$", cell.source)
+        if cell.cell_type == "markdown" and found:
+            cell.source = cell.source[: found.end()] + suffix + text + cell.source[found.end() :]
             return nb
-    nb["cells"].insert(0, nbformat.v4.new_markdown_cell(text.strip()))
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(text.strip()))
     return nb
 
 
@@ -650,7 +640,7 @@ def as_page(path) -> dict:
     """The run at ``path`` as its page shows it: glued values placed once, as in the book; for a
     run, its parameters cell holding the values that ran (papermill's injected cell folded into it)
     and its title marked "— rerun" over the :func:`banner`."""
-    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    nb = nbformat.read(str(path), as_version=4)
     for output in (o for cell in nb["cells"] for o in cell.get("outputs", [])):
         book = output.get("metadata", {}).get("scrapbook")  # glued, and displayed by a rerun
         if book and not book.get("mime_prefix"):
