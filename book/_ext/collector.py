@@ -1,11 +1,9 @@
 """Python's garbage collector in the Sphinx process: fewer young collections while the book builds.
 
-Reading and writing the book's pages makes millions of docutils nodes, dicts and strings, and the
-default thresholds (a young collection every 700 allocations) have the collector walk them again and
-again, on the one core that works alone once the pages have run (the kernels' figures and sympy do the
-same). While Sphinx works, the thresholds are :data:`companion.grid.COLLECTOR_THRESHOLDS`
-(the build's kernels use the same); the previous ones come back when the build has finished. The
-generated pages are the same: only when unreachable objects are freed changes.
+Reading and writing the pages makes millions of docutils nodes, and the default thresholds (a young
+collection every 700 allocations) have the collector walk them again and again. While Sphinx works,
+the thresholds are :data:`companion.grid.COLLECTOR_THRESHOLDS` (the build's kernels use the same);
+the pages are the same, only when unreachable objects are freed changes.
 """
 
 from __future__ import annotations

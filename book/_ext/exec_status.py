@@ -1,8 +1,7 @@
-"""The status column of the execution table (``{nb-exec-table}``, the reproducibility page) in words.
+"""The status column of the execution table (``{nb-exec-table}``, reproducibility page) in words.
 
-myst-nb writes a notebook's status as the emoji ✅ or ❌, which a machine without an emoji font draws
-as an empty box. Here, after myst-nb has made the table, each becomes a word ("ok", "failed"; a
-failure keeps its error as the word's tooltip).
+myst-nb writes a status as the emoji ✅ or ❌, which a machine without an emoji font draws as an
+empty box: after myst-nb has made the table, each becomes a word ("ok", "failed").
 """
 
 from __future__ import annotations

@@ -1,33 +1,17 @@
 """Execute what changed, only that, on every core; never serve a stale page.
 
-myst-nb's jupyter-cache keys a notebook by its code cells, cell metadata and kernelspec, not by the
-modules it imports: after an edit of ``recency_lib`` a cached chapter would still show the old numbers
-and figures, and Sphinx would not even re-read it. This extension, at the start of every build:
+myst-nb's jupyter-cache keys a notebook by its cells, not by the modules it imports. At the start of
+every build this extension hashes what each page depends on besides its cells
+(companion.sources.dependency_hash: both packages' files, the notebooks it names, the environment it
+shows, the simulator's kernel path); a page whose hash changed loses its record and is read again.
+The notebooks without a record are executed before Sphinx reads anything, ``fresh_cache_workers`` at
+a time, longest first, each slot a runner process with one kernel (book/_ext/run_notebook.py); one
+that fails is left to myst-nb, which reports its error.
 
-1. **Dependencies per page.** For each notebook of the book it hashes what its output depends on
-   besides its own cells (:func:`dependency_hash`): every file of ``recency_lib`` and of the book's
-   package ``companion`` (:mod:`companion.sources`: each chapter reaches nearly all of them), the
-   notebooks its code names (Appendix B runs ``setting_template.ipynb``), and the values of
-   ``RECENCY_LIB_CACHE``, ``RECENCY_LIB_KERNEL`` and ``COMPANION_BUILD_DIR`` (the build's folder, which
-   this extension sets), and the simulator's kernel path (a kernel rebuilt after a build on the numpy
-   path, which ran because the compiled kernel was older than its source, changes what pages show). A page whose hash is not the one it was last
-   *executed* with loses its jupyter-cache record; a page whose hash is not the one it was last
-   *written* with is read again. The simulations behind a re-executed page come back from the results
-   cache, whose key covers only what a simulation runs.
-2. **Parallel execution.** The notebooks that have no cached result are executed before Sphinx reads
-   anything, ``fresh_cache_workers`` at a time (default: the CPUs this process may use), longest
-   first; each slot is one runner process whose kernel runs its notebooks one after another, cleared
-   between them (book/_ext/run_notebook.py). Their outputs are stored in the jupyter-cache; myst-nb
-   then finds every page cached. A notebook that fails here is left uncached, so myst-nb executes it
-   again while reading and reports the error the usual way (``raise_on_error`` fails the build).
-
-Stamps (per page: the hash it was executed with, the same without the environment (``code``: what a
-rerun's render compares before it serves the page's record), the hash it was written with, its last
-execution time and, when a slot executed it, what its simulations cost: ``simulation_seconds``, the compute time
-recorded with the results it holds, and their ``sequences``; ``python -m companion rerun`` estimates a
-rerun's time from them) live in ``fresh_cache.json`` in the jupyter-cache folder. The "written" hash is recorded only
-when a build has finished without error, so a build interrupted in any phase (SIGINT, SIGKILL) leaves
-the old stamp, and the next build reads and writes every such page again.
+The stamps (``fresh_cache.json`` in the jupyter-cache folder), per page: the hash it was executed
+with, the same without the environment (``code``: a rerun's render compares it), the hash it was
+written with (recorded only when a build finished without error), its seconds and what its
+simulations cost (``python -m companion rerun`` estimates a rerun's time from them).
 """
 
 from __future__ import annotations
@@ -48,7 +32,7 @@ import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-# What a page depends on besides its cells (a rerun's render asks the same of the book's record of a page)
+# what a page depends on besides its cells (a rerun's render asks the same of the book's records)
 from companion.sources import dependency_hash
 
 logger = logging.getLogger(__name__)
@@ -105,7 +89,7 @@ def _record(cache, nb):
         return None
 
 
-# -- the build hooks --------------------------------------------------------------------------------
+# -- the build hooks -------------------------------------------------------------------------------
 
 
 def on_builder_inited(app: Sphinx) -> None:
@@ -139,9 +123,10 @@ def on_builder_inited(app: Sphinx) -> None:
     for docname, path in _toc_notebooks(app).items():
         current = dependency_hash(path, base)
         app._fresh_cache_current[docname] = current  # type: ignore[attr-defined]
-        # the same without the environment: what the page's numbers depend on (a rerun's render serves
-        # the book's record of a page only while this matches, whatever the environment it runs in)
-        app._fresh_cache_code[docname] = dependency_hash(path, base, environ={})  # type: ignore[attr-defined]
+        # the same without the environment: a rerun's render serves the book's record of a page
+        # only while this matches, whatever the environment it runs in
+        code = dependency_hash(path, base, environ={})
+        app._fresh_cache_code[docname] = code  # type: ignore[attr-defined]
         nb = nbformat.read(str(path), as_version=4)
         record = _record(cache, nb)
         old = pages.setdefault(docname, {})
@@ -199,7 +184,7 @@ def on_builder_inited(app: Sphinx) -> None:
                 seconds=round(seconds, 2),
             )
             if isinstance(cost, dict) and isinstance(cost.get("seconds"), (int, float)):
-                # what its simulations cost at the page's defaults (companion.rerun's estimate of a rerun)
+                # what its simulations cost at its defaults (companion.rerun's estimate)
                 pages[docname].update(
                     simulation_seconds=round(float(cost["seconds"]), 2),
                     sequences=int(cost.get("sequences") or 0),
@@ -237,10 +222,9 @@ def on_build_finished(app: Sphinx, exception) -> None:
 
 
 def _slot(tasks: queue.Queue, results: dict, timeout, log: Path, origin: float) -> None:
-    """One parallel slot: a runner process (book/_ext/run_notebook.py) executes the notebooks it takes
-    from ``tasks``, one after another on one kernel (cleared between them); ``results[i]`` = (notebook
-    or None, seconds, error, start in seconds after ``origin``, what its simulations cost or None). A runner that dies is replaced for the
-    next notebook."""
+    """One parallel slot: a runner process (book/_ext/run_notebook.py) executes the notebooks it
+    takes from ``tasks`` on one kernel; ``results[i]`` = (notebook or None, seconds, error, start in
+    seconds after ``origin``, its simulations' cost or None). A runner that dies is replaced."""
     proc = None
     err = open(log, "a")  # the runner's and its kernel's output
     try:

@@ -1,19 +1,12 @@
-"""Execute notebooks one after another on one kernel, as myst-nb's cache mode does, and write the copies.
+"""Execute notebooks one after another on one kernel, as myst-nb's cache mode does, and write them.
 
     python run_notebook.py TIMEOUT
 
-Run by book/_ext/fresh_cache.py, one process per parallel slot (its kernel: companion.grid.
-SharedKernel). Requests come on stdin, one JSON line each, ``{"source": SOURCE.ipynb, "out":
-OUT.ipynb}``; one JSON line answers each on stdout, ``{"ok": true, "cost": {...}}`` or ``{"ok": false,
-"error": "..."}``; ``cost`` is what the page's simulations cost (companion.provenance.simulation_cost of its
-namespace at its end: the compute seconds recorded with each result it holds, computed now or read back from
-the results cache), from which ``python -m companion rerun`` estimates a rerun's time. The slot's notebooks share one kernel: before each, its namespace is cleared (IPython's reset
-with a new history session, so execution counts start at 1 again) and its working directory set to the
-notebook's folder, so a page runs as in a fresh kernel, without the kernel start and the imports of its
-own. A notebook whose cell fails (or times out) gets nothing written, and its kernel is
-stopped: the next notebook starts a new one; myst-nb then executes the failed notebook itself and
-reports the error. The kernel stops when stdin ends. TIMEOUT < 0: no per-cell timeout (a notebook's
-own ``execution`` metadata still wins).
+Run by book/_ext/fresh_cache.py, one process per slot (its kernel: companion.grid.SharedKernel,
+cleared before each notebook). Requests on stdin, one JSON line each, ``{"source": SOURCE.ipynb,
+"out": OUT.ipynb}``; one JSON line answers each on stdout, ``{"ok": true, "cost": {...}}`` (what the
+page's simulations cost: companion.provenance.simulation_cost) or ``{"ok": false, "error": "..."}``.
+A notebook that fails is not written and its kernel is stopped. TIMEOUT < 0: no per-cell timeout.
 """
 
 import json

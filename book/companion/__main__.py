@@ -3,15 +3,12 @@
 import os
 import sys
 
-# numpy reads this variable as it is imported (by recency_lib, below) and fails on a value that is not an
-# integer with a traceback: checked first, as recency_lib's command line does
+# numpy reads this variable as it is imported (by recency_lib) and fails with a traceback on a value
+# that is not an integer: checked first, as recency_lib's command line does
 _hugepage = os.environ.get("NUMPY_MADVISE_HUGEPAGE")
 if _hugepage is not None and not _hugepage.strip().isdigit():
-    print(
-        f"error: NUMPY_MADVISE_HUGEPAGE={_hugepage!r} (environment variable) is not allowed; allowed: 0 or 1, "
-        f"or unset",
-        file=sys.stderr,
-    )
+    name = f"NUMPY_MADVISE_HUGEPAGE={_hugepage!r} (environment variable)"
+    print(f"error: {name} is not allowed; allowed: 0 or 1, or unset", file=sys.stderr)
     sys.exit(2)
 
 from .rerun import main  # noqa: E402

@@ -1,9 +1,5 @@
-"""What a build of the book ran on: software versions, and the simulations its results cache holds; and
-the README's recipes (:func:`readme_recipes`), the one set of commands the reproducibility page shows.
-
-The reproducibility page calls these and glues the tables; the cache folder and the key that
-decides which of its entries a build may use are :mod:`recency_lib.cache`'s.
-"""
+"""The reproducibility page's tables: the build's software, the simulations its results cache holds,
+the README's recipes; and what a rerun's page held at its end (:func:`run_summary`)."""
 
 from __future__ import annotations
 
@@ -18,16 +14,14 @@ from recency_lib.cache import entries, source_hash
 from . import conventions as cv
 from . import report
 
-#: The repository's README: its recipes are the commands the reproducibility page shows.
 README = Path(__file__).resolve().parents[2] / "README.md"
-#: The README's sections whose bash blocks are the recipes (tests/book/test_readme.py runs them as typed).
+#: The README's sections whose bash blocks are the recipes (tests/book/test_readme.py runs them).
 RECIPE_SECTIONS = ("Rerun a chapter with other parameters", "At the paper's scale", "The simulator")
 
 
 def readme_recipes(readme=README, sections=RECIPE_SECTIONS) -> dict[str, list[str]]:
-    """section title -> its ```bash blocks (text, without the fences), for each of ``sections`` in the README's
-    order: the commands as a reader types them. A section named but missing is a ValueError (the page and
-    the README must not drift apart)."""
+    """section title -> its ```bash blocks (without the fences), in the README's order; ValueError
+    for a section without one (the page and the README must not drift apart)."""
     text = Path(readme).read_text(encoding="utf-8")
     heads = [(m.start(), m.group(2).strip()) for m in re.finditer(r"^(#{2,3}) (.+)$", text, re.M)]
     out = {}
@@ -65,8 +59,8 @@ PACKAGES = (
 
 
 def software_rows(packages=PACKAGES) -> list[dict]:
-    """One row per package (its installed version, or "not installed"), then Python, the platform,
-    the kernel that runs the Gram engine and the source hash that keys the results cache."""
+    """One row per package (its version, or "not installed"), then Python, the platform, the Gram
+    engine's kernel and the source hash that keys the results cache."""
     rows = []
     for name in packages:
         try:
@@ -84,16 +78,15 @@ def software_rows(packages=PACKAGES) -> list[dict]:
 
 
 def shown_path(path, root) -> str:
-    """``path`` as a reader should see it: relative to ``root`` (the repository, for the book's pages)
-    when it lies inside it, e.g. ``_build/.recency_cache``; else absolute. A page then shows the same
-    text on every machine, not the folder the book happened to be cloned into."""
+    """``path`` relative to ``root`` (the repository) when inside it, else absolute: the same text
+    on every machine, not the folder the book happened to be cloned into."""
     path, root = Path(path).resolve(), Path(root).resolve()
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
 def simulations(cache=None) -> tuple[list[dict], int]:
-    """The cache entries this build can use (:func:`recency_lib.cache.entries`), sorted by
-    engine, model and size, and the number of other files in the folder."""
+    """The cache entries this build can use (recency_lib.cache.entries), sorted by engine, model and
+    size, and the number of other files in the folder."""
     usable, other = entries(cache)
     return sorted(usable, key=_order), other
 
@@ -104,7 +97,7 @@ def _order(e: dict) -> tuple:
 
 
 def simulation_rows(entries: list[dict]) -> list[dict]:
-    """One row per simulation: the model and alpha, n, d, layers, sequences, seed, engine, compute time."""
+    """One row per simulation: model, alpha, n, d, layers, sequences, seed, engine, compute time."""
     rows = []
     for e in entries:
         c = e["config"]
@@ -130,7 +123,7 @@ def _engine(e: dict) -> str:
 
 
 def simulation_summary(entries: list[dict]) -> list[dict]:
-    """One row per engine: how many simulations, sequences and compute seconds (summed over workers)."""
+    """One row per engine: its simulations, sequences and compute seconds (summed over workers)."""
     groups: dict[str, list[dict]] = {}
     for e in entries:
         groups.setdefault(_engine(e), []).append(e)
@@ -146,8 +139,8 @@ def simulation_summary(entries: list[dict]) -> list[dict]:
 
 
 def simulation_table(entries: list[dict], name: str = "simulations") -> report.Markdown:
-    """The page's table: the summary by engine, and every simulation folded into a dropdown with its
-    CSV/JSON download (``name``) when there are more than 20; "none yet" for an empty cache."""
+    """The page's table: every simulation (over 20: the summary by engine, the rows in a dropdown
+    with their download ``name``); "none yet" for an empty cache."""
     if not entries:
         return report.table(
             [{"engine": "none yet", "simulations": "0", "sequences": "0", "compute (s)": "0"}]
@@ -160,16 +153,15 @@ def simulation_table(entries: list[dict], name: str = "simulations") -> report.M
     )
 
 
-# -- what a run of a page held: its simulations' cost, its verdicts, its parameters ----------------------
+# -- what a run of a page held: its simulations' cost, its verdicts, its parameters ----------------
 
-#: How deep :func:`held` looks into containers and dataclasses (a dict of dicts of results is two levels).
-DEPTH = 4
+DEPTH = 4  # how deep held() looks into containers and dataclasses
 
 
 def held(namespace: dict, kinds: tuple[type, ...]) -> list:
-    """The objects of ``kinds`` among the values of ``namespace`` (a page's globals), also inside lists,
-    tuples, sets, dict values and dataclass fields up to :data:`DEPTH` levels, each once, in the order
-    first met (names that start with ``_`` aside: IPython's history)."""
+    """The objects of ``kinds`` in ``namespace`` (a page's globals but ``_`` names, IPython's
+    history), also inside containers and dataclasses up to :data:`DEPTH` levels, each once, in the
+    order met."""
     import dataclasses
 
     out, seen = [], set()
@@ -180,11 +172,8 @@ def held(namespace: dict, kinds: tuple[type, ...]) -> list:
         seen.add(id(value))
         if isinstance(value, kinds):
             out.append(value)
-        elif isinstance(value, dict):
-            for v in list(value.values()):
-                visit(v, depth + 1)
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            for v in list(value):
+        elif isinstance(value, (dict, list, tuple, set, frozenset)):
+            for v in list(value.values() if isinstance(value, dict) else value):
                 visit(v, depth + 1)
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             for f in dataclasses.fields(value):
@@ -197,13 +186,13 @@ def held(namespace: dict, kinds: tuple[type, ...]) -> list:
 
 
 def simulation_cost(namespace: dict) -> dict:
-    """The simulations a page's namespace holds (every ``SimResult`` and ``SequenceStatistic``, :func:`held`):
-    ``seconds``, the compute seconds recorded with each when it was computed (summed over workers; the same
-    whether this run computed it or read it back from the results cache), ``sequences`` and ``results``."""
+    """What the simulations a page holds cost (every SimResult and SequenceStatistic): ``seconds``,
+    the compute time recorded with each (also when read back from the results cache), ``sequences``
+    and ``results``."""
     import math
 
-    from recency_lib.trajectories import SequenceStatistic
     from recency_lib.result import SimResult
+    from recency_lib.trajectories import SequenceStatistic
 
     found = held(namespace, (SimResult, SequenceStatistic))
     seconds = [float(r.elapsed_seconds) for r in found]
@@ -215,43 +204,24 @@ def simulation_cost(namespace: dict) -> dict:
 
 
 def verdict_settings(namespace: dict) -> list[dict]:
-    """The verdicts a page's namespace holds (:class:`companion.verdicts.Verdict`, :func:`held`), each as
-    ``{"claim", "name", "word", "checks", "settings"}``: the claim and its name in the verdict tables ("the
-    paper's Figure 3"), how many checks decided it and the distinct model settings they were made at
-    (``norm``, ``alpha``, ``gamma``, ``d`` as the checks carry them; None where a check has none)."""
+    """The verdicts a page holds, each as ``{"claim", "name", "word", "checks", "settings"}``: how
+    many checks decided it and the distinct settings (norm, alpha, gamma, d) they were made at."""
     from .verdicts import CLAIM_NAMES, Verdict
 
     out = []
     for v in held(namespace, (Verdict,)):
-        settings = []
-        for c in v.checks:
-            s = {"norm": c.norm, "alpha": c.alpha, "gamma": c.gamma, "d": c.d}
-            if s not in settings:
-                settings.append(s)
-        out.append(
-            {
-                "claim": v.claim,
-                "name": CLAIM_NAMES.get(v.claim, v.claim),
-                "word": v.word,
-                "checks": len(v.checks),
-                "settings": settings,
-            }
-        )
+        distinct = dict.fromkeys((c.norm, c.alpha, c.gamma, c.d) for c in v.checks)  # in order
+        settings = [dict(zip(("norm", "alpha", "gamma", "d"), s)) for s in distinct]
+        name, checks = CLAIM_NAMES.get(v.claim, v.claim), len(v.checks)
+        out.append(dict(claim=v.claim, name=name, word=v.word, checks=checks, settings=settings))
     return out
 
 
 def run_summary(namespace: dict, names) -> str:
-    """What a run of a page held at its end, as one JSON line (:class:`companion.grid.SharedKernel.ask` reads
-    it from the kernel): the values its parameters ``names`` had (what ran, after the page's own check),
-    its verdicts (:func:`verdict_settings`) and its simulations' cost (:func:`simulation_cost`)."""
+    """What a page held at its end, one JSON line (a rerun asks its kernel): the values of its
+    parameters ``names``, its verdicts and its simulations' cost."""
     import json
 
-    values = {name: namespace[name] for name in names if name in namespace}
-    return json.dumps(
-        {
-            "parameters": values,
-            "verdicts": verdict_settings(namespace),
-            "cost": simulation_cost(namespace),
-        },
-        default=str,
-    )
+    summary = {"parameters": {name: namespace[name] for name in names if name in namespace}}
+    summary.update(verdicts=verdict_settings(namespace), cost=simulation_cost(namespace))
+    return json.dumps(summary, default=str)

@@ -1,206 +1,99 @@
-"""Rerun a chapter with other parameters and look at it as a page of the book.
+"""Rerun a chapter with other parameters and see it as a page of the book (README: "Rerun").
 
     python -m companion rerun book/residual.ipynb out -p alpha 0.3 -p gamma 0.5 -p samples 20000
-    python -m companion rerun book/input_distribution.ipynb out -y "alphas: [0.3, 0.7]"
     python -m companion render out/residual.ipynb
 
-**Values mean what they mean to papermill**, whose own readers are used: ``-p NAME VALUE`` is ``True``,
-``False``, ``None``, an integer, a float or else the string (``-p seed 010`` is 10, ``-p alpha 1e-3`` is
-0.001, ``-p seed 1:30`` and ``-p seed 2024-01-01`` are strings, which a page refuses); ``-r NAME VALUE`` is
-the string; ``-y YAML`` and ``-f FILE`` are YAML mappings read without dates. As in papermill, ``-p`` and
-``-r`` override ``-y`` and ``-f``; a list parameter also takes its string form (``-p ds "[16, 64]"``).
-
-**Checked before any work**: every name is one of the chapter's parameters (papermill itself only warns)
-and every value passes the page's own checks (:func:`companion.params.check`, which the page runs in its
-first cell too). A bad value is one ``error:`` line naming the parameter, exit 2, nothing written.
-
-**samples sets the cost**: a chapter's derived sample sizes (``samples_first_order``, ``long_samples``, ...)
-that are not given follow ``samples`` in proportion to their defaults (:func:`companion.params.
-follow_samples`); papermill is given them, so the run's injected cell and its page name them.
-
-**What the terminal shows** (stderr): before the run, its expected time, an estimate from what the book's
-own execution of the chapter measured (the compute time recorded with the results it holds, at the
-defaults: book/_ext/fresh_cache.py) scaled to this run's sequences; then one line per code cell as it
-starts, with the time so far, and within a cell that simulates for long, every half minute, how far its
-current simulation is ("41 % of a run of 100,000,000 sequences": the kernel's progress bars, read from
-its stderr). Neither the page nor the saved notebook shows a progress bar.
-
-**What the page says**: the rerun records in the notebook's metadata (``companion_rerun``) what ran (the
-values the page's parameters had at its end), which derived sizes followed ``samples``, the date, the
-checkout's commit and whether it had uncommitted changes, and the settings of the checks behind each
-verdict. Its page is titled "... — rerun" and opens with a banner saying all that; its parameters
-dropdown shows the values that ran (papermill's injected cell folded into the parameters cell).
-
-**The book around it**: the page is rendered in a copy of the book's project (its configuration, table of
-contents, extensions, style and bibliography) in which the run takes its chapter's place and every other
-page is the book's own build, read from the book's execution cache (``_build/.jupyter_cache``, or
-``$COMPANION_BUILD_DIR/.jupyter_cache``) and served only while the sources it was computed from are the
-checkout's (the stamps of book/_ext/fresh_cache.py); nothing of the book is executed again. So
-cross-references, citations, the numbering of statements and figures and the search work as in the book
-(the search lists its hits by title only: from disk, a browser refuses the fetch of a hit's page for its
-summary).
-A page of the book without a current build is rendered from its sources with a note at its top that its
-numbers are missing (build the book: ``jupyter-book build book``), never with another run's numbers.
-Every other run of a chapter in the same folder takes its chapter's place too, so one folder is one book.
-A notebook that is not a chapter of the book (the setting template's run, any other) is a page of its own
-after the book's. Every page carries the site's announcement that it holds reruns, naming them.
-
-**Outputs**: one writer per folder (a lock on ``OUT/.rerun.lock``, held for the whole run: a second rerun
-or render into the same folder waits for it). The chapter runs with papermill from ``book/`` into a staging
-folder inside OUT and is rendered there; only when the notebook and the whole site are complete do they
-replace ``OUT/<page>.ipynb`` and the site's pages (``OUT/<page>.html`` among them, with ``searchindex.js``;
-its images and static files are added beside them), so ``OUT/<page>.html`` opens offline (``file://``).
-A run that fails leaves the previous outputs as they were and puts its own notebook, with the error, beside
-them as ``OUT/<page>.failed.ipynb``; an interrupted one (Ctrl-C, SIGTERM) stops its kernel and leaves
-nothing (a staging folder of a rerun killed outright is removed by the next one). What a page writes itself
-(Appendix B's ``out_dir``, the setting template's ``result_path``) goes into OUT when relative or left
-empty. OUT is never in the sources.
-
-``render`` turns an executed notebook into that site in OUT (``--out``, default the notebook's folder),
-executing nothing (the numbers and figures are the notebook's); a run of a chapter rendered into another
-folder is copied there with its page. It reads only a regular file of at most
-:data:`NOTEBOOK_MAX` bytes that is a notebook, and writes only outside the sources. A notebook run by
-papermill without this command has no ``companion_rerun`` record: its banner gives what papermill recorded.
-
-Exit status: 0, 2 for bad input, 1 for a run or render that failed (the cause on the ``error:`` line),
-130 and 143 for SIGINT and SIGTERM.
+Values mean what they mean to papermill and pass the page's own checks before any work; derived
+sample sizes follow ``samples``. The run takes its chapter's place in a copy of the book whose other
+pages are the book's build, under a banner saying what ran. Outputs are replaced whole, one writer
+per folder. Exit status: 0; 2 for bad input; 1 for a failed run or render; 130, 143 on a signal.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import datetime
-import fcntl
+import hashlib
+import html
 import json
 import logging
 import os
 import re
 import shutil
 import signal
+import sqlite3
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+import nbformat
+import papermill
+import yaml
+from jupyter_cache import get_cache
+from papermill.cli import _resolve_type
+from papermill.exceptions import PapermillExecutionError
+from papermill.iorw import NoDatesSafeLoader
+from sphinx_external_toc.parsing import parse_toc_yaml
+
+from recency_lib.cache import cache_dir
+from recency_lib.engines import memory_limit
 from recency_lib.files import shown
+from recency_lib.kernels import load as load_kernel
+from recency_lib.norms import NORMS
 from recency_lib.validation import short
 
-from . import params
+from . import grid, params
+from .report import duration
+from .sources import dependency_hash
 
 BOOK = Path(__file__).resolve().parents[1]  # book/
 ROOT = BOOK.parent  # the repository: _config.yml, _toc.yml
-#: The largest notebook (or parameters file) read: an executed chapter is 0.2 to 3 MB.
-NOTEBOOK_MAX = 2**26
-LOCK = ".rerun.lock"
-STAGING = ".rerun-staging-"
+NOTEBOOK_MAX = 2**26  # the largest notebook or parameters file read (an executed chapter: 0.2-3 MB)
+LOCK, STAGING = ".rerun.lock", ".rerun-staging-"
+RUN = "companion_rerun"  # the notebook metadata key of a rerun's record (run_record)
+GLUE_PREFIX = "application/papermill.record/"
+FEW_VERDICTS = 4  # a banner lists this many verdicts at most; more fold into a dropdown
 
 
 class Terminated(Exception):
     """SIGTERM, raised in the main thread so that a run cleans up as on Ctrl-C."""
 
 
-# -- parameters ---------------------------------------------------------------------------------------
+# -- what the user gives ---------------------------------------------------------------------------
 
 
-def parameters(page) -> dict:
-    """The chapter's parameters (papermill's reading of its ``parameters`` cell): name -> {type, default, help}."""
-    import papermill as pm
-
-    return pm.inspect_notebook(str(page))
-
-
-def defaults(page) -> dict:
-    """The chapter's parameters and their default values."""
-    out = {}
-    for name, spec in parameters(page).items():
+def read_values(p=(), r=(), y=(), f=()) -> dict:
+    """The parameters of papermill's flags -p NAME VALUE, -r NAME VALUE, -y YAML, -f FILE, read by
+    papermill's own readers in its order (every -f, then -y, -p, -r); a name given twice by -p or -r
+    is refused (papermill would keep the last)."""
+    values, allowed = {}, 'allowed: a YAML mapping, e.g. "alphas: [0.3, 0.7]"'
+    for flag, arg in [*(("-f", a) for a in f), *(("-y", a) for a in y)]:
+        text = _read_text(arg, "-f", "a UTF-8 text file") if flag == "-f" else arg
         try:
-            out[name] = ast.literal_eval(spec["default"])
-        except (ValueError, SyntaxError):
-            out[name] = spec["default"]
-    return out
-
-
-def check_environment() -> None:
-    """The simulator's environment variables, as its first simulation would check them (ValueError naming
-    the variable): which kernel runs, where results are cached, the memory a run may take."""
-    from recency_lib.cache import cache_dir
-    from recency_lib.engines import memory_limit
-    from recency_lib.kernels import load
-
-    load()
-    cache_dir()
-    memory_limit()
-
-
-def check_parameters(page, given: dict) -> dict:
-    """``given`` (name -> value) checked before any work: every name one of the chapter's parameters (else
-    a ValueError naming the unknown ones and listing the known ones), every value as the page's first cell
-    checks it (:func:`companion.params.check`, run from ``book/``, the page's working folder). Returns every
-    parameter's value as the page will have it (the defaults with ``given``, normalized: lists as lists)."""
-    page = Path(page)
-    known = defaults(page)
-    unknown = [k for k in given if k not in known]
-    if unknown:
+            data = yaml.load(text, Loader=NoDatesSafeLoader) or {}
+        except yaml.YAMLError as exc:
+            why = " ".join(str(exc).split())[:200]
+            raise ValueError(f"{flag} {short(arg)} is not YAML ({why}); {allowed}") from None
+        if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+            raise ValueError(f"{flag} {short(arg)} is not a mapping of names; {allowed}")
+        values.update(data)
+    names = [name for name, _ in [*p, *r]]
+    twice = [n for k, n in enumerate(names) if n in names[:k]]
+    if twice:
         raise ValueError(
-            f"unknown parameter(s) {', '.join(map(short, unknown))} for {page.name}; "
-            f"allowed: {', '.join(known)}"
+            f"parameter {short(twice[0])} is given twice; allowed: each parameter once"
         )
-    with contextlib.chdir(BOOK):
-        return params.check(page.stem, {**known, **given})
+    return {**values, **{n: _resolve_type(v) for n, v in p}, **dict(r)}
 
 
-def read_values(options: list[tuple[str, object]]) -> dict:
-    """The parameters of papermill's command-line flags, in papermill's order (``-f`` files and ``-y`` YAML
-    first, then ``-p`` and ``-r``), read by papermill's own readers. ``options``: (flag, argument) pairs,
-    the argument a (name, value) pair for ``-p`` and ``-r``. A name given twice by ``-p``/``-r`` is an
-    error (papermill would keep the last)."""
-    import yaml
-    from papermill.cli import _resolve_type
-    from papermill.iorw import NoDatesSafeLoader
-
-    values, named = {}, {}
-    for flag, arg in sorted(
-        options, key=lambda o: o[0] in ("-p", "-r")
-    ):  # stable: -f/-y, then -p/-r
-        if flag in ("-f", "-y"):
-            text = _read_text(arg, "-f") if flag == "-f" else arg
-            try:
-                data = yaml.load(text, Loader=NoDatesSafeLoader)
-            except yaml.YAMLError as exc:
-                raise ValueError(
-                    f"{flag} {short(arg)} is not YAML ({' '.join(str(exc).split())[:200]}); "
-                    f'allowed: a YAML mapping, e.g. "alphas: [0.3, 0.7]"'
-                ) from None
-            if data is None:
-                continue
-            if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
-                raise ValueError(
-                    f"{flag} {short(arg)} is not a mapping of names; allowed: a YAML mapping, "
-                    f'e.g. "alphas: [0.3, 0.7]"'
-                )
-            values.update(data)
-        else:
-            name, value = arg
-            if name in named:
-                raise ValueError(
-                    f"parameter {short(name)} is given twice ({named[name]} and {flag}); allowed: "
-                    f"each parameter once"
-                )
-            named[name] = flag
-            values[name] = _resolve_type(value) if flag == "-p" else value
-    return values
-
-
-# -- files ----------------------------------------------------------------------------------------------
-
-
-def _read_bytes(path, name: str, what: str) -> bytes:
-    """The bytes of ``path``, a regular file of at most :data:`NOTEBOOK_MAX` bytes (a named pipe, a device
-    or a link to one is refused without blocking); ValueError naming ``name`` otherwise."""
+def _read_text(path, name: str, what: str) -> str:
+    """The text of ``path``, a regular UTF-8 file of at most NOTEBOOK_MAX bytes (a named pipe or a
+    device refused without blocking); else a ValueError naming ``name``."""
     allowed = f"allowed: {what} (a regular file of at most {NOTEBOOK_MAX // 2**20} MB)"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait for a writer
@@ -214,35 +107,18 @@ def _read_bytes(path, name: str, what: str) -> bytes:
             raise ValueError(f"{name}={shown(path)} is not a regular file; {allowed}")
         if st.st_size > NOTEBOOK_MAX:
             raise ValueError(f"{name}={shown(path)} has {st.st_size} bytes; {allowed}")
-        data = fh.read(NOTEBOOK_MAX + 1)
-    if len(data) > NOTEBOOK_MAX:
-        raise ValueError(f"{name}={shown(path)} has more than {NOTEBOOK_MAX} bytes; {allowed}")
-    return data
-
-
-def _read_text(path, name: str) -> str:
-    data = _read_bytes(path, name, "a UTF-8 text file")
+        data = fh.read(NOTEBOOK_MAX)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"{name}={shown(path)} is not UTF-8 text (byte {exc.start}); allowed: a UTF-8 text file"
-        ) from None
+        why = f"is not UTF-8 text (byte {exc.start})"
+        raise ValueError(f"{name}={shown(path)} {why}; {allowed}") from None
 
 
-def read_notebook(path) -> dict:
-    """The executed notebook at ``path`` as a dict, checked: a regular file under the size cap, UTF-8
-    JSON, a notebook by nbformat's schema, with outputs. ValueError naming the file otherwise."""
-    import nbformat
-
+def read_notebook(path):
+    """The executed notebook at ``path`` (nbformat's schema, with outputs), else a ValueError."""
     allowed = "allowed: an executed notebook (python -m companion rerun ... runs one)"
-    data = _read_bytes(path, "notebook", "an executed notebook")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"notebook={shown(path)} is not UTF-8 text (byte {exc.start}); {allowed}"
-        ) from None
+    text = _read_text(path, "notebook", "an executed notebook")
     try:
         nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
@@ -254,264 +130,204 @@ def read_notebook(path) -> dict:
     return nb
 
 
+def check_environment() -> None:
+    """The simulator's environment variables (kernel, cache, memory), checked as it checks them."""
+    load_kernel()
+    cache_dir()
+    memory_limit()
+
+
 def page_name(notebook) -> str:
-    """The file stem of a rendered page: the notebook's, with anything but letters, digits, ``-`` and ``_``
-    made ``-`` (a page's name is also a document name and a line of the table of contents)."""
-    name = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(notebook).stem).strip("-_")
-    return name or "page"
+    """A rendered page's file stem: the notebook's, all but letters, digits, ``-`` and ``_`` made
+    ``-`` (it is also a document name and a line of the table of contents)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", Path(notebook).stem).strip("-_") or "page"
 
 
 def _check_out(name: str, folder) -> Path:
-    """``folder``, outside the sources, an existing folder or one that can be made (nothing is made)."""
-    path = params.check_outside_sources(name, folder)
-    if path.exists() and not path.is_dir():
-        raise ValueError(
-            f"{name}={shown(folder)} is not a folder; allowed: a folder (made if needed)"
-        )
-    probe = path
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise ValueError(
-            f"{name}={shown(folder)} cannot be written ({shown(probe)} is not a writable folder); "
-            f"allowed: a writable folder"
-        )
-    return path
+    """``folder`` resolved: outside the sources, a writable folder or one that can be made."""
+    params.check_outside_sources(name, folder)
+    return grid.check_out_dir(folder, name).resolve()
 
 
 @contextlib.contextmanager
-def _one_writer(out: Path):
-    """One rerun or render at a time writes into ``out`` (an exclusive lock on ``out/.rerun.lock``, released
-    when the process ends, however); staging folders of one killed outright are removed once it is held."""
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / LOCK, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        for left in out.glob(STAGING + "*"):
-            shutil.rmtree(left, ignore_errors=True)
-        yield
+def _staging(out: Path):
+    """A staging folder in ``out`` while this process is its one writer (grid.one_writer)."""
+    with grid.one_writer(out, LOCK, STAGING):
+        staging = Path(tempfile.mkdtemp(dir=out, prefix=STAGING))
+        try:
+            yield staging
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
-def _commit(pairs: list[tuple[Path, Path]], staging: Path) -> None:
-    from .grid import _commit as commit_all_or_none
-
-    commit_all_or_none(pairs, staging)
+# -- rerun -----------------------------------------------------------------------------------------
 
 
-# -- rerun ----------------------------------------------------------------------------------------------
-
-
-def rerun(
-    page, out_dir, given: dict, *, render_html: bool = True, kernel: str = "python3", progress=None
-) -> Path:
-    """Run chapter ``page`` with the parameters ``given`` into ``out_dir`` (created) and render it with the
-    book around it; returns the executed notebook's path. ValueError before any work for an unknown
-    parameter or a bad value, a page that is not one of the book's notebooks, or an output folder in the
-    sources; papermill's PapermillExecutionError when the chapter fails (its notebook then is
-    ``<page>.failed.ipynb``). ``progress``: the text stream the expected time and one line per cell go to
-    (None: stderr; False: nowhere)."""
+def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", progress=None) -> Path:
+    """Run chapter ``page`` (book/<name>.ipynb) with ``given`` into ``out_dir`` and render it in the
+    book; returns the executed notebook's path. ValueError before any work for a bad page, folder,
+    name or value; papermill's PapermillExecutionError when a cell fails (its notebook is then
+    ``<page>.failed.ipynb``). ``progress``: the stream of the terminal's lines (False: none)."""
     page = Path(page).resolve()
     if page.suffix != ".ipynb" or page.parent != BOOK or not page.is_file():
-        raise ValueError(
-            f"page={shown(page)} is not allowed; allowed: a chapter of the book, book/<name>.ipynb"
-        )
+        allowed = "allowed: a chapter of the book, book/<name>.ipynb"
+        raise ValueError(f"page={shown(page)} is not allowed; {allowed}")
     out = _check_out("out_dir", out_dir)
+    known = params.defaults(page)
+    unknown = ", ".join(short(k) for k in given if k not in known)
+    if unknown:
+        allowed = f"allowed: {', '.join(known)}"
+        raise ValueError(f"unknown parameter(s) {unknown} for {page.name}; {allowed}")
     given = dict(given)
-    for name, default in params.OUTPUTS.get(
-        page.stem, {}
-    ).items():  # what the page writes: into out
+    for name, default in params.OUTPUTS.get(page.stem, {}).items():  # what the page writes: in out
         value = given.get(name, "")
         if isinstance(value, str) and not os.path.isabs(value):
             given[name] = str(out / (value or default))
-    known = defaults(page)
-    followed = params.follow_samples(page.stem, known, given)  # derived sizes that follow samples
-    values = {**followed, **given}
-    checked = check_parameters(page, values)
-    check_environment()
-    say = _Say(page.stem, sys.stderr if progress is None else progress)
-    with contextlib.chdir(BOOK):
+    followed = params.follow_samples(page.stem, known, given)
+    with contextlib.chdir(BOOK):  # the page's working folder
         book_values = params.check(page.stem, known)
-    say(expected_time(page.stem, book_values, checked))
-    with _one_writer(out):
-        staging = Path(tempfile.mkdtemp(dir=out, prefix=STAGING))
-        try:
-            staged = staging / page.name
-            started = time.perf_counter()
-            summary = _execute(page, staged, values, kernel, out, say)
-            seconds = time.perf_counter() - started
-            nb = read_notebook(staged)
-            nb.metadata[RUN] = run_record(page, known, given, followed, summary, seconds)
-            staged.write_text(json.dumps(nb, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-            say(
-                f"ran in {_clock(seconds)}"
-                + ("; rendering it with the book's other pages" if render_html else "")
-            )
-            pairs = [(staged, out / page.name)]
-            if render_html:
-                pairs += _render_site(out, staging, {page.stem: dict(nb)}, say)
-            _commit(pairs, staging)
-            if not render_html:  # a page of an earlier run must not sit beside it
-                (out / f"{page.stem}.html").unlink(missing_ok=True)
-            (out / f"{page.stem}.failed.ipynb").unlink(missing_ok=True)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        values = params.check(page.stem, {**known, **followed, **given})
+    check_environment()
+    say = _sayer(page.stem, sys.stderr if progress is None else progress)
+    say(expected_time(page.stem, book_values, values))
+    with _staging(out) as staging:
+        staged, started = staging / page.name, time.perf_counter()
+        summary = _execute(page, staged, {**followed, **given}, kernel, out, say)
+        seconds = time.perf_counter() - started
+        nb = read_notebook(staged)
+        nb.metadata[RUN] = run_record(page, known, given, followed, summary, seconds)
+        nbformat.write(nb, str(staged))
+        say(f"ran in {_clock(seconds)}" + ("; rendering it in the book" if render_html else ""))
+        pairs = [(staged, out / page.name)]
+        if render_html:
+            pairs += _render_site(out, staging, {page.stem: staged}, say)
+        grid.commit(pairs, staging)
+        if not render_html:  # a page of an earlier run must not sit beside it
+            (out / f"{page.stem}.html").unlink(missing_ok=True)
+        (out / f"{page.stem}.failed.ipynb").unlink(missing_ok=True)
     return out / page.name
 
 
-class _Say:
-    """Lines for the terminal, each prefixed with the chapter's name (nothing when ``stream`` is False)."""
+def _sayer(name: str, stream):
+    """Lines for the terminal, prefixed with the chapter's name (none when ``stream`` is False)."""
 
-    def __init__(self, name: str, stream):
-        self.name, self.stream = name, stream
+    def say(text: str) -> None:
+        if stream:
+            print(f"{name}: {text}", file=stream, flush=True)
 
-    def __call__(self, text: str) -> None:
-        if self.stream:
-            print(f"{self.name}: {text}", file=self.stream, flush=True)
+    return say
 
 
 def _clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return (
-        f"{seconds // 60}:{seconds % 60:02d}"
-        if seconds < 3600
-        else f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-    )
+    s = round(seconds)
+    return f"{s // 60}:{s % 60:02d}" if s < 3600 else f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
-class _CellProgress:
-    """papermill's ``on_cell`` hook (companion.grid's engine): one line per code cell as it starts, "[3/9]
-    0:12" and the cell's first line. Also the file papermill copies the kernel's stderr to: of the
-    progress bars there (recency_lib's, tqdm's "41%|███   | 41000000/100000000"), a line at most every
-    ``every`` seconds of a cell, "[3/9] 4:40 41 % of a run of 100,000,000 sequences" (a cell may hold several
-    runs); other text is the page's."""
+class _Progress:
+    """The terminal's lines while a page runs: one per code cell as it starts ("[3/9] 0:12" and its
+    first line: nbclient's ``on_cell_start``), and within a cell, at most every ``every`` seconds,
+    how far its simulation is, from the kernel's events in ``file`` (recency_lib.progress)."""
 
-    def __init__(self, say: _Say, every: float = 30.0, clock=time.perf_counter):
-        self.say, self.every, self.clock = say, every, clock
+    def __init__(self, say, file: Path, cells: int, every: float = 30.0, clock=time.perf_counter):
+        self.say, self.file, self.cells, self.every, self.clock = say, file, cells, every, clock
         self.t0 = self.last = clock()
-        self.done = self.total = 0
+        self.cell, self.read, self.pending = 0, 0, ""
 
-    def __call__(self, nb, index) -> None:
-        cell = nb.cells[index]
-        if cell.cell_type != "code":
-            return
-        self.done += 1
-        self.total = sum(c.cell_type == "code" for c in nb.cells)
-        first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
-        first = first if len(first) <= 72 else first[:71] + "…"
+    def start(self, cell, cell_index=None) -> None:
+        if cell.cell_type == "code":
+            self.cell += 1
+            first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
+            self._line(first if len(first) <= 72 else first[:71] + "…")
+
+    def _line(self, text: str) -> None:
         self.last = self.clock()
-        self.say(f"[{self.done}/{self.total}] {_clock(self.last - self.t0)} {first}")
+        self.say(f"[{self.cell}/{self.cells}] {_clock(self.last - self.t0)} {text}")
 
-    def write(self, text: str) -> None:
-        bars = _BAR.findall(text)
-        now = self.clock()
-        if bars and now - self.last >= self.every:
-            self.last = now
-            percent, total = bars[-1]
-            self.say(
-                f"[{self.done}/{self.total}] {_clock(now - self.t0)} {percent} % of a run of "
-                f"{int(total):,} sequences"
-            )
+    def poll(self) -> None:
+        """The events written since; the latest said when the cell said nothing for ``every`` s."""
+        errors = (FileNotFoundError, ValueError, KeyError, ZeroDivisionError)  # none yet; torn
+        with contextlib.suppress(*errors), open(self.file, "rb") as fh:
+            fh.seek(self.read)
+            data = fh.read()
+            self.read += len(data)
+            *lines, self.pending = (self.pending + data.decode("utf-8", "replace")).split("\n")
+            if lines and self.clock() - self.last >= self.every:
+                event = json.loads(lines[-1])  # {"run", "done", "total", "seconds"}
+                done, total = event["done"], event["total"]
+                self._line(f"{100 * done // total} % of a run of {total:,} sequences")
 
-    def flush(self) -> None:
-        pass
-
-
-#: What the rerun's kernel is asked once the chapter has run (one JSON line: companion.provenance.run_summary).
-SUMMARY = (
-    "from companion.provenance import run_summary as _run_summary\n"
-    "print(_run_summary(globals(), {names!r}))"
-)
+    def watch(self, stop: threading.Event) -> None:
+        while not stop.wait(1.0):
+            self.poll()
 
 
-def _execute(
-    page: Path, staged: Path, values: dict, kernel: str, out: Path, say: _Say
-) -> dict | None:
-    """papermill from ``book/`` on a kernel of this process (companion.grid.SharedKernel: stopped on an
-    error or an interrupt), no progress bars in the notebook, one line per cell on the terminal; a failed
-    run's notebook goes to ``out/<page>.failed.ipynb``. Returns what the page held at its end
-    (:func:`companion.provenance.run_summary`, None if the kernel could not say)."""
-    import papermill as pm
-    from papermill.exceptions import PapermillExecutionError
+#: What the rerun's kernel is asked once the chapter has run (one JSON line).
+SUMMARY = "from companion.provenance import run_summary as _s\nprint(_s(globals(), {names!r}))"
 
-    from .grid import SharedKernel, _shared_engine
 
-    # the kernel's progress bars, an update every 5 s at most, go to the terminal (_CellProgress), never the page
-    env = {"RECENCY_LIB_PROGRESS": "1", "TQDM_MININTERVAL": "5"}
-    old = {k: os.environ.get(k) for k in (*env, "COMPANION_IN_BOOK", "COMPANION_BUILD_DIR")}
-    os.environ.update(env)
-    os.environ.pop("COMPANION_IN_BOOK", None)  # a rerun displays its figures and tables
-    os.environ.pop("COMPANION_BUILD_DIR", None)
-    shared = SharedKernel(kernel)
+def _execute(page: Path, staged: Path, values: dict, kernel: str, out: Path, say) -> dict | None:
+    """papermill from ``book/`` on a kernel of its own that displays its figures, draws no progress
+    bar and reports its simulations' progress to the terminal; a failed run's notebook goes to
+    ``out/<page>.failed.ipynb``. Returns what the page held at its end (provenance.run_summary)."""
+    events = staged.with_name(".progress.jsonl")
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("COMPANION_IN_BOOK", "COMPANION_BUILD_DIR")
+    }
+    env.update(RECENCY_LIB_PROGRESS="0", RECENCY_LIB_PROGRESS_FILE=str(events))
+    shared = grid.SharedKernel(kernel, env)
+    cells = sum(c.cell_type == "code" for c in nbformat.read(str(page), as_version=4).cells)
+    progress, stop = _Progress(say, events, cells + bool(values)), threading.Event()  # + injected
+    threading.Thread(target=progress.watch, args=(stop,), daemon=True).start()
     try:
-        progress = _CellProgress(say)
-        pm.execute_notebook(
-            str(page),
-            str(staged),
-            parameters=values,
-            kernel_name=kernel,
-            progress_bar=False,
-            km=shared.ready(BOOK),
-            engine_name=_shared_engine(),
-            on_cell=progress,
-            stderr_file=progress,
-        )
-        _strip_saved(staged)
-        try:
-            return json.loads(shared.ask(SUMMARY.format(names=list(defaults(page)))))
-        except (RuntimeError, ValueError):  # the page ran; only the record is the poorer
-            return None
-    except PapermillExecutionError:
-        if staged.is_file():
-            with contextlib.suppress(
-                OSError, ValueError
-            ):  # a notebook papermill could not finish: as it is
-                _strip_saved(staged)
-            os.replace(staged, out / f"{page.stem}.failed.ipynb")
+        grid.run_notebook(shared, page, staged, values, BOOK, on_cell_start=progress.start)
+        with contextlib.suppress(RuntimeError, ValueError):  # else only the record is the poorer
+            return json.loads(shared.ask(SUMMARY.format(names=list(params.defaults(page)))))
+    except PapermillExecutionError as exc:
+        failed = out / f"{page.stem}.failed.ipynb"
+        os.replace(staged, failed)  # papermill wrote it with the error
+        if exc.ename == "ValueError" and _check_failed(nbformat.read(str(failed), as_version=4)):
+            raise ValueError(exc.evalue) from None  # the page's own check refused a value
         raise
     except BaseException:  # interrupted: the cell's task dies with the kernel, unread
-        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        for name in ("asyncio", "papermill"):  # (its client logs that the kernel died)
+            logging.getLogger(name).setLevel(logging.CRITICAL)
         raise
     finally:
+        stop.set()
         shared.close()
-        for k, v in old.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    return None
 
 
-# -- what ran, recorded in the notebook -------------------------------------------------------------------
-
-#: The notebook metadata key of a rerun's record (:func:`run_record`).
-RUN = "companion_rerun"
+def _check_failed(nb) -> bool:
+    """Whether the cell papermill marked as failed is the page's parameter check: the first code
+    cell after its parameters (book/AUTHORING.md)."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    tagged = {"parameters", "injected-parameters"}
+    after = [k + 1 for k, c in enumerate(code) if tagged & set(c.metadata.get("tags", []))]
+    if not after or after[-1] >= len(code):
+        return False
+    return code[after[-1]].metadata.get("papermill", {}).get("exception") is True
 
 
 def checkout_state(root: Path = ROOT) -> dict:
-    """The checkout's commit (``git rev-parse HEAD``; None outside a git checkout or without git) and
-    whether it has uncommitted changes (``git status --porcelain`` not empty: edits, and files that are
-    neither committed nor ignored)."""
-
-    def git(*args):
-        return subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60
-        )
-
+    """The checkout's commit and whether it has uncommitted changes (None where git cannot say)."""
     try:
-        head, status = git("rev-parse", "HEAD"), git("status", "--porcelain")
-    except (OSError, subprocess.SubprocessError):
+        git = ["git", "-C", str(root)]
+        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
+        status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True)
+    except OSError:  # no git
         return {"commit": None, "dirty": None}
-    if head.returncode != 0:
+    if head.returncode != 0:  # not a git checkout
         return {"commit": None, "dirty": None}
-    return {
-        "commit": head.stdout.strip(),
-        "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None,
-    }
+    dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+    return {"commit": head.stdout.strip(), "dirty": dirty}
 
 
-def run_record(
-    page: Path, known: dict, given: dict, followed: dict, summary: dict | None, seconds: float
-) -> dict:
-    """The ``companion_rerun`` record of a run of chapter ``page``: its defaults (``known``), the values
-    given and those that followed ``samples``, what ran (the kernel's values at the end, when it could
-    say), the verdicts' settings, the simulations' cost, the date (UTC), the run's seconds and the
-    checkout's state."""
-    summary = summary if isinstance(summary, dict) else {}
+def run_record(page: Path, known, given, followed, summary: dict | None, seconds: float) -> dict:
+    """The ``companion_rerun`` record of a run: the chapter's defaults, the values given and those
+    that followed ``samples``, what ran (the kernel's values at its end), the verdicts' settings,
+    the simulations' cost, the date (UTC), the run's seconds and the checkout's state."""
+    summary = summary or {}
     return {
         "page": page.stem,
         "defaults": known,
@@ -526,50 +342,37 @@ def run_record(
     }
 
 
-# -- the expected time ------------------------------------------------------------------------------------
+# -- the expected time -----------------------------------------------------------------------------
 
 
 def book_stamps(build: Path | None = None) -> dict:
-    """docname -> what the book's build recorded of the page (book/_ext/fresh_cache.py's stamps: the hash
-    it was executed with, the hash of its code and kernel path, its seconds, what its simulations cost);
-    empty when the book has not been built."""
+    """docname -> what the book's build recorded of the page (book/_ext/fresh_cache.py's stamps);
+    {} before a build."""
     build = params.build_folder() if build is None else Path(build)
     try:
-        data = json.loads(
-            (build / ".jupyter_cache" / "fresh_cache.json").read_text(encoding="utf-8")
-        )
-    except (OSError, ValueError):
+        return json.loads((build / ".jupyter_cache" / "fresh_cache.json").read_text())["pages"]
+    except (OSError, ValueError, KeyError, TypeError):
         return {}
-    pages = data.get("pages") if isinstance(data, dict) else None
-    return (
-        {k: v for k, v in pages.items() if isinstance(v, dict)} if isinstance(pages, dict) else {}
-    )
 
 
 def cost_factor(page: str, known: dict, values: dict) -> float:
-    """How much more a run of ``page`` with ``values`` simulates than one with its defaults ``known``: the
-    ratio of its sequences (``samples`` and the derived sizes), times (n / n₀)³ and layers / layers₀ where
-    the page has them (a layer costs about n³ per sequence on the Gram engine), times the ratio of the
-    lengths of its list parameters (settings swept). A rough measure, for an estimate."""
+    """How much more a run with ``values`` simulates than one with the defaults ``known``: the ratio
+    of its sequences, times (n / n₀)³ and layers / layers₀ (a layer costs about n³ per sequence on
+    the Gram engine) and the ratio of the lengths of its list parameters. A rough measure."""
     sizes = ("samples", *params.derived_sizes(page))
     factor = sum(values[k] for k in sizes) / sum(known[k] for k in sizes)
-    if isinstance(known.get("n"), int) and isinstance(values.get("n"), int):
-        factor *= (values["n"] / known["n"]) ** 3
-    if isinstance(known.get("layers"), int) and isinstance(values.get("layers"), int):
-        factor *= values["layers"] / known["layers"]
+    for name, power in (("n", 3), ("layers", 1)):
+        if isinstance(known.get(name), int):
+            factor *= (values[name] / known[name]) ** power
     for name, default in known.items():
-        if isinstance(default, list) and default and isinstance(values.get(name), list):
+        if isinstance(default, list) and default:
             factor *= len(values[name]) / len(default)
     return factor
 
 
 def expected_time(page: str, known: dict, values: dict, build: Path | None = None) -> str:
-    """The line the terminal shows before a rerun: its expected time, an estimate from what the book's own
-    execution of ``page`` recorded (the compute seconds of the simulations it holds, at its defaults, and
-    the time its last execution took), scaled by :func:`cost_factor` (``known``: the defaults, ``values``:
-    this run's, both checked); or that the book has not measured the page."""
-    from .report import duration
-
+    """The line before a rerun: the compute time of the simulations of the book's run of ``page``
+    (at its defaults ``known``) scaled by :func:`cost_factor`, plus the rest of its execution."""
     stamp = book_stamps(build).get(page, {})
     measured, wall = stamp.get("simulation_seconds"), stamp.get("seconds")
     if not isinstance(measured, (int, float)) or not isinstance(wall, (int, float)):
@@ -579,149 +382,90 @@ def expected_time(page: str, known: dict, values: dict, build: Path | None = Non
         )
     factor = cost_factor(page, known, values)
     return (
-        f"expected time about {duration(measured * factor + wall)}, an estimate: the book's run of this "
-        f"page at its defaults holds {duration(measured)} of simulation (compute time), × {factor:.2g} "
-        f"for this run's sequences, plus up to {duration(wall)} besides (the book's last execution of the "
-        f"page); results already cached, or spread over processes, take less"
+        f"expected time about {duration(measured * factor + wall)}, an estimate: the book's run of "
+        f"this page at its defaults holds {duration(measured)} of simulation (compute time), "
+        f"× {factor:.2g} for this run's sequences, plus up to {duration(wall)} besides (the book's "
+        f"last execution of the page); results already cached, or spread over processes, take less"
     )
 
 
-# -- render ---------------------------------------------------------------------------------------------
+# -- render: the site around the runs --------------------------------------------------------------
 
 
 def render(notebook, out: str | os.PathLike | None = None) -> Path:
-    """``notebook`` (executed) rendered with the book around it into ``out`` (default: the notebook's
-    folder, never in the sources): every page of the site, ``<out>/<name>.html`` among them, with the
-    book's static files beside them. A run of a chapter (named as the chapter) rendered into another
-    folder is copied there too, so that a later rerun into that folder keeps it in its place. Returns the
-    page's path."""
+    """``notebook`` (executed) rendered in the book into ``out`` (default: its folder; never the
+    sources), executing nothing; a chapter's run rendered into another folder is copied there too
+    (a later rerun there keeps it in its place). Returns the page's path."""
     nb = read_notebook(notebook)
     out = _check_out("out", out if out is not None else Path(notebook).resolve().parent)
     name = page_name(notebook)
-    with _one_writer(out):
-        staging = Path(tempfile.mkdtemp(dir=out, prefix=STAGING))
-        try:
-            chapter = run_chapter(nb)
-            runs = {chapter: dict(nb)} if chapter == name else {name: dict(nb)}
-            pairs = _render_site(out, staging, runs, _Say(name, sys.stderr))
-            if chapter == name and (out / f"{name}.ipynb").resolve() != Path(notebook).resolve():
-                shutil.copy(notebook, staging / f"{name}.ipynb")
-                pairs.append((staging / f"{name}.ipynb", out / f"{name}.ipynb"))
-            _commit(pairs, staging)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    with _staging(out) as staging:
+        pairs = _render_site(out, staging, {name: Path(notebook)}, _sayer(name, sys.stderr))
+        copy = out / f"{name}.ipynb"
+        if run_chapter(nb) == name and copy.resolve() != Path(notebook).resolve():
+            shutil.copy(notebook, staging / copy.name)
+            pairs.append((staging / copy.name, copy))
+        grid.commit(pairs, staging)
     return out / f"{name}.html"
 
 
 def toc_pages(root: Path = ROOT) -> list[str]:
-    """The book's pages (docnames) in the order of its table of contents, ``_toc.yml``."""
-    import yaml
+    """The book's pages (docnames) in the order of its table of contents."""
+    return list(parse_toc_yaml(str(root / "_toc.yml")))
 
-    def walk(node) -> list[str]:
-        found = []
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if isinstance(node.get(key), str):
-                    found.append(re.sub(r"\.(ipynb|md)$", "", node[key]))
-            for key in ("parts", "chapters", "sections"):
-                for child in node.get(key) or []:
-                    found.extend(walk(child))
-        return found
 
-    return walk(yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8")))
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def run_chapter(nb) -> str | None:
-    """The chapter of the book a notebook is a run of (its ``companion_rerun`` record's page, or the
-    notebook papermill ran, when that is one of the book's chapters), else None."""
-    meta = nb.get("metadata", {}) if isinstance(nb, dict) else {}
-    record, pm_meta = meta.get(RUN), meta.get("papermill")
-    page = record.get("page") if isinstance(record, dict) else None
-    if (
-        not isinstance(page, str)
-        and isinstance(pm_meta, dict)
-        and isinstance(pm_meta.get("input_path"), str)
-    ):
-        page = Path(pm_meta["input_path"]).stem
-    return (
-        page
-        if isinstance(page, str) and page in toc_pages() and (BOOK / f"{page}.ipynb").is_file()
-        else None
-    )
+    """The chapter a notebook is a run of (its record's page, or what papermill ran), else None."""
+    meta = _dict(nb.get("metadata"))
+    page = _dict(meta.get(RUN)).get("page") or _dict(meta.get("papermill")).get("input_path")
+    page = Path(page).stem if isinstance(page, str) else None
+    return page if page in toc_pages() and (BOOK / f"{page}.ipynb").is_file() else None
 
 
-def _runs_in(out: Path, runs: dict) -> dict:
-    """``runs`` (name -> notebook) and the other runs of chapters that ``out`` holds (``out/<chapter>.ipynb``,
-    a run of that chapter by its record or papermill's): one folder is one book, each run in its chapter's
-    place. A notebook there that cannot be read is left out."""
-    found = {}
+def _render_site(out: Path, staging: Path, runs: dict, say) -> list[tuple[Path, Path]]:
+    """Build the book with ``runs`` (name -> executed notebook: a chapter's name takes its place,
+    another is a page after the book's) and the other runs of chapters in ``out`` (one folder is one
+    book); move the site's folders into ``out`` and return the pairs (staged, target) of its pages.
+    """
     for path in sorted(out.glob("*.ipynb")):
-        if path.stem in runs or path.name.endswith(".failed.ipynb"):
-            continue
-        try:
-            nb = read_notebook(path)
-        except ValueError:
-            continue
-        if run_chapter(nb) == path.stem:
-            found[path.stem] = dict(nb)
-    return {**found, **runs}
-
-
-def _render_site(out: Path, staging: Path, runs: dict, say: _Say) -> list[tuple[Path, Path]]:
-    """Build the book with ``runs`` (name -> executed notebook: a chapter's name puts it in that chapter's
-    place, any other name makes it a page after the book's) and the other runs of chapters in ``out``,
-    every other page from the book's build; move its static folders into ``out`` file by file and return
-    the (staged, target) pairs of its pages and search index, for the caller to commit with its own."""
-    runs = _runs_in(out, runs)
-    book_pages = toc_pages()
-    build = params.build_folder()
-    current, missing = book_records(build, [p for p in book_pages if p not in runs])
+        if path.stem not in runs and not path.name.endswith(".failed.ipynb"):
+            with contextlib.suppress(ValueError):  # not a notebook: not a run
+                if run_chapter(read_notebook(path)) == path.stem:
+                    runs = {path.stem: path, **runs}
+    pages, build = toc_pages(), params.build_folder()
+    current, missing = book_records(build, [p for p in pages if p not in runs])
     if missing:
+        why = "; ".join(sorted(set(missing.values())))
         say(
-            f"note: {len(missing)} of the book's pages show no numbers here ({', '.join(sorted(missing))}): "
-            f"{_why_missing(missing)}; build the book (jupyter-book build book) and render again"
+            f"note: {len(missing)} of the book's pages show no numbers here "
+            f"({', '.join(sorted(missing))}): {why}; build the book (jupyter-book build book) and "
+            f"render again"
         )
-    site = staging / "site"
-    with tempfile.TemporaryDirectory(prefix="companion-render-") as tmp:
-        html = _build_site(Path(tmp), book_pages, runs, build, current, missing)
-        _copy_files(html, site)
-    for sub in sorted(p for p in site.iterdir() if p.is_dir()):
-        _commit_folder(sub, out / sub.name)
-    return [(f, out / f.name) for f in sorted(site.iterdir()) if f.is_file()]
-
-
-def _copy_files(src: Path, dst: Path) -> None:
-    """Every file of the built site ``src`` (but Sphinx's ``.buildinfo``) copied to ``dst``; the first file
-    that cannot be copied raises its OSError (a full disk names it)."""
-    for path in sorted(src.rglob("*")):
-        if path.is_file() and path.name != ".buildinfo":
-            target = dst / path.relative_to(src)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, target)
-
-
-def _why_missing(missing: dict) -> str:
-    reasons = sorted(set(missing.values()))
-    return "; ".join(reasons)
+    html_dir = _build_site(staging / "project", pages, runs, build, current, missing)
+    pairs = []
+    for path in sorted(p for p in html_dir.rglob("*") if p.is_file() and p.name != ".buildinfo"):
+        target = out / path.relative_to(html_dir)
+        if path.parent == html_dir:  # a page: committed with the run, all or none
+            pairs.append((path, target))
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)  # images, static files: each rename atomic
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        os.replace(path, target)
+    return pairs
 
 
 def book_records(build: Path, pages) -> tuple[set, dict]:
-    """Which of ``pages`` (docnames) the book's execution cache in ``build`` holds current: a record matching
-    the page's cells, and the build's stamp of the code and kernel path it ran with (book/_ext/fresh_cache.py's
-    ``code``) the checkout's. Returns those pages, and docname -> why not for the other notebooks of ``pages``."""
-    import nbformat
-
-    from .sources import dependency_hash
-
+    """The notebooks of ``pages`` whose record in the book's execution cache is current (of their
+    cells, from the checkout's sources: fresh_cache's ``code`` stamp), and docname -> why not."""
     notebooks = [p for p in pages if (BOOK / f"{p}.ipynb").is_file()]
-    cache_path = build / ".jupyter_cache"
-    if not notebooks:
-        return set(), {}
-    if not (cache_path / "global.db").is_file():
+    if not (build / ".jupyter_cache" / "global.db").is_file():
         return set(), {p: f"no build of the book in {shown(build)}" for p in notebooks}
-    from jupyter_cache import get_cache
-
-    cache, stamps = get_cache(str(cache_path)), book_stamps(build)
+    cache, stamps = get_cache(str(build / ".jupyter_cache")), book_stamps(build)
     current, missing = set(), {}
     for page in notebooks:
         path = BOOK / f"{page}.ipynb"
@@ -730,23 +474,15 @@ def book_records(build: Path, pages) -> tuple[set, dict]:
             continue
         try:
             cache.match_cache_notebook(nbformat.read(str(path), as_version=4))
+            current.add(page)
         except KeyError:
             missing[page] = "the book's execution cache has no current record of them"
-            continue
-        current.add(page)
     return current, missing
 
 
-def _copy_cache(src: Path, dst: Path, drop) -> None:
-    """The book's execution cache ``src`` copied to ``dst`` (its database by sqlite's backup, a consistent
-    copy while a build writes; its records; Appendix B's runs, which the book's page links to), without the
-    records of the notebooks ``drop`` (paths: pages whose record is not current). Nothing when ``src`` has
-    no database."""
-    import sqlite3
-
-    import nbformat
-    from jupyter_cache import get_cache
-
+def _copy_cache(src: Path, dst: Path) -> None:
+    """The book's execution cache ``src`` copied to ``dst``: its database by sqlite's backup (whole
+    while a build writes), its records and Appendix B's runs."""
     if not (src / "global.db").is_file():
         return
     dst.mkdir(parents=True)
@@ -760,47 +496,32 @@ def _copy_cache(src: Path, dst: Path, drop) -> None:
             shutil.copytree(src / name, dst / name, symlinks=True)
         elif (src / name).is_file():
             shutil.copy2(src / name, dst / name)
-    cache = get_cache(str(dst))
-    for path in drop:
-        with contextlib.suppress(KeyError):
-            cache.remove_cache(
-                cache.match_cache_notebook(nbformat.read(str(path), as_version=4)).pk
-            )
 
 
-def _build_site(
-    tmp: Path, book_pages: list[str], runs: dict, build: Path, current: set, missing: dict
-) -> Path:
-    """The copy of the book's project in ``tmp`` with ``runs`` in place, built executing nothing: the book's
-    pages in ``current`` come from a copy of its execution cache (as in the book's build, with their
-    execution times), the other notebooks are excluded from execution (the runs with their outputs, the
-    pages without a current build with a note). Returns its HTML folder; RuntimeError naming the cause when
-    the build fails."""
-    import yaml
-
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+def _build_site(project: Path, book_pages: list[str], runs: dict, build, current, missing) -> Path:
+    """The book's project copied into ``project`` with ``runs`` in place, built executing nothing:
+    the pages in ``current`` from a copy of its execution cache, every other notebook excluded from
+    execution (a page without a current build gets a note). Returns its HTML folder."""
+    book = project / "book"
+    book.mkdir(parents=True)
     notebooks = [p for p in book_pages if (BOOK / f"{p}.ipynb").is_file()]
+    stale = [p for p in notebooks if p not in current and p not in runs]
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     execute = config.setdefault("execute", {})
     execute["execute_notebooks"] = "cache"  # the book's records, read, never executed
-    execute["exclude_patterns"] = sorted(
-        f"{name}.ipynb" for name in {*runs, *(p for p in notebooks if p not in current)}
-    )
+    execute["exclude_patterns"] = sorted(f"{name}.ipynb" for name in [*runs, *stale])
     sphinx = config.setdefault("sphinx", {})
-    sphinx["local_extensions"] = {
-        k: v for k, v in (sphinx.get("local_extensions") or {}).items() if k != "fresh_cache"
-    }  # it would execute and restamp pages
-    # The site opens from disk (file://), where a browser refuses the search's fetch of each hit's page for
-    # its summary: the hits are listed with their titles only.
+    extensions = sphinx.get("local_extensions") or {}  # fresh_cache would execute and restamp pages
+    sphinx["local_extensions"] = {k: v for k, v in extensions.items() if k != "fresh_cache"}
+    # from disk (file://) a browser refuses the search's fetch of a hit's page: titles only
     sphinx.setdefault("config", {})["html_show_search_summary"] = False
     config.setdefault("html", {})["announcement"] = _announcement(runs, book_pages)
-    (tmp / "_config.yml").write_text(
-        yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8"
+    (project / "_config.yml").write_text(
+        yaml.safe_dump(config, allow_unicode=True, sort_keys=False)
     )
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
     toc.setdefault("chapters", []).extend({"file": name} for name in runs if name not in book_pages)
-    (tmp / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
-    book = tmp / "book"
-    book.mkdir()
+    (project / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
     (book / "_toc.yml").symlink_to("../_toc.yml")
     for sub in ("_ext", "_static"):
         shutil.copytree(BOOK / sub, book / sub, ignore=shutil.ignore_patterns("__pycache__"))
@@ -808,49 +529,28 @@ def _build_site(
     for path in BOOK.glob("*.ipynb"):  # notebooks outside the toc: download targets only
         if path.stem not in book_pages:
             shutil.copy(path, book / path.name)
-    _copy_cache(
-        build / ".jupyter_cache",
-        tmp / "_build" / ".jupyter_cache",
-        drop=[BOOK / f"{p}.ipynb" for p in notebooks if p not in current],
-    )
+    _copy_cache(build / ".jupyter_cache", project / "_build" / ".jupyter_cache")
     for page in book_pages:
-        if page in runs:
-            continue
-        source = next(
-            BOOK / f"{page}{ext}" for ext in (".ipynb", ".md") if (BOOK / f"{page}{ext}").is_file()
-        )
-        if source.suffix == ".md" or page in current:
+        if page in stale:
+            nb = nbformat.read(str(BOOK / f"{page}.ipynb"), as_version=4)
+            _write_notebook(book / f"{page}.ipynb", _without_build(nb, missing.get(page, "")))
+        elif page not in runs:
+            source = BOOK / f"{page}.ipynb" if page in notebooks else BOOK / f"{page}.md"
             shutil.copy(source, book / source.name)
-        else:
-            _write_notebook(
-                book / source.name,
-                _without_build(
-                    json.loads(source.read_text(encoding="utf-8")), missing.get(page, "")
-                ),
-            )
-    for name, nb in runs.items():
-        _write_notebook(book / f"{name}.ipynb", _localize_downloads(as_page(nb), book))
+    for name, path in runs.items():
+        _write_notebook(book / f"{name}.ipynb", _localize_downloads(as_page(path), book))
+    main = "import sys; from jupyter_book.cli.main import main; sys.exit(main())"
+    env = {**os.environ, "NO_COLOR": "1"}
+    command = [sys.executable, "-c", main, "build", "book"]
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
-            "build",
-            "book",
-        ],
-        cwd=tmp,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        env={**os.environ, "NO_COLOR": "1"},
+        command, cwd=project, capture_output=True, text=True, errors="replace", env=env
     )
-    html = tmp / "_build" / "html"
-    absent = [name for name in runs if not (html / f"{name}.html").is_file()]
-    if proc.returncode != 0 or absent:
+    html_dir = project / "_build" / "html"
+    if proc.returncode != 0 or not all((html_dir / f"{name}.html").is_file() for name in runs):
         raise RuntimeError(
             f"rendering {', '.join(runs)} failed: {_cause(proc.stdout + proc.stderr)}"
         )
-    return html
+    return html_dir
 
 
 _DOWNLOAD = re.compile(
@@ -859,14 +559,11 @@ _DOWNLOAD = re.compile(
 
 
 def _localize_downloads(nb: dict, book: Path) -> dict:
-    """Files a run's page links to with ``{download}`` outside the book's folder (paths relative to
-    ``book/``, where the run worked: Appendix B's runs in OUT) copied into the temporary ``book`` and the
-    links pointed at the copies, so the site carries them (``_downloads``)."""
-    import hashlib
+    """Files a run's page links to with ``{download}`` outside the book's folder (Appendix B's runs
+    in OUT) copied into the temporary ``book``, the links pointed at the copies."""
 
     def local(match) -> str:
-        target = (match["target"] or match["bare"]).strip()
-        path = (BOOK / target).resolve()
+        path = (BOOK / (match["target"] or match["bare"]).strip()).resolve()
         if not path.is_file() or path.is_relative_to(BOOK.resolve()):
             return match.group(0)
         folder = book / "_linked" / hashlib.sha256(str(path).encode()).hexdigest()[:12]
@@ -875,22 +572,13 @@ def _localize_downloads(nb: dict, book: Path) -> dict:
         text = match["text"].strip() if match["target"] else path.name
         return f"{{download}}`{text} <_linked/{folder.name}/{path.name}>`"
 
-    def fix(value):
-        if isinstance(value, str):
-            return _DOWNLOAD.sub(local, value)
-        if isinstance(value, list):
-            return [fix(v) for v in value]
-        return value
-
-    for cell in nb.get("cells", []):
-        if cell.get("cell_type") == "markdown":
-            cell["source"] = fix(cell.get("source"))
-        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            data = out.get("data")
-            if isinstance(data, dict):
-                for key in list(data):
-                    if key.endswith("text/markdown"):
-                        data[key] = fix(data[key])
+    for cell in nb.cells:  # nbformat's: every text a string
+        if cell.cell_type == "markdown":
+            cell.source = _DOWNLOAD.sub(local, cell.source)
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            for key in [k for k in data if k.endswith("text/markdown")]:
+                data[key] = _DOWNLOAD.sub(local, data[key])
     return nb
 
 
@@ -899,260 +587,147 @@ def _write_notebook(path: Path, nb) -> None:
 
 
 def _announcement(runs: dict, book_pages: list[str]) -> str:
-    """The line at the top of every page of the site: which pages are runs (links), and that the others
-    are the book's."""
-    import html as html_module
+    """The line at the top of every page of the site: which pages are runs (links to them)."""
 
-    order = sorted(
-        runs,
-        key=lambda name: (book_pages.index(name) if name in book_pages else len(book_pages), name),
+    def link(name: str) -> str:
+        title = _title(nbformat.read(str(runs[name]), as_version=4)) or name
+        style = "color: inherit; text-decoration: underline"
+        return f'<a href="{name}.html" style="{style}">{html.escape(title)}</a>'
+
+    order = sorted(runs, key=lambda n: ([*book_pages, n].index(n), n))  # the book's order first
+    rest = ", at its defaults" if any(n in book_pages for n in runs) else ""
+    return (
+        f"Not the book as published: {', '.join(map(link, order))} ran with other parameters (see "
+        f"the banner there); every other page is the book's own build{rest}."
     )
-    links = ", ".join(
-        f'<a href="{name}.html" style="color: inherit; text-decoration: underline">'
-        f"{html_module.escape(_title(runs[name]) or name)}</a>"
-        for name in order
-    )
-    rest = (
-        "every other page is the book's own build, at its defaults"
-        if any(n in book_pages for n in runs)
-        else "every other page is the book's own build"
-    )
-    return f"Not the book as published: {links} ran with other parameters (see the banner there); {rest}."
 
 
 def _title(nb) -> str | None:
     """The text of the notebook's first heading ("4. Residual connection"), or None."""
-    for cell in nb.get("cells", []):
-        if cell.get("cell_type") == "markdown":
-            source = _text(cell.get("source"))
-            found = re.search(r"(?m)^#\s+(.+?)\s*$", source)
-            if found:
-                return found.group(1)
+    for cell in nb.cells:
+        found = re.search(r"(?m)^#\s+(.+?)\s*$", cell.source)
+        if cell.cell_type == "markdown" and found:
+            return found.group(1)
     return None
 
 
-def _text(source) -> str:
-    return "".join(source) if isinstance(source, list) else str(source or "")
-
-
-def _without_build(nb: dict, why: str) -> dict:
-    """A page of the book without a current build: its sources, with a note under its title that its
-    numbers and figures are missing and why."""
-    note = (
-        f"\n\n:::{{note}} Numbers missing here\nThis page is the book's source without the book's build "
-        f"({why or 'none is current'}), so its numbers, tables and figures are not shown. Build the book "
-        f"(`jupyter-book build book`) and render again.\n:::\n"
-    )
-    _after_title(nb, note)
+def _after_title(nb: dict, text: str, suffix: str = "") -> dict:
+    """``text`` (markdown) inserted after the notebook's first heading (``suffix`` appended to the
+    heading); before everything when there is none."""
+    for cell in nb.cells:
+        found = re.search(r"(?m)^#\s+.+?$", cell.source)
+        if cell.cell_type == "markdown" and found:
+            cell.source = cell.source[: found.end()] + suffix + text + cell.source[found.end() :]
+            return nb
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(text.strip()))
     return nb
 
 
-def _after_title(nb: dict, text: str, suffix: str = "") -> None:
-    """``text`` (markdown) inserted after the first heading of the notebook (``suffix`` appended to the
-    heading); before everything when there is none."""
-    import nbformat
-
-    for cell in nb.get("cells", []):
-        if cell.get("cell_type") != "markdown":
-            continue
-        source = _text(cell.get("source"))
-        found = re.search(r"(?m)^#\s+.+?$", source)
-        if found:
-            cell["source"] = source[: found.end()] + suffix + text + source[found.end() :]
-            return
-    nb.setdefault("cells", []).insert(0, nbformat.v4.new_markdown_cell(text.strip()))
+def _without_build(nb: dict, why: str) -> dict:
+    """A page of the book without a current build: its sources, with a note under its title."""
+    return _after_title(
+        nb,
+        f"\n\n:::{{note}} Numbers missing here\nThis page is the book's source without the "
+        f"book's build ({why or 'none is current'}), so its numbers, tables and figures are not "
+        f"shown. Build the book (`jupyter-book build book`) and render again.\n:::\n",
+    )
 
 
-def _commit_folder(src: Path, dst: Path) -> None:
-    """The staged folder ``src`` (the site's images, static files, sources) moved into ``dst`` file by file
-    (each rename atomic; files of ``dst`` that the site does not have stay)."""
-    for path in sorted(src.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            target = dst / path.relative_to(src)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            os.replace(path, target)
+# -- a run as a page: its parameters, its banner ---------------------------------------------------
 
 
-# -- a run as a page: title, banner, parameters -----------------------------------------------------------
-
-
-def as_page(nb) -> dict:
-    """A run's notebook as its page shows it (a copy; the notebook itself is not changed): glued values
-    placed once as in the book (:func:`_glued_only`), no progress bars, the parameters cell showing the
-    values that ran (papermill's injected cell folded into it), and, for a run, the title marked "— rerun"
-    with the banner of :func:`banner` under it."""
-    nb = json.loads(json.dumps(nb))
-    _glued_only(nb)
-    _drop_progress(nb)
+def as_page(path) -> dict:
+    """The run at ``path`` as its page shows it: glued values placed once, as in the book; for a
+    run, its parameters cell holding the values that ran (papermill's injected cell folded into it)
+    and its title marked "— rerun" over the :func:`banner`."""
+    nb = nbformat.read(str(path), as_version=4)
+    for output in (o for cell in nb["cells"] for o in cell.get("outputs", [])):
+        book = output.get("metadata", {}).get("scrapbook")  # glued, and displayed by a rerun
+        if book and not book.get("mime_prefix"):
+            output["data"] = {GLUE_PREFIX + k: v for k, v in output["data"].items()}
+            book["mime_prefix"] = GLUE_PREFIX
     info = run_info(nb)
     if info is not None:
-        _fold_parameters(nb, info)
-        _after_title(
-            nb,
-            "\n\n" + banner(info, _title(nb)) + "\n",
-            suffix=" \u2014 rerun" if info["chapter"] else " \u2014 a run",
-        )
+        _fold_parameters(nb, info, papermill.inspect_notebook(str(path)))
+        suffix = " \u2014 rerun" if info["chapter"] else " \u2014 a run"
+        _after_title(nb, "\n\n" + banner(info, _title(nb)) + "\n", suffix)
     return nb
 
 
 def run_info(nb: dict) -> dict | None:
-    """What a notebook says of its run, for its banner: its ``companion_rerun`` record, else papermill's (the
-    values given, the chapter's current defaults, the date; no commit), else None (not a run)."""
+    """What a notebook says of its run: its ``companion_rerun`` record, else papermill's (the values
+    given and the date; the defaults are the chapter's now), else None (not a run)."""
     meta = nb.get("metadata", {})
-    record, pm_meta = meta.get(RUN), meta.get("papermill")
-    chapter = run_chapter(nb)
+    record, ran = meta.get(RUN), _dict(meta.get("papermill"))
     if isinstance(record, dict):
         info = dict(record)
-    elif isinstance(pm_meta, dict) and isinstance(pm_meta.get("parameters"), dict):
-        source = Path(pm_meta["input_path"]) if isinstance(pm_meta.get("input_path"), str) else None
-        info = {
-            "page": source.stem if source else None,
-            "given": pm_meta["parameters"],
-            "date": pm_meta.get("end_time"),
-            "seconds": pm_meta.get("duration"),
-            "recorded": "papermill",
-        }
+    elif isinstance(ran.get("parameters"), dict):
+        source = ran.get("input_path")
+        info = {"page": Path(source).stem if isinstance(source, str) else None}
+        info.update(given=ran["parameters"], date=ran.get("end_time"), seconds=ran.get("duration"))
+        info["recorded"] = "papermill"
     else:
         return None
     known = info.get("defaults")
     if not isinstance(known, dict):
-        stem = info.get("page")
-        path = (
-            BOOK / f"{stem}.ipynb"
-            if isinstance(stem, str) and re.fullmatch(r"[\w-]+", stem)
-            else None
-        )
-        try:
-            known = defaults(path) if path is not None and path.is_file() else {}
-        except Exception:
-            known = {}
-    given = info.get("given") if isinstance(info.get("given"), dict) else {}
-    ran = info.get("ran") if isinstance(info.get("ran"), dict) else {}
-    info.update(
-        defaults=known,
-        given=given,
-        ran={**known, **given, **ran},
-        chapter=chapter,
-        followed=[n for n in info.get("followed") or [] if isinstance(n, str)],
-    )
+        page = BOOK / f"{info.get('page')}.ipynb"
+        ours = re.fullmatch(r"[\w-]+", str(info.get("page"))) and page.is_file()
+        known = params.defaults(page) if ours else {}
+    given = _dict(info.get("given"))
+    info.update(defaults=known, given=given, ran={**known, **given, **_dict(info.get("ran"))})
+    info["followed"] = [n for n in info.get("followed") or [] if isinstance(n, str)]
+    info["chapter"] = run_chapter(nb)
     return info
 
 
 def _literal(value, grouping: str = "_") -> str:
-    """A parameter's value as Python writes it, integers grouped in threes by ``grouping`` ("_" in the
-    parameters cell: ``20_000``)."""
-    if isinstance(value, bool) or value is None:
-        return repr(value)
-    if isinstance(value, int):
+    """A parameter's value as Python writes it, integers grouped in threes by ``grouping``."""
+    if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:{grouping}}"
     if isinstance(value, list):
         return "[" + ", ".join(_literal(v, grouping) for v in value) + "]"
     return repr(value)
 
 
-def _shown(value) -> str:
-    """A parameter's value as the banner writes it: "20,000", "0.3", "[0.1, 0.3]", a string as code."""
+def _in_banner(value) -> str:
+    """A value as the banner writes it: "20,000", "0.3", "[0.1, 0.3]", a string as code."""
     text = _literal(value, ",")
     return f"`{text}`" if isinstance(value, str) and "`" not in value else text
 
 
 def changed(info: dict) -> list[tuple[str, object, object]]:
-    """(name, the value that ran, the book's) of every parameter that ran with another value than the
-    book's default, in the order of the parameters cell (then any other given)."""
+    """(name, the value that ran, the book's) of every parameter that ran with another value than
+    the book's default, in the order of the parameters cell (then any other given)."""
     known, ran = info["defaults"], info["ran"]
     names = list(known) + [n for n in ran if n not in known]
-    return [
-        (n, ran.get(n), known.get(n))
-        for n in names
-        if n in ran and (n not in known or ran[n] != known[n])
-    ]
+    return [(n, ran[n], known.get(n)) for n in names if n in ran and ran[n] != known.get(n, ...)]
 
 
-_PARAMETER_LINE = re.compile(
-    r"^(?P<name>[A-Za-z_]\w*)(?P<type>\s*:\s*[^=]+?)?\s*=\s*(?P<value>.*?)(?P<comment>\s+#.*)?$"
-)
-
-
-def _fold_parameters(nb: dict, info: dict) -> None:
-    """The parameters cell rewritten to the values that ran (a changed line says the book's value), and
-    papermill's injected cell, whose values it then holds, taken out. Left alone without a parameters cell."""
-    cells = nb.get("cells", [])
-    tagged = [c for c in cells if "parameters" in (c.get("metadata", {}).get("tags") or [])]
-    if not tagged:
+def _fold_parameters(nb: dict, info: dict, specs: dict) -> None:
+    """The parameters cell written again from papermill's reading of it (``specs``) with the values
+    that ran (a changed line says the book's value), and papermill's injected cell taken out."""
+    cells = nb["cells"]
+    tagged = [c for c in cells if "parameters" in c["metadata"].get("tags", [])]
+    if not tagged or not specs:
         return
-    ran, known = info["ran"], info["defaults"]
-    lines = []
-    for line in _text(tagged[0].get("source")).splitlines():
-        m = _PARAMETER_LINE.match(line)
-        if (
-            not m
-            or m["name"] not in ran
-            or (m["name"] in known and ran[m["name"]] == known[m["name"]])
-        ):
-            lines.append(line)
-            continue
-        note = f"book: {_literal(known[m['name']])}" if m["name"] in known else "not in the book"
-        if m["name"] in info["followed"]:
-            note += ", follows samples"
-        comment = (m["comment"] or "").strip().lstrip("#").strip()
-        lines.append(
-            f"{m['name']}{m['type'] or ''} = {_literal(ran[m['name']])}  # [{note}] {comment}".rstrip()
-        )
+    ran, known, lines = info["ran"], info["defaults"], []
+    for name, spec in specs.items():
+        value, note = spec["default"], ""
+        if name in ran and ran[name] != known.get(name, ...):
+            note = f"book: {_literal(known[name])}" if name in known else "not in the book"
+            note += ", follows samples" if name in info["followed"] else ""
+            value, note = _literal(ran[name]), f"[{note}] "
+        kind, comment = spec["inferred_type_name"], note + spec["help"]
+        line = f"{name}{f': {kind}' if kind != 'None' else ''} = {value}"
+        lines.append(f"{line}  # {comment}" if comment else line)
     tagged[0]["source"] = "\n".join(lines)
-    nb["cells"] = [
-        c for c in cells if "injected-parameters" not in (c.get("metadata", {}).get("tags") or [])
-    ]
-
-
-_PROGRESS = re.compile(r"\d+%\|")
-_BAR = re.compile(
-    r"(\d+)%\|[^|\r\n]*\|\s*\d+/(\d+)"
-)  # tqdm's "41%|███   | 41000/100000": percent, total
-
-
-def _without_progress(text: str) -> str:
-    """stderr text without progress bars: of a line that holds one or a carriage return, the pieces between
-    carriage returns that are neither a bar nor blank (nothing, if none); every other line as it was."""
-    lines = []
-    for line in text.split("\n"):
-        if "\r" in line or _PROGRESS.search(line):
-            line = "".join(p for p in line.split("\r") if p.strip() and not _PROGRESS.search(p))
-            if not line:
-                continue
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def _drop_progress(nb: dict) -> None:
-    """Progress bars (tqdm's "42%|███" on stderr) taken out of the outputs, the rest of the stream kept, a
-    stream left empty dropped: a page and a saved notebook show results."""
-    for cell in nb.get("cells", []):
-        if cell.get("cell_type") == "code":
-            outputs = []
-            for o in cell.get("outputs", []):
-                if o.get("output_type") == "stream" and o.get("name") == "stderr":
-                    o["text"] = _without_progress(_text(o.get("text")))
-                    if not o["text"]:
-                        continue
-                outputs.append(o)
-            cell["outputs"] = outputs
-
-
-def _strip_saved(path: Path) -> None:
-    """:func:`_drop_progress` on the executed notebook at ``path`` (written in its staging folder)."""
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    _drop_progress(nb)
-    path.write_text(
-        json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
-    )  # as nbformat
+    nb["cells"] = [c for c in cells if "injected-parameters" not in c["metadata"].get("tags", [])]
 
 
 def _setting_words(s: dict) -> str:
-    """ "LayerNorm, α = 0.3, γ = 0.5, d = 64" of a check's setting (what it has)."""
-    names = {"layernorm": "LayerNorm", "rms": "RMSNorm", "none": "no normalization"}
-    parts = [names.get(s.get("norm"), str(s.get("norm")))] if s.get("norm") else []
+    """ "LayerNorm, α = 0.3, γ = 0.5, $d$ = 64" of a check's setting (what it has)."""
+    norm = s.get("norm")
+    parts = [NORMS[norm].label if norm in NORMS else str(norm)] if norm else []
     for key, symbol in (("alpha", "α"), ("gamma", "γ")):
         if isinstance(s.get(key), (int, float)):
             parts.append(f"{symbol} = {s[key]:g}")
@@ -1161,113 +736,76 @@ def _setting_words(s: dict) -> str:
     return ", ".join(parts) or "no one setting"
 
 
-#: A banner lists this many verdicts at most; more fold into a dropdown.
-FEW_VERDICTS = 4
+def _verdict_line(v: dict) -> str:
+    settings = [s for s in v.get("settings") or [] if isinstance(s, dict)]
+    at = "; ".join(_setting_words(s) for s in settings[:6])
+    at += f"; and {len(settings) - 6} more" if len(settings) > 6 else ""
+    checks = f"{v.get('checks')} check{'s' if v.get('checks') != 1 else ''}"
+    return f"- {v.get('name') or v.get('claim')}: *{v.get('word')}*, from {checks} at {at}"
 
 
-def _verdict_lines(verdicts) -> list[str]:
-    lines = []
-    for v in verdicts:
-        if not isinstance(v, dict):
-            continue
-        settings = [s for s in v.get("settings") or [] if isinstance(s, dict)]
-        shown_settings = "; ".join(_setting_words(s) for s in settings[:6])
-        if len(settings) > 6:
-            shown_settings += f"; and {len(settings) - 6} more"
-        checks = v.get("checks")
-        lines.append(
-            f"- {v.get('name') or v.get('claim')}: *{v.get('word')}*, from {checks} "
-            f"check{'s' if checks != 1 else ''} at "
-            f"{shown_settings}"
-        )
-    return lines
+def _source_words(info: dict) -> str:
+    """Where a run came from: its commit and whether the checkout had uncommitted changes."""
+    commit, dirty = info.get("commit"), info.get("dirty")
+    if info.get("recorded") == "papermill":
+        return "by papermill, outside `python -m companion rerun` (no commit recorded)"
+    if not (isinstance(commit, str) and commit):
+        return "from a checkout that is not a git repository (no commit recorded)"
+    state = {True: " with", False: " without"}.get(dirty)
+    state = f"{state} uncommitted changes" if state else " (its uncommitted changes unknown)"
+    return f"from commit `{commit[:12]}` of the companion{state}"
 
 
 def banner(info: dict, title: str | None) -> str:
-    """The admonition at the top of a run's page (MyST): which chapter ran, when, from which commit, every
-    parameter that ran with another value than the book's (with the book's), which sample sizes followed
-    ``samples``, and the settings that decided each verdict of the page."""
-    from .report import duration
-
-    name = title or info.get("page") or "this notebook"
-    chapter = info.get("chapter")
-    lines = [
-        f"::::{{admonition}} {'A rerun of ' + name if chapter else 'A run of ' + name}, not the book's page",
-        ":class: warning rerun-banner",
-        "",
-    ]
+    """The admonition at the top of a run's page (MyST): which chapter ran, when, from which commit,
+    every parameter that ran with another value than the book's (and the book's), the sample sizes
+    that followed ``samples``, and the settings that decided each verdict of the page."""
+    name, chapter = title or info.get("page") or "this notebook", info.get("chapter")
+    what = f"A rerun of {name}" if chapter else f"A run of {name}"
+    lines = [f"::::{{admonition}} {what}, not the book's page", ":class: warning rerun-banner", ""]
     when = info.get("date")
     when = _date_words(when) if isinstance(when, str) else "at a date not recorded"
-    commit = info.get("commit")
-    if info.get("recorded") == "papermill":
-        source = "by papermill, outside `python -m companion rerun` (no commit recorded)"
-    elif isinstance(commit, str) and commit:
-        dirty = info.get("dirty")
-        state = (
-            " with uncommitted changes"
-            if dirty
-            else " without uncommitted changes"
-            if dirty is False
-            else " (its uncommitted changes unknown)"
-        )
-        source = f"from commit `{commit[:12]}` of the companion{state}"
-    else:
-        source = "from a checkout that is not a git repository (no commit recorded)"
     seconds = info.get("seconds")
     took = f" in {duration(seconds)}" if isinstance(seconds, (int, float)) and seconds >= 0 else ""
-    lines.append(
-        f"This page ran {when}{took}, {source}"
-        + (f"; it takes the place of the book's page \u201c{name}\u201d. " if chapter else ". ")
-    )
-    rows = changed(info)
-    theirs, value = (
-        ("the book", "the book's value") if chapter else ("its default", "its default value")
-    )
+    place = f"; it takes the place of the book's page \u201c{name}\u201d. " if chapter else ". "
+    lines.append(f"This page ran {when}{took}, {_source_words(info)}{place}")
+    theirs = ("the book", "the book's value") if chapter else ("its default", "its default value")
+    rows, followed = changed(info), info["followed"]
     if rows:
         lines += [
             f"Its parameters differ from {'the book' if chapter else 'the notebook'}'s in:",
             "",
-            f"| parameter | this run | {theirs} |",
+            f"| parameter | this run | {theirs[0]} |",
             "|:---|---:|---:|",
         ]
         for n, ran, default in rows:
-            follows = "\u00a0†" if n in info["followed"] else ""
-            lines.append(
-                f"| `{n}` | {_shown(ran)}{follows} | {_shown(default) if n in info['defaults'] else '—'} |"
-            )
+            mark = "\u00a0†" if n in followed else ""
+            book = _in_banner(default) if n in info["defaults"] else "—"
+            lines.append(f"| `{n}` | {_in_banner(ran)}{mark} | {book} |")
         lines.append("")
-        if any(n in info["followed"] for n, _, _ in rows):
+        if any(n in followed for n, _, _ in rows):
             lines.append(
                 "† a sample size that follows `samples`: the book's, scaled as `samples` is. "
             )
         lines.append(
-            f"Every other parameter has {value} (the parameters cell below shows them all)."
+            f"Every other parameter has {theirs[1]} (the parameters cell below shows them all)."
         )
     else:
-        lines.append(f"Every parameter has {value}.")
-    verdicts = info.get("verdicts")
-    if isinstance(verdicts, list) and verdicts:
-        said = "Its verdicts are decided by the book's rule at this run's settings"
-        if len(verdicts) <= FEW_VERDICTS:
-            lines += ["", said + ":", "", *_verdict_lines(verdicts)]
-        else:  # the landing page's many: folded
-            lines += [
-                "",
-                f"{said}.",
-                "",
-                f":::{{dropdown}} The settings of its {len(verdicts)} verdicts",
-                "",
-                *_verdict_lines(verdicts),
-                ":::",
-            ]
+        lines.append(f"Every parameter has {theirs[1]}.")
+    verdicts = [v for v in info.get("verdicts") or [] if isinstance(v, dict)]
+    said = "Its verdicts are decided by the book's rule at this run's settings"
+    if 0 < len(verdicts) <= FEW_VERDICTS:
+        lines += ["", said + ":", "", *map(_verdict_line, verdicts)]
+    elif verdicts:  # the landing page's many: folded
+        dropdown = f":::{{dropdown}} The settings of its {len(verdicts)} verdicts"
+        lines += ["", f"{said}.", "", dropdown, "", *map(_verdict_line, verdicts), ":::"]
     elif chapter and info.get("recorded") != "papermill":
         lines += ["", "The settings behind its verdicts were not recorded."]
-    lines.append("::::")
-    return "\n".join(lines)
+    return "\n".join([*lines, "::::"])
 
 
 def _date_words(text: str) -> str:
-    """ "on 2026-12-05 at 11:51 UTC" of an ISO date with a time zone (the text itself if it is not one)."""
+    """ "on 2026-12-05 at 11:51 UTC" of an ISO date with a time zone (else the text itself)."""
     try:
         when = datetime.datetime.fromisoformat(text).astimezone(datetime.UTC)
     except ValueError:
@@ -1275,17 +813,14 @@ def _date_words(text: str) -> str:
     return f"on {when:%Y-%m-%d} at {when:%H:%M} UTC"
 
 
-# -- failures and glue ------------------------------------------------------------------------------
-
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-#: What says why a build failed, most telling first: an operating system's error (a full disk names its
-#: file), an exception with its message, a Sphinx error.
+#: What says why a build failed, most telling first: an operating system's error (a full disk names
+#: its file), an exception with its message, a Sphinx error.
 _CAUSES = (r"\[Errno \d+\]", r"^(\w+\.)*\w*(Error|Exception): \S", r"\b(ERROR|CRITICAL|SEVERE):")
 
 
 def _cause(log: str) -> str:
-    """The line of a failed build's output that says why (the last of the most telling kind of
-    :data:`_CAUSES`), else its last line."""
+    """The line of a failed build's output that says why (the last of the most telling kind)."""
     lines = [line for line in (_ANSI.sub("", raw).strip() for raw in log.splitlines()) if line]
     for pattern in _CAUSES:
         named = [line for line in lines if re.search(pattern, line)]
@@ -1294,31 +829,7 @@ def _cause(log: str) -> str:
     return (lines or ["no output"])[-1][:500]
 
 
-GLUE_PREFIX = "application/papermill.record/"
-
-
-def _glued_only(nb: dict) -> dict:
-    """The notebook with every glued value that a rerun also displayed (companion.in_book) turned back
-    into a glue record only, as in the book's build: the page places it where its text refers to it,
-    once."""
-    for cell in nb.get("cells", []):
-        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            book = out.get("metadata", {}).get("scrapbook")
-            if book and not book.get("mime_prefix"):
-                out["data"] = {GLUE_PREFIX + k: v for k, v in out["data"].items()}
-                book["mime_prefix"] = GLUE_PREFIX
-    return nb
-
-
-# -- the command line -----------------------------------------------------------------------------------
-
-
-class _Options(argparse.Action):
-    """Keeps every -p/-r/-y/-f in the order given: ``namespace.values`` (short flag, argument)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        flag = next(o for o in self.option_strings if len(o) == 2)
-        namespace.values.append((flag, tuple(values) if isinstance(values, list) else values))
+# -- the command line ------------------------------------------------------------------------------
 
 
 class _Usage(Exception):
@@ -1326,7 +837,7 @@ class _Usage(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser whose usage errors are one ``error:`` line and exit 2, as every other bad input."""
+    """argparse's parser whose usage errors are one ``error:`` line and exit 2, as any bad input."""
 
     def error(self, message):
         raise _Usage(f"{message} ({self.prog} --help)")
@@ -1337,50 +848,29 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("rerun", help="run a chapter with other parameters, then render it")
     r.add_argument("page", help="a chapter, book/<name>.ipynb")
+    r.add_argument("out_dir", help="where the run and its page go (not in the sources)")
+    pair = dict(nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     r.add_argument(
-        "out_dir", help="where the executed notebook and its page go (not in the sources)"
-    )
-    r.set_defaults(values=[])
-    r.add_argument(
-        "-p",
-        "--parameters",
-        nargs=2,
-        action=_Options,
-        metavar=("NAME", "VALUE"),
-        help="a parameter, its value read as papermill reads it",
+        "-p", "--parameters", dest="p", **pair, help="a parameter, read as papermill does"
     )
     r.add_argument(
-        "-r",
-        "--parameters_raw",
-        nargs=2,
-        action=_Options,
-        metavar=("NAME", "VALUE"),
-        help="a parameter, its value a string",
+        "-r", "--parameters_raw", dest="r", **pair, help="a parameter, its value a string"
     )
+    text = dict(action="append", default=[])
     r.add_argument(
-        "-y",
-        "--parameters_yaml",
-        action=_Options,
-        metavar="YAML",
-        help="parameters as a YAML mapping",
+        "-y", "--parameters_yaml", dest="y", **text, metavar="YAML", help="a YAML mapping"
     )
-    r.add_argument(
-        "-f", "--parameters_file", action=_Options, metavar="FILE", help="parameters in a YAML file"
-    )
+    r.add_argument("-f", "--parameters_file", dest="f", **text, metavar="FILE", help="a YAML file")
     r.add_argument("--no-render", action="store_true", help="only the executed notebook")
     h = sub.add_parser("render", help="an executed notebook as a page in the book's look")
     h.add_argument("notebook")
-    h.add_argument(
-        "--out",
-        default=None,
-        help="folder of the page (default: the notebook's; not in the sources)",
-    )
+    h.add_argument("--out", help="folder of the page (default: the notebook's; not in the sources)")
     return parser
 
 
 def main(argv=None) -> int:
-    """The command line; returns the exit status (0, 2 bad input, 1 failure, 130 SIGINT, 143 SIGTERM)."""
-    parser, args = _parser(), None
+    """The command line; returns the exit status."""
+    args = None
 
     def terminate(signum, frame):
         raise Terminated()
@@ -1388,13 +878,13 @@ def main(argv=None) -> int:
     old = signal.signal(signal.SIGTERM, terminate)
     try:
         try:
-            args = parser.parse_args(argv)
+            args = _parser().parse_args(argv)
         except SystemExit as exc:  # --help
             return exc.code if isinstance(exc.code, int) else 0
         if args.command == "rerun":
-            given = read_values(args.values)
+            given = read_values(args.p, args.r, args.y, args.f)
             path = rerun(args.page, args.out_dir, given, render_html=not args.no_render)
-            print(path.with_suffix(".html") if not args.no_render else path)
+            print(path if args.no_render else path.with_suffix(".html"))
         else:
             print(render(args.notebook, args.out))
     except (_Usage, ValueError) as exc:
@@ -1406,39 +896,22 @@ def main(argv=None) -> int:
     except OSError as exc:  # a full disk, a folder that went away: the cause and the file
         where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
         return _fail(f"{exc.strerror or exc}: {where} (the previous outputs are unchanged)", 1)
-    except Exception as exc:  # papermill's execution error: the chapter's own message
-        return _fail(_failure(exc, args), 2 if _is_parameter_error(exc) else 1)
+    except Exception as exc:  # a cell of the chapter failed: its own message
+        return _fail(_failure(exc, args), 1)
     finally:
         signal.signal(signal.SIGTERM, old)
     return 0
 
 
-def _is_parameter_error(exc) -> bool:
-    """A ValueError raised by the page's parameters' check (its first code cell after the parameters)."""
-    from papermill.exceptions import PapermillExecutionError
-
-    return (
-        isinstance(exc, PapermillExecutionError)
-        and exc.ename == "ValueError"
-        and "params.check(" in (exc.source or "")
-    )
-
-
 def _failure(exc, args) -> str:
-    from papermill.exceptions import PapermillExecutionError
-
     if isinstance(exc, PapermillExecutionError):
-        if _is_parameter_error(exc):
-            return exc.evalue
         failed = Path(args.out_dir) / f"{Path(args.page).stem}.failed.ipynb"
         return (
             f"{Path(args.page).name} failed in cell [{exc.exec_count}]: {exc.ename}: {exc.evalue} "
             f"(its notebook: {failed}; the previous outputs are unchanged)"
         )
-    text = " ".join(str(exc).split())
-    return (
-        f"{type(exc).__name__}: {text[:500]}" if not isinstance(exc, RuntimeError) else text[:500]
-    )
+    text = " ".join(str(exc).split())[:500]
+    return text if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {text}"
 
 
 def _fail(message: str, code: int) -> int:

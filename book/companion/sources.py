@@ -1,15 +1,8 @@
-"""What a page's output depends on besides its own cells: the files of the simulator and of the book's
-package (their Python sources, the C kernel's source, the explorer's assets), the notebooks its code names,
-the environment it shows and the simulator's kernel path (:func:`dependency_hash`: book/_ext/fresh_cache.py
-executes a page again when it changes; a rerun's render serves the book's record of a page only while it
-matches).
-
-Every page depends on all of them. Following each page's imports would save little: every chapter
-reaches 38 to 41 of the two packages' modules through the book's shared modules, so an edit of nearly
-any module concerns nearly every page; one rule for all is simpler and never stale. Files enter a hash
-under their paths relative to the folder that holds their package, so moving the checkout changes
-nothing.
-"""
+"""What a page's output depends on besides its cells (:func:`dependency_hash`): every file of both
+packages (each chapter reaches nearly all of them; one rule for all is never stale), the notebooks
+its code names, the environment it shows and the simulator's kernel path. book/_ext/fresh_cache.py
+executes a page again when it changes; a rerun serves the book's record of a page only while it
+matches."""
 
 from __future__ import annotations
 
@@ -24,7 +17,7 @@ PACKAGES = ("recency_lib", "companion")
 
 
 def package_files() -> dict[str, Path]:
-    """Every file of :data:`PACKAGES` by its name (``companion/report.py``), compiled files and caches aside."""
+    """Every file of :data:`PACKAGES` by its name (``companion/report.py``), caches aside."""
     out = {}
     for top in PACKAGES:
         root = Path(importlib.util.find_spec(top).origin).resolve().parent
@@ -58,16 +51,15 @@ def _named_notebooks(path: Path) -> list[Path]:
     return sorted(p for p in (path.parent / n for n in names) if p.is_file())
 
 
-#: The environment variables that change what a page shows: where results are cached (the reproducibility
-#: page prints it), which kernel runs (pages name it; numbers differ by rounding) and the build's folder
-#: (Appendix B's runs live there; its page links to them).
+#: The environment variables that change what a page shows: where results are cached (the
+#: reproducibility page prints it), which kernel runs and the build's folder (Appendix B's runs).
 PAGE_ENVIRONMENT = ("RECENCY_LIB_CACHE", "RECENCY_LIB_KERNEL", "COMPANION_BUILD_DIR")
 FOLDERS = ("RECENCY_LIB_CACHE", "COMPANION_BUILD_DIR")
 
 
 def _environment_value(name: str, base: Path | None, environ) -> str:
-    """The value of ``name`` in ``environ`` as a page shows it: a folder inside ``base`` (the book's root)
-    relative to it, so that moving the checkout changes nothing."""
+    """The value of ``name`` in ``environ``, a folder inside ``base`` (the book's root) relative to
+    it."""
     value = environ.get(name, "")
     if name in FOLDERS and value and base is not None:
         path = Path(value).resolve()
@@ -77,9 +69,8 @@ def _environment_value(name: str, base: Path | None, environ) -> str:
 
 
 def kernel_path() -> str:
-    """The simulator's kernel the pages will run (recency_lib.engines.kernel_name): "c", or "numpy" when
-    the compiled kernel is missing, switched off or older than its source. Rebuilding the kernel changes
-    no source file, but what the pages compute and show (the reproducibility page names it)."""
+    """The simulator's kernel the pages will run, "c" or "numpy" (rebuilding the kernel changes no
+    source file, but what the pages compute and show)."""
     try:
         from recency_lib.kernels import kernel_name
 
@@ -88,16 +79,15 @@ def kernel_path() -> str:
         return "refused"
 
 
-#: Files of the book's root, outside the packages, that pages read: the reproducibility page shows the
-#: README's recipes (companion.provenance.readme_recipes).
+#: Files of the book's root that pages read (the reproducibility page shows the README's recipes).
 ROOT_FILES = ("README.md",)
 
 
 def dependency_hash(path: Path, base: Path | None = None, environ=None) -> str:
-    """sha256 over what the output of notebook ``path`` depends on besides its own cells: the two
-    packages' files (:func:`sources_hash`), the :data:`ROOT_FILES`, the notebooks its code names (and
-    theirs), the values of :data:`PAGE_ENVIRONMENT` in ``environ`` (default ``os.environ``) and the
-    :func:`kernel_path`. ``base``: the book's root (default: the notebook's folder's parent)."""
+    """sha256 over what notebook ``path`` depends on besides its cells: :func:`sources_hash`, the
+    :data:`ROOT_FILES`, the notebooks its code names (and theirs), :data:`PAGE_ENVIRONMENT` in
+    ``environ`` and the :func:`kernel_path`. ``base``: the book's root (default: the folder's
+    parent)."""
     path = Path(path)
     base = (Path(base) if base is not None else path.parent.parent).resolve()
     environ = os.environ if environ is None else environ

@@ -1,6 +1,6 @@
-"""book/_ext/fresh_cache.py's dependency hash of a page: the two packages' files, the notebooks the page
-names, the environment a page shows; nothing else (not where the checkout lives). The extension at work
-(edits, rebuilds, an interrupted build) is tested on a small book in test_book_build.py."""
+"""book/_ext/fresh_cache.py's dependency hash of a page: the two packages' files, the notebooks the
+page names, the environment a page shows; nothing else (not where the checkout lives). The extension
+at work (edits, rebuilds, an interrupted build) is tested on a small book in test_book_build.py."""
 
 from __future__ import annotations
 
@@ -52,9 +52,9 @@ def test_named_notebooks_and_the_shown_environment_count(tmp_path, monkeypatch):
 
 
 def test_the_simulators_kernel_path_counts(tmp_path, monkeypatch):
-    """A kernel older than its source runs the numpy path (recency_lib.kernels); rebuilding it changes no
-    source file, yet the pages computed meanwhile (and the reproducibility page, which names the kernel)
-    must be executed again."""
+    """A kernel older than its source runs the numpy path (recency_lib.kernels); rebuilding it
+    changes no source file, yet the pages computed meanwhile (and the reproducibility page, which
+    names the kernel) must be executed again."""
     from recency_lib import engines
 
     page = _notebook(tmp_path / "page.ipynb", "print(1)")
@@ -65,7 +65,8 @@ def test_the_simulators_kernel_path_counts(tmp_path, monkeypatch):
 
 
 def test_the_readme_counts(tmp_path):
-    """The reproducibility page shows the README's recipes: an edited README executes the pages again."""
+    """The reproducibility page shows the README's recipes: an edited README executes the pages
+    again."""
     (tmp_path / "book").mkdir()
     page = _notebook(tmp_path / "book" / "page.ipynb", "print(1)")
     base = fresh_cache.dependency_hash(page)  # the book's root: the notebook's folder's parent

@@ -1,9 +1,9 @@
 """The papermill grid of Appendix B (companion.grid) under faults: a damaged result, dead staging
-folders, bad arguments, the driver killed mid-run (the simulator's own faults: tests/lib/test_hostile_faults.py)."""
+folders, bad arguments, the driver killed mid-run (the simulator's own faults:
+tests/lib/test_hostile_faults.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -23,7 +23,7 @@ def temporaries(folder: Path) -> list[str]:
     )
 
 
-# -- the papermill grid ---------------------------------------------------------------------------------
+# -- the papermill grid ----------------------------------------------------------------------------
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "book" / "setting_template.ipynb"
 
@@ -43,14 +43,12 @@ def test_grid_reruns_a_damaged_result_and_sweeps_dead_staging(tmp_path, private_
     first = grid.run_setting(template, out, params)
     assert first.status == "ran" and grid.run_setting(template, out, params).status == "reused"
     data = first.result.read_bytes()
-    side = json.loads(first.key_file.read_text())
     cfg = grid.config_of(first.params)
-    first.result.write_bytes(
-        data.replace(b'"engine": "gram"', b'"engine": "dense"')
-    )  # whole but edited
-    assert not grid._up_to_date(side, first.key, first.notebook, first.result, cfg)
+    edited = data.replace(b'"engine": "gram"', b'"engine": "dense"')  # whole but edited
+    first.result.write_bytes(edited)
+    assert grid._reusable(first.key_file, first.key, cfg) is None
     first.result.write_bytes(data)
-    assert grid._up_to_date(side, first.key, first.notebook, first.result, cfg)
+    assert grid._reusable(first.key_file, first.key, cfg) is not None
     dead = out / f".staging-{first.slug}-99999-0123abcd"  # left by a driver killed outright
     dead.mkdir()
     (dead / "half.ipynb").write_text("{")
@@ -112,11 +110,11 @@ def test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging(tmp_path, pr
     else:  # SIGKILL: no cleanup possible; the next driver
         from companion import grid  # removes it once it holds the folder's lock
 
-        with grid._one_driver(out):  # (the dead one's lock died with it)
+        with grid.one_writer(out):  # (the dead one's lock died with it)
             assert not any(p.name.startswith(".staging-") for p in out.iterdir())
 
 
-# -- outputs replace only what the grid wrote, all or nothing --------------------------------------------
+# -- outputs replace only what the grid wrote, all or nothing --------------------------------------
 
 
 def _no_papermill(*args, **kwargs):
@@ -125,7 +123,8 @@ def _no_papermill(*args, **kwargs):
 
 @pytest.fixture(scope="module")
 def _first_run(tmp_path_factory):
-    """The light template run once for the module (one papermill run, ~1 s): its folder, to be copied."""
+    """The light template run once for the module (one papermill run, ~1 s): its folder, to be
+    copied."""
     from companion import grid
 
     root = tmp_path_factory.mktemp("one_run")
@@ -139,9 +138,9 @@ def _first_run(tmp_path_factory):
 
 @pytest.fixture
 def one_run(tmp_path, private_cache, _first_run):
-    """A setting run once with the light template, copied into this test's folder: (template, out_dir,
-    params, its SettingRun, the bytes of its three files). The copy is what a run leaves (the key holds
-    the template's name and bytes, not its folder), so a run here reuses it."""
+    """A setting run once with the light template, copied into this test's folder: (template,
+    out_dir, params, its SettingRun, the bytes of its three files). The copy is what a run leaves
+    (the key holds the template's name and bytes, not its folder), so a run here reuses it."""
     import dataclasses
     import shutil
 
@@ -177,7 +176,7 @@ def test_grid_refuses_a_target_it_did_not_write_before_any_work(monkeypatch, one
         )
     else:
         target.symlink_to(foreign)
-    monkeypatch.setattr(grid, "_papermill", _no_papermill)
+    monkeypatch.setattr(grid, "run_notebook", _no_papermill)
     with pytest.raises(ValueError, match="allowed") as info:
         grid.run_setting(template, out, params, force=True)
     assert target.name in str(info.value) and "\n" not in str(info.value)
@@ -232,8 +231,8 @@ def test_grid_first_run_that_fails_to_commit_leaves_nothing(monkeypatch, tmp_pat
 
 
 def test_papermill_result_path_never_replaces_a_notebook(tmp_path, private_cache):
-    """On a copy of the template, ``-p result_path ../<the template>``: the first cell refuses it (a notebook
-    is not a result) and the template is left as it was."""
+    """On a copy of the template, ``-p result_path ../<the template>``: the first cell refuses it (a
+    notebook is not a result) and the template is left as it was."""
     import shutil
 
     copy = tmp_path / "setting_template.ipynb"

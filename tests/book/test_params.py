@@ -1,13 +1,13 @@
-"""companion.params: every parameter of every page checked under its own name before any work, lists and
-scalars included, as the page's first cell and `python -m companion rerun` run it. (That each page calls it
-first is tests/book/test_notebook_rules.py's; that a page stops there under papermill, test_notebooks.py's.)"""
+"""companion.params: every parameter of every page checked under its own name before any work, lists
+and scalars included, as the page's first cell and `python -m companion rerun` run it. (That each
+page calls it first is tests/book/test_notebook_rules.py's; that a page stops there under papermill,
+test_notebooks.py's.)"""
 
 from __future__ import annotations
 
-import ast
 import re
 
-import papermill as pm
+import nbformat
 import pytest
 from bookutils import BOOK, page_source, toc_pages
 
@@ -17,10 +17,7 @@ PAGES = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"] + ["settin
 
 
 def defaults(page: str) -> dict:
-    return {
-        k: ast.literal_eval(v["default"])
-        for k, v in pm.inspect_notebook(str(BOOK / f"{page}.ipynb")).items()
-    }
+    return params.defaults(BOOK / f"{page}.ipynb")
 
 
 @pytest.fixture(autouse=True)
@@ -31,16 +28,25 @@ def in_the_book(monkeypatch):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_parameter_of_every_page_has_a_rule_and_the_defaults_pass(page):
-    assert list(params.PAGES[page][0]) == list(defaults(page)), (
-        f"{page}: the rules and the parameters cell differ"
-    )
+    """Each parameter of the page's parameters cell has its rule (by its name or the page's own)."""
+    assert list(params.rules(page)) == list(defaults(page))
     assert params.check(page, defaults(page)).keys() == defaults(page).keys()
-    assert set(params.PAGES) == set(PAGES), "a page without rules, or rules of a page that is gone"
+    assert set(params.PAGES) <= set(PAGES), "rules of a page that is gone"
+
+
+def test_a_parameter_without_a_rule_is_the_authors_error(tmp_path, monkeypatch):
+    nb = nbformat.read(BOOK / "index.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    cell.source += "\nnmae: int = 3  # a typo"
+    nbformat.write(nb, tmp_path / "page.ipynb")
+    monkeypatch.setattr(params, "BOOK", tmp_path)
+    with pytest.raises(ValueError, match=r"^page: parameter nmae has no rule"):
+        params.check("page", {**defaults("index"), "nmae": 3})
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_a_bad_value_of_any_parameter_is_refused_under_its_own_name(page):
-    """None and a dict are wrong for every parameter: the message starts with the parameter's name."""
+    """None and a dict are wrong for every parameter: the message starts with its name."""
     base = defaults(page)
     for name in base:
         for bad in (None, {"a": 1}):
@@ -138,7 +144,8 @@ def test_a_list_takes_papermills_string_form_or_one_value_and_comes_back_a_list(
 
 
 def test_a_grid_of_more_settings_than_the_cap_is_refused_before_any_run():
-    """Appendix B once accepted 20,001 settings (hours of work): at most GRID_MAX, named by the lists."""
+    """Appendix B once accepted 20,001 settings (hours of work): at most GRID_MAX, named by the
+    lists."""
     base = defaults("appendix_b")
     hundred = [round(0.01 * k, 2) for k in range(100)]
     with pytest.raises(ValueError, match=r"make 10001 settings; allowed: at most 100"):
@@ -156,8 +163,8 @@ def test_a_grid_of_more_settings_than_the_cap_is_refused_before_any_run():
 
 
 def test_appendix_bs_runs_land_in_the_builds_folder_never_in_the_checkout(monkeypatch, tmp_path):
-    """Appendix B's out_dir left empty: the build's folder (COMPANION_BUILD_DIR, which fresh_cache sets from
-    --path-output), else the checkout's _build; never a source folder."""
+    """Appendix B's out_dir left empty: the build's folder (COMPANION_BUILD_DIR, which fresh_cache
+    sets from --path-output), else the checkout's _build; never a source folder."""
     base = defaults("appendix_b")
     assert base["out_dir"] == ""
     monkeypatch.setenv("COMPANION_BUILD_DIR", str(tmp_path / "elsewhere" / "_build"))
@@ -181,11 +188,12 @@ def test_no_output_folder_in_the_sources(folder):
     )
 
 
-# -- samples sets the cost: the derived sizes follow it ------------------------------------------------
+# -- samples sets the cost: the derived sizes follow it --------------------------------------------
 
 
 def test_every_sample_size_but_samples_is_a_derived_size():
-    """The sizes `python -m companion rerun` scales with samples: every parameter that counts sequences."""
+    """The sizes `python -m companion rerun` scales with samples: every parameter that counts
+    sequences."""
     assert params.derived_sizes("residual") == ("samples_first_order",)
     assert params.derived_sizes("input_distribution") == (
         "samples_isotropic",
@@ -201,8 +209,9 @@ def test_every_sample_size_but_samples_is_a_derived_size():
 
 
 def test_derived_sizes_follow_samples_in_proportion_unless_given():
-    """`-p samples 20000` ran the page's derived sizes (samples_first_order 400,000, samples_isotropic 4,000,000)
-    at their defaults: now each one left out follows samples, rounded, at least 2."""
+    """`-p samples 20000` ran the page's derived sizes (samples_first_order 400,000,
+    samples_isotropic 4,000,000) at their defaults: now each one left out follows samples, rounded,
+    at least 2."""
     base = defaults("input_distribution")
     assert params.follow_samples("input_distribution", base, {"samples": 20_000}) == {
         "samples_isotropic": 800_000,
@@ -234,7 +243,8 @@ def test_derived_sizes_follow_samples_in_proportion_unless_given():
 
 
 def test_the_books_own_build_is_unchanged_by_the_scaling():
-    """The pages' own check leaves every value as given: the scaling is the rerun's, never the book's."""
+    """The pages' own check leaves every value as given: the scaling is the rerun's, never the
+    book's."""
     for page in PAGES:
         checked = params.check(page, {**defaults(page), "samples": 7})
         assert all(checked[n] == defaults(page)[n] for n in params.derived_sizes(page)), page

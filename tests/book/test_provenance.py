@@ -15,7 +15,7 @@ def test_only_entries_under_this_builds_key_are_listed(tmp_path):
     cache.cached_simulate(a, cache=tmp_path)
     cache.cached_simulate(b, cache=tmp_path)
     path_a = tmp_path / f"{cache.cache_key(a)}.npz"
-    # an entry of another library version: a whole, valid result under a key this build never computes
+    # an entry of another library version: a valid result under a key this build never computes
     shutil.copy(path_a, tmp_path / ("0" * 32 + ".npz"))
     (tmp_path / "junk.npz").write_bytes(b"not a zip file")
     (tmp_path / "notes.txt").write_text("ignored: not an entry")
@@ -69,8 +69,8 @@ def test_software_rows_name_the_library_and_its_source_hash():
 
 
 def test_shown_path_is_relative_inside_the_root_and_absolute_outside(tmp_path):
-    """The reproducibility page shows the results folder relative to the repository, the same text on
-    every machine (a long absolute path of a temporary clone once widened the page at 390 px)."""
+    """The reproducibility page shows the results folder relative to the repository, the same text
+    on every machine (a long absolute path of a temporary clone once widened the page at 390 px)."""
     root = tmp_path / "a-long-folder-name-that-a-clone-might-have" / "repo"
     inside = root / "_build" / ".recency_cache"
     inside.mkdir(parents=True)
@@ -81,9 +81,10 @@ def test_shown_path_is_relative_inside_the_root_and_absolute_outside(tmp_path):
 
 
 def test_what_a_run_of_a_page_held_its_simulations_verdicts_and_parameters():
-    """A rerun asks the page's kernel, once the page has run, what it held (companion.provenance.run_summary):
-    the values its parameters ended with, each verdict with the settings of its checks, and the compute time
-    recorded with every simulation it holds (nested in dicts, lists and dataclasses; each once)."""
+    """A rerun asks the page's kernel, once the page has run, what it held
+    (companion.provenance.run_summary): the values its parameters ended with, each verdict with the
+    settings of its checks, and the compute time recorded with every simulation it holds (nested in
+    dicts, lists and dataclasses; each once)."""
     import json
 
     from fake_results import fake

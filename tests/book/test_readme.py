@@ -1,11 +1,11 @@
 """The README's recipes run as typed: every command of its recipe sections (companion.provenance.
-readme_recipes, the blocks the Reproducibility page shows), from a folder that looks like the repository's
-root to them (``book`` and ``.venv`` link to the checkout's), so what they write lands in that folder's
-``out/``, never in the checkout's.
+readme_recipes, the blocks the Reproducibility page shows), from a folder that looks like the
+repository's root to them (``book`` and ``.venv`` link to the checkout's), so what they write lands
+in that folder's ``out/``, never in the checkout's.
 
 Two commands are not run here, each for its reason: ``jupyter-book build book`` is the build of the
-session (the ``built_book`` fixture runs that very command, and the reruns need it), and the paper-scale
-rerun, 10^7 sequences per setting, whose measured time the README quotes."""
+session (the ``built_book`` fixture runs that very command, and the reruns need it), and the
+paper-scale rerun, 10^7 sequences per setting, whose measured time the README quotes."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ NOT_HERE = {
 
 
 def commands() -> list[tuple[str, str]]:
-    """(section, command) for every line of the recipes, backslash continuations joined, comments dropped."""
+    """(section, command) for every line of the recipes, backslash continuations joined, comments
+    dropped."""
     out = []
     for section, blocks in provenance.readme_recipes().items():
         for block in blocks:

@@ -1,6 +1,7 @@
-"""Rerun a chapter and see it: papermill's --help-notebook lists every parameter of every page
-with its type and comment; `python -m companion rerun` refuses an unknown parameter before any work and
-renders a run whose notebook holds its figures; `python -m companion render` places them in the book's look."""
+"""Rerun a chapter and see it: papermill's --help-notebook lists every parameter of every page with
+its type and comment; `python -m companion rerun` refuses an unknown parameter before any work and
+renders a run whose notebook holds its figures; `python -m companion render` places them in the
+book's look."""
 
 from __future__ import annotations
 
@@ -156,8 +157,8 @@ def one_error_line(out: subprocess.CompletedProcess, code: int, starts: str) -> 
 
 
 def error_after_progress(code: int, err: str, page: str, starts: str, returncode: int) -> None:
-    """A run that failed once it had started: its progress lines (each "<page>: ..."), then one ``error:``
-    line, the last."""
+    """A run that failed once it had started: its progress lines (each "<page>: ..."), then one
+    ``error:`` line, the last."""
     lines = err.splitlines()
     assert returncode == code and lines and lines[-1].startswith("error: " + starts), (
         returncode,
@@ -175,7 +176,7 @@ def files_of(folder: Path) -> dict[str, bytes]:
     }
 
 
-# -- values: what they mean to papermill ----------------------------------------------------------------
+# -- values: what they mean to papermill -----------------------------------------------------------
 
 P_VALUES = [
     "010",
@@ -205,7 +206,8 @@ Y_VALUES = [
 
 
 def papermills_parameters(monkeypatch, *flags: str) -> dict:
-    """The parameters papermill's own command line passes on for ``flags`` (its execute_notebook recorded)."""
+    """The parameters papermill's own command line passes on for ``flags`` (its execute_notebook
+    recorded)."""
     import papermill.cli
     from click.testing import CliRunner
 
@@ -222,12 +224,12 @@ def papermills_parameters(monkeypatch, *flags: str) -> dict:
 
 @pytest.mark.parametrize("text", P_VALUES)
 def test_a_p_value_means_what_it_means_to_papermill(text, monkeypatch):
-    """`-p seed 010` ran seed 8 (YAML 1.1's octal), `-p seed 1:30` seed 90 (sexagesimal), `-p alpha 1e-3`
-    was "not a number": now every -p value is papermill's own reading of it."""
+    """`-p seed 010` ran seed 8 (YAML 1.1's octal), `-p seed 1:30` seed 90 (sexagesimal), `-p alpha
+    1e-3` was "not a number": now every -p value is papermill's own reading of it."""
     from companion import rerun
 
     ours, theirs = (
-        rerun.read_values([("-p", ("seed", text))]),
+        rerun.read_values(p=[("seed", text)]),
         papermills_parameters(monkeypatch, "-p", "seed", text),
     )
     assert repr(ours) == repr(theirs)  # nan too
@@ -237,19 +239,14 @@ def test_a_p_value_means_what_it_means_to_papermill(text, monkeypatch):
 def test_a_y_value_means_what_it_means_to_papermill(text, monkeypatch):
     from companion import rerun
 
-    assert rerun.read_values([("-y", text)]) == papermills_parameters(monkeypatch, "-y", text)
+    assert rerun.read_values(y=[text]) == papermills_parameters(monkeypatch, "-y", text)
 
 
 def test_p_and_r_override_y_and_f_as_in_papermill(tmp_path, monkeypatch):
     from companion import rerun
 
     (tmp_path / "p.yaml").write_text("seed: 3\nn: 5\n")
-    flags = [
-        ("-p", ("seed", "4")),
-        ("-y", "seed: 5\nalpha: 0.25"),
-        ("-f", str(tmp_path / "p.yaml")),
-        ("-r", ("n", "6")),
-    ]
+    flags = dict(p=[("seed", "4")], y=["seed: 5\nalpha: 0.25"], f=[str(tmp_path / "p.yaml")])
     theirs = papermills_parameters(
         monkeypatch,
         "-p",
@@ -263,7 +260,10 @@ def test_p_and_r_override_y_and_f_as_in_papermill(tmp_path, monkeypatch):
         "n",
         "6",
     )
-    assert rerun.read_values(flags) == theirs == {"seed": 4, "alpha": 0.25, "n": "6"}
+    ours = rerun.read_values(**flags, r=[("n", "6")])
+    assert ours == theirs == {"seed": 4, "alpha": 0.25, "n": "6"}
+    later = ["-y", "n: 1", "-f", str(tmp_path / "p.yaml")]  # every -f first, whatever the order
+    assert rerun.read_values(y=["n: 1"], f=[later[3]]) == papermills_parameters(monkeypatch, *later)
 
 
 @pytest.mark.parametrize(
@@ -284,8 +284,9 @@ def test_p_and_r_override_y_and_f_as_in_papermill(tmp_path, monkeypatch):
 def test_a_bad_value_is_one_error_line_naming_it_and_exit_2_before_any_work(
     tmp_path, args, message
 ):
-    """companion rerun once exited 1 for every bad value with "error: PapermillExecutionError: ValueError: ..."
-    after papermill had started (or 0, with the wrong value run): now the page's own checks run first."""
+    """companion rerun once exited 1 for every bad value with "error: PapermillExecutionError:
+    ValueError: ..." after papermill had started (or 0, with the wrong value run): now the page's
+    own checks run first."""
     out = companion("rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "o"), *args, timeout=120)
     one_error_line(out, 2, message)
     assert not (tmp_path / "o").exists()
@@ -312,9 +313,9 @@ def test_a_bad_environment_variable_is_one_error_line_naming_it(tmp_path, variab
 
 
 def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
-    """The estimate: the compute time the book's run of the page holds, times the share of sequences, plus the
-    page's time besides; a page the build never measured says so."""
-    from companion import rerun
+    """The estimate: the compute time the book's run of the page holds, times the share of
+    sequences, plus the page's time besides; a page the build never measured says so."""
+    from companion import params, rerun
 
     cache = tmp_path / ".jupyter_cache"
     cache.mkdir()
@@ -323,7 +324,7 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
             {"format": 3, "pages": {"residual": {"seconds": 10.0, "simulation_seconds": 100.0}}}
         )
     )
-    known = rerun.defaults(BOOK / "residual.ipynb")
+    known = params.defaults(BOOK / "residual.ipynb")
     values = {**known, "samples": 20_000, "samples_first_order": 80_000}
     assert rerun.cost_factor("residual", known, values) == pytest.approx(0.2)
     assert rerun.cost_factor("residual", known, {**known, "n": 20}) == pytest.approx(8.0)
@@ -336,62 +337,42 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
     )
 
 
-def test_a_long_simulation_reports_its_progress_on_the_terminal_and_never_on_the_page():
-    """Within a cell the kernel's progress bars (read from its stderr) become a line at most every 30 s;
-    the page and the saved notebook keep the cell's other stderr text and lose every bar."""
+def test_a_long_simulation_reports_its_progress_on_the_terminal(tmp_path):
+    """Within a cell, the kernel's progress events (recency_lib.progress: a JSON line each) become a
+    line at most every 30 s; an event still being written waits for its end. The kernel draws no bar
+    (test_rerun_site.py: none on the page)."""
     from companion import rerun
 
-    lines, now = [], [0.0]
-    progress = rerun._CellProgress(lines.append, every=30.0, clock=lambda: now[0])
-    nb = nbformat.v4.new_notebook(
-        cells=[
-            nbformat.v4.new_markdown_cell("# x"),
-            nbformat.v4.new_code_cell("res = simulate(cfg)"),
-        ]
-    )
-    progress(nb, 1)
-    for t, done in ((10, 10), (31, 31), (40, 40), (62, 62)):
+    lines, now, events = [], [0.0], tmp_path / "events.jsonl"
+    progress = rerun._Progress(lines.append, events, 1, every=30.0, clock=lambda: now[0])
+    progress.start(nbformat.v4.new_markdown_cell("# x"))
+    progress.start(nbformat.v4.new_code_cell("res = simulate(cfg)"))
+    progress.poll()  # nothing simulated yet: no file
+
+    def event(text: str, t: float) -> None:
         now[0] = t
-        progress.write(
-            f"\r {done}%|███       | {done}000000/100000000 [00:{t:02d}<01:00, 1e6sample/s]"
-        )
-    progress.write("UserWarning: something the page shows\n")
+        with open(events, "a") as fh:
+            fh.write(text)
+        progress.poll()
+
+    for t in (10, 31, 40, 62):
+        event(json.dumps({"run": "1-1", "done": t * 10**6, "total": 10**8, "seconds": t}) + "\n", t)
+    event('{"run": "1-1", "done": 99000000, ', 100)
+    event('"total": 100000000, "seconds": 100}\n', 101)
     assert lines == [
         "[1/1] 0:00 res = simulate(cfg)",
         "[1/1] 0:31 31 % of a run of 100,000,000 sequences",
         "[1/1] 1:02 62 % of a run of 100,000,000 sequences",
-    ]
-
-    bar = "\r 10%|█         | 10/100 [00:01<00:09]\r 90%|█████████ | 90/100 [00:09<00:01]\r          \r"
-    page = {
-        "cells": [
-            {
-                "cell_type": "code",
-                "outputs": [
-                    {
-                        "output_type": "stream",
-                        "name": "stderr",
-                        "text": bar + "UserWarning: kept\n",
-                    },
-                    {"output_type": "stream", "name": "stderr", "text": [bar]},
-                    {"output_type": "stream", "name": "stdout", "text": "42\n"},
-                ],
-            }
-        ]
-    }
-    rerun._drop_progress(page)
-    assert page["cells"][0]["outputs"] == [
-        {"output_type": "stream", "name": "stderr", "text": "UserWarning: kept\n"},
-        {"output_type": "stream", "name": "stdout", "text": "42\n"},
+        "[1/1] 1:41 99 % of a run of 100,000,000 sequences",
     ]
 
 
-# -- render: what it reads and where it writes ------------------------------------------------------------
+# -- render: what it reads and where it writes -----------------------------------------------------
 
 
 def test_render_reads_only_a_regular_notebook_file_without_blocking(tmp_path):
-    """A named pipe blocked render until killed; a link to /dev/zero was read without limit. Every input
-    that is not an executed notebook is one line naming it, exit 2, at once."""
+    """A named pipe blocked render until killed; a link to /dev/zero was read without limit. Every
+    input that is not an executed notebook is one line naming it, exit 2, at once."""
     os.mkfifo(tmp_path / "fifo.ipynb")
     (tmp_path / "zero.ipynb").symlink_to("/dev/zero")
     with open(tmp_path / "huge.ipynb", "wb") as fh:  # sparse: no disk used
@@ -447,15 +428,16 @@ def test_a_pages_name_is_safe_for_the_table_of_contents(name, page):
 
 
 def test_a_failed_render_says_why(monkeypatch):
-    """A full TMPDIR gave "error: rendering X failed: RuntimeError:": the line now carries the cause (from
-    a build that failed so: its last lines)."""
+    """A full TMPDIR gave "error: rendering X failed: RuntimeError:": the line now carries the cause
+    (from a build that failed so: its last lines)."""
     from companion import rerun
 
     log = (
         "OSError: [Errno 28] No space left on device: '/tmp/companion-render-x/book/p.ipynb' -> "
-        "'/tmp/companion-render-x/_build/html/_sources/p.ipynb'\n\nThe above exception was the direct cause of "
-        'the following exception:\n\nTraceback (most recent call last):\n  File "main.py", line 528\n'
-        "RuntimeError: \n\x1b[91m=====\x1b[0m\n\nThere was an error in building your book. Look above for the cause.\n"
+        "'/tmp/companion-render-x/_build/html/_sources/p.ipynb'\n\nThe above exception was the "
+        "direct cause of the following exception:\n\nTraceback (most recent call last):\n"
+        '  File "main.py", line 528\nRuntimeError: \n\x1b[91m=====\x1b[0m\n\n'
+        "There was an error in building your book. Look above for the cause.\n"
     )
     assert rerun._cause(log).startswith(
         "OSError: [Errno 28] No space left on device: '/tmp/companion-render-x/book"
@@ -473,7 +455,7 @@ def test_nothing_is_rendered_into_the_sources(tmp_path):
     assert files_of(BOOK) == before
 
 
-# -- reruns: atomic outputs, one writer per folder (the setting template: a rerun of a few seconds) -------
+# -- reruns: atomic outputs, one writer per folder (the setting template: a rerun of seconds) ------
 
 TEMPLATE = str(BOOK / "setting_template.ipynb")
 LIGHT = ["-p", "samples", "500", "-p", "n", "4", "-p", "d", "8", "-p", "layers", "2"]
@@ -506,8 +488,8 @@ def good_run(tmp_path, monkeypatch):
 
 
 def test_a_rerun_writes_what_the_page_writes_into_its_own_folder(good_run, tmp_path):
-    """The setting template's result file once landed relative to book/ (the page's working folder): a
-    rerun puts a relative result_path, or the default, into its output folder."""
+    """The setting template's result file once landed relative to book/ (the page's working folder):
+    a rerun puts a relative result_path, or the default, into its output folder."""
     out, files = good_run
     assert "setting_result.json" in files and not (BOOK / "setting_result.json").exists()
     result = companion(
@@ -518,9 +500,9 @@ def test_a_rerun_writes_what_the_page_writes_into_its_own_folder(good_run, tmp_p
 
 
 def test_a_failed_rerun_keeps_the_previous_pair_and_puts_its_notebook_beside_it(good_run):
-    """A failing run (here: the machine's memory too small for any run) replaced the good 269 KB notebook
-    with its 21 KB error; now the previous notebook and page stay, and the failed notebook is beside them
-    under a name that says so; a later good run takes that away."""
+    """A failing run (here: the machine's memory too small for any run) replaced the good 269 KB
+    notebook with its 21 KB error; now the previous notebook and page stay, and the failed notebook
+    is beside them under a name that says so; a later good run takes that away."""
     out, files = good_run
     result = companion(
         "rerun",
@@ -557,8 +539,9 @@ def test_a_failed_rerun_keeps_the_previous_pair_and_puts_its_notebook_beside_it(
 def test_an_interrupted_rerun_keeps_the_previous_pair_and_leaves_no_kernel(
     good_run, sig, code, word
 ):
-    """SIGTERM mid-run left a 13.8 KB partial notebook in place of the good one: now the kernel stops, the
-    staging folder goes, and the previous pair stays as it was. Ctrl-C reaches the whole process group."""
+    """SIGTERM mid-run left a 13.8 KB partial notebook in place of the good one: now the kernel
+    stops, the staging folder goes, and the previous pair stays as it was. Ctrl-C reaches the whole
+    process group."""
     from procutils import alive, children
 
     out, files = good_run
@@ -601,8 +584,8 @@ def test_an_interrupted_rerun_keeps_the_previous_pair_and_leaves_no_kernel(
 
 
 def test_two_reruns_into_one_folder_never_mix(good_run):
-    """Two reruns at once (alpha 0.1 and 0.9) into one folder: the notebook once held 0.1 while the page
-    showed 0.9. One writes at a time: both succeed and the pair left is one run's."""
+    """Two reruns at once (alpha 0.1 and 0.9) into one folder: the notebook once held 0.1 while the
+    page showed 0.9. One writes at a time: both succeed and the pair left is one run's."""
     out, _ = good_run
     for _ in range(2):
         procs = [
@@ -624,7 +607,8 @@ def test_two_reruns_into_one_folder_never_mix(good_run):
 
 def test_a_render_that_fails_leaves_the_previous_page(good_run, monkeypatch, capsys):
     """A render on a full disk left a half-written page and 215 static files, many of 0 bytes: it is
-    staged beside the folder and moved into place whole (here the disk fills while the page is staged)."""
+    staged beside the folder and moved into place whole (here the disk fills while the page is
+    staged)."""
     import errno
 
     from companion import rerun
@@ -649,7 +633,7 @@ def test_a_render_that_fails_leaves_the_previous_page(good_run, monkeypatch, cap
 
 
 def test_render_gives_any_notebook_name_a_safe_page(good_run, tmp_path):
-    """Notebooks named `a: b`, `#x`, `[x]` or with a newline broke the generated table of contents."""
+    """Notebooks named `a: b`, `#x`, `[x]` or with a newline broke the generated toc."""
     out, _ = good_run
     odd = tmp_path / "odd"
     odd.mkdir()
@@ -661,33 +645,18 @@ def test_render_gives_any_notebook_name_a_safe_page(good_run, tmp_path):
 
 
 def test_a_parameter_error_raised_inside_the_page_is_still_one_line_and_exit_2(
-    monkeypatch, capsys, tmp_path
+    good_run, monkeypatch, capsys
 ):
-    """Should a value pass the check before papermill and fail the page's own (its first cell, the same
-    companion.params.check): the chapter's ValueError is the error line, exit 2; any other failure of a
-    cell is exit 1 with the cell, the error and the failed notebook's path."""
-    from papermill.exceptions import PapermillExecutionError
-
+    """Should a value pass the check before papermill and fail the page's own (its first code cell
+    after the parameters): the page's ValueError is the error line, exit 2, the previous outputs
+    stay and the failed notebook is beside them. A later cell's failure is exit 1 (the test above).
+    """
     from companion import rerun
 
-    def failing(source):
-        def run(*args, **kwargs):
-            raise PapermillExecutionError(
-                2, 2, source, "ValueError", "n=2 is out of range; allowed: an integer >= 3", []
-            )
-
-        return run
-
-    monkeypatch.setattr(
-        rerun, "rerun", failing('globals().update(params.check("residual", globals()))')
-    )
-    assert rerun.main(["rerun", "book/residual.ipynb", str(tmp_path)]) == 2
-    assert capsys.readouterr().err == "error: n=2 is out of range; allowed: an integer >= 3\n"
-    monkeypatch.setattr(rerun, "rerun", failing("res = simulate(cfg)"))
-    assert rerun.main(["rerun", "book/residual.ipynb", str(tmp_path)]) == 1
+    out, files = good_run
+    monkeypatch.setattr(rerun.params, "check", lambda page, values: dict(values))  # lets all pass
+    code = rerun.main(["rerun", TEMPLATE, str(out), "-p", "n", "2", "-p", "samples", "500"])
     err = capsys.readouterr().err
-    assert (
-        err.startswith("error: residual.ipynb failed in cell [2]: ValueError: n=2 is out of range")
-        and err.count("\n") == 1
-    )
-    assert f"{tmp_path / 'residual.failed.ipynb'}" in err
+    error_after_progress(2, err, "setting_template", "n=2 is out of range", code)
+    now = files_of(out)
+    assert now.pop("setting_template.failed.ipynb") and now == files

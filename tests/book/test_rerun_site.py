@@ -1,11 +1,13 @@
-"""A rerun seen as a page of the book: `python -m companion rerun book/residual.ipynb OUT -p alpha ... -p gamma ...
--p samples ...` once showed the book's defaults in its parameters, raw labels (`thm-1`, "the residual connection
-of :"), figures numbered from 1, no search, 38 lines of progress bars, and ran the page's derived sample sizes at
-their defaults. Now the run takes its chapter's place in a copy of the book built around the book's own pages
-(companion.rerun), its banner says what ran, and samples sets every derived size.
+"""A rerun seen as a page of the book: `python -m companion rerun book/residual.ipynb OUT -p alpha
+... -p gamma ... -p samples ...` once showed the book's defaults in its parameters, raw labels
+(`thm-1`, "the residual connection of :"), figures numbered from 1, no search, 38 lines of progress
+bars, and ran the page's derived sample sizes at their defaults. Now the run takes its chapter's
+place in a copy of the book built around the book's own pages (companion.rerun), its banner says
+what ran, and samples sets every derived size.
 
-The rerun here is small (samples 2,000) in a results cache of its own; the book's other pages come from the
-session's build (the ``built_book`` fixture), as a reader's rerun takes them from theirs."""
+The rerun here is small (samples 2,000) in a results cache of its own; the book's other pages come
+from the session's build (the ``built_book`` fixture), as a reader's rerun takes them from theirs.
+"""
 
 from __future__ import annotations
 
@@ -65,7 +67,8 @@ def banner_rows(page_html: str) -> dict[str, tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def rerun_site(built_book, seeded_cache, tmp_path_factory):
-    """A rerun of chapter 4 (alpha 0.3, gamma 0.5, samples 2,000) into a folder of its own: (folder, stderr)."""
+    """A rerun of chapter 4 (alpha 0.3, gamma 0.5, samples 2,000) into a folder of its own: (folder,
+    stderr)."""
     tmp = tmp_path_factory.mktemp("rerun-site")
     env = {**os.environ, "RECENCY_LIB_CACHE": seeded_cache(tmp / "cache")}
     out = tmp / "out"
@@ -99,7 +102,8 @@ def test_the_banner_says_what_ran_and_nothing_else(rerun_site):
     text = text_of(page)
     assert f"from commit {head[:12]}" in text and "uncommitted changes" in text and " UTC" in text
     assert "follows samples" in text
-    # the verdict on Proposition 2, with the settings that decided it: alpha 0 and the run's alpha, the run's gamma
+    # the verdict on Proposition 2 with the settings that decided it: alpha 0 and the run's alpha,
+    # the run's gamma
     assert re.search(
         r"Proposition 2: \w[\w ]*, from 2 checks at LayerNorm, \u03b1 = 0, \u03b3 = 0\.5, d = 64; "
         r"LayerNorm, \u03b1 = 0\.3, \u03b3 = 0\.5, d = 64",
@@ -137,8 +141,8 @@ def test_the_parameters_dropdown_shows_the_values_that_ran(rerun_site):
 
 
 def test_the_sample_sizes_that_ran_follow_samples(rerun_site):
-    """The page's own table names the sequences of each run: 2,000 for Figure 1's, 8,000 for the first-order
-    runs (not the default 400,000)."""
+    """The page's own table names the sequences of each run: 2,000 for Figure 1's, 8,000 for the
+    first-order runs (not the default 400,000)."""
     out, _ = rerun_site
     text = text_of((out / "residual.html").read_text(encoding="utf8"))
     assert "8,000 sequences" in text and "400,000" not in text.split("Every other parameter")[1]
@@ -174,8 +178,9 @@ def built_page(name: str) -> str:
 
 
 def test_every_other_page_is_the_books_and_the_site_opens_offline(rerun_site):
-    """The whole site is in OUT: the book's pages as the book built them (their links to chapter 4 name it a
-    rerun), the search index, the static files; every page says that the site holds a rerun."""
+    """The whole site is in OUT: the book's pages as the book built them (their links to chapter 4
+    name it a rerun), the search index, the static files; every page says that the site holds a
+    rerun."""
     out, _ = rerun_site
     assert (
         (out / "searchindex.js").is_file()
@@ -219,8 +224,8 @@ def test_no_progress_in_the_page_and_the_terminal_shows_it(rerun_site):
 
 
 def test_another_chapter_rerun_into_the_folder_keeps_the_first(rerun_site, tmp_path):
-    """One folder is one book: a rerun of the reproducibility page there leaves chapter 4 the rerun it was;
-    the announcement names both."""
+    """One folder is one book: a rerun of the reproducibility page there leaves chapter 4 the rerun
+    it was; the announcement names both."""
     out, _ = rerun_site
     before = (out / "residual.html").read_text(encoding="utf8")
     result = subprocess.run(
@@ -243,8 +248,9 @@ def test_another_chapter_rerun_into_the_folder_keeps_the_first(rerun_site, tmp_p
 def test_a_book_without_a_current_build_is_shown_without_numbers_never_as_the_rerun(
     rerun_site, tmp_path
 ):
-    """Rendered against a build folder that holds no build of the book: every other page is its source with
-    a note that its numbers are missing (and the terminal says so), the rerun keeps its own."""
+    """Rendered against a build folder that holds no build of the book: every other page is its
+    source with a note that its numbers are missing (and the terminal says so), the rerun keeps its
+    own."""
     out, _ = rerun_site
     copy = tmp_path / "out"
     copy.mkdir()
@@ -269,9 +275,10 @@ def test_a_book_without_a_current_build_is_shown_without_numbers_never_as_the_re
 
 
 def test_the_rerun_page_in_a_browser_offline(rerun_site):
-    """OUT/residual.html opened from disk (file://) in chromium with every request off the machine refused, at
-    1400 and 390 px: typeset math, every image loaded, no script error, no horizontal scroll of the page, the
-    parameters dropdown opens on the values that ran, and the search finds the rerun."""
+    """OUT/residual.html opened from disk (file://) in chromium with every request off the machine
+    refused, at 1400 and 390 px: typeset math, every image loaded, no script error, no horizontal
+    scroll of the page, the parameters dropdown opens on the values that ran, and the search finds
+    the rerun."""
     import shutil
 
     playwright = pytest.importorskip("playwright.sync_api")
