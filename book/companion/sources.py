@@ -13,23 +13,15 @@ import os
 import re
 from pathlib import Path
 
+from recency_lib import cache
+
 PACKAGES = ("recency_lib", "companion")
 
 
 def package_files() -> dict[str, Path]:
     """Every file of :data:`PACKAGES` by its name (``companion/report.py``), caches aside."""
-    out = {}
-    for top in PACKAGES:
-        root = Path(importlib.util.find_spec(top).origin).resolve().parent
-        for path in root.rglob("*"):
-            rel = path.relative_to(root.parent)
-            if (
-                path.is_file()
-                and path.suffix not in (".pyc", ".so")
-                and not any(part == "__pycache__" or part.startswith(".") for part in rel.parts)
-            ):
-                out[rel.as_posix()] = path
-    return dict(sorted(out.items()))
+    roots = [Path(importlib.util.find_spec(top).origin).resolve().parent for top in PACKAGES]
+    return dict(sorted(kv for root in roots for kv in cache.package_files(root, skip=()).items()))
 
 
 def sources_hash(extra: dict[str, bytes] | None = None) -> str:

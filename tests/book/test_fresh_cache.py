@@ -55,12 +55,12 @@ def test_the_simulators_kernel_path_counts(tmp_path, monkeypatch):
     """A kernel older than its source runs the numpy path (recency_lib.kernels); rebuilding it
     changes no source file, yet the pages computed meanwhile (and the reproducibility page, which
     names the kernel) must be executed again."""
-    from recency_lib import engines
+    from recency_lib import kernels
 
     page = _notebook(tmp_path / "page.ipynb", "print(1)")
     base = fresh_cache.dependency_hash(page, tmp_path)
-    other = {"c": "numpy", "numpy": "c"}[engines.kernel_name()]
-    monkeypatch.setattr(engines, "kernel_name", lambda: other)
+    other = {"c": "numpy", "numpy": "c"}[kernels.kernel_name()]
+    monkeypatch.setattr(kernels, "kernel_name", lambda: other)
     assert fresh_cache.dependency_hash(page, tmp_path) != base
 
 

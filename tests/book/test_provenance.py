@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 
 from companion import provenance
-from recency_lib import SimConfig, cache, engines
+from recency_lib import SimConfig, cache, kernels
 
 
 def test_only_entries_under_this_builds_key_are_listed(tmp_path):
@@ -41,7 +41,7 @@ def test_tables_and_downloads_of_the_simulations(tmp_path):
         and rows[0]["engine"] == "dense"
     )
     summary = provenance.simulation_summary(entries)
-    assert [r["engine"] for r in summary] == ["dense", f"gram ({engines.kernel_name()})"]
+    assert [r["engine"] for r in summary] == ["dense", f"gram ({kernels.kernel_name()})"]
     assert summary[1]["simulations"] == "2" and summary[1]["sequences"] == "128"
     text = provenance.simulation_table(entries).text
     assert (
@@ -62,7 +62,7 @@ def test_software_rows_name_the_library_and_its_source_hash():
     }
     assert rows["no-such-package-xyz"] == "not installed" and rows["numpy"][0].isdigit()
     assert rows["recency_lib source hash"] == f"`{cache.source_hash()[:16]}`"
-    assert rows["Gram-engine kernel"] == engines.kernel_name() and rows["Gram-engine kernel"] in (
+    assert rows["Gram-engine kernel"] == kernels.kernel_name() and rows["Gram-engine kernel"] in (
         "c",
         "numpy",
     )
