@@ -34,26 +34,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import calibration, child_main, cpu_seconds, load_kernel, run_child, summary
 
-FIG1 = [
-    dict(alpha=0.0, gamma=0.0, norm="none"),
-    dict(alpha=0.0, gamma=0.0, norm="layernorm"),
-    dict(alpha=0.5, gamma=0.0, norm="layernorm"),
-    dict(alpha=0.5, gamma=1.0, norm="layernorm"),
-]
+from companion.settings import fig1_configs
 
 
 def _child(spec: dict) -> dict:
     t0 = time.perf_counter()
     from concurrent.futures import ProcessPoolExecutor
 
-    from recency_lib import SimConfig, simulate_many
+    from recency_lib import simulate_many
     from recency_lib.engines import warm_up
     from recency_lib.kernels import kernel_name
 
     load_kernel(spec.get("kernel_path"))
     warm_up()
     out = {"import_s": time.perf_counter() - t0, "kernel": kernel_name()}
-    cfgs = [SimConfig(n=10, d=64, layers=4, samples=spec["samples"], **s) for s in FIG1]
+    cfgs = fig1_configs(spec["samples"])  # the paper's n = 10, d = 64, 4 layers
     walls, cpus = [], []
     for _ in range(spec["runs"]):
         w, c = time.perf_counter(), cpu_seconds()

@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import calibration, child_main, cpu_seconds, run_child
-from bench_figure1 import FIG1
+
+from companion.settings import fig1_configs
 
 DS = (16, 64, 256, 1024)
 
@@ -29,12 +30,12 @@ def _child(spec: dict) -> dict:
     t0 = time.perf_counter()
     from concurrent.futures import ProcessPoolExecutor
 
-    from recency_lib import SimConfig, simulate_many
+    from recency_lib import simulate_many
     from recency_lib.engines import warm_up
 
     warm_up()
     import_s = time.perf_counter() - t0
-    cfgs = [SimConfig(n=10, d=d, layers=4, samples=spec["samples"], **s) for d in DS for s in FIG1]
+    cfgs = [c for d in DS for c in fig1_configs(spec["samples"], d=d)]
     w, c = time.perf_counter(), cpu_seconds()
     with ProcessPoolExecutor(spec["workers"]) as pool:
         res = simulate_many(cfgs, executor=pool)
@@ -54,7 +55,8 @@ def main(argv=None) -> int:
     print(calibration(), flush=True)
     r = run_child(str(Path(__file__).resolve()), dict(samples=args.samples, workers=args.workers))
     per = r["per_config_s"]
-    by_d = {d: sum(per[i * len(FIG1) : (i + 1) * len(FIG1)]) for i, d in enumerate(DS)}
+    models = len(fig1_configs())
+    by_d = {d: sum(per[i * models : (i + 1) * models]) for i, d in enumerate(DS)}
     print(
         f"full set (d in {DS} x 4 settings x {args.samples:.0e}, {args.workers} workers): whole "
         f"process {r['process_wall_s']:.1f} s wall (of which import + kernel load "

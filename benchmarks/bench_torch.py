@@ -46,12 +46,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import calibration, child_main, cpu_seconds, load_kernel, max_rss_mb, run_child
 
-FIG1 = [
-    dict(alpha=0.0, gamma=0.0, norm="none"),
-    dict(alpha=0.0, gamma=0.0, norm="layernorm"),
-    dict(alpha=0.5, gamma=0.0, norm="layernorm"),
-    dict(alpha=0.5, gamma=1.0, norm="layernorm"),
-]
+from companion.settings import fig1_configs
+
+# Figure 1's models (companion.settings.fig1_configs), as the authors' code takes them
+FIG1 = [{k: getattr(c, k) for k in ("alpha", "gamma", "norm")} for c in fig1_configs()]
 
 
 def dense_float32(torch, alpha, gamma, norm, n, d, layers, batch, generator):
@@ -101,7 +99,7 @@ def _child(spec: dict) -> dict:
         rp = [round(r[1][-1], 4) for r in res]
         version = torch.__version__
     else:
-        from recency_lib import SimConfig, simulate_many
+        from recency_lib import simulate_many
         from recency_lib.engines import warm_up
         from recency_lib.kernels import kernel_name
 
@@ -110,7 +108,7 @@ def _child(spec: dict) -> dict:
         )  # another build of the kernel in place of the installed one
         warm_up()
         ready = time.perf_counter()
-        cfgs = [SimConfig(n=10, d=64, layers=4, samples=spec["samples"], **s) for s in FIG1]
+        cfgs = fig1_configs(spec["samples"])
         w, c = time.perf_counter(), cpu_seconds()
         if spec.get("threads", 1) > 1:
             from concurrent.futures import ThreadPoolExecutor
