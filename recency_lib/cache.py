@@ -30,7 +30,7 @@ from . import engines, kernels, trajectories
 from .config import SimConfig
 from .files import atomic_write
 from .result import SimResult
-from .validation import check_bool, short
+from .validation import brief, check_bool
 
 ROOT = Path(__file__).resolve().parent
 #: What no simulation runs (deciding, showing, storing): their edits keep every results key.
@@ -77,13 +77,13 @@ def cache_dir(path=None) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(
-            f"cache={short(str(folder))} cannot be made ({exc.strerror}); "
+            f"cache={brief(str(folder))} cannot be made ({exc.strerror}); "
             "allowed: a writable folder "
             f"(cache= or RECENCY_LIB_CACHE)"
         ) from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(
-            f"cache={short(str(folder))} is not writable; allowed: a writable folder (cache= or "
+            f"cache={brief(str(folder))} is not writable; allowed: a writable folder (cache= or "
             f"RECENCY_LIB_CACHE)"
         )
     return folder
@@ -97,7 +97,7 @@ def _stamp() -> dict:
 def cache_key(cfg: SimConfig) -> str:
     """The entry name of ``cfg``: a hash of the config and :func:`_stamp`."""
     if not isinstance(cfg, SimConfig):
-        raise ValueError(f"cfg={short(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
+        raise ValueError(f"cfg={brief(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
     payload = json.dumps({"config": cfg.to_dict(), **_stamp()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
@@ -151,7 +151,7 @@ def cached_simulate_many(configs, *, cache=None, executor=None) -> list[SimResul
     :func:`recency_lib.simulate_many`), and an entry another process is computing is waited for."""
     if isinstance(configs, (SimConfig, str)) or not hasattr(configs, "__iter__"):
         raise ValueError(
-            f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig objects"
+            f"configs={brief(configs)} is not allowed; allowed: an iterable of SimConfig objects"
         )
     configs = list(configs)
     folder = cache_dir(cache)
@@ -195,7 +195,7 @@ def module_files(module: str) -> dict[str, Path]:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise ValueError(f"module={short(module)} is not allowed; allowed: an importable module")
+        raise ValueError(f"module={brief(module)} is not allowed; allowed: an importable module")
     if spec.submodule_search_locations:  # a package
         return package_files(Path(spec.origin).resolve().parent, ())
     return {module: Path(spec.origin).resolve()}
@@ -210,7 +210,7 @@ def cached_value(
     versions of the distributions ``packages``, and Python's version. ``compute`` takes no argument
     and returns a JSON value. Returns ``(value, hit)``, ``hit`` True when it came from the file."""
     if not isinstance(name, str) or not name.replace("-", "").isalnum():
-        raise ValueError(f"name={short(name)} is not allowed; allowed: letters, digits and '-'")
+        raise ValueError(f"name={brief(name)} is not allowed; allowed: letters, digits and '-'")
     modules = (modules,) if isinstance(modules, str) else tuple(modules)
     source = _hash_files(
         {k: v for m in modules for k, v in module_files(m).items()} | package_files()
@@ -250,7 +250,7 @@ def cached_statistic(cfg, statistic, *, samples=None, control_mean=None, engine=
     module, qual = getattr(func, "__module__", None), getattr(func, "__qualname__", "<")
     if not callable(func) or not isinstance(module, str) or "<" in qual:
         raise ValueError(
-            f"statistic={short(statistic)} is not allowed; allowed: a module-level function of an "
+            f"statistic={brief(statistic)} is not allowed; allowed: a module-level function of an "
             f"importable module, or a functools.partial of one with keyword arguments"
         )
     mean = None if control_mean is None else np.asarray(control_mean, dtype=float).tolist()

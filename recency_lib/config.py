@@ -9,7 +9,7 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 
 from .norms import NORMS
-from .validation import check_bool, check_choice, check_int, check_real, short
+from .validation import brief, check_bool, check_choice, check_int, check_real
 
 ENGINES = ("auto", "dense", "gram")
 WEIGHTS = ("none", "per_sample", "fixed")
@@ -64,13 +64,13 @@ class SimConfig:
         put("placement", check_choice("placement", self.placement, PLACEMENTS))
         if self.d % self.heads:
             raise ValueError(
-                f"heads={short(self.heads)} is not allowed with d={short(self.d)}; "
+                f"heads={brief(self.heads)} is not allowed with d={brief(self.d)}; "
                 f"allowed: a divisor of d (d must be divisible by heads)"
             )
         if self.rope and (self.d // self.heads) % 2:
             raise ValueError(
-                f"rope=True is not allowed with d={short(self.d)}, heads={short(self.heads)} "
-                f"(head size {short(self.d // self.heads)} is odd); allowed: an even d / heads"
+                f"rope=True is not allowed with d={brief(self.d)}, heads={brief(self.heads)} "
+                f"(head size {brief(self.d // self.heads)} is odd); allowed: an even d / heads"
             )
         if self.engine == "gram" and self.extended:
             raise ValueError(
@@ -87,13 +87,13 @@ class SimConfig:
         """The config of ``to_dict`` output; ValueError for anything but a dict of known fields."""
         if not isinstance(data, dict):
             raise ValueError(
-                f"config={short(data)} is not a dict; allowed: a dict of SimConfig fields"
+                f"config={brief(data)} is not a dict; allowed: a dict of SimConfig fields"
             )
         known = {f.name for f in fields(cls)}
         unknown = [k for k in data if k not in known]
         if unknown:
             raise ValueError(
-                f"SimConfig: unknown field(s) {short(unknown)}; allowed: {sorted(known)}"
+                f"SimConfig: unknown field(s) {brief(unknown)}; allowed: {sorted(known)}"
             )
         return cls(**data)
 

@@ -55,7 +55,7 @@ from .sampling import (
 )
 from .stats import Moments, control_variate, merged
 from .streams import block_key
-from .validation import check_bool, check_int, short
+from .validation import brief, check_bool, check_int
 from .version import __version__
 
 TASK_BLOCKS = 32  # blocks per in-process task (an executor's tasks: up to 256, balanced)
@@ -81,12 +81,12 @@ def simulate_many(configs, *, chunk_size=None, executor: Executor | None = None,
     drawn once."""
     if isinstance(configs, SimConfig | str) or not hasattr(configs, "__iter__"):
         raise ValueError(
-            f"configs={short(configs)} is not allowed; allowed: an iterable of SimConfig"
+            f"configs={brief(configs)} is not allowed; allowed: an iterable of SimConfig"
         )
     configs = list(configs)
     for i, cfg in enumerate(configs):
         if not isinstance(cfg, SimConfig):
-            raise ValueError(f"configs[{i}]={short(cfg)} is not a SimConfig; allowed: SimConfig")
+            raise ValueError(f"configs[{i}]={brief(cfg)} is not a SimConfig; allowed: SimConfig")
     chunk = None if chunk_size is None else check_int("chunk_size", chunk_size, 1)
     progress = None if progress is None else check_bool("progress", progress)
     workers = 1 if executor is None else (os.cpu_count() or 1)
@@ -200,7 +200,7 @@ def memory_limit() -> int:
             cap = math.nan
         if not (math.isfinite(cap) and cap > 0):
             raise ValueError(
-                f"RECENCY_LIB_MAX_MEMORY={short(raw)} is out of range; allowed: bytes > 0"
+                f"RECENCY_LIB_MAX_MEMORY={brief(raw)} is out of range; allowed: bytes > 0"
             )
         limit = min(limit, cap)
     return int(limit)

@@ -9,10 +9,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from .validation import short
+from .validation import brief
 
 
-def shown(path) -> str:
+def path_text(path) -> str:
     """A path for a message: whole up to 100 characters, else its start and its file name."""
     text = str(path)
     return repr(text) if len(text) <= 100 else repr(f"{text[:40]}.../{Path(text).name[-56:]}")
@@ -28,21 +28,23 @@ def check_output_path(
     yet, or a regular file that ``ours`` recognises as ``what``, in a folder that exists (or can be
     made) and is writable."""
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path) or "\0" in os.fspath(path):
-        raise ValueError(f"{name}={short(path)} is not a path; allowed: a path to a file")
+        raise ValueError(f"{name}={brief(path)} is not a path; allowed: a path to a file")
     p = Path(path)
     allowed = f"allowed: a new file{f', or {what}' if ours else ''}, in a writable folder"
     if p.is_dir() or str(path).endswith(os.sep):
-        raise ValueError(f"{name}={shown(path)} is a folder; {allowed}")
+        raise ValueError(f"{name}={path_text(path)} is a folder; {allowed}")
     if p.exists() or p.is_symlink():
         if not p.is_file():
-            raise ValueError(f"{name}={shown(path)} is not a regular file; {allowed}")
+            raise ValueError(f"{name}={path_text(path)} is not a regular file; {allowed}")
         if ours is None or not ours(p):
-            raise ValueError(f"{name}={shown(path)} holds a file that is not {what}; {allowed}")
+            raise ValueError(f"{name}={path_text(path)} holds a file that is not {what}; {allowed}")
     folder = p.resolve().parent
     while not folder.exists():
         folder = folder.parent
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{name}={shown(path)}: cannot write in {shown(folder)}; {allowed}")
+        raise ValueError(
+            f"{name}={path_text(path)}: cannot write in {path_text(folder)}; {allowed}"
+        )
     return p
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from .config import SimConfig
 from .sampling import dense_tokens
 from .stats import Moments
-from .validation import check_int, short
+from .validation import brief, check_int
 
 _BLOCK_FLOATS = 2**20  # largest (batch, n, d) token array drawn at once (~8 MB of float64)
 
@@ -22,7 +22,7 @@ def input_cosine_similarity(cfg: SimConfig, samples: int, seed: int) -> tuple[fl
     centred ones) and its standard error: each of ``samples`` sequences averages its pairs, the
     sequences (independent, from ``default_rng(seed)``) give the mean and its standard error."""
     if not isinstance(cfg, SimConfig):
-        raise ValueError(f"cfg={short(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
+        raise ValueError(f"cfg={brief(cfg)} is not a SimConfig; allowed: a recency_lib.SimConfig")
     if cfg.n < 2:
         raise ValueError(
             f"cfg.n={cfg.n} is out of range; allowed: n >= 2 (a pair of tokens must exist)"
@@ -54,8 +54,8 @@ def cosine_bias_second_order(alpha, d):
     a = np.asarray(alpha, dtype=float)
     dd = np.asarray(d, dtype=float)
     if np.any(~np.isfinite(a) | (a < 0) | (a > 1)):
-        raise ValueError(f"alpha={short(alpha)} is out of range; allowed: real numbers in [0, 1]")
+        raise ValueError(f"alpha={brief(alpha)} is out of range; allowed: real numbers in [0, 1]")
     if np.any(~np.isfinite(dd) | (dd <= 0)):
-        raise ValueError(f"d={short(d)} is out of range; allowed: real numbers > 0")
+        raise ValueError(f"d={brief(d)} is out of range; allowed: real numbers > 0")
     out = -a * (1.0 - a * a) / (2.0 * dd)
     return out[()] if out.ndim == 0 else out

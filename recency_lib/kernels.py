@@ -18,7 +18,7 @@ import numpy as np
 
 from .norms import NORMS
 from .rounding import TIE_RTOL
-from .validation import short
+from .validation import brief
 
 try:
     from . import _kernel
@@ -37,11 +37,11 @@ def load(kernel: str | None = None):
     """This module if the compiled kernel runs: ``kernel`` "c" (RuntimeError if it cannot), None
     (when built, unless ``RECENCY_LIB_KERNEL=numpy``); None for "numpy" or when it cannot run."""
     if kernel not in ("c", "numpy", None):
-        raise ValueError(f"kernel={short(kernel)} is not allowed; allowed: 'c', 'numpy' or None")
+        raise ValueError(f"kernel={brief(kernel)} is not allowed; allowed: 'c', 'numpy' or None")
     choice = os.environ.get("RECENCY_LIB_KERNEL", "")
     if choice not in ("", "c", "numpy"):
         raise ValueError(
-            f"RECENCY_LIB_KERNEL={short(choice)} is not allowed; allowed: 'c', 'numpy' or unset"
+            f"RECENCY_LIB_KERNEL={brief(choice)} is not allowed; allowed: 'c', 'numpy' or unset"
         )
     if STALE and "stale" not in _said:
         _said.add("stale")

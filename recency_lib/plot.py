@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .files import atomic_write, check_output_path
-from .validation import short
+from .validation import brief
 
 HEATMAP_HEX = (
     "03051a04051a05061b06071c07071d08081e0a091f0b09200d0a210e0b22100b23110c24130d25140e26160e27170f28"
@@ -127,7 +127,7 @@ def check_plot_path(path, name: str = "plot") -> Path:
     """Before any work: a .png, .svg or .pdf path, new or holding a figure this library saved."""
     if Path(str(path)).suffix.lower() not in FORMATS:
         raise ValueError(
-            f"{name}={short(str(path))} is not allowed; "
+            f"{name}={brief(str(path))} is not allowed; "
             "allowed: a path ending in .png, .svg or .pdf"
         )
     return check_output_path(path, name, ours=is_plot_file, what="a figure this library saved")

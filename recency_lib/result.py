@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from .config import SimConfig
-from .files import atomic_write, check_output_path, shown
+from .files import atomic_write, check_output_path, path_text
 from .metrics import LEVEL, Decision, definition1, direction
 from .norms import NORMS
 from .stats import pm
-from .validation import check_choice, check_int, short
+from .validation import brief, check_choice, check_int
 
 FORMAT_NAME = "recency_lib.SimResult"
 FORMAT = f"{FORMAT_NAME}/3"
@@ -257,12 +257,12 @@ class SimResult:
                     return cls.from_dict(json.load(fh), config)
             with np.load(path, allow_pickle=False) as z:
                 if set(z.files) != {"meta", *ARRAY_FIELDS}:
-                    members = short(sorted(z.files))
+                    members = brief(sorted(z.files))
                     raise ValueError(f"members {members}; allowed: meta and the arrays of {FORMAT}")
                 cfg, meta = _read_meta(json.loads(str(z["meta"][()])), config)
                 return _made(cls, cfg, meta, {name: z[name] for name in ARRAY_FIELDS})
         except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
-            raise ValueError(f"{shown(path)}: {exc}") from None
+            raise ValueError(f"{path_text(path)}: {exc}") from None
 
 
 def is_result_file(path: Path) -> bool:
@@ -282,7 +282,7 @@ def _read_meta(data, expected: SimConfig | None) -> tuple[SimConfig, dict]:
     """The config and the metadata fields of a file's ``data``, checked."""
     if not isinstance(data, dict) or data.get("format") not in READABLE:
         fmt = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise ValueError(f"format={short(fmt)} is not a readable SimResult; allowed: {FORMAT!r}")
+        raise ValueError(f"format={brief(fmt)} is not a readable SimResult; allowed: {FORMAT!r}")
     try:
         cfg = SimConfig.from_dict(data["config"])
         meta = {k: data[k] for k in _META if k in data}
@@ -291,14 +291,14 @@ def _read_meta(data, expected: SimConfig | None) -> tuple[SimConfig, dict]:
         meta["block_size"] = check_int("block_size", meta["block_size"], 1)
         ok = meta["engine"] in ("dense", "gram") and isinstance(meta["library_version"], str)
         if not (ok and isinstance(meta.get("extra", {}), dict)):
-            raise ValueError(f"engine, library_version or extra of {short(meta)} is not allowed")
+            raise ValueError(f"engine, library_version or extra of {brief(meta)} is not allowed")
     except (KeyError, TypeError) as exc:
         raise ValueError(
             f"the metadata lacks or mistypes {exc}; allowed: a SimResult file"
         ) from None
     if expected is not None and cfg != expected:
         diff = {k: v for k, v in cfg.to_dict().items() if expected.to_dict()[k] != v}
-        raise ValueError(f"the file holds a result for another config (differs in {short(diff)})")
+        raise ValueError(f"the file holds a result for another config (differs in {brief(diff)})")
     return cfg, meta
 
 

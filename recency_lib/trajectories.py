@@ -33,7 +33,7 @@ from .progress import Progress
 from .sampling import gram_draws
 from .stats import Moments, control_variate, merged
 from .streams import block_key
-from .validation import check_choice, check_int, short
+from .validation import brief, check_choice, check_int
 
 
 def block_matrices(p: Plan, k: int, size: int):
@@ -114,14 +114,14 @@ def sequence_statistic(
     """
     if not callable(statistic):
         raise ValueError(
-            f"statistic={short(statistic)} is not allowed; allowed: a function "
+            f"statistic={brief(statistic)} is not allowed; allowed: a function "
             "(scores, attention) -> array (B, layers, k)"
         )
     samples = check_int("samples", cfg.samples if samples is None else samples, 2)
     mu = None if control_mean is None else np.asarray(control_mean, dtype=float)
     if mu is not None and (mu.ndim > 1 or not np.all(np.isfinite(mu))):
         raise ValueError(
-            f"control_mean={short(control_mean)} is not allowed; allowed: a finite number or a "
+            f"control_mean={brief(control_mean)} is not allowed; allowed: a finite number or a "
             "1-d array of k finite numbers"
         )
     p = _plan(cfg, samples, engine, kernel, keep_all=False)

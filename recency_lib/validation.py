@@ -18,7 +18,7 @@ _SHORT.maxstring = _SHORT.maxother = 60
 _SHORT.maxlong = 40
 
 
-def short(value) -> str:
+def brief(value) -> str:
     """``repr(value)`` cut to about 60 characters, so that a message stays one readable line."""
     return _SHORT.repr(value)
 
@@ -29,9 +29,9 @@ def check_int(name: str, value, minimum: int, maximum: int = INT_MAX) -> int:
     if maximum < INT_MAX:
         allowed = f"an integer in [{minimum}, {maximum}]"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name}={short(value)} is not an integer; allowed: {allowed}")
+        raise ValueError(f"{name}={brief(value)} is not an integer; allowed: {allowed}")
     if not minimum <= value <= maximum:
-        raise ValueError(f"{name}={short(value)} is out of range; allowed: {allowed}")
+        raise ValueError(f"{name}={brief(value)} is out of range; allowed: {allowed}")
     return int(value)
 
 
@@ -39,7 +39,7 @@ def check_real(name: str, value, *, lo=None, hi=None, lo_open=False, allowed: st
     """A finite real number (not a bool) in [lo, hi] ((lo, hi] with ``lo_open``), as a plain float
     (-0.0 as 0.0)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name}={short(value)} is not a number; allowed: {allowed}")
+        raise ValueError(f"{name}={brief(value)} is not a number; allowed: {allowed}")
     try:
         v = float(value) + 0.0
     except OverflowError:
@@ -49,7 +49,7 @@ def check_real(name: str, value, *, lo=None, hi=None, lo_open=False, allowed: st
         or (lo is not None and (v <= lo if lo_open else v < lo))
         or (hi is not None and v > hi)
     ):
-        raise ValueError(f"{name}={short(value)} is out of range; allowed: {allowed}")
+        raise ValueError(f"{name}={brief(value)} is out of range; allowed: {allowed}")
     return v
 
 
@@ -57,14 +57,14 @@ def check_choice(name: str, value, choices) -> str:
     """One of ``choices`` (strings, or None where allowed), exactly."""
     if not (value is None or isinstance(value, str)) or value not in choices:
         raise ValueError(
-            f"{name}={short(value)} is not allowed; allowed: one of {', '.join(map(repr, choices))}"
+            f"{name}={brief(value)} is not allowed; allowed: one of {', '.join(map(repr, choices))}"
         )
     return value
 
 
 def check_bool(name: str, value) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name}={short(value)} is not allowed; allowed: True or False")
+        raise ValueError(f"{name}={brief(value)} is not allowed; allowed: True or False")
     return bool(value)
 
 
@@ -72,7 +72,7 @@ def check_level(level, name: str = "level") -> float:
     """An error probability in (0, 1)."""
     v = check_real(name, level, lo=0.0, lo_open=True, hi=1.0, allowed="a number in (0, 1)")
     if v >= 1.0:
-        raise ValueError(f"{name}={short(level)} is out of range; allowed: a number in (0, 1)")
+        raise ValueError(f"{name}={brief(level)} is out of range; allowed: a number in (0, 1)")
     return v
 
 
@@ -85,11 +85,11 @@ def bounded_array(
     """Finite reals within [lo, hi] ((lo, hi] with ``lo_open``; +inf too with ``inf``), elementwise,
     as a float array."""
     if isinstance(value, (bool, np.bool_, str, bytes)):
-        raise ValueError(f"{name}={short(value)} is not a number; allowed: {allowed}")
+        raise ValueError(f"{name}={brief(value)} is not a number; allowed: {allowed}")
     try:
         x = np.asarray(value, dtype=float)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{name}={short(value)} is not a number; allowed: {allowed}") from None
+        raise ValueError(f"{name}={brief(value)} is not a number; allowed: {allowed}") from None
     bad = np.isnan(x) | (np.isinf(x) & ~(inf & (x > 0)))
     if lo is not None:
         bad |= (x <= lo) if lo_open else (x < lo)
@@ -129,5 +129,5 @@ def gamma_array(value) -> np.ndarray:
 
 def scalar(name: str, value):
     if np.ndim(value) != 0:
-        raise ValueError(f"{name}={short(value)} has shape {np.shape(value)}; allowed: a scalar")
+        raise ValueError(f"{name}={brief(value)} has shape {np.shape(value)}; allowed: a scalar")
     return value

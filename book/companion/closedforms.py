@@ -51,7 +51,7 @@ class Setting:
     gamma: float
 
     @property
-    def short(self) -> str:
+    def label(self) -> str:
         """The setting's name for narrow places: "LN + residual, α = 0.5"."""
         return f"{variant_short(self.config(16, 3, 2, 0))}, {alpha_label(self.alpha)}"
 

@@ -329,7 +329,7 @@ def _cells(row: Row, ds) -> dict:
 def _names(row: Row) -> dict:
     return {
         "closed form": f"{row.form.equation}, {row.form.version}",
-        "setting": row.setting.short,
+        "setting": row.setting.label,
         "part": PART_NAMES[row.part],
     }
 
@@ -368,7 +368,7 @@ def ratio_rows(table: Table) -> list[dict]:
         {
             "closed form": r.form.equation,
             "version": r.form.version,
-            "setting": r.setting.short,
+            "setting": r.setting.label,
             "part": PART_NAMES[r.part],
             **_cells(r, table.ds),
             "verdict": r.verdict,

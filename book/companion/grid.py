@@ -30,7 +30,7 @@ from pathlib import Path
 from recency_lib.config import SimConfig
 from recency_lib.files import check_output_path
 from recency_lib.result import RESULT_FILE, SimResult, is_result_file
-from recency_lib.validation import check_bool, check_int, check_real, short
+from recency_lib.validation import brief, check_bool, check_int, check_real
 
 from .params import (
     RESIDUAL_WEIGHTS,
@@ -95,7 +95,7 @@ def _check_run_options(kernel, force, timeout) -> tuple[str, bool, float | None]
     specs = KernelSpecManager().find_kernel_specs()
     if not isinstance(kernel, str) or str(kernel) not in specs:
         raise ValueError(
-            f"kernel={short(kernel)} is not an installed kernel; allowed: one of {sorted(specs)}"
+            f"kernel={brief(kernel)} is not an installed kernel; allowed: one of {sorted(specs)}"
         )
     if timeout is not None:
         allowed = "None or a number of seconds > 0"
@@ -462,7 +462,7 @@ def run_grid(
     template = template_path(template)
     if not isinstance(grid, (list, tuple)) or not grid:
         allowed = "a non-empty list of parameter dicts"
-        raise ValueError(f"grid={short(grid)} is not allowed; allowed: {allowed}")
+        raise ValueError(f"grid={brief(grid)} is not allowed; allowed: {allowed}")
     workers = check_int("workers", workers, 1, len(grid))
     out_dir = check_out_dir(out_dir)
     kernel, force, timeout = _check_run_options(kernel, force, timeout)

@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 
 from recency_lib.config import SimConfig
-from recency_lib.files import check_output_path, shown
+from recency_lib.files import check_output_path, path_text
 from recency_lib.norms import NAMES as NORMS
 from recency_lib.result import RESULT_FILE, is_result_file
-from recency_lib.validation import INT_MAX, check_choice, check_int, check_real, short
+from recency_lib.validation import INT_MAX, brief, check_choice, check_int, check_real
 
 BOOK = Path(__file__).resolve().parents[1]  # book/
 ROOT = BOOK.parent  # the checkout
@@ -79,17 +79,17 @@ def _items(name: str, value, allowed: str) -> list:
     v = value
     if isinstance(v, str):
         if len(v) > _TEXT_MAX:
-            raise ValueError(f"{name}={short(value)} is too long; allowed: {allowed}")
+            raise ValueError(f"{name}={brief(value)} is too long; allowed: {allowed}")
         try:
             v = ast.literal_eval(v.strip())
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raise ValueError(f"{name}={short(value)} is not a list; allowed: {allowed}") from None
+            raise ValueError(f"{name}={brief(value)} is not a list; allowed: {allowed}") from None
     if isinstance(v, numbers.Number):  # bools too: refused by the entries' rule
         v = [v]
     if not isinstance(v, (list, tuple)):
-        raise ValueError(f"{name}={short(value)} is not a list; allowed: {allowed}")
+        raise ValueError(f"{name}={brief(value)} is not a list; allowed: {allowed}")
     if not v:
-        raise ValueError(f"{name}={short(value)} is empty; allowed: {allowed}")
+        raise ValueError(f"{name}={brief(value)} is empty; allowed: {allowed}")
     if len(v) > LIST_MAX:
         raise ValueError(f"{name} has {len(v)} entries; allowed: {allowed}, at most {LIST_MAX}")
     return list(v)
@@ -101,7 +101,7 @@ def _list(entry, allowed: str, distinct: bool):
     def rule(name: str, value) -> list:
         out = [entry(f"{name}[{k}]", x) for k, x in enumerate(_items(name, value, allowed))]
         if distinct and len(set(out)) < len(out):
-            raise ValueError(f"{name}={short(value)} repeats a value; allowed: {allowed}")
+            raise ValueError(f"{name}={brief(value)} repeats a value; allowed: {allowed}")
         return out
 
     return rule
@@ -135,14 +135,14 @@ RESIDUAL_WEIGHTS = real_list(0.0, None, "[1.0]", lo_open=True)
 def check_outside_sources(name: str, folder) -> Path:
     """``folder`` resolved; ValueError naming ``name`` in the checkout or its SOURCE_FOLDERS."""
     if not isinstance(folder, (str, os.PathLike)) or not os.fspath(folder):
-        raise ValueError(f"{name}={short(folder)} is not a path; allowed: a folder")
+        raise ValueError(f"{name}={brief(folder)} is not a path; allowed: a folder")
     path, root = Path(folder).resolve(), ROOT.resolve()
     if path == root or (
         path.is_relative_to(root) and path.relative_to(root).parts[0] in SOURCE_FOLDERS
     ):
         sources = ", ".join(f + "/" for f in SOURCE_FOLDERS)
         raise ValueError(
-            f"{name}={shown(folder)} is not allowed; allowed: a folder outside the sources "
+            f"{name}={path_text(folder)} is not allowed; allowed: a folder outside the sources "
             f"({sources} and the checkout's own folder)"
         )
     return path
@@ -152,20 +152,20 @@ def check_out_dir(out_dir, name: str = "out_dir") -> Path:
     """``out_dir`` as a Path: a writable folder or one that can be made (nothing is made)."""
     if not isinstance(out_dir, (str, os.PathLike)) or not os.fspath(out_dir):
         raise ValueError(
-            f"{name}={short(out_dir)} is not a path; allowed: a folder (made if needed)"
+            f"{name}={brief(out_dir)} is not a path; allowed: a folder (made if needed)"
         )
     path = Path(out_dir)
     if path.exists() and not path.is_dir():
         raise ValueError(
-            f"{name}={shown(out_dir)} is not a folder; allowed: a folder (made if needed)"
+            f"{name}={path_text(out_dir)} is not a folder; allowed: a folder (made if needed)"
         )
     probe = path.resolve()
     while not probe.exists():
         probe = probe.parent
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise ValueError(
-            f"{name}={shown(out_dir)} cannot be written ({shown(probe)} is not a writable folder); "
-            f"allowed: a writable folder"
+            f"{name}={path_text(out_dir)} cannot be written ({path_text(probe)} is not a "
+            "writable folder); allowed: a writable folder"
         )
     return path
 
@@ -181,7 +181,7 @@ def _runs_folder(name: str, value) -> str:
     build's folder."""
     if not isinstance(value, str):
         raise ValueError(
-            f'{name}={short(value)} is not a path; allowed: a folder, or "" for the build\'s'
+            f'{name}={brief(value)} is not a path; allowed: a folder, or "" for the build\'s'
         )
     folder = value or str(build_folder() / ".jupyter_cache" / "appendix_b")
     check_outside_sources(name, folder)
@@ -211,11 +211,11 @@ _TEMPLATE = f"a notebook with the parameters {', '.join(SETTING_PARAMS)} (settin
 
 def template_path(template) -> Path:
     if not isinstance(template, (str, os.PathLike)):
-        raise ValueError(f"template={short(template)} is not a path; allowed: {_TEMPLATE}")
+        raise ValueError(f"template={brief(template)} is not a path; allowed: {_TEMPLATE}")
     path = Path(template)
     if not path.is_file():
         what = "is not a file" if path.exists() else "does not exist"
-        raise ValueError(f"template={shown(template)} {what}; allowed: {_TEMPLATE}")
+        raise ValueError(f"template={path_text(template)} {what}; allowed: {_TEMPLATE}")
     return path.resolve()
 
 
@@ -228,12 +228,13 @@ def template_defaults(template) -> dict:
     except Exception as exc:  # not JSON, not a notebook, ...
         why = type(exc).__name__
         raise ValueError(
-            f"template={shown(template)} is not a readable notebook ({why}); allowed: {_TEMPLATE}"
+            f"template={path_text(template)} is not a readable notebook ({why}); "
+            f"allowed: {_TEMPLATE}"
         ) from None
     missing = [p for p in SETTING_PARAMS if p not in found]
     if missing:
         raise ValueError(
-            f"template={shown(template)} lacks the parameter(s) {', '.join(missing)}; "
+            f"template={path_text(template)} lacks the parameter(s) {', '.join(missing)}; "
             f"allowed: {_TEMPLATE}"
         )
     return found
@@ -244,12 +245,12 @@ def validate_params(params: dict, template=None) -> dict:
     SimConfig's), every value by SimConfig's rules and :data:`TEMPLATE_MINIMA`, no other names."""
     if not isinstance(params, dict):
         allowed = f"a dict of {', '.join(SETTING_PARAMS)}"
-        raise ValueError(f"params={short(params)} is not a dict; allowed: {allowed}")
+        raise ValueError(f"params={brief(params)} is not a dict; allowed: {allowed}")
     unknown = [k for k in params if k not in SETTING_PARAMS]
     if unknown:
         extra = " (set by the driver)" if "result_path" in unknown else ""
         raise ValueError(
-            f"unknown parameter(s) {short(unknown)}{extra}; allowed: {', '.join(SETTING_PARAMS)}"
+            f"unknown parameter(s) {brief(unknown)}{extra}; allowed: {', '.join(SETTING_PARAMS)}"
         )
     defaults = template_defaults(template) if template is not None else SimConfig().to_dict()
     cfg = SimConfig(**{k: params.get(k, defaults[k]) for k in SETTING_PARAMS})
@@ -264,7 +265,7 @@ def result_file(result_path: str = "") -> Path:
     otherwise)."""
     if not isinstance(result_path, (str, os.PathLike)):
         allowed = 'a string ("" = setting_result.json)'
-        raise ValueError(f"result_path={short(result_path)} is not a path; allowed: {allowed}")
+        raise ValueError(f"result_path={brief(result_path)} is not a path; allowed: {allowed}")
     path = Path(os.fspath(result_path) or "setting_result.json")
     return check_output_path(path, "result_path", ours=is_result_file, what=RESULT_FILE)
 
@@ -283,7 +284,7 @@ def _fits(name: str, value, workers: int = 1, **setting) -> None:
     need, limit = run_bytes(cfg, engine, workers), memory_limit()
     if need > limit:
         raise ValueError(
-            f"{name}={short(value)} needs about {need / 2**30:.3g} GiB of memory ({engine} engine, "
+            f"{name}={brief(value)} needs about {need / 2**30:.3g} GiB of memory ({engine} engine, "
             f"{workers} worker(s)); this machine allows {limit / 2**30:.3g} GiB; "
             f"allowed: a smaller {name}"
         )
@@ -327,7 +328,7 @@ def _appendix_b(v: dict) -> None:
     forms are drawn at its alphas; at alpha = 1 every token is the same)."""
     if not any(a < 1 for a in v["alphas_residual"]):
         raise ValueError(
-            f"alphas_residual={short(v['alphas_residual'])} is not allowed; allowed: a list with "
+            f"alphas_residual={brief(v['alphas_residual'])} is not allowed; allowed: a list with "
             f"an alpha below 1 (Figure 5's closed forms are drawn at the grid's alphas)"
         )
     count = len(v["alphas_no_residual"]) + len(v["gammas_residual"]) * len(v["alphas_residual"])
@@ -404,7 +405,7 @@ def rules(page: str) -> dict:
     path = BOOK / f"{page}.ipynb"
     if not isinstance(page, str) or not re.fullmatch(r"\w+", page) or not path.is_file():
         raise ValueError(
-            f"page={short(page)} is not allowed; allowed: a notebook book/<page>.ipynb"
+            f"page={brief(page)} is not allowed; allowed: a notebook book/<page>.ipynb"
         )
     own, out = PAGES.get(page, ({}, None))[0], {}
     for name in defaults(path):

@@ -77,7 +77,7 @@ def software_rows(packages=PACKAGES) -> list[dict]:
     return rows
 
 
-def shown_path(path, root) -> str:
+def repo_path(path, root) -> str:
     """``path`` relative to ``root`` (the repository) when inside it, else absolute: the same text
     on every machine, not the folder the book happened to be cloned into."""
     path, root = Path(path).resolve(), Path(root).resolve()

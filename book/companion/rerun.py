@@ -42,10 +42,10 @@ from sphinx_external_toc.parsing import parse_toc_yaml
 
 from recency_lib.cache import cache_dir
 from recency_lib.engines import memory_limit
-from recency_lib.files import shown
+from recency_lib.files import path_text
 from recency_lib.kernels import load as load_kernel
 from recency_lib.norms import NORMS
-from recency_lib.validation import short
+from recency_lib.validation import brief
 
 from . import grid, params
 from .report import duration
@@ -78,15 +78,15 @@ def read_values(p=(), r=(), y=(), f=()) -> dict:
             data = yaml.load(text, Loader=NoDatesSafeLoader) or {}
         except yaml.YAMLError as exc:
             why = " ".join(str(exc).split())[:200]
-            raise ValueError(f"{flag} {short(arg)} is not YAML ({why}); {allowed}") from None
+            raise ValueError(f"{flag} {brief(arg)} is not YAML ({why}); {allowed}") from None
         if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
-            raise ValueError(f"{flag} {short(arg)} is not a mapping of names; {allowed}")
+            raise ValueError(f"{flag} {brief(arg)} is not a mapping of names; {allowed}")
         values.update(data)
     names = [name for name, _ in [*p, *r]]
     twice = [n for k, n in enumerate(names) if n in names[:k]]
     if twice:
         raise ValueError(
-            f"parameter {short(twice[0])} is given twice; allowed: each parameter once"
+            f"parameter {brief(twice[0])} is given twice; allowed: each parameter once"
         )
     return {**values, **{n: _resolve_type(v) for n, v in p}, **dict(r)}
 
@@ -99,20 +99,20 @@ def _read_text(path, name: str, what: str) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait for a writer
     except OSError as exc:
         raise ValueError(
-            f"{name}={shown(path)} cannot be read ({exc.strerror}); {allowed}"
+            f"{name}={path_text(path)} cannot be read ({exc.strerror}); {allowed}"
         ) from None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{name}={shown(path)} is not a regular file; {allowed}")
+            raise ValueError(f"{name}={path_text(path)} is not a regular file; {allowed}")
         if st.st_size > NOTEBOOK_MAX:
-            raise ValueError(f"{name}={shown(path)} has {st.st_size} bytes; {allowed}")
+            raise ValueError(f"{name}={path_text(path)} has {st.st_size} bytes; {allowed}")
         data = fh.read(NOTEBOOK_MAX)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         why = f"is not UTF-8 text (byte {exc.start})"
-        raise ValueError(f"{name}={shown(path)} {why}; {allowed}") from None
+        raise ValueError(f"{name}={path_text(path)} {why}; {allowed}") from None
 
 
 def read_notebook(path):
@@ -124,9 +124,11 @@ def read_notebook(path):
         nbformat.validate(nb)
     except Exception as exc:  # not JSON, not a notebook, another layout
         why = " ".join(str(exc).split())[:160] or type(exc).__name__
-        raise ValueError(f"notebook={shown(path)} is not a notebook ({why}); {allowed}") from None
+        raise ValueError(
+            f"notebook={path_text(path)} is not a notebook ({why}); {allowed}"
+        ) from None
     if not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
-        raise ValueError(f"notebook={shown(path)} has no outputs; {allowed}")
+        raise ValueError(f"notebook={path_text(path)} has no outputs; {allowed}")
     return nb
 
 
@@ -171,10 +173,10 @@ def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", pro
     page = Path(page).resolve()
     if page.suffix != ".ipynb" or page.parent != BOOK or not page.is_file():
         allowed = "allowed: a chapter of the book, book/<name>.ipynb"
-        raise ValueError(f"page={shown(page)} is not allowed; {allowed}")
+        raise ValueError(f"page={path_text(page)} is not allowed; {allowed}")
     out = _check_out("out_dir", out_dir)
     known = params.defaults(page)
-    unknown = ", ".join(short(k) for k in given if k not in known)
+    unknown = ", ".join(brief(k) for k in given if k not in known)
     if unknown:
         allowed = f"allowed: {', '.join(known)}"
         raise ValueError(f"unknown parameter(s) {unknown} for {page.name}; {allowed}")
@@ -464,7 +466,7 @@ def book_records(build: Path, pages) -> tuple[set, dict]:
     cells, from the checkout's sources: fresh_cache's ``code`` stamp), and docname -> why not."""
     notebooks = [p for p in pages if (BOOK / f"{p}.ipynb").is_file()]
     if not (build / ".jupyter_cache" / "global.db").is_file():
-        return set(), {p: f"no build of the book in {shown(build)}" for p in notebooks}
+        return set(), {p: f"no build of the book in {path_text(build)}" for p in notebooks}
     cache, stamps = get_cache(str(build / ".jupyter_cache")), book_stamps(build)
     current, missing = set(), {}
     for page in notebooks:

@@ -444,7 +444,7 @@ def test_h_growth_and_prop1_dip_read_the_right_entries():
 
 
 def test_setting_names_are_the_books():
-    assert cf.AR.short == "LN + residual, α = 0.5"
+    assert cf.AR.label == "LN + residual, α = 0.5"
 
 
 def test_cell_text_marks_bounds_and_keeps_numbers_together():

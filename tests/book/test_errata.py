@@ -161,7 +161,7 @@ def test_tables_add_up():
         full[0]
     )
     detail = errata.evidence_detail_rows(found, DS)
-    assert len(detail) == 1 and detail[0]["setting"] == cf.P.short
+    assert len(detail) == 1 and detail[0]["setting"] == cf.P.label
 
 
 def test_check_rows_by_section():

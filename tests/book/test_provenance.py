@@ -74,10 +74,10 @@ def test_shown_path_is_relative_inside_the_root_and_absolute_outside(tmp_path):
     root = tmp_path / "a-long-folder-name-that-a-clone-might-have" / "repo"
     inside = root / "_build" / ".recency_cache"
     inside.mkdir(parents=True)
-    assert provenance.shown_path(inside, root) == "_build/.recency_cache"
-    assert provenance.shown_path(root / "_build" / ".." / "_build", root) == "_build"
+    assert provenance.repo_path(inside, root) == "_build/.recency_cache"
+    assert provenance.repo_path(root / "_build" / ".." / "_build", root) == "_build"
     outside = tmp_path / "elsewhere"
-    assert provenance.shown_path(outside, root) == str(outside.resolve())
+    assert provenance.repo_path(outside, root) == str(outside.resolve())
 
 
 def test_what_a_run_of_a_page_held_its_simulations_verdicts_and_parameters():
