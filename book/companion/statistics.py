@@ -210,7 +210,7 @@ class StepEstimate:
         cfg = stat.config.replace(samples=stat.samples)
         k = adjacent_pairs(cfg.n)
         mean, sem = stat.mean[1], stat.sem[1]  # the steps, then their trend
-        scale = math.sqrt(cfg.d) if NORMS[cfg.norm].scales else 1.0  # a normalized score: sqrt(d)
+        scale = NORMS[cfg.norm].score_scale(cfg.d)  # a diagonal score: sqrt(d) after LayerNorm
         kind = "Gram-matrix" if cfg.norm == "none" else "first-order"
         est = f"{kind} control variates"
         return cls(mean[:k], sem[:k], float(mean[k]), float(sem[k]), scale, cfg, est)
