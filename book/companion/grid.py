@@ -483,18 +483,16 @@ def run_grid(
         return _run_setting(template, out_dir, p, kernel, force, timeout, local.kernel)
 
     with _sigterm_interrupts(), one_writer(out_dir):
-        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None  # else: this thread
+        pool = ThreadPoolExecutor(max_workers=workers)  # a failed setting stops none of the others
         try:
-            return list(pool.map(one, full) if pool else map(one, full))
+            return list(pool.map(one, full))
         except KeyboardInterrupt:  # stop the running settings' kernels now
-            if pool:
-                pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=False, cancel_futures=True)
             for shared in kernels:
                 shared.close()
             raise
         finally:
-            if pool:
-                pool.shutdown(wait=True)
+            pool.shutdown(wait=True)
             for shared in kernels:
                 shared.close()
 

@@ -311,10 +311,10 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
     monkeypatch.setattr(grid, "sources_hash", lambda: "edited")
     assert grid.run_key(template, again.params) != first.key
     monkeypatch.undo()
-    from recency_lib import engines
+    from recency_lib import kernels
 
-    other_path = {"c": "numpy", "numpy": "c"}[engines.kernel_name()]
-    monkeypatch.setattr(engines, "kernel_name", lambda: other_path)
+    other_path = {"c": "numpy", "numpy": "c"}[kernels.kernel_name()]
+    monkeypatch.setattr(kernels, "kernel_name", lambda: other_path)
     assert grid.run_key(template, again.params) != first.key
     monkeypatch.undo()
 
