@@ -218,7 +218,7 @@ def page_numbers(
     cell = table.cell
     d_def1 = conventions.PAPER_D if conventions.PAPER_D in th else max(th)
     z_def1 = conventions.definition1_z(n)
-    need, def1_i, def1_j = closedforms.definition1_samples(th[d_def1], z_def1, effect="theorem1")
+    need, def1_i, def1_j = closedforms.definition1_samples(th[d_def1], z_def1, theorem1=True)
     need_lln = closedforms.definition1_samples(th[d_def1], z_def1)[0]
     kinds = summary(found)
     cosines = table.row("eq6-cosine", "level").cells
