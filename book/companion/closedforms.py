@@ -196,10 +196,8 @@ def layer1_offdiag_weight(alpha, d, n: int):
 
 def prop1_row_rise(j, d):
     """Relative rise of a mean second-layer row without normalization beyond the LLN (α = γ = 0):
-    E S^(2)_ij = c_i (1 + d^{-3/2} (1 − 1/j) + O(d^-2)), j < i, c_i the corrected Eq. (19). It comes
-    from the correlation of query j's layer-1 weights with the inner products they multiply,
-    E[Σ_{k<=i, l<=j} (A_jl − 1/j) ξ_kl] = (j − 1)/(j d) for ⟨x_k, x_l⟩ = δ_kl + ξ_kl/√d; every
-    lower-order term is free of j, so the LLN's flat row holds to relative order 1/d only."""
+    E S^(2)_ij = c_i (1 + d^{-3/2} (1 − 1/j) + O(d^-2)), j < i, c_i the corrected Eq. (19), from
+    the correlation of query j's layer-1 weights with the inner products they multiply."""
     return np.asarray(d, float) ** -1.5 * (1.0 - 1.0 / np.asarray(j, float))
 
 

@@ -301,52 +301,40 @@ def paper_errata(
 
 
 def summary_rows(table: Table, checks, found: list[Found]) -> list[dict]:
-    """The page's first table: what was checked and what came out, in a few counts."""
+    """The page's first table: what was checked and what came out, in a few counts (its wording:
+    ``[summary]`` of assets/errata.toml, with these numbers in braces)."""
     counts = verdict_counts(table)
-    right = sum(counts.get(v, 0) for v in ("consistent", "converges", "flat"))
-    other = sum(counts.get(v, 0) for v in ("deviates", "mixed", "unresolved", "not flat"))
+
+    def rows_of(*verdicts):
+        return sum(counts.get(v, 0) for v in verdicts)
+
     failing = sum(not c.holds for c in checks)
-    by_algebra, by_simulation = sum(bool(f.failed) for f in found), sum(bool(f.rows) for f in found)
-    rows = (
-        (
-            "algebra steps, by sympy",
-            len(checks),
-            f"{count(failing)} printed steps fail; {count(len(checks) - failing)} claims hold",
-        ),
-        (
-            f"closed forms against simulation, $d$ = {', '.join(str(d) for d in table.ds)}",
-            len({r.form.key for r in table.rows}),
-            f"{count(len(table.rows))} rows (size and $j$-dependence, per setting)",
-        ),
-        (
-            "the paper's errata (this page's tables)",
-            len(found),
-            f"{summary_text(summary(found))}; {count(by_algebra)} found by algebra, "
-            f"{count(by_simulation)} by simulation",
-        ),
-        (
-            "rows off at every $d$, not shrinking",
-            counts.get(OFF, 0),
-            "the form misses a factor: an error in print, or the LLN's bias (also in corrected "
-            "forms)",
-        ),
-        (
-            "rows off at every $d$, shrinking",
-            counts.get(FINITE_D, 0),
-            "finite-$d$ errors: right in the limit",
-        ),
-        (
-            "rows right within the resolution",
-            right,
-            "consistent, converging, or flat as predicted",
-        ),
-        (
-            "rows with another pattern or unresolved",
-            other,
-            "off where resolved, unresolved elsewhere; or a flat form that is not flat",
-        ),
-    )
-    return [{"checked": what, "count": count(k), "outcome": outcome} for what, k, outcome in rows]
+    numbers = {
+        "failing": count(failing),
+        "holding": count(len(checks) - failing),
+        "ds": ", ".join(str(d) for d in table.ds),
+        "rows": count(len(table.rows)),
+        "kinds": summary_text(summary(found)),
+        "by_algebra": count(sum(bool(f.failed) for f in found)),
+        "by_simulation": count(sum(bool(f.rows) for f in found)),
+    }
+    sizes = {
+        "algebra": len(checks),
+        "forms": len({r.form.key for r in table.rows}),
+        "errata": len(found),
+        "off": rows_of(OFF),
+        "finite": rows_of(FINITE_D),
+        "right": rows_of("consistent", "converges", "flat"),
+        "other": rows_of("deviates", "mixed", "unresolved", "not flat"),
+    }
+    return [
+        {
+            "checked": what.format(**numbers),
+            "count": count(sizes[key]),
+            "outcome": out.format(**numbers),
+        }
+        for key, (what, out) in TEXT["summary"].items()
+    ]
 
 
 def check_rows(checks, section: str) -> list[dict]:

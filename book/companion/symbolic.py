@@ -14,6 +14,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from itertools import product
 from pathlib import Path
 
 import numpy as np
@@ -206,27 +207,24 @@ def _model_scores_match(prefactor, norm: str) -> bool:
     normalization?"""
     ok = True
     lower = np.tril_indices(N)
-    for dv in (4.0, 64.0, 1024.0):
-        for av in (0.0, 0.5):
-            x0 = np.linalg.cholesky((1 - av) * np.eye(N) + av)[None]  # (1, n, n)
-            x1, *_ = layer(x0, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
-            _, s2, _, _ = layer(x1, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
-            inner = x1[0] @ x1[0].T
-            norms = np.sqrt(np.outer(np.diag(inner), np.diag(inner))) if norm != "none" else 1.0
-            want = (prefactor(dv) * inner / norms)[lower]
-            ok &= bool(np.allclose(want, s2[0][lower], rtol=1e-12, atol=0))
+    for dv, av in product((4.0, 64.0, 1024.0), (0.0, 0.5)):
+        x0 = np.linalg.cholesky((1 - av) * np.eye(N) + av)[None]  # (1, n, n)
+        x1, *_ = layer(x0, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
+        _, s2, _, _ = layer(x1, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
+        inner = x1[0] @ x1[0].T
+        norms = np.sqrt(np.outer(np.diag(inner), np.diag(inner))) if norm != "none" else 1.0
+        want = (prefactor(dv) * inner / norms)[lower]
+        ok &= bool(np.allclose(want, s2[0][lower], rtol=1e-12, atol=0))
     return ok
 
 
 def _eq19_fixed() -> bool:
     gram = _prop1_gram()
     ok = _zero_for_pairs(lambda i, j: (gram[i - 1, j - 1] - (U / (a + i - 1) + W)) / sp.sqrt(d))
-    for dv in (4, 64, 1024):
-        for av in (sp.Integer(0), sp.Rational(1, 2)):
-            e = sp.exp(1 / sp.sqrt(sp.Integer(dv)))
-            for i, j in PAIRS:
-                ref = (1 / (e + i - 1) + av / (1 - av)) / sp.sqrt(dv)
-                ok &= _close(theory.prop1_score_corrected(i, j, dv, float(av)), ref.evalf(30))
+    for dv, av, (i, j) in product((4, 64, 1024), (sp.Integer(0), sp.Rational(1, 2)), PAIRS):
+        e = sp.exp(1 / sp.sqrt(sp.Integer(dv)))
+        ref = (1 / (e + i - 1) + av / (1 - av)) / sp.sqrt(dv)
+        ok &= _close(theory.prop1_score_corrected(i, j, dv, float(av)), ref.evalf(30))
     return bool(ok)
 
 
@@ -268,12 +266,11 @@ def _residual_printed() -> bool:
 def _residual_fixed() -> bool:
     target = GAMMA / sp.sqrt(d * (1 - alpha))
     ok = _zero(_residual_weight().subs(NX, 1 / sp.sqrt(1 - alpha)) - target)
-    for dv in (4, 64, 4096):
-        for av in (0.0, 0.5):
-            ref = target.subs({GAMMA: 1, d: dv, alpha: sp.Rational(str(av))}).evalf(30)
-            ok &= _close(theory.residual_coefficient(av, 1.0, dv, "rms"), ref)
-            layernorm = ref * sp.sqrt(sp.Rational(dv - 1, dv))
-            ok &= _close(theory.residual_coefficient(av, 1.0, dv, "layernorm"), layernorm)
+    for dv, av in product((4, 64, 4096), (0.0, 0.5)):
+        ref = target.subs({GAMMA: 1, d: dv, alpha: sp.Rational(str(av))}).evalf(30)
+        ok &= _close(theory.residual_coefficient(av, 1.0, dv, "rms"), ref)
+        layernorm = ref * sp.sqrt(sp.Rational(dv - 1, dv))
+        ok &= _close(theory.residual_coefficient(av, 1.0, dv, "layernorm"), layernorm)
     return bool(ok)
 
 
@@ -373,15 +370,12 @@ def _lln_values(dv, av, j=None) -> dict:
 
 def _eq36_theory() -> bool:
     ok = True
-    for dv in (4, 64, 1024):
-        for av in (0.0, 0.5, 0.8):
-            for gv in (0.0, 1.0):
-                for j in (1, 2, 5):
-                    e36 = dv * _q(a + (j - 1) * b).subs(_lln_values(dv, av))
-                    ok &= _close(theory.sq_norm_eq36(j, av, gv, dv), e36.subs(g, gv).evalf(30))
-                    gc = float(theory.residual_coefficient(av, gv, dv, "layernorm"))
-                    ref = e36.subs(g, sp.Float(gc, 30)).evalf(30)
-                    ok &= _close(theory.sq_norm_corrected(j, av, gv, dv, "layernorm"), ref)
+    for dv, av, gv, j in product((4, 64, 1024), (0.0, 0.5, 0.8), (0.0, 1.0), (1, 2, 5)):
+        e36 = dv * _q(a + (j - 1) * b).subs(_lln_values(dv, av))
+        ok &= _close(theory.sq_norm_eq36(j, av, gv, dv), e36.subs(g, gv).evalf(30))
+        gc = float(theory.residual_coefficient(av, gv, dv, "layernorm"))  # γ -> g
+        ref = e36.subs(g, sp.Float(gc, 30)).evalf(30)
+        ok &= _close(theory.sq_norm_corrected(j, av, gv, dv, "layernorm"), ref)
     return bool(ok)
 
 
@@ -417,12 +411,9 @@ def _eq39_negative() -> bool:
 def _eq41() -> bool:
     h41 = D_J / (sp.sqrt(d) * sp.sqrt(_eq36_bracket(D_J)))
     ok = _zero(h41**2 - 1 / (d * _q(D_J)))
-    for dv in (4, 64, 1024):
-        for av in (0.0, 0.5):
-            for gv in (0.0, 1.0):
-                for j in (1, 3, 7):
-                    ref = h41.subs({**_lln_values(dv, av, j), g: gv}).evalf(30)
-                    ok &= _close(theory.h_eq41(j, av, gv, dv), ref)
+    for dv, av, gv, j in product((4, 64, 1024), (0.0, 0.5), (0.0, 1.0), (1, 3, 7)):
+        ref = h41.subs({**_lln_values(dv, av, j), g: gv}).evalf(30)
+        ok &= _close(theory.h_eq41(j, av, gv, dv), ref)
     return bool(ok)
 
 
