@@ -467,10 +467,8 @@ class Row:
     def series(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(d, ratio, SE of the ratio) of the resolved cells: what a figure plots."""
         cells = [c for c in self.cells if c.resolved]
-        return (
-            np.array([c.d for c in cells], float),
-            np.array([c.ratio for c in cells]),
-            np.array([c.ratio_se for c in cells]),
+        return tuple(
+            np.array([getattr(c, f) for c in cells], float) for f in ("d", "ratio", "ratio_se")
         )
 
 

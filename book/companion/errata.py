@@ -4,7 +4,8 @@ An erratum is shown only when a build finds evidence for it (:func:`find`): a sy
 printed step that fails (:mod:`companion.symbolic`), or measured rows of the closed-form table
 (:mod:`companion.closedforms`) with an evidence verdict. Each is of one kind (:data:`KINDS`): four
 kinds of error in print (:data:`PRINTED`), an approximation bias of the LLN, or an effect beyond it.
-The functions below turn the findings into the rows of the book's tables.
+The entries and the wording of the tables are data, ``assets/errata.toml``; the functions below
+find the errata of a run and turn them into the rows of the book's tables.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Sympy checks of the algebra of the paper's Appendix A, one claim per check (:data:`CHECKS`).
 
 A claim about a printed step reads "the printed form is right", so a typo comes out False and the
-corrected form beside it True. Notation (the paper's, 1-based, i = query, j = key): a = e^√d,
-b = e^{α√d}, D_j = a + (j − 1) b (Eqs. (25)–(26)); under the LLN ⟨y_k, y_l⟩ = d((1 − α)δ_kl + α);
-g is the residual weight of y_j. "Equal" means sympy.cancel(lhs − rhs) == 0, for every pair
-i > j ≤ N where the equation is indexed.
+corrected form beside it True; each claim's words are in ``assets/sympy_checks.toml``, by key.
+Notation (the paper's, 1-based, i = query, j = key): a = e^√d, b = e^{α√d}, D_j = a + (j − 1) b
+(Eqs. (25)–(26)); under the LLN ⟨y_k, y_l⟩ = d((1 − α)δ_kl + α); g is the residual weight of y_j.
+"Equal" means sympy.cancel(lhs − rhs) == 0, for every pair i > j ≤ N where the equation is indexed.
 """
 
 from __future__ import annotations

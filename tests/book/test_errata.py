@@ -56,6 +56,7 @@ def test_registry_names_real_forms():
         assert e.prefer in e.parts and e.printed and e.right and e.equations
         assert set(e.parts) <= {"level", "step"}
     assert len({e.key for e in errata.ERRATA}) == len(errata.ERRATA)
+    assert list(errata.KIND_WORDS) == list(errata.KINDS)  # every kind named, in order
 
 
 def test_registry_checks_exist_in_symbolic():
