@@ -25,12 +25,12 @@ from recency_lib.cache import cached_simulate_many, cached_value
 from recency_lib.config import SimConfig
 from recency_lib.norms import NORMS
 from recency_lib.result import SimResult
-from recency_lib.validation import check_int, check_real
+from recency_lib.validation import check_int
 
 from . import settings as book_settings
-from .conventions import alpha_label, variant_short
+from .conventions import H_ALPHAS, alpha_label, variant_short
 from .report import Markdown, curve_columns, download, is_exact, nowrap, num, pm, z_text, zscore
-from .statistics import s2_order, sequences_needed, simulated_h
+from .statistics import earlier_steps, s2_order, sequences_needed, simulated_h
 from .verdicts import UNRESOLVED
 
 LAYERS = 2  # every closed form here is about layer 1 or layer 2
@@ -39,7 +39,6 @@ DEFAULT_DS = (16, 64, 256)
 DEFAULT_BOOST = 8  # Theorem 1's setting gets boost × samples: its scores are e^{-√d} small
 Z_RESOLVE = 3.0  # a ratio is reported where the simulated value is this many SE from 0
 Z_ERRATUM = 5.0  # a ratio more than this many SE from 1 is off
-FIG_ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8)  # the alphas of the paper's Figures 2 and 5
 
 
 @dataclass(frozen=True)
@@ -196,60 +195,36 @@ def layer1_offdiag_weight(alpha, d, n: int):
 
 
 def prop1_row_rise(j, d):
-    """Relative rise of a mean second-layer row without normalization beyond the LLN:
-
-        E S^(2)_ij = c_i (1 + d^{-3/2} (1 - 1/j) + O(d^-2)),   j < i, alpha = gamma = 0, no norm,
-
-    with c_i free of j (c_i -> corrected Eq. (19)). Derivation: write <x_k, x_l> = delta_kl +
-    xi_kl / sqrt(d) (xi ~ N(0, 1) off the diagonal, variance 2 on it) and expand the layer-1
-    softmax to first order in the scores, S^(2)_ij = sum_{k <= i, l <= j} A_ik A_jl <x_k, x_l> /
-    sqrt(d). The corrected Eq. (19) is the order-0 term (1 / (i sqrt d)); every term up to
-    relative order 1/d is free of j. The first j-dependent term comes from the correlation of
-    query j's attention weights with the inner products they multiply:
-    E[sum_{k <= i, l <= j} (A_jl - 1/j) xi_kl] = (j - 1) / (j d) (only the pairs (k, l) = (j, l)
-    and (k, j) correlate with A_jl), which with A_ik ~ 1/i gives relative size d^{-3/2} (j - 1) / j.
-    The row therefore rises with j, key 1 lowest: the LLN's exact flatness holds to relative order
-    1/d only.
-    """
+    """Relative rise of a mean second-layer row without normalization beyond the LLN (α = γ = 0):
+    E S^(2)_ij = c_i (1 + d^{-3/2} (1 − 1/j) + O(d^-2)), j < i, c_i the corrected Eq. (19), from
+    the correlation of query j's layer-1 weights with the inner products they multiply."""
     return np.asarray(d, float) ** -1.5 * (1.0 - 1.0 / np.asarray(j, float))
 
 
 def off_diagonal_steps(n: int) -> tuple[np.ndarray, np.ndarray]:
     """1-based (i, j) of the steps S_ij − S_i,j−1, 2 <= j < i <= n, row by row (the trend's)."""
-    i, j = np.tril_indices(check_int("n", n, 3), -1)
-    keep = j >= 1
-    return i[keep] + 1, j[keep] + 1
+    i, j = earlier_steps(n)
+    return i + 1, j + 1
 
 
 def prop1_trend(d, n: int) -> float:
     """The mean off-diagonal step of E S^(2) without normalization by :func:`prop1_row_rise`:
     row i's steps add up to c_i rise(i − 1), c_i the corrected Eq. (19)."""
-    i = np.arange(3, check_int("n", n, 3) + 1)
+    i = np.arange(3, n + 1)
     c = theory.prop1_score_corrected(i, 1, d)
     return float(np.sum(c * prop1_row_rise(i - 1, d)) / ((n - 1) * (n - 2) // 2))
 
 
-STEP_EFFECTS = ("lln", "theorem1")
-
-
-def definition1_samples(res, z: float, effect: str = "lln") -> tuple[float, int, int]:
+def definition1_samples(res, z: float, theorem1: bool = False) -> tuple[float, int, int]:
     """Sequences that would put every step S_ij − S_i,j−1 (2 <= j < i) of S^(2) ``z`` SE above 0 at
-    once, with the control-variate SEs of ``res`` and ``effect``'s steps as the truth: "lln"
-    (theory.score2_step_corrected, Eq. (5)'s at α = γ = 0) or "theorem1" (the corrected Theorem 1,
-    theory.theorem1_steps; its setting only; NaN where its series is not positive, d < 16).
-    Returns (sequences, i, j) of the hardest step."""
-    if effect not in STEP_EFFECTS:
-        raise ValueError(f"effect={effect!r} is not allowed; allowed: one of {STEP_EFFECTS}")
+    once, with the control-variate SEs of ``res``, taking as the truth the LLN's steps
+    (theory.score2_step_corrected) or, with ``theorem1``, the corrected Theorem 1's (its setting
+    only; NaN where its series is not positive, d < 16). Returns (sequences, i, j) of the hardest
+    step."""
     cfg = res.config
     i, j = off_diagonal_steps(cfg.n)
-    if effect == "theorem1":
-        if (cfg.norm, cfg.alpha, cfg.gamma) != ("layernorm", 0.0, 0.0) or cfg.layers < 2:
-            raise ValueError(
-                f"effect='theorem1' is not allowed for {Setting(cfg.norm, cfg.alpha, cfg.gamma)}; "
-                "allowed: Theorem 1's setting (LayerNorm, alpha = gamma = 0, two layers or more)"
-            )
-        derived = {(int(a), int(b)): v for a, b, v in zip(*theory.theorem1_steps(cfg.n, cfg.d))}
-        step = np.array([derived[int(a), int(b)] for a, b in zip(i, j)], dtype=float)
+    if theorem1:
+        step = theory.theorem1_steps(cfg.n, cfg.d)[2]  # the same pairs, in the same order
         if not np.all(np.isfinite(step) & (step > 0)):
             return math.nan, 0, 0
     else:
@@ -367,8 +342,8 @@ def _registry() -> tuple[ClosedForm, ...]:
     )
     fig_p = sized(tokens(theory.h_eq41, math.sqrt), _h(math.sqrt))
     fig_c = sized(tokens(theory.h_corrected, math.sqrt), _h(math.sqrt))
-    fig2 = tuple(Setting("layernorm", a, 0.0) for a in FIG_ALPHAS)
-    fig5 = tuple(Setting("layernorm", a, 1.0) for a in FIG_ALPHAS)
+    fig2 = tuple(Setting("layernorm", a, 0.0) for a in H_ALPHAS)  # the paper's Figures 2 and 5
+    fig5 = tuple(Setting("layernorm", a, 1.0) for a in H_ALPHAS)
     # the mean pairwise cosine of a sequence's raw tokens (inputs.input_cosine_similarity)
     cos = Part(lambda s, d, n: s.alpha, lambda estimate: estimate)
     cos2 = Part(
@@ -427,7 +402,6 @@ class Cell:
     sim: Estimate
     samples: int
     flat: bool = False
-    z_resolve: float = Z_RESOLVE
 
     @property
     def z(self) -> float:
@@ -440,8 +414,8 @@ class Cell:
 
     @property
     def resolved(self) -> bool:
-        """A ratio is reported: the form is nonzero and the simulation >= z_resolve SE from 0."""
-        return not self.flat and not self.underflow and abs(self.z) >= self.z_resolve
+        """A ratio is reported: the form is nonzero and the simulation >= Z_RESOLVE SE from 0."""
+        return not self.flat and not self.underflow and abs(self.z) >= Z_RESOLVE
 
     @property
     def ratio(self) -> float:
@@ -458,10 +432,10 @@ class Cell:
 
     @property
     def samples_to_resolve(self) -> float:
-        """Sequences to put the closed-form value z_resolve SE from 0 with this estimator."""
+        """Sequences to put the closed-form value Z_RESOLVE SE from 0 with this estimator."""
         if self.flat or self.underflow:
             return math.nan
-        return sequences_needed(self.sim.se, self.samples, abs(self.closed), self.z_resolve)
+        return sequences_needed(self.sim.se, self.samples, abs(self.closed), Z_RESOLVE)
 
     def text(self) -> str:
         """The cell as printed: ratio ± SE, or a flat form's value and z (†: an SE bound)."""
@@ -493,10 +467,8 @@ class Row:
     def series(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(d, ratio, SE of the ratio) of the resolved cells: what a figure plots."""
         cells = [c for c in self.cells if c.resolved]
-        return (
-            np.array([c.d for c in cells], float),
-            np.array([c.ratio for c in cells]),
-            np.array([c.ratio_se for c in cells]),
+        return tuple(
+            np.array([getattr(c, f) for c in cells], float) for f in ("d", "ratio", "ratio_se")
         )
 
 
@@ -546,21 +518,21 @@ def trend(cells) -> tuple[str, float]:
     return "stalls", p
 
 
-def judge(cells, z_erratum: float = Z_ERRATUM) -> tuple[str, str]:
+def judge(cells) -> tuple[str, str]:
     """The verdict on one row of cells and its :func:`trend` word. A flat form is "flat" when the
-    simulation is within ``z_erratum`` SE of 0 at every d, else "not flat". Otherwise, a ratio more
-    than ``z_erratum`` SE from 1 is off: off at every d is :data:`OFF`, or :data:`FINITE_D` when
+    simulation is within Z_ERRATUM SE of 0 at every d, else "not flat". Otherwise, a ratio more
+    than Z_ERRATUM SE from 1 is off: off at every d is :data:`OFF`, or :data:`FINITE_D` when
     the error shrinks; "consistent": nowhere off; "converges": off only at the smallest d, with the
     error smaller at the largest; "deviates": off where resolved, unresolved elsewhere; "mixed":
     any other pattern; "unresolved": resolved at no d."""
     cells = sorted(cells, key=lambda c: c.d)
     if cells[0].flat:
-        return ("not flat" if any(abs(c.z) > z_erratum for c in cells) else "flat"), ""
+        return ("not flat" if any(abs(c.z) > Z_ERRATUM for c in cells) else "flat"), ""
     res = [c for c in cells if c.resolved]
     if not res:
         return "unresolved", ""
     word = trend(res)[0]
-    off = [abs(c.deviation) > z_erratum for c in res]
+    off = [abs(c.deviation) > Z_ERRATUM for c in res]
     if not any(off):
         return "consistent", ""
     if all(off):
@@ -599,15 +571,11 @@ class Table:
 
     def row(self, key: str, part: str, setting: Setting | None = None) -> Row:
         """The row of closed form ``key`` and ``part`` (in ``setting`` when it has several)."""
-        hits = [
-            r
-            for r in self.rows
-            if r.form.key == key and r.part == part and setting in (None, r.setting)
-        ]
+        hits = [r for r in self.rows if (r.form.key, r.part) == (key, part)]
+        hits = [r for r in hits if setting in (None, r.setting)]
         if len(hits) != 1:
             raise ValueError(
-                f"key={key!r}, part={part!r}, setting={setting!r} matches {len(hits)} rows; "
-                "allowed: a key and part of this table (and a setting when it has several)"
+                f"key={key!r}, part={part!r}, setting={setting} match {len(hits)} rows"
             )
         return hits[0]
 
@@ -625,22 +593,16 @@ def select(keys=None) -> tuple[ClosedForm, ...]:
     """The registry entries named by ``keys`` (all when None), in registry order."""
     if keys is None:
         return CLOSED_FORMS
-    keys = list(keys)
-    if not keys or any(k not in BY_KEY for k in keys):
+    if not keys or set(keys) - set(BY_KEY):
         raise ValueError(
             f"keys={keys!r} is not allowed; allowed: a non-empty list of {sorted(BY_KEY)}"
         )
     return tuple(f for f in CLOSED_FORMS if f.key in keys)
 
 
-def _check_ds(ds) -> tuple[int, ...]:
-    try:
-        values = list(ds)
-    except TypeError:
-        values = []
-    if not values:
-        raise ValueError(f"ds={ds!r} is not allowed; allowed: a non-empty list of integers >= 4")
-    return tuple(sorted({check_int("d", v, 4) for v in values}))
+def _ds(ds) -> tuple[int, ...]:
+    """The hidden sizes ``ds`` (integers >= 4), sorted, once each."""
+    return tuple(sorted({check_int("d", d, 4) for d in ds}))
 
 
 def _draw_cosine(alpha: float, n: int, d: int, samples: int, seed: int) -> list[float]:
@@ -679,19 +641,6 @@ def _config(setting: Setting, d: int, n: int, samples: int, seed: int, boost: in
     return setting.config(d, n, setting_samples(setting, samples, boost), seed)
 
 
-def _check_settings(settings) -> tuple[Setting, ...] | None:
-    """None, or the Settings to hold the forms at instead of their own, once each."""
-    if settings is not None and not (
-        isinstance(settings, (list, tuple))
-        and settings
-        and all(isinstance(s, Setting) for s in settings)
-    ):
-        raise ValueError(
-            f"settings={settings!r} is not allowed; allowed: None or a list of Setting"
-        )
-    return None if settings is None else tuple(dict.fromkeys(settings))
-
-
 def _settings(forms, settings, source: str) -> list[Setting]:
     """The settings of ``forms`` of ``source`` (or ``settings`` instead of theirs), sorted."""
     found = {s for f in forms if f.source == source for s in (settings or f.settings)}
@@ -711,13 +660,10 @@ def configs(
     """(Setting, d) -> the two-layer run that holds the forms named by ``keys`` (all when None) at
     each d of ``ds``, with :func:`setting_samples` sequences. ``settings``: held at these instead of
     each form's own (a grid's, e.g. Appendix B's)."""
-    ds = _check_ds(ds)
-    n = check_int("n", n, 3)
-    samples = check_int("samples", samples, 2)
-    seed = check_int("seed", seed, 0)
-    boost = check_int("boost", boost, 1)
-    gram = _settings(select(keys), _check_settings(settings), "gram")
-    return {(s, d): _config(s, d, n, samples, seed, boost) for s in gram for d in ds}
+    n, samples = check_int("n", n, 3), check_int("samples", samples, 2)
+    boost = check_int("boost", boost, 1)  # (the seed: SimConfig checks it)
+    gram = _settings(select(keys), settings, "gram")
+    return {(s, d): _config(s, d, n, samples, seed, boost) for s in gram for d in _ds(ds)}
 
 
 def measure(
@@ -731,8 +677,6 @@ def measure(
     keys=None,
     executor=None,
     cache=None,
-    z_resolve: float = Z_RESOLVE,
-    z_erratum: float = Z_ERRATUM,
     results: dict | None = None,
     settings=None,
 ) -> Table:
@@ -740,14 +684,11 @@ def measure(
 
     The runs are :func:`configs`'s (the same arguments): ``results`` when a page passes what it
     simulated ((Setting, d) -> SimResult), else through the results cache (``executor`` spreads
-    them). The cosine forms draw ``cosine_samples`` sequences of raw tokens per d, cached alike. A
-    ratio is reported where the simulation is ``z_resolve`` SE from 0; verdicts use ``z_erratum``.
+    them). The cosine forms draw ``cosine_samples`` sequences of raw tokens per d, cached alike.
     """
     wanted = configs(ds, n=n, samples=samples, seed=seed, boost=boost, keys=keys, settings=settings)
-    ds, settings = _check_ds(ds), _check_settings(settings)
-    cosine_samples = check_int("cosine_samples", cosine_samples, 2)
-    z_resolve = check_real("z_resolve", z_resolve, lo=0.0, lo_open=True, allowed="a number > 0")
-    z_erratum = check_real("z_erratum", z_erratum, lo=0.0, lo_open=True, allowed="a number > 0")
+    ds, cosine_samples = _ds(ds), check_int("cosine_samples", cosine_samples, 2)
+    settings = settings and tuple(dict.fromkeys(settings))  # each once
     if results is not None and {k: v.config for k, v in results.items()} != wanted:
         raise ValueError(
             "results do not hold exactly the simulations of closedforms.configs(...) with these "
@@ -785,8 +726,8 @@ def measure(
                 if part is None:
                     continue
                 values = [(d, float(part.form(s, d, n)), part.read(measured[s, d])) for d in ds]
-                cells = tuple(Cell(*v, count, part.flat, z_resolve) for v in values)
-                rows.append(Row(f, s, name, cells, *judge(cells, z_erratum)))
+                cells = tuple(Cell(*v, count, part.flat) for v in values)
+                rows.append(Row(f, s, name, cells, *judge(cells)))
     cost = Cost(
         len(wanted),
         sum(c.samples for c in wanted.values()),
@@ -854,19 +795,12 @@ class HCurves:
 def h_curves(res: SimResult, normalize: bool = True) -> HCurves:
     """:class:`HCurves` of a simulation with at least two layers."""
     cfg = res.config
-    if cfg.layers < 2:
-        raise ValueError(
-            f"layers={cfg.layers} is out of range; allowed: >= 2 (h(j) needs layer 1's output)"
-        )
     j = np.arange(1, cfg.n + 1)
     printed = corrected = None
     if NORMS[cfg.norm].closed_form:
-        printed = math.sqrt(cfg.d) * np.asarray(
-            theory.h_eq41(j, cfg.alpha, cfg.gamma, cfg.d), float
-        )
-        corrected = math.sqrt(cfg.d) * np.asarray(
-            theory.h_corrected(j, cfg.alpha, cfg.gamma, cfg.d, cfg.norm), float
-        )
+        args = (j, cfg.alpha, cfg.gamma, cfg.d)
+        printed = math.sqrt(cfg.d) * np.asarray(theory.h_eq41(*args), float)
+        corrected = math.sqrt(cfg.d) * np.asarray(theory.h_corrected(*args, cfg.norm), float)
     if normalize:
         sim, se = simulated_h(res, state=1)
         if printed is not None:
@@ -917,10 +851,6 @@ def ratio_series(table: Table, key: str, part: str) -> dict[float, tuple]:
                 np.array([getattr(c, f) for c in row.cells], float)
                 for f in ("d", "ratio", "ratio_se")
             )
-    if not out:
-        raise ValueError(
-            f"key={key!r}, part={part!r} is not in the table; allowed: a form and part it measured"
-        )
     return out
 
 

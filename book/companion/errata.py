@@ -4,13 +4,16 @@ An erratum is shown only when a build finds evidence for it (:func:`find`): a sy
 printed step that fails (:mod:`companion.symbolic`), or measured rows of the closed-form table
 (:mod:`companion.closedforms`) with an evidence verdict. Each is of one kind (:data:`KINDS`): four
 kinds of error in print (:data:`PRINTED`), an approximation bias of the LLN, or an effect beyond it.
-The functions below turn the findings into the rows of the book's tables.
+The entries and the wording of the tables are data, ``assets/errata.toml``; the functions below
+find the errata of a run and turn them into the rows of the book's tables.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
 
 from recency_lib import theory
 
@@ -29,16 +32,6 @@ BEYOND = "beyond the approximation"  # flat in the LLN, while simulation resolve
 UNEXPLAINED = "not yet explained"  # evidence that no entry of ERRATA claims
 PRINTED = (TYPO, SCALE, MISMATCH, MECHANISM)
 KINDS = (*PRINTED, BIAS, BEYOND, UNEXPLAINED)
-#: Each kind in prose: (one, several).
-KIND_WORDS = {
-    TYPO: ("typographical slip", "typographical slips"),
-    SCALE: ("scale error", "scale errors"),
-    MISMATCH: ("model mismatch", "model mismatches"),
-    MECHANISM: ("wrong mechanism", "wrong mechanisms"),
-    BIAS: ("approximation bias", "approximation biases"),
-    BEYOND: ("effect beyond the approximation", "effects beyond the approximation"),
-    UNEXPLAINED: ("measured deviation not yet explained", "measured deviations not yet explained"),
-}
 #: How the error of a row moves as d grows (closedforms.trend), in the book's words.
 AS_D_GROWS = {"grows": "grows", "stalls": "does not shrink", "shrinks": "shrinks", "": "—"}
 PART_NAMES = {"level": "size", "step": "$j$-dependence"}
@@ -46,22 +39,20 @@ PART_NAMES = {"level": "size", "step": "$j$-dependence"}
 
 @dataclass(frozen=True)
 class Erratum:
-    """One erratum of Appendix A and the evidence that can show it: ``checks``, keys of sympy checks
-    of the printed step (False = evidence); ``forms``, keys of closed forms whose evidence rows of
-    ``parts`` (and with / without a residual when ``residual`` is True / False) are evidence;
-    ``prefer``: the part whose rows give the measured factor shown."""
+    """One erratum of Appendix A and the evidence that can show it (``assets/errata.toml`` says
+    what each field means)."""
 
     key: str
     equations: str
     printed: str
     right: str
+    kind: str
     checks: tuple[str, ...] = ()
     forms: tuple[str, ...] = ()
     parts: tuple[str, ...] = ("level", "step")
     residual: bool | None = None
     prefer: str = "level"
-    label_from_rows: bool = False  # the "Eq." column lists the closed forms of the evidence rows
-    kind: str = TYPO
+    label_from_rows: bool = False
 
     def claims(self, row: Row) -> bool:
         if row.form.key not in self.forms or row.part not in self.parts:
@@ -69,124 +60,13 @@ class Erratum:
         return self.residual is None or (row.setting.gamma != 0.0) == self.residual
 
 
-ERRATA: tuple[Erratum, ...] = (
-    Erratum(
-        "eq7",
-        "(7)",
-        r"$(e^{\sqrt d}+i-1)$ twice in the denominator",
-        r"second factor $e^{\sqrt d}+j-1$",
-        checks=("eq7-printed",),
-    ),
-    Erratum(
-        "eq14",
-        "(14)",
-        r"$\langle x_i, x_i\rangle = \sqrt d$",
-        r"$1$; $1/(1-\alpha)$ with anisotropy",
-        checks=("eq14-printed",),
-        forms=("eq14-printed",),
-        kind=SCALE,
-    ),
-    Erratum(
-        "eq15",
-        "(13)–(15)",
-        r"$A^{(1)}_{ii} = e^{\sqrt d}/(e^{\sqrt d}+i-1) \approx 1$: each token attends to itself",
-        r"$a'/(a'+i-1)$: nearly uniform attention",
-        checks=("eq15-printed",),
-        forms=("eq15-printed",),
-        kind=MECHANISM,
-    ),
-    Erratum(
-        "eq19",
-        "(17)–(19)",
-        r"$S^{(2)}_{ij} = 1/(e^{\sqrt d}+i-1)$",
-        r"$\big(1/(a'+i-1)+c^2\big)/\sqrt d$",
-        checks=("eq17-scale", "eq18-printed"),
-        forms=("eq19-printed",),
-        parts=("level",),
-        kind=MECHANISM,
-    ),
-    Erratum(
-        "prop1-flat",
-        "(19)",
-        r"$S^{(2)}_{ij}$ flat in $j < i$ (the LLN)",
-        r"rises by a relative $d^{-3/2}(1-1/j)$ at the next order: a step $\propto d^{-2}$",
-        forms=("eq19-corrected", "eq19-printed"),
-        parts=("step",),
-        prefer="step",
-        kind=BEYOND,
-    ),
-    Erratum(
-        "eq22",
-        "(22)",
-        r"$\lVert x_i^{(1)}\rVert^2 = \sqrt d/(1-\alpha)$",
-        r"$\lVert x_i^{(0)}\rVert^2 = 1/(1-\alpha)$",
-        checks=("eq22-printed",),
-        forms=("eq22-printed",),
-        kind=SCALE,
-    ),
-    Erratum(
-        "eq23",
-        "(23)",
-        r"$\langle y_i, y_j\rangle = \sqrt d\,\alpha$",
-        r"$d\,\alpha$",
-        checks=("eq23-printed",),
-        forms=("eq23-printed",),
-        kind=SCALE,
-    ),
-    Erratum(
-        "residual",
-        "(25)–(41), the paper's Figure 5",
-        r"the residual as a weight on $y_j$ ($\sqrt d\gamma\lVert x_j\rVert$, $d\gamma$, "
-        r"$\gamma$), while Eq. (20) adds $\gamma x_j$",
-        r"$\gamma x_j^{(0)}$ in units of $y_j$: $g = \gamma\lVert x_j^{(0)}\rVert/\sqrt d$",
-        checks=("residual-printed",),
-        forms=("eq36-printed", "eq41-printed", "fig5-printed"),
-        residual=True,
-        kind=MISMATCH,
-    ),
-    Erratum("eq34", "(34)", r"stray factors $d$", "without them", checks=("eq34-printed",)),
-    Erratum(
-        "eq39",
-        "(39)",
-        r"$2\gamma e + e^{\alpha\sqrt d}$",
-        r"$2\gamma e^{\sqrt d} + e^{\alpha\sqrt d}$",
-        checks=("eq39-printed",),
-    ),
-    Erratum(
-        "eq40", "(40)", r"prefactor $d$", r"$\sqrt d$ (a row constant)", checks=("eq40-printed",)
-    ),
-    Erratum(
-        "lln-attention",
-        "(4), (25), (26)",
-        r"off-diagonal weight $e^{\alpha\sqrt d}/D_i$",
-        r"$\times\,\mathbb{E}\,e^{Z} \to e^{(1-\alpha^2)^2/2}$",
-        forms=("eq4-attention",),
-        label_from_rows=True,
-        kind=BIAS,
-    ),
-    Erratum(
-        "lln-steps",
-        "(10), (36), (40), (41), the paper's Figures 2, 5",
-        r"the $j$-dependence of the LLN forms",
-        r"$\times$ a factor that does not go to 1 as $d$ grows (for $h(j)$ it tends to "
-        r"$e^{(1-\alpha^2)^2/2}$; below 1 at small $d$ and large $\alpha$)",
-        forms=(
-            "eq10",
-            "eq11",
-            "eq36-printed",
-            "eq36-corrected",
-            "eq41-printed",
-            "eq41-corrected",
-            "eq40-corrected",
-            "fig2",
-            "fig5-corrected",
-        ),
-        parts=("step",),
-        prefer="step",
-        label_from_rows=True,
-        kind=BIAS,
-    ),
+#: The errata, each kind in prose (one, several) and what each verdict means: assets/errata.toml.
+TEXT = tomllib.loads((Path(__file__).parent / "assets" / "errata.toml").read_text("utf-8"))
+ERRATA = tuple(
+    Erratum(key, **{k: tuple(v) if isinstance(v, list) else v for k, v in entry.items()})
+    for key, entry in TEXT["errata"].items()
 )
+KIND_WORDS, VERDICT_MEANINGS = TEXT["kinds"], TEXT["verdicts"]
 
 
 # -- finding the errata of a run ------------------------------------------------------------------
@@ -263,13 +143,12 @@ def find(table: Table, checks) -> list[Found]:
 
 def _factor(row: Row) -> str:
     """The measured value of a row as the errata table shows it, with the d of the measurement."""
-    if row.cells[0].flat:
-        c = _most_resolved(row)
-        mark = BOUND_MARK if c.sim.bound else ""
+    flat = row.cells[0].flat
+    c = _most_resolved(row) if flat else _last_resolved(row)
+    mark = BOUND_MARK if c.sim.bound else ""
+    if flat:
         step = f"step {nowrap(pm(c.sim.value, c.sim.se))}{mark}, $z = {z_text(c.z)}$"
         return f"{step}<br><small>$d$ = {c.d}</small>"
-    c = _last_resolved(row)
-    mark = BOUND_MARK if c.sim.bound else ""
     grows = f"; error {AS_D_GROWS[row.trend]} with $d$" if row.trend else ""
     return f"{nowrap(pm(c.ratio, c.ratio_se))}{mark}<br><small>$d$ = {c.d}{grows}</small>"
 
@@ -296,16 +175,11 @@ def errata_rows(found: list[Found], kind=None) -> list[dict]:
     """One row per erratum of ``kind`` (one of :data:`KINDS`, a tuple of them, or None: all; with a
     "kind" column when several), in the order of :data:`KINDS`: its equations, as printed, what is
     right, what found it and the measured value (simulated / printed, or a flat form's step)."""
-    kinds = KINDS if kind is None else (kind,) if isinstance(kind, str) else tuple(kind)
-    if not kinds or any(k not in KINDS for k in kinds):
-        allowed = ", ".join(map(repr, KINDS))
-        raise ValueError(
-            f"kind={kind!r} is not allowed; allowed: None, one of {allowed} or a tuple of them"
-        )
+    kinds = KINDS if kind is None else (kind,) if isinstance(kind, str) else kind
     out = []
-    for f in sorted(
-        (f for f in found if f.erratum.kind in kinds), key=lambda f: KINDS.index(f.erratum.kind)
-    ):
+    for f in sorted(found, key=lambda f: KINDS.index(f.erratum.kind)):
+        if f.erratum.kind not in kinds:
+            continue
         e, rep = f.erratum, f.representative
         by = "both" if (f.failed and f.rows) else ("sympy" if f.failed else "simulation")
         out.append(
@@ -378,21 +252,6 @@ def ratio_rows(table: Table) -> list[dict]:
     ]
 
 
-#: What each verdict of a measured row means (closedforms.judge), for the page's legend.
-VERDICT_MEANINGS = {
-    "consistent": "within the threshold of 1 wherever resolved",
-    "converges": "off at the smallest $d$ only, closer at the largest",
-    "finite-d error": "off at every $d$, shrinking like $d^{-p}$: right in the limit",
-    OFF: "off at every $d$, not shrinking: the form misses a factor (an error in print, or the "
-    "bias of the LLN; the book's corrected forms keep the latter)",
-    "deviates": "off wherever resolved, unresolved elsewhere",
-    "mixed": "off at some $d$, not at others",
-    "unresolved": "the simulated value is within the noise at every $d$",
-    "flat": "printed flat in $j$, and the simulated steps are consistent with 0",
-    "not flat": "printed flat in $j$, but a simulated step is resolved away from 0",
-}
-
-
 def verdict_counts(table: Table) -> dict[str, int]:
     """How many rows got each verdict (in closedforms.VERDICTS order, those that occur)."""
     return {v: n for v in VERDICTS if (n := sum(r.verdict == v for r in table.rows))}
@@ -443,52 +302,40 @@ def paper_errata(
 
 
 def summary_rows(table: Table, checks, found: list[Found]) -> list[dict]:
-    """The page's first table: what was checked and what came out, in a few counts."""
+    """The page's first table: what was checked and what came out, in a few counts (its wording:
+    ``[summary]`` of assets/errata.toml, with these numbers in braces)."""
     counts = verdict_counts(table)
-    right = sum(counts.get(v, 0) for v in ("consistent", "converges", "flat"))
-    other = sum(counts.get(v, 0) for v in ("deviates", "mixed", "unresolved", "not flat"))
+
+    def rows_of(*verdicts):
+        return sum(counts.get(v, 0) for v in verdicts)
+
     failing = sum(not c.holds for c in checks)
-    by_algebra, by_simulation = sum(bool(f.failed) for f in found), sum(bool(f.rows) for f in found)
-    rows = (
-        (
-            "algebra steps, by sympy",
-            len(checks),
-            f"{count(failing)} printed steps fail; {count(len(checks) - failing)} claims hold",
-        ),
-        (
-            f"closed forms against simulation, $d$ = {', '.join(str(d) for d in table.ds)}",
-            len({r.form.key for r in table.rows}),
-            f"{count(len(table.rows))} rows (size and $j$-dependence, per setting)",
-        ),
-        (
-            "the paper's errata (this page's tables)",
-            len(found),
-            f"{summary_text(summary(found))}; {count(by_algebra)} found by algebra, "
-            f"{count(by_simulation)} by simulation",
-        ),
-        (
-            "rows off at every $d$, not shrinking",
-            counts.get(OFF, 0),
-            "the form misses a factor: an error in print, or the LLN's bias (also in corrected "
-            "forms)",
-        ),
-        (
-            "rows off at every $d$, shrinking",
-            counts.get(FINITE_D, 0),
-            "finite-$d$ errors: right in the limit",
-        ),
-        (
-            "rows right within the resolution",
-            right,
-            "consistent, converging, or flat as predicted",
-        ),
-        (
-            "rows with another pattern or unresolved",
-            other,
-            "off where resolved, unresolved elsewhere; or a flat form that is not flat",
-        ),
-    )
-    return [{"checked": what, "count": count(k), "outcome": outcome} for what, k, outcome in rows]
+    numbers = {
+        "failing": count(failing),
+        "holding": count(len(checks) - failing),
+        "ds": ", ".join(str(d) for d in table.ds),
+        "rows": count(len(table.rows)),
+        "kinds": summary_text(summary(found)),
+        "by_algebra": count(sum(bool(f.failed) for f in found)),
+        "by_simulation": count(sum(bool(f.rows) for f in found)),
+    }
+    sizes = {
+        "algebra": len(checks),
+        "forms": len({r.form.key for r in table.rows}),
+        "errata": len(found),
+        "off": rows_of(OFF),
+        "finite": rows_of(FINITE_D),
+        "right": rows_of("consistent", "converges", "flat"),
+        "other": rows_of("deviates", "mixed", "unresolved", "not flat"),
+    }
+    return [
+        {
+            "checked": what.format(**numbers),
+            "count": count(sizes[key]),
+            "outcome": out.format(**numbers),
+        }
+        for key, (what, out) in TEXT["summary"].items()
+    ]
 
 
 def check_rows(checks, section: str) -> list[dict]:
@@ -533,11 +380,11 @@ def residual_coefficient_rows(res) -> list[dict]:
 
 
 def _run_checks() -> dict:
-    """Every sympy check as JSON, with the seconds they took."""
+    """Every sympy check's verdict (key -> holds) and the seconds they took."""
     from . import symbolic
 
     steps, seconds = symbolic.run_all_timed()
-    return {"checks": [asdict(s) for s in steps], "seconds": seconds}
+    return {"holds": {s.key: s.holds for s in steps}, "seconds": seconds}
 
 
 def sympy_checks(cache=None) -> tuple[list, float, bool]:
@@ -546,7 +393,7 @@ def sympy_checks(cache=None) -> tuple[list, float, bool]:
     the seconds they took when they ran, whether they came from the cache)."""
     from recency_lib import cache as results_cache
 
-    from .symbolic import AlgebraStep
+    from . import symbolic
 
     stored, hit = results_cache.cached_value(
         "sympy-checks",
@@ -555,4 +402,4 @@ def sympy_checks(cache=None) -> tuple[list, float, bool]:
         packages=("sympy", "numpy"),
         cache=cache,
     )
-    return [AlgebraStep(**row) for row in stored["checks"]], float(stored["seconds"]), hit
+    return symbolic.steps(stored["holds"]), float(stored["seconds"]), hit

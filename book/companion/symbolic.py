@@ -1,19 +1,21 @@
 """Sympy checks of the algebra of the paper's Appendix A, one claim per check (:data:`CHECKS`).
 
 A claim about a printed step reads "the printed form is right", so a typo comes out False and the
-corrected form beside it True. Notation (the paper's, 1-based, i = query, j = key): a = e^√d,
-b = e^{α√d}, D_j = a + (j − 1) b (Eqs. (25)–(26)); under the LLN ⟨y_k, y_l⟩ = d((1 − α)δ_kl + α);
-g is the residual weight of y_j. "Equal" means sympy.cancel(lhs − rhs) == 0, for every pair
-i > j ≤ N where the equation is indexed.
+corrected form beside it True; each claim's words are in ``assets/sympy_checks.toml``, by key.
+Notation (the paper's, 1-based, i = query, j = key): a = e^√d, b = e^{α√d}, D_j = a + (j − 1) b
+(Eqs. (25)–(26)); under the LLN ⟨y_k, y_l⟩ = d((1 − α)δ_kl + α); g is the residual weight of y_j.
+"Equal" means sympy.cancel(lhs − rhs) == 0, for every pair i > j ≤ N where the equation is indexed.
 """
 
 from __future__ import annotations
 
 import time
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import NamedTuple
+from itertools import product
+from pathlib import Path
 
 import numpy as np
 import sympy as sp
@@ -173,21 +175,14 @@ def _eq14_fixed() -> bool:
     return _zero(same.subs(c2, 0) - 1) and _zero(anisotropic) and _zero(other.subs(c2, 0))
 
 
-def _softmax_diag(score_diag, i):
-    """The diagonal weight of row i when every earlier key scores 0."""
-    return sp.exp(score_diag) / (sp.exp(score_diag) + i - 1)
-
-
-def _eq15_printed() -> bool:
-    """The printed Eq. (14) gives the diagonal score √d/√d = 1, not √d."""
-    e = sp.exp(sp.sqrt(d))
-    rows = range(2, N + 1)
-    return all(_zero(_softmax_diag(sp.sqrt(d) / sp.sqrt(d), i) - e / (e + i - 1)) for i in rows)
+def _diagonal_weight_is(score, e) -> bool:
+    """Is row i's diagonal weight e/(e + i − 1) when it scores ``score`` and every earlier key 0?"""
+    weight = sp.exp(score)
+    return all(_zero(weight / (weight + i - 1) - e / (e + i - 1)) for i in range(2, N + 1))
 
 
 def _eq15_fixed() -> bool:
-    e = sp.exp(1 / sp.sqrt(d))
-    ok = all(_zero(_softmax_diag(1 / sp.sqrt(d), i) - e / (e + i - 1)) for i in range(2, N + 1))
+    ok = _diagonal_weight_is(1 / sp.sqrt(d), sp.exp(1 / sp.sqrt(d)))
     for dv in (4, 64, 1024):
         for i in range(1, N + 1):
             for j in range(1, i + 1):
@@ -212,27 +207,24 @@ def _model_scores_match(prefactor, norm: str) -> bool:
     normalization?"""
     ok = True
     lower = np.tril_indices(N)
-    for dv in (4.0, 64.0, 1024.0):
-        for av in (0.0, 0.5):
-            x0 = np.linalg.cholesky((1 - av) * np.eye(N) + av)[None]  # (1, n, n)
-            x1, *_ = layer(x0, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
-            _, s2, _, _ = layer(x1, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
-            inner = x1[0] @ x1[0].T
-            norms = np.sqrt(np.outer(np.diag(inner), np.diag(inner))) if norm != "none" else 1.0
-            want = (prefactor(dv) * inner / norms)[lower]
-            ok &= bool(np.allclose(want, s2[0][lower], rtol=1e-12, atol=0))
+    for dv, av in product((4.0, 64.0, 1024.0), (0.0, 0.5)):
+        x0 = np.linalg.cholesky((1 - av) * np.eye(N) + av)[None]  # (1, n, n)
+        x1, *_ = layer(x0, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
+        _, s2, _, _ = layer(x1, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
+        inner = x1[0] @ x1[0].T
+        norms = np.sqrt(np.outer(np.diag(inner), np.diag(inner))) if norm != "none" else 1.0
+        want = (prefactor(dv) * inner / norms)[lower]
+        ok &= bool(np.allclose(want, s2[0][lower], rtol=1e-12, atol=0))
     return ok
 
 
 def _eq19_fixed() -> bool:
     gram = _prop1_gram()
     ok = _zero_for_pairs(lambda i, j: (gram[i - 1, j - 1] - (U / (a + i - 1) + W)) / sp.sqrt(d))
-    for dv in (4, 64, 1024):
-        for av in (sp.Integer(0), sp.Rational(1, 2)):
-            e = sp.exp(1 / sp.sqrt(sp.Integer(dv)))
-            for i, j in PAIRS:
-                ref = (1 / (e + i - 1) + av / (1 - av)) / sp.sqrt(dv)
-                ok &= _close(theory.prop1_score_corrected(i, j, dv, float(av)), ref.evalf(30))
+    for dv, av, (i, j) in product((4, 64, 1024), (sp.Integer(0), sp.Rational(1, 2)), PAIRS):
+        e = sp.exp(1 / sp.sqrt(sp.Integer(dv)))
+        ref = (1 / (e + i - 1) + av / (1 - av)) / sp.sqrt(dv)
+        ok &= _close(theory.prop1_score_corrected(i, j, dv, float(av)), ref.evalf(30))
     return bool(ok)
 
 
@@ -274,12 +266,11 @@ def _residual_printed() -> bool:
 def _residual_fixed() -> bool:
     target = GAMMA / sp.sqrt(d * (1 - alpha))
     ok = _zero(_residual_weight().subs(NX, 1 / sp.sqrt(1 - alpha)) - target)
-    for dv in (4, 64, 4096):
-        for av in (0.0, 0.5):
-            ref = target.subs({GAMMA: 1, d: dv, alpha: sp.Rational(str(av))}).evalf(30)
-            ok &= _close(theory.residual_coefficient(av, 1.0, dv, "rms"), ref)
-            layernorm = ref * sp.sqrt(sp.Rational(dv - 1, dv))
-            ok &= _close(theory.residual_coefficient(av, 1.0, dv, "layernorm"), layernorm)
+    for dv, av in product((4, 64, 4096), (0.0, 0.5)):
+        ref = target.subs({GAMMA: 1, d: dv, alpha: sp.Rational(str(av))}).evalf(30)
+        ok &= _close(theory.residual_coefficient(av, 1.0, dv, "rms"), ref)
+        layernorm = ref * sp.sqrt(sp.Rational(dv - 1, dv))
+        ok &= _close(theory.residual_coefficient(av, 1.0, dv, "layernorm"), layernorm)
     return bool(ok)
 
 
@@ -379,15 +370,12 @@ def _lln_values(dv, av, j=None) -> dict:
 
 def _eq36_theory() -> bool:
     ok = True
-    for dv in (4, 64, 1024):
-        for av in (0.0, 0.5, 0.8):
-            for gv in (0.0, 1.0):
-                for j in (1, 2, 5):
-                    e36 = dv * _q(a + (j - 1) * b).subs(_lln_values(dv, av))
-                    ok &= _close(theory.sq_norm_eq36(j, av, gv, dv), e36.subs(g, gv).evalf(30))
-                    gc = float(theory.residual_coefficient(av, gv, dv, "layernorm"))
-                    ref = e36.subs(g, sp.Float(gc, 30)).evalf(30)
-                    ok &= _close(theory.sq_norm_corrected(j, av, gv, dv, "layernorm"), ref)
+    for dv, av, gv, j in product((4, 64, 1024), (0.0, 0.5, 0.8), (0.0, 1.0), (1, 2, 5)):
+        e36 = dv * _q(a + (j - 1) * b).subs(_lln_values(dv, av))
+        ok &= _close(theory.sq_norm_eq36(j, av, gv, dv), e36.subs(g, gv).evalf(30))
+        gc = float(theory.residual_coefficient(av, gv, dv, "layernorm"))  # γ -> g
+        ref = e36.subs(g, sp.Float(gc, 30)).evalf(30)
+        ok &= _close(theory.sq_norm_corrected(j, av, gv, dv, "layernorm"), ref)
     return bool(ok)
 
 
@@ -423,353 +411,103 @@ def _eq39_negative() -> bool:
 def _eq41() -> bool:
     h41 = D_J / (sp.sqrt(d) * sp.sqrt(_eq36_bracket(D_J)))
     ok = _zero(h41**2 - 1 / (d * _q(D_J)))
-    for dv in (4, 64, 1024):
-        for av in (0.0, 0.5):
-            for gv in (0.0, 1.0):
-                for j in (1, 3, 7):
-                    ref = h41.subs({**_lln_values(dv, av, j), g: gv}).evalf(30)
-                    ok &= _close(theory.h_eq41(j, av, gv, dv), ref)
+    for dv, av, gv, j in product((4, 64, 1024), (0.0, 0.5), (0.0, 1.0), (1, 3, 7)):
+        ref = h41.subs({**_lln_values(dv, av, j), g: gv}).evalf(30)
+        ok &= _close(theory.h_eq41(j, av, gv, dv), ref)
     return bool(ok)
 
 
 # -- the registry ----------------------------------------------------------------------------------
 
 
-class Derivation(NamedTuple):
-    """A sympy derivation that decides the claim of an :class:`AlgebraStep` (``decide()``)."""
-
-    key: str
-    equations: str
-    claim: str
-    method: str
-    decide: Callable[[], bool]
-
-    def run(self, section: str) -> AlgebraStep:
-        return AlgebraStep(self.key, section, *self[1:4], bool(self.decide()))
+def _eq9_form(i, j):
+    """⟨x_i, x_j⟩ / d of Eqs. (9) and (18)."""
+    return (a + j - 1) / ((a + i - 1) * (a + j - 1))
 
 
-GENERIC = "sympy, generic Gram matrix of the y's, all i > j ≤ 5"
-ALL_PAIRS = "sympy, all i > j ≤ 5"
-MOMENTS = "sympy: LLN values of ⟨x_i, x_j⟩, y = √d x/‖x‖"
-EQ22 = (
-    "sympy: E‖x_i‖² = d·E[x_it²], c² = α/(1−α); and the sampler's Σ_ii (sampling.sigma_cholesky) "
-    "at d ∈ {4, 64, 1024}, α ∈ {0.3, ½, 0.8}"
-)
-RESIDUAL = "sympy: solve γ x_j = k y_j with y_j = √d x_j/‖x_j‖"
-DIAGONAL = "sympy, j ≤ 5"
-SYMBOLIC_D = "sympy, symbolic D_j"
-MODEL = (
-    "the simulator's layer (recency_lib.model.layer{}) run twice on tokens with Gram matrix "
-    "(1−α)I + α11ᵀ, d ∈ {{4, 64, 1024}}, α ∈ {{0, ½}}: its S⁽²⁾ vs {}"
-)
-EQ40 = MODEL.format(", y = √d x/‖x‖", "the formula on its x⁽¹⁾")
+def _prop1_printed(i, j):
+    """⟨x_i^(1), x_j^(1)⟩ without normalization from the printed ⟨x_k, x_k⟩ = √d (Eq. (14))."""
+    return _prop1_gram()[i - 1, j - 1].subs({U: sp.sqrt(d), W: 0})
 
-A1 = (  # A.1: Theorem 1
-    Derivation(
-        "eq7-printed",
-        "(7)",
-        "Eq. (7) as printed, denominator (e^√d+i−1)(e^√d+i−1), equals ⟨x_i, x_j⟩ for i > j",
-        GENERIC,
-        lambda: _eq7(printed=True),
-    ),
-    Derivation(
-        "eq7-fixed",
-        "(7)",
-        "Eq. (7) with denominator (e^√d+i−1)(e^√d+j−1) equals ⟨x_i, x_j⟩ for i > j",
-        GENERIC,
-        lambda: _eq7(printed=False),
-    ),
-    Derivation(
-        "eq8",
-        "(8)",
-        "Eq. (8) is the expansion of ⟨x_i, x_j⟩ (no approximation yet)",
-        GENERIC,
-        lambda: _zero_for_pairs(_eq8),
-    ),
-    Derivation(
-        "eq9",
-        "(9)",
-        "⟨x_i, x_j⟩ = d(e^√d+j−1)/((e^√d+i−1)(e^√d+j−1)) under ⟨y_k, y_l⟩ = d δ_kl",
-        "sympy: C (d I) Cᵀ, all i > j ≤ 5",
-        lambda: _zero_for_pairs(
-            lambda i, j: _gram_alpha0()[i - 1, j - 1] - (a + j - 1) / ((a + i - 1) * (a + j - 1))
-        ),
-    ),
-    Derivation(
-        "eq10",
-        "(10)",
-        "‖x_i‖² = d(e^{2√d}+i−1)/(e^√d+i−1)² under ⟨y_k, y_l⟩ = d δ_kl",
-        "sympy: C (d I) Cᵀ, all i ≤ 5",
-        lambda: all(
+
+#: Section of the appendix -> check key -> the derivation that decides its claim. What each check
+#: claims and how, as the book prints it: ``assets/sympy_checks.toml``, by key (:data:`TEXTS`).
+CHECKS: dict[str, dict[str, Callable[[], bool]]] = {
+    "A.1": {  # Theorem 1
+        "eq7-printed": lambda: _eq7(printed=True),
+        "eq7-fixed": lambda: _eq7(printed=False),
+        "eq8": lambda: _zero_for_pairs(_eq8),
+        "eq9": lambda: _zero_for_pairs(lambda i, j: _gram_alpha0()[i - 1, j - 1] - _eq9_form(i, j)),
+        "eq10": lambda: all(
             _zero(_gram_alpha0()[i - 1, i - 1] - (a**2 + i - 1) / (a + i - 1) ** 2)
             for i in range(1, N + 1)
         ),
-    ),
-    Derivation(
-        "eq11-from-9-10",
-        "(9)–(11), (5)",
-        "S⁽²⁾_ij = √d⟨x_i,x_j⟩/(‖x_i‖‖x_j‖) with (9), (10) gives Eq. (11) = Eq. (5)",
-        "sympy (squares of positive sides), all i > j ≤ 5",
-        lambda: _zero_for_pairs(_eq11_from_9_10),
-    ),
-    Derivation(
-        "eq11-increasing",
-        "(11)",
-        "Eq. (11) strictly increases in j for fixed i (any d > 0)",
-        "sympy: ∂_j log S as a ratio of polynomials in u = e^√d − 1 > 0, m = j − 1 ≥ 0 with "
-        "positive coefficients",
-        _eq11_increasing,
-    ),
-    Derivation(
-        "eq11-diagonal",
-        "(5), (11)",
-        "S⁽²⁾_ii = √d exceeds S⁽²⁾_{i,i−1} (the last step of Definition 1)",
-        "sympy: (S_ii² − S_{i,i−1}²)·(positive) is a polynomial in u = e^√d − 1 > 0, m = i − 2 ≥ 0 "
-        "with positive coefficients",
-        _eq11_diagonal,
-    ),
-    Derivation(
-        "eq11-theory",
-        "(11)",
-        "theory.theorem1_score evaluates Eq. (11)",
-        "30-digit sympy value vs float64 at d ∈ {4, 64, 400}, all i > j ≤ 5",
-        _eq11_theory,
-    ),
-)
-
-A2 = (  # A.2: Proposition 1
-    Derivation(
-        "eq14-printed",
-        "(14)",
-        "⟨x_i, x_i⟩ → √d for x_i ~ N(0, I_d/d) (as printed)",
-        "sympy: E⟨x_i, x_i⟩ = d·E[x_it²] (independent Gaussian coordinates)",
-        lambda: _zero(_token_moments()[0].subs(c2, 0) - sp.sqrt(d)),
-    ),
-    Derivation(
-        "eq14-fixed",
-        "(14)",
-        "⟨x_i, x_i⟩ → 1 (1/(1−α) with anisotropy), ⟨x_i, x_j⟩ → 0 for i ≠ j",
-        "sympy: E⟨x_i, x_j⟩ = d·E[x_it x_jt] (independent Gaussian coordinates)",
-        _eq14_fixed,
-    ),
-    Derivation(
-        "eq15-printed",
-        "(13)–(15)",
-        "Eq. (15) follows from Eq. (13) with the printed Eq. (14) (⟨x_i, x_i⟩ = √d)",
-        "sympy: softmax of the scores ⟨x_i,x_k⟩/√d, i ≤ 5",
-        _eq15_printed,
-    ),
-    Derivation(
-        "eq15-fixed",
-        "(15)",
-        "with ⟨x_i, x_i⟩ = 1: A_ii = a/(a+i−1), A_ij = 1/(a+i−1), a = e^{1/√d} "
-        "(theory.prop1_attention_corrected)",
-        "sympy softmax; 30-digit values vs float64 at d ∈ {4, 64, 1024}",
-        _eq15_fixed,
-    ),
-    Derivation(
-        "eq17-scale",
-        "(12), (17)",
-        "S⁽²⁾_ij = ⟨x_i⁽¹⁾, x_j⁽¹⁾⟩ without the 1/√d of Eq. (12) (as printed in (17))",
-        MODEL.format(", no normalization", "⟨x_i⁽¹⁾, x_j⁽¹⁾⟩"),
-        lambda: _model_scores_match(lambda dv: 1.0, "none"),
-    ),
-    Derivation(
-        "eq18-printed",
-        "(17)–(18)",
-        "Eq. (18) follows from (17) with the printed ⟨x_k, x_k⟩ = √d",
-        ALL_PAIRS,
-        lambda: _zero_for_pairs(
-            lambda i, j: (
-                _prop1_gram()[i - 1, j - 1].subs({U: sp.sqrt(d), W: 0})
-                - (a + j - 1) / ((a + i - 1) * (a + j - 1))
-            )
+        "eq11-from-9-10": lambda: _zero_for_pairs(_eq11_from_9_10),
+        "eq11-increasing": _eq11_increasing,
+        "eq11-diagonal": _eq11_diagonal,
+        "eq11-theory": _eq11_theory,
+    },
+    "A.2": {  # Proposition 1
+        "eq14-printed": lambda: _zero(_token_moments()[0].subs(c2, 0) - sp.sqrt(d)),
+        "eq14-fixed": _eq14_fixed,
+        # the printed Eq. (14) gives the diagonal score √d/√d = 1, not √d
+        "eq15-printed": lambda: _diagonal_weight_is(sp.sqrt(d) / sp.sqrt(d), sp.exp(sp.sqrt(d))),
+        "eq15-fixed": _eq15_fixed,
+        "eq17-scale": lambda: _model_scores_match(lambda dv: 1.0, "none"),
+        "eq18-printed": lambda: _zero_for_pairs(
+            lambda i, j: _prop1_printed(i, j) - _eq9_form(i, j)
         ),
-    ),
-    Derivation(
-        "eq19-form",
-        "(14), (17)–(19)",
-        "with the printed (14) and the 1/√d restored, S⁽²⁾_ij = 1/(E+i−1) as (19) prints "
-        "(the two slips cancel in form)",
-        ALL_PAIRS,
-        lambda: _zero_for_pairs(
-            lambda i, j: (
-                _prop1_gram()[i - 1, j - 1].subs({U: sp.sqrt(d), W: 0}) / sp.sqrt(d)
-                - 1 / (a + i - 1)
-            )
+        "eq19-form": lambda: _zero_for_pairs(
+            lambda i, j: _prop1_printed(i, j) / sp.sqrt(d) - 1 / (a + i - 1)
         ),
-    ),
-    Derivation(
-        "eq19-fixed",
-        "(19)",
-        "corrected S⁽²⁾_ij = (1/(a+i−1) + c²)/√d, a = e^{1/√d}, the same for every j < i "
-        "(theory.prop1_score_corrected)",
-        "sympy with ⟨x_k, x_l⟩ = δ_kl + c²; 30-digit values vs float64, d ∈ {4, 64, 1024}, "
-        "α ∈ {0, ½}",
-        _eq19_fixed,
-    ),
-)
-
-A3 = (  # A.3: Propositions 2 and 3
-    Derivation(
-        "eq22-printed",
-        "(22)",
-        "‖x_i‖² → √d/(1−α) (as printed)",
-        EQ22,
-        lambda: _eq22_holds(lambda dd, al: sp.sqrt(dd) / (1 - al)),
-    ),
-    Derivation(
-        "eq22-fixed",
-        "(22)",
-        "‖x_i⁽⁰⁾‖² → 1/(1−α)",
-        EQ22,
-        lambda: _eq22_holds(lambda dd, al: 1 / (1 - al)),
-    ),
-    Derivation(
-        "eq23-printed",
-        "(23)",
-        "⟨y_i, y_j⟩ → √d·α for i ≠ j (as printed)",
-        MOMENTS,
-        lambda: _zero(_y_inner() - sp.sqrt(d) * alpha),
-    ),
-    Derivation(
-        "eq23-fixed",
-        "(23), (25)",
-        "⟨y_i, y_j⟩ → dα, i.e. off-diagonal score √d·α: the weight e^{√dα} that (25) uses",
-        MOMENTS,
-        lambda: (
+        "eq19-fixed": _eq19_fixed,
+    },
+    "A.3": {  # Propositions 2 and 3
+        "eq22-printed": lambda: _eq22_holds(lambda dd, al: sp.sqrt(dd) / (1 - al)),
+        "eq22-fixed": lambda: _eq22_holds(lambda dd, al: 1 / (1 - al)),
+        "eq23-printed": lambda: _zero(_y_inner() - sp.sqrt(d) * alpha),
+        "eq23-fixed": lambda: (
             _zero(_y_inner() - d * alpha) and _zero(_y_inner() / sp.sqrt(d) - sp.sqrt(d) * alpha)
         ),
-    ),
-    Derivation(
-        "residual-printed",
-        "(25), (26), (33)",
-        "a printed residual weight of y_j (√dγ‖x‖, dγ or γ) is right",
-        RESIDUAL,
-        _residual_printed,
-    ),
-    Derivation(
-        "residual-fixed",
-        "(25), (26), (33)",
-        "the residual weight of y_j is g = γ‖x_j⁽⁰⁾‖/√d = γ/√(d(1−α)) (× √((d−1)/d) for LayerNorm; "
-        "theory.residual_coefficient)",
-        "sympy; 30-digit values vs float64, d ∈ {4, 64, 4096}",
-        _residual_fixed,
-    ),
-    Derivation(
-        "eq28-32",
-        "(27)–(32)",
-        "each of Eqs. (28)–(32) equals ⟨x_i, x_j⟩/d for i > j "
-        "(reading dγ as the residual weight g)",
-        "sympy vs C Gy Cᵀ, ⟨y_k,y_l⟩ = d((1−α)δ_kl + α), all i > j ≤ 5",
-        lambda: all(
+        "residual-printed": _residual_printed,
+        "residual-fixed": _residual_fixed,
+        "eq28-32": lambda: all(
             _zero(step - _gram_residual()[i - 1, j - 1])
             for i, j in PAIRS
             for step in _eqs28_to_32(i, j)
         ),
-    ),
-    Derivation(
-        "eq32-flat",
-        "(32)",
-        "⟨x_i, x_j⟩ does not depend on j < i (so only ‖x_j‖ orders a row)",
-        ALL_PAIRS,
-        lambda: _zero_for_pairs(
+        "eq32-flat": lambda: _zero_for_pairs(
             lambda i, j: _gram_residual()[i - 1, j - 1] - _gram_residual()[i - 1, 0]
         ),
-    ),
-    Derivation(
-        "eq33",
-        "(33)",
-        "Eq. (33) is ‖x_j‖² with γ in the role of the residual weight g (internally consistent)",
-        "sympy: (33) = C Gy Cᵀ diagonal, j ≤ 5",
-        lambda: _is_diagonal("(34) fixed"),
-    ),
-    Derivation(
-        "eq34-printed",
-        "(34)",
-        "Eq. (34) as printed (factors d in 2dα(…)d e^{α√d} and dα e^{2α√d}) equals ‖x_j‖²/d",
-        DIAGONAL,
-        lambda: _is_diagonal("(34)"),
-    ),
-    Derivation(
-        "eq34-fixed",
-        "(34)",
-        "Eq. (34) without the stray factors d equals ‖x_j‖²/d",
-        DIAGONAL,
-        lambda: _is_diagonal("(34) fixed"),
-    ),
-    Derivation("eq35", "(35)", "Eq. (35) equals ‖x_j‖²/d", DIAGONAL, lambda: _is_diagonal("(35)")),
-    Derivation(
-        "eq36",
-        "(35)–(36)",
-        "Eq. (36) equals ‖x_j‖²/d, and (35) = (36) for symbolic j",
-        "sympy, j ≤ 5 and symbolic m = j − 1",
-        _eq36,
-    ),
-    Derivation(
-        "eq36-theory",
-        "(36)",
-        "theory.sq_norm_eq36 evaluates (36); theory.sq_norm_corrected is (36) with γ → g",
-        "30-digit sympy values vs float64, d ∈ {4, 64, 1024}, α ∈ {0, ½, 0.8}, γ ∈ {0, 1}",
-        _eq36_theory,
-    ),
-    Derivation(
-        "eq38",
-        "(37)–(38)",
-        "Eq. (38) (÷ d) equals ‖x_{j+1}‖² − ‖x_j‖² from (36), D_{j+1} = D_j + e^{α√d}",
-        SYMBOLIC_D,
-        _eq38,
-    ),
-    Derivation(
-        "eq39-printed",
-        "(39)",
-        "Eq. (39) as printed (first factor 2γe + e^{α√d}) equals ‖x_{j+1}‖² − ‖x_j‖² (÷ d)",
-        SYMBOLIC_D,
-        lambda: _eq39(2 * g * sp.E + b),
-    ),
-    Derivation(
-        "eq39-fixed",
-        "(39)",
-        "Eq. (39) with 2γe^{√d} + e^{α√d} equals ‖x_{j+1}‖² − ‖x_j‖² (÷ d)",
-        SYMBOLIC_D,
-        lambda: _eq39(2 * g * a + b),
-    ),
-    Derivation(
-        "eq39-sign",
-        "(39)",
-        "both terms of (the fixed) Eq. (39) are < 0 for 0 ≤ α < 1 and residual weight ≥ 0, "
-        "so ‖x_j‖ strictly decreases in j",
-        "sympy sign with positive symbols: 1 − α = p > 0, e^√d = e^{α√d}(1 + u), u > 0",
-        _eq39_negative,
-    ),
-    Derivation(
-        "eq40-printed",
-        "(40)",
-        "S⁽²⁾_ij = d⟨x_i,x_j⟩/(‖x_i‖‖x_j‖) (as printed in (40) and before (33))",
-        EQ40,
-        lambda: _model_scores_match(lambda dv: dv, "rms"),
-    ),
-    Derivation(
-        "eq40-fixed",
-        "(40), (11)",
-        "S⁽²⁾_ij = √d⟨x_i,x_j⟩/(‖x_i‖‖x_j‖) (as in (11)); the prefactor is a row constant",
-        EQ40,
-        lambda: _model_scores_match(np.sqrt, "rms"),
-    ),
-    Derivation(
-        "eq41",
-        "(40)–(41)",
-        "h(j) of Eq. (41) is 1/‖x_j‖ = (Eq. (36))^{−1/2} (theory.h_eq41)",
-        "sympy; 30-digit values vs float64, d ∈ {4, 64, 1024}",
-        _eq41,
-    ),
-)
+        "eq33": lambda: _is_diagonal("(34) fixed"),
+        "eq34-printed": lambda: _is_diagonal("(34)"),
+        "eq34-fixed": lambda: _is_diagonal("(34) fixed"),
+        "eq35": lambda: _is_diagonal("(35)"),
+        "eq36": _eq36,
+        "eq36-theory": _eq36_theory,
+        "eq38": _eq38,
+        "eq39-printed": lambda: _eq39(2 * g * sp.E + b),
+        "eq39-fixed": lambda: _eq39(2 * g * a + b),
+        "eq39-sign": _eq39_negative,
+        "eq40-printed": lambda: _model_scores_match(lambda dv: dv, "rms"),
+        "eq40-fixed": lambda: _model_scores_match(np.sqrt, "rms"),
+        "eq41": _eq41,
+    },
+}
+TEXTS = tomllib.loads((Path(__file__).parent / "assets" / "sympy_checks.toml").read_text("utf-8"))
 
-CHECKS: dict[str, tuple[Derivation, ...]] = {"A.1": A1, "A.2": A2, "A.3": A3}
+
+def steps(holds: dict[str, bool]) -> list[AlgebraStep]:
+    """The checks with their verdicts ``holds`` (key -> bool), in the order of the appendix."""
+    return [
+        AlgebraStep(key, section, **TEXTS[key], holds=holds[key])
+        for section, checks in CHECKS.items()
+        for key in checks
+    ]
 
 
 def run_all_timed() -> tuple[list[AlgebraStep], float]:
     """Every check, in the order of the appendix, and the seconds they took."""
     t0 = time.perf_counter()
-    steps = [c.run(section) for section, checks in CHECKS.items() for c in checks]
-    return steps, time.perf_counter() - t0
+    holds = {key: bool(decide()) for checks in CHECKS.values() for key, decide in checks.items()}
+    return steps(holds), time.perf_counter() - t0

@@ -672,13 +672,6 @@ def test_feature_rows_cover_every_check_of_figures_3_and_4():
     assert list(pages.feature_checks(claims.figure4_claim(fig4, fig3))) == [
         f for f, _, _ in pages.FEATURES
     ]
-    lone = verdicts.decide(
-        "x",
-        [verdicts.Check("something else", "s", 0.0, 1.0, 0.0, verdicts.AS_CLAIMED, "0", "rise")],
-        ("doc", "x"),
-    )
-    with pytest.raises(ValueError, match="of kind 'rise'"):
-        pages.feature_checks(lone)
 
 
 def test_figure5_claim_at_any_residual_weight():

@@ -135,10 +135,9 @@ def checks_by_d(verdict) -> dict[int, object]:
 
 
 def ratio_by_d(verdict) -> tuple:
-    """(d, ratio, SE) of a verdict's resolved checks per hidden size, sorted by d: what a figure
-    plots."""
-    got = [(d, c.value, c.se) for d, c in checks_by_d(verdict).items() if c.status != UNRESOLVED]
-    return tuple(np.array([g[k] for g in got], dtype=float) for k in range(3))
+    """(d, ratio, SE) of a verdict's resolved checks per hidden size, sorted by d: a figure's."""
+    got = [c for c in checks_by_d(verdict).values() if c.status != UNRESOLVED]
+    return tuple(np.array([getattr(c, f) for c in got], float) for f in ("d", "value", "se"))
 
 
 def order_reach(verdict) -> str:
@@ -208,17 +207,15 @@ def page_numbers(
     sympy_cached: bool,
     wall_seconds: float,
 ) -> dict[str, object]:
-    """glue key -> text (or Markdown) of every number Appendix A's prose cites: the table's hidden
-    sizes and ratios, the sympy verdicts, the errata by kind, the book's verdicts on Theorem 1,
-    Eq. (5), the corrected Theorem 1 and Proposition 1 (claims' Verdicts), what Definition 1 at
-    the paper's d would take with layer-1 control variates (``th``: d -> SimResult of
-    settings.theorem1_configs), and the cost of this build."""
+    """glue key -> text (or Markdown) of every number Appendix A's prose cites: the table's, the
+    sympy verdicts, the errata by kind, the book's verdicts (claims), what Definition 1 at the
+    paper's d would take (``th``: settings.theorem1_configs's results) and this build's cost."""
     ds = table.ds
     d0, d1, dmax = ds[0], ds[min(1, len(ds) - 1)], ds[-1]
     cell = table.cell
     d_def1 = conventions.PAPER_D if conventions.PAPER_D in th else max(th)
     z_def1 = conventions.definition1_z(n)
-    need, def1_i, def1_j = closedforms.definition1_samples(th[d_def1], z_def1, effect="theorem1")
+    need, def1_i, def1_j = closedforms.definition1_samples(th[d_def1], z_def1, theorem1=True)
     need_lln = closedforms.definition1_samples(th[d_def1], z_def1)[0]
     kinds = summary(found)
     cosines = table.row("eq6-cosine", "level").cells
