@@ -14,6 +14,8 @@ import papermill as pm
 import pytest
 from bookutils import BOOK, execute_page, page_source, toc_pages
 
+from companion import rerun
+
 # pages whose papermill behaviour has dedicated tests: tests/book/test_appendix_b.py (grids of its
 # own), tests/book/test_explorer.py (an HTML explorer, no figure)
 DEDICATED = {"appendix_b", "explorer"}
@@ -185,7 +187,8 @@ def test_a_bad_parameter_stops_the_page_in_its_first_cell_under_its_own_name(
         error.ename,
         error.evalue,
     )
-    assert "params.check(" in error.source, f"{page} failed in a later cell:\n{error.source}"
+    failed = nbformat.read(tmp_path / f"{page}.ipynb", as_version=4)
+    assert rerun._check_failed(failed), f"{page} failed in a later cell:\n{error.source}"
     assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").iterdir()), (
         "something was simulated"
     )
