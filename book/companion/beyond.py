@@ -1,9 +1,7 @@
 """Chapter 8, "Beyond the paper": the paper's LayerNorm model with the parts of a decoder it leaves
-out (:mod:`recency_lib.extensions`), on random networks at initialisation scale; the length sweep;
-the study across networks; chapter 7's contrasts with RoPE. Its settings, findings (at the book's
-family-wise level) and tables; the page runs the simulations."""
+out (:mod:`recency_lib.extensions`), at initialisation scale; the length sweep; the study across
+networks; chapter 7's contrasts with RoPE. Settings, findings and tables; the page simulates."""
 
-import math
 import os
 
 import numpy as np
@@ -31,8 +29,7 @@ SENTENCE_LABELS = {
 ONE_NETWORK = "one random network"
 #: Bins of relative key position in the last query's profile.
 PROFILE_BINS = 16
-NO_ORDER = "no order resolved"
-ORDERS = ("recency", NO_ORDER, "primacy")
+NO_ORDER = statistics.ORDER_WORDS[0]
 UNCHANGED = position.CHANGE_WORDS[0]
 
 
@@ -45,8 +42,7 @@ def combined_fields(heads: int) -> dict:
 
 
 def components(heads: int) -> dict[str, tuple[str, dict]]:
-    """Each component, in the chapter's order: (its name in figures and tables, the SimConfig fields
-    it changes in the paper's LayerNorm model)."""
+    """Each component in the chapter's order: (its label, the SimConfig fields it changes)."""
     return {
         "paper": ("none (the paper's model)", {}),
         "rms": ("RMSNorm", {"norm": "rms"}),
@@ -82,8 +78,8 @@ def component_configs(
     random_divisor: int = 10,
     alphas=STUDY_ALPHAS,
 ) -> dict[tuple[str, float], SimConfig]:
-    """(component, alpha) -> SimConfig; random weights (four d x d draws per layer and sequence) run
-    ``samples // random_divisor`` sequences."""
+    """(component, alpha) -> SimConfig; random weights (slow draws) run ``samples //
+    random_divisor`` sequences."""
     base = dict(norm="layernorm", n=n, d=d, layers=layers, seed=seed, weights_seed=weights_seed)
     out = {}
     for key, (_, fields) in components(heads).items():
@@ -103,9 +99,9 @@ def length_configs(
     heads: int = 4,
     weights_seed: int = 0,
 ) -> dict[tuple[str, int], SimConfig]:
-    """(model, n) -> SimConfig: the paper's LayerNorm model without and with the residual (alpha =
-    0.5, the exact Gram engine, as many query rows as the longest n: ``samples * longest // n``
-    sequences) and the common decoder at alpha = 0.5 and 0 (dense, ``samples`` sequences)."""
+    """(model, n) -> SimConfig: the paper's model without and with the residual at alpha = 0.5 (Gram
+    engine, ``samples * longest // n`` sequences: as many query rows at every n) and all parts
+    together at alpha = 0.5 and 0 (dense, ``samples`` sequences)."""
     lengths = sorted(set(lengths))
     models = {
         "paper": dict(alpha=0.5),
@@ -167,7 +163,7 @@ def definition1_verdicts(results: dict) -> dict:
 
 def last_layer_orders(dirs: dict, alpha: float) -> dict[str, list[str]]:
     """order -> the components other than the paper's whose last layer shows it at ``alpha``."""
-    out = {w: [] for w in ORDERS}
+    out = {w: [] for w in statistics.ORDER_WORDS.values()}
     for (key, a), words in dirs.items():
         if a == alpha and key != "paper":
             out[words[-1]].append(key)
@@ -192,8 +188,7 @@ def versus_paper(results: dict, alpha: float) -> dict[str, list[str]]:
     zc = conventions.z_for(len(others))
     out = {1: [], -1: [], 0: []}
     for key, r in others:
-        (m, e), (m0, e0) = statistics.rp(r, r.config.layers), statistics.rp(ref, ref.config.layers)
-        out[sign(m - m0, math.hypot(e, e0), zc)].append(key)
+        out[sign(*statistics.rp_gap(r, ref, r.config.layers), zc)].append(key)
     return {"higher": out[1], "lower": out[-1]}
 
 
@@ -266,13 +261,9 @@ def full_columns(results: dict) -> dict[str, list]:
     """The numbers of the component study as download columns."""
     rows = []
     for (key, a), r in results.items():
-        setting = (
-            component_label(key, r.config),
-            conventions.variant_name(r.config),
-            a,
-            r.config.samples,
-        )
-        rows += [(*setting, l, *statistics.rp(r, l)) for l in range(1, r.config.layers + 1)]
+        cfg = r.config
+        setting = (component_label(key, cfg), conventions.variant_name(cfg), a, cfg.samples)
+        rows += [(*setting, l, *statistics.rp(r, l)) for l in range(1, cfg.layers + 1)]
     header = ("component", "model", "alpha", "samples", "layer", "recency_probability", "se")
     return report.columns(header, rows)
 
@@ -302,23 +293,16 @@ def control_mean(cfg: SimConfig):
 
 
 def last_layer_changes(stats: dict) -> dict:
-    """key -> {"D": (change, SE, z), "K": ..., "D_word", "K_word", "z_threshold"}: D_n - D_5 and
-    K_n - K_5 in the last layer, :data:`CHANGES` or unchanged, all of them one family."""
+    """key -> {"D": (D_n - D_5, SE), "K": (K_n - K_5, SE), "D_word", "K_word", "reading",
+    "z_threshold"}: the last layer's changes, :data:`CHANGES` or unchanged, all one family."""
     zc = conventions.z_for(2 * len(stats))
     out = {}
     for key, st in stats.items():
-        out[key] = {"z_threshold": zc}
-        for c in ("D", "K"):
-            m, e = position.change(st, c)
-            z = report.zscore(m, e)
-            out[key][c] = (m, e, z)
-            out[key][f"{c}_word"] = CHANGES if sign(m, e, zc) else UNCHANGED
+        ch = {c: position.change(st, c) for c in ("D", "K")}
+        words = {f"{c}_word": CHANGES if sign(*ch[c], zc) else UNCHANGED for c in ch}
+        reading = READINGS[(words["D_word"], words["K_word"])]
+        out[key] = {**ch, **words, "reading": reading, "z_threshold": zc}
     return out
-
-
-def reading(change: dict) -> str:
-    """:data:`READINGS` of one entry of :func:`last_layer_changes`."""
-    return READINGS[(change["D_word"], change["K_word"])]
 
 
 def relativity_rows(stats: dict) -> list[dict]:
@@ -333,8 +317,8 @@ def relativity_rows(stats: dict) -> list[dict]:
                 "component added": component_label(comp, st.config),
                 "α": f"{a:g}",
                 "not relative? (decisive $D_n - D_5$)": f"{v.word}: {v.value} (layer {decisive})",
-                f"$D_n - D_5$, layer {L} (z)": position.change_text(*ch["D"][:2]),
-                f"$K_n - K_5$, layer {L} (z)": position.change_text(*ch["K"][:2]),
+                f"$D_n - D_5$, layer {L} (z)": position.change_text(*ch["D"]),
+                f"$K_n - K_5$, layer {L} (z)": position.change_text(*ch["K"]),
             }
         )
     return rows
@@ -384,9 +368,9 @@ def across_networks(results) -> dict:
         "sem": float(sem),
         "t": t,
         "t_threshold": tc,
-        "word": {1: "recency", -1: "primacy", 0: NO_ORDER}[sign(mean, sem, tc, 0.5)],
+        "word": statistics.ORDER_WORDS[sign(mean, sem, tc, 0.5)],
         "spread_ratio": sd / float(np.median(se)) if np.median(se) > 0 else np.inf,
-        "counts": {w: orders.count(w) for w in ORDERS},
+        "counts": {w: orders.count(w) for w in statistics.ORDER_WORDS.values()},
     }
 
 
@@ -462,16 +446,15 @@ def length_findings(long_results: dict) -> dict[str, dict]:
     for m, runs in models.items():
         first, last = runs[min(runs)], runs[max(runs)]
         L = last.config.layers
-        (g0, b0), (g1, b1) = late_early(first), late_early(last)
-        rps = (statistics.rp(first, L), statistics.rp(last, L))
-        rp_change = (rps[1][0] - rps[0][0], math.hypot(rps[1][1], rps[0][1]))
+        gaps = {n: late_early(r) for n, r in runs.items()}
+        (g0, b0), (g1, b1) = gaps[min(runs)], gaps[max(runs)]
         out[m] = {
-            "rp": {1: "rises", -1: "falls", 0: UNCHANGED}[sign(*rp_change, zc)],
+            "rp": position.CHANGE_WORDS[sign(*statistics.rp_gap(last, first, L), zc)],
             # SE bounds add (|a - b| <= b_a + b_b whatever the correlation): test against their sum
             "gap": {1: "grows", -1: "shrinks", 0: UNCHANGED}[sign(g1 - g0, b0 + b1, zc)],
-            "gaps": {n: late_early(r) for n, r in runs.items()},
+            "gaps": gaps,
             "factor": g0 / g1 if g0 > zc * b0 and g1 > zc * b1 else None,
-            "rp_values": rps,
+            "rp_values": (statistics.rp(first, L), statistics.rp(last, L)),
         }
     return out
 

@@ -1,9 +1,6 @@
-"""Chapter 3 (book/layernorm.ipynb): how large Theorem 1's effect is, and where two trends cross.
-
-At each hidden size d: the simulated trend of S^(2) (the mean step between two earlier keys), the
-book's derived trends (theory.theorem1_trend, theory.proposition1_trend), Eq. (5)'s, and what
-resolving the trend costs. Nothing here simulates.
-"""
+"""Chapter 3 (book/layernorm.ipynb): how large Theorem 1's effect is and where two trends cross:
+per hidden size d, the simulated trend of S^(2) against the derived and printed forms, and what
+resolving it costs. Nothing here simulates."""
 
 import math
 from dataclasses import dataclass
@@ -29,8 +26,7 @@ _MARKERS = {FIRST_ORDER: "^", GRAM: "s"}
 
 @dataclass(frozen=True)
 class Point:
-    """One simulated trend of S^(2): hidden size ``d``, ``trend`` ± ``se`` from ``samples``
-    sequences with ``estimator``, ``n`` tokens, normalization ``norm``."""
+    """One simulated trend of S^(2) at hidden size ``d``: ``trend`` ± ``se``."""
 
     d: int
     trend: float
@@ -61,15 +57,15 @@ class Point:
 
     @property
     def corrected_ratio(self) -> tuple[float, float]:
-        """(simulated / corrected Theorem 1, SE with the form's stated accuracy folded in), as
-        claims.corrected_theorem1_claim states it."""
+        """:meth:`ratio` to the corrected Theorem 1, the form's accuracy folded into the SE (as
+        claims.corrected_theorem1_claim)."""
         form = self.derived
         return self.trend / form, math.hypot(self.se, THEOREM1_FORM_ACCURACY * form) / abs(form)
 
 
 def statistic_points(stats: dict) -> list[Point]:
-    """Points of d -> a statistic of :mod:`companion.estimators` (its trend: the last value of
-    layer 2), sorted by d."""
+    """Points of d -> a statistic of :mod:`companion.estimators` (trend: the last value of layer
+    2), sorted by d."""
     return [
         Point(
             d,
@@ -94,14 +90,11 @@ def cost_per_sequence(results) -> float:
 
 @dataclass(frozen=True)
 class Reach:
-    """Theorem 1's trend at one d: with control variates (``trend`` ± ``trend_se``, ``z``) and plain
-    averaging (``plain`` ± ``plain_se``, ``plain_z``), the SE cut ``vr_trend``, whether the trend is
-    ``resolved`` at the family's z, and the sequences each estimator needs for an expected z of
-    statistics.SETTLE_Z (``need_cv``, ``need_plain``), the effect assumed coming from ``source``:
-    "measured" where resolved, else "derived" (the corrected Theorem 1), "none" below FORM_MIN_D."""
+    """Theorem 1's trend at one d with control variates and with plain averaging, the SE cut, and
+    the sequences for a z of statistics.SETTLE_Z (``need_cv``) of the effect from ``source``:
+    "measured" where resolved, else "derived" (the corrected form), "none" below FORM_MIN_D."""
 
     d: int
-    samples: int
     trend: float
     trend_se: float
     z: float
@@ -112,7 +105,6 @@ class Reach:
     resolved: bool
     source: str
     need_cv: float
-    need_plain: float
 
 
 def theorem1_reach(results: dict[int, SimResult]) -> list[Reach]:
@@ -129,13 +121,10 @@ def theorem1_reach(results: dict[int, SimResult]) -> list[Reach]:
             effect, source = float(theory.theorem1_trend(d, res.config.n)), "derived"
         else:
             effect, source = math.nan, "none"
-        need = [
-            sequences_needed(se, res.config.samples, effect) if effect > 0 else math.nan
-            for se in (e, pe)
-        ]
+        need = sequences_needed(e, res.config.samples, effect) if effect > 0 else math.nan
         cut = pe / e if e > 0 else math.nan
         plain = (p, pe, report.zscore(p, pe))
-        out.append(Reach(d, res.config.samples, m, e, z, *plain, cut, z > zc, source, *need))
+        out.append(Reach(d, m, e, z, *plain, cut, z > zc, source, need))
     return out
 
 
@@ -150,19 +139,18 @@ def first_step(x) -> tuple[float, float]:
     return float(est.mean[k]) / level, float(est.sem[k]) / level
 
 
-def every_step_need(res: SimResult, z: float) -> tuple[float, float]:
-    """(sequences at which layer-1 control variates put every step between earlier keys ``z`` SE
-    from 0, the smallest step), the corrected Theorem 1's steps the effects (NaN below d = 16)."""
-    d, n = res.config.d, res.config.n
-    if d < FORM_MIN_D or res.config.norm != "layernorm":
-        return math.nan, math.nan
-    i, j, s = theory.theorem1_steps(n, d)
-    derived = {(int(a), int(b)): float(v) for a, b, v in zip(i, j, s)}  # 1-based (i, j)
+def every_step_need(res: SimResult, z: float) -> float:
+    """Sequences at which layer-1 control variates put every step between earlier keys ``z`` SE
+    from 0, the corrected Theorem 1's steps the effects (NaN below :data:`FORM_MIN_D`)."""
+    n = res.config.n
+    if res.config.d < FORM_MIN_D:
+        return math.nan
     ii, jj = earlier_steps(n)
-    steps = np.array([derived[int(a) + 1, int(b) + 1] for a, b in zip(ii, jj)])
+    steps = theory.theorem1_steps(n, res.config.d)[2]  # the same pairs, in the same order
     sem = res.steps("cv")[1][1][ii, jj]
-    need = [sequences_needed(float(e), res.config.samples, float(v), z) for e, v in zip(sem, steps)]
-    return max(need), float(steps.min())
+    return max(
+        sequences_needed(float(e), res.config.samples, float(v), z) for e, v in zip(sem, steps)
+    )
 
 
 def series(points, pair) -> tuple[list, list, list]:

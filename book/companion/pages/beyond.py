@@ -64,10 +64,10 @@ def relative_numbers(*, rel, relative_samples, top) -> dict[str, str]:
     }
     for key, name in (("rope", "rope"), ("combined", "comb")):
         ch = changes[(key, top)]
-        out[f"beyond-rel-{name}-reading"] = beyond.reading(ch)
+        out[f"beyond-rel-{name}-reading"] = ch["reading"]
         for c in ("D", "K"):
             out[f"beyond-rel-{name}-{c.lower()}"] = ch[f"{c}_word"]
-            out[f"beyond-rel-{name}-{c.lower()}change"] = pm(*ch[c][:2])
+            out[f"beyond-rel-{name}-{c.lower()}change"] = pm(*ch[c])
     return out
 
 

@@ -15,9 +15,9 @@ from ..statistics import StepEstimate
 
 
 def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str]:
-    """Layer-1 control variates (``th``: d -> SimResult of Theorem 1's setting; ``reach``:
-    theorem1.theorem1_reach), ``one_by_one`` (statistics.ordered_rows at one d) and Theorem 1's
-    ``zc1``; the numbers of a hidden size keyed by it (``layernorm-up-16``) for every d given."""
+    """Layer-1 control variates (``th``: d -> SimResult; ``reach``: theorem1.theorem1_reach), the
+    sequences of ``one_by_one`` (statistics.ordered_rows) that satisfy Definition 1, and Theorem 1's
+    ``zc1``; keyed by d (``layernorm-up-16``) for every d given."""
     cost = theorem1.cost_per_sequence(th.values())
     grid, form_grid = theorem1.trend_grids(max(th))
     curves = {
@@ -26,7 +26,6 @@ def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str
         "Eq. (5)": (grid, closedforms.eq5_trend(n, grid), None),
         "corrected Theorem 1": (form_grid, theory.theorem1_trend(form_grid, n), None),
     }
-    # sequences whose S of layer 2 (and of layer 1) satisfies Definition 1, at one d
     ordered = [count(round(one_by_one.mean[l, 0] * one_by_one.samples)) for l in (1, 0)]
     d1 = one_by_one.config.d
     out = {
@@ -38,7 +37,6 @@ def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str
             "theorem-1-trend", report.curve_columns(curves, "d")
         ),
         "layernorm-dmax-resolved": report.listing([r.d for r in reach if r.resolved][-1:]),
-        "layernorm-cost": num(cost * 1e6, 2) + " µs",
         f"layernorm-sorted-{d1}": ordered[0],
         f"layernorm-sorted-{d1}-l1": ordered[1],
         "layernorm-accuracy": report.percent(THEOREM1_FORM_ACCURACY),
@@ -48,25 +46,15 @@ def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str
         out[f"layernorm-samples-d{d}"] = count(res.config.samples)
         out[f"layernorm-up-{d}"] = count(tally.up)
         out[f"layernorm-s{d}-z"] = z_text(tally.smallest.z)
-        out[f"layernorm-cpu-{d}"] = report.duration(res.elapsed_seconds)
-        out[f"layernorm-rpz-{d}"] = z_text(report.zscore(*statistics.rp(res, 2), 0.5))
+        out[f"layernorm-rpz-{d}"] = z_text(statistics.rp_z(res, 2))
         out[f"layernorm-step-se-{d}"] = num(statistics.typical_step_se(res, 2), 2)
-        need_all, step_min = theorem1.every_step_need(res, zc1)
+        need_all = theorem1.every_step_need(res, zc1)
         if math.isfinite(need_all):
-            out[f"layernorm-step-min-{d}"] = num(step_min, 2)
             out[f"layernorm-need-all-{d}"] = num(need_all, 2)
             out[f"layernorm-time-all-{d}"] = report.duration(need_all * cost)
     for r in reach:
-        out[f"layernorm-cv{r.d}"] = pm(r.trend, r.trend_se)
-        out[f"layernorm-cv-z{r.d}"] = z_text(r.z)
         out[f"layernorm-vr-{r.d}"] = num(r.vr_trend, 2)
         out[f"layernorm-plain-z{r.d}"] = z_text(r.plain_z)
-        if r.d >= theorem1.FORM_MIN_D:
-            out[f"layernorm-derived-{r.d}"] = num(theory.theorem1_trend(r.d, n), 3)
-        for suffix, sequences in (("", r.need_cv), ("-plain", r.need_plain)):
-            if math.isfinite(sequences):
-                out[f"layernorm-need{suffix}-{r.d}"] = num(sequences, 2)
-                out[f"layernorm-time{suffix}-{r.d}"] = report.duration(sequences * cost)
     return out
 
 
@@ -93,7 +81,6 @@ def first_order_numbers(*, first, v1, th, n) -> dict[str, str]:
         out[f"layernorm-fo-def1-{d}"] = words[est.decision(zc1).word]
         out[f"layernorm-fo-at-{d}"] = f"row {s.i}, key {s.j}"
         out[f"layernorm-fo-diag-z{d}"] = z_text(float(zs[~off].min()))
-        out[f"layernorm-fo-off-z{d}"] = z_text(float(zs[off].min()))
         out[f"layernorm-fo-step-se-{d}"] = num(step_se, 2)
         out[f"layernorm-fo-cpu-{d}"] = report.duration(stat.elapsed_seconds)
         if d in th:
@@ -119,7 +106,6 @@ def second_order_numbers(*, second, n) -> dict[str, str]:
         m, e = stat.mean[1], stat.sem[1]
         zmin.append(min(report.zscore(a, b) for a, b in zip(m[:-1], e[:-1])))
         q2 = float(theory.q_factor(d)) ** 2
-        out[f"layernorm-so-z{d}"] = z_text(zmin[-1])
         out[f"layernorm-so-q{d}"] = pm(m[-1] / q2, e[-1] / q2)
     out["layernorm-so-zmin"] = z_text(min(zmin))
     return out
@@ -220,7 +206,7 @@ def reach_rows(*, reach, th) -> list[dict]:
                 "$z$": z_text(r.z),
                 "plain $z$": z_text(r.plain_z),
                 "SE cut": num(r.vr_trend, 2),
-                "RP $z$, control variates": z_text(report.zscore(*statistics.rp(th[r.d], 2), 0.5)),
+                "RP $z$, control variates": z_text(statistics.rp_z(th[r.d], 2)),
                 f"for $z = {settle}$": sequences + (" †" if r.source == "derived" else ""),
             }
         )
