@@ -520,23 +520,19 @@ def _longer(long_results: dict) -> str:
     found, lengths = length_findings(long_results), sorted({n for _, n in long_results})
     if len(lengths) == 1:
         return "one length only: no change to test"
-    parts = []
-    if "paper" in found:
-        f, g = found["paper"], found["paper"]["gaps"]
-        rp0, rp1 = (report.pm(*v) for v in f["rp_values"])
-        gaps = f"{report.pm(*g[lengths[0]])} → {report.pm(*g[lengths[-1]])}"
-        parts.append(
-            f"the paper's model: RP {f['rp']} ({rp0} → {rp1}), late − early gap {f['gap']} ({gaps})"
-        )
-    if "combined" in found:
-        parts.append(f"{SENTENCE_LABELS['combined']}: RP {found['combined']['rp']}")
-    return "; ".join(parts)
+    f, g = found["paper"], found["paper"]["gaps"]
+    rp0, rp1 = (report.pm(*v) for v in f["rp_values"])
+    gaps = f"{report.pm(*g[lengths[0]])} → {report.pm(*g[lengths[-1]])}"
+    paper = f"the paper's model: RP {f['rp']} ({rp0} → {rp1}), late − early gap {f['gap']} ({gaps})"
+    return f"{paper}; {SENTENCE_LABELS['combined']}: RP {found['combined']['rp']}"
 
 
-def findings_rows(results: dict, long_results: dict, relativity=None, networks=None) -> list[dict]:
-    """The chapter's answers in one table, each with the figure of its evidence: the parts alone and
-    together, across ``networks`` (:func:`across_networks`), on isotropic tokens, whether the bias
-    is ``relativity``'s, and the change with n (rows without their input are left out)."""
+def findings_rows(
+    results: dict, long_results: dict, relativity: dict, networks: dict
+) -> list[dict]:
+    """The chapter's answers, each with the figure of its evidence: the parts alone and together,
+    across ``networks`` (:func:`across_networks`), on isotropic tokens, whether the bias is
+    ``relativity``'s, the change with n."""
     top, iso = max(STUDY_ALPHAS), min(STUDY_ALPHAS)
     a_top, a_iso = conventions.alpha_label(top), conventions.alpha_label(iso)
     dirs = directions(results)
@@ -551,12 +547,11 @@ def findings_rows(results: dict, long_results: dict, relativity=None, networks=N
             "components",
         ),
     ]
-    if networks is not None:
-        c, K = networks["counts"], report.count(len(networks["rp"]))
-        rp_nets = f"RP of {report.score_label(networks['layer'])}: {network_text(networks)}"
-        split = f"recency in {report.count(c['recency'])}, primacy in {report.count(c['primacy'])}"
-        answer = f"{rp_nets}: {networks['word']} across networks; {split} of the {K} networks"
-        rows.append((f"all parts together across random networks, {a_top}", answer, "networks"))
+    c, K = networks["counts"], report.count(len(networks["rp"]))
+    rp_nets = f"RP of {report.score_label(networks['layer'])}: {network_text(networks)}"
+    split = f"recency in {report.count(c['recency'])}, primacy in {report.count(c['primacy'])}"
+    answer = f"{rp_nets}: {networks['word']} across networks; {split} of the {K} networks"
+    rows.append((f"all parts together across random networks, {a_top}", answer, "networks"))
     created = created_order(dirs, iso)
     isotropic = "no part resolves an order"
     if created:
@@ -565,15 +560,14 @@ def findings_rows(results: dict, long_results: dict, relativity=None, networks=N
             f"the paper's model: {paper}; an order of their own with {names(created, results)}"
         )
     rows.append((f"isotropic tokens, {a_iso}", isotropic, "components"))
-    if relativity:
-        changes = last_layer_changes(relativity)
-        parts = [
-            f"{_sentence_name(k[0], st.config)}: {not_relative_claim(st).word} ($D_n - D_5$ "
-            f"{changes[k]['D_word']}, $K_n - K_5$ {changes[k]['K_word']})"
-            for k, st in relativity.items()
-            if k[1] == top
-        ]
-        rows.append((f"is the bias relative? ({a_top})", "; ".join(parts), "contrasts"))
+    changes = last_layer_changes(relativity)
+    parts = [
+        f"{_sentence_name(k[0], st.config)}: {not_relative_claim(st).word} ($D_n - D_5$ "
+        f"{changes[k]['D_word']}, $K_n - K_5$ {changes[k]['K_word']})"
+        for k, st in relativity.items()
+        if k[1] == top
+    ]
+    rows.append((f"is the bias relative? ({a_top})", "; ".join(parts), "contrasts"))
     lengths = sorted({n for _, n in long_results})
     rows.append(
         (f"last layer from n = {lengths[0]} to {lengths[-1]}", _longer(long_results), "lengths")

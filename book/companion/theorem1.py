@@ -159,12 +159,16 @@ def series(points, pair) -> tuple[list, list, list]:
     return [p.d for p in points], [v for v, _ in values], [e for _, e in values]
 
 
+def _by_estimator(points: list[Point]) -> dict[str, list[Point]]:
+    ests = dict.fromkeys(p.estimator for p in points)
+    return {e: [p for p in points if p.estimator == e] for e in ests}
+
+
 def size_columns(ln_points: list[Point], none_points: list[Point]) -> dict:
     """The size figure's curves: simulated / corrected Theorem 1 and / Eq. (5) per estimator, and
     without normalization simulated / derived."""
     out = {}
-    for est in dict.fromkeys(p.estimator for p in ln_points):
-        sel = [p for p in ln_points if p.estimator == est]
+    for est, sel in _by_estimator(ln_points).items():
         out[f"÷ corrected Theorem 1, {est}"] = series(sel, lambda p: p.corrected_ratio)
         out[f"÷ Eq. (5), {est}"] = series(sel, lambda p: p.ratio(p.eq5))
     out["no normalization, ÷ derived"] = series(none_points, lambda p: p.ratio(p.derived))
@@ -208,14 +212,9 @@ def trend_grids(dmax: float, points: int = 60) -> tuple[np.ndarray, np.ndarray]:
 # -- figures ---------------------------------------------------------------------------------------
 
 
-def _by_estimator(points: list[Point]) -> dict[str, list[Point]]:
-    ests = dict.fromkeys(p.estimator for p in points)
-    return {e: [p for p in points if p.estimator == e] for e in ests}
-
-
 def ratio_panel(points: list[Point], ax):
-    """Simulated / corrected Theorem 1 (filled) and / Eq. (5) (open) against d, one marker per
-    estimator, and the corrected form / Eq. (5), a line tending to e. Returns ``ax``."""
+    """Simulated / corrected Theorem 1 (filled) and / Eq. (5) (open) against d, a marker per
+    estimator, and corrected / Eq. (5) (a line tending to e). Returns ``ax``."""
     from matplotlib.lines import Line2D
 
     pts = [p for p in points if p.d >= FORM_MIN_D and p.norm != "none"]
@@ -250,8 +249,8 @@ def ratio_panel(points: list[Point], ax):
 
 
 def rise_panel(res: SimResult, ax):
-    """The rise of row n over key 1 in per cent of its level (:func:`row_rise`), simulated and
-    derived, and the LLN's flat row. Returns ``ax``."""
+    """The rise of row n over key 1 in per cent of its level, simulated and derived, and the LLN's
+    flat row. Returns ``ax``."""
     j, rise, se = row_rise(res)
     n = res.config.n
     jd, derived = derived_row_rise(n, res.config.d)
@@ -261,15 +260,14 @@ def rise_panel(res: SimResult, ax):
         j, 100 * rise, 100 * se, ax, marker=marker, linestyle="none", label="simulated"
     )
     plotting.reference_line(ax, 0.0, label="LLN: flat")
-    ax.set_xticks(j)
-    ax.set_xlabel("key j")
-    ax.set_ylabel(f"$(S^{{(2)}}_{{{n},j}} - S^{{(2)}}_{{{n},1}})/c_{{{n}}}$, %")
+    ylabel = f"$(S^{{(2)}}_{{{n},j}} - S^{{(2)}}_{{{n},1}})/c_{{{n}}}$, %"
+    ax.set(xticks=j, xlabel="key j", ylabel=ylabel)
     return ax
 
 
 def prop1_panel(points: list[Point], ax):
-    """Simulated / derived trend without normalization against d, with references at 1 and at 0
-    (the LLN's flat row). Returns ``ax``."""
+    """Simulated / derived trend without normalization against d, references at 1 and 0 (the
+    LLN). Returns ``ax``."""
     pts = [p for p in points if p.norm == "none"]
     style = dict(marker=conventions.VARIANT_MARKERS["none"], linestyle="none", label="÷ derived")
     plotting.errorbar_points(*series(pts, lambda p: p.ratio(p.derived)), ax, **style)
@@ -280,15 +278,17 @@ def prop1_panel(points: list[Point], ax):
     return ax
 
 
-def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *, crossover=None):
-    """Both derived trends against d (log-log), the simulated points on them (unresolved: an upper
-    limit at trend + 2 SE) and the ``crossover`` marked. Returns ``ax``."""
+def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *, crossover: float):
+    """Both derived trends against d (log-log), the simulated points (unresolved: upper limits at
+    trend + 2 SE), the ``crossover``. Returns ``ax``."""
     ds = sorted({p.d for p in (*ln_points, *none_points)} | {FORM_MIN_D})
     grid = np.geomspace(FORM_MIN_D, max(ds), 80)
-    label = "LayerNorm: corrected Theorem 1"
-    (ln_line,) = ax.plot(grid, theory.theorem1_trend(grid, n), label=label)
-    label = "no normalization: derived"
-    (none_line,) = ax.plot(grid, theory.proposition1_trend(grid, n), label=label)
+    (ln_line,) = ax.plot(
+        grid, theory.theorem1_trend(grid, n), label="LayerNorm: corrected Theorem 1"
+    )
+    (none_line,) = ax.plot(
+        grid, theory.proposition1_trend(grid, n), label="no normalization: derived"
+    )
     for pts, line in ((ln_points, ln_line), (none_points, none_line)):
         colour = line.get_color()
         for est, sel in _by_estimator(pts).items():
@@ -301,12 +301,9 @@ def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *
             if hidden:
                 bound = [max(p.trend, 0.0) + 2 * p.se for p in hidden]
                 plotting.upper_limits([p.d for p in hidden], bound, ax, color=colour)
-    if crossover is not None and math.isfinite(crossover):
-        ax.axvline(crossover, **conventions.REFERENCE)
-        at = dict(xycoords=("data", "axes fraction"), xytext=(4, 0), textcoords="offset points")
-        ax.annotate(
-            f"$d^* = {crossover:.1f}$", (crossover, 0.5), fontsize=conventions.SMALL_PT, **at
-        )
+    ax.axvline(crossover, **conventions.REFERENCE)
+    at = dict(xycoords=("data", "axes fraction"), xytext=(4, 0), textcoords="offset points")
+    ax.annotate(f"$d^* = {crossover:.1f}$", (crossover, 0.5), fontsize=conventions.SMALL_PT, **at)
     plotting.d_axis(ax, ds, log_y=True)
     ax.set_ylabel(r"mean step of $S^{(2)}$")
     return ax

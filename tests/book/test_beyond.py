@@ -379,6 +379,6 @@ def test_findings_table_answers_each_question_from_the_deciding_functions(
     )
     assert f"late − early gap {found['paper']['gap']}" in rows[5]["answer"]
     one = {k: r for k, r in long.items() if k[1] == 9}
-    short = beyond.findings_rows(small_study, one)
-    assert len(short) == 4 and short[-1]["answer"] == "one length only: no change to test"
+    short = beyond.findings_rows(small_study, one, relativity_stats, nets)
+    assert short[-1]["answer"] == "one length only: no change to test"
     assert report.table(rows).text.count("\n") == len(rows) + 1  # header, rule, one line per row

@@ -7,9 +7,8 @@ from ..report import count, num, pm
 
 
 def component_numbers(*, configs, def1, dirs, results, samples, weights_seed) -> dict[str, str]:
-    """The component study: parts that order more or less than the paper's model, parts with an
-    order of their own on isotropic tokens, where Definition 1 holds, the plain-mean settings, the
-    sample sizes, the family and the figure's data."""
+    """The component study: the parts that order more or less than the paper's model or create an
+    order, where Definition 1 holds, the plain-mean settings, the sizes and the figure's data."""
     top, iso = max(beyond.STUDY_ALPHAS), min(beyond.STUDY_ALPHAS)
     cells = beyond.cell_count(results)
     listed = {
@@ -56,7 +55,7 @@ def network_numbers(*, found_nets, network_samples, networks) -> dict[str, str]:
 
 
 def relative_numbers(*, rel, relative_samples, top) -> dict[str, str]:
-    """The relativity check: D and K with RoPE alone ("rope") and all parts together ("comb")."""
+    """The relativity check: D and K with RoPE alone and all parts together."""
     changes = beyond.last_layer_changes(rel)
     out = {
         "beyond-rel-samples": count(relative_samples),
@@ -72,8 +71,8 @@ def relative_numbers(*, rel, relative_samples, top) -> dict[str, str]:
 
 
 def length_numbers(*, layers, lengths, long_results, long_samples, n) -> dict[str, str]:
-    """The length sweep: the lengths, the sequences of the dense and exact models, the cost per
-    sequence, and what the paper's model does from the shortest n to the longest."""
+    """The length sweep: the lengths, sequences and cost, and what the paper's model does from the
+    shortest n to the longest."""
     paper = beyond.length_findings(long_results)["paper"]
     longest = long_results[("combined", lengths[-1])]
     exact = beyond.by_model(long_results)["paper"]

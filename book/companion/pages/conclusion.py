@@ -13,8 +13,7 @@ def _share(stat) -> str:
 
 
 def contrast_numbers(*, stat, verdict) -> dict[str, str]:
-    """The verdict on "not relative" (``verdict`` on ``stat``): D_n - D_5, its z, the setting, the
-    sequences, and how K changes beside it."""
+    """The verdict on "not relative" (``verdict`` on ``stat``), its setting, and K beside D."""
     cfg, zc = stat.config, verdict.numbers["z_threshold"]
     return {
         "concl-verdict": verdict.word,
@@ -36,9 +35,8 @@ def contrast_numbers(*, stat, verdict) -> dict[str, str]:
 
 
 def position_numbers(*, alpha, long, long_n, long_samples, pos, short) -> dict[str, str]:
-    """The position-or-distance section: the contrasts at n and at ``long_n`` (``pos``: config ->
-    statistic; ``long``: LayerNorm, with the residual, no normalization), their changes with z,
-    the family-wise z and the verdict's word."""
+    """Position or distance: the contrasts at n and ``long_n`` (``pos``: config -> statistic;
+    ``long``: LayerNorm, + residual, no normalization), their changes and the verdict's word."""
     ln = pos[long[0]]
     family = position.family(pos.values())
     k_change = position.change(ln, "K")

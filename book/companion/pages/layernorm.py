@@ -59,10 +59,8 @@ def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str
 
 
 def first_order_numbers(*, first, v1, th, n) -> dict[str, str]:
-    """Theorem 1's verdict (``v1`` on ``first``: d -> the first-order statistic): per d the steps
-    resolved up, Definition 1, the least resolved steps, the median SE of a step between earlier
-    keys, the compute and (where ``th`` ran too) the gain over layer-1 control variates; and the d
-    from which float64 stops resolving the steps (recency_lib.rounding.resolution)."""
+    """Theorem 1's verdict ``v1`` on ``first`` (d -> first-order statistic): per d its steps, their
+    SE and compute, the gain over ``th``'s layer-1 control variates; the d where float64 stops."""
     zc1 = v1.numbers["z_threshold"]
     words = {"holds": "holds", "violated": "is violated", "undecided": "is undecided"}
     ii, jj = adjacent_index(n)
@@ -75,7 +73,7 @@ def first_order_numbers(*, first, v1, th, n) -> dict[str, str]:
     }
     for d, stat in first.items():
         est = StepEstimate.of(stat)
-        zs = np.array([report.zscore(m, e) for m, e in zip(est.mean, est.sem)])
+        zs = est.z()
         s, step_se = est.smallest(), float(np.median(est.sem[off]))
         out[f"layernorm-fo-up-{d}"] = count(int(np.sum(zs > zc1)))
         out[f"layernorm-fo-def1-{d}"] = words[est.decision(zc1).word]
@@ -94,8 +92,8 @@ def first_order_numbers(*, first, v1, th, n) -> dict[str, str]:
 
 
 def second_order_numbers(*, second, n) -> dict[str, str]:
-    """The reach of the second-order coefficient (``second``: d -> estimators.second_order_steps):
-    per d the least z of its steps between earlier keys and its mean over q(d)^2."""
+    """The second-order coefficient (``second``: d -> estimators.second_order_steps): the least z
+    of its steps, and per d its mean over q(d)^2."""
     out = {
         "layernorm-so-ds": report.listing(sorted(second)),
         "layernorm-so-dmax": count(max(second)),
@@ -114,8 +112,8 @@ def second_order_numbers(*, second, n) -> dict[str, str]:
 def proposition1_numbers(
     *, controlled, first_pred, n, none, p1, rise_d, samples_prop1, vp1
 ) -> dict[str, str]:
-    """Proposition 1: the figure's data, the verdict ``vp1`` and its checks per d, the first step of
-    row n (theorem1.first_step of ``controlled``) against its derived value, and K_n."""
+    """Proposition 1: the figure's data, the verdict ``vp1`` and its checks, the first step of row
+    n (``controlled``) against its derived value, and K_n."""
     d, last, keys = none.config.d, n - 1, np.arange(1, n)
     k_n = 2 * (sum(1 / k for k in range(1, n + 1)) + 1 / n - 2) / ((n - 1) * (n - 2))
     rise = f"d {rise_d}: rise over key 1 / level"
@@ -165,9 +163,8 @@ def size_numbers(*, ln_points, n, none_points, vc) -> dict[str, str]:
 def crossover_numbers(
     *, controlled, dstar, first, ln_points, n, none, none_points
 ) -> dict[str, str]:
-    """The crossover: d* and the smallest-step crossover, the trend without normalization
-    (``controlled``) against Theorem 1's (``first``) where both ran, the RP of every layer without
-    normalization (``none``) and the figure's data."""
+    """The crossover: d* for the mean and smallest step, the two trends against each other where
+    both ran, the RP of every layer without normalization (``none``), the figure's data."""
     grid = np.geomspace(theorem1.FORM_MIN_D, max(p.d for p in none_points), 80)
     curves = {
         "LayerNorm, corrected Theorem 1": (grid, theory.theorem1_trend(grid, n), None),
@@ -184,9 +181,8 @@ def crossover_numbers(
     }
     for d in controlled.keys() & first.keys():
         a, b = StepEstimate.of(controlled[d]), StepEstimate.of(first[d])
-        out[f"layernorm-p1-vs-t1-{d}"] = z_text(
-            report.zdiff(a.trend, a.trend_se, b.trend, b.trend_se)
-        )
+        z = report.zdiff(a.trend, a.trend_se, b.trend, b.trend_se)
+        out[f"layernorm-p1-vs-t1-{d}"] = z_text(z)
     for layer in range(1, none.config.layers + 1):
         out[f"layernorm-none-rp{layer}"] = pm(*statistics.rp(none, layer))
         out[f"layernorm-none-dir{layer}"] = statistics.direction(none, layer)
@@ -229,24 +225,16 @@ def prop1_beyond_rows(*, controlled, first_pred, none_points) -> list[dict]:
 
 
 def scale_rows(*, n, none) -> list[dict]:
-    """The scales of Proposition 1's proof: the input's squared norm, A_nn of layer 1 and S^(2)_n1
-    under Eq. (14), Eqs. (15) and (19), corrected and simulated (``none``: its first row)."""
+    """The scales of Proposition 1's proof (the input's squared norm, A_nn of layer 1, S^(2)_n1)
+    under Eq. (14), Eqs. (15) and (19), corrected and simulated (``none``)."""
     d, last = none.config.d, n - 1
     columns = ("quantity", "with Eq. (14)", "Eqs. (15), (19)", "corrected", "simulated")
+    attention = (theory.prop1_attention(n, n, d), theory.prop1_attention_corrected(n, n, d))
+    score = (theory.prop1_score(n, 1, d), theory.prop1_score_corrected(n, 1, d))
     rows = [
         ("$\\lVert x_{n}\\rVert^2$, input", num(np.sqrt(d)), num(d), "1"),
-        (
-            "$A^{(1)}_{n,n}$",
-            num(math.e / (math.e + n - 1)),
-            num(theory.prop1_attention(n, n, d)),
-            num(theory.prop1_attention_corrected(n, n, d)),
-        ),
-        (
-            "$S^{(2)}_{n,1}$",
-            "—",
-            num(theory.prop1_score(n, 1, d)),
-            num(theory.prop1_score_corrected(n, 1, d)),
-        ),
+        ("$A^{(1)}_{n,n}$", num(math.e / (math.e + n - 1)), *map(num, attention)),
+        ("$S^{(2)}_{n,1}$", "—", *map(num, score)),
     ]
     simulated = [
         pm(none.sq_norm_mean[0, last], none.sq_norm_sem[0, last]),
@@ -284,8 +272,7 @@ def prop1_figure(*, none, p1, n, rise_d) -> None:
     ):
         label = f"Eq. (19), {kind}"
         plotting.closed_form(keys, form(n, keys, d), ax, kind=kind, color="black", label=label)
-    ax.set_ylabel(f"mean $S^{{(2)}}_{{{n},j}}$")
-    ax.set_title("$d = 64$")
+    ax.set(ylabel=f"mean $S^{{(2)}}_{{{n},j}}$", title="$d = 64$")
     ax.legend(loc="center right")
     theorem1.rise_panel(p1[rise_d], right)
     right.set_title(f"$d = {rise_d}$, relative to the level")
