@@ -15,7 +15,7 @@ from recency_lib.theory.trends import bisect
 from . import conventions, plotting, report
 from .claims import THEOREM1_FORM_ACCURACY
 from .closedforms import eq5_trend
-from .statistics import StepEstimate, earlier_steps, sequences_needed
+from .statistics import StepEstimate, sequences_needed
 
 #: The smallest d of the derived form with LayerNorm (its series diverges below ~12).
 FORM_MIN_D = 16
@@ -137,20 +137,6 @@ def first_step(x) -> tuple[float, float]:
     ii, jj = adjacent_index(n)
     k = int(np.flatnonzero((ii == n - 1) & (jj == 1))[0])
     return float(est.mean[k]) / level, float(est.sem[k]) / level
-
-
-def every_step_need(res: SimResult, z: float) -> float:
-    """Sequences at which layer-1 control variates put every step between earlier keys ``z`` SE
-    from 0, the corrected Theorem 1's steps the effects (NaN below :data:`FORM_MIN_D`)."""
-    n = res.config.n
-    if res.config.d < FORM_MIN_D:
-        return math.nan
-    ii, jj = earlier_steps(n)
-    steps = theory.theorem1_steps(n, res.config.d)[2]  # the same pairs, in the same order
-    sem = res.steps("cv")[1][1][ii, jj]
-    return max(
-        sequences_needed(float(e), res.config.samples, float(v), z) for e, v in zip(sem, steps)
-    )
 
 
 def series(points, pair) -> tuple[list, list, list]:
