@@ -67,41 +67,26 @@ def _sentence_name(key: str, cfg: SimConfig) -> str:
 
 
 def component_configs(
-    samples: int,
-    seed: int = 0,
-    *,
-    n: int = conventions.PAPER_N,
-    d: int = conventions.PAPER_D,
-    layers: int = conventions.PAPER_LAYERS,
-    heads: int = 4,
-    weights_seed: int = 0,
-    random_divisor: int = 10,
-    alphas=STUDY_ALPHAS,
+    samples: int, seed: int = 0, *, heads: int = 4, random_divisor: int = 10, **fields
 ) -> dict[tuple[str, float], SimConfig]:
-    """(component, alpha) -> SimConfig; random weights (slow draws) run ``samples //
-    random_divisor`` sequences."""
-    base = dict(norm="layernorm", n=n, d=d, layers=layers, seed=seed, weights_seed=weights_seed)
+    """(component, alpha) -> the paper's LayerNorm model (``fields``: n, d, layers, weights_seed)
+    with the component, at each of :data:`STUDY_ALPHAS`; random weights (slow draws) run ``samples
+    // random_divisor`` sequences."""
     out = {}
-    for key, (_, fields) in components(heads).items():
+    for key, (_, changes) in components(heads).items():
         count = max(2, samples // random_divisor) if key == "random" else samples
-        for a in alphas:
-            out[(key, float(a))] = SimConfig(**{**base, "alpha": a, "samples": count, **fields})
+        for a in STUDY_ALPHAS:
+            cfg = SimConfig(norm="layernorm", alpha=a, samples=count, seed=seed, **fields)
+            out[(key, a)] = cfg.replace(**changes)
     return out
 
 
 def length_configs(
-    lengths,
-    samples: int,
-    seed: int = 0,
-    *,
-    d: int = conventions.PAPER_D,
-    layers: int = conventions.PAPER_LAYERS,
-    heads: int = 4,
-    weights_seed: int = 0,
+    lengths, samples: int, seed: int = 0, *, heads: int = 4, **fields
 ) -> dict[tuple[str, int], SimConfig]:
-    """(model, n) -> SimConfig: the paper's model without and with the residual at alpha = 0.5 (Gram
-    engine, ``samples * longest // n`` sequences: as many query rows at every n) and all parts
-    together at alpha = 0.5 and 0 (dense, ``samples`` sequences)."""
+    """(model, n) -> SimConfig (``fields``: d, layers, weights_seed): the paper's model without
+    and with the residual at alpha = 0.5 (Gram engine, ``samples * longest // n`` sequences: as
+    many query rows at every n) and all parts together at alpha = 0.5 and 0 (dense, ``samples``)."""
     lengths = sorted(set(lengths))
     models = {
         "paper": dict(alpha=0.5),
@@ -109,12 +94,12 @@ def length_configs(
         "combined": dict(alpha=0.5, **combined_fields(heads)),
         "combined0": dict(alpha=0.0, **combined_fields(heads)),
     }
-    base = dict(norm="layernorm", d=d, layers=layers, seed=seed, weights_seed=weights_seed)
     out = {}
-    for m, fields in models.items():
+    for m, changes in models.items():
         for n in lengths:
             count = samples * lengths[-1] // n if m in ("paper", "residual") else samples
-            out[(m, n)] = SimConfig(**{**base, "n": n, "samples": count, **fields})
+            cfg = SimConfig(norm="layernorm", n=n, samples=count, seed=seed, **fields)
+            out[(m, n)] = cfg.replace(**changes)
     return out
 
 

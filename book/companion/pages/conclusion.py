@@ -15,14 +15,13 @@ def _share(stat) -> str:
 def contrast_numbers(*, stat, verdict) -> dict[str, str]:
     """The verdict on "not relative" (``verdict`` on ``stat``), its setting, and K beside D."""
     cfg, zc = stat.config, verdict.numbers["z_threshold"]
+    data = position.columns([stat])
     return {
         "concl-verdict": verdict.word,
         "concl-value": verdict.value,
         "concl-value-z": report.z_text(verdict.decisive.z),
         "concl-setting": report.Markdown(setting_text(cfg)),
-        "concl-fig-contrasts-data": report.download(
-            "conclusion-contrasts", position.columns([stat])
-        ),
+        "concl-fig-contrasts-data": report.download("conclusion-contrasts", data),
         "concl-layers": count(cfg.layers),
         "concl-samples": count(cfg.samples),
         "concl-n": count(cfg.n),
@@ -40,13 +39,13 @@ def position_numbers(*, alpha, long, long_n, long_samples, pos, short) -> dict[s
     ln = pos[long[0]]
     family = position.family(pos.values())
     k_change = position.change(ln, "K")
+    data = position.columns(pos.values())
+    short_samples = [f"{count(c.samples)} ({conventions.variant_name(c)})" for c in short]
     out = {
         "concl-long-verdict": not_relative_claim(ln).word,
         "concl-long-n": count(long_n),
         "concl-long-samples": count(long_samples),
-        "concl-short-samples": report.listing(
-            [f"{count(c.samples)} ({conventions.variant_name(c)})" for c in short], fmt=str
-        ),
+        "concl-short-samples": report.listing(short_samples, fmt=str),
         "concl-alpha": f"{alpha:g}",
         "concl-pos-kchange": pm(*k_change),
         "concl-pos-kchange-z": report.z_text(report.zscore(*k_change)),
@@ -54,9 +53,7 @@ def position_numbers(*, alpha, long, long_n, long_samples, pos, short) -> dict[s
         "concl-pos-kshare": _share(ln),
         "concl-pos-family": count(family),
         "concl-pos-zc": num(conventions.z_for(family), 3),
-        "concl-fig-position-data": report.download(
-            "conclusion-position", position.columns(pos.values())
-        ),
+        "concl-fig-position-data": report.download("conclusion-position", data),
     }
     for name, cfg in zip(("pos", "res", "none"), long):
         out[f"concl-{name}-d5"] = pm(*position.value_at(pos[cfg], "D", 5))

@@ -151,6 +151,7 @@ def depth_numbers(*, results: dict, growth: dict, zc: float, alpha, gamma, d) ->
     onsets = sorted({s[k].onset for k in none_keys}, key=str)
     none2 = sum(c[k][("trend", 2)].direction == "recency" for k in none_keys)
     res_word = "resolved positive" if s[res].grows else "not all resolved positive"
+    paired = sorted({g.samples for k, g in growth.items() if k != iso})
     out = {
         "empirical-depth-L": count(L),
         "empirical-depth-zc": num(zc, 3),
@@ -169,9 +170,7 @@ def depth_numbers(*, results: dict, growth: dict, zc: float, alpha, gamma, d) ->
         "empirical-depth-none-t2": pm(*statistics.s2_order(results[none])[1:]),
         "empirical-depth-none-n": count(results[none].config.samples),
         "empirical-depth-paired-iso": count(growth[iso].samples),
-        "empirical-depth-paired": report.listing(
-            sorted({g.samples for k, g in growth.items() if k != iso}), count
-        ),
+        "empirical-depth-paired": report.listing(paired, count),
         "empirical-depth-res-word": res_word,
         "empirical-depth-res-onset": str(s[("none", alpha, d, gamma)].onset),
         "empirical-depth-data": report.download("depth-study", data),

@@ -22,13 +22,12 @@ def proposition3_numbers(*, alphas, by, rp_by, gamma, p3, ratio, samples, zc) ->
     verdict, the alphas where Definition 1 holds, the smallest alpha's trend, the figure's data."""
     curves = {f"trend, gamma = {g:g}": statistics.trends(r) for g, r in by.items()}
     curves |= {f"RP, gamma = {g:g}": statistics.rps(r) for g, r in rp_by.items()}
+    data = report.curve_columns(curves, "alpha")
     out = {
         "inputdist-samples": count(samples),
         "inputdist-samples-iso": count(by[0.0][0.0].samples),
         "inputdist-samples-rp0": count(rp_by[0.0][0.0].config.samples),
-        "inputdist-fig-alpha-data": report.download(
-            "proposition-3", report.curve_columns(curves, "alpha")
-        ),
+        "inputdist-fig-alpha-data": report.download("proposition-3", data),
         "inputdist-p3-word": p3[0.0].word,
         "inputdist-p3-zc": num(zc, 3),
         "inputdist-amin": f"{min(alphas):g}",
@@ -54,13 +53,12 @@ def eq6_numbers(*, cos, cos_ds, d, n, samples_cosine) -> dict[str, str]:
     }
     # d -> (alphas, mean cosines, SEs)
     curves = {f"d = {dd}": zip(*[(a, *cos[dd][a]) for a in sorted(cos[dd])]) for dd in cos_ds}
+    data = report.curve_columns(curves, "alpha")
     return {
         "inputdist-n": count(n),
         "inputdist-d": count(d),
         "inputdist-cos-samples": count(samples_cosine),
-        "inputdist-fig-cos-data": report.download(
-            "eq6-cosine", report.curve_columns(curves, "alpha")
-        ),
+        "inputdist-fig-cos-data": report.download("eq6-cosine", data),
         "inputdist-eq6-zc": num(zc, 3),
         "inputdist-eq6-value": pm(*dev[top]),
         "inputdist-eq6-alpha": f"{top:g}",

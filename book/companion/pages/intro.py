@@ -14,10 +14,9 @@ def intro_numbers(*, results, conv, conv_torch, thm1, tied, torch_eps) -> dict[s
     iso, cfg = results[1], results[0].config
     sq, sq_se = results[0].sq_norm_mean[1], results[0].sq_norm_sem[1]  # ||x_j^(1)||^2, no norm
     form = theory.theorem1_trend(iso.config.d, cfg.n)
+    data = report.result_columns(results, labels, matrices=False)
     out = {
-        "intro-rp-data": report.download(
-            "intro-recency-by-layer", report.result_columns(results, labels, matrices=False)
-        ),
+        "intro-rp-data": report.download("intro-recency-by-layer", data),
         "intro-sq-first": pm(sq[0], sq_se[0]),
         "intro-sq-last": pm(sq[-1], sq_se[-1]),
         "intro-n": count(cfg.n),

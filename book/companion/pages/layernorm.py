@@ -28,14 +28,13 @@ def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str
     }
     ordered = [count(round(one_by_one.mean[l, 0] * one_by_one.samples)) for l in (1, 0)]
     d1 = one_by_one.config.d
+    data = report.curve_columns(curves, "d")
     out = {
         "layernorm-samples": count(samples),
         "layernorm-settle-z": num(statistics.SETTLE_Z),
         "layernorm-m-off": count((n - 1) * (n - 2) // 2),
         "layernorm-m-all": count(significance.adjacent_pairs(n)),
-        "layernorm-fig-trend-data": report.download(
-            "theorem-1-trend", report.curve_columns(curves, "d")
-        ),
+        "layernorm-fig-trend-data": report.download("theorem-1-trend", data),
         "layernorm-dmax-resolved": report.listing([r.d for r in reach if r.resolved][-1:]),
         f"layernorm-sorted-{d1}": ordered[0],
         f"layernorm-sorted-{d1}-l1": ordered[1],
@@ -124,13 +123,12 @@ def proposition1_numbers(
         f"{rise}, simulated": theorem1.row_rise(p1[rise_d]),
         f"{rise}, derived": (*theorem1.derived_row_rise(n, rise_d), None),
     }
+    data = report.curve_columns(curves, "j")
     out = {
         "layernorm-samples-prop1": count(samples_prop1),
         "layernorm-n": count(n),
         "layernorm-rise-d": count(rise_d),
-        "layernorm-fig-prop1-data": report.download(
-            "proposition-1", report.curve_columns(curves, "j")
-        ),
+        "layernorm-fig-prop1-data": report.download("proposition-1", data),
         "layernorm-none-sq": pm(none.sq_norm_mean[0, last], none.sq_norm_sem[0, last]),
         "layernorm-a-eq14": num(math.e / (math.e + n - 1), 3),
         "layernorm-vp1": vp1.word,
@@ -172,12 +170,11 @@ def crossover_numbers(
         "LayerNorm, simulated": theorem1.series(ln_points, lambda p: (p.trend, p.se)),
         "no normalization, simulated": theorem1.series(none_points, lambda p: (p.trend, p.se)),
     }
+    data = report.curve_columns(curves, "d")
     out = {
         "layernorm-dstar": num(dstar, 4),
         "layernorm-dstar-min": num(theorem1.smallest_step_crossover(n), 2),
-        "layernorm-fig-cross-data": report.download(
-            "theorem-1-crossover", report.curve_columns(curves, "d")
-        ),
+        "layernorm-fig-cross-data": report.download("theorem-1-crossover", data),
     }
     for d in controlled.keys() & first.keys():
         a, b = StepEstimate.of(controlled[d]), StepEstimate.of(first[d])
