@@ -81,9 +81,7 @@ def component_configs(
     return out
 
 
-def length_configs(
-    lengths, samples: int, seed: int = 0, *, heads: int = 4, **fields
-) -> dict[tuple[str, int], SimConfig]:
+def length_configs(lengths, samples: int, seed: int = 0, *, heads: int = 4, **fields) -> dict:
     """(model, n) -> SimConfig (``fields``: d, layers, weights_seed): the paper's model without
     and with the residual at alpha = 0.5 (Gram engine, ``samples * longest // n`` sequences: as
     many query rows at every n) and all parts together at alpha = 0.5 and 0 (dense, ``samples``)."""
@@ -377,8 +375,7 @@ def network_panel(found: dict, ax, *, z: float = 1.0):
     errorbar_points(x, found["rp"], found["se"], ax, z=z, label="one network ± SE", color=colour)
     ax.axhline(0.5, label="no order", **conventions.REFERENCE)
     ax.set_xticks(x, [str(s) for s in found["seeds"]])
-    ax.set_xlabel("weights_seed (one random network each)")
-    ax.set_ylabel(f"RP of layer {found['layer']}")
+    ax.set(xlabel="weights_seed (one random network each)", ylabel=f"RP of layer {found['layer']}")
     return ax
 
 
@@ -512,9 +509,7 @@ def _longer(long_results: dict) -> str:
     return f"{paper}; {SENTENCE_LABELS['combined']}: RP {found['combined']['rp']}"
 
 
-def findings_rows(
-    results: dict, long_results: dict, relativity: dict, networks: dict
-) -> list[dict]:
+def findings_rows(results: dict, long_results: dict, relativity: dict, networks: dict) -> list:
     """The chapter's answers, each with the figure of its evidence: the parts alone and together,
     across ``networks`` (:func:`across_networks`), on isotropic tokens, whether the bias is
     ``relativity``'s, the change with n."""

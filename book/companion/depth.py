@@ -217,9 +217,7 @@ def depth_figure(results: dict, zc: float):
         ax.set_ylim(low, high)
         ax.minorticks_off()
         plotting.reference_line(ax, 0.0)
-        ax.set_xlabel("layer")
-        ax.set_ylabel(name)
-        ax.set_xticks(layers)
+        ax.set(xlabel="layer", ylabel=name, xticks=layers)
     return fig
 
 

@@ -66,18 +66,12 @@ class Point:
 def statistic_points(stats: dict) -> list[Point]:
     """Points of d -> a statistic of :mod:`companion.estimators` (trend: the last value of layer
     2), sorted by d."""
-    return [
-        Point(
-            d,
-            float(s.mean[1, -1]),
-            float(s.sem[1, -1]),
-            s.samples,
-            GRAM if s.config.norm == "none" else FIRST_ORDER,
-            s.config.n,
-            s.config.norm,
-        )
-        for d, s in sorted(stats.items())
-    ]
+    out = []
+    for d, s in sorted(stats.items()):
+        est = GRAM if s.config.norm == "none" else FIRST_ORDER
+        trend, se = float(s.mean[1, -1]), float(s.sem[1, -1])
+        out.append(Point(d, trend, se, s.samples, est, s.config.n, s.config.norm))
+    return out
 
 
 def cost_per_sequence(results) -> float:
@@ -241,10 +235,8 @@ def rise_panel(res: SimResult, ax):
     n = res.config.n
     jd, derived = derived_row_rise(n, res.config.d)
     plotting.closed_form(jd, 100 * derived, ax, kind="corrected", color="black", label="derived")
-    marker = conventions.VARIANT_MARKERS[res.config.norm]
-    plotting.errorbar_points(
-        j, 100 * rise, 100 * se, ax, marker=marker, linestyle="none", label="simulated"
-    )
+    style = dict(marker=conventions.VARIANT_MARKERS[res.config.norm], linestyle="none")
+    plotting.errorbar_points(j, 100 * rise, 100 * se, ax, label="simulated", **style)
     plotting.reference_line(ax, 0.0, label="LLN: flat")
     ylabel = f"$(S^{{(2)}}_{{{n},j}} - S^{{(2)}}_{{{n},1}})/c_{{{n}}}$, %"
     ax.set(xticks=j, xlabel="key j", ylabel=ylabel)
@@ -269,12 +261,9 @@ def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *
     trend + 2 SE), the ``crossover``. Returns ``ax``."""
     ds = sorted({p.d for p in (*ln_points, *none_points)} | {FORM_MIN_D})
     grid = np.geomspace(FORM_MIN_D, max(ds), 80)
-    (ln_line,) = ax.plot(
-        grid, theory.theorem1_trend(grid, n), label="LayerNorm: corrected Theorem 1"
-    )
-    (none_line,) = ax.plot(
-        grid, theory.proposition1_trend(grid, n), label="no normalization: derived"
-    )
+    ln_label, none_label = "LayerNorm: corrected Theorem 1", "no normalization: derived"
+    (ln_line,) = ax.plot(grid, theory.theorem1_trend(grid, n), label=ln_label)
+    (none_line,) = ax.plot(grid, theory.proposition1_trend(grid, n), label=none_label)
     for pts, line in ((ln_points, ln_line), (none_points, none_line)):
         colour = line.get_color()
         for est, sel in _by_estimator(pts).items():

@@ -158,9 +158,7 @@ def size_numbers(*, ln_points, n, none_points, vc) -> dict[str, str]:
     return out
 
 
-def crossover_numbers(
-    *, controlled, dstar, first, ln_points, n, none, none_points
-) -> dict[str, str]:
+def crossover_numbers(*, controlled, dstar, first, ln_points, n, none, none_points) -> dict:
     """The crossover: d* for the mean and smallest step, the two trends against each other where
     both ran, the RP of every layer without normalization (``none``), the figure's data."""
     grid = np.geomspace(theorem1.FORM_MIN_D, max(p.d for p in none_points), 80)

@@ -32,9 +32,7 @@ def engine_numbers(*, agree, dense, engines, gram) -> dict[str, str]:
     }
 
 
-def definition1_numbers(
-    *, aniso, d, iso, n, none, orders, panels, samples, single
-) -> dict[str, str]:
+def definition1_numbers(*, aniso, d, iso, n, none, orders, panels, samples, single) -> dict:
     """Definition 1: the setting, the z of the tests and the least resolved steps."""
     labels = [conventions.setting_label(r.config) for r in (aniso, none)]
     step = statistics.smallest_step(aniso, 2)  # control variates, as the verdict

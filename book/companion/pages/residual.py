@@ -9,9 +9,7 @@ from .. import closedforms, conventions, plotting, report, statistics
 from ..report import count, num, pm, z_text
 
 
-def residual_numbers(
-    *, alpha, iso, gamma, ln0, ln_a, n, res0, res_a, samples, verdict
-) -> dict[str, str]:
+def residual_numbers(*, alpha, iso, gamma, ln0, ln_a, n, res0, res_a, samples, verdict) -> dict:
     """The settings, Definition 1 and the trends with the residual, the verdict, the figure's data;
     ``iso``: gamma -> the first-order statistic at alpha = 0."""
     runs = (ln0, ln_a, res_a, res0)
