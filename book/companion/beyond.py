@@ -338,7 +338,6 @@ def across_networks(results) -> dict:
     rp, se = (np.array(x) for x in zip(*(statistics.rp(r, L) for r in results)))
     mean, sd = float(rp.mean()), float(rp.std(ddof=1))
     sem = sd / np.sqrt(K)
-    t = report.zscore(mean, sem, 0.5)
     tc = float(stdtrit(K - 1, 1.0 - conventions.FAMILYWISE_LEVEL / 2))
     orders = [statistics.direction(r, L, family=K) for r in results]
     return {
@@ -349,7 +348,7 @@ def across_networks(results) -> dict:
         "mean": mean,
         "sd": sd,
         "sem": float(sem),
-        "t": t,
+        "t": report.zscore(mean, sem, 0.5),
         "t_threshold": tc,
         "word": statistics.ORDER_WORDS[sign(mean, sem, tc, 0.5)],
         "spread_ratio": sd / float(np.median(se)) if np.median(se) > 0 else np.inf,

@@ -44,11 +44,9 @@ def settings(alpha: float, gamma: float, d: int, samples: int) -> dict[tuple, tu
 
 @dataclass(frozen=True)
 class Cell:
-    """``what`` ("trend", "rp": RP - 1/2, or "growth") of ``layer``: ``value`` ± ``se``, ``z`` and
-    the ``direction`` resolved: "recency" / "primacy" (growth: "rises" / "falls") or "none"."""
+    """One number of a layer (the trend, RP - 1/2 or the growth): ``value`` ± ``se``, ``z`` and the
+    ``direction`` resolved: "recency" / "primacy" (growth: "rises" / "falls") or "none"."""
 
-    what: str
-    layer: int
     value: float
     se: float
     z: float
@@ -59,11 +57,10 @@ class Cell:
         return self.direction != "none"
 
 
-def _cell(what, layer, value, se, zc) -> Cell:
-    z = zscore(value, se)
+def _cell(what, value, se, zc) -> Cell:
     up, down = ("rises", "falls") if what == "growth" else ("recency", "primacy")
     word = {1: up, -1: down, 0: "none"}[sign(value, se, zc)]
-    return Cell(what, layer, float(value), float(se), z, word)
+    return Cell(float(value), float(se), zscore(value, se), word)
 
 
 def family(results: dict, growth: dict) -> int:
@@ -78,12 +75,12 @@ def cells(res, zc: float, stat=None) -> dict[tuple[str, int], Cell]:
     out = {}
     for l in range(2, res.config.layers + 1):
         trend, (value, se) = (res.trend_cv_mean[l - 1], res.trend_cv_sem[l - 1]), rp(res, l)
-        out[("trend", l)] = _cell("trend", l, *trend, zc)
-        out[("rp", l)] = _cell("rp", l, value - 0.5, se, zc)
+        out[("trend", l)] = _cell("trend", *trend, zc)
+        out[("rp", l)] = _cell("rp", value - 0.5, se, zc)
     if stat is not None:
         for l in range(3, stat.config.layers + 1):
             growth = (stat.cv_mean[l - 1, 1], stat.cv_sem[l - 1, 1])  # layer l minus layer l - 1
-            out[("growth", l)] = _cell("growth", l, *growth, zc)
+            out[("growth", l)] = _cell("growth", *growth, zc)
     return out
 
 
