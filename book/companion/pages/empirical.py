@@ -16,7 +16,6 @@ def figure2_numbers(
     none, iso, ln5, res = results
     v2 = verdicts[1]
     table, h_zc = v2.numbers["table"], v2.numbers["z_threshold"]
-    _, trend, trend_se = statistics.s2_order(iso)
     quoted = closedforms.Setting("layernorm", quote, 0.0)
     step = forms.row("fig2", "step", quoted)
     sized = {
@@ -55,7 +54,7 @@ def figure2_numbers(
         "empirical-iso-pred": num(closedforms.eq5_smallest_step(n, d), 2),
         "empirical-iso-se-plain": num(statistics.typical_step_se(iso, 2, "plain"), 2),
         "empirical-iso-se-cv": num(statistics.typical_step_se(iso, 2, "cv"), 2),
-        "empirical-iso-trend-z": z_text(report.zscore(trend, trend_se)),
+        "empirical-iso-trend-z": z_text(report.zscore(*statistics.s2_order(iso)[1:])),
         "empirical-ln5-rp2": pm(*statistics.rp(ln5, 2)),
         "empirical-ln5-rpL": pm(*statistics.rp(ln5, layers)),
         "empirical-res-cost2": pm(*statistics.rp_gap(ln5, res, 2)),
