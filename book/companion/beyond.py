@@ -1,9 +1,7 @@
 """Chapter 8, "Beyond the paper": the paper's LayerNorm model with the parts of a decoder it leaves
-out (:mod:`recency_lib.extensions`), on random networks at initialisation scale; the length sweep;
-the study across networks; chapter 7's contrasts with RoPE. Its settings, findings (at the book's
-family-wise level) and tables; the page runs the simulations."""
+out (:mod:`recency_lib.extensions`), at initialisation scale; the length sweep; the study across
+networks; chapter 7's contrasts with RoPE. Settings, findings and tables; the page simulates."""
 
-import math
 import os
 
 import numpy as np
@@ -31,8 +29,7 @@ SENTENCE_LABELS = {
 ONE_NETWORK = "one random network"
 #: Bins of relative key position in the last query's profile.
 PROFILE_BINS = 16
-NO_ORDER = "no order resolved"
-ORDERS = ("recency", NO_ORDER, "primacy")
+NO_ORDER = statistics.ORDER_WORDS[0]
 UNCHANGED = position.CHANGE_WORDS[0]
 
 
@@ -45,8 +42,7 @@ def combined_fields(heads: int) -> dict:
 
 
 def components(heads: int) -> dict[str, tuple[str, dict]]:
-    """Each component, in the chapter's order: (its name in figures and tables, the SimConfig fields
-    it changes in the paper's LayerNorm model)."""
+    """Each component in the chapter's order: (its label, the SimConfig fields it changes)."""
     return {
         "paper": ("none (the paper's model)", {}),
         "rms": ("RMSNorm", {"norm": "rms"}),
@@ -71,41 +67,24 @@ def _sentence_name(key: str, cfg: SimConfig) -> str:
 
 
 def component_configs(
-    samples: int,
-    seed: int = 0,
-    *,
-    n: int = conventions.PAPER_N,
-    d: int = conventions.PAPER_D,
-    layers: int = conventions.PAPER_LAYERS,
-    heads: int = 4,
-    weights_seed: int = 0,
-    random_divisor: int = 10,
-    alphas=STUDY_ALPHAS,
+    samples: int, seed: int = 0, *, heads: int = 4, random_divisor: int = 10, **fields
 ) -> dict[tuple[str, float], SimConfig]:
-    """(component, alpha) -> SimConfig; random weights (four d x d draws per layer and sequence) run
-    ``samples // random_divisor`` sequences."""
-    base = dict(norm="layernorm", n=n, d=d, layers=layers, seed=seed, weights_seed=weights_seed)
+    """(component, alpha) -> the paper's LayerNorm model (``fields``: n, d, layers, weights_seed)
+    with the component, at each of :data:`STUDY_ALPHAS`; random weights (slow draws) run ``samples
+    // random_divisor`` sequences."""
     out = {}
-    for key, (_, fields) in components(heads).items():
+    for key, (_, changes) in components(heads).items():
         count = max(2, samples // random_divisor) if key == "random" else samples
-        for a in alphas:
-            out[(key, float(a))] = SimConfig(**{**base, "alpha": a, "samples": count, **fields})
+        for a in STUDY_ALPHAS:
+            cfg = SimConfig(norm="layernorm", alpha=a, samples=count, seed=seed, **fields)
+            out[(key, a)] = cfg.replace(**changes)
     return out
 
 
-def length_configs(
-    lengths,
-    samples: int,
-    seed: int = 0,
-    *,
-    d: int = conventions.PAPER_D,
-    layers: int = conventions.PAPER_LAYERS,
-    heads: int = 4,
-    weights_seed: int = 0,
-) -> dict[tuple[str, int], SimConfig]:
-    """(model, n) -> SimConfig: the paper's LayerNorm model without and with the residual (alpha =
-    0.5, the exact Gram engine, as many query rows as the longest n: ``samples * longest // n``
-    sequences) and the common decoder at alpha = 0.5 and 0 (dense, ``samples`` sequences)."""
+def length_configs(lengths, samples: int, seed: int = 0, *, heads: int = 4, **fields) -> dict:
+    """(model, n) -> SimConfig (``fields``: d, layers, weights_seed): the paper's model without
+    and with the residual at alpha = 0.5 (Gram engine, ``samples * longest // n`` sequences: as
+    many query rows at every n) and all parts together at alpha = 0.5 and 0 (dense, ``samples``)."""
     lengths = sorted(set(lengths))
     models = {
         "paper": dict(alpha=0.5),
@@ -113,12 +92,12 @@ def length_configs(
         "combined": dict(alpha=0.5, **combined_fields(heads)),
         "combined0": dict(alpha=0.0, **combined_fields(heads)),
     }
-    base = dict(norm="layernorm", d=d, layers=layers, seed=seed, weights_seed=weights_seed)
     out = {}
-    for m, fields in models.items():
+    for m, changes in models.items():
         for n in lengths:
             count = samples * lengths[-1] // n if m in ("paper", "residual") else samples
-            out[(m, n)] = SimConfig(**{**base, "n": n, "samples": count, **fields})
+            cfg = SimConfig(norm="layernorm", n=n, samples=count, seed=seed, **fields)
+            out[(m, n)] = cfg.replace(**changes)
     return out
 
 
@@ -167,7 +146,7 @@ def definition1_verdicts(results: dict) -> dict:
 
 def last_layer_orders(dirs: dict, alpha: float) -> dict[str, list[str]]:
     """order -> the components other than the paper's whose last layer shows it at ``alpha``."""
-    out = {w: [] for w in ORDERS}
+    out = {w: [] for w in statistics.ORDER_WORDS.values()}
     for (key, a), words in dirs.items():
         if a == alpha and key != "paper":
             out[words[-1]].append(key)
@@ -192,8 +171,7 @@ def versus_paper(results: dict, alpha: float) -> dict[str, list[str]]:
     zc = conventions.z_for(len(others))
     out = {1: [], -1: [], 0: []}
     for key, r in others:
-        (m, e), (m0, e0) = statistics.rp(r, r.config.layers), statistics.rp(ref, ref.config.layers)
-        out[sign(m - m0, math.hypot(e, e0), zc)].append(key)
+        out[sign(*statistics.rp_gap(r, ref, r.config.layers), zc)].append(key)
     return {"higher": out[1], "lower": out[-1]}
 
 
@@ -266,13 +244,9 @@ def full_columns(results: dict) -> dict[str, list]:
     """The numbers of the component study as download columns."""
     rows = []
     for (key, a), r in results.items():
-        setting = (
-            component_label(key, r.config),
-            conventions.variant_name(r.config),
-            a,
-            r.config.samples,
-        )
-        rows += [(*setting, l, *statistics.rp(r, l)) for l in range(1, r.config.layers + 1)]
+        cfg = r.config
+        setting = (component_label(key, cfg), conventions.variant_name(cfg), a, cfg.samples)
+        rows += [(*setting, l, *statistics.rp(r, l)) for l in range(1, cfg.layers + 1)]
     header = ("component", "model", "alpha", "samples", "layer", "recency_probability", "se")
     return report.columns(header, rows)
 
@@ -302,23 +276,16 @@ def control_mean(cfg: SimConfig):
 
 
 def last_layer_changes(stats: dict) -> dict:
-    """key -> {"D": (change, SE, z), "K": ..., "D_word", "K_word", "z_threshold"}: D_n - D_5 and
-    K_n - K_5 in the last layer, :data:`CHANGES` or unchanged, all of them one family."""
+    """key -> {"D": (D_n - D_5, SE), "K": (K_n - K_5, SE), "D_word", "K_word", "reading",
+    "z_threshold"}: the last layer's changes, :data:`CHANGES` or unchanged, all one family."""
     zc = conventions.z_for(2 * len(stats))
     out = {}
     for key, st in stats.items():
-        out[key] = {"z_threshold": zc}
-        for c in ("D", "K"):
-            m, e = position.change(st, c)
-            z = report.zscore(m, e)
-            out[key][c] = (m, e, z)
-            out[key][f"{c}_word"] = CHANGES if sign(m, e, zc) else UNCHANGED
+        ch = {c: position.change(st, c) for c in ("D", "K")}
+        words = {f"{c}_word": CHANGES if sign(*ch[c], zc) else UNCHANGED for c in ch}
+        reading = READINGS[(words["D_word"], words["K_word"])]
+        out[key] = {**ch, **words, "reading": reading, "z_threshold": zc}
     return out
-
-
-def reading(change: dict) -> str:
-    """:data:`READINGS` of one entry of :func:`last_layer_changes`."""
-    return READINGS[(change["D_word"], change["K_word"])]
 
 
 def relativity_rows(stats: dict) -> list[dict]:
@@ -333,8 +300,8 @@ def relativity_rows(stats: dict) -> list[dict]:
                 "component added": component_label(comp, st.config),
                 "α": f"{a:g}",
                 "not relative? (decisive $D_n - D_5$)": f"{v.word}: {v.value} (layer {decisive})",
-                f"$D_n - D_5$, layer {L} (z)": position.change_text(*ch["D"][:2]),
-                f"$K_n - K_5$, layer {L} (z)": position.change_text(*ch["K"][:2]),
+                f"$D_n - D_5$, layer {L} (z)": position.change_text(*ch["D"]),
+                f"$K_n - K_5$, layer {L} (z)": position.change_text(*ch["K"]),
             }
         )
     return rows
@@ -371,7 +338,6 @@ def across_networks(results) -> dict:
     rp, se = (np.array(x) for x in zip(*(statistics.rp(r, L) for r in results)))
     mean, sd = float(rp.mean()), float(rp.std(ddof=1))
     sem = sd / np.sqrt(K)
-    t = report.zscore(mean, sem, 0.5)
     tc = float(stdtrit(K - 1, 1.0 - conventions.FAMILYWISE_LEVEL / 2))
     orders = [statistics.direction(r, L, family=K) for r in results]
     return {
@@ -382,11 +348,11 @@ def across_networks(results) -> dict:
         "mean": mean,
         "sd": sd,
         "sem": float(sem),
-        "t": t,
+        "t": report.zscore(mean, sem, 0.5),
         "t_threshold": tc,
-        "word": {1: "recency", -1: "primacy", 0: NO_ORDER}[sign(mean, sem, tc, 0.5)],
+        "word": statistics.ORDER_WORDS[sign(mean, sem, tc, 0.5)],
         "spread_ratio": sd / float(np.median(se)) if np.median(se) > 0 else np.inf,
-        "counts": {w: orders.count(w) for w in ORDERS},
+        "counts": {w: orders.count(w) for w in statistics.ORDER_WORDS.values()},
     }
 
 
@@ -408,8 +374,7 @@ def network_panel(found: dict, ax, *, z: float = 1.0):
     errorbar_points(x, found["rp"], found["se"], ax, z=z, label="one network ± SE", color=colour)
     ax.axhline(0.5, label="no order", **conventions.REFERENCE)
     ax.set_xticks(x, [str(s) for s in found["seeds"]])
-    ax.set_xlabel("weights_seed (one random network each)")
-    ax.set_ylabel(f"RP of layer {found['layer']}")
+    ax.set(xlabel="weights_seed (one random network each)", ylabel=f"RP of layer {found['layer']}")
     return ax
 
 
@@ -462,16 +427,15 @@ def length_findings(long_results: dict) -> dict[str, dict]:
     for m, runs in models.items():
         first, last = runs[min(runs)], runs[max(runs)]
         L = last.config.layers
-        (g0, b0), (g1, b1) = late_early(first), late_early(last)
-        rps = (statistics.rp(first, L), statistics.rp(last, L))
-        rp_change = (rps[1][0] - rps[0][0], math.hypot(rps[1][1], rps[0][1]))
+        gaps = {n: late_early(r) for n, r in runs.items()}
+        (g0, b0), (g1, b1) = gaps[min(runs)], gaps[max(runs)]
         out[m] = {
-            "rp": {1: "rises", -1: "falls", 0: UNCHANGED}[sign(*rp_change, zc)],
+            "rp": position.CHANGE_WORDS[sign(*statistics.rp_gap(last, first, L), zc)],
             # SE bounds add (|a - b| <= b_a + b_b whatever the correlation): test against their sum
             "gap": {1: "grows", -1: "shrinks", 0: UNCHANGED}[sign(g1 - g0, b0 + b1, zc)],
-            "gaps": {n: late_early(r) for n, r in runs.items()},
+            "gaps": gaps,
             "factor": g0 / g1 if g0 > zc * b0 and g1 > zc * b1 else None,
-            "rp_values": rps,
+            "rp_values": (statistics.rp(first, L), statistics.rp(last, L)),
         }
     return out
 
@@ -537,23 +501,17 @@ def _longer(long_results: dict) -> str:
     found, lengths = length_findings(long_results), sorted({n for _, n in long_results})
     if len(lengths) == 1:
         return "one length only: no change to test"
-    parts = []
-    if "paper" in found:
-        f, g = found["paper"], found["paper"]["gaps"]
-        rp0, rp1 = (report.pm(*v) for v in f["rp_values"])
-        gaps = f"{report.pm(*g[lengths[0]])} → {report.pm(*g[lengths[-1]])}"
-        parts.append(
-            f"the paper's model: RP {f['rp']} ({rp0} → {rp1}), late − early gap {f['gap']} ({gaps})"
-        )
-    if "combined" in found:
-        parts.append(f"{SENTENCE_LABELS['combined']}: RP {found['combined']['rp']}")
-    return "; ".join(parts)
+    f, g = found["paper"], found["paper"]["gaps"]
+    rp0, rp1 = (report.pm(*v) for v in f["rp_values"])
+    gaps = f"{report.pm(*g[lengths[0]])} → {report.pm(*g[lengths[-1]])}"
+    paper = f"the paper's model: RP {f['rp']} ({rp0} → {rp1}), late − early gap {f['gap']} ({gaps})"
+    return f"{paper}; {SENTENCE_LABELS['combined']}: RP {found['combined']['rp']}"
 
 
-def findings_rows(results: dict, long_results: dict, relativity=None, networks=None) -> list[dict]:
-    """The chapter's answers in one table, each with the figure of its evidence: the parts alone and
-    together, across ``networks`` (:func:`across_networks`), on isotropic tokens, whether the bias
-    is ``relativity``'s, and the change with n (rows without their input are left out)."""
+def findings_rows(results: dict, long_results: dict, relativity: dict, networks: dict) -> list:
+    """The chapter's answers, each with the figure of its evidence: the parts alone and together,
+    across ``networks`` (:func:`across_networks`), on isotropic tokens, whether the bias is
+    ``relativity``'s, the change with n."""
     top, iso = max(STUDY_ALPHAS), min(STUDY_ALPHAS)
     a_top, a_iso = conventions.alpha_label(top), conventions.alpha_label(iso)
     dirs = directions(results)
@@ -568,12 +526,11 @@ def findings_rows(results: dict, long_results: dict, relativity=None, networks=N
             "components",
         ),
     ]
-    if networks is not None:
-        c, K = networks["counts"], report.count(len(networks["rp"]))
-        rp_nets = f"RP of {report.score_label(networks['layer'])}: {network_text(networks)}"
-        split = f"recency in {report.count(c['recency'])}, primacy in {report.count(c['primacy'])}"
-        answer = f"{rp_nets}: {networks['word']} across networks; {split} of the {K} networks"
-        rows.append((f"all parts together across random networks, {a_top}", answer, "networks"))
+    c, K = networks["counts"], report.count(len(networks["rp"]))
+    rp_nets = f"RP of {report.score_label(networks['layer'])}: {network_text(networks)}"
+    split = f"recency in {report.count(c['recency'])}, primacy in {report.count(c['primacy'])}"
+    answer = f"{rp_nets}: {networks['word']} across networks; {split} of the {K} networks"
+    rows.append((f"all parts together across random networks, {a_top}", answer, "networks"))
     created = created_order(dirs, iso)
     isotropic = "no part resolves an order"
     if created:
@@ -582,15 +539,14 @@ def findings_rows(results: dict, long_results: dict, relativity=None, networks=N
             f"the paper's model: {paper}; an order of their own with {names(created, results)}"
         )
     rows.append((f"isotropic tokens, {a_iso}", isotropic, "components"))
-    if relativity:
-        changes = last_layer_changes(relativity)
-        parts = [
-            f"{_sentence_name(k[0], st.config)}: {not_relative_claim(st).word} ($D_n - D_5$ "
-            f"{changes[k]['D_word']}, $K_n - K_5$ {changes[k]['K_word']})"
-            for k, st in relativity.items()
-            if k[1] == top
-        ]
-        rows.append((f"is the bias relative? ({a_top})", "; ".join(parts), "contrasts"))
+    changes = last_layer_changes(relativity)
+    parts = [
+        f"{_sentence_name(k[0], st.config)}: {not_relative_claim(st).word} ($D_n - D_5$ "
+        f"{changes[k]['D_word']}, $K_n - K_5$ {changes[k]['K_word']})"
+        for k, st in relativity.items()
+        if k[1] == top
+    ]
+    rows.append((f"is the bias relative? ({a_top})", "; ".join(parts), "contrasts"))
     lengths = sorted({n for _, n in long_results})
     rows.append(
         (f"last layer from n = {lengths[0]} to {lengths[-1]}", _longer(long_results), "lengths")

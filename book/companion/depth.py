@@ -1,7 +1,6 @@
-"""Chapter 6's depth study: the order of every layer of a deeper stack, with and without
-LayerNorm, from each layer's control-variate trend and recency probability, and whether LayerNorm's
-recency grows: the trend's step from one layer to the next, paired within each sequence
-(``sequence_statistic(cfg, statistics.trend_steps, control_mean=0.0)``)."""
+"""Chapter 6's depth study: each layer's order (control-variate trend and RP) in a deeper stack,
+and whether LayerNorm's recency grows: the trend's step from one layer to the next, paired within
+each sequence (``sequence_statistic(cfg, statistics.trend_steps, control_mean=0.0)``)."""
 
 import math
 from dataclasses import dataclass
@@ -17,8 +16,7 @@ from .statistics import rp, zscore
 #: (norm, alpha, d, residual) -> (sequences of the run, of the paired growth run; 0: none) in units
 #: of the page's ``samples_depth``: "iso" alpha = 0, "show" the page's alpha, "small" d = 16,
 #: "paper" the page's d, "gamma" its residual weight. The sizes resolve every trend at the section's
-#: z (LayerNorm at alpha = 0, d = 64 needs about 8 x 10^5 sequences); no normalization at alpha = 0,
-#: d = 64 runs Proposition 1's 10^6 sequences (settings.prop1_configs) at the default 20,000.
+#: z (LayerNorm at alpha = 0, d = 64 needs about 8 x 10^5 sequences).
 PLAN = {
     ("none", "iso", "small", 0): (2, 0),
     ("none", "iso", "paper", 0): (50, 0),
@@ -33,7 +31,7 @@ PLAN = {
 
 def settings(alpha: float, gamma: float, d: int, samples: int) -> dict[tuple, tuple[int, int]]:
     """(norm, alpha, d, gamma) -> (sequences, paired sequences) of :data:`PLAN`; coinciding
-    settings (at d = 16) keep the larger counts; a growth run has at least 2 sequences."""
+    settings keep the larger counts; a growth run has at least 2 sequences."""
     values = {"iso": 0.0, "show": alpha, "small": 16, "paper": d, 0: 0.0, "gamma": gamma}
     out: dict[tuple, tuple[int, int]] = {}
     for (norm, *setting), (k, m) in PLAN.items():
@@ -46,12 +44,9 @@ def settings(alpha: float, gamma: float, d: int, samples: int) -> dict[tuple, tu
 
 @dataclass(frozen=True)
 class Cell:
-    """One number of the study: ``what`` ("trend", "rp": RP - 1/2, or "growth") of ``layer``,
-    ``value`` ± ``se``, its ``z`` and the ``direction`` it resolves: "recency" / "primacy" (for
-    growth "rises" / "falls") or "none"."""
+    """One number of a layer (the trend, RP - 1/2 or the growth): ``value`` ± ``se``, ``z`` and the
+    ``direction`` resolved: "recency" / "primacy" (growth: "rises" / "falls") or "none"."""
 
-    what: str
-    layer: int
     value: float
     se: float
     z: float
@@ -62,11 +57,10 @@ class Cell:
         return self.direction != "none"
 
 
-def _cell(what, layer, value, se, zc) -> Cell:
-    z = zscore(value, se)
+def _cell(what, value, se, zc) -> Cell:
     up, down = ("rises", "falls") if what == "growth" else ("recency", "primacy")
     word = {1: up, -1: down, 0: "none"}[sign(value, se, zc)]
-    return Cell(what, layer, float(value), float(se), z, word)
+    return Cell(float(value), float(se), zscore(value, se), word)
 
 
 def family(results: dict, growth: dict) -> int:
@@ -76,25 +70,24 @@ def family(results: dict, growth: dict) -> int:
 
 
 def cells(res, zc: float, stat=None) -> dict[tuple[str, int], Cell]:
-    """(what, layer) -> :class:`Cell`: trend and RP - 1/2 of layers 2..L of ``res`` and, with
-    ``stat`` (statistics.trend_steps), the growth from layer 3 on; decided at ``zc``."""
+    """(what, layer) -> :class:`Cell` at ``zc``: trend and RP - 1/2 from layer 2, the growth
+    (``stat``: statistics.trend_steps) from layer 3."""
     out = {}
     for l in range(2, res.config.layers + 1):
         trend, (value, se) = (res.trend_cv_mean[l - 1], res.trend_cv_sem[l - 1]), rp(res, l)
-        out[("trend", l)] = _cell("trend", l, *trend, zc)
-        out[("rp", l)] = _cell("rp", l, value - 0.5, se, zc)
+        out[("trend", l)] = _cell("trend", *trend, zc)
+        out[("rp", l)] = _cell("rp", value - 0.5, se, zc)
     if stat is not None:
         for l in range(3, stat.config.layers + 1):
             growth = (stat.cv_mean[l - 1, 1], stat.cv_sem[l - 1, 1])  # layer l minus layer l - 1
-            out[("growth", l)] = _cell("growth", l, *growth, zc)
+            out[("growth", l)] = _cell("growth", *growth, zc)
     return out
 
 
 @dataclass(frozen=True)
 class Summary:
-    """One setting's findings: ``onset``, the first layer whose trend and RP resolve primacy;
-    ``recency``, the layers whose trend resolves recency; ``grows`` / ``fades``: every growth step
-    resolved positive / some resolved negative; ``rp_resolved``: the layers whose RP is resolved."""
+    """One setting: the first layer whose trend and RP resolve primacy, the layers of resolved
+    recency (trend) and RP, whether every growth step rises / some falls."""
 
     onset: int | None
     recency: tuple[int, ...]
@@ -146,12 +139,10 @@ def summary_rows(results: dict, growth: dict, zc: float) -> list[dict]:
     for key, res in results.items():
         cfg, L = res.config, res.config.layers
         c = cells(res, zc, growth.get(key))
-        short = (
-            f"{conventions.variant_short(cfg)}, {conventions.alpha_label(cfg.alpha)}, d = {cfg.d}"
-        )
+        alpha = conventions.alpha_label(cfg.alpha)
         out.append(
             {
-                "setting": short,
+                "setting": f"{conventions.variant_short(cfg)}, {alpha}, d = {cfg.d}",
                 "sequences": report.count(cfg.samples),
                 f"trend, layer 2 → {L}": f"{_pm(c[('trend', 2)])}<br>→ {_pm(c[('trend', L)])}",
                 f"RP, layer 2 → {L}": f"{_pm(c[('rp', 2)], 0.5)}<br>→ {_pm(c[('rp', L)], 0.5)}",
@@ -163,7 +154,7 @@ def summary_rows(results: dict, growth: dict, zc: float) -> list[dict]:
 
 def rows(results: dict, growth: dict, zc: float) -> list[dict]:
     """The full table: per setting and layer from 2 on, trend and RP with their z, and the paired
-    growth from the layer before where it was measured."""
+    growth where it was measured."""
     out = []
     for key, res in results.items():
         stat = growth.get(key)
@@ -195,9 +186,8 @@ def _line(cfg: SimConfig, dmax: int) -> str:
 
 
 def depth_figure(results: dict, zc: float):
-    """RP - 1/2 (left) and the trend (right) against the layer, one line per setting (colour: alpha,
-    marker: norm, dash-dot: the smaller d), ± 1 SE, markers filled where resolved at ``zc``, on
-    symmetric-log axes. Returns the figure."""
+    """RP - 1/2 (left) and the trend (right) against the layer ± 1 SE, one line per setting
+    (dash-dot: the smaller d), filled markers where resolved at ``zc``, symmetric-log axes."""
     from . import plotting
 
     fig, axes = plotting.subplots(1, 2, height_ratio=0.52)
@@ -224,9 +214,7 @@ def depth_figure(results: dict, zc: float):
         ax.set_ylim(low, high)
         ax.minorticks_off()
         plotting.reference_line(ax, 0.0)
-        ax.set_xlabel("layer")
-        ax.set_ylabel(name)
-        ax.set_xticks(layers)
+        ax.set(xlabel="layer", ylabel=name, xticks=layers)
     return fig
 
 

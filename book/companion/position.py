@@ -1,7 +1,6 @@
-"""Chapter 7's "position or distance?", from ``sequence_statistic(cfg,
-statistics.distance_contrasts, control_mean=0.0)``: per query i, D_i = S_{i,i-1} - S_{i,i-4} (keys
-at fixed distances) and K_i = S_{i,4} - S_{i,1} (keys at fixed positions). A bias that depends on
-i - j alone keeps D_i flat; at i = 5 both compare the same keys (D_5 = K_5)."""
+"""Chapter 7's "position or distance?" from statistics.distance_contrasts: per query i, D_i =
+S_{i,i-1} - S_{i,i-4} (fixed distances) and K_i = S_{i,4} - S_{i,1} (fixed key positions). A bias
+of i - j alone keeps D_i flat; D_5 = K_5."""
 
 import numpy as np
 
@@ -46,7 +45,7 @@ def change_text(m: float, e: float) -> str:
 
 
 def family(stats) -> int:
-    """The changes of :func:`change_rows` decided together: D and K of every layer from 2 on."""
+    """The changes decided together: D and K of every layer from 2 on."""
     return sum(2 * (s.config.layers - 1) for s in stats)
 
 
@@ -97,8 +96,8 @@ def columns(stats) -> dict[str, list]:
 
 
 def contrast_panel(stat, ax, *, z: float = 1.0, log: bool = True, first_layer: int = 2):
-    """K_i (solid) and D_i (dashed) against the query i, one colour per layer from ``first_layer``,
-    bands of ± ``z`` SE, a dotted zero line; a log query axis when ``log``. Returns ``ax``."""
+    """K_i (solid) and D_i (dashed) against the query i ± ``z`` SE, one colour per layer from
+    ``first_layer``, a zero line. Returns ``ax``."""
     prof = statistics.distance_profiles(stat)
     L, q = stat.config.layers, prof["queries"]
     for l in range(first_layer, L + 1):
@@ -134,8 +133,7 @@ def overlay_points(stat, ax, *, z: float = 1.0, first_layer: int = 2):
 
 
 def legend_handles(layers: int, first_layer: int = 2, *, points: str | None = None) -> list:
-    """Legend entries of :func:`contrast_panel`: one line per contrast, one patch per layer, and the
-    markers of :func:`overlay_points` labelled ``points`` when given."""
+    """Legend entries of :func:`contrast_panel` and, labelled ``points``, :func:`overlay_points`."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -153,8 +151,8 @@ def legend_handles(layers: int, first_layer: int = 2, *, points: str | None = No
 
 
 def same_rows(short_scores, long_scores) -> float:
-    """The largest |difference| of the scores of a short run (B, layers, n, n) and the first n rows
-    and keys of a longer one, over the causal triangle: 0.0 when they are the same floats."""
+    """The largest |difference| between a short run's scores (B, layers, n, n) and a longer run's
+    first n rows and keys, in the causal triangle (inf with a NaN)."""
     a, b = np.asarray(short_scores), np.asarray(long_scores)
     n = a.shape[2]
     low = np.tri(n, dtype=bool)

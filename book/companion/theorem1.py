@@ -1,9 +1,6 @@
-"""Chapter 3 (book/layernorm.ipynb): how large Theorem 1's effect is, and where two trends cross.
-
-At each hidden size d: the simulated trend of S^(2) (the mean step between two earlier keys), the
-book's derived trends (theory.theorem1_trend, theory.proposition1_trend), Eq. (5)'s, and what
-resolving the trend costs. Nothing here simulates.
-"""
+"""Chapter 3 (book/layernorm.ipynb): how large Theorem 1's effect is and where two trends cross:
+per hidden size d, the simulated trend of S^(2) against the derived and printed forms, and what
+resolving it costs. Nothing here simulates."""
 
 import math
 from dataclasses import dataclass
@@ -18,7 +15,7 @@ from recency_lib.theory.trends import bisect
 from . import conventions, plotting, report
 from .claims import THEOREM1_FORM_ACCURACY
 from .closedforms import eq5_trend
-from .statistics import StepEstimate, earlier_steps, sequences_needed
+from .statistics import StepEstimate, sequences_needed
 
 #: The smallest d of the derived form with LayerNorm (its series diverges below ~12).
 FORM_MIN_D = 16
@@ -29,8 +26,7 @@ _MARKERS = {FIRST_ORDER: "^", GRAM: "s"}
 
 @dataclass(frozen=True)
 class Point:
-    """One simulated trend of S^(2): hidden size ``d``, ``trend`` ± ``se`` from ``samples``
-    sequences with ``estimator``, ``n`` tokens, normalization ``norm``."""
+    """One simulated trend of S^(2) at hidden size ``d``: ``trend`` ± ``se``."""
 
     d: int
     trend: float
@@ -61,27 +57,21 @@ class Point:
 
     @property
     def corrected_ratio(self) -> tuple[float, float]:
-        """(simulated / corrected Theorem 1, SE with the form's stated accuracy folded in), as
-        claims.corrected_theorem1_claim states it."""
+        """:meth:`ratio` to the corrected Theorem 1, the form's accuracy folded into the SE (as
+        claims.corrected_theorem1_claim)."""
         form = self.derived
         return self.trend / form, math.hypot(self.se, THEOREM1_FORM_ACCURACY * form) / abs(form)
 
 
 def statistic_points(stats: dict) -> list[Point]:
-    """Points of d -> a statistic of :mod:`companion.estimators` (its trend: the last value of
-    layer 2), sorted by d."""
-    return [
-        Point(
-            d,
-            float(s.mean[1, -1]),
-            float(s.sem[1, -1]),
-            s.samples,
-            GRAM if s.config.norm == "none" else FIRST_ORDER,
-            s.config.n,
-            s.config.norm,
-        )
-        for d, s in sorted(stats.items())
-    ]
+    """Points of d -> a statistic of :mod:`companion.estimators` (trend: the last value of layer
+    2), sorted by d."""
+    out = []
+    for d, s in sorted(stats.items()):
+        est = GRAM if s.config.norm == "none" else FIRST_ORDER
+        trend, se = float(s.mean[1, -1]), float(s.sem[1, -1])
+        out.append(Point(d, trend, se, s.samples, est, s.config.n, s.config.norm))
+    return out
 
 
 def cost_per_sequence(results) -> float:
@@ -94,14 +84,11 @@ def cost_per_sequence(results) -> float:
 
 @dataclass(frozen=True)
 class Reach:
-    """Theorem 1's trend at one d: with control variates (``trend`` ± ``trend_se``, ``z``) and plain
-    averaging (``plain`` ± ``plain_se``, ``plain_z``), the SE cut ``vr_trend``, whether the trend is
-    ``resolved`` at the family's z, and the sequences each estimator needs for an expected z of
-    statistics.SETTLE_Z (``need_cv``, ``need_plain``), the effect assumed coming from ``source``:
-    "measured" where resolved, else "derived" (the corrected Theorem 1), "none" below FORM_MIN_D."""
+    """Theorem 1's trend at one d with control variates and with plain averaging, the SE cut, and
+    the sequences for a z of statistics.SETTLE_Z (``need_cv``) of the effect from ``source``:
+    "measured" where resolved, else "derived" (the corrected form), "none" below FORM_MIN_D."""
 
     d: int
-    samples: int
     trend: float
     trend_se: float
     z: float
@@ -112,7 +99,6 @@ class Reach:
     resolved: bool
     source: str
     need_cv: float
-    need_plain: float
 
 
 def theorem1_reach(results: dict[int, SimResult]) -> list[Reach]:
@@ -129,13 +115,10 @@ def theorem1_reach(results: dict[int, SimResult]) -> list[Reach]:
             effect, source = float(theory.theorem1_trend(d, res.config.n)), "derived"
         else:
             effect, source = math.nan, "none"
-        need = [
-            sequences_needed(se, res.config.samples, effect) if effect > 0 else math.nan
-            for se in (e, pe)
-        ]
+        need = sequences_needed(e, res.config.samples, effect) if effect > 0 else math.nan
         cut = pe / e if e > 0 else math.nan
         plain = (p, pe, report.zscore(p, pe))
-        out.append(Reach(d, res.config.samples, m, e, z, *plain, cut, z > zc, source, *need))
+        out.append(Reach(d, m, e, z, *plain, cut, z > zc, source, need))
     return out
 
 
@@ -150,33 +133,22 @@ def first_step(x) -> tuple[float, float]:
     return float(est.mean[k]) / level, float(est.sem[k]) / level
 
 
-def every_step_need(res: SimResult, z: float) -> tuple[float, float]:
-    """(sequences at which layer-1 control variates put every step between earlier keys ``z`` SE
-    from 0, the smallest step), the corrected Theorem 1's steps the effects (NaN below d = 16)."""
-    d, n = res.config.d, res.config.n
-    if d < FORM_MIN_D or res.config.norm != "layernorm":
-        return math.nan, math.nan
-    i, j, s = theory.theorem1_steps(n, d)
-    derived = {(int(a), int(b)): float(v) for a, b, v in zip(i, j, s)}  # 1-based (i, j)
-    ii, jj = earlier_steps(n)
-    steps = np.array([derived[int(a) + 1, int(b) + 1] for a, b in zip(ii, jj)])
-    sem = res.steps("cv")[1][1][ii, jj]
-    need = [sequences_needed(float(e), res.config.samples, float(v), z) for e, v in zip(sem, steps)]
-    return max(need), float(steps.min())
-
-
 def series(points, pair) -> tuple[list, list, list]:
     """(d, value, SE) lists of ``points`` (anything with ``d``), ``pair(p)`` giving (value, SE)."""
     values = [pair(p) for p in points]
     return [p.d for p in points], [v for v, _ in values], [e for _, e in values]
 
 
+def _by_estimator(points: list[Point]) -> dict[str, list[Point]]:
+    ests = dict.fromkeys(p.estimator for p in points)
+    return {e: [p for p in points if p.estimator == e] for e in ests}
+
+
 def size_columns(ln_points: list[Point], none_points: list[Point]) -> dict:
     """The size figure's curves: simulated / corrected Theorem 1 and / Eq. (5) per estimator, and
     without normalization simulated / derived."""
     out = {}
-    for est in dict.fromkeys(p.estimator for p in ln_points):
-        sel = [p for p in ln_points if p.estimator == est]
+    for est, sel in _by_estimator(ln_points).items():
         out[f"÷ corrected Theorem 1, {est}"] = series(sel, lambda p: p.corrected_ratio)
         out[f"÷ Eq. (5), {est}"] = series(sel, lambda p: p.ratio(p.eq5))
     out["no normalization, ÷ derived"] = series(none_points, lambda p: p.ratio(p.derived))
@@ -220,14 +192,9 @@ def trend_grids(dmax: float, points: int = 60) -> tuple[np.ndarray, np.ndarray]:
 # -- figures ---------------------------------------------------------------------------------------
 
 
-def _by_estimator(points: list[Point]) -> dict[str, list[Point]]:
-    ests = dict.fromkeys(p.estimator for p in points)
-    return {e: [p for p in points if p.estimator == e] for e in ests}
-
-
 def ratio_panel(points: list[Point], ax):
-    """Simulated / corrected Theorem 1 (filled) and / Eq. (5) (open) against d, one marker per
-    estimator, and the corrected form / Eq. (5), a line tending to e. Returns ``ax``."""
+    """Simulated / corrected Theorem 1 (filled) and / Eq. (5) (open) against d, a marker per
+    estimator, and corrected / Eq. (5) (a line tending to e). Returns ``ax``."""
     from matplotlib.lines import Line2D
 
     pts = [p for p in points if p.d >= FORM_MIN_D and p.norm != "none"]
@@ -262,26 +229,23 @@ def ratio_panel(points: list[Point], ax):
 
 
 def rise_panel(res: SimResult, ax):
-    """The rise of row n over key 1 in per cent of its level (:func:`row_rise`), simulated and
-    derived, and the LLN's flat row. Returns ``ax``."""
+    """The rise of row n over key 1 in per cent of its level, simulated and derived, and the LLN's
+    flat row. Returns ``ax``."""
     j, rise, se = row_rise(res)
     n = res.config.n
     jd, derived = derived_row_rise(n, res.config.d)
     plotting.closed_form(jd, 100 * derived, ax, kind="corrected", color="black", label="derived")
-    marker = conventions.VARIANT_MARKERS[res.config.norm]
-    plotting.errorbar_points(
-        j, 100 * rise, 100 * se, ax, marker=marker, linestyle="none", label="simulated"
-    )
+    style = dict(marker=conventions.VARIANT_MARKERS[res.config.norm], linestyle="none")
+    plotting.errorbar_points(j, 100 * rise, 100 * se, ax, label="simulated", **style)
     plotting.reference_line(ax, 0.0, label="LLN: flat")
-    ax.set_xticks(j)
-    ax.set_xlabel("key j")
-    ax.set_ylabel(f"$(S^{{(2)}}_{{{n},j}} - S^{{(2)}}_{{{n},1}})/c_{{{n}}}$, %")
+    ylabel = f"$(S^{{(2)}}_{{{n},j}} - S^{{(2)}}_{{{n},1}})/c_{{{n}}}$, %"
+    ax.set(xticks=j, xlabel="key j", ylabel=ylabel)
     return ax
 
 
 def prop1_panel(points: list[Point], ax):
-    """Simulated / derived trend without normalization against d, with references at 1 and at 0
-    (the LLN's flat row). Returns ``ax``."""
+    """Simulated / derived trend without normalization against d, references at 1 and 0 (the
+    LLN). Returns ``ax``."""
     pts = [p for p in points if p.norm == "none"]
     style = dict(marker=conventions.VARIANT_MARKERS["none"], linestyle="none", label="÷ derived")
     plotting.errorbar_points(*series(pts, lambda p: p.ratio(p.derived)), ax, **style)
@@ -292,15 +256,14 @@ def prop1_panel(points: list[Point], ax):
     return ax
 
 
-def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *, crossover=None):
-    """Both derived trends against d (log-log), the simulated points on them (unresolved: an upper
-    limit at trend + 2 SE) and the ``crossover`` marked. Returns ``ax``."""
+def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *, crossover: float):
+    """Both derived trends against d (log-log), the simulated points (unresolved: upper limits at
+    trend + 2 SE), the ``crossover``. Returns ``ax``."""
     ds = sorted({p.d for p in (*ln_points, *none_points)} | {FORM_MIN_D})
     grid = np.geomspace(FORM_MIN_D, max(ds), 80)
-    label = "LayerNorm: corrected Theorem 1"
-    (ln_line,) = ax.plot(grid, theory.theorem1_trend(grid, n), label=label)
-    label = "no normalization: derived"
-    (none_line,) = ax.plot(grid, theory.proposition1_trend(grid, n), label=label)
+    ln_label, none_label = "LayerNorm: corrected Theorem 1", "no normalization: derived"
+    (ln_line,) = ax.plot(grid, theory.theorem1_trend(grid, n), label=ln_label)
+    (none_line,) = ax.plot(grid, theory.proposition1_trend(grid, n), label=none_label)
     for pts, line in ((ln_points, ln_line), (none_points, none_line)):
         colour = line.get_color()
         for est, sel in _by_estimator(pts).items():
@@ -313,12 +276,9 @@ def trends_panel(ln_points: list[Point], none_points: list[Point], n: int, ax, *
             if hidden:
                 bound = [max(p.trend, 0.0) + 2 * p.se for p in hidden]
                 plotting.upper_limits([p.d for p in hidden], bound, ax, color=colour)
-    if crossover is not None and math.isfinite(crossover):
-        ax.axvline(crossover, **conventions.REFERENCE)
-        at = dict(xycoords=("data", "axes fraction"), xytext=(4, 0), textcoords="offset points")
-        ax.annotate(
-            f"$d^* = {crossover:.1f}$", (crossover, 0.5), fontsize=conventions.SMALL_PT, **at
-        )
+    ax.axvline(crossover, **conventions.REFERENCE)
+    at = dict(xycoords=("data", "axes fraction"), xytext=(4, 0), textcoords="offset points")
+    ax.annotate(f"$d^* = {crossover:.1f}$", (crossover, 0.5), fontsize=conventions.SMALL_PT, **at)
     plotting.d_axis(ax, ds, log_y=True)
     ax.set_ylabel(r"mean step of $S^{(2)}$")
     return ax

@@ -268,13 +268,10 @@ def test_relativity_rows_changes_and_readings(relativity_stats):
     for ch in changes.values():
         assert ch["z_threshold"] == zc
         for c in ("D", "K"):
-            m, e, z = ch[c]
-            assert z == report.zscore(m, e)
+            z = report.zscore(*ch[c])
             assert ch[f"{c}_word"] == (beyond.CHANGES if abs(z) > zc else beyond.UNCHANGED)
-        assert beyond.reading(ch) == beyond.READINGS[(ch["D_word"], ch["K_word"])]
-    assert beyond.reading({"D_word": beyond.UNCHANGED, "K_word": beyond.CHANGES}).startswith(
-        "follows the distance"
-    )
+        assert ch["reading"] == beyond.READINGS[(ch["D_word"], ch["K_word"])]
+    assert beyond.READINGS[(beyond.UNCHANGED, beyond.CHANGES)].startswith("follows the distance")
     rows = beyond.relativity_rows(relativity_stats)
     assert [r["component added"] for r in rows] == ["RoPE"] * 2 + [
         "all parts together (one network)"
@@ -382,6 +379,6 @@ def test_findings_table_answers_each_question_from_the_deciding_functions(
     )
     assert f"late − early gap {found['paper']['gap']}" in rows[5]["answer"]
     one = {k: r for k, r in long.items() if k[1] == 9}
-    short = beyond.findings_rows(small_study, one)
-    assert len(short) == 4 and short[-1]["answer"] == "one length only: no change to test"
+    short = beyond.findings_rows(small_study, one, relativity_stats, nets)
+    assert short[-1]["answer"] == "one length only: no change to test"
     assert report.table(rows).text.count("\n") == len(rows) + 1  # header, rule, one line per row

@@ -100,8 +100,8 @@ def test_cells_and_findings(small):
 
 def test_a_cell_with_no_spread_is_resolved_by_its_sign():
     assert report.zscore(0.0, 0.0) == 0.0 and report.zscore(-0.5, 0.0) == -math.inf
-    assert depth._cell("rp", 6, -0.5, 0.0, 3.0).direction == "primacy"
-    assert depth._cell("growth", 3, 0.0, 0.0, 3.0).direction == "none"
+    assert depth._cell("rp", -0.5, 0.0, 3.0).direction == "primacy"
+    assert depth._cell("growth", 0.0, 0.0, 3.0).direction == "none"
 
 
 def test_tables(small):

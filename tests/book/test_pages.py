@@ -34,12 +34,12 @@ def test_theorem1_numbers_follow_the_hidden_sizes_given():
     for d in (8, 32):
         assert {
             f"layernorm-up-{d}",
-            f"layernorm-cv{d}",
+            f"layernorm-plain-z{d}",
             f"layernorm-vr-{d}",
             f"layernorm-samples-d{d}",
         } <= set(out)
     assert (
-        "layernorm-step-min-32" in out and "layernorm-step-min-8" not in out
+        "layernorm-need-all-32" in out and "layernorm-need-all-8" not in out
     )  # the derived steps from d = 16
     assert not [k for k in out if k.endswith(("-16", "-64", "d16", "d64", "v16", "v64"))]
     assert out["layernorm-sorted-8"] == "50"

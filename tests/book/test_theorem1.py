@@ -107,15 +107,6 @@ def test_needs_use_the_measured_trend_else_the_derived_one():
     assert need[8].source == "none" and math.isnan(need[8].need_cv)  # below the form's range
 
 
-def test_every_step_need_takes_the_hardest_step():
-    res = thm(64, step=0.0, step_se=1e-6)
-    need, smallest = theorem1.every_step_need(res, 3.0)
-    steps = [theory.theorem1_step(i, j, 64) for i in range(3, 11) for j in range(2, i)]
-    assert smallest == pytest.approx(min(steps))
-    assert need == pytest.approx(100_000 * (3.0 * 1e-6 / min(steps)) ** 2)
-    assert math.isnan(theorem1.every_step_need(none_res(64), 3.0)[0])
-
-
 def test_row_rise_against_the_derived_one():
     res = none_res(16, n=5)
     c = theory.prop1_score_corrected(5, 1, 16)

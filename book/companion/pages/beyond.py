@@ -7,20 +7,19 @@ from ..report import count, num, pm
 
 
 def component_numbers(*, configs, def1, dirs, results, samples, weights_seed) -> dict[str, str]:
-    """The component study: parts that order more or less than the paper's model, parts with an
-    order of their own on isotropic tokens, where Definition 1 holds, the plain-mean settings, the
-    sample sizes, the family and the figure's data."""
+    """The component study: the parts that order more or less than the paper's model or create an
+    order, where Definition 1 holds, the plain-mean settings, the sizes and the figure's data."""
     top, iso = max(beyond.STUDY_ALPHAS), min(beyond.STUDY_ALPHAS)
     cells = beyond.cell_count(results)
+    plain = dict.fromkeys(k for (k, _), r in results.items() if not controls_valid(r.config))
     listed = {
         **beyond.versus_paper(results, top),  # "higher", "lower"
         "created": beyond.created_order(dirs, iso),
         "def1-holds": [k for (k, a), w in def1.items() if a == top and w[-1] == "holds"],
-        "plain": list(
-            dict.fromkeys(k for (k, _), r in results.items() if not controls_valid(r.config))
-        ),
+        "plain": list(plain),
     }
     out = {f"beyond-{key}": beyond.names(keys, results) for key, keys in listed.items()}
+    data = beyond.full_columns(results)
     return out | {
         "beyond-paper-top": beyond.layer_orders(dirs[("paper", top)]),
         "beyond-paper-iso": beyond.layer_orders(dirs[("paper", iso)]),
@@ -30,9 +29,7 @@ def component_numbers(*, configs, def1, dirs, results, samples, weights_seed) ->
         "beyond-cells": count(cells),
         "beyond-level": report.percent(conventions.FAMILYWISE_LEVEL),
         "beyond-zc": num(conventions.z_for(cells), 3),
-        "beyond-fig-components-data": report.download(
-            "beyond-components", beyond.full_columns(results)
-        ),
+        "beyond-fig-components-data": report.download("beyond-components", data),
     }
 
 
@@ -56,7 +53,7 @@ def network_numbers(*, found_nets, network_samples, networks) -> dict[str, str]:
 
 
 def relative_numbers(*, rel, relative_samples, top) -> dict[str, str]:
-    """The relativity check: D and K with RoPE alone ("rope") and all parts together ("comb")."""
+    """The relativity check: D and K with RoPE alone and all parts together."""
     changes = beyond.last_layer_changes(rel)
     out = {
         "beyond-rel-samples": count(relative_samples),
@@ -64,21 +61,24 @@ def relative_numbers(*, rel, relative_samples, top) -> dict[str, str]:
     }
     for key, name in (("rope", "rope"), ("combined", "comb")):
         ch = changes[(key, top)]
-        out[f"beyond-rel-{name}-reading"] = beyond.reading(ch)
+        out[f"beyond-rel-{name}-reading"] = ch["reading"]
         for c in ("D", "K"):
             out[f"beyond-rel-{name}-{c.lower()}"] = ch[f"{c}_word"]
-            out[f"beyond-rel-{name}-{c.lower()}change"] = pm(*ch[c][:2])
+            out[f"beyond-rel-{name}-{c.lower()}change"] = pm(*ch[c])
     return out
 
 
 def length_numbers(*, layers, lengths, long_results, long_samples, n) -> dict[str, str]:
-    """The length sweep: the lengths, the sequences of the dense and exact models, the cost per
-    sequence, and what the paper's model does from the shortest n to the longest."""
+    """The length sweep: the lengths, sequences and cost, and what the paper's model does from the
+    shortest n to the longest."""
     paper = beyond.length_findings(long_results)["paper"]
     longest = long_results[("combined", lengths[-1])]
     exact = beyond.by_model(long_results)["paper"]
+    exact_samples = [f"{count(r.config.samples)} at n = {count(L)}" for L, r in exact.items()]
     changed = paper["factor"] is not None and paper["gap"] != beyond.UNCHANGED
+    factor = f", by a factor of {num(paper['factor'], 2)}" if changed else ""
     both = (paper["rp"], paper["gap"]) == ("rises", "shrinks")
+    data = beyond.length_columns(long_results)
     return {
         "beyond-n": count(n),
         "beyond-layers": count(layers),
@@ -86,23 +86,17 @@ def length_numbers(*, layers, lengths, long_results, long_samples, n) -> dict[st
         "beyond-long-min": count(lengths[0]),
         "beyond-long-max": count(lengths[-1]),
         "beyond-long-samples": count(long_samples),
-        "beyond-long-exact": report.listing(
-            [f"{count(r.config.samples)} at n = {count(L)}" for L, r in exact.items()], fmt=str
-        ),
+        "beyond-long-exact": report.listing(exact_samples, fmt=str),
         "beyond-cost": num(longest.elapsed_seconds / longest.config.samples, 2),
         "beyond-long-paper-rp": paper["rp"],
         "beyond-long-paper-rp0": pm(*paper["rp_values"][0]),
         "beyond-long-paper-rp1": pm(*paper["rp_values"][1]),
         "beyond-long-paper-gaps": beyond.gap_listing(paper),
         "beyond-long-paper-gap": paper["gap"],
-        "beyond-long-paper-factor": f", by a factor of {num(paper['factor'], 2)}"
-        if changed
-        else "",
+        "beyond-long-paper-factor": factor,
         "beyond-long-summary": " Recency becomes more consistent and smaller." if both else "",
         "beyond-bins": count(beyond.PROFILE_BINS),
-        "beyond-fig-lengths-data": report.download(
-            "beyond-lengths", beyond.length_columns(long_results)
-        ),
+        "beyond-fig-lengths-data": report.download("beyond-lengths", data),
     }
 
 

@@ -13,17 +13,15 @@ def _share(stat) -> str:
 
 
 def contrast_numbers(*, stat, verdict) -> dict[str, str]:
-    """The verdict on "not relative" (``verdict`` on ``stat``): D_n - D_5, its z, the setting, the
-    sequences, and how K changes beside it."""
+    """The verdict on "not relative" (``verdict`` on ``stat``), its setting, and K beside D."""
     cfg, zc = stat.config, verdict.numbers["z_threshold"]
+    data = position.columns([stat])
     return {
         "concl-verdict": verdict.word,
         "concl-value": verdict.value,
         "concl-value-z": report.z_text(verdict.decisive.z),
         "concl-setting": report.Markdown(setting_text(cfg)),
-        "concl-fig-contrasts-data": report.download(
-            "conclusion-contrasts", position.columns([stat])
-        ),
+        "concl-fig-contrasts-data": report.download("conclusion-contrasts", data),
         "concl-layers": count(cfg.layers),
         "concl-samples": count(cfg.samples),
         "concl-n": count(cfg.n),
@@ -36,19 +34,18 @@ def contrast_numbers(*, stat, verdict) -> dict[str, str]:
 
 
 def position_numbers(*, alpha, long, long_n, long_samples, pos, short) -> dict[str, str]:
-    """The position-or-distance section: the contrasts at n and at ``long_n`` (``pos``: config ->
-    statistic; ``long``: LayerNorm, with the residual, no normalization), their changes with z,
-    the family-wise z and the verdict's word."""
+    """Position or distance: the contrasts at n and ``long_n`` (``pos``: config -> statistic;
+    ``long``: LayerNorm, + residual, no normalization), their changes and the verdict's word."""
     ln = pos[long[0]]
     family = position.family(pos.values())
     k_change = position.change(ln, "K")
+    data = position.columns(pos.values())
+    short_samples = [f"{count(c.samples)} ({conventions.variant_name(c)})" for c in short]
     out = {
         "concl-long-verdict": not_relative_claim(ln).word,
         "concl-long-n": count(long_n),
         "concl-long-samples": count(long_samples),
-        "concl-short-samples": report.listing(
-            [f"{count(c.samples)} ({conventions.variant_name(c)})" for c in short], fmt=str
-        ),
+        "concl-short-samples": report.listing(short_samples, fmt=str),
         "concl-alpha": f"{alpha:g}",
         "concl-pos-kchange": pm(*k_change),
         "concl-pos-kchange-z": report.z_text(report.zscore(*k_change)),
@@ -56,9 +53,7 @@ def position_numbers(*, alpha, long, long_n, long_samples, pos, short) -> dict[s
         "concl-pos-kshare": _share(ln),
         "concl-pos-family": count(family),
         "concl-pos-zc": num(conventions.z_for(family), 3),
-        "concl-fig-position-data": report.download(
-            "conclusion-position", position.columns(pos.values())
-        ),
+        "concl-fig-position-data": report.download("conclusion-position", data),
     }
     for name, cfg in zip(("pos", "res", "none"), long):
         out[f"concl-{name}-d5"] = pm(*position.value_at(pos[cfg], "D", 5))

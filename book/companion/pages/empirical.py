@@ -10,14 +10,12 @@ from ..verdicts import STATUSES
 def figure2_numbers(
     *, alpha, by_d, curves, d, ds, forms, layers, n, results, samples, samples_dsweep, verdicts
 ) -> dict[str, str]:
-    """The numbers chapter 6 cites about Figures 1 and 2: Figure 1's four models (``results``), the
-    hidden-size sweep (``by_d``: d -> those four), the closed forms ``forms`` (closedforms.measure),
-    the ``verdicts`` on Figures 1 and 2, and the figures' data."""
+    """Figures 1 and 2: the four models (``results``), the d sweep (``by_d``: d -> the four), the
+    closed forms (``forms``: closedforms.measure), the ``verdicts`` on both figures, their data."""
     quote = 0.2  # the alpha of Figure 2 quoted in the prose
     none, iso, ln5, res = results
     v2 = verdicts[1]
     table, h_zc = v2.numbers["table"], v2.numbers["z_threshold"]
-    _, trend, trend_se = statistics.s2_order(iso)
     quoted = closedforms.Setting("layernorm", quote, 0.0)
     step = forms.row("fig2", "step", quoted)
     sized = {
@@ -56,7 +54,7 @@ def figure2_numbers(
         "empirical-iso-pred": num(closedforms.eq5_smallest_step(n, d), 2),
         "empirical-iso-se-plain": num(statistics.typical_step_se(iso, 2, "plain"), 2),
         "empirical-iso-se-cv": num(statistics.typical_step_se(iso, 2, "cv"), 2),
-        "empirical-iso-trend-z": z_text(report.zscore(trend, trend_se)),
+        "empirical-iso-trend-z": z_text(report.zscore(*statistics.s2_order(iso)[1:])),
         "empirical-ln5-rp2": pm(*statistics.rp(ln5, 2)),
         "empirical-ln5-rpL": pm(*statistics.rp(ln5, layers)),
         "empirical-res-cost2": pm(*statistics.rp_gap(ln5, res, 2)),
@@ -99,7 +97,7 @@ def figure2_numbers(
 
 
 def figure1_numbers(*, fig1_verdict, names, results) -> dict[str, str]:
-    """The paper's Figure 1: the data, and the features its verdict checks and how they came out."""
+    """Figure 1's data, and the features its verdict checks and how they came out."""
     status = [c.status for c in fig1_verdict.checks]
     counts = [f"{count(status.count(s))} {s}" for s in STATUSES if s in status]
     return {
@@ -113,8 +111,8 @@ def figure1_numbers(*, fig1_verdict, names, results) -> dict[str, str]:
 
 
 def dsweep_numbers(*, alpha, by_d, configs, ds, n) -> dict[str, str]:
-    """Figure 1 at other hidden sizes: the sweep's data and, at the largest d, the third model's
-    mean step of S^(2), its z, direction and ratio to the large-d line."""
+    """Figure 1 at other d: the data; at the largest d the third model's mean step of S^(2), its z,
+    order and ratio to the large-d line."""
     results = [r for dd in ds for r in by_d[dd]]
     labels = [f"{conventions.setting_label(c)}, d = {dd}" for dd in ds for c in configs]
     data = report.result_columns(results, labels, matrices=False)
@@ -131,18 +129,14 @@ def dsweep_numbers(*, alpha, by_d, configs, ds, n) -> dict[str, str]:
 
 
 def depth_numbers(*, results: dict, growth: dict, zc: float, alpha, gamma, d) -> dict[str, str]:
-    """The depth section: the study's ``results`` ((norm, α, d, γ) -> SimResult), its ``growth``
-    runs and family-wise ``zc``; ``alpha``, ``gamma`` and ``d`` name the showcase settings."""
+    """The depth study (``results``: (norm, α, d, γ) -> SimResult; ``growth``; ``zc``) at the
+    showcase settings ``alpha``, ``gamma``, ``d``."""
     c = {k: depth.cells(r, zc, growth.get(k)) for k, r in results.items()}
     s = {k: depth.summary(v) for k, v in c.items()}
     L = next(iter(results.values())).config.layers
     none_keys = [k for k in results if k[0] == "none" and k[3] == 0.0]
     ln_keys = [k for k in results if k[0] == "layernorm" and k[3] == 0.0]
-    iso, show, res = (
-        ("layernorm", 0.0, d, 0.0),
-        ("layernorm", alpha, d, 0.0),
-        ("layernorm", alpha, d, gamma),
-    )
+    iso, show, res = [("layernorm", a, d, g) for a, g in ((0.0, 0.0), (alpha, 0.0), (alpha, gamma))]
     none = ("none", 0.0, d, 0.0)
     growth_z = [x.z for k in ln_keys for (what, _), x in c[k].items() if what == "growth"]
     if all(s[k].grows for k in ln_keys):
@@ -151,19 +145,18 @@ def depth_numbers(*, results: dict, growth: dict, zc: float, alpha, gamma, d) ->
         ln_word = "fades somewhere"
     else:
         ln_word = "does not grow resolvably everywhere"
-    data = report.result_columns(
-        list(results.values()), [depth.label(r.config) for r in results.values()], matrices=False
-    )
+    runs = list(results.values())
+    data = report.result_columns(runs, [depth.label(r.config) for r in runs], matrices=False)
+    onsets = sorted({s[k].onset for k in none_keys}, key=str)
+    none2 = sum(c[k][("trend", 2)].direction == "recency" for k in none_keys)
+    res_word = "resolved positive" if s[res].grows else "not all resolved positive"
+    paired = sorted({g.samples for k, g in growth.items() if k != iso})
     out = {
         "empirical-depth-L": count(L),
         "empirical-depth-zc": num(zc, 3),
         "empirical-depth-family": count(depth.family(results, growth)),
-        "empirical-depth-onset": report.listing(
-            sorted({s[k].onset for k in none_keys}, key=str), str
-        ),
-        "empirical-depth-none2": count(
-            sum(c[k][("trend", 2)].direction == "recency" for k in none_keys)
-        ),
+        "empirical-depth-onset": report.listing(onsets, str),
+        "empirical-depth-none2": count(none2),
         "empirical-depth-nnone": count(len(none_keys)),
         "empirical-depth-none-rpL": num(max(c[k][("rp", L)].value + 0.5 for k in none_keys), 2),
         "empirical-depth-ln-word": ln_word,
@@ -176,12 +169,8 @@ def depth_numbers(*, results: dict, growth: dict, zc: float, alpha, gamma, d) ->
         "empirical-depth-none-t2": pm(*statistics.s2_order(results[none])[1:]),
         "empirical-depth-none-n": count(results[none].config.samples),
         "empirical-depth-paired-iso": count(growth[iso].samples),
-        "empirical-depth-paired": report.listing(
-            sorted({g.samples for k, g in growth.items() if k != iso}), count
-        ),
-        "empirical-depth-res-word": "resolved positive"
-        if s[res].grows
-        else "not all resolved positive",
+        "empirical-depth-paired": report.listing(paired, count),
+        "empirical-depth-res-word": res_word,
         "empirical-depth-res-onset": str(s[("none", alpha, d, gamma)].onset),
         "empirical-depth-data": report.download("depth-study", data),
     }
@@ -193,8 +182,8 @@ def depth_numbers(*, results: dict, growth: dict, zc: float, alpha, gamma, d) ->
 
 
 def h_rows(*, d, h_results, h_zc, n, table) -> list[dict]:
-    """Figure 2's table per alpha: the simulated h(n)/h(1) - 1 against Eq. (41) (``table``) and the
-    mean step of S^(2) over its large-d line ("unresolved" at |z| <= ``h_zc``)."""
+    """Figure 2's table per alpha: h(n)/h(1) - 1 against Eq. (41) (``table``), the mean step of
+    S^(2) over its large-d line (at ``h_zc``)."""
     return [
         {
             "α": f"{a:g}",
@@ -215,10 +204,8 @@ def dsweep_figures(*, configs, ds, by_d, layers, labels) -> None:
     for ax, layer in zip(axes, (2, layers)):
         for k, cfg in enumerate(configs):
             m, e = zip(*(statistics.rp(by_d[dd][k], layer) for dd in ds))
-            style = conventions.variant_style(cfg)
-            label = conventions.setting_label(cfg)
-            ylabel = "recency probability"
-            plotting.versus_d(ds, m, e, ax, reference=0.5, label=label, ylabel=ylabel, **style)
+            kw = dict(label=conventions.setting_label(cfg), ylabel="recency probability")
+            plotting.versus_d(ds, m, e, ax, reference=0.5, **kw, **conventions.variant_style(cfg))
         ax.set_title(f"layer {layer}")
     axes[1].set_ylabel("")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2)

@@ -18,18 +18,16 @@ def _def1(x, zc: float) -> str:
 
 
 def proposition3_numbers(*, alphas, by, rp_by, gamma, p3, ratio, samples, zc) -> dict[str, str]:
-    """Proposition 3 against alpha (``by``: gamma -> alpha -> the steps' source; ``rp_by`` the same
-    with SimResults at alpha = 0): the sequences, the verdict, the alphas where Definition 1 holds,
-    the smallest alpha's trend and the figure's data."""
+    """Proposition 3 against alpha (``by``, ``rp_by``: gamma -> alpha -> result): the sequences, the
+    verdict, the alphas where Definition 1 holds, the smallest alpha's trend, the figure's data."""
     curves = {f"trend, gamma = {g:g}": statistics.trends(r) for g, r in by.items()}
     curves |= {f"RP, gamma = {g:g}": statistics.rps(r) for g, r in rp_by.items()}
+    data = report.curve_columns(curves, "alpha")
     out = {
         "inputdist-samples": count(samples),
         "inputdist-samples-iso": count(by[0.0][0.0].samples),
         "inputdist-samples-rp0": count(rp_by[0.0][0.0].config.samples),
-        "inputdist-fig-alpha-data": report.download(
-            "proposition-3", report.curve_columns(curves, "alpha")
-        ),
+        "inputdist-fig-alpha-data": report.download("proposition-3", data),
         "inputdist-p3-word": p3[0.0].word,
         "inputdist-p3-zc": num(zc, 3),
         "inputdist-amin": f"{min(alphas):g}",
@@ -43,9 +41,8 @@ def proposition3_numbers(*, alphas, by, rp_by, gamma, p3, ratio, samples, zc) ->
 
 
 def eq6_numbers(*, cos, cos_ds, d, n, samples_cosine) -> dict[str, str]:
-    """The mean cosine of two tokens, Eq. (6) (``cos``: d -> alpha -> (mean, SE)): the data; at the
-    page's d, the alphas whose shortfall from alpha is resolved (one family), the largest one and
-    the second-order prediction there, and how far the points sit from that prediction."""
+    """Eq. (6)'s mean cosine of two tokens (``cos``: d -> alpha -> (mean, SE)): the data; at the
+    page's d the largest resolved shortfall from alpha (one family) against the second order."""
     dev = {a: (m - a, s) for a, (m, s) in cos[d].items() if not report.is_exact(m, s)}
     zc = conventions.z_for(max(1, len(dev)))
     top = max(dev, key=lambda a: abs(dev[a][0]))
@@ -56,18 +53,17 @@ def eq6_numbers(*, cos, cos_ds, d, n, samples_cosine) -> dict[str, str]:
     }
     # d -> (alphas, mean cosines, SEs)
     curves = {f"d = {dd}": zip(*[(a, *cos[dd][a]) for a in sorted(cos[dd])]) for dd in cos_ds}
+    data = report.curve_columns(curves, "alpha")
     return {
         "inputdist-n": count(n),
         "inputdist-d": count(d),
         "inputdist-cos-samples": count(samples_cosine),
-        "inputdist-fig-cos-data": report.download(
-            "eq6-cosine", report.curve_columns(curves, "alpha")
-        ),
+        "inputdist-fig-cos-data": report.download("eq6-cosine", data),
         "inputdist-eq6-zc": num(zc, 3),
         "inputdist-eq6-value": pm(*dev[top]),
         "inputdist-eq6-alpha": f"{top:g}",
         "inputdist-eq6-z": z_text(report.zscore(*dev[top])),
-        "inputdist-eq6-pred": f"{inputs.cosine_bias_second_order(top, d):.4f}".replace("-", "−"),
+        "inputdist-eq6-pred": report.minus(f"{inputs.cosine_bias_second_order(top, d):.4f}"),
         "inputdist-eq6-pred-z": num(abs(second[top]), 2),
         "inputdist-eq6-maxz": num(max(abs(z) for z in second.values()), 3),
         "inputdist-eq6-noisy": count(len(second)),
@@ -77,19 +73,14 @@ def eq6_numbers(*, cos, cos_ds, d, n, samples_cosine) -> dict[str, str]:
 
 def tail_numbers(*, alphas, by, tail) -> dict[str, str]:
     """Toward alpha = 1 (``tail``: 0.99 and 0.999 -> result): the mean step of S^(2) at the grid's
-    largest alpha and at both, over 1 - alpha, their direction (two in one family) and z."""
+    largest alpha and at both, over 1 - alpha, their order (one family) and z."""
+    trends = [_trend(r) for r in tail.values()]
+    orders = sorted({statistics.order_word(*t, conventions.z_for(2)) for t in trends})
     out = {
         "inputdist-amax": f"{max(alphas):g}",
         "inputdist-tmax-g0": pm(*_trend(by[0.0][max(alphas)])),
-        "inputdist-dir-tail": report.listing(
-            sorted(
-                {statistics.order_word(*_trend(r), conventions.z_for(2)) for r in tail.values()}
-            ),
-            str,
-        ),
-        "inputdist-z-tail": report.listing(
-            [z_text(report.zscore(*_trend(r))) for r in tail.values()], str
-        ),
+        "inputdist-dir-tail": report.listing(orders, str),
+        "inputdist-z-tail": report.listing([z_text(report.zscore(*t)) for t in trends], str),
     }
     for a, key in ((0.99, "99"), (0.999, "999")):
         m, s = _trend(tail[a])
@@ -99,11 +90,10 @@ def tail_numbers(*, alphas, by, tail) -> dict[str, str]:
 
 
 def closed_form_numbers(*, by, closed, ratio) -> dict[str, str]:
-    """Eq. (40), corrected, against the exact engine at alpha = 0.5 (``closed``): the level and step
-    ratios per d and their sequences; the grid's step over its line (``ratio``)."""
-    levels, steps = (
-        closed.row("eq40-corrected", p, closedforms.A).cells for p in ("level", "step")
-    )
+    """Eq. (40), corrected, against the Gram engine (``closed``): level and step ratios per d, the
+    sequences; the grid's steps over their line (``ratio``)."""
+    levels = closed.row("eq40-corrected", "level", closedforms.A).cells
+    steps = closed.row("eq40-corrected", "step", closedforms.A).cells
     return {
         "inputdist-level-ratio": report.listing([c.text() for c in levels], str),
         "inputdist-step-ratio": report.listing([c.text() for c in steps], str),
@@ -127,7 +117,7 @@ def step_ratios(*, by, d, n, zc) -> dict:
 
 def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
     """Proposition 3's table per alpha: Definition 1 and the mean step of S^(2) (over its line,
-    ``ratio``) without the residual and with weight ``gamma``."""
+    ``ratio``) without and with the residual."""
     res_name = conventions.variant_short(by[gamma][0.0].config)
 
     def step(g, a):
@@ -162,8 +152,7 @@ def cosine_figure(*, cos, cos_ds, d) -> None:
         (left, "mean cosine of two tokens", "upper left"),
         (right, "d × (mean cosine − α)", "lower left"),
     ):
-        ax.set_xlabel("α")
-        ax.set_ylabel(ylabel)
+        ax.set(xlabel="α", ylabel=ylabel)
         ax.legend(loc=loc)
     plotting.glue_figure("inputdist-fig-cos", fig)
 
@@ -180,12 +169,9 @@ def alpha_figure(*, by, rp_by, alphas, n, d) -> None:
         line = [closedforms.predicted_trend(n, d, a, g) for a in fine]
         plotting.closed_form(fine, line, left, color=f"C{k}")
         plotting.errorbar_points(*statistics.rps(rp_by[g]), right, label=label, **style)
-    left.set_yscale("log")
-    left.set_xlabel("α")
-    left.set_ylabel("mean step of $S^{(2)}$")
+    left.set(yscale="log", xlabel="α", ylabel="mean step of $S^{(2)}$")
     left.legend(loc="lower center")
     plotting.reference_line(right, 0.5, label="no order")
-    right.set_xlabel("α")
-    right.set_ylabel("RP of $S^{(2)}$")
+    right.set(xlabel="α", ylabel="RP of $S^{(2)}$")
     right.legend(loc="upper left")
     plotting.glue_figure("inputdist-fig-alpha", fig)

@@ -7,17 +7,16 @@ from ..report import count, num, pm
 
 
 def intro_numbers(*, results, conv, conv_torch, thm1, tied, torch_eps) -> dict[str, str]:
-    """Figure 1's settings (``results``): the RP download, the squared norms without normalization,
-    the directions; the tie conventions at alpha = 1 (``conv``, ``conv_torch``); Theorem 1 at the
-    paper's d beside what plain averaging of the figure's LayerNorm run at alpha = 0 leaves."""
+    """Figure 1's settings (``results``): the data, the squared norms without normalization, the
+    orders; the tie conventions at alpha = 1 (``conv``, ``conv_torch``); Theorem 1 at the paper's
+    d against plain averaging's SE."""
     labels = [conventions.setting_label(r.config) for r in results]
     iso, cfg = results[1], results[0].config
     sq, sq_se = results[0].sq_norm_mean[1], results[0].sq_norm_sem[1]  # ||x_j^(1)||^2, no norm
     form = theory.theorem1_trend(iso.config.d, cfg.n)
+    data = report.result_columns(results, labels, matrices=False)
     out = {
-        "intro-rp-data": report.download(
-            "intro-recency-by-layer", report.result_columns(results, labels, matrices=False)
-        ),
+        "intro-rp-data": report.download("intro-recency-by-layer", data),
         "intro-sq-first": pm(sq[0], sq_se[0]),
         "intro-sq-last": pm(sq[-1], sq_se[-1]),
         "intro-n": count(cfg.n),
@@ -42,9 +41,8 @@ def intro_numbers(*, results, conv, conv_torch, thm1, tied, torch_eps) -> dict[s
 
 
 def order_numbers(*, iso, changes) -> dict[str, str]:
-    """Why LayerNorm's column barely moves at alpha = 0 (``iso``: Figure 1's second row): the plain
-    RP of every layer, the share of comparisons that differ from layer 1's in layer 2 and the last
-    (``changes``: statistics.order_changes), and the control variates' cut of the last SE."""
+    """Why LayerNorm's column barely moves at alpha = 0 (``iso``): the plain RP per layer, the
+    comparisons that differ from layer 1's (``changes``), the control variates' cut of the SE."""
     L = iso.config.layers
     plain = [pm(iso.recency_probability[l], iso.recency_probability_sem[l]) for l in range(L)]
     return {

@@ -15,9 +15,9 @@ from ..statistics import StepEstimate
 
 
 def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str]:
-    """Layer-1 control variates (``th``: d -> SimResult of Theorem 1's setting; ``reach``:
-    theorem1.theorem1_reach), ``one_by_one`` (statistics.ordered_rows at one d) and Theorem 1's
-    ``zc1``; the numbers of a hidden size keyed by it (``layernorm-up-16``) for every d given."""
+    """Layer-1 control variates (``th``: d -> SimResult; ``reach``: theorem1.theorem1_reach), the
+    sequences of ``one_by_one`` (statistics.ordered_rows) that satisfy Definition 1, and Theorem 1's
+    ``zc1``; keyed by d (``layernorm-up-16``) for every d given."""
     cost = theorem1.cost_per_sequence(th.values())
     grid, form_grid = theorem1.trend_grids(max(th))
     curves = {
@@ -26,19 +26,16 @@ def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str
         "Eq. (5)": (grid, closedforms.eq5_trend(n, grid), None),
         "corrected Theorem 1": (form_grid, theory.theorem1_trend(form_grid, n), None),
     }
-    # sequences whose S of layer 2 (and of layer 1) satisfies Definition 1, at one d
     ordered = [count(round(one_by_one.mean[l, 0] * one_by_one.samples)) for l in (1, 0)]
     d1 = one_by_one.config.d
+    data = report.curve_columns(curves, "d")
     out = {
         "layernorm-samples": count(samples),
         "layernorm-settle-z": num(statistics.SETTLE_Z),
         "layernorm-m-off": count((n - 1) * (n - 2) // 2),
         "layernorm-m-all": count(significance.adjacent_pairs(n)),
-        "layernorm-fig-trend-data": report.download(
-            "theorem-1-trend", report.curve_columns(curves, "d")
-        ),
+        "layernorm-fig-trend-data": report.download("theorem-1-trend", data),
         "layernorm-dmax-resolved": report.listing([r.d for r in reach if r.resolved][-1:]),
-        "layernorm-cost": num(cost * 1e6, 2) + " µs",
         f"layernorm-sorted-{d1}": ordered[0],
         f"layernorm-sorted-{d1}-l1": ordered[1],
         "layernorm-accuracy": report.percent(THEOREM1_FORM_ACCURACY),
@@ -48,33 +45,21 @@ def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str
         out[f"layernorm-samples-d{d}"] = count(res.config.samples)
         out[f"layernorm-up-{d}"] = count(tally.up)
         out[f"layernorm-s{d}-z"] = z_text(tally.smallest.z)
-        out[f"layernorm-cpu-{d}"] = report.duration(res.elapsed_seconds)
-        out[f"layernorm-rpz-{d}"] = z_text(report.zscore(*statistics.rp(res, 2), 0.5))
+        out[f"layernorm-rpz-{d}"] = z_text(statistics.rp_z(res, 2))
         out[f"layernorm-step-se-{d}"] = num(statistics.typical_step_se(res, 2), 2)
-        need_all, step_min = theorem1.every_step_need(res, zc1)
-        if math.isfinite(need_all):
-            out[f"layernorm-step-min-{d}"] = num(step_min, 2)
+        if d >= theorem1.FORM_MIN_D:  # every step resolved, the corrected Theorem 1's the effects
+            need_all = closedforms.definition1_samples(res, zc1, effect="theorem1")[0]
             out[f"layernorm-need-all-{d}"] = num(need_all, 2)
             out[f"layernorm-time-all-{d}"] = report.duration(need_all * cost)
     for r in reach:
-        out[f"layernorm-cv{r.d}"] = pm(r.trend, r.trend_se)
-        out[f"layernorm-cv-z{r.d}"] = z_text(r.z)
         out[f"layernorm-vr-{r.d}"] = num(r.vr_trend, 2)
         out[f"layernorm-plain-z{r.d}"] = z_text(r.plain_z)
-        if r.d >= theorem1.FORM_MIN_D:
-            out[f"layernorm-derived-{r.d}"] = num(theory.theorem1_trend(r.d, n), 3)
-        for suffix, sequences in (("", r.need_cv), ("-plain", r.need_plain)):
-            if math.isfinite(sequences):
-                out[f"layernorm-need{suffix}-{r.d}"] = num(sequences, 2)
-                out[f"layernorm-time{suffix}-{r.d}"] = report.duration(sequences * cost)
     return out
 
 
 def first_order_numbers(*, first, v1, th, n) -> dict[str, str]:
-    """Theorem 1's verdict (``v1`` on ``first``: d -> the first-order statistic): per d the steps
-    resolved up, Definition 1, the least resolved steps, the median SE of a step between earlier
-    keys, the compute and (where ``th`` ran too) the gain over layer-1 control variates; and the d
-    from which float64 stops resolving the steps (recency_lib.rounding.resolution)."""
+    """Theorem 1's verdict ``v1`` on ``first`` (d -> first-order statistic): per d its steps, their
+    SE and compute, the gain over ``th``'s layer-1 control variates; the d where float64 stops."""
     zc1 = v1.numbers["z_threshold"]
     words = {"holds": "holds", "violated": "is violated", "undecided": "is undecided"}
     ii, jj = adjacent_index(n)
@@ -87,13 +72,12 @@ def first_order_numbers(*, first, v1, th, n) -> dict[str, str]:
     }
     for d, stat in first.items():
         est = StepEstimate.of(stat)
-        zs = np.array([report.zscore(m, e) for m, e in zip(est.mean, est.sem)])
+        zs = est.z()
         s, step_se = est.smallest(), float(np.median(est.sem[off]))
         out[f"layernorm-fo-up-{d}"] = count(int(np.sum(zs > zc1)))
         out[f"layernorm-fo-def1-{d}"] = words[est.decision(zc1).word]
         out[f"layernorm-fo-at-{d}"] = f"row {s.i}, key {s.j}"
         out[f"layernorm-fo-diag-z{d}"] = z_text(float(zs[~off].min()))
-        out[f"layernorm-fo-off-z{d}"] = z_text(float(zs[off].min()))
         out[f"layernorm-fo-step-se-{d}"] = num(step_se, 2)
         out[f"layernorm-fo-cpu-{d}"] = report.duration(stat.elapsed_seconds)
         if d in th:
@@ -107,8 +91,8 @@ def first_order_numbers(*, first, v1, th, n) -> dict[str, str]:
 
 
 def second_order_numbers(*, second, n) -> dict[str, str]:
-    """The reach of the second-order coefficient (``second``: d -> estimators.second_order_steps):
-    per d the least z of its steps between earlier keys and its mean over q(d)^2."""
+    """The second-order coefficient (``second``: d -> estimators.second_order_steps): the least z
+    of its steps, and per d its mean over q(d)^2."""
     out = {
         "layernorm-so-ds": report.listing(sorted(second)),
         "layernorm-so-dmax": count(max(second)),
@@ -119,7 +103,6 @@ def second_order_numbers(*, second, n) -> dict[str, str]:
         m, e = stat.mean[1], stat.sem[1]
         zmin.append(min(report.zscore(a, b) for a, b in zip(m[:-1], e[:-1])))
         q2 = float(theory.q_factor(d)) ** 2
-        out[f"layernorm-so-z{d}"] = z_text(zmin[-1])
         out[f"layernorm-so-q{d}"] = pm(m[-1] / q2, e[-1] / q2)
     out["layernorm-so-zmin"] = z_text(min(zmin))
     return out
@@ -128,8 +111,8 @@ def second_order_numbers(*, second, n) -> dict[str, str]:
 def proposition1_numbers(
     *, controlled, first_pred, n, none, p1, rise_d, samples_prop1, vp1
 ) -> dict[str, str]:
-    """Proposition 1: the figure's data, the verdict ``vp1`` and its checks per d, the first step of
-    row n (theorem1.first_step of ``controlled``) against its derived value, and K_n."""
+    """Proposition 1: the figure's data, the verdict ``vp1`` and its checks, the first step of row
+    n (``controlled``) against its derived value, and K_n."""
     d, last, keys = none.config.d, n - 1, np.arange(1, n)
     k_n = 2 * (sum(1 / k for k in range(1, n + 1)) + 1 / n - 2) / ((n - 1) * (n - 2))
     rise = f"d {rise_d}: rise over key 1 / level"
@@ -140,13 +123,12 @@ def proposition1_numbers(
         f"{rise}, simulated": theorem1.row_rise(p1[rise_d]),
         f"{rise}, derived": (*theorem1.derived_row_rise(n, rise_d), None),
     }
+    data = report.curve_columns(curves, "j")
     out = {
         "layernorm-samples-prop1": count(samples_prop1),
         "layernorm-n": count(n),
         "layernorm-rise-d": count(rise_d),
-        "layernorm-fig-prop1-data": report.download(
-            "proposition-1", report.curve_columns(curves, "j")
-        ),
+        "layernorm-fig-prop1-data": report.download("proposition-1", data),
         "layernorm-none-sq": pm(none.sq_norm_mean[0, last], none.sq_norm_sem[0, last]),
         "layernorm-a-eq14": num(math.e / (math.e + n - 1), 3),
         "layernorm-vp1": vp1.word,
@@ -176,12 +158,9 @@ def size_numbers(*, ln_points, n, none_points, vc) -> dict[str, str]:
     return out
 
 
-def crossover_numbers(
-    *, controlled, dstar, first, ln_points, n, none, none_points
-) -> dict[str, str]:
-    """The crossover: d* and the smallest-step crossover, the trend without normalization
-    (``controlled``) against Theorem 1's (``first``) where both ran, the RP of every layer without
-    normalization (``none``) and the figure's data."""
+def crossover_numbers(*, controlled, dstar, first, ln_points, n, none, none_points) -> dict:
+    """The crossover: d* for the mean and smallest step, the two trends against each other where
+    both ran, the RP of every layer without normalization (``none``), the figure's data."""
     grid = np.geomspace(theorem1.FORM_MIN_D, max(p.d for p in none_points), 80)
     curves = {
         "LayerNorm, corrected Theorem 1": (grid, theory.theorem1_trend(grid, n), None),
@@ -189,18 +168,16 @@ def crossover_numbers(
         "LayerNorm, simulated": theorem1.series(ln_points, lambda p: (p.trend, p.se)),
         "no normalization, simulated": theorem1.series(none_points, lambda p: (p.trend, p.se)),
     }
+    data = report.curve_columns(curves, "d")
     out = {
         "layernorm-dstar": num(dstar, 4),
         "layernorm-dstar-min": num(theorem1.smallest_step_crossover(n), 2),
-        "layernorm-fig-cross-data": report.download(
-            "theorem-1-crossover", report.curve_columns(curves, "d")
-        ),
+        "layernorm-fig-cross-data": report.download("theorem-1-crossover", data),
     }
     for d in controlled.keys() & first.keys():
         a, b = StepEstimate.of(controlled[d]), StepEstimate.of(first[d])
-        out[f"layernorm-p1-vs-t1-{d}"] = z_text(
-            report.zdiff(a.trend, a.trend_se, b.trend, b.trend_se)
-        )
+        z = report.zdiff(a.trend, a.trend_se, b.trend, b.trend_se)
+        out[f"layernorm-p1-vs-t1-{d}"] = z_text(z)
     for layer in range(1, none.config.layers + 1):
         out[f"layernorm-none-rp{layer}"] = pm(*statistics.rp(none, layer))
         out[f"layernorm-none-dir{layer}"] = statistics.direction(none, layer)
@@ -220,7 +197,7 @@ def reach_rows(*, reach, th) -> list[dict]:
                 "$z$": z_text(r.z),
                 "plain $z$": z_text(r.plain_z),
                 "SE cut": num(r.vr_trend, 2),
-                "RP $z$, control variates": z_text(report.zscore(*statistics.rp(th[r.d], 2), 0.5)),
+                "RP $z$, control variates": z_text(statistics.rp_z(th[r.d], 2)),
                 f"for $z = {settle}$": sequences + (" †" if r.source == "derived" else ""),
             }
         )
@@ -243,24 +220,16 @@ def prop1_beyond_rows(*, controlled, first_pred, none_points) -> list[dict]:
 
 
 def scale_rows(*, n, none) -> list[dict]:
-    """The scales of Proposition 1's proof: the input's squared norm, A_nn of layer 1 and S^(2)_n1
-    under Eq. (14), Eqs. (15) and (19), corrected and simulated (``none``: its first row)."""
+    """The scales of Proposition 1's proof (the input's squared norm, A_nn of layer 1, S^(2)_n1)
+    under Eq. (14), Eqs. (15) and (19), corrected and simulated (``none``)."""
     d, last = none.config.d, n - 1
     columns = ("quantity", "with Eq. (14)", "Eqs. (15), (19)", "corrected", "simulated")
+    attention = (theory.prop1_attention(n, n, d), theory.prop1_attention_corrected(n, n, d))
+    score = (theory.prop1_score(n, 1, d), theory.prop1_score_corrected(n, 1, d))
     rows = [
         ("$\\lVert x_{n}\\rVert^2$, input", num(np.sqrt(d)), num(d), "1"),
-        (
-            "$A^{(1)}_{n,n}$",
-            num(math.e / (math.e + n - 1)),
-            num(theory.prop1_attention(n, n, d)),
-            num(theory.prop1_attention_corrected(n, n, d)),
-        ),
-        (
-            "$S^{(2)}_{n,1}$",
-            "—",
-            num(theory.prop1_score(n, 1, d)),
-            num(theory.prop1_score_corrected(n, 1, d)),
-        ),
+        ("$A^{(1)}_{n,n}$", num(math.e / (math.e + n - 1)), *map(num, attention)),
+        ("$S^{(2)}_{n,1}$", "—", *map(num, score)),
     ]
     simulated = [
         pm(none.sq_norm_mean[0, last], none.sq_norm_sem[0, last]),
@@ -298,8 +267,7 @@ def prop1_figure(*, none, p1, n, rise_d) -> None:
     ):
         label = f"Eq. (19), {kind}"
         plotting.closed_form(keys, form(n, keys, d), ax, kind=kind, color="black", label=label)
-    ax.set_ylabel(f"mean $S^{{(2)}}_{{{n},j}}$")
-    ax.set_title("$d = 64$")
+    ax.set(ylabel=f"mean $S^{{(2)}}_{{{n},j}}$", title="$d = 64$")
     ax.legend(loc="center right")
     theorem1.rise_panel(p1[rise_d], right)
     right.set_title(f"$d = {rise_d}$, relative to the level")

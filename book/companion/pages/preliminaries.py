@@ -32,14 +32,13 @@ def engine_numbers(*, agree, dense, engines, gram) -> dict[str, str]:
     }
 
 
-def definition1_numbers(
-    *, aniso, d, iso, n, none, orders, panels, samples, single
-) -> dict[str, str]:
-    """The Definition-1 section: the setting, the z of the tests and the least resolved steps."""
+def definition1_numbers(*, aniso, d, iso, n, none, orders, panels, samples, single) -> dict:
+    """Definition 1: the setting, the z of the tests and the least resolved steps."""
     labels = [conventions.setting_label(r.config) for r in (aniso, none)]
     step = statistics.smallest_step(aniso, 2)  # control variates, as the verdict
     plain = statistics.smallest_step(aniso, 2, "plain")
     z1 = statistics.step_z(iso, 1)
+    data = report.result_columns([aniso, none], labels)
     return {
         "prelim-samples": count(samples),
         "prelim-n": count(n),
@@ -47,9 +46,7 @@ def definition1_numbers(
         "prelim-m": count(conventions.adjacent_pairs(n)),
         "prelim-zc": num(conventions.definition1_z(n), 3),
         "prelim-iut-z": num(NormalDist().inv_cdf(1 - conventions.FAMILYWISE_LEVEL), 3),
-        "prelim-def1-data": report.download(
-            "definition-1", report.result_columns([aniso, none], labels)
-        ),
+        "prelim-def1-data": report.download("definition-1", data),
         "prelim-def1-min-ln5": pm(step.mean, step.se),
         "prelim-def1-minz-ln5": z_text(step.z),
         "prelim-def1-min-i": count(step.i),
@@ -75,16 +72,11 @@ def engine_rows(*, dense, gram, n) -> list[dict]:
     """The two engines side by side: the last row of S^(2), the RP of layers 1-3, their z."""
     pairs = {}
     for j in range(1, n + 1):  # the last row of S^(2), 1-based key j
-        a, b = (
-            (r.score_mean[1, n - 1, j - 1], r.score_sem[1, n - 1, j - 1]) for r in (dense, gram)
-        )
+        a, b = ((r.score_mean[1, -1, j - 1], r.score_sem[1, -1, j - 1]) for r in (dense, gram))
         pairs[report.score_label(2, n, j)] = (a, b, report.is_exact(*a) and report.is_exact(*b))
     for l in range(1, 4):
-        pairs[f"RP of {report.score_label(l)}"] = (
-            statistics.rp(dense, l),
-            statistics.rp(gram, l),
-            False,
-        )
+        a, b = (statistics.rp(r, l) for r in (dense, gram))
+        pairs[f"RP of {report.score_label(l)}"] = (a, b, False)
     return [
         {
             "quantity": q,

@@ -9,11 +9,9 @@ from .. import closedforms, conventions, plotting, report, statistics
 from ..report import count, num, pm, z_text
 
 
-def residual_numbers(
-    *, alpha, iso, gamma, ln0, ln_a, n, res0, res_a, samples, verdict
-) -> dict[str, str]:
-    """The settings, Definition 1 and the trends with the residual, the verdict and the figure's
-    data; ``iso``: gamma (0 and ``gamma``) -> the first-order statistic at alpha = 0."""
+def residual_numbers(*, alpha, iso, gamma, ln0, ln_a, n, res0, res_a, samples, verdict) -> dict:
+    """The settings, Definition 1 and the trends with the residual, the verdict, the figure's data;
+    ``iso``: gamma -> the first-order statistic at alpha = 0."""
     runs = (ln0, ln_a, res_a, res0)
     labels = [conventions.setting_label(r.config) for r in runs]
     out = {
@@ -24,8 +22,6 @@ def residual_numbers(
         "residual-fig-data": report.download("proposition-2", report.result_columns(runs, labels)),
         "residual-def1-iso1": statistics.definition1(iso[gamma], 2, family=2),
         "residual-v": verdict.word,
-        "residual-v-value": verdict.value,
-        "residual-v-z": z_text(verdict.decisive.z),
         "residual-v-zc": num(verdict.numbers["z_threshold"], 3),
         "residual-v-status": verdict.decisive.status,
         "residual-v-a-status": verdict.checks[1].status,
@@ -41,8 +37,8 @@ def residual_numbers(
 
 
 def closed_form_numbers(*, alpha, closed, d, gamma) -> dict[str, str]:
-    """Eq. (41), corrected, against the exact engine with the residual (``closed``): the step ratio
-    per d, the residual coefficient g and the weights gamma and d gamma."""
+    """Eq. (41), corrected, against the Gram engine (``closed``): the step ratio per d, the
+    residual coefficient g, gamma and d gamma."""
     steps = closed.row("eq41-corrected", "step", closedforms.AR).cells
     ratios = [pm(c.ratio, c.ratio_se) if c.resolved else "unresolved" for c in steps]
     return {
@@ -55,8 +51,8 @@ def closed_form_numbers(*, alpha, closed, d, gamma) -> dict[str, str]:
 
 
 def settings_rows(settings) -> list[dict]:
-    """Per result (SimResults or statistics of companion.estimators): the model, alpha, layers,
-    sequences, estimator, Definition 1 of layer 2 (one family) and the trend of S^(2) with its z."""
+    """Per result (SimResult or estimator statistic): the setting, the estimator, Definition 1 of
+    layer 2 (one family) and the trend of S^(2) with its z."""
     rows = []
     for r in settings:
         trend = statistics.s2_order(r)[1:]
@@ -76,9 +72,9 @@ def settings_rows(settings) -> list[dict]:
 
 
 def weakening_rows(without: SimResult, with_residual: SimResult) -> list[dict]:
-    """Per layer from 2 on, how much the residual lowers the RP: the difference (the two SEs
-    combined as if independent; the runs share their tokens, so the z is conservative) and the
-    share of the excess over 1/2 it keeps, (RP_with - 1/2) / (RP_without - 1/2)."""
+    """Per layer from 2 on, how much the residual lowers the RP (SEs combined as if independent:
+    the runs share their tokens, so the z is conservative) and the share of the excess over 1/2 it
+    keeps."""
     rows = []
     for layer in range(2, without.config.layers + 1):
         (a, sa), (b, sb) = statistics.rp(without, layer), statistics.rp(with_residual, layer)
@@ -97,8 +93,8 @@ def weakening_rows(without: SimResult, with_residual: SimResult) -> list[dict]:
 
 
 def size_rows(*, d, sizes) -> list[dict]:
-    """The sizes of chapter 5's argument per alpha (``sizes``: alpha -> (without, with residual)):
-    the leak t, sqrt(d) t^2, sqrt(d) alpha (1 - alpha) t and the two trends of S^(2)."""
+    """Per alpha (``sizes``: alpha -> (without, with residual)): the leak t, sqrt(d) t^2,
+    sqrt(d) alpha (1 - alpha) t and the two trends of S^(2)."""
     rows = []
     for a, (r0, r1) in sorted(sizes.items()):
         t = conventions.leak(a, d)
