@@ -32,6 +32,8 @@ def _child(spec: dict) -> dict:
     t0 = time.perf_counter()
     from companion import beyond
     from recency_lib import engines
+    from recency_lib.cache import cached_simulate_many
+    from recency_lib.workers import worker_pool
 
     engines.warm_up()
     import_s = time.perf_counter() - t0
@@ -42,7 +44,8 @@ def _child(spec: dict) -> dict:
     }
     for part, cfgs in studies.items():
         t = time.perf_counter()
-        results = beyond.run(cfgs.values(), spec["workers"])
+        with worker_pool(spec["workers"]) as pool:
+            results = cached_simulate_many(cfgs.values(), executor=pool)
         out["parts"][part] = time.perf_counter() - t
         for key, r in zip(cfgs, results):
             out["settings"].append(

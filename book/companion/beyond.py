@@ -2,17 +2,12 @@
 out (:mod:`recency_lib.extensions`), at initialisation scale; the length sweep; the study across
 networks; chapter 7's contrasts with RoPE. Settings, findings and tables; the page simulates."""
 
-import os
-
 import numpy as np
 
-from recency_lib.cache import cached_simulate_many
 from recency_lib.config import SimConfig
 from recency_lib.features import controls_valid
 from recency_lib.metrics import binned_row, late_minus_early, sign
 from recency_lib.result import SimResult
-from recency_lib.validation import check_int
-from recency_lib.workers import worker_pool
 
 from . import conventions, position, report, statistics
 from .claims import not_relative_claim
@@ -106,16 +101,6 @@ def length_label(cfg: SimConfig) -> str:
     if cfg.extended:
         return f"all parts together (one network), {conventions.alpha_label(cfg.alpha)}"
     return conventions.setting_label(cfg)
-
-
-def run(configs, workers: int = 1, *, cache=None) -> list[SimResult]:
-    """``cached_simulate_many(configs)`` on ``workers`` processes (the same numbers)."""
-    workers = check_int("workers", workers, 1)
-    configs = list(configs)
-    if workers == 1:
-        return cached_simulate_many(configs, cache=cache)
-    with worker_pool(min(workers, os.cpu_count() or 1)) as pool:
-        return cached_simulate_many(configs, cache=cache, executor=pool)
 
 
 # -- the component study --------------------------------------------------------------------------

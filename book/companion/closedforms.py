@@ -871,3 +871,13 @@ def h_downloads(stem: str, curves: dict, table: Table, key: str) -> tuple[Markdo
         download(stem, curve_columns(h, x_name="j")),
         download(f"{stem}-ratios", curve_columns(ratios, x_name="d")),
     )
+
+
+def size_ratios(table: dict, form: str) -> dict[float, tuple[float, float]]:
+    """alpha > 0 -> the simulated rise of h(j) over closed form ``form``'s ("printed" or
+    "corrected"), with its SE (``table``: a Figure 2 or 5 verdict's ``numbers["table"]``)."""
+    return {
+        a: (t["sim"][0] / t[form], t["sim"][1] / abs(t[form]))
+        for a, t in sorted(table.items())
+        if a > 0
+    }

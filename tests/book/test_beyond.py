@@ -93,17 +93,6 @@ def test_length_sweep_settings_sorted_and_deduplicated():
     assert beyond.length_label(cfgs[("residual", 5)]) == "LayerNorm + residual, α = 0.5"
 
 
-def test_run_on_worker_processes_gives_the_same_numbers(tmp_path):
-    cfgs = list(beyond.component_configs(64, 1, n=5, d=8, layers=2, heads=2).values())[:6]
-    one = beyond.run(cfgs, 1, cache=tmp_path / "a")
-    two = beyond.run(cfgs, 2, cache=tmp_path / "b")
-    for a, b in zip(one, two):
-        assert np.array_equal(a.score_mean, b.score_mean, equal_nan=True)
-        assert np.array_equal(a.recency_probability, b.recency_probability)
-    with pytest.raises(ValueError, match="workers=0"):
-        beyond.run(cfgs, 0, cache=tmp_path / "c")
-
-
 # -- findings on constructed results ---------------------------------------------------------------
 
 

@@ -60,7 +60,8 @@ def figure5_numbers(*, curves, forms, gamma4, v5) -> dict[str, str]:
     setting = closedforms.Setting("layernorm", quote, gamma4)
     level_off, level_z = closedforms.row_offsets(forms.row("fig5-corrected", "level", setting))
     h_table = v5[gamma4].numbers["table"]
-    printed, corrected = size_ratios(h_table, "printed"), size_ratios(h_table, "corrected")
+    printed = closedforms.size_ratios(h_table, "printed")
+    corrected = closedforms.size_ratios(h_table, "corrected")
     out = {
         "ab-quote": f"{quote:g}",
         "ab-cf-alphas": listing(alphas),
@@ -157,16 +158,6 @@ def check_rows(verdict) -> list[dict]:
         {"check": c.what, "number": c.text, "$z$": report.z_text(c.z), "found": c.status}
         for c in verdict.checks
     ]
-
-
-def size_ratios(table: dict, form: str) -> dict[float, tuple[float, float]]:
-    """alpha > 0 -> the simulated rise of h(j) over closed form ``form``'s ("printed" or
-    "corrected"), with its SE (``table``: a Figure 2 or 5 verdict's ``numbers["table"]``)."""
-    return {
-        a: (t["sim"][0] / t[form], t["sim"][1] / abs(t[form]))
-        for a, t in sorted(table.items())
-        if a > 0
-    }
 
 
 def by_alpha_text(ratios: dict) -> str:

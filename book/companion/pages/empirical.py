@@ -18,11 +18,7 @@ def figure2_numbers(
     table, h_zc = v2.numbers["table"], v2.numbers["z_threshold"]
     quoted = closedforms.Setting("layernorm", quote, 0.0)
     step = forms.row("fig2", "step", quoted)
-    sized = {
-        a: (t["sim"][0] / t["printed"], t["sim"][1] / abs(t["printed"]))
-        for a, t in table.items()
-        if a > 0
-    }
+    sized = closedforms.size_ratios(table, "printed")
     lo, hi = min(sized, key=lambda a: sized[a][0]), max(sized, key=lambda a: sized[a][0])
 
     def ratios(row) -> str:
