@@ -48,7 +48,7 @@ def theorem1_numbers(*, th, reach, one_by_one, n, samples, zc1) -> dict[str, str
         out[f"layernorm-rpz-{d}"] = z_text(statistics.rp_z(res, 2))
         out[f"layernorm-step-se-{d}"] = num(statistics.typical_step_se(res, 2), 2)
         if d >= theorem1.FORM_MIN_D:  # every step resolved, the corrected Theorem 1's the effects
-            need_all = closedforms.definition1_samples(res, zc1, effect="theorem1")[0]
+            need_all = closedforms.definition1_samples(res, zc1, theorem1=True)[0]
             out[f"layernorm-need-all-{d}"] = num(need_all, 2)
             out[f"layernorm-time-all-{d}"] = report.duration(need_all * cost)
     for r in reach:
