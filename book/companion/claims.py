@@ -11,6 +11,7 @@ import numpy as np
 
 from recency_lib import theory
 from recency_lib.result import SimResult
+from recency_lib.rounding import is_exact
 
 from . import conventions, report, settings, verdicts
 from .closedforms import eq5_trend
@@ -62,8 +63,8 @@ def proposition3_claim(results: dict) -> Verdict:
 
 
 def _trend_claim(claim, target, results, ds, what, form, accuracy=0.0) -> Verdict:
-    """The simulated trend of S^(2) at each d of ``ds`` over ``form(n, d)`` (value
-    checks; ``accuracy``: the form's relative accuracy, folded into the error)."""
+    """The simulated trend of S^(2) at each d of ``ds`` over ``form(n, d)``, of relative
+    ``accuracy`` (folded into the error)."""
     ds = _paper_d_first(ds, results)
     zc = conventions.z_for(len(ds))
     checks = []
@@ -107,9 +108,9 @@ def _weakens(without: SimResult, with_: SimResult, layer: int, zc: float, what: 
 
 
 def figure1_claim(rows: list[SimResult]) -> Verdict:
-    """Figure 1 as the paper reads it (Sec. 3), from settings.fig1_configs' results:
-    the rows rise from layer 2 at alpha = 0.5 (first); no order in layer 1; without normalization
-    rows flat as drawn, then primacy; at alpha = 0 no visible order; weaker with the residual."""
+    """Figure 1 as the paper reads it (Sec. 3), from settings.fig1_configs' results: rows rising
+    from layer 2 at alpha = 0.5, no order in layer 1, flat then primacy without normalization, no
+    visible order at alpha = 0, weaker with the residual."""
     none, iso, aniso, resid = rows
     L = aniso.config.layers
     later, deep = range(2, L + 1), range(3, L + 1)
@@ -236,17 +237,22 @@ def not_relative_claim(stat) -> Verdict:
     return decide("the bias is not relative", checks, ("doc", "conclusion"), numbers)
 
 
+def lower_entries(res: SimResult, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (mean, SE, noiseless: SE of float rounding) of the ``name`` ("score", "attn") entries
+    j <= i, each (layers, entries)."""
+    lower = np.tri(res.config.n, dtype=bool)
+    mean, se = (getattr(res, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
+    return mean, se, np.vectorize(is_exact, otypes=[bool])(mean, se)
+
+
 def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:
-    """Two simulations of one setting against each other: every mean score and
-    attention weight as the z of the difference, one family; entries without sampling noise
-    (e.g. a normalized diagonal) are compared directly (their largest gap is reported)."""
-    lower = np.tri(res_a.config.n, dtype=bool)
-    noiseless = lambda m, s: s <= report.EXACT_RTOL * np.maximum(1.0, np.abs(m))  # noqa: E731
+    """Two simulations of one setting against each other: every mean score and attention weight
+    as the z of the difference, one family; entries without sampling noise (e.g. a normalized
+    diagonal) are compared directly (their largest gap is reported)."""
     zs, gaps = [], []
     for name in ("score", "attn"):
-        m1, s1 = (getattr(res_a, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
-        m2, s2 = (getattr(res_b, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
-        exact = noiseless(m1, s1) & noiseless(m2, s2)
+        (m1, s1, exact1), (m2, s2, exact2) = lower_entries(res_a, name), lower_entries(res_b, name)
+        exact = exact1 & exact2
         zs.append((m1 - m2)[~exact] / np.hypot(s1, s2)[~exact])
         gaps.append(np.abs(m1 - m2)[exact])
     z, gap = np.concatenate(zs), np.concatenate(gaps)
@@ -262,11 +268,8 @@ def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:
         "exact_gap": float(gap.max()) if gap.size else 0.0,
     }
     status = AS_CLAIMED if numbers["beyond"] == 0 else AGAINST
-    what, setting, text = (
-        "largest |z| of a difference",
-        setting_text(res_a, None),
-        report.num(worst, 2),
-    )
+    what, setting = "largest |z| of a difference", setting_text(res_a, None)
+    text = report.num(worst, 2)
     check = Check(what, setting, worst, 1.0, worst, status, text, "agree", **about(res_a))
     return decide("engines agree", [check], ("doc", "preliminaries"), numbers)
 

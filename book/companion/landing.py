@@ -15,6 +15,7 @@ import numpy as np
 from recency_lib.result import SimResult
 
 from . import report
+from .claims import lower_entries
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: _config.yml, CITATION.cff
 CONFIG = ROOT / "_config.yml"
@@ -107,14 +108,12 @@ def bibtex_block(entry: str) -> report.Markdown:
 
 @dataclass(frozen=True)
 class SingleOrder:
-    """The ``share`` ± ``se`` (``count``) of ``samples`` sequences whose own score matrix of
-    ``layer`` is in order, and per query ``rows`` (i = 3..n) the share whose row i is, beside
-    ``exchangeable`` = 1/(i - 1)!, the chance for i - 1 exchangeable keys."""
+    """The ``share`` (``count``) of sequences whose own score matrix of ``layer`` is in order, and
+    per query ``rows`` (i = 3..n) the share whose row i is, beside ``exchangeable`` = 1/(i - 1)!,
+    the chance for i - 1 exchangeable keys."""
 
     layer: int
-    samples: int
     share: float
-    se: float
     count: int
     rows: np.ndarray
     row_share: np.ndarray
@@ -129,9 +128,7 @@ def single_sequence_order(stat, layer: int) -> SingleOrder:
     rows = np.arange(3, mean.shape[0])
     return SingleOrder(
         layer,
-        int(stat.samples),
         float(mean[0]),
-        float(sem[0]),
         round(float(mean[0]) * stat.samples),
         rows,
         mean[rows],
@@ -158,16 +155,10 @@ def single_order_rows(orders) -> list[dict]:
 
 
 def exact_entries(res_a: SimResult, res_b: SimResult) -> dict[str, int]:
-    """How many of the entries claims.engines_agree compares without sampling noise (an SE of float
-    rounding in both results) are scores (the diagonal) and attention weights (A_11 = 1)."""
-    lower = np.tri(res_a.config.n, dtype=bool)
-
-    def exact(res, name):  # (layers, entries)
-        mean, se = getattr(res, f"{name}_mean")[:, lower], getattr(res, f"{name}_sem")[:, lower]
-        return se <= report.EXACT_RTOL * np.maximum(1.0, np.abs(mean))
-
+    """How many of the entries claims.engines_agree compares without sampling noise (in both
+    results) are scores (the diagonal) and attention weights (A_11 = 1)."""
     return {
-        key: int(np.sum(exact(res_a, name) & exact(res_b, name)))
+        key: int(np.sum(lower_entries(res_a, name)[2] & lower_entries(res_b, name)[2]))
         for name, key in (("score", "score"), ("attn", "attention"))
     }
 
