@@ -55,23 +55,20 @@ def style_rc() -> dict:
 
 
 def book_style() -> None:
-    """seaborn's "paper"/"ticks" theme (stored by companion.theme) with :func:`style_rc` on top, and
-    SVG output in a notebook."""
+    """seaborn's "paper"/"ticks" theme (companion.theme) with :func:`style_rc` on top; SVG output
+    in a notebook."""
+    from IPython import get_ipython
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
     from .theme import apply
 
     apply(style_rc())
-    try:
-        from IPython import get_ipython
-        from matplotlib_inline.backend_inline import set_matplotlib_formats
-    except ImportError:  # plain Python: nothing to configure
-        return
     if get_ipython() is not None:
         set_matplotlib_formats("svg")
 
 
 def subplots(nrows: int = 1, ncols: int = 1, *, height_ratio: float | None = None, **kw):
-    """``plt.subplots`` as wide as the column, in constrained layout; ``height_ratio`` = height /
-    width (default 0.62 for one panel, about square panels for a grid)."""
+    """``plt.subplots`` as wide as the column, constrained; ``height_ratio`` = height / width."""
     import matplotlib.pyplot as plt
 
     if height_ratio is None:
@@ -81,8 +78,7 @@ def subplots(nrows: int = 1, ncols: int = 1, *, height_ratio: float | None = Non
 
 
 def heatmap_subplots(rows: int, cols: int, **kw):
-    """:func:`subplots` for :func:`score_grid`: about square panels, at most 4 times as high as
-    wide."""
+    """:func:`subplots` for :func:`score_grid`: about square panels, at most 4 times as high."""
     return subplots(rows, cols, height_ratio=min(4.0, 1.15 * rows / cols), squeeze=False, **kw)
 
 
@@ -105,8 +101,7 @@ def panels(count: int, *, max_cols: int = 3, panel_ratio: float = 1.0, **kw):
 
 
 def glue_figure(key: str, fig) -> None:
-    """Glue ``fig`` for a ``{glue:figure}`` and close it; outside the book's build (a rerun) it is
-    displayed too."""
+    """Glue ``fig`` for a ``{glue:figure}`` and close it; displayed too outside the book's build."""
     import matplotlib.pyplot as plt
     from myst_nb import glue
 
@@ -157,15 +152,11 @@ def score_heatmap(
     vmax=None,
     ticks="all",
 ):
-    """Heatmap of an (n, n) mean score matrix (Fig. 1), by recency_lib.plot's convention.
-
-    The colour scale spans the coloured finite entries unless ``vmin``/``vmax`` are given;
-    ``include_diagonal`` colours the diagonal too (the paper's way); ``ticks="ends"`` labels only 1
-    and n; the RP (± SE) is printed in the empty upper-right corner. Returns ``ax``.
-    """
+    """Heatmap of an (n, n) mean score matrix (Fig. 1), by recency_lib.plot's convention: the
+    diagonal coloured too with ``include_diagonal`` (the paper's way), only 1 and n labelled with
+    ``ticks="ends"``, the RP (± SE) in the empty upper-right corner. Returns ``ax``."""
     s = np.asarray(score_mean, dtype=float)  # (n, n)
     n = s.shape[0]
-    ticks = check_choice("ticks", ticks, ("all", "ends"))
     mesh = draw_heatmap(
         ax,
         s,
@@ -199,14 +190,12 @@ def _share_groups(limits: np.ndarray, share: str) -> list[list[tuple[int, int]]]
     cells = [[(r, c) for c in range(n_cols)] for r in range(n_rows)]
     if share == "none":
         return [[rc] for row in cells for rc in row]
-    if share == "all":
-        return [[rc for row in cells for rc in row]]
     groups = []
     for row in cells:
         lo = min(limits[r, c, 0] for r, c in row)
         hi = max(limits[r, c, 1] for r, c in row)
         own = [limits[r, c, 1] - limits[r, c, 0] for r, c in row]
-        if share == "row" or (hi > lo and min(own) >= 0.5 * (hi - lo)):
+        if hi > lo and min(own) >= 0.5 * (hi - lo):
             groups.append(row)
         else:
             groups += [[rc] for rc in row]
@@ -224,48 +213,39 @@ def score_grid(
     share="auto",
     include_diagonal=False,
 ):
-    """A grid of :func:`score_heatmap` panels, rows = settings, columns = layers (Figs. 1, 3, 4).
-
-    ``score_means``: (rows, cols, n, n); ``axes``: as many Axes (reshaped to (rows, cols));
-    RPs and their SEs: (rows, cols) or None. Ticks 1 and n, axis labels on the outer panels.
-    ``share``: "auto" (a row shares one colour bar where :func:`_share_groups` finds it honest),
-    "row", "all" or "none". Returns the Axes as a (rows, cols) array.
-    """
+    """(rows, cols) Axes of :func:`score_heatmap` panels (Figs. 1, 3, 4): ``score_means`` (rows =
+    settings, cols = layers, n, n), RPs and SEs (rows, cols) or None; ``share`` "auto" (a row
+    shares a colour bar where :func:`_share_groups` finds it honest) or "none"."""
     sm = np.asarray(score_means, dtype=float)  # (rows, cols, n, n)
     n_rows, n_cols = sm.shape[:2]
     ax_arr = np.asarray(axes, dtype=object).reshape(n_rows, n_cols)
-    share = check_choice("share", share, ("auto", "row", "all", "none"))
     rp = None if recency_probabilities is None else np.asarray(recency_probabilities, dtype=float)
     rp_sem = None if recency_sems is None else np.asarray(recency_sems, dtype=float)
-    limits = np.array(
-        [[colour_limits(sm[r, c], include_diagonal) for c in range(n_cols)] for r in range(n_rows)]
-    )
+    limits = np.array([[colour_limits(m, include_diagonal) for m in row] for row in sm])
     scale = {}
     groups = _share_groups(limits, share)
     for group in groups:
         span = (min(limits[r, c, 0] for r, c in group), max(limits[r, c, 1] for r, c in group))
         scale.update(dict.fromkeys(group, span))
-    for r in range(n_rows):
-        for c in range(n_cols):
-            ax = ax_arr[r, c]
-            score_heatmap(
-                sm[r, c],
-                ax,
-                cbar=False,
-                ticks="ends",
-                include_diagonal=include_diagonal,
-                vmin=scale[(r, c)][0],
-                vmax=scale[(r, c)][1],
-                recency_probability=None if rp is None else rp[r, c],
-                recency_sem=None if rp_sem is None else rp_sem[r, c],
-                title=col_labels[c] if (col_labels is not None and r == 0) else None,
-            )
-            if c > 0:
-                ax.set_ylabel("")
-            elif row_labels is not None:
-                ax.set_ylabel(f"{row_labels[r]}\nquery i")
-            if r < n_rows - 1:
-                ax.set_xlabel("")
+    for (r, c), ax in np.ndenumerate(ax_arr):
+        score_heatmap(
+            sm[r, c],
+            ax,
+            cbar=False,
+            ticks="ends",
+            include_diagonal=include_diagonal,
+            vmin=scale[(r, c)][0],
+            vmax=scale[(r, c)][1],
+            recency_probability=None if rp is None else rp[r, c],
+            recency_sem=None if rp_sem is None else rp_sem[r, c],
+            title=col_labels[c] if (col_labels is not None and r == 0) else None,
+        )
+        if c > 0:
+            ax.set_ylabel("")
+        elif row_labels is not None:
+            ax.set_ylabel(f"{row_labels[r]}\nquery i")
+        if r < n_rows - 1:
+            ax.set_xlabel("")
     for group in groups:
         r, c = group[-1]
         _colourbar(ax_arr[r, c].collections[0], ax_arr[r, c], axes=[ax_arr[rc] for rc in group])
@@ -285,13 +265,8 @@ def figure1_grids(results, row_labels, layers: int):
         col_labels=[f"layer {l}" for l in range(1, layers + 1)],
     )
     book, axes = heatmap_subplots(len(results), layers)
-    rps = [rp_layers(r) for r in results]
-    score_grid(
-        axes=axes,
-        recency_probabilities=[v for v, _ in rps],
-        recency_sems=[e for _, e in rps],
-        **grid,
-    )
+    rps, sems = zip(*(rp_layers(r) for r in results))
+    score_grid(axes=axes, recency_probabilities=rps, recency_sems=sems, **grid)
     paper, axes = heatmap_subplots(len(results), layers)
     score_grid(axes=axes, include_diagonal=True, share="none", **grid)
     return book, paper
@@ -301,8 +276,7 @@ def figure1_grids(results, row_labels, layers: int):
 
 
 def h_curve(j, h, ax, *, label=None, normalize=True, kind="corrected", **kw):
-    """h(j) against the key j (Figs. 2 and 5), divided by its first value unless not ``normalize``,
-    as :func:`closed_form` draws it. Returns ``ax``."""
+    """h(j) against the key j (Figs. 2 and 5), over h(1) if ``normalize``, as a closed form."""
     j, h = np.asarray(j, dtype=float), np.asarray(h, dtype=float)
     if normalize:
         h = h / h[0]
@@ -314,7 +288,7 @@ def h_curve(j, h, ax, *, label=None, normalize=True, kind="corrected", **kw):
 
 def errorbar_points(x, mean, sem, ax, *, label=None, z=1.0, **kw):
     """Simulated means as points ± z SE (conventions.SIMULATION; a marker or line style in ``kw``,
-    e.g. conventions.variant_style(cfg), replaces its format). Returns ``ax``."""
+    e.g. conventions.variant_style(cfg), replaces its format)."""
     styled = "marker" in kw or "linestyle" in kw
     for key, value in conventions.SIMULATION.items():
         if not (key == "fmt" and styled):
@@ -350,7 +324,7 @@ def recency_by_layer(rp, rp_sem, ax, *, label=None, z=1.0, **kw):
 
 def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diagonal=False, **kw):
     """The mean scores of query row ``i`` (1-based) against the key j, ± z SE; the diagonal key
-    j = i (sqrt(d), far above the rest) only with ``include_diagonal``. Returns ``ax``."""
+    j = i (sqrt(d), far above the rest) only with ``include_diagonal``."""
     s, e = np.asarray(score_mean, dtype=float), np.asarray(score_sem, dtype=float)
     keys = i if include_diagonal else i - 1
     j = np.arange(1, keys + 1)
@@ -369,13 +343,13 @@ def closed_form(x, y, ax, *, kind="corrected", label=None, **kw):
 
 
 def reference_line(ax, y: float = 0.0, *, label=None):
-    """A horizontal "no effect" line at ``y`` (conventions.REFERENCE). Returns ``ax``."""
+    """A horizontal "no effect" line at ``y`` (conventions.REFERENCE)."""
     ax.axhline(float(y), label=label, **conventions.REFERENCE)
     return ax
 
 
 def upper_limits(x, bound, ax, *, label=None, **kw):
-    """Upper limits at ``bound``: open markers with a downward arrow. Returns ``ax``."""
+    """Upper limits at ``bound``: open markers with a downward arrow."""
     bound = np.asarray(bound, dtype=float)
     kw.setdefault("fmt", "v")
     kw.setdefault("markerfacecolor", "white")
@@ -388,8 +362,7 @@ def upper_limits(x, bound, ax, *, label=None, **kw):
 
 def trend_reach(reach, ax, *, eq5=None):
     """Theorem 1's trend against d (log-log) from theorem1.theorem1_reach's records: points ± 1 SE
-    where resolved, upper limits (trend + 2 SE) where not, twice plain averaging's SE in grey, and
-    ``eq5`` = (d, trend) as printed. Returns ``ax``."""
+    where resolved, else upper limits (+2 SE); 2 SE of plain means in grey; ``eq5`` = (d, trend)."""
     rows = sorted(reach, key=lambda r: r.d)
     if eq5 is not None:
         closed_form(*eq5, ax, kind="printed", color="black", label="Eq. (5)")
@@ -434,8 +407,7 @@ def recency_dots(labels, rp, rp_sem, ax, *, z=1.0, show_labels=True):
 
 
 def recency_by_length(lengths, rp, rp_sem, ax, *, z=1.0):
-    """The RP against the sequence length n (log axis), a series per layer (``rp``: (lengths,
-    layers)) ± z SE, and the 0.5 line. Returns ``ax``."""
+    """The RP (lengths, layers) ± z SE against the sequence length n (log axis), and 0.5."""
     r, e = np.asarray(rp, dtype=float), np.asarray(rp_sem, dtype=float)  # (lengths, layers)
     L = r.shape[1]
     style = {"marker": "o", "linestyle": "-", "markersize": 4}
@@ -455,8 +427,8 @@ def recency_by_length(lengths, rp, rp_sem, ax, *, z=1.0):
 
 
 def binned_profiles(profiles: dict, ax, *, z=1.0):
-    """Binned last-query rows against j / n: ``profiles`` maps n to (centres, means less the row
-    mean, SE bounds) (recency_lib.metrics.binned_row), a series per n ± z bounds. Returns ``ax``."""
+    """Binned last-query rows against j / n: ``profiles`` n -> (centres, means less the row mean,
+    SE bounds) (recency_lib.metrics.binned_row), ± z bounds."""
     style = {"marker": ".", "linestyle": "-", "capsize": 2}
     for c, (n, (x, m, b)) in enumerate(profiles.items()):
         colour = conventions.ordered_colour(c, len(profiles))
@@ -472,7 +444,7 @@ def binned_profiles(profiles: dict, ax, *, z=1.0):
 
 def versus_d(ds, mean, sem, ax, *, label=None, reference=None, ylabel=None, z=1.0, **kw):
     """A quantity against d (log axis, ticks at ``ds``), points ± z SE joined (``sem`` None: exact);
-    ``reference``: a dotted line at that value, once per Axes. Returns ``ax``."""
+    ``reference``: a dotted line at that value, once per Axes."""
     sem = np.zeros(len(ds)) if sem is None else sem
     errorbar_points(ds, mean, sem, ax, label=label, z=z, **_joined(kw))
     if reference is not None:
@@ -533,8 +505,8 @@ def d_axis(ax, ds, *, label: str = "hidden size d", log_y: bool = False):
 
 
 def ratio_by_d(ds, ratio, se, ax, *, label=None, z=1.0, **kw):
-    """Simulated / closed form against d: points ± z SE on a thin line (none for empty arrays) and a
-    dotted line at 1, once per Axes; the x axis is :func:`d_axis`'s. Returns ``ax``."""
+    """Simulated / closed form against d: points ± z SE on a thin line and a dotted line at 1, once
+    per Axes (the x axis: :func:`d_axis`)."""
     if np.size(ds):
         kw.setdefault("linewidth", 1.0)
         errorbar_points(ds, ratio, se, ax, label=label, z=z, **_joined(kw))
@@ -543,16 +515,11 @@ def ratio_by_d(ds, ratio, se, ax, *, label=None, z=1.0, **kw):
     return ax
 
 
-#: The two panels of :func:`level_and_step`, by their key in closedforms.ratio_series.
-LEVEL_AND_STEP = {"level": "level", "step": "shape (step over j)"}
-
-
 def level_and_step(series: dict, *, ylabel: str):
-    """A closed form against the simulation over d in two panels, its level and its step over j:
-    ``series`` part -> alpha -> (ds, ratio, se) (closedforms.ratio_series), a line per alpha, the
-    legend under both. Returns the figure."""
+    """A figure of two panels, a closed form's level and step over j against simulation over d:
+    ``series`` part -> alpha -> (ds, ratio, se) (closedforms.ratio_series), a line per alpha."""
     fig, axes = subplots(1, 2, height_ratio=0.42, sharey=True)
-    for ax, (part, title) in zip(axes, LEVEL_AND_STEP.items()):
+    for ax, (part, title) in zip(axes, (("level", "level"), ("step", "shape (step over j)"))):
         for a, (ds, ratio, se) in series[part].items():
             style = {"label": conventions.alpha_label(a), "color": conventions.alpha_colour(a)}
             versus_d(ds, ratio, se, ax, reference=1.0, ylabel=ylabel, **style)
