@@ -11,14 +11,9 @@ import math
 import numpy as np
 
 from recency_lib.config import SimConfig
+from recency_lib.features import adjacent_differences as _steps  # every S_ij - S_i,j-1, j <= i
 from recency_lib.features import adjacent_index
 from recency_lib.trajectories import sample_trajectories
-
-
-def _steps(s: np.ndarray) -> np.ndarray:
-    """Every adjacent step S_ij - S_i,j-1 (1 <= j <= i) of (..., n, n) matrices."""
-    i, j = adjacent_index(s.shape[-1])
-    return s[..., i, j] - s[..., i, j - 1]
 
 
 def _with_trend(steps: np.ndarray, n: int) -> np.ndarray:

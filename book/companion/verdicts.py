@@ -99,11 +99,6 @@ class Verdict:
         """What the decisive number is, and its setting."""
         return f"{self.decisive.what}; {self.decisive.setting}"
 
-    def link_as(self, text: str) -> str:
-        """The MyST link to the live check: ``{prf:ref}`text <thm-1>```."""
-        role, target = self.target
-        return f"{{{role}}}`{text} <{target}>`"
-
 
 def decide(claim: str, checks, target: tuple[str, str], numbers: dict | None = None) -> Verdict:
     """The verdict on ``claim`` from its ``checks``, most important first."""
@@ -240,7 +235,7 @@ def table(verdicts: list[Verdict]) -> report.Markdown:
     """The landing table: the claim (linked), what the paper says, the badge, the number."""
     rows = [
         {
-            "claim": v.link_as(CLAIM_NAMES.get(v.claim, v.claim)),
+            "claim": f"{{{v.target[0]}}}`{CLAIM_NAMES.get(v.claim, v.claim)} <{v.target[1]}>`",
             "the paper says": STATEMENTS.get(v.claim, ""),
             "verdict": report.badge(v.word),
             "decisive number": f"{v.value}<br><small>{v.measure}</small>",
