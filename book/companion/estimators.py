@@ -74,8 +74,8 @@ def second_order_steps(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
 
 
 def gram_controlled_steps(scores: np.ndarray, attention: np.ndarray, *, beta, mu) -> np.ndarray:
-    """No normalization (Proposition 1): the steps of S^(2) and their trend minus
-    (G - mu) beta, G the first layer's scores (lower triangle), mu = E G, beta fitted."""
+    """No normalization (Proposition 1): the steps of S^(2) and their trend minus (G - mu) beta,
+    G the first layer's scores (lower triangle), mu = E G, beta fitted."""
     n = scores.shape[-1]
     rows, cols = np.tril_indices(n)
     g = scores[:, 0][:, rows, cols]  # (B, n(n+1)/2)

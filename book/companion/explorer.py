@@ -1,12 +1,7 @@
-"""The explorer page (``book/explorer.ipynb``): a grid of settings simulated at build time, packed
-into a JSON payload and drawn in the browser, offline, by ``assets/explorer.js``.
-
-Every simulated number is stored as an integer k at ``dec`` decimals (value = k / 10**dec), ``dec``
-chosen from its standard error (:func:`decimals`): two significant digits of the SE for the
-recency probability and h(j), and for a score matrix one digit of its smallest off-diagonal SE,
-shared by its cells. Arrays of integers are packed into base-64 strings (:func:`pack`), about half
-the size of JSON numbers. The page's markup is ``assets/explorer.html``, with the stylesheet, the
-script and the data inlined: nothing is fetched.
+"""The explorer page (``book/explorer.ipynb``): a grid of settings simulated at build time, drawn
+offline by ``assets/explorer.js`` from a JSON payload inlined in ``assets/explorer.html``. Each
+number is an integer k at ``dec`` decimals (k / 10**dec) chosen from its SE (:func:`decimals`),
+arrays of them packed into base-64 strings (:func:`pack`).
 """
 
 from __future__ import annotations
@@ -70,8 +65,7 @@ def setting_key(cfg: SimConfig) -> str:
 
 
 def decimals(se: float, digits: int = 2) -> int:
-    """The decimals that show ``se`` with ``digits`` significant digits (at most MAX_DECIMALS, also
-    for an SE of 0 or NaN)."""
+    """The decimals that show ``se`` with ``digits`` significant digits (at most MAX_DECIMALS)."""
     se = float(se)
     if not (math.isfinite(se) and se > 0):
         return MAX_DECIMALS
@@ -90,8 +84,7 @@ def _smallest_se(se: np.ndarray) -> float:
 
 
 def pack(ints) -> str:
-    """Integers 0 <= k < 64**9 as one string: a width digit w, then each as w base-64 digits
-    (:data:`DIGITS64`, most significant first)."""
+    """Integers 0 <= k < 64**9 as a width digit w, then each as w digits of :data:`DIGITS64`."""
     ints = [int(k) for k in ints]
     width = 1
     while max(ints, default=0) >= 64**width:
@@ -111,9 +104,9 @@ def pack_offset(values, dec: int) -> tuple[int, str]:
 
 
 def setting_data(res: SimResult, reasons: list[str]) -> dict:
-    """One setting: per layer the mean scores below the diagonal (row by row) and on it, the SEs of
-    j <= i, the RP and its SE, the Definition-1 word (its reason an index into ``reasons``, which
-    grows) and the direction; the simulated h(j) / h(1), its SE and the corrected closed form."""
+    """One setting: per layer the mean scores below the diagonal and on it, the SEs of j <= i, the
+    RP ± SE, the Definition-1 word (its reason an index into ``reasons``, which grows) and the
+    direction; the simulated h(j) / h(1) ± SE and the corrected closed form."""
     from recency_lib.theory import h_corrected
 
     from .statistics import simulated_h
@@ -170,9 +163,8 @@ def rerun_samples(samples: int) -> int:
 
 
 def command_templates(samples: int, seed: int = 0, *, n: int = N_TOKENS, layers: int = LAYERS):
-    """Shell commands for one setting, with the fields {alpha} {gamma} {norm} {d} {slug}: ``cli``
-    and ``papermill`` (book/setting_template.ipynb) with :func:`rerun_samples` samples, ``same``
-    the command line that reproduces the page's numbers."""
+    """Shell commands for one setting, fields {alpha} {gamma} {norm} {d} {slug}: ``cli`` and
+    ``papermill`` (book/setting_template.ipynb) at :func:`rerun_samples`, ``same`` the page's."""
     more = rerun_samples(samples)
     simulate = (
         ".venv/bin/python -m recency_lib simulate --alpha {alpha} --gamma {gamma} --norm {norm} "
@@ -198,9 +190,8 @@ def heatmap_lut() -> list[str]:
 
 
 def explorer_data(results) -> dict:
-    """The page's payload from the results of one grid (any order): ``meta`` (the grid, n, layers,
-    samples, seed, the level, the colours, the commands, the RP's SE range, the CPU time) and
-    ``settings`` (:func:`setting_key` -> :func:`setting_data`)."""
+    """The page's payload from one grid's results (any order): ``meta`` (the grid, the level, the
+    colours, the commands, ...) and ``settings`` (:func:`setting_key` -> :func:`setting_data`)."""
     results = list(results)
     first = results[0]
     shape = {k: getattr(first.config, k) for k in ("n", "layers", "samples", "seed")}
@@ -253,8 +244,7 @@ def explorer_data(results) -> dict:
 
 
 def json_for_script(data: dict) -> str:
-    """Compact JSON safe inside ``<script type="application/json">``: every "<" (only ever in a
-    string) written as \\u003c, so no "</script>" or "<!--"."""
+    """Compact JSON safe inside ``<script>``: every "<" (only in strings) written as \\u003c."""
     return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
@@ -314,8 +304,7 @@ def _start(meta: dict, want: dict) -> dict:
 
 
 def page_html(data: dict, *, start: dict | None = None, pinned: dict | None = None) -> str:
-    """The explorer's HTML (assets/explorer.html): the controls set to ``start``, the comparison
-    panel's setting ``pinned``, the data, the stylesheet and the script."""
+    """The explorer's HTML (assets/explorer.html): controls at ``start``, comparing ``pinned``."""
     meta = data["meta"]
     a = _start(meta, start or DEFAULT_START)
     b = _start(meta, pinned or DEFAULT_PINNED)

@@ -1,9 +1,5 @@
-"""Figures of the book: data and a matplotlib Axes in, the same Axes out. Nothing here simulates.
-
-Indices are 1-based. A score heatmap follows recency_lib.plot's convention: query i down, key j
-across, the upper triangle blank, the diagonal (S_ii = sqrt(d) after normalization) hatched and out
-of the colour scale. Sizes, line styles and colours come from companion.conventions. matplotlib is
-used directly because the points carry the simulator's standard errors, which seaborn cannot draw.
+"""Figures of the book: data and a matplotlib Axes in, the same Axes out; indices 1-based, heatmaps
+by recency_lib.plot's convention, sizes, line styles and colours from companion.conventions.
 """
 
 from __future__ import annotations
@@ -55,8 +51,7 @@ def style_rc() -> dict:
 
 
 def book_style() -> None:
-    """seaborn's "paper"/"ticks" theme (companion.theme) with :func:`style_rc` on top; SVG output
-    in a notebook."""
+    """seaborn's theme (companion.theme), :func:`style_rc` on top; SVG output in a notebook."""
     from IPython import get_ipython
     from matplotlib_inline.backend_inline import set_matplotlib_formats
 
@@ -88,8 +83,7 @@ def panel_axes(count: int):
 
 
 def panels(count: int, *, max_cols: int = 3, panel_ratio: float = 1.0, **kw):
-    """``count`` panels, at most ``max_cols`` a row, each ``panel_ratio`` as high as wide, the
-    unused cells of the last row hidden. Returns (fig, the ``count`` Axes in reading order)."""
+    """(fig, ``count`` Axes in reading order), at most ``max_cols`` a row, the rest hidden."""
     cols = min(max_cols, count)
     rows = -(-count // cols)
     ratio = min(4.0, panel_ratio * rows / cols)
@@ -253,9 +247,8 @@ def score_grid(
 
 
 def figure1_grids(results, row_labels, layers: int):
-    """The paper's Figure 1 for ``results`` (a row each, a column per layer), drawn twice: the
-    book's way (diagonal left out, RP ± SE, colour bars shared where honest) and the paper's
-    (diagonal coloured, a colour bar per panel). Returns (book, paper) figures."""
+    """The paper's Figure 1 for ``results`` (a row each), as (the book's figure: RP ± SE, colour
+    bars shared where honest; the paper's: diagonal coloured, a colour bar per panel)."""
     from .statistics import rp_layers
 
     results = list(results)
@@ -287,8 +280,7 @@ def h_curve(j, h, ax, *, label=None, normalize=True, kind="corrected", **kw):
 
 
 def errorbar_points(x, mean, sem, ax, *, label=None, z=1.0, **kw):
-    """Simulated means as points ± z SE (conventions.SIMULATION; a marker or line style in ``kw``,
-    e.g. conventions.variant_style(cfg), replaces its format)."""
+    """Simulated means as points ± z SE (conventions.SIMULATION, unless ``kw`` styles them)."""
     styled = "marker" in kw or "linestyle" in kw
     for key, value in conventions.SIMULATION.items():
         if not (key == "fmt" and styled):
@@ -323,8 +315,7 @@ def recency_by_layer(rp, rp_sem, ax, *, label=None, z=1.0, **kw):
 
 
 def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diagonal=False, **kw):
-    """The mean scores of query row ``i`` (1-based) against the key j, ± z SE; the diagonal key
-    j = i (sqrt(d), far above the rest) only with ``include_diagonal``."""
+    """The mean scores of query row ``i`` against the key j, ± z SE (its diagonal if asked)."""
     s, e = np.asarray(score_mean, dtype=float), np.asarray(score_sem, dtype=float)
     keys = i if include_diagonal else i - 1
     j = np.arange(1, keys + 1)
@@ -385,8 +376,7 @@ def trend_reach(reach, ax, *, eq5=None):
 
 
 def recency_dots(labels, rp, rp_sem, ax, *, z=1.0, show_labels=True):
-    """RPs as dots: a row per setting (``labels``, top down), a dot per layer (``rp``, ``rp_sem``:
-    (settings, layers)) ± z SE, and the 0.5 line; ``show_labels=False`` for a second panel."""
+    """RPs (settings, layers) as dots ± z SE, a row per setting (top down), and the 0.5 line."""
     r, e = np.asarray(rp, dtype=float), np.asarray(rp_sem, dtype=float)  # (settings, layers)
     k, L = r.shape
     rows = np.arange(k)
@@ -427,8 +417,7 @@ def recency_by_length(lengths, rp, rp_sem, ax, *, z=1.0):
 
 
 def binned_profiles(profiles: dict, ax, *, z=1.0):
-    """Binned last-query rows against j / n: ``profiles`` n -> (centres, means less the row mean,
-    SE bounds) (recency_lib.metrics.binned_row), ± z bounds."""
+    """Binned last-query rows against j / n: n -> recency_lib.metrics.binned_row, ± z bounds."""
     style = {"marker": ".", "linestyle": "-", "capsize": 2}
     for c, (n, (x, m, b)) in enumerate(profiles.items()):
         colour = conventions.ordered_colour(c, len(profiles))
@@ -443,8 +432,7 @@ def binned_profiles(profiles: dict, ax, *, z=1.0):
 
 
 def versus_d(ds, mean, sem, ax, *, label=None, reference=None, ylabel=None, z=1.0, **kw):
-    """A quantity against d (log axis, ticks at ``ds``), points ± z SE joined (``sem`` None: exact);
-    ``reference``: a dotted line at that value, once per Axes."""
+    """A quantity against d (log axis), points ± z SE joined, a dotted line at ``reference``."""
     sem = np.zeros(len(ds)) if sem is None else sem
     errorbar_points(ds, mean, sem, ax, label=label, z=z, **_joined(kw))
     if reference is not None:
@@ -459,8 +447,7 @@ def versus_d(ds, mean, sem, ax, *, label=None, reference=None, ylabel=None, z=1.
 
 
 def h_panel(curves, ax, *, printed=True, corrected=True, color=None, label=None):
-    """One setting's h(j) (Figs. 2 and 5) from closedforms.HCurves: Eq. (41) as printed (dashed),
-    corrected (solid), each when asked for and present, and the simulated points ± 1 SE."""
+    """One setting's h(j) (closedforms.HCurves): as printed, corrected, simulated ± 1 SE."""
     j = np.asarray(curves.j, dtype=float)
     for kind, wanted in (("printed", printed), ("corrected", corrected)):
         values = getattr(curves, kind)
@@ -474,8 +461,7 @@ def h_panel(curves, ax, *, printed=True, corrected=True, color=None, label=None)
 
 
 def style_legend(ax, **kw):
-    """A legend of the line styles in black (as printed, corrected, simulation), added beside the
-    Axes' own legend; ``kw`` goes to ``ax.legend``. Returns the legend."""
+    """A legend of the line styles in black, beside the Axes' own legend. Returns the legend."""
     from matplotlib.lines import Line2D
 
     size = conventions.SIMULATION["markersize"]
@@ -505,8 +491,7 @@ def d_axis(ax, ds, *, label: str = "hidden size d", log_y: bool = False):
 
 
 def ratio_by_d(ds, ratio, se, ax, *, label=None, z=1.0, **kw):
-    """Simulated / closed form against d: points ± z SE on a thin line and a dotted line at 1, once
-    per Axes (the x axis: :func:`d_axis`)."""
+    """Simulated / closed form against d: points ± z SE on a thin line, a dotted line at 1."""
     if np.size(ds):
         kw.setdefault("linewidth", 1.0)
         errorbar_points(ds, ratio, se, ax, label=label, z=z, **_joined(kw))

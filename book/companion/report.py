@@ -1,7 +1,5 @@
 """How the book writes numbers ("0.5231 ± 0.0012", "1.2 × 10⁻⁷", "100,000", "+3.2"), verdict
-badges, MyST tables and data downloads: one function each, for the pieces glued into a page's
-prose (the sentences themselves are written in the page's markdown).
-"""
+badges, MyST tables and data downloads: the pieces glued into a page's prose."""
 
 from __future__ import annotations
 

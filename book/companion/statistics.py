@@ -179,8 +179,7 @@ class StepTally:
 
 @dataclass(frozen=True)
 class StepEstimate:
-    """One mean score matrix's steps (``adjacent_index`` order), their ``trend`` (the mean step
-    between earlier keys) and the scores' ``scale`` (what float64 resolves)."""
+    """A matrix's steps (``adjacent_index`` order), their mean between earlier keys and scale."""
 
     mean: np.ndarray
     sem: np.ndarray
@@ -343,8 +342,7 @@ def first_key_excess(res: SimResult, layer: int) -> tuple[float, float]:
 
 
 def simulated_h(res: SimResult, state: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """h(j) = 1 / ||x_j^(state)|| (Eq. (40)-(41)) relative to j = 1, from m_j =
-    E ||x_j||^2, and its delta-method SE (ignoring the covariance of m_1 and m_j)."""
+    """h(j) / h(1), h(j) = 1 / ||x_j^(state)|| (Eqs. (40)-(41)), and its delta-method SE."""
     m, s = res.sq_norm_mean[state], res.sq_norm_sem[state]
     h = np.sqrt(m[0] / m)
     sem = h * 0.5 * np.sqrt((s[0] / m[0]) ** 2 + (s / m) ** 2)
