@@ -151,8 +151,10 @@ def estimator_name(estimator: str = "cv") -> str:
     return ESTIMATORS[check_choice("estimator", estimator, tuple(ESTIMATORS))]
 
 
-def definition1(res: SimResult, layer: int, family: int = 1, estimator: str = "cv") -> str:
-    """Definition 1's word on 1-based ``layer`` at ``family``'s z."""
+def definition1(res, layer: int, family: int = 1, estimator: str = "cv") -> str:
+    """Definition 1's word on ``layer`` at ``family``'s z (of a statistic: its layer 2)."""
+    if not isinstance(res, SimResult):
+        return StepEstimate.of(res).decision(family=family).word
     return res.decision(layer, family=family, estimator=estimator).word
 
 
