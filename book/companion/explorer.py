@@ -17,10 +17,11 @@ from string import Template
 import numpy as np
 
 from recency_lib.config import SimConfig
-from recency_lib.metrics import LEVEL, familywise_z
 from recency_lib.norms import NORMS as NORM_REGISTRY
 from recency_lib.plot import DIAGONAL, HEATMAP_HEX
 from recency_lib.result import SimResult
+
+from .significance import FAMILYWISE_LEVEL, adjacent_pairs, z_for
 
 FORMAT = "companion.explorer/1"
 ALPHAS = tuple(round(0.1 * k, 1) for k in range(10))  # 0, 0.1, ..., 0.9
@@ -166,20 +167,18 @@ def command_templates(samples: int, seed: int = 0, *, n: int = N_TOKENS, layers:
     """Shell commands for one setting, fields {alpha} {gamma} {norm} {d} {slug}: ``cli`` and
     ``papermill`` (book/setting_template.ipynb) at :func:`rerun_samples`, ``same`` the page's."""
     more = rerun_samples(samples)
-    simulate = (
-        ".venv/bin/python -m recency_lib simulate --alpha {alpha} --gamma {gamma} --norm {norm} "
+    flags = (
+        f"--alpha {{alpha}} --gamma {{gamma}} --norm {{norm}} --n {n} --d {{d}} --layers {layers}"
     )
-    common = f"--n {n} --d {{d}} --layers {layers}"
-    cli = (
-        f"{simulate}{common} --samples {more} --seed {seed} --workers 2 --out {{slug}}-s{more}.json"
-    )
+    simulate = f".venv/bin/python -m recency_lib simulate {flags}"
+    cli = f"{simulate} --samples {more} --seed {seed} --workers 2 --out {{slug}}-s{more}.json"
     papermill = (
         "mkdir -p out && .venv/bin/papermill book/setting_template.ipynb out/{slug}.ipynb "
         "-p alpha {alpha} -p gamma {gamma} -p norm {norm} "
         f"-p n {n} -p d {{d}} -p layers {layers} -p samples {more} -p seed {seed} "
         "-p result_path {slug}.json --cwd out -k python3"
     )
-    same = f"{simulate}{common} --samples {samples} --seed {seed}"
+    same = f"{simulate} --samples {samples} --seed {seed}"
     return {"cli": cli, "papermill": papermill, "same": same}
 
 
@@ -199,7 +198,7 @@ def explorer_data(results) -> dict:
         f"{k}s": sorted({getattr(r.config, k) for r in results}) for k in ("alpha", "gamma", "d")
     }
     axes["norms"] = [m for m in NORMS if m in {r.config.norm for r in results}]  # registry order
-    steps = shape["n"] * (shape["n"] - 1) // 2
+    steps = adjacent_pairs(shape["n"])
     rp_se = np.array([r.recency_probability_sem for r in results])  # (settings, layers)
     meta = {
         "format": FORMAT,
@@ -212,9 +211,9 @@ def explorer_data(results) -> dict:
         "norms": axes["norms"],
         "norm_labels": [NORM_LABELS[m] for m in axes["norms"]],
         "steps": steps,
-        "level": LEVEL,
-        "z_fw": round(familywise_z(steps, LEVEL), 2),
-        "direction_z": round(familywise_z(1, LEVEL), 2),
+        "level": FAMILYWISE_LEVEL,
+        "z_fw": round(z_for(steps), 2),
+        "direction_z": round(z_for(1), 2),
         "verdicts": {v: k for k, v in VERDICT_CODES.items()},
         "directions": {v: k for k, v in DIRECTION_CODES.items()},
         "lut": heatmap_lut(),

@@ -279,21 +279,17 @@ def h_curve(j, h, ax, *, label=None, normalize=True, kind="corrected", **kw):
     return ax
 
 
-def errorbar_points(x, mean, sem, ax, *, label=None, z=1.0, **kw):
-    """Simulated means as points ± z SE (conventions.SIMULATION, unless ``kw`` styles them)."""
+def errorbar_points(x, mean, sem, ax, *, label=None, z=1.0, joined=False, **kw):
+    """Simulated means as points ± z SE (conventions.SIMULATION, unless ``kw`` styles them),
+    ``joined`` by a line."""
     styled = "marker" in kw or "linestyle" in kw
+    if joined and not styled:
+        kw.setdefault("fmt", "o-")
     for key, value in conventions.SIMULATION.items():
         if not (key == "fmt" and styled):
             kw.setdefault(key, value)
     ax.errorbar(x, mean, yerr=z * np.asarray(sem, dtype=float), label=label, **kw)
     return ax
-
-
-def _joined(kw: dict) -> dict:
-    """``kw`` with points joined by a line ("o-") unless it sets a marker or line style."""
-    if not ("marker" in kw or "linestyle" in kw):
-        kw.setdefault("fmt", "o-")
-    return kw
 
 
 def _no_order_line(ax, y: float, gid: str = NO_ORDER_GID, **kw) -> None:
@@ -305,7 +301,7 @@ def _no_order_line(ax, y: float, gid: str = NO_ORDER_GID, **kw) -> None:
 def recency_by_layer(rp, rp_sem, ax, *, label=None, z=1.0, **kw):
     """The RP per layer ± z SE, joined, and the 0.5 "no order" line (once per Axes)."""
     layers = np.arange(1, len(rp) + 1)
-    errorbar_points(layers, rp, rp_sem, ax, label=label, z=z, **_joined(kw))
+    errorbar_points(layers, rp, rp_sem, ax, label=label, z=z, joined=True, **kw)
     _no_order_line(ax, 0.5, label="no order")
     ax.set_xticks(layers)
     ax.set_xlabel("layer")
@@ -319,7 +315,7 @@ def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diag
     s, e = np.asarray(score_mean, dtype=float), np.asarray(score_sem, dtype=float)
     keys = i if include_diagonal else i - 1
     j = np.arange(1, keys + 1)
-    errorbar_points(j, s[i - 1, :keys], e[i - 1, :keys], ax, label=label, z=z, **_joined(kw))
+    errorbar_points(j, s[i - 1, :keys], e[i - 1, :keys], ax, label=label, z=z, joined=True, **kw)
     ax.set_xticks(j if keys <= 12 else np.unique([1, keys // 2, keys]))
     ax.set_xlabel("key j")
     ax.set_ylabel(f"mean score S[{i}, j]")
@@ -364,9 +360,8 @@ def trend_reach(reach, ax, *, eq5=None):
         errorbar_points(x, y, se, ax, color="C0", label="simulated, control variates")
     if hidden:
         bound = [max(r.trend, 0.0) + 2 * r.trend_se for r in hidden]
-        upper_limits(
-            [r.d for r in hidden], bound, ax, color="C0", label="unresolved: below (+2 SE)"
-        )
+        label = "unresolved: below (+2 SE)"
+        upper_limits([r.d for r in hidden], bound, ax, color="C0", label=label)
     ds = [r.d for r in rows]
     plain = [2 * r.plain_se for r in rows]
     ax.plot(ds, plain, "-", color="0.6", linewidth=1.2, marker=".", label="2 SE of plain averaging")
@@ -434,7 +429,7 @@ def binned_profiles(profiles: dict, ax, *, z=1.0):
 def versus_d(ds, mean, sem, ax, *, label=None, reference=None, ylabel=None, z=1.0, **kw):
     """A quantity against d (log axis), points ± z SE joined, a dotted line at ``reference``."""
     sem = np.zeros(len(ds)) if sem is None else sem
-    errorbar_points(ds, mean, sem, ax, label=label, z=z, **_joined(kw))
+    errorbar_points(ds, mean, sem, ax, label=label, z=z, joined=True, **kw)
     if reference is not None:
         _no_order_line(ax, float(reference))
     ax.set_xscale("log")
@@ -494,7 +489,7 @@ def ratio_by_d(ds, ratio, se, ax, *, label=None, z=1.0, **kw):
     """Simulated / closed form against d: points ± z SE on a thin line, a dotted line at 1."""
     if np.size(ds):
         kw.setdefault("linewidth", 1.0)
-        errorbar_points(ds, ratio, se, ax, label=label, z=z, **_joined(kw))
+        errorbar_points(ds, ratio, se, ax, label=label, z=z, joined=True, **kw)
     _no_order_line(ax, 1.0, gid=EXACT_GID)
     ax.set_ylabel("simulated / closed form")
     return ax
