@@ -391,6 +391,14 @@ def recency_dots(labels, rp, rp_sem, ax, *, z=1.0, show_labels=True):
     return ax
 
 
+def _log_x(ax, ticks, label: str, base: float = 10) -> None:
+    """A log x axis labelled ``label``, ticks at ``ticks`` only."""
+    ax.set_xscale("log", base=base)
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel(label)
+
+
 def recency_by_length(lengths, rp, rp_sem, ax, *, z=1.0):
     """The RP (lengths, layers) ± z SE against the sequence length n (log axis), and 0.5."""
     r, e = np.asarray(rp, dtype=float), np.asarray(rp_sem, dtype=float)  # (lengths, layers)
@@ -402,11 +410,8 @@ def recency_by_length(lengths, rp, rp_sem, ax, *, z=1.0):
             lengths, r[:, l], e[:, l], ax, z=z, label=f"layer {l + 1}", color=colour, **style
         )
     ax.axhline(0.5, label="no order", gid=NO_ORDER_GID, **conventions.REFERENCE)
-    ax.set_xscale("log")
-    ax.set_xticks(lengths, [f"{v:g}" for v in lengths])
-    ax.minorticks_off()
+    _log_x(ax, lengths, "sequence length n")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("sequence length n")
     ax.set_ylabel("recency probability")
     return ax
 
@@ -432,10 +437,7 @@ def versus_d(ds, mean, sem, ax, *, label=None, reference=None, ylabel=None, z=1.
     errorbar_points(ds, mean, sem, ax, label=label, z=z, joined=True, **kw)
     if reference is not None:
         _no_order_line(ax, float(reference))
-    ax.set_xscale("log")
-    ax.set_xticks(ds, [f"{t:g}" for t in ds])
-    ax.minorticks_off()
-    ax.set_xlabel("hidden size d")
+    _log_x(ax, ds, "hidden size d")
     if ylabel is not None:
         ax.set_ylabel(ylabel)
     return ax
@@ -475,13 +477,9 @@ def style_legend(ax, **kw):
 
 def d_axis(ax, ds, *, label: str = "hidden size d", log_y: bool = False):
     """A hidden-size axis: log base 2, integer ticks at ``ds``; ``log_y``: a log y axis too."""
-    ax.set_xscale("log", base=2)
-    ticks = np.unique(ds)
-    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-    ax.minorticks_off()
+    _log_x(ax, np.unique(ds), label, base=2)
     if log_y:
         ax.set_yscale("log")
-    ax.set_xlabel(label)
     return ax
 
 
