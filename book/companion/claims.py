@@ -1,7 +1,6 @@
 """The paper's claims and the book's verdict on each, one function per claim (checks of
-:mod:`companion.verdicts`, most important first, at one family-wise z); :func:`verdict_table`
-runs the chapters' settings through the results cache, so its numbers are the chapters'.
-"""
+:mod:`companion.verdicts`, most important first, one family); :func:`verdict_table` runs the
+chapters' settings through the results cache."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import numpy as np
 
 from recency_lib import theory
 from recency_lib.result import SimResult
+from recency_lib.rounding import is_exact
 
 from . import conventions, report, settings, verdicts
 from .closedforms import eq5_trend
@@ -36,15 +36,13 @@ def _order_claim(claim: str, target, items, expected: int = +1, **numbers) -> Ve
 
 
 def theorem1_claim(results: dict, ds=settings.THEOREM1_VERDICT_DS) -> Verdict:
-    """Theorem 1 (LayerNorm, isotropic tokens: S^(2) has recency bias for d >> 1) at the d
-    of ``ds`` in ``results`` (d -> the first-order control variate's statistic or a result)."""
+    """Theorem 1 (LayerNorm, isotropic tokens: recency bias for d >> 1) at the d of ``ds``."""
     items = [results[d] for d in _paper_d_first(ds, results)]
     return _order_claim("Theorem 1", ("prf:ref", "thm-1"), items)
 
 
 def proposition1_claim(results: dict, ds=settings.PROP1_DS) -> Verdict:
-    """Proposition 1 (no normalization: no recency bias) at the d of ``ds`` (d -> the
-    Gram-controlled statistic or a result): every step up is against it."""
+    """Proposition 1 (no normalization: no recency bias) at the d of ``ds``."""
     items = [results[d] for d in _paper_d_first(ds, results)]
     return _order_claim("Proposition 1", ("prf:ref", "prop-1"), items, expected=0)
 
@@ -62,8 +60,7 @@ def proposition3_claim(results: dict) -> Verdict:
 
 
 def _trend_claim(claim, target, results, ds, what, form, accuracy=0.0) -> Verdict:
-    """The simulated trend of S^(2) at each d of ``ds`` over ``form(n, d)`` (value
-    checks; ``accuracy``: the form's relative accuracy, folded into the error)."""
+    """The simulated trend of S^(2) at each d of ``ds`` over ``form(n, d)`` (± ``accuracy``)."""
     ds = _paper_d_first(ds, results)
     zc = conventions.z_for(len(ds))
     checks = []
@@ -107,9 +104,9 @@ def _weakens(without: SimResult, with_: SimResult, layer: int, zc: float, what: 
 
 
 def figure1_claim(rows: list[SimResult]) -> Verdict:
-    """Figure 1 as the paper reads it (Sec. 3), from settings.fig1_configs' results:
-    the rows rise from layer 2 at alpha = 0.5 (first); no order in layer 1; without normalization
-    rows flat as drawn, then primacy; at alpha = 0 no visible order; weaker with the residual."""
+    """Figure 1 as the paper reads it (Sec. 3), from settings.fig1_configs' results: rows rising
+    from layer 2 at alpha = 0.5, no order in layer 1, flat then primacy without normalization, no
+    visible order at alpha = 0, weaker with the residual."""
     none, iso, aniso, resid = rows
     L = aniso.config.layers
     later, deep = range(2, L + 1), range(3, L + 1)
@@ -143,8 +140,8 @@ def _rise(h: np.ndarray) -> float:
 
 
 def _h_checks(results: dict[float, SimResult], gamma: float) -> tuple[list[Check], float, dict]:
-    """Sec. 3's reading of h(j): its rise h(n)/h(1) - 1 at every other alpha exceeds the
-    smallest alpha's; and per alpha the simulated rise (value, SE), Eq. (41)'s and the corrected."""
+    """Sec. 3's reading of h(j): its rise h(n)/h(1) - 1 exceeds the smallest alpha's; per alpha
+    the simulated rise (value, SE), Eq. (41)'s and the corrected."""
     tab = {}
     for a, res in sorted(results.items()):
         cfg = res.config
@@ -168,8 +165,7 @@ def _h_checks(results: dict[float, SimResult], gamma: float) -> tuple[list[Check
 
 
 def figure2_claim(results: dict[float, SimResult]) -> Verdict:
-    """The paper's Figure 2: h(j) without the residual grows slowly at alpha = 0,
-    rapidly for alpha > 0 (Eq. (41)'s size is Appendix A's finding: ``numbers["table"]``)."""
+    """The paper's Figure 2: h(j) without the residual grows slowly at alpha = 0, fast above."""
     checks, zc, tab = _h_checks(results, 0.0)
     by_sim = sorted(tab, key=lambda a: tab[a]["sim"][0])
     same_order = by_sim == sorted(tab, key=lambda a: tab[a]["printed"])
@@ -220,8 +216,8 @@ def figure4_claim(results: dict[float, SimResult], without_residual: dict) -> Ve
 
 
 def not_relative_claim(stat) -> Verdict:
-    """ "The bias is not relative" (Sec. 4): D_n - D_{FAR+1} of each layer from 2
-    on, the last first (``stat``: distance_contrasts with control_mean 0), resolved from 0."""
+    """ "The bias is not relative" (Sec. 4): D_n - D_{FAR+1} (distance_contrasts) of each layer
+    from the last to 2, resolved from 0."""
     prof = distance_profiles(stat)
     cfg = stat.config
     layers = list(range(cfg.layers, 1, -1))
@@ -236,17 +232,20 @@ def not_relative_claim(stat) -> Verdict:
     return decide("the bias is not relative", checks, ("doc", "conclusion"), numbers)
 
 
+def lower_entries(res: SimResult, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, SE, noiseless) of the ``name`` ("score", "attn") entries j <= i: (layers, entries)."""
+    lower = np.tri(res.config.n, dtype=bool)
+    mean, se = (getattr(res, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
+    return mean, se, np.vectorize(is_exact, otypes=[bool])(mean, se)
+
+
 def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:
-    """Two simulations of one setting against each other: every mean score and
-    attention weight as the z of the difference, one family; entries without sampling noise
-    (e.g. a normalized diagonal) are compared directly (their largest gap is reported)."""
-    lower = np.tri(res_a.config.n, dtype=bool)
-    noiseless = lambda m, s: s <= report.EXACT_RTOL * np.maximum(1.0, np.abs(m))  # noqa: E731
+    """Two simulations of one setting: every mean score and attention weight as the z of the
+    difference, one family; noiseless entries (e.g. a normalized diagonal) by their largest gap."""
     zs, gaps = [], []
     for name in ("score", "attn"):
-        m1, s1 = (getattr(res_a, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
-        m2, s2 = (getattr(res_b, f"{name}_{k}")[:, lower] for k in ("mean", "sem"))
-        exact = noiseless(m1, s1) & noiseless(m2, s2)
+        (m1, s1, exact1), (m2, s2, exact2) = lower_entries(res_a, name), lower_entries(res_b, name)
+        exact = exact1 & exact2
         zs.append((m1 - m2)[~exact] / np.hypot(s1, s2)[~exact])
         gaps.append(np.abs(m1 - m2)[exact])
     z, gap = np.concatenate(zs), np.concatenate(gaps)
@@ -262,11 +261,8 @@ def engines_agree(res_a: SimResult, res_b: SimResult) -> Verdict:
         "exact_gap": float(gap.max()) if gap.size else 0.0,
     }
     status = AS_CLAIMED if numbers["beyond"] == 0 else AGAINST
-    what, setting, text = (
-        "largest |z| of a difference",
-        setting_text(res_a, None),
-        report.num(worst, 2),
-    )
+    what, setting = "largest |z| of a difference", setting_text(res_a, None)
+    text = report.num(worst, 2)
     check = Check(what, setting, worst, 1.0, worst, status, text, "agree", **about(res_a))
     return decide("engines agree", [check], ("doc", "preliminaries"), numbers)
 

@@ -1,6 +1,5 @@
-"""The book's conventions, each defined once: the family-wise level and its z (from
-companion.significance), the figures' geometry, fonts, line styles and colours, the names of the
-model variants, and the paper's setting.
+"""The book's conventions, each defined once: the family-wise level and its z, the figures'
+geometry, fonts, line styles and colours, the model variants' names, the paper's setting.
 """
 
 from __future__ import annotations
@@ -63,8 +62,7 @@ def alpha_label(alpha: float) -> str:
 
 
 def ordered_colour(k: int, count: int) -> tuple[float, float, float, float]:
-    """The colour of the ``k``-th (0-based) of ``count`` ordered series (layers, lengths, queries):
-    plasma from dark purple to orange, never an alpha's colour."""
+    """The colour of the ``k``-th of ``count`` ordered series (plasma, never an alpha's)."""
     import matplotlib as mpl
 
     return tuple(mpl.colormaps["plasma"](0.8 * (k / (count - 1) if count > 1 else 0.0)))
@@ -103,8 +101,7 @@ VARIANT_MARKERS = dict(zip(NORMS, "oDs^v<>pP*"))
 
 
 def variant_short(cfg: SimConfig) -> str:
-    """A short name for heatmap rows and legends ("no norm.", "LayerNorm", "LN + residual"), without
-    the extensions."""
+    """A short name for heatmap rows and legends: "no norm.", "LayerNorm", "LN + residual"."""
     norm = NORMS[cfg.norm]
     if cfg.gamma == 0.0:
         return norm.label if norm.scales else norm.short
@@ -113,8 +110,7 @@ def variant_short(cfg: SimConfig) -> str:
 
 
 def variant_style(cfg: SimConfig) -> dict:
-    """A setting's style in every figure: its alpha's colour, its normalization's marker, open with
-    the residual (dashes are for formulas as printed)."""
+    """A setting's style: its alpha's colour, its normalization's marker, open with the residual."""
     colour = alpha_colour(cfg.alpha)
     return {
         "color": colour,

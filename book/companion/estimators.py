@@ -11,14 +11,9 @@ import math
 import numpy as np
 
 from recency_lib.config import SimConfig
+from recency_lib.features import adjacent_differences as _steps  # every S_ij - S_i,j-1, j <= i
 from recency_lib.features import adjacent_index
 from recency_lib.trajectories import sample_trajectories
-
-
-def _steps(s: np.ndarray) -> np.ndarray:
-    """Every adjacent step S_ij - S_i,j-1 (1 <= j <= i) of (..., n, n) matrices."""
-    i, j = adjacent_index(s.shape[-1])
-    return s[..., i, j] - s[..., i, j - 1]
 
 
 def _with_trend(steps: np.ndarray, n: int) -> np.ndarray:
@@ -79,8 +74,8 @@ def second_order_steps(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
 
 
 def gram_controlled_steps(scores: np.ndarray, attention: np.ndarray, *, beta, mu) -> np.ndarray:
-    """No normalization (Proposition 1): the steps of S^(2) and their trend minus
-    (G - mu) beta, G the first layer's scores (lower triangle), mu = E G, beta fitted."""
+    """No normalization (Proposition 1): the steps of S^(2) and their trend minus (G - mu) beta,
+    G the first layer's scores (lower triangle), mu = E G, beta fitted."""
     n = scores.shape[-1]
     rows, cols = np.tril_indices(n)
     g = scores[:, 0][:, rows, cols]  # (B, n(n+1)/2)
@@ -92,8 +87,6 @@ def gram_controlled_steps(scores: np.ndarray, attention: np.ndarray, *, beta, mu
 def fit_gram_controls(cfg: SimConfig, samples: int = 40_000) -> dict:
     """{"beta", "mu"} for ``cfg``: beta a least-squares fit on a pilot run of seed
     ``cfg.seed + 1`` (independent: no bias), mu = (delta_ij + alpha / (1 - alpha)) / sqrt d."""
-    if cfg.norm != "none" or cfg.layers != 2 or cfg.alpha >= 1.0:
-        raise ValueError(f"cfg={cfg!r} is not allowed; allowed: norm='none', layers=2, alpha < 1")
     n = cfg.n
     rows, cols = np.tril_indices(n)
     s, _ = sample_trajectories(cfg.replace(seed=cfg.seed + 1, samples=samples))

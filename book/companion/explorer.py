@@ -1,12 +1,7 @@
-"""The explorer page (``book/explorer.ipynb``): a grid of settings simulated at build time, packed
-into a JSON payload and drawn in the browser, offline, by ``assets/explorer.js``.
-
-Every simulated number is stored as an integer k at ``dec`` decimals (value = k / 10**dec), ``dec``
-chosen from its standard error (:func:`decimals`): two significant digits of the SE for the
-recency probability and h(j), and for a score matrix one digit of its smallest off-diagonal SE,
-shared by its cells. Arrays of integers are packed into base-64 strings (:func:`pack`), about half
-the size of JSON numbers. The page's markup is ``assets/explorer.html``, with the stylesheet, the
-script and the data inlined: nothing is fetched.
+"""The explorer page (``book/explorer.ipynb``): a grid of settings simulated at build time, drawn
+offline by ``assets/explorer.js`` from a JSON payload inlined in ``assets/explorer.html``. Each
+number is an integer k at ``dec`` decimals (k / 10**dec) chosen from its SE (:func:`decimals`),
+arrays of them packed into base-64 strings (:func:`pack`).
 """
 
 from __future__ import annotations
@@ -22,10 +17,11 @@ from string import Template
 import numpy as np
 
 from recency_lib.config import SimConfig
-from recency_lib.metrics import LEVEL, familywise_z
 from recency_lib.norms import NORMS as NORM_REGISTRY
 from recency_lib.plot import DIAGONAL, HEATMAP_HEX
 from recency_lib.result import SimResult
+
+from .significance import FAMILYWISE_LEVEL, adjacent_pairs, z_for
 
 FORMAT = "companion.explorer/1"
 ALPHAS = tuple(round(0.1 * k, 1) for k in range(10))  # 0, 0.1, ..., 0.9
@@ -70,8 +66,7 @@ def setting_key(cfg: SimConfig) -> str:
 
 
 def decimals(se: float, digits: int = 2) -> int:
-    """The decimals that show ``se`` with ``digits`` significant digits (at most MAX_DECIMALS, also
-    for an SE of 0 or NaN)."""
+    """The decimals that show ``se`` with ``digits`` significant digits (at most MAX_DECIMALS)."""
     se = float(se)
     if not (math.isfinite(se) and se > 0):
         return MAX_DECIMALS
@@ -90,8 +85,7 @@ def _smallest_se(se: np.ndarray) -> float:
 
 
 def pack(ints) -> str:
-    """Integers 0 <= k < 64**9 as one string: a width digit w, then each as w base-64 digits
-    (:data:`DIGITS64`, most significant first)."""
+    """Integers 0 <= k < 64**9 as a width digit w, then each as w digits of :data:`DIGITS64`."""
     ints = [int(k) for k in ints]
     width = 1
     while max(ints, default=0) >= 64**width:
@@ -111,9 +105,9 @@ def pack_offset(values, dec: int) -> tuple[int, str]:
 
 
 def setting_data(res: SimResult, reasons: list[str]) -> dict:
-    """One setting: per layer the mean scores below the diagonal (row by row) and on it, the SEs of
-    j <= i, the RP and its SE, the Definition-1 word (its reason an index into ``reasons``, which
-    grows) and the direction; the simulated h(j) / h(1), its SE and the corrected closed form."""
+    """One setting: per layer the mean scores below the diagonal and on it, the SEs of j <= i, the
+    RP ± SE, the Definition-1 word (its reason an index into ``reasons``, which grows) and the
+    direction; the simulated h(j) / h(1) ± SE and the corrected closed form."""
     from recency_lib.theory import h_corrected
 
     from .statistics import simulated_h
@@ -170,24 +164,21 @@ def rerun_samples(samples: int) -> int:
 
 
 def command_templates(samples: int, seed: int = 0, *, n: int = N_TOKENS, layers: int = LAYERS):
-    """Shell commands for one setting, with the fields {alpha} {gamma} {norm} {d} {slug}: ``cli``
-    and ``papermill`` (book/setting_template.ipynb) with :func:`rerun_samples` samples, ``same``
-    the command line that reproduces the page's numbers."""
+    """Shell commands for one setting, fields {alpha} {gamma} {norm} {d} {slug}: ``cli`` and
+    ``papermill`` (book/setting_template.ipynb) at :func:`rerun_samples`, ``same`` the page's."""
     more = rerun_samples(samples)
-    simulate = (
-        ".venv/bin/python -m recency_lib simulate --alpha {alpha} --gamma {gamma} --norm {norm} "
+    flags = (
+        f"--alpha {{alpha}} --gamma {{gamma}} --norm {{norm}} --n {n} --d {{d}} --layers {layers}"
     )
-    common = f"--n {n} --d {{d}} --layers {layers}"
-    cli = (
-        f"{simulate}{common} --samples {more} --seed {seed} --workers 2 --out {{slug}}-s{more}.json"
-    )
+    simulate = f".venv/bin/python -m recency_lib simulate {flags}"
+    cli = f"{simulate} --samples {more} --seed {seed} --workers 2 --out {{slug}}-s{more}.json"
     papermill = (
         "mkdir -p out && .venv/bin/papermill book/setting_template.ipynb out/{slug}.ipynb "
         "-p alpha {alpha} -p gamma {gamma} -p norm {norm} "
         f"-p n {n} -p d {{d}} -p layers {layers} -p samples {more} -p seed {seed} "
         "-p result_path {slug}.json --cwd out -k python3"
     )
-    same = f"{simulate}{common} --samples {samples} --seed {seed}"
+    same = f"{simulate} --samples {samples} --seed {seed}"
     return {"cli": cli, "papermill": papermill, "same": same}
 
 
@@ -198,9 +189,8 @@ def heatmap_lut() -> list[str]:
 
 
 def explorer_data(results) -> dict:
-    """The page's payload from the results of one grid (any order): ``meta`` (the grid, n, layers,
-    samples, seed, the level, the colours, the commands, the RP's SE range, the CPU time) and
-    ``settings`` (:func:`setting_key` -> :func:`setting_data`)."""
+    """The page's payload from one grid's results (any order): ``meta`` (the grid, the level, the
+    colours, the commands, ...) and ``settings`` (:func:`setting_key` -> :func:`setting_data`)."""
     results = list(results)
     first = results[0]
     shape = {k: getattr(first.config, k) for k in ("n", "layers", "samples", "seed")}
@@ -208,7 +198,7 @@ def explorer_data(results) -> dict:
         f"{k}s": sorted({getattr(r.config, k) for r in results}) for k in ("alpha", "gamma", "d")
     }
     axes["norms"] = [m for m in NORMS if m in {r.config.norm for r in results}]  # registry order
-    steps = shape["n"] * (shape["n"] - 1) // 2
+    steps = adjacent_pairs(shape["n"])
     rp_se = np.array([r.recency_probability_sem for r in results])  # (settings, layers)
     meta = {
         "format": FORMAT,
@@ -221,9 +211,9 @@ def explorer_data(results) -> dict:
         "norms": axes["norms"],
         "norm_labels": [NORM_LABELS[m] for m in axes["norms"]],
         "steps": steps,
-        "level": LEVEL,
-        "z_fw": round(familywise_z(steps, LEVEL), 2),
-        "direction_z": round(familywise_z(1, LEVEL), 2),
+        "level": FAMILYWISE_LEVEL,
+        "z_fw": round(z_for(steps), 2),
+        "direction_z": round(z_for(1), 2),
         "verdicts": {v: k for k, v in VERDICT_CODES.items()},
         "directions": {v: k for k, v in DIRECTION_CODES.items()},
         "lut": heatmap_lut(),
@@ -253,8 +243,7 @@ def explorer_data(results) -> dict:
 
 
 def json_for_script(data: dict) -> str:
-    """Compact JSON safe inside ``<script type="application/json">``: every "<" (only ever in a
-    string) written as \\u003c, so no "</script>" or "<!--"."""
+    """Compact JSON safe inside ``<script>``: every "<" (only in strings) written as \\u003c."""
     return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
@@ -314,8 +303,7 @@ def _start(meta: dict, want: dict) -> dict:
 
 
 def page_html(data: dict, *, start: dict | None = None, pinned: dict | None = None) -> str:
-    """The explorer's HTML (assets/explorer.html): the controls set to ``start``, the comparison
-    panel's setting ``pinned``, the data, the stylesheet and the script."""
+    """The explorer's HTML (assets/explorer.html): controls at ``start``, comparing ``pinned``."""
     meta = data["meta"]
     a = _start(meta, start or DEFAULT_START)
     b = _start(meta, pinned or DEFAULT_PINNED)

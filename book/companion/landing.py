@@ -1,7 +1,5 @@
-"""What the landing page and the preliminaries compute beside the verdicts: the opening's verdict
-words, the Cite section (from ``_config.yml``, ``book/references.bib`` and ``CITATION.cff``),
-Definition 1 on single sequences, and what the dense-versus-Gram check compares.
-"""
+"""What the landing page and the preliminaries compute beside the verdicts: the opening's words,
+the Cite section, Definition 1 on single sequences, the dense-versus-Gram check's entries."""
 
 from __future__ import annotations
 
@@ -15,6 +13,7 @@ import numpy as np
 from recency_lib.result import SimResult
 
 from . import report
+from .claims import lower_entries
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: _config.yml, CITATION.cff
 CONFIG = ROOT / "_config.yml"
@@ -75,8 +74,7 @@ def _bib_value(text: str) -> str:
 def book_bibtex(
     version: str, url: str | None = None, citation=CITATION, key: str = "companion"
 ) -> str:
-    """The book's BibTeX entry: ``CITATION.cff``'s preferred citation, the repository's URL
-    (:func:`repository_url` unless given) and ``version``."""
+    """The book's BibTeX entry from ``CITATION.cff``'s preferred citation, ``url``, ``version``."""
     cff = _yaml(citation).get("preferred-citation") or {}
     authors = " and ".join(
         "{" + _bib_value(a["name"]) + "}"
@@ -107,14 +105,12 @@ def bibtex_block(entry: str) -> report.Markdown:
 
 @dataclass(frozen=True)
 class SingleOrder:
-    """The ``share`` ± ``se`` (``count``) of ``samples`` sequences whose own score matrix of
-    ``layer`` is in order, and per query ``rows`` (i = 3..n) the share whose row i is, beside
-    ``exchangeable`` = 1/(i - 1)!, the chance for i - 1 exchangeable keys."""
+    """The ``share`` (``count``) of sequences whose own score matrix of ``layer`` is in order, and
+    per query ``rows`` (i = 3..n) the share whose row i is, beside ``exchangeable`` = 1/(i - 1)!,
+    the chance for i - 1 exchangeable keys."""
 
     layer: int
-    samples: int
     share: float
-    se: float
     count: int
     rows: np.ndarray
     row_share: np.ndarray
@@ -123,26 +119,16 @@ class SingleOrder:
 
 
 def single_sequence_order(stat, layer: int) -> SingleOrder:
-    """:class:`SingleOrder` of the 1-based ``layer`` of a SequenceStatistic of
-    statistics.ordered_rows (per layer: the whole matrix, then each row)."""
+    """:class:`SingleOrder` of 1-based ``layer`` of a statistics.ordered_rows statistic."""
     mean, sem = np.asarray(stat.mean)[layer - 1], np.asarray(stat.sem)[layer - 1]  # (n + 1,)
-    rows = np.arange(3, mean.shape[0])
-    return SingleOrder(
-        layer,
-        int(stat.samples),
-        float(mean[0]),
-        float(sem[0]),
-        round(float(mean[0]) * stat.samples),
-        rows,
-        mean[rows],
-        sem[rows],
-        np.array([1.0 / math.factorial(i - 1) for i in rows]),
-    )
+    rows, share = np.arange(3, mean.shape[0]), float(mean[0])
+    chance = np.array([1.0 / math.factorial(i - 1) for i in rows])
+    count = round(share * stat.samples)
+    return SingleOrder(layer, share, count, rows, mean[rows], sem[rows], chance)
 
 
 def single_order_rows(orders) -> list[dict]:
-    """The table of several layers' :class:`SingleOrder`: per query i, the share of sequences whose
-    row i is in order in each layer, and 1/(i - 1)!."""
+    """The table of layers' :class:`SingleOrder`: per query i the shares in order and 1/(i-1)!."""
     first = orders[0]
     return [
         {
@@ -158,16 +144,9 @@ def single_order_rows(orders) -> list[dict]:
 
 
 def exact_entries(res_a: SimResult, res_b: SimResult) -> dict[str, int]:
-    """How many of the entries claims.engines_agree compares without sampling noise (an SE of float
-    rounding in both results) are scores (the diagonal) and attention weights (A_11 = 1)."""
-    lower = np.tri(res_a.config.n, dtype=bool)
-
-    def exact(res, name):  # (layers, entries)
-        mean, se = getattr(res, f"{name}_mean")[:, lower], getattr(res, f"{name}_sem")[:, lower]
-        return se <= report.EXACT_RTOL * np.maximum(1.0, np.abs(mean))
-
+    """How many noiseless entries (claims.lower_entries) both results share, by kind."""
     return {
-        key: int(np.sum(exact(res_a, name) & exact(res_b, name)))
+        key: int(np.sum(lower_entries(res_a, name)[2] & lower_entries(res_b, name)[2]))
         for name, key in (("score", "score"), ("attn", "attention"))
     }
 

@@ -1,9 +1,5 @@
-"""Figures of the book: data and a matplotlib Axes in, the same Axes out. Nothing here simulates.
-
-Indices are 1-based. A score heatmap follows recency_lib.plot's convention: query i down, key j
-across, the upper triangle blank, the diagonal (S_ii = sqrt(d) after normalization) hatched and out
-of the colour scale. Sizes, line styles and colours come from companion.conventions. matplotlib is
-used directly because the points carry the simulator's standard errors, which seaborn cannot draw.
+"""Figures of the book: data and a matplotlib Axes in, the same Axes out; indices 1-based, heatmaps
+by recency_lib.plot's convention, sizes, line styles and colours from companion.conventions.
 """
 
 from __future__ import annotations
@@ -55,23 +51,19 @@ def style_rc() -> dict:
 
 
 def book_style() -> None:
-    """seaborn's "paper"/"ticks" theme (stored by companion.theme) with :func:`style_rc` on top, and
-    SVG output in a notebook."""
+    """seaborn's theme (companion.theme), :func:`style_rc` on top; SVG output in a notebook."""
+    from IPython import get_ipython
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
     from .theme import apply
 
     apply(style_rc())
-    try:
-        from IPython import get_ipython
-        from matplotlib_inline.backend_inline import set_matplotlib_formats
-    except ImportError:  # plain Python: nothing to configure
-        return
     if get_ipython() is not None:
         set_matplotlib_formats("svg")
 
 
 def subplots(nrows: int = 1, ncols: int = 1, *, height_ratio: float | None = None, **kw):
-    """``plt.subplots`` as wide as the column, in constrained layout; ``height_ratio`` = height /
-    width (default 0.62 for one panel, about square panels for a grid)."""
+    """``plt.subplots`` as wide as the column, constrained; ``height_ratio`` = height / width."""
     import matplotlib.pyplot as plt
 
     if height_ratio is None:
@@ -81,8 +73,7 @@ def subplots(nrows: int = 1, ncols: int = 1, *, height_ratio: float | None = Non
 
 
 def heatmap_subplots(rows: int, cols: int, **kw):
-    """:func:`subplots` for :func:`score_grid`: about square panels, at most 4 times as high as
-    wide."""
+    """:func:`subplots` for :func:`score_grid`: about square panels, at most 4 times as high."""
     return subplots(rows, cols, height_ratio=min(4.0, 1.15 * rows / cols), squeeze=False, **kw)
 
 
@@ -92,8 +83,7 @@ def panel_axes(count: int):
 
 
 def panels(count: int, *, max_cols: int = 3, panel_ratio: float = 1.0, **kw):
-    """``count`` panels, at most ``max_cols`` a row, each ``panel_ratio`` as high as wide, the
-    unused cells of the last row hidden. Returns (fig, the ``count`` Axes in reading order)."""
+    """(fig, ``count`` Axes in reading order), at most ``max_cols`` a row, the rest hidden."""
     cols = min(max_cols, count)
     rows = -(-count // cols)
     ratio = min(4.0, panel_ratio * rows / cols)
@@ -105,8 +95,7 @@ def panels(count: int, *, max_cols: int = 3, panel_ratio: float = 1.0, **kw):
 
 
 def glue_figure(key: str, fig) -> None:
-    """Glue ``fig`` for a ``{glue:figure}`` and close it; outside the book's build (a rerun) it is
-    displayed too."""
+    """Glue ``fig`` for a ``{glue:figure}`` and close it; displayed too outside the book's build."""
     import matplotlib.pyplot as plt
     from myst_nb import glue
 
@@ -157,15 +146,11 @@ def score_heatmap(
     vmax=None,
     ticks="all",
 ):
-    """Heatmap of an (n, n) mean score matrix (Fig. 1), by recency_lib.plot's convention.
-
-    The colour scale spans the coloured finite entries unless ``vmin``/``vmax`` are given;
-    ``include_diagonal`` colours the diagonal too (the paper's way); ``ticks="ends"`` labels only 1
-    and n; the RP (± SE) is printed in the empty upper-right corner. Returns ``ax``.
-    """
+    """Heatmap of an (n, n) mean score matrix (Fig. 1), by recency_lib.plot's convention: the
+    diagonal coloured too with ``include_diagonal`` (the paper's way), only 1 and n labelled with
+    ``ticks="ends"``, the RP (± SE) in the empty upper-right corner. Returns ``ax``."""
     s = np.asarray(score_mean, dtype=float)  # (n, n)
     n = s.shape[0]
-    ticks = check_choice("ticks", ticks, ("all", "ends"))
     mesh = draw_heatmap(
         ax,
         s,
@@ -199,14 +184,12 @@ def _share_groups(limits: np.ndarray, share: str) -> list[list[tuple[int, int]]]
     cells = [[(r, c) for c in range(n_cols)] for r in range(n_rows)]
     if share == "none":
         return [[rc] for row in cells for rc in row]
-    if share == "all":
-        return [[rc for row in cells for rc in row]]
     groups = []
     for row in cells:
         lo = min(limits[r, c, 0] for r, c in row)
         hi = max(limits[r, c, 1] for r, c in row)
         own = [limits[r, c, 1] - limits[r, c, 0] for r, c in row]
-        if share == "row" or (hi > lo and min(own) >= 0.5 * (hi - lo)):
+        if hi > lo and min(own) >= 0.5 * (hi - lo):
             groups.append(row)
         else:
             groups += [[rc] for rc in row]
@@ -224,48 +207,39 @@ def score_grid(
     share="auto",
     include_diagonal=False,
 ):
-    """A grid of :func:`score_heatmap` panels, rows = settings, columns = layers (Figs. 1, 3, 4).
-
-    ``score_means``: (rows, cols, n, n); ``axes``: as many Axes (reshaped to (rows, cols));
-    RPs and their SEs: (rows, cols) or None. Ticks 1 and n, axis labels on the outer panels.
-    ``share``: "auto" (a row shares one colour bar where :func:`_share_groups` finds it honest),
-    "row", "all" or "none". Returns the Axes as a (rows, cols) array.
-    """
+    """(rows, cols) Axes of :func:`score_heatmap` panels (Figs. 1, 3, 4): ``score_means`` (rows =
+    settings, cols = layers, n, n), RPs and SEs (rows, cols) or None; ``share`` "auto" (a row
+    shares a colour bar where :func:`_share_groups` finds it honest) or "none"."""
     sm = np.asarray(score_means, dtype=float)  # (rows, cols, n, n)
     n_rows, n_cols = sm.shape[:2]
     ax_arr = np.asarray(axes, dtype=object).reshape(n_rows, n_cols)
-    share = check_choice("share", share, ("auto", "row", "all", "none"))
     rp = None if recency_probabilities is None else np.asarray(recency_probabilities, dtype=float)
     rp_sem = None if recency_sems is None else np.asarray(recency_sems, dtype=float)
-    limits = np.array(
-        [[colour_limits(sm[r, c], include_diagonal) for c in range(n_cols)] for r in range(n_rows)]
-    )
+    limits = np.array([[colour_limits(m, include_diagonal) for m in row] for row in sm])
     scale = {}
     groups = _share_groups(limits, share)
     for group in groups:
         span = (min(limits[r, c, 0] for r, c in group), max(limits[r, c, 1] for r, c in group))
         scale.update(dict.fromkeys(group, span))
-    for r in range(n_rows):
-        for c in range(n_cols):
-            ax = ax_arr[r, c]
-            score_heatmap(
-                sm[r, c],
-                ax,
-                cbar=False,
-                ticks="ends",
-                include_diagonal=include_diagonal,
-                vmin=scale[(r, c)][0],
-                vmax=scale[(r, c)][1],
-                recency_probability=None if rp is None else rp[r, c],
-                recency_sem=None if rp_sem is None else rp_sem[r, c],
-                title=col_labels[c] if (col_labels is not None and r == 0) else None,
-            )
-            if c > 0:
-                ax.set_ylabel("")
-            elif row_labels is not None:
-                ax.set_ylabel(f"{row_labels[r]}\nquery i")
-            if r < n_rows - 1:
-                ax.set_xlabel("")
+    for (r, c), ax in np.ndenumerate(ax_arr):
+        score_heatmap(
+            sm[r, c],
+            ax,
+            cbar=False,
+            ticks="ends",
+            include_diagonal=include_diagonal,
+            vmin=scale[(r, c)][0],
+            vmax=scale[(r, c)][1],
+            recency_probability=None if rp is None else rp[r, c],
+            recency_sem=None if rp_sem is None else rp_sem[r, c],
+            title=col_labels[c] if (col_labels is not None and r == 0) else None,
+        )
+        if c > 0:
+            ax.set_ylabel("")
+        elif row_labels is not None:
+            ax.set_ylabel(f"{row_labels[r]}\nquery i")
+        if r < n_rows - 1:
+            ax.set_xlabel("")
     for group in groups:
         r, c = group[-1]
         _colourbar(ax_arr[r, c].collections[0], ax_arr[r, c], axes=[ax_arr[rc] for rc in group])
@@ -273,9 +247,8 @@ def score_grid(
 
 
 def figure1_grids(results, row_labels, layers: int):
-    """The paper's Figure 1 for ``results`` (a row each, a column per layer), drawn twice: the
-    book's way (diagonal left out, RP ± SE, colour bars shared where honest) and the paper's
-    (diagonal coloured, a colour bar per panel). Returns (book, paper) figures."""
+    """The paper's Figure 1 for ``results`` (a row each), as (the book's figure: RP ± SE, colour
+    bars shared where honest; the paper's: diagonal coloured, a colour bar per panel)."""
     from .statistics import rp_layers
 
     results = list(results)
@@ -285,13 +258,8 @@ def figure1_grids(results, row_labels, layers: int):
         col_labels=[f"layer {l}" for l in range(1, layers + 1)],
     )
     book, axes = heatmap_subplots(len(results), layers)
-    rps = [rp_layers(r) for r in results]
-    score_grid(
-        axes=axes,
-        recency_probabilities=[v for v, _ in rps],
-        recency_sems=[e for _, e in rps],
-        **grid,
-    )
+    rps, sems = zip(*(rp_layers(r) for r in results))
+    score_grid(axes=axes, recency_probabilities=rps, recency_sems=sems, **grid)
     paper, axes = heatmap_subplots(len(results), layers)
     score_grid(axes=axes, include_diagonal=True, share="none", **grid)
     return book, paper
@@ -301,8 +269,7 @@ def figure1_grids(results, row_labels, layers: int):
 
 
 def h_curve(j, h, ax, *, label=None, normalize=True, kind="corrected", **kw):
-    """h(j) against the key j (Figs. 2 and 5), divided by its first value unless not ``normalize``,
-    as :func:`closed_form` draws it. Returns ``ax``."""
+    """h(j) against the key j (Figs. 2 and 5), over h(1) if ``normalize``, as a closed form."""
     j, h = np.asarray(j, dtype=float), np.asarray(h, dtype=float)
     if normalize:
         h = h / h[0]
@@ -312,22 +279,17 @@ def h_curve(j, h, ax, *, label=None, normalize=True, kind="corrected", **kw):
     return ax
 
 
-def errorbar_points(x, mean, sem, ax, *, label=None, z=1.0, **kw):
-    """Simulated means as points ± z SE (conventions.SIMULATION; a marker or line style in ``kw``,
-    e.g. conventions.variant_style(cfg), replaces its format). Returns ``ax``."""
+def errorbar_points(x, mean, sem, ax, *, label=None, z=1.0, joined=False, **kw):
+    """Simulated means as points ± z SE (conventions.SIMULATION, unless ``kw`` styles them),
+    ``joined`` by a line."""
     styled = "marker" in kw or "linestyle" in kw
+    if joined and not styled:
+        kw.setdefault("fmt", "o-")
     for key, value in conventions.SIMULATION.items():
         if not (key == "fmt" and styled):
             kw.setdefault(key, value)
     ax.errorbar(x, mean, yerr=z * np.asarray(sem, dtype=float), label=label, **kw)
     return ax
-
-
-def _joined(kw: dict) -> dict:
-    """``kw`` with points joined by a line ("o-") unless it sets a marker or line style."""
-    if not ("marker" in kw or "linestyle" in kw):
-        kw.setdefault("fmt", "o-")
-    return kw
 
 
 def _no_order_line(ax, y: float, gid: str = NO_ORDER_GID, **kw) -> None:
@@ -339,7 +301,7 @@ def _no_order_line(ax, y: float, gid: str = NO_ORDER_GID, **kw) -> None:
 def recency_by_layer(rp, rp_sem, ax, *, label=None, z=1.0, **kw):
     """The RP per layer ± z SE, joined, and the 0.5 "no order" line (once per Axes)."""
     layers = np.arange(1, len(rp) + 1)
-    errorbar_points(layers, rp, rp_sem, ax, label=label, z=z, **_joined(kw))
+    errorbar_points(layers, rp, rp_sem, ax, label=label, z=z, joined=True, **kw)
     _no_order_line(ax, 0.5, label="no order")
     ax.set_xticks(layers)
     ax.set_xlabel("layer")
@@ -349,12 +311,11 @@ def recency_by_layer(rp, rp_sem, ax, *, label=None, z=1.0, **kw):
 
 
 def row_profile(score_mean, score_sem, i, ax, *, label=None, z=1.0, include_diagonal=False, **kw):
-    """The mean scores of query row ``i`` (1-based) against the key j, ± z SE; the diagonal key
-    j = i (sqrt(d), far above the rest) only with ``include_diagonal``. Returns ``ax``."""
+    """The mean scores of query row ``i`` against the key j, ± z SE (its diagonal if asked)."""
     s, e = np.asarray(score_mean, dtype=float), np.asarray(score_sem, dtype=float)
     keys = i if include_diagonal else i - 1
     j = np.arange(1, keys + 1)
-    errorbar_points(j, s[i - 1, :keys], e[i - 1, :keys], ax, label=label, z=z, **_joined(kw))
+    errorbar_points(j, s[i - 1, :keys], e[i - 1, :keys], ax, label=label, z=z, joined=True, **kw)
     ax.set_xticks(j if keys <= 12 else np.unique([1, keys // 2, keys]))
     ax.set_xlabel("key j")
     ax.set_ylabel(f"mean score S[{i}, j]")
@@ -369,13 +330,13 @@ def closed_form(x, y, ax, *, kind="corrected", label=None, **kw):
 
 
 def reference_line(ax, y: float = 0.0, *, label=None):
-    """A horizontal "no effect" line at ``y`` (conventions.REFERENCE). Returns ``ax``."""
+    """A horizontal "no effect" line at ``y`` (conventions.REFERENCE)."""
     ax.axhline(float(y), label=label, **conventions.REFERENCE)
     return ax
 
 
 def upper_limits(x, bound, ax, *, label=None, **kw):
-    """Upper limits at ``bound``: open markers with a downward arrow. Returns ``ax``."""
+    """Upper limits at ``bound``: open markers with a downward arrow."""
     bound = np.asarray(bound, dtype=float)
     kw.setdefault("fmt", "v")
     kw.setdefault("markerfacecolor", "white")
@@ -388,8 +349,7 @@ def upper_limits(x, bound, ax, *, label=None, **kw):
 
 def trend_reach(reach, ax, *, eq5=None):
     """Theorem 1's trend against d (log-log) from theorem1.theorem1_reach's records: points ± 1 SE
-    where resolved, upper limits (trend + 2 SE) where not, twice plain averaging's SE in grey, and
-    ``eq5`` = (d, trend) as printed. Returns ``ax``."""
+    where resolved, else upper limits (+2 SE); 2 SE of plain means in grey; ``eq5`` = (d, trend)."""
     rows = sorted(reach, key=lambda r: r.d)
     if eq5 is not None:
         closed_form(*eq5, ax, kind="printed", color="black", label="Eq. (5)")
@@ -400,9 +360,8 @@ def trend_reach(reach, ax, *, eq5=None):
         errorbar_points(x, y, se, ax, color="C0", label="simulated, control variates")
     if hidden:
         bound = [max(r.trend, 0.0) + 2 * r.trend_se for r in hidden]
-        upper_limits(
-            [r.d for r in hidden], bound, ax, color="C0", label="unresolved: below (+2 SE)"
-        )
+        label = "unresolved: below (+2 SE)"
+        upper_limits([r.d for r in hidden], bound, ax, color="C0", label=label)
     ds = [r.d for r in rows]
     plain = [2 * r.plain_se for r in rows]
     ax.plot(ds, plain, "-", color="0.6", linewidth=1.2, marker=".", label="2 SE of plain averaging")
@@ -412,8 +371,7 @@ def trend_reach(reach, ax, *, eq5=None):
 
 
 def recency_dots(labels, rp, rp_sem, ax, *, z=1.0, show_labels=True):
-    """RPs as dots: a row per setting (``labels``, top down), a dot per layer (``rp``, ``rp_sem``:
-    (settings, layers)) ± z SE, and the 0.5 line; ``show_labels=False`` for a second panel."""
+    """RPs (settings, layers) as dots ± z SE, a row per setting (top down), and the 0.5 line."""
     r, e = np.asarray(rp, dtype=float), np.asarray(rp_sem, dtype=float)  # (settings, layers)
     k, L = r.shape
     rows = np.arange(k)
@@ -433,9 +391,16 @@ def recency_dots(labels, rp, rp_sem, ax, *, z=1.0, show_labels=True):
     return ax
 
 
+def _log_x(ax, ticks, label: str, base: float = 10) -> None:
+    """A log x axis labelled ``label``, ticks at ``ticks`` only."""
+    ax.set_xscale("log", base=base)
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel(label)
+
+
 def recency_by_length(lengths, rp, rp_sem, ax, *, z=1.0):
-    """The RP against the sequence length n (log axis), a series per layer (``rp``: (lengths,
-    layers)) ± z SE, and the 0.5 line. Returns ``ax``."""
+    """The RP (lengths, layers) ± z SE against the sequence length n (log axis), and 0.5."""
     r, e = np.asarray(rp, dtype=float), np.asarray(rp_sem, dtype=float)  # (lengths, layers)
     L = r.shape[1]
     style = {"marker": "o", "linestyle": "-", "markersize": 4}
@@ -445,18 +410,14 @@ def recency_by_length(lengths, rp, rp_sem, ax, *, z=1.0):
             lengths, r[:, l], e[:, l], ax, z=z, label=f"layer {l + 1}", color=colour, **style
         )
     ax.axhline(0.5, label="no order", gid=NO_ORDER_GID, **conventions.REFERENCE)
-    ax.set_xscale("log")
-    ax.set_xticks(lengths, [f"{v:g}" for v in lengths])
-    ax.minorticks_off()
+    _log_x(ax, lengths, "sequence length n")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("sequence length n")
     ax.set_ylabel("recency probability")
     return ax
 
 
 def binned_profiles(profiles: dict, ax, *, z=1.0):
-    """Binned last-query rows against j / n: ``profiles`` maps n to (centres, means less the row
-    mean, SE bounds) (recency_lib.metrics.binned_row), a series per n ± z bounds. Returns ``ax``."""
+    """Binned last-query rows against j / n: n -> recency_lib.metrics.binned_row, ± z bounds."""
     style = {"marker": ".", "linestyle": "-", "capsize": 2}
     for c, (n, (x, m, b)) in enumerate(profiles.items()):
         colour = conventions.ordered_colour(c, len(profiles))
@@ -471,24 +432,19 @@ def binned_profiles(profiles: dict, ax, *, z=1.0):
 
 
 def versus_d(ds, mean, sem, ax, *, label=None, reference=None, ylabel=None, z=1.0, **kw):
-    """A quantity against d (log axis, ticks at ``ds``), points ± z SE joined (``sem`` None: exact);
-    ``reference``: a dotted line at that value, once per Axes. Returns ``ax``."""
+    """A quantity against d (log axis), points ± z SE joined, a dotted line at ``reference``."""
     sem = np.zeros(len(ds)) if sem is None else sem
-    errorbar_points(ds, mean, sem, ax, label=label, z=z, **_joined(kw))
+    errorbar_points(ds, mean, sem, ax, label=label, z=z, joined=True, **kw)
     if reference is not None:
         _no_order_line(ax, float(reference))
-    ax.set_xscale("log")
-    ax.set_xticks(ds, [f"{t:g}" for t in ds])
-    ax.minorticks_off()
-    ax.set_xlabel("hidden size d")
+    _log_x(ax, ds, "hidden size d")
     if ylabel is not None:
         ax.set_ylabel(ylabel)
     return ax
 
 
 def h_panel(curves, ax, *, printed=True, corrected=True, color=None, label=None):
-    """One setting's h(j) (Figs. 2 and 5) from closedforms.HCurves: Eq. (41) as printed (dashed),
-    corrected (solid), each when asked for and present, and the simulated points ± 1 SE."""
+    """One setting's h(j) (closedforms.HCurves): as printed, corrected, simulated ± 1 SE."""
     j = np.asarray(curves.j, dtype=float)
     for kind, wanted in (("printed", printed), ("corrected", corrected)):
         values = getattr(curves, kind)
@@ -502,8 +458,7 @@ def h_panel(curves, ax, *, printed=True, corrected=True, color=None, label=None)
 
 
 def style_legend(ax, **kw):
-    """A legend of the line styles in black (as printed, corrected, simulation), added beside the
-    Axes' own legend; ``kw`` goes to ``ax.legend``. Returns the legend."""
+    """A legend of the line styles in black, beside the Axes' own legend. Returns the legend."""
     from matplotlib.lines import Line2D
 
     size = conventions.SIMULATION["markersize"]
@@ -522,37 +477,27 @@ def style_legend(ax, **kw):
 
 def d_axis(ax, ds, *, label: str = "hidden size d", log_y: bool = False):
     """A hidden-size axis: log base 2, integer ticks at ``ds``; ``log_y``: a log y axis too."""
-    ax.set_xscale("log", base=2)
-    ticks = np.unique(ds)
-    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-    ax.minorticks_off()
+    _log_x(ax, np.unique(ds), label, base=2)
     if log_y:
         ax.set_yscale("log")
-    ax.set_xlabel(label)
     return ax
 
 
 def ratio_by_d(ds, ratio, se, ax, *, label=None, z=1.0, **kw):
-    """Simulated / closed form against d: points ± z SE on a thin line (none for empty arrays) and a
-    dotted line at 1, once per Axes; the x axis is :func:`d_axis`'s. Returns ``ax``."""
+    """Simulated / closed form against d: points ± z SE on a thin line, a dotted line at 1."""
     if np.size(ds):
         kw.setdefault("linewidth", 1.0)
-        errorbar_points(ds, ratio, se, ax, label=label, z=z, **_joined(kw))
+        errorbar_points(ds, ratio, se, ax, label=label, z=z, joined=True, **kw)
     _no_order_line(ax, 1.0, gid=EXACT_GID)
     ax.set_ylabel("simulated / closed form")
     return ax
 
 
-#: The two panels of :func:`level_and_step`, by their key in closedforms.ratio_series.
-LEVEL_AND_STEP = {"level": "level", "step": "shape (step over j)"}
-
-
 def level_and_step(series: dict, *, ylabel: str):
-    """A closed form against the simulation over d in two panels, its level and its step over j:
-    ``series`` part -> alpha -> (ds, ratio, se) (closedforms.ratio_series), a line per alpha, the
-    legend under both. Returns the figure."""
+    """A figure of two panels, a closed form's level and step over j against simulation over d:
+    ``series`` part -> alpha -> (ds, ratio, se) (closedforms.ratio_series), a line per alpha."""
     fig, axes = subplots(1, 2, height_ratio=0.42, sharey=True)
-    for ax, (part, title) in zip(axes, LEVEL_AND_STEP.items()):
+    for ax, (part, title) in zip(axes, (("level", "level"), ("step", "shape (step over j)"))):
         for a, (ds, ratio, se) in series[part].items():
             style = {"label": conventions.alpha_label(a), "color": conventions.alpha_colour(a)}
             versus_d(ds, ratio, se, ax, reference=1.0, ylabel=ylabel, **style)

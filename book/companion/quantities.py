@@ -1,6 +1,5 @@
-"""The quantities the book quotes on several pages, each glued under one ``q-`` key by the function
-here from the same cached run, so every page shows the same text (tests/book/test_quantities.py
-checks the built book)."""
+"""The quantities the book quotes on several pages, each glued under one ``q-`` key from the same
+cached run, so every page shows the same text."""
 
 from __future__ import annotations
 
@@ -47,9 +46,8 @@ def _steps(setting: str, stats: dict) -> dict[str, str]:
 
 
 def theorem1(first: dict) -> dict[str, str]:
-    """Theorem 1 at each d of ``first`` (d -> the first-order control variate's statistic): the
-    trend, the smallest step, their z and the sequences, and the ratios of claims.eq5_claim and
-    claims.corrected_theorem1_claim."""
+    """Theorem 1 at each d of ``first`` (first-order statistics): the trend, the smallest step,
+    their z, the sequences, and the ratios of claims.eq5_claim and corrected_theorem1_claim."""
     from .claims import corrected_theorem1_claim, eq5_claim
 
     out = _steps("theorem1", first)

@@ -1,7 +1,5 @@
 """How the book writes numbers ("0.5231 ± 0.0012", "1.2 × 10⁻⁷", "100,000", "+3.2"), verdict
-badges, MyST tables and data downloads: one function each, for the pieces glued into a page's
-prose (the sentences themselves are written in the page's markdown).
-"""
+badges, MyST tables and data downloads: the pieces glued into a page's prose."""
 
 from __future__ import annotations
 
@@ -16,17 +14,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recency_lib.rounding import EXACT_RTOL, is_exact  # noqa: F401  (quoted by pages)
-from recency_lib.stats import MINUS, PM, minus, num, pm, power_of_ten  # noqa: F401
+from recency_lib.rounding import is_exact  # noqa: F401  (quoted by pages)
+from recency_lib.stats import MINUS, minus, num, pm  # noqa: F401
 
 from .significance import zscore
-
-NBSP = "\u00a0"
 
 
 def nowrap(text: str) -> str:
     """``text`` with non-breaking spaces: one line in a narrow table cell."""
-    return text.replace(" ", NBSP)
+    return text.replace(" ", "\u00a0")
 
 
 def count(k) -> str:
@@ -251,18 +247,14 @@ def download(name: str, data) -> Markdown:
     return Markdown('<span class="data-downloads">Data: ' + " · ".join(links) + "</span>")
 
 
-def result_columns(results, labels=None, *, layers=None, matrices: bool = True) -> dict:
-    """Download columns of results (a list, or a dict label -> result): per setting and
-    1-based layer (``layers``: all) the RP, then (``matrices``) each mean score ± SE at (i, j)."""
-    if isinstance(results, dict):
-        labels, results = list(results), list(results.values())
-    results = list(results)
-    labels = labels or [str(k) for k in range(1, len(results) + 1)]
+def result_columns(results, labels, *, matrices: bool = True) -> dict:
+    """Download columns of ``results`` named by ``labels``: per setting and 1-based layer the RP,
+    then (``matrices``) each mean score ± SE at (i, j)."""
     rows = []
     for label, res in zip(labels, results):
         cfg = res.config
         setting = (label, cfg.alpha, cfg.gamma, cfg.norm, cfg.n, cfg.d, cfg.samples)
-        for layer in layers or range(1, cfg.layers + 1):
+        for layer in range(1, cfg.layers + 1):
             rows.append((*setting, layer, "recency_probability", "", "", *res.rp(layer)[:2]))
             if matrices:
                 m, e = res.score_mean[layer - 1], res.score_sem[layer - 1]

@@ -1,6 +1,5 @@
 """The settings the paper's claims are checked in, each written once: the chapters and the landing
-page (:func:`study_configs`) call these factories, so they run the same settings and share their
-cached results."""
+page (:func:`study_configs`) share their cached results."""
 
 from __future__ import annotations
 
@@ -79,8 +78,7 @@ def theorem1_configs(
     n=conventions.PAPER_N,
     large_samples=None,
 ) -> dict[int, SimConfig]:
-    """Theorem 1's setting at each d of ``ds``; d = 16 gets FACTORS["d16"] times the
-    ``samples``, the paper's d ``large_samples`` (default: the :func:`isotropic_configs` run)."""
+    """Theorem 1's setting at each d of ``ds``, more sequences at d = 16 and the paper's d."""
     large = large_samples or LARGE_FACTOR * samples
     counts = {16: FACTORS["d16"] * samples, conventions.PAPER_D: large}
     return {d: _config(0.0, 0.0, counts.get(d, samples), seed, n, d) for d in sorted(set(ds))}
@@ -95,8 +93,7 @@ def first_order_configs(
     gamma: float = 0.0,
     first_order_samples: int | None = None,
 ) -> dict[int, SimConfig]:
-    """Theorem 1's setting (gamma > 0: Proposition 2's) for the first-order control
-    variate, ``first_order_samples`` each (default FACTORS["samples_first_order"] x ``samples``)."""
+    """Theorem 1's setting (gamma > 0: Proposition 2's) for the first-order control variate."""
     count = first_order_samples or FACTORS["samples_first_order"] * samples
     return {d: _config(0.0, gamma, count, seed, n, d) for d in sorted(set(ds))}
 
@@ -143,20 +140,17 @@ def relative_config(
 
 
 def study_configs(samples: int = conventions.PAPER_SAMPLES, seed: int = 0) -> dict[str, object]:
-    """Every setting behind the landing table, the chapters' own, by name: "fig1",
-    "theorem1", "first_order", "first_order_residual", "prop1", "alpha0", "alpha1", "isotropic",
-    "relative"."""
+    """Every setting behind the landing table, the chapters' own, by name: "fig1", "first_order",
+    "first_order_residual", "prop1", "alpha0", "alpha1", "relative"."""
     grid0 = sorted(set(PROP3_ALPHAS) | set(conventions.H_ALPHAS))
     return {
         "fig1": fig1_configs(samples, seed),
-        "theorem1": theorem1_configs(samples, seed),
         "first_order": first_order_configs(samples, seed),
         "first_order_residual": first_order_configs(
             samples, seed, ds=(conventions.PAPER_D,), gamma=1.0
         ),
         "alpha0": alpha_configs(grid0, 0.0, samples, seed),
         "alpha1": alpha_configs(FIG4_ALPHAS, 1.0, samples, seed),
-        "isotropic": isotropic_configs(LARGE_FACTOR * samples, seed),
         "prop1": prop1_configs(samples, seed),
         "relative": relative_config(samples, seed),
     }

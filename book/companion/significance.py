@@ -10,8 +10,7 @@ from recency_lib.metrics import familywise_z
 
 
 def z_for(comparisons: int = 1) -> float:
-    """The z a deviation must exceed when ``comparisons`` two-sided tests are decided together at
-    :data:`FAMILYWISE_LEVEL` (Bonferroni)."""
+    """The Bonferroni z of ``comparisons`` two-sided tests at :data:`FAMILYWISE_LEVEL`."""
     return familywise_z(comparisons, FAMILYWISE_LEVEL)
 
 

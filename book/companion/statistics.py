@@ -68,8 +68,7 @@ def order_changes(scores: np.ndarray, attention: np.ndarray) -> np.ndarray:
 
 
 def distance_profiles(stat, estimator: str = "cv") -> dict:
-    """(mean, SE) per layer of "D", "K", "D_change", "K_change" of a
-    :func:`distance_contrasts` statistic, its "queries" (1-based) and the "estimator" read."""
+    """(mean, SE) per layer of :func:`distance_contrasts`' parts, its "queries" and "estimator"."""
     used = "cv" if estimator == "cv" and stat.cv_mean is not None else "plain"
     mean, sem = (stat.cv_mean, stat.cv_sem) if used == "cv" else (stat.mean, stat.sem)
     m = (mean.shape[-1] - 2) // 2
@@ -98,8 +97,7 @@ def order_word(value: float, se: float, z: float = SETTLE_Z) -> str:
 
 
 def sequences_needed(se: float, samples: int, effect: float, z: float = SETTLE_Z) -> float:
-    """Sequences at which a true ``effect`` lies ``z`` SE from 0, for an estimator of SE
-    ``se`` at ``samples`` sequences (SE ~ 1 / sqrt(sequences)); inf for no effect."""
+    """Sequences at which ``effect`` lies ``z`` SE from 0, given SE ``se`` at ``samples``."""
     return samples * (z * se / effect) ** 2 if effect else math.inf
 
 
@@ -108,8 +106,7 @@ def sequences_needed(se: float, samples: int, effect: float, z: float = SETTLE_Z
 
 def rp(res: SimResult, layer: int) -> tuple[float, float]:
     """(recency probability, SE) of 1-based ``layer``: the book's one estimate (SimResult.rp)."""
-    value, se, _ = res.rp(layer)
-    return value, se
+    return res.rp(layer)[:2]
 
 
 def rp_layers(res: SimResult) -> tuple[np.ndarray, np.ndarray]:
@@ -129,11 +126,16 @@ def rp_gap(res_a: SimResult, res_b: SimResult, layer: int) -> tuple[float, float
     return a - b, math.hypot(sa, sb)
 
 
+def _keyed(pairs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, means, SEs) of ``pairs``, number -> (mean, SE), sorted by key."""
+    keys = sorted(pairs)
+    values = np.array([pairs[k] for k in keys], dtype=float).reshape(len(keys), 2)
+    return np.array(keys, dtype=float), values[:, 0], values[:, 1]
+
+
 def rps(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keys, RP, SE) of 1-based ``layer`` for results keyed by a number, sorted by key."""
-    keys = sorted(results)
-    pairs = np.array([rp(results[k], layer) for k in keys], dtype=float).reshape(len(keys), 2)
-    return np.array(keys, dtype=float), pairs[:, 0], pairs[:, 1]
+    return _keyed({k: rp(r, layer) for k, r in results.items()})
 
 
 def direction(res: SimResult, layer: int, family: int = 1) -> str:
@@ -179,8 +181,7 @@ class StepTally:
 
 @dataclass(frozen=True)
 class StepEstimate:
-    """The steps of one mean score matrix (``adjacent_index`` order), their ``trend``
-    (the mean step between earlier keys) and the scores' ``scale`` (what float64 resolves)."""
+    """A matrix's steps (``adjacent_index`` order), their mean between earlier keys and scale."""
 
     mean: np.ndarray
     sem: np.ndarray
@@ -322,10 +323,8 @@ def typical_step_se(res: SimResult, layer: int, estimator: str = "cv") -> float:
 
 def trends(results: dict, layer: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keys, trend, SE) of 1-based ``layer`` (:class:`StepEstimate`) of results keyed by number."""
-    keys = sorted(results)
-    ests = [StepEstimate.of(results[k], layer) for k in keys]
-    trend_, se = np.array([e.trend for e in ests]), np.array([e.trend_se for e in ests])
-    return np.array(keys, dtype=float), trend_, se
+    ests = {k: StepEstimate.of(r, layer) for k, r in results.items()}
+    return _keyed({k: (e.trend, e.trend_se) for k, e in ests.items()})
 
 
 def s2_order(res) -> tuple[str, float, float]:
@@ -345,8 +344,7 @@ def first_key_excess(res: SimResult, layer: int) -> tuple[float, float]:
 
 
 def simulated_h(res: SimResult, state: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """h(j) = 1 / ||x_j^(state)|| (Eq. (40)-(41)) relative to j = 1, from m_j =
-    E ||x_j||^2, and its delta-method SE (ignoring the covariance of m_1 and m_j)."""
+    """h(j) / h(1), h(j) = 1 / ||x_j^(state)|| (Eqs. (40)-(41)), and its delta-method SE."""
     m, s = res.sq_norm_mean[state], res.sq_norm_sem[state]
     h = np.sqrt(m[0] / m)
     sem = h * 0.5 * np.sqrt((s[0] / m[0]) ** 2 + (s / m) ** 2)
@@ -362,9 +360,7 @@ def h_rise(res: SimResult) -> tuple[float, float]:
 
 def cosine_deviations(cosines: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(alphas, mean cosine - alpha, SE) from alpha -> (mean, SE): Eq. (6) claims 0."""
-    keys = sorted(cosines)
-    a = np.array(keys, dtype=float)
-    m, e = (np.array([cosines[x][k] for x in keys], dtype=float) for k in (0, 1))
+    a, m, e = _keyed(cosines)
     return a, m - a, e
 
 
@@ -373,9 +369,8 @@ RP_CONVENTIONS = ("tie counts ½", "strict", "strict, float32")
 
 
 def rp_conventions(cfg: SimConfig, samples: int | None = None, batch: int = 4096) -> dict:
-    """The RP of each layer of ``cfg`` (mean, SE per layer) over ``samples`` sequences
-    counted three ways: "tie counts ½" (the book's), "strict" (a tie counts 0) and "strict,
-    float32" (the authors' later code: the model in float32 on its own tokens, no tolerance)."""
+    """The RP (mean, SE per layer) of ``cfg`` by each of :data:`RP_CONVENTIONS`: a tie counts ½
+    (the book's), 0, or 0 in float32 (the authors' later code: its own tokens, no tolerance)."""
     from recency_lib.features import later_and_tied_counts, n_triples, tie_tolerance
     from recency_lib.model import layer
     from recency_lib.sampling import dense_tokens

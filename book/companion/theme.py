@@ -1,7 +1,5 @@
 """seaborn's theme for the book's figures without importing seaborn in every kernel: what
-``seaborn.set_theme(context="paper", style="ticks")`` sets is plain data, computed once by seaborn
-and kept in the results cache (keyed by seaborn's and matplotlib's versions);
-tests/book/test_theme.py holds it equal to a real ``set_theme``.
+``seaborn.set_theme(context="paper", style="ticks")`` sets, kept in the results cache.
 """
 
 from __future__ import annotations
@@ -47,8 +45,7 @@ def theme() -> dict:
 
 
 def apply(rc: dict | None = None) -> None:
-    """What ``seaborn.set_theme(context=CONTEXT, style=STYLE, rc=rc)`` does to matplotlib, from
-    :func:`theme`, with the colour map its ``image.cmap`` names ("rocket", recency_lib's)."""
+    """What ``seaborn.set_theme(context=CONTEXT, style=STYLE, rc=rc)`` does, from :func:`theme`."""
     import matplotlib as mpl
     from cycler import cycler
 

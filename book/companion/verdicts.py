@@ -53,9 +53,8 @@ def verdict_word(statuses) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class Check:
-    """One check of a claim: ``what`` is measured, its ``setting``, ``value`` ± ``se``, its
-    ``z`` against what would change its ``status``, ``text`` (the number as printed); then what it
-    is about: its ``kind`` ("rise", "flat", "value", ...), 1-based ``layer`` and the model."""
+    """One check of a claim: ``what`` is measured where, ``value`` ± ``se``, its ``z`` against what
+    would change its ``status``, the printed ``text``; then its ``kind``, 1-based layer, model."""
 
     what: str
     setting: str
@@ -99,11 +98,6 @@ class Verdict:
         """What the decisive number is, and its setting."""
         return f"{self.decisive.what}; {self.decisive.setting}"
 
-    def link_as(self, text: str) -> str:
-        """The MyST link to the live check: ``{prf:ref}`text <thm-1>```."""
-        role, target = self.target
-        return f"{{{role}}}`{text} <{target}>`"
-
 
 def decide(claim: str, checks, target: tuple[str, str], numbers: dict | None = None) -> Verdict:
     """The verdict on ``claim`` from its ``checks``, most important first."""
@@ -128,10 +122,9 @@ def comparisons_of_order(n: int) -> int:
 
 
 def order_check(est, zc: float, what: str | None = None, expected: int = +1) -> Check:
-    """Definition 1 from the steps ``est`` (a StepEstimate, or ``(res, layer)``) at
-    ``zc``. ``expected`` +1 (rows rise): every step up -> as claimed (the smallest step is the
-    number); a step or the trend down -> against; the trend up -> on average; else unresolved.
-    ``expected`` 0: every step up -> against, a step down -> as claimed, else unresolved."""
+    """Definition 1 from the steps ``est`` (a StepEstimate, or ``(res, layer)``) at ``zc``.
+    ``expected`` +1: every step up -> as claimed; a step or the trend down -> against; the trend up
+    -> on average. ``expected`` 0: every step up -> against, a step down -> as claimed."""
     if isinstance(est, tuple):
         est = StepEstimate.of_result(*est)
     what = what or f"the rows of $S^{{({est.layer})}}$ rise"
@@ -154,9 +147,8 @@ def order_check(est, zc: float, what: str | None = None, expected: int = +1) -> 
 
 
 def flat_check(res: SimResult, layer: int, zc: float, what: str | None = None) -> Check:
-    """The rows of 1-based ``layer`` look flat in the paper's figure: a row's change
-    between earlier keys ((n - 2) mean steps) in levels of the panel's colour scale; below one level
-    at ``zc`` SE -> as claimed, above -> against (visible), else unresolved."""
+    """The rows of 1-based ``layer`` look flat: a row's change between earlier keys in levels of
+    the panel's colour scale, below one at ``zc`` SE -> as claimed, above -> against."""
     from recency_lib.plot import colour_limits, heatmap_colours
 
     what = what or f"the rows of $S^{{({layer})}}$ are flat"
@@ -173,8 +165,7 @@ def flat_check(res: SimResult, layer: int, zc: float, what: str | None = None) -
 
 
 def value_check(value, se, predicted, zc: float, what: str, setting: str, **fields) -> Check:
-    """A closed form against simulation as the ratio simulated / predicted: unresolved
-    while the value is not resolved from 0, as claimed when the ratio is 1 within its error."""
+    """Simulated / predicted: unresolved while the value is not resolved from 0, else vs. 1."""
     r, rse = value / predicted, se / abs(predicted)
     if not sign(value, se, zc):
         z, status = report.zscore(value, se), UNRESOLVED
@@ -184,8 +175,7 @@ def value_check(value, se, predicted, zc: float, what: str, setting: str, **fiel
 
 
 def direction_check(value, se, expected, zc, what, setting, reference=0.0, **fields) -> Check:
-    """A sign the paper states (``expected`` +1: above ``reference``, -1: below, 0: no order,
-    as claimed while nothing is resolved). ``fields``: the :class:`Check`'s kind, layer, model."""
+    """A sign the paper states (``expected`` +1: above ``reference``, -1: below, 0: neither)."""
     s = sign(value, se, zc, reference)
     if expected == 0:
         status = AGAINST if s else AS_CLAIMED
@@ -240,7 +230,7 @@ def table(verdicts: list[Verdict]) -> report.Markdown:
     """The landing table: the claim (linked), what the paper says, the badge, the number."""
     rows = [
         {
-            "claim": v.link_as(CLAIM_NAMES.get(v.claim, v.claim)),
+            "claim": f"{{{v.target[0]}}}`{CLAIM_NAMES.get(v.claim, v.claim)} <{v.target[1]}>`",
             "the paper says": STATEMENTS.get(v.claim, ""),
             "verdict": report.badge(v.word),
             "decisive number": f"{v.value}<br><small>{v.measure}</small>",
@@ -251,8 +241,8 @@ def table(verdicts: list[Verdict]) -> report.Markdown:
 
 
 def verdict_grid_rows(results, labels, *, family: int | None = None, estimator="cv") -> list:
-    """The table under a grid of heatmaps: per setting (``labels``) and layer the RP
-    ± SE over the matrix's Definition-1 badge, one family (default: every matrix)."""
+    """The table under a grid of heatmaps: per setting and layer the RP ± SE over the matrix's
+    Definition-1 badge, one family (default: every matrix)."""
     results = list(results)
     k = family or sum(r.config.layers for r in results)
 

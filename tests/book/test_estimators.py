@@ -115,8 +115,3 @@ def test_the_second_order_coefficient_is_the_step_at_large_d():
     q2 = float(theory.q_factor(d)) ** 2
     assert abs(so.mean[1, -1] - q2) < zc * so.sem[1, -1] + 1e-3 * q2
     assert np.all(so.mean[1, :-1] / so.sem[1, :-1] > 5)  # every coefficient resolved positive
-
-
-def test_the_gram_controls_refuse_a_normalization():
-    with pytest.raises(ValueError, match="norm='none'"):
-        estimators.fit_gram_controls(ln(16))

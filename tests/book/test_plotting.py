@@ -221,11 +221,6 @@ def test_grid_shares_a_row_scale_only_where_honest():
     assert c00 == c01  # row 1: one shared scale
     assert out[1, 0].collections[0].get_clim() != out[1, 1].collections[0].get_clim()
     assert len(fig.axes) == 4 + 1 + 2  # one bar for row 1, two for row 2
-    fig, axes = plt.subplots(2, 2)
-    out = plotting.score_grid(np.stack([similar, apart]), axes, share="all")
-    assert len({out[r, c].collections[0].get_clim() for r in range(2) for c in range(2)}) == 1
-    with pytest.raises(ValueError, match="share='rows' is not allowed"):
-        plotting.score_grid(np.stack([similar, apart]), axes, share="rows")
 
 
 def test_heatmap_can_colour_the_diagonal_as_the_paper_did():

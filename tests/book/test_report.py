@@ -191,7 +191,7 @@ def test_download_keeps_full_precision_and_refuses_a_large_page():
 
 def test_result_columns_hold_every_plotted_number():
     res = simulate(SimConfig(alpha=0.5, n=4, d=8, layers=2, samples=200, seed=1))
-    cols = report.result_columns({"LN": res})
+    cols = report.result_columns([res], ["LN"])
     k = 2 * (1 + 10)  # per layer: one RP row and n(n+1)/2 = 10 score rows
     assert all(len(v) == k for v in cols.values())
     rp = [i for i, q in enumerate(cols["quantity"]) if q == "recency_probability"]
@@ -201,8 +201,8 @@ def test_result_columns_hold_every_plotted_number():
     )
     assert cols["mean"][i] == res.score_mean[1, 3, 0] and cols["se"][i] == res.score_sem[1, 3, 0]
     assert set(cols["alpha"]) == {0.5} and set(cols["setting"]) == {"LN"}
-    only = report.result_columns([res], ["x"], layers=[2], matrices=False)
-    assert only["quantity"] == ["recency_probability"] and only["layer"] == [2]
+    only = report.result_columns([res], ["x"], matrices=False)
+    assert only["quantity"] == ["recency_probability"] * 2 and only["layer"] == [1, 2]
 
 
 def test_curve_columns():
