@@ -7,11 +7,14 @@ from pathlib import Path
 
 
 def children(pid: int) -> list[int]:
-    """The process ids of ``pid``'s children (none when it is gone)."""
+    """The process ids of ``pid``'s children, started by any of its threads (none if it is gone)."""
+    found = []
     try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found += [int(c) for c in (task / "children").read_text().split()]
     except OSError:
-        return []
+        pass
+    return found
 
 
 def alive(pid: int) -> bool:
