@@ -19,14 +19,10 @@ def path_text(path) -> str:
 
 
 def check_output_path(
-    path,
-    name: str = "out",
-    ours: Callable[[Path], bool] | None = None,
-    what: str = "a file this library wrote",
+    path, name="out", ours: Callable | None = None, what="a file we wrote"
 ) -> Path:
     """``path`` as a Path if a file may be written there, else ValueError naming it: nothing there
-    yet, or a regular file that ``ours`` recognises as ``what``, in a folder that exists (or can be
-    made) and is writable."""
+    yet, or a file ``ours(path)`` recognises as ``what``, in a writable folder (or one to make)."""
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path) or "\0" in os.fspath(path):
         raise ValueError(f"{name}={brief(path)} is not a path; allowed: a path to a file")
     p = Path(path)
