@@ -15,7 +15,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import logging
 import os
 import shutil
 import signal
@@ -24,8 +23,12 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
+
+import traitlets
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import run_sync
 
 from recency_lib.config import SimConfig
 from recency_lib.files import check_output_path
@@ -90,8 +93,6 @@ def config_of(params: dict) -> SimConfig:
 
 
 def _check_run_options(kernel, force, timeout) -> tuple[str, bool, float | None]:
-    from jupyter_client.kernelspec import KernelSpecManager
-
     specs = KernelSpecManager().find_kernel_specs()
     if not isinstance(kernel, str) or str(kernel) not in specs:
         raise ValueError(
@@ -185,13 +186,19 @@ def _reusable(key_file: Path, key: str, cfg: SimConfig) -> dict | None:
 COLLECTOR_THRESHOLDS = (100_000, 20, 20)
 
 
-def _shutdown(km) -> None:
-    """Stop the kernel of ``km`` (an AsyncKernelManager, also from a thread with a running loop)."""
-    from jupyter_core.utils import run_sync
+class _Manager(AsyncKernelManager):
+    """A kernel manager that keeps the clients made of it: nbclient leaves open the client of a
+    kernel it does not own, so each run stops its own (:func:`run_notebook`)."""
 
-    with contextlib.suppress(Exception):  # already gone
-        if run_sync(km.is_alive)():
-            run_sync(km.shutdown_kernel)(now=True)
+    clients = traitlets.List()
+
+    def client(self, **kwargs):
+        self.clients.append(super().client(**kwargs))
+        return self.clients[-1]
+
+    def stop_clients(self) -> None:
+        while self.clients:
+            self.clients.pop().stop_channels()
 
 
 class SharedKernel:
@@ -204,16 +211,13 @@ class SharedKernel:
     def __init__(self, kernel: str, env: dict | None = None):
         self.kernel, self.env, self.km = kernel, env, None
 
-    def ready(self, cwd: Path):
+    def ready(self, cwd: Path) -> _Manager:
         """The kernel manager, its kernel alive, cleared and working in ``cwd``."""
-        from jupyter_client.manager import AsyncKernelManager
-        from jupyter_core.utils import run_sync
-
         cwd = Path(cwd).resolve()
         if self.km is not None and not run_sync(self.km.is_alive)():
             self.close()
         if self.km is None:
-            self.km = AsyncKernelManager(kernel_name=self.kernel)
+            self.km = _Manager(kernel_name=self.kernel)
             run_sync(self.km.start_kernel)(
                 cwd=str(cwd),
                 env=self.env or os.environ,
@@ -231,8 +235,6 @@ class SharedKernel:
         return self.km
 
     def _execute(self, code: str, hook, timeout: float = 60):
-        from jupyter_core.utils import run_sync
-
         kc = self.km.client()
         kc.start_channels()
         try:
@@ -241,13 +243,11 @@ class SharedKernel:
                 code, store_history=False, timeout=timeout, output_hook=hook
             )
         finally:
-            kc.stop_channels()
+            self.km.stop_clients()
 
     def ask(self, code: str, timeout: float = 120) -> str:
         """What ``code`` prints on the live kernel (the namespace a run left); RuntimeError if it
         fails."""
-        from jupyter_core.utils import run_sync
-
         if self.km is None or not run_sync(self.km.is_alive)():
             raise RuntimeError("the kernel is not running")
         printed = []
@@ -264,43 +264,9 @@ class SharedKernel:
 
     def close(self) -> None:
         km, self.km = self.km, None
-        if km is not None:
-            _shutdown(km)
-
-
-@lru_cache(maxsize=1)
-def _shared_engine() -> str:
-    """papermill's engine for a kernel it does not own (registered on first use): it closes the
-    run's client at the end and leaves the kernel running."""
-    from papermill.clientwrap import PapermillNotebookClient
-    from papermill.engines import NBClientEngine, papermill_engines
-    from papermill.utils import merge_kwargs, remove_args
-
-    class SharedKernelEngine(NBClientEngine):
-        @classmethod
-        def execute_managed_notebook(
-            cls,
-            nb_man,
-            kernel_name,
-            log_output=False,
-            start_timeout=60,
-            execution_timeout=None,
-            **kw,
-        ):
-            kw = remove_args(["input_path", "timeout", "startup_timeout"], **kw)
-            options = dict(timeout=execution_timeout, startup_timeout=start_timeout)
-            options.update(kernel_name=kernel_name, log=logging.getLogger("papermill"))
-            client = PapermillNotebookClient(
-                nb_man, **merge_kwargs(kw, log_output=log_output, **options)
-            )
-            try:
-                return client.execute()
-            finally:
-                if client.kc is not None:
-                    client.kc.stop_channels()
-
-    papermill_engines.register("recency_lib-shared-kernel", SharedKernelEngine)
-    return "recency_lib-shared-kernel"
+        with contextlib.suppress(Exception):  # already gone
+            if km is not None and run_sync(km.is_alive)():
+                run_sync(km.shutdown_kernel)(now=True)
 
 
 # -- outputs: one writer per folder, all files or none ---------------------------------------------
@@ -393,6 +359,7 @@ def run_notebook(shared: SharedKernel, notebook, executed, parameters: dict, cwd
     interrupted run stops that kernel. ``options``: papermill's and nbclient's."""
     import papermill
 
+    km = shared.ready(cwd)
     try:
         papermill.execute_notebook(
             str(notebook),
@@ -400,13 +367,14 @@ def run_notebook(shared: SharedKernel, notebook, executed, parameters: dict, cwd
             parameters=parameters,
             kernel_name=shared.kernel,
             progress_bar=False,
-            km=shared.ready(cwd),
-            engine_name=_shared_engine(),
+            km=km,
             **options,
         )
     except BaseException:
         shared.close()
         raise
+    finally:
+        km.stop_clients()
 
 
 def _run_setting(template, out_dir, params, kernel, force, timeout, shared) -> SettingRun:
