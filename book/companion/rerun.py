@@ -129,7 +129,8 @@ def read_notebook(path):
 
 
 def page_name(notebook) -> str:
-    """A page's file stem (a docname, a toc line): the notebook's, but only ``[A-Za-z0-9_-]``."""
+    """A page's file stem (a docname, a line of the toc): the notebook's, each run of characters
+    other than ``[A-Za-z0-9_-]`` made ``-``."""
     return re.sub(r"[^A-Za-z0-9_-]+", "-", Path(notebook).stem).strip("-_") or "page"
 
 
