@@ -159,8 +159,7 @@ def build_folder() -> Path:
 
 
 def _runs_folder(name: str, value) -> str:
-    """Appendix B's runs: a folder outside the sources; empty: ``.jupyter_cache/appendix_b`` of the
-    build's folder."""
+    """Appendix B's runs: a folder outside the sources ("": the build's, build_folder())."""
     if not isinstance(value, str):
         raise ValueError(
             f'{name}={brief(value)} is not a path; allowed: a folder, or "" for the build\'s'
@@ -394,9 +393,8 @@ def derived_sizes(page: str) -> tuple[str, ...]:
 
 
 def follow_samples(page: str, defaults: dict, given: dict) -> dict:
-    """The derived sizes that follow ``samples`` when ``given`` sets it to other than its default:
-    each one ``given`` leaves out, its default scaled as ``samples`` is (rounded, at least
-    SAMPLES_MIN)."""
+    """The derived sizes ``given`` leaves out, each scaled as ``given`` scales ``samples`` (rounded,
+    at least SAMPLES_MIN)."""
     names = derived_sizes(page)
     if "samples" not in given or not names:
         return {}
@@ -410,8 +408,8 @@ def follow_samples(page: str, defaults: dict, given: dict) -> dict:
 
 
 def check(page: str, values) -> dict:
-    """Every parameter of ``page`` in ``values`` (its namespace, or its defaults with the given
-    values) checked under its own name, then what relates several: name -> the value normalized."""
+    """name -> the value normalized of each parameter of ``page`` in ``values``, checked under its
+    own name, then what relates several."""
     out = {name: rule(name, values[name]) for name, rule in rules(page).items()}
     related = PAGES.get(page, ({}, None))[1]
     if related is not None:
