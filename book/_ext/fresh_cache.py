@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import queue
-import re
 import subprocess
 import sys
 import tempfile
@@ -45,31 +44,9 @@ RUNNER = Path(__file__).with_name("run_notebook.py")
 
 
 def _toc_notebooks(app: Sphinx) -> dict[str, Path]:
-    """docname -> path of every notebook page of the book."""
-    src = Path(app.srcdir)
-    out = {}
-    for path in sorted(src.rglob("*.ipynb")):
-        rel = path.relative_to(src)
-        if any(part.startswith(("_", ".")) for part in rel.parts):
-            continue
-        docname = rel.with_suffix("").as_posix()
-        if not _in_toc(app, docname):
-            continue
-        out[docname] = path
-    return out
-
-
-def _in_toc(app: Sphinx, docname: str) -> bool:
-    toc = getattr(app.config, "external_toc_path", None)
-    path = Path(app.srcdir, toc) if toc else Path(app.srcdir, "_toc.yml")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return True
-    return (
-        re.search(rf"(?m)^\s*(-\s*)?(file|root):\s*{re.escape(docname)}(\.ipynb)?\s*$", text)
-        is not None
-    )
+    """docname -> path of every notebook page of the book's table of contents."""
+    paths = {name: Path(app.srcdir, f"{name}.ipynb") for name in app.config.external_site_map}
+    return {name: path for name, path in sorted(paths.items()) if path.is_file()}
 
 
 def _cache(app: Sphinx):

@@ -30,11 +30,9 @@ def execute(kernel: SharedKernel, source: Path, out: Path, timeout: float) -> Sh
     """Execute ``source`` on ``kernel`` (or on a new one, for another kernelspec) and write it to
     ``out``; raise on a failed cell. Returns the kernel it ran on."""
     nb = nbformat.read(str(source), as_version=4)
-    cell_timeout = None if timeout < 0 else int(timeout)
-    allow_errors = False
     meta = nb.metadata.get("execution", {})  # as jupyter-cache: the notebook's own say
-    cell_timeout = meta.get("timeout", cell_timeout)
-    allow_errors = meta.get("allow_errors", allow_errors)
+    cell_timeout = meta.get("timeout", None if timeout < 0 else int(timeout))
+    allow_errors = meta.get("allow_errors", False)
     name = nb.metadata.get("kernelspec", {}).get("name", "python3")
     if kernel.kernel != name:
         kernel.close()
@@ -51,8 +49,7 @@ def execute(kernel: SharedKernel, source: Path, out: Path, timeout: float) -> Sh
     try:
         client.execute()
     finally:
-        if client.kc is not None:  # nbclient leaves a client it did not own open
-            client.kc.stop_channels()
+        km.stop_clients()  # nbclient leaves open a client of a kernel it does not own
     nbformat.write(nb, str(out))
     return kernel
 

@@ -15,7 +15,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import logging
 import os
 import shutil
 import signal
@@ -24,9 +23,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
+import traitlets
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import run_sync
+
+from recency_lib import kernels
 from recency_lib.config import SimConfig
 from recency_lib.files import check_output_path
 from recency_lib.result import RESULT_FILE, SimResult, is_result_file
@@ -41,7 +45,6 @@ from .params import (
     validate_params,
 )
 from .params import result_file as result_file  # the setting template's
-from .params import template_defaults as template_defaults
 from .sources import sources_hash
 
 KEY_FORMAT = "companion.grid/3"
@@ -53,35 +56,28 @@ residual_weights = RESIDUAL_WEIGHTS
 # -- checks ----------------------------------------------------------------------------------------
 
 
-def _json(path: Path, limit: int):
-    """The JSON in ``path``, a regular file of at most ``limit`` bytes, else None."""
+def _json(path: Path, limit: int, *keys):
+    """The JSON of ``path`` (a file of at most ``limit`` bytes), its value at ``keys``, or None."""
     try:
         if path.is_file() and path.stat().st_size <= limit:
-            return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+            value = json.loads(path.read_text(encoding="utf-8"))
+            for key in keys:
+                value = value[key]
+            return value
+    except (OSError, ValueError, RecursionError, LookupError, TypeError):
         pass
     return None
 
 
 def is_grid_notebook(path: Path) -> bool:
     """An executed notebook of this grid: papermill recorded the ``result_path`` it ran with."""
-    nb = _json(path, 2**26)
-    try:
-        ran = nb["metadata"]["papermill"]["parameters"]
-        return isinstance(ran, dict) and "result_path" in ran and isinstance(nb["cells"], list)
-    except (KeyError, TypeError):
-        return False
+    ran = _json(path, 2**26, "metadata", "papermill", "parameters")
+    return isinstance(ran, dict) and "result_path" in ran
 
 
 def is_key_file(path: Path) -> bool:
-    """A key sidecar of this grid: its key and the inputs of a ``companion.grid/`` format."""
-    side = _json(path, 2**20)
-    try:
-        return isinstance(side["key"], str) and side["inputs"]["format"].startswith(
-            "companion.grid/"
-        )
-    except (KeyError, TypeError, AttributeError):
-        return False
+    """A key sidecar of this grid: the inputs it hashed are of a ``companion.grid/`` format."""
+    return str(_json(path, 2**20, "inputs", "format")).startswith("companion.grid/")
 
 
 def config_of(params: dict) -> SimConfig:
@@ -90,8 +86,6 @@ def config_of(params: dict) -> SimConfig:
 
 
 def _check_run_options(kernel, force, timeout) -> tuple[str, bool, float | None]:
-    from jupyter_client.kernelspec import KernelSpecManager
-
     specs = KernelSpecManager().find_kernel_specs()
     if not isinstance(kernel, str) or str(kernel) not in specs:
         raise ValueError(
@@ -104,8 +98,7 @@ def _check_run_options(kernel, force, timeout) -> tuple[str, bool, float | None]
 
 
 def check_targets(out_dir: Path, name: str) -> None:
-    """Each output of setting ``name`` is nothing yet or a file of its own kind, never a folder or
-    another file (ValueError naming it: the grid replaces only what it wrote)."""
+    """Each output of setting ``name`` is nothing yet or a file of its kind, else a ValueError."""
     for ext, what, ours, kind in (
         (".json", "result", is_result_file, RESULT_FILE),
         (".ipynb", "notebook", is_grid_notebook, "an executed notebook of this grid"),
@@ -126,8 +119,7 @@ def _num(x) -> str:
 
 
 def slug(params: dict) -> str:
-    """File stem of a validated setting; every parameter appears, so distinct settings never
-    collide."""
+    """File stem of a validated setting: every parameter in it, so that no two settings collide."""
     p = params
     return (
         f"a{_num(p['alpha'])}-g{_num(p['gamma'])}-{p['norm']}-n{p['n']}-d{p['d']}-L{p['layers']}"
@@ -136,18 +128,15 @@ def slug(params: dict) -> str:
 
 
 def run_inputs(template, params: dict, kernel: str = "python3") -> dict:
-    """What a run's outputs depend on (what the key hashes): the template's bytes, the setting, the
-    kernel, the two packages' files and the simulator's kernel path ("c" or "numpy": they agree only
-    to rounding, so a rebuilt kernel runs the grid again)."""
-    from recency_lib.kernels import kernel_name
-
+    """What a run's outputs depend on (what the key hashes), the simulator's kernel path too ("c"
+    and "numpy" agree only to rounding: a rebuilt kernel runs the grid again)."""
     return {
         "format": KEY_FORMAT,
         "template": Path(template).name,
         "template_sha256": hashlib.sha256(Path(template).read_bytes()).hexdigest(),
         "params": params,
         "kernel": kernel,
-        "kernel_path": kernel_name(),
+        "kernel_path": kernels.kernel_name(),
         "source": sources_hash(),
     }
 
@@ -158,15 +147,12 @@ def run_key(template, params: dict, kernel: str = "python3") -> str:
 
 
 def _sha256(path: Path) -> str | None:
-    if not path.is_file():
-        return None
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def _reusable(key_file: Path, key: str, cfg: SimConfig) -> dict | None:
-    """The sidecar, when the outputs beside it are this key's: the same key, the files it hashed,
-    and a result file that loads for ``cfg`` (a truncated or edited file is not reused)."""
+    """The sidecar when the outputs beside it are this key's (the files it hashed, a result that
+    loads for ``cfg``), else None."""
     side = _json(key_file, 2**20)
     files = {"notebook": key_file.with_suffix(".ipynb"), "result": key_file.with_suffix(".json")}
     try:
@@ -185,35 +171,36 @@ def _reusable(key_file: Path, key: str, cfg: SimConfig) -> dict | None:
 COLLECTOR_THRESHOLDS = (100_000, 20, 20)
 
 
-def _shutdown(km) -> None:
-    """Stop the kernel of ``km`` (an AsyncKernelManager, also from a thread with a running loop)."""
-    from jupyter_core.utils import run_sync
+class _Manager(AsyncKernelManager):
+    """Keeps the clients made of it: nbclient leaves open a client of a kernel it does not own."""
 
-    with contextlib.suppress(Exception):  # already gone
-        if run_sync(km.is_alive)():
-            run_sync(km.shutdown_kernel)(now=True)
+    clients = traitlets.List()
+
+    def client(self, **kwargs):
+        self.clients.append(super().client(**kwargs))
+        return self.clients[-1]
+
+    def stop_clients(self) -> None:
+        while self.clients:
+            self.clients.pop().stop_channels()
 
 
 class SharedKernel:
-    """A kernel for notebooks run one after another (a grid worker's settings, a rerun, a build slot
-    of book/_ext/run_notebook.py), started on first use with ``env`` (default: this process's).
-    Before each run its namespace is cleared (IPython's reset, execution counts from 1) and its
-    working directory set, as in a fresh kernel but without the start and the imports. A run that
-    fails takes the kernel down (its state is unknown); the next starts a new one."""
+    """A kernel for notebooks run one after another (a grid worker's, a rerun's, a build slot's),
+    started on first use with ``env`` (default: this process's). Before each run its namespace is
+    cleared and its working directory set, as in a fresh kernel without the start and the imports;
+    a run that fails takes it down (its state is unknown) and the next starts a new one."""
 
     def __init__(self, kernel: str, env: dict | None = None):
         self.kernel, self.env, self.km = kernel, env, None
 
-    def ready(self, cwd: Path):
+    def ready(self, cwd: Path) -> _Manager:
         """The kernel manager, its kernel alive, cleared and working in ``cwd``."""
-        from jupyter_client.manager import AsyncKernelManager
-        from jupyter_core.utils import run_sync
-
         cwd = Path(cwd).resolve()
         if self.km is not None and not run_sync(self.km.is_alive)():
             self.close()
         if self.km is None:
-            self.km = AsyncKernelManager(kernel_name=self.kernel)
+            self.km = _Manager(kernel_name=self.kernel)
             run_sync(self.km.start_kernel)(
                 cwd=str(cwd),
                 env=self.env or os.environ,
@@ -231,8 +218,6 @@ class SharedKernel:
         return self.km
 
     def _execute(self, code: str, hook, timeout: float = 60):
-        from jupyter_core.utils import run_sync
-
         kc = self.km.client()
         kc.start_channels()
         try:
@@ -241,13 +226,10 @@ class SharedKernel:
                 code, store_history=False, timeout=timeout, output_hook=hook
             )
         finally:
-            kc.stop_channels()
+            self.km.stop_clients()
 
     def ask(self, code: str, timeout: float = 120) -> str:
-        """What ``code`` prints on the live kernel (the namespace a run left); RuntimeError if it
-        fails."""
-        from jupyter_core.utils import run_sync
-
+        """What ``code`` prints on the live kernel (the namespace a run left), else RuntimeError."""
         if self.km is None or not run_sync(self.km.is_alive)():
             raise RuntimeError("the kernel is not running")
         printed = []
@@ -264,43 +246,9 @@ class SharedKernel:
 
     def close(self) -> None:
         km, self.km = self.km, None
-        if km is not None:
-            _shutdown(km)
-
-
-@lru_cache(maxsize=1)
-def _shared_engine() -> str:
-    """papermill's engine for a kernel it does not own (registered on first use): it closes the
-    run's client at the end and leaves the kernel running."""
-    from papermill.clientwrap import PapermillNotebookClient
-    from papermill.engines import NBClientEngine, papermill_engines
-    from papermill.utils import merge_kwargs, remove_args
-
-    class SharedKernelEngine(NBClientEngine):
-        @classmethod
-        def execute_managed_notebook(
-            cls,
-            nb_man,
-            kernel_name,
-            log_output=False,
-            start_timeout=60,
-            execution_timeout=None,
-            **kw,
-        ):
-            kw = remove_args(["input_path", "timeout", "startup_timeout"], **kw)
-            options = dict(timeout=execution_timeout, startup_timeout=start_timeout)
-            options.update(kernel_name=kernel_name, log=logging.getLogger("papermill"))
-            client = PapermillNotebookClient(
-                nb_man, **merge_kwargs(kw, log_output=log_output, **options)
-            )
-            try:
-                return client.execute()
-            finally:
-                if client.kc is not None:
-                    client.kc.stop_channels()
-
-    papermill_engines.register("recency_lib-shared-kernel", SharedKernelEngine)
-    return "recency_lib-shared-kernel"
+        with contextlib.suppress(Exception):  # already gone
+            if km is not None and run_sync(km.is_alive)():
+                run_sync(km.shutdown_kernel)(now=True)
 
 
 # -- outputs: one writer per folder, all files or none ---------------------------------------------
@@ -319,9 +267,8 @@ def one_writer(folder: Path, lock: str = ".grid.lock", staging: str = ".staging-
 
 
 def commit(pairs: list[tuple[Path, Path]], backup_dir: Path) -> None:
-    """Rename each staged file over its target, in order; if one rename fails, undo the ones done (a
-    target that existed gets its previous file back from a hard link in ``backup_dir``, a new one is
-    removed), then raise."""
+    """Rename each staged file over its target, in order; if one fails, undo the ones done (from
+    hard links in ``backup_dir``; a new target removed), then raise."""
     done = []  # (target, backup or None, the new file's inode)
     try:
         for k, (staged, target) in enumerate(pairs):
@@ -347,8 +294,8 @@ def commit(pairs: list[tuple[Path, Path]], backup_dir: Path) -> None:
 
 @contextlib.contextmanager
 def _sigterm_interrupts():
-    """SIGTERM raises KeyboardInterrupt in the main thread meanwhile, so that a run cleans up as on
-    Ctrl-C, then ends by the signal (nothing in other threads)."""
+    """SIGTERM raises KeyboardInterrupt in the main thread meanwhile (a run cleans up as on Ctrl-C),
+    then ends the process as the signal would."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -388,11 +335,11 @@ class SettingRun:
 
 
 def run_notebook(shared: SharedKernel, notebook, executed, parameters: dict, cwd, **options):
-    """papermill ``notebook`` into ``executed`` on ``shared``'s kernel working in ``cwd``
-    (papermill's own ``cwd=`` would chdir the whole process, which is not thread-safe); a failed or
-    interrupted run stops that kernel. ``options``: papermill's and nbclient's."""
+    """papermill ``notebook`` into ``executed`` on ``shared``'s kernel working in ``cwd`` (its own
+    ``cwd=`` would chdir the whole process); a failed or interrupted run stops that kernel."""
     import papermill
 
+    km = shared.ready(cwd)
     try:
         papermill.execute_notebook(
             str(notebook),
@@ -400,13 +347,14 @@ def run_notebook(shared: SharedKernel, notebook, executed, parameters: dict, cwd
             parameters=parameters,
             kernel_name=shared.kernel,
             progress_bar=False,
-            km=shared.ready(cwd),
-            engine_name=_shared_engine(),
+            km=km,
             **options,
         )
     except BaseException:
         shared.close()
         raise
+    finally:
+        km.stop_clients()
 
 
 def _run_setting(template, out_dir, params, kernel, force, timeout, shared) -> SettingRun:
@@ -452,13 +400,10 @@ def run_grid(
     workers: int = 1,
     timeout: float | None = None,
 ) -> list[SettingRun]:
-    """Run (or reuse) every setting of ``grid`` in order; returns their SettingRuns.
-
-    Every setting, output and option is checked first, so one bad entry raises ValueError before
-    anything runs. ``workers`` settings run at once, each worker on one :class:`SharedKernel`;
-    ``timeout``: seconds per cell (None: no limit). A failed notebook raises papermill's
-    PapermillExecutionError and leaves the previous outputs as they were.
-    """
+    """Run (or reuse) every setting of ``grid`` in order and return their SettingRuns; one bad
+    setting, output or option is a ValueError before anything runs. ``workers`` settings at once,
+    each worker on one :class:`SharedKernel`; ``timeout``: seconds per cell (None: no limit). A
+    failed notebook raises PapermillExecutionError and leaves the previous outputs as they were."""
     template = template_path(template)
     if not isinstance(grid, (list, tuple)) or not grid:
         allowed = "a non-empty list of parameter dicts"
@@ -498,8 +443,7 @@ def run_grid(
 
 
 def run_setting(template, out_dir, params: dict, **options) -> SettingRun:
-    """:func:`run_grid` of one setting (``params``: some of :data:`SETTING_PARAMS`, the rest the
-    template's defaults)."""
+    """:func:`run_grid` of one setting (missing parameters: the template's defaults)."""
     return run_grid(template, out_dir, [params], **options)[0]
 
 
@@ -515,9 +459,8 @@ def results_by_gamma(runs) -> dict[float, dict[float, SimResult]]:
 
 
 def run_rows(runs, start=None) -> list[dict]:
-    """One table row per run: alpha, gamma, {download} links to its notebook and result file
-    (relative to ``start``, default the working directory), its runtime and whether this execution
-    ran it."""
+    """One table row per run: alpha, gamma, links to its notebook and result file (relative to
+    ``start``, default the working directory), its runtime and whether this execution ran it."""
     from .report import num
 
     base = Path.cwd() if start is None else Path(start)

@@ -8,6 +8,7 @@ check first."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import numbers
 import os
 import re
@@ -54,17 +55,10 @@ def real(lo: float | None = None, hi: float | None = None, lo_open: bool = False
     return lambda name, v: check_real(name, v, lo=lo, hi=hi, lo_open=lo_open, allowed=allowed)
 
 
-def workers_max() -> int:
-    """Four worker processes per CPU this process may use, at least 8 (more only wait for a CPU)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(8, 4 * (cpus or 1))
-
-
 def _workers(name: str, value) -> int:
-    return check_int(name, value, 1, workers_max())
+    """Worker processes: at most 4 per CPU this process may use, or 8 (more only wait for one)."""
+    return check_int(name, value, 1, max(8, 4 * len(os.sched_getaffinity(0))))
 
-
-WORKERS = _workers
 
 #: A number of sequences (a standard error needs two). Every parameter with this rule but
 #: ``samples`` is a derived sample size of its page (:func:`derived_sizes`).
@@ -73,33 +67,26 @@ SAMPLES = integer(SAMPLES_MIN)
 SEED = integer(0)
 
 
-def _items(name: str, value, allowed: str) -> list:
-    """The entries of a list parameter: a list or tuple, papermill's string form of one, or one
-    value."""
-    v = value
-    if isinstance(v, str):
-        if len(v) > _TEXT_MAX:
-            raise ValueError(f"{name}={brief(value)} is too long; allowed: {allowed}")
-        try:
-            v = ast.literal_eval(v.strip())
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raise ValueError(f"{name}={brief(value)} is not a list; allowed: {allowed}") from None
-    if isinstance(v, numbers.Number):  # bools too: refused by the entries' rule
-        v = [v]
-    if not isinstance(v, (list, tuple)):
-        raise ValueError(f"{name}={brief(value)} is not a list; allowed: {allowed}")
-    if not v:
-        raise ValueError(f"{name}={brief(value)} is empty; allowed: {allowed}")
-    if len(v) > LIST_MAX:
-        raise ValueError(f"{name} has {len(v)} entries; allowed: {allowed}, at most {LIST_MAX}")
-    return list(v)
-
-
 def _list(entry, allowed: str, distinct: bool):
-    """A list parameter whose entries pass ``entry(name, value)``, named ``name[k]``."""
+    """A list parameter (a list or tuple, papermill's string form of one, or one value) whose
+    entries pass ``entry(name, value)``, named ``name[k]``."""
 
     def rule(name: str, value) -> list:
-        out = [entry(f"{name}[{k}]", x) for k, x in enumerate(_items(name, value, allowed))]
+        v = value
+        if isinstance(v, str):
+            if len(v) > _TEXT_MAX:
+                raise ValueError(f"{name}={brief(value)} is too long; allowed: {allowed}")
+            with contextlib.suppress(Exception):  # no literal: still a string, not a list
+                v = ast.literal_eval(v.strip())
+        if isinstance(v, numbers.Number):  # bools too: refused by the entries' rule
+            v = [v]
+        if not isinstance(v, (list, tuple)):
+            raise ValueError(f"{name}={brief(value)} is not a list; allowed: {allowed}")
+        if not v:
+            raise ValueError(f"{name}={brief(value)} is empty; allowed: {allowed}")
+        if len(v) > LIST_MAX:
+            raise ValueError(f"{name} has {len(v)} entries; allowed: {allowed}, at most {LIST_MAX}")
+        out = [entry(f"{name}[{k}]", x) for k, x in enumerate(v)]
         if distinct and len(set(out)) < len(out):
             raise ValueError(f"{name}={brief(value)} repeats a value; allowed: {allowed}")
         return out
@@ -133,10 +120,9 @@ RESIDUAL_WEIGHTS = real_list(0.0, None, "[1.0]", lo_open=True)
 
 
 def check_outside_sources(name: str, folder) -> Path:
-    """``folder`` resolved; ValueError naming ``name`` in the checkout or its SOURCE_FOLDERS."""
-    if not isinstance(folder, (str, os.PathLike)) or not os.fspath(folder):
-        raise ValueError(f"{name}={brief(folder)} is not a path; allowed: a folder")
-    path, root = Path(folder).resolve(), ROOT.resolve()
+    """``folder`` resolved: a writable folder (or one that can be made) outside the checkout and its
+    SOURCE_FOLDERS; else a ValueError naming ``name``."""
+    path, root = check_out_dir(folder, name).resolve(), ROOT.resolve()
     if path == root or (
         path.is_relative_to(root) and path.relative_to(root).parts[0] in SOURCE_FOLDERS
     ):
@@ -150,15 +136,12 @@ def check_outside_sources(name: str, folder) -> Path:
 
 def check_out_dir(out_dir, name: str = "out_dir") -> Path:
     """``out_dir`` as a Path: a writable folder or one that can be made (nothing is made)."""
+    allowed = "allowed: a folder (made if needed)"
     if not isinstance(out_dir, (str, os.PathLike)) or not os.fspath(out_dir):
-        raise ValueError(
-            f"{name}={brief(out_dir)} is not a path; allowed: a folder (made if needed)"
-        )
+        raise ValueError(f"{name}={brief(out_dir)} is not a path; {allowed}")
     path = Path(out_dir)
     if path.exists() and not path.is_dir():
-        raise ValueError(
-            f"{name}={path_text(out_dir)} is not a folder; allowed: a folder (made if needed)"
-        )
+        raise ValueError(f"{name}={path_text(out_dir)} is not a folder; {allowed}")
     probe = path.resolve()
     while not probe.exists():
         probe = probe.parent
@@ -171,21 +154,18 @@ def check_out_dir(out_dir, name: str = "out_dir") -> Path:
 
 
 def build_folder() -> Path:
-    """The build's folder (``COMPANION_BUILD_DIR``, set by book/_ext/fresh_cache.py), else
-    ``_build``."""
+    """The build's folder (``COMPANION_BUILD_DIR``, set by book/_ext/fresh_cache.py) or _build."""
     return Path(os.environ.get("COMPANION_BUILD_DIR") or ROOT / "_build")
 
 
 def _runs_folder(name: str, value) -> str:
-    """Appendix B's runs: a folder outside the sources; empty: ``.jupyter_cache/appendix_b`` of the
-    build's folder."""
+    """Appendix B's runs: a folder outside the sources ("": the build's, build_folder())."""
     if not isinstance(value, str):
         raise ValueError(
             f'{name}={brief(value)} is not a path; allowed: a folder, or "" for the build\'s'
         )
     folder = value or str(build_folder() / ".jupyter_cache" / "appendix_b")
     check_outside_sources(name, folder)
-    check_out_dir(folder)
     return folder
 
 
@@ -206,37 +186,32 @@ SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed
 #: The template needs three tokens (the recency probability) and two layers (h(j) is read from the
 #: first layer's output, Definition 1 matters from layer 2 on).
 TEMPLATE_MINIMA = {"n": 3, "layers": 2}
-_TEMPLATE = f"a notebook with the parameters {', '.join(SETTING_PARAMS)} (setting_template.ipynb)"
+_TEMPLATE = (
+    f"allowed: a notebook with the parameters {', '.join(SETTING_PARAMS)} (setting_template)"
+)
 
 
 def template_path(template) -> Path:
     if not isinstance(template, (str, os.PathLike)):
-        raise ValueError(f"template={brief(template)} is not a path; allowed: {_TEMPLATE}")
+        raise ValueError(f"template={brief(template)} is not a path; {_TEMPLATE}")
     path = Path(template)
     if not path.is_file():
         what = "is not a file" if path.exists() else "does not exist"
-        raise ValueError(f"template={path_text(template)} {what}; allowed: {_TEMPLATE}")
+        raise ValueError(f"template={path_text(template)} {what}; {_TEMPLATE}")
     return path.resolve()
 
 
 def template_defaults(template) -> dict:
-    """The template's parameters and defaults: a notebook with the :data:`SETTING_PARAMS`, else a
-    ValueError naming ``template``."""
-    path = template_path(template)
+    """The template's parameters and defaults (a notebook with the :data:`SETTING_PARAMS`)."""
+    path, bad = template_path(template), f"template={path_text(template)}"
     try:
         found = defaults(path)
     except Exception as exc:  # not JSON, not a notebook, ...
-        why = type(exc).__name__
-        raise ValueError(
-            f"template={path_text(template)} is not a readable notebook ({why}); "
-            f"allowed: {_TEMPLATE}"
-        ) from None
+        why = f"is not a readable notebook ({type(exc).__name__})"
+        raise ValueError(f"{bad} {why}; {_TEMPLATE}") from None
     missing = [p for p in SETTING_PARAMS if p not in found]
     if missing:
-        raise ValueError(
-            f"template={path_text(template)} lacks the parameter(s) {', '.join(missing)}; "
-            f"allowed: {_TEMPLATE}"
-        )
+        raise ValueError(f"{bad} lacks the parameter(s) {', '.join(missing)}; {_TEMPLATE}")
     return found
 
 
@@ -261,8 +236,7 @@ def validate_params(params: dict, template=None) -> dict:
 
 def result_file(result_path: str = "") -> Path:
     """Where the template writes its result: ``result_path`` ("": setting_result.json), nothing
-    there yet or a result file of this library, in a writable folder (ValueError naming it
-    otherwise)."""
+    there yet or a result file of this library, in a writable folder."""
     if not isinstance(result_path, (str, os.PathLike)):
         allowed = 'a string ("" = setting_result.json)'
         raise ValueError(f"result_path={brief(result_path)} is not a path; allowed: {allowed}")
@@ -276,7 +250,6 @@ def result_file(result_path: str = "") -> Path:
 def _fits(name: str, value, workers: int = 1, **setting) -> None:
     """The largest setting ``name`` sizes (SimConfig's fields) fits this machine's memory, checked
     now (the simulator checks it only when that run comes, under its own field's name)."""
-    from recency_lib.config import SimConfig
     from recency_lib.engines import memory_limit, resolve_engine, run_bytes
 
     cfg = SimConfig(**setting)
@@ -295,15 +268,13 @@ def _beyond(v: dict) -> None:
     length runs the common decoder layout on the dense engine."""
     from .beyond import combined_fields
 
+    rope = "(RoPE rotates pairs of coordinates)"
     if v["d"] % 2:
-        raise ValueError(
-            f"d={v['d']} is not allowed; allowed: an even hidden size "
-            f"(RoPE rotates pairs of coordinates)"
-        )
+        raise ValueError(f"d={v['d']} is not allowed; allowed: an even hidden size {rope}")
     if v["d"] % v["heads"] or (v["d"] // v["heads"]) % 2:
         raise ValueError(
             f"heads={v['heads']} is not allowed with d={v['d']}; allowed: a divisor of d whose "
-            f"head size d / heads is even (RoPE rotates pairs of coordinates)"
+            f"head size d / heads is even {rope}"
         )
     longest = max(v["long_lengths"])
     setting = dict(alpha=0.5, n=longest, d=v["d"], layers=v["layers"], samples=v["long_samples"])
@@ -346,8 +317,6 @@ def _setting_template(v: dict) -> None:
 
 # -- the pages -------------------------------------------------------------------------------------
 
-ALPHA = real(0.0, 1.0, allowed="a real number in [0, 1]")
-RESIDUAL = real(0.0, lo_open=True, allowed="a residual weight > 0")
 GAMMA = real(allowed="a finite real number")
 
 #: A parameter's rule by its name, on every page (a name with the word "samples" counts sequences:
@@ -357,12 +326,12 @@ GAMMA = real(allowed="a finite real number")
 RULES = {
     "seed": SEED,
     "weights_seed": SEED,
-    "workers": WORKERS,
+    "workers": _workers,
     "n": integer(3),
     "d": integer(2),
     "layers": integer(2),
-    "alpha": ALPHA,
-    "gamma": RESIDUAL,
+    "alpha": real(0.0, 1.0, allowed="a real number in [0, 1]"),
+    "gamma": real(0.0, lo_open=True, allowed="a residual weight > 0"),
     "alphas": real_list(0.0, 0.999, "[0.2, 0.5]", lo_open=True),
     "depth_layers": integer(3),
     "long_n": integer(7),
@@ -424,9 +393,8 @@ def derived_sizes(page: str) -> tuple[str, ...]:
 
 
 def follow_samples(page: str, defaults: dict, given: dict) -> dict:
-    """The derived sizes that follow ``samples`` when ``given`` sets it to other than its default:
-    each one ``given`` leaves out, its default scaled as ``samples`` is (rounded, at least
-    SAMPLES_MIN)."""
+    """The derived sizes ``given`` leaves out, each scaled as ``given`` scales ``samples`` (rounded,
+    at least SAMPLES_MIN)."""
     names = derived_sizes(page)
     if "samples" not in given or not names:
         return {}
@@ -440,8 +408,8 @@ def follow_samples(page: str, defaults: dict, given: dict) -> dict:
 
 
 def check(page: str, values) -> dict:
-    """Every parameter of ``page`` in ``values`` (its namespace, or its defaults with the given
-    values) checked under its own name, then what relates several: name -> the value normalized."""
+    """name -> the value normalized of each parameter of ``page`` in ``values``, checked under its
+    own name, then what relates several."""
     out = {name: rule(name, values[name]) for name, rule in rules(page).items()}
     related = PAGES.get(page, ({}, None))[1]
     if related is not None:

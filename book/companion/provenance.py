@@ -60,7 +60,7 @@ PACKAGES = (
 
 def software_rows(packages=PACKAGES) -> list[dict]:
     """One row per package (its version, or "not installed"), then Python, the platform, the Gram
-    engine's kernel and the source hash that keys the results cache."""
+    engine's kernel and the results cache's source hash."""
     rows = []
     for name in packages:
         try:
@@ -78,15 +78,13 @@ def software_rows(packages=PACKAGES) -> list[dict]:
 
 
 def repo_path(path, root) -> str:
-    """``path`` relative to ``root`` (the repository) when inside it, else absolute: the same text
-    on every machine, not the folder the book happened to be cloned into."""
+    """``path`` relative to ``root`` (the repository) when inside it, else absolute."""
     path, root = Path(path).resolve(), Path(root).resolve()
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
 def simulations(cache=None) -> tuple[list[dict], int]:
-    """The cache entries this build can use (recency_lib.cache.entries), sorted by engine, model and
-    size, and the number of other files in the folder."""
+    """The cache entries this build can use, sorted, and the number of other files."""
     usable, other = entries(cache)
     return sorted(usable, key=_order), other
 
@@ -159,9 +157,8 @@ DEPTH = 4  # how deep held() looks into containers and dataclasses
 
 
 def held(namespace: dict, kinds: tuple[type, ...]) -> list:
-    """The objects of ``kinds`` in ``namespace`` (a page's globals but ``_`` names, IPython's
-    history), also inside containers and dataclasses up to :data:`DEPTH` levels, each once, in the
-    order met."""
+    """The objects of ``kinds`` in ``namespace`` (a page's globals but ``_`` names), also inside
+    containers and dataclasses up to :data:`DEPTH` levels, each once, in the order met."""
     import dataclasses
 
     out, seen = [], set()
@@ -186,9 +183,8 @@ def held(namespace: dict, kinds: tuple[type, ...]) -> list:
 
 
 def simulation_cost(namespace: dict) -> dict:
-    """What the simulations a page holds cost (every SimResult and SequenceStatistic): ``seconds``,
-    the compute time recorded with each (also when read back from the results cache), ``sequences``
-    and ``results``."""
+    """What the simulations a page holds cost: ``seconds`` (the compute time recorded with each,
+    also when read back from the cache), ``sequences`` and ``results``."""
     import math
 
     from recency_lib.result import SimResult
@@ -204,8 +200,7 @@ def simulation_cost(namespace: dict) -> dict:
 
 
 def verdict_settings(namespace: dict) -> list[dict]:
-    """The verdicts a page holds, each as ``{"claim", "name", "word", "checks", "settings"}``: how
-    many checks decided it and the distinct settings (norm, alpha, gamma, d) they were made at."""
+    """The verdicts a page holds: claim, name, word, its checks' number and distinct settings."""
     from .verdicts import CLAIM_NAMES, Verdict
 
     out = []

@@ -48,16 +48,16 @@ from recency_lib.norms import NORMS
 from recency_lib.validation import brief
 
 from . import grid, params
+from .params import BOOK, ROOT
 from .report import duration
 from .sources import dependency_hash
 
-BOOK = Path(__file__).resolve().parents[1]  # book/
-ROOT = BOOK.parent  # the repository: _config.yml, _toc.yml
 NOTEBOOK_MAX = 2**26  # the largest notebook or parameters file read (an executed chapter: 0.2-3 MB)
 LOCK, STAGING = ".rerun.lock", ".rerun-staging-"
 RUN = "companion_rerun"  # the notebook metadata key of a rerun's record (run_record)
 GLUE_PREFIX = "application/papermill.record/"
 FEW_VERDICTS = 4  # a banner lists this many verdicts at most; more fold into a dropdown
+UNCHANGED = "the previous outputs are unchanged"  # after a failed or interrupted run
 
 
 class Terminated(Exception):
@@ -68,9 +68,8 @@ class Terminated(Exception):
 
 
 def read_values(p=(), r=(), y=(), f=()) -> dict:
-    """The parameters of papermill's flags -p NAME VALUE, -r NAME VALUE, -y YAML, -f FILE, read by
-    papermill's own readers in its order (every -f, then -y, -p, -r); a name given twice by -p or -r
-    is refused (papermill would keep the last)."""
+    """The parameters of papermill's flags -p, -r, -y, -f, read by its own readers in its order
+    (every -f, then -y, -p, -r); a name given twice by -p or -r is refused."""
     values, allowed = {}, 'allowed: a YAML mapping, e.g. "alphas: [0.3, 0.7]"'
     for flag, arg in [*(("-f", a) for a in f), *(("-y", a) for a in y)]:
         text = _read_text(arg, "-f", "a UTF-8 text file") if flag == "-f" else arg
@@ -83,40 +82,39 @@ def read_values(p=(), r=(), y=(), f=()) -> dict:
             raise ValueError(f"{flag} {brief(arg)} is not a mapping of names; {allowed}")
         values.update(data)
     names = [name for name, _ in [*p, *r]]
-    twice = [n for k, n in enumerate(names) if n in names[:k]]
-    if twice:
-        raise ValueError(
-            f"parameter {brief(twice[0])} is given twice; allowed: each parameter once"
-        )
+    for k, name in enumerate(names):
+        if name in names[:k]:
+            raise ValueError(
+                f"parameter {brief(name)} is given twice; allowed: each parameter once"
+            )
     return {**values, **{n: _resolve_type(v) for n, v in p}, **dict(r)}
 
 
 def _read_text(path, name: str, what: str) -> str:
-    """The text of ``path``, a regular UTF-8 file of at most NOTEBOOK_MAX bytes (a named pipe or a
-    device refused without blocking); else a ValueError naming ``name``."""
+    """The text of ``path``, a regular UTF-8 file of at most NOTEBOOK_MAX bytes (a pipe or a device
+    refused without blocking), else a ValueError naming ``name``."""
+    bad = f"{name}={path_text(path)}"
     allowed = f"allowed: {what} (a regular file of at most {NOTEBOOK_MAX // 2**20} MB)"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait for a writer
     except OSError as exc:
-        raise ValueError(
-            f"{name}={path_text(path)} cannot be read ({exc.strerror}); {allowed}"
-        ) from None
+        raise ValueError(f"{bad} cannot be read ({exc.strerror}); {allowed}") from None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{name}={path_text(path)} is not a regular file; {allowed}")
+            raise ValueError(f"{bad} is not a regular file; {allowed}")
         if st.st_size > NOTEBOOK_MAX:
-            raise ValueError(f"{name}={path_text(path)} has {st.st_size} bytes; {allowed}")
+            raise ValueError(f"{bad} has {st.st_size} bytes; {allowed}")
         data = fh.read(NOTEBOOK_MAX)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        why = f"is not UTF-8 text (byte {exc.start})"
-        raise ValueError(f"{name}={path_text(path)} {why}; {allowed}") from None
+        raise ValueError(f"{bad} is not UTF-8 text (byte {exc.start}); {allowed}") from None
 
 
 def read_notebook(path):
     """The executed notebook at ``path`` (nbformat's schema, with outputs), else a ValueError."""
+    bad = f"notebook={path_text(path)}"
     allowed = "allowed: an executed notebook (python -m companion rerun ... runs one)"
     text = _read_text(path, "notebook", "an executed notebook")
     try:
@@ -124,57 +122,39 @@ def read_notebook(path):
         nbformat.validate(nb)
     except Exception as exc:  # not JSON, not a notebook, another layout
         why = " ".join(str(exc).split())[:160] or type(exc).__name__
-        raise ValueError(
-            f"notebook={path_text(path)} is not a notebook ({why}); {allowed}"
-        ) from None
+        raise ValueError(f"{bad} is not a notebook ({why}); {allowed}") from None
     if not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
-        raise ValueError(f"notebook={path_text(path)} has no outputs; {allowed}")
+        raise ValueError(f"{bad} has no outputs; {allowed}")
     return nb
 
 
-def check_environment() -> None:
-    """The simulator's environment variables (kernel, cache, memory), checked as it checks them."""
-    load_kernel()
-    cache_dir()
-    memory_limit()
-
-
 def page_name(notebook) -> str:
-    """A rendered page's file stem: the notebook's, all but letters, digits, ``-`` and ``_`` made
-    ``-`` (it is also a document name and a line of the table of contents)."""
+    """A page's file stem (a docname, a line of the toc): the notebook's, each run of characters
+    other than ``[A-Za-z0-9_-]`` made ``-``."""
     return re.sub(r"[^A-Za-z0-9_-]+", "-", Path(notebook).stem).strip("-_") or "page"
-
-
-def _check_out(name: str, folder) -> Path:
-    """``folder`` resolved: outside the sources, a writable folder or one that can be made."""
-    params.check_outside_sources(name, folder)
-    return grid.check_out_dir(folder, name).resolve()
 
 
 @contextlib.contextmanager
 def _staging(out: Path):
     """A staging folder in ``out`` while this process is its one writer (grid.one_writer)."""
     with grid.one_writer(out, LOCK, STAGING):
-        staging = Path(tempfile.mkdtemp(dir=out, prefix=STAGING))
-        try:
-            yield staging
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        with tempfile.TemporaryDirectory(dir=out, prefix=STAGING, ignore_cleanup_errors=True) as s:
+            yield Path(s)
 
 
 # -- rerun -----------------------------------------------------------------------------------------
 
 
 def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", progress=None) -> Path:
-    """Run chapter ``page`` (book/<name>.ipynb) with ``given`` into ``out_dir`` and render it in the
-    book; returns the executed notebook's path. ValueError before any work for a bad page, folder,
-    name or value; papermill's PapermillExecutionError when a cell fails (its notebook is then
-    ``<page>.failed.ipynb``). ``progress``: the stream of the terminal's lines (False: none)."""
+    """Run chapter ``page`` with ``given`` into ``out_dir``, render it in the book and return the
+    executed notebook's path. A bad page, folder, name or value: ValueError before any work; a
+    failed cell: PapermillExecutionError (its notebook: ``<page>.failed.ipynb``). ``progress``: the
+    stream of the terminal's lines (False: none)."""
     page = Path(page).resolve()
     if page.suffix != ".ipynb" or page.parent != BOOK or not page.is_file():
         allowed = "allowed: a chapter of the book, book/<name>.ipynb"
         raise ValueError(f"page={path_text(page)} is not allowed; {allowed}")
-    out = _check_out("out_dir", out_dir)
+    out = params.check_outside_sources("out_dir", out_dir)
     known = params.defaults(page)
     unknown = ", ".join(brief(k) for k in given if k not in known)
     if unknown:
@@ -189,7 +169,8 @@ def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", pro
     with contextlib.chdir(BOOK):  # the page's working folder
         book_values = params.check(page.stem, known)
         values = params.check(page.stem, {**known, **followed, **given})
-    check_environment()
+    for check in (load_kernel, cache_dir, memory_limit):  # the simulator's environment variables
+        check()
     say = _sayer(page.stem, sys.stderr if progress is None else progress)
     say(expected_time(page.stem, book_values, values))
     with _staging(out) as staging:
@@ -212,12 +193,7 @@ def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", pro
 
 def _sayer(name: str, stream):
     """Lines for the terminal, prefixed with the chapter's name (none when ``stream`` is False)."""
-
-    def say(text: str) -> None:
-        if stream:
-            print(f"{name}: {text}", file=stream, flush=True)
-
-    return say
+    return lambda text: stream and print(f"{name}: {text}", file=stream, flush=True)
 
 
 def _clock(seconds: float) -> str:
@@ -226,9 +202,8 @@ def _clock(seconds: float) -> str:
 
 
 class _Progress:
-    """The terminal's lines while a page runs: one per code cell as it starts ("[3/9] 0:12" and its
-    first line: nbclient's ``on_cell_start``), and within a cell, at most every ``every`` seconds,
-    how far its simulation is, from the kernel's events in ``file`` (recency_lib.progress)."""
+    """The terminal's lines: one per code cell as it starts ("[3/9] 0:12" and its first line); in a
+    cell, every ``every`` s at most, how far its simulation is (recency_lib.progress's ``file``)."""
 
     def __init__(self, say, file: Path, cells: int, every: float = 30.0, clock=time.perf_counter):
         self.say, self.file, self.cells, self.every, self.clock = say, file, cells, every, clock
@@ -268,9 +243,8 @@ SUMMARY = "from companion.provenance import run_summary as _s\nprint(_s(globals(
 
 
 def _execute(page: Path, staged: Path, values: dict, kernel: str, out: Path, say) -> dict | None:
-    """papermill from ``book/`` on a kernel of its own that displays its figures, draws no progress
-    bar and reports its simulations' progress to the terminal; a failed run's notebook goes to
-    ``out/<page>.failed.ipynb``. Returns what the page held at its end (provenance.run_summary)."""
+    """papermill from ``book/`` on a kernel that reports its progress; returns what the page held
+    at its end (provenance.run_summary). A failed run's notebook: ``out/<page>.failed.ipynb``."""
     events = staged.with_name(".progress.jsonl")
     env = {
         k: v for k, v in os.environ.items() if k not in ("COMPANION_IN_BOOK", "COMPANION_BUILD_DIR")
@@ -301,8 +275,7 @@ def _execute(page: Path, staged: Path, values: dict, kernel: str, out: Path, say
 
 
 def _check_failed(nb) -> bool:
-    """Whether the cell papermill marked as failed is the page's parameter check: the first code
-    cell after its parameters (book/AUTHORING.md)."""
+    """Whether the failed cell is the page's check, the code cell after its parameters."""
     code = [c for c in nb.cells if c.cell_type == "code"]
     tagged = {"parameters", "injected-parameters"}
     after = [k + 1 for k, c in enumerate(code) if tagged & set(c.metadata.get("tags", []))]
@@ -313,22 +286,18 @@ def _check_failed(nb) -> bool:
 
 def checkout_state(root: Path = ROOT) -> dict:
     """The checkout's commit and whether it has uncommitted changes (None where git cannot say)."""
+    git = ["git", "-C", str(root), "status", "--porcelain=v2", "--branch"]
     try:
-        git = ["git", "-C", str(root)]
-        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
-        status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True)
-    except OSError:  # no git
+        lines = subprocess.run(git, capture_output=True, text=True, check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):  # no git, or not a git checkout
         return {"commit": None, "dirty": None}
-    if head.returncode != 0:  # not a git checkout
-        return {"commit": None, "dirty": None}
-    dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
-    return {"commit": head.stdout.strip(), "dirty": dirty}
+    commit = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), None)
+    dirty = any(not line.startswith("#") for line in lines)
+    return {"commit": commit if commit != "(initial)" else None, "dirty": dirty}
 
 
 def run_record(page: Path, known, given, followed, summary: dict | None, seconds: float) -> dict:
-    """The ``companion_rerun`` record of a run: the chapter's defaults, the values given and those
-    that followed ``samples``, what ran (the kernel's values at its end), the verdicts' settings,
-    the simulations' cost, the date (UTC), the run's seconds and the checkout's state."""
+    """The ``companion_rerun`` record of a run (what its banner says)."""
     summary = summary or {}
     return {
         "page": page.stem,
@@ -348,8 +317,7 @@ def run_record(page: Path, known, given, followed, summary: dict | None, seconds
 
 
 def book_stamps(build: Path | None = None) -> dict:
-    """docname -> what the book's build recorded of the page (book/_ext/fresh_cache.py's stamps);
-    {} before a build."""
+    """docname -> what the book's build recorded of the page (fresh_cache's stamps), or {}."""
     build = params.build_folder() if build is None else Path(build)
     try:
         return json.loads((build / ".jupyter_cache" / "fresh_cache.json").read_text())["pages"]
@@ -358,9 +326,8 @@ def book_stamps(build: Path | None = None) -> dict:
 
 
 def cost_factor(page: str, known: dict, values: dict) -> float:
-    """How much more a run with ``values`` simulates than one with the defaults ``known``: the ratio
-    of its sequences, times (n / n₀)³ and layers / layers₀ (a layer costs about n³ per sequence on
-    the Gram engine) and the ratio of the lengths of its list parameters. A rough measure."""
+    """How much more a run with ``values`` simulates than one with the defaults ``known``, roughly:
+    sequences × (n / n₀)³ × layers / layers₀ (the Gram engine's cost) × its lists' lengths."""
     sizes = ("samples", *params.derived_sizes(page))
     factor = sum(values[k] for k in sizes) / sum(known[k] for k in sizes)
     for name, power in (("n", 3), ("layers", 1)):
@@ -373,8 +340,8 @@ def cost_factor(page: str, known: dict, values: dict) -> float:
 
 
 def expected_time(page: str, known: dict, values: dict, build: Path | None = None) -> str:
-    """The line before a rerun: the compute time of the simulations of the book's run of ``page``
-    (at its defaults ``known``) scaled by :func:`cost_factor`, plus the rest of its execution."""
+    """The line before a rerun: the book's simulation time of ``page`` × :func:`cost_factor`, plus
+    the rest of its execution."""
     stamp = book_stamps(build).get(page, {})
     measured, wall = stamp.get("simulation_seconds"), stamp.get("seconds")
     if not isinstance(measured, (int, float)) or not isinstance(wall, (int, float)):
@@ -395,11 +362,11 @@ def expected_time(page: str, known: dict, values: dict, build: Path | None = Non
 
 
 def render(notebook, out: str | os.PathLike | None = None) -> Path:
-    """``notebook`` (executed) rendered in the book into ``out`` (default: its folder; never the
-    sources), executing nothing; a chapter's run rendered into another folder is copied there too
-    (a later rerun there keeps it in its place). Returns the page's path."""
+    """``notebook`` (executed) rendered in the book into ``out`` (default: its folder), a chapter's
+    run copied there too (a later rerun keeps its place); returns the page's path."""
     nb = read_notebook(notebook)
-    out = _check_out("out", out if out is not None else Path(notebook).resolve().parent)
+    out = Path(notebook).resolve().parent if out is None else out
+    out = params.check_outside_sources("out", out)
     name = page_name(notebook)
     with _staging(out) as staging:
         pairs = _render_site(out, staging, {name: Path(notebook)}, _sayer(name, sys.stderr))
@@ -429,17 +396,15 @@ def run_chapter(nb) -> str | None:
 
 
 def _render_site(out: Path, staging: Path, runs: dict, say) -> list[tuple[Path, Path]]:
-    """Build the book with ``runs`` (name -> executed notebook: a chapter's name takes its place,
-    another is a page after the book's) and the other runs of chapters in ``out`` (one folder is one
-    book); move the site's folders into ``out`` and return the pairs (staged, target) of its pages.
-    """
+    """The book built with ``runs`` (name -> executed notebook) and the other runs in ``out``, its
+    folders moved into ``out``; returns the pairs (staged, target) of its pages."""
     for path in sorted(out.glob("*.ipynb")):
         if path.stem not in runs and not path.name.endswith(".failed.ipynb"):
             with contextlib.suppress(ValueError):  # not a notebook: not a run
                 if run_chapter(read_notebook(path)) == path.stem:
                     runs = {path.stem: path, **runs}
     pages, build = toc_pages(), params.build_folder()
-    current, missing = book_records(build, [p for p in pages if p not in runs])
+    missing = book_records(build, [p for p in pages if p not in runs])
     if missing:
         why = "; ".join(sorted(set(missing.values())))
         say(
@@ -447,7 +412,7 @@ def _render_site(out: Path, staging: Path, runs: dict, say) -> list[tuple[Path, 
             f"({', '.join(sorted(missing))}): {why}; build the book (jupyter-book build book) and "
             f"render again"
         )
-    html_dir = _build_site(staging / "project", pages, runs, build, current, missing)
+    html_dir = _build_site(staging / "project", pages, runs, build, missing)
     pairs = []
     for path in sorted(p for p in html_dir.rglob("*") if p.is_file() and p.name != ".buildinfo"):
         target = out / path.relative_to(html_dir)
@@ -461,14 +426,13 @@ def _render_site(out: Path, staging: Path, runs: dict, say) -> list[tuple[Path, 
     return pairs
 
 
-def book_records(build: Path, pages) -> tuple[set, dict]:
-    """The notebooks of ``pages`` whose record in the book's execution cache is current (of their
-    cells, from the checkout's sources: fresh_cache's ``code`` stamp), and docname -> why not."""
+def book_records(build: Path, pages) -> dict:
+    """docname -> why the book's execution cache holds no current record (of its cells, and from
+    the checkout's sources: fresh_cache's ``code`` stamp) of each such notebook of ``pages``."""
     notebooks = [p for p in pages if (BOOK / f"{p}.ipynb").is_file()]
     if not (build / ".jupyter_cache" / "global.db").is_file():
-        return set(), {p: f"no build of the book in {path_text(build)}" for p in notebooks}
-    cache, stamps = get_cache(str(build / ".jupyter_cache")), book_stamps(build)
-    current, missing = set(), {}
+        return {p: f"no build of the book in {path_text(build)}" for p in notebooks}
+    cache, stamps, missing = get_cache(str(build / ".jupyter_cache")), book_stamps(build), {}
     for page in notebooks:
         path = BOOK / f"{page}.ipynb"
         if stamps.get(page, {}).get("code") != dependency_hash(path, ROOT, environ={}):
@@ -476,71 +440,48 @@ def book_records(build: Path, pages) -> tuple[set, dict]:
             continue
         try:
             cache.match_cache_notebook(nbformat.read(str(path), as_version=4))
-            current.add(page)
         except KeyError:
             missing[page] = "the book's execution cache has no current record of them"
-    return current, missing
+    return missing
 
 
 def _copy_cache(src: Path, dst: Path) -> None:
-    """The book's execution cache ``src`` copied to ``dst``: its database by sqlite's backup (whole
-    while a build writes), its records and Appendix B's runs."""
+    """The book's execution cache copied, its database by sqlite's backup (whole while written)."""
     if not (src / "global.db").is_file():
         return
-    dst.mkdir(parents=True)
+    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("global.db*"))
     with (
         contextlib.closing(sqlite3.connect(f"file:{src / 'global.db'}?mode=ro", uri=True)) as db,
         contextlib.closing(sqlite3.connect(dst / "global.db")) as copy,
     ):
         db.backup(copy)
-    for name in ("__version__.txt", "executed", "appendix_b"):
-        if (src / name).is_dir():
-            shutil.copytree(src / name, dst / name, symlinks=True)
-        elif (src / name).is_file():
-            shutil.copy2(src / name, dst / name)
 
 
-def _build_site(project: Path, book_pages: list[str], runs: dict, build, current, missing) -> Path:
-    """The book's project copied into ``project`` with ``runs`` in place, built executing nothing:
-    the pages in ``current`` from a copy of its execution cache, every other notebook excluded from
-    execution (a page without a current build gets a note). Returns its HTML folder."""
-    book = project / "book"
-    book.mkdir(parents=True)
-    notebooks = [p for p in book_pages if (BOOK / f"{p}.ipynb").is_file()]
-    stale = [p for p in notebooks if p not in current and p not in runs]
+def _build_site(project: Path, book_pages: list[str], runs: dict, build, missing) -> Path:
+    """The book's project copied into ``project`` with ``runs`` in place and built executing nothing
+    (its pages from a copy of its cache, the ``missing`` with a note); its HTML folder."""
+    book = project / "book"  # book/ but its package (its _toc.yml: a link to the project's)
+    ignore = shutil.ignore_patterns("companion", "__pycache__", "_build")
+    shutil.copytree(BOOK, book, symlinks=True, ignore=ignore)
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    execute = config.setdefault("execute", {})
-    execute["execute_notebooks"] = "cache"  # the book's records, read, never executed
-    execute["exclude_patterns"] = sorted(f"{name}.ipynb" for name in [*runs, *stale])
-    sphinx = config.setdefault("sphinx", {})
-    extensions = sphinx.get("local_extensions") or {}  # fresh_cache would execute and restamp pages
-    sphinx["local_extensions"] = {k: v for k, v in extensions.items() if k != "fresh_cache"}
+    excluded = sorted(f"{name}.ipynb" for name in [*runs, *missing])
+    config["execute"].update(execute_notebooks="cache", exclude_patterns=excluded)  # read only
+    del config["sphinx"]["local_extensions"]["fresh_cache"]  # it would execute and restamp pages
     # from disk (file://) a browser refuses the search's fetch of a hit's page: titles only
-    sphinx.setdefault("config", {})["html_show_search_summary"] = False
-    config.setdefault("html", {})["announcement"] = _announcement(runs, book_pages)
+    config["sphinx"]["config"]["html_show_search_summary"] = False
+    config["html"]["announcement"] = _announcement(runs, book_pages)
     (project / "_config.yml").write_text(
         yaml.safe_dump(config, allow_unicode=True, sort_keys=False)
     )
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    toc.setdefault("chapters", []).extend({"file": name} for name in runs if name not in book_pages)
+    toc["chapters"].extend({"file": name} for name in runs if name not in book_pages)
     (project / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
-    (book / "_toc.yml").symlink_to("../_toc.yml")
-    for sub in ("_ext", "_static"):
-        shutil.copytree(BOOK / sub, book / sub, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(BOOK / "references.bib", book / "references.bib")
-    for path in BOOK.glob("*.ipynb"):  # notebooks outside the toc: download targets only
-        if path.stem not in book_pages:
-            shutil.copy(path, book / path.name)
     _copy_cache(build / ".jupyter_cache", project / "_build" / ".jupyter_cache")
-    for page in book_pages:
-        if page in stale:
-            nb = nbformat.read(str(BOOK / f"{page}.ipynb"), as_version=4)
-            _write_notebook(book / f"{page}.ipynb", _without_build(nb, missing.get(page, "")))
-        elif page not in runs:
-            source = BOOK / f"{page}.ipynb" if page in notebooks else BOOK / f"{page}.md"
-            shutil.copy(source, book / source.name)
+    for page, why in missing.items():
+        nb = nbformat.read(str(BOOK / f"{page}.ipynb"), as_version=4)
+        nbformat.write(_without_build(nb, why), book / f"{page}.ipynb")
     for name, path in runs.items():
-        _write_notebook(book / f"{name}.ipynb", _localize_downloads(as_page(path), book))
+        nbformat.write(_localize_downloads(as_page(path), book), book / f"{name}.ipynb")
     main = "import sys; from jupyter_book.cli.main import main; sys.exit(main())"
     env = {**os.environ, "NO_COLOR": "1"}
     command = [sys.executable, "-c", main, "build", "book"]
@@ -561,8 +502,8 @@ _DOWNLOAD = re.compile(
 
 
 def _localize_downloads(nb: dict, book: Path) -> dict:
-    """Files a run's page links to with ``{download}`` outside the book's folder (Appendix B's runs
-    in OUT) copied into the temporary ``book``, the links pointed at the copies."""
+    """Files outside the book that a run's page links to with ``{download}`` (Appendix B's runs)
+    copied into the temporary ``book``, the links pointed at the copies."""
 
     def local(match) -> str:
         path = (BOOK / (match["target"] or match["bare"]).strip()).resolve()
@@ -584,10 +525,6 @@ def _localize_downloads(nb: dict, book: Path) -> dict:
     return nb
 
 
-def _write_notebook(path: Path, nb) -> None:
-    path.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
-
-
 def _announcement(runs: dict, book_pages: list[str]) -> str:
     """The line at the top of every page of the site: which pages are runs (links to them)."""
 
@@ -604,24 +541,28 @@ def _announcement(runs: dict, book_pages: list[str]) -> str:
     )
 
 
+def _heading(nb):
+    """The first markdown cell with a heading ``# ...`` and its match, else (None, None)."""
+    for cell in nb.cells:
+        found = re.search(r"(?m)^#[ \t]+(.+?)[ \t]*$", cell.source)
+        if cell.cell_type == "markdown" and found:
+            return cell, found
+    return None, None
+
+
 def _title(nb) -> str | None:
     """The text of the notebook's first heading ("4. Residual connection"), or None."""
-    for cell in nb.cells:
-        found = re.search(r"(?m)^#\s+(.+?)\s*$", cell.source)
-        if cell.cell_type == "markdown" and found:
-            return found.group(1)
-    return None
+    found = _heading(nb)[1]
+    return found and found.group(1)
 
 
 def _after_title(nb: dict, text: str, suffix: str = "") -> dict:
-    """``text`` (markdown) inserted after the notebook's first heading (``suffix`` appended to the
-    heading); before everything when there is none."""
-    for cell in nb.cells:
-        found = re.search(r"(?m)^#\s+.+?$", cell.source)
-        if cell.cell_type == "markdown" and found:
-            cell.source = cell.source[: found.end()] + suffix + text + cell.source[found.end() :]
-            return nb
-    nb.cells.insert(0, nbformat.v4.new_markdown_cell(text.strip()))
+    """``text`` inserted after the first heading (``suffix`` appended to it), else first."""
+    cell, found = _heading(nb)
+    if cell is None:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(text.strip()))
+    else:
+        cell.source = cell.source[: found.end()] + suffix + text + cell.source[found.end() :]
     return nb
 
 
@@ -630,7 +571,7 @@ def _without_build(nb: dict, why: str) -> dict:
     return _after_title(
         nb,
         f"\n\n:::{{note}} Numbers missing here\nThis page is the book's source without the "
-        f"book's build ({why or 'none is current'}), so its numbers, tables and figures are not "
+        f"book's build ({why}), so its numbers, tables and figures are not "
         f"shown. Build the book (`jupyter-book build book`) and render again.\n:::\n",
     )
 
@@ -639,9 +580,8 @@ def _without_build(nb: dict, why: str) -> dict:
 
 
 def as_page(path) -> dict:
-    """The run at ``path`` as its page shows it: glued values placed once, as in the book; for a
-    run, its parameters cell holding the values that ran (papermill's injected cell folded into it)
-    and its title marked "— rerun" over the :func:`banner`."""
+    """The notebook at ``path`` as its page: glued values placed once, as in the book; a run's
+    parameters cell holding the values that ran, its title marked "— rerun" over the banner."""
     nb = nbformat.read(str(path), as_version=4)
     for output in (o for cell in nb["cells"] for o in cell.get("outputs", [])):
         book = output.get("metadata", {}).get("scrapbook")  # glued, and displayed by a rerun
@@ -657,8 +597,8 @@ def as_page(path) -> dict:
 
 
 def run_info(nb: dict) -> dict | None:
-    """What a notebook says of its run: its ``companion_rerun`` record, else papermill's (the values
-    given and the date; the defaults are the chapter's now), else None (not a run)."""
+    """What a notebook says of its run: its ``companion_rerun`` record, else papermill's (the
+    defaults: the chapter's now), else None."""
     meta = nb.get("metadata", {})
     record, ran = meta.get(RUN), _dict(meta.get("papermill"))
     if isinstance(record, dict):
@@ -698,16 +638,15 @@ def _in_banner(value) -> str:
 
 
 def changed(info: dict) -> list[tuple[str, object, object]]:
-    """(name, the value that ran, the book's) of every parameter that ran with another value than
-    the book's default, in the order of the parameters cell (then any other given)."""
+    """(name, the value that ran, the book's) of each parameter that ran with another value."""
     known, ran = info["defaults"], info["ran"]
     names = list(known) + [n for n in ran if n not in known]
     return [(n, ran[n], known.get(n)) for n in names if n in ran and ran[n] != known.get(n, ...)]
 
 
 def _fold_parameters(nb: dict, info: dict, specs: dict) -> None:
-    """The parameters cell written again from papermill's reading of it (``specs``) with the values
-    that ran (a changed line says the book's value), and papermill's injected cell taken out."""
+    """The parameters cell written again from papermill's ``specs`` with the values that ran (a
+    changed one says the book's), papermill's injected cell taken out."""
     cells = nb["cells"]
     tagged = [c for c in cells if "parameters" in c["metadata"].get("tags", [])]
     if not tagged or not specs:
@@ -759,9 +698,8 @@ def _source_words(info: dict) -> str:
 
 
 def banner(info: dict, title: str | None) -> str:
-    """The admonition at the top of a run's page (MyST): which chapter ran, when, from which commit,
-    every parameter that ran with another value than the book's (and the book's), the sample sizes
-    that followed ``samples``, and the settings that decided each verdict of the page."""
+    """The admonition at the top of a run's page: what ran, when, from which commit, with which
+    parameters, and the settings that decided each verdict."""
     name, chapter = title or info.get("page") or "this notebook", info.get("chapter")
     what = f"A rerun of {name}" if chapter else f"A run of {name}"
     lines = [f"::::{{admonition}} {what}, not the book's page", ":class: warning rerun-banner", ""]
@@ -774,12 +712,8 @@ def banner(info: dict, title: str | None) -> str:
     theirs = ("the book", "the book's value") if chapter else ("its default", "its default value")
     rows, followed = changed(info), info["followed"]
     if rows:
-        lines += [
-            f"Its parameters differ from {'the book' if chapter else 'the notebook'}'s in:",
-            "",
-            f"| parameter | this run | {theirs[0]} |",
-            "|:---|---:|---:|",
-        ]
+        head = f"Its parameters differ from {'the book' if chapter else 'the notebook'}'s in:"
+        lines += [head, "", f"| parameter | this run | {theirs[0]} |", "|:---|---:|---:|"]
         for n, ran, default in rows:
             mark = "\u00a0†" if n in followed else ""
             book = _in_banner(default) if n in info["defaults"] else "—"
@@ -834,15 +768,11 @@ def _cause(log: str) -> str:
 # -- the command line ------------------------------------------------------------------------------
 
 
-class _Usage(Exception):
-    pass
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse's parser whose usage errors are one ``error:`` line and exit 2, as any bad input."""
 
     def error(self, message):
-        raise _Usage(f"{message} ({self.prog} --help)")
+        raise ValueError(f"{message} ({self.prog} --help)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -852,17 +782,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("page", help="a chapter, book/<name>.ipynb")
     r.add_argument("out_dir", help="where the run and its page go (not in the sources)")
     pair = dict(nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
-    r.add_argument(
-        "-p", "--parameters", dest="p", **pair, help="a parameter, read as papermill does"
-    )
-    r.add_argument(
-        "-r", "--parameters_raw", dest="r", **pair, help="a parameter, its value a string"
-    )
+    r.add_argument("-p", "--parameters", **pair, help="a parameter, read as papermill does")
+    r.add_argument("-r", "--parameters_raw", **pair, help="a parameter, its value a string")
     text = dict(action="append", default=[])
-    r.add_argument(
-        "-y", "--parameters_yaml", dest="y", **text, metavar="YAML", help="a YAML mapping"
-    )
-    r.add_argument("-f", "--parameters_file", dest="f", **text, metavar="FILE", help="a YAML file")
+    r.add_argument("-y", "--parameters_yaml", **text, metavar="YAML", help="a YAML mapping")
+    r.add_argument("-f", "--parameters_file", **text, metavar="FILE", help="a YAML file")
     r.add_argument("--no-render", action="store_true", help="only the executed notebook")
     h = sub.add_parser("render", help="an executed notebook as a page in the book's look")
     h.add_argument("notebook")
@@ -872,48 +796,40 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """The command line; returns the exit status."""
-    args = None
 
     def terminate(signum, frame):
         raise Terminated()
 
     old = signal.signal(signal.SIGTERM, terminate)
     try:
-        try:
-            args = _parser().parse_args(argv)
-        except SystemExit as exc:  # --help
-            return exc.code if isinstance(exc.code, int) else 0
+        args = _parser().parse_args(argv)  # --help: SystemExit(0)
         if args.command == "rerun":
-            given = read_values(args.p, args.r, args.y, args.f)
+            flags = args.parameters, args.parameters_raw, args.parameters_yaml, args.parameters_file
+            given = read_values(*flags)
             path = rerun(args.page, args.out_dir, given, render_html=not args.no_render)
             print(path if args.no_render else path.with_suffix(".html"))
         else:
             print(render(args.notebook, args.out))
-    except (_Usage, ValueError) as exc:
+    except ValueError as exc:
         return _fail(str(exc), 2)
     except KeyboardInterrupt:
-        return _fail("interrupted (SIGINT); the previous outputs are unchanged", 130)
+        return _fail(f"interrupted (SIGINT); {UNCHANGED}", 130)
     except Terminated:
-        return _fail("terminated (SIGTERM); the previous outputs are unchanged", 143)
+        return _fail(f"terminated (SIGTERM); {UNCHANGED}", 143)
     except OSError as exc:  # a full disk, a folder that went away: the cause and the file
         where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
-        return _fail(f"{exc.strerror or exc}: {where} (the previous outputs are unchanged)", 1)
-    except Exception as exc:  # a cell of the chapter failed: its own message
-        return _fail(_failure(exc, args), 1)
+        return _fail(f"{exc.strerror or exc}: {where} ({UNCHANGED})", 1)
+    except PapermillExecutionError as exc:  # a cell of the chapter failed
+        page = Path(args.page)
+        failed = Path(args.out_dir) / f"{page.stem}.failed.ipynb"
+        why = f"{exc.ename}: {exc.evalue} (its notebook: {failed}; {UNCHANGED})"
+        return _fail(f"{page.name} failed in cell [{exc.exec_count}]: {why}", 1)
+    except Exception as exc:  # a failed render (RuntimeError) or else: its message
+        text = " ".join(str(exc).split())[:500]
+        return _fail(text if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {text}", 1)
     finally:
         signal.signal(signal.SIGTERM, old)
     return 0
-
-
-def _failure(exc, args) -> str:
-    if isinstance(exc, PapermillExecutionError):
-        failed = Path(args.out_dir) / f"{Path(args.page).stem}.failed.ipynb"
-        return (
-            f"{Path(args.page).name} failed in cell [{exc.exec_count}]: {exc.ename}: {exc.evalue} "
-            f"(its notebook: {failed}; the previous outputs are unchanged)"
-        )
-    text = " ".join(str(exc).split())[:500]
-    return text if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {text}"
 
 
 def _fail(message: str, code: int) -> int:

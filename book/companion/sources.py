@@ -1,8 +1,6 @@
 """What a page's output depends on besides its cells (:func:`dependency_hash`): every file of both
-packages (each chapter reaches nearly all of them; one rule for all is never stale), the notebooks
-its code names, the environment it shows and the simulator's kernel path. book/_ext/fresh_cache.py
-executes a page again when it changes; a rerun serves the book's record of a page only while it
-matches."""
+packages (one rule for all is never stale), the notebooks its code names, the environment it shows
+and the simulator's kernel path. book/_ext/fresh_cache.py executes a page again when it changes."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from recency_lib import cache
+from recency_lib import cache, kernels
 
 PACKAGES = ("recency_lib", "companion")
 
@@ -50,8 +48,7 @@ FOLDERS = ("RECENCY_LIB_CACHE", "COMPANION_BUILD_DIR")
 
 
 def _environment_value(name: str, base: Path | None, environ) -> str:
-    """The value of ``name`` in ``environ``, a folder inside ``base`` (the book's root) relative to
-    it."""
+    """The value of ``name`` in ``environ``; a folder inside ``base`` relative to it."""
     value = environ.get(name, "")
     if name in FOLDERS and value and base is not None:
         path = Path(value).resolve()
@@ -61,12 +58,9 @@ def _environment_value(name: str, base: Path | None, environ) -> str:
 
 
 def kernel_path() -> str:
-    """The simulator's kernel the pages will run, "c" or "numpy" (rebuilding the kernel changes no
-    source file, but what the pages compute and show)."""
+    """The simulator's kernel the pages will run, "c" or "numpy" (a rebuilt kernel, no source)."""
     try:
-        from recency_lib.kernels import kernel_name
-
-        return kernel_name()
+        return kernels.kernel_name()
     except ValueError:  # a bad RECENCY_LIB_KERNEL: every page that simulates says so
         return "refused"
 
@@ -76,10 +70,8 @@ ROOT_FILES = ("README.md",)
 
 
 def dependency_hash(path: Path, base: Path | None = None, environ=None) -> str:
-    """sha256 over what notebook ``path`` depends on besides its cells: :func:`sources_hash`, the
-    :data:`ROOT_FILES`, the notebooks its code names (and theirs), :data:`PAGE_ENVIRONMENT` in
-    ``environ`` and the :func:`kernel_path`. ``base``: the book's root (default: the folder's
-    parent)."""
+    """sha256 over what notebook ``path`` depends on besides its cells (the module's docstring, and
+    :data:`ROOT_FILES`). ``base``: the book's root (default: the notebook's folder's parent)."""
     path = Path(path)
     base = (Path(base) if base is not None else path.parent.parent).resolve()
     environ = os.environ if environ is None else environ

@@ -20,6 +20,7 @@ from bookutils import computed_once, light_template
 from papermill.exceptions import PapermillExecutionError
 
 from companion import grid
+from companion.params import template_defaults
 from companion.sources import sources_hash as source_hash
 from recency_lib import SimResult
 
@@ -120,7 +121,7 @@ def test_template_parameters_are_typed_and_documented():
     for name, spec in info.items():
         assert spec["inferred_type_name"] in ("float", "int", "str"), (name, spec)
         assert spec["help"], f"parameter {name} has no comment"
-    assert grid.template_defaults(TEMPLATE) == TEMPLATE_DEFAULTS
+    assert template_defaults(TEMPLATE) == TEMPLATE_DEFAULTS
 
 
 @pytest.mark.parametrize("path", [TEMPLATE, APPENDIX], ids=lambda p: p.name)

@@ -4,6 +4,7 @@ tests/lib/test_hostile_faults.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from bookutils import light_template
-from procutils import alive, children
+from procutils import alive
 
 
 def temporaries(folder: Path) -> list[str]:
@@ -21,6 +22,17 @@ def temporaries(folder: Path) -> list[str]:
     return sorted(
         p.name for p in folder.iterdir() if p.name.startswith(".") and p.name != ".grid.lock"
     )
+
+
+def kernels_of(pid: int) -> list[int]:
+    """The kernels ``pid`` started from any of its threads (a grid worker's thread starts one)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):  # a thread or a child that just ended
+            for child in (task / "children").read_text().split():
+                if b"ipykernel" in Path(f"/proc/{child}/cmdline").read_bytes():
+                    found.append(int(child))
+    return found
 
 
 # -- the papermill grid ----------------------------------------------------------------------------
@@ -91,11 +103,9 @@ def test_grid_driver_killed_mid_run_leaves_no_kernel_and_no_staging(tmp_path, pr
     kernels = []
     while time.monotonic() < deadline and not kernels:  # the kernel is running the simulation
         time.sleep(0.5)
-        kernels = [
-            k
-            for k in children(driver.pid)
-            if b"ipykernel" in Path(f"/proc/{k}/cmdline").read_bytes()
-        ]
+        kernels = [k for k in kernels_of(driver.pid) if alive(k)]
+    if not kernels:
+        driver.kill()
     assert kernels and any(p.name.startswith(".staging-") for p in out.iterdir())
     time.sleep(2.0)
     driver.send_signal(sig)

@@ -614,17 +614,15 @@ def test_a_render_that_fails_leaves_the_previous_page(good_run, monkeypatch, cap
     from companion import rerun
 
     out, files = good_run
-    copy = rerun.shutil.copy
+    copytree = rerun.shutil.copytree
 
-    def full(src, dst, *args, **kwargs):
-        copy(src, dst, *args, **kwargs)
-        if not Path(dst).is_relative_to(out):  # the temporary book: room enough
+    def full(src, dst, *args, **kwargs):  # the disk fills as the book's folder is staged
+        copytree(src, dst, *args, **kwargs)
+        if Path(src) != BOOK:  # one of its folders (copytree copies them by itself)
             return dst
-        with open(dst, "r+b") as fh:
-            fh.truncate(0)
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(src), None, str(dst))
 
-    monkeypatch.setattr(rerun.shutil, "copy", full)
+    monkeypatch.setattr(rerun.shutil, "copytree", full)
     code = rerun.main(["render", str(out / "setting_template.ipynb")])
     err = capsys.readouterr().err
     error_after_progress(1, err, "setting_template", "No space left on device: ", code)
