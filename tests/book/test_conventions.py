@@ -10,12 +10,10 @@ from recency_lib.metrics import familywise_z
 
 
 def test_one_familywise_level_and_its_z():
-    assert conventions.z_for(1) == pytest.approx(norm.isf(0.025))  # 1.96
-    assert (
-        conventions.z_for(45)
-        == pytest.approx(familywise_z(45, 0.05))
-        == pytest.approx(3.2608, abs=1e-4)
-    )
+    level = conventions.FAMILYWISE_LEVEL  # the simulator's one level
+    assert conventions.z_for(1) == pytest.approx(norm.isf(level / 2))
+    assert conventions.z_for(45) == pytest.approx(familywise_z(45, level))
+    assert familywise_z(45, 0.05) == pytest.approx(3.2608, abs=1e-4)
     assert conventions.adjacent_pairs(10) == 45 and conventions.adjacent_pairs(1) == 0
     assert conventions.definition1_z(10) == conventions.z_for(45)
     assert conventions.z_for(1000) > conventions.z_for(10) > conventions.z_for(1)
