@@ -247,14 +247,14 @@ def _largest(cfg: SimConfig, name: str, fits) -> int | None:
 
 
 def gram_features(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.ndarray:
-    """The numpy twin of the C kernel's gram block (``_kernel.c``), step by step: the per-sample
-    features (B, layers, F) of one block from its draws (:func:`recency_lib.sampling.gram_draws`).
+    """The numpy twin of the C kernel's gram block (``_kernel.c``), step by step: the
+    per-sample features (B, layers, F) of one block from its draws (sampling.gram_draws).
     """
     x = gram_assemble(cfg, chi2, normals)  # (B, n, m) R = L T: the kernel's coordinates()
     feats = np.empty((chi2.shape[-1], cfg.layers, n_features(cfg.n)))  # (B, layers, F)
     for l in range(cfg.layers):  # the kernel's layer(): Eqs. (1)-(3), (20) on R
         x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=True)
-        feats[:, l] = layer_features(s, a, sq)  # the kernel's steps(): steps, trends, count
+        feats[:, l] = layer_features(s, a, sq)  # the kernel's steps()
     return feats
 
 
