@@ -185,6 +185,51 @@ class _Manager(AsyncKernelManager):
             self.clients.pop().stop_channels()
 
 
+#: Starts of a kernel before :func:`start_kernel` gives up: jupyter_client picks free ports and the
+#: kernel binds them a moment later, so on a busy machine another process can take one in between
+#: (the kernel then dies: "Address already in use").
+START_ATTEMPTS = 3
+
+
+def start_kernel(kernel: str, cwd, env: dict | None = None, attempts: int = START_ATTEMPTS):
+    """A :class:`_Manager` of ``kernel``, started in ``cwd`` with ``env`` (default: this process's)
+    and ready (it replied to kernel_info). A failed start (the kernel died, or the start raised) is
+    stopped, its connection file removed, and tried again on new ports, ``attempts`` times in all;
+    then RuntimeError naming the kernel and the last cause. For any kernel start of the book:
+    papermill and nbclient run on it when given it as ``km=`` (and leave it running: close it with
+    ``shutdown_kernel``), as :func:`run_notebook` does."""
+    last = None
+    for _ in range(attempts):
+        km = _Manager(kernel_name=kernel)
+        try:
+            run_sync(km.start_kernel)(
+                cwd=str(cwd),
+                env=env or os.environ,
+                extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            )
+            kc = km.client()
+            kc.start_channels()
+            run_sync(kc.wait_for_ready)(timeout=60)
+            km.stop_clients()
+            return km
+        except Exception as exc:  # the kernel died (its ports taken), or did not start
+            last = f"{type(exc).__name__}: {exc}"
+            _discard(km)
+        except BaseException:  # interrupted: no kernel left behind
+            _discard(km)
+            raise
+    raise RuntimeError(f"the kernel {kernel!r} did not start in {attempts} attempts; last: {last}")
+
+
+def _discard(km: _Manager) -> None:
+    """Stop ``km``'s clients and kernel (alive or not) and remove its connection file."""
+    km.stop_clients()
+    with contextlib.suppress(Exception):  # already gone, or never started
+        run_sync(km.shutdown_kernel)(now=True)
+    with contextlib.suppress(OSError):
+        km.cleanup_connection_file()
+
+
 class SharedKernel:
     """A kernel for notebooks run one after another (a grid worker's, a rerun's, a build slot's),
     started on first use with ``env`` (default: this process's). Before each run its namespace is
@@ -200,12 +245,7 @@ class SharedKernel:
         if self.km is not None and not run_sync(self.km.is_alive)():
             self.close()
         if self.km is None:
-            self.km = _Manager(kernel_name=self.kernel)
-            run_sync(self.km.start_kernel)(
-                cwd=str(cwd),
-                env=self.env or os.environ,
-                extra_arguments=["--IPKernelApp.log_level=ERROR"],
-            )
+            self.km = start_kernel(self.kernel, cwd, self.env)
         reply = self._execute(
             f"import os as _os, gc as _gc\n_os.chdir({str(cwd)!r})\n"
             f"_gc.set_threshold(*{COLLECTOR_THRESHOLDS!r})\n"
@@ -246,9 +286,8 @@ class SharedKernel:
 
     def close(self) -> None:
         km, self.km = self.km, None
-        with contextlib.suppress(Exception):  # already gone
-            if km is not None and run_sync(km.is_alive)():
-                run_sync(km.shutdown_kernel)(now=True)
+        if km is not None:
+            _discard(km)
 
 
 # -- outputs: one writer per folder, all files or none ---------------------------------------------

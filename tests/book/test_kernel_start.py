@@ -1,0 +1,70 @@
+"""A kernel start that fails (companion.grid.start_kernel, under every SharedKernel): jupyter_client
+picks free ports and the kernel binds them a moment later; another process that takes one in between
+kills the kernel ("Address already in use"). The start is tried again on new ports."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import psutil
+import pytest
+
+from companion import grid
+
+pytestmark = pytest.mark.book  # starts kernels
+
+
+def take_shell_ports(monkeypatch, times: int) -> list[tuple[socket.socket, Path]]:
+    """The first ``times`` kernels find their shell port taken (a socket listens on it from the
+    moment their connection file is written); returns each taker and that connection file."""
+    taken = []
+    write = grid._Manager.write_connection_file
+
+    def write_and_take(self, **kwargs):
+        write(self, **kwargs)
+        if len(taken) < times:
+            sock = socket.socket()
+            sock.bind((self.ip, self.shell_port))
+            sock.listen()
+            taken.append((sock, Path(self.connection_file)))
+
+    monkeypatch.setattr(grid._Manager, "write_connection_file", write_and_take)
+    return taken
+
+
+def kernels_left() -> list[int]:
+    return [
+        p.pid
+        for p in psutil.Process().children(recursive=True)
+        if "ipykernel" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE
+    ]
+
+
+def test_a_kernel_that_loses_its_port_starts_again_on_new_ports(tmp_path, monkeypatch):
+    taken = take_shell_ports(monkeypatch, 1)
+    kernel = grid.SharedKernel("python3")
+    try:
+        kernel.ready(tmp_path)
+        assert kernel.ask("print(1 + 1)") == "2\n"
+        (sock, connection_file), *_ = taken
+        assert kernel.km.shell_port != sock.getsockname()[1]
+        assert not connection_file.exists(), "the failed start's connection file was left"
+    finally:
+        kernel.close()
+        for sock, _ in taken:
+            sock.close()
+    assert kernels_left() == []
+
+
+def test_a_kernel_that_never_starts_is_named_with_the_last_cause(tmp_path, monkeypatch):
+    tries = []
+
+    async def refuse(self, **kwargs):
+        tries.append(self)
+        raise OSError(f"no start {len(tries)}")
+
+    monkeypatch.setattr(grid._Manager, "start_kernel", refuse)
+    with pytest.raises(RuntimeError, match=r"kernel 'python3' did not start.*OSError: no start 3"):
+        grid.SharedKernel("python3").ready(tmp_path)
+    assert len(tries) == grid.START_ATTEMPTS == 3
