@@ -102,15 +102,34 @@ def cache_key(cfg: SimConfig) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
+def _lock(path: Path):
+    """An exclusive lock on the file ``path``, made if missing. Its holder removes it when done, so
+    a lock taken on a file that was meanwhile removed or replaced is taken again on the new one."""
+    while True:
+        fh = open(path, "a")
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino:
+                return fh
+        fh.close()
+
+
 @contextlib.contextmanager
 def _locked(paths):
     """Exclusive locks (``<entry>.lock``) on the entries about to be computed, taken in sorted order
-    so two processes never wait on each other in a cycle; a killed holder releases its lock."""
-    with contextlib.ExitStack() as stack:
+    so two processes never wait on each other in a cycle; a killed holder releases its lock, and
+    the lock files go with their holders (none is left in the cache)."""
+    held = []
+    try:
         for p in sorted(set(paths)):
-            fh = stack.enter_context(open(p.with_name(p.name + ".lock"), "a"))
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            lock = p.with_name(p.name + ".lock")
+            held.append((lock, _lock(lock)))
         yield
+    finally:
+        for lock, fh in reversed(held):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock)  # while held: a waiter then takes the lock again on a new file
+            fh.close()
 
 
 def _load(path: Path, cfg: SimConfig) -> SimResult | None:

@@ -164,9 +164,10 @@ def _runs_folder(name: str, value) -> str:
         raise ValueError(
             f'{name}={brief(value)} is not a path; allowed: a folder, or "" for the build\'s'
         )
-    folder = value or str(build_folder() / ".jupyter_cache" / "appendix_b")
-    check_outside_sources(name, folder)
-    return folder
+    if not value:  # the build's own runs
+        return str(build_folder() / ".jupyter_cache" / "appendix_b")
+    check_outside_sources(name, value)
+    return value
 
 
 def _passes(check):
@@ -241,6 +242,7 @@ def result_file(result_path: str = "") -> Path:
         allowed = 'a string ("" = setting_result.json)'
         raise ValueError(f"result_path={brief(result_path)} is not a path; allowed: {allowed}")
     path = Path(os.fspath(result_path) or "setting_result.json")
+    check_outside_sources("result_path", path.resolve().parent)
     return check_output_path(path, "result_path", ours=is_result_file, what=RESULT_FILE)
 
 
@@ -297,10 +299,12 @@ def _empirical(v: dict) -> None:
 def _appendix_b(v: dict) -> None:
     """At most :data:`GRID_MAX` settings; an alpha below 1 in the residual grid (Figure 5's closed
     forms are drawn at its alphas; at alpha = 1 every token is the same)."""
-    if not any(a < 1 for a in v["alphas_residual"]):
+    alphas = v["alphas_residual"]
+    if len(alphas) < 2 or not any(a < 1 for a in alphas):
         raise ValueError(
-            f"alphas_residual={brief(v['alphas_residual'])} is not allowed; allowed: a list with "
-            f"an alpha below 1 (Figure 5's closed forms are drawn at the grid's alphas)"
+            f"alphas_residual={brief(alphas)} is not allowed; allowed: two or more alphas, one "
+            f"below 1 (Figure 5 compares h(j)'s rise with the smallest alpha's, and its closed "
+            f"forms are drawn at the grid's alphas)"
         )
     count = len(v["alphas_no_residual"]) + len(v["gammas_residual"]) * len(v["alphas_residual"])
     if count > GRID_MAX:
@@ -407,10 +411,27 @@ def follow_samples(page: str, defaults: dict, given: dict) -> dict:
     return {n: max(SAMPLES_MIN, size) for n, size in scaled.items()}
 
 
+#: What IPython keeps in a notebook's namespace as data: its history of inputs and outputs.
+_IPYTHON_DATA = ("In", "Out")
+
+
+def _given(name: str, value) -> bool:
+    """Whether a namespace's ``name`` holds what a parameter could be: data, not a module, a
+    function or IPython's own."""
+    data = (numbers.Number, str, list, tuple, dict, type(None))
+    return not name.startswith("_") and name not in _IPYTHON_DATA and isinstance(value, data)
+
+
 def check(page: str, values) -> dict:
-    """name -> the value normalized of each parameter of ``page`` in ``values``, checked under its
-    own name, then what relates several."""
-    out = {name: rule(name, values[name]) for name, rule in rules(page).items()}
+    """name -> the value normalized of each parameter of ``page`` in ``values`` (a page's namespace
+    or a dict of values), checked under its own name, then what relates several. Data under any
+    other name is refused: papermill runs a misspelled parameter with only a warning."""
+    known = rules(page)
+    unknown = [brief(k) for k, v in values.items() if k not in known and _given(k, v)]
+    if unknown:
+        allowed = f"allowed: {', '.join(known)}"
+        raise ValueError(f"unknown parameter(s) {', '.join(unknown)} for {page}.ipynb; {allowed}")
+    out = {name: rule(name, values[name]) for name, rule in known.items()}
     related = PAGES.get(page, ({}, None))[1]
     if related is not None:
         related(out)

@@ -35,6 +35,7 @@ import nbformat
 import papermill
 import yaml
 from jupyter_cache import get_cache
+from nbclient.exceptions import DeadKernelError
 from papermill.cli import _resolve_type
 from papermill.exceptions import PapermillExecutionError
 from papermill.iorw import NoDatesSafeLoader
@@ -54,6 +55,7 @@ from .sources import dependency_hash
 
 NOTEBOOK_MAX = 2**26  # the largest notebook or parameters file read (an executed chapter: 0.2-3 MB)
 LOCK, STAGING = ".rerun.lock", ".rerun-staging-"
+WRITTEN = ".rerun-files.json"  # a folder's record of the files reruns wrote there (check_ours)
 RUN = "companion_rerun"  # the notebook metadata key of a rerun's record (run_record)
 GLUE_PREFIX = "application/papermill.record/"
 FEW_VERDICTS = 4  # a banner lists this many verdicts at most; more fold into a dropdown
@@ -99,10 +101,11 @@ def _read_text(path, name: str, what: str) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait for a writer
     except OSError as exc:
         raise ValueError(f"{bad} cannot be read ({exc.strerror}); {allowed}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder too: no file object of it
+        os.close(fd)
+        raise ValueError(f"{bad} is not a regular file; {allowed}")
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{bad} is not a regular file; {allowed}")
         if st.st_size > NOTEBOOK_MAX:
             raise ValueError(f"{bad} has {st.st_size} bytes; {allowed}")
         data = fh.read(NOTEBOOK_MAX)
@@ -134,6 +137,79 @@ def page_name(notebook) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", Path(notebook).stem).strip("-_") or "page"
 
 
+def out_folder(name: str, folder) -> Path:
+    """``folder`` resolved, where a rerun may write: outside the sources and the book's build (which
+    jupyter-book alone writes; a run there would become the book)."""
+    path = params.check_outside_sources(name, folder)
+    build = params.build_folder().resolve()
+    if path.is_relative_to(build):
+        raise ValueError(
+            f"{name}={path_text(folder)} is in the book's build ({path_text(build)}); allowed: a "
+            "folder outside the sources and the build"
+        )
+    return path
+
+
+def _written(out: Path) -> set[str]:
+    """The files reruns wrote in ``out`` (paths relative to it), from its record WRITTEN."""
+    try:
+        files = json.loads((out / WRITTEN).read_text(encoding="utf-8"))["files"]
+        return {f for f in files if isinstance(f, str)}
+    except FileNotFoundError:
+        return set()
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(
+            f"out_dir={path_text(out)} has an unreadable record {WRITTEN}; allowed: a folder "
+            "that only reruns wrote to, or a new one"
+        ) from None
+
+
+def check_ours(out: Path, names) -> None:
+    """ValueError unless each of ``names`` (relative to ``out``) is absent or a rerun wrote it: a
+    rerun never replaces a file it did not write."""
+    written = _written(out)
+    theirs = [n for n in names if os.path.lexists(out / n) and n not in written]
+    if theirs:
+        more = f" and {len(theirs) - 1} more" if len(theirs) > 1 else ""
+        raise ValueError(
+            f"out_dir={path_text(out)} holds {theirs[0]}{more}, which no rerun wrote there (not "
+            f"in its record {WRITTEN}); allowed: a new folder, or one that only reruns wrote to"
+        )
+
+
+def _record_written(out: Path, names) -> None:
+    """Add ``names`` to ``out``'s record of what reruns wrote (replaced atomically)."""
+    files = sorted(_written(out) | set(names))
+    tmp = out / f".{WRITTEN}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps({"files": files}, indent=0), encoding="utf-8")
+    os.replace(tmp, out / WRITTEN)
+
+
+#: The folders of a rendered site beside its pages (Sphinx's).
+SITE_FOLDERS = ("_downloads", "_images", "_sources", "_static")
+
+
+def _site_names(out: Path, stem: str) -> list[str]:
+    """What a run of page ``stem`` may write in ``out``: its pages, the site's files, and whatever
+    ``out`` holds in the site's folders (checked again, exactly, as they are committed)."""
+    pages = [f"{p}.html" for p in [*toc_pages(), stem, "genindex", "search"]]
+    assets = [p for folder in SITE_FOLDERS for p in (out / folder).rglob("*") if not p.is_dir()]
+    return [
+        *pages,
+        *(p.relative_to(out).as_posix() for p in assets),
+        *(f"{stem}{ext}" for ext in (".ipynb", ".failed.ipynb")),
+        *("searchindex.js", "objects.inv"),
+    ]
+
+
+def commit(out: Path, pairs: list[tuple[Path, Path]], staging: Path) -> None:
+    """grid.commit of ``pairs`` into ``out`` once none replaces a file no rerun wrote; recorded."""
+    names = [target.relative_to(out).as_posix() for _, target in pairs]
+    check_ours(out, names)
+    grid.commit(pairs, staging)
+    _record_written(out, names)
+
+
 @contextlib.contextmanager
 def _staging(out: Path):
     """A staging folder in ``out`` while this process is its one writer (grid.one_writer)."""
@@ -154,12 +230,8 @@ def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", pro
     if page.suffix != ".ipynb" or page.parent != BOOK or not page.is_file():
         allowed = "allowed: a chapter of the book, book/<name>.ipynb"
         raise ValueError(f"page={path_text(page)} is not allowed; {allowed}")
-    out = params.check_outside_sources("out_dir", out_dir)
+    out = out_folder("out_dir", out_dir)
     known = params.defaults(page)
-    unknown = ", ".join(brief(k) for k in given if k not in known)
-    if unknown:
-        allowed = f"allowed: {', '.join(known)}"
-        raise ValueError(f"unknown parameter(s) {unknown} for {page.name}; {allowed}")
     given = dict(given)
     for name, default in params.OUTPUTS.get(page.stem, {}).items():  # what the page writes: in out
         value = given.get(name, "")
@@ -167,10 +239,15 @@ def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", pro
             given[name] = str(out / (value or default))
     followed = params.follow_samples(page.stem, known, given)
     with contextlib.chdir(BOOK):  # the page's working folder
-        book_values = params.check(page.stem, known)
+        placed = {name: given[name] for name in params.OUTPUTS.get(page.stem, {})}
+        book_values = params.check(page.stem, {**known, **placed})
         values = params.check(page.stem, {**known, **followed, **given})
     for check in (load_kernel, cache_dir, memory_limit):  # the simulator's environment variables
         check()
+    check_ours(
+        out,
+        _site_names(out, page.stem) if render_html else [page.name, f"{page.stem}.failed.ipynb"],
+    )
     say = _sayer(page.stem, sys.stderr if progress is None else progress)
     say(expected_time(page.stem, book_values, values))
     with _staging(out) as staging:
@@ -184,16 +261,35 @@ def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", pro
         pairs = [(staged, out / page.name)]
         if render_html:
             pairs += _render_site(out, staging, {page.stem: staged}, say)
-        grid.commit(pairs, staging)
-        if not render_html:  # a page of an earlier run must not sit beside it
-            (out / f"{page.stem}.html").unlink(missing_ok=True)
-        (out / f"{page.stem}.failed.ipynb").unlink(missing_ok=True)
+        commit(out, pairs, staging)
+        written = _written(out)
+        stale = [f"{page.stem}.failed.ipynb", *([] if render_html else [f"{page.stem}.html"])]
+        for name in stale:  # an earlier run's page or failure must not sit beside this run
+            if name in written:
+                (out / name).unlink(missing_ok=True)
     return out / page.name
+
+
+#: The signs of the lines for the terminal, in ASCII for a terminal whose encoding lacks them.
+_ASCII = str.maketrans(
+    {"×": "x", "−": "-", "–": "-", "—": "-", "≈": "~", "±": "+/-", "…": "...", "→": "->"}
+    | {"≤": "<=", "≥": ">=", "α": "alpha", "γ": "gamma", "†": "+", "’": "'", "·": "."}
+)
+
+
+def _say(text: str, stream) -> None:
+    """``text`` as a line of ``stream``, its signs in ASCII where its encoding has none of them."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        text = text.translate(_ASCII).encode("ascii", "replace").decode("ascii")
+    print(text, file=stream, flush=True)
 
 
 def _sayer(name: str, stream):
     """Lines for the terminal, prefixed with the chapter's name (none when ``stream`` is False)."""
-    return lambda text: stream and print(f"{name}: {text}", file=stream, flush=True)
+    return lambda text: stream and _say(f"{name}: {text}", stream)
 
 
 def _clock(seconds: float) -> str:
@@ -259,11 +355,16 @@ def _execute(page: Path, staged: Path, values: dict, kernel: str, out: Path, say
         with contextlib.suppress(RuntimeError, ValueError):  # else only the record is the poorer
             return json.loads(shared.ask(SUMMARY.format(names=list(params.defaults(page)))))
     except PapermillExecutionError as exc:
-        failed = out / f"{page.stem}.failed.ipynb"
-        os.replace(staged, failed)  # papermill wrote it with the error
+        failed = _keep_failed(staged, out, page)  # papermill wrote it with the error
         if exc.ename == "ValueError" and _check_failed(nbformat.read(str(failed), as_version=4)):
             raise ValueError(exc.evalue) from None  # the page's own check refused a value
         raise
+    except DeadKernelError:  # the kernel ended in a cell (a crash, the memory's killer)
+        failed = _keep_failed(staged, out, page)
+        raise RuntimeError(
+            f"{page.name}: the kernel died in {_last_cell(failed)} (its notebook: {failed}; "
+            f"{UNCHANGED})"
+        ) from None
     except BaseException:  # interrupted: the cell's task dies with the kernel, unread
         for name in ("asyncio", "papermill"):  # (its client logs that the kernel died)
             logging.getLogger(name).setLevel(logging.CRITICAL)
@@ -272,6 +373,25 @@ def _execute(page: Path, staged: Path, values: dict, kernel: str, out: Path, say
         stop.set()
         shared.close()
     return None
+
+
+def _keep_failed(staged: Path, out: Path, page: Path) -> Path:
+    """A failed run's notebook moved to ``out/<page>.failed.ipynb`` (recorded as a rerun's)."""
+    failed = out / f"{page.stem}.failed.ipynb"
+    os.replace(staged, failed)
+    _record_written(out, [failed.name])
+    return failed
+
+
+def _last_cell(path: Path) -> str:
+    """``cell [k/N] (its first line)``: the last code cell papermill started in the notebook
+    ``path`` (numbered as the progress lines number them)."""
+    code = [c for c in nbformat.read(str(path), as_version=4).cells if c.cell_type == "code"]
+    started = [k for k, c in enumerate(code) if c.metadata.get("papermill", {}).get("start_time")]
+    if not started:
+        return "its start"
+    lines = [line.strip() for line in code[started[-1]].source.splitlines() if line.strip()]
+    return f"cell [{started[-1] + 1}/{len(code)}] ({(lines or [''])[0][:80]})"
 
 
 def _check_failed(nb) -> bool:
@@ -366,15 +486,16 @@ def render(notebook, out: str | os.PathLike | None = None) -> Path:
     run copied there too (a later rerun keeps its place); returns the page's path."""
     nb = read_notebook(notebook)
     out = Path(notebook).resolve().parent if out is None else out
-    out = params.check_outside_sources("out", out)
+    out = out_folder("out", out)
     name = page_name(notebook)
+    check_ours(out, _site_names(out, name))
     with _staging(out) as staging:
         pairs = _render_site(out, staging, {name: Path(notebook)}, _sayer(name, sys.stderr))
         copy = out / f"{name}.ipynb"
         if run_chapter(nb) == name and copy.resolve() != Path(notebook).resolve():
             shutil.copy(notebook, staging / copy.name)
             pairs.append((staging / copy.name, copy))
-        grid.commit(pairs, staging)
+        commit(out, pairs, staging)
     return out / f"{name}.html"
 
 
@@ -398,8 +519,9 @@ def run_chapter(nb) -> str | None:
 def _render_site(out: Path, staging: Path, runs: dict, say) -> list[tuple[Path, Path]]:
     """The book built with ``runs`` (name -> executed notebook) and the other runs in ``out``, its
     folders moved into ``out``; returns the pairs (staged, target) of its pages."""
+    written = _written(out)
     for path in sorted(out.glob("*.ipynb")):
-        if path.stem not in runs and not path.name.endswith(".failed.ipynb"):
+        if path.name in written and path.stem not in runs and not path.stem.endswith(".failed"):
             with contextlib.suppress(ValueError):  # not a notebook: not a run
                 if run_chapter(read_notebook(path)) == path.stem:
                     runs = {path.stem: path, **runs}
@@ -413,16 +535,18 @@ def _render_site(out: Path, staging: Path, runs: dict, say) -> list[tuple[Path, 
             f"render again"
         )
     html_dir = _build_site(staging / "project", pages, runs, build, missing)
-    pairs = []
-    for path in sorted(p for p in html_dir.rglob("*") if p.is_file() and p.name != ".buildinfo"):
+    files = sorted(p for p in html_dir.rglob("*") if p.is_file() and p.name != ".buildinfo")
+    check_ours(out, [p.relative_to(html_dir).as_posix() for p in files])
+    pairs, assets = [], []
+    for path in files:
         target = out / path.relative_to(html_dir)
         if path.parent == html_dir:  # a page: committed with the run, all or none
             pairs.append((path, target))
             continue
         target.parent.mkdir(parents=True, exist_ok=True)  # images, static files: each rename atomic
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
         os.replace(path, target)
+        assets.append(target.relative_to(out).as_posix())
+    _record_written(out, assets)
     return pairs
 
 
@@ -794,6 +918,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: papermill's flags that take a NAME and a VALUE, and those that take one text.
+PAIR_FLAGS = {"-p": "parameters", "--parameters": "parameters"}
+PAIR_FLAGS |= {"-r": "parameters_raw", "--parameters_raw": "parameters_raw"}
+TEXT_FLAGS = ("-y", "--parameters_yaml", "-f", "--parameters_file")
+
+
+def _take_pairs(argv: list[str]) -> tuple[list[str], dict]:
+    """``argv`` without its NAME VALUE pairs (-p, -r), and the pairs by flag: argparse would read a
+    VALUE such as ``-1e-3`` or ``-inf`` as an option, papermill reads it as a value."""
+    rest, pairs, k = [], {"parameters": [], "parameters_raw": []}, 0
+    while k < len(argv):
+        arg = argv[k]
+        if arg in PAIR_FLAGS and k + 2 < len(argv):  # (too few: argparse says so)
+            pairs[PAIR_FLAGS[arg]].append(argv[k + 1 : k + 3])
+            k += 3
+            continue
+        take = 2 if arg in TEXT_FLAGS else 1  # a YAML text may start with "-"
+        rest += argv[k : k + take]
+        k += take
+    return rest, pairs
+
+
 def main(argv=None) -> int:
     """The command line; returns the exit status."""
 
@@ -802,12 +948,17 @@ def main(argv=None) -> int:
 
     old = signal.signal(signal.SIGTERM, terminate)
     try:
+        argv, pairs = _take_pairs(sys.argv[1:] if argv is None else list(argv))
         args = _parser().parse_args(argv)  # --help: SystemExit(0)
         if args.command == "rerun":
+            args.parameters = [*args.parameters, *pairs["parameters"]]  # (argparse's defaults
+            args.parameters_raw = [*args.parameters_raw, *pairs["parameters_raw"]]  # are shared)
             flags = args.parameters, args.parameters_raw, args.parameters_yaml, args.parameters_file
             given = read_values(*flags)
             path = rerun(args.page, args.out_dir, given, render_html=not args.no_render)
             print(path if args.no_render else path.with_suffix(".html"))
+        elif pairs["parameters"] or pairs["parameters_raw"]:
+            raise ValueError("-p and -r are not allowed here; allowed: with rerun")
         else:
             print(render(args.notebook, args.out))
     except ValueError as exc:
@@ -833,5 +984,5 @@ def main(argv=None) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    print("error: " + " ".join(str(message).split()), file=sys.stderr)
+    _say("error: " + " ".join(str(message).split()), sys.stderr)
     return code

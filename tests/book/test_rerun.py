@@ -168,11 +168,11 @@ def error_after_progress(code: int, err: str, page: str, starts: str, returncode
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` (relative name -> bytes)."""
+    """Every file under ``folder`` (relative name -> bytes) but the record of what reruns wrote."""
     return {
         p.relative_to(folder).as_posix(): p.read_bytes()
         for p in sorted(folder.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != ".rerun-files.json"
     }
 
 

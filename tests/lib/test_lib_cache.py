@@ -159,6 +159,33 @@ def test_two_processes_compute_a_missing_entry_once(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert sorted(int(o[0]) for o in outs) == [0, 1]  # one computed, one loaded
     assert outs[0][1] == outs[1][1]  # the same numbers
+    assert list(tmp_path.glob("*.lock")) == []  # the lock files went with their holders
+
+
+def test_locks_exclude_each_other_and_leave_no_files(tmp_path):
+    """Many threads through one entry's lock: never two inside at once, though each holder removes
+    the lock file as it leaves (a waiter then locks the new file); none is left afterwards."""
+    import threading
+
+    from recency_lib.cache import _locked
+
+    entry, inside, overlaps = tmp_path / "entry.json", [], []
+
+    def worker():
+        for _ in range(50):
+            with _locked([entry]):
+                inside.append(1)
+                if len(inside) > 1:
+                    overlaps.append(1)
+                inside.pop()
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == []
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cached_value_is_computed_once_per_source(tmp_path, monkeypatch):
@@ -224,7 +251,7 @@ def test_cached_value_rejects_bad_input_before_work(tmp_path, kwargs, name):
     }
     with pytest.raises(ValueError, match=name):
         cache.cached_value(args.pop("name"), args.pop("compute"), args.pop("modules"), **args)
-    assert [p for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_cache_folder_that_cannot_hold_entries_is_refused_before_any_work(tmp_path, monkeypatch):

@@ -1,0 +1,174 @@
+"""Faults a user's machine met in reruns, each refused or reported before it costs anything: the
+build's folder as OUT, a user's files in OUT, a result written into the sources, a misspelled name
+through plain papermill, a negative value after -p, a folder given as a file, Appendix B's grid with
+one alpha, a kernel that dies, a terminal without Unicode."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from bookutils import BOOK, REPO
+
+from companion import rerun
+
+COMPANION = [sys.executable, "-m", "companion"]
+RESIDUAL = str(BOOK / "residual.ipynb")
+
+
+def companion(*args, env=None, timeout=120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*COMPANION, *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def refused(out: subprocess.CompletedProcess, *words: str) -> None:
+    """Exit 2 with one ``error:`` line holding ``words``."""
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, (out.returncode, out.stderr)
+    assert out.stderr.startswith("error: ") and all(w in out.stderr for w in words), out.stderr
+
+
+def test_the_books_build_is_refused_as_a_reruns_folder(tmp_path):
+    """`rerun book/residual.ipynb _build/html` made the rerun the book: every page then said "Not
+    the book as published" and residual.html was the run."""
+    html = REPO / "_build" / "html"
+    refused(companion("rerun", RESIDUAL, str(html), "-p", "samples", "2000"), "book's build")
+    refused(companion("rerun", RESIDUAL, str(REPO / "_build" / "x")), "book's build")
+    nb = tmp_path / "run.ipynb"
+    cell = nbformat.v4.new_code_cell("1", outputs=[nbformat.v4.new_output("stream", text="1")])
+    nb.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[cell])))
+    refused(companion("render", str(nb), "--out", str(html)), "out=", "book's build")
+
+
+@pytest.mark.parametrize(
+    "theirs", ["index.html", "residual.ipynb", "_static/companion.css", "residual.failed.ipynb"]
+)
+def test_a_rerun_never_replaces_a_file_it_did_not_write(tmp_path, theirs):
+    """A rerun replaced a hand-written index.html, the user's residual.ipynb and their
+    _static/companion.css without a word; now it refuses the folder before any work."""
+    out = tmp_path / "out"
+    (out / theirs).parent.mkdir(parents=True)
+    (out / theirs).write_text("mine")
+    refused(companion("rerun", RESIDUAL, str(out), "-p", "samples", "2000"), theirs, "no rerun")
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [theirs]
+    assert (out / theirs).read_text() == "mine"
+
+
+def test_only_files_in_the_folders_record_count_as_a_reruns(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("index.html", "_static/x.css"):
+        (out / name).parent.mkdir(exist_ok=True)
+        (out / name).write_text("ours")
+    rerun._record_written(out, ["index.html"])
+    rerun.check_ours(out, ["index.html", "residual.html"])  # ours, and absent: fine
+    with pytest.raises(ValueError, match=r"holds _static/x\.css, which no rerun wrote"):
+        rerun.check_ours(out, ["index.html", "_static/x.css"])
+    (out / rerun.WRITTEN).write_text("[")
+    with pytest.raises(ValueError, match="unreadable record"):
+        rerun.check_ours(out, ["index.html"])
+
+
+@pytest.mark.parametrize("where", ["recency_lib/res.json", "book/a03.json"])
+def test_the_templates_result_never_lands_in_the_sources(tmp_path, where):
+    """`-p result_path "$PWD/recency_lib/res.json"` wrote there, after which every rerun said 12
+    pages were older than the sources."""
+    template = str(BOOK / "setting_template.ipynb")
+    out = companion("rerun", template, str(tmp_path / "o"), "-p", "result_path", str(REPO / where))
+    refused(out, "result_path=", "outside the sources")
+    assert not (REPO / where).exists()
+
+
+def test_plain_papermill_refuses_a_misspelled_parameter(tmp_path):
+    """`papermill residual.ipynb o.ipynb -p alpah 0.3` ran at the default alpha and exited 0
+    (papermill only warns); the page's first cell now refuses a name it does not know."""
+    values = ["-p", "alpah", "0.3", "-p", "samples", "2000", "--no-progress-bar"]
+    out = subprocess.run(
+        [sys.executable, "-m", "papermill", "residual.ipynb", str(tmp_path / "o.ipynb"), *values],
+        cwd=BOOK,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode != 0
+    assert "unknown parameter(s) 'alpah' for residual.ipynb" in out.stderr, out.stderr[-2000:]
+
+
+def test_the_page_check_tells_data_from_the_namespaces_own_names():
+    from companion import params
+
+    namespace = {"In": [""], "Out": {}, "_": 1, "np": io, "print": print, "alpha": 0.3}
+    assert params.check("residual", {**params.defaults(BOOK / "residual.ipynb"), **namespace})
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) 'alpah'"):
+        params.check("residual", {**params.defaults(BOOK / "residual.ipynb"), "alpah": 0.3})
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [("-1e-3", "gamma=-0.001 is out of range"), ("-inf", "gamma=-inf"), ("-2", "gamma=-2")],
+)
+def test_a_negative_value_after_p_is_read_as_papermill_reads_it(tmp_path, value, words):
+    """`-p gamma -1e-3` was a usage error ("expected 2 arguments"); papermill takes it."""
+    out = companion("rerun", RESIDUAL, str(tmp_path / "o"), "-p", "gamma", value)
+    refused(out, words)
+    assert rerun._take_pairs(["rerun", "p", "o", "-p", "gamma", "-1e-3", "-y", "-x: 1"]) == (
+        ["rerun", "p", "o", "-y", "-x: 1"],
+        {"parameters": [["gamma", "-1e-3"]], "parameters_raw": []},
+    )
+    refused(companion("rerun", RESIDUAL, str(tmp_path / "o"), "-p", "gamma"), "expected 2")
+    refused(companion("render", "x.ipynb", "-p", "a", "1"), "-p and -r are not allowed here")
+
+
+def test_a_folder_given_as_a_file_is_named(tmp_path):
+    """`render <folder>` and `-f <folder>` said "error: Is a directory: 3" (a file descriptor)."""
+    refused(companion("render", str(tmp_path)), f"notebook='{tmp_path}' is not a regular file")
+    out = companion("rerun", RESIDUAL, str(tmp_path / "o"), "-f", str(tmp_path))
+    refused(out, f"-f='{tmp_path}' is not a regular file")
+
+
+def test_appendix_b_with_one_residual_alpha_is_refused_before_any_work(tmp_path):
+    """It passed the up-front check and failed 25 s later in cell 5 (Figure 5 compares alphas)."""
+    out = companion(
+        "rerun", str(BOOK / "appendix_b.ipynb"), str(tmp_path / "o"), "-y", "alphas_residual: 0.5"
+    )
+    refused(out, "alphas_residual=[0.5] is not allowed", "two or more")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_kernel_that_dies_leaves_its_notebook_and_names_the_cell(tmp_path):
+    """A rerun whose kernel died said "Kernel died": no notebook, neither page nor cell named."""
+    page = tmp_path / "page.ipynb"
+    cells = [
+        nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("print('ran')"),
+        nbformat.v4.new_code_cell("import os\nos._exit(3)"),
+        nbformat.v4.new_code_cell("print('never')"),
+    ]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, page)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(RuntimeError) as died:
+        rerun._execute(page, out / "staged.ipynb", {"x": 2}, "python3", out, lambda text: None)
+    failed = out / "page.failed.ipynb"
+    assert f"page.ipynb: the kernel died in cell [4/5] (import os) (its notebook: {failed}" in str(
+        died.value
+    )
+    assert failed.is_file() and "page.failed.ipynb" in rerun._written(out)
+
+
+def test_a_terminal_without_unicode_reads_plain_signs():
+    """Under an ASCII locale the estimate printed "\\xd7"."""
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="backslashreplace")
+    rerun._say("about 4.8 s … × 1e+02 at α = 0.3, γ ≥ 1 − ε", stream)
+    stream.flush()
+    text = stream.buffer.getvalue().decode("ascii")
+    assert text == "about 4.8 s ... x 1e+02 at alpha = 0.3, gamma >= 1 - ?\n"
