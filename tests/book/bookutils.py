@@ -126,6 +126,22 @@ def page_source(docname: str, root: Path = REPO) -> Path:
     raise FileNotFoundError(f"no source for toc entry {docname!r} under {root / 'book'}")
 
 
+def execute_notebook(input_path, output_path, *, kernel_name="python3", cwd=None, **options):
+    """papermill.execute_notebook on a kernel of companion.grid.start_kernel: a start that loses its
+    ports to another process (a busy machine) is tried again, as in the build and reruns."""
+    import papermill
+
+    from companion import grid
+
+    km = grid.start_kernel(kernel_name, cwd or os.getcwd())
+    try:
+        return papermill.execute_notebook(
+            input_path, output_path, kernel_name=kernel_name, cwd=cwd, km=km, **options
+        )
+    finally:
+        grid._discard(km)
+
+
 def execute_page(docname: str, parameters: dict, out_dir: Path) -> list:
     """Run a chapter through papermill from book/ with ``parameters`` (into ``out_dir``, never over
     the source) and return the outputs of its code cells (errors raise PapermillExecutionError)."""
@@ -136,7 +152,7 @@ def execute_page(docname: str, parameters: dict, out_dir: Path) -> list:
     unknown = set(parameters) - set(pm.inspect_notebook(str(source)))
     assert not unknown, f"{docname}: unknown parameters {sorted(unknown)}"
     out = Path(out_dir) / f"{docname}.ipynb"
-    pm.execute_notebook(
+    execute_notebook(
         str(source),
         str(out),
         parameters=parameters,

@@ -16,7 +16,7 @@ import numpy as np
 import papermill
 import psutil
 import pytest
-from bookutils import computed_once, light_template
+from bookutils import computed_once, execute_notebook, light_template
 from papermill.exceptions import PapermillExecutionError
 
 from companion import grid
@@ -69,7 +69,7 @@ def _seeds_for_kernels(request, private_cache):
 def run_template(out_dir: Path, **params) -> Path:
     """papermill the template into out_dir/out.ipynb with out_dir as the working directory."""
     out = out_dir / "out.ipynb"
-    papermill.execute_notebook(
+    execute_notebook(
         str(TEMPLATE),
         str(out),
         parameters=params,
@@ -238,7 +238,7 @@ def test_a_long_parameter_comes_back_cut(tmp_path):
     message cuts the values it names, also through papermill."""
     huge = "[" + "0.1, " * 20_000 + "x]"
     with pytest.raises(PapermillExecutionError) as info:
-        papermill.execute_notebook(
+        execute_notebook(
             str(APPENDIX),
             str(tmp_path / "out.ipynb"),
             parameters={"alphas_residual": huge, "out_dir": str(tmp_path / "gen")},
@@ -378,7 +378,7 @@ def appendix(tmp_path_factory, private_cache, seeded_cache):
         gen = tmp / "generated"
 
         def run(name):
-            papermill.execute_notebook(
+            execute_notebook(
                 str(APPENDIX),
                 str(tmp / name),
                 parameters={"samples": SMALL, "out_dir": str(gen), **APPENDIX_GRID},
@@ -555,7 +555,7 @@ def test_appendix_runs_with_other_parameters(tmp_path):
     gen = tmp_path / "runs"
     out = tmp_path / "b.ipynb"
     before = sorted(p.name for p in BOOK.iterdir())
-    papermill.execute_notebook(
+    execute_notebook(
         str(APPENDIX),
         str(out),
         kernel_name=KERNEL,
@@ -606,7 +606,7 @@ def test_appendix_rejects_a_bad_grid_before_any_run(tmp_path):
         ({"alphas_residual": "[1.0]"}, "alphas_residual=[1.0] is not allowed"),
     ):
         with pytest.raises(PapermillExecutionError, match=re.escape(message)):
-            papermill.execute_notebook(
+            execute_notebook(
                 str(APPENDIX),
                 str(tmp_path / "b.ipynb"),
                 kernel_name=KERNEL,

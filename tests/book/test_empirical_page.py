@@ -9,7 +9,7 @@ import re
 import nbformat
 import papermill as pm
 import pytest
-from bookutils import BOOK, page_source
+from bookutils import BOOK, execute_notebook, page_source
 from papermill.exceptions import PapermillExecutionError
 
 PAGE = page_source("empirical")
@@ -21,7 +21,7 @@ def run(tmp_path, monkeypatch, seeded_cache, **params):
     before = sorted(p.name for p in BOOK.iterdir())
     out = tmp_path / "empirical.ipynb"
     try:
-        pm.execute_notebook(
+        execute_notebook(
             str(PAGE),
             str(out),
             parameters=params,

@@ -16,7 +16,7 @@ import nbformat
 import numpy as np
 import papermill as pm
 import pytest
-from bookutils import BOOK
+from bookutils import BOOK, execute_notebook
 
 from companion import explorer
 from companion.grid import validate_params
@@ -410,7 +410,7 @@ def test_notebook_runs_with_small_samples(tmp_path, monkeypatch, seeded_cache):
     stays far below 1 MB."""
     monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
     out = tmp_path / "explorer.ipynb"
-    pm.execute_notebook(
+    execute_notebook(
         str(BOOK / "explorer.ipynb"),
         str(out),
         parameters={"samples": SMALL, "seed": 1, "workers": 1},
@@ -435,7 +435,7 @@ def test_notebook_runs_with_small_samples(tmp_path, monkeypatch, seeded_cache):
 
 def test_notebook_rejects_bad_workers(tmp_path):
     with pytest.raises(pm.PapermillExecutionError, match="workers=0 is out of range"):
-        pm.execute_notebook(
+        execute_notebook(
             str(BOOK / "explorer.ipynb"),
             str(tmp_path / "x.ipynb"),
             parameters={"workers": 0},

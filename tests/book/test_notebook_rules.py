@@ -25,7 +25,7 @@ import re
 import nbformat
 import papermill as pm
 import pytest
-from bookutils import BOOK, page_source, toc_pages
+from bookutils import BOOK, execute_notebook, page_source, toc_pages
 
 # every page of the book, and the setting template that papermill runs for
 # Appendix B and for readers
@@ -230,7 +230,7 @@ def test_exemplar_runs_with_other_parameters(page, tmp_path, monkeypatch, seeded
     params = NON_DEFAULT[page]
     assert set(params) <= set(pm.inspect_notebook(str(page_source(page))))
     out = tmp_path / f"{page}.ipynb"
-    pm.execute_notebook(
+    execute_notebook(
         str(page_source(page)),
         str(out),
         parameters=params,

@@ -12,7 +12,7 @@ import re
 import nbformat
 import papermill as pm
 import pytest
-from bookutils import BOOK, execute_page, page_source, toc_pages
+from bookutils import BOOK, execute_notebook, execute_page, page_source, toc_pages
 
 from companion import rerun
 
@@ -217,7 +217,7 @@ def test_appendix_a_runs_with_other_parameters(tmp_path, monkeypatch, seeded_cac
     path = page_source("appendix_a")
     assert set(APPENDIX_A) <= set(pm.inspect_notebook(str(path)))
     out = tmp_path / "appendix_a.ipynb"
-    pm.execute_notebook(
+    execute_notebook(
         str(path),
         str(out),
         parameters=APPENDIX_A,
