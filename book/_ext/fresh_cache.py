@@ -3,10 +3,19 @@
 myst-nb's jupyter-cache keys a notebook by its cells, not by the modules it imports. At the start of
 every build this extension hashes what each page depends on besides its cells
 (companion.sources.dependency_hash: both packages' files, the notebooks it names, the environment it
-shows, the simulator's kernel path); a page whose hash changed loses its record and is read again.
-The notebooks without a record are executed before Sphinx reads anything, ``fresh_cache_workers`` at
-a time, longest first, each slot a runner process with one kernel (book/_ext/run_notebook.py); one
-that fails is left to myst-nb, which reports its error.
+shows, the simulator's kernel path); a page whose hash changed is executed again, and so is a page
+without a record. They are executed before Sphinx reads anything, ``fresh_cache_workers`` at a
+time, longest first, each slot a runner process with one kernel (book/_ext/run_notebook.py), so
+myst-nb never executes a page itself. Each result replaces the page's record only once it exists: a
+page that fails stops the build with its error, and every record stays (a stale one is never served:
+the build ends before reading). The simulator's environment variables are checked before anything
+runs. The runs' folder is the build's own (``.fresh_cache_tmp-<pid>``, removed on SIGTERM too, and
+at the next build if the build was killed).
+
+Titles: a page's title shows on every page (sidebar, previous/next links, {doc} links), yet Sphinx
+writes again only the pages it read. When a title differs from those of the last build that finished
+(``fresh_cache_titles.json`` beside Sphinx's environment), or a page came or went, every page is
+written again.
 
 The stamps (``fresh_cache.json`` in the jupyter-cache folder), per page: the hash it was executed
 with, the same without the environment (``code``: a rerun's render compares it), the hash it was
@@ -20,24 +29,37 @@ import contextlib
 import json
 import os
 import queue
+import shutil
+import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import nbformat
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
 # what a page depends on besides its cells (a rerun's render asks the same of the book's records)
 from companion.sources import dependency_hash
+from recency_lib.cache import cache_dir
+from recency_lib.engines import memory_limit
+from recency_lib.kernels import load as load_kernel
 
 logger = logging.getLogger(__name__)
 
 STAMP = "fresh_cache.json"
+TITLES = "fresh_cache_titles.json"  # in Sphinx's doctree folder, beside its environment
+SCRATCH = ".fresh_cache_tmp-"  # + the build's pid: its runs' folder, in the build's folder
 RUNNER = Path(__file__).with_name("run_notebook.py")
+#: The simulator's environment variables, each with its check (as companion.rerun checks them).
+ENVIRONMENT = (
+    ("RECENCY_LIB_KERNEL", load_kernel),
+    ("RECENCY_LIB_CACHE", cache_dir),
+    ("RECENCY_LIB_MAX_MEMORY", memory_limit),
+)
 
 
 # -- the book's notebooks -----------------------------------------------------------------------
@@ -66,6 +88,22 @@ def _record(cache, nb):
         return None
 
 
+def _check_environment() -> None:
+    """ExtensionError, one line naming the variable and its value, if the simulator refuses one of
+    its environment variables: every page would fail, so nothing runs and the cache is untouched."""
+    for name, check in ENVIRONMENT:
+        try:
+            check()
+        except ValueError as exc:
+            why = str(exc)
+            if not why.startswith(f"{name}="):
+                why = f"{name}={os.environ.get(name, '')!r}: {why}"
+            raise ExtensionError(
+                f"{why} (nothing was executed; the execution cache is unchanged)",
+                modname=__name__,
+            ) from None
+
+
 # -- the build hooks -------------------------------------------------------------------------------
 
 
@@ -84,6 +122,8 @@ def on_builder_inited(app: Sphinx) -> None:
     cache, cfg = _cache(app)
     if cache is None:
         return
+    _check_environment()
+    _sweep(Path(app.outdir).parent)
     stamp_path = Path(cache.path) / STAMP
     try:
         stamps = json.loads(stamp_path.read_text())
@@ -94,7 +134,7 @@ def on_builder_inited(app: Sphinx) -> None:
     stamps["format"] = 3
     app._fresh_cache_stamps = (stamp_path, stamps)  # type: ignore[attr-defined]
 
-    todo = []  # (docname, path, notebook) without a result
+    todo = []  # (docname, path) without a current result
     base = Path(app.srcdir).resolve().parent  # the repository: _config.yml, book/, _build/
     app._fresh_cache_code = {}  # type: ignore[attr-defined]
     for docname, path in _toc_notebooks(app).items():
@@ -104,77 +144,75 @@ def on_builder_inited(app: Sphinx) -> None:
         # only while this matches, whatever the environment it runs in
         code = dependency_hash(path, base, environ={})
         app._fresh_cache_code[docname] = code  # type: ignore[attr-defined]
-        nb = nbformat.read(str(path), as_version=4)
-        record = _record(cache, nb)
+        record = _record(cache, nbformat.read(str(path), as_version=4))
         old = pages.setdefault(docname, {})
-        if old.get("executed") != current and record is not None:
-            cache.remove_cache(record.pk)
-            record = None
-            logger.info("fresh_cache: %s: its dependencies changed, executing it again", docname)
         if old.get("written") != current:
             app._fresh_cache_changed.add(docname)  # type: ignore[attr-defined]
         if record is None:
-            todo.append((docname, path, nb))
+            todo.append((docname, path))
+        elif old.get("executed") != current:  # its record stays until its replacement exists
+            todo.append((docname, path))
+            logger.info("fresh_cache: %s: its dependencies changed, executing it again", docname)
     stamp_path.parent.mkdir(parents=True, exist_ok=True)
-
-    workers = app.config.fresh_cache_workers or len(os.sched_getaffinity(0))
-    if len(todo) < 2 or workers < 2:
-        return  # myst-nb executes it (or them) in turn
-    todo.sort(key=lambda t: -pages.get(t[0], {}).get("seconds", 60.0))  # longest first
-    logger.info("fresh_cache: executing %d notebooks, %d at a time", len(todo), workers)
-    t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="fresh_cache_") as tmp:
-        tasks = queue.Queue()
-        for i, (_, path, _) in enumerate(todo):
-            tasks.put((i, path, Path(tmp) / f"{i}.ipynb"))
-        results: dict = {}
-        slots = [
-            threading.Thread(
-                target=_slot,
-                args=(tasks, results, cfg.execution_timeout, Path(tmp) / f"slot{s}.log", t0),
-            )
-            for s in range(min(workers, len(todo)))
-        ]
-        for slot in slots:
-            slot.start()
-        for slot in slots:
-            slot.join()
-        for i, (docname, path, _) in enumerate(todo):
-            executed, seconds, error, start, cost = results.get(
-                i, (None, 0.0, "not executed", 0.0, None)
-            )
-            if executed is None:
-                logger.info(
-                    "fresh_cache: %s failed (%s); it runs again while reading", docname, error
-                )
-                continue
-            from jupyter_cache.base import CacheBundleIn
-
-            cache.cache_notebook_bundle(
-                CacheBundleIn(executed, str(path), data={"execution_seconds": seconds}),
-                check_validity=False,
-                overwrite=True,
-            )
-            pages[docname].update(
-                executed=app._fresh_cache_current[docname],
-                code=app._fresh_cache_code[docname],
-                seconds=round(seconds, 2),
-            )
-            if isinstance(cost, dict) and isinstance(cost.get("seconds"), (int, float)):
-                # what its simulations cost at its defaults (companion.rerun's estimate)
-                pages[docname].update(
-                    simulation_seconds=round(float(cost["seconds"]), 2),
-                    sequences=int(cost.get("sequences") or 0),
-                )
-            logger.info(
-                "fresh_cache: executed %s in %.1f s (%.1f to %.1f s)",
-                docname,
-                seconds,
-                start,
-                start + seconds,
-            )
+    if not todo:
+        return
+    failed = _execute(app, cache, cfg, todo, pages)
     _write_stamps(stamp_path, stamps)
-    logger.info("fresh_cache: %d notebooks executed in %.1f s", len(todo), time.perf_counter() - t0)
+    if failed:
+        lines = "; ".join(f"{docname} failed: {error}" for docname, error in failed.items())
+        raise ExtensionError(
+            f"{lines} ({len(failed)} of the {len(todo)} pages executed; the build stops, every "
+            "record of the execution cache stays; tracebacks above)",
+            modname=__name__,
+        )
+
+
+def _execute(app: Sphinx, cache, cfg, todo: list, pages: dict) -> dict[str, str]:
+    """Execute ``todo`` on the runner slots and store each success (replacing the page's record)
+    with its stamps; docname -> error of each page that failed (its traceback logged)."""
+    from jupyter_cache.base import CacheBundleIn
+
+    workers = min(app.config.fresh_cache_workers or len(os.sched_getaffinity(0)), len(todo))
+    todo.sort(key=lambda t: -pages.get(t[0], {}).get("seconds", 60.0))  # longest first
+    plural = "s" if len(todo) > 1 else ""
+    logger.info("fresh_cache: executing %d notebook%s, %d at a time", len(todo), plural, workers)
+    t0 = time.perf_counter()
+    with _terminated_unwinds(), _scratch(Path(app.outdir).parent) as tmp:
+        results = _run_slots([path for _, path in todo], tmp, workers, cfg.execution_timeout, t0)
+    failed = {}
+    for i, (docname, path) in enumerate(todo):
+        r = results.get(i, {"error": "not executed", "detail": ""})
+        if r.get("nb") is None:
+            failed[docname] = r["error"]
+            logger.info("fresh_cache: %s failed: %s\n%s", docname, r["error"], r["detail"])
+            continue
+        cache.cache_notebook_bundle(
+            CacheBundleIn(r["nb"], str(path), data={"execution_seconds": r["seconds"]}),
+            check_validity=False,
+            overwrite=True,
+        )
+        pages[docname].update(
+            executed=app._fresh_cache_current[docname],  # type: ignore[attr-defined]
+            code=app._fresh_cache_code[docname],  # type: ignore[attr-defined]
+            seconds=round(r["seconds"], 2),
+        )
+        cost = r["cost"]
+        if isinstance(cost, dict) and isinstance(cost.get("seconds"), (int, float)):
+            # what its simulations cost at its defaults (companion.rerun's estimate)
+            pages[docname].update(
+                simulation_seconds=round(float(cost["seconds"]), 2),
+                sequences=int(cost.get("sequences") or 0),
+            )
+        logger.info(
+            "fresh_cache: executed %s in %.1f s (%.1f to %.1f s)",
+            docname,
+            r["seconds"],
+            r["start"],
+            r["start"] + r["seconds"],
+        )
+    done = len(todo) - len(failed)
+    logger.info("fresh_cache: %d notebooks executed in %.1f s", done, time.perf_counter() - t0)
+    return failed
 
 
 def _write_stamps(path: Path, stamps: dict) -> None:
@@ -184,11 +222,31 @@ def _write_stamps(path: Path, stamps: dict) -> None:
     os.replace(tmp, path)
 
 
+def on_env_updated(app: Sphinx, env) -> list[str]:
+    """Every page, when a title differs from those the last finished build wrote or a page came or
+    went: the other pages show it (sidebar, previous/next and {doc} links, glossary, references)."""
+    titles = {name: env.titles[name].astext() for name in sorted(env.found_docs & set(env.titles))}
+    app._fresh_cache_titles = titles  # type: ignore[attr-defined]
+    try:
+        written = json.loads(Path(app.doctreedir, TITLES).read_text())
+    except (OSError, ValueError):
+        written = None
+    if titles == written:
+        return []
+    logger.info("fresh_cache: a page's title changed, or a page came or went: writing every page")
+    return sorted(env.found_docs)
+
+
 def on_build_finished(app: Sphinx, exception) -> None:
     """A build that finished without error has executed and written every page with its current
-    dependencies: only now are they recorded as such."""
+    dependencies and titles: only now are they recorded as such."""
+    if exception is not None:
+        return
+    titles = getattr(app, "_fresh_cache_titles", None)
+    if titles is not None:
+        _write_stamps(Path(app.doctreedir, TITLES), titles)
     stamps = getattr(app, "_fresh_cache_stamps", None)
-    if exception is not None or stamps is None:
+    if stamps is None:
         return
     path, data = stamps
     for docname, current in app._fresh_cache_current.items():  # type: ignore[attr-defined]
@@ -198,10 +256,120 @@ def on_build_finished(app: Sphinx, exception) -> None:
     _write_stamps(path, data)
 
 
-def _slot(tasks: queue.Queue, results: dict, timeout, log: Path, origin: float) -> None:
+# -- the runs ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _terminated_unwinds():
+    """Meanwhile SIGTERM raises SystemExit(143) in the main thread (Python's default ends the
+    process at once): the runners are stopped and the runs' folder removed, as on Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _sweep(build: Path) -> None:
+    """The runs' folders that builds killed outright left in the build's folder ``build`` (their
+    process gone) removed."""
+    for left in build.glob(f"{SCRATCH}*"):
+        pid = left.name.removeprefix(SCRATCH)
+        if not (pid.isdigit() and _alive(int(pid))):
+            shutil.rmtree(left, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _scratch(build: Path):
+    """This build's runs' folder in the build's folder ``build``, removed when done (an exception,
+    Ctrl-C or SIGTERM too: _terminated_unwinds)."""
+    build.mkdir(parents=True, exist_ok=True)
+    folder = build / f"{SCRATCH}{os.getpid()}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+class _Runners:
+    """The slots' runner processes: none starts once they are stopped (an interrupt)."""
+
+    def __init__(self):
+        self.lock, self.procs, self.stopped = threading.Lock(), [], False
+
+    def start(self, args: list[str], **kwargs):
+        """A new runner, or None once stopped."""
+        with self.lock:
+            if self.stopped:
+                return None
+            proc = subprocess.Popen(args, **kwargs)
+            self.procs.append(proc)
+            return proc
+
+    def stop(self) -> None:
+        """SIGTERM to every runner (each stops its kernel: run_notebook.py)."""
+        with self.lock:
+            self.stopped = True
+            for proc in self.procs:
+                if proc.poll() is None:
+                    with contextlib.suppress(OSError):
+                        proc.terminate()
+
+
+def _run_slots(paths: list[Path], tmp: Path, workers: int, timeout, origin: float) -> dict:
+    """Execute ``paths`` on ``workers`` slots (threads, each with a runner); index -> result
+    (_slot). An interrupt stops the runners and waits for the slots before it goes on."""
+    tasks = queue.Queue()
+    for i, path in enumerate(paths):
+        tasks.put((i, path, tmp / f"{i}.ipynb"))
+    results: dict = {}
+    runners = _Runners()
+    slots = [
+        threading.Thread(
+            target=_slot, args=(tasks, results, runners, timeout, tmp / f"slot{s}.log", origin)
+        )
+        for s in range(workers)
+    ]
+    for slot in slots:
+        slot.start()
+    try:
+        for slot in slots:
+            slot.join()
+    except BaseException:
+        runners.stop()
+        for slot in slots:
+            slot.join()
+        raise
+    return results
+
+
+def _slot(
+    tasks: queue.Queue, results: dict, runners: _Runners, timeout, log: Path, origin: float
+) -> None:
     """One parallel slot: a runner process (book/_ext/run_notebook.py) executes the notebooks it
-    takes from ``tasks`` on one kernel; ``results[i]`` = (notebook or None, seconds, error, start in
-    seconds after ``origin``, its simulations' cost or None). A runner that dies is replaced."""
+    takes from ``tasks`` on one kernel; ``results[i]``: ``nb`` (the executed notebook, or None),
+    ``seconds``, ``start`` (seconds after ``origin``), ``cost`` (its simulations' or None),
+    ``error`` (a line) and ``detail`` (its traceback). A runner that dies is replaced."""
     proc = None
     err = open(log, "a")  # the runner's and its kernel's output
     try:
@@ -211,7 +379,7 @@ def _slot(tasks: queue.Queue, results: dict, timeout, log: Path, origin: float) 
             except queue.Empty:
                 return
             if proc is None or proc.poll() is not None:
-                proc = subprocess.Popen(
+                proc = runners.start(
                     [sys.executable, str(RUNNER), str(timeout or -1)],
                     cwd=path.parent,
                     text=True,
@@ -219,38 +387,24 @@ def _slot(tasks: queue.Queue, results: dict, timeout, log: Path, origin: float) 
                     stdout=subprocess.PIPE,
                     stderr=err,
                 )
+                if proc is None:  # stopped
+                    return
             t0 = time.perf_counter()
-            try:
-                proc.stdin.write(json.dumps({"source": str(path), "out": str(out)}) + "\n")
-                proc.stdin.flush()
-                line = proc.stdout.readline()
-            except OSError:  # the runner is gone
-                line = ""
-            seconds = time.perf_counter() - t0
-            try:
-                reply = (
-                    json.loads(line)
-                    if line
-                    else {"ok": False, "error": _tail(log) or "the runner ended"}
-                )
-            except ValueError:
-                reply = {"ok": False, "error": f"the runner answered {line[:200]!r}"}
+            reply = _ask(proc, {"source": str(path), "out": str(out)}, log)
+            r = {
+                "nb": None,
+                "seconds": time.perf_counter() - t0,
+                "start": t0 - origin,
+                "cost": None,
+            }
             if reply.get("ok") and out.is_file():
-                results[i] = (
-                    nbformat.read(str(out), as_version=4),
-                    seconds,
-                    None,
-                    t0 - origin,
-                    reply.get("cost"),
-                )
+                r.update(nb=nbformat.read(str(out), as_version=4), cost=reply.get("cost"))
             else:
-                results[i] = (
-                    None,
-                    seconds,
-                    str(reply.get("error", "no result"))[:300],
-                    t0 - origin,
-                    None,
+                r.update(
+                    error=str(reply.get("error", "no result"))[:500],
+                    detail=str(reply.get("detail", "")),
                 )
+            results[i] = r
     finally:
         if proc is not None:
             with contextlib.suppress(OSError):
@@ -260,6 +414,22 @@ def _slot(tasks: queue.Queue, results: dict, timeout, log: Path, origin: float) 
             except subprocess.TimeoutExpired:
                 proc.kill()
         err.close()
+
+
+def _ask(proc: subprocess.Popen, request: dict, log: Path) -> dict:
+    """The runner's reply to ``request`` (a failure when it ended or answered nonsense)."""
+    try:
+        proc.stdin.write(json.dumps(request) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+    except OSError:  # the runner is gone
+        line = ""
+    if not line:
+        return {"ok": False, "error": _tail(log) or "the runner ended"}
+    try:
+        return json.loads(line)
+    except ValueError:
+        return {"ok": False, "error": f"the runner answered {line[:200]!r}"}
 
 
 def _tail(log: Path) -> str:
@@ -281,5 +451,7 @@ def setup(app: Sphinx):
     # after myst-nb's builder-inited handler, which resolves the jupyter-cache path
     app.connect("builder-inited", on_builder_inited, priority=900)
     app.connect("env-get-outdated", on_env_get_outdated)
+    # reads only what Sphinx merged (env.titles), in the main process: parallel reading is safe
+    app.connect("env-updated", on_env_updated)
     app.connect("build-finished", on_build_finished)
-    return {"version": "3.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {"version": "4.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,17 +5,21 @@
 Run by book/_ext/fresh_cache.py, one process per slot (its kernel: companion.grid.SharedKernel,
 cleared before each notebook). Requests on stdin, one JSON line each, ``{"source": SOURCE.ipynb,
 "out": OUT.ipynb}``; one JSON line answers each on stdout, ``{"ok": true, "cost": {...}}`` (what the
-page's simulations cost: companion.provenance.simulation_cost) or ``{"ok": false, "error": "..."}``.
-A notebook that fails is not written and its kernel is stopped. TIMEOUT < 0: no per-cell timeout.
+page's simulations cost: companion.provenance.simulation_cost) or ``{"ok": false, "error": "...",
+"detail": "..."}`` (its error in a line; the failed cell and its traceback). A notebook that fails
+is not written and its kernel is stopped. TIMEOUT < 0: no per-cell timeout. SIGTERM or SIGINT stop
+the kernel before the runner ends.
 """
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 from companion.grid import SharedKernel
 
@@ -54,7 +58,27 @@ def execute(kernel: SharedKernel, source: Path, out: Path, timeout: float) -> Sh
     return kernel
 
 
+def failure(exc: Exception) -> dict:
+    """The reply for a notebook that raised ``exc``: its error in a line, and the whole of it."""
+    if isinstance(exc, CellExecutionError):
+        line = f"{exc.ename}: {' '.join(str(exc.evalue).split())}"
+    else:
+        line = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    return {"ok": False, "error": line[:500], "detail": str(exc)[-20000:]}
+
+
+def _terminated(signum, frame):
+    """SIGTERM (the build stops its runners) or SIGINT (Ctrl-C): unwind, so that the kernel is
+    stopped too; a second signal does not interrupt its shutdown."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    raise SystemExit(128 + signum)
+
+
 def main(timeout: str) -> int:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # as a build started with `&` ignores it
+            signal.signal(sig, _terminated)
     replies = os.fdopen(os.dup(1), "w", buffering=1)  # answers only on the real stdout; anything
     os.dup2(2, 1)  # else printed (the kernel too) goes to stderr
     kernel = SharedKernel("python3")
@@ -72,9 +96,7 @@ def main(timeout: str) -> int:
                 replies.write(json.dumps({"ok": True, "cost": cost}) + "\n")
             except Exception as exc:
                 kernel.close()
-                replies.write(
-                    json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}) + "\n"
-                )
+                replies.write(json.dumps(failure(exc)) + "\n")
     finally:
         kernel.close()
     return 0

@@ -285,7 +285,7 @@ def test_parallel_slots_reuse_their_kernel_cleared_between_pages(tmp_path, run_j
 
 def test_notebooks_run_in_parallel_and_a_failure_still_fails_the_build(tmp_path, run_jupyter_book):
     """With two or more notebooks to execute, fresh_cache runs them in parallel processes; one that
-    fails is executed again by myst-nb, which fails the build with the notebook's error."""
+    fails stops the build with the page's name and its error (the cache keeps its records)."""
     _tiny_book(
         tmp_path,
         {
