@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import datetime
 import hashlib
 import html
@@ -212,10 +213,19 @@ def commit(out: Path, pairs: list[tuple[Path, Path]], staging: Path) -> None:
 
 @contextlib.contextmanager
 def _staging(out: Path):
-    """A staging folder in ``out`` while this process is its one writer (grid.one_writer)."""
-    with grid.one_writer(out, LOCK, STAGING):
-        with tempfile.TemporaryDirectory(dir=out, prefix=STAGING, ignore_cleanup_errors=True) as s:
-            yield Path(s)
+    """A staging folder in ``out`` while this process is its one writer (grid.one_writer); ``out``
+    removed again if this made it and a failure or an interrupt left nothing in it but the lock."""
+    made = not out.exists()
+    try:
+        with grid.one_writer(out, LOCK, STAGING):
+            with tempfile.TemporaryDirectory(
+                dir=out, prefix=STAGING, ignore_cleanup_errors=True
+            ) as s:
+                yield Path(s)
+    except BaseException:
+        if made and {p.name for p in out.iterdir()} <= {LOCK}:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
 
 # -- rerun -----------------------------------------------------------------------------------------
@@ -227,8 +237,10 @@ def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", pro
     failed cell: PapermillExecutionError (its notebook: ``<page>.failed.ipynb``). ``progress``: the
     stream of the terminal's lines (False: none)."""
     page = Path(page).resolve()
-    if page.suffix != ".ipynb" or page.parent != BOOK or not page.is_file():
-        allowed = "allowed: a chapter of the book, book/<name>.ipynb"
+    allowed = f"allowed: a chapter of the book, {path_text(BOOK / '<name>.ipynb')}"
+    if not page.is_file():
+        raise ValueError(f"page={path_text(page)} does not exist; {allowed}")
+    if page.suffix != ".ipynb" or page.parent != BOOK:
         raise ValueError(f"page={path_text(page)} is not allowed; {allowed}")
     out = out_folder("out_dir", out_dir)
     known = params.defaults(page)
@@ -250,6 +262,7 @@ def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", pro
     )
     say = _sayer(page.stem, sys.stderr if progress is None else progress)
     say(expected_time(page.stem, book_values, values))
+    say(f"results cache: {path_text(cache_dir())} (RECENCY_LIB_CACHE names another)")
     with _staging(out) as staging:
         staged, started = staging / page.name, time.perf_counter()
         summary = _execute(page, staged, {**followed, **given}, kernel, out, say)
@@ -509,11 +522,12 @@ def _dict(value) -> dict:
 
 
 def run_chapter(nb) -> str | None:
-    """The chapter a notebook is a run of (its record's page, or what papermill ran), else None."""
+    """The page of the book a notebook is a run of (its record's page, or what papermill ran; a
+    chapter, or a page outside the table of contents such as the setting template), else None."""
     meta = _dict(nb.get("metadata"))
     page = _dict(meta.get(RUN)).get("page") or _dict(meta.get("papermill")).get("input_path")
     page = Path(page).stem if isinstance(page, str) else None
-    return page if page in toc_pages() and (BOOK / f"{page}.ipynb").is_file() else None
+    return page if page and page_name(page) == page and (BOOK / f"{page}.ipynb").is_file() else None
 
 
 def _render_site(out: Path, staging: Path, runs: dict, say) -> list[tuple[Path, Path]]:
@@ -593,7 +607,7 @@ def _build_site(project: Path, book_pages: list[str], runs: dict, build, missing
     del config["sphinx"]["local_extensions"]["fresh_cache"]  # it would execute and restamp pages
     # from disk (file://) a browser refuses the search's fetch of a hit's page: titles only
     config["sphinx"]["config"]["html_show_search_summary"] = False
-    config["html"]["announcement"] = _announcement(runs, book_pages)
+    config["html"]["announcement"] = _announcement(runs, book_pages, missing)
     (project / "_config.yml").write_text(
         yaml.safe_dump(config, allow_unicode=True, sort_keys=False)
     )
@@ -649,8 +663,9 @@ def _localize_downloads(nb: dict, book: Path) -> dict:
     return nb
 
 
-def _announcement(runs: dict, book_pages: list[str]) -> str:
-    """The line at the top of every page of the site: which pages are runs (links to them)."""
+def _announcement(runs: dict, book_pages: list[str], missing=()) -> str:
+    """The line at the top of every page of the site: which pages are runs (links to them), and
+    how many of the others show no numbers (``missing``: no current build of them)."""
 
     def link(name: str) -> str:
         title = _title(nbformat.read(str(runs[name]), as_version=4)) or name
@@ -659,9 +674,15 @@ def _announcement(runs: dict, book_pages: list[str]) -> str:
 
     order = sorted(runs, key=lambda n: ([*book_pages, n].index(n), n))  # the book's order first
     rest = ", at its defaults" if any(n in book_pages for n in runs) else ""
+    others = f"every other page is the book's own build{rest}"
+    if missing:
+        others = (
+            f"{len(missing)} other pages show no numbers (no current build of the book; each "
+            "says so), the rest are the book's own build"
+        )
     return (
         f"Not the book as published: {', '.join(map(link, order))} ran with other parameters (see "
-        f"the banner there); every other page is the book's own build{rest}."
+        f"the banner there); {others}."
     )
 
 
@@ -690,13 +711,22 @@ def _after_title(nb: dict, text: str, suffix: str = "") -> dict:
     return nb
 
 
+#: A glued value in a page's prose (myst-nb's roles ``{glue}`` and ``{glue:text}``, ...).
+_GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`[^`]*`")
+
+
 def _without_build(nb: dict, why: str) -> dict:
-    """A page of the book without a current build: its sources, with a note under its title."""
+    """A page of the book without a current build: its sources, with a note under its title and
+    each glued number of its prose shown as missing (not as a blank)."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _GLUE_ROLE.sub("[number missing]", cell.source)
     return _after_title(
         nb,
-        f"\n\n:::{{note}} Numbers missing here\nThis page is the book's source without the "
-        f"book's build ({why}), so its numbers, tables and figures are not "
-        f"shown. Build the book (`jupyter-book build book`) and render again.\n:::\n",
+        "\n\n:::{admonition} Numbers missing here\n:class: note\nThis page is the book's source "
+        f"without the book's build ({why}), so its numbers, tables and figures are not "
+        "shown. Build the book (`jupyter-book build book`) and render again.\n:::\n",
     )
 
 

@@ -6,6 +6,7 @@ one alpha, a kernel that dies, a terminal without Unicode."""
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 
@@ -172,3 +173,66 @@ def test_a_terminal_without_unicode_reads_plain_signs():
     stream.flush()
     text = stream.buffer.getvalue().decode("ascii")
     assert text == "about 4.8 s ... x 1e+02 at alpha = 0.3, gamma >= 1 - ?\n"
+
+
+# -- a rerun a researcher can read -----------------------------------------------------------------
+
+
+def test_a_page_that_does_not_exist_is_named_with_where_the_book_is(tmp_path):
+    """From another folder, `rerun book/residual.ipynb` said "not allowed", the path as typed."""
+    out = companion("rerun", str(tmp_path / "book" / "residual.ipynb"), str(tmp_path / "o"))
+    refused(out, "does not exist", f"{BOOK}/<name>.ipynb")
+
+
+def test_without_a_build_the_page_and_the_bar_say_the_numbers_are_missing():
+    """The note's title ran into its text, glued numbers were blanks ("at d = ,") and the bar still
+    said "every other page is the book's own build"."""
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# Title\n\nat d = {glue:text}`d-64`, {glue}`x`.")]
+    )
+    page = rerun._without_build(nb, "no build")["cells"][0]["source"]
+    assert ":::{admonition} Numbers missing here\n:class: note\n" in page
+    assert "at d = [number missing], [number missing]." in page and "{glue" not in page
+    assert "{glue:text}" in nb.cells[0].source  # the notebook itself is left as it was
+    bar = rerun._announcement({}, ["intro", "residual"], {"intro": "no build"})
+    assert "every other page" not in bar and "1 other pages show no numbers" in bar
+
+
+def test_an_interrupted_first_run_leaves_no_folder(tmp_path):
+    """An interrupted first run left an empty OUT holding only .rerun.lock."""
+    out = tmp_path / "new"
+    with pytest.raises(KeyboardInterrupt), rerun._staging(out):
+        raise KeyboardInterrupt
+    assert not out.exists()
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(KeyboardInterrupt), rerun._staging(tmp_path / "kept"):
+        raise KeyboardInterrupt
+    assert (tmp_path / "kept").is_dir()  # not made by the run: kept
+
+
+def test_a_run_of_a_page_outside_the_toc_is_a_run_of_the_book():
+    """The setting template's run dropped out of its folder's book when another rerun came."""
+    meta = {"metadata": {rerun.RUN: {"page": "setting_template"}}}
+    assert rerun.run_chapter(meta) == "setting_template"
+    assert rerun.run_chapter({"metadata": {rerun.RUN: {"page": "../x"}}}) is None
+    assert (
+        rerun.run_chapter({"metadata": {"papermill": {"input_path": "/a/nowhere.ipynb"}}}) is None
+    )
+
+
+@pytest.mark.book
+def test_every_run_in_a_folder_keeps_its_place_in_its_book(tmp_path):
+    """README order: the setting template's run, then a chapter's into the same folder: afterwards
+    both pages are in the site, its bar, its table of contents and its search index."""
+    out = tmp_path / "out"
+    light = ["-p", "samples", "500", "-p", "n", "4", "-p", "d", "8", "-p", "layers", "2"]
+    first = companion("rerun", str(BOOK / "setting_template.ipynb"), str(out), *light, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "results cache: " in first.stderr
+    second = companion("rerun", RESIDUAL, str(out), "-p", "samples", "2000", timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    for page, other in (("residual", "setting_template"), ("setting_template", "residual")):
+        text = (out / f"{page}.html").read_text()
+        bar = re.search(r'class="[^"]*bd-header-announcement.*?</div>', text, re.S)
+        assert bar and f'href="{other}.html"' in bar.group(0), page  # each bar names both runs
+    assert '"setting_template"' in (out / "searchindex.js").read_text()
