@@ -312,16 +312,21 @@ def _clock(seconds: float) -> str:
 
 class _Progress:
     """The terminal's lines: one per code cell as it starts ("[3/9] 0:12" and its first line); in a
-    cell, every ``every`` s at most, how far its simulation is (recency_lib.progress's ``file``)."""
+    cell, every ``every`` s at most, how far its simulations are together and the time they need
+    yet (recency_lib.progress's events in ``file``, of every process of the kernel)."""
 
     def __init__(self, say, file: Path, cells: int, every: float = 30.0, clock=time.perf_counter):
         self.say, self.file, self.cells, self.every, self.clock = say, file, cells, every, clock
         self.t0 = self.last = clock()
         self.cell, self.read, self.pending = 0, 0, ""
+        self.runs, self.first = (
+            {},
+            None,
+        )  # this cell's: run -> (done, total); its first event's time
 
     def start(self, cell, cell_index=None) -> None:
         if cell.cell_type == "code":
-            self.cell += 1
+            self.cell, self.runs, self.first = self.cell + 1, {}, None
             first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
             self._line(first if len(first) <= 72 else first[:71] + "…")
 
@@ -330,17 +335,35 @@ class _Progress:
         self.say(f"[{self.cell}/{self.cells}] {_clock(self.last - self.t0)} {text}")
 
     def poll(self) -> None:
-        """The events written since; the latest said when the cell said nothing for ``every`` s."""
-        errors = (FileNotFoundError, ValueError, KeyError, ZeroDivisionError)  # none yet; torn
-        with contextlib.suppress(*errors), open(self.file, "rb") as fh:
+        """The events written since; the cell's simulations said when it said nothing for
+        ``every`` s."""
+        with contextlib.suppress(FileNotFoundError), open(self.file, "rb") as fh:
             fh.seek(self.read)
             data = fh.read()
             self.read += len(data)
             *lines, self.pending = (self.pending + data.decode("utf-8", "replace")).split("\n")
-            if lines and self.clock() - self.last >= self.every:
-                event = json.loads(lines[-1])  # {"run", "done", "total", "seconds"}
-                done, total = event["done"], event["total"]
-                self._line(f"{100 * done // total} % of a run of {total:,} sequences")
+            for line in lines:  # {"run", "done", "total", "seconds"}
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    event = json.loads(line)
+                    self.runs[event["run"]] = (int(event["done"]), int(event["total"]))
+                    self.first = self.clock() if self.first is None else self.first
+        if self.runs and self.clock() - self.last >= self.every:
+            self._line(self._simulations())
+
+    def _simulations(self) -> str:
+        """'2 simulations so far in this cell, 40 % of their 30,000,000 sequences, about 1:10 to
+        go for them' (the time from their pace since the cell's first event)."""
+        done = sum(d for d, _ in self.runs.values())
+        total = sum(t for _, t in self.runs.values())
+        n = len(self.runs)
+        text = f"{n} simulation{'s' if n > 1 else ''} so far in this cell, "
+        text += (
+            f"{100 * done // max(total, 1)} % of {'their' if n > 1 else 'its'} {total:,} sequences"
+        )
+        spent = self.clock() - self.first
+        if 0 < done < total and spent > 0:
+            text += f", about {_clock((total - done) * spent / done)} to go"
+        return text
 
     def watch(self, stop: threading.Event) -> None:
         while not stop.wait(1.0):

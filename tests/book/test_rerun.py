@@ -355,15 +355,22 @@ def test_a_long_simulation_reports_its_progress_on_the_terminal(tmp_path):
             fh.write(text)
         progress.poll()
 
-    for t in (10, 31, 40, 62):
+    for t in (1, 31, 40, 61):
         event(json.dumps({"run": "1-1", "done": t * 10**6, "total": 10**8, "seconds": t}) + "\n", t)
-    event('{"run": "1-1", "done": 99000000, ', 100)
-    event('"total": 100000000, "seconds": 100}\n', 101)
+    event('{"run": "1-1", "done": 91000000, ', 85)  # a line still being written waits
+    event('"total": 100000000, "seconds": 91}\n', 92)
+    event(json.dumps({"run": "2-1", "done": 0, "total": 10**8, "seconds": 0}) + "\n", 93)
+    event(json.dumps({"run": "2-1", "done": 2 * 10**6, "total": 10**8, "seconds": 30}) + "\n", 123)
     assert lines == [
         "[1/1] 0:00 res = simulate(cfg)",
-        "[1/1] 0:31 31 % of a run of 100,000,000 sequences",
-        "[1/1] 1:02 62 % of a run of 100,000,000 sequences",
-        "[1/1] 1:41 99 % of a run of 100,000,000 sequences",
+        "[1/1] 0:31 1 simulation so far in this cell, 31 % of its 100,000,000 sequences, "
+        "about 1:07 to go",
+        "[1/1] 1:01 1 simulation so far in this cell, 61 % of its 100,000,000 sequences, "
+        "about 0:38 to go",
+        "[1/1] 1:32 1 simulation so far in this cell, 91 % of its 100,000,000 sequences, "
+        "about 0:09 to go",
+        "[1/1] 2:03 2 simulations so far in this cell, 46 % of their 200,000,000 sequences, "
+        "about 2:20 to go",
     ]
 
 
