@@ -524,7 +524,8 @@ def render(notebook, out: str | os.PathLike | None = None) -> Path:
     out = Path(notebook).resolve().parent if out is None else out
     out = out_folder("out", out)
     name = page_name(notebook)
-    check_ours(out, _site_names(out, name))
+    given = Path(notebook).resolve()  # rendered where it is: read, never replaced
+    check_ours(out, [n for n in _site_names(out, name) if (out / n).resolve() != given])
     with _staging(out) as staging:
         pairs = _render_site(out, staging, {name: Path(notebook)}, _sayer(name, sys.stderr))
         copy = out / f"{name}.ipynb"

@@ -20,6 +20,13 @@ def defaults(page: str) -> dict:
     return params.defaults(BOOK / f"{page}.ipynb")
 
 
+def placed(page: str, folder) -> dict:
+    """The page's defaults with what it writes placed in ``folder``, as a rerun places them (from
+    book/, the template's default result would land in the sources: refused)."""
+    outputs = params.OUTPUTS.get(page, {})
+    return {**defaults(page), **{n: str(folder / name) for n, name in outputs.items()}}
+
+
 @pytest.fixture(autouse=True)
 def in_the_book(monkeypatch):
     """Relative paths (Appendix B's template) as the pages see them: from book/."""
@@ -27,10 +34,10 @@ def in_the_book(monkeypatch):
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_every_parameter_of_every_page_has_a_rule_and_the_defaults_pass(page):
+def test_every_parameter_of_every_page_has_a_rule_and_the_defaults_pass(page, tmp_path):
     """Each parameter of the page's parameters cell has its rule (by its name or the page's own)."""
     assert list(params.rules(page)) == list(defaults(page))
-    assert params.check(page, defaults(page)).keys() == defaults(page).keys()
+    assert params.check(page, placed(page, tmp_path)).keys() == defaults(page).keys()
     assert set(params.PAGES) <= set(PAGES), "rules of a page that is gone"
 
 
@@ -242,20 +249,25 @@ def test_derived_sizes_follow_samples_in_proportion_unless_given():
         params.follow_samples("nope", {}, {"samples": 10})
 
 
-def test_the_books_own_build_is_unchanged_by_the_scaling():
+def test_the_books_own_build_is_unchanged_by_the_scaling(tmp_path):
     """The pages' own check leaves every value as given: the scaling is the rerun's, never the
     book's."""
     for page in PAGES:
-        checked = params.check(page, {**defaults(page), "samples": 7})
+        checked = params.check(page, {**placed(page, tmp_path), "samples": 7})
         assert all(checked[n] == defaults(page)[n] for n in params.derived_sizes(page)), page
         assert params.follow_samples(page, defaults(page), {}) == {}
+
+
+def test_the_templates_default_result_from_book_would_be_in_the_sources():
+    with pytest.raises(ValueError, match=r"^result_path=.*book' is not allowed; allowed: a folder"):
+        params.check("setting_template", defaults("setting_template"))
 
 
 def test_appendix_b_needs_an_alpha_below_one_in_its_residual_grid():
     base = defaults("appendix_b")
     with pytest.raises(
         ValueError,
-        match=r"^alphas_residual=\[1\.0\] is not allowed; allowed: a list with an alpha below 1",
+        match=r"^alphas_residual=\[1\.0\] is not allowed; allowed: two or more alphas, one below 1",
     ):
         params.check("appendix_b", {**base, "alphas_residual": [1.0]})
     assert params.check("appendix_b", {**base, "alphas_residual": [0.5, 1.0]})[
