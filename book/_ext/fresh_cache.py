@@ -196,6 +196,8 @@ def _execute(app: Sphinx, cache, cfg, todo: list, pages: dict) -> dict[str, str]
             code=app._fresh_cache_code[docname],  # type: ignore[attr-defined]
             seconds=round(r["seconds"], 2),
         )
+        if isinstance(r["verdicts"], list):  # the book's verdicts (a rerun's banner compares)
+            pages[docname]["verdicts"] = r["verdicts"]
         cost = r["cost"]
         if isinstance(cost, dict) and isinstance(cost.get("seconds"), (int, float)):
             # what its simulations cost at its defaults (companion.rerun's estimate)
@@ -396,9 +398,14 @@ def _slot(
                 "seconds": time.perf_counter() - t0,
                 "start": t0 - origin,
                 "cost": None,
+                "verdicts": None,
             }
             if reply.get("ok") and out.is_file():
-                r.update(nb=nbformat.read(str(out), as_version=4), cost=reply.get("cost"))
+                r.update(
+                    nb=nbformat.read(str(out), as_version=4),
+                    cost=reply.get("cost"),
+                    verdicts=reply.get("verdicts"),
+                )
             else:
                 r.update(
                     error=str(reply.get("error", "no result"))[:500],

@@ -4,11 +4,11 @@
 
 Run by book/_ext/fresh_cache.py, one process per slot (its kernel: companion.grid.SharedKernel,
 cleared before each notebook). Requests on stdin, one JSON line each, ``{"source": SOURCE.ipynb,
-"out": OUT.ipynb}``; one JSON line answers each on stdout, ``{"ok": true, "cost": {...}}`` (what the
-page's simulations cost: companion.provenance.simulation_cost) or ``{"ok": false, "error": "...",
-"detail": "..."}`` (its error in a line; the failed cell and its traceback). A notebook that fails
-is not written and its kernel is stopped. TIMEOUT < 0: no per-cell timeout. SIGTERM or SIGINT stop
-the kernel before the runner ends.
+"out": OUT.ipynb}``; one JSON line answers each on stdout, ``{"ok": true, "cost": {...},
+"verdicts": [...]}`` (what the page's simulations cost, and its verdicts: companion.provenance) or
+``{"ok": false, "error": "...", "detail": "..."}`` (its error in a line; the failed cell and its
+traceback). A notebook that fails is not written and its kernel is stopped. TIMEOUT < 0: no
+per-cell timeout. SIGTERM or SIGINT stop the kernel before the runner ends.
 """
 
 import json
@@ -23,10 +23,12 @@ from nbclient.exceptions import CellExecutionError
 
 from companion.grid import SharedKernel
 
-#: Asked of the kernel once a page has run: what its simulations cost (one JSON line).
-COST = (
-    "from companion.provenance import simulation_cost as _cost\nimport json as _json\n"
-    "print(_json.dumps(_cost(globals())))"
+#: Asked of the kernel once a page has run: what its simulations cost and its verdicts (a JSON
+#: line; a rerun's banner compares its own verdicts with the book's).
+SUMMARY = (
+    "from companion import provenance as _p\nimport json as _json\n"
+    "print(_json.dumps({'cost': _p.simulation_cost(globals()), "
+    "'verdicts': _p.verdict_settings(globals())}, default=str))"
 )
 
 
@@ -90,10 +92,10 @@ def main(timeout: str) -> int:
                     kernel, Path(request["source"]).resolve(), Path(request["out"]), float(timeout)
                 )
                 try:
-                    cost = json.loads(kernel.ask(COST))
+                    summary = json.loads(kernel.ask(SUMMARY))
                 except (RuntimeError, ValueError):  # no measure: the page is still right
-                    cost = None
-                replies.write(json.dumps({"ok": True, "cost": cost}) + "\n")
+                    summary = {}
+                replies.write(json.dumps({"ok": True, **summary}) + "\n")
             except Exception as exc:
                 kernel.close()
                 replies.write(json.dumps(failure(exc)) + "\n")

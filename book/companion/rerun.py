@@ -797,7 +797,18 @@ def run_info(nb: dict) -> dict | None:
     info.update(defaults=known, given=given, ran={**known, **given, **_dict(info.get("ran"))})
     info["followed"] = [n for n in info.get("followed") or [] if isinstance(n, str)]
     info["chapter"] = run_chapter(nb)
+    info["book_verdicts"] = book_verdicts(info["chapter"]) if info["chapter"] else None
     return info
+
+
+def book_verdicts(page: str, build: Path | None = None) -> dict | None:
+    """claim -> the word of each verdict of the book's build of ``page``, while that build is the
+    checkout's (fresh_cache's ``code`` stamp), else None."""
+    stamp = book_stamps(build).get(page, {})
+    if stamp.get("code") != dependency_hash(BOOK / f"{page}.ipynb", ROOT, environ={}):
+        return None
+    found = [v for v in stamp.get("verdicts") or [] if isinstance(v, dict)]
+    return {v.get("claim"): v.get("word") for v in found} or None
 
 
 def _literal(value, grouping: str = "_") -> str:
@@ -855,12 +866,25 @@ def _setting_words(s: dict) -> str:
     return ", ".join(parts) or "no one setting"
 
 
-def _verdict_line(v: dict) -> str:
+def _verdict_line(v: dict, book: dict | None = None) -> str:
     settings = [s for s in v.get("settings") or [] if isinstance(s, dict)]
     at = "; ".join(_setting_words(s) for s in settings[:6])
     at += f"; and {len(settings) - 6} more" if len(settings) > 6 else ""
     checks = f"{v.get('checks')} check{'s' if v.get('checks') != 1 else ''}"
-    return f"- {v.get('name') or v.get('claim')}: *{v.get('word')}*, from {checks} at {at}"
+    word = (book or {}).get(v.get("claim"))
+    other = f" (**the book's: *{word}***)" if word and word != v.get("word") else ""
+    return f"- {v.get('name') or v.get('claim')}: *{v.get('word')}*{other}, from {checks} at {at}"
+
+
+def _against_book(verdicts: list[dict], book: dict | None) -> str:
+    """A sentence: which of a run's verdicts differ from the book's build of the page."""
+    if book is None:
+        return "(The book's own verdicts of this page are not in a current build to compare.)"
+    differ = [v for v in verdicts if book.get(v.get("claim"), v.get("word")) != v.get("word")]
+    if not differ:
+        return "Every one of them is the book's verdict."
+    names = ", ".join(str(v.get("name") or v.get("claim")) for v in differ)
+    return f"{len(differ)} of the {len(verdicts)} differ from the book's: {names} (marked)."
 
 
 def _source_words(info: dict) -> str:
@@ -908,11 +932,14 @@ def banner(info: dict, title: str | None) -> str:
         lines.append(f"Every parameter has {theirs[1]}.")
     verdicts = [v for v in info.get("verdicts") or [] if isinstance(v, dict)]
     said = "Its verdicts are decided by the book's rule at this run's settings"
+    book = info.get("book_verdicts") if chapter else None
+    compared = [_against_book(verdicts, book)] if chapter and verdicts else []
+    shown = [_verdict_line(v, book) for v in verdicts]
     if 0 < len(verdicts) <= FEW_VERDICTS:
-        lines += ["", said + ":", "", *map(_verdict_line, verdicts)]
+        lines += ["", said + ":", "", *shown, "", *compared]
     elif verdicts:  # the landing page's many: folded
         dropdown = f":::{{dropdown}} The settings of its {len(verdicts)} verdicts"
-        lines += ["", f"{said}.", "", dropdown, "", *map(_verdict_line, verdicts), ":::"]
+        lines += ["", f"{said}. {' '.join(compared)}", "", dropdown, "", *shown, ":::"]
     elif chapter and info.get("recorded") != "papermill":
         lines += ["", "The settings behind its verdicts were not recorded."]
     return "\n".join([*lines, "::::"])

@@ -236,3 +236,28 @@ def test_every_run_in_a_folder_keeps_its_place_in_its_book(tmp_path):
         bar = re.search(r'class="[^"]*bd-header-announcement.*?</div>', text, re.S)
         assert bar and f'href="{other}.html"' in bar.group(0), page  # each bar names both runs
     assert '"setting_template"' in (out / "searchindex.js").read_text()
+
+
+def test_a_reruns_verdicts_are_held_against_the_books():
+    """A rerun page marked which parameters changed, not which results did."""
+    info = {"page": "residual", "chapter": "residual", "defaults": {}, "given": {}, "ran": {}}
+    info |= {"followed": [], "date": "2026-12-06T10:00:00+00:00", "commit": None, "dirty": None}
+    settings = [{"norm": "layernorm", "alpha": 0.3, "gamma": 1.0, "d": 64}]
+    v = {"claim": "Proposition 2", "name": "Proposition 2", "checks": 2, "settings": settings}
+    same = rerun.banner(
+        {**info, "verdicts": [{**v, "word": "holds"}]}
+        | {"book_verdicts": {"Proposition 2": "holds"}},
+        "4. Residual",
+    )
+    assert "Every one of them is the book's verdict." in same and "the book's: " not in same
+    other = rerun.banner(
+        {**info, "verdicts": [{**v, "word": "holds in part"}]}
+        | {"book_verdicts": {"Proposition 2": "holds"}},
+        "4. Residual",
+    )
+    assert "*holds in part* (**the book's: *holds***)" in other
+    assert "1 of the 1 differ from the book's: Proposition 2 (marked)." in other
+    unknown = rerun.banner(
+        {**info, "verdicts": [{**v, "word": "holds"}], "book_verdicts": None}, "x"
+    )
+    assert "not in a current build to compare" in unknown

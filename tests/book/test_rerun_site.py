@@ -105,10 +105,20 @@ def test_the_banner_says_what_ran_and_nothing_else(rerun_site):
     # the verdict on Proposition 2 with the settings that decided it: alpha 0 and the run's alpha,
     # the run's gamma
     assert re.search(
-        r"Proposition 2: \w[\w ]*, from 2 checks at LayerNorm, \u03b1 = 0, \u03b3 = 0\.5, d = 64; "
+        r"Proposition 2: \w[\w ]*(?: \(the book[^)]*\))?, from 2 checks at "
+        r"LayerNorm, \u03b1 = 0, \u03b3 = 0\.5, d = 64; "
         r"LayerNorm, \u03b1 = 0\.3, \u03b3 = 0\.5, d = 64",
         text.replace("\\(d\\)", "d"),
     ), text[:3000]
+    # its verdicts held against the book's build of the page (fresh_cache's stamps record them)
+    from companion import rerun
+
+    book = rerun.book_verdicts("residual")
+    assert book and book.get("Proposition 2"), book
+    assert (
+        "Every one of them is the book\u2019s verdict." in text
+        or "differ from the book\u2019s" in text
+    )
 
 
 def test_the_parameters_dropdown_shows_the_values_that_ran(rerun_site):
