@@ -881,6 +881,8 @@ def _against_book(verdicts: list[dict], book: dict | None) -> str:
     if book is None:
         return "(The book's own verdicts of this page are not in a current build to compare.)"
     differ = [v for v in verdicts if book.get(v.get("claim"), v.get("word")) != v.get("word")]
+    if len(verdicts) == 1:
+        return "It differs from the book's verdict." if differ else "It is the book's verdict."
     if not differ:
         return "Every one of them is the book's verdict."
     names = ", ".join(str(v.get("name") or v.get("claim")) for v in differ)

@@ -249,14 +249,21 @@ def test_a_reruns_verdicts_are_held_against_the_books():
         | {"book_verdicts": {"Proposition 2": "holds"}},
         "4. Residual",
     )
-    assert "Every one of them is the book's verdict." in same and "the book's: " not in same
+    assert "It is the book's verdict." in same and "the book's: " not in same
     other = rerun.banner(
         {**info, "verdicts": [{**v, "word": "holds in part"}]}
         | {"book_verdicts": {"Proposition 2": "holds"}},
         "4. Residual",
     )
     assert "*holds in part* (**the book's: *holds***)" in other
-    assert "1 of the 1 differ from the book's: Proposition 2 (marked)." in other
+    assert "It differs from the book's verdict." in other
+    two = [
+        {**v, "word": "holds"},
+        {**v, "claim": "Theorem 1", "name": "Theorem 1", "word": "fails"},
+    ]
+    book = {"Proposition 2": "holds", "Theorem 1": "holds"}
+    both = rerun.banner({**info, "verdicts": two, "book_verdicts": book}, "x")
+    assert "1 of the 2 differ from the book's: Theorem 1 (marked)." in both
     unknown = rerun.banner(
         {**info, "verdicts": [{**v, "word": "holds"}], "book_verdicts": None}, "x"
     )

@@ -115,10 +115,7 @@ def test_the_banner_says_what_ran_and_nothing_else(rerun_site):
 
     book = rerun.book_verdicts("residual")
     assert book and book.get("Proposition 2"), book
-    assert (
-        "Every one of them is the book\u2019s verdict." in text
-        or "differ from the book\u2019s" in text
-    )
+    assert re.search(r"(is|are) the book\u2019s verdict|differs? from the book\u2019s", text)
 
 
 def test_the_parameters_dropdown_shows_the_values_that_ran(rerun_site):
