@@ -151,18 +151,25 @@ def out_folder(name: str, folder) -> Path:
     return path
 
 
-def _written(out: Path) -> set[str]:
-    """The files reruns wrote in ``out`` (paths relative to it), from its record WRITTEN."""
+def _record(out: Path) -> dict:
+    """``out``'s record WRITTEN: the files reruns wrote there (``files``, relative paths) and the
+    seconds of its last render (``render_seconds``)."""
     try:
-        files = json.loads((out / WRITTEN).read_text(encoding="utf-8"))["files"]
-        return {f for f in files if isinstance(f, str)}
+        record = json.loads((out / WRITTEN).read_text(encoding="utf-8"))
+        record["files"] = {f for f in record["files"] if isinstance(f, str)}
+        return record
     except FileNotFoundError:
-        return set()
+        return {"files": set()}
     except (OSError, ValueError, KeyError, TypeError):
         raise ValueError(
             f"out_dir={path_text(out)} has an unreadable record {WRITTEN}; allowed: a folder "
             "that only reruns wrote to, or a new one"
         ) from None
+
+
+def _written(out: Path) -> set[str]:
+    """The files reruns wrote in ``out`` (paths relative to it)."""
+    return _record(out)["files"]
 
 
 def check_ours(out: Path, names) -> None:
@@ -178,11 +185,12 @@ def check_ours(out: Path, names) -> None:
         )
 
 
-def _record_written(out: Path, names) -> None:
-    """Add ``names`` to ``out``'s record of what reruns wrote (replaced atomically)."""
-    files = sorted(_written(out) | set(names))
+def _record_written(out: Path, names, **more) -> None:
+    """Add ``names`` (and ``more``: render_seconds) to ``out``'s record (replaced atomically)."""
+    record = _record(out) | more
+    record["files"] = sorted(record["files"] | set(names))
     tmp = out / f".{WRITTEN}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps({"files": files}, indent=0), encoding="utf-8")
+    tmp.write_text(json.dumps(record, indent=0), encoding="utf-8")
     os.replace(tmp, out / WRITTEN)
 
 
@@ -261,7 +269,7 @@ def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", pro
         _site_names(out, page.stem) if render_html else [page.name, f"{page.stem}.failed.ipynb"],
     )
     say = _sayer(page.stem, sys.stderr if progress is None else progress)
-    say(expected_time(page.stem, book_values, values))
+    say(expected_time(page.stem, book_values, values, render=out if render_html else None))
     say(f"results cache: {path_text(cache_dir())} (RECENCY_LIB_CACHE names another)")
     with _staging(out) as staging:
         staged, started = staging / page.name, time.perf_counter()
@@ -495,22 +503,30 @@ def cost_factor(page: str, known: dict, values: dict) -> float:
     return factor
 
 
-def expected_time(page: str, known: dict, values: dict, build: Path | None = None) -> str:
+def expected_time(page: str, known: dict, values: dict, build=None, render=None) -> str:
     """The line before a rerun: the book's simulation time of ``page`` × :func:`cost_factor`, plus
-    the rest of its execution."""
+    the rest of its execution, then the render of the site into the folder ``render`` (its last
+    render's time there, else said to be unknown; None: no render)."""
     stamp = book_stamps(build).get(page, {})
     measured, wall = stamp.get("simulation_seconds"), stamp.get("seconds")
+    last = _record(render).get("render_seconds") if render is not None else None
+    then = ""
+    if isinstance(last, (int, float)):
+        then = f"; then about {duration(last)} to render the site (its last render there)"
+    elif render is not None:
+        then = "; then the site's render (timed after this folder's first)"
     if not isinstance(measured, (int, float)) or not isinstance(wall, (int, float)):
         return (
             "expected time unknown: the book's build has not measured this page (build the book, "
-            "jupyter-book build book, for an estimate)"
+            f"jupyter-book build book, for an estimate){then}"
         )
     factor = cost_factor(page, known, values)
     return (
-        f"expected time about {duration(measured * factor + wall)}, an estimate: the book's run of "
-        f"this page at its defaults holds {duration(measured)} of simulation (compute time), "
-        f"× {factor:.2g} for this run's sequences, plus up to {duration(wall)} besides (the book's "
-        f"last execution of the page); results already cached, or spread over processes, take less"
+        f"expected time about {duration(measured * factor + wall + (last or 0))}, an estimate: "
+        f"the book's run of this page at its defaults holds {duration(measured)} of simulation "
+        f"(compute time), × {factor:.2g} for this run's sequences, plus up to {duration(wall)} "
+        f"besides (the book's last execution of the page){then}; results already cached, or "
+        "spread over processes, take less"
     )
 
 
@@ -572,7 +588,9 @@ def _render_site(out: Path, staging: Path, runs: dict, say) -> list[tuple[Path, 
             f"({', '.join(sorted(missing))}): {why}; build the book (jupyter-book build book) and "
             f"render again"
         )
+    started = time.perf_counter()
     html_dir = _build_site(staging / "project", pages, runs, build, missing)
+    seconds = round(time.perf_counter() - started, 1)
     files = sorted(p for p in html_dir.rglob("*") if p.is_file() and p.name != ".buildinfo")
     check_ours(out, [p.relative_to(html_dir).as_posix() for p in files])
     pairs, assets = [], []
@@ -584,7 +602,7 @@ def _render_site(out: Path, staging: Path, runs: dict, say) -> list[tuple[Path, 
         target.parent.mkdir(parents=True, exist_ok=True)  # images, static files: each rename atomic
         os.replace(path, target)
         assets.append(target.relative_to(out).as_posix())
-    _record_written(out, assets)
+    _record_written(out, assets, render_seconds=seconds)
     return pairs
 
 

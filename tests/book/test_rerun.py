@@ -335,6 +335,16 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
     assert rerun.expected_time("layernorm", known, values, build=tmp_path).startswith(
         "expected time unknown"
     )
+    # the render of the site: its last time in the folder, counted in; unknown before the first
+    out = tmp_path / "out"
+    first = rerun.expected_time("residual", known, values, build=tmp_path, render=out)
+    assert (
+        first.startswith("expected time about 30 s") and "timed after this folder's first" in first
+    )
+    out.mkdir()
+    rerun._record_written(out, ["residual.html"], render_seconds=25.0)
+    again = rerun.expected_time("residual", known, values, build=tmp_path, render=out)
+    assert again.startswith("expected time about 55 s") and "about 25 s to render the site" in again
 
 
 def test_a_long_simulation_reports_its_progress_on_the_terminal(tmp_path):
