@@ -7,6 +7,7 @@ import dataclasses
 import glob
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -55,28 +56,44 @@ class BuildResult:
         return "\n".join(self.log.splitlines()[-n:])
 
 
+def build_env(extra: dict | None = None) -> dict:
+    """The environment of a book build: no colours, unbuffered, ``extra`` (e.g. PYTHONPATH to a
+    copy of the package), and this interpreter first on PATH (the notebooks' kernel "python3")."""
+    env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1", **(extra or {}))
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def start_build(root: Path, *args: str, env: dict | None = None, **options) -> subprocess.Popen:
+    """`jupyter-book build book ARGS` in ``root``, started in a session of its own (a signal can
+    reach its whole process group), its output and errors as one text stream."""
+    return subprocess.Popen(
+        [*jupyter_book_cmd(), "build", "book", *args],
+        cwd=root,
+        env=build_env(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        **options,
+    )
+
+
 def run_book(
     root: Path, *args: str, timeout: int = BUILD_TIMEOUT, env: dict | None = None
 ) -> BuildResult:
     """Run `jupyter-book build book ARGS` in `root`; stdout+stderr without colours. ``env``: extra
     environment variables (e.g. PYTHONPATH to a copy of the package)."""
-    env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1", **(env or {}))
-    # The kernel of the notebooks must be this interpreter's (kernelspec "python3").
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     start = time.perf_counter()
-    proc = subprocess.run(
-        [*jupyter_book_cmd(), "build", "book", *args],
-        cwd=root,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=timeout,
-    )
-    return BuildResult(
-        proc.returncode, _ANSI.sub("", proc.stdout), time.perf_counter() - start, root
-    )
+    proc = start_build(root, *args, env=env)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the build and its kernels
+        proc.communicate()
+        raise
+    return BuildResult(proc.returncode, _ANSI.sub("", out), time.perf_counter() - start, root)
 
 
 # --------------------------------------------------------------------------- toc & sources

@@ -9,8 +9,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -348,22 +346,12 @@ def _interrupted_build(root: Path, env: dict, signame: str, marker: str) -> str:
     """`jupyter-book build book` in ``root``, its whole process group sent ``signame`` (as a
     terminal's Ctrl-C reaches every process of the foreground job) once ``marker`` is in
     its output; its log."""
-    from bookutils import _ANSI, jupyter_book_cmd
+    from bookutils import _ANSI, start_build
 
-    env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1", **env)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.Popen(
-        [*jupyter_book_cmd(), "build", "book"],
-        cwd=root,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # as from a terminal, even
-    # under a shell that ignores it (`cmd &`)
+    # SIGINT as from a terminal, even under a shell that ignores it (`cmd &`)
+    proc = start_build(
+        root, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+    )
     lines, seen = [], threading.Event()
 
     def read():

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
-from bookutils import _ANSI, jupyter_book_cmd
+from bookutils import _ANSI, start_build
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from procutils import alive, children
 from test_book_build import SLOW_PHASE, _executed, _interrupted_build, _tiny_book
@@ -189,18 +187,7 @@ class _Build:
     comes."""
 
     def __init__(self, root: Path, env: dict):
-        env = dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1", **env)
-        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-        self.proc = subprocess.Popen(
-            [*jupyter_book_cmd(), "build", "book"],
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
+        self.proc = start_build(root, env=env)
         self.lines, self.seen = [], set()
         threading.Thread(target=self._read, daemon=True).start()
 
