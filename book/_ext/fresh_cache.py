@@ -239,11 +239,24 @@ def on_env_updated(app: Sphinx, env) -> list[str]:
     return sorted(env.found_docs)
 
 
+def _copy_static(app: Sphinx) -> None:
+    """The book's own static files (html_static_path) copied into the site: Sphinx copies them
+    only when a page is out of date, so a CSS edit alone never reached the site."""
+    from sphinx.util.fileutil import copy_asset
+
+    for entry in app.config.html_static_path:
+        source = Path(app.confdir, entry)
+        if source.exists():
+            copy_asset(str(source), str(Path(app.outdir, "_static")))
+
+
 def on_build_finished(app: Sphinx, exception) -> None:
     """A build that finished without error has executed and written every page with its current
     dependencies and titles: only now are they recorded as such."""
     if exception is not None:
         return
+    if app.builder.format == "html":
+        _copy_static(app)
     titles = getattr(app, "_fresh_cache_titles", None)
     if titles is not None:
         _write_stamps(Path(app.doctreedir, TITLES), titles)

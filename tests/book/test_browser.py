@@ -623,9 +623,10 @@ async () => {
     }
   }
 
+  const FITS_COLUMNS = 5;  // a table of at most this many columns fits a wide screen's column
   // (c) tables: within the column, or scrolling inside a box that shows a cue while it is cut
   const tables = Array.from(art.querySelectorAll('table')).filter(shown);
-  const cut = [], uncued = [];
+  const cut = [], uncued = [], narrowCut = [];
   for (const table of tables) {
     const head = Array.from(table.querySelectorAll('th')).slice(0, 4)
         .map(th => th.textContent.trim()).join('|').slice(0, 50);
@@ -637,6 +638,11 @@ async () => {
     }
     if (!scroller || scroller.scrollWidth <= scroller.clientWidth + 1) continue;
     cut.push(head);
+    const columns = table.rows[0] ? table.rows[0].cells.length : 0;
+    if (columns <= FITS_COLUMNS && window.innerWidth >= 1200) {  // a per-layer table: 4 layers
+      narrowCut.push(`${head}: ${columns} columns`);
+      continue;
+    }
     const st = getComputedStyle(scroller);
     const cue = [st.maskImage, st.webkitMaskImage, st.boxShadow, st.backgroundImage]
         .some(v => v && v !== 'none');
@@ -655,7 +661,7 @@ async () => {
     }
   }
   return {figures: figures.length, visibleFigures: visibleFigures.length, wideFigures, numbers,
-          broken, unread, tables: tables.length, cut, uncued, emoji};
+          broken, unread, tables: tables.length, cut, uncued, narrowCut, emoji};
 }
 """
 
@@ -687,6 +693,7 @@ def fit_problems(run: PageRun, width: int, expected: dict | None) -> list[str]:
             ("broken", "numbers with their errors broken across lines"),
             ("unread", "a '±' the check does not read as a number with its error"),
             ("uncued", "tables cut without a cue"),
+            ("narrowCut", f"tables of at most 5 columns cut (they fit at {WIDE['width']} px)"),
             ("emoji", "emoji (an empty box without an emoji font)"),
         )
         if found[key]

@@ -266,3 +266,18 @@ def test_sigterm_while_executing_leaves_no_runs_and_no_process(tmp_path, run_jup
     assert after.returncode == 0, after.tail()
     assert list(build_dir.glob(".fresh_cache_tmp-*")) == []
     assert "slept" in _html(tmp_path, "s1") and "slept" in _html(tmp_path, "s2")
+
+
+def test_a_style_edit_alone_reaches_the_site(tmp_path, run_jupyter_book):
+    """Sphinx copies its static files only when a page is out of date: an edit of companion.css
+    alone left the old style in the site, build after build."""
+    _tiny_book(tmp_path, {"home": [new_markdown_cell("# Home")]})
+    env = {"RECENCY_LIB_CACHE": str(tmp_path / "r")}
+    assert run_jupyter_book(tmp_path, env=env).returncode == 0
+    css = tmp_path / "book" / "_static" / "companion.css"
+    css.write_text(css.read_text() + "\n/* edited */\n")
+    result = run_jupyter_book(tmp_path, env=env)
+    assert result.returncode == 0 and "no targets are out of date" in result.log, result.log[-2000:]
+    assert (
+        tmp_path / "_build" / "html" / "_static" / "companion.css"
+    ).read_text() == css.read_text()
