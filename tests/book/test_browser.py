@@ -650,6 +650,11 @@ async () => {
     if (!cue) uncued.push(`${head}: cut at ${widths}, no cue`);
   }
 
+  // a citation is read and copied whole: it wraps, never hides past the column's edge
+  for (const pre of art.querySelectorAll('div.highlight-bibtex pre')) {
+    if (shown(pre) && pre.scrollWidth > pre.clientWidth + 1) uncued.push('a citation block: cut');
+  }
+
   // (d) emoji (drawn as an empty box without an emoji font)
   const emoji = [];
   const ew = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
