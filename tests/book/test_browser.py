@@ -650,6 +650,12 @@ async () => {
     if (!cue) uncued.push(`${head}: cut at ${widths}, no cue`);
   }
 
+  // on a narrow (touch) screen each figure says that a tap enlarges it (no zoom cursor there)
+  const noTapCue = window.innerWidth > 700 ? [] : Array.from(art.querySelectorAll('figure'))
+      .filter(f => shown(f) && f.querySelector('img'))
+      .filter(f => !getComputedStyle(f, '::before').content.includes('tap'))
+      .map(f => (f.querySelector('figcaption') || f).textContent.trim().slice(0, 40));
+
   // a citation is read and copied whole: it wraps, never hides past the column's edge
   for (const pre of art.querySelectorAll('div.highlight-bibtex pre')) {
     if (shown(pre) && pre.scrollWidth > pre.clientWidth + 1) uncued.push('a citation block: cut');
@@ -666,7 +672,7 @@ async () => {
     }
   }
   return {figures: figures.length, visibleFigures: visibleFigures.length, wideFigures, numbers,
-          broken, unread, tables: tables.length, cut, uncued, narrowCut, emoji};
+          broken, unread, tables: tables.length, cut, uncued, narrowCut, noTapCue, emoji};
 }
 """
 
@@ -699,6 +705,7 @@ def fit_problems(run: PageRun, width: int, expected: dict | None) -> list[str]:
             ("unread", "a '±' the check does not read as a number with its error"),
             ("uncued", "tables cut without a cue"),
             ("narrowCut", f"tables of at most 5 columns cut (they fit at {WIDE['width']} px)"),
+            ("noTapCue", "figures that do not say a tap enlarges them"),
             ("emoji", "emoji (an empty box without an emoji font)"),
         )
         if found[key]
