@@ -4,8 +4,9 @@
 // 2. every page's papermill parameters cell is collapsed, whether or not it is tagged hide-cell;
 // 3. a number with its error ("0.5231 ± 0.0012", "(7.2 ± 0.8) × 10⁻⁵") or with its power of ten
 //    ("1.2 × 10⁻⁷") never breaks inside: each is wrapped in span.num (white-space: nowrap);
-// 4. a table wider than its scroll box says so: the box (table-scroll) gets cut-right / cut-left
-//    (companion.css fades that edge) while there is more to that side, updated as the reader scrolls;
+// 4. a table or a display formula wider than its scroll box says so: the box (table-scroll) gets
+//    cut-right / cut-left (companion.css fades that edge) while there is more to that side, updated
+//    as the reader scrolls;
 // 5. Sphinx's search script (searchtools.js, loaded on every page by the theme) searches whenever the
 //    URL has ?q=..., and throws on a page without its #search-results box: there it does nothing. On
 //    the search page a result's summary comes from the page texts the build wrote
@@ -237,6 +238,21 @@
     });
   };
 
+  // display math too: once MathJax has typeset a formula (its box resizes), a formula wider than
+  // the column is cut with the same cue
+  const watchMath = () => {
+    if (typeof ResizeObserver !== "function") return;
+    const resized = new ResizeObserver((entries) => entries.forEach((e) => {
+      const box = e.target.querySelector('mjx-container[display="true"]') || e.target;
+      if (!box.classList.contains("table-scroll")) {
+        box.classList.add("table-scroll");
+        box.addEventListener("scroll", () => markCut(box), {passive: true});
+      }
+      markCut(box);
+    }));
+    document.querySelectorAll("article div.math").forEach((math) => resized.observe(math));
+  };
+
   document.addEventListener("DOMContentLoaded", () => {
     collapseParameters();
     document.querySelectorAll(FIGURES).forEach((img) => {
@@ -245,6 +261,7 @@
     });
     keepNumbersWhole(document.body);
     watchCuts();
+    watchMath();
     const results = document.getElementById("search-results");
     if (results) new MutationObserver(() => plainTitles(results)).observe(results, {childList: true, subtree: true});
   });

@@ -656,6 +656,15 @@ async () => {
       .filter(f => !getComputedStyle(f, '::before').content.includes('tap'))
       .map(f => (f.querySelector('figcaption') || f).textContent.trim().slice(0, 40));
 
+  // a display formula wider than the column scrolls with the tables' cue (companion.js)
+  for (const math of art.querySelectorAll('mjx-container[display="true"]')) {
+    const st = getComputedStyle(math);
+    const faded = [st.maskImage, st.webkitMaskImage].some(v => v && v !== 'none');
+    if (shown(math) && math.scrollWidth > math.clientWidth + 1 && !faded) {
+      uncued.push('a display formula: cut, no cue');
+    }
+  }
+
   // a citation is read and copied whole: it wraps, never hides past the column's edge
   for (const pre of art.querySelectorAll('div.highlight-bibtex pre')) {
     if (shown(pre) && pre.scrollWidth > pre.clientWidth + 1) uncued.push('a citation block: cut');
