@@ -12,7 +12,8 @@
   simulates, ``SimConfig(...)`` or the call of a settings factory (``settings.fig1_configs(...)``,
   ``beyond.component_configs(...)``), and the call that simulates it (the figure follows);
 * every glued figure is numbered: a {glue:figure} directive with a :name:;
-* markdown has no pseudo-TeX labels such as S^(2) outside math.
+* markdown has no pseudo-TeX labels such as S^(2) outside math, and never calls this page's verdict
+  "the book's" (a rerun's page shows its run's under the same words).
 
 Also: papermill runs of the exemplar pages with non-default parameter values.
 """
@@ -102,6 +103,11 @@ def rule_problems(page: str) -> list[str]:
     problems = []
     for k, cell in enumerate(nb.cells):
         tags = cell.metadata.get("tags", [])
+        if cell.cell_type == "markdown" and re.search(r"book's verdict", cell.source, re.I):
+            problems.append(
+                f"cell {k}: 'the book's verdict' names this page's own (a rerun's page shows the "
+                "run's under it): say 'this page's verdict'"
+            )
         if cell.cell_type == "code":
             tree = ast.parse(_code(cell))
             defined = [
@@ -244,6 +250,10 @@ def test_exemplar_runs_with_other_parameters(page, tmp_path, monkeypatch, seeded
     glued = [o for o in outputs if "scrapbook" in o.get("metadata", {})]
     figures = [o for o in glued if any(k.endswith("image/svg+xml") for k in o.get("data", {}))]
     assert figures, f"{page}: no figure glued"
+    if page == "input_distribution":  # the prose names the grid that ran, not the book's
+        grid = next(o for o in glued if o["metadata"]["scrapbook"]["name"] == "inputdist-grid")
+        text = next(v for k, v in grid["data"].items() if k.endswith("text/plain"))
+        assert text == "'0 and 0.5'", grid["data"]
     assert not [o for o in outputs if o.output_type == "stream" and o.get("name") == "stderr"], (
         f"{page}: warnings on stderr"
     )

@@ -31,6 +31,7 @@ def proposition3_numbers(*, alphas, by, rp_by, gamma, p3, ratio, samples, zc) ->
         "inputdist-p3-word": p3[0.0].word,
         "inputdist-p3-zc": num(zc, 3),
         "inputdist-amin": f"{min(alphas):g}",
+        "inputdist-grid": report.listing(sorted(by[0.0])),  # the alphas that ran, 0 included
         "inputdist-tmin-g0": pm(*_trend(by[0.0][min(alphas)])),
     }
     for g, key in ((0.0, "g0"), (gamma, "res")):
