@@ -527,3 +527,37 @@ def test_a_hash_changed_after_loading_shows_its_setting_and_a_bad_link_says_so(p
     page = open_page(hash_="#a9-g9-d1-x-L1")  # a malformed link
     assert "#a9-g9-d1-x-L1 is not one of this grid" in page.evaluate(note)
     assert_clean(page, log)
+
+
+OVERLAPS_JS = """() => {
+  const bad = [];
+  for (const svg of document.querySelectorAll('svg')) {
+    if (!svg.querySelector('.rx-cells')) continue;  // the heatmaps
+    const texts = [...svg.querySelectorAll('text')]
+        .map(t => [t.textContent, t.getBoundingClientRect()]).filter(([, r]) => r.width > 0);
+    for (let a = 0; a < texts.length; a++) for (let b = a + 1; b < texts.length; b++) {
+      const [s, r] = texts[a], [u, q] = texts[b];  // on one line, and running into each other
+      const oneLine = Math.abs((r.top + r.bottom) - (q.top + q.bottom)) / 2 <
+          0.5 * Math.min(r.height, q.height);
+      if (oneLine && r.left < q.right - 0.5 && q.left < r.right - 0.5) bad.push(s + ' / ' + u);
+    }
+  }
+  return bad;
+}"""
+
+
+def test_no_heatmap_label_runs_into_another_in_any_setting(page_of, data):
+    """At alpha 0.9, d 16, RMSNorm, layer 4 the colour bar's limits ran into its label
+    ("3.9101526mean score below the diagona3.9998615"); every setting and layer, at 1400 px."""
+    open_page, log = page_of
+    page = open_page()
+    found = {}
+    for key in data["settings"]:
+        for layer in range(1, data["meta"]["layers"] + 1):
+            page.evaluate(f"() => {{ location.hash = '#{key}-L{layer}'; }}")
+            page.wait_for_function(f"() => window.rxExplorer.state().layer === {layer}")
+            bad = page.evaluate(OVERLAPS_JS)
+            if bad:
+                found[f"{key}-L{layer}"] = bad[:3]
+    assert not found, list(found.items())[:5]
+    assert_clean(page, log)

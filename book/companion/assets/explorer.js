@@ -90,7 +90,9 @@
   function drawHeatmap(svg, L, compact) {
     clear(svg);
     var n = M.n, cell = compact ? 24 : 30, left = 30, top = 6, grid = n * cell;
-    var width = left + grid + 8, barTop = top + grid + 30, height = barTop + 34;
+    // (in the large map the bar's label has a line of its own: long limits would run into it)
+    var width = left + grid + 8, barTop = top + grid + 30, note = compact ? 0 : 13;
+    var height = barTop + 34 + note;
     svg.setAttribute("viewBox", "0 0 " + width + " " + height);
     var hatch = "rx-hatch-" + (++hatchCount);
     var defs = svgEl("defs", {}, svg);
@@ -127,11 +129,11 @@
     svgEl("text", { x: left, y: barTop + 21, "text-anchor": "start" }, lab, fixed(lo, L.dec));
     svgEl("text", { x: left + grid, y: barTop + 21, "text-anchor": "end" }, lab, fixed(hi, L.dec));
     if (!compact) {      // in the small side-by-side maps the two limits fill the line
-      svgEl("text", { x: left + grid / 2, y: barTop + 21, "text-anchor": "middle", class: "rx-label" }, lab,
+      svgEl("text", { x: left + grid / 2, y: barTop + 34, "text-anchor": "middle", class: "rx-label" }, lab,
             "mean score below the diagonal");
     }
-    svgEl("rect", { x: left, y: barTop + 25, width: 9, height: 9, fill: "url(#" + hatch + ")", class: "rx-diag" }, svg);
-    svgEl("text", { x: left + 13, y: barTop + 33, class: "rx-note-text" }, svg,
+    svgEl("rect", { x: left, y: barTop + 25 + note, width: 9, height: 9, fill: "url(#" + hatch + ")", class: "rx-diag" }, svg);
+    svgEl("text", { x: left + 13, y: barTop + 33 + note, class: "rx-note-text" }, svg,
           (compact ? "diagonal: " : "diagonal (hatched, not on the scale): ") + (dlo === dhi ? fixed(dlo, L.dec) : fixed(dlo, L.dec) + " to " + fixed(dhi, L.dec)));
     return { lo: lo, hi: hi };
   }
