@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     from .config import ENGINES, PLACEMENTS, WEIGHTS, SimConfig
     from .metrics import LEVEL
     from .norms import NAMES
+    from .workers import cpus
 
     p = _Parser(prog=PROG, allow_abbrev=False, description="Simulate the paper's model.")
     p.epilog = f"The options of a command: {PROG} simulate --help"
@@ -80,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     for option, kind, default, text in (
         ("--level", float, LEVEL, f"family-wise error level of the decisions (default {LEVEL})"),
         ("--chunk-size", int, None, "samples per task (never changes the result)"),
-        ("--workers", int, 1, f"processes, 1 to {_cpus()} here (default 1)"),
+        ("--workers", int, 1, f"processes, 1 to {cpus()} here (default 1)"),
         ("--out", str, None, "write the result here (JSON; .npz: binary), replacing only a result"),
         ("--plot", str, None, "draw every layer's mean scores here (.png, .svg, .pdf; matplotlib)"),
     ):
@@ -88,8 +89,25 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+#: From this many sequences a run says its expected time first (a pilot of it, timed here).
+PILOT_FROM = 10**6
+
+
+def _say_expected_time(cfg, workers: int) -> None:
+    """One line on stderr before a long run: its time from a pilot here, over ``workers``."""
+    from .engines import pilot
+
+    size, seconds = pilot(cfg)
+    total = seconds * cfg.samples / size / workers
+    took = f"{total:.0f} s" if total < 90 else f"{total / 60:.0f} min"
+    took = took if total < 5400 else f"{total / 3600:.1f} h"
+    over = f" over {workers} processes" if workers > 1 else ""
+    print(
+        f"{PROG}: {cfg.samples:,} sequences, expected time about {took}{over} (a pilot of "
+        f"{size:,} ran here in {seconds:.2f} s); RECENCY_LIB_PROGRESS=1 shows the progress",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _run(argv) -> int:
@@ -106,10 +124,11 @@ def _run(argv) -> int:
     from .files import check_output_path
     from .result import RESULT_FILE, is_result_file
     from .validation import check_int, check_level
+    from .workers import cpus
 
     a = _parser().parse_args(argv)
     cfg = SimConfig(**{f.name: getattr(a, f.name) for f in fields(SimConfig)})
-    workers = check_int("workers", a.workers, 1, _cpus())
+    workers = check_int("workers", a.workers, 1, cpus())
     level = check_level(a.level)
     if a.chunk_size is not None:
         check_int("chunk_size", a.chunk_size, 1)
@@ -125,6 +144,8 @@ def _run(argv) -> int:
                 "or no --plot"
             )
     require_memory(cfg, resolve_engine(cfg), workers)
+    if cfg.samples >= PILOT_FROM:
+        _say_expected_time(cfg, workers)
     if workers > 1:
         from .workers import worker_pool
 

@@ -243,6 +243,27 @@ def _largest(cfg: SimConfig, name: str, fits) -> int | None:
     return low
 
 
+# -- time ------------------------------------------------------------------------------------------
+
+PILOT_SECONDS = 0.1  # a pilot grows until it has run this long, or is a tenth of the run
+
+
+def pilot(cfg: SimConfig) -> tuple[int, float]:
+    """(sequences, seconds) of a pilot of ``cfg`` here: the run's own first blocks, timed, from one
+    block up to PILOT_SECONDS of work or a tenth of the run. Checks the memory first."""
+    p = plan(cfg)
+    tenth = cfg.samples // 10 // p.block * p.block  # whole blocks
+    size, most = min(cfg.samples, p.block), min(cfg.samples, max(p.block, tenth))
+    while True:
+        start = time.perf_counter()
+        simulate(cfg.replace(samples=size), progress=False)
+        seconds = time.perf_counter() - start
+        if seconds >= PILOT_SECONDS or size >= most:
+            return size, seconds
+        aim = math.ceil(size * PILOT_SECONDS / max(seconds, 1e-6) / p.block) * p.block
+        size = min(most, max(2 * size, aim))
+
+
 # -- one block -------------------------------------------------------------------------------------
 
 

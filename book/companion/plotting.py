@@ -109,12 +109,16 @@ def glue_figure(key: str, fig) -> None:
 
 
 def rp_text(rp: float, sem: float | None = None) -> str:
-    """A heatmap's label "RP = 0.7321" over "± 0.0012" (report.pm); "RP = 0.500" without an SE."""
+    """A heatmap's label "RP = 0.7321" over "± 0.0012" (report.pm); "RP = 0.500" without an SE.
+    A value longer than 7 characters (a large run's "0.5000602") gets a line of its own under
+    "RP =", so the label stays in the panel's empty corner, clear of the tick labels."""
     if sem is None or not np.isfinite(sem):
         return f"RP = {rp:.3f}"
     text = pm(rp, sem, min_places=3)
     at = " × " if text.startswith("(") else " ± "  # "(7.2 ± 0.8)" stays whole
-    return "RP = " + text.replace(at, "\n" + at[1:], 1)
+    value, _, rest = text.partition(at)
+    head = "RP =\n" if len(value) > 7 else "RP = "
+    return head + value + ("\n" + at[1:] + rest if rest else "")
 
 
 def _colourbar(mappable, ax, *, axes=None):

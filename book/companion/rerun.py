@@ -43,11 +43,13 @@ from papermill.iorw import NoDatesSafeLoader
 from sphinx_external_toc.parsing import parse_toc_yaml
 
 from recency_lib.cache import cache_dir
-from recency_lib.engines import memory_limit
+from recency_lib.config import SimConfig
+from recency_lib.engines import memory_limit, pilot
 from recency_lib.files import path_text
 from recency_lib.kernels import load as load_kernel
 from recency_lib.norms import NORMS
 from recency_lib.validation import brief
+from recency_lib.workers import cpus
 
 from . import grid, params
 from .params import BOOK, ROOT
@@ -503,10 +505,21 @@ def cost_factor(page: str, known: dict, values: dict) -> float:
     return factor
 
 
+def _rest_of_last_run(out: Path, page: str) -> float | None:
+    """The seconds of ``page``'s last run in ``out`` besides its simulations (start, figures)."""
+    try:
+        record = read_notebook(out / f"{page}.ipynb").metadata.get(RUN, {})
+        return max(0.0, float(record["seconds"]) - float(record["cost"]["seconds"]))
+    except (ValueError, OSError, KeyError, TypeError, AttributeError):
+        return None
+
+
 def expected_time(page: str, known: dict, values: dict, build=None, render=None) -> str:
-    """The line before a rerun: the book's simulation time of ``page`` × :func:`cost_factor`, plus
-    the rest of its execution, then the render of the site into the folder ``render`` (its last
-    render's time there, else said to be unknown; None: no render)."""
+    """The line before a rerun: its simulation's time, then the rest of its execution and the render
+    of the site into the folder ``render`` (its last render there, else said to be unknown; None:
+    no render). The simulation's time: the book's measured compute of ``page`` × :func:`cost_factor`
+    over its ``workers``; for a page of one setting that the build never runs (the setting
+    template), a timed pilot of that setting here, and the rest from its last run in the folder."""
     stamp = book_stamps(build).get(page, {})
     measured, wall = stamp.get("simulation_seconds"), stamp.get("seconds")
     last = _record(render).get("render_seconds") if render is not None else None
@@ -515,18 +528,37 @@ def expected_time(page: str, known: dict, values: dict, build=None, render=None)
         then = f"; then about {duration(last)} to render the site (its last render there)"
     elif render is not None:
         then = "; then the site's render (timed after this folder's first)"
-    if not isinstance(measured, (int, float)) or not isinstance(wall, (int, float)):
+    if isinstance(measured, (int, float)) and isinstance(wall, (int, float)):
+        factor, spread = cost_factor(page, known, values), min(values.get("workers", 1), cpus())
+        over = f" over {spread} processes" if spread > 1 else ""
+        seconds = measured * factor / spread + wall
+        how = (
+            f"the book's run of this page at its defaults holds {duration(measured)} of "
+            f"simulation (compute time), × {factor:.2g} for this run's sequences{over}, plus up "
+            f"to {duration(wall)} besides (the book's last execution of the page)"
+        )
+    elif all(name in values for name in params.SETTING_PARAMS):
+        cfg = SimConfig(**{name: values[name] for name in params.SETTING_PARAMS})
+        size, spent = pilot(cfg)
+        rest = _rest_of_last_run(render, page) if render is not None else None
+        seconds = spent * cfg.samples / size + (rest or 0)
+        how = (
+            f"a pilot of its setting ran {size:,} sequences here in {duration(spent)}, × "
+            f"{cfg.samples / size:.2g} for this run's {cfg.samples:,}, plus "
+            + (
+                f"about {duration(rest)} for the notebook's start and figures (its last run there)"
+                if rest is not None
+                else "the notebook's start and figures (timed after its first run there)"
+            )
+        )
+    else:
         return (
             "expected time unknown: the book's build has not measured this page (build the book, "
             f"jupyter-book build book, for an estimate){then}"
         )
-    factor = cost_factor(page, known, values)
+    total = duration(seconds + (last or 0))
     return (
-        f"expected time about {duration(measured * factor + wall + (last or 0))}, an estimate: "
-        f"the book's run of this page at its defaults holds {duration(measured)} of simulation "
-        f"(compute time), × {factor:.2g} for this run's sequences, plus up to {duration(wall)} "
-        f"besides (the book's last execution of the page){then}; results already cached, or "
-        "spread over processes, take less"
+        f"expected time about {total}, an estimate: {how}{then}; results already cached take less"
     )
 
 

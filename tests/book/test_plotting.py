@@ -205,7 +205,9 @@ def test_rp_text_uses_the_books_number_format():
     assert plotting.rp_text(0.5, 0.0) == "RP = 0.5"
     assert plotting.rp_text(0.5, None) == "RP = 0.500"
     assert plotting.rp_text(0.991414, 0.000038) == "RP = 0.99141\n\u00b1 0.00004"
-    assert plotting.rp_text(7.2e-5, 8e-6) == "RP = (7.2 \u00b1 0.8)\n\u00d7 10\u207b\u2075"
+    assert plotting.rp_text(7.2e-5, 8e-6) == "RP =\n(7.2 \u00b1 0.8)\n\u00d7 10\u207b\u2075"
+    # a large run's long value has its own line, clear of the tick labels on the left
+    assert plotting.rp_text(0.5000602, 0.0000012) == "RP =\n0.5000602\n\u00b1 0.0000012"
 
 
 # -- shared colour scales, the paper's view --------------------------------------------------------

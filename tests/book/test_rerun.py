@@ -312,10 +312,13 @@ def test_a_bad_environment_variable_is_one_error_line_naming_it(tmp_path, variab
     assert not (tmp_path / "o").exists()
 
 
-def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
+def test_the_expected_time_is_the_books_measure_scaled(tmp_path, monkeypatch):
     """The estimate: the compute time the book's run of the page holds, times the share of
-    sequences, plus the page's time besides; a page the build never measured says so."""
+    sequences, over its worker processes, plus the page's time besides; a page the build never
+    measured says so."""
     from companion import params, rerun
+
+    monkeypatch.setattr(rerun, "cpus", lambda: 2)  # the page's two workers each have a CPU
 
     cache = tmp_path / ".jupyter_cache"
     cache.mkdir()
@@ -329,9 +332,7 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
     assert rerun.cost_factor("residual", known, values) == pytest.approx(0.2)
     assert rerun.cost_factor("residual", known, {**known, "n": 20}) == pytest.approx(8.0)
     line = rerun.expected_time("residual", known, values, build=tmp_path)
-    assert (
-        line.startswith("expected time about 30 s, an estimate") and "1.7 min of simulation" in line
-    )
+    assert line.startswith("expected time about 20 s, an estimate") and "1.7 min of simul" in line
     assert rerun.expected_time("layernorm", known, values, build=tmp_path).startswith(
         "expected time unknown"
     )
@@ -339,12 +340,43 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path):
     out = tmp_path / "out"
     first = rerun.expected_time("residual", known, values, build=tmp_path, render=out)
     assert (
-        first.startswith("expected time about 30 s") and "timed after this folder's first" in first
+        first.startswith("expected time about 20 s") and "timed after this folder's first" in first
     )
     out.mkdir()
     rerun._record_written(out, ["residual.html"], render_seconds=25.0)
     again = rerun.expected_time("residual", known, values, build=tmp_path, render=out)
-    assert again.startswith("expected time about 55 s") and "about 25 s to render the site" in again
+    assert again.startswith("expected time about 45 s") and "about 25 s to render the site" in again
+
+    # a page whose simulations spread over its worker processes: the compute time over them
+    (cache / "fresh_cache.json").write_text(
+        json.dumps({"format": 3, "pages": {"appendix_a": {"seconds": 5, "simulation_seconds": 60}}})
+    )
+    known = params.defaults(BOOK / "appendix_a.ipynb")
+    for workers, words in ((1, "about 1.1 min, "), (2, "about 35 s, ")):
+        line = rerun.expected_time("appendix_a", known, {**known, "workers": workers}, tmp_path)
+        assert words in line and (" over 2 processes" in line) == (workers == 2), line
+
+
+def test_the_setting_templates_expected_time_is_a_pilot_of_its_setting(tmp_path, monkeypatch):
+    """The build never runs the template: its estimate times a pilot of the setting here."""
+    from companion import params, rerun
+
+    known = params.defaults(BOOK / "setting_template.ipynb")
+    values = {**known, "samples": 1_000_000}
+    monkeypatch.setattr(rerun, "pilot", lambda cfg: (4096, 0.5))
+    line = rerun.expected_time("setting_template", known, values, build=tmp_path)
+    assert line.startswith("expected time about 2 min, an estimate: a pilot of its setting ran")
+    assert "4,096 sequences here in 0.5 s, × 2.4e+02 for this run's 1,000,000" in line
+    assert "start and figures (timed after its first run there)" in rerun.expected_time(
+        "setting_template", known, values, build=tmp_path, render=tmp_path
+    )
+    # after a run in the folder: its time besides the simulations counts in
+    ran = nbformat.v4.new_code_cell("1", outputs=[nbformat.v4.new_output("stream", text="1")])
+    nb = nbformat.v4.new_notebook(cells=[ran])
+    nb.metadata[rerun.RUN] = {"seconds": 9.0, "cost": {"seconds": 4.0}}
+    nbformat.write(nb, str(tmp_path / "setting_template.ipynb"))
+    line = rerun.expected_time("setting_template", known, values, build=tmp_path, render=tmp_path)
+    assert line.startswith("expected time about 2.1 min") and "about 5 s for the notebook's" in line
 
 
 def test_a_long_simulation_reports_its_progress_on_the_terminal(tmp_path):
@@ -516,11 +548,14 @@ def test_a_rerun_writes_what_the_page_writes_into_its_own_folder(good_run, tmp_p
     assert not list(out.glob(".rerun-staging-*"))
 
 
-def test_a_failed_rerun_keeps_the_previous_pair_and_puts_its_notebook_beside_it(good_run):
-    """A failing run (here: the machine's memory too small for any run) replaced the good 269 KB
-    notebook with its 21 KB error; now the previous notebook and page stay, and the failed notebook
-    is beside them under a name that says so; a later good run takes that away."""
+def test_a_failed_rerun_keeps_the_previous_pair_and_puts_its_notebook_beside_it(good_run, tmp_path):
+    """A failing run (here: the memory the kernel may use too small for any run) replaced the good
+    269 KB notebook with its 21 KB error; now the previous notebook and page stay, and the failed
+    notebook is beside them under a name that says so; a later good run takes that away."""
     out, files = good_run
+    startup = tmp_path / "ipython" / "profile_default" / "startup"  # the kernel's, not the rerun's:
+    startup.mkdir(parents=True)  # the rerun's own checks (its pilot) see the machine's memory
+    (startup / "small.py").write_text('import os\nos.environ["RECENCY_LIB_MAX_MEMORY"] = "1000"\n')
     result = companion(
         "rerun",
         TEMPLATE,
@@ -529,7 +564,7 @@ def test_a_failed_rerun_keeps_the_previous_pair_and_puts_its_notebook_beside_it(
         "alpha",
         "0.5",
         *LIGHT,
-        env={"RECENCY_LIB_MAX_MEMORY": "1000"},
+        env={"IPYTHONDIR": str(tmp_path / "ipython")},
     )
     error_after_progress(
         1,

@@ -231,7 +231,8 @@ def test_a_signal_stops_the_workers_and_keeps_the_previous_result(tmp_path, sig,
     time.sleep(1.0)  # mid-run
     p.send_signal(sig)
     _, err = p.communicate(timeout=60)
-    assert p.returncode == code and err.count("\n") == 1 and err.startswith("error: "), err
+    *said, last = err.splitlines()  # the expected time said before the run, then one error line
+    assert p.returncode == code and last.startswith("error: ") and len(said) == 1, err
     deadline = time.monotonic() + 10
     while any(alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -300,3 +301,24 @@ def test_out_on_a_full_disk_is_one_line_naming_the_path_and_keeps_the_old_file(
     ), err
     assert str(good) in err, err
     assert good.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["good.json"]
+
+
+def test_a_long_run_says_its_expected_time_first_also_when_not_on_a_terminal():
+    """From 10^6 sequences one stderr line before the run: its time from a pilot timed here."""
+    p = run("simulate", "--n", "4", "--layers", "2", "--samples", "1000000")
+    assert p.returncode == 0, p.stderr
+    first = p.stderr.splitlines()[0]
+    assert first.startswith("python -m recency_lib: 1,000,000 sequences, expected time about ")
+    assert "(a pilot of " in first and "RECENCY_LIB_PROGRESS=1" in first
+    small = run("simulate", "--n", "4", "--layers", "2", "--samples", "999999")
+    assert small.returncode == 0 and small.stderr == ""
+
+
+def test_a_pilot_is_the_runs_own_first_blocks_and_at_most_a_tenth_of_it():
+    from recency_lib.engines import pilot, plan
+
+    cfg = SimConfig(n=6, layers=2, samples=10**6)
+    size, seconds = pilot(cfg)
+    assert size % plan(cfg).block == 0 and size <= cfg.samples // 10 and seconds > 0
+    tiny = cfg.replace(samples=100)
+    assert pilot(tiny)[0] == 100  # a run shorter than a block is its own pilot
