@@ -200,15 +200,18 @@ def simulation_cost(namespace: dict) -> dict:
 
 
 def verdict_settings(namespace: dict) -> list[dict]:
-    """The verdicts a page holds: claim, name, word, its checks' number and distinct settings."""
+    """The verdicts a page holds: claim, name, word, its checks' number and distinct settings, and
+    the deciding check's number (its text, what it measures, value and SE)."""
     from .verdicts import CLAIM_NAMES, Verdict
 
     out = []
     for v in held(namespace, (Verdict,)):
         distinct = dict.fromkeys((c.norm, c.alpha, c.gamma, c.d) for c in v.checks)  # in order
         settings = [dict(zip(("norm", "alpha", "gamma", "d"), s)) for s in distinct]
-        name, checks = CLAIM_NAMES.get(v.claim, v.claim), len(v.checks)
+        name, checks, c = CLAIM_NAMES.get(v.claim, v.claim), len(v.checks), v.decisive
+        number = dict(number=v.value, what=c.what, value=float(c.value), se=float(c.se))
         out.append(dict(claim=v.claim, name=name, word=v.word, checks=checks, settings=settings))
+        out[-1] |= number  # the deciding number: a rerun's banner holds it against the book's
     return out
 
 

@@ -19,6 +19,7 @@ import hashlib
 import html
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -54,6 +55,7 @@ from recency_lib.workers import cpus
 from . import grid, params
 from .params import BOOK, ROOT
 from .report import duration
+from .significance import z_for, zscore
 from .sources import dependency_hash
 
 NOTEBOOK_MAX = 2**26  # the largest notebook or parameters file read (an executed chapter: 0.2-3 MB)
@@ -531,11 +533,17 @@ def expected_time(page: str, known: dict, values: dict, build=None, render=None)
     if isinstance(measured, (int, float)) and isinstance(wall, (int, float)):
         factor, spread = cost_factor(page, known, values), min(values.get("workers", 1), cpus())
         over = f" over {spread} processes" if spread > 1 else ""
-        seconds = measured * factor / spread + wall
+        rest = _rest_of_last_run(render, page) if render is not None else None
+        besides = (
+            f"about {duration(rest)} besides (its last run there: the kernel's start, figures)"
+            if rest is not None and rest > wall
+            else f"up to {duration(wall)} besides (the book's last execution of the page)"
+        )
+        seconds = measured * factor / spread + max(wall, rest or 0)
         how = (
             f"the book's run of this page at its defaults holds {duration(measured)} of "
-            f"simulation (compute time), × {factor:.2g} for this run's sequences{over}, plus up "
-            f"to {duration(wall)} besides (the book's last execution of the page)"
+            f"simulation (compute time), × {factor:.2g} for this run's sequences{over}, plus "
+            f"{besides}"
         )
     elif all(name in values for name in params.SETTING_PARAMS):
         cfg = SimConfig(**{name: values[name] for name in params.SETTING_PARAMS})
@@ -852,13 +860,13 @@ def run_info(nb: dict) -> dict | None:
 
 
 def book_verdicts(page: str, build: Path | None = None) -> dict | None:
-    """claim -> the word of each verdict of the book's build of ``page``, while that build is the
-    checkout's (fresh_cache's ``code`` stamp), else None."""
+    """claim -> each verdict of the book's build of ``page`` (its word, deciding number, ...), while
+    that build is the checkout's (fresh_cache's ``code`` stamp), else None."""
     stamp = book_stamps(build).get(page, {})
     if stamp.get("code") != dependency_hash(BOOK / f"{page}.ipynb", ROOT, environ={}):
         return None
     found = [v for v in stamp.get("verdicts") or [] if isinstance(v, dict)]
-    return {v.get("claim"): v.get("word") for v in found} or None
+    return {v.get("claim"): v for v in found} or None
 
 
 def _literal(value, grouping: str = "_") -> str:
@@ -916,27 +924,63 @@ def _setting_words(s: dict) -> str:
     return ", ".join(parts) or "no one setting"
 
 
-def _verdict_line(v: dict, book: dict | None = None) -> str:
+def _number_differs(v: dict, theirs, zc: float) -> float | None:
+    """The z of a run's deciding number against the book's, when both measure the same thing and
+    differ beyond ``zc``; else None."""
+    if not isinstance(theirs, dict) or theirs.get("what") != v.get("what"):
+        return None
+    try:
+        z = zscore(float(v["value"]) - float(theirs["value"]), math.hypot(v["se"], theirs["se"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return z if abs(z) > zc else None
+
+
+def _verdict_line(v: dict, book: dict | None = None, zc: float = math.inf) -> str:
     settings = [s for s in v.get("settings") or [] if isinstance(s, dict)]
     at = "; ".join(_setting_words(s) for s in settings[:6])
     at += f"; and {len(settings) - 6} more" if len(settings) > 6 else ""
     checks = f"{v.get('checks')} check{'s' if v.get('checks') != 1 else ''}"
-    word = (book or {}).get(v.get("claim"))
+    theirs = (book or {}).get(v.get("claim"))
+    word = theirs.get("word") if isinstance(theirs, dict) else None
     other = f" (**the book's: *{word}***)" if word and word != v.get("word") else ""
-    return f"- {v.get('name') or v.get('claim')}: *{v.get('word')}*{other}, from {checks} at {at}"
+    line = f"- {v.get('name') or v.get('claim')}: *{v.get('word')}*{other}, from {checks} at {at}"
+    if v.get("number"):
+        line += f"; its deciding number {v['number']}"
+        if (
+            isinstance(theirs, dict)
+            and theirs.get("number")
+            and theirs.get("what") == v.get("what")
+        ):
+            z = _number_differs(v, theirs, zc)
+            differs = f", **differs**: $z$ = {z:+.1f}" if z is not None else ""
+            line += f" against the book's {theirs['number']}{differs}"
+    return line
 
 
-def _against_book(verdicts: list[dict], book: dict | None) -> str:
-    """A sentence: which of a run's verdicts differ from the book's build of the page."""
+def _against_book(verdicts: list[dict], book: dict | None, zc: float = math.inf) -> str:
+    """Sentences: which of a run's verdicts, and which deciding numbers, differ from the book's."""
     if book is None:
         return "(The book's own verdicts of this page are not in a current build to compare.)"
-    differ = [v for v in verdicts if book.get(v.get("claim"), v.get("word")) != v.get("word")]
+
+    def word(v):
+        theirs = book.get(v.get("claim"))
+        return theirs.get("word") if isinstance(theirs, dict) else v.get("word")
+
+    differ = [v for v in verdicts if word(v) != v.get("word")]
     if len(verdicts) == 1:
-        return "It differs from the book's verdict." if differ else "It is the book's verdict."
-    if not differ:
-        return "Every one of them is the book's verdict."
-    names = ", ".join(str(v.get("name") or v.get("claim")) for v in differ)
-    return f"{len(differ)} of the {len(verdicts)} differ from the book's: {names} (marked)."
+        out = "It differs from the book's verdict." if differ else "It is the book's verdict."
+    elif not differ:
+        out = "Every one of them is the book's verdict."
+    else:
+        names = ", ".join(str(v.get("name") or v.get("claim")) for v in differ)
+        out = f"{len(differ)} of the {len(verdicts)} differ from the book's: {names} (marked)."
+    moved = [v for v in verdicts if _number_differs(v, book.get(v.get("claim")), zc) is not None]
+    if moved:
+        names = ", ".join(str(v.get("name") or v.get("claim")) for v in moved)
+        level = f"beyond their errors at the book's family-wise level ($|z|$ > {zc:.2f})"
+        out += f" Deciding numbers that differ from the book's {level}: {names}."
+    return out
 
 
 def _source_words(info: dict) -> str:
@@ -985,8 +1029,9 @@ def banner(info: dict, title: str | None) -> str:
     verdicts = [v for v in info.get("verdicts") or [] if isinstance(v, dict)]
     said = "Its verdicts are decided by the book's rule at this run's settings"
     book = info.get("book_verdicts") if chapter else None
-    compared = [_against_book(verdicts, book)] if chapter and verdicts else []
-    shown = [_verdict_line(v, book) for v in verdicts]
+    zc = z_for(max(1, len(verdicts)))  # one family: the page's deciding numbers
+    compared = [_against_book(verdicts, book, zc)] if chapter and verdicts else []
+    shown = [_verdict_line(v, book, zc) for v in verdicts]
     if 0 < len(verdicts) <= FEW_VERDICTS:
         lines += ["", said + ":", "", *shown, "", *compared]
     elif verdicts:  # the landing page's many: folded

@@ -346,6 +346,13 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path, monkeypatch):
     rerun._record_written(out, ["residual.html"], render_seconds=25.0)
     again = rerun.expected_time("residual", known, values, build=tmp_path, render=out)
     assert again.startswith("expected time about 45 s") and "about 25 s to render the site" in again
+    # a run already in the folder: its time besides the simulations, where longer than the book's
+    ran = nbformat.v4.new_code_cell("1", outputs=[nbformat.v4.new_output("stream", text="1")])
+    nb = nbformat.v4.new_notebook(cells=[ran])
+    nb.metadata[rerun.RUN] = {"seconds": 30.0, "cost": {"seconds": 10.0}}
+    nbformat.write(nb, str(out / "residual.ipynb"))
+    line = rerun.expected_time("residual", known, values, build=tmp_path, render=out)
+    assert line.startswith("expected time about 55 s") and "about 20 s besides (its last" in line
 
     # a page whose simulations spread over its worker processes: the compute time over them
     (cache / "fresh_cache.json").write_text(

@@ -246,13 +246,13 @@ def test_a_reruns_verdicts_are_held_against_the_books():
     v = {"claim": "Proposition 2", "name": "Proposition 2", "checks": 2, "settings": settings}
     same = rerun.banner(
         {**info, "verdicts": [{**v, "word": "holds"}]}
-        | {"book_verdicts": {"Proposition 2": "holds"}},
+        | {"book_verdicts": {"Proposition 2": {"word": "holds"}}},
         "4. Residual",
     )
     assert "It is the book's verdict." in same and "the book's: " not in same
     other = rerun.banner(
         {**info, "verdicts": [{**v, "word": "holds in part"}]}
-        | {"book_verdicts": {"Proposition 2": "holds"}},
+        | {"book_verdicts": {"Proposition 2": {"word": "holds"}}},
         "4. Residual",
     )
     assert "*holds in part* (**the book's: *holds***)" in other
@@ -261,9 +261,18 @@ def test_a_reruns_verdicts_are_held_against_the_books():
         {**v, "word": "holds"},
         {**v, "claim": "Theorem 1", "name": "Theorem 1", "word": "fails"},
     ]
-    book = {"Proposition 2": "holds", "Theorem 1": "holds"}
+    book = {"Proposition 2": {"word": "holds"}, "Theorem 1": {"word": "holds"}}
     both = rerun.banner({**info, "verdicts": two, "book_verdicts": book}, "x")
     assert "1 of the 2 differ from the book's: Theorem 1 (marked)." in both
+    # the deciding numbers: the run's beside the book's, marked where they differ beyond errors
+    step = {"what": "the mean step", "number": "(2.1 ± 0.1) × 10⁻⁶", "value": 2.1e-6, "se": 1e-7}
+    book = {"Proposition 2": {"word": "holds", **step}}
+    for value, differs in ((2.2e-6, False), (3.1e-6, True)):
+        ran = {**v, "word": "holds", **step, "value": value, "number": f"{value:.1e}"}
+        text = rerun.banner({**info, "verdicts": [ran], "book_verdicts": book}, "x")
+        assert f"its deciding number {value:.1e} against the book's (2.1 ± 0.1)" in text
+        assert ("**differs**: $z$ = +7.1" in text) == differs, text
+        assert ("Deciding numbers that differ from the book's" in text) == differs
     unknown = rerun.banner(
         {**info, "verdicts": [{**v, "word": "holds"}], "book_verdicts": None}, "x"
     )
