@@ -324,7 +324,10 @@ def test_the_rerun_page_in_a_browser_offline(rerun_site):
                     == 0
                 )
                 assert page.evaluate("document.documentElement.scrollWidth") <= width, width
-                assert page.locator(".rerun-banner").is_visible()
+                banner = page.locator(".rerun-banner")
+                assert banner.is_visible() and "its deciding number" in banner.inner_text()
+                fits = "(b => b.scrollWidth <= b.clientWidth + 1)"  # the banner's words wrap
+                assert page.evaluate(f"{fits}(document.querySelector('.rerun-banner'))"), width
                 page.locator("div.cell.tag_parameters details summary").first.click()
                 shown = page.locator("div.cell.tag_parameters pre").first.inner_text()
                 assert (
