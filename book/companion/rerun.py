@@ -198,6 +198,9 @@ def _record_written(out: Path, names, **more) -> None:
     os.replace(tmp, out / WRITTEN)
 
 
+#: In the book's build folder: the seconds of the last render of a rerun's site, in any folder.
+LAST_RENDER = ".rerun-last-render.json"
+
 #: The folders of a rendered site beside its pages (Sphinx's).
 SITE_FOLDERS = ("_downloads", "_images", "_sources", "_static")
 
@@ -529,7 +532,12 @@ def expected_time(page: str, known: dict, values: dict, build=None, render=None)
     if isinstance(last, (int, float)):
         then = f"; then about {duration(last)} to render the site (its last render there)"
     elif render is not None:
-        then = "; then the site's render (timed after this folder's first)"
+        build = params.build_folder() if build is None else Path(build)
+        try:
+            last = float(json.loads((build / LAST_RENDER).read_text())["render_seconds"])
+            then = f"; then about {duration(last)} to render the site (the last render here)"
+        except (OSError, ValueError, KeyError, TypeError):
+            then = "; then the site's render (timed after this machine's first)"
     if isinstance(measured, (int, float)) and isinstance(wall, (int, float)):
         factor, spread = cost_factor(page, known, values), min(values.get("workers", 1), cpus())
         over = f" over {spread} processes" if spread > 1 else ""
@@ -643,6 +651,10 @@ def _render_site(out: Path, staging: Path, runs: dict, say) -> list[tuple[Path, 
         os.replace(path, target)
         assets.append(target.relative_to(out).as_posix())
     _record_written(out, assets, render_seconds=seconds)
+    if build.is_dir():  # the last render of any folder: the estimate before a folder's first
+        tmp = build / f"{LAST_RENDER}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"render_seconds": seconds}), encoding="utf-8")
+        os.replace(tmp, build / LAST_RENDER)
     return pairs
 
 

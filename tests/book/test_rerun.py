@@ -340,7 +340,13 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path, monkeypatch):
     out = tmp_path / "out"
     first = rerun.expected_time("residual", known, values, build=tmp_path, render=out)
     assert (
-        first.startswith("expected time about 20 s") and "timed after this folder's first" in first
+        first.startswith("expected time about 20 s") and "timed after this machine's first" in first
+    )
+    (tmp_path / rerun.LAST_RENDER).write_text('{"render_seconds": 12}')  # any folder's last render
+    first = rerun.expected_time("residual", known, values, build=tmp_path, render=out)
+    assert (
+        first.startswith("expected time about 32 s")
+        and "12 s to render the site (the last" in first
     )
     out.mkdir()
     rerun._record_written(out, ["residual.html"], render_seconds=25.0)
