@@ -4,6 +4,7 @@ chapters' settings through the results cache."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -42,9 +43,22 @@ def theorem1_claim(results: dict, ds=settings.THEOREM1_VERDICT_DS) -> Verdict:
 
 
 def proposition1_claim(results: dict, ds=settings.PROP1_DS) -> Verdict:
-    """Proposition 1 (no normalization: no recency bias) at the d of ``ds``."""
+    """Proposition 1 (no normalization: no recency bias) at the d of ``ds``; a check against the
+    claim gives its smallest step as a share of its row's level (the corrected Eq. (19)): the order
+    beyond the law of large numbers at which the conclusion fails."""
     items = [results[d] for d in _paper_d_first(ds, results)]
-    return _order_claim("Proposition 1", ("prf:ref", "prop-1"), items, expected=0)
+    v = _order_claim("Proposition 1", ("prf:ref", "prop-1"), items, expected=0)
+    checks = [_share_of_level(c, x) if c.status == AGAINST else c for c, x in zip(v.checks, items)]
+    return decide(v.claim, checks, v.target, v.numbers)
+
+
+def _share_of_level(check: Check, item) -> Check:
+    """``check`` with its smallest step also as a share of the level of the row it sits in."""
+    s, cfg = StepEstimate.of(item).smallest(), item.config
+    level = float(theory.prop1_score_corrected(s.i, s.j - 1, cfg.d, cfg.alpha))
+    share = report.pm(s.mean / level, s.se / level)
+    text = f"{check.text}, {share} of its row's level: beyond the law of large numbers"
+    return dataclasses.replace(check, text=text)
 
 
 def proposition2_claim(isotropic, with_order: SimResult) -> Verdict:

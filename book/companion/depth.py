@@ -144,7 +144,8 @@ def summary_rows(results: dict, growth: dict, zc: float) -> list[dict]:
             {
                 "setting": f"{conventions.variant_short(cfg)}, {alpha}, d = {cfg.d}",
                 "sequences": report.count(cfg.samples),
-                f"trend, layer 2 → {L}": f"{_pm(c[('trend', 2)])}<br>→ {_pm(c[('trend', L)])}",
+                f"trend (layer-1 CV), layer 2 → {L}": f"{_pm(c[('trend', 2)])}<br>→ "
+                f"{_pm(c[('trend', L)])}",
                 f"RP, layer 2 → {L}": f"{_pm(c[('rp', 2)], 0.5)}<br>→ {_pm(c[('rp', L)], 0.5)}",
                 "finding": finding(summary(c), L),
             }
@@ -166,7 +167,7 @@ def rows(results: dict, growth: dict, zc: float) -> list[dict]:
                 {
                     "setting": label(res.config),
                     "layer": str(l),
-                    "trend": report.pm(t.value, t.se),
+                    "trend (layer-1 CV)": report.pm(t.value, t.se),
                     "z (trend)": report.z_text(t.z),
                     "RP": report.pm(r.value + 0.5, r.se),
                     "z (RP)": report.z_text(r.z),

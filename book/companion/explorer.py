@@ -37,6 +37,13 @@ LAYERS = 4
 DEFAULT_SAMPLES = 20_000
 MAX_DECIMALS = 9
 CELL_DIGITS = 1  # significant digits of a score matrix's smallest off-diagonal SE
+#: Layer 2 at α = 0, "{norm}-{γ}": the chapter that decides it with an estimator built for it (the
+#: explorer's layer-1 control variates leave it undecided).
+ELSEWHERE = {
+    "layernorm-0": "Chapter 3 decides it with the first-order control variate (Theorem 1).",
+    "none-0": "Chapter 3 decides it with Gram-matrix control variates (Proposition 1).",
+    "layernorm-1": "Chapter 4 decides it with the first-order control variate (Proposition 2).",
+}
 VERDICT_CODES = {"holds": "h", "violated": "v", "undecided": "u"}
 DIRECTION_CODES = {"recency": "r", "primacy": "p", "none": "n"}
 DIGITS64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -226,6 +233,7 @@ def explorer_data(results) -> dict:
         "engine": first.engine,
         "kernel": first.extra.get("kernel"),
         "library_version": first.library_version,
+        "elsewhere": ELSEWHERE,
     }
 
     def position(res):  # on the grid: alpha slowest, norm fastest

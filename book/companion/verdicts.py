@@ -33,14 +33,15 @@ WORDS = tuple(word for _, word, _ in RULE)
 
 #: The rule in words (the landing page states it once).
 RULE_TEXT = (
-    "Each claim is split into checks, and each check is decided by simulation at the book's "
-    f"{report.percent(FAMILYWISE_LEVEL)} family-wise error. A claim **holds** when every check "
-    "comes out as the paper says; it **holds in part** when some do and none goes against it (for "
-    "example, the rows rise on average but not every single step is resolved); it is **not "
-    "resolved** when no check is resolved either way; it is **contradicted** when any check is "
-    "resolved against the paper, however small the effect and whatever the order of the paper's "
-    "approximation. The number shown is the one of the check that decides the word, with its "
-    "setting."
+    "Each claim is split into checks, each decided by simulation; the checks of a claim are "
+    "tested together, so that the chance of any false call among them stays under "
+    f"{report.percent(FAMILYWISE_LEVEL)} (the {{term}}`family-wise error`). A claim **holds** "
+    "when every check comes out as the paper says; it **holds in part** when some do and none "
+    "goes against it (for example, the rows rise on average but not every single step is "
+    "resolved); it is **not resolved** when no check is resolved either way; it is "
+    "**contradicted** when any check is resolved against the paper, however small the effect and "
+    "whatever the order of the paper's approximation. The number shown is the one of the check "
+    "that decides the word, with its setting."
 )
 
 
@@ -240,15 +241,35 @@ def table(verdicts: list[Verdict]) -> report.Markdown:
     return report.table(rows, align="llll", css_class="verdict-table")
 
 
-def verdict_grid_rows(results, labels, *, family: int | None = None, estimator="cv") -> list:
+def layer2_isotropic(cfg, layer: int) -> bool:
+    """Layer 2 at α = 0: the matrix chapters 3 and 4 test with estimators built for it (the
+    first-order and Gram-matrix control variates), where a grid's layer-1 ones fall short."""
+    return layer == 2 and cfg.alpha == 0
+
+
+def marked(rows: list[dict]) -> bool:
+    """Whether a table of :func:`verdict_grid_rows` marks a cell as decided elsewhere."""
+    return any(str(cell).endswith(ELSEWHERE) for row in rows for cell in row.values())
+
+
+#: The mark of an undecided cell that another page decides with a stronger estimator.
+ELSEWHERE = "\\*"
+
+
+def verdict_grid_rows(
+    results, labels, *, family: int | None = None, estimator="cv", elsewhere=None
+) -> list:
     """The table under a grid of heatmaps: per setting and layer the RP ± SE over the matrix's
-    Definition-1 badge, one family (default: every matrix)."""
+    Definition-1 badge, one family (default: every matrix); an undecided badge gets a * where
+    ``elsewhere(config, layer)`` says another page decides it with a stronger estimator."""
     results = list(results)
     k = family or sum(r.config.layers for r in results)
 
     def cell(r, l):
         number = report.nowrap(report.pm(*rp(r, l)))
-        return f"{number}<br>{report.badge(definition1(r, l, k, estimator))}"
+        word = definition1(r, l, k, estimator)
+        mark = ELSEWHERE if word == "undecided" and elsewhere and elsewhere(r.config, l) else ""
+        return f"{number}<br>{report.badge(word)}{mark}"
 
     layers = range(1, results[0].config.layers + 1)
     return [

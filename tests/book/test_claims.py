@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from fake_results import fake, thm
 
-from companion import claims, closedforms, settings, statistics, verdicts
-from recency_lib import SimConfig, simulate, simulate_many
+from companion import claims, closedforms, report, settings, statistics, verdicts
+from companion.statistics import StepEstimate
+from recency_lib import SimConfig, simulate, simulate_many, theory
 
 
 def valid(word: str) -> bool:
@@ -47,8 +48,13 @@ def test_proposition1_is_definition1_with_no_recency_expected():
     assert (
         v.word == "contradicted"
         and "$d = 64$" in v.measure
-        and v.value == "0.0040 ± 0.0010 (smallest step)"
+        and v.value.startswith("0.0040 ± 0.0010 (smallest step), ")
     )
+    # the step as a share of its row's level (the corrected Eq. (19)): the order it fails at
+    s = StepEstimate.of(rising[64]).smallest()
+    level = float(theory.prop1_score_corrected(s.i, s.j - 1, 64))
+    share = report.pm(s.mean / level, s.se / level)
+    assert v.value.endswith(f", {share} of its row's level: beyond the law of large numbers")
     falling = {d: fake(none.replace(d=d), step=-0.1) for d in (16, 64)}
     assert claims.proposition1_claim(falling).word == "holds"
 

@@ -70,3 +70,28 @@ def test_every_recipe_runs_as_typed(built_book, tmp_path):
     assert (out / "a03.json").is_file()  # the template's result file, in out/
     assert (out / "result.json").is_file() and (out / "layers.svg").is_file()  # the command line's
     assert not list((REPO / "book").glob("*.json")), "a recipe wrote into the sources"
+
+
+def page_text(html_dir, name: str) -> str:
+    """A built page's words (tags dropped, entities decoded, spaces collapsed)."""
+    import html
+    import re
+
+    raw = (html_dir / f"{name}.html").read_text(encoding="utf-8")
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", raw)).split())
+
+
+def test_the_numbers_the_readme_quotes_are_the_books(built_book):
+    """The README cannot glue: each number it quotes from the book is the one the build shows."""
+    import re
+
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    page = page_text(built_book.html, "layernorm")
+    for quoted in ("(2.307 ± 0.004) × 10⁻⁶", "(6.793 ± 0.010) × 10⁻⁶"):  # Theorem 1, Prop. 1
+        assert quoted in readme and quoted in page, quoted
+    crossing = float(re.search(r"cross at \\\( ?d\^\* ?\\\) = ([\d.]+)", page)[1])
+    assert f"above d ≈ {round(crossing)}" in readme, crossing  # the mean steps cross
+    ahead = re.search(r"stays ahead up to \\\( ?d \\approx ?\\\) (\d+)", page)[1]
+    assert f"smallest step only above d ≈ {ahead}" in readme, ahead
+    share = re.search(r"\(([\d.]+) ± [\d.]+\) × 10⁻⁵ of its row’s level", page)
+    assert share and f"about {round(float(share[1]))} × 10⁻⁵ of a row's level" in readme

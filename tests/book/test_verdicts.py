@@ -42,10 +42,8 @@ def test_every_word_is_reachable_and_stated_once():
         words == {"holds", "holds in part", "not resolved", "contradicted"} == set(verdicts.WORDS)
     )
     assert all(f"**{w}**" in verdicts.RULE_TEXT for w in words)
-    assert (
-        f"the book's {report.percent(conventions.FAMILYWISE_LEVEL)} family-wise"
-        in verdicts.RULE_TEXT
-    )
+    level = report.percent(conventions.FAMILYWISE_LEVEL)
+    assert f"stays under {level} (the {{term}}`family-wise error`)" in verdicts.RULE_TEXT
 
 
 # -- the kinds of check ----------------------------------------------------------------------------

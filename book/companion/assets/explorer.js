@@ -326,6 +326,11 @@
     return "Adjacent steps S(i, j) " + MINUS + " S(i, j " + MINUS + " 1), j \u2264 i, tested together (" +
       Math.round(100 * M.level) + " % family-wise over " + M.steps + " steps): " + L.why + ".";
   }
+  /* Layer 2 at alpha = 0, undecided here: the chapter that decides it with a stronger estimator. */
+  function elsewhereText(s, L) {
+    var said = M.elsewhere[M.norms[s.inorm] + "-" + M.gamma_labels[s.ig]];
+    return said && s.layer === 2 && M.alphas[s.ia] === 0 && L.v === "undecided" ? " " + said : "";
+  }
 
   function render() {
     var L = layerOf(state);
@@ -341,7 +346,7 @@
     $("rx-direction").textContent = directionText(L);
     $("rx-verdict").textContent = L.v;
     $("rx-verdict").className = "rx-verdict-" + L.v;
-    $("rx-verdict-detail").textContent = verdictText(L);
+    $("rx-verdict-detail").textContent = verdictText(L) + elsewhereText(state, L);
     drawH($("rx-hchart"), L.h);
     $("rx-h-caption").textContent = "h(j) = 1/\u2016x\u2c7c\u2016 for the output x of layer 1, normalised to h(1) = 1; " +
       "layer 2 scores S(i, j) = g(i) h(j) below the diagonal (Eq. (40)). Independent of the layer control. " +

@@ -11,6 +11,7 @@ from recency_lib import theory
 from .. import closedforms, conventions, plotting, report
 from ..errata import BEYOND, BIAS, PRINTED, summary, summary_text
 from ..report import Markdown, count, listing, num, percent
+from ..theorem1 import statistic_points
 from ..verdicts import AGAINST, AS_CLAIMED, ON_AVERAGE, UNRESOLVED
 
 
@@ -200,6 +201,7 @@ def page_numbers(
     eq5,
     corrected,
     prop1,
+    controlled: dict,
     th: dict,
     n: int,
     workers: int,
@@ -208,11 +210,14 @@ def page_numbers(
     wall_seconds: float,
 ) -> dict[str, object]:
     """glue key -> text (or Markdown) of every number Appendix A's prose cites: the table's, the
-    sympy verdicts, the errata by kind, the book's verdicts (claims), what Definition 1 at the
-    paper's d would take (``th``: settings.theorem1_configs's results) and this build's cost."""
+    sympy verdicts, the errata by kind, the book's verdicts (claims), Proposition 1's mean step by
+    the Gram-matrix control variates (``controlled``), what Definition 1 at the paper's d would take
+    (``th``: settings.theorem1_configs's results) and this build's cost."""
     ds = table.ds
     d0, d1, dmax = ds[0], ds[min(1, len(ds) - 1)], ds[-1]
     cell = table.cell
+    points = {p.d: p for p in statistic_points(controlled)}  # the Gram-matrix control variates
+    gram = {k: points[d] for k, d in enumerate((d0, d1))}
     d_def1 = conventions.PAPER_D if conventions.PAPER_D in th else max(th)
     z_def1 = conventions.definition1_z(n)
     need, def1_i, def1_j = closedforms.definition1_samples(th[d_def1], z_def1, theorem1=True)
@@ -264,6 +269,8 @@ def page_numbers(
         "aa-prop1-step-0": cell("eq19-corrected", "step", d0).text(),
         "aa-prop1-step-1": cell("eq19-corrected", "step", d1).text(),
         "aa-prop1-ratio-0": cell("prop1-beyond-lln", "step", d0).text(),
+        **{f"aa-prop1-gram-{k}": report.pm(p.trend, p.se) for k, p in gram.items()},
+        "aa-prop1-gram-ratio-0": report.pm(*gram[0].ratio(gram[0].derived)),
         "aa-samples-p": count(table.samples_of(closedforms.P)),
         # Propositions 2 and 3, the paper's Figure 5, Eq. (6)
         "aa-eq36p-max": cell("eq36-printed", "level", dmax, closedforms.AR).text(),

@@ -4,7 +4,25 @@ import math
 
 from .. import closedforms, conventions, depth, plotting, report, statistics
 from ..report import count, num, pm, z_text
-from ..verdicts import STATUSES
+from ..verdicts import STATUSES, layer2_isotropic, marked, verdict_grid_rows
+
+
+def figure1_table(*, results, names, p1_verdict, th_verdict) -> None:
+    """Glue the table under Figure 1 (verdicts.verdict_grid_rows) with a * on layer 2 at α = 0
+    where its estimator leaves Definition 1 undecided, and the note of what chapter 3's stronger
+    estimators decide there (Proposition 1's and Theorem 1's verdicts)."""
+    rows = verdict_grid_rows(results, names, elsewhere=layer2_isotropic)
+    note = ""
+    if marked(rows):
+        samples = count(results[0].config.samples)
+        note = (
+            f"\\* Undecided at {samples} sequences with layer-1 control variates; "
+            "{doc}`layernorm` decides layer 2 at α = 0 with stronger estimators: without "
+            f"normalization Proposition 1 *{p1_verdict.word}*: {p1_verdict.value}; with LayerNorm "
+            f"Theorem 1 *{th_verdict.word}*: {th_verdict.value}."
+        )
+    report.show("empirical-fig1-table", report.table(rows))
+    report.glue_numbers({"empirical-fig1-note": report.Markdown(note)})
 
 
 def figure2_numbers(
