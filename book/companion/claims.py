@@ -28,11 +28,23 @@ def _paper_d_first(ds, results: dict) -> list:
     return found or sorted(results)
 
 
+#: The order of LayerNorm's effect on isotropic tokens (the corrected Theorem 1: √d e^{-2√d} q(d)²),
+#: said beside a step that decides a claim made for large d.
+ISOTROPIC_ORDER = "second order in $e^{-\\sqrt d}$"
+
+
 def _order_claim(claim: str, target, items, expected: int = +1, **numbers) -> Verdict:
-    """Definition 1 on E S^(2) of each of ``items`` (results or statistics), one family."""
+    """Definition 1 on E S^(2) of each of ``items`` (results or statistics), one family; a step
+    of LayerNorm on isotropic tokens that decides as claimed says its order (ISOTROPIC_ORDER)."""
     ests = [StepEstimate.of(x) for x in items]
     zc = conventions.z_for(len(ests) * verdicts.comparisons_of_order(ests[0].config.n))
     checks = [verdicts.order_check(est, zc, expected=expected) for est in ests]
+    checks = [
+        dataclasses.replace(c, text=f"{c.text}, {ISOTROPIC_ORDER}")
+        if c.status == AS_CLAIMED and c.norm == "layernorm" and c.alpha == 0 and expected == 1
+        else c
+        for c in checks
+    ]
     return decide(claim, checks, target, {"z_threshold": zc, **numbers})
 
 

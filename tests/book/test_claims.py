@@ -26,7 +26,8 @@ def test_theorem1():
         v.word == "holds in part" and v.value == "(2.00 ± 0.20) × 10⁻⁶" and "$d = 64$" in v.measure
     )
     assert "{prf:ref}`Theorem 1 <thm-1>`" in verdicts.table([v]).text
-    assert claims.theorem1_claim({16: thm(16, step=0.1), 64: thm(64, step=0.1)}).word == "holds"
+    held = claims.theorem1_claim({16: thm(16, step=0.1), 64: thm(64, step=0.1)})
+    assert held.word == "holds" and held.value.endswith(", second order in $e^{-\\sqrt d}$")
     assert claims.theorem1_claim({16: thm(16), 64: thm(64)}).word == "not resolved"
     assert (
         claims.theorem1_claim({16: thm(16, step=0.1), 64: thm(64, trend=-2e-6, trend_se=2e-7)}).word
