@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from bookutils import BOOK, REPO, page_source, toc_pages
+from bookutils import BOOK, REPO, computed_once, page_source, toc_pages
 
 PAGES = [p for p in toc_pages() if page_source(p).suffix == ".ipynb"] + ["setting_template"]
 COMPANION = [sys.executable, "-m", "companion"]
@@ -538,13 +538,25 @@ def shown_alpha(out: Path) -> tuple[float, str]:
     return nb["metadata"]["papermill"]["parameters"]["alpha"], shown.group(1) if shown else None
 
 
+def _good_run(folder: Path) -> None:
+    env = {**os.environ, "RECENCY_LIB_CACHE": str(folder / "cache")}
+    result = companion(
+        "rerun", TEMPLATE, str(folder / "out"), "-p", "alpha", "0.3", *LIGHT, env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
 @pytest.fixture
-def good_run(tmp_path, monkeypatch):
-    """A folder holding a rerun that succeeded (alpha 0.3), and its files' bytes."""
+def good_run(tmp_path, tmp_path_factory, monkeypatch):
+    """A folder holding a rerun that succeeded (alpha 0.3), and its files' bytes: one run per test
+    session (bookutils.computed_once), copied for each test with its results cache."""
+    import shutil
+
+    done = computed_once(tmp_path_factory, "good-run", _good_run)
+    for name in ("out", "cache"):
+        shutil.copytree(done / name, tmp_path / name, symlinks=True)
     monkeypatch.setenv("RECENCY_LIB_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "out"
-    result = companion("rerun", TEMPLATE, str(out), "-p", "alpha", "0.3", *LIGHT)
-    assert result.returncode == 0, result.stderr[-3000:]
     assert shown_alpha(out) == (0.3, "0.3")
     return out, files_of(out)
 
