@@ -13,7 +13,9 @@ computes). Three measurements, each in fresh interpreters:
 * cold start, one core: a fresh interpreter that imports recency_lib, loads the C kernel (a shared
   library built by ``pip install -e .``) and runs the workload once; its whole life as seen from
   the parent (interpreter start to exit), ``--runs`` times; the import + kernel load part beside it.
-* cold start, two workers: the same with a ``ProcessPoolExecutor(2)`` (pool start included).
+* cold start, two workers: the same with a ``ProcessPoolExecutor(2)`` (pool start included), and
+  with two threads (``ThreadPoolExecutor(2)``: the kernel releases the GIL). The child imports only
+  recency_lib (the configs come from the parent), as a user's script would.
 * warm, one core, AVX2 build: the first measurement with the kernel compiled for AVX2 (setup.py's
   flags and -march=x86-64-v3, into a temporary folder; bench_kernel.avx2_build) and loaded in place
   of the installed one: what a reader's AVX2 machine runs (left out with --no-avx2 or without AVX2).
@@ -34,25 +36,26 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import calibration, child_main, cpu_seconds, load_kernel, run_child, summary
 
-from companion.settings import fig1_configs
-
 
 def _child(spec: dict) -> dict:
     t0 = time.perf_counter()
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
-    from recency_lib import simulate_many
+    from recency_lib import SimConfig, simulate_many
     from recency_lib.engines import warm_up
     from recency_lib.kernels import kernel_name
 
     load_kernel(spec.get("kernel_path"))
     warm_up()
     out = {"import_s": time.perf_counter() - t0, "kernel": kernel_name()}
-    cfgs = fig1_configs(spec["samples"])  # the paper's n = 10, d = 64, 4 layers
+    cfgs = [SimConfig(**c) for c in spec["configs"]]  # the book's Figure 1 (a user's imports only)
     walls, cpus = [], []
     for _ in range(spec["runs"]):
         w, c = time.perf_counter(), cpu_seconds()
-        if spec["workers"] > 1:
+        if spec.get("threads"):  # the kernel releases the GIL: one process, two cores
+            with ThreadPoolExecutor(spec["threads"]) as pool:
+                res = simulate_many(cfgs, executor=pool)
+        elif spec["workers"] > 1:
             with ProcessPoolExecutor(spec["workers"]) as pool:
                 res = simulate_many(cfgs, executor=pool)
         else:
@@ -72,8 +75,11 @@ def main(argv=None) -> int:
     ap.add_argument("--no-avx2", action="store_true", help="the installed kernel only")
     args = ap.parse_args(argv)
     script = str(Path(__file__).resolve())
+    from companion.settings import fig1_configs  # the paper's n = 10, d = 64, 4 layers
+
+    configs = [c.to_dict() for c in fig1_configs(args.samples)]
     print(calibration(), flush=True)
-    warm = run_child(script, dict(samples=args.samples, runs=args.runs, workers=1))
+    warm = run_child(script, dict(configs=configs, samples=args.samples, runs=args.runs, workers=1))
     print(
         f"warm, one core: wall {summary(warm['walls'])}; CPU {summary(warm['cpus'])}; "
         f"kernel={warm['kernel']}; peak PSS {warm['peak_pss_mb']:.0f} MB",
@@ -88,7 +94,8 @@ def main(argv=None) -> int:
             if avx2_build(tmp) is not None:
                 path = str(next(Path(tmp).glob("_kernel*")))
                 avx2 = run_child(
-                    script, dict(samples=args.samples, runs=args.runs, workers=1, kernel_path=path)
+                    script,
+                    dict(configs=configs, runs=args.runs, workers=1, kernel_path=path),
                 )
                 print(
                     f"warm, one core, AVX2 build: wall {summary(avx2['walls'])}; CPU "
@@ -100,13 +107,18 @@ def main(argv=None) -> int:
                     avx2["rp"],
                     warm["rp"],
                 )  # the same bits on both builds
-    for workers in (1, 2):
+    for workers, threads, what in ((1, 0, "1 worker"), (2, 0, "2 workers"), (1, 2, "2 threads")):
         cold = [
-            run_child(script, dict(samples=args.samples, runs=1, workers=workers))
+            run_child(
+                script,
+                dict(
+                    configs=configs, samples=args.samples, runs=1, workers=workers, threads=threads
+                ),
+            )
             for _ in range(args.runs)
         ]
         print(
-            f"cold start, {workers} worker{'s' * (workers > 1)}: whole process "
+            f"cold start, {what}: whole process "
             f"{summary([c['process_wall_s'] for c in cold])}, of which import + kernel load "
             f"{statistics.median(c['import_s'] for c in cold):.2f} s and the workload "
             f"{statistics.median(c['walls'][0] for c in cold):.2f} s (medians); peak PSS "
