@@ -312,6 +312,17 @@ def test_a_bad_environment_variable_is_one_error_line_naming_it(tmp_path, variab
     assert not (tmp_path / "o").exists()
 
 
+def last_run(path: Path, *, seconds: float, simulating: float) -> None:
+    """An executed notebook at ``path`` whose rerun record took ``seconds``, ``simulating`` of
+    them in simulations."""
+    from companion import rerun
+
+    ran = nbformat.v4.new_code_cell("1", outputs=[nbformat.v4.new_output("stream", text="1")])
+    nb = nbformat.v4.new_notebook(cells=[ran])
+    nb.metadata[rerun.RUN] = {"seconds": seconds, "cost": {"seconds": simulating}}
+    nbformat.write(nb, str(path))
+
+
 def test_the_expected_time_is_the_books_measure_scaled(tmp_path, monkeypatch):
     """The estimate: the compute time the book's run of the page holds, times the share of
     sequences, over its worker processes, plus the page's time besides; a page the build never
@@ -353,10 +364,7 @@ def test_the_expected_time_is_the_books_measure_scaled(tmp_path, monkeypatch):
     again = rerun.expected_time("residual", known, values, build=tmp_path, render=out)
     assert again.startswith("expected time about 45 s") and "about 25 s to render the site" in again
     # a run already in the folder: its time besides the simulations, where longer than the book's
-    ran = nbformat.v4.new_code_cell("1", outputs=[nbformat.v4.new_output("stream", text="1")])
-    nb = nbformat.v4.new_notebook(cells=[ran])
-    nb.metadata[rerun.RUN] = {"seconds": 30.0, "cost": {"seconds": 10.0}}
-    nbformat.write(nb, str(out / "residual.ipynb"))
+    last_run(out / "residual.ipynb", seconds=30.0, simulating=10.0)
     line = rerun.expected_time("residual", known, values, build=tmp_path, render=out)
     assert line.startswith("expected time about 55 s") and "about 20 s besides (its last" in line
 
@@ -384,10 +392,7 @@ def test_the_setting_templates_expected_time_is_a_pilot_of_its_setting(tmp_path,
         "setting_template", known, values, build=tmp_path, render=tmp_path
     )
     # after a run in the folder: its time besides the simulations counts in
-    ran = nbformat.v4.new_code_cell("1", outputs=[nbformat.v4.new_output("stream", text="1")])
-    nb = nbformat.v4.new_notebook(cells=[ran])
-    nb.metadata[rerun.RUN] = {"seconds": 9.0, "cost": {"seconds": 4.0}}
-    nbformat.write(nb, str(tmp_path / "setting_template.ipynb"))
+    last_run(tmp_path / "setting_template.ipynb", seconds=9.0, simulating=4.0)
     line = rerun.expected_time("setting_template", known, values, build=tmp_path, render=tmp_path)
     assert line.startswith("expected time about 2.1 min") and "about 5 s for the notebook's" in line
 
