@@ -206,7 +206,8 @@ def pm(mean, se, *, min_places: int = 0) -> str:
 
 
 def num(x, sig: int = 3) -> str:
-    """A number to ``sig`` significant digits: "0.0312", "1.2 × 10⁻⁷", "64" (an integer as such)."""
+    """A number to ``sig`` significant digits: "0.0312", "1.2 × 10⁻⁷", "64" (an integer as
+    such)."""
     x = float(x)
     if math.isnan(x):
         return "nan"

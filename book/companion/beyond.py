@@ -167,8 +167,8 @@ def names(keys, results: dict) -> str:
 
 
 def layer_orders(words) -> str:
-    """A setting's orders by layer: "recency in layers 2–4", "recency in layer 2; primacy in layers
-    3, 4", or "no resolved order"."""
+    """A setting's orders by layer: "recency in layers 2–4", "recency in layer 2; primacy in
+    layers 3, 4", or "no resolved order"."""
     groups: dict[str, list[int]] = {}
     for l, w in enumerate(words, start=1):
         if w != NO_ORDER:
@@ -348,7 +348,8 @@ def network_text(found: dict) -> str:
 
 
 def network_panel(found: dict, ax, *, z: float = 1.0):
-    """Each network's RP (± ``z`` SE), the mean across them (a band), "no order". Returns ``ax``."""
+    """Each network's RP (± ``z`` SE), the mean across them (a band), "no order". Returns
+    ``ax``."""
     from .plotting import errorbar_points
 
     x = np.arange(len(found["rp"]))
@@ -489,7 +490,8 @@ def _longer(long_results: dict) -> str:
     f, g = found["paper"], found["paper"]["gaps"]
     rp0, rp1 = (report.pm(*v) for v in f["rp_values"])
     gaps = f"{report.pm(*g[lengths[0]])} → {report.pm(*g[lengths[-1]])}"
-    paper = f"the paper's model: RP {f['rp']} ({rp0} → {rp1}), late − early gap {f['gap']} ({gaps})"
+    rps = f"RP {f['rp']} ({rp0} → {rp1})"
+    paper = f"the paper's model: {rps}, late − early gap {f['gap']} ({gaps})"
     return f"{paper}; {SENTENCE_LABELS['combined']}: RP {found['combined']['rp']}"
 
 

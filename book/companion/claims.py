@@ -28,8 +28,8 @@ def _paper_d_first(ds, results: dict) -> list:
     return found or sorted(results)
 
 
-#: The order of LayerNorm's effect on isotropic tokens (the corrected Theorem 1: √d e^{-2√d} q(d)²),
-#: said beside a step that decides a claim made for large d.
+#: The order of LayerNorm's effect on isotropic tokens (the corrected Theorem 1:
+#: √d e^{-2√d} q(d)²), said beside a step that decides a claim made for large d.
 ISOTROPIC_ORDER = "second order in $e^{-\\sqrt d}$"
 
 
@@ -139,10 +139,8 @@ def figure1_claim(rows: list[SimResult]) -> Verdict:
     orders = len(later) * verdicts.comparisons_of_order(aniso.config.n)
     zc = conventions.z_for(orders + 4 + 1 + len(deep) + 2 * len(later))
     a5, g5 = f"{aniso.config.alpha:g}", f"{resid.config.gamma:g}"
-    checks = [
-        verdicts.order_check((aniso, l), zc, f"LayerNorm, α = {a5}: the rows of $S^{{({l})}}$ rise")
-        for l in later
-    ]
+    rise = "LayerNorm, α = {a}: the rows of $S^{{({l})}}$ rise"
+    checks = [verdicts.order_check((aniso, l), zc, rise.format(a=a5, l=l)) for l in later]
     for r in rows:
         model = conventions.variant_short(r.config)
         what = f"{model}, α = {r.config.alpha:g}: no order in layer 1 (RP)"
@@ -216,9 +214,8 @@ def _grid_checks(results: dict[float, SimResult], zc: float) -> list[Check]:
         if a > 0
         for l in range(2, L + 1)
     ]
-    checks += [
-        _rp_check(r, 1, 0, zc, f"α = {a:g}: no order in layer 1 (RP)", "no order") for a, r in items
-    ]
+    flat = "α = {:g}: no order in layer 1 (RP)"
+    checks += [_rp_check(r, 1, 0, zc, flat.format(a), "no order") for a, r in items]
     return checks
 
 

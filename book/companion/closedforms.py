@@ -114,7 +114,8 @@ def profile_level(values, sems) -> Estimate:
 
 
 def profile_step(values, sems) -> Estimate:
-    """The mean adjacent step (last − first)/(m − 1) of a profile, SE bounded by the ends' SEs."""
+    """The mean adjacent step (last − first)/(m − 1) of a profile, SE bounded by the ends'
+    SEs."""
     values, sems = np.asarray(values, float), np.asarray(sems, float)
     m = values.size
     step = float(values[-1] - values[0]) / (m - 1)
@@ -129,7 +130,8 @@ def last_row(res, which: str, layer: int):
 
 
 def sq_norms(res, layer: int):
-    """E‖x_j‖² of the state fed to ``layer`` (0: the inputs; centred for LayerNorm), j = 1..n."""
+    """E‖x_j‖² of the state fed to ``layer`` (0: the inputs; centred for LayerNorm),
+    j = 1..n."""
     return res.sq_norm_mean[layer], res.sq_norm_sem[layer]
 
 
@@ -140,8 +142,8 @@ def h_profile(res, scale: float = 1.0):
 
 
 def h_growth(res) -> tuple[np.ndarray, np.ndarray]:
-    """h(j)/h(1) = √(E‖x_1^(1)‖² / E‖x_j^(1)‖²), j = 1..n (the paper's Figure 5), with an SE bound
-    (the two norms' relative errors added)."""
+    """h(j)/h(1) = √(E‖x_1^(1)‖² / E‖x_j^(1)‖²), j = 1..n (the paper's Figure 5), with
+    an SE bound (the two norms' relative errors added)."""
     m, se = sq_norms(res, 1)
     ratio = np.sqrt(m[0] / m)
     bound = 0.5 * ratio * (se[0] / m[0] + se / m)
@@ -189,7 +191,8 @@ def paired_step(res, layer: int, i: int, j: int) -> Estimate:
 
 
 def layer1_offdiag_weight(alpha, d, n: int):
-    """A^(1)_nj, j < n, in the LLN (Eqs. (4), (25)-(26)): t / (1 + (n − 1) t), t = e^{-(1−α)√d}."""
+    """A^(1)_nj, j < n, in the LLN (Eqs. (4), (25)-(26)): t / (1 + (n − 1) t),
+    t = e^{-(1−α)√d}."""
     t = np.exp(-(1.0 - np.asarray(alpha, float)) * np.sqrt(np.asarray(d, float)))
     return t / (1.0 + (n - 1) * t)
 
@@ -216,8 +219,8 @@ def prop1_trend(d, n: int) -> float:
 
 
 def definition1_samples(res, z: float, theorem1: bool = False) -> tuple[float, int, int]:
-    """Sequences that would put every step S_ij − S_i,j−1 (2 <= j < i) of S^(2) ``z`` SE above 0 at
-    once, with the control-variate SEs of ``res``, taking as the truth the LLN's steps
+    """Sequences that would put every step S_ij − S_i,j−1 (2 <= j < i) of S^(2) ``z`` SE above 0
+    at once, with the control-variate SEs of ``res``, taking as the truth the LLN's steps
     (theory.score2_step_corrected) or, with ``theorem1``, the corrected Theorem 1's (its setting
     only; NaN where its series is not positive, d < 16). Returns (sequences, i, j) of the hardest
     step."""
@@ -491,7 +494,8 @@ VERDICTS = (
 
 
 def row_offsets(row: Row) -> tuple[float, float]:
-    """The largest |ratio − 1| of a row's resolved cells, in size and in SEs ((NaN, NaN): none)."""
+    """The largest |ratio − 1| of a row's resolved cells, in size and in SEs ((NaN, NaN):
+    none)."""
     cells = [c for c in row.cells if c.resolved]
     if not cells:
         return math.nan, math.nan
@@ -499,8 +503,8 @@ def row_offsets(row: Row) -> tuple[float, float]:
 
 
 def trend(cells) -> tuple[str, float]:
-    """How |ratio − 1| of the resolved cells moves as d grows, and p of |ratio − 1| ~ d^-p from the
-    smallest to the largest d (the last error floored at 2 SE). "shrinks": no significant rise
+    """How |ratio − 1| of the resolved cells moves as d grows, and p of |ratio − 1| ~ d^-p from
+    the smallest to the largest d (the last error floored at 2 SE). "shrinks": no significant rise
     between neighbours (2 combined SE), a significant fall overall and p >= 1/2; "grows": a
     significant rise overall; "stalls" otherwise; "" with fewer than two resolved cells."""
     res = sorted((c for c in cells if c.resolved), key=lambda c: c.d)
@@ -744,7 +748,8 @@ def measure(
 
 def predicted_trend(n: int, d, alpha: float = 0.0, gamma: float = 0.0):
     """The LLN's trend of S^(2), the mean of its steps between earlier keys (SimResult.trend_mean),
-    from the corrected Eqs. (32), (40) (Eq. (5) at α = γ = 0); a float for one d, else an array."""
+    from the corrected Eqs. (32), (40) (Eq. (5) at α = γ = 0); a float for one d, else an
+    array."""
     i, j = off_diagonal_steps(n)
     dd = np.asarray(d, dtype=float)
     steps = theory.score2_step_corrected(i, j, alpha, gamma, dd[..., None])  # (..., steps)
@@ -856,7 +861,8 @@ def ratio_series(table: Table, key: str, part: str) -> dict[float, tuple]:
 
 def h_downloads(stem: str, curves: dict, table: Table, key: str) -> tuple[Markdown, Markdown]:
     """The downloads beside an h(j) figure: ``stem``, the simulated curves (normalized -> alpha ->
-    :func:`h_curves`) as h(j)/h(1) and √d h(j); ``stem``-ratios, :func:`ratio_series` of ``key``."""
+    :func:`h_curves`) as h(j)/h(1) and √d h(j); ``stem``-ratios, :func:`ratio_series` of
+    ``key``."""
     h = {}
     for normalized in (True, False):
         scale = "h(j)/h(1)" if normalized else "sqrt(d) h(j)"

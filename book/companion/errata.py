@@ -354,9 +354,10 @@ def check_rows(checks, section: str) -> list[dict]:
 
 def residual_coefficient_rows(res) -> list[dict]:
     """The residual weight tested without approximation (Eqs. (25), (26), (33)): the first token
-    attends only to itself, so E‖x_1^(1)‖² is known exactly (theory.sq_norm_first_token_exact); a
-    weight κ of y_1 predicts d (1 + κ)² in the LLN. Rows: the exact mean and each candidate (the
-    corrected g; the printed γ, dγ, √dγ‖x‖), with the simulated mean of ``res`` over each."""
+    attends only to itself, so E‖x_1^(1)‖² is known exactly (theory.sq_norm_first_token_exact);
+    a weight κ of y_1 predicts d (1 + κ)² in the LLN. Rows: the exact mean and each candidate
+    (the corrected g; the printed γ, dγ, √dγ‖x‖), with the simulated mean of ``res`` over
+    each."""
     cfg = res.config
     d, a, g = cfg.d, cfg.alpha, cfg.gamma
     m, se = float(res.sq_norm_mean[1][0]), float(res.sq_norm_sem[1][0])

@@ -300,8 +300,9 @@ def rerun(page, out_dir, given: dict, *, render_html=True, kernel="python3", pro
 
 #: The signs of the lines for the terminal, in ASCII for a terminal whose encoding lacks them.
 _ASCII = str.maketrans(
-    {"×": "x", "−": "-", "–": "-", "—": "-", "≈": "~", "±": "+/-", "…": "...", "→": "->"}
-    | {"≤": "<=", "≥": ">=", "α": "alpha", "γ": "gamma", "†": "+", "’": "'", "·": "."}
+    {"×": "x", "−": "-", "–": "-", "—": "-", "≈": "~", "±": "+/-", "…": "..."}
+    | {"→": "->", "≤": "<=", "≥": ">=", "α": "alpha", "γ": "gamma"}
+    | {"†": "+", "’": "'", "·": "."}
 )
 
 
@@ -498,7 +499,8 @@ def book_stamps(build: Path | None = None) -> dict:
 
 def cost_factor(page: str, known: dict, values: dict) -> float:
     """How much more a run with ``values`` simulates than one with the defaults ``known``, roughly:
-    sequences × (n / n₀)³ × layers / layers₀ (the Gram engine's cost) × its lists' lengths."""
+    sequences × (n / n₀)³ × layers / layers₀ (the Gram engine's cost) × its lists'
+    lengths."""
     sizes = ("samples", *params.derived_sizes(page))
     factor = sum(values[k] for k in sizes) / sum(known[k] for k in sizes)
     for name, power in (("n", 3), ("layers", 1)):
@@ -522,9 +524,10 @@ def _rest_of_last_run(out: Path, page: str) -> float | None:
 def expected_time(page: str, known: dict, values: dict, build=None, render=None) -> str:
     """The line before a rerun: its simulation's time, then the rest of its execution and the render
     of the site into the folder ``render`` (its last render there, else said to be unknown; None:
-    no render). The simulation's time: the book's measured compute of ``page`` × :func:`cost_factor`
-    over its ``workers``; for a page of one setting that the build never runs (the setting
-    template), a timed pilot of that setting here, and the rest from its last run in the folder."""
+    no render). The simulation's time: the book's measured compute of ``page`` times
+    :func:`cost_factor` over its ``workers``; for a page of one setting that the build never runs
+    (the setting template), a timed pilot of that setting here, and the rest from its last run in
+    the folder."""
     stamp = book_stamps(build).get(page, {})
     measured, wall = stamp.get("simulation_seconds"), stamp.get("seconds")
     last = _record(render).get("render_seconds") if render is not None else None

@@ -2,9 +2,10 @@
 
 A claim about a printed step reads "the printed form is right", so a typo comes out False and the
 corrected form beside it True; each claim's words are in ``assets/sympy_checks.toml``, by key.
-Notation (the paper's, 1-based, i = query, j = key): a = e^√d, b = e^{α√d}, D_j = a + (j − 1) b
-(Eqs. (25)–(26)); under the LLN ⟨y_k, y_l⟩ = d((1 − α)δ_kl + α); g is the residual weight of y_j.
-"Equal" means sympy.cancel(lhs − rhs) == 0, for every pair i > j ≤ N where the equation is indexed.
+Notation (the paper's, 1-based, i = query, j = key): a = e^√d, b = e^{α√d},
+D_j = a + (j − 1) b (Eqs. (25)–(26)); under the LLN ⟨y_k, y_l⟩ = d((1 − α)δ_kl + α);
+g is the residual weight of y_j. "Equal" means sympy.cancel(lhs − rhs) == 0, for every pair
+i > j ≤ N where the equation is indexed.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def _mix(off, extra=0) -> sp.Matrix:
 
 @cache
 def _generic():
-    """(X, G): X = C G Cᵀ = ⟨x_i, x_j⟩ for a generic symmetric Gram matrix G of the y's (no LLN)."""
+    """(X, G): X = C G Cᵀ = ⟨x_i, x_j⟩ for a generic symmetric Gram matrix G of the y's (no
+    LLN)."""
     G = sp.Matrix(N, N, lambda k, l: sp.Symbol(f"G_{min(k, l) + 1}{max(k, l) + 1}"))
     return _mix(1) * G * _mix(1).T, G
 
@@ -122,7 +124,8 @@ def _eq11_from_9_10(i, j):
 
 
 def _eq11_increasing() -> bool:
-    """∂_j log S as a ratio of polynomials in u = a − 1 > 0, m = j − 1 >= 0, coefficients > 0."""
+    """∂_j log S as a ratio of polynomials in u = a − 1 > 0, m = j − 1 >= 0, with
+    coefficients > 0."""
     i, j = sp.symbols("i j", positive=True)
     u, m = sp.symbols("u m", nonnegative=True)
     num, den = sp.fraction(sp.together(sp.simplify(sp.diff(sp.log(_eq11(i, j)), j))))
@@ -135,7 +138,8 @@ def _eq11_increasing() -> bool:
 
 
 def _eq11_diagonal() -> bool:
-    """S_ii = √d > S_{i,i−1}: (a + i − 2)² < (a² + i − 1)(a² + i − 2) for a > 1, i >= 2."""
+    """S_ii = √d > S_{i,i−1}: (a + i − 2)² < (a² + i − 1)(a² + i − 2) for a > 1,
+    i >= 2."""
     u, m = sp.symbols("u m", nonnegative=True)
     i = 2 + m
     gap = (a**2 + i - 1) * (a**2 + i - 2) - (a + i - 2) ** 2
@@ -158,7 +162,8 @@ def _eq11_theory() -> bool:
 
 @cache
 def _token_moments():
-    """(E⟨x_i, x_i⟩, E⟨x_i, x_j⟩) in d and c2 for x = ε + c v, ε, v ~ N(0, I/d) (Eq. (6))."""
+    """(E⟨x_i, x_i⟩, E⟨x_i, x_j⟩) in d and c2 for x = ε + c v, ε, v ~ N(0, I/d)
+    (Eq. (6))."""
     e1, e2, v = sp.symbols("e1 e2 v")  # one coordinate of ε_i, ε_j, v: independent, variance 1/d
 
     def d_times_mean(quadratic):  # only the squares have a mean (1/d each)
@@ -176,7 +181,8 @@ def _eq14_fixed() -> bool:
 
 
 def _diagonal_weight_is(score, e) -> bool:
-    """Is row i's diagonal weight e/(e + i − 1) when it scores ``score`` and every earlier key 0?"""
+    """Is row i's diagonal weight e/(e + i − 1) when it scores ``score`` and every earlier key
+    0?"""
     weight = sp.exp(score)
     return all(_zero(weight / (weight + i - 1) - e / (e + i - 1)) for i in range(2, N + 1))
 
@@ -197,14 +203,15 @@ U, W = sp.symbols("u w", nonnegative=True)
 
 @cache
 def _prop1_gram():
-    """⟨x_i^(1), x_j^(1)⟩ without normalization for ⟨x_k, x_l⟩ = u δ_kl + w (weight a on itself)."""
+    """⟨x_i^(1), x_j^(1)⟩ without normalization for ⟨x_k, x_l⟩ = u δ_kl + w (weight a on
+    itself)."""
     return _mix(1) * (U * sp.eye(N) + W * sp.ones(N, N)) * _mix(1).T
 
 
 def _model_scores_match(prefactor, norm: str) -> bool:
-    """The simulator's layer (model.layer) run twice on tokens with Gram matrix (1 − α)I + α11ᵀ:
-    are its S^(2)_ij (i >= j) prefactor(d) ⟨x_i, x_j⟩ / (‖x_i‖ ‖x_j‖), the norms 1 without
-    normalization?"""
+    """The simulator's layer (model.layer) run twice on tokens with Gram matrix
+    (1 − α)I + α11ᵀ: are its S^(2)_ij (i >= j) prefactor(d) ⟨x_i, x_j⟩ /
+    (‖x_i‖ ‖x_j‖), the norms 1 without normalization?"""
     ok = True
     lower = np.tril_indices(N)
     for dv, av in product((4.0, 64.0, 1024.0), (0.0, 0.5)):
@@ -244,7 +251,8 @@ def _eq22_holds(claimed) -> bool:
 
 
 def _y_inner():
-    """⟨y_i, y_j⟩ = d ⟨x_i, x_j⟩ / ‖x‖² in the LLN (y = √d x/‖x‖), c² = α/(1 − α)."""
+    """⟨y_i, y_j⟩ = d ⟨x_i, x_j⟩ / ‖x‖² in the LLN (y = √d x/‖x‖),
+    c² = α/(1 − α)."""
     same, other = _token_moments()
     return (d * other / same).subs(c2, alpha / (1 - alpha))
 
@@ -426,7 +434,8 @@ def _eq9_form(i, j):
 
 
 def _prop1_printed(i, j):
-    """⟨x_i^(1), x_j^(1)⟩ without normalization from the printed ⟨x_k, x_k⟩ = √d (Eq. (14))."""
+    """⟨x_i^(1), x_j^(1)⟩ without normalization from the printed ⟨x_k, x_k⟩ = √d (Eq.
+    (14))."""
     return _prop1_gram()[i - 1, j - 1].subs({U: sp.sqrt(d), W: 0})
 
 

@@ -54,8 +54,8 @@ def lln_figure(*, table) -> None:
 
 
 def theorem1_figure(*, table, eq5) -> None:
-    """Figure ``aa-fig-thm1``. Left: the drop of ‖x_j^(1)‖² simulated / Eq. (10) against d beside
-    its first-order form and e^(1/2); right: S^(2)'s size and mean step / Eq. (5) (``eq5``:
+    """Figure ``aa-fig-thm1``. Left: the drop of ‖x_j^(1)‖² simulated / Eq. (10) against d
+    beside its first-order form and e^(1/2); right: S^(2)'s size and mean step / Eq. (5) (``eq5``:
     claims.eq5_claim)."""
     fig, (ax_norm, ax_score) = plotting.subplots(1, 2, height_ratio=0.45)
     t_style = dict(color=conventions.alpha_colour(0.0))
@@ -160,9 +160,9 @@ def order_reach(verdict) -> str:
 
 
 def norm_versus_scores(table, eq5) -> str:
-    """At each d of both, the simulated trend of S^(2) over Eq. (5)'s (``eq5``'s check) against the
-    drop of ‖x_j^(1)‖² over Eq. (10)'s (the table): "1.84 ± 0.02 against 1.0940 ± 0.0004 at $d$ =
-    16, ..."."""
+    """At each d of both, the simulated trend of S^(2) over Eq. (5)'s (``eq5``'s check) against
+    the drop of ‖x_j^(1)‖² over Eq. (10)'s (the table): "1.84 ± 0.02 against 1.0940 ± 0.0004
+    at $d$ = 16, ..."."""
     by = checks_by_d(eq5)
     parts = [
         f"{by[d].text} against {table.cell('eq10', 'step', d).text()} at $d$ = {d}"
