@@ -962,11 +962,8 @@ def _verdict_line(v: dict, book: dict | None = None, zc: float = math.inf) -> st
     line = f"- {v.get('name') or v.get('claim')}: *{v.get('word')}*{other}, from {checks} at {at}"
     if v.get("number"):
         line += f"; its deciding number {v['number']}"
-        if (
-            isinstance(theirs, dict)
-            and theirs.get("number")
-            and theirs.get("what") == v.get("what")
-        ):
+        same = isinstance(theirs, dict) and theirs.get("what") == v.get("what")
+        if same and theirs.get("number"):
             z = _number_differs(v, theirs, zc)
             differs = f", **differs**: $z$ = {z:+.1f}" if z is not None else ""
             line += f" against the book's {theirs['number']}{differs}"
