@@ -259,10 +259,13 @@ def cached_value(
     return value, False
 
 
-def cached_statistic(cfg, statistic, *, samples=None, control_mean=None, engine=None, cache=None):
+def cached_statistic(
+    cfg, statistic, *, samples=None, control_mean=None, engine=None, executor=None, cache=None
+):
     """:func:`recency_lib.trajectories.sequence_statistic` through the cache, keyed by the config,
     the arguments and ``statistic``'s name and module source (a module-level function, or a
-    ``functools.partial`` of one with JSON keyword arguments)."""
+    ``functools.partial`` of one with JSON keyword arguments); ``executor`` runs it, unkeyed (it
+    never changes a bit)."""
     func, kwargs = statistic, {}
     if isinstance(statistic, functools.partial) and not statistic.args:
         func, kwargs = statistic.func, dict(statistic.keywords)
@@ -279,7 +282,7 @@ def cached_statistic(cfg, statistic, *, samples=None, control_mean=None, engine=
 
     def compute():
         kw = {"samples": samples, "control_mean": control_mean, "engine": engine}
-        st = trajectories.sequence_statistic(cfg, statistic, **kw)
+        st = trajectories.sequence_statistic(cfg, statistic, executor=executor, **kw)
         arrays = {k: None if getattr(st, k) is None else getattr(st, k).tolist() for k in fields}
         return {"samples": st.samples, "elapsed_seconds": st.elapsed_seconds, **arrays}
 

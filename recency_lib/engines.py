@@ -98,7 +98,8 @@ def simulate_many(configs, *, chunk_size=None, executor: Executor | None = None,
     groups = [[None, None] for _ in configs]  # per config: moments of its even and odd blocks
     seconds = [0.0] * len(configs)
     with _one_blas_thread(), Progress(sum(c.samples for c in configs), progress) as bar:
-        for team, result in _run(tasks(plans, chunk, executor is not None, workers), executor):
+        work = tasks(plans, chunk, executor is not None, workers)
+        for team, result in in_order(_team_task, work, executor):
             for c, spent, moments in zip(team, *result):
                 seconds[c] += spent
                 for k, m in moments:  # in block order
@@ -414,27 +415,29 @@ def _runs(blocks: list[tuple[int, int]], per: int):
         yield run
 
 
-def _run(work, executor: Executor | None):
-    """(team, result) of every task of ``work``, in order: in-process, or on ``executor`` with a
-    bounded number of tasks in flight (bounded memory)."""
+def in_order(fn, jobs, executor: Executor | None):
+    """``fn(*job)`` of every job, in order: in-process, or on ``executor`` (BLAS held to one thread
+    in a worker: one worker per core) with a bounded number of jobs in flight (bounded memory)."""
     if executor is None:
-        for team, plans, first, count in work:
-            yield team, run_task(plans, first, count)
+        for job in jobs:
+            yield fn(*job)
         return
     pending: deque = deque()
-    for team, plans, first, count in work:
-        pending.append((team, executor.submit(_worker_task, plans, first, count)))
+    for job in jobs:
+        pending.append(executor.submit(_one_thread_call, fn, *job))
         if len(pending) > 2 * (os.cpu_count() or 1) + 2:
-            team, future = pending.popleft()
-            yield team, future.result()
-    for team, future in pending:
-        yield team, future.result()
+            yield pending.popleft().result()
+    for future in pending:
+        yield future.result()
 
 
-def _worker_task(plans, first, count):
-    """:func:`run_task` in a worker process, BLAS held to one thread (one worker per core)."""
+def _one_thread_call(fn, *args):
     with _one_blas_thread():
-        return run_task(plans, first, count)
+        return fn(*args)
+
+
+def _team_task(team: list[int], plans: list[Plan], first: int, count: int):
+    return team, run_task(plans, first, count)
 
 
 def _one_blas_thread():

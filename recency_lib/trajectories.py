@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import time
 from dataclasses import dataclass
 
@@ -17,11 +18,13 @@ import numpy as np
 from . import kernels
 from .config import SimConfig
 from .engines import (
+    TASK_BLOCKS,
     Plan,
     _one_blas_thread,
     block_size,
     dense_features,
     gram_features,
+    in_order,
     kernel_block,
     kernel_sums,
     memory_limit,
@@ -66,7 +69,7 @@ def _plan(cfg: SimConfig, samples: int, engine, kernel, keep_all: bool) -> Plan:
     kernel = check_choice("kernel", kernels.kernel_name() if kernel is None else kernel, KERNELS)
     block = block_size(cfg, engine)
     keep = samples if keep_all else min(samples, block)
-    per, room = 4 * 8 * cfg.layers * cfg.n**2, memory_limit() - run_bytes(cfg, engine)
+    per, room = _matrix_bytes(cfg), memory_limit() - run_bytes(cfg, engine)
     if keep * per > room:
         raise ValueError(
             f"samples={keep} trajectories need about {keep * per / 2**30:.3g} GiB of memory "
@@ -102,15 +105,18 @@ class SequenceStatistic:
 
 
 def sequence_statistic(
-    cfg, statistic, *, samples=None, control_mean=None, engine=None, kernel=None
+    cfg, statistic, *, samples=None, control_mean=None, engine=None, kernel=None, executor=None
 ) -> SequenceStatistic:
     """Mean and standard error over ``samples`` sequences (default ``cfg.samples``) of
-    ``statistic(scores, attention)``: it gets a block's matrices (B, layers, n, n) (and ``sq_norms``
-    (B, layers, n) if it takes that keyword) and returns (B, layers, k), e.g. within-row contrasts.
+    ``statistic(scores, attention)``: it gets the matrices (B, layers, n, n) of a run of blocks (and
+    ``sq_norms`` (B, layers, n) if it takes that keyword) and returns (B, layers, k), one row per
+    sequence, e.g. within-row contrasts.
 
     ``control_mean`` (one number or k): layer 1's exact mean, when known (0 for a contrast of a
     row's earlier keys, which are exchangeable there): layer 1 is then the control variate of every
     layer, cross-fitted on the even and odd blocks (:func:`recency_lib.stats.control_variate`).
+    ``executor`` (any ``concurrent.futures.Executor``) runs the blocks; each block's moments are
+    merged in block order, so it never changes a bit.
     """
     if not callable(statistic):
         raise ValueError(
@@ -125,21 +131,23 @@ def sequence_statistic(
             "1-d array of k finite numbers"
         )
     p = _plan(cfg, samples, engine, kernel, keep_all=False)
-    norms = "sq_norms" in inspect.signature(statistic).parameters
-    t0, groups, width = time.process_time(), [None, None], None  # even and odd blocks
+    room = min(STATISTIC_TASK_BYTES, memory_limit() - run_bytes(cfg, p.engine))
+    batch = max(1, room // (p.block * _matrix_bytes(cfg)))  # blocks whose matrices are held at once
+    per = TASK_BLOCKS if executor is None else math.ceil(p.blocks / (4 * (os.cpu_count() or 1)))
+    per = max(1, min(256, per))  # blocks per task
+    jobs = (
+        (p, statistic, first, min(per, p.blocks - first), batch, mu is not None)
+        for first in range(0, p.blocks, per)
+    )
+    seconds, groups, width = 0.0, [None, None], None  # even and odd blocks
     with _one_blas_thread(), Progress(samples) as bar:
-        for k, size in p.sizes(0, p.blocks):
-            s, a, sq = block_matrices(p, k, size)
-            x = np.asarray(statistic(s, a, sq_norms=sq) if norms else statistic(s, a), dtype=float)
-            if x.ndim != 3 or x.shape[:2] != (size, cfg.layers) or width not in (None, x.shape[2]):
-                raise ValueError(
-                    f"statistic returned shape {x.shape}; allowed: (B, layers, k) = ({size}, "
-                    f"{cfg.layers}, {width or 'k'}) for a block of {size} sequences"
-                )
-            width = x.shape[2]
-            m = Moments.of(x, controls=slice(0, width) if mu is not None else None)
-            groups[k % 2] = m if groups[k % 2] is None else groups[k % 2].merge_into(m)
-            bar.update(size)
+        for spent, k_width, moments in in_order(_statistic_task, jobs, executor):
+            if width not in (None, k_width):
+                raise ValueError(f"statistic returned {k_width} columns, then {width}; allowed: k")
+            seconds, width = seconds + spent, k_width
+            for k, m in moments:  # in block order
+                groups[k % 2] = m if groups[k % 2] is None else groups[k % 2].merge_into(m)
+                bar.update(m.count)
     plain = merged(groups)
     out = {"mean": plain.mean, "sem": plain.sem}
     if mu is not None:
@@ -150,4 +158,32 @@ def sequence_statistic(
         out["cv_mean"], out["cv_sem"] = control_variate(
             groups, np.broadcast_to(mu, (width,)).copy()
         )
-    return SequenceStatistic(cfg, samples, elapsed_seconds=time.process_time() - t0, **out)
+    return SequenceStatistic(cfg, samples, elapsed_seconds=seconds, **out)
+
+
+#: The matrices of one task of :func:`sequence_statistic` (its blocks' scores, attention and norms).
+STATISTIC_TASK_BYTES = 2**22
+
+
+def _matrix_bytes(cfg: SimConfig) -> int:
+    """Bytes per sequence of :func:`block_matrices` and a statistic's temporaries of their size."""
+    return 4 * 8 * cfg.layers * cfg.n**2
+
+
+def _statistic_task(p: Plan, statistic, first: int, count: int, batch: int, controls: bool):
+    """Blocks first .. first + count - 1 of ``p``, ``batch`` blocks' matrices at once (one call of
+    the statistic). Returns (CPU seconds, k, [(k, Moments), ...]): each block's moments."""
+    t0, norms = time.thread_time(), "sq_norms" in inspect.signature(statistic).parameters
+    blocks, out, width = p.sizes(first, count), [], 0
+    for run in (blocks[i : i + batch] for i in range(0, len(blocks), batch)):
+        s, a, sq = (np.concatenate(m) for m in zip(*(block_matrices(p, k, b) for k, b in run)))
+        x = np.asarray(statistic(s, a, sq_norms=sq) if norms else statistic(s, a), dtype=float)
+        if x.ndim != 3 or x.shape[:2] != (len(s), p.cfg.layers) or width not in (0, x.shape[2]):
+            raise ValueError(
+                f"statistic returned shape {x.shape}; allowed: (B, layers, k) = ({len(s)}, "
+                f"{p.cfg.layers}, {width or 'k'}) for {len(s)} sequences"
+            )
+        width, rows = x.shape[2], np.cumsum([0] + [b for _, b in run])
+        for (k, _), start, stop in zip(run, rows[:-1], rows[1:]):
+            out.append((k, Moments.of(x[start:stop], slice(0, width) if controls else None)))
+    return time.thread_time() - t0, width, out

@@ -50,6 +50,30 @@ def test_the_dense_engine_gives_the_same_law():
     assert np.all(np.abs(z) < 4.5), z
 
 
+def test_neither_an_executor_nor_the_blocks_per_call_change_a_bit(monkeypatch):
+    """Blocks run on threads or processes, and several blocks' matrices in one call of the
+    statistic, give the bits of one block at a time in-process: each block's moments are merged in
+    block order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from recency_lib import trajectories
+    from recency_lib.workers import worker_pool
+
+    cfg = CFG.replace(samples=9000)
+
+    def fields(st):
+        return [st.mean, st.sem, st.cv_mean, st.cv_sem]
+
+    monkeypatch.setattr(trajectories, "STATISTIC_TASK_BYTES", 1)  # one block per call
+    alone = fields(sequence_statistic(cfg, trend, control_mean=0.0))
+    monkeypatch.setattr(trajectories, "STATISTIC_TASK_BYTES", 2**30)  # a task's blocks in one call
+    with ThreadPoolExecutor(2) as threads, worker_pool(2) as processes:
+        for executor in (None, threads, processes):
+            got = fields(sequence_statistic(cfg, trend, control_mean=0.0, executor=executor))
+            for a, b in zip(alone, got):
+                assert a.tobytes() == b.tobytes(), executor
+
+
 @pytest.mark.parametrize(
     "kwargs, needle",
     [
