@@ -10,12 +10,18 @@ HTTP the summary shows the page's math as raw TeX ("\\(S^{(4)}\\)"). This extens
   ``companion.js`` answers the search's fetches from it;
 * loads MathJax on the search page (the book's offline copy, ``mathjax_path``, and its configuration
   with the book's macros), which typesets the formulas of the summaries (``companion.js``).
+
+Reading a page's text takes 0.02-0.5 s (html.parser), so each text is kept in ``TEXTS_CACHE`` of the
+doctree folder under the hash of the page's main content, from which alone it is read: a build that
+rewrote a page without changing that content (a rerun's site, a new announcement) reads it back.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+import os
 import re
 from pathlib import Path
 
@@ -26,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 #: Below ``_static`` of the built site; read by the search page only.
 TEXTS = "page-texts.js"
+#: In the doctree folder: {docname: [hash of the page's main content, its text]}.
+TEXTS_CACHE = "page-texts.json"
 #: What Sphinx's summaries leave out of a page's text (searchtools.js, Search.htmlToText).
 DROPPED = ".headerlink, script, style"
 _SPACE = re.compile(r"\s+")
@@ -80,14 +88,39 @@ def on_html_page_context(app: Sphinx, pagename, templatename, context, doctree) 
     app.add_js_file(TEXTS)
 
 
+def main_content(page_html: str) -> str:
+    """The page's ``<main role="main">`` element as written (Sphinx's themes have one)."""
+    start = page_html.find('role="main"')
+    if start < 0:
+        return ""
+    return page_html[page_html.rfind("<", 0, start) : page_html.rfind("</main>") + len("</main>")]
+
+
+def _cached_texts(path: Path) -> dict:
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return cached if isinstance(cached, dict) else {}
+
+
 def on_build_finished(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    texts = {}
+    store = Path(app.doctreedir, TEXTS_CACHE)
+    cached, kept, texts = _cached_texts(store), {}, {}
     for docname in sorted(app.env.found_docs):
         page = Path(app.outdir, app.builder.get_target_uri(docname))
-        if page.is_file():
-            texts[docname] = page_text(page.read_text(encoding="utf-8"))
+        if not page.is_file():
+            continue
+        main = main_content(page.read_text(encoding="utf-8"))
+        key = hashlib.sha256(main.encode("utf-8")).hexdigest()
+        hit = cached.get(docname)
+        text = hit[1] if isinstance(hit, list) and hit[:1] == [key] else page_text(main)
+        texts[docname], kept[docname] = text, [key, text]
+    tmp = store.with_name(f"{TEXTS_CACHE}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(kept), encoding="utf-8")
+    tmp.replace(store)
     target = Path(app.outdir, "_static", TEXTS)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(

@@ -27,6 +27,7 @@ from recency_lib.norms import NORMS
 from recency_lib.result import SimResult
 from recency_lib.validation import check_int
 
+from . import conventions
 from . import settings as book_settings
 from .conventions import H_ALPHAS, alpha_label, variant_short
 from .report import Markdown, curve_columns, download, is_exact, nowrap, num, pm, z_text, zscore
@@ -632,10 +633,10 @@ def _timed_cosine(alpha, n, d, samples, seed, cache=None) -> tuple[float, float,
 
 def setting_samples(setting: Setting, samples: int, boost: int = DEFAULT_BOOST) -> int:
     """Sequences per d for ``setting``: boost × samples in Theorem 1's, settings.PROP1_FACTOR ×
-    samples in Proposition 1's (its verdict's runs), ``samples`` elsewhere."""
+    samples in Proposition 1's (its verdict's runs), ``samples`` elsewhere (conventions.scaled)."""
     if setting == P:
-        return book_settings.PROP1_FACTOR * samples
-    return samples * (boost if setting == T else 1)
+        return conventions.scaled(book_settings.PROP1_FACTOR, samples)
+    return conventions.scaled(boost if setting == T else 1, samples)
 
 
 def _config(setting: Setting, d: int, n: int, samples: int, seed: int, boost: int) -> SimConfig:

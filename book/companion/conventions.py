@@ -127,6 +127,15 @@ def setting_label(cfg: SimConfig) -> str:
 
 #: The paper's setting (Sec. 3): n = 10 tokens, d = 64, 4 layers, 100,000 sequences.
 PAPER_N, PAPER_D, PAPER_LAYERS, PAPER_SAMPLES = 10, 64, 4, 100_000
+#: Sequences per setting of the paper's final version (the authors' repository).
+FINAL_SAMPLES = 10_000_000
+
+
+def scaled(factor: float, samples: int) -> int:
+    """``factor`` × ``samples`` sequences (a size the book derives from ``samples``: more where an
+    effect is small), but at most the paper's final FINAL_SAMPLES, or ``samples`` if that is more:
+    the book's multiples stop where the paper's own runs stop."""
+    return min(round(factor * samples), max(samples, FINAL_SAMPLES))
 
 
 def leak(alpha: float, d: float) -> float:

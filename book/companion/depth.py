@@ -37,8 +37,8 @@ def settings(alpha: float, gamma: float, d: int, samples: int) -> dict[tuple, tu
     for (norm, *setting), (k, m) in PLAN.items():
         key = (norm, *(values[x] for x in setting))
         old = out.get(key, (0, 0))
-        paired = max(2, int(m * samples)) if m else 0
-        out[key] = (max(old[0], int(k * samples)), max(old[1], paired))
+        paired = max(2, conventions.scaled(m, samples)) if m else 0
+        out[key] = (max(old[0], conventions.scaled(k, samples)), max(old[1], paired))
     return out
 
 

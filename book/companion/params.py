@@ -20,6 +20,8 @@ from recency_lib.norms import NAMES as NORMS
 from recency_lib.result import RESULT_FILE, is_result_file
 from recency_lib.validation import INT_MAX, brief, check_choice, check_int, check_real
 
+from . import conventions
+
 BOOK = Path(__file__).resolve().parents[1]  # book/
 ROOT = BOOK.parent  # the checkout
 #: Folders of the checkout that hold sources: nothing the book runs writes into them.
@@ -398,7 +400,7 @@ def derived_sizes(page: str) -> tuple[str, ...]:
 
 def follow_samples(page: str, defaults: dict, given: dict) -> dict:
     """The derived sizes ``given`` leaves out, each scaled as ``given`` scales ``samples`` (rounded,
-    at least SAMPLES_MIN)."""
+    at least SAMPLES_MIN, and up to the paper's final scale: conventions.scaled)."""
     names = derived_sizes(page)
     if "samples" not in given or not names:
         return {}
@@ -406,7 +408,9 @@ def follow_samples(page: str, defaults: dict, given: dict) -> dict:
     if samples == default:
         return {}
     scaled = {
-        n: round(SAMPLES(n, defaults[n]) * samples / default) for n in names if n not in given
+        n: conventions.scaled(SAMPLES(n, defaults[n]) / default, samples)
+        for n in names
+        if n not in given
     }
     return {n: max(SAMPLES_MIN, size) for n, size in scaled.items()}
 

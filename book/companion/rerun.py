@@ -712,6 +712,10 @@ def _build_site(project: Path, book_pages: list[str], runs: dict, build, missing
     toc["chapters"].extend({"file": name} for name in runs if name not in book_pages)
     (project / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
     _copy_cache(build / ".jupyter_cache", project / "_build" / ".jupyter_cache")
+    texts = build / ".doctrees" / "page-texts.json"  # the search's texts, by page content
+    if texts.is_file():  # (book/_ext/offline_search.py): those of unchanged pages read back
+        (project / "_build" / ".doctrees").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(texts, project / "_build" / ".doctrees" / texts.name)
     for page, why in missing.items():
         nb = nbformat.read(str(BOOK / f"{page}.ipynb"), as_version=4)
         nbformat.write(_without_build(nb, why), book / f"{page}.ipynb")
@@ -1031,7 +1035,8 @@ def banner(info: dict, title: str | None) -> str:
         lines.append("")
         if any(n in followed for n, _, _ in rows):
             lines.append(
-                "† a sample size that follows `samples`: the book's, scaled as `samples` is. "
+                "† a sample size that follows `samples`: the book's, scaled as `samples` is, "
+                "up to the paper's final 10⁷ sequences per setting (or `samples`, if more). "
             )
         lines.append(
             f"Every other parameter has {theirs[1]} (the parameters cell below shows them all)."

@@ -7,8 +7,9 @@ from recency_lib.config import SimConfig
 
 from . import conventions
 
-#: The derived sample sizes, as factors of ``samples``, under the name of the notebook parameter
-#: that states each as a number (tests/book/test_settings.py holds the two equal).
+#: The derived sample sizes, as factors of ``samples`` (conventions.scaled: up to the paper's final
+#: scale), under the name of the notebook parameter that states each as a number
+#: (tests/book/test_settings.py holds the two equal).
 FACTORS = {
     # Theorem 1 at the paper's d: a trend of ~2e-6 with a control-variate SE of ~4.6e-4 / sqrt(N)
     # lies ~8 SE from 0 at 4,000,000 sequences (z >= 5 with probability > 99 %)
@@ -79,8 +80,8 @@ def theorem1_configs(
     large_samples=None,
 ) -> dict[int, SimConfig]:
     """Theorem 1's setting at each d of ``ds``, more sequences at d = 16 and the paper's d."""
-    large = large_samples or LARGE_FACTOR * samples
-    counts = {16: FACTORS["d16"] * samples, conventions.PAPER_D: large}
+    large = large_samples or conventions.scaled(LARGE_FACTOR, samples)
+    counts = {16: conventions.scaled(FACTORS["d16"], samples), conventions.PAPER_D: large}
     return {d: _config(0.0, 0.0, counts.get(d, samples), seed, n, d) for d in sorted(set(ds))}
 
 
@@ -94,7 +95,7 @@ def first_order_configs(
     first_order_samples: int | None = None,
 ) -> dict[int, SimConfig]:
     """Theorem 1's setting (gamma > 0: Proposition 2's) for the first-order control variate."""
-    count = first_order_samples or FACTORS["samples_first_order"] * samples
+    count = first_order_samples or conventions.scaled(FACTORS["samples_first_order"], samples)
     return {d: _config(0.0, gamma, count, seed, n, d) for d in sorted(set(ds))}
 
 
@@ -107,7 +108,7 @@ def prop1_configs(
     prop1_samples=None,
 ) -> dict[int, SimConfig]:
     """Proposition 1 beyond the LLN (no normalization, two layers) at each d of ``ds``."""
-    count = prop1_samples or PROP1_FACTOR * samples
+    count = prop1_samples or conventions.scaled(PROP1_FACTOR, samples)
     return {d: _config(0.0, 0.0, count, seed, n, d, norm="none") for d in sorted(set(ds))}
 
 

@@ -234,6 +234,12 @@ def test_derived_sizes_follow_samples_in_proportion_unless_given():
     assert params.follow_samples("residual", defaults("residual"), {"samples": 33_333}) == {
         "samples_first_order": 133_332
     }
+    # up to the paper's final scale: 10^7 sequences per setting, or samples if more
+    paper = params.follow_samples("input_distribution", base, {"samples": 10**7})
+    assert paper["samples_isotropic"] == paper["samples_first_order"] == 10**7
+    assert params.follow_samples("residual", defaults("residual"), {"samples": 2 * 10**7}) == {
+        "samples_first_order": 2 * 10**7
+    }
     assert (
         params.follow_samples("residual", defaults("residual"), {"samples": 100_000}) == {}
     )  # the default

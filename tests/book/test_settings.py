@@ -47,6 +47,22 @@ def test_settings_share_the_large_isotropic_runs():
         settings.isotropic_configs(1)
 
 
+def test_a_derived_size_stops_at_the_papers_final_scale():
+    """The book's multiples of ``samples`` for small effects: 10 x 10^5 in the build, but at the
+    paper's 10^7 sequences per setting every setting runs 10^7 (a rerun at 10^8: 10^8)."""
+    from companion import closedforms, conventions, depth
+
+    assert conventions.scaled(10, 100_000) == 1_000_000 and conventions.scaled(0.25, 8) == 2
+    assert conventions.scaled(10, 10**7) == 10**7 == conventions.scaled(40, 10**6)
+    assert conventions.scaled(10, 10**8) == 10**8
+    paper = conventions.FINAL_SAMPLES
+    assert {c.samples for c in settings.prop1_configs(paper).values()} == {paper}
+    assert settings.first_order_configs(paper)[64].samples == paper
+    assert settings.theorem1_configs(paper)[64].samples == paper
+    assert closedforms.setting_samples(closedforms.T, paper) == paper
+    assert max(k for k, _ in depth.settings(0.5, 1.0, 64, paper // 5).values()) == paper
+
+
 def test_the_landing_table_runs_the_chapters_settings():
     got = settings.study_configs(1_000, 3)
     assert got["fig1"] == settings.fig1_configs(1_000, 3)

@@ -35,6 +35,38 @@ def test_page_text_keeps_the_text_and_the_anchors_of_the_main_content():
     assert offline_search.page_text("<html><body><p>no main</p></body></html>") == ""
 
 
+def test_a_page_whose_main_content_is_unchanged_is_not_read_again(tmp_path, monkeypatch):
+    """The texts are kept by the hash of each page's main content: a page rewritten around it (a
+    rerun's announcement) is read back, a page whose content changed is read again."""
+    from types import SimpleNamespace
+
+    out, doctrees = tmp_path / "html", tmp_path / ".doctrees"
+    out.mkdir()
+    doctrees.mkdir()
+    builder = SimpleNamespace(format="html", get_target_uri=lambda doc: f"{doc}.html")
+    app = SimpleNamespace(
+        builder=builder, outdir=str(out), doctreedir=str(doctrees), env=SimpleNamespace()
+    )
+    app.env.found_docs = {"a", "b"}
+    read = []
+    page_text = offline_search.page_text
+    monkeypatch.setattr(offline_search, "page_text", lambda h: read.append(h) or page_text(h))
+
+    def build(a_page: str) -> dict:
+        (out / "a.html").write_text(a_page, encoding="utf-8")
+        (out / "b.html").write_text(PAGE, encoding="utf-8")
+        read.clear()
+        offline_search.on_build_finished(app, None)
+        js = (out / "_static" / offline_search.TEXTS).read_text(encoding="utf-8")
+        return json.loads(js.split(" = ", 1)[1].rstrip().rstrip(";"))
+
+    first = build(PAGE)
+    assert len(read) == 2 and first["a"] == first["b"] == page_text(PAGE)
+    assert build(PAGE.replace("menu", "a rerun's announcement")) == first and read == []
+    changed = build(PAGE.replace("rises", "falls"))
+    assert len(read) == 1 and "falls" in changed["a"] and changed["b"] == first["b"]
+
+
 def test_execution_status_in_words():
     assert set(exec_status.STATUS_WORDS) == {"\u2705", "\u274c"}
     assert all(re.fullmatch(r"[a-z]+", w) for w in exec_status.STATUS_WORDS.values())
