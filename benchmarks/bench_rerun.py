@@ -1,6 +1,6 @@
 """How long a chapter rerun takes, its render included, and the paper-scale recipe.
 
-    python benchmarks/bench_rerun.py [--runs 3] [--paper] [--checkout DIR]
+    python benchmarks/bench_rerun.py [--runs 3] [--paper] [--march ARCH]
 
 Run from a checkout whose book is built (``jupyter-book build book``: a rerun renders the other
 pages from that build). Each rerun is the README's command as typed, in a fresh process, into a
@@ -13,10 +13,12 @@ temporary folder:
   simulations are cached after the first run: what is timed is the kernel, the page and the site).
 * **paper** (``--paper``): ``companion rerun book/empirical.ipynb OUT -p samples 10000000`` once,
   with an empty results cache: wall time, CPU seconds of the whole process tree, peak memory
-  (PSS), and the wall time of each cell from the run's progress lines.
+  (PSS), the wall time of each cell from the run's progress lines, and each verdict of the page
+  with its deciding number beside the book's (the build's record of the page).
 
-``--checkout DIR`` runs in another checkout, with its own build of the book and its own compiled
-kernel (``bench_build.py --march x86-64-v3`` leaves such a clone: the AVX2 code a reader runs).
+``--march x86-64-v3`` runs in a fresh clone of HEAD whose kernel is compiled with setup.py's flags
+and that -march (the AVX2 code a reader's Zen 3 or Haswell-class CPU runs), its book built first
+(not timed).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from _measure import calibration  # noqa: E402
+from _measure import calibration, compile_kernel  # noqa: E402
 
 RESIDUAL = ["book/residual.ipynb", "-p", "alpha", "0.3", "-p", "gamma", "0.5", "-p", "samples"]
 PAPER = ["book/empirical.ipynb", "-p", "samples", "10000000"]
@@ -55,6 +57,8 @@ def rerun(args: list[str], out: Path, env: dict, repo: Path) -> tuple[float, flo
 
 
 def residual(runs: int, env: dict, repo: Path) -> None:
+    if runs < 1:
+        return
     with tempfile.TemporaryDirectory() as tmp:
         for where in ("a new folder", "a folder rendered before"):
             walls, renders = [], []
@@ -100,6 +104,7 @@ def paper(env: dict, repo: Path) -> None:
             f"paper scale: {wall / 60:.1f} min wall, {(cpu.ru_utime + cpu.ru_stime) / 60:.1f} "
             f"CPU min, peak PSS sampled at progress lines {peak / 2**20:.0f} MB"
         )
+        verdicts(Path(tmp, "out", "empirical.ipynb"), repo)
         starts = sorted(cells.items())
         for (k, (t, text)), nxt in zip(starts, [*starts[1:], (None, (wall, ""))]):
             spent = nxt[1][0] - t
@@ -107,19 +112,59 @@ def paper(env: dict, repo: Path) -> None:
                 print(f"  cell {k}: {spent / 60:.1f} min  {text}")
 
 
+def verdicts(notebook: Path, repo: Path) -> None:
+    """The run's verdicts and deciding numbers beside the book's, from the run's own record."""
+    code = (
+        "import json, sys; from companion import rerun; "
+        "info = rerun.run_info(json.load(open(sys.argv[1]))); "
+        "print(json.dumps([info.get('verdicts') or [], info.get('book_verdicts') or {}]))"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{repo}:{repo / 'book'}"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(notebook)], env=env, capture_output=True, text=True
+    )
+    ran, book = json.loads(done.stdout)  # the book's: claim -> verdict
+    for v in ran:
+        b = book.get(v["claim"], {})
+        print(
+            f"  {v['name']}: {v['word']}, {v['number']} ({v['what']}); "
+            f"the book: {b.get('word', '?')}, {b.get('number', '?')}"
+        )
+
+
+def clone(dest: Path, march: str) -> Path:
+    """HEAD cloned into ``dest``, its kernel compiled for ``march`` and its book built."""
+    import sysconfig
+
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(REPO), str(dest)], check=True)
+    why = compile_kernel(
+        dest, dest / "recency_lib" / f"_kernel{sysconfig.get_config_var('EXT_SUFFIX')}", march
+    )
+    if why:
+        raise SystemExit(f"bench_rerun --march {march}: {why}")
+    env = {**os.environ, "PYTHONPATH": f"{dest}:{dest / 'book'}"}
+    env.pop("RECENCY_LIB_CACHE", None)
+    book = [str(Path(sys.executable).with_name("jupyter-book")), "build", "book"]
+    done = subprocess.run(book, cwd=dest, env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"the clone's book did not build: {done.stdout[-2000:]}")
+    return dest
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--paper", action="store_true", help="the paper-scale recipe too")
-    ap.add_argument("--checkout", default=str(REPO), help="a checkout with its book built")
+    ap.add_argument("--march", help="a clone with the kernel compiled for this -march")
     args = ap.parse_args(argv)
-    repo = Path(args.checkout).resolve()
-    env = {**os.environ, "RECENCY_LIB_PROGRESS": "1", "PYTHONPATH": f"{repo}:{repo / 'book'}"}
-    print(calibration())
-    residual(args.runs, env, repo)
-    if args.paper:
-        paper(env, repo)
-    print(calibration())
+    with tempfile.TemporaryDirectory(prefix="bench_rerun_") as tmp:
+        repo = REPO if args.march is None else clone(Path(tmp, "clone"), args.march)
+        env = {**os.environ, "RECENCY_LIB_PROGRESS": "1", "PYTHONPATH": f"{repo}:{repo / 'book'}"}
+        print(calibration(), f"kernel: {args.march or 'installed'}")
+        residual(args.runs, env, repo)
+        if args.paper:
+            paper(env, repo)
+        print(calibration())
     return 0
 
 
