@@ -169,15 +169,18 @@ def cpu_flags() -> set[str]:
 
 def compile_kernel(repo, out, march: str) -> str | None:
     """``repo``'s C kernel (recency_lib/_kernel.c) compiled with that checkout's own setup.py flags
-    (its ``BASE`` list) and ``-march=march`` in place of -march=native, into the file ``out``.
-    Returns None on success, else why not (no compiler, the CPU cannot run x86-64-v3 code, a
-    compiler error)."""
+    (its ``BASE`` list) and ``-march=march`` in place of -march=native, into the file ``out``, with
+    the source's sha256 as setup.py records it (without it recency_lib takes the build for a stale
+    one and runs the numpy path). Returns None on success, else why not (no compiler, the CPU cannot
+    run x86-64-v3 code, a compiler error)."""
     import ast
+    import hashlib
     import shutil
     import sysconfig
     from pathlib import Path
 
     repo = Path(repo)
+    source = repo / "recency_lib" / "_kernel.c"
     if march == "x86-64-v3" and not V3_FLAGS <= cpu_flags():
         return "this CPU does not run x86-64-v3 code"
     cc_var = sysconfig.get_config_var("CC")
@@ -195,10 +198,11 @@ def compile_kernel(repo, out, march: str) -> str | None:
             cc,
             *base,
             f"-march={march}",
+            f'-DKERNEL_SOURCE_SHA256="{hashlib.sha256(source.read_bytes()).hexdigest()}"',
             "-fPIC",
             "-shared",
             f"-I{sysconfig.get_paths()['include']}",
-            str(repo / "recency_lib" / "_kernel.c"),
+            str(source),
             "-o",
             str(out),
         ],
@@ -231,3 +235,11 @@ def calibration() -> str:
         f"calibration: python loop 1e7 {py:.2f} s, numpy 512^3 matmul x20 {mm:.2f} s; "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
+
+
+def kernel_of(checkout) -> str:
+    """Which kernel runs in ``checkout`` ("c", or "numpy" when its build is missing or stale)."""
+    code = "from recency_lib.kernels import kernel_name; print(kernel_name())"
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    return done.stdout.strip() or f"none ({done.stderr.strip()[-300:]})"

@@ -53,7 +53,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from _measure import calibration, compile_kernel  # noqa: E402
+from _measure import calibration, compile_kernel, kernel_of  # noqa: E402
 
 
 def _env(clone: Path) -> dict:
@@ -131,6 +131,12 @@ def _clone(tmp: Path, k: int, commit: str = "HEAD", march: str | None = None) ->
         )
         if why:
             raise SystemExit(f"bench_build --march {march}: {why}")
+    if kernel_of(dest) != "c":  # a build recency_lib does not take runs the numpy path
+        raise SystemExit(
+            f"bench_build: the clone's compiled kernel does not run ({kernel_of(dest)})"
+        )
+    # the README's commands (tests/book/test_readme.py runs them) use the checkout's .venv: this one
+    (dest / ".venv").symlink_to(sys.prefix, target_is_directory=True)
     return dest
 
 

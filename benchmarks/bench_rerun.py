@@ -37,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from _measure import calibration, compile_kernel  # noqa: E402
+from _measure import calibration, compile_kernel, kernel_of  # noqa: E402
 
 RESIDUAL = ["book/residual.ipynb", "-p", "alpha", "0.3", "-p", "gamma", "0.5", "-p", "samples"]
 PAPER = ["book/empirical.ipynb", "-p", "samples", "10000000"]
@@ -140,8 +140,8 @@ def clone(dest: Path, march: str) -> Path:
     why = compile_kernel(
         dest, dest / "recency_lib" / f"_kernel{sysconfig.get_config_var('EXT_SUFFIX')}", march
     )
-    if why:
-        raise SystemExit(f"bench_rerun --march {march}: {why}")
+    if why or kernel_of(dest) != "c":
+        raise SystemExit(f"bench_rerun --march {march}: {why or kernel_of(dest)}")
     env = {**os.environ, "PYTHONPATH": f"{dest}:{dest / 'book'}"}
     env.pop("RECENCY_LIB_CACHE", None)
     book = [str(Path(sys.executable).with_name("jupyter-book")), "build", "book"]
