@@ -143,7 +143,9 @@ def sequence_statistic(
     with _one_blas_thread(), Progress(samples) as bar:
         for spent, k_width, moments in in_order(_statistic_task, jobs, executor):
             if width not in (None, k_width):
-                raise ValueError(f"statistic returned {k_width} columns, then {width}; allowed: k")
+                raise ValueError(
+                    f"statistic returned {width} columns, then {k_width}; allowed: one k throughout"
+                )
             seconds, width = seconds + spent, k_width
             for k, m in moments:  # in block order
                 groups[k % 2] = m if groups[k % 2] is None else groups[k % 2].merge_into(m)

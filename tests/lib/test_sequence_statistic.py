@@ -74,6 +74,24 @@ def test_neither_an_executor_nor_the_blocks_per_call_change_a_bit(monkeypatch):
                 assert a.tobytes() == b.tobytes(), executor
 
 
+def test_a_statistic_whose_width_changes_between_blocks_is_a_clear_error(monkeypatch):
+    """One block's statistic gave 1 column, the next 2: refused, in one task or across tasks."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from recency_lib import trajectories
+
+    monkeypatch.setattr(trajectories, "STATISTIC_TASK_BYTES", 1)  # one block per call
+    cfg = CFG.replace(samples=3000)  # blocks of 2048 and 952 sequences
+
+    def odd(scores, attention):
+        return scores[:, :, -1, : 1 + (len(scores) < 1000)]
+
+    with pytest.raises(ValueError, match=r"allowed: \(B, layers, k\) = \(952, 3, 1\)"):
+        sequence_statistic(cfg, odd)
+    with ThreadPoolExecutor(2) as threads, pytest.raises(ValueError, match="allowed: one k"):
+        sequence_statistic(cfg, odd, executor=threads)
+
+
 @pytest.mark.parametrize(
     "kwargs, needle",
     [
