@@ -348,8 +348,7 @@ def network_text(found: dict) -> str:
 
 
 def network_panel(found: dict, ax, *, z: float = 1.0):
-    """Each network's RP (± ``z`` SE), the mean across them (a band), "no order". Returns
-    ``ax``."""
+    """Each network's RP (± ``z`` SE), their mean (a band) and "no order"; returns ``ax``."""
     from .plotting import errorbar_points
 
     x = np.arange(len(found["rp"]))

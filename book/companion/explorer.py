@@ -22,6 +22,7 @@ from recency_lib.plot import DIAGONAL, HEATMAP_HEX
 from recency_lib.result import SimResult
 
 from .significance import FAMILYWISE_LEVEL, adjacent_pairs, z_for
+from .verdicts import DECIDED_ELSEWHERE
 
 FORMAT = "companion.explorer/1"
 ALPHAS = tuple(round(0.1 * k, 1) for k in range(10))  # 0, 0.1, ..., 0.9
@@ -38,11 +39,10 @@ DEFAULT_SAMPLES = 20_000
 MAX_DECIMALS = 9
 CELL_DIGITS = 1  # significant digits of a score matrix's smallest off-diagonal SE
 #: Layer 2 at α = 0, "{norm}-{γ}": the chapter that decides it with an estimator built for it (the
-#: explorer's layer-1 control variates leave it undecided).
+#: explorer's layer-1 control variates leave it undecided; verdicts.DECIDED_ELSEWHERE).
 ELSEWHERE = {
-    "layernorm-0": "Chapter 3 decides it with the first-order control variate (Theorem 1).",
-    "none-0": "Chapter 3 decides it with Gram-matrix control variates (Proposition 1).",
-    "layernorm-1": "Chapter 4 decides it with the first-order control variate (Proposition 2).",
+    f"{norm}-{gamma:g}": f"Chapter {chapter} decides it with {estimator} ({claim})."
+    for (norm, gamma), (_, chapter, claim, estimator) in DECIDED_ELSEWHERE.items()
 }
 VERDICT_CODES = {"holds": "h", "violated": "v", "undecided": "u"}
 DIRECTION_CODES = {"recency": "r", "primacy": "p", "none": "n"}

@@ -498,9 +498,8 @@ def book_stamps(build: Path | None = None) -> dict:
 
 
 def cost_factor(page: str, known: dict, values: dict) -> float:
-    """How much more a run with ``values`` simulates than one with the defaults ``known``, roughly:
-    sequences × (n / n₀)³ × layers / layers₀ (the Gram engine's cost) × its lists'
-    lengths."""
+    """How much more a run with ``values`` simulates than the defaults ``known``, roughly:
+    sequences × (n/n₀)³ × layers/layers₀ (the Gram engine's cost) × its lists' lengths."""
     sizes = ("samples", *params.derived_sizes(page))
     factor = sum(values[k] for k in sizes) / sum(known[k] for k in sizes)
     for name, power in (("n", 3), ("layers", 1)):
@@ -692,6 +691,11 @@ def _copy_cache(src: Path, dst: Path) -> None:
         db.backup(copy)
 
 
+#: The search's page texts, kept by each page's content in the doctree folder
+#: (book/_ext/offline_search.py's TEXTS_CACHE; tests/book/test_site_extensions.py holds them equal).
+SEARCH_TEXTS = "page-texts.json"
+
+
 def _build_site(project: Path, book_pages: list[str], runs: dict, build, missing) -> Path:
     """The book's project copied into ``project`` with ``runs`` in place and built executing nothing
     (its pages from a copy of its cache, the ``missing`` with a note); its HTML folder."""
@@ -712,8 +716,8 @@ def _build_site(project: Path, book_pages: list[str], runs: dict, build, missing
     toc["chapters"].extend({"file": name} for name in runs if name not in book_pages)
     (project / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
     _copy_cache(build / ".jupyter_cache", project / "_build" / ".jupyter_cache")
-    texts = build / ".doctrees" / "page-texts.json"  # the search's texts, by page content
-    if texts.is_file():  # (book/_ext/offline_search.py): those of unchanged pages read back
+    texts = build / ".doctrees" / SEARCH_TEXTS
+    if texts.is_file():  # the texts of the pages whose content did not change are read back
         (project / "_build" / ".doctrees").mkdir(parents=True, exist_ok=True)
         shutil.copy2(texts, project / "_build" / ".doctrees" / texts.name)
     for page, why in missing.items():

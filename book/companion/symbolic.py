@@ -77,8 +77,7 @@ def _mix(off, extra=0) -> sp.Matrix:
 
 @cache
 def _generic():
-    """(X, G): X = C G Cᵀ = ⟨x_i, x_j⟩ for a generic symmetric Gram matrix G of the y's (no
-    LLN)."""
+    """(X, G): X = C G Cᵀ = ⟨x_i, x_j⟩, G a generic symmetric Gram matrix of y's (no LLN)."""
     G = sp.Matrix(N, N, lambda k, l: sp.Symbol(f"G_{min(k, l) + 1}{max(k, l) + 1}"))
     return _mix(1) * G * _mix(1).T, G
 
@@ -138,8 +137,7 @@ def _eq11_increasing() -> bool:
 
 
 def _eq11_diagonal() -> bool:
-    """S_ii = √d > S_{i,i−1}: (a + i − 2)² < (a² + i − 1)(a² + i − 2) for a > 1,
-    i >= 2."""
+    """S_ii = √d > S_{i,i−1}: (a+i−2)² < (a²+i−1)(a²+i−2) for a > 1, i >= 2."""
     u, m = sp.symbols("u m", nonnegative=True)
     i = 2 + m
     gap = (a**2 + i - 1) * (a**2 + i - 2) - (a + i - 2) ** 2
@@ -181,8 +179,7 @@ def _eq14_fixed() -> bool:
 
 
 def _diagonal_weight_is(score, e) -> bool:
-    """Is row i's diagonal weight e/(e + i − 1) when it scores ``score`` and every earlier key
-    0?"""
+    """Is row i's diagonal weight e/(e + i − 1) if it scores ``score``, earlier keys 0?"""
     weight = sp.exp(score)
     return all(_zero(weight / (weight + i - 1) - e / (e + i - 1)) for i in range(2, N + 1))
 
@@ -203,8 +200,7 @@ U, W = sp.symbols("u w", nonnegative=True)
 
 @cache
 def _prop1_gram():
-    """⟨x_i^(1), x_j^(1)⟩ without normalization for ⟨x_k, x_l⟩ = u δ_kl + w (weight a on
-    itself)."""
+    """⟨x_i^(1), x_j^(1)⟩, no normalization, ⟨x_k, x_l⟩ = u δ_kl + w (self-weight a)."""
     return _mix(1) * (U * sp.eye(N) + W * sp.ones(N, N)) * _mix(1).T
 
 
@@ -434,8 +430,7 @@ def _eq9_form(i, j):
 
 
 def _prop1_printed(i, j):
-    """⟨x_i^(1), x_j^(1)⟩ without normalization from the printed ⟨x_k, x_k⟩ = √d (Eq.
-    (14))."""
+    """⟨x_i^(1), x_j^(1)⟩, no normalization, from Eq. (14)'s printed ⟨x_k, x_k⟩ = √d."""
     return _prop1_gram()[i - 1, j - 1].subs({U: sp.sqrt(d), W: 0})
 
 

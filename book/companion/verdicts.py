@@ -241,15 +241,32 @@ def table(verdicts: list[Verdict]) -> report.Markdown:
     return report.table(rows, align="llll", css_class="verdict-table")
 
 
+#: Layer 2 at α = 0 by (norm, γ): the page, its chapter and claim, and the estimator built for
+#: that matrix, which decide it where a grid's layer-1 control variates fall short.
+DECIDED_ELSEWHERE = {
+    ("layernorm", 0.0): ("layernorm", 3, "Theorem 1", "the first-order control variate"),
+    ("none", 0.0): ("layernorm", 3, "Proposition 1", "Gram-matrix control variates"),
+    ("layernorm", 1.0): ("residual", 4, "Proposition 2", "the first-order control variate"),
+}
+
+
 def layer2_isotropic(cfg, layer: int) -> bool:
-    """Layer 2 at α = 0: the matrix chapters 3 and 4 test with estimators built for it (the
-    first-order and Gram-matrix control variates), where a grid's layer-1 ones fall short."""
-    return layer == 2 and cfg.alpha == 0
+    """Layer 2 at α = 0 in a setting of :data:`DECIDED_ELSEWHERE`."""
+    return layer == 2 and cfg.alpha == 0 and (cfg.norm, cfg.gamma) in DECIDED_ELSEWHERE
 
 
 def marked(rows: list[dict]) -> bool:
     """Whether a table of :func:`verdict_grid_rows` marks a cell as decided elsewhere."""
     return any(str(cell).endswith(ELSEWHERE) for row in rows for cell in row.values())
+
+
+def elsewhere_note(rows: list[dict], samples: int, decided: str) -> str:
+    """The note under a table of :func:`verdict_grid_rows` that marks cells: why they are undecided
+    there, then ``decided`` (where and how they are decided); "" when none is marked."""
+    if not marked(rows):
+        return ""
+    why = f"Undecided at {report.count(samples)} sequences with layer-1 control variates"
+    return f"{ELSEWHERE} {why}; {decided}"
 
 
 #: The mark of an undecided cell that another page decides with a stronger estimator.

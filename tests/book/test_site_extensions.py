@@ -60,6 +60,9 @@ def test_a_page_whose_main_content_is_unchanged_is_not_read_again(tmp_path, monk
         js = (out / "_static" / offline_search.TEXTS).read_text(encoding="utf-8")
         return json.loads(js.split(" = ", 1)[1].rstrip().rstrip(";"))
 
+    from companion import rerun
+
+    assert rerun.SEARCH_TEXTS == offline_search.TEXTS_CACHE  # a rerun's render starts from them
     first = build(PAGE)
     assert len(read) == 2 and first["a"] == first["b"] == page_text(PAGE)
     assert build(PAGE.replace("menu", "a rerun's announcement")) == first and read == []

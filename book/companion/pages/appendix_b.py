@@ -6,24 +6,25 @@ import math
 
 from .. import closedforms, conventions, grid, report, statistics
 from ..report import count, listing, pm
-from ..verdicts import layer2_isotropic, marked, verdict_grid_rows, verdict_word
+from ..verdicts import (
+    DECIDED_ELSEWHERE,
+    elsewhere_note,
+    layer2_isotropic,
+    verdict_grid_rows,
+    verdict_word,
+)
 
 
 def grid_table(key: str, results: dict, labels) -> None:
-    """Glue ``key``-table, the table under a grid of heatmaps (verdicts.verdict_grid_rows, a * on
-    layer 2 at α = 0), and ``key``-note: the chapter that tests that matrix with a stronger
-    estimator."""
+    """Glue ``key``-table, the table under a grid of heatmaps (a * on layer 2 at α = 0), and
+    ``key``-note: the page that decides that matrix with an estimator built for it."""
     rows = verdict_grid_rows(results.values(), labels, elsewhere=layer2_isotropic)
     report.show(f"{key}-table", report.table(rows))
-    note = ""
-    if marked(rows):
-        cfg = next(iter(results.values())).config
-        page, claim = ("residual", "Proposition 2") if cfg.gamma else ("layernorm", "Theorem 1")
-        note = (
-            f"\\* Undecided at {count(cfg.samples)} sequences with layer-1 control variates; "
-            f"{{doc}}`{page}` tests layer 2 at α = 0 with the first-order control variate, an "
-            f"estimator built for it (its verdict on {claim})."
-        )
+    cfgs = [r.config for r in results.values()]
+    found = [DECIDED_ELSEWHERE[c.norm, c.gamma] for c in cfgs if layer2_isotropic(c, 2)]
+    page, _, claim, estimator = found[0] if found else (None,) * 4
+    decided = f"{{doc}}`{page}` tests layer 2 at α = 0 with {estimator}, an estimator built for it"
+    note = elsewhere_note(rows, cfgs[0].samples, f"{decided} (its verdict on {claim}).")
     report.glue_numbers({f"{key}-note": report.Markdown(note)})
 
 

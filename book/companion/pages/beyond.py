@@ -106,8 +106,7 @@ def _legend_and_glue(key: str, fig, axes, cols: int) -> None:
 
 
 def components_figure(*, results, layers) -> None:
-    """Figure ``beyond-fig-components``: the RP of every layer of every setting, one panel per
-    α."""
+    """Figure ``beyond-fig-components``: the RP of every layer of every setting, a panel per α."""
     alphas = beyond.STUDY_ALPHAS
     fig, axes = plotting.subplots(1, len(alphas), height_ratio=0.55, sharex=True)
     for ax, a in zip(axes, alphas):

@@ -4,7 +4,7 @@ import math
 
 from .. import closedforms, conventions, depth, plotting, report, statistics
 from ..report import count, num, pm, z_text
-from ..verdicts import STATUSES, layer2_isotropic, marked, verdict_grid_rows
+from ..verdicts import STATUSES, elsewhere_note, layer2_isotropic, verdict_grid_rows
 
 
 def figure1_table(*, results, names, p1_verdict, th_verdict) -> None:
@@ -12,15 +12,12 @@ def figure1_table(*, results, names, p1_verdict, th_verdict) -> None:
     where its estimator leaves Definition 1 undecided, and the note of what chapter 3's stronger
     estimators decide there (Proposition 1's and Theorem 1's verdicts)."""
     rows = verdict_grid_rows(results, names, elsewhere=layer2_isotropic)
-    note = ""
-    if marked(rows):
-        samples = count(results[0].config.samples)
-        note = (
-            f"\\* Undecided at {samples} sequences with layer-1 control variates; "
-            "{doc}`layernorm` decides layer 2 at α = 0 with stronger estimators: without "
-            f"normalization Proposition 1 *{p1_verdict.word}*: {p1_verdict.value}; with LayerNorm "
-            f"Theorem 1 *{th_verdict.word}*: {th_verdict.value}."
-        )
+    decided = (
+        "{doc}`layernorm` decides layer 2 at α = 0 with stronger estimators: without "
+        f"normalization Proposition 1 *{p1_verdict.word}*: {p1_verdict.value}; with LayerNorm "
+        f"Theorem 1 *{th_verdict.word}*: {th_verdict.value}."
+    )
+    note = elsewhere_note(rows, results[0].config.samples, decided)
     report.show("empirical-fig1-table", report.table(rows))
     report.glue_numbers({"empirical-fig1-note": report.Markdown(note)})
 

@@ -137,8 +137,7 @@ def alpha_rows(*, by, gamma, ratio, zc) -> list[dict]:
 
 
 def cosine_figure(*, cos, cos_ds, d) -> None:
-    """Figure ``inputdist-fig-cos``: the mean cosine of two tokens, and d × its deviation from
-    α."""
+    """Figure ``inputdist-fig-cos``: two tokens' mean cosine, and d × its deviation from α."""
     fig, (left, right) = plotting.subplots(1, 2, height_ratio=0.45)
     left.plot([0, 1], [0, 1], color="black", linewidth=1.0, label="$y = \\alpha$")
     fine = np.linspace(0, 1, 101)
