@@ -13,6 +13,8 @@ Eq. (3)                  causal row softmax ``model.causal_softmax``
 Eq. (6)                  tokens ``sampling.dense_tokens``; in Gram space ``sampling.gram_draws``
                          (``streams``) and ``sampling.gram_assemble``
 normalizations           ``norms.NORMS`` (LayerNorm, RMSNorm = Eq. (21), none)
+where the norm sits      ``placements.PLACEMENTS`` (the paper's pre-norm; post, sandwich, output
+                         norm, QK-norm: beyond the paper, on both engines)
 Definition 1             the adjacent steps ``features.adjacent_differences``; the one rule
                          ``metrics.definition1``, ``SimResult.decision``
 recency probability      ``features.recency_fraction`` (ties 1/2); compiled ``kernels.count_pairs``

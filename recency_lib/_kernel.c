@@ -635,6 +635,7 @@ static void count_pairs(int64_t n, const double *restrict s, int64_t w, const do
 /* -- the gram block kernel -------------------------------------------------------------------- */
 
 enum { MODE_PLAIN = 0, MODE_CHOL = 1, MODE_RANK_ONE = 2 };
+enum { OUT_NONE = 0, OUT_SUBLAYER = 1, OUT_SUM = 2 };   /* x' = A v + gamma x, gamma x + Norm(A v), Norm(A v + gamma x) */
 
 typedef struct {
     /* input */
@@ -642,6 +643,8 @@ typedef struct {
     const double *chi2, *normals;   /* (m, nb) and (q, nb): the block's draws, samples last */
     const double *chol;             /* (n, n) Cholesky factor of Sigma (MODE_CHOL) */
     int mode, normalize;
+    int raw_scores, raw_values, out_norm, mean_col;   /* the placement (recency_lib.placements; all 0:
+                                       pre-norm); out_norm: OUT_*; mean_col: the means a (sampling) */
     double d, gamma, eps, tie_rtol, gain;   /* gain: recency_lib.norms.Norm.gain(d) */
     int64_t layers;
     int64_t o_attn, o_sq, o_diag, o_step, o_row, o_trend, o_rp, nf;   /* feature layout */
@@ -651,7 +654,8 @@ typedef struct {
     int64_t tile_groups;            /* groups of V samples per tile */
     vd *state, *fs, *dev0s;         /* per group of a tile: two states (packed trapezoids), features (nf),
                                        layer-1 deviations (nc) */
-    vd *x, *xn, *f;                 /* the current group's */
+    vd *means;                      /* per group of a tile: the tokens' feature means (n), if mean_col */
+    vd *x, *xn, *f, *mean;          /* the current group's */
     vd *y;                          /* scratch: the normalised state */
     vd *aux;                        /* (2 n) row maxima and one row of x', for long sequences */
     vd *chol_v;                     /* (n, n) splat(chol): MODE_CHOL with n <= SMALL, else NULL */
@@ -698,6 +702,10 @@ INLINE void coordinates(Block *k, int64_t s0, int64_t valid, const int64_t n, co
         vd v = vsqrt(LOAD(k->chi2) / d);
         U_COORD
         for (int64_t i = 0; i < n; i++) x[i] = v;
+        if (k->mean_col) {                             /* every token's mean: one normal */
+            vd a = LOAD(k->normals) * rsd;
+            for (int64_t i = 0; i < n; i++) k->mean[i] = a;
+        }
         return;
     }
     vd *t = k->mode == MODE_CHOL ? k->xn : x;          /* Bartlett factor T, then L T */
@@ -715,6 +723,9 @@ INLINE void coordinates(Block *k, int64_t s0, int64_t valid, const int64_t n, co
             }
         }
     }
+    vd *a = k->mean;                                   /* the means' g / sqrt(d), after T's normals */
+    if (k->mean_col)
+        for (int64_t i = 0; i < n; i++) a[i] = LOAD(k->normals + (q + i) * nb) * rsd;
     if (k->mode != MODE_CHOL) return;
     const vd *chol_v = k->chol_v;                      /* (read once: vector stores may alias a Block's fields) */
     U_COORD
@@ -730,13 +741,36 @@ INLINE void coordinates(Block *k, int64_t s0, int64_t valid, const int64_t n, co
             x[row_start(i, w) + c] = acc;
         }
     }
+    if (k->mean_col)
+        for (int64_t i = n - 1; i >= 0; i--) {         /* a = L g / sqrt(d), in place (row i reads j <= i) */
+            const double *li = k->chol + i * n;
+            const vd *lv = n <= SMALL ? chol_v + i * n : NULL;
+            vd acc = L_IJ(0) * a[0];
+            for (int64_t j = 1; j <= i; j++) acc = vfma(L_IJ(j), a[j], acc);
+            a[i] = acc;
+        }
 #undef L_IJ
 #undef LOAD
 }
 
-/* One layer, Eqs. (1)-(2), (20): squared norms, scores and attention into the features f, and,
- * if `next`, x' = A y + gamma x into xn. The exponentials of all rows are taken in one pass (55
- * independent ones at n = 10: the processor overlaps them). */
+/* Row x_i (len coordinates) normalised into y_i (in place if y_i = x_i), Eq. (2): x_i gain / sqrt(||x_i||^2
+ * / d + eps) (LayerNorm's coordinates are centred already); returns ||x_i||^2. */
+INLINE vd norm_row(const vd *xi, vd *yi, const int64_t len, const vd inv_d, const vd eps, const vd gain, const int scaled)
+{
+    vd sq = xi[0] * xi[0];
+    UNROLL
+    for (int64_t c = 1; c < len; c++) sq = vfma(xi[c], xi[c], sq);
+    vd inv = splat(1.0) / vsqrt(sq * inv_d + eps);
+    if (scaled) inv = inv * gain;
+    UNROLL
+    for (int64_t c = 0; c < len; c++) yi[c] = xi[c] * inv;
+    return sq;
+}
+
+/* One layer, Eqs. (1)-(2), (20), with the norm where the placement puts it: squared norms, scores and
+ * attention into the features f, and, if `next`, x' into xn (and the means a' in place). The
+ * exponentials of all rows are taken in one pass (55 independent ones at n = 10: the processor
+ * overlaps them). */
 INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
 {
     const vd rsd = splat(1.0 / sqrt(k->d)), inv_d = splat(1.0 / k->d), eps = splat(k->eps);
@@ -745,22 +779,15 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
     vd small[2 * SMALL];                                /* row maxima and one row of x' when short */
     vd *restrict mx = n <= SMALL ? small : k->aux, *restrict acc = n <= SMALL ? small + SMALL : k->aux + n;
     const vd gain = splat(k->gain);
-    const int scaled = k->gain != 1.0;                 /* (read once: vector stores may alias k->gain) */
-    if (k->normalize) {                                 /* ||x_i||^2 and y_i = Norm(x_i), Eq. (2) */
+    /* (read once: vector stores may alias the Block's fields) */
+    const int scaled = k->gain != 1.0, out = k->out_norm, means = k->mean_col;
+    const int norm_s = k->normalize && !k->raw_scores, norm_v = k->normalize && !k->raw_values;
+    if (norm_s || norm_v) {                             /* ||x_i||^2 and y_i = Norm(x_i), Eq. (2) */
         const vd *restrict x = k->x;
         vd *restrict y = k->y;
         UNROLL
-        for (int64_t i = 0; i < n; i++) {
-            const vd *xi = x + row_start(i, w);
-            vd sq = xi[0] * xi[0];
-            UNROLL
-            for (int64_t c = 1; c < row_len(i, w); c++) sq = vfma(xi[c], xi[c], sq);
-            f[o_sq + i] = sq;
-            vd inv = splat(1.0) / vsqrt(sq * inv_d + eps);
-            if (scaled) inv = inv * gain;
-            UNROLL
-            for (int64_t c = 0; c < row_len(i, w); c++) y[row_start(i, w) + c] = xi[c] * inv;
-        }
+        for (int64_t i = 0; i < n; i++)
+            f[o_sq + i] = norm_row(x + row_start(i, w), y + row_start(i, w), row_len(i, w), inv_d, eps, gain, scaled);
     } else {
         const vd *restrict x = k->x;
         UNROLL
@@ -772,7 +799,8 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
             f[o_sq + i] = sq;
         }
     }
-    const vd *restrict y = k->normalize ? k->y : k->x;
+    const vd *restrict y = norm_s ? k->y : k->x;       /* what the scores read */
+    const vd *mean = k->mean;
     UNROLL
     for (int64_t i = 0; i < n; i++) {                  /* S_ij = <y_i, y_j> / sqrt(d), j <= i, Eq. (1) */
         const vd *yi = y + row_start(i, w);
@@ -783,6 +811,7 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
             vd dot = yi[0] * yj[0];
             UNROLL
             for (int64_t c = 1; c < row_len(j, w); c++) dot = vfma(yi[c], yj[c], dot);
+            if (means) dot = vfma(mean[i], mean[j], dot);   /* the raw state's means: + a_i a_j */
             s[j] = dot * rsd;
             mx[i] = j ? vmax(s[j], mx[i]) : s[j];      /* (a NaN score makes its row NaN below all the same) */
         }
@@ -812,23 +841,34 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
         for (int64_t j = 0; j <= i; j++) a[j] *= inv;
     }
     if (!next) return;
-    const vd *restrict x = k->x;
+    const vd *restrict x = k->x, *restrict v = norm_v ? k->y : k->x;   /* the values */
     vd *restrict xn = k->xn;
     const vd gamma = splat(k->gamma);
     const int residual = k->gamma != 0.0;              /* (read once: vector stores may alias k->gamma) */
     UNROLL
-    for (int64_t i = 0; i < n; i++) {                  /* x'_ic = sum_{j = c..i} A_ij y_jc + gamma x_ic, Eq. (20) */
+    for (int64_t i = 0; i < n; i++) {                  /* x'_ic = sum_{j = c..i} A_ij v_jc + gamma x_ic, Eq. (20) */
         const vd *a = f + o_attn + i * (i + 1) / 2;
         UNROLL
-        for (int64_t j = 0; j <= i; j++) {             /* row j of y, into every column at once */
-            const vd *yj = y + row_start(j, w);
+        for (int64_t j = 0; j <= i; j++) {             /* row j of v, into every column at once */
+            const vd *vj = v + row_start(j, w);
             UNROLL
-            for (int64_t c = 0; c < row_len(j, w); c++) acc[c] = c == j ? a[j] * yj[c] : vfma(a[j], yj[c], acc[c]);
+            for (int64_t c = 0; c < row_len(j, w); c++) acc[c] = c == j ? a[j] * vj[c] : vfma(a[j], vj[c], acc[c]);
         }
+        if (out == OUT_SUBLAYER) norm_row(acc, acc, row_len(i, w), inv_d, eps, gain, scaled);
         vd *xi = xn + row_start(i, w);
         UNROLL
         for (int64_t c = 0; c < row_len(i, w); c++)
             xi[c] = residual ? acc[c] + gamma * x[row_start(i, w) + c] : acc[c];
+        if (out == OUT_SUM) norm_row(xi, xi, row_len(i, w), inv_d, eps, gain, scaled);
+    }
+    if (!means) return;
+    vd *a_next = k->mean;                     /* the means of x': Norm zeroes them */
+    for (int64_t i = n - 1; i >= 0; i--) {             /* (in place: row i reads j <= i) */
+        const vd *a = f + o_attn + i * (i + 1) / 2;
+        vd value = splat(0.0);
+        if (out == OUT_NONE && !norm_v)
+            for (int64_t j = 0; j <= i; j++) value = vfma(a[j], a_next[j], value);
+        a_next[i] = out == OUT_SUM ? splat(0.0) : residual ? value + gamma * a_next[i] : value;
     }
 }
 
@@ -1076,6 +1116,7 @@ INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const in
         for (int b = 0; b < V; b++) masks[g][b] = b < valid ? -1 : 0;
         k->x = k->state + 2 * g * tz;
         k->xn = k->x + tz;
+        k->mean = k->means + g * n;
         coordinates(k, s0 + g * V, valid < V ? valid : V, n, w);
     }
     for (int64_t l = 0; l < k->layers; l++) {
@@ -1084,6 +1125,7 @@ INLINE void tile(Block *k, int64_t s0, int64_t groups, const int64_t n, const in
             k->x = k->state + (2 * g + l % 2) * tz;    /* the two states of a group alternate */
             k->xn = k->state + (2 * g + (l + 1) % 2) * tz;
             k->f = k->fs + g * nf;
+            k->mean = k->means + g * n;
             layer(k, l + 1 < k->layers, n, w);
             steps(k, n, lay);
             if (start == 0)                             /* the shift: the block's first sample */
@@ -1177,9 +1219,10 @@ static int block_alloc(Block *k)
     k->tile_groups = n <= 12 ? TILE_GROUPS : n <= 32 ? (TILE_GROUPS < 4 ? TILE_GROUPS : 4) : 1;   /* (bench_kernel) */
     k->state = aligned(2 * k->tile_groups * tz); k->dev0s = aligned(k->tile_groups * nc);
     k->fs = aligned(k->tile_groups * nf); k->y = aligned(tz); k->aux = aligned(2 * n);
+    k->means = aligned(k->tile_groups * n);
     if (k->mode == MODE_CHOL && n <= SMALL) k->chol_v = aligned(n * n);   /* (read by coordinates, n <= SMALL) */
     if (lanes) { k->a1 = aligned(layers * nf * H); k->a2 = aligned(layers * nf * H); k->a3 = aligned(layers * nc * H); }
-    if (!k->state || !k->dev0s || !k->y || !k->fs || !k->aux || (lanes && (!k->a1 || !k->a2 || !k->a3))
+    if (!k->state || !k->dev0s || !k->y || !k->fs || !k->aux || !k->means || (lanes && (!k->a1 || !k->a2 || !k->a3))
         || (k->mode == MODE_CHOL && n <= SMALL && !k->chol_v))
         return -1;
     if (k->chol_v)
@@ -1193,7 +1236,7 @@ static int block_alloc(Block *k)
 
 static void block_free(Block *k)
 {
-    free(k->state); free(k->dev0s); free(k->y); free(k->fs); free(k->aux); free(k->chol_v);
+    free(k->state); free(k->dev0s); free(k->y); free(k->fs); free(k->aux); free(k->chol_v); free(k->means);
     free(k->a1); free(k->a2); free(k->a3);
 }
 
@@ -1203,16 +1246,18 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
     PyObject *o_chi2, *o_normals, *o_chol, *o_offs, *o_shift, *o_s1, *o_s2, *o_sc, *o_feats;
     Block k = {0};
     long long n, w, nb, layers;
-    int mode, normalize, want_feats;
-    if (!PyArg_ParseTuple(args, "LLLOOOiidddddLOOOOOOp", &n, &w, &nb, &o_chi2, &o_normals, &o_chol, &mode,
-                          &normalize, &k.gain, &k.d, &k.gamma, &k.eps, &k.tie_rtol, &layers, &o_offs, &o_shift, &o_s1,
-                          &o_s2, &o_sc, &o_feats, &want_feats))
+    int mode, normalize, want_feats, raw_scores, raw_values, out_norm, mean_col;
+    if (!PyArg_ParseTuple(args, "LLLOOOiiiiiidddddLOOOOOOp", &n, &w, &nb, &o_chi2, &o_normals, &o_chol, &mode,
+                          &normalize, &raw_scores, &raw_values, &out_norm, &mean_col, &k.gain, &k.d, &k.gamma,
+                          &k.eps, &k.tie_rtol, &layers, &o_offs, &o_shift, &o_s1, &o_s2, &o_sc, &o_feats, &want_feats))
         return NULL;
-    if (n < 1 || w < 1 || w > n || nb < 1 || layers < 1 || mode < 0 || mode > 2 || !(k.d > 0)) {
+    if (n < 1 || w < 1 || w > n || nb < 1 || layers < 1 || mode < 0 || mode > 2 || !(k.d > 0) || out_norm < 0
+        || out_norm > 2 || (mean_col && !raw_scores)) {
         PyErr_SetString(PyExc_ValueError, "gram_block: bad sizes or mode");
         return NULL;
     }
     k.n = n; k.w = w; k.nb = nb; k.layers = layers; k.mode = mode; k.normalize = normalize;
+    k.raw_scores = raw_scores; k.raw_values = raw_values; k.out_norm = out_norm; k.mean_col = mean_col;
     Py_buffer b_offs;
     if (take(o_offs, &b_offs, 0, 8, "offs") < 0) return NULL;
     const int64_t *offs = b_offs.buf;
@@ -1227,6 +1272,7 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
     int64_t tz = 0, m = mode == MODE_RANK_ONE ? 1 : w;
     for (int64_t i = 0; i < n; i++) tz += i + 1 < w ? i + 1 : w;
     int64_t q = mode == MODE_RANK_ONE ? 0 : tz - w;    /* the strictly-lower entries: tz minus the diagonal */
+    if (mean_col) q += mode == MODE_RANK_ONE ? 1 : n;  /* then the means' normals */
     Py_buffer bufs[8];
     int got = 0;
     PyObject *objs[8] = {o_chi2, o_normals, o_chol, o_shift, o_s1, o_s2, o_sc, o_feats};

@@ -36,9 +36,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .config import ENGINES, PLACEMENTS, WEIGHTS, SimConfig
+    from . import norms, placements
+    from .config import ENGINES, WEIGHTS, SimConfig
     from .metrics import LEVEL
-    from .norms import NAMES
     from .workers import cpus
 
     p = _Parser(prog=PROG, allow_abbrev=False, description="Simulate the paper's model.")
@@ -50,12 +50,12 @@ def _parser() -> argparse.ArgumentParser:
         "(family-wise at --level), and optionally write the result and a figure."
     )
     s.prog = f"{PROG} simulate"
-    paper = s.add_argument_group("the paper's model")
+    paper = s.add_argument_group("the paper's model (and where its norm sits)")
     beyond = s.add_argument_group("beyond the paper (all off by default: the paper's model)")
     for group, name, kind, text in (
         (paper, "alpha", float, "anisotropy in [0, 1], Eq. (6)"),
         (paper, "gamma", float, "residual weight, Eq. (20)"),
-        (paper, "norm", str, f"one of {', '.join(NAMES)}"),
+        (paper, "norm", str, f"one of {', '.join(norms.NAMES)}"),
         (paper, "n", int, "tokens"),
         (paper, "d", int, "hidden size"),
         (paper, "layers", int, "layers"),
@@ -63,12 +63,12 @@ def _parser() -> argparse.ArgumentParser:
         (paper, "seed", int, "root seed"),
         (paper, "engine", str, f"one of {', '.join(ENGINES)}"),
         (paper, "eps", float, "normalization epsilon"),
+        (paper, "placement", str, f"where the norm sits: {', '.join(placements.NAMES)}"),
         (beyond, "weights", str, f"W_Q,K,V,O: one of {', '.join(WEIGHTS)}"),
         (beyond, "weights_seed", int, "seed of fixed weights"),
         (beyond, "heads", int, "attention heads, a divisor of d"),
         (beyond, "ffn", bool, "add the feed-forward block (GELU, width 4d)"),
         (beyond, "rope", bool, "rotary position embedding on queries and keys"),
-        (beyond, "placement", str, f"one of {', '.join(PLACEMENTS)}"),
     ):
         option = "--" + name.replace("_", "-")
         if kind is bool:

@@ -9,17 +9,18 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 
 from .norms import NORMS
+from .placements import PLACEMENTS
 from .validation import brief, check_bool, check_choice, check_int, check_real
 
 ENGINES = ("auto", "dense", "gram")
 WEIGHTS = ("none", "per_sample", "fixed")
-PLACEMENTS = ("pre", "post")
 
 
 @dataclass(frozen=True)
 class SimConfig:
     """The paper's simulation (Sec. 3): tokens x_i = eps_i + sqrt(alpha / (1 - alpha)) v (Eq. (6))
-    through stacked layers Y = Norm(X), S = causal(Y Y^T / sqrt(d)), X' = softmax(S) Y + gamma X.
+    through stacked layers Y = Norm(X), S = causal(Y Y^T / sqrt(d)), X' = softmax(S) Y + gamma X,
+    or with the norm placed elsewhere (:mod:`recency_lib.placements`).
     """
 
     alpha: float = 0.0  # anisotropy, Eq. (6): 0 isotropic, 1 all tokens equal
@@ -32,13 +33,13 @@ class SimConfig:
     seed: int = 0  # root seed: block k draws from SeedSequence(seed, spawn_key=(k,))
     engine: str = "auto"  # "dense" (n x d), "gram" (exact, cost free of d), "auto"
     eps: float = 1e-12  # added to the mean square in the normalization
+    placement: str = "pre"  # where the norm sits, a name of recency_lib.placements.PLACEMENTS
     # beyond the paper (recency_lib.extensions, dense engine only; all off: the paper's model)
     weights: str = "none"  # W_Q, W_K, W_V, W_O: "none" (identity), "per_sample", "fixed"
     weights_seed: int = 0  # seed of fixed weights (and of the FFN's unless per sample)
     heads: int = 1  # attention heads (a divisor of d); scores reported: their mean
     ffn: bool = False  # the feed-forward block of Sec. 2.1 (GELU, width 4d, its own norm)
     rope: bool = False  # rotary position embedding on queries and keys (base 10000)
-    placement: str = "pre"  # the norm before attention ("pre") or after the residual ("post")
 
     def __post_init__(self) -> None:
         # stored as built-in types (numpy scalars become int/float): equal configs hash alike
@@ -56,12 +57,17 @@ class SimConfig:
         put("seed", check_int("seed", self.seed, 0))
         put("engine", check_choice("engine", self.engine, ENGINES))
         put("eps", check_real("eps", self.eps, lo=0.0, allowed="a finite real number >= 0"))
+        put("placement", check_choice("placement", self.placement, tuple(PLACEMENTS)))
         put("weights", check_choice("weights", self.weights, WEIGHTS))
         put("weights_seed", check_int("weights_seed", self.weights_seed, 0))
         put("heads", check_int("heads", self.heads, 1))
         put("ffn", check_bool("ffn", self.ffn))
         put("rope", check_bool("rope", self.rope))
-        put("placement", check_choice("placement", self.placement, PLACEMENTS))
+        if self.placement != "pre" and not NORMS[self.norm].scales:
+            raise ValueError(
+                f"placement={brief(self.placement)} is not allowed with norm={brief(self.norm)} "
+                f"(without a normalization every placement is the same layer); allowed: 'pre'"
+            )
         if self.d % self.heads:
             raise ValueError(
                 f"heads={brief(self.heads)} is not allowed with d={brief(self.d)}; "
@@ -76,7 +82,7 @@ class SimConfig:
             raise ValueError(
                 f"engine='gram' is not allowed with extensions on ({', '.join(self.extensions)}); "
                 f"allowed: engine='dense' or 'auto' (the Gram symmetry does not hold with weights, "
-                f"heads, FFN, RoPE or post-LN)"
+                f"heads, FFN or RoPE)"
             )
 
     def to_dict(self) -> dict:
@@ -109,7 +115,6 @@ class SimConfig:
             f"heads={self.heads}": self.heads != 1,
             "ffn": self.ffn,
             "rope": self.rope,
-            f"placement={self.placement}": self.placement != "pre",
         }
         return tuple(name for name, active in on.items() if active)
 

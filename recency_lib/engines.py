@@ -43,12 +43,14 @@ from .features import (
     tril_index,
 )
 from .model import layer
+from .placements import mean_column
 from .progress import Progress
 from .result import SimResult
 from .sampling import (
     degrees_of_freedom,
     dense_tokens,
     gram_assemble,
+    gram_centre,
     gram_draws,
     gram_width,
     sigma_cholesky,
@@ -157,7 +159,7 @@ def _per_sample(cfg: SimConfig, engine: str) -> tuple[int, int, int]:
         return per + (L * 12 * d * d if cfg.weights == "per_sample" else 0), 2**21, 1
     if engine == "dense":
         return n * max(n, d), 2**17, 16
-    w, t = gram_width(cfg), n * (n + 1) // 2
+    w, t = gram_width(cfg) + mean_column(cfg), n * (n + 1) // 2
     return 3 * n * w + 3 * t + 1 + w + t, 2**19, 16
 
 
@@ -170,9 +172,10 @@ def block_size(cfg: SimConfig, engine: str) -> int:
 
 
 def stream_key(cfg: SimConfig) -> tuple:
-    """Gram configs with equal keys draw the same numbers in every block (alpha < 1, gamma, eps and
-    layers do not change the draws)."""
-    return (cfg.seed, cfg.n, degrees_of_freedom(cfg), cfg.alpha == 1.0, cfg.samples)
+    """Gram configs with equal keys draw the same numbers in every block (alpha < 1, gamma, eps,
+    layers and placements without the means' column do not change the draws)."""
+    key = (cfg.seed, cfg.n, degrees_of_freedom(cfg), cfg.alpha == 1.0, cfg.samples)
+    return (*key, mean_column(cfg))
 
 
 # -- memory ----------------------------------------------------------------------------------------
@@ -275,7 +278,7 @@ def gram_features(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.n
     x = gram_assemble(cfg, chi2, normals)  # (B, n, m) R = L T: the kernel's coordinates()
     feats = np.empty((chi2.shape[-1], cfg.layers, n_features(cfg.n)))  # (B, layers, F)
     for l in range(cfg.layers):  # the kernel's layer(): Eqs. (1)-(3), (20) on R
-        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=True)
+        x, s, a, sq = layer(x, **_layer_args(cfg), centre=gram_centre(cfg))
         feats[:, l] = layer_features(s, a, sq)  # the kernel's steps()
     return feats
 
@@ -298,8 +301,13 @@ def dense_features(cfg: SimConfig, k: int, size: int) -> np.ndarray:
 
 def _layers(x, cfg):
     for l in range(cfg.layers):
-        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps)
+        x, s, a, sq = layer(x, **_layer_args(cfg))
         yield l, s, a, sq
+
+
+def _layer_args(cfg: SimConfig) -> dict:
+    """The keywords of :func:`recency_lib.model.layer` that ``cfg`` sets."""
+    return dict(norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, placement=cfg.placement)
 
 
 def kernel_sums(cfg: SimConfig, blocks: int) -> tuple[np.ndarray, ...]:

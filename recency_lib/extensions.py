@@ -3,13 +3,14 @@
     Y = Norm(X);  Q, K, V = Y W_Q, Y W_K, Y W_V;  A = Softmax(Causal(Q K^T / sqrt(d)));
     O = (A V) W_O + gamma X;  X' = FFN(Norm(O)) + gamma O
 
-Each part is a :class:`~recency_lib.config.SimConfig` switch (all off: the paper's model, which
-never reaches this module): ``weights`` (W iid N(0, 1/d), fresh per sample or one draw per run),
-``heads`` (scores and attention reported as their mean over heads), ``ffn`` (GELU(Z W_1) W_2, width
-4d, its weights per run unless per sample), ``rope`` (base 10000, pairs (2k, 2k+1) rotated by
-p 10000^(-2k / d_h)) and ``placement="post"`` (Norm after each residual sum). Their randomness
-never touches the tokens' stream: per-sample weights draw from SeedSequence(seed, spawn_key=(block,
-1)), fixed ones from SeedSequence(weights_seed, spawn_key=(2**32 - 1,)).
+with the norms where ``placement`` puts them (:mod:`recency_lib.placements`; the feed-forward
+block takes the values' rule). Each part is a :class:`~recency_lib.config.SimConfig` switch (all
+off: the paper's model, which never reaches this module): ``weights`` (W iid N(0, 1/d), fresh per
+sample or one draw per run), ``heads`` (scores and attention reported as their mean over heads),
+``ffn`` (GELU(Z W_1) W_2, width 4d, its weights per run unless per sample), ``rope`` (base 10000,
+pairs (2k, 2k+1) rotated by p 10000^(-2k / d_h)). Their randomness never touches the tokens'
+stream: per-sample weights draw from SeedSequence(seed, spawn_key=(block, 1)), fixed ones from
+SeedSequence(weights_seed, spawn_key=(2**32 - 1,)).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from . import kernels
 from .config import SimConfig
 from .model import causal_softmax, center, normalize
 from .norms import NORMS
+from .placements import PLACEMENTS
 
 ROPE_BASE = 10000.0
 
@@ -169,36 +171,39 @@ def head_values(a_h: np.ndarray, y: np.ndarray, w: dict, heads: int) -> np.ndarr
     return _proj(o, w.get("wo"))
 
 
-def after_attention(cfg: SimConfig, o: np.ndarray, w: dict) -> np.ndarray:
-    """What follows the attention's residual sum O: post-LN's Norm(O), then the feed-forward block
-    X' = FFN(Norm(O)) + gamma O (pre-LN) or Norm(FFN(O) + gamma O) (post-LN); (batch, n, d)."""
-    post = cfg.placement == "post"
-    if post:
-        o = _norm(o, cfg.norm, cfg.d, cfg.eps)
-    if cfg.ffn:
-        z = o if post else _norm(o, cfg.norm, cfg.d, cfg.eps)
-        f = _proj(gelu(_proj(z, w["w1"])), w["w2"])  # (batch, n, d)
-        o = f + cfg.gamma * o if cfg.gamma != 0.0 else f
-        if post:
-            o = _norm(o, cfg.norm, cfg.d, cfg.eps)
-    return o
+def sublayer_output(cfg: SimConfig, f: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """A sublayer's output ``f`` added to the residual stream ``x`` with the placement's output
+    norm: f + gamma x, gamma x + Norm(f) or Norm(f + gamma x); (batch, n, d)."""
+    where = PLACEMENTS[cfg.placement]
+    if where.output == "sublayer":
+        f = _norm(f, cfg.norm, cfg.d, cfg.eps)
+    if cfg.gamma != 0.0:
+        f = f + cfg.gamma * x
+    return _norm(f, cfg.norm, cfg.d, cfg.eps) if where.output == "sum" else f
+
+
+def feed_forward(cfg: SimConfig, o: np.ndarray, w: dict) -> np.ndarray:
+    """The feed-forward sublayer on the attention's output ``o``: GELU(Z W_1) W_2 with Z = Norm(O)
+    where the placement normalizes the values (else O), then :func:`sublayer_output`."""
+    z = _norm(o, cfg.norm, cfg.d, cfg.eps) if PLACEMENTS[cfg.placement].norm_values else o
+    return sublayer_output(cfg, _proj(gelu(_proj(z, w["w1"])), w["w2"]), o)  # (batch, n, d)
 
 
 def layer(cfg: SimConfig, x: np.ndarray, w: dict, output: bool = True):
     """The full layer of Sec. 2.1 with ``cfg``'s switches and the weights ``w`` on the state ``x``
     (batch, n, d): (x_next, scores, attention, sq_norms) as :func:`recency_lib.model.layer`, the
     scores and attention averaged over heads; ``output=False``: x_next is not computed (None)."""
+    where = PLACEMENTS[cfg.placement]
     seen = center(x) if NORMS[cfg.norm].centres else x
     sq_norms = np.einsum("...i,...i->...", seen, seen)  # (batch, n)
-    y = normalize(seen, cfg.norm, cfg.d, cfg.eps) if cfg.placement == "pre" else x
-    s_h, a_h = head_attention(y, w, cfg.d, cfg.heads, cfg.rope)  # (batch, heads, n, n)
+    y = normalize(seen, cfg.norm, cfg.d, cfg.eps)
+    q = y if where.norm_scores else x
+    s_h, a_h = head_attention(q, w, cfg.d, cfg.heads, cfg.rope)  # (batch, heads, n, n)
     s, a = (s_h[:, 0], a_h[:, 0]) if cfg.heads == 1 else (s_h.mean(axis=1), a_h.mean(axis=1))
     if not output:
         return None, s, a, sq_norms
-    x_next = head_values(a_h, y, w, cfg.heads)
-    if cfg.gamma != 0.0:
-        x_next = x_next + cfg.gamma * x
-    return after_attention(cfg, x_next, w), s, a, sq_norms
+    o = sublayer_output(cfg, head_values(a_h, y if where.norm_values else x, w, cfg.heads), x)
+    return (feed_forward(cfg, o, w) if cfg.ffn else o), s, a, sq_norms
 
 
 def run_block(cfg: SimConfig, x: np.ndarray, block: int):

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .norms import NORMS
+from .placements import OUTPUTS, PLACEMENTS, mean_column
 from .rounding import TIE_RTOL
 from .validation import brief
 
@@ -97,10 +98,12 @@ def gram_block(cfg, chi2, normals, chol, offsets, shift, s1, s2, sc, feats=None)
     square, ``sc[l, c]`` the sums of (x_l - shift_l)(x_1 - shift_1) over the controls c, and every
     feature into ``feats`` (layers, F, B) if given."""
     mode = "rank_one" if cfg.alpha == 1.0 else "plain" if cfg.alpha == 0.0 else "cholesky"
-    norm = NORMS[cfg.norm]
+    norm, where = NORMS[cfg.norm], PLACEMENTS[cfg.placement]
     width = 1 if mode == "rank_one" else chi2.shape[0]
     sizes = (cfg.n, width, chi2.shape[1])
-    setting = (chol, MODES[mode], norm.scales, norm.gain(cfg.d), float(cfg.d), float(cfg.gamma))
+    placement = (not where.norm_scores, not where.norm_values, OUTPUTS.index(where.output))
+    setting = (chol, MODES[mode], norm.scales, *placement, mean_column(cfg), norm.gain(cfg.d))
+    setting += (float(cfg.d), float(cfg.gamma))
     setting += (float(cfg.eps), TIE_RTOL, cfg.layers, offsets)
     out = (shift, s1, s2, sc, np.empty(0) if feats is None else feats, feats is not None)
     _kernel.gram_block(*sizes, chi2, normals, *setting, *out)

@@ -2,9 +2,10 @@
 
     Y = Norm(X);  S = Causal(Y Y^T / sqrt(d));  A = Softmax(S) row-wise;  X' = A Y + gamma X
 
-Single head, no weights, no feed-forward block (those are :mod:`recency_lib.extensions`). Batched
-over leading axes; the last axis holds coordinates (d features, or the Gram engine's m <= n
-coordinates). ``d`` is always the model's hidden size: it sets the 1/sqrt(d) and the /d.
+The norm can sit elsewhere (:mod:`recency_lib.placements`). Single head, no weights, no feed-forward
+block (those are :mod:`recency_lib.extensions`). Batched over leading axes; the last axis holds
+coordinates (d features, or the Gram engine's coordinates). ``d`` is always the model's hidden
+size: it sets the 1/sqrt(d) and the /d.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 import numpy as np
 
 from .norms import NORMS
+from .placements import PLACEMENTS
 
 
 def center(x: np.ndarray) -> np.ndarray:
@@ -46,19 +48,39 @@ def causal_softmax(s: np.ndarray) -> np.ndarray:
     return e
 
 
-def layer(x: np.ndarray, *, norm: str, d: int, gamma: float, eps: float, centred: bool = False):
-    """f(X) = Softmax(Causal(Y Y^T / sqrt(d))) Y + gamma X with Y = Norm(X), Eq. (20).
+def layer(
+    x: np.ndarray,
+    *,
+    norm: str,
+    d: int,
+    gamma: float,
+    eps: float,
+    placement: str = "pre",
+    centre=center,
+):
+    """One layer with the norm where ``placement`` puts it (:mod:`recency_lib.placements`); the
+    paper's pre-norm is Eq. (20): X' = Softmax(Causal(Y Y^T / sqrt(d))) Y + gamma X, Y = Norm(X).
 
-    ``x`` (..., n, w): the literal state, or (``centred``) the part LayerNorm sees (the Gram
-    engine's coordinates). Returns (x_next, scores, attention, sq_norms), sq_norms (..., n) the
-    ||x_j||^2 the normalization sees (||P x_j||^2 for LayerNorm), the quantity of Eq. (36).
+    ``x`` (..., n, w): the literal state, or the Gram engine's coordinates with its own ``centre``
+    (what LayerNorm's centring does to them). Returns (x_next, scores, attention, sq_norms),
+    sq_norms (..., n) the ||P x_j||^2 of the layer's input that a LayerNorm sees (||x_j||^2 for the
+    other norms), the quantity of Eq. (36).
     """
-    seen = center(x) if (NORMS[norm].centres and not centred) else x
+    spec, where = NORMS[norm], PLACEMENTS[placement]
+
+    def norm_of(z):  # Norm(z), Eq. (2)/(21)
+        return normalize(centre(z) if spec.centres else z, norm, d, eps)
+
+    seen = centre(x) if spec.centres else x
     sq_norms = np.einsum("...i,...i->...", seen, seen)  # (..., n)
-    y = normalize(seen, norm, d, eps)  # (..., n, w)
-    s = causal_scores(y, d)  # (..., n, n)
+    y = normalize(seen, norm, d, eps) if where.norm_scores or where.norm_values else None
+    s = causal_scores(y if where.norm_scores else x, d)  # (..., n, n)
     a = causal_softmax(s)  # (..., n, n)
-    x_next = a @ y  # (..., n, w)
+    x_next = a @ (y if where.norm_values else x)  # (..., n, w)
+    if where.output == "sublayer":
+        x_next = norm_of(x_next)
     if gamma != 0.0:
         x_next = x_next + gamma * x
+    if where.output == "sum":
+        x_next = norm_of(x_next)
     return x_next, s, a, sq_norms

@@ -7,6 +7,12 @@ t of the n tokens is N(0, Sigma / d), Sigma = I + c^2 11^T, c^2 = alpha / (1 - a
 over t; so X X^T = Sigma^{1/2} W Sigma^{1/2} with W ~ Wishart_n(k, I / d), k = d (d - 1 after
 centring). Bartlett's decomposition draws W = T T^T, T lower triangular; the Cholesky factor L of
 Sigma may replace Sigma^{1/2} (Wishart(I) is rotation invariant), keeping R = L T lower triangular.
+
+LayerNorm sees the centred tokens only, and with the norm before the scores nothing else matters.
+Where the scores read the raw state (:func:`mean_column`), the Gram engine keeps one more column:
+each token's feature mean, a_i = <x_i, 1> / sqrt(d). Rotating the features so that 1 / sqrt(d) is
+the first axis shows a = L g / sqrt(d), g ~ N(0, I_n), independent of the centred part's T (d - 1
+degrees of freedom); then X X^T = R R^T + a a^T and LayerNorm's centring zeroes the column.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import numpy as np
 from . import kernels, streams
 from .config import SimConfig
 from .norms import NORMS
+from .placements import mean_column
 
 
 def dense_tokens(cfg: SimConfig, rng: np.random.Generator, batch: int) -> np.ndarray:
@@ -61,6 +68,20 @@ def gram_width(cfg: SimConfig) -> int:
     return 1 if cfg.alpha == 1.0 else min(cfg.n, degrees_of_freedom(cfg))
 
 
+def gram_centre(cfg: SimConfig):
+    """What LayerNorm's centring does to the Gram coordinates (:func:`recency_lib.model.layer`'s
+    ``centre``): nothing (they are the centred part), or the mean column zeroed."""
+    if not mean_column(cfg):
+        return lambda x: x
+
+    def centre(x):
+        out = x.copy()
+        out[..., -1] = 0.0
+        return out
+
+    return centre
+
+
 @lru_cache(maxsize=64)
 def trapezoid_index(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols) of the strictly-lower entries j < min(i, m) of an n x m matrix, row-major."""
@@ -72,11 +93,14 @@ def gram_draws(cfg: SimConfig, key: tuple[int, int, int], batch: int, kernel: st
     freedom (k = :func:`degrees_of_freedom`; one row at alpha = 1), and the standard normals
     (count, batch) of the strictly-lower entries in :func:`trapezoid_index` order. Each number is a
     fixed function of the block's ``key`` and its place (:mod:`recency_lib.streams`), drawn by the
-    compiled kernel or its numpy twin: the same bits either way."""
+    compiled kernel or its numpy twin: the same bits either way. With :func:`mean_column` the
+    normals go on with the n of the means (one at alpha = 1)."""
     n = cfg.n
     k = degrees_of_freedom(cfg)
     m = gram_width(cfg)
     count = 0 if cfg.alpha == 1.0 else trapezoid_index(n, m)[0].size
+    if mean_column(cfg):
+        count += 1 if cfg.alpha == 1.0 else n
     compiled = kernels.load(kernel)
     if compiled is None:
         return streams.draw_block(key, batch, m, k, count)
@@ -89,18 +113,25 @@ def gram_assemble(cfg: SimConfig, chi2: np.ndarray, normals: np.ndarray) -> np.n
     """Gram coordinates R = L T (batch, n, m) from :func:`gram_draws`: T is the lower-trapezoidal
     Bartlett factor of Wishart_n(k, I / d), T_ii = sqrt(chi^2_{k-i} / d), T_ij ~ N(0, 1/d) (for
     n > k, the LQ factor of an n x k Gaussian matrix); L = :func:`sigma_cholesky`. At alpha = 1
-    every token is v: one column, sqrt(chi^2_k / d). Row i is zero beyond column i."""
+    every token is v: one column, sqrt(chi^2_k / d). Row i is zero beyond column i. With
+    :func:`mean_column`, one more column: the means a = L g / sqrt(d) (at alpha = 1, one g)."""
     n, d = cfg.n, cfg.d
-    batch = chi2.shape[-1]
+    batch, rsd, extra = chi2.shape[-1], 1.0 / math.sqrt(d), int(mean_column(cfg))
     if cfg.alpha == 1.0:
-        return np.broadcast_to(np.sqrt(chi2[0] / d)[:, None, None], (batch, n, 1)).copy()
+        out = np.empty((batch, n, 1 + extra))  # every token is v
+        out[:] = np.sqrt(chi2[0] / d)[:, None, None]
+        if extra:
+            out[:, :, 1] = (normals[0] * rsd)[:, None]
+        return out
     m = chi2.shape[0]
-    out = np.zeros((batch, n, m))  # (batch, n, m) T
+    out = np.zeros((batch, n, m + extra))  # (batch, n, m) T, then the means' g / sqrt(d)
     diag = np.arange(m)
     out[:, diag, diag] = np.sqrt(chi2.T / d)
     rows, cols = trapezoid_index(n, m)
     if rows.size:
-        out[:, rows, cols] = normals.T * (1.0 / math.sqrt(d))
+        out[:, rows, cols] = normals[: rows.size].T * rsd
+    if extra:
+        out[:, :, m] = normals[rows.size :].T * rsd
     if cfg.alpha == 0.0:
         return out
     return sigma_cholesky(n, cfg.c) @ out  # (n, n) @ (batch, n, m)

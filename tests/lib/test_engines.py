@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from blocks import gram_block
 
-from recency_lib import SimConfig, SimResult, kernels, simulate, simulate_many
+from recency_lib import SimConfig, SimResult, kernels, placements, simulate, simulate_many
 from recency_lib.engines import block_size, gram_block_moments
 from recency_lib.result import ARRAY_FIELDS as ARRAYS
 from recency_lib.sampling import gram_assemble, gram_draws, gram_width, sigma_cholesky
@@ -74,6 +74,9 @@ def _grid():
         out.append(dict(alpha=a, gamma=g, norm=nm, n=n, d=16))
     out += [dict(alpha=0.5, gamma=1.0, norm=nm, n=12, d=8) for nm in ("layernorm", "rms", "none")]
     out.append(dict(alpha=0.8, gamma=0.0, norm="layernorm", n=12, d=8))
+    for where, nm in itertools.product(placements.NAMES[1:], ("layernorm", "rms")):
+        a, g = next(cycle)  # every placement of the norm beyond the paper's
+        out.append(dict(alpha=a, gamma=g, norm=nm, n=10, d=16, placement=where))
     return out
 
 
@@ -103,6 +106,7 @@ def test_grid_covers_the_listed_cases():
     assert seen("norm") == {"layernorm", "rms", "none"}
     assert {2, 3, 16, 64} <= seen("d") and {1, 2, 10} <= seen("n")
     assert any(c["n"] > c["d"] - 1 for c in GRID)
+    assert {c.get("placement", "pre") for c in GRID} == set(placements.NAMES)
 
 
 @pytest.mark.parametrize("params", GRID, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items()))

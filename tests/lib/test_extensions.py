@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from recency_lib import SimConfig, extensions, simulate
+from recency_lib import SimConfig, extensions, placements, simulate
 from recency_lib.engines import block_moments, block_size, resolve_engine
 from recency_lib.extensions import apply_rope, merge_heads, split_heads
 from recency_lib.features import control_slice, layer_features, n_features
@@ -67,7 +67,7 @@ def test_extensions_off_bitwise_identical_to_the_base_layer_on_this_machine():
     x = dense_tokens(cfg, rng, bsize)
     feats = np.empty((bsize, cfg.layers, n_features(cfg.n)))
     for l in range(cfg.layers):
-        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps, centred=False)
+        x, s, a, sq = layer(x, norm=cfg.norm, d=cfg.d, gamma=cfg.gamma, eps=cfg.eps)
         feats[:, l] = layer_features(s, a, sq)
     ref = Moments.of(feats, control_slice(cfg.n))
     assert m.count == ref.count == bsize
@@ -90,13 +90,16 @@ def test_old_dicts_and_to_dict():
     assert SimConfig.from_dict(old) == SimConfig()
 
 
-def test_identity_weights_equal_base_layer():
+@pytest.mark.parametrize("where", placements.NAMES)
+def test_identity_weights_equal_base_layer(where):
+    """Identity weights (or none) with the norm at ``where``: the extended layer is the base one."""
     rng = np.random.default_rng(1)
     x = dense_tokens(SimConfig(alpha=0.2, n=7, d=12), rng, 5)
     eye = np.eye(12)
-    for norm in ("layernorm", "rms", "none"):
+    for norm in ("layernorm", "rms", "none") if where == "pre" else ("layernorm", "rms"):
         cfg = SimConfig(alpha=0.2, gamma=0.7, norm=norm, n=7, d=12, weights="fixed")
-        base = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, centred=False)
+        cfg = cfg.replace(placement=where)
+        base = layer(x, norm=norm, d=12, gamma=0.7, eps=1e-12, placement=where)
         for w in (dict(wq=eye, wk=eye, wv=eye, wo=eye, w1=None, w2=None), {}):
             ext = extensions.layer(cfg, x, w)
             for b, e in zip(base, ext):  # the extended path's softmax is the compiled one
@@ -168,8 +171,9 @@ def test_determinism_across_chunk_sizes():
     a, b = simulate(cfg, chunk_size=1), simulate(cfg, chunk_size=1000)
     for name in ARRAYS:
         assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True)
-    post = simulate(cfg.replace(placement="post", weights="fixed"), chunk_size=3)
-    assert np.all(np.isfinite(post.recency_probability))
+    for where in placements.NAMES[1:]:  # the feed-forward block follows the values' rule
+        other = simulate(cfg.replace(placement=where, weights="fixed"), chunk_size=3)
+        assert np.all(np.isfinite(other.recency_probability)), where
 
 
 def test_long_sequence_bounded_memory():

@@ -48,7 +48,7 @@ def _brute_features(s, a, sq):
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 9])
 def test_layer_features_equal_brute_force_loops(n):
     x = np.random.default_rng(n).standard_normal((5, n, 6))
-    _, s, a, sq = layer(x, norm="layernorm", d=6, gamma=0.0, eps=1e-12, centred=False)
+    _, s, a, sq = layer(x, norm="layernorm", d=6, gamma=0.0, eps=1e-12)
     got = layer_features(s, a, sq)
     assert got.shape == (5, n_features(n))
     for b in range(5):

@@ -121,6 +121,15 @@ def test_extension_switches_reach_the_config_and_npz_output(tmp_path):
     assert SimResult.load(out).engine == "dense"
 
 
+def test_the_placement_runs_on_the_gram_engine_and_is_in_the_result(tmp_path):
+    out = tmp_path / "sandwich.json"
+    args = ("--gamma", "1", "--n", "6", "--layers", "2", "--samples", "64", "--out", str(out))
+    p = run("simulate", "--placement", "sandwich", *args)
+    assert p.returncode == 0, p.stderr
+    res = SimResult.load(out)
+    assert (res.config.placement, res.engine) == ("sandwich", "gram")
+
+
 @pytest.mark.parametrize(
     "args,needle",
     [
@@ -143,6 +152,7 @@ def test_extension_switches_reach_the_config_and_npz_output(tmp_path):
         (["--d", "9", "--rope"], "rope=True"),
         (["--weights", "learned"], "weights='learned'"),
         (["--placement", "mid"], "placement='mid'"),
+        (["--placement", "post", "--norm", "none"], "placement='post'"),
         (["--rope", "--engine", "gram"], "engine='gram'"),
     ],
 )

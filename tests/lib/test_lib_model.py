@@ -5,7 +5,11 @@ import math
 import numpy as np
 import pytest
 
+from recency_lib import placements
+from recency_lib.config import SimConfig
 from recency_lib.model import causal_scores, causal_softmax, center, layer, normalize
+from recency_lib.placements import mean_column
+from recency_lib.sampling import gram_centre
 
 
 @pytest.fixture
@@ -54,20 +58,26 @@ def test_causal_softmax_rows(rng):
     assert np.all(np.isfinite(causal_softmax(s * 1e6)))
 
 
-@pytest.mark.parametrize("norm", ["layernorm", "rms", "none"])
+PAIRS = [("none", "pre")] + [(n, p) for n in ("layernorm", "rms") for p in placements.NAMES]
+
+
+@pytest.mark.parametrize("norm, placement", PAIRS)
 @pytest.mark.parametrize("gamma", [0.0, 1.0, -0.7])
-def test_gram_coordinates_reproduce_dense_trajectory(rng, norm, gamma):
-    """Any R with R R^T equal to the Gram matrix the model sees gives the same scores,
-    every layer."""
+def test_gram_coordinates_reproduce_dense_trajectory(rng, norm, placement, gamma):
+    """Any R with R R^T equal to the Gram matrix the model sees gives the same scores, every layer,
+    wherever the norm sits: LayerNorm's centred part, and its means where the scores read them."""
     n, d, layers = 6, 20, 4
     x = rng.normal(size=(1, n, d)) / math.sqrt(d) + 0.4 * rng.normal(size=(1, 1, d))
     seen = center(x) if norm == "layernorm" else x
-    gram = seen[0] @ seen[0].T
-    r = np.linalg.cholesky(gram + 0 * np.eye(n))[None]  # (1, n, n) with R R^T = gram
+    r = np.linalg.cholesky(seen[0] @ seen[0].T)[None]  # (1, n, n) with R R^T = gram
+    cfg = SimConfig(norm=norm, placement=placement, d=d)
+    if mean_column(cfg):  # the tokens' means <x_i, 1> / sqrt(d) as one more column
+        r = np.concatenate([r, x.sum(axis=-1, keepdims=True) / math.sqrt(d)], axis=-1)
     xd, xr = x, r
+    args = dict(norm=norm, d=d, gamma=gamma, eps=1e-12, placement=placement)
     for _ in range(layers):
-        xd, sd, ad, qd = layer(xd, norm=norm, d=d, gamma=gamma, eps=1e-12, centred=False)
-        xr, sr, ar, qr = layer(xr, norm=norm, d=d, gamma=gamma, eps=1e-12, centred=True)
+        xd, sd, ad, qd = layer(xd, **args)
+        xr, sr, ar, qr = layer(xr, **args, centre=gram_centre(cfg))
         np.testing.assert_allclose(sr, sd, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(ar, ad, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(qr, qd, rtol=1e-9)
@@ -75,7 +85,7 @@ def test_gram_coordinates_reproduce_dense_trajectory(rng, norm, gamma):
 
 def test_layer_shapes_and_residual(rng):
     x = rng.normal(size=(5, 4, 8))
-    x1, s, a, q = layer(x, norm="rms", d=8, gamma=0.0, eps=0.0, centred=False)
-    x2, *_ = layer(x, norm="rms", d=8, gamma=1.0, eps=0.0, centred=False)
+    x1, s, a, q = layer(x, norm="rms", d=8, gamma=0.0, eps=0.0)
+    x2, *_ = layer(x, norm="rms", d=8, gamma=1.0, eps=0.0)
     assert x1.shape == x.shape and s.shape == a.shape == (5, 4, 4) and q.shape == (5, 4)
     np.testing.assert_allclose(x2 - x1, x, atol=1e-12)
