@@ -11,12 +11,22 @@ import numpy as np
 
 from ..model import causal_softmax
 from ..norms import NORMS
-from ..validation import alpha_array, bounded_array, check_int, d_array, gamma_array, scalar
+from ..placements import PLACEMENTS
+from ..validation import (
+    alpha_array,
+    bounded_array,
+    check_choice,
+    check_int,
+    d_array,
+    gamma_array,
+    scalar,
+)
 from ._common import check_norm
 
 
-def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
-    """Deterministic law-of-large-numbers recursion through ``layers`` layers (Eqs. (1)-(2), (20)).
+def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0, placement="pre"):
+    """Deterministic law-of-large-numbers recursion through ``layers`` layers (Eqs. (1)-(2), (20)),
+    with the norm where ``placement`` puts it (:mod:`recency_lib.placements`).
 
     Every inner product is replaced by its LLN value and the layer is applied to the Gram matrix:
 
@@ -29,13 +39,16 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
 
     rho = (d - 1) / d for LayerNorm (it sees the centred state). Layer 2 reproduces Eq. (5)/(11),
     :func:`prop1_score_corrected` and :func:`score2_corrected`; the O(1) fluctuations of the
-    off-diagonal scores are neglected. Returns a dict with
+    off-diagonal scores are neglected. Elsewhere placed, a norm is again a diagonal N of the LLN
+    norms, so X' stays M X; where the raw state reaches the scores, LayerNorm's tokens keep their
+    feature means too, with Gram (I + c^2 11^T) / d, which every norm zeroes. Returns a dict with
         "scores":    (layers, n, n) S^(l), NaN above the diagonal
         "attention": (layers, n, n) A^(l), 0 above the diagonal
         "sq_norms":  (layers, n)    ||x_j^(l-1)||^2 of the state fed to layer l (||P x||^2 for LN)
         "gram":      (layers + 1, n, n) Gram matrix of the state fed to each layer, and the output
     """
     norm = check_norm(norm)
+    where = PLACEMENTS[check_choice("placement", placement, tuple(PLACEMENTS))]
     alpha = float(alpha_array(scalar("alpha", alpha)))
     gamma = float(gamma_array(scalar("gamma", gamma)))
     d = float(d_array(scalar("d", d), 1.0, strict=NORMS[norm].centres))
@@ -45,11 +58,23 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
         bounded_array("eps", scalar("eps", eps), lo=0.0, allowed="a finite real number >= 0")
     )
 
-    rho = NORMS[norm].sees(d)
+    spec = NORMS[norm]
+    if where.name != "pre" and not spec.scales:
+        raise ValueError(
+            f"placement={where.name!r} is not allowed with norm={norm!r} (without a "
+            "normalization every placement is the same layer); allowed: 'pre'"
+        )
+    rho = spec.sees(d)
     ones = np.ones((n, n))
-    g = rho * (ones if alpha == 1.0 else np.eye(n) + alpha / (1.0 - alpha) * ones)  # (n, n)
+    sigma = ones if alpha == 1.0 else np.eye(n) + alpha / (1.0 - alpha) * ones
+    g = rho * sigma  # (n, n) the part the norm sees
+    means = sigma / d if spec.centres else np.zeros((n, n))  # the feature means' Gram (LN)
     sd = math.sqrt(d)
-    lower = np.tri(n, dtype=bool)
+    lower, eye = np.tri(n, dtype=bool), np.eye(n)
+
+    def scale_of(gram):  # (n,) the diagonal N of Norm on a state with this Gram matrix
+        out = 1.0 / np.sqrt(np.diag(gram) / d + eps)
+        return out * spec.gain(d) if spec.scale_to is not None else out
 
     scores = np.empty((layers, n, n))
     attention = np.empty((layers, n, n))
@@ -57,18 +82,26 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0):
     grams = np.empty((layers + 1, n, n))
     for layer in range(layers):
         grams[layer] = g
-        sq = np.diag(g).copy()  # (n,)
-        sq_norms[layer] = sq
-        spec = NORMS[norm]
-        scale = np.ones(n) if not spec.scales else 1.0 / np.sqrt(sq / d + eps)  # (n,) N
-        if spec.scale_to is not None:
-            scale = scale * spec.gain(d)
-        s = scale[:, None] * g * scale[None, :] / sd  # (n, n)
+        sq_norms[layer] = np.diag(g)
+        scale = scale_of(g) if spec.scales else np.ones(n)  # (n,) N
+        if where.norm_scores:
+            s = scale[:, None] * g * scale[None, :] / sd  # (n, n)
+        else:
+            s = (g + means) / sd
         a = causal_softmax(s)  # (n, n)
         scores[layer] = np.where(lower, s, np.nan)
         attention[layer] = a
-        m = a * scale[None, :] + gamma * np.eye(n)  # (n, n)  A N + gamma I
+        m = a * scale[None, :] if where.norm_values else a  # (n, n) X -> A V
+        means_map = a if not where.norm_values else np.zeros((n, n))
+        if where.output == "sublayer":
+            m = scale_of(m @ g @ m.T)[:, None] * m  # Norm(A V)
+            means_map = np.zeros((n, n))
+        m, means_map = m + gamma * eye, means_map + gamma * eye  # + gamma X
+        if where.output == "sum":
+            m = scale_of(m @ g @ m.T)[:, None] * m  # Norm(A V + gamma X)
+            means_map = np.zeros((n, n))
         g = m @ g @ m.T
         g = 0.5 * (g + g.T)  # keep it exactly symmetric
+        means = means_map @ means @ means_map.T
     grams[layers] = g
     return {"scores": scores, "attention": attention, "sq_norms": sq_norms, "gram": grams}

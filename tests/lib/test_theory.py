@@ -515,3 +515,39 @@ def test_d_equal_one_allowed_where_it_makes_sense():
     assert np.isfinite(theory.theorem1_score(2, 1, 1))
     assert np.isfinite(theory.h_corrected(2, 0.5, 1.0, 1.0, norm="rms"))
     assert np.all(np.isfinite(theory.lln_limit(0.5, 1.0, 1, 4, 2, "rms")["sq_norms"]))
+
+
+@pytest.mark.parametrize("where", ["pre", "post", "sandwich", "output", "qk", "qk_output"])
+@pytest.mark.parametrize("alpha, gamma", [(0.0, 0.0), (0.5, 1.0), (0.3, -0.4)])
+def test_lln_limit_is_the_layer_on_tokens_with_its_gram_matrix(where, alpha, gamma):
+    """Without centring the LLN recursion is exact for tokens whose Gram matrix is its own (the
+    weightless layer reads inner products only): RMSNorm placed anywhere, every layer."""
+    from recency_lib.model import layer
+
+    n, d, layers = 6, 64, 4
+    lln = theory.lln_limit(alpha, gamma, d, n, layers, norm="rms", placement=where)
+    x = np.linalg.cholesky(lln["gram"][0])[None]  # (1, n, n) tokens with Gram G^(0)
+    for l in range(layers):
+        x, s, _, sq = layer(x, norm="rms", d=d, gamma=gamma, eps=0.0, placement=where)
+        low = np.tri(n, dtype=bool)
+        np.testing.assert_allclose(s[0][low], lln["scores"][l][low], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(sq[0], lln["sq_norms"][l], rtol=1e-10)
+
+
+def test_lln_limit_of_layernorm_where_the_raw_state_reaches_the_scores():
+    """LayerNorm's post-norm reads the raw tokens at layer 1: E <x_i, x_j> = Sigma_ij (the centred
+    part's (d - 1) / d and the means' 1 / d). Without the residual the output norm is post-norm
+    (Norm(A X) either way) and the sandwich is pre-norm (a norm of a normalized token) at every
+    layer; QK-norm with and without the output norm share layer 2 only (then the values differ)."""
+    d, n = 64, 5
+    sigma = np.eye(n) + 1.0 * np.ones((n, n))  # alpha = 0.5
+    post = theory.lln_limit(0.5, 1.0, d, n, 3, placement="post")
+    np.testing.assert_allclose(np.tril(post["scores"][0]), np.tril(sigma) / math.sqrt(d))
+    for a, b, same in (("output", "post", 4), ("sandwich", "pre", 4), ("qk_output", "qk", 2)):
+        x, y = (theory.lln_limit(0.5, 0.0, d, n, 4, placement=p)["scores"] for p in (a, b))
+        np.testing.assert_allclose(x[:same], y[:same], rtol=1e-12, equal_nan=True)
+        assert same == 4 or np.nanmax(np.abs(x[same:] - y[same:])) > 1e-3
+    with pytest.raises(ValueError, match="placement='post' is not allowed with norm='none'"):
+        theory.lln_limit(0.5, 1.0, d, n, 2, norm="none", placement="post")
+    with pytest.raises(ValueError, match="placement='mid'"):
+        theory.lln_limit(0.5, 1.0, d, n, 2, placement="mid")
