@@ -7,6 +7,7 @@ import numpy as np
 from recency_lib.config import SimConfig
 from recency_lib.features import controls_valid
 from recency_lib.metrics import binned_row, late_minus_early, sign
+from recency_lib.placements import PLACEMENTS
 from recency_lib.result import SimResult
 
 from . import conventions, position, report, statistics
@@ -46,7 +47,7 @@ def components(heads: int) -> dict[str, tuple[str, dict]]:
         "heads": (f"{heads} head{'s' if heads > 1 else ''}", {"heads": heads}),
         "ffn": ("FFN", {"ffn": True}),
         "rope": ("RoPE", {"rope": True}),
-        "post": ("post-LN", {"placement": "post"}),
+        "post": (PLACEMENTS["post"].label, {"placement": "post"}),
         "residual": ("residual", {"gamma": 1.0}),
         "combined": ("all parts together (one network)", combined_fields(heads)),
     }

@@ -8,6 +8,7 @@ import math
 
 from recency_lib.config import SimConfig
 from recency_lib.norms import NORMS
+from recency_lib.placements import PLACEMENTS
 
 from .significance import FAMILYWISE_LEVEL, adjacent_pairs, z_for  # noqa: F401  (quoted here)
 
@@ -73,7 +74,6 @@ def ordered_colour(k: int, count: int) -> tuple[float, float, float, float]:
 _EXTENSION_NAMES = {
     "ffn": "FFN",
     "rope": "RoPE",
-    "placement=post": "post-LN",
     "weights=per_sample": "random weights",
     "weights=fixed": "fixed weights",
 }
@@ -81,8 +81,10 @@ _EXTENSION_NAMES = {
 
 def variant_name(cfg: SimConfig) -> str:
     """The model variant of ``cfg`` in every chapter: "LayerNorm + residual", "LayerNorm + 0.5 ×
-    residual", "LayerNorm + FFN + RoPE", "LayerNorm, 4 heads", ..."""
+    residual", "LayerNorm + FFN + RoPE", "LayerNorm, 4 heads", "LayerNorm post-norm", ..."""
     name = NORMS[cfg.norm].label
+    if cfg.placement != "pre":
+        name += f" {PLACEMENTS[cfg.placement].label}"
     if cfg.gamma == 1.0:
         name += " + residual"
     elif cfg.gamma != 0.0:

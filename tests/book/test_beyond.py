@@ -132,7 +132,7 @@ def test_directions_and_the_lists_of_the_verdict():
     }
     assert beyond.created_order(dirs, 0.0) == ["rope", "post"]
     assert beyond.versus_paper(res, 0.5) == {"higher": ["rms"], "lower": ["rope", "post"]}
-    assert beyond.names(["rms", "rope", "post"], res) == "RMSNorm, RoPE and post-LN"
+    assert beyond.names(["rms", "rope", "post"], res) == "RMSNorm, RoPE and post-norm"
     assert beyond.names(["paper", "rope"], res) == "the paper's model and RoPE"
     assert beyond.names([], res) == "none"
 

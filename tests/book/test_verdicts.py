@@ -62,6 +62,10 @@ def test_order_check_classes():
     assert verdicts.order_check((thm(64), 2), zc).status == U
     assert verdicts.order_check((thm(64, trend=-2e-6, trend_se=2e-7), 2), zc).status == X
     assert verdicts.order_check((thm(64, step=-0.1), 2), zc).status == X  # a step resolved negative
+    # a mean step within float64's rounding of scores of size sqrt(d) decides nothing, even when
+    # its standard error is smaller still (rows that are the same in every sample but for rounding)
+    c = verdicts.order_check((thm(1024, trend=-6.7e-15, trend_se=1e-19), 2), zc)
+    assert c.status == U and c.value == -6.7e-15
     # expected 0 (the paper says: no recency bias): every step a rise is against it, a fall is for
     # it
     assert verdicts.order_check((thm(64, step=0.1), 2), zc, expected=0).status == X
