@@ -23,6 +23,12 @@ def center(x: np.ndarray) -> np.ndarray:
     return x - x.mean(axis=-1, keepdims=True)
 
 
+def already_centred(x: np.ndarray) -> np.ndarray:
+    """The ``centre`` of :func:`layer` for coordinates that are LayerNorm's centred part already
+    (the Gram engine's, :mod:`recency_lib.sampling`): nothing to remove."""
+    return x
+
+
 def normalize(x: np.ndarray, norm: str, d: int, eps: float) -> np.ndarray:
     """Eq. (2)/(21) on rows already centred where the norm centres (:mod:`recency_lib.norms`)."""
     spec = NORMS[norm]

@@ -45,7 +45,7 @@ PLACEMENTS: dict[str, Placement] = {
         Placement("post", "post-norm", "the original Transformer", False, False, "sum"),
         Placement("sandwich", "sandwich", "Gemma 2 (Peri-LN)", True, True, "sublayer"),
         Placement("output", "output norm", "OLMo 2 without its QK-norm", False, False, "sublayer"),
-        Placement("qk", "QK-norm", "QK-norm and no other norm", True, False, "none"),
+        Placement("qk", "QK-norm", "none named here: the score path alone", True, False, "none"),
         Placement("qk_output", "QK-norm + output norm", "OLMo 2", True, False, "sublayer"),
     )
 }

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import kernels, streams
 from .config import SimConfig
+from .model import already_centred
 from .norms import NORMS
 from .placements import mean_column
 
@@ -72,7 +73,7 @@ def gram_centre(cfg: SimConfig):
     """What LayerNorm's centring does to the Gram coordinates (:func:`recency_lib.model.layer`'s
     ``centre``): nothing (they are the centred part), or the mean column zeroed."""
     if not mean_column(cfg):
-        return lambda x: x
+        return already_centred
 
     def centre(x):
         out = x.copy()

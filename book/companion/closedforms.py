@@ -803,7 +803,7 @@ def h_curves(res: SimResult, normalize: bool = True) -> HCurves:
     cfg = res.config
     j = np.arange(1, cfg.n + 1)
     printed = corrected = None
-    if NORMS[cfg.norm].closed_form:
+    if NORMS[cfg.norm].closed_form and cfg.placement == "pre":  # the paper's layer only
         args = (j, cfg.alpha, cfg.gamma, cfg.d)
         printed = math.sqrt(cfg.d) * np.asarray(theory.h_eq41(*args), float)
         corrected = math.sqrt(cfg.d) * np.asarray(theory.h_corrected(*args, cfg.norm), float)

@@ -57,6 +57,13 @@ def alpha_colour(alpha: float) -> tuple[float, float, float, float]:
     return tuple(mpl.colormaps["viridis"](0.88 * alpha))
 
 
+def ink_on(colour) -> str:
+    """The colour of text legible on a cell of ``colour`` (RGB in [0, 1]): white on a dark cell,
+    near-black on a light one (by relative luminance)."""
+    r, g, b = colour[:3]
+    return "white" if 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.45 else "0.1"
+
+
 def alpha_label(alpha: float) -> str:
     """ "α = 0.5", the name of an anisotropy level in every figure and table."""
     return f"α = {alpha:g}"

@@ -119,11 +119,13 @@ def _num(x) -> str:
 
 
 def slug(params: dict) -> str:
-    """File stem of a validated setting: every parameter in it, so that no two settings collide."""
+    """File stem of a validated setting: every parameter in it, so that no two settings collide
+    (the placement where it is not the paper's pre-norm)."""
     p = params
+    where = "" if p["placement"] == "pre" else f"-{p['placement']}"
     return (
-        f"a{_num(p['alpha'])}-g{_num(p['gamma'])}-{p['norm']}-n{p['n']}-d{p['d']}-L{p['layers']}"
-        f"-s{p['samples']}-seed{p['seed']}"
+        f"a{_num(p['alpha'])}-g{_num(p['gamma'])}-{p['norm']}{where}-n{p['n']}-d{p['d']}"
+        f"-L{p['layers']}-s{p['samples']}-seed{p['seed']}"
     )
 
 

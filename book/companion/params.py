@@ -17,6 +17,7 @@ from pathlib import Path
 from recency_lib.config import SimConfig
 from recency_lib.files import check_output_path, path_text
 from recency_lib.norms import NAMES as NORMS
+from recency_lib.placements import NAMES as PLACEMENT_NAMES
 from recency_lib.result import RESULT_FILE, is_result_file
 from recency_lib.validation import INT_MAX, brief, check_choice, check_int, check_real
 
@@ -114,6 +115,18 @@ def real_list(lo, hi, example: str, *, lo_open: bool = False, distinct: bool = T
     return _list(entry, allowed, distinct)
 
 
+def name_list(choices, example: str):
+    """A list of distinct names from ``choices`` (one bare name counts as a list of one)."""
+    allowed = f"a list of distinct names from {', '.join(choices)}, e.g. {example}"
+    entries = _list(lambda name, x: check_choice(name, x, tuple(choices)), allowed, True)
+
+    def rule(name: str, value) -> list:
+        one = isinstance(value, str) and not value.strip().startswith(("[", "("))
+        return entries(name, [value.strip()] if one else value)
+
+    return rule
+
+
 #: Residual weights gamma > 0, each once (a weight 0 is the grid without the residual).
 RESIDUAL_WEIGHTS = real_list(0.0, None, "[1.0]", lo_open=True)
 
@@ -185,7 +198,7 @@ def _passes(check):
 # -- the setting template's parameters (Appendix B's grid) ---------------------------------------
 
 #: The template's parameters that make a setting (SimConfig's but engine and eps).
-SETTING_PARAMS = ("alpha", "gamma", "norm", "n", "d", "layers", "samples", "seed")
+SETTING_PARAMS = ("alpha", "gamma", "norm", "placement", "n", "d", "layers", "samples", "seed")
 #: The template needs three tokens (the recency probability) and two layers (h(j) is read from the
 #: first layer's output, Definition 1 matters from layer 2 on).
 TEMPLATE_MINIMA = {"n": 3, "layers": 2}
@@ -353,6 +366,8 @@ RULES = {
     "out_dir": _runs_folder,
     "template": _passes(template_defaults),
     "norm": lambda name, v: check_choice(name, v, NORMS),
+    "placement": lambda name, v: check_choice(name, v, PLACEMENT_NAMES),
+    "placements": name_list(PLACEMENT_NAMES, "['pre', 'post']"),
     "result_path": _passes(result_file),
 }
 

@@ -22,7 +22,7 @@ import numpy as np
 import sympy as sp
 
 from recency_lib import theory
-from recency_lib.model import layer
+from recency_lib.model import already_centred, layer
 from recency_lib.sampling import sigma_cholesky
 
 N = 5  # tokens: the identities are checked for every pair i > j <= N
@@ -212,8 +212,8 @@ def _model_scores_match(prefactor, norm: str) -> bool:
     lower = np.tril_indices(N)
     for dv, av in product((4.0, 64.0, 1024.0), (0.0, 0.5)):
         x0 = np.linalg.cholesky((1 - av) * np.eye(N) + av)[None]  # (1, n, n)
-        x1, *_ = layer(x0, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
-        _, s2, _, _ = layer(x1, norm=norm, d=dv, gamma=0.0, eps=0.0, centred=True)
+        x1, *_ = layer(x0, norm=norm, d=dv, gamma=0.0, eps=0.0, centre=already_centred)
+        _, s2, _, _ = layer(x1, norm=norm, d=dv, gamma=0.0, eps=0.0, centre=already_centred)
         inner = x1[0] @ x1[0].T
         norms = np.sqrt(np.outer(np.diag(inner), np.diag(inner))) if norm != "none" else 1.0
         want = (prefactor(dv) * inner / norms)[lower]

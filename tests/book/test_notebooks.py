@@ -47,7 +47,7 @@ def test_every_page_runs_under_papermill_with_other_parameters():
     """Every notebook of the book has a papermill run at small sample counts with parameter values
     other than its defaults, which checks that it runs, glues figures and writes nothing to stderr:
     chapters 1-5 in tests/book/test_notebook_rules.py, chapter 6 in
-    tests/book/test_empirical_page.py, chapters 7-8, the reproducibility page and Appendix A here,
+    tests/book/test_empirical_page.py, chapters 7-9, the reproducibility page and Appendix A here,
     Appendix B in tests/book/test_appendix_b.py, the explorer in tests/book/test_explorer.py. (A run
     at the defaults with only the samples cut would execute each page once more for nothing:
     the full build executes every page at its defaults.) A new page must join one of those lists."""
@@ -122,6 +122,23 @@ OTHER_PARAMETERS = {
         },
     ),
     "reproducibility": ({"samples": 10, "seed": 4}, {"repro-count": "'0'"}),
+    # two placements (a bare name, as papermill's -p passes it, would be one), d other than 1024
+    "placements": (
+        {
+            "samples": 600,
+            "seed": 2,
+            "alpha": 0.3,
+            "gamma": 0.5,
+            "d": 16,
+            "workers": 1,
+            "placements": "['qk', 'post']",
+        },
+        {
+            "placements-d": "'16'",
+            "placements-alpha": "'0.3'",
+            "placements-same-output": "'not run here'",
+        },
+    ),
 }
 
 
@@ -170,6 +187,7 @@ FIRST_CELL = [
         "alphas_residual='[0.2, 0.2]' repeats a value",
     ),
     ("reproducibility", {"seed": -1}, "seed=-1 is out of range"),
+    ("placements", {"placements": "['pre', 'middle']"}, "placements[1]='middle' is not allowed"),
 ]
 
 

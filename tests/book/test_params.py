@@ -107,7 +107,7 @@ LATE_OR_MISNAMED = [
     (
         "appendix_b",
         {"template": "residual.ipynb"},
-        "template='residual.ipynb' lacks the parameter(s) norm, d",
+        "template='residual.ipynb' lacks the parameter(s) norm, placement, d",
     ),
     (
         "appendix_b",
