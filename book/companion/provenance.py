@@ -206,8 +206,9 @@ def verdict_settings(namespace: dict) -> list[dict]:
 
     out = []
     for v in held(namespace, (Verdict,)):
-        distinct = dict.fromkeys((c.norm, c.alpha, c.gamma, c.d) for c in v.checks)  # in order
-        settings = [dict(zip(("norm", "alpha", "gamma", "d"), s)) for s in distinct]
+        fields = ("norm", "placement", "alpha", "gamma", "d")
+        distinct = dict.fromkeys(tuple(getattr(c, f) for f in fields) for c in v.checks)  # in order
+        settings = [dict(zip(fields, s)) for s in distinct]
         name, checks, c = CLAIM_NAMES.get(v.claim, v.claim), len(v.checks), v.decisive
         number = dict(number=v.value, what=c.what, value=float(c.value), se=float(c.se))
         out.append(dict(claim=v.claim, name=name, word=v.word, checks=checks, settings=settings))

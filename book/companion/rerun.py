@@ -49,6 +49,7 @@ from recency_lib.engines import memory_limit, pilot
 from recency_lib.files import path_text
 from recency_lib.kernels import load as load_kernel
 from recency_lib.norms import NORMS
+from recency_lib.placements import PLACEMENTS
 from recency_lib.validation import brief
 from recency_lib.workers import cpus
 
@@ -936,9 +937,12 @@ def _fold_parameters(nb: dict, info: dict, specs: dict) -> None:
 
 
 def _setting_words(s: dict) -> str:
-    """ "LayerNorm, α = 0.3, γ = 0.5, $d$ = 64" of a check's setting (what it has)."""
-    norm = s.get("norm")
+    """ "LayerNorm, α = 0.3, γ = 0.5, $d$ = 64" of a check's setting (what it has; the placement
+    where it is not the paper's: "LayerNorm post-norm, ...")."""
+    norm, where = s.get("norm"), s.get("placement")
     parts = [NORMS[norm].label if norm in NORMS else str(norm)] if norm else []
+    if parts and where in PLACEMENTS and where != "pre":  # "LayerNorm post-norm"
+        parts[0] += f" {PLACEMENTS[where].label}"
     for key, symbol in (("alpha", "α"), ("gamma", "γ")):
         if isinstance(s.get(key), (int, float)):
             parts.append(f"{symbol} = {s[key]:g}")

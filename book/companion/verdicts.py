@@ -71,12 +71,14 @@ class Check:
     alpha: float | None = None
     gamma: float | None = None
     d: int | None = None
+    placement: str | None = None
 
 
 def about(res_or_cfg) -> dict:
-    """The model fields of a :class:`Check` (``norm``, ``alpha``, ``gamma``, ``d``)."""
+    """The model fields of a :class:`Check`: norm, alpha, gamma, d and placement."""
     cfg = res_or_cfg.config if isinstance(res_or_cfg, SimResult) else res_or_cfg
-    return {"norm": cfg.norm, "alpha": float(cfg.alpha), "gamma": float(cfg.gamma), "d": int(cfg.d)}
+    fields = {"norm": cfg.norm, "alpha": float(cfg.alpha), "gamma": float(cfg.gamma)}
+    return fields | {"d": int(cfg.d), "placement": cfg.placement}
 
 
 @dataclass(frozen=True)

@@ -127,3 +127,14 @@ def test_the_setting_template_takes_the_placement():
     curves = closedforms.h_curves(res)
     assert curves.printed is None and curves.corrected is None  # the paper's closed forms: pre only
     assert np.all(np.isfinite(curves.sim))
+
+
+def test_a_reruns_banner_names_the_placement_of_each_setting():
+    from companion import rerun
+
+    post = {"norm": "layernorm", "placement": "post", "alpha": 0.5, "gamma": 0.0, "d": 64}
+    assert rerun._setting_words(post) == "LayerNorm post-norm, α = 0.5, γ = 0, $d$ = 64"
+    assert rerun._setting_words(post | {"placement": "pre"}).startswith("LayerNorm, α")
+    assert rerun._setting_words({k: v for k, v in post.items() if k != "placement"}).startswith(
+        "LayerNorm, α"
+    )  # a stamp written before placements were recorded

@@ -120,8 +120,8 @@ def test_what_a_run_of_a_page_held_its_simulations_verdicts_and_parameters():
             "word": verdict.word,
             "checks": 2,
             "settings": [
-                {"norm": "layernorm", "alpha": 0.0, "gamma": 0.5, "d": 64},
-                {"norm": "layernorm", "alpha": 0.3, "gamma": 0.5, "d": 64},
+                {"norm": "layernorm", "placement": "pre", "alpha": 0.0, "gamma": 0.5, "d": 64},
+                {"norm": "layernorm", "placement": "pre", "alpha": 0.3, "gamma": 0.5, "d": 64},
             ],
             "number": verdict.value,  # the deciding check's, held against the book's by a rerun
             "what": verdict.decisive.what,
