@@ -1,56 +1,18 @@
 """Where the norm sits (recency_lib.placements): one registry, read by the config, both engines, the
-kernel and the CLI; the Gram engine runs every placement exactly (the dense engine agrees in
-distribution: tests/lib/test_engines.py's grid)."""
+kernel and the CLI; the Gram engine runs every placement exactly (one block three ways:
+tests/lib/test_one_block_three_ways.py; the dense engine agrees in distribution:
+tests/lib/test_engines.py's grid)."""
 
 import math
 
 import numpy as np
 import pytest
-from blocks import gram_block
 
-from recency_lib import SimConfig, kernels, placements, simulate
-from recency_lib.engines import gram_features, resolve_engine, stream_key
-from recency_lib.features import layer_features
+from recency_lib import SimConfig, placements, simulate
+from recency_lib.engines import resolve_engine, stream_key
 from recency_lib.model import layer
 from recency_lib.placements import PLACEMENTS, mean_column
-from recency_lib.sampling import gram_assemble, gram_draws
-from recency_lib.streams import block_key
-
-CASES = [(norm, where) for norm in ("layernorm", "rms") for where in placements.NAMES]
-
-
-def tokens_with_the_gram_of(cfg, r):
-    """Tokens X (B, n, d) whose Gram matrix is the coordinates' R R^T: the centred part in the
-    complement of the all-ones vector for LayerNorm, and the means' column (if any) along it."""
-    d, extra = cfg.d, int(mean_column(cfg))
-    m = r.shape[-1] - extra
-    basis = np.linalg.qr(np.random.default_rng(0).standard_normal((d, d)))[0]
-    if cfg.norm == "layernorm":
-        ones = np.ones((d, 1)) / math.sqrt(d)
-        basis = np.linalg.qr(np.hstack([ones, basis[:, : d - 1]]))[0]  # column 0: +-ones
-        basis = np.hstack([basis[:, 1:], np.sign(basis[0, 0]) * basis[:, :1]])
-    x = r[..., :m] @ basis[:, :m].T
-    return x + r[..., m:] @ basis[:, -1:].T if extra else x
-
-
-@pytest.mark.parametrize("norm, where", CASES)
-@pytest.mark.parametrize("alpha, gamma", [(0.0, 0.0), (0.5, 1.0), (0.3, 0.5), (1.0, 1.0)])
-def test_the_dense_layer_the_gram_reference_and_the_kernel_agree(norm, where, alpha, gamma):
-    """One block three ways, per placement: model.layer on tokens with the block's Gram matrix, the
-    Gram engine's numpy reference and the compiled kernel (to rounding)."""
-    cfg = SimConfig(alpha=alpha, gamma=gamma, norm=norm, placement=where, n=7, d=16, layers=3)
-    draws = gram_draws(cfg, block_key(5, 0), 37)
-    reference = gram_features(cfg, *draws)  # (B, layers, F)
-    x = tokens_with_the_gram_of(cfg, gram_assemble(cfg, *draws))
-    dense = np.empty_like(reference)
-    for l in range(cfg.layers):
-        x, s, a, sq = layer(x, norm=norm, d=cfg.d, gamma=gamma, eps=cfg.eps, placement=where)
-        dense[:, l] = layer_features(s, a, sq)
-    scale = np.abs(reference).max()
-    np.testing.assert_allclose(dense, reference, rtol=0, atol=1e-11 * scale)
-    if kernels.load() is not None:
-        _, compiled = gram_block(cfg, *draws, "c")
-        np.testing.assert_allclose(compiled, reference, rtol=0, atol=1e-12 * scale)
+from recency_lib.sampling import gram_draws
 
 
 def test_each_placement_is_the_layer_its_registry_entry_says():
