@@ -530,8 +530,19 @@ def test_results_by_gamma_and_run_rows(appendix, tmp_path):
             "samples": 1200,
             "seed": 5,
         },
+        {  # chapter 9's recipe: another placement, the paper's closed forms left out
+            "alpha": 0.3,
+            "gamma": 1.0,
+            "norm": "layernorm",
+            "placement": "post",
+            "n": 5,
+            "d": 16,
+            "layers": 3,
+            "samples": 1000,
+            "seed": 1,
+        },
     ],
-    ids=["rms-gamma0.5-L3", "none-L6"],
+    ids=["rms-gamma0.5-L3", "none-L6", "post-L3"],
 )
 def test_template_runs_with_other_parameters(tmp_path, params):
     out = run_template(tmp_path, **params, result_path="r.json")
