@@ -35,6 +35,7 @@ TEMPLATE_DEFAULTS = {
     "alpha": 0.5,
     "gamma": 0.0,
     "norm": "layernorm",
+    "placement": "pre",
     "n": 10,
     "d": 64,
     "layers": 4,
