@@ -163,9 +163,10 @@ class SimResult:
     def summary(self, level: float = LEVEL) -> str:
         """The setting, then per layer its recency probability and Definition 1 with the reason."""
         c = self.config
+        extensions = "".join(f" {e}" for e in c.extensions)  # beyond the paper: what is on
         lines = [
-            f"alpha={c.alpha:g} gamma={c.gamma:g} norm={c.norm} n={c.n} d={c.d} "
-            f"samples={c.samples} seed={c.seed} engine={self.engine}"
+            f"alpha={c.alpha:g} gamma={c.gamma:g} norm={c.norm} placement={c.placement} n={c.n} "
+            f"d={c.d} samples={c.samples} seed={c.seed}{extensions} engine={self.engine}"
         ]
         for l in range(1, c.layers + 1):
             rp, se, how = self.rp(l)

@@ -54,6 +54,19 @@ def test_one_verdict_per_placement_in_the_registrys_order(results):
     assert (first.d, first.alpha, first.norm, first.gamma) == (64, 0.5, "layernorm", 0.0)
 
 
+def test_each_check_is_the_apis_word_at_the_claims_z(results):
+    """A check resolves every step as a rise exactly where the API's Definition 1 (the simulator's
+    one rule, which the CLI prints) holds at the claim's family-wise z."""
+    claims = page.claims(results)
+    for where, v in claims.items():
+        zc = v.numbers["z_threshold"]
+        keys = sorted((k for k in results if k[0] == where), key=page._paper_first)
+        for key, check in zip(keys, v.checks):
+            api = results[key].decision(2, z=zc).word
+            assert (check.status == verdicts.AS_CLAIMED) == (api == "holds"), (key, api)
+            assert (check.placement, check.norm, check.d) == (where, key[1], key[4])
+
+
 def test_the_tables_of_the_page(results):
     rows = page.rule_rows(NAMES)
     assert [r["placement (used by)"].split("<br>")[0] for r in rows] == [

@@ -89,3 +89,24 @@ def test_the_means_column_is_what_the_raw_scores_see():
     diag = np.diagonal(res.score_mean[0]) * math.sqrt(cfg.d)  # E ||x_i||^2, layer 1
     sem = np.diagonal(res.score_sem[0]) * math.sqrt(cfg.d)
     assert np.all(np.abs(diag - (1 + cfg.c**2)) < 5 * sem), (diag, sem)
+
+
+def test_the_cli_says_what_ran_and_the_word_the_api_and_the_page_say(tmp_path):
+    """``simulate --placement post`` names the placement in its first line; its layer-2 word is the
+    API's (SimResult.decision on the result it wrote; the chapter's checks: tests/book)."""
+    import subprocess
+    import sys
+
+    from recency_lib import SimResult
+
+    out = tmp_path / "post.json"
+    args = ["--placement", "post", "--alpha", "0.5", "--samples", "4000", "--out", str(out)]
+    p = subprocess.run(
+        [sys.executable, "-m", "recency_lib", "simulate", *args], capture_output=True, text=True
+    )
+    assert p.returncode == 0, p.stderr
+    first, layer2 = p.stdout.splitlines()[0], p.stdout.splitlines()[2]
+    assert "norm=layernorm placement=post n=10" in first
+    res = SimResult.load(out)
+    word = res.decision(2).word
+    assert f"Definition 1 {word}:" in layer2 and word == "holds"
