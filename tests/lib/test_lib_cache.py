@@ -30,7 +30,8 @@ def test_second_call_reads_the_file_and_returns_the_same_numbers(tmp_path, monke
 
 def test_key_changes_with_config_source_and_kernel(monkeypatch):
     keys = {cache_key(CFG), cache_key(CFG.replace(seed=4)), cache_key(CFG.replace(samples=65))}
-    assert len(keys) == 3
+    keys |= {cache_key(CFG.replace(placement=p)) for p in ("post", "sandwich")}
+    assert len(keys) == 5
     base = cache_key(CFG)
     monkeypatch.setenv("RECENCY_LIB_KERNEL", "numpy")  # the numpy reference kernel
     assert kernels.kernel_name() == "numpy" and cache_key(CFG) != base
