@@ -238,7 +238,6 @@ def rp_figure(results: dict, *, d: int, norm: str = "layernorm") -> None:
         ax.set_title(f"{conventions.alpha_label(alpha)}, γ = {gamma:g}")
     for ax in axes[1::2]:
         ax.set_yticklabels([])
-    bar = fig.colorbar(mesh, ax=axes, location="bottom", fraction=0.05, aspect=30)
-    bar.set_label("recency probability")
-    bar.outline.set_linewidth(0)
+    bar = plotting._colourbar(mesh, axes[-1], axes=axes)  # the book's slim bar under the panels
+    bar.set_label("recency probability", fontsize=conventions.SMALL_PT)
     plotting.glue_figure("placements-fig", fig)
