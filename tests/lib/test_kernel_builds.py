@@ -5,10 +5,11 @@ lanes in quads), so an AVX2 build (``-march=x86-64-v3``: 4 lanes, FMA, no AVX-51
 flags, with 8 and with 3 groups per tile, and the x86-64 baseline (SSE2) give byte for byte what the
 installed build gives (``-march=native``: 8 lanes where AVX-512 exists): the gram block's moments
 and features (the specialised n = 10 code, partial tiles, n = 13, a trapezoid d < n, long rows that
-sum group by group, scores large enough for the exponentials' careful path), the random numbers,
-GELU and the causal softmax. A 64-bit ARM build (NEON), which cannot be loaded here, is
-cross-compiled with a C driver of the kernel (kernel_harness.c) and run under qemu: its draws and
-moments are those of the same driver built for this machine. Inputs with NaN and infinities are
+sum group by group, scores large enough for the exponentials' careful path, the norm placed
+elsewhere than before attention), the random numbers, GELU and the causal softmax. A 64-bit ARM
+build (NEON), which cannot be loaded here, is cross-compiled with a C driver of the kernel
+(kernel_harness.c, pre-norm) and run under qemu: its draws and moments are those of the same driver
+built for this machine. Inputs with NaN and infinities are
 compared with every NaN made one pattern: which NaN an operation returns (its sign, its payload)
 follows the operand order that the compiler picks, and that differs between builds
 (it did before this test too).
@@ -130,6 +131,11 @@ def _outputs(module, monkeypatch) -> list[bytes]:
         dict(alpha=0.5, gamma=1.0),
         dict(alpha=0.5, gamma=-0.4, norm="rms"),
         dict(alpha=1.0, norm="rms"),
+        # the norm elsewhere: LayerNorm's means in the raw scores (rank one too), output norms
+        dict(alpha=0.5, gamma=1.0, placement="post"),
+        dict(alpha=1.0, gamma=0.5, placement="output"),
+        dict(alpha=0.3, gamma=-0.4, norm="rms", placement="sandwich"),
+        dict(alpha=0.0, gamma=1.0, placement="qk_output"),
     ]
     for i, (n, size, d) in enumerate(cases):
         for kw in settings:
