@@ -3,7 +3,7 @@
  * It includes the kernel's source, so it runs exactly the kernel's code: the draws and the gram
  * block, as py_gram_draws and py_gram_block call them (the same Block fields and block_alloc), for a few settings
  * that take the specialised n = 10 code and the general code, with and without LayerNorm and the
- * residual, plus the vector helpers on edge values. It prints one line per case: the case and an
+ * residual, with the norm placed before attention and elsewhere, plus the vector helpers on edge values. It prints one line per case: the case and an
  * FNV-1a hash of every output byte. Two builds give the same bits iff they print the same lines.
  * The Python API is never called: the file links without libpython (the glue functions stay
  * unreferenced). */
@@ -18,10 +18,17 @@ static uint64_t fnv(uint64_t h, const void *p, size_t bytes)
     return h;
 }
 
-static int block_case(int64_t n, int64_t d, int64_t layers, int64_t nb, int normalize, double gamma, uint32_t seed)
+/* A placement (recency_lib.placements) as the kernel's flags: pre-norm is all zero. */
+typedef struct { int raw_scores, raw_values, out_norm, mean_col; } Where;
+
+static const Where PRE = {0, 0, OUT_NONE, 0}, POST = {1, 1, OUT_SUM, 1}, SANDWICH = {0, 0, OUT_SUBLAYER, 0},
+                   QK_OUTPUT = {0, 1, OUT_SUBLAYER, 0};
+
+static int block_case(int64_t n, int64_t d, int64_t layers, int64_t nb, int normalize, double gamma, uint32_t seed,
+                      Where at)
 {
     const int64_t dof0 = normalize ? d - 1 : d, w = n < dof0 ? n : dof0;   /* (sampling.gram_width) */
-    const int64_t tz = row_start(n, w), q = tz - w;     /* coordinates, and the strictly-lower ones */
+    const int64_t tz = row_start(n, w), q = tz - w + (at.mean_col ? n : 0);   /* strictly-lower, then means */
     const Layout lay = layout_of(n);
     const int64_t t = n * (n + 1) / 2, nf = lay.nf, nc = nf - lay.o_step;
     double *chi2 = malloc(w * nb * sizeof(double)), *normals = malloc((q ? q : 1) * nb * sizeof(double));
@@ -39,6 +46,7 @@ static int block_case(int64_t n, int64_t d, int64_t layers, int64_t nb, int norm
     k.o_attn = t; k.o_sq = 2 * t; k.o_diag = lay.o_diag; k.o_step = lay.o_step; k.o_row = lay.o_row;
     k.o_trend = lay.o_trend; k.o_rp = lay.o_rp; k.nf = nf;
     k.chi2 = chi2; k.normals = normals; k.shift = shift; k.s1 = s1; k.s2 = s2; k.sc = sc;
+    k.raw_scores = at.raw_scores; k.raw_values = at.raw_values; k.out_norm = at.out_norm; k.mean_col = at.mean_col;
     if (block_alloc(&k) < 0) {
         fprintf(stderr, "out of memory\n");
         return 1;
@@ -51,8 +59,9 @@ static int block_case(int64_t n, int64_t d, int64_t layers, int64_t nb, int norm
     h = fnv(h, s1, layers * nf * sizeof(double));
     h = fnv(h, s2, layers * nf * sizeof(double));
     h = fnv(h, sc, layers * nc * sizeof(double));
-    printf("block n=%lld d=%lld layers=%lld samples=%lld norm=%d gamma=%g: %016llx\n", (long long)n, (long long)d,
-           (long long)layers, (long long)nb, normalize, gamma, (unsigned long long)h);
+    printf("block n=%lld d=%lld layers=%lld samples=%lld norm=%d gamma=%g placement=%d%d%d%d: %016llx\n",
+           (long long)n, (long long)d, (long long)layers, (long long)nb, normalize, gamma, at.raw_scores,
+           at.raw_values, at.out_norm, at.mean_col, (unsigned long long)h);
     block_free(&k);
     free(chi2); free(normals); free(shift); free(s1); free(s2); free(sc);
     return 0;
@@ -91,10 +100,13 @@ static void helpers_case(void)
 int main(void)
 {
     helpers_case();
-    block_case(10, 64, 4, 203, 1, 1.0, 1);      /* the specialised n = 10 code; a short last tile */
-    block_case(10, 16, 3, 64, 0, 0.0, 2);
-    block_case(11, 64, 3, 97, 1, 0.5, 3);       /* the general code */
-    block_case(16, 8, 2, 40, 1, 0.0, 4);        /* w = d - 1 < n */
-    block_case(40, 64, 2, 9, 1, 1.0, 5);        /* one group per tile, sums lane by lane */
+    block_case(10, 64, 4, 203, 1, 1.0, 1, PRE);      /* the specialised n = 10 code; a short last tile */
+    block_case(10, 16, 3, 64, 0, 0.0, 2, PRE);
+    block_case(11, 64, 3, 97, 1, 0.5, 3, PRE);       /* the general code */
+    block_case(16, 8, 2, 40, 1, 0.0, 4, PRE);        /* w = d - 1 < n */
+    block_case(40, 64, 2, 9, 1, 1.0, 5, PRE);        /* one group per tile, sums lane by lane */
+    block_case(10, 64, 4, 203, 1, 1.0, 6, POST);     /* LayerNorm's means in the raw scores */
+    block_case(11, 64, 3, 97, 1, 0.5, 7, SANDWICH);  /* a norm after the attention's output */
+    block_case(10, 16, 3, 64, 1, 1.0, 8, QK_OUTPUT); /* raw values */
     return 0;
 }
