@@ -862,14 +862,10 @@ INLINE void layer(Block *k, int next, const int64_t n, const int64_t w)
         if (out == OUT_SUM) norm_row(xi, xi, row_len(i, w), inv_d, eps, gain, scaled);
     }
     if (!means) return;
-    vd *a_next = k->mean;                     /* the means of x': Norm zeroes them */
-    for (int64_t i = n - 1; i >= 0; i--) {             /* (in place: row i reads j <= i) */
-        const vd *a = f + o_attn + i * (i + 1) / 2;
-        vd value = splat(0.0);
-        if (out == OUT_NONE && !norm_v)
-            for (int64_t j = 0; j <= i; j++) value = vfma(a[j], a_next[j], value);
-        a_next[i] = out == OUT_SUM ? splat(0.0) : residual ? value + gamma * a_next[i] : value;
-    }
+    /* The means of x': a placement that lets the raw state into the scores normalizes the sum (Norm
+     * zeroes the means) or the attention's output (the means go on through the residual alone). */
+    vd *mean_next = k->mean;
+    for (int64_t i = 0; i < n; i++) mean_next[i] = out == OUT_SUM ? splat(0.0) : gamma * mean_next[i];
 }
 
 /* acc + 1 in the lanes where a < b (`or_equal`: a <= b); a NaN compares false. With AVX-512 the
@@ -1252,7 +1248,7 @@ static PyObject *py_gram_block(PyObject *self, PyObject *args)
                           &k.eps, &k.tie_rtol, &layers, &o_offs, &o_shift, &o_s1, &o_s2, &o_sc, &o_feats, &want_feats))
         return NULL;
     if (n < 1 || w < 1 || w > n || nb < 1 || layers < 1 || mode < 0 || mode > 2 || !(k.d > 0) || out_norm < 0
-        || out_norm > 2 || (mean_col && !raw_scores)) {
+        || out_norm > 2 || (mean_col && (!raw_scores || out_norm == OUT_NONE))) {
         PyErr_SetString(PyExc_ValueError, "gram_block: bad sizes or mode");
         return NULL;
     }

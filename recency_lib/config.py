@@ -9,7 +9,7 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 
 from .norms import NORMS
-from .placements import PLACEMENTS
+from .placements import PLACEMENTS, check_pairing
 from .validation import brief, check_bool, check_choice, check_int, check_real
 
 ENGINES = ("auto", "dense", "gram")
@@ -63,11 +63,7 @@ class SimConfig:
         put("heads", check_int("heads", self.heads, 1))
         put("ffn", check_bool("ffn", self.ffn))
         put("rope", check_bool("rope", self.rope))
-        if self.placement != "pre" and not NORMS[self.norm].scales:
-            raise ValueError(
-                f"placement={brief(self.placement)} is not allowed with norm={brief(self.norm)} "
-                f"(without a normalization every placement is the same layer); allowed: 'pre'"
-            )
+        check_pairing(self.placement, self.norm)
         if self.d % self.heads:
             raise ValueError(
                 f"heads={brief(self.heads)} is not allowed with d={brief(self.d)}; "

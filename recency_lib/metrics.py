@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rounding import resolution
+from .rounding import resolution, undecidable
 from .validation import check_int, check_level
 
 LEVEL = 0.05  # the family-wise error level of every decision
@@ -79,7 +79,7 @@ def definition1(
     tied = np.zeros(steps, bool)
     if spread is not None:
         tied = (np.asarray(spread, float)[keep] <= floor) & (np.abs(m) <= floor)
-    below = ~tied & ((e <= 0) | ((np.abs(m) <= floor) & (z * e <= floor)))
+    below = ~tied & undecidable(m, e, z, scale)
     usable = ~tied & ~below
     up = usable & (m > z * e) & (m > floor)
     down = usable & (m < -z * e) & (-m > floor)

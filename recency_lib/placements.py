@@ -28,15 +28,6 @@ class Placement:
     norm_values: bool  # values Norm(X) (else X)
     output: str  # one of OUTPUTS
 
-    def rule(self) -> str:
-        """The layer in one line: X' = ... (plain text)."""
-        v = "Norm(X)" if self.norm_values else "X"
-        return {
-            "none": f"X' = A {v} + gamma X",
-            "sublayer": f"X' = gamma X + Norm(A {v})",
-            "sum": f"X' = Norm(A {v} + gamma X)",
-        }[self.output]
-
 
 PLACEMENTS: dict[str, Placement] = {
     p.name: p
@@ -58,3 +49,13 @@ def mean_column(cfg) -> bool:
     """Whether the Gram engine keeps the tokens' feature means (:mod:`recency_lib.sampling`) for
     the config ``cfg``: a centring norm whose placement lets the raw state into the scores."""
     return NORMS[cfg.norm].centres and not PLACEMENTS[cfg.placement].norm_scores
+
+
+def check_pairing(placement: str, norm: str) -> None:
+    """ValueError where ``placement`` moves a norm that is not there: without a normalization every
+    placement is the same layer (the paper's pre-norm)."""
+    if placement != "pre" and not NORMS[norm].scales:
+        raise ValueError(
+            f"placement={placement!r} is not allowed with norm={norm!r} (without a normalization "
+            "every placement is the same layer); allowed: 'pre'"
+        )

@@ -19,6 +19,13 @@ def resolution(scale: float) -> float:
     return ROUNDING_ULPS * np.finfo(np.float64).eps * max(1.0, abs(float(scale)))
 
 
+def undecidable(value, se, z: float, scale: float):
+    """Whether a difference ``value`` ± ``se`` (numbers or arrays) is never decided at ``z``: a zero
+    error, or a difference and its z-error both within the :func:`resolution` of ``scale``."""
+    floor = resolution(scale)
+    return (se <= 0) | ((np.abs(value) <= floor) & (z * se <= floor))
+
+
 def is_exact(value, se) -> bool:
     """Whether ``se`` is zero or rounding: a quantity without sampling noise."""
     return float(se) <= EXACT_RTOL * max(1.0, abs(float(value)))

@@ -86,12 +86,16 @@ _EXTENSION_NAMES = {
 }
 
 
+def norm_name(norm: str, placement: str = "pre") -> str:
+    """ "LayerNorm", or "LayerNorm post-norm" where the norm sits elsewhere than the paper's."""
+    where = "" if placement == "pre" else f" {PLACEMENTS[placement].label}"
+    return NORMS[norm].label + where
+
+
 def variant_name(cfg: SimConfig) -> str:
     """The model variant of ``cfg`` in every chapter: "LayerNorm + residual", "LayerNorm + 0.5 ×
     residual", "LayerNorm + FFN + RoPE", "LayerNorm, 4 heads", "LayerNorm post-norm", ..."""
-    name = NORMS[cfg.norm].label
-    if cfg.placement != "pre":
-        name += f" {PLACEMENTS[cfg.placement].label}"
+    name = norm_name(cfg.norm, cfg.placement)
     if cfg.gamma == 1.0:
         name += " + residual"
     elif cfg.gamma != 0.0:

@@ -53,7 +53,7 @@ from recency_lib.placements import PLACEMENTS
 from recency_lib.validation import brief
 from recency_lib.workers import cpus
 
-from . import grid, params
+from . import conventions, grid, params
 from .params import BOOK, ROOT
 from .report import duration
 from .significance import z_for, zscore
@@ -940,9 +940,9 @@ def _setting_words(s: dict) -> str:
     """ "LayerNorm, α = 0.3, γ = 0.5, $d$ = 64" of a check's setting (what it has; the placement
     where it is not the paper's: "LayerNorm post-norm, ...")."""
     norm, where = s.get("norm"), s.get("placement")
-    parts = [NORMS[norm].label if norm in NORMS else str(norm)] if norm else []
-    if parts and where in PLACEMENTS and where != "pre":  # "LayerNorm post-norm"
-        parts[0] += f" {PLACEMENTS[where].label}"
+    if where not in PLACEMENTS:  # a stamp written before placements were recorded
+        where = "pre"
+    parts = [conventions.norm_name(norm, where) if norm in NORMS else str(norm)] if norm else []
     for key, symbol in (("alpha", "α"), ("gamma", "γ")):
         if isinstance(s.get(key), (int, float)):
             parts.append(f"{symbol} = {s[key]:g}")

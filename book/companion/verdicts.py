@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from recency_lib.metrics import sign
 from recency_lib.result import SimResult
-from recency_lib.rounding import resolution
+from recency_lib.rounding import undecidable
 
 from . import conventions, report
 from .significance import FAMILYWISE_LEVEL
@@ -145,9 +145,8 @@ def order_check(est, zc: float, what: str | None = None, expected: int = +1) -> 
     if word == "violated":
         return Check(what, setting, s.mean, s.se, s.z, AGAINST, report.pm(s.mean, s.se), **fields)
     t, te = est.trend, est.trend_se
-    floor = resolution(est.scale)  # a mean step within float64's rounding decides nothing
-    below = abs(t) <= floor and zc * te <= floor
-    status = UNRESOLVED if below else {1: ON_AVERAGE, 0: UNRESOLVED, -1: AGAINST}[sign(t, te, zc)]
+    never = undecidable(t, te, zc, est.scale)  # as for each step: a zero error or rounding
+    status = UNRESOLVED if never else {1: ON_AVERAGE, 0: UNRESOLVED, -1: AGAINST}[sign(t, te, zc)]
     what = what if status == AGAINST else f"{what}: mean step"
     return Check(what, setting, t, te, report.zscore(t, te), status, report.pm(t, te), **fields)
 

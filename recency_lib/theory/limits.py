@@ -11,7 +11,7 @@ import numpy as np
 
 from ..model import causal_softmax
 from ..norms import NORMS
-from ..placements import PLACEMENTS
+from ..placements import PLACEMENTS, check_pairing
 from ..validation import (
     alpha_array,
     bounded_array,
@@ -58,12 +58,8 @@ def lln_limit(alpha, gamma, d, n, layers, norm="layernorm", eps=0.0, placement="
         bounded_array("eps", scalar("eps", eps), lo=0.0, allowed="a finite real number >= 0")
     )
 
+    check_pairing(where.name, norm)
     spec = NORMS[norm]
-    if where.name != "pre" and not spec.scales:
-        raise ValueError(
-            f"placement={where.name!r} is not allowed with norm={norm!r} (without a "
-            "normalization every placement is the same layer); allowed: 'pre'"
-        )
     rho = spec.sees(d)
     ones = np.ones((n, n))
     sigma = ones if alpha == 1.0 else np.eye(n) + alpha / (1.0 - alpha) * ones

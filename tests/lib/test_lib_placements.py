@@ -45,6 +45,14 @@ def test_each_placement_is_the_layer_its_registry_entry_says():
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=where)
 
 
+def test_a_placement_that_lets_the_raw_state_into_the_scores_normalizes_an_output():
+    """What the kernel's means rely on (they reach the next state through the residual alone): a
+    layer with no norm on the scores, the values and the output would be no normalization at all."""
+    for p in PLACEMENTS.values():
+        assert p.output in placements.OUTPUTS
+        assert p.norm_scores or p.output != "none", p.name
+
+
 def test_a_placement_is_a_field_of_the_paper_model_on_the_gram_engine():
     for where in placements.NAMES:
         cfg = SimConfig(placement=where)

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from recency_lib import theory
+from recency_lib.features import trend
 from recency_lib.norms import NORMS
 from recency_lib.placements import PLACEMENTS
 from recency_lib.plot import heatmap_cmap
@@ -104,25 +105,18 @@ def lln_trend(cfg, layer: int = 2) -> float:
     s = theory.lln_limit(
         cfg.alpha, cfg.gamma, cfg.d, cfg.n, layer, norm=cfg.norm, placement=cfg.placement
     )["scores"][layer - 1]
-    i = np.arange(2, cfg.n)
-    return float((s[i, i - 1] - s[i, 0]).sum() / ((cfg.n - 1) * (cfg.n - 2) // 2))
+    return float(trend(s))
 
 
 def raw_limit(n: int, gamma: float) -> float:
     """The d -> infinity limit of the mean step of S^(2) / sqrt(d) where the raw isotropic tokens
     reach the scores and a norm follows the sum (post-norm): S_ij / sqrt(d) -> cos(x_i, x_j) of
-    x_i = m_i + gamma e_i, m_i the mean of the first i tokens (uniform attention)."""
-
-    def cos(
-        i, j
-    ):  # 1-based i > j: <x_i, x_j> = (1 + gamma) / i, ||x_i||^2 = (1 + 2 gamma) / i + gamma^2
-        def sq(k):
-            return (1 + 2 * gamma) / k + gamma**2
-
-        return (1 + gamma) / i / math.sqrt(sq(i) * sq(j))
-
-    steps = sum(cos(i, i - 1) - cos(i, 1) for i in range(3, n + 1))
-    return steps / ((n - 1) * (n - 2) / 2)
+    x_i = m_i + gamma e_i, m_i the mean of the first i tokens (uniform attention), whose
+    <x_i, x_j> = (1 + gamma) / i for j < i and ||x_i||^2 = (1 + 2 gamma) / i + gamma^2."""
+    i = np.arange(1, n + 1)
+    sq = (1 + 2 * gamma) / i + gamma**2  # (n,)
+    cos = ((1 + gamma) / i)[:, None] / np.sqrt(np.outer(sq, sq))  # (n, n), row i's keys j < i
+    return float(trend(cos))
 
 
 def lln_rows(results: dict, alpha: float, norm: str = "layernorm") -> list[dict]:
