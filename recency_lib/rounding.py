@@ -20,8 +20,8 @@ def resolution(scale: float) -> float:
 
 
 def undecidable(value, se, z: float, scale: float):
-    """Whether a difference ``value`` +- ``se`` (numbers or arrays) is never decided at ``z``: a zero
-    error, or a difference and its z-error both within the :func:`resolution` of ``scale``."""
+    """Whether a difference ``value`` (error ``se``; numbers or arrays) is never decided at ``z``: a
+    zero error, or the difference and its z-error both within the :func:`resolution` of scale."""
     floor = resolution(scale)
     return (se <= 0) | ((np.abs(value) <= floor) & (z * se <= floor))
 
