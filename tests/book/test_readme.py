@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 
 import pytest
-from bookutils import REPO
+from bookutils import REPO, computed_once
 
 from companion import provenance
 
@@ -47,8 +48,10 @@ def test_the_recipes_are_found_and_use_the_venv():
     ]
 
 
-def test_every_recipe_runs_as_typed(built_book, tmp_path):
-    root = tmp_path / "checkout"
+def _run_the_recipes(folder) -> None:
+    """Every recipe command, in the README's order, from ``folder/checkout`` (``book`` and ``.venv``
+    linked to the checkout's); a command that fails stops here with its error."""
+    root = folder / "checkout"
     root.mkdir()
     for name in ("book", ".venv"):
         (root / name).symlink_to(REPO / name)
@@ -61,8 +64,23 @@ def test_every_recipe_runs_as_typed(built_book, tmp_path):
             shlex.split(command), cwd=root, capture_output=True, text=True, timeout=900, env=env
         )
         assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
-        ran.append(command)
+        ran.append([command, done.stderr])
+    (folder / "ran.json").write_text(json.dumps(ran))
+
+
+@pytest.fixture
+def recipes(built_book, tmp_path_factory):
+    """The folder the recipes ran from (its ``out/``) and [command, terminal output] of each run:
+    once per test run (bookutils.computed_once); the tests only read them."""
+    folder = computed_once(tmp_path_factory, "readme-recipes", _run_the_recipes)
+    return folder / "checkout", json.loads((folder / "ran.json").read_text())
+
+
+def test_every_recipe_runs_as_typed(recipes):
+    root, ran = recipes
     assert len(ran) >= 7
+    reruns = [err for command, err in ran if " companion rerun " in command]
+    assert len(reruns) == 4 and all("results cache: " in err for err in reruns), reruns
     out = root / "out"
     for page in ("residual", "input_distribution", "setting_template", "appendix_b"):
         assert (out / f"{page}.html").is_file(), page
@@ -72,10 +90,24 @@ def test_every_recipe_runs_as_typed(built_book, tmp_path):
     assert not list((REPO / "book").glob("*.json")), "a recipe wrote into the sources"
 
 
+def test_every_run_in_the_folder_keeps_its_place_in_its_book(recipes):
+    """The README's runs into one folder (two chapters, the setting template, Appendix B): each
+    run's page is in the site, every run's bar names all the others, the search index holds them."""
+    out = recipes[0] / "out"
+    runs = ("residual", "input_distribution", "setting_template", "appendix_b")
+    index = (out / "searchindex.js").read_text()
+    for page in runs:
+        text = (out / f"{page}.html").read_text()
+        bar = re.search(r'class="[^"]*bd-header-announcement.*?</div>', text, re.S)
+        assert bar, page
+        for other in runs:
+            assert other == page or f'href="{other}.html"' in bar.group(0), (page, other)
+        assert f'"{page}"' in index, page
+
+
 def page_text(html_dir, name: str) -> str:
     """A built page's words (tags dropped, entities decoded, spaces collapsed)."""
     import html
-    import re
 
     raw = (html_dir / f"{name}.html").read_text(encoding="utf-8")
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", raw)).split())
@@ -83,8 +115,6 @@ def page_text(html_dir, name: str) -> str:
 
 def test_the_numbers_the_readme_quotes_are_the_books(built_book):
     """The README cannot glue: each number it quotes from the book is the one the build shows."""
-    import re
-
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     page = page_text(built_book.html, "layernorm")
     for quoted in ("(2.307 ± 0.004) × 10⁻⁶", "(6.793 ± 0.010) × 10⁻⁶"):  # Theorem 1, Prop. 1

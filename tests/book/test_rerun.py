@@ -87,53 +87,6 @@ def test_a_rerun_goes_nowhere_near_the_sources(tmp_path):
     assert out.returncode == 2 and "out_dir=" in out.stderr
 
 
-@pytest.mark.book
-def test_a_rerun_with_other_alpha_and_gamma_shows_its_figures(tmp_path, monkeypatch, seeded_cache):
-    monkeypatch.setenv("RECENCY_LIB_CACHE", seeded_cache(tmp_path / "cache"))
-    args = [
-        "-p",
-        "alpha",
-        "0.3",
-        "-p",
-        "gamma",
-        "0.5",
-        "-p",
-        "samples",
-        "2000",
-        "-p",
-        "samples_first_order",
-        "20000",
-        "-p",
-        "workers",
-        "1",
-    ]
-    out = subprocess.run(
-        [*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "out"), *args],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    nb = json.loads((tmp_path / "out" / "residual.ipynb").read_text())
-    images = [
-        o
-        for c in nb["cells"]
-        if c["cell_type"] == "code"
-        for o in c.get("outputs", [])
-        if o.get("output_type") == "display_data"
-        and any(k.startswith("image/") for k in o.get("data", {}))
-    ]
-    assert images, "the executed notebook shows no figure"
-    html = (tmp_path / "out" / "residual.html").read_text(encoding="utf8")
-    assert len(re.findall(r"<img ", html)) >= len(images)
-    shown = re.findall(
-        r'\\\(\\alpha\\\)</span>\s*=\s*<span class="pasted-text">([^<]*)</span>', html
-    )
-    assert shown and set(shown) == {"0.3"}, shown  # the prose quotes the rerun's alpha
-    for src in re.findall(r'<img [^>]*src="([^"]+)"', html):
-        assert (tmp_path / "out" / src).is_file(), src
-
-
 def companion(
     *args, env: dict | None = None, timeout: int = 300, cwd=None
 ) -> subprocess.CompletedProcess:

@@ -6,7 +6,6 @@ one alpha, a kernel that dies, a terminal without Unicode."""
 from __future__ import annotations
 
 import io
-import re
 import subprocess
 import sys
 
@@ -218,24 +217,6 @@ def test_a_run_of_a_page_outside_the_toc_is_a_run_of_the_book():
     assert (
         rerun.run_chapter({"metadata": {"papermill": {"input_path": "/a/nowhere.ipynb"}}}) is None
     )
-
-
-@pytest.mark.book
-def test_every_run_in_a_folder_keeps_its_place_in_its_book(tmp_path):
-    """README order: the setting template's run, then a chapter's into the same folder: afterwards
-    both pages are in the site, its bar, its table of contents and its search index."""
-    out = tmp_path / "out"
-    light = ["-p", "samples", "500", "-p", "n", "4", "-p", "d", "8", "-p", "layers", "2"]
-    first = companion("rerun", str(BOOK / "setting_template.ipynb"), str(out), *light, timeout=600)
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert "results cache: " in first.stderr
-    second = companion("rerun", RESIDUAL, str(out), "-p", "samples", "2000", timeout=600)
-    assert second.returncode == 0, second.stderr[-3000:]
-    for page, other in (("residual", "setting_template"), ("setting_template", "residual")):
-        text = (out / f"{page}.html").read_text()
-        bar = re.search(r'class="[^"]*bd-header-announcement.*?</div>', text, re.S)
-        assert bar and f'href="{other}.html"' in bar.group(0), page  # each bar names both runs
-    assert '"setting_template"' in (out / "searchindex.js").read_text()
 
 
 def test_a_reruns_verdicts_are_held_against_the_books():

@@ -15,12 +15,13 @@ import html as html_module
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from bookutils import BOOK, REPO, toc_pages
+from bookutils import BOOK, REPO, computed_once, toc_pages
 
 pytestmark = pytest.mark.book
 
@@ -65,23 +66,28 @@ def banner_rows(page_html: str) -> dict[str, tuple[str, str]]:
     return rows
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def rerun_site(built_book, seeded_cache, tmp_path_factory):
     """A rerun of chapter 4 (alpha 0.3, gamma 0.5, samples 2,000) into a folder of its own: (folder,
-    stderr)."""
-    tmp = tmp_path_factory.mktemp("rerun-site")
-    env = {**os.environ, "RECENCY_LIB_CACHE": seeded_cache(tmp / "cache")}
-    out = tmp / "out"
-    result = subprocess.run(
-        [*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(out), *ARGS],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == str(out / "residual.html")
-    return out, result.stderr
+    stderr). Run once per test run (bookutils.computed_once); the tests only read it (a test that
+    writes works on a copy)."""
+
+    def run(tmp: Path) -> None:
+        env = {**os.environ, "RECENCY_LIB_CACHE": seeded_cache(tmp / "cache")}
+        out = tmp / "out"
+        result = subprocess.run(
+            [*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(out), *ARGS],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env=env,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stdout.strip() == str(out / "residual.html")
+        (tmp / "stderr.txt").write_text(result.stderr, encoding="utf-8")
+
+    tmp = computed_once(tmp_path_factory, "rerun-site", run)
+    return tmp / "out", (tmp / "stderr.txt").read_text(encoding="utf-8")
 
 
 def test_the_banner_says_what_ran_and_nothing_else(rerun_site):
@@ -116,6 +122,30 @@ def test_the_banner_says_what_ran_and_nothing_else(rerun_site):
     book = rerun.book_verdicts("residual")
     assert book and book.get("Proposition 2"), book
     assert re.search(r"(is|are) the book\u2019s verdict|differs? from the book\u2019s", text)
+
+
+def test_the_figures_that_ran_are_shown_and_the_prose_quotes_the_runs_alpha(rerun_site):
+    """The executed notebook holds its figures and the page shows each (its files in OUT); the prose
+    quotes the run's alpha, never the book's."""
+    out, _ = rerun_site
+    nb = json.loads((out / "residual.ipynb").read_text())
+    images = [
+        o
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "display_data"
+        and any(k.startswith("image/") for k in o.get("data", {}))
+    ]
+    assert images, "the executed notebook shows no figure"
+    page = (out / "residual.html").read_text(encoding="utf8")
+    assert len(re.findall(r"<img ", article(page))) >= len(images)
+    shown = re.findall(
+        r'\\\(\\alpha\\\)</span>\s*=\s*<span class="pasted-text">([^<]*)</span>', page
+    )
+    assert shown and set(shown) == {"0.3"}, shown
+    for src in re.findall(r'<img [^>]*src="([^"]+)"', page):
+        assert (out / src).is_file(), src
 
 
 def test_the_parameters_dropdown_shows_the_values_that_ran(rerun_site):
@@ -233,7 +263,8 @@ def test_no_progress_in_the_page_and_the_terminal_shows_it(rerun_site):
 def test_another_chapter_rerun_into_the_folder_keeps_the_first(rerun_site, tmp_path):
     """One folder is one book: a rerun of the reproducibility page there leaves chapter 4 the rerun
     it was; the announcement names both."""
-    out, _ = rerun_site
+    out = tmp_path / "out"
+    shutil.copytree(rerun_site[0], out, symlinks=True)
     before = (out / "residual.html").read_text(encoding="utf8")
     result = subprocess.run(
         [*COMPANION, "rerun", str(BOOK / "reproducibility.ipynb"), str(out), "-p", "seed", "3"],
@@ -287,8 +318,6 @@ def test_the_rerun_page_in_a_browser_offline(rerun_site):
     refused, at 1400 and 390 px: typeset math, every image loaded, no script error, no horizontal
     scroll of the page, the parameters dropdown opens on the values that ran, and the search finds
     the rerun."""
-    import shutil
-
     playwright = pytest.importorskip("playwright.sync_api")
     chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
     if not Path(chromium).is_file() and not shutil.which("chromium"):
