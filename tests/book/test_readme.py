@@ -16,7 +16,7 @@ import shlex
 import subprocess
 
 import pytest
-from bookutils import REPO, computed_once
+from bookutils import REPO
 
 from companion import provenance
 
@@ -48,10 +48,13 @@ def test_the_recipes_are_found_and_use_the_venv():
     ]
 
 
-def _run_the_recipes(folder) -> None:
-    """Every recipe command, in the README's order, from ``folder/checkout`` (``book`` and ``.venv``
-    linked to the checkout's); a command that fails stops here with its error."""
-    root = folder / "checkout"
+def test_every_recipe_runs_as_typed(built_book, tmp_path):
+    """Every recipe command in the README's order; then what they wrote: each run's page and
+    notebook in out/ (never in the sources), the template's result file and the command line's, the
+    terminal naming the results cache of each rerun, and one site in out/ in which every run keeps
+    its place (each run's bar names all the others; the search index holds them). One test: a
+    second worker waiting for these runs would idle."""
+    root = tmp_path / "checkout"
     root.mkdir()
     for name in ("book", ".venv"):
         (root / name).symlink_to(REPO / name)
@@ -64,41 +67,23 @@ def _run_the_recipes(folder) -> None:
             shlex.split(command), cwd=root, capture_output=True, text=True, timeout=900, env=env
         )
         assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
-        ran.append([command, done.stderr])
-    (folder / "ran.json").write_text(json.dumps(ran))
-
-
-@pytest.fixture
-def recipes(built_book, tmp_path_factory):
-    """The folder the recipes ran from (its ``out/``) and [command, terminal output] of each run:
-    once per test run (bookutils.computed_once); the tests only read them."""
-    folder = computed_once(tmp_path_factory, "readme-recipes", _run_the_recipes)
-    return folder / "checkout", json.loads((folder / "ran.json").read_text())
-
-
-def test_every_recipe_runs_as_typed(recipes):
-    root, ran = recipes
+        ran.append((command, done.stderr))
     assert len(ran) >= 7
     reruns = [err for command, err in ran if " companion rerun " in command]
     assert len(reruns) == 4 and all("results cache: " in err for err in reruns), reruns
     out = root / "out"
-    for page in ("residual", "input_distribution", "setting_template", "appendix_b"):
+    runs = ("residual", "input_distribution", "setting_template", "appendix_b")
+    for page in runs:
         assert (out / f"{page}.html").is_file(), page
         assert json.loads((out / f"{page}.ipynb").read_text())["cells"], page
     assert (out / "a03.json").is_file()  # the template's result file, in out/
     assert (out / "result.json").is_file() and (out / "layers.svg").is_file()  # the command line's
     assert not list((REPO / "book").glob("*.json")), "a recipe wrote into the sources"
-
-
-def test_every_run_in_the_folder_keeps_its_place_in_its_book(recipes):
-    """The README's runs into one folder (two chapters, the setting template, Appendix B): each
-    run's page is in the site, every run's bar names all the others, the search index holds them."""
-    out = recipes[0] / "out"
-    runs = ("residual", "input_distribution", "setting_template", "appendix_b")
     index = (out / "searchindex.js").read_text()
     for page in runs:
-        text = (out / f"{page}.html").read_text()
-        bar = re.search(r'class="[^"]*bd-header-announcement.*?</div>', text, re.S)
+        bar = re.search(
+            r'class="[^"]*bd-header-announcement.*?</div>', (out / f"{page}.html").read_text(), re.S
+        )
         assert bar, page
         for other in runs:
             assert other == page or f'href="{other}.html"' in bar.group(0), (page, other)

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from bookutils import BOOK, REPO, computed_once, toc_pages
+from bookutils import BOOK, REPO, toc_pages
 
 pytestmark = pytest.mark.book
 
@@ -66,28 +66,23 @@ def banner_rows(page_html: str) -> dict[str, tuple[str, str]]:
     return rows
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def rerun_site(built_book, seeded_cache, tmp_path_factory):
     """A rerun of chapter 4 (alpha 0.3, gamma 0.5, samples 2,000) into a folder of its own: (folder,
-    stderr). Run once per test run (bookutils.computed_once); the tests only read it (a test that
-    writes works on a copy)."""
-
-    def run(tmp: Path) -> None:
-        env = {**os.environ, "RECENCY_LIB_CACHE": seeded_cache(tmp / "cache")}
-        out = tmp / "out"
-        result = subprocess.run(
-            [*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(out), *ARGS],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            env=env,
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        assert result.stdout.strip() == str(out / "residual.html")
-        (tmp / "stderr.txt").write_text(result.stderr, encoding="utf-8")
-
-    tmp = computed_once(tmp_path_factory, "rerun-site", run)
-    return tmp / "out", (tmp / "stderr.txt").read_text(encoding="utf-8")
+    stderr). The tests only read it (a test that writes works on a copy)."""
+    tmp = tmp_path_factory.mktemp("rerun-site")
+    env = {**os.environ, "RECENCY_LIB_CACHE": seeded_cache(tmp / "cache")}
+    out = tmp / "out"
+    result = subprocess.run(
+        [*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(out), *ARGS],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == str(out / "residual.html")
+    return out, result.stderr
 
 
 def test_the_banner_says_what_ran_and_nothing_else(rerun_site):
