@@ -17,6 +17,7 @@ import subprocess
 
 import pytest
 from bookutils import REPO
+from test_rerun_site import announcement
 
 from companion import provenance
 
@@ -81,12 +82,9 @@ def test_every_recipe_runs_as_typed(built_book, tmp_path):
     assert not list((REPO / "book").glob("*.json")), "a recipe wrote into the sources"
     index = (out / "searchindex.js").read_text()
     for page in runs:
-        bar = re.search(
-            r'class="[^"]*bd-header-announcement.*?</div>', (out / f"{page}.html").read_text(), re.S
-        )
-        assert bar, page
+        bar = announcement((out / f"{page}.html").read_text(encoding="utf-8"))
         for other in runs:
-            assert other == page or f'href="{other}.html"' in bar.group(0), (page, other)
+            assert other == page or f'href="{other}.html"' in bar, (page, other)
         assert f'"{page}"' in index, page
 
 
