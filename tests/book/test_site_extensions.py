@@ -35,6 +35,21 @@ def test_page_text_keeps_the_text_and_the_anchors_of_the_main_content():
     assert offline_search.page_text("<html><body><p>no main</p></body></html>") == ""
 
 
+def test_page_text_reads_void_elements_dropped_ones_inside_others_and_stray_end_tags():
+    """As a tree of the page reads them (BeautifulSoup's, which the reader replaced: the built
+    book's pages read the same either way): an element without an end tag holds nothing, a dropped
+    element drops all it holds, an end tag without its start closes nothing, and the text ends with
+    the main element."""
+    page = (
+        '<p id="before">not main</p><div role="main" id="main">a<br id="x">b<img id="y"/>'
+        '<span class="x headerlink" id="q">b<i id="r">c</i><script>d</script></span>'
+        "<p>e</b>f<!-- g -->h</p></div><p>after</p>"
+    )
+    assert offline_search.page_text(page) == (
+        '<div role="main">a<div id="x"></div>b<div id="y"></div>efh</div>'
+    ), offline_search.page_text(page)
+
+
 def test_a_page_whose_main_content_is_unchanged_is_not_read_again(tmp_path, monkeypatch):
     """The texts are kept by the hash of each page's main content: a page rewritten around it (a
     rerun's announcement) is read back, a page whose content changed is read again."""
