@@ -24,11 +24,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Empty
 
 import traitlets
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
-from jupyter_core.utils import run_sync
+from jupyter_core.utils import ensure_async, run_sync
 
 from recency_lib import kernels
 from recency_lib.config import SimConfig
@@ -173,10 +175,59 @@ def _reusable(key_file: Path, key: str, cfg: SimConfig) -> dict | None:
 COLLECTOR_THRESHOLDS = (100_000, 20, 20)
 
 
+def _ends(msg: dict, request: str | None) -> bool:
+    """Is ``msg`` the IOPub status "idle" that ends the request ``request``?"""
+    return (
+        msg["msg_type"] == "status"
+        and msg["content"].get("execution_state") == "idle"
+        and msg["parent_header"].get("msg_id") == request
+    )
+
+
+class _Client(AsyncKernelClient):
+    """A kernel client whose ``wait_for_ready`` reads IOPub up to the status "idle" that ends its
+    kernel_info request. jupyter_client reads on until 0.2 s pass without a message: 0.2 s of
+    waiting for every client of a kernel, three or four per notebook run here (the preparation of
+    the shared kernel, nbclient's or papermill's client, the question that follows the run).
+    Nothing after that status is the request's; a client's execute reads only its own replies."""
+
+    async def wait_for_ready(self, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        while True:
+            self.kernel_info()
+            try:
+                reply = await ensure_async(self.shell_channel.get_msg(timeout=1))
+            except Empty:
+                reply = None
+            if reply is not None and reply["msg_type"] == "kernel_info_reply":
+                try:  # IOPub is connected when the request's status arrives there
+                    msg = await ensure_async(self.iopub_channel.get_msg(timeout=0.2))
+                except Empty:
+                    msg = None
+                if msg is not None:
+                    self._handle_kernel_info_reply(reply)
+                    request = reply["parent_header"].get("msg_id")
+                    while not _ends(msg, request):
+                        try:
+                            msg = await ensure_async(self.iopub_channel.get_msg(timeout=0.2))
+                        except Empty:
+                            break
+                    return
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
+
+
 class _Manager(AsyncKernelManager):
-    """Keeps the clients made of it: nbclient leaves open a client of a kernel it does not own."""
+    """Keeps the clients made of it: nbclient leaves open a client of a kernel it does not own. Its
+    clients are :class:`_Client`."""
 
     clients = traitlets.List()
+
+    @traitlets.default("client_factory")
+    def _client_factory_default(self):
+        return _Client
 
     def client(self, **kwargs):
         self.clients.append(super().client(**kwargs))
