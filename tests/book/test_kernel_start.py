@@ -1,6 +1,8 @@
-"""A kernel start that fails (companion.grid.start_kernel, under every SharedKernel): jupyter_client
-picks free ports and the kernel binds them a moment later; another process that takes one in between
-kills the kernel ("Address already in use"). The start is tried again on new ports."""
+"""The book's kernel clients (companion.grid._Client): ready at the status that ends their own
+kernel_info request. A kernel start that fails (companion.grid.start_kernel, under every
+SharedKernel): jupyter_client picks free ports and the kernel binds them a moment later; another
+process that takes one in between kills the kernel ("Address already in use"). The start is tried
+again on new ports."""
 
 from __future__ import annotations
 
@@ -68,3 +70,51 @@ def test_a_kernel_that_never_starts_is_named_with_the_last_cause(tmp_path, monke
     with pytest.raises(RuntimeError, match=r"kernel 'python3' did not start.*OSError: no start 3"):
         grid.SharedKernel("python3").ready(tmp_path)
     assert len(tries) == grid.START_ATTEMPTS == 3
+
+
+class _Channel:
+    """A channel that hands out ``messages`` in order, then raises Empty (nothing within the
+    timeout), and records each timeout asked."""
+
+    def __init__(self, messages):
+        self.messages, self.timeouts = list(messages), []
+
+    async def get_msg(self, timeout=None):
+        from queue import Empty
+
+        self.timeouts.append(timeout)
+        if not self.messages:
+            raise Empty
+        return self.messages.pop(0)
+
+
+def _status(state: str, request: str) -> dict:
+    return {
+        "msg_type": "status",
+        "content": {"execution_state": state},
+        "parent_header": {"msg_id": request},
+    }
+
+
+@pytest.mark.parametrize("tail", [[], [_status("idle", "later")]])
+def test_a_client_is_ready_at_the_status_that_ends_its_kernel_info_request(tail):
+    """The book's kernel clients (grid._Client) stop reading IOPub at the "idle" of their request:
+    what follows stays unread and nothing waits for a quiet channel; without that status (IOPub
+    connected late) the client waits, as jupyter_client does, until the channel is quiet."""
+    from jupyter_core.utils import run_sync
+
+    client = grid._Client()
+    client.kernel_info = lambda: "R"
+    reply = {"msg_type": "kernel_info_reply", "parent_header": {"msg_id": "R"}, "content": {}}
+    client._shell_channel = _Channel([reply])
+    first = [_status("busy", "earlier"), _status("busy", "R")]
+    client._iopub_channel = _Channel([*first, _status("idle", "R"), *tail])
+    client._handle_kernel_info_reply = lambda msg: None
+    run_sync(client.wait_for_ready)(timeout=5)
+    assert client.iopub_channel.messages == tail  # read up to the request's "idle", no further
+    assert len(client.iopub_channel.timeouts) == 3  # no read that ended in a quiet wait
+
+    client._shell_channel = _Channel([reply])
+    client._iopub_channel = _Channel(first)
+    run_sync(client.wait_for_ready)(timeout=5)
+    assert client.iopub_channel.timeouts == [0.2, 0.2, 0.2]  # the last one found nothing
