@@ -200,7 +200,7 @@ class _Client(AsyncKernelClient):
             except Empty:
                 reply = None
             if reply is not None and reply["msg_type"] == "kernel_info_reply":
-                try:  # IOPub is connected when the request's status arrives there
+                try:  # IOPub is connected once a message arrives there
                     msg = await ensure_async(self.iopub_channel.get_msg(timeout=0.2))
                 except Empty:
                     msg = None
