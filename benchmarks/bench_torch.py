@@ -2,7 +2,7 @@
 dense), beside recency_lib?
 
     python benchmarks/bench_torch.py [--runs 3] [--samples 100000] [--threads 2]
-                                     [--torch-python PATH] [--no-avx2]
+                                     [--torch-python PATH] [--lib-python PATH] [--no-avx2]
 
 The authors' public simulation (github.com/starmpcc/layernorm_recency_bias,
 concept/simulation.ipynb) draws the whole batch of literal (B, n, d) float32 embeddings at once with
@@ -15,8 +15,11 @@ recency probability of every layer), on the CPU with ``--threads`` intra-op thre
 
 Side by side, in one run: each round starts, one after the other and each in a fresh interpreter,
 the authors' way (torch, from ``--torch-python``: an interpreter with torch installed, by default
-this one) and recency_lib's Figure-1 run (``simulate_many`` of the same four settings with the
-recency probability and the control variates) on one core and on as many threads as torch has
+this one) and recency_lib's Figure-1 run as a reader's script runs it (``figure1_script.py``:
+``simulate_many`` of the same four settings with the recency probability and the control variates,
+importing recency_lib and nothing of the book or of these scripts, from ``--lib-python``, by
+default this interpreter; a venv where ``pip install .`` put recency_lib starts without an editable
+checkout's import finders) on one core and on as many threads as torch has
 (``simulate_many(..., executor=ThreadPoolExecutor(threads))``: the kernel releases the GIL, and the
 results are bit for bit those of one core), each with the installed kernel and with an AVX2
 build of it (setup.py's flags and -march=x86-64-v3, compiled here into a temporary folder and loaded
@@ -44,12 +47,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import calibration, child_main, cpu_seconds, load_kernel, max_rss_mb, run_child
+from _measure import calibration, child_main, cpu_seconds, max_rss_mb, run_child
 
-from companion.settings import fig1_configs
-
-# Figure 1's models (companion.settings.fig1_configs), as the authors' code takes them
-FIG1 = [{k: getattr(c, k) for k in ("alpha", "gamma", "norm")} for c in fig1_configs()]
+USER_SCRIPT = str(Path(__file__).with_name("figure1_script.py"))  # recency_lib's side
 
 
 def dense_float32(torch, alpha, gamma, norm, n, d, layers, batch, generator):
@@ -84,48 +84,25 @@ def dense_float32(torch, alpha, gamma, norm, n, d, layers, batch, generator):
 
 
 def _child(spec: dict) -> dict:
+    """The authors' side: torch imported, the four settings (``spec["models"]``) the dense way."""
     t0 = time.perf_counter()
-    if spec["who"] == "torch":
-        import torch
+    import torch
 
-        torch.set_num_threads(spec["threads"])
-        g = torch.Generator().manual_seed(0)
-        ready = time.perf_counter()
-        w, c = time.perf_counter(), cpu_seconds()
-        res = [
-            dense_float32(torch, n=10, d=64, layers=4, batch=spec["samples"], generator=g, **s)
-            for s in FIG1
-        ]
-        rp = [round(r[1][-1], 4) for r in res]
-        version = torch.__version__
-    else:
-        from recency_lib import simulate_many
-        from recency_lib.engines import warm_up
-        from recency_lib.kernels import kernel_name
-
-        load_kernel(
-            spec.get("kernel_path")
-        )  # another build of the kernel in place of the installed one
-        warm_up()
-        ready = time.perf_counter()
-        cfgs = fig1_configs(spec["samples"])
-        w, c = time.perf_counter(), cpu_seconds()
-        if spec.get("threads", 1) > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(spec["threads"]) as pool:
-                res = simulate_many(cfgs, executor=pool)
-        else:
-            res = simulate_many(cfgs)
-        rp = [round(float(r.recency_probability_cv[-1]), 4) for r in res]
-        version = kernel_name()
+    torch.set_num_threads(spec["threads"])
+    g = torch.Generator().manual_seed(0)
+    ready = time.perf_counter()
+    w, c = time.perf_counter(), cpu_seconds()
+    res = [
+        dense_float32(torch, n=10, d=64, layers=4, batch=spec["samples"], generator=g, **s)
+        for s in spec["models"]
+    ]
     return {
         "import_s": ready - t0,
         "wall": time.perf_counter() - w,
         "cpu": cpu_seconds() - c,
-        "rp": rp,
+        "rp": [round(r[1][-1], 4) for r in res],
         "max_rss_mb": max_rss_mb(),
-        "version": version,
+        "version": torch.__version__,
     }
 
 
@@ -149,16 +126,31 @@ def main(argv=None) -> int:
         "--torch-python", default=sys.executable, help="an interpreter with torch installed"
     )
     ap.add_argument(
+        "--lib-python",
+        default=sys.executable,
+        help="the interpreter of recency_lib's side (e.g. a venv where `pip install .` put it)",
+    )
+    ap.add_argument(
         "--no-avx2", action="store_true", help="recency_lib with the installed kernel only"
     )
     args = ap.parse_args(argv)
+    from companion.settings import fig1_configs  # the paper's n = 10, d = 64, 4 layers
+
+    def settings(samples: int) -> dict:  # what each side's child is given
+        cfgs = fig1_configs(samples)
+        models = [{k: getattr(c, k) for k in ("alpha", "gamma", "norm")} for c in cfgs]
+        return dict(samples=samples, models=models, configs=[c.to_dict() for c in cfgs])
+
     if subprocess.run([args.torch_python, "-c", "import torch"], capture_output=True).returncode:
         print(
             f"torch is not installed for {args.torch_python}: "
             "nothing to measure (pip install torch to compare)"
         )
         return 0
-    script = str(Path(__file__).resolve())
+    scripts = {
+        "torch": (str(Path(__file__).resolve()), args.torch_python),
+        "recency_lib": (USER_SCRIPT, args.lib_python),
+    }
     print(calibration(), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         sides = {"torch": dict(who="torch", threads=args.threads)}
@@ -173,23 +165,14 @@ def main(argv=None) -> int:
         env = {"PYTHONPYCACHEPREFIX": str(Path(tmp) / "pycache"), "PYTHONDONTWRITEBYTECODE": ""}
         got = {k: [] for k in sides}
         for k in sides:  # a small run of each first, not counted: the files in the page cache
-            run_child(
-                script,
-                dict(samples=1000, **sides[k]),
-                env=env,
-                python=args.torch_python if k == "torch" else None,
-            )
+            script, python = scripts[sides[k]["who"]]
+            run_child(script, {**settings(1000), **sides[k]}, env=env, python=python)
         for r in range(args.runs):
             order = list(sides) if r % 2 == 0 else list(sides)[::-1]
             for k in order:
-                got[k].append(
-                    run_child(
-                        script,
-                        dict(samples=args.samples, **sides[k]),
-                        env=env,
-                        python=args.torch_python if k == "torch" else None,
-                    )
-                )
+                script, python = scripts[sides[k]["who"]]
+                spec = {**settings(args.samples), **sides[k]}
+                got[k].append(run_child(script, spec, env=env, python=python))
     med = {
         k: {
             f: statistics.median(c[f] for c in v)

@@ -235,14 +235,19 @@ def test_p_and_r_override_y_and_f_as_in_papermill(tmp_path, monkeypatch):
     ],
 )
 def test_a_bad_value_is_one_error_line_naming_it_and_exit_2_before_any_work(
-    tmp_path, args, message
+    tmp_path, args, message, capsys
 ):
     """companion rerun once exited 1 for every bad value with "error: PapermillExecutionError:
     ValueError: ..." after papermill had started (or 0, with the wrong value run): now the page's
-    own checks run first."""
-    out = companion("rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "o"), *args, timeout=120)
-    one_error_line(out, 2, message)
-    assert not (tmp_path / "o").exists()
+    own checks run first. The command line's ``main`` in this process (a fresh interpreter's whole
+    output for a bad value: test_an_unknown_parameter_is_refused_before_any_work and the bad
+    environment variables below)."""
+    from companion import rerun
+
+    code = rerun.main(["rerun", str(BOOK / "residual.ipynb"), str(tmp_path / "o"), *args])
+    captured = capsys.readouterr()
+    one_error_line(subprocess.CompletedProcess([], code, captured.out, captured.err), 2, message)
+    assert not captured.out and not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize(
