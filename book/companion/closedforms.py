@@ -30,7 +30,7 @@ from recency_lib.validation import check_int
 from . import conventions
 from . import settings as book_settings
 from .conventions import H_ALPHAS, alpha_label, variant_short
-from .report import Markdown, curve_columns, download, is_exact, nowrap, num, pm, z_text, zscore
+from .report import Html, curve_columns, download, is_exact, nowrap, num, pm, z_text, zscore
 from .statistics import earlier_steps, s2_order, sequences_needed, simulated_h
 from .verdicts import UNRESOLVED
 
@@ -860,7 +860,7 @@ def ratio_series(table: Table, key: str, part: str) -> dict[float, tuple]:
     return out
 
 
-def h_downloads(stem: str, curves: dict, table: Table, key: str) -> tuple[Markdown, Markdown]:
+def h_downloads(stem: str, curves: dict, table: Table, key: str) -> tuple[Html, Html]:
     """The downloads beside an h(j) figure: ``stem``, the simulated curves (normalized -> alpha ->
     :func:`h_curves`) as h(j)/h(1) and √d h(j); ``stem``-ratios, :func:`ratio_series` of
     ``key``."""

@@ -136,6 +136,26 @@ class Markdown:
         return self.text
 
 
+@dataclass(frozen=True)
+class Html:
+    """A piece of HTML: shown as it is when displayed; glued, placed with ``{glue}``. Never parsed
+    as Markdown: a data link's URI, read by markdown-it one character at a time, cost every read of
+    the book over a second. ``plain`` is what a reader of text alone sees (its text/plain: the
+    page keeps that form too until it is written, and Sphinx reads it for quotes)."""
+
+    text: str
+    plain: str
+
+    def _repr_html_(self) -> str:
+        return self.text
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(self.plain)
+
+    def __str__(self) -> str:
+        return self.text
+
+
 _NUMERIC = re.compile(r"^[\s(]*[-+\u2212]?(\d|\.\d|\u221e)")
 
 
@@ -220,7 +240,7 @@ def columns(names, rows) -> dict[str, list]:
     return {k: [r[i] for r in rows] for i, k in enumerate(names)}
 
 
-def download(name: str, data) -> Markdown:
+def download(name: str, data) -> Html:
     """Links that download ``data`` (equal-length columns) as CSV and JSON ``data:`` URIs."""
     cols = {
         str(k): [_plain(v) for v in np.asarray(c, dtype=object).ravel()] for k, c in data.items()
@@ -244,7 +264,8 @@ def download(name: str, data) -> Markdown:
         uri = f"data:{mime};charset=utf-8;base64," + base64.b64encode(content.encode()).decode()
         attrs = f'class="data-download" download="{name}.{ext}" href="{uri}"'
         links.append(f"<a {attrs}>{ext.upper()}</a>")
-    return Markdown('<span class="data-downloads">Data: ' + " · ".join(links) + "</span>")
+    html = '<span class="data-downloads">Data: ' + " · ".join(links) + "</span>"
+    return Html(html, f"Data: {name}.csv · {name}.json")
 
 
 def result_columns(results, labels, *, matrices: bool = True) -> dict:

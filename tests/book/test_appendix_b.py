@@ -436,7 +436,7 @@ def test_appendix_glues_every_number_it_cites(appendix):
             cited |= set(re.findall(r"\{glue:text\}`([^`]+)`", c.source))
             cited |= set(re.findall(r"```\{glue:(?:md|figure)\} (\S+)", c.source))
             cited |= set(
-                re.findall(r"\{glue:md\}`([^`:]+)(?::\w+)?`", c.source)
+                re.findall(r"\{glue(?::md)?\}`([^`:]+)(?::\w+)?`", c.source)
             )  # key or key:format
     keys = glued(nb)
     assert cited and all(k.startswith("ab-") for k in keys)

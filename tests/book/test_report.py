@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+from IPython.core.formatters import format_display_data
 
 from companion import report
 from recency_lib import SimConfig, simulate
@@ -169,8 +170,12 @@ def _decode(link: str, name: str) -> str:
 
 def test_download_embeds_csv_and_json():
     data = {"x": [1, 2, 3], "mean": [0.5, np.float64(0.25), math.nan], "label": ["a", "b", "c"]}
-    link = report.download("fig-1", data).text
+    shown = report.download("fig-1", data)
+    link = shown.text
     assert link.startswith('<span class="data-downloads">Data: ')
+    # glued as HTML ({glue}), never as Markdown; its text form names the files, not their bytes
+    bundle, _ = format_display_data(shown)
+    assert bundle == {"text/html": link, "text/plain": "Data: fig-1.csv · fig-1.json"}
     rows = list(csv.reader(io.StringIO(_decode(link, "fig-1.csv"))))
     assert (
         rows[0] == ["x", "mean", "label"]
