@@ -6,16 +6,16 @@ measurements). The parent samples, while the child runs, the resident memory of 
 its pool workers: the RSS sum every 20 ms (pages shared between forked processes count once per
 process, so it overstates) and the PSS sum (shared pages split between their users: the memory
 actually used) about once a second, since reading PSS costs ~4 ms per process.
+
+Only what a child needs is imported with this module (a child's start is part of what it measures:
+figure1_script.py); the parent's tools are imported where they are used.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import statistics
-import subprocess
 import sys
-import threading
 import time
 
 MB = 1024 * 1024
@@ -39,6 +39,9 @@ def run_child(script: str, spec: dict, env: dict | None = None, python: str | No
     output plus the peak memory of its process tree (``peak_rss_mb``, ``peak_pss_mb``), its wall
     time seen from here (``process_wall_s``: interpreter start to exit) and the load average before
     and after."""
+    import subprocess
+    import threading
+
     import psutil
 
     load0 = os.getloadavg()[0]
@@ -116,6 +119,8 @@ def cpu_seconds() -> float:
 
 def summary(values) -> str:
     """'median m (min a, max b, k runs)' of a list of seconds."""
+    import statistics
+
     return (
         f"median {statistics.median(values):.3f} s (min {min(values):.3f}, max {max(values):.3f}, "
         f"{len(values)} runs)"
@@ -176,6 +181,7 @@ def compile_kernel(repo, out, march: str) -> str | None:
     import ast
     import hashlib
     import shutil
+    import subprocess
     import sysconfig
     from pathlib import Path
 
@@ -239,6 +245,8 @@ def calibration() -> str:
 
 def kernel_of(checkout) -> str:
     """Which kernel runs in ``checkout`` ("c", or "numpy" when its build is missing or stale)."""
+    import subprocess
+
     code = "from recency_lib.kernels import kernel_name; print(kernel_name())"
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

@@ -17,7 +17,8 @@ Side by side, in one run: each round starts, one after the other and each in a f
 the authors' way (torch, from ``--torch-python``: an interpreter with torch installed, by default
 this one) and recency_lib's Figure-1 run as a reader's script runs it (``figure1_script.py``:
 ``simulate_many`` of the same four settings with the recency probability and the control variates,
-importing recency_lib and nothing of the book or of these scripts, from ``--lib-python``, by
+importing recency_lib, nothing of the book and of these scripts only ``_measure``'s child
+helpers (json, os, sys and time on import), from ``--lib-python``, by
 default this interpreter; a venv where ``pip install .`` put recency_lib starts without an editable
 checkout's import finders) on one core and on as many threads as torch has
 (``simulate_many(..., executor=ThreadPoolExecutor(threads))``: the kernel releases the GIL, and the

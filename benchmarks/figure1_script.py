@@ -4,22 +4,18 @@
 
 JSON: ``configs`` (SimConfig fields, the four settings of Figure 1), ``threads`` (1: one core;
 more: ``simulate_many`` on a ``ThreadPoolExecutor``, the kernel releases the GIL) and optionally
-``kernel_path`` (another build of the C kernel loaded in place of the installed one). It imports
-what such a script imports (recency_lib and, for threads, concurrent.futures) and nothing of the
-book or the benchmarks, so the interpreter it runs in decides what its start costs: an editable
-checkout's venv, or one where ``pip install .`` put recency_lib, as a reader installs it. Prints
-one JSON line: its imports' and its workload's seconds, CPU seconds and peak memory.
+``kernel_path`` (another build of the C kernel loaded in place of the installed one). Besides the
+benchmarks' ``_measure`` (json, os, sys and time on import) it imports what such a script imports,
+recency_lib and, for threads, concurrent.futures, and nothing of the book, so the interpreter it
+runs in decides what its start costs: an editable checkout's venv, or one where ``pip install .``
+put recency_lib, as a reader installs it. Prints one JSON line: its imports' and its workload's
+seconds, CPU seconds and peak memory.
 """
 
-import json
-import resource
 import sys
 import time
 
-
-def _cpu() -> float:
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    return me.ru_utime + me.ru_stime
+from _measure import child_main, cpu_seconds, load_kernel, max_rss_mb
 
 
 def main(spec: dict) -> dict:
@@ -29,17 +25,10 @@ def main(spec: dict) -> dict:
     from recency_lib import SimConfig, simulate_many
     from recency_lib.kernels import kernel_name
 
-    if spec.get("kernel_path"):  # an AVX2 build, say, in place of the installed kernel
-        import importlib.util
-
-        from recency_lib import kernels
-
-        module = importlib.util.spec_from_file_location("_kernel", spec["kernel_path"])
-        kernels._kernel = importlib.util.module_from_spec(module)
-        module.loader.exec_module(kernels._kernel)
+    load_kernel(spec.get("kernel_path"))  # an AVX2 build, say, in place of the installed kernel
     configs = [SimConfig(**c) for c in spec["configs"]]
     ready = time.perf_counter()
-    wall, cpu = time.perf_counter(), _cpu()
+    wall, cpu = time.perf_counter(), cpu_seconds()
     if spec.get("threads", 1) > 1:
         with ThreadPoolExecutor(spec["threads"]) as pool:
             results = simulate_many(configs, executor=pool)
@@ -48,13 +37,12 @@ def main(spec: dict) -> dict:
     return {
         "import_s": ready - t0,
         "wall": time.perf_counter() - wall,
-        "cpu": _cpu() - cpu,
+        "cpu": cpu_seconds() - cpu,
         "rp": [round(float(r.recency_probability_cv[-1]), 4) for r in results],
-        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "max_rss_mb": max_rss_mb(),
         "version": kernel_name(),
     }
 
 
 if __name__ == "__main__":
-    assert sys.argv[1] == "--child", sys.argv
-    print(json.dumps(main(json.loads(sys.argv[2]))))
+    child_main(sys.argv[1:], main)
