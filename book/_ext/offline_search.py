@@ -110,6 +110,10 @@ class _MainText(HTMLParser):
 
     handle_decl = handle_pi = unknown_decl = handle_comment
 
+    def close(self):  # the text after the last tag ends there
+        super().close()
+        self._end_run()
+
 
 def page_text(page_html: str) -> str:
     """A page's main content as the search's summaries read it: its text (runs of white space as one
@@ -117,7 +121,6 @@ def page_text(page_html: str) -> str:
     reader = _MainText()
     reader.feed(page_html)
     reader.close()
-    reader._end_run()
     return '<div role="main">' + "".join(reader.out) + "</div>" if reader.found else ""
 
 
