@@ -25,8 +25,8 @@ import os
 import threading
 import time
 from collections import deque
-from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -59,6 +59,9 @@ from .stats import Moments, control_variate, merged
 from .streams import block_key
 from .validation import brief, check_bool, check_int
 from .version import __version__
+
+if TYPE_CHECKING:  # a hint only: concurrent.futures (and logging) load with a caller's executor
+    from concurrent.futures import Executor
 
 TASK_BLOCKS = 32  # blocks per in-process task (an executor's tasks: up to 256, balanced)
 TASK_BYTES = 2**22  # ... while their unmerged moments stay under 4 MB

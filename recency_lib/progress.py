@@ -30,19 +30,19 @@ class Progress:
     """``update(k)`` after k more sequences; a context manager that closes the bar and events."""
 
     def __init__(self, total: int, progress: bool | None = None):
-        from tqdm import tqdm
-
         self.total, self.done, self.start, self.said = total, 0, time.monotonic(), 0.0
         self.run = f"{os.getpid()}-{next(_RUNS)}"
         self.file = os.environ.get("RECENCY_LIB_PROGRESS_FILE") or None
-        wanted = _bar_wanted(total, progress)
-        self.bar = tqdm(
-            total=total, unit="sample", file=sys.stderr, leave=False, disable=not wanted
-        )
+        self.bar = None  # tqdm only when its bar shows: its import is ~5 % of a short run's life
+        if _bar_wanted(total, progress):
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="sample", file=sys.stderr, leave=False)
 
     def update(self, k: int) -> None:
         self.done += k
-        self.bar.update(k)
+        if self.bar is not None:
+            self.bar.update(k)
         if self.file and time.monotonic() - self.said >= 0.5:
             self._event()
 
@@ -57,7 +57,8 @@ class Progress:
             self.file = None
 
     def close(self) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
         if self.file:
             self._event()
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -252,6 +251,8 @@ class SimResult:
     def load(cls, path, config: SimConfig | None = None) -> SimResult:
         """A file :meth:`save` wrote, its keys, shapes and dtypes checked (with ``config``: that
         config's); ValueError naming the file otherwise."""
+        import zipfile  # for its error only: a run that reads no file does not load it
+
         try:
             if Path(path).suffix != ".npz":
                 with open(path, encoding="utf-8") as fh:

@@ -39,6 +39,25 @@ def test_importing_the_simulator_loads_no_book_machinery():
     assert out.strip() == ""
 
 
+#: Modules a run loads only when it needs them (a short script's life is mostly imports): tqdm
+#: (~20 ms) to show a bar, concurrent.futures (with logging, ~20 ms) for a caller's executor,
+#: zipfile to read a result file.
+ON_DEMAND = ("tqdm", "concurrent.futures", "logging", "zipfile")
+
+
+def test_a_run_on_one_core_without_a_bar_loads_no_module_it_does_not_use():
+    code = (
+        "import sys; from recency_lib import SimConfig, simulate; "
+        "simulate(SimConfig(alpha=0.5, n=4, d=8, layers=1, samples=64)); "
+        f"print(' '.join(m for m in {ON_DEMAND!r} if m in sys.modules))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECENCY_LIB_PROGRESS")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    assert out.strip() == ""
+
+
 def test_no_module_of_the_simulator_imports_the_book():
     import ast
 
