@@ -281,6 +281,20 @@ def test_loads_offline_without_errors(page_of, explorer_site, via, data):
     assert_clean(page, log)
 
 
+def test_the_theme_replaces_its_icons_once_and_does_not_watch_the_drawings(page_of):
+    """Font Awesome's watch for new icons doubled each redraw (explorer.js turns it off before the
+    theme's deferred script reads its configuration); the theme's icons are replaced as before."""
+    open_page, log = page_of
+    page = open_page()
+    page.wait_for_function("() => !document.querySelector('i[class*=\"fa-\"]')", timeout=10_000)
+    watching, icons = page.evaluate(
+        "() => [FontAwesome.config.observeMutations, "
+        "document.querySelectorAll('svg.svg-inline--fa').length]"
+    )
+    assert watching is False and icons > 0, (watching, icons)
+    assert_clean(page, log)
+
+
 @pytest.mark.parametrize("control", ["alpha", "gamma", "d", "norm", "layer"])
 def test_each_control_changes_the_figure_and_the_rp(page_of, data, control):
     open_page, log = page_of
