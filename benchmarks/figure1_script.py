@@ -20,8 +20,9 @@ from _measure import child_main, cpu_seconds, load_kernel, max_rss_mb
 
 def main(spec: dict) -> dict:
     t0 = time.perf_counter()
-    from concurrent.futures import ThreadPoolExecutor
-
+    threads = spec.get("threads", 1)
+    if threads > 1:  # a one-core script has no executor to import
+        from concurrent.futures import ThreadPoolExecutor
     from recency_lib import SimConfig, simulate_many
     from recency_lib.kernels import kernel_name
 
@@ -29,8 +30,8 @@ def main(spec: dict) -> dict:
     configs = [SimConfig(**c) for c in spec["configs"]]
     ready = time.perf_counter()
     wall, cpu = time.perf_counter(), cpu_seconds()
-    if spec.get("threads", 1) > 1:
-        with ThreadPoolExecutor(spec["threads"]) as pool:
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
             results = simulate_many(configs, executor=pool)
     else:
         results = simulate_many(configs)

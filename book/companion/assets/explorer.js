@@ -13,8 +13,7 @@
      the page for new ones, which doubled each redraw here (the SVG nodes of three heatmaps, two
      charts and a table: ~12 ms of work queued for the next frame per drawing). This page adds no
      icon after loading. */
-  window.FontAwesomeConfig =
-    Object.assign({}, window.FontAwesomeConfig, { observeMutations: false });
+  window.FontAwesomeConfig = { observeMutations: false };
   var DATA = JSON.parse(dataEl.textContent);
   var M = DATA.meta;
   var SVGNS = "http://www.w3.org/2000/svg";
