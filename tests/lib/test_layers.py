@@ -28,15 +28,17 @@ HEAVY = (
 )
 
 
-def test_importing_the_simulator_loads_no_book_machinery():
-    code = (
-        "import sys; import recency_lib, recency_lib.cache, recency_lib.cli; "
-        f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+def loaded(code: str, modules) -> list[str]:
+    """Which of ``modules`` a fresh interpreter holds after running ``code``."""
+    probe = (
+        f"{code}\nimport sys; print(' '.join(m for m in {tuple(modules)!r} if m in sys.modules))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == ""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def test_importing_the_simulator_loads_no_book_machinery():
+    assert loaded("import recency_lib, recency_lib.cache, recency_lib.cli", HEAVY) == []
 
 
 #: Modules a run loads only when it needs them (a short script's life is mostly imports): tqdm
@@ -46,15 +48,11 @@ ON_DEMAND = ("tqdm", "concurrent.futures", "logging", "zipfile")
 
 
 def test_a_run_on_one_core_without_a_bar_loads_no_module_it_does_not_use():
-    code = (
-        "import sys; from recency_lib import SimConfig, simulate; "
-        "simulate(SimConfig(alpha=0.5, n=4, d=8, layers=1, samples=64)); "
-        f"print(' '.join(m for m in {ON_DEMAND!r} if m in sys.modules))"
+    run = (
+        "from recency_lib import SimConfig, simulate\n"
+        "simulate(SimConfig(alpha=0.5, n=4, d=8, layers=1, samples=64))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == ""
+    assert loaded(run, ON_DEMAND) == []
 
 
 def test_no_module_of_the_simulator_imports_the_book():
