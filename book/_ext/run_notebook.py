@@ -21,7 +21,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from companion.grid import SharedKernel
+from companion.grid import CLIENT_OPTIONS, SharedKernel
 
 #: Asked of the kernel once a page has run: what its simulations cost and its verdicts (a JSON
 #: line; a rerun's banner compares its own verdicts with the book's).
@@ -51,6 +51,7 @@ def execute(kernel: SharedKernel, source: Path, out: Path, timeout: float) -> Sh
         allow_errors=allow_errors,
         record_timing=False,
         resources={"metadata": {"path": str(source.parent)}},
+        **CLIENT_OPTIONS,
     )
     try:
         client.execute()

@@ -174,6 +174,13 @@ def _reusable(key_file: Path, key: str, cfg: SimConfig) -> dict | None:
 #: Sphinx: book/_ext/collector.py): a young collection every 100,000 allocations, not 700.
 COLLECTOR_THRESHOLDS = (100_000, 20, 20)
 
+#: What every notebook client of the book is given (the build's runners, papermill's for reruns
+#: and the grid): after a cell's reply, wait up to 60 s for the output the kernel sent before it,
+#: and fail the cell if it has not come. nbclient's own default waits 4 s, then goes on without the
+#: rest of the cell's output (its warning goes to no log): on a loaded machine a page was written
+#: without what it printed, and its build succeeded.
+CLIENT_OPTIONS = {"iopub_timeout": 60, "raise_on_iopub_timeout": True}
+
 
 def _ends(msg: dict, request: str | None) -> bool:
     """Is ``msg`` the IOPub status "idle" that ends the request ``request``?"""
@@ -440,6 +447,7 @@ def run_notebook(shared: SharedKernel, notebook, executed, parameters: dict, cwd
             kernel_name=shared.kernel,
             progress_bar=False,
             km=km,
+            **CLIENT_OPTIONS,
             **options,
         )
     except BaseException:

@@ -1,18 +1,26 @@
 """The book's kernel clients (companion.grid._Client): ready at the status that ends their own
-kernel_info request. A kernel start that fails (companion.grid.start_kernel, under every
-SharedKernel): jupyter_client picks free ports and the kernel binds them a moment later; another
-process that takes one in between kills the kernel ("Address already in use"). The start is tried
-again on new ports."""
+kernel_info request, and never done with a cell before its output has come (grid.CLIENT_OPTIONS).
+A kernel start that fails (companion.grid.start_kernel, under every SharedKernel): jupyter_client
+picks free ports and the kernel binds them a moment later; another process that takes one in
+between kills the kernel ("Address already in use"). The start is tried again on new ports."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import sys
 from pathlib import Path
 
+import nbformat
 import psutil
 import pytest
+from bookutils import BOOK
+from nbformat.v4 import new_code_cell, new_notebook
 
 from companion import grid
+
+sys.path.insert(0, str(BOOK / "_ext"))
+import run_notebook  # the build's runner (book/_ext)
 
 pytestmark = pytest.mark.book  # starts kernels
 
@@ -118,3 +126,69 @@ def test_a_client_is_ready_at_the_status_that_ends_its_kernel_info_request(tail)
     client._iopub_channel = _Channel(first)
     run_sync(client.wait_for_ready)(timeout=5)
     assert client.iopub_channel.timeouts == [0.2, 0.2, 0.2]  # the last one found nothing
+
+
+#: How late a cell's printed output reaches the notebook client: more than the 4 s after the cell's
+#: reply that nbclient waits by default before it goes on without it.
+LATE = 4.5
+
+
+@pytest.fixture
+def late_output(monkeypatch):
+    """Every stream message is handed to the notebook client LATE seconds after it arrived (a client
+    held up on a loaded machine), in order, before the status that ends its cell."""
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    receive = AsyncZMQSocketChannel.get_msg
+
+    async def get_msg(self, *args, **kwargs):
+        msg = await receive(self, *args, **kwargs)
+        if msg["msg_type"] == "stream":
+            await asyncio.sleep(LATE)
+        return msg
+
+    monkeypatch.setattr(AsyncZMQSocketChannel, "get_msg", get_msg)
+
+
+def _printing_notebook(path: Path) -> Path:
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb = new_notebook(cells=[new_code_cell("print('probe')")], metadata={"kernelspec": kernelspec})
+    nbformat.write(nb, path)
+    return path
+
+
+def _printed(path: Path) -> list[str]:
+    return [o.get("text") for o in nbformat.read(path, as_version=4).cells[0].outputs]
+
+
+def test_output_that_reaches_the_client_late_is_written(tmp_path, late_output):
+    """The build's runner (book/_ext/run_notebook.py) and papermill's client (reruns, the grid) wait
+    for a cell's output that comes after its reply: nbclient alone waited 4 s, then wrote the
+    notebook without it (a page of a tiny book lost its printed line under load, and its build
+    succeeded)."""
+    source = _printing_notebook(tmp_path / "probe.ipynb")
+    kernel = grid.SharedKernel("python3")
+    try:
+        kernel = run_notebook.execute(kernel, source, tmp_path / "built.ipynb", timeout=60)
+        assert _printed(tmp_path / "built.ipynb") == ["probe\n"]
+        grid.run_notebook(kernel, source, tmp_path / "papermill.ipynb", {}, tmp_path)
+        assert _printed(tmp_path / "papermill.ipynb") == ["probe\n"]
+    finally:
+        kernel.close()
+
+
+def test_output_that_does_not_come_fails_the_cell(tmp_path, late_output, monkeypatch):
+    """Past CLIENT_OPTIONS' wait the cell fails (the page with it): a notebook is never written
+    without output its kernel sent."""
+    from nbclient.exceptions import CellTimeoutError
+
+    monkeypatch.setitem(grid.CLIENT_OPTIONS, "iopub_timeout", 1)
+    source = _printing_notebook(tmp_path / "probe.ipynb")
+    kernel = grid.SharedKernel("python3")
+    try:
+        with pytest.raises(CellTimeoutError, match="Timeout waiting for IOPub output"):
+            run_notebook.execute(kernel, source, tmp_path / "built.ipynb", timeout=60)
+        assert not (tmp_path / "built.ipynb").exists()
+    finally:
+        kernel.close()
+    assert kernels_left() == []
