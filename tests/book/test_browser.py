@@ -17,7 +17,7 @@ For each page in _toc.yml:
   script error, no error on the console.
 
 The reader-facing layout (layout_problems; checked by test_page_in_browser on the same
-opening of the page), on every page:
+opening of the page, resized from 1400 to 390 px), on every page:
 * at 1400x900: no element wider than the content column outside a scroll container; every image
   shown at >= 90 % of its natural width (the width it declares, for an image drawn at a higher
   resolution for the column); every numbered Definition / Theorem /
@@ -377,20 +377,18 @@ def toc_pages():
 
 
 def test_page_in_browser(open_page, toc_page, page_markdown, built_book):
-    """Both sets of checks of the module docstring on one opening of the page at 1400 px, plus one
-    at 390 px for the sideways scroll: a page load with its MathJax typesetting is most of a check's
-    cost, so the checks share them. The 390 px opening is also the odd-URL check (the URL
-    carries ALL_AT_ONCE: a query and a hash that once made the theme's or Sphinx's scripts throw);
-    the pages with scripts of their own get every odd URL on its own in
-    test_no_script_error_for_odd_queries_and_hashes."""
-    run = open_page(toc_page, WIDE)
+    """Both sets of checks of the module docstring on one opening of the page, at 1400 px and then
+    resized to 390 px: a page load with its MathJax typesetting is most of a check's cost, so the
+    checks share it. Its URL carries ALL_AT_ONCE (a query and a hash that once made the theme's or
+    Sphinx's scripts throw); the pages with scripts of their own get every odd URL on its own in
+    test_no_script_error_for_odd_queries_and_hashes, and a load at 390 px with touch in
+    test_figure_enlarges_on_a_phone (the explorer's: test_usable_at_390px)."""
+    run = open_page(toc_page, WIDE, ALL_AT_ONCE)
     problems = browser_problems(run, toc_page, page_markdown)
-    layout, _ = layout_problems(
-        open_page,
+    layout = layout_problems(
+        run,
         toc_page,
-        wide=run,
-        narrow_suffix=ALL_AT_ONCE,
-        expected=expected_content(built_book.html / f"{toc_page}.html", page_markdown(toc_page)),
+        expected_content(built_book.html / f"{toc_page}.html", page_markdown(toc_page)),
     )
     problems += [f"layout: {p}" for p in layout]
     assert not problems, f"{toc_page}.html:\n  " + "\n  ".join(problems)
@@ -520,6 +518,8 @@ LIMITS = {
 PAGE_SCROLL_JS = (
     "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
 )
+# after a resize: two frames, by which the page's ResizeObservers (companion.js) have run
+RESIZED_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 NARROW_JS = r"""
 async () => {
   const art = document.querySelector('article.bd-article');
@@ -734,22 +734,15 @@ def fit_problems(run: PageRun, width: int, expected: dict | None) -> list[str]:
     return problems
 
 
-def layout_problems(
-    open_page,
-    docname: str,
-    wide: PageRun | None = None,
-    narrow_suffix: str = "",
-    expected: dict | None = None,
-) -> tuple[list[str], dict]:
-    """Everything the reader-facing checks find wrong on one page (empty when it passes), and the
-    measurements at 1400x900 (on ``wide``, the page already open at that size, if given). The 390 px
-    opening's URL ends in ``narrow_suffix``; a script error there is a problem too. ``expected``
+def layout_problems(run: PageRun, docname: str, expected: dict | None = None) -> list[str]:
+    """Everything the reader-facing checks find wrong on the page open in ``run`` at 1400x900
+    (empty when it passes); then the same page resized to 390x844, as a window or a turned phone
+    is (companion.js follows a resize: its ResizeObserver), for the phone's checks. ``expected``
     (expected_content): what fit_problems must find at both widths."""
-    run = wide if wide is not None else open_page(docname, WIDE)
     found = run.page.evaluate(LAYOUT_JS, LIMITS)
-    problems = []
     if found.get("missing"):
-        return [f"{docname}.html has no article.bd-article"], found
+        return [f"{docname}.html has no article.bd-article"]
+    problems = []
     for key, what in (
         ("wide", f"wider than the {found['column']:.0f} px column, outside a scroll box"),
         ("small", f"images shown below {MIN_IMAGE_SCALE:.0%} of their natural width"),
@@ -759,10 +752,6 @@ def layout_problems(
     ):
         if found[key]:
             problems.append(f"{what}: {found[key][:6]}")
-    if wide is None and (
-        run.console or run.errors
-    ):  # (browser_problems reports them on a shared run)
-        problems.append(f"console errors: {run.console + run.errors}")
     if docname == "index":
         top = found["verdictTop"]
         if top is None or top >= FIRST_SCREEN_PX:
@@ -770,25 +759,23 @@ def layout_problems(
                 f"the verdict table starts at {top} px; allowed: above {FIRST_SCREEN_PX} px"
             )
     problems += fit_problems(run, WIDE["width"], expected)
-    narrow = open_page(docname, NARROW, narrow_suffix)
-    scroll, client = narrow.page.evaluate(PAGE_SCROLL_JS)
-    found["narrow_scroll"] = scroll - client
+    before = len(run.errors + run.console + run.blocked + run.failed + run.bad_status)
+    run.page.set_viewport_size(NARROW)
+    run.page.evaluate(RESIZED_JS)
+    scroll, client = run.page.evaluate(PAGE_SCROLL_JS)
     if scroll > client + 1:
         problems.append(
             f"at 390 px the page scrolls sideways: {scroll} px of content in {client} px"
         )
-    phone = narrow.page.evaluate(NARROW_JS)
+    phone = run.page.evaluate(NARROW_JS)
     if phone["hidden"]:
         problems.append(f"at 390 px table cells are hidden: {phone['hidden'][:6]}")
-    problems += fit_problems(narrow, NARROW["width"], expected)
-    narrow.page.wait_for_timeout(200)  # late script errors and requests
-    if narrow.errors or narrow.console or narrow.blocked or narrow.failed or narrow.bad_status:
-        problems.append(
-            f"at 390 px ({docname}.html{narrow_suffix}): script errors "
-            f"{narrow.errors + narrow.console}, "
-            f"requests {narrow.blocked + narrow.failed + narrow.bad_status}"
-        )
-    return problems, found
+    problems += fit_problems(run, NARROW["width"], expected)
+    run.page.wait_for_timeout(200)  # late script errors and requests
+    after = (run.errors + run.console + run.blocked + run.failed + run.bad_status)[before:]
+    if after:
+        problems.append(f"at 390 px: script errors or failed requests {after}")
+    return problems
 
 
 def test_citations_link_to_the_references_page(built_book, page_markdown):
@@ -853,8 +840,8 @@ ODD_SUFFIXES = (
     "?q=x#<img src=x onerror=alert(1)>",
 )
 # (consecutive suffixes differ in their query: every one is a full page load). Every suffix on the
-# pages with scripts of their own; every page, these too, opened at 390 px with one URL that holds
-# all of them at once (test_page_in_browser: the others share the theme's and Sphinx's scripts).
+# pages with scripts of their own; every page, these too, opened with one URL that holds all of
+# them at once (test_page_in_browser: the others share the theme's and Sphinx's scripts).
 EVERY_SUFFIX_PAGES = {"index", "explorer", "layernorm"}
 ALL_AT_ONCE = "?q=%3Cb%3E&highlight=%E0%A4%A#<img src=x onerror=alert(1)>%E0%A4%A"
 
@@ -863,7 +850,7 @@ ALL_AT_ONCE = "?q=%3Cb%3E&highlight=%E0%A4%A#<img src=x onerror=alert(1)>%E0%A4%
 def test_no_script_error_for_odd_queries_and_hashes(browser, site, page):
     """Each odd URL loaded in turn in one browser context (every suffix changes the query, so each
     is a full load that runs every script again), on the pages with scripts of their own;
-    every other page gets ALL_AT_ONCE in test_page_in_browser's 390 px opening."""
+    every other page gets ALL_AT_ONCE in test_page_in_browser's opening."""
     assert page in toc_pages(), page
     toc_page, suffixes = page, ODD_SUFFIXES
     run = PageRun(browser, site + f"{toc_page}.html{suffixes[0]}", WIDE)
