@@ -5,6 +5,7 @@ one alpha, a kernel that dies, a terminal without Unicode."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import subprocess
 import sys
@@ -15,14 +16,17 @@ from bookutils import BOOK, REPO
 
 from companion import rerun
 
-COMPANION = [sys.executable, "-m", "companion"]
 RESIDUAL = str(BOOK / "residual.ipynb")
 
 
-def companion(*args, env=None, timeout=120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*COMPANION, *args], capture_output=True, text=True, timeout=timeout, env=env
-    )
+def companion(*args: str) -> subprocess.CompletedProcess:
+    """``python -m companion ARGS`` as its entry point runs it (companion.rerun.main), in this
+    process: its exit status and what it printed. Every run here is refused before any work; the
+    command in a process of its own is run by test_rerun.py and the README's recipes."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = rerun.main(list(args))
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def refused(out: subprocess.CompletedProcess, *words: str) -> None:
