@@ -59,22 +59,27 @@ def _needs_the_book(item) -> bool:
     return bool({"book_build", "built_book"} & set(getattr(item, "fixturenames", ())))
 
 
+#: The longest tests after the book's build (a minute and more in the suite): first among the tests
+#: that read the built book, not last, where one worker ran the README's recipes alone for 22 s.
+LONGEST = {"test_readme.py::test_every_recipe_runs_as_typed"}
+
+
 def pytest_collection_modifyitems(session, config, items):
     """Order for two workers (pytest-xdist hands out the first quarter of the items alternately, the
     rest as workers free up): first one test that builds the book, so that its ~100 s start at once
     on one worker while the other runs everything that does not need the book, the quick tests
     before the heavy ones (the first worker's alternate share of the head is then quick to finish
-    after the build); the tests that read the built book last. A stable sort: within a group the
-    collection order stays."""
+    after the build); the tests that read the built book last, the LONGEST of them first. A stable
+    sort: within a group the collection order stays."""
     first = next((i for i, item in enumerate(items) if _needs_the_book(item)), None)
     if first is None:
         return
     builder = items.pop(first)
 
-    def group(item) -> int:
+    def group(item) -> tuple[int, bool]:
         if _needs_the_book(item):
-            return 2
-        return 1 if item.get_closest_marker("book") else 0
+            return 2, f"{item.path.name}::{item.name}" not in LONGEST
+        return (1 if item.get_closest_marker("book") else 0), True
 
     items.sort(key=group)
     items.insert(0, builder)
