@@ -759,7 +759,8 @@ def layout_problems(run: PageRun, docname: str, expected: dict | None = None) ->
                 f"the verdict table starts at {top} px; allowed: above {FIRST_SCREEN_PX} px"
             )
     problems += fit_problems(run, WIDE["width"], expected)
-    before = len(run.errors + run.console + run.blocked + run.failed + run.bad_status)
+    logs = (run.errors, run.console, run.blocked, run.failed, run.bad_status)
+    before = [len(log) for log in logs]
     run.page.set_viewport_size(NARROW)
     run.page.evaluate(RESIZED_JS)
     scroll, client = run.page.evaluate(PAGE_SCROLL_JS)
@@ -772,7 +773,7 @@ def layout_problems(run: PageRun, docname: str, expected: dict | None = None) ->
         problems.append(f"at 390 px table cells are hidden: {phone['hidden'][:6]}")
     problems += fit_problems(run, NARROW["width"], expected)
     run.page.wait_for_timeout(200)  # late script errors and requests
-    after = (run.errors + run.console + run.blocked + run.failed + run.bad_status)[before:]
+    after = [entry for log, seen in zip(logs, before) for entry in log[seen:]]
     if after:
         problems.append(f"at 390 px: script errors or failed requests {after}")
     return problems
