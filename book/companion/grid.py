@@ -175,11 +175,13 @@ def _reusable(key_file: Path, key: str, cfg: SimConfig) -> dict | None:
 COLLECTOR_THRESHOLDS = (100_000, 20, 20)
 
 #: What every notebook client of the book is given (the build's runners, papermill's for reruns
-#: and the grid): after a cell's reply, wait up to 60 s for the output the kernel sent before it,
-#: and fail the cell if it has not come. nbclient's own default waits 4 s, then goes on without the
-#: rest of the cell's output (its warning goes to no log): on a loaded machine a page was written
-#: without what it printed, and its build succeeded.
-CLIENT_OPTIONS = {"iopub_timeout": 60, "raise_on_iopub_timeout": True}
+#: and the grid). After a cell's reply, wait up to 60 s for the output the kernel sent before it,
+#: and fail the cell if it has not come: nbclient's own default waits 4 s, then goes on without the
+#: rest of the output (its warning goes to no log). And a cell's stream outputs of one name become
+#: one, their texts joined as written: the kernel sends what a cell prints every 0.2 s, so on a
+#: loaded machine one print can arrive in two parts ("probe", " v1"), and myst-nb, which merges
+#: streams line by line, then showed them on two lines.
+CLIENT_OPTIONS = {"iopub_timeout": 60, "raise_on_iopub_timeout": True, "coalesce_streams": True}
 
 
 def _ends(msg: dict, request: str | None) -> bool:

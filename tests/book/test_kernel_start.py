@@ -150,9 +150,9 @@ def late_output(monkeypatch):
     monkeypatch.setattr(AsyncZMQSocketChannel, "get_msg", get_msg)
 
 
-def _printing_notebook(path: Path) -> Path:
+def _printing_notebook(path: Path, code: str = "print('probe')") -> Path:
     kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb = new_notebook(cells=[new_code_cell("print('probe')")], metadata={"kernelspec": kernelspec})
+    nb = new_notebook(cells=[new_code_cell(code)], metadata={"kernelspec": kernelspec})
     nbformat.write(nb, path)
     return path
 
@@ -192,3 +192,24 @@ def test_output_that_does_not_come_fails_the_cell(tmp_path, late_output, monkeyp
     finally:
         kernel.close()
     assert kernels_left() == []
+
+
+def test_a_print_that_arrives_in_parts_is_one_output(tmp_path):
+    """The kernel sends what a cell prints every 0.2 s: under load `print('probe', v)` reached the
+    build's runner as "probe" and " v1" (here: a flush between the parts). Both clients keep one
+    output, the text as written, so that myst-nb, which merges a cell's streams line by line,
+    shows one line ("probe\\n v1" before: the interrupted-build test failed on it)."""
+    from myst_nb.core.utils import coalesce_streams
+
+    code = "import sys\nsys.stdout.write('probe')\nsys.stdout.flush()\nprint(' v1')"
+    source = _printing_notebook(tmp_path / "parts.ipynb", code)
+    kernel = grid.SharedKernel("python3")
+    try:
+        kernel = run_notebook.execute(kernel, source, tmp_path / "built.ipynb", timeout=60)
+        grid.run_notebook(kernel, source, tmp_path / "papermill.ipynb", {}, tmp_path)
+    finally:
+        kernel.close()
+    for executed in ("built.ipynb", "papermill.ipynb"):
+        assert _printed(tmp_path / executed) == ["probe v1\n"], executed
+        outputs = nbformat.read(tmp_path / executed, as_version=4).cells[0].outputs
+        assert [o["text"] for o in coalesce_streams(outputs)] == ["probe v1\n"]
