@@ -157,24 +157,27 @@ def _printing_notebook(path: Path, code: str = "print('probe')") -> Path:
     return path
 
 
-def _printed(path: Path) -> list[str]:
-    return [o.get("text") for o in nbformat.read(path, as_version=4).cells[0].outputs]
+def _outputs_by_both(code: str, folder: Path) -> dict[str, list]:
+    """A one-cell notebook of ``code`` run by the build's runner (book/_ext/run_notebook.py) and by
+    papermill's client (reruns, the grid) on one shared kernel: each one's outputs of the cell."""
+    source = _printing_notebook(folder / "source.ipynb", code)
+    kernel = grid.SharedKernel("python3")
+    try:
+        kernel = run_notebook.execute(kernel, source, folder / "built.ipynb", timeout=60)
+        grid.run_notebook(kernel, source, folder / "papermill.ipynb", {}, folder)
+    finally:
+        kernel.close()
+    return {
+        name: nbformat.read(folder / f"{name}.ipynb", as_version=4).cells[0].outputs
+        for name in ("built", "papermill")
+    }
 
 
 def test_output_that_reaches_the_client_late_is_written(tmp_path, late_output):
-    """The build's runner (book/_ext/run_notebook.py) and papermill's client (reruns, the grid) wait
-    for a cell's output that comes after its reply: nbclient alone waited 4 s, then wrote the
-    notebook without it (a page of a tiny book lost its printed line under load, and its build
-    succeeded)."""
-    source = _printing_notebook(tmp_path / "probe.ipynb")
-    kernel = grid.SharedKernel("python3")
-    try:
-        kernel = run_notebook.execute(kernel, source, tmp_path / "built.ipynb", timeout=60)
-        assert _printed(tmp_path / "built.ipynb") == ["probe\n"]
-        grid.run_notebook(kernel, source, tmp_path / "papermill.ipynb", {}, tmp_path)
-        assert _printed(tmp_path / "papermill.ipynb") == ["probe\n"]
-    finally:
-        kernel.close()
+    """Both clients wait for a cell's output that comes after its reply: nbclient alone waited
+    4 s, then wrote the notebook without it, its warning in no log."""
+    for name, outputs in _outputs_by_both("print('probe')", tmp_path).items():
+        assert [o.get("text") for o in outputs] == ["probe\n"], name
 
 
 def test_output_that_does_not_come_fails_the_cell(tmp_path, late_output, monkeypatch):
@@ -202,14 +205,6 @@ def test_a_print_that_arrives_in_parts_is_one_output(tmp_path):
     from myst_nb.core.utils import coalesce_streams
 
     code = "import sys\nsys.stdout.write('probe')\nsys.stdout.flush()\nprint(' v1')"
-    source = _printing_notebook(tmp_path / "parts.ipynb", code)
-    kernel = grid.SharedKernel("python3")
-    try:
-        kernel = run_notebook.execute(kernel, source, tmp_path / "built.ipynb", timeout=60)
-        grid.run_notebook(kernel, source, tmp_path / "papermill.ipynb", {}, tmp_path)
-    finally:
-        kernel.close()
-    for executed in ("built.ipynb", "papermill.ipynb"):
-        assert _printed(tmp_path / executed) == ["probe v1\n"], executed
-        outputs = nbformat.read(tmp_path / executed, as_version=4).cells[0].outputs
-        assert [o["text"] for o in coalesce_streams(outputs)] == ["probe v1\n"]
+    for name, outputs in _outputs_by_both(code, tmp_path).items():
+        assert [o.get("text") for o in outputs] == ["probe v1\n"], name
+        assert [o["text"] for o in coalesce_streams(outputs)] == ["probe v1\n"], name
