@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 from bookutils import REPO
-from test_rerun_site import announcement
+from test_rerun_site import announcement, banner_rows, text_of
 
 from companion import provenance
 
@@ -53,14 +53,15 @@ def test_every_recipe_runs_as_typed(built_book, tmp_path):
     """Every recipe command in the README's order; then what they wrote: each run's page and
     notebook in out/ (never in the sources), the template's result file and the command line's, the
     terminal naming the results cache of each rerun, and one site in out/ in which every run keeps
-    its place (each run's bar names all the others; the search index holds them). One test: a
-    second worker waiting for these runs would idle."""
+    its place (each run's bar names all the others; the search index holds them; chapter 4's banner
+    and text are after every later command what its own rerun made them, but for links naming the
+    other runs' pages reruns). One test: a second worker waiting for these runs would idle."""
     root = tmp_path / "checkout"
     root.mkdir()
     for name in ("book", ".venv"):
         (root / name).symlink_to(REPO / name)
     env = {**os.environ, "RECENCY_LIB_PROGRESS": "0"}
-    ran = []
+    ran, first = [], None
     for section, command in commands():
         if section in NOT_HERE or command.startswith(".venv/bin/jupyter-book build"):
             continue
@@ -69,6 +70,12 @@ def test_every_recipe_runs_as_typed(built_book, tmp_path):
         )
         assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
         ran.append((command, done.stderr))
+        chapter4 = root / "out" / "residual.html"
+        if chapter4.is_file():
+            page = chapter4.read_text(encoding="utf-8")  # links to other runs name them reruns
+            now = banner_rows(page), text_of(page).replace(" \u2014 rerun", "")
+            first = first or now
+            assert now == first, f"chapter 4 changed by {command}"
     assert len(ran) >= 7
     reruns = [err for command, err in ran if " companion rerun " in command]
     assert len(reruns) == 4 and all("results cache: " in err for err in reruns), reruns
@@ -86,6 +93,8 @@ def test_every_recipe_runs_as_typed(built_book, tmp_path):
         for other in runs:
             assert other == page or f'href="{other}.html"' in bar, (page, other)
         assert f'"{page}"' in index, page
+    later = banner_rows((out / "input_distribution.html").read_text(encoding="utf-8"))
+    assert set(later) == {"alphas"} and later["alphas"][0] == "[0.3, 0.7]", later  # not chapter 4's
 
 
 def page_text(html_dir, name: str) -> str:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from bookutils import BOOK, REPO, toc_pages
+from bookutils import BOOK, REPO, computed_once, toc_pages
 
 pytestmark = pytest.mark.book
 
@@ -66,23 +66,29 @@ def banner_rows(page_html: str) -> dict[str, tuple[str, str]]:
     return rows
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def rerun_site(built_book, seeded_cache, tmp_path_factory):
     """A rerun of chapter 4 (alpha 0.3, gamma 0.5, samples 2,000) into a folder of its own: (folder,
-    stderr). The tests only read it (a test that writes works on a copy)."""
-    tmp = tmp_path_factory.mktemp("rerun-site")
-    env = {**os.environ, "RECENCY_LIB_CACHE": seeded_cache(tmp / "cache")}
-    out = tmp / "out"
-    result = subprocess.run(
-        [*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(out), *ARGS],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == str(out / "residual.html")
-    return out, result.stderr
+    stderr). Made once per test run, whichever worker asks first (computed_once: a module fixture
+    ran once per worker, and again when the workers' order came back to the module). The tests
+    only read it (a test that writes works on a copy)."""
+
+    def compute(folder: Path) -> None:
+        env = {**os.environ, "RECENCY_LIB_CACHE": seeded_cache(folder / "cache")}
+        out = folder / "out"
+        result = subprocess.run(
+            [*COMPANION, "rerun", str(BOOK / "residual.ipynb"), str(out), *ARGS],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env=env,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stdout.strip() == str(out / "residual.html")
+        (folder / "stderr.txt").write_text(result.stderr, encoding="utf-8")
+
+    folder = computed_once(tmp_path_factory, "rerun-site", compute)
+    return folder / "out", (folder / "stderr.txt").read_text(encoding="utf-8")
 
 
 def test_the_banner_says_what_ran_and_nothing_else(rerun_site):
@@ -253,29 +259,6 @@ def test_no_progress_in_the_page_and_the_terminal_shows_it(rerun_site):
         f"residual: [{code_cells}/{code_cells}]"
     )
     assert any(line.startswith("residual: ran in ") for line in lines)
-
-
-def test_another_chapter_rerun_into_the_folder_keeps_the_first(rerun_site, tmp_path):
-    """One folder is one book: a rerun of the reproducibility page there leaves chapter 4 the rerun
-    it was; the announcement names both."""
-    out = tmp_path / "out"
-    shutil.copytree(rerun_site[0], out, symlinks=True)
-    before = (out / "residual.html").read_text(encoding="utf8")
-    result = subprocess.run(
-        [*COMPANION, "rerun", str(BOOK / "reproducibility.ipynb"), str(out), "-p", "seed", "3"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "RECENCY_LIB_CACHE": str(tmp_path / "cache")},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    after = (out / "residual.html").read_text(encoding="utf8")
-    assert banner_rows(after) == banner_rows(before) and text_of(after) == text_of(before)
-    repro = (out / "reproducibility.html").read_text(encoding="utf8")
-    assert banner_rows(repro) == {"seed": ("3", "0")}
-    assert 'href="residual.html"' in announcement(
-        repro
-    ) and 'href="reproducibility.html"' in announcement(repro)
 
 
 def test_a_book_without_a_current_build_is_shown_without_numbers_never_as_the_rerun(
