@@ -40,10 +40,14 @@ HEAVY_FIXTURES = {
 }  # test_rerun.py: a rerun of the setting template, then others into its folder
 
 
+def _name(item) -> str:
+    """``module::function`` of a test, its parameters aside: how HEAVY and LONGEST name tests."""
+    return f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
+
+
 def _is_heavy(item) -> bool:
-    name = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
     return (
-        name in HEAVY
+        _name(item) in HEAVY
         or item.path.name in HEAVY_MODULES
         or bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
     )
@@ -78,7 +82,7 @@ def pytest_collection_modifyitems(session, config, items):
 
     def group(item) -> tuple[int, bool]:
         if _needs_the_book(item):
-            return 2, f"{item.path.name}::{item.name}" not in LONGEST
+            return 2, _name(item) not in LONGEST
         return (1 if item.get_closest_marker("book") else 0), True
 
     items.sort(key=group)

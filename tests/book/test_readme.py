@@ -72,8 +72,8 @@ def test_every_recipe_runs_as_typed(built_book, tmp_path):
         ran.append((command, done.stderr))
         chapter4 = root / "out" / "residual.html"
         if chapter4.is_file():
-            page = chapter4.read_text(encoding="utf-8")  # links to other runs name them reruns
-            now = banner_rows(page), text_of(page).replace(" \u2014 rerun", "")
+            page = chapter4.read_text(encoding="utf-8")
+            now = banner_rows(page), text_of(page).replace(" \u2014 rerun", "")  # links to runs
             first = first or now
             assert now == first, f"chapter 4 changed by {command}"
     assert len(ran) >= 7
