@@ -143,20 +143,48 @@ def page_source(docname: str, root: Path = REPO) -> Path:
     raise FileNotFoundError(f"no source for toc entry {docname!r} under {root / 'book'}")
 
 
-def execute_notebook(input_path, output_path, *, kernel_name="python3", cwd=None, **options):
-    """papermill.execute_notebook on a kernel of companion.grid.start_kernel: a start that loses its
-    ports to another process (a busy machine) is tried again, as in the build and reruns."""
-    import papermill
+#: The kernels this process keeps between its papermill runs: (kernel name, environment) -> kernel.
+_KEPT: dict = {}
 
+
+def execute_notebook(input_path, output_path, *, kernel_name="python3", cwd=None, **options):
+    """papermill.execute_notebook on a kernel this process keeps between its runs, as the build's
+    slots run the pages (companion.grid.SharedKernel: its namespace cleared and its working folder
+    ``cwd`` before each run, its imports kept); a failed run stops it, and a run in another
+    environment (a test's own variables) gets a kernel started in that one."""
     from companion import grid
 
-    km = grid.start_kernel(kernel_name, cwd or os.getcwd())
-    try:
-        return papermill.execute_notebook(
-            input_path, output_path, kernel_name=kernel_name, cwd=cwd, km=km, **options
-        )
-    finally:
-        grid._discard(km)
+    key = (kernel_name, tuple(sorted(os.environ.items())))
+    if key not in _KEPT:
+        close_kept_kernels()
+        _KEPT[key] = grid.SharedKernel(kernel_name, dict(os.environ))
+    options.pop("progress_bar", None)  # run_notebook shows none
+    parameters = options.pop("parameters", None) or {}
+    grid.run_notebook(
+        _KEPT[key], input_path, output_path, parameters, cwd or os.getcwd(), **options
+    )
+
+
+def close_kept_kernels() -> None:
+    """Stop the kernel :func:`execute_notebook` keeps."""
+    for kernel in _KEPT.values():
+        kernel.close()
+    _KEPT.clear()
+
+
+def kernels_running() -> list[int]:
+    """The ipykernel processes this process started and still runs, but the one that
+    :func:`execute_notebook` keeps (the fault tests' "no kernel left behind")."""
+    import psutil
+
+    kept = {k.km.provisioner.pid for k in _KEPT.values() if k.km is not None and k.km.provisioner}
+    return [
+        p.pid
+        for p in psutil.Process().children(recursive=True)
+        if "ipykernel" in " ".join(p.cmdline())
+        and p.status() != psutil.STATUS_ZOMBIE
+        and p.pid not in kept
+    ]
 
 
 def execute_page(docname: str, parameters: dict, out_dir: Path) -> list:

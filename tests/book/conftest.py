@@ -21,6 +21,7 @@ import pytest
 from bookutils import (
     REPO,
     BuildResult,
+    close_kept_kernels,
     computed_once,
     markdown_text,
     page_source,
@@ -39,6 +40,13 @@ def pytest_generate_tests(metafunc):
 def page_markdown():
     """docname -> the markdown prose of that page's source (notebook markdown cells)."""
     return lambda docname: markdown_text(page_source(docname))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kept_kernels():
+    """bookutils.execute_notebook's kernel, stopped when the session ends."""
+    yield
+    close_kept_kernels()
 
 
 @pytest.fixture(scope="session")

@@ -14,9 +14,8 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import papermill
-import psutil
 import pytest
-from bookutils import computed_once, execute_notebook, light_template
+from bookutils import computed_once, execute_notebook, kernels_running, light_template
 from papermill.exceptions import PapermillExecutionError
 
 from companion import grid
@@ -355,12 +354,7 @@ def test_driver_skips_unchanged_and_reruns_on_change(tmp_path, monkeypatch):
     )
 
     # every run, good or failed, stopped its kernel (nbclient does not stop a kernel it was handed)
-    kernels = [
-        p
-        for p in psutil.Process().children(recursive=True)
-        if "ipykernel" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE
-    ]
-    assert kernels == [], f"kernels left running: {[p.pid for p in kernels]}"
+    assert kernels_running() == [], "kernels left running"
 
 
 # --------------------------------------------------------------------------- the appendix page
@@ -779,9 +773,4 @@ def test_grid_workers_reuse_their_kernel_cleared_between_runs(tmp_path, monkeypa
     )
     assert [r.status for r in again] == ["reused", "ran"]
     assert printed(again[0])[1] not in pids, "the failed run's kernel was not reused"
-    kernels = [
-        p
-        for p in psutil.Process().children(recursive=True)
-        if "ipykernel" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE
-    ]
-    assert kernels == [], f"kernels left running: {[p.pid for p in kernels]}"
+    assert kernels_running() == [], "kernels left running"

@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 
 import nbformat
-import psutil
 import pytest
-from bookutils import BOOK
+from bookutils import BOOK, kernels_running
 from nbformat.v4 import new_code_cell, new_notebook
 
 from companion import grid
@@ -43,14 +42,6 @@ def take_shell_ports(monkeypatch, times: int) -> list[tuple[socket.socket, Path]
     return taken
 
 
-def kernels_left() -> list[int]:
-    return [
-        p.pid
-        for p in psutil.Process().children(recursive=True)
-        if "ipykernel" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE
-    ]
-
-
 def test_a_kernel_that_loses_its_port_starts_again_on_new_ports(tmp_path, monkeypatch):
     taken = take_shell_ports(monkeypatch, 1)
     kernel = grid.SharedKernel("python3")
@@ -64,7 +55,7 @@ def test_a_kernel_that_loses_its_port_starts_again_on_new_ports(tmp_path, monkey
         kernel.close()
         for sock, _ in taken:
             sock.close()
-    assert kernels_left() == []
+    assert kernels_running() == []
 
 
 def test_a_kernel_that_never_starts_is_named_with_the_last_cause(tmp_path, monkeypatch):
@@ -194,7 +185,7 @@ def test_output_that_does_not_come_fails_the_cell(tmp_path, late_output, monkeyp
         assert not (tmp_path / "built.ipynb").exists()
     finally:
         kernel.close()
-    assert kernels_left() == []
+    assert kernels_running() == []
 
 
 def test_a_print_that_arrives_in_parts_is_one_output(tmp_path):
