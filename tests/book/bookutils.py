@@ -143,7 +143,8 @@ def page_source(docname: str, root: Path = REPO) -> Path:
     raise FileNotFoundError(f"no source for toc entry {docname!r} under {root / 'book'}")
 
 
-#: The kernels this process keeps between its papermill runs: (kernel name, environment) -> kernel.
+#: The kernel this process keeps between its papermill runs (at most one), by the kernel's name and
+#: the environment it started in.
 _KEPT: dict = {}
 
 
