@@ -148,21 +148,21 @@ def page_source(docname: str, root: Path = REPO) -> Path:
 _KEPT: dict = {}
 
 
-def execute_notebook(input_path, output_path, *, kernel_name="python3", cwd=None, **options):
-    """papermill.execute_notebook on a kernel this process keeps between its runs, as the build's
-    slots run the pages (companion.grid.SharedKernel: its namespace cleared and its working folder
-    ``cwd`` before each run, its imports kept); a failed run stops it, and a run in another
-    environment (a test's own variables) gets a kernel started in that one."""
+def execute_notebook(
+    input_path, output_path, *, parameters=None, kernel_name="python3", cwd=None, **options
+):
+    """papermill.execute_notebook (no progress bar) on a kernel this process keeps between its
+    runs, as the build's slots run the pages (companion.grid.SharedKernel: its namespace cleared and
+    its working folder ``cwd`` before each run, its imports kept); a failed run stops it, and a run
+    in another environment (a test's own variables) gets a kernel started in that one."""
     from companion import grid
 
     key = (kernel_name, tuple(sorted(os.environ.items())))
     if key not in _KEPT:
         close_kept_kernels()
         _KEPT[key] = grid.SharedKernel(kernel_name, dict(os.environ))
-    options.pop("progress_bar", None)  # run_notebook shows none
-    parameters = options.pop("parameters", None) or {}
     grid.run_notebook(
-        _KEPT[key], input_path, output_path, parameters, cwd or os.getcwd(), **options
+        _KEPT[key], input_path, output_path, parameters or {}, cwd or os.getcwd(), **options
     )
 
 
@@ -204,7 +204,6 @@ def execute_page(docname: str, parameters: dict, out_dir: Path) -> list:
         parameters=parameters,
         kernel_name="python3",
         cwd=str(BOOK),
-        progress_bar=False,
     )
     return [
         o

@@ -75,7 +75,6 @@ def run_template(out_dir: Path, **params) -> Path:
         parameters=params,
         kernel_name=KERNEL,
         cwd=str(out_dir),
-        progress_bar=False,
     )
     return out
 
@@ -244,7 +243,6 @@ def test_a_long_parameter_comes_back_cut(tmp_path):
             parameters={"alphas_residual": huge, "out_dir": str(tmp_path / "gen")},
             kernel_name=KERNEL,
             cwd=str(BOOK),
-            progress_bar=False,
         )
     assert info.value.ename == "ValueError" and "alphas_residual=" in info.value.evalue
     assert len(info.value.evalue) < 300 and len(str(info.value)) < 5000
@@ -379,7 +377,6 @@ def appendix(tmp_path_factory, private_cache, seeded_cache):
                 parameters={"samples": SMALL, "out_dir": str(gen), **APPENDIX_GRID},
                 kernel_name=KERNEL,
                 cwd=str(BOOK),
-                progress_bar=False,
             )
 
         source_before = source_hash()  # uncached: the package's sources right now
@@ -566,7 +563,6 @@ def test_appendix_runs_with_other_parameters(tmp_path):
         str(out),
         kernel_name=KERNEL,
         cwd=str(BOOK),
-        progress_bar=False,
         parameters={
             "samples": 1500,
             "seed": 4,
@@ -617,7 +613,6 @@ def test_appendix_rejects_a_bad_grid_before_any_run(tmp_path):
                 str(tmp_path / "b.ipynb"),
                 kernel_name=KERNEL,
                 cwd=str(BOOK),
-                progress_bar=False,
                 parameters={"samples": 1500, "out_dir": str(gen), **params},
             )
         assert not gen.exists()

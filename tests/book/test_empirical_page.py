@@ -27,7 +27,6 @@ def run(tmp_path, monkeypatch, seeded_cache, **params):
             parameters=params,
             kernel_name="python3",
             cwd=str(BOOK),
-            progress_bar=False,
         )
     finally:
         assert sorted(p.name for p in BOOK.iterdir()) == before, "the page wrote into book/"

@@ -416,7 +416,6 @@ def test_notebook_runs_with_small_samples(tmp_path, monkeypatch, seeded_cache):
         parameters={"samples": SMALL, "seed": 1, "workers": 1},
         kernel_name="python3",
         cwd=str(BOOK),
-        progress_bar=False,
     )
     nb = nbformat.read(out, as_version=4)
     html = [
@@ -441,7 +440,6 @@ def test_notebook_rejects_bad_workers(tmp_path):
             parameters={"workers": 0},
             kernel_name="python3",
             cwd=str(BOOK),
-            progress_bar=False,
         )
 
 

@@ -242,7 +242,6 @@ def test_exemplar_runs_with_other_parameters(page, tmp_path, monkeypatch, seeded
         parameters=params,
         kernel_name="python3",
         cwd=str(BOOK),
-        progress_bar=False,
     )
     nb = nbformat.read(out, as_version=4)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]

@@ -241,7 +241,6 @@ def test_appendix_a_runs_with_other_parameters(tmp_path, monkeypatch, seeded_cac
         parameters=APPENDIX_A,
         kernel_name="python3",
         cwd=str(BOOK),
-        progress_bar=False,
     )
     nb = nbformat.read(out, as_version=4)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
